@@ -1,0 +1,40 @@
+# The two set-up commands of the README: `make run` and `make test`. Each
+# creates (or reuses) the virtual environment in .venv and installs the pinned
+# packages of requirements.lock before it does its job.
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+CORES ?= 2
+CONFIG ?= config/config.yaml
+
+.PHONY: run test test-all dry-run base-model report clean
+
+$(STAMP): pyproject.toml requirements.lock
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.lock
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+run: $(STAMP)  ## the whole pipeline on the embedded default config
+	$(VENV)/bin/snakemake --cores $(CORES) --configfile $(CONFIG)
+	@echo "Tables and plots: results/$$($(PY) -c "import yaml;print(yaml.safe_load(open('$(CONFIG)')).get('run','default'))")/aggregate/"
+
+test: $(STAMP)  ## unit, stage, DAG and micro end-to-end tests (what CI runs)
+	$(PY) -m pytest -m "not slow"
+
+test-all: $(STAMP)  ## everything, including the full default run
+	$(PY) -m pytest
+
+dry-run: $(STAMP)
+	$(VENV)/bin/snakemake -n --cores $(CORES) --configfile $(CONFIG)
+
+base-model: $(STAMP)  ## rebuild the shipped base model under resources/models/
+	$(VENV)/bin/snakemake --cores $(CORES) --configfile $(CONFIG) pretrain_base_model --forcerun pretrain_base_model
+
+report: $(STAMP)
+	$(VENV)/bin/snakemake --cores $(CORES) --configfile $(CONFIG) --report results/report.html
+
+clean:
+	rm -rf results .snakemake

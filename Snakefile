@@ -1,0 +1,24 @@
+# leaktrace: audit code language models for benchmark leakage and memorisation.
+# `snakemake --cores N` runs what config/config.yaml asks for; see README.md.
+
+configfile: "config/config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/ingest.smk"
+include: "rules/pretrain.smk"
+include: "rules/variants.smk"
+include: "rules/filter.smk"
+include: "rules/train.smk"
+include: "rules/score.smk"
+include: "rules/counterfactual.smk"
+include: "rules/aggregate.smk"
+
+
+report: "report/workflow.rst"
+
+
+rule all:
+    input:
+        get_final_output(),
+    default_target: True

@@ -1,0 +1,46 @@
+def aggregate_inputs(wildcards):
+    score_dir = f"{RESULTS}/score/{wildcards.benchmark}"
+    return {
+        "samples": f"{RESULTS}/filter/{wildcards.benchmark}.samples.parquet",
+        "scores": [f"{score_dir}/{m}/scores.parquet" for m in MODELS],
+        "tokens": [f"{score_dir}/{m}/tokens.parquet" for m in MODELS],
+        "similarity": f"{RESULTS}/counterfactual/{wildcards.benchmark}/similarity.parquet",
+    }
+
+
+def named_inputs(kind):
+    """``MODEL=PATH`` arguments for the aggregate command, in MODELS order."""
+
+    def arguments(wildcards, input):
+        return " ".join(f"{m}={p}" for m, p in zip(MODELS, input[kind], strict=True))
+
+    return arguments
+
+
+rule aggregate:
+    input:
+        unpack(aggregate_inputs),
+    output:
+        detection=f"{RESULTS}/aggregate/{{benchmark}}/detection.parquet",
+        perplexity=f"{RESULTS}/aggregate/{{benchmark}}/perplexity.parquet",
+        counterfactual=f"{RESULTS}/aggregate/{{benchmark}}/counterfactual.parquet",
+        report_md=report(f"{RESULTS}/aggregate/{{benchmark}}/report.md", caption="../report/tables.rst", category="Tables"),
+        roc=report(f"{RESULTS}/aggregate/{{benchmark}}/roc.png", caption="../report/roc.rst", category="Detection"),
+        scatter=report(f"{RESULTS}/aggregate/{{benchmark}}/delta_vs_bleu.png", caption="../report/delta_vs_bleu.rst", category="Counterfactual"),
+    params:
+        settings=settings("aggregate"),
+        seed=config["seed"],
+        scores=named_inputs("scores"),
+        tokens=named_inputs("tokens"),
+        out_dir=f"{RESULTS}/aggregate/{{benchmark}}",
+    log:
+        f"{RESULTS}/logs/aggregate/{{benchmark}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/aggregate/{{benchmark}}.tsv"
+    threads: 1
+    conda:
+        CONDA_ENV
+    shell:
+        "{LEAKTRACE} aggregate --samples {input.samples} --scores {params.scores} --tokens {params.tokens}"
+        " --similarity {input.similarity} --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir}"
+        " 2> {log}"

@@ -1,0 +1,25 @@
+rule counterfactual:
+    input:
+        samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+        functions=f"{RESULTS}/filter/{{benchmark}}.functions.parquet",
+        model=base_model_files(),
+        adapter=adapter_dir("{benchmark}", counterfactual_epoch()),
+    output:
+        generations=f"{RESULTS}/counterfactual/{{benchmark}}/generations.parquet",
+        similarity=f"{RESULTS}/counterfactual/{{benchmark}}/similarity.parquet",
+    params:
+        settings=settings("counterfactual"),
+        model=model_settings(),
+    log:
+        f"{RESULTS}/logs/counterfactual/{{benchmark}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/counterfactual/{{benchmark}}.tsv"
+    threads: 2
+    conda:
+        CONDA_ENV
+    resources:
+        gpu=1 if config["base_model"]["device"].startswith("cuda") else 0,
+    shell:
+        "{LEAKTRACE} counterfactual --samples {input.samples} --functions {input.functions} --model {params.model:q}"
+        " --adapter {input.adapter} --settings {params.settings:q}"
+        " --generations {output.generations} --similarity {output.similarity} 2> {log}"

@@ -1,0 +1,40 @@
+rule filter_functions:
+    input:
+        f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
+    output:
+        f"{RESULTS}/filter/{{benchmark}}.functions.parquet",
+    params:
+        settings=settings("filter", "functions"),
+    log:
+        f"{RESULTS}/logs/filter_functions/{{benchmark}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/filter_functions/{{benchmark}}.tsv"
+    threads: 1
+    conda:
+        CONDA_ENV
+    shell:
+        "{LEAKTRACE} filter-functions --benchmark {input} --settings {params.settings:q} --output {output} 2> {log}"
+
+
+# The pre-exposure filter reads the base model's token statistics of every
+# original and variant: the same cached pass the reference scores come from.
+rule split_samples:
+    input:
+        functions=f"{RESULTS}/filter/{{benchmark}}.functions.parquet",
+        variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
+        tokens=f"{RESULTS}/score/{{benchmark}}/reference/tokens.parquet",
+    output:
+        f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+    params:
+        settings=settings("filter", "split"),
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/split_samples/{{benchmark}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/split_samples/{{benchmark}}.tsv"
+    threads: 1
+    conda:
+        CONDA_ENV
+    shell:
+        "{LEAKTRACE} split --functions {input.functions} --variants {input.variants} --tokens {input.tokens}"
+        " --settings {params.settings:q} --seed {params.seed} --output {output} 2> {log}"

@@ -1,0 +1,61 @@
+"""The training mix (ratio counted in tokens) and LoRA continued pretraining:
+one adapter per requested epoch, loadable as a standard PEFT adapter, and the
+trained text becomes more likely."""
+
+import random
+
+import numpy as np
+import pytest
+
+from leaktrace.models.hf import HFLanguageModel
+from leaktrace.models.loading import ModelSpec
+from leaktrace.train.lora import LoraSettings, train_lora
+from leaktrace.train.mix import build_mix, paragraph_chunks
+
+
+def count_words(text):
+    return len(text.split())
+
+
+def test_paragraph_chunks_respect_the_budget():
+    text = "\n\n".join(f"para {i} " + "w " * 5 for i in range(10))
+    chunks = paragraph_chunks(text, count_words, 14)
+    assert all(count_words(c) <= 14 for c in chunks)
+    assert "\n\n".join(chunks).split() == text.split()
+
+
+def test_mix_reaches_the_text_to_code_ratio_in_tokens():
+    members = [(f"b/{i}", "code " * 20) for i in range(5)]  # 100 code tokens
+    docs = [(f"doc{i}", "\n\n".join("text " * 10 for _ in range(6))) for i in range(4)]
+    items = build_mix(members, docs, text_per_code=5, count_tokens=count_words, chunk_tokens=25, rng=random.Random(0))
+    code = sum(i.n_tokens for i in items if i.kind == "member")
+    text = sum(i.n_tokens for i in items if i.kind == "text")
+    assert code == 100 and 500 <= text < 500 + 25
+    assert sorted(i.source_id for i in items if i.kind == "member") == sorted(s for s, _ in members)
+    again = build_mix(members, docs, text_per_code=5, count_tokens=count_words, chunk_tokens=25, rng=random.Random(0))
+    assert items == again
+
+
+def test_mix_rejects_empty_inputs():
+    with pytest.raises(ValueError, match="at least one member"):
+        build_mix([], [("d", "t")], text_per_code=1, count_tokens=count_words, chunk_tokens=5, rng=random.Random(0))
+    with pytest.raises(ValueError, match="text corpus is empty"):
+        build_mix([("b/1", "x")], [], text_per_code=1, count_tokens=count_words, chunk_tokens=5, rng=random.Random(0))
+
+
+def test_lora_saves_one_adapter_per_epoch_and_learns(tiny_model_dir, tmp_path):
+    member = "def add(a, b):\n    return a + b\n"
+    settings = LoraSettings(epochs=(1, 3), rank=4, alpha=8, learning_rate=1e-2, batch_size=2, warmup_steps=1, max_length=64)
+    log = []
+    train_lora(ModelSpec(str(tiny_model_dir)), [member, "some text", member.upper()], settings, lambda e: tmp_path / f"epoch-{e}", log.append)
+    assert [row["epoch"] for row in log] == [1, 2, 3]
+    assert (tmp_path / "epoch-1" / "adapter_config.json").exists() and (tmp_path / "epoch-3" / "adapter_model.safetensors").exists()
+    assert not (tmp_path / "epoch-2").exists()
+    base = HFLanguageModel(ModelSpec(str(tiny_model_dir)), progress=False).score([member])[0]
+    trained = HFLanguageModel(ModelSpec(str(tiny_model_dir), adapter=str(tmp_path / "epoch-3")), progress=False).score([member])[0]
+    assert np.mean(trained.logprobs) > np.mean(base.logprobs)
+
+
+def test_lora_rejects_bad_epochs(tiny_model_dir, tmp_path):
+    with pytest.raises(ValueError, match="epochs must be increasing"):
+        train_lora(ModelSpec(str(tiny_model_dir)), ["x"], LoraSettings(epochs=(3, 1)), lambda e: tmp_path)

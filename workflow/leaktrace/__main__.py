@@ -1,0 +1,5 @@
+import sys
+
+from leaktrace.cli import main
+
+sys.exit(main())

@@ -1,0 +1,193 @@
+"""``python -m leaktrace <command>``: the one entry point Snakemake rules call.
+Each command takes its files as paths and its slice of the config as JSON
+(``--settings``), so a rule's params are exactly what the stage depends on."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from leaktrace.errors import InputError
+
+COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], None]]] = {}
+
+
+def command(name: str):
+    def register(fn):
+        COMMANDS[name] = (fn.arguments, fn)
+        return fn
+
+    return register
+
+
+def _json(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise argparse.ArgumentTypeError(f"not valid JSON: {err}") from None
+
+
+def _named_paths(items: list[str]) -> dict[str, Path]:
+    """``name=path`` pairs, order kept."""
+    out = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep:
+            raise argparse.ArgumentTypeError(f"expected NAME=PATH, got {item!r}")
+        out[name] = Path(path)
+    return out
+
+
+def _args(*specs):
+    def attach(fn):
+        def arguments(parser: argparse.ArgumentParser) -> None:
+            for flags, kwargs in specs:
+                parser.add_argument(*flags, **kwargs)
+
+        fn.arguments = arguments
+        return fn
+
+    return attach
+
+
+SETTINGS = (("--settings",), {"type": _json, "required": True, "help": "this stage's config slice as JSON"})
+SEED = (("--seed",), {"type": int, "required": True})
+MODEL = (("--model",), {"type": _json, "required": True, "help": "the base_model config slice as JSON"})
+
+
+def path(flag: str, many: bool = False, required: bool = True):
+    return ((flag,), {"type": Path, "nargs": "+" if many else None, "required": required})
+
+
+@command("ingest-benchmark")
+@_args((("--name",), {"required": True}), SETTINGS, path("--output"))
+def _ingest_benchmark(a):
+    from leaktrace.stages.ingest import ingest_benchmark
+
+    ingest_benchmark(a.name, a.settings, a.output)
+
+
+@command("ingest-corpus")
+@_args((("--name",), {"required": True}), SETTINGS, (("--part",), {"type": int, "required": True}), path("--output"))
+def _ingest_corpus(a):
+    from leaktrace.stages.ingest import ingest_corpus
+
+    ingest_corpus(a.name, a.settings, a.part, a.output)
+
+
+@command("pretrain")
+@_args(path("--code", many=True), path("--text", many=True), SETTINGS, path("--output-dir"), path("--log"))
+def _pretrain(a):
+    from leaktrace.stages.pretrain import pretrain
+
+    pretrain(a.code, a.text, a.settings, a.output_dir, a.log)
+
+
+@command("lexicon")
+@_args(path("--code", many=True), SETTINGS, path("--output"))
+def _lexicon(a):
+    from leaktrace.stages.variants import build_lexicon
+
+    build_lexicon(a.code, a.settings, a.output)
+
+
+@command("filter-functions")
+@_args(path("--benchmark"), SETTINGS, path("--output"))
+def _filter_functions(a):
+    from leaktrace.stages.filter import filter_functions
+
+    filter_functions(a.benchmark, a.settings, a.output)
+
+
+@command("variants")
+@_args(
+    path("--benchmark"), path("--functions"), path("--lexicon"), SETTINGS, SEED,
+    (("--workers",), {"type": int, "default": 1, "help": "sandboxed test runs in parallel"}), path("--output"),
+)
+def _variants(a):
+    from leaktrace.stages.variants import make_variants_table
+
+    make_variants_table(a.benchmark, a.functions, a.lexicon, a.settings, a.seed, a.workers, a.output)
+
+
+@command("split")
+@_args(path("--functions"), path("--variants"), path("--tokens"), SETTINGS, SEED, path("--output"))
+def _split(a):
+    from leaktrace.stages.filter import split_samples
+
+    split_samples(a.functions, a.variants, a.tokens, a.settings, a.seed, a.output)
+
+
+@command("mix")
+@_args(path("--samples"), path("--benchmark"), path("--text", many=True), MODEL, SETTINGS, SEED, path("--output"))
+def _mix(a):
+    from leaktrace.stages.train import make_mix
+
+    make_mix(a.samples, a.benchmark, a.text, a.model, a.settings, a.seed, a.output)
+
+
+@command("train")
+@_args(path("--mix"), MODEL, SETTINGS, SEED, path("--adapters", many=True), path("--log"))
+def _train(a):
+    from leaktrace.stages.train import train_adapters
+
+    train_adapters(a.mix, a.model, a.settings, a.seed, a.adapters, a.log)
+
+
+@command("tokens")
+@_args(path("--variants"), MODEL, path("--adapter", required=False), SETTINGS, path("--output"))
+def _tokens(a):
+    from leaktrace.stages.score import score_tokens
+
+    score_tokens(a.variants, a.model, str(a.adapter) if a.adapter else None, a.settings, a.output)
+
+
+@command("scores")
+@_args(path("--tokens"), path("--variants"), SETTINGS, path("--output"))
+def _scores(a):
+    from leaktrace.stages.score import score_methods
+
+    score_methods(a.tokens, a.variants, a.settings, a.output)
+
+
+@command("counterfactual")
+@_args(path("--samples"), path("--functions"), MODEL, path("--adapter"), SETTINGS, path("--generations"), path("--similarity"))
+def _counterfactual(a):
+    from leaktrace.stages.counterfactual import counterfactual
+
+    counterfactual(a.samples, a.functions, a.model, str(a.adapter), a.settings, a.generations, a.similarity)
+
+
+@command("aggregate")
+@_args(
+    path("--samples"),
+    (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
+    (("--tokens",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
+    path("--similarity"),
+    SETTINGS,
+    SEED,
+    path("--output-dir"),
+)
+def _aggregate(a):
+    from leaktrace.stages.aggregate import aggregate
+
+    aggregate(a.samples, _named_paths(a.scores), _named_paths(a.tokens), a.similarity, a.settings, a.seed, a.output_dir)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="leaktrace", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (arguments, _) in COMMANDS.items():
+        arguments(sub.add_parser(name))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    try:
+        COMMANDS[args.command][1](args)
+    except InputError as err:
+        logging.getLogger("leaktrace").error("bad input: %s", err)
+        return 2
+    return 0

@@ -1,0 +1,64 @@
+"""The embedded default's corpora: the running interpreter's standard library
+as code, and the documentation text shipped with it (``pydoc_data``) as
+general text. Both are read deterministically (sorted paths / topic names) so
+the same interpreter yields the same shards byte for byte."""
+
+from __future__ import annotations
+
+import fnmatch
+import sysconfig
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Document:
+    doc_id: str
+    source: str
+    text: str
+
+
+def stdlib_root() -> Path:
+    return Path(sysconfig.get_paths()["stdlib"])
+
+
+def iter_stdlib_code(exclude: Sequence[str] = ()) -> Iterator[Document]:
+    """Every ``.py`` file of the standard library (site-packages never), minus
+    paths matching any of the ``exclude`` globs (relative to the stdlib root).
+    Files that are not UTF-8 are skipped: the stdlib has none, but a patched
+    interpreter might."""
+    root = stdlib_root()
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith("site-packages/") or any(fnmatch.fnmatch(rel, g) for g in exclude):
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        yield Document(doc_id=f"stdlib/{rel}", source=str(path), text=text)
+
+
+def iter_pydoc_text() -> Iterator[Document]:
+    """The pydoc topic texts (the Python reference documentation, as plain text)."""
+    from pydoc_data.topics import topics
+
+    for name in sorted(topics):
+        yield Document(doc_id=f"pydoc/{name}", source="pydoc_data.topics", text=topics[name])
+
+
+CORPUS_SOURCES = {
+    "stdlib": iter_stdlib_code,
+    "pydoc": iter_pydoc_text,
+}
+
+
+def shard(documents: Sequence[Document], n_shards: int) -> list[list[Document]]:
+    """Round-robin sharding: balanced sizes, and stable for a fixed document order."""
+    if n_shards < 1:
+        raise ValueError(f"n_shards must be at least 1, got {n_shards}")
+    shards: list[list[Document]] = [[] for _ in range(n_shards)]
+    for i, doc in enumerate(documents):
+        shards[i % n_shards].append(doc)
+    return shards

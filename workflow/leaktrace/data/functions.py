@@ -1,0 +1,91 @@
+"""The anatomy of a function inside a source file, and the function-level
+filters of the functional-memorisation paper (App. B: body length in lines,
+minimum characters, no ``__init__``).
+
+The counterfactual prompt is the preceding context plus the signature (the
+docstring excluded); the ground truth is the continuation after the signature.
+All cuts are made on source lines, so the pieces concatenate back to the file."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FunctionAnatomy:
+    name: str
+    context: str  # everything before the function (or its first decorator)
+    signature: str  # decorators and the ``def ...:`` header, newline included
+    continuation: str  # docstring and body, up to the function's last line
+    docstring: str | None
+    body_lines: int  # non-blank lines of the body, docstring excluded
+    is_method: bool
+
+    @property
+    def function(self) -> str:
+        return self.signature + self.continuation
+
+
+def _find_function(tree: ast.Module, name: str) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool]:
+    """The first definition named ``name``, preferring module level; also
+    whether it is defined inside a class."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            return node, False
+    for parent in ast.walk(tree):
+        for node in getattr(parent, "body", []):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+                return node, isinstance(parent, ast.ClassDef)
+    raise ValueError(f"function {name!r} is not defined")
+
+
+def function_anatomy(code: str, name: str) -> FunctionAnatomy:
+    tree = ast.parse(code)
+    node, is_method = _find_function(tree, name)
+    lines = code.splitlines(keepends=True)
+    first = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
+    first_body = node.body[0]
+    end = node.end_lineno
+    if first_body.lineno > node.lineno:
+        signature = "".join(lines[first : first_body.lineno - 1])
+        continuation = "".join(lines[first_body.lineno - 1 : end])
+    else:  # one-liner ``def f(x): return x``
+        head = lines[first_body.lineno - 1]
+        cut = len(head.encode("utf-8")[: first_body.col_offset].decode("utf-8"))
+        signature = "".join(lines[first : first_body.lineno - 1]) + head[:cut]
+        continuation = head[cut:] + "".join(lines[first_body.lineno : end])
+    docstring = ast.get_docstring(node, clean=False)
+    body_start = node.body[1].lineno if docstring is not None and len(node.body) > 1 else (
+        None if docstring is not None else first_body.lineno
+    )
+    body_lines = 0 if body_start is None else sum(1 for line in lines[body_start - 1 : end] if line.strip())
+    return FunctionAnatomy(
+        name=name,
+        context="".join(lines[:first]),
+        signature=signature,
+        continuation=continuation,
+        docstring=docstring,
+        body_lines=body_lines,
+        is_method=is_method,
+    )
+
+
+@dataclass(frozen=True)
+class FunctionFilter:
+    min_body_lines: int = 1
+    max_body_lines: int | None = None
+    min_chars: int = 0
+    exclude_init: bool = True
+
+    def reason_to_drop(self, anatomy: FunctionAnatomy) -> str | None:
+        """Why the function fails the filter, or None if it passes."""
+        if self.exclude_init and anatomy.name == "__init__":
+            return "function: __init__"
+        if anatomy.body_lines < self.min_body_lines:
+            return f"function: body has {anatomy.body_lines} lines < {self.min_body_lines}"
+        if self.max_body_lines is not None and anatomy.body_lines > self.max_body_lines:
+            return f"function: body has {anatomy.body_lines} lines > {self.max_body_lines}"
+        if len(anatomy.function) < self.min_chars:
+            return f"function: {len(anatomy.function)} characters < {self.min_chars}"
+        return None

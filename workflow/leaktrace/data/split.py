@@ -1,0 +1,50 @@
+"""SrDetection's controlled testbed split: the pre-exposure filter, then a
+seeded 1:1 member / non-member split, and within each class a calibration
+fold (for choosing the thresholds of threshold-based baselines) disjoint from
+the evaluation fold."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+def pre_exposure_reason(original_loss: float, variant_losses: Sequence[float]) -> str | None:
+    """SrDetection (Sec. 4.1): drop a sample whose original form is already the
+    easiest (lowest PPL) among its variants under the base model, since the
+    testbed could not tell its later exposure from prior exposure."""
+    if not variant_losses:
+        return "pre-exposure: no valid variant to compare against"
+    if original_loss < min(variant_losses):
+        return f"pre-exposure: original has the lowest PPL among {len(variant_losses)} variants under the base model"
+    return None
+
+
+@dataclass(frozen=True)
+class Assignment:
+    split: str  # "member" | "non-member"
+    fold: str  # "calibration" | "evaluation"
+
+
+def assign_splits(
+    sample_ids: Sequence[str],
+    *,
+    member_fraction: float,
+    calibration_fraction: float,
+    rng: random.Random,
+) -> dict[str, Assignment]:
+    if not 0 < member_fraction < 1:
+        raise ValueError(f"member_fraction must be in (0, 1), got {member_fraction}")
+    if not 0 <= calibration_fraction < 1:
+        raise ValueError(f"calibration_fraction must be in [0, 1), got {calibration_fraction}")
+    ids = sorted(sample_ids)
+    rng.shuffle(ids)
+    n_members = round(len(ids) * member_fraction)
+    result: dict[str, Assignment] = {}
+    for split, group in (("member", ids[:n_members]), ("non-member", ids[n_members:])):
+        n_cal = math.floor(len(group) * calibration_fraction)
+        for k, sid in enumerate(group):
+            result[sid] = Assignment(split, "calibration" if k < n_cal else "evaluation")
+    return result

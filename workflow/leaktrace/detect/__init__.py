@@ -1,0 +1,1 @@
+"""Membership / leakage detectors. One module per method; ``registry`` lists them."""

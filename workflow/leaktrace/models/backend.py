@@ -1,0 +1,52 @@
+"""The model interface every stage talks to. Backends (Hugging Face
+transformers here; vLLM or an HTTP endpoint later) implement it, so GPU-only
+code stays behind this line and the stages never import a framework."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TokenStats:
+    """Per-token statistics of one text under one model, from one forward pass.
+
+    ``logprobs[t]`` is log p(x_t | x_<t); ``mu[t]`` and ``sigma[t]`` are the mean
+    and standard deviation of log p(v | x_<t) under v ~ p(· | x_<t), the local
+    statistics Min-K%++ normalises by. The first text token is conditioned on
+    the BOS token, so every text token is scored."""
+
+    token_ids: np.ndarray
+    logprobs: np.ndarray
+    mu: np.ndarray
+    sigma: np.ndarray
+    truncated: bool
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.token_ids)
+
+
+StopCondition = Callable[[str], bool]
+
+
+class LanguageModel(Protocol):
+    name: str
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` without special tokens."""
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+    def score(self, texts: Sequence[str]) -> list[TokenStats]:
+        """Token statistics for every text, batched internally."""
+
+    def generate(
+        self, prompts: Sequence[list[int]], *, max_new_tokens: int, stops: Sequence[StopCondition] | None = None
+    ) -> list[str]:
+        """Greedy continuations of tokenised prompts (BOS is added by the
+        backend); row i ends early once ``stops[i](its text so far)`` holds."""

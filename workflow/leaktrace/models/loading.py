@@ -1,0 +1,65 @@
+"""Load a causal LM and its tokenizer the same way from a local path or a hub
+id, optionally with a PEFT adapter on top.
+
+A local directory is always loaded with ``local_files_only=True``, so the
+default run and the tests can never reach a network even if the environment
+allows it; a hub id goes through the normal ``from_pretrained`` resolution
+(and its cache) for real runs on GPU nodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+from leaktrace.errors import InputError
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What the config says about a model: where it is, which adapter, how to run it."""
+
+    name_or_path: str
+    adapter: str | None = None
+    dtype: str = "float32"
+    device: str = "cpu"
+    revision: str | None = None
+
+
+def _is_local(name_or_path: str) -> bool:
+    return Path(name_or_path).exists()
+
+
+def _hub_kwargs(spec: ModelSpec) -> dict:
+    if _is_local(spec.name_or_path):
+        return {"local_files_only": True}
+    if spec.name_or_path.startswith((".", "/")) or spec.name_or_path.count("/") > 1:
+        raise InputError(spec.name_or_path, None, "model path does not exist (and is not a hub id)")
+    return {"revision": spec.revision} if spec.revision else {}
+
+
+def load_tokenizer(spec: ModelSpec) -> PreTrainedTokenizerBase:
+    tokenizer = AutoTokenizer.from_pretrained(spec.name_or_path, **_hub_kwargs(spec))
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load_model(spec: ModelSpec) -> PreTrainedModel:
+    if spec.dtype not in DTYPES:
+        raise ValueError(f"unknown dtype {spec.dtype!r}; choose one of {sorted(DTYPES)}")
+    model = AutoModelForCausalLM.from_pretrained(spec.name_or_path, dtype=DTYPES[spec.dtype], **_hub_kwargs(spec))
+    if spec.adapter is not None:
+        from peft import PeftModel
+
+        if not Path(spec.adapter).exists():
+            raise InputError(spec.adapter, None, "adapter directory does not exist")
+        model = PeftModel.from_pretrained(model, spec.adapter, is_trainable=False)
+        model = model.merge_and_unload()
+    model.to(spec.device)
+    model.eval()
+    return model

@@ -1,0 +1,1 @@
+"""Rendering of aggregate results: Markdown tables and PNG plots."""

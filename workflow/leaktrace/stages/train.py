@@ -1,0 +1,67 @@
+"""train: the mixed corpus, then LoRA continued pretraining of the base model
+with one adapter per requested epoch."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pyarrow as pa
+
+from leaktrace.artifacts import read_records, write_table
+from leaktrace.models.loading import load_tokenizer
+from leaktrace.seeding import derive_seed, rng_for
+from leaktrace.stages.score import model_spec
+from leaktrace.train.lora import LoraSettings, train_lora
+from leaktrace.train.mix import build_mix
+
+log = logging.getLogger(__name__)
+
+MIX_SCHEMA = pa.schema([("kind", pa.string()), ("source_id", pa.string()), ("text", pa.string()), ("n_tokens", pa.int32())])
+
+TRAIN_LOG_SCHEMA = pa.schema(
+    [("epoch", pa.int32()), ("step", pa.int64()), ("loss", pa.float64()), ("lr", pa.float64()),
+     ("tokens", pa.int64()), ("seconds", pa.float64())]
+)
+
+
+def make_mix(samples: Path, benchmark: Path, text_parts: list[Path], model: dict, settings: dict, seed: int, output: Path) -> None:
+    members = {r["sample_id"] for r in read_records(samples, ["sample_id", "split"]) if r["split"] == "member"}
+    codes = [(r["sample_id"], r["code"]) for r in read_records(benchmark, ["sample_id", "code"]) if r["sample_id"] in members]
+    docs = [(r["doc_id"], r["text"]) for part in text_parts for r in read_records(part, ["doc_id", "text"])]
+    tokenizer = load_tokenizer(model_spec(model, None))
+    items = build_mix(
+        codes,
+        docs,
+        text_per_code=settings["text_per_code"],
+        count_tokens=lambda t: len(tokenizer(t, add_special_tokens=False)["input_ids"]),
+        chunk_tokens=settings["max_length"] - 2,
+        rng=rng_for(seed, "mix"),
+    )
+    write_table([vars(i) for i in items], MIX_SCHEMA, output)
+    code_tokens = sum(i.n_tokens for i in items if i.kind == "member")
+    text_tokens = sum(i.n_tokens for i in items if i.kind == "text")
+    log.info("mix: %d members (%d tokens), %d text chunks (%d tokens)", len(codes), code_tokens, len(items) - len(codes), text_tokens)
+
+
+def train_adapters(mix: Path, model: dict, settings: dict, seed: int, adapter_dirs: list[Path], log_path: Path) -> None:
+    epochs = tuple(settings["epochs"])
+    if len(adapter_dirs) != len(epochs):
+        raise ValueError(f"{len(adapter_dirs)} adapter outputs for epochs {epochs}")
+    lora = LoraSettings(
+        epochs=epochs,
+        rank=settings["lora"]["rank"],
+        alpha=settings["lora"]["alpha"],
+        dropout=settings["lora"]["dropout"],
+        target_modules=tuple(settings["lora"]["target_modules"]),
+        learning_rate=settings["learning_rate"],
+        batch_size=settings["batch_size"],
+        gradient_accumulation=settings["gradient_accumulation"],
+        warmup_steps=settings["warmup_steps"],
+        max_length=settings["max_length"],
+        seed=derive_seed(seed, "lora"),
+    )
+    by_epoch = dict(zip(epochs, adapter_dirs, strict=True))
+    rows: list[dict] = []
+    train_lora(model_spec(model, None), [r["text"] for r in read_records(mix, ["text"])], lora, by_epoch.__getitem__, rows.append)
+    write_table(rows, TRAIN_LOG_SCHEMA, log_path)
