@@ -10,6 +10,7 @@ from leaktrace.evaluate.metrics import (
     bootstrap_ci,
     choose_threshold,
     decision_metrics,
+    macro_f1,
     roc_auc,
     tpr_at_fpr,
 )
@@ -140,3 +141,14 @@ def test_bootstrap_skips_nan_and_single_class_is_nan():
     assert bootstrap_ci(labels, scores, nan_for_some, n_resamples=50, seed=0) == (0.5, 0.5)
     low, high = bootstrap_ci([1] * 10, scores[:10], roc_auc, n_resamples=20, seed=0)
     assert math.isnan(low) and math.isnan(high)
+
+
+def test_fast_macro_f1_and_auc_equal_sklearn_on_random_data():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        labels = rng.integers(0, 2, 30)
+        labels[:2] = [0, 1]
+        scores = rng.integers(0, 6, 30).astype(float)  # many ties
+        predictions = rng.integers(0, 2, 30)
+        assert roc_auc(labels, scores) == pytest.approx(roc_auc_score(labels, scores))
+        assert macro_f1(labels, predictions) == pytest.approx(f1_score(labels, predictions, average="macro", zero_division=0))

@@ -14,12 +14,12 @@ from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.stats import rankdata
 from sklearn.metrics import (
     accuracy_score,
     f1_score,
     precision_score,
     recall_score,
-    roc_auc_score,
     roc_curve,
 )
 
@@ -42,11 +42,18 @@ def _roc_points(labels: ArrayLike, scores: ArrayLike) -> tuple[np.ndarray, np.nd
 
 
 def roc_auc(labels: ArrayLike, scores: ArrayLike) -> float:
-    """Area under the ROC curve; NaN when only one class is present."""
-    labels = np.asarray(labels)
+    """Area under the ROC curve; NaN when only one class is present.
+
+    Computed as the Mann-Whitney U statistic from average ranks (ties count
+    one half), which equals sklearn's ``roc_auc_score`` but costs a sort, not
+    input validation: the bootstrap calls it thousands of times."""
+    labels = np.asarray(labels).astype(bool)
     if not _both_classes(labels):
         return float("nan")
-    return float(roc_auc_score(labels, scores))
+    ranks = rankdata(np.asarray(scores, dtype=float))
+    n_pos = int(labels.sum())
+    n_neg = labels.size - n_pos
+    return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
 def tpr_at_fpr(labels: ArrayLike, scores: ArrayLike, fpr: float) -> float:
@@ -104,6 +111,17 @@ def choose_threshold(labels: ArrayLike, scores: ArrayLike) -> float:
     fp = non_members.size - np.searchsorted(non_members, thresholds, side="left")
     f1 = _macro_f1(tp, fp, fn=members.size - tp, tn=non_members.size - fp)
     return float(thresholds[np.argmax(f1)])
+
+
+def macro_f1(labels: ArrayLike, predictions: ArrayLike) -> float:
+    """Macro F1 of 0/1 predictions from confusion counts (what ``decision_metrics``
+    reports, without sklearn's overhead, for the bootstrap)."""
+    labels, predictions = np.asarray(labels).astype(bool), np.asarray(predictions).astype(bool)
+    tp = np.array([np.sum(labels & predictions)])
+    fp = np.array([np.sum(~labels & predictions)])
+    fn = np.array([np.sum(labels & ~predictions)])
+    tn = np.array([np.sum(~labels & ~predictions)])
+    return float(_macro_f1(tp, fp, fn, tn)[0])
 
 
 def decision_metrics(labels: ArrayLike, predictions: ArrayLike) -> dict[str, float]:

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.evaluate.metrics import bootstrap_ci, choose_threshold, decision_metrics, roc_auc, tpr_at_fpr
+from leaktrace.evaluate.metrics import bootstrap_ci, choose_threshold, decision_metrics, macro_f1, roc_auc, tpr_at_fpr
 from leaktrace.report.plots import delta_scatter, roc_plot
 from leaktrace.report.tables import markdown_table, mean_pm_std
 from leaktrace.stages.score import losses_by_text
@@ -60,10 +60,6 @@ COUNTERFACTUAL_SCHEMA = pa.schema(
 )
 
 
-def _macro_f1(labels: np.ndarray, predictions: np.ndarray) -> float:
-    return decision_metrics(labels, predictions)["macro_f1"]
-
-
 def detection_rows(model: str, scores: list[dict], split: dict[str, tuple[str, str]], settings: dict, seed: int) -> tuple[list[dict], dict]:
     by_method: dict[str, list[dict]] = defaultdict(list)
     for s in scores:
@@ -88,7 +84,7 @@ def detection_rows(model: str, scores: list[dict], split: dict[str, tuple[str, s
             threshold = choose_threshold(cal_labels, np.array([s["score"] for s in cal], dtype=float))
             predictions = (scores_ev >= threshold).astype(int)
         metrics = decision_metrics(labels, predictions)
-        f1_ci = bootstrap_ci(labels, predictions, _macro_f1, n_resamples=settings["bootstrap_resamples"], seed=seed)
+        f1_ci = bootstrap_ci(labels, predictions, macro_f1, n_resamples=settings["bootstrap_resamples"], seed=seed)
         auc_ci = bootstrap_ci(labels, scores_ev, roc_auc, n_resamples=settings["bootstrap_resamples"], seed=seed)
         rows.append(
             {
