@@ -8,7 +8,8 @@ import torch
 
 from leaktrace.errors import InputError
 from leaktrace.models.hf import HFLanguageModel, length_buckets
-from leaktrace.models.loading import ModelSpec, load_model
+from leaktrace.models.backend import ModelSpec
+from leaktrace.models.loading import load_model
 
 TEXTS = ["def add(a, b):\n    return a + b\n", "x = 1", "for i in range(10):\n    print(i * i)\n" * 3]
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from leaktrace.models.hf import HFLanguageModel
-from leaktrace.models.loading import ModelSpec
+from leaktrace.models.backend import ModelSpec
 from leaktrace.train.lora import LoraSettings, train_lora
 from leaktrace.train.mix import build_mix, paragraph_chunks
 

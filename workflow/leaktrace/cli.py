@@ -80,11 +80,12 @@ def _ingest_corpus(a):
 
 
 @command("pretrain")
-@_args(path("--code", many=True), path("--text", many=True), SETTINGS, path("--output-dir"), path("--log"))
+@_args((("--corpora",), {"type": _json, "required": True, "help": "code and text corpus configs as JSON"}),
+       SETTINGS, path("--output-dir"), path("--log"))
 def _pretrain(a):
     from leaktrace.stages.pretrain import pretrain
 
-    pretrain(a.code, a.text, a.settings, a.output_dir, a.log)
+    pretrain(a.corpora, a.settings, a.output_dir, a.log)
 
 
 @command("lexicon")

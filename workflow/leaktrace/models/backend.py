@@ -31,6 +31,17 @@ class TokenStats:
         return len(self.token_ids)
 
 
+@dataclass(frozen=True)
+class ModelSpec:
+    """What the config says about a model: where it is, which adapter, how to run it."""
+
+    name_or_path: str
+    adapter: str | None = None
+    dtype: str = "float32"
+    device: str = "cpu"
+    revision: str | None = None
+
+
 StopCondition = Callable[[str], bool]
 
 

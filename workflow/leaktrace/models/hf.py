@@ -9,8 +9,8 @@ import torch
 from tqdm import tqdm
 from transformers import StoppingCriteria, StoppingCriteriaList
 
-from leaktrace.models.backend import StopCondition, TokenStats
-from leaktrace.models.loading import ModelSpec, load_model, load_tokenizer
+from leaktrace.models.backend import ModelSpec, StopCondition, TokenStats
+from leaktrace.models.loading import load_model, load_tokenizer
 
 
 def length_buckets(lengths: Sequence[int], batch_size: int) -> list[list[int]]:

@@ -8,26 +8,15 @@ allows it; a hub id goes through the normal ``from_pretrained`` resolution
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from leaktrace.errors import InputError
+from leaktrace.models.backend import ModelSpec
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """What the config says about a model: where it is, which adapter, how to run it."""
-
-    name_or_path: str
-    adapter: str | None = None
-    dtype: str = "float32"
-    device: str = "cpu"
-    revision: str | None = None
 
 
 def _is_local(name_or_path: str) -> bool:

@@ -42,9 +42,22 @@ SIMILARITY_SCHEMA = pa.schema(
 
 
 def prompt_ids(lm: HFLanguageModel, context: str, signature: str, context_tokens: int) -> list[int]:
-    """The last ``context_tokens`` tokens of the preceding context, then the signature."""
+    """The last ``context_tokens`` tokens of the preceding context, then the
+    signature without its final newline: byte-level BPE merges a newline with
+    the indentation after it, so a prompt ending in a bare newline token is
+    out of distribution and the model would start a new top-level line."""
     ctx = lm.encode(context)[-context_tokens:] if context_tokens > 0 else []
-    return ctx + lm.encode(signature)
+    return ctx + lm.encode(signature.removesuffix("\n"))
+
+
+def _after_signature(generated: str) -> str:
+    """The generation from the line after the signature on (it starts with the
+    newline the prompt left out)."""
+    return generated.removeprefix("\n")
+
+
+def _stop_at_function_end(signature: str, generated: str) -> bool:
+    return function_end_reached(signature, _after_signature(generated))
 
 
 def _generate(rows: list[dict], model: dict, adapter: str | None, settings: dict, role: str) -> list[dict]:
@@ -54,11 +67,11 @@ def _generate(rows: list[dict], model: dict, adapter: str | None, settings: dict
         max_length=settings["context_tokens"] + settings["max_new_tokens"],
     )
     prompts = [prompt_ids(lm, r["context"], r["signature"], settings["context_tokens"]) for r in rows]
-    stops = [partial(function_end_reached, r["signature"]) for r in rows]
+    stops = [partial(_stop_at_function_end, r["signature"]) for r in rows]
     texts = lm.generate(prompts, max_new_tokens=settings["max_new_tokens"], stops=stops)
     out = []
     for r, prompt, text in zip(rows, prompts, texts, strict=True):
-        parsed = parse_generated_function(r["signature"], text)
+        parsed = parse_generated_function(r["signature"], _after_signature(text))
         out.append({"sample_id": r["sample_id"], "model": role, "prompt_tokens": len(prompt),
                     "generated": text, "function": parsed.body, "parsed": parsed.parsed})
     return out

@@ -14,7 +14,7 @@ from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.functions import FunctionFilter, function_anatomy
 from leaktrace.data.split import assign_splits, pre_exposure_reason
 from leaktrace.seeding import rng_for
-from leaktrace.stages.score import losses_by_text
+from leaktrace.models.token_table import losses_by_text
 
 log = logging.getLogger(__name__)
 

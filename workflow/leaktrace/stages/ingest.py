@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import write_table
-from leaktrace.data.corpora import CORPUS_SOURCES, shard
+from leaktrace.data.corpora import CORPUS_SOURCES, Document, shard
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 
 log = logging.getLogger(__name__)
@@ -57,8 +57,8 @@ def ingest_benchmark(name: str, settings: dict, output: Path) -> None:
     log.info("benchmark %s: %d samples from %s", name, len(rows), path)
 
 
-def ingest_corpus(name: str, settings: dict, part: int, output: Path) -> None:
-    """Write shard ``part`` of the corpus (one job per shard: a scatter)."""
+def corpus_documents(name: str, settings: dict) -> list[Document]:
+    """All documents of a configured corpus, read from its source."""
     source = settings["source"]
     if source not in CORPUS_SOURCES:
         raise ValueError(f"corpus {name}: unknown source {source!r}; known: {sorted(CORPUS_SOURCES)}")
@@ -66,6 +66,12 @@ def ingest_corpus(name: str, settings: dict, part: int, output: Path) -> None:
     documents = list(CORPUS_SOURCES[source](**kwargs))
     if not documents:
         raise ValueError(f"corpus {name}: source {source!r} yielded no documents")
+    return documents
+
+
+def ingest_corpus(name: str, settings: dict, part: int, output: Path) -> None:
+    """Write shard ``part`` of the corpus (one job per shard: a scatter)."""
+    documents = corpus_documents(name, settings)
     docs = shard(documents, settings["shards"])[part]
     write_table([{"doc_id": d.doc_id, "source": d.source, "text": d.text} for d in docs], CORPUS_SCHEMA, output)
     log.info("corpus %s: part %d holds %d of %d documents", name, part, len(docs), len(documents))

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from leaktrace.artifacts import read_records, write_table
+from leaktrace.artifacts import write_table
+from leaktrace.stages.ingest import corpus_documents
 from leaktrace.train.pretrain import PretrainSettings, pretrain_base_model
 
 log = logging.getLogger(__name__)
@@ -17,15 +18,15 @@ PRETRAIN_LOG_SCHEMA = pa.schema(
 )
 
 
-def corpus_texts(parts: list[Path]) -> list[str]:
-    return [r["text"] for part in parts for r in read_records(part, ["text"])]
-
-
-def pretrain(code_parts: list[Path], text_parts: list[Path], settings: dict, out_dir: Path, log_path: Path) -> None:
+def pretrain(corpora: dict, settings: dict, out_dir: Path, log_path: Path) -> None:
+    """``corpora`` maps "code" and "text" to {"name": ..., "settings": corpus config}.
+    The corpora are read from their sources, not from the ingested shards, so
+    that re-ingesting them can never make Snakemake retrain the shipped model."""
+    code, text = (corpus_documents(corpora[k]["name"], corpora[k]["settings"]) for k in ("code", "text"))
     rows: list[dict] = []
     pretrain_base_model(
-        corpus_texts(code_parts),
-        corpus_texts(text_parts),
+        [d.text for d in code],
+        [d.text for d in text],
         PretrainSettings(**settings),
         out_dir,
         on_log=rows.append,

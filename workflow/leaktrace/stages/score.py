@@ -9,31 +9,16 @@ import logging
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 
-from leaktrace.artifacts import read_records, read_table, write_table
+from leaktrace.artifacts import read_records, write_table
 from leaktrace.detect.evidence import SampleEvidence
 from leaktrace.detect.registry import configured_methods
 from leaktrace.models.backend import TokenStats
-from leaktrace.models.hf import HFLanguageModel
-from leaktrace.models.loading import ModelSpec
+from leaktrace.models.backend import ModelSpec
+from leaktrace.models.token_table import read_token_stats, write_token_stats
 
 log = logging.getLogger(__name__)
-
-TOKENS_SCHEMA = pa.schema(
-    [
-        ("sample_id", pa.string()),
-        ("variant_id", pa.int32()),
-        ("view", pa.string()),  # "text" or "lowercase"
-        ("n_tokens", pa.int32()),
-        ("truncated", pa.bool_()),
-        ("token_ids", pa.list_(pa.int32())),
-        ("logprobs", pa.list_(pa.float32())),
-        ("mu", pa.list_(pa.float32())),
-        ("sigma", pa.list_(pa.float32())),
-    ]
-)
 
 SCORES_SCHEMA = pa.schema(
     [
@@ -54,46 +39,17 @@ def score_tokens(variants: Path, model: dict, adapter: str | None, settings: dic
     texts = [v for v in read_records(variants, ["sample_id", "variant_id", "text", "valid"]) if v["valid"]]
     jobs = [(v["sample_id"], v["variant_id"], "text", v["text"]) for v in texts]
     jobs += [(v["sample_id"], 0, "lowercase", v["text"].lower()) for v in texts if v["variant_id"] == 0]
+    from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
+
     lm = HFLanguageModel(model_spec(model, adapter), batch_size=settings["batch_size"], max_length=settings["max_length"])
     stats = lm.score([text for *_, text in jobs])
-    rows = {name: [] for name in TOKENS_SCHEMA.names}
-    for (sid, vid, view, _), s in zip(jobs, stats, strict=True):
-        for name, value in (("sample_id", sid), ("variant_id", vid), ("view", view), ("n_tokens", s.n_tokens),
-                            ("truncated", s.truncated), ("token_ids", s.token_ids), ("logprobs", s.logprobs),
-                            ("mu", s.mu), ("sigma", s.sigma)):
-            rows[name].append(value)
-    write_table(rows, TOKENS_SCHEMA, output)
+    write_token_stats([(sid, vid, view) for sid, vid, view, _ in jobs], stats, output)
     log.info("scored %d texts (%d truncated) under %s", len(jobs), sum(s.truncated for s in stats), lm.name)
-
-
-def load_token_stats(path: Path) -> dict[tuple[str, int, str], TokenStats]:
-    table = read_table(path)
-    columns = {name: table.column(name).to_pylist() for name in ("sample_id", "variant_id", "view", "truncated")}
-    arrays = {name: table.column(name) for name in ("token_ids", "logprobs", "mu", "sigma")}
-    result = {}
-    for i, key in enumerate(zip(columns["sample_id"], columns["variant_id"], columns["view"], strict=True)):
-        result[key] = TokenStats(
-            token_ids=np.asarray(arrays["token_ids"][i].values, dtype=np.int32),
-            logprobs=np.asarray(arrays["logprobs"][i].values, dtype=np.float32),
-            mu=np.asarray(arrays["mu"][i].values, dtype=np.float32),
-            sigma=np.asarray(arrays["sigma"][i].values, dtype=np.float32),
-            truncated=columns["truncated"][i],
-        )
-    return result
-
-
-def losses_by_text(path: Path) -> dict[tuple[str, int], float]:
-    """Mean negative log-likelihood of every scored text (view ``text``)."""
-    return {
-        (sid, vid): -float(np.mean(s.logprobs, dtype=np.float64))
-        for (sid, vid, view), s in load_token_stats(path).items()
-        if view == "text" and s.n_tokens
-    }
 
 
 def score_methods(tokens: Path, variants: Path, settings: dict, output: Path) -> None:
     methods = configured_methods(settings)
-    stats = load_token_stats(tokens)
+    stats = read_token_stats(tokens)
     originals = {v["sample_id"]: v["text"] for v in read_records(variants, ["sample_id", "variant_id", "text"]) if v["variant_id"] == 0}
     variant_stats: dict[str, list[tuple[int, TokenStats]]] = defaultdict(list)
     for (sid, vid, view), s in stats.items():

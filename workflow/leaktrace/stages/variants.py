@@ -17,7 +17,7 @@ from leaktrace.sandbox import SandboxLimits
 from leaktrace.seeding import rng_for
 from leaktrace.variants.lexicon import IdentifierLexicon, build_identifier_lexicon
 from leaktrace.variants.renaming import make_variants
-from leaktrace.variants.validate import validate_variants
+from leaktrace.variants.validate import reserved_names, validate_variants
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,10 @@ def make_variants_table(
         rows.append({"sample_id": s["sample_id"], "variant_id": 0, "kind": "original", "text": s["code"],
                      "entry_point": s["entry_point"], "renames": "{}"})
         programs.append((s["code"], s["test"], s["entry_point"]))
-        variants = make_variants(s["code"], s["entry_point"], lexicon, n=settings["n"], rng=rng_for(seed, "variants", s["sample_id"]))
+        variants = make_variants(
+            s["code"], s["entry_point"], lexicon, n=settings["n"], rng=rng_for(seed, "variants", s["sample_id"]),
+            reserved=reserved_names(s["test"]),  # names the tests call must keep their names
+        )
         for k, v in enumerate(variants, start=1):
             rows.append({"sample_id": s["sample_id"], "variant_id": k, "kind": "rename", "text": v.text,
                          "entry_point": v.entry_point, "renames": json.dumps(v.renames, sort_keys=True)})

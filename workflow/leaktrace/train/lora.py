@@ -16,7 +16,8 @@ import numpy as np
 import torch
 from peft import LoraConfig, get_peft_model
 
-from leaktrace.models.loading import ModelSpec, load_model, load_tokenizer
+from leaktrace.models.backend import ModelSpec
+from leaktrace.models.loading import load_model, load_tokenizer
 from leaktrace.seeding import seed_everything
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,1 @@
+"""Semantics-preserving variants of benchmark programs, and the identifier lexicon they draw names from."""

@@ -1,0 +1,585 @@
+"""Semantics-preserving variants of a program by consistent renaming (SrDetection).
+
+SrDetection compares a model's perplexity on a benchmark sample with its
+perplexity on variants of it. The comparison is only fair if a variant differs
+from its original in nothing but the chosen names, so identifier tokens are
+edited in place (formatting, quotes, blank lines and comments stay
+byte-identical) and replacements are drawn from the names a real corpus uses.
+
+Which occurrences may change is decided by a small scope analysis: every
+identifier is resolved to the binding it refers to, and a binding is renamed
+only if all its occurrences can be renamed together. Builtins, attributes,
+imported names, class members and the parameters of methods (which callers
+reach through attributes) keep their names.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import contextlib
+import functools
+import io
+import itertools
+import math
+import random
+import re
+import token
+import tokenize
+from collections import Counter, defaultdict
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from leaktrace.variants.lexicon import IdentifierLexicon, is_user_identifier
+
+Position = tuple[int, int]  # (line, character column) of an identifier's first character
+Shape = tuple[int, str, bool]  # length, naming style, whether it looks plural
+
+# Replacements come from this many of the corpus's most frequent names per kind.
+_POOL_SIZE = 3000
+# Tries to draw a replacement that no other name of the same variant took.
+_DRAWS_PER_NAME = 20
+# Tries per requested variant before settling for fewer distinct ones.
+_ATTEMPTS_PER_VARIANT = 5
+
+# English words that are also plausible variable names. In prose they are
+# renamed only where they cannot be the English word: "the integers a and b"
+# renames `a`, "return a list" does not.
+_PROSE_WORDS = frozenset(
+    {"a", "an", "at", "be", "by", "do", "go", "it", "me", "my", "no", "of", "on", "so", "to", "up", "us", "we"}
+)
+_FOLLOWED_BY_WORD = re.compile(r"\s+(?!(?:and|or|is|are|if|then)\b)[^\W\d]")
+
+_IDENTIFIER = r"[^\W\d]\w*"
+_DOCTEST_SOURCE = re.compile(r"\s*(>>>|\.\.\.)(\s|$)")
+_CALL = re.compile(_IDENTIFIER + r"\(")
+# A word not preceded by "." (an attribute) or "\\" (an escape such as \\n).
+_WORD = re.compile(rf"(?<![\w.\\])(?P<name>{_IDENTIFIER})")
+_WORD_OUTSIDE_QUOTES = re.compile(rf"""(?P<quoted>'[^'\n]*'|"[^"\n]*")|(?<![\w.\\])(?P<name>{_IDENTIFIER})""")
+_STRING_HEAD = re.compile(r"""\w*('''|\"\"\"|'|")""")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A renamed copy of a program; `entry_point` is the entry point's name in `text`."""
+
+    text: str
+    entry_point: str
+    renames: dict[str, str]
+
+
+def make_variants(
+    code: str,
+    entry_point: str,
+    lexicon: IdentifierLexicon,
+    *,
+    n: int,
+    rng: random.Random,
+    reserved: Collection[str] = (),
+) -> list[Variant]:
+    """Up to `n` distinct variants of `code`, each renaming every renamable name.
+
+    Fewer than `n` come back when the program has too few renamable names (or
+    the lexicon too few candidates) to make them distinct. `reserved` names are
+    neither renamed nor introduced: pass the identifiers of code that runs
+    alongside the program (such as its test), which may refer to its names.
+    """
+    tree = _parse(code)
+    lines = io.StringIO(code).readlines()
+    tokens = _tokenize(code)
+    analysis = _ScopeAnalysis(tree, lines, tokens)
+    if entry_point not in analysis.module.bound:
+        raise ValueError(f"entry point {entry_point!r} is not defined at module level")
+    renamables, renamable_bindings = analysis.renamables(frozenset(reserved))
+    entry_renamable = (analysis.module, entry_point) in renamable_bindings
+
+    taken = set(re.findall(_IDENTIFIER, code)) | set(reserved)
+    prose = _prose_tokens(tree, lines, tokens)
+
+    variants: list[Variant] = []
+    seen = {code}
+    for _ in range(n * _ATTEMPTS_PER_VARIANT if renamables else 0):
+        if len(variants) == n:
+            break
+        renames = _draw_renames(renamables, lexicon, taken, rng)
+        text = _apply_renames(code, lines, renamables, prose, renames)
+        if text in seen:
+            continue
+        seen.add(text)
+        new_entry_point = renames.get(entry_point, entry_point) if entry_renamable else entry_point
+        variants.append(Variant(text=text, entry_point=new_entry_point, renames=renames))
+    return variants
+
+
+def _parse(code: str) -> ast.Module:
+    try:
+        return ast.parse(code)
+    except SyntaxError as error:
+        raise ValueError(f"code does not parse: line {error.lineno}: {error.msg}") from error
+    except ValueError as error:  # e.g. null bytes
+        raise ValueError(f"code does not parse: {error}") from error
+
+
+def _tokenize(code: str) -> list[tokenize.TokenInfo]:
+    try:
+        return list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError) as error:
+        raise ValueError(f"code does not tokenize: {error}") from error
+
+
+def _char_col(lines: Sequence[str], line: int, byte_col: int) -> int:
+    """AST columns count UTF-8 bytes; tokenize and string slicing count characters."""
+    text = lines[line - 1] if line <= len(lines) else ""
+    return byte_col if text.isascii() else len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+
+# ---------------------------------------------------------------------------
+# Scope analysis
+
+
+@dataclass(eq=False)
+class _Scope:
+    kind: str  # "module", "function", "class" or "comprehension"
+    parent: _Scope | None
+    bound: set[str] = field(default_factory=set)
+    declared_global: set[str] = field(default_factory=set)
+    declared_nonlocal: set[str] = field(default_factory=set)
+
+
+Binding = tuple[_Scope, str]
+Definition = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+@dataclass
+class _Renamable:
+    kind: str  # "function" or "variable": which lexicon the replacement comes from
+    positions: list[Position]
+
+
+class _ScopeAnalysis(ast.NodeVisitor):
+    """Resolves each identifier occurrence to its binding and finds which bindings may be renamed."""
+
+    def __init__(self, tree: ast.Module, lines: Sequence[str], tokens: Sequence[tokenize.TokenInfo]):
+        self.module = _Scope("module", None)
+        self._scope = self.module
+        self._lines = lines
+        self._name_tokens = [(*tok.start, tok.string) for tok in tokens if tok.type == token.NAME]
+        # Occurrences are resolved once every binding is known; None marks an unlocatable one.
+        self._occurrences: list[tuple[_Scope, str, Position | None]] = []
+        self._keywords: list[tuple[_Scope, str, str, Position | None]] = []
+        self._frozen_requests: list[Binding] = []
+        self._definitions: dict[Binding, list[Definition]] = defaultdict(list)
+        self._definition_scopes: dict[Definition, _Scope] = {}
+        self._parameter_scopes: dict[str, list[_Scope]] = defaultdict(list)
+        self._bind_events: Counter[Binding] = Counter()
+        self._self_documenting = False
+        self.visit(tree)
+
+    def renamables(self, reserved: frozenset[str]) -> tuple[dict[str, _Renamable], set[Binding]]:
+        """Renamable names, in order of first occurrence, with every position to edit; and the
+        bindings they cover. A name can have renamable and frozen bindings at once."""
+        frozen = {binding for scope, name in self._frozen_requests if (binding := self._resolve(scope, name))}
+        positions: dict[Binding, list[Position]] = defaultdict(list)
+        for scope, name, position in [*self._occurrences, *self._keyword_occurrences()]:
+            binding = self._resolve(scope, name)
+            if binding is None:
+                continue
+            if position is None or binding[0].kind == "class":
+                frozen.add(binding)
+            else:
+                positions[binding].append(position)
+        by_name: dict[str, _Renamable] = {}
+        renamable_bindings = set()
+        for binding, places in sorted(positions.items(), key=lambda item: min(item[1])):
+            name = binding[1]
+            if binding in frozen or not is_user_identifier(name) or name in reserved:
+                continue
+            renamable_bindings.add(binding)
+            renamable = by_name.setdefault(name, _Renamable("variable", []))
+            if self._definitions.get(binding):
+                renamable.kind = "function"
+            renamable.positions.extend(places)
+        return by_name, renamable_bindings
+
+    def _keyword_occurrences(self) -> list[tuple[_Scope, str, Position | None]]:
+        """Keyword arguments of calls to names bound in the module, as occurrences of parameters.
+
+        A call to a name bound only by one def passes the keyword to that def's
+        parameter, which is renamed with it. Any other callee of the module
+        (a lambda, a rebound or decorated name, a function passed as an
+        argument) may reach any parameter of that name: those keep their names,
+        marked by a None position. Calls to builtins and imports are left alone.
+        """
+        occurrences = []
+        for scope, callee, keyword, position in self._keywords:
+            binding = self._resolve(scope, callee)
+            if binding is None:
+                continue
+            definitions = self._definitions.get(binding, [])
+            if len(definitions) == 1 and self._bind_events[binding] == 1:
+                if keyword in _keyword_parameter_names(definitions[0]):
+                    occurrences.append((self._definition_scopes[definitions[0]], keyword, position))
+            else:
+                occurrences += [(owner, keyword, None) for owner in self._parameter_scopes[keyword]]
+        return occurrences
+
+    def _resolve(self, scope: _Scope, name: str) -> Binding | None:
+        """The binding `name` refers to in `scope`; None for builtins and unknown globals."""
+        if name in scope.declared_global:
+            return (self.module, name) if name in self.module.bound else None
+        if name in scope.bound:
+            return scope, name
+        outer = scope.parent
+        while outer is not None:
+            if name in outer.declared_global or outer.kind == "module":
+                return (self.module, name) if name in self.module.bound else None
+            if outer.kind != "class" and name in outer.bound:
+                return outer, name
+            outer = outer.parent
+        return None
+
+    # -- recording ----------------------------------------------------------
+
+    def _bind(self, scope: _Scope, name: str) -> None:
+        if name in scope.declared_global:
+            self.module.bound.add(name)
+            self._bind_events[self.module, name] += 1
+        elif name not in scope.declared_nonlocal:
+            scope.bound.add(name)
+            self._bind_events[scope, name] += 1
+
+    def _occurs(self, scope: _Scope, name: str, line: int, byte_col: int) -> None:
+        position = None if self._self_documenting else self._locate(name, line, byte_col)
+        self._occurrences.append((scope, name, position))
+
+    def _occurs_at_token(self, scope: _Scope, name: str, node: ast.AST, after: str | None = None) -> None:
+        """Record `name` for statements whose AST gives no position for it (def, global,
+        except ... as): the first NAME token `name` from the statement's start, after the
+        keyword `after` if given."""
+        start = (node.lineno, _char_col(self._lines, node.lineno, node.col_offset))
+        first = bisect.bisect_left(self._name_tokens, start, key=lambda tok: tok[:2])
+        tokens = itertools.islice(self._name_tokens, first, None)
+        if after is not None:
+            tokens = itertools.dropwhile(lambda tok: tok[2] != after, tokens)
+            next(tokens, None)
+        position = next(((line, col) for line, col, text in tokens if text == name), None)
+        self._occurrences.append((scope, name, position))
+
+    def _locate(self, name: str, line: int, byte_col: int) -> Position | None:
+        """The character position of `name`, or None if the source does not have it there."""
+        col = _char_col(self._lines, line, byte_col)
+        text = self._lines[line - 1] if line <= len(self._lines) else ""
+        before, after = text[col - 1 : col] if col else "", text[col + len(name) : col + len(name) + 1]
+        if text[col : col + len(name)] != name or _is_word_char(before) or _is_word_char(after):
+            return None
+        return line, col
+
+    @contextlib.contextmanager
+    def _new_scope(self, kind: str) -> Iterator[_Scope]:
+        scope = self._scope = _Scope(kind, self._scope)
+        yield scope
+        self._scope = scope.parent
+
+    def _function(self, node: Definition | ast.Lambda) -> None:
+        """Parameters and body in a new scope; defaults and annotations belong to the enclosing one."""
+        parameters = _parameters(node.args)
+        for expression in [*node.args.defaults, *node.args.kw_defaults, *(p.annotation for p in parameters)]:
+            if expression is not None:
+                self.visit(expression)
+        is_method = self._scope.kind == "class"
+        with self._new_scope("function") as scope:
+            for parameter in parameters:
+                self._bind(scope, parameter.arg)
+                self._occurs(scope, parameter.arg, parameter.lineno, parameter.col_offset)
+                self._parameter_scopes[parameter.arg].append(scope)
+                if is_method:
+                    self._frozen_requests.append((scope, parameter.arg))
+            for statement in node.body if isinstance(node.body, list) else [node.body]:
+                self.visit(statement)
+        if not isinstance(node, ast.Lambda):
+            self._definition_scopes[node] = scope
+
+    # -- visitors -----------------------------------------------------------
+
+    def visit_FunctionDef(self, node: Definition) -> None:
+        for expression in [*node.decorator_list, node.returns]:
+            if expression is not None:
+                self.visit(expression)
+        scope = self._scope
+        self._bind(scope, node.name)
+        self._occurs_at_token(scope, node.name, node)
+        owner = self.module if node.name in scope.declared_global else scope
+        self._definitions[owner, node.name].append(node)
+        self._function(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self._function(node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for expression in [*node.decorator_list, *node.bases, *node.keywords]:
+            self.visit(expression)
+        self._bind(self._scope, node.name)
+        self._frozen_requests.append((self._scope, node.name))
+        with self._new_scope("class"):
+            for statement in node.body:
+                self.visit(statement)
+
+    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> None:
+        """The first iterable is evaluated outside; everything else in the comprehension's own scope."""
+        first, *rest = node.generators
+        self.visit(first.iter)
+        parts = [first.target, *first.ifs, *rest]
+        parts += [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+        with self._new_scope("comprehension"):
+            for part in parts:
+                self.visit(part)
+
+    visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _comprehension
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if not isinstance(node.ctx, ast.Load):
+            self._bind(self._scope, node.id)
+        self._occurs(self._scope, node.id, node.lineno, node.col_offset)
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        """A walrus inside a comprehension binds in the enclosing function or module."""
+        self.visit(node.value)
+        scope = self._scope
+        while scope.kind == "comprehension":
+            scope = scope.parent
+        self._bind(scope, node.target.id)
+        self._occurs(scope, node.target.id, node.target.lineno, node.target.col_offset)
+
+    def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
+        for alias in node.names:
+            if alias.name != "*":
+                name = alias.asname or alias.name.split(".")[0]
+                self._bind(self._scope, name)
+                self._frozen_requests.append((self._scope, name))
+
+    visit_ImportFrom = visit_Import
+
+    def visit_Global(self, node: ast.Global) -> None:
+        self._scope.declared_global.update(node.names)
+        for name in node.names:
+            self._occurs_at_token(self._scope, name, node)
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
+        self._scope.declared_nonlocal.update(node.names)
+        for name in node.names:
+            self._occurs_at_token(self._scope, name, node)
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if node.type is not None:
+            self.visit(node.type)
+        if node.name is not None:
+            self._bind(self._scope, node.name)
+            self._occurs_at_token(self._scope, node.name, node, after="as")
+        for statement in node.body:
+            self.visit(statement)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name):
+            for keyword in node.keywords:
+                if keyword.arg is not None:
+                    position = self._locate(keyword.arg, keyword.lineno, keyword.col_offset)
+                    self._keywords.append((self._scope, node.func.id, keyword.arg, position))
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        """In f"{x=}" the name is also output text, so renaming `x` would change the string."""
+        previous = None
+        for value in node.values:
+            documented = isinstance(previous, ast.Constant) and str(previous.value).rstrip().endswith("=")
+            self._self_documenting, outer = documented or self._self_documenting, self._self_documenting
+            self.visit(value)
+            self._self_documenting = outer
+            previous = value
+
+    def _capture(self, node: ast.MatchAs | ast.MatchStar | ast.MatchMapping) -> None:
+        """Pattern captures have no position of their own in the AST; they keep their names."""
+        name = node.rest if isinstance(node, ast.MatchMapping) else node.name
+        if name is not None:
+            self._bind(self._scope, name)
+            self._frozen_requests.append((self._scope, name))
+        self.generic_visit(node)
+
+    visit_MatchAs = visit_MatchStar = visit_MatchMapping = _capture
+
+
+def _parameters(arguments: ast.arguments) -> list[ast.arg]:
+    return [
+        *arguments.posonlyargs,
+        *arguments.args,
+        *([arguments.vararg] if arguments.vararg else []),
+        *arguments.kwonlyargs,
+        *([arguments.kwarg] if arguments.kwarg else []),
+    ]
+
+
+def _keyword_parameter_names(definition: Definition) -> set[str]:
+    """Parameters a caller can pass by keyword (positional-only ones it cannot)."""
+    return {parameter.arg for parameter in [*definition.args.args, *definition.args.kwonlyargs]}
+
+
+def _is_word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+# ---------------------------------------------------------------------------
+# Drawing replacement names
+
+
+def _draw_renames(
+    renamables: dict[str, _Renamable], lexicon: IdentifierLexicon, taken: set[str], rng: random.Random
+) -> dict[str, str]:
+    """A fresh name for each renamable name, distinct from each other and from everything in `taken`."""
+    renames: dict[str, str] = {}
+    for original, renamable in renamables.items():
+        names = _pool(lexicon, renamable.kind)
+        if not names:
+            continue
+        weights = _cumulative_weights(lexicon, renamable.kind, _shape(original))
+        for _ in range(_DRAWS_PER_NAME):
+            new = rng.choices(names, cum_weights=weights)[0]
+            if new not in taken and new not in renames.values():
+                renames[original] = new
+                break
+    return renames
+
+
+@functools.lru_cache(maxsize=16)
+def _pool(lexicon: IdentifierLexicon, kind: str) -> list[str]:
+    """The lexicon's most frequent names of `kind`: the names replacements come from."""
+    return [name for name, _ in lexicon.most_common(kind, _POOL_SIZE) if is_user_identifier(name)]
+
+
+@functools.lru_cache(maxsize=1024)
+def _cumulative_weights(lexicon: IdentifierLexicon, kind: str, shape: Shape) -> list[float]:
+    """Weights ∝ sqrt(count), so common names are preferred without a handful taking every
+    draw, times how much each name is shaped like the one it replaces."""
+    counts = lexicon.counts(kind)
+    weights = (math.sqrt(counts[name]) * _shape_affinity(shape, _shape(name)) for name in _pool(lexicon, kind))
+    return list(itertools.accumulate(weights))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _shape(name: str) -> Shape:
+    if len(name) <= 2:
+        style = "short"
+    elif name.isupper():
+        style = "UPPER_CASE"
+    elif name[0].isupper():
+        style = "CapWords"
+    elif "_" in name.strip("_"):
+        style = "snake_case"
+    elif any(char.isupper() for char in name):
+        style = "camelCase"
+    else:
+        style = "word"
+    plural = len(name) > 2 and name.endswith("s") and not name.endswith("ss")
+    return len(name), style, plural
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _shape_affinity(original: Shape, candidate: Shape) -> float:
+    """Near 1 for a candidate of the original's length and style, smaller the less alike they are."""
+    affinity = math.exp(-abs(original[0] - candidate[0]) / 4)
+    if original[1] != candidate[1]:
+        affinity *= 0.25
+    if original[2] != candidate[2]:
+        affinity *= 0.5
+    return affinity
+
+
+# ---------------------------------------------------------------------------
+# Rewriting the text
+
+
+def _prose_tokens(
+    tree: ast.Module, lines: Sequence[str], tokens: Sequence[tokenize.TokenInfo]
+) -> list[tokenize.TokenInfo]:
+    """Comment tokens and the string tokens of docstrings: text that mentions names in prose."""
+    spans = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or not node.body:
+            continue
+        first = node.body[0]
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            start = (first.lineno, _char_col(lines, first.lineno, first.col_offset))
+            end = (first.end_lineno, _char_col(lines, first.end_lineno, first.end_col_offset))
+            spans.append((start, end))
+    return [
+        tok
+        for tok in tokens
+        if tok.type == token.COMMENT
+        or (tok.type == token.STRING and any(start <= tok.start and tok.end <= end for start, end in spans))
+    ]
+
+
+def _apply_renames(
+    code: str,
+    lines: Sequence[str],
+    renamables: dict[str, _Renamable],
+    prose: Sequence[tokenize.TokenInfo],
+    renames: dict[str, str],
+) -> str:
+    line_starts = [0, *itertools.accumulate(len(line) for line in lines)]
+
+    def offset(position: Position) -> int:
+        return line_starts[position[0] - 1] + position[1]
+
+    edits = {}
+    for old, new in renames.items():
+        for position in renamables[old].positions:
+            edits[offset(position)] = (len(old), new)
+    for tok in prose:
+        rename = _rename_in_prose if tok.type == token.COMMENT else _rename_in_string
+        text = rename(tok.string, renames)
+        if text != tok.string:
+            edits[offset(tok.start)] = (offset(tok.end) - offset(tok.start), text)
+    pieces, cursor = [], 0
+    for start in sorted(edits):
+        length, text = edits[start]
+        pieces += [code[cursor:start], text]
+        cursor = start + length
+    pieces.append(code[cursor:])
+    return "".join(pieces)
+
+
+def _rename_in_string(literal: str, renames: dict[str, str]) -> str:
+    head = _STRING_HEAD.match(literal)
+    quote = head.group(1)
+    body = literal[head.end() : len(literal) - len(quote)]
+    return literal[: head.end()] + _rename_in_prose(body, renames) + quote
+
+
+def _rename_in_prose(text: str, renames: dict[str, str]) -> str:
+    """Rename whole words, leaving doctest output and quoted values in code-like lines alone."""
+    pieces = []
+    in_doctest_output = False
+    for line in text.splitlines(keepends=True):
+        if _DOCTEST_SOURCE.match(line):
+            pieces.append(_rename_words(line, renames, doctest=True))
+            in_doctest_output = True
+        elif in_doctest_output and line.strip():
+            pieces.append(line)
+        else:
+            pieces.append(_rename_words(line, renames, doctest=False))
+            in_doctest_output = False
+    return "".join(pieces)
+
+
+def _rename_words(line: str, renames: dict[str, str], *, doctest: bool) -> str:
+    def replace(match: re.Match[str]) -> str:
+        name = match.group("name")
+        if name is None or name not in renames:
+            return match.group(0)
+        if not doctest and name in _PROSE_WORDS and _FOLLOWED_BY_WORD.match(line, match.end()):
+            return match.group(0)
+        return renames[name]
+
+    pattern = _WORD_OUTSIDE_QUOTES if doctest or _CALL.search(line) else _WORD
+    return pattern.sub(replace, line)
