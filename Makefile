@@ -31,7 +31,7 @@ dry-run: $(STAMP)
 	$(VENV)/bin/snakemake -n --cores $(CORES) --configfile $(CONFIG)
 
 base-model: $(STAMP)  ## rebuild the shipped base model under resources/models/
-	$(VENV)/bin/snakemake --cores $(CORES) --configfile $(CONFIG) pretrain_base_model --forcerun pretrain_base_model
+	$(VENV)/bin/snakemake pretrain_base_model --forcerun pretrain_base_model --cores $(CORES) --configfile $(CONFIG)
 
 report: $(STAMP)
 	$(VENV)/bin/snakemake --cores $(CORES) --configfile $(CONFIG) --report results/report.html

@@ -2,6 +2,7 @@
 default config, and an end-to-end run of the micro config, after which a
 scoring-only config change re-runs only scoring and aggregation."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +41,12 @@ def _merge(into: dict, update: dict) -> None:
             into[key] = value
 
 
+def planned_jobs(dry_run_output: str) -> set[str]:
+    """Rule names in the first "Job stats" table of ``snakemake -n`` output."""
+    table = dry_run_output.split("Job stats:", 1)[1].split("total", 1)[0]
+    return {m.group(1) for m in re.finditer(r"^(\w+)\s+\d+$", table, re.MULTILINE)}
+
+
 def test_unknown_key_stops_the_run_naming_it(tmp_path):
     config = write_config(tmp_path, {"score": {"methods": {"min_k": {"ratio": [0.2]}}}})
     result = snakemake(tmp_path, "-n", "--configfile", str(config))
@@ -60,9 +67,10 @@ def test_default_config_dry_run_plans_every_stage(tmp_path):
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     result = snakemake(tmp_path, "-n", "--configfile", str(tmp_path / "config.yaml"))
     assert result.returncode == 0, result.stderr
-    for rule in ("ingest_benchmark", "variants", "split_samples", "train_lora", "token_stats", "detector_scores", "counterfactual", "aggregate"):
-        assert rule in result.stdout
-    assert "pretrain_base_model" not in result.stdout  # the shipped model is never retrained by accident
+    planned = planned_jobs(result.stdout)
+    assert planned >= {"ingest_benchmark", "ingest_corpus_shard", "filter_functions", "lexicon", "variants", "split_samples",
+                       "training_mix", "train_lora", "token_stats", "detector_scores", "counterfactual", "aggregate"}
+    assert "pretrain_base_model" not in planned  # the shipped model is never retrained by accident
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +86,7 @@ def test_micro_run_writes_every_artifact(micro_run):
     workdir, _ = micro_run
     out = workdir / "results" / "micro"
     samples = pq.read_table(out / "filter" / "humaneval.samples.parquet").to_pylist()
-    assert len(samples) == 12
+    assert len(samples) == 16
     kept = [s for s in samples if s["kept"]]
     assert {s["split"] for s in kept} == {"member", "non-member"}
     assert all(s["reason"] for s in samples if not s["kept"])
@@ -93,6 +101,44 @@ def test_micro_run_writes_every_artifact(micro_run):
     assert "## Detection" in (out / "aggregate" / "humaneval" / "report.md").read_text()
 
 
+def test_stages_are_byte_for_byte_deterministic(micro_run, tmp_path):
+    from leaktrace.stages.score import score_methods
+    from leaktrace.stages.variants import make_variants_table
+
+    from snakemake.utils import validate
+
+    workdir, config = micro_run
+    settings = yaml.safe_load(config.read_text())
+    validate(settings, str(REPO / "config" / "schema.yaml"), set_default=True)
+    out = workdir / "results" / "micro"
+    make_variants_table(out / "data/benchmarks/humaneval.parquet", out / "filter/humaneval.functions.parquet",
+                        out / "variants/lexicon.parquet", settings["variants"], settings["seed"], 2, tmp_path / "v.parquet")
+    assert (tmp_path / "v.parquet").read_bytes() == (out / "variants/humaneval.parquet").read_bytes()
+    scores = out / "score/humaneval/target-e1"
+    score_methods(scores / "tokens.parquet", out / "variants/humaneval.parquet", settings["score"]["methods"], tmp_path / "s.parquet")
+    assert (tmp_path / "s.parquet").read_bytes() == (scores / "scores.parquet").read_bytes()
+
+
+def test_pretrain_rule_rebuilds_a_tiny_base_model(tmp_path):
+    from leaktrace.models.backend import ModelSpec
+    from leaktrace.models.hf import HFLanguageModel
+
+    model_dir = tmp_path / "tiny-base"
+    tiny = {"vocab_size": 300, "hidden_size": 16, "intermediate_size": 32, "num_layers": 1, "num_heads": 2,
+            "context_length": 64, "tokens": 4096, "batch_size": 4, "learning_rate": 0.01}
+    config = write_config(tmp_path, {"base_model": {"pretrain": {"settings": tiny}}})
+    data = yaml.safe_load(config.read_text())
+    data["base_model"]["path"] = str(model_dir)
+    config.write_text(yaml.safe_dump(data))
+    result = snakemake(tmp_path, "pretrain_base_model", "--configfile", str(config))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert pq.read_table(model_dir / "pretrain_log.parquet").num_rows > 0
+    (stats,) = HFLanguageModel(ModelSpec(str(model_dir)), progress=False).score(["def f(x):\n    return x\n"])
+    assert stats.n_tokens > 0
+    again = snakemake(tmp_path, "-n", "pretrain_base_model", "--configfile", str(config))
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
 def test_scoring_only_change_reruns_only_scoring_and_aggregation(micro_run):
     workdir, config = micro_run
     changed = yaml.safe_load(config.read_text())
@@ -101,6 +147,26 @@ def test_scoring_only_change_reruns_only_scoring_and_aggregation(micro_run):
     other.write_text(yaml.safe_dump(changed))
     result = snakemake(workdir, "-n", "--configfile", str(other))
     assert result.returncode == 0, result.stderr
-    planned = {line.split()[0] for line in result.stdout.split("Job stats:")[1].split("Reasons:")[0].splitlines()[3:] if line.strip() and not line.startswith("total")}
-    assert planned == {"detector_scores", "aggregate", "all"}
-    assert "params changed" in result.stdout.lower() or "params" in result.stdout.lower()
+    assert planned_jobs(result.stdout) == {"detector_scores", "aggregate", "all"}
+    assert "Params have changed since last execution" in result.stdout
+
+
+@pytest.mark.slow
+def test_default_run_shows_leakage_detection_works(tmp_path):
+    """The full embedded default (about 11 minutes on 2 cores): SrDetection
+    gray-box beats the PPL baseline at the last epoch with macro F1 above 0.7,
+    and member perplexity falls with the epochs faster than non-members'."""
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config["base_model"]["path"] = str(BASE_MODEL)
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    result = snakemake(tmp_path, "--configfile", str(tmp_path / "config.yaml"))
+    assert result.returncode == 0, result.stderr[-4000:]
+    out = tmp_path / "results" / "default" / "aggregate" / "humaneval"
+    last = f"target-e{max(config['train']['epochs'])}"
+    detection = {(r["model"], r["method"]): r for r in pq.read_table(out / "detection.parquet").to_pylist()}
+    assert detection[(last, "srdetection_graybox")]["macro_f1"] > 0.7
+    assert detection[(last, "srdetection_graybox")]["macro_f1"] > detection[(last, "loss")]["macro_f1"]
+    ppl = {(r["model"], r["split"]): r["mean_ppl"] for r in pq.read_table(out / "perplexity.parquet").to_pylist()}
+    models = ["reference"] + [f"target-e{e}" for e in config["train"]["epochs"]]
+    member = [ppl[(m, "member")] for m in models]
+    assert member == sorted(member, reverse=True)

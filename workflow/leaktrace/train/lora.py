@@ -101,7 +101,7 @@ def train_lora(
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
                 step += 1
-        if optimizer.state and any(p.grad is not None for p in params):  # flush a partial accumulation
+        if any(p.grad is not None for p in params):  # flush a partial accumulation
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step()
             scheduler.step()
