@@ -2,7 +2,12 @@
 temporary directory, so model code is tested on real local files and never
 reaches a hub."""
 
-import pytest
+import os
+
+# Tests never reach a network: the hub client reads this when it is imported.
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+import pytest  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path

@@ -68,3 +68,9 @@ def test_missing_local_model_or_adapter_is_a_clear_error(tiny_model_dir, tmp_pat
         load_model(ModelSpec(str(tmp_path / "nowhere" / "model")))
     with pytest.raises(InputError, match="adapter directory does not exist"):
         load_model(ModelSpec(str(tiny_model_dir), adapter=str(tmp_path / "no-adapter")))
+
+
+def test_a_hub_id_goes_through_hub_resolution():
+    # conftest sets HF_HUB_OFFLINE, so an uncached hub id fails at once instead of downloading
+    with pytest.raises(OSError):
+        load_model(ModelSpec("leaktrace-test/definitely-not-cached"))
