@@ -10,11 +10,15 @@ def run_cli(*args):
     return subprocess.run([sys.executable, "-m", "leaktrace", *args], capture_output=True, text=True, timeout=120)
 
 
+def ingest(benchmark, output):
+    settings = json.dumps({"format": "humaneval", "path": str(benchmark)})
+    return run_cli("ingest-benchmark", "--name", "b", "--settings", settings, "--output", str(output))
+
+
 def test_malformed_benchmark_line_is_reported_with_file_and_line(tmp_path):
     bad = tmp_path / "bench.jsonl"
     bad.write_text('{"task_id": "T/0", "prompt": "x"\n')
-    result = run_cli("ingest-benchmark", "--name", "b", "--settings", json.dumps({"format": "humaneval", "path": str(bad)}),
-                     "--output", str(tmp_path / "out.parquet"))
+    result = ingest(bad, tmp_path / "out.parquet")
     assert result.returncode == 2
     assert f"{bad}, record line 1: malformed JSON" in result.stderr
     assert "Traceback" not in result.stderr
@@ -24,8 +28,7 @@ def test_malformed_benchmark_line_is_reported_with_file_and_line(tmp_path):
 def test_empty_benchmark_is_reported(tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    result = run_cli("ingest-benchmark", "--name", "b", "--settings", json.dumps({"format": "humaneval", "path": str(empty)}),
-                     "--output", str(tmp_path / "out.parquet"))
+    result = ingest(empty, tmp_path / "out.parquet")
     assert result.returncode == 2
     assert "benchmark has no records" in result.stderr
 
