@@ -170,3 +170,18 @@ def test_default_run_shows_leakage_detection_works(tmp_path):
     models = ["reference"] + [f"target-e{e}" for e in config["train"]["epochs"]]
     member = [ppl[(m, "member")] for m in models]
     assert member == sorted(member, reverse=True)
+
+
+def test_counterfactual_prompt_is_tokenised_as_one_string_and_truncated():
+    from leaktrace.models.backend import ModelSpec
+    from leaktrace.models.hf import HFLanguageModel
+    from leaktrace.stages.counterfactual import prompt_ids
+
+    lm = HFLanguageModel(ModelSpec(str(BASE_MODEL)), progress=False)
+    context, signature = "from typing import List\n\n\n", "def f(xs: List[int]) -> int:\n"
+    full = prompt_ids(lm, context, signature, context_tokens=250)
+    assert full == lm.encode(context + signature[:-1])
+    assert lm.decode(full).endswith("-> int:")
+    short = prompt_ids(lm, context, signature, context_tokens=2)
+    assert short == full[-len(short):] and len(short) == len(lm.encode(signature[:-1])) + 2
+    assert prompt_ids(lm, context, signature, context_tokens=0) == full[-len(lm.encode(signature[:-1])):]

@@ -42,12 +42,18 @@ SIMILARITY_SCHEMA = pa.schema(
 
 
 def prompt_ids(lm: HFLanguageModel, context: str, signature: str, context_tokens: int) -> list[int]:
-    """The last ``context_tokens`` tokens of the preceding context, then the
-    signature without its final newline: byte-level BPE merges a newline with
-    the indentation after it, so a prompt ending in a bare newline token is
-    out of distribution and the model would start a new top-level line."""
-    ctx = lm.encode(context)[-context_tokens:] if context_tokens > 0 else []
-    return ctx + lm.encode(signature.removesuffix("\n"))
+    """Up to ``context_tokens`` tokens of preceding context, then the signature
+    without its final newline.
+
+    Context and signature are tokenised as one string, as they were in
+    training: byte-level BPE merges whitespace runs with what follows, so
+    tokenising them apart (or ending on a bare newline) gives token sequences
+    the model has never seen, and it starts a new top-level line instead of
+    the body."""
+    head = signature.removesuffix("\n")
+    ids = lm.encode(context + head)
+    keep = len(lm.encode(head)) + context_tokens
+    return ids[-keep:]
 
 
 def _after_signature(generated: str) -> str:
