@@ -30,7 +30,7 @@ class LoraSettings:
     alpha: int = 32
     dropout: float = 0.0
     target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-    learning_rate: float = 5e-3
+    learning_rate: float = 1e-2
     batch_size: int = 8
     gradient_accumulation: int = 1
     warmup_steps: int = 10
