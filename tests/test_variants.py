@@ -158,7 +158,7 @@ def _assert_same_surface(original, variant):
     after = list(tokenize.generate_tokens(io.StringIO(variant).readline))
     assert [tok.type for tok in before] == [tok.type for tok in after]
     docstrings = _docstring_starts(original)
-    for old, new in zip(before, after):
+    for old, new in zip(before, after, strict=True):
         if old.string != new.string:
             assert old.type in (token.NAME, token.COMMENT) or (old.type == token.STRING and old.start in docstrings)
     assert re.sub(r"\w+", "", original) == re.sub(r"\w+", "", variant)
