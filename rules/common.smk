@@ -2,11 +2,12 @@
 # constraints, and the input functions and params helpers the rules share.
 
 import json
-import os
 import re
 import sys
 
 from snakemake.utils import validate
+
+from leaktrace.models.backend import is_hub_id
 
 
 validate(config, schema="../config/schema.yaml", set_default=True)
@@ -61,9 +62,9 @@ def corpus_parts(corpus):
 def base_model_files():
     """The base model as rule input, when it is a local directory (a hub id is
     resolved by the backend at run time)."""
-    if os.path.isdir(BASE_MODEL) or BASE_MODEL.startswith(("resources/", "/", ".")):
-        return [f"{BASE_MODEL}/config.json", f"{BASE_MODEL}/model.safetensors", f"{BASE_MODEL}/tokenizer.json"]
-    return []
+    if is_hub_id(BASE_MODEL):
+        return []
+    return [f"{BASE_MODEL}/config.json", f"{BASE_MODEL}/model.safetensors", f"{BASE_MODEL}/tokenizer.json"]
 
 
 def adapter_dir(benchmark, epoch):

@@ -8,11 +8,10 @@ import os
 os.environ["HF_HUB_OFFLINE"] = "1"
 
 import pytest  # noqa: E402
-from transformers import LlamaConfig, LlamaForCausalLM
-
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.models.tokenizer import train_bpe_tokenizer
 from leaktrace.seeding import seed_everything
+from transformers import LlamaConfig, LlamaForCausalLM
 
 TRAINING_TEXT = [s.code for s in load_humaneval(shipped_humaneval_path(), "h")[:40]]
 

@@ -6,7 +6,6 @@ import zlib
 
 import numpy as np
 import pytest
-
 from leaktrace.detect.evidence import SampleEvidence, lowest_k_mean
 from leaktrace.detect.registry import configured_methods
 from leaktrace.models.backend import TokenStats

@@ -3,8 +3,6 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.metrics import f1_score, roc_auc_score
-
 from leaktrace.evaluate.metrics import (
     best_balanced_accuracy,
     bootstrap_ci,
@@ -14,6 +12,7 @@ from leaktrace.evaluate.metrics import (
     roc_auc,
     tpr_at_fpr,
 )
+from sklearn.metrics import f1_score, roc_auc_score
 
 # Sorted by score: P N P N P P N N, so the ROC curve visits
 # (0, .25) (.25, .5) (.5, 1) among its corners.

@@ -5,10 +5,9 @@ is batch-independent and stops on the stop condition, and loading is local."""
 import numpy as np
 import pytest
 import torch
-
 from leaktrace.errors import InputError
-from leaktrace.models.hf import HFLanguageModel, length_buckets
 from leaktrace.models.backend import ModelSpec
+from leaktrace.models.hf import HFLanguageModel, length_buckets
 from leaktrace.models.loading import load_model
 
 TEXTS = ["def add(a, b):\n    return a + b\n", "x = 1", "for i in range(10):\n    print(i * i)\n" * 3]

@@ -104,7 +104,6 @@ def test_micro_run_writes_every_artifact(micro_run):
 def test_stages_are_byte_for_byte_deterministic(micro_run, tmp_path):
     from leaktrace.stages.score import score_methods
     from leaktrace.stages.variants import make_variants_table
-
     from snakemake.utils import validate
 
     workdir, config = micro_run

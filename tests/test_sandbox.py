@@ -5,7 +5,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from leaktrace.sandbox import SandboxLimits, SandboxResult, run_many, run_python
 
 FAST = SandboxLimits(timeout_s=3.0, cpu_s=5, memory_mb=256, file_size_mb=1, max_processes=8)

@@ -4,8 +4,6 @@ import textwrap
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
-
 from leaktrace.similarity.function_parse import (
     ParsedFunction,
     function_end_reached,
@@ -19,6 +17,7 @@ from leaktrace.similarity.text import (
     exact_match,
     lcs_similarity,
 )
+from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 
 FUNCTION = "def add(a, b):\n    total = a + b\n    return total\n"
 

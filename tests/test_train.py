@@ -6,9 +6,8 @@ import random
 
 import numpy as np
 import pytest
-
-from leaktrace.models.hf import HFLanguageModel
 from leaktrace.models.backend import ModelSpec
+from leaktrace.models.hf import HFLanguageModel
 from leaktrace.train.lora import LoraSettings, train_lora
 from leaktrace.train.mix import build_mix, paragraph_chunks
 

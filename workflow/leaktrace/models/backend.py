@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -40,6 +41,13 @@ class ModelSpec:
     dtype: str = "float32"
     device: str = "cpu"
     revision: str | None = None
+
+
+def is_hub_id(name_or_path: str) -> bool:
+    """Whether a configured model name is a Hugging Face hub id ("gpt2",
+    "org/name") rather than a local path: it does not exist locally, is not
+    written as a path, and has at most one slash."""
+    return not Path(name_or_path).exists() and not name_or_path.startswith((".", "/")) and name_or_path.count("/") <= 1
 
 
 StopCondition = Callable[[str], bool]

@@ -14,19 +14,15 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from leaktrace.errors import InputError
-from leaktrace.models.backend import ModelSpec
+from leaktrace.models.backend import ModelSpec, is_hub_id
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-def _is_local(name_or_path: str) -> bool:
-    return Path(name_or_path).exists()
-
-
 def _hub_kwargs(spec: ModelSpec) -> dict:
-    if _is_local(spec.name_or_path):
+    if Path(spec.name_or_path).exists():
         return {"local_files_only": True}
-    if spec.name_or_path.startswith((".", "/")) or spec.name_or_path.count("/") > 1:
+    if not is_hub_id(spec.name_or_path):
         raise InputError(spec.name_or_path, None, "model path does not exist (and is not a hub id)")
     return {"revision": spec.revision} if spec.revision else {}
 

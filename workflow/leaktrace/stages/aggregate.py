@@ -15,9 +15,9 @@ import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.evaluate.metrics import bootstrap_ci, choose_threshold, decision_metrics, macro_f1, roc_auc, tpr_at_fpr
+from leaktrace.models.token_table import losses_by_text
 from leaktrace.report.plots import delta_scatter, roc_plot
 from leaktrace.report.tables import markdown_table, mean_pm_std
-from leaktrace.models.token_table import losses_by_text
 
 log = logging.getLogger(__name__)
 

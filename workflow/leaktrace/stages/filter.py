@@ -5,7 +5,7 @@ Every sample keeps a row; dropped ones say why."""
 from __future__ import annotations
 
 import logging
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,8 +13,8 @@ import pyarrow as pa
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.functions import FunctionFilter, function_anatomy
 from leaktrace.data.split import assign_splits, pre_exposure_reason
-from leaktrace.seeding import rng_for
 from leaktrace.models.token_table import losses_by_text
+from leaktrace.seeding import rng_for
 
 log = logging.getLogger(__name__)
 
@@ -70,13 +70,17 @@ def filter_functions(benchmark: Path, settings: dict, output: Path) -> None:
 def split_samples(functions: Path, variants: Path, reference_tokens: Path, settings: dict, seed: int, output: Path) -> None:
     losses = losses_by_text(reference_tokens)
     valid = {(v["sample_id"], v["variant_id"]) for v in read_records(variants, ["sample_id", "variant_id", "valid"]) if v["valid"]}
+    variant_losses_of: dict[str, list[float]] = defaultdict(list)
+    for (sid, vid), loss in losses.items():
+        if vid > 0 and (sid, vid) in valid:
+            variant_losses_of[sid].append(loss)
     rows, eligible = [], []
     for f in read_records(functions, ["sample_id", "kept", "reason"]):
         sid = f["sample_id"]
         row = {"sample_id": sid, "kept": False, "reason": f["reason"], "split": None, "fold": None,
                "original_loss": None, "min_variant_loss": None, "n_valid_variants": None}
         if f["kept"]:
-            variant_losses = [loss for (s, vid), loss in losses.items() if s == sid and vid > 0 and (s, vid) in valid]
+            variant_losses = variant_losses_of[sid]
             row["n_valid_variants"] = len(variant_losses)
             row["original_loss"] = losses.get((sid, 0))
             row["min_variant_loss"] = min(variant_losses) if variant_losses else None

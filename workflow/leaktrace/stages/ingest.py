@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import write_table
-from leaktrace.data.corpora import CORPUS_SOURCES, Document, shard
+from leaktrace.data.corpora import corpus_documents, shard
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 
 log = logging.getLogger(__name__)
@@ -55,18 +55,6 @@ def ingest_benchmark(name: str, settings: dict, output: Path) -> None:
     ]
     write_table(rows, BENCHMARK_SCHEMA, output)
     log.info("benchmark %s: %d samples from %s", name, len(rows), path)
-
-
-def corpus_documents(name: str, settings: dict) -> list[Document]:
-    """All documents of a configured corpus, read from its source."""
-    source = settings["source"]
-    if source not in CORPUS_SOURCES:
-        raise ValueError(f"corpus {name}: unknown source {source!r}; known: {sorted(CORPUS_SOURCES)}")
-    kwargs = {"exclude": settings.get("exclude", [])} if source == "stdlib" else {}
-    documents = list(CORPUS_SOURCES[source](**kwargs))
-    if not documents:
-        raise ValueError(f"corpus {name}: source {source!r} yielded no documents")
-    return documents
 
 
 def ingest_corpus(name: str, settings: dict, part: int, output: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import write_table
-from leaktrace.stages.ingest import corpus_documents
+from leaktrace.data.corpora import corpus_documents
 from leaktrace.train.pretrain import PretrainSettings, pretrain_base_model
 
 log = logging.getLogger(__name__)

@@ -14,8 +14,7 @@ import pyarrow as pa
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.detect.evidence import SampleEvidence
 from leaktrace.detect.registry import configured_methods
-from leaktrace.models.backend import TokenStats
-from leaktrace.models.backend import ModelSpec
+from leaktrace.models.backend import ModelSpec, TokenStats
 from leaktrace.models.token_table import read_token_stats, write_token_stats
 
 log = logging.getLogger(__name__)
