@@ -1,0 +1,195 @@
+# LessLeak-style near-duplicate scans (workflow/leaktrace/leakage/): index the
+# benchmark once, stream every corpus shard through the index as its own job
+# (scatter), gather the verified pairs into the summary, the cleaned benchmark
+# and, for a scan of the testbed's training mix, recall/precision against the
+# member split. The corpus is never indexed.
+
+LEAKAGE_SCANS = config["leakage"]["scans"]
+LEAKAGE_CLEAN = config["leakage"]["clean"]
+
+
+def _check_leakage_config():
+    for name, scan in LEAKAGE_SCANS.items():
+        if scan["benchmark"] not in BENCHMARKS:
+            raise ValueError(f"leakage scan {name!r}: benchmark {scan['benchmark']!r} is not under `benchmarks`")
+        if scan["corpus"]["kind"] == "corpus" and scan["corpus"]["name"] not in CORPORA:
+            raise ValueError(f"leakage scan {name!r}: corpus {scan['corpus']['name']!r} is not under `corpora`")
+    for benchmark, name in LEAKAGE_CLEAN.items():
+        if benchmark not in BENCHMARKS:
+            raise ValueError(f"leakage.clean: {benchmark!r} is not under `benchmarks`")
+        if name not in LEAKAGE_SCANS:
+            raise ValueError(f"leakage.clean.{benchmark}: no scan named {name!r} under leakage.scans")
+        if LEAKAGE_SCANS[name]["benchmark"] != benchmark:
+            raise ValueError(f"leakage.clean.{benchmark}: scan {name!r} scans {LEAKAGE_SCANS[name]['benchmark']!r}")
+        if LEAKAGE_SCANS[name]["corpus"]["kind"] == "training_mix":
+            raise ValueError(f"leakage.clean.{benchmark}: scan {name!r} reads the training mix, which is built from "
+                             "the benchmark it would clean (a cycle); clean with a scan of an external corpus")
+
+
+_check_leakage_config()
+
+
+wildcard_constraints:
+    scan=_alternatives(LEAKAGE_SCANS) if LEAKAGE_SCANS else "(?!)",
+
+
+def leakage_parts(scan):
+    """How many scatter jobs a scan has: the corpus's shards, else its own `shards`."""
+    source = LEAKAGE_SCANS[scan]["corpus"]
+    if source["kind"] == "corpus":
+        return config["corpora"][source["name"]]["shards"]
+    return LEAKAGE_SCANS[scan]["shards"]
+
+
+def leakage_benchmark(wildcards):
+    """The benchmark as ingested; when it is cleaned for the testbed, the raw copy."""
+    benchmark = LEAKAGE_SCANS[wildcards.scan]["benchmark"]
+    suffix = ".raw" if benchmark in LEAKAGE_CLEAN else ""
+    return f"{RESULTS}/data/benchmarks/{benchmark}{suffix}.parquet"
+
+
+def leakage_source_inputs(wildcards):
+    """Pipeline artifacts a scan shard reads: its ingested corpus shard, or the training mix."""
+    scan = LEAKAGE_SCANS[wildcards.scan]
+    source = scan["corpus"]
+    if source["kind"] == "corpus":
+        return [corpus_parts(source["name"])[int(wildcards.part)]]
+    if source["kind"] == "training_mix":
+        return [training_mix(scan["benchmark"], RATIOS[0])]
+    return []
+
+
+def leakage_n_parts(wildcards):
+    return leakage_parts(wildcards.scan)
+
+
+def leakage_scan_settings(wildcards):
+    return json.dumps(LEAKAGE_SCANS[wildcards.scan], sort_keys=True)
+
+
+def leakage_gather_inputs(wildcards):
+    n = leakage_parts(wildcards.scan)
+    base = f"{RESULTS}/leakage/{wildcards.scan}"
+    inputs = {
+        "index": f"{base}/index.parquet",
+        "benchmark": leakage_benchmark(wildcards),
+        "pairs": [f"{base}/parts/pairs-{i}.parquet" for i in range(n)],
+        "accounting": [f"{base}/parts/accounting-{i}.parquet" for i in range(n)],
+    }
+    scan = LEAKAGE_SCANS[wildcards.scan]
+    if scan["corpus"]["kind"] == "training_mix":
+        inputs["samples"] = f"{RESULTS}/filter/{scan['benchmark']}.samples.parquet"
+    return inputs
+
+
+def leakage_samples_arg(wildcards, input):
+    return f"--samples {input.samples}" if "samples" in input.keys() else ""
+
+
+rule leakage_index:
+    input:
+        leakage_benchmark,
+    output:
+        f"{RESULTS}/leakage/{{scan}}/index.parquet",
+    params:
+        settings=leakage_scan_settings,
+    log:
+        f"{RESULTS}/logs/leakage_index/{{scan}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/leakage_index/{{scan}}.tsv"
+    threads: 1
+    conda:
+        CONDA_ENV
+    shell:
+        "{LEAKTRACE} leakage-index --scan {wildcards.scan} --benchmark {input} --settings {params.settings:q}"
+        " --output {output} 2> {log}"
+
+
+rule leakage_scan:
+    input:
+        index=f"{RESULTS}/leakage/{{scan}}/index.parquet",
+        benchmark=leakage_benchmark,
+        source=leakage_source_inputs,
+    output:
+        pairs=f"{RESULTS}/leakage/{{scan}}/parts/pairs-{{part}}.parquet",
+        accounting=f"{RESULTS}/leakage/{{scan}}/parts/accounting-{{part}}.parquet",
+    params:
+        settings=leakage_scan_settings,
+        parts=leakage_n_parts,
+    log:
+        f"{RESULTS}/logs/leakage_scan/{{scan}}-{{part}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/leakage_scan/{{scan}}-{{part}}.tsv"
+    threads: 1
+    conda:
+        CONDA_ENV
+    shell:
+        "{LEAKTRACE} leakage-scan --scan {wildcards.scan} --index {input.index} --benchmark {input.benchmark}"
+        " --settings {params.settings:q} --part {wildcards.part} --parts {params.parts} --input {input.source}"
+        " --pairs {output.pairs} --accounting {output.accounting} 2> {log}"
+
+
+rule leakage_gather:
+    input:
+        unpack(leakage_gather_inputs),
+    output:
+        [f"{RESULTS}/leakage/{{scan}}/{name}" for name in LEAKAGE_OUTPUTS],
+    params:
+        settings=leakage_scan_settings,
+        samples=leakage_samples_arg,
+        output_dir=f"{RESULTS}/leakage/{{scan}}",
+    log:
+        f"{RESULTS}/logs/leakage_gather/{{scan}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/leakage_gather/{{scan}}.tsv"
+    threads: 1
+    conda:
+        CONDA_ENV
+    shell:
+        "{LEAKTRACE} leakage-gather --scan {wildcards.scan} --index {input.index} --benchmark {input.benchmark}"
+        " --pairs {input.pairs} --accounting {input.accounting} --settings {params.settings:q} {params.samples}"
+        " --output-dir {params.output_dir} 2> {log}"
+
+
+# `leakage.clean: {benchmark: scan}`: the testbed reads the scan's cleaned
+# benchmark at the ingested benchmark's path; the scan itself reads a raw copy.
+if LEAKAGE_CLEAN:
+
+    def cleaned_benchmark(wildcards):
+        return f"{RESULTS}/leakage/{LEAKAGE_CLEAN[wildcards.benchmark]}/clean.parquet"
+
+    rule ingest_benchmark_raw:
+        output:
+            f"{RESULTS}/data/benchmarks/{{benchmark}}.raw.parquet",
+        params:
+            settings=benchmark_settings,
+        log:
+            f"{RESULTS}/logs/ingest_benchmark_raw/{{benchmark}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/ingest_benchmark_raw/{{benchmark}}.tsv"
+        threads: 1
+        conda:
+            CONDA_ENV
+        wildcard_constraints:
+            benchmark=_alternatives(LEAKAGE_CLEAN),
+        shell:
+            "{LEAKTRACE} ingest-benchmark --name {wildcards.benchmark} --settings {params.settings:q} --output {output} 2> {log}"
+
+    rule clean_benchmark:
+        input:
+            cleaned_benchmark,
+        output:
+            f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
+        log:
+            f"{RESULTS}/logs/clean_benchmark/{{benchmark}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/clean_benchmark/{{benchmark}}.tsv"
+        threads: 1
+        conda:
+            CONDA_ENV
+        wildcard_constraints:
+            benchmark=_alternatives(LEAKAGE_CLEAN),
+        shell:
+            "cp {input} {output} 2> {log}"
+
+    ruleorder: clean_benchmark > ingest_benchmark

@@ -1,0 +1,108 @@
+"""A small lexer for clone classification: comments and whitespace dropped,
+strings, numbers, names and operators kept with their kind, for Python and
+C-family languages (Java, JavaScript, C, C++, Go, Rust, ...). Regex-based on
+purpose: it must accept fragments (a function cut out of a file, a window of a
+huge file) that a real parser would reject.
+
+Three token streams come out of it, all aligned with the token list:
+
+- ``layout``: the tokens themselves, whitespace inside string literals
+  collapsed (Type-1: identical modulo whitespace, layout and comments);
+- ``renamed``: identifiers renamed consistently by first occurrence
+  (``$0``, ``$1``, ...), strings to ``STR``, numbers to ``NUM`` (Type-2);
+- ``blind``: every identifier ``ID``, strings ``STR``, numbers ``NUM`` (the
+  normalised sequence Type-3 similarity is measured on).
+
+In Python, import statements are not part of a function's code and are
+removed before lexing, so a function copied into a file with other imports
+still reads as the same code.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass
+
+_NUMBER = r"0[xXoObB][0-9a-fA-F_]+[lLuU]*|(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][+-]?\d+)?[jJlLfFdDuU]*"
+
+PYTHON = re.compile(
+    r"(?P<comment>\#[^\n]*)"
+    r"|(?P<string>[rRbBuUfF]{0,2}(?:\"\"\"[\s\S]*?(?:\"\"\"|$)|'''[\s\S]*?(?:'''|$)|\"(?:\\.|[^\"\\\n])*\"?|'(?:\\.|[^'\\\n])*'?))"
+    rf"|(?P<number>{_NUMBER})"
+    r"|(?P<name>[^\W\d]\w*)"
+    r"|(?P<op>\*\*=?|//=?|>>=?|<<=?|->|:=|[-+*/%@&|^<>=!]=|[^\w\s])"
+)
+C_LIKE = re.compile(
+    r"(?P<comment>//[^\n]*|/\*[\s\S]*?(?:\*/|$))"
+    r"|(?P<string>\"(?:\\.|[^\"\\\n])*\"?|'(?:\\.|[^'\\\n])*'?|`(?:\\.|[^`\\])*`?)"
+    rf"|(?P<number>{_NUMBER})"
+    r"|(?P<name>[^\W\d][\w$]*)"
+    r"|(?P<op>>>>=?|===|!==|\+\+|--|&&|\|\||->|=>|::|<<=?|>>=?|[-+*/%&|^<>=!]=|[^\w\s])"
+)
+PYTHON_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]+(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)", re.MULTILINE)
+
+C_KEYWORDS = frozenset(
+    "abstract assert boolean break byte case catch char class const continue default do double else enum extends "
+    "final finally float for goto if implements import instanceof int interface long native new package private "
+    "protected public return short static strictfp super switch synchronized this throw throws transient try void "
+    "volatile while true false null var let function async await yield typeof delete in of export from debugger "
+    "with undefined record sealed permits struct union unsigned signed sizeof typedef extern register auto inline "
+    "namespace template typename using virtual override nullptr bool fn pub mut impl trait match loop func go "
+    "chan defer map range type select fallthrough package".split()
+)
+PYTHON_KEYWORDS = frozenset(keyword.kwlist)
+
+LANGUAGES = ("python", "java", "javascript", "c", "cpp", "go", "rust", "typescript", "csharp")
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str  # string, number, name, op
+    text: str
+
+
+def lex(text: str, language: str | None) -> list[Token]:
+    """Tokens of ``text`` without comments; ``language`` None or unknown lexes
+    as Python if the text has no C-style comment markers, else as C-like."""
+    if language is None or language not in LANGUAGES:
+        language = "python" if "/*" not in text and "//" not in text else "c"
+    if language == "python":
+        text = PYTHON_IMPORT.sub("", text)
+        pattern = PYTHON
+    else:
+        pattern = C_LIKE
+    return [Token(m.lastgroup, m.group()) for m in pattern.finditer(text) if m.lastgroup != "comment"]
+
+
+def keywords_for(language: str | None) -> frozenset[str]:
+    return PYTHON_KEYWORDS if language in (None, "python") else C_KEYWORDS
+
+
+def layout_stream(tokens: list[Token]) -> list[str]:
+    return [" ".join(t.text.split()) if t.kind == "string" else t.text for t in tokens]
+
+
+def renamed_stream(tokens: list[Token], keywords: frozenset[str]) -> list[str]:
+    names: dict[str, str] = {}
+    out = []
+    for t in tokens:
+        if t.kind == "name" and t.text not in keywords:
+            out.append(names.setdefault(t.text, f"${len(names)}"))
+        elif t.kind in ("string", "number"):
+            out.append("STR" if t.kind == "string" else "NUM")
+        else:
+            out.append(t.text)
+    return out
+
+
+def blind_stream(tokens: list[Token], keywords: frozenset[str]) -> list[str]:
+    out = []
+    for t in tokens:
+        if t.kind == "name" and t.text not in keywords:
+            out.append("ID")
+        elif t.kind in ("string", "number"):
+            out.append("STR" if t.kind == "string" else "NUM")
+        else:
+            out.append(t.text)
+    return out

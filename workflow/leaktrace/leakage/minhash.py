@@ -1,0 +1,189 @@
+"""MinHash signatures, batched, equal to datasketch's bit for bit.
+
+A :class:`MinHashScheme` names everything a signature depends on (tokeniser,
+shingle size, hash, permutation scheme, number of permutations, seed). The
+permutation parameters are taken from ``datasketch.MinHash`` itself, and the
+permutation step repeats its arithmetic (``affine32``: MurmurHash3 fmix32 of
+the 32-bit input hash, then ``a*h + b`` in uint32; ``legacy``: ``(h*a + b) %
+(2^61 - 1)`` in wrapping uint64, masked to 32 bits), so a signature from
+:class:`Signer` equals ``datasketch.MinHash(num_perm, seed, scheme=...,
+hashfunc=scheme.hashfunc())`` updated with :meth:`MinHashScheme.datasketch_values`
+(tests/test_leakage.py checks it). The speed comes from doing the per-shingle
+work in NumPy: hashing a document's tokens in a few vectorised passes
+(``rolling64``), deduplicating shingle hashes (the minimum is idempotent), and
+applying all permutations to a batch of documents at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import xxhash
+from datasketch import MinHash
+
+from leaktrace.leakage.tokens import (
+    TOKENIZERS,
+    ngram_spans,
+    rolling64_shingle_hash,
+    rolling64_shingle_hashes,
+    shingles,
+    token_hashes_rolling64,
+    tokenize,
+)
+
+HASHES = ("rolling64", "sha1", "xxh32")
+SCHEMES = ("affine32", "legacy")
+_MERSENNE = np.uint64((1 << 61) - 1)
+_MAX32 = np.uint64((1 << 32) - 1)
+
+
+def _sha1_hash32(data: bytes) -> int:
+    """datasketch.hashfunc.sha1_hash32 (first 4 bytes of SHA-1, little endian)."""
+    return struct.unpack("<I", hashlib.sha1(data).digest()[:4])[0]
+
+
+@dataclass(frozen=True)
+class MinHashScheme:
+    tokenizer: str = "code"
+    ngram: int = 3
+    num_perm: int = 128
+    hash: str = "rolling64"
+    scheme: str = "affine32"
+    seed: int = 1
+
+    def __post_init__(self) -> None:
+        if self.tokenizer not in TOKENIZERS:
+            raise ValueError(f"unknown tokenizer {self.tokenizer!r}; known: {', '.join(TOKENIZERS)}")
+        if self.hash not in HASHES:
+            raise ValueError(f"unknown hash {self.hash!r}; known: {', '.join(HASHES)}")
+        if self.scheme not in SCHEMES:
+            raise ValueError(f"unknown MinHash scheme {self.scheme!r}; known: {', '.join(SCHEMES)}")
+        if self.hash == "rolling64" and self.tokenizer != "code":
+            raise ValueError("hash rolling64 is defined on the `code` tokenizer; use sha1 or xxh32 with tokenizer "
+                             f"{self.tokenizer!r}")
+        if self.ngram < 1 or self.num_perm < 2:
+            raise ValueError(f"need ngram >= 1 and num_perm >= 2, got {self.ngram} and {self.num_perm}")
+
+    def hashfunc(self) -> Callable:
+        """The ``hashfunc`` that makes datasketch compute this scheme's
+        signatures from :meth:`datasketch_values`."""
+        return {"rolling64": rolling64_shingle_hash, "sha1": _sha1_hash32, "xxh32": xxhash.xxh32_intdigest}[self.hash]
+
+    def datasketch_values(self, text: str) -> list:
+        """What to feed ``MinHash.update_batch``: token tuples for ``rolling64``
+        (its hash is defined on tokens), UTF-8 shingle strings otherwise
+        (LessLeak: ``" ".join(ngram).encode("utf-8")`` hashed with sha1_hash32)."""
+        tokens = tokenize(text, self.tokenizer)
+        if self.hash == "rolling64":
+            return [tuple(tokens[s:e]) for s, e in ngram_spans(len(tokens), self.ngram)]
+        return [s.encode("utf-8") for s in shingles(tokens, self.ngram)]
+
+    def datasketch_minhash(self, text: str) -> MinHash:
+        """The reference: datasketch's own MinHash of ``text`` (slow; for tests
+        and for the naive baseline of the speed benchmark)."""
+        m = MinHash(num_perm=self.num_perm, seed=self.seed, scheme=self.scheme, hashfunc=self.hashfunc())
+        m.update_batch(self.datasketch_values(text))
+        return m
+
+    def describe(self) -> str:
+        return (f"{self.tokenizer} tokens, {self.ngram}-gram shingles, {self.hash}, {self.scheme}, "
+                f"{self.num_perm} permutations, seed {self.seed}")
+
+
+class Signer:
+    """Shingle hashes and signatures of many documents under one scheme."""
+
+    CHUNK = 8192  # shingles per permutation block (P x CHUNK values stay in cache)
+    CACHE_LIMIT = 1 << 20  # per-shingle hash cache entries (string hashes only)
+
+    def __init__(self, scheme: MinHashScheme):
+        self.scheme = scheme
+        proto = MinHash(num_perm=scheme.num_perm, seed=scheme.seed, scheme=scheme.scheme)
+        a, b = proto.permutations
+        self.dtype = proto.hashvalues.dtype
+        self.empty_value = proto.hashvalues[0]
+        self._a = np.asarray(a, dtype=self.dtype)[:, None]
+        self._b = np.asarray(b, dtype=self.dtype)[:, None]
+        self._hashfunc = scheme.hashfunc()
+        self._cache: dict[str, int] = {}
+
+    def shingle_hashes(self, text: str) -> tuple[int, np.ndarray]:
+        """(number of tokens, sorted unique 32-bit shingle hashes) of ``text``."""
+        s = self.scheme
+        if s.hash == "rolling64":
+            th = token_hashes_rolling64(text.encode("utf-8"))
+            hashes = rolling64_shingle_hashes(th, s.ngram)
+            n_tokens = len(th)
+        else:
+            tokens = tokenize(text, s.tokenizer)
+            n_tokens = len(tokens)
+            cache, fn = self._cache, self._hashfunc
+            if len(cache) > self.CACHE_LIMIT:
+                cache.clear()  # bounded: memory never grows with the corpus
+            values = []
+            for sh in shingles(tokens, s.ngram):
+                h = cache.get(sh)
+                if h is None:
+                    h = cache[sh] = fn(sh.encode("utf-8"))
+                values.append(h)
+            hashes = np.array(values, dtype=np.uint32)
+        hashes.sort()
+        if len(hashes) > 1:
+            hashes = hashes[np.concatenate(([True], hashes[1:] != hashes[:-1]))]
+        return n_tokens, hashes
+
+    def _permute_min(self, h: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """Minimum over each segment (starting at ``offsets``) of every
+        permutation of the 32-bit hashes ``h``: shape (num_perm, n_segments)."""
+        with np.errstate(over="ignore"):
+            if self.scheme.scheme == "affine32":
+                x = h.astype(np.uint32)
+                x ^= x >> np.uint32(16)
+                x *= np.uint32(0x85EBCA6B)
+                x ^= x >> np.uint32(13)
+                x *= np.uint32(0xC2B2AE35)
+                x ^= x >> np.uint32(16)
+                v = self._a * x[None, :]
+                v += self._b
+            else:
+                v = self._a * h.astype(np.uint64)[None, :]
+                v += self._b
+                v %= _MERSENNE
+                v &= _MAX32
+        return np.minimum.reduceat(v, offsets, axis=1)
+
+    def signatures(self, hash_sets: Sequence[np.ndarray]) -> np.ndarray:
+        """Signatures (n_docs x num_perm) of documents given by their shingle
+        hashes; a document without shingles gets datasketch's empty signature."""
+        out = np.full((len(hash_sets), self.scheme.num_perm), self.empty_value, dtype=self.dtype)
+        group: list[int] = []
+        size = 0
+
+        def flush() -> None:
+            nonlocal group, size
+            if group:
+                lengths = [len(hash_sets[i]) for i in group]
+                offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+                mins = self._permute_min(np.concatenate([hash_sets[i] for i in group]), offsets)
+                out[group] = mins.T
+            group, size = [], 0
+
+        for i, h in enumerate(hash_sets):
+            if len(h) == 0:
+                continue
+            if len(h) > self.CHUNK:  # one large document: its own blocks
+                sig = out[i]
+                for start in range(0, len(h), self.CHUNK):
+                    block = self._permute_min(h[start : start + self.CHUNK], np.zeros(1, dtype=np.intp))[:, 0]
+                    np.minimum(sig, block, out=sig)
+                continue
+            if size + len(h) > self.CHUNK:
+                flush()
+            group.append(i)
+            size += len(h)
+        flush()
+        return out

@@ -1,0 +1,291 @@
+"""leakage: LessLeak-style near-duplicate scan of a benchmark against a corpus.
+
+Three stages: index the benchmark once (signatures of every sample); scan one
+corpus shard (a scatter job: stream its documents through the index, verify
+every candidate pair, write the pairs and the accounting of what was skipped);
+gather (merged pairs, LessLeak Table 2 summary, the sources behind most
+duplicates, skip counts, the cleaned benchmark, and, for a scan against the
+testbed's training mix, recall and precision of "leaked" against the member
+split). Memory in a scan job is bounded by one batch of documents plus the
+pairs it finds."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+from tqdm import tqdm
+
+from leaktrace.artifacts import read_records, read_table, write_table
+from leaktrace.errors import InputError
+from leaktrace.leakage.lsh import BandIndex
+from leaktrace.leakage.minhash import Signer
+from leaktrace.leakage.settings import ScanSettings, resolve
+from leaktrace.leakage.sources import check_document, iter_source
+from leaktrace.leakage.units import language_of, split_units, windows
+from leaktrace.leakage.verify import Verifier
+
+log = logging.getLogger(__name__)
+
+INDEX_SCHEMA = pa.schema([
+    ("sample_id", pa.string()), ("n_tokens", pa.int64()), ("n_shingles", pa.int64()), ("indexed", pa.bool_()),
+    ("skip_reason", pa.string()), ("signature", pa.list_(pa.uint64())),
+])
+PAIR_SCHEMA = pa.schema([
+    ("sample_id", pa.string()), ("doc_id", pa.string()), ("location", pa.string()), ("unit", pa.string()),
+    ("start_line", pa.int64()), ("end_line", pa.int64()), ("language", pa.string()), ("part", pa.int32()),
+    ("jaccard", pa.float64()), ("containment", pa.float64()), ("similarity", pa.float64()),
+    ("layout_equal", pa.bool_()), ("renamed_equal", pa.bool_()), ("literals_equal", pa.bool_()), ("aligned", pa.bool_()),
+    ("flagged", pa.bool_()), ("clone_type", pa.string()), ("rule_duplicate", pa.bool_()),
+    ("judge_label", pa.string()), ("duplicate", pa.bool_()), ("text", pa.string()),
+])
+ACCOUNTING_SCHEMA = pa.schema([("part", pa.int32()), ("kind", pa.string()), ("reason", pa.string()), ("count", pa.int64())])
+SUMMARY_SCHEMA = pa.schema([
+    ("scan", pa.string()), ("benchmark", pa.string()), ("corpus", pa.string()), ("scheme", pa.string()),
+    ("size", pa.int64()), ("indexed", pa.int64()), ("documents", pa.int64()), ("units", pa.int64()),
+    ("skipped", pa.int64()), ("lsh_candidates", pa.int64()), ("candidates", pa.int64()),
+    ("verified_duplicates", pa.int64()), ("type1", pa.int64()), ("type2", pa.int64()), ("type3", pa.int64()),
+    ("leaked_count", pa.int64()), ("leaked_ratio", pa.float64()),
+])
+SOURCES_SCHEMA = pa.schema([("location", pa.string()), ("duplicates", pa.int64()), ("samples", pa.int64())])
+MEMBERSHIP_SCHEMA = pa.schema([
+    ("scan", pa.string()), ("members", pa.int64()), ("non_members", pa.int64()), ("not_in_split", pa.int64()),
+    ("found_members", pa.int64()), ("found_non_members", pa.int64()), ("found_not_in_split", pa.int64()),
+    ("recall", pa.float64()), ("precision", pa.float64()),
+])
+
+
+def _scan_settings(settings: dict) -> ScanSettings:
+    return resolve(settings.get("name", "scan"), settings)
+
+
+def build_index(benchmark: Path, settings: dict, output: Path) -> None:
+    """Signatures of every benchmark sample (its full code); samples that cannot
+    be indexed stay in the table with the reason."""
+    s = _scan_settings(settings)
+    signer = Signer(s.minhash)
+    samples = read_records(benchmark, ["sample_id", "code"])
+    rows, hashes = [], []
+    for sample in samples:
+        text, reason = check_document(sample["code"] or "", max(s.max_bytes, 1 << 30), "chunk")
+        n_tokens, h = signer.shingle_hashes(text) if text is not None else (0, np.empty(0, np.uint32))
+        if reason is None and n_tokens < s.min_tokens:
+            reason = "too_short"
+        rows.append({"sample_id": sample["sample_id"], "n_tokens": n_tokens, "n_shingles": len(h),
+                     "indexed": reason is None, "skip_reason": reason})
+        hashes.append(h)
+    sigs = signer.signatures(hashes)
+    for row, sig in zip(rows, sigs, strict=True):
+        row["signature"] = sig.astype(np.uint64).tolist() if row["indexed"] else None
+    write_table(rows, INDEX_SCHEMA, output)
+    log.info("index %s: %d of %d samples indexed (%s)", s.name, sum(r["indexed"] for r in rows), len(rows), s.describe())
+    for r in rows:
+        if not r["indexed"]:
+            log.warning("benchmark sample %s not indexed: %s", r["sample_id"], r["skip_reason"])
+
+
+def _load_index(index: Path, s: ScanSettings, signer: Signer) -> BandIndex:
+    table = read_records(index)
+    keep = [r for r in table if r["indexed"]]
+    bands = BandIndex(s.bands, s.rows)
+    if keep:
+        sigs = np.array([r["signature"] for r in keep], dtype=np.uint64).astype(signer.dtype)
+        if sigs.shape[1] != s.minhash.num_perm:
+            raise InputError(str(index), None, f"index has {sigs.shape[1]} permutations, settings ask for {s.minhash.num_perm}")
+        bands.insert([r["sample_id"] for r in keep], sigs)
+    return bands
+
+
+def scan_shard(index: Path, benchmark: Path, source: dict, part: int, n_parts: int, inputs: list[Path], settings: dict,
+               pairs_out: Path, accounting_out: Path) -> None:
+    s = _scan_settings(settings)
+    signer = Signer(s.minhash)
+    bands = _load_index(index, s, signer)
+    verifier = Verifier(s.verify)
+    bench_text = {r["sample_id"]: r["code"] for r in read_records(benchmark, ["sample_id", "code"])}
+    bench_sides: dict = {}
+    skips: Counter = Counter()
+    counts: Counter = Counter()
+    whole: Counter = Counter()
+    pairs: list[dict] = []
+    batch: list[tuple] = []
+
+    def flush() -> None:
+        if not batch:
+            return
+        sigs = signer.signatures([b[-1] for b in batch])
+        for (doc, unit, lang, _), cands in zip(batch, bands.query(sigs), strict=True):
+            if not cands:
+                continue
+            counts["candidate_units"] += 1
+            side = verifier.side(unit.text, lang)
+            for sid in sorted(cands):
+                if sid not in bench_sides:
+                    bench_sides[sid] = verifier.side(bench_text[sid], s.language)
+                v = verifier.verify(bench_sides[sid], side)
+                pairs.append({
+                    "sample_id": sid, "doc_id": doc.doc_id, "location": doc.location, "unit": unit.name,
+                    "start_line": unit.start_line, "end_line": unit.end_line, "language": lang, "part": part,
+                    "jaccard": v.jaccard, "containment": v.containment, "similarity": v.similarity,
+                    "layout_equal": v.layout_equal, "renamed_equal": v.renamed_equal, "literals_equal": v.literals_equal,
+                    "aligned": v.aligned, "flagged": v.flagged, "clone_type": v.clone_type, "rule_duplicate": v.duplicate,
+                    "judge_label": None, "duplicate": v.duplicate, "text": unit.text,
+                })
+        batch.clear()
+
+    for doc in tqdm(iter_source(source, part, n_parts, inputs, skips), desc=f"scan {s.name} part {part}",
+                    mininterval=10, unit="doc"):
+        counts["documents"] += 1
+        text, reason = check_document(doc.data, s.max_bytes, s.huge)
+        if reason:
+            skips[reason] += 1
+            continue
+        lang = language_of(doc.location, s.language)
+        units, why_whole = split_units(text, lang, s.granularity)
+        if why_whole:
+            whole[why_whole] += 1
+        for unit in units:
+            pieces = [unit]
+            if len(unit.text.encode("utf-8")) > s.max_bytes:
+                pieces = windows(unit, s.max_bytes)
+                counts["chunked_units"] += 1
+            for piece in pieces:
+                n_tokens, h = signer.shingle_hashes(piece.text)
+                if n_tokens < s.min_tokens:
+                    skips["too_short"] += 1
+                    continue
+                counts["units"] += 1
+                batch.append((doc, piece, lang, h))
+        if len(batch) >= s.batch_size:
+            flush()
+    flush()
+    write_table(pairs, PAIR_SCHEMA, pairs_out)
+    rows = [{"part": part, "kind": "count", "reason": k, "count": counts[k]}
+            for k in ("documents", "units", "chunked_units", "candidate_units")]
+    rows += [{"part": part, "kind": "skip", "reason": k, "count": v} for k, v in sorted(skips.items())]
+    rows += [{"part": part, "kind": "whole_file", "reason": k, "count": v} for k, v in sorted(whole.items())]
+    write_table(rows, ACCOUNTING_SCHEMA, accounting_out)
+    log.info("scan %s part %d: %d documents, %d units, %d candidate pairs, %d duplicates; skipped %s",
+             s.name, part, counts["documents"], counts["units"], len(pairs), sum(p["duplicate"] for p in pairs), dict(skips))
+
+
+def _judge(pairs: list[dict], judge: dict, bench_text: dict[str, str]) -> None:
+    """Ask the judge about every pair the rules call a Type-2/Type-3 clone or the
+    texts flag; its label replaces the rule decision unless unparsed."""
+    from leaktrace.leakage.judge import judge_pair, load_template
+    from leaktrace.models.backend import ModelSpec
+    from leaktrace.models.hf import HFLanguageModel
+
+    model = HFLanguageModel(ModelSpec(judge["model"], dtype=judge.get("dtype", "float32"), device=judge.get("device", "cpu")),
+                            progress=False)
+    template = load_template()
+    for p in pairs:
+        if p["clone_type"] in ("type-2", "type-3") or p["flagged"]:
+            verdict = judge_pair(model, template, bench_text[p["sample_id"]], p["text"], p["location"],
+                                 max_new_tokens=judge.get("max_new_tokens", 16))
+            p["judge_label"] = verdict.label
+            if verdict.duplicate is not None:
+                p["duplicate"] = verdict.duplicate
+
+
+def membership(scan: str, leaked: set[str], split_rows: list[dict], all_ids: list[str]) -> dict:
+    """Recall and precision of "leaked" against the testbed split: members are
+    in the training mix and must all be found; anything else found is a false
+    positive (non-members, and samples the filter dropped)."""
+    split = {r["sample_id"]: r["split"] for r in split_rows}
+    members = {i for i in all_ids if split.get(i) == "member"}
+    non_members = {i for i in all_ids if split.get(i) == "non-member"}
+    other = set(all_ids) - members - non_members
+    found_m, found_n, found_o = len(leaked & members), len(leaked & non_members), len(leaked & other)
+    return {
+        "scan": scan, "members": len(members), "non_members": len(non_members), "not_in_split": len(other),
+        "found_members": found_m, "found_non_members": found_n, "found_not_in_split": found_o,
+        "recall": found_m / len(members) if members else float("nan"),
+        "precision": found_m / len(leaked) if leaked else float("nan"),
+    }
+
+
+def _markdown(summary: dict, types: Counter, sources: list[dict], accounting: list[dict], member: dict | None) -> str:
+    lines = [
+        f"### Leakage scan `{summary['scan']}`: {summary['benchmark']} vs {summary['corpus']}", "",
+        f"Scheme: {summary['scheme']}.", "",
+        "| benchmark | size | #candidates (LSH) | #auto (exact Jaccard/containment) | verified duplicates | leaked count | leaked ratio |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"| {summary['benchmark']} | {summary['size']} | {summary['lsh_candidates']} | {summary['candidates']} | "
+        f"{summary['verified_duplicates']} | {summary['leaked_count']} | {100 * summary['leaked_ratio']:.1f}% |", "",
+        "Duplicates by clone type: " + (", ".join(f"{k} {v}" for k, v in sorted(types.items())) or "none") + ".", "",
+    ]
+    if sources:
+        lines += ["| source | duplicates | samples |", "| --- | ---: | ---: |"]
+        lines += [f"| `{r['location']}` | {r['duplicates']} | {r['samples']} |" for r in sources[:10]]
+        lines.append("")
+    skipped = [r for r in accounting if r["kind"] in ("skip", "whole_file") and r["count"]]
+    lines.append(f"Documents: {summary['documents']}, units compared: {summary['units']}; "
+                 + ("; ".join(f"{r['kind'].replace('_', ' ')} {r['reason']}: {r['count']}" for r in skipped) or "nothing skipped")
+                 + ".")
+    if member:
+        lines += ["", "Check against the training mix (every member must be found, nothing else):", "",
+                  "| members | found | non-members found | other samples found | recall | precision |",
+                  "| ---: | ---: | ---: | ---: | ---: | ---: |",
+                  f"| {member['members']} | {member['found_members']} | {member['found_non_members']} | "
+                  f"{member['found_not_in_split']} | {100 * member['recall']:.1f}% | {100 * member['precision']:.1f}% |"]
+    return "\n".join(lines) + "\n"
+
+
+def gather(index: Path, benchmark: Path, pair_parts: list[Path], accounting_parts: list[Path], settings: dict,
+           samples: Path | None, output_dir: Path) -> None:
+    s = _scan_settings(settings)
+    bench = read_table(benchmark)
+    all_ids = bench.column("sample_id").to_pylist()
+    pairs = [p for path in pair_parts for p in read_records(path)]
+    pairs.sort(key=lambda p: (p["sample_id"], p["doc_id"], p["start_line"], p["part"]))
+    judge = settings.get("judge") or {}
+    if judge.get("model"):
+        _judge(pairs, judge, dict(zip(all_ids, bench.column("code").to_pylist(), strict=True)))
+    accounting_rows = [r for path in accounting_parts for r in read_records(path)]
+    totals: Counter = Counter()
+    for r in accounting_rows:
+        totals[(r["kind"], r["reason"])] += r["count"]
+    accounting = [{"part": -1, "kind": k, "reason": reason, "count": c} for (k, reason), c in sorted(totals.items())]
+    index_rows = read_records(index, ["sample_id", "indexed", "skip_reason"])
+    accounting += [{"part": -1, "kind": "benchmark_skip", "reason": r["skip_reason"], "count": 1}
+                   for r in index_rows if not r["indexed"]]
+    dups = [p for p in pairs if p["duplicate"]]
+    leaked = {p["sample_id"] for p in dups}
+    per_source: dict[str, set] = defaultdict(set)
+    dup_count: Counter = Counter()
+    for p in dups:
+        per_source[p["location"]].add(p["sample_id"])
+        dup_count[p["location"]] += 1
+    sources = sorted(({"location": loc, "duplicates": dup_count[loc], "samples": len(ids)} for loc, ids in per_source.items()),
+                     key=lambda r: (-r["duplicates"], r["location"]))
+    types = Counter(p["clone_type"] for p in dups)
+    corpus = settings["corpus"]
+    summary = {
+        "scan": s.name, "benchmark": settings["benchmark"],
+        "corpus": corpus.get("name") or corpus.get("dataset") or corpus.get("root") or ", ".join(corpus.get("paths") or [])
+        or corpus["kind"].replace("_", " "),
+        "scheme": s.describe(), "size": len(all_ids), "indexed": sum(r["indexed"] for r in index_rows),
+        "documents": totals[("count", "documents")], "units": totals[("count", "units")],
+        "skipped": sum(c for (k, _), c in totals.items() if k == "skip"),
+        "lsh_candidates": len(pairs), "candidates": sum(p["flagged"] for p in pairs), "verified_duplicates": len(dups),
+        "type1": types["type-1"], "type2": types["type-2"], "type3": types["type-3"],
+        "leaked_count": len(leaked), "leaked_ratio": len(leaked) / len(all_ids) if all_ids else 0.0,
+    }
+    member = None
+    if samples is not None:
+        member = membership(s.name, leaked, read_records(samples, ["sample_id", "split"]), all_ids)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    write_table(pairs, PAIR_SCHEMA, output_dir / "pairs.parquet")
+    write_table([summary], SUMMARY_SCHEMA, output_dir / "summary.parquet")
+    write_table(sources, SOURCES_SCHEMA, output_dir / "sources.parquet")
+    write_table(accounting, ACCOUNTING_SCHEMA, output_dir / "accounting.parquet")
+    write_table([member] if member else [], MEMBERSHIP_SCHEMA, output_dir / "membership.parquet")
+    keep = [i not in leaked for i in all_ids]
+    write_table(bench.filter(pa.array(keep)).to_pylist(), bench.schema, output_dir / "clean.parquet")
+    (output_dir / "report.md").write_text(_markdown(summary, types, sources, accounting, member), encoding="utf-8")
+    log.info("gather %s: %d candidate pairs, %d duplicates, %d of %d samples leaked%s", s.name, len(pairs), len(dups),
+             len(leaked), len(all_ids), f"; recall {member['recall']:.3f}, precision {member['precision']:.3f}" if member else "")
