@@ -64,8 +64,18 @@ class LanguageModel(Protocol):
     def score(self, texts: Sequence[str]) -> list[TokenStats]:
         """Token statistics for every text, batched internally."""
 
+    def score_conditioned(self, prefix: str, texts: Sequence[str]) -> list[TokenStats]:
+        """Token statistics of every text conditioned on one shared prefix
+        (ReCaLL): BOS + prefix tokens + text tokens, no second BOS, prefix
+        tokens unscored, each text tokenised on its own so its token ids equal
+        those of ``score``; texts are truncated to fit the context."""
+
     def generate(
         self, prompts: Sequence[list[int]], *, max_new_tokens: int, stops: Sequence[StopCondition] | None = None
     ) -> list[str]:
         """Greedy continuations of tokenised prompts (BOS is added by the
         backend); row i ends early once ``stops[i](its text so far)`` holds."""
+
+    def chat(self, messages: list[dict], *, max_new_tokens: int) -> str:
+        """Greedy reply to ``messages`` ([{"role": ..., "content": ...}, ...])
+        formatted by the model's chat template; a clear error if it has none."""

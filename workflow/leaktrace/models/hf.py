@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 from tqdm import tqdm
-from transformers import StoppingCriteria, StoppingCriteriaList
+from transformers import DynamicCache, StoppingCriteria, StoppingCriteriaList
+from transformers.cache_utils import DynamicLayer
 
 from leaktrace.models.backend import ModelSpec, StopCondition, TokenStats
 from leaktrace.models.loading import load_model, load_tokenizer
@@ -18,6 +19,26 @@ def length_buckets(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
     padding, and the work spent on it, stays small."""
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def distribution_stats(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """For next-token logits of shape (N, V) and the N tokens that followed:
+    log p(target), and the mean mu and standard deviation sigma of log p(v)
+    under v ~ p (Min-K%++'s local statistics), all of shape (N,).
+
+    One log-softmax over the vocabulary; the moments are dot products along
+    the vocabulary, and the variance is taken around mu,
+    sum_v p(v) (log p(v) - mu)^2, not as E[(log p)^2] - mu^2: near-uniform
+    distributions (|log p| large, sigma small) would otherwise lose the
+    variance to cancellation in float32. It costs no more passes over the
+    vocabulary than the textbook formula."""
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    token_lp = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    p = logp.exp()
+    mu = torch.einsum("nv,nv->n", p, logp)
+    centred = logp.sub_(mu.unsqueeze(-1)).square_()  # logp is not needed again: reuse its memory
+    sigma = torch.einsum("nv,nv->n", p, centred).clamp_min(0).sqrt()
+    return token_lp, mu, sigma
 
 
 class _StopWhen(StoppingCriteria):
@@ -55,47 +76,118 @@ class HFLanguageModel:
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
+    def _right_padded(self, rows: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        width = max(len(r) for r in rows)
+        input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for row, ids in enumerate(rows):
+            input_ids[row, : len(ids)] = torch.as_tensor(ids, dtype=torch.long)
+            mask[row, : len(ids)] = 1
+        return input_ids, mask
+
+    @staticmethod
+    def _split_rows(values: torch.Tensor, lengths: Sequence[int]) -> list[np.ndarray]:
+        """One CPU copy of a flat tensor of per-token values, cut into rows."""
+        flat = values.cpu().numpy().astype(np.float32, copy=False)
+        return np.split(flat, np.cumsum(lengths)[:-1])
+
     @torch.inference_mode()
     def score(self, texts: Sequence[str]) -> list[TokenStats]:
-        encoded = [self.encode(t) for t in texts]
+        encoded = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"] if texts else []
         limit = self.max_length - 1  # room for BOS
         ids = [[self.bos_id, *e[:limit]] for e in encoded]
         results: list[TokenStats | None] = [None] * len(texts)
         batches = length_buckets([len(x) for x in ids], self.batch_size)
+        device = self.model.device
         for batch in tqdm(batches, desc=f"scoring {self.name}", disable=not self.progress, mininterval=5):
-            width = max(len(ids[i]) for i in batch)
-            input_ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
-            mask = torch.zeros((len(batch), width), dtype=torch.long)
-            for row, i in enumerate(batch):
-                input_ids[row, : len(ids[i])] = torch.tensor(ids[i])
-                mask[row, : len(ids[i])] = 1
-            device = self.model.device
-            logits = self.model(input_ids=input_ids.to(device), attention_mask=mask.to(device)).logits[:, :-1].float()
-            logp = torch.log_softmax(logits, dim=-1)
-            targets = input_ids[:, 1:].to(device)
-            token_lp = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-            p = logp.exp()
-            mu = (p * logp).sum(-1)
-            var = (p * logp.square()).sum(-1) - mu.square()
-            sigma = var.clamp_min(0).sqrt()
-            token_lp, mu, sigma = (t.cpu().numpy() for t in (token_lp, mu, sigma))
-            for row, i in enumerate(batch):
-                n = len(ids[i]) - 1
+            input_ids, mask = self._right_padded([ids[i] for i in batch])
+            input_ids, mask = input_ids.to(device), mask.to(device)
+            logits = self.model(input_ids=input_ids, attention_mask=mask).logits
+            # position t predicts token t+1; keep only the positions that predict a text token
+            predicts = mask[:, 1:].bool()
+            token_lp, mu, sigma = distribution_stats(logits[:, :-1][predicts], input_ids[:, 1:][predicts])
+            lengths = [len(ids[i]) - 1 for i in batch]
+            rows = zip(*(self._split_rows(t, lengths) for t in (token_lp, mu, sigma)), strict=True)
+            for i, (lp, m, s) in zip(batch, rows, strict=True):
                 results[i] = TokenStats(
-                    token_ids=np.asarray(ids[i][1:], dtype=np.int32),
-                    logprobs=token_lp[row, :n].astype(np.float32),
-                    mu=mu[row, :n].astype(np.float32),
-                    sigma=sigma[row, :n].astype(np.float32),
+                    token_ids=np.asarray(ids[i][1:], dtype=np.int32), logprobs=lp, mu=m, sigma=s,
+                    truncated=len(encoded[i]) > limit,
+                )
+        return results  # type: ignore[return-value]
+
+    def _prefix_cache_is_reusable(self, cache: DynamicCache) -> bool:
+        """A prefix's key/value cache can be shared by a batch of continuations
+        when every layer is a plain full-attention ``DynamicLayer``: its update
+        concatenates new keys onto the cached ones (never writes into them), so
+        a batch-expanded view of the prefix's tensors stays untouched. Sliding
+        windows, quantised or offloaded caches and linear-attention layers do
+        not have that property; those models recompute the prefix."""
+        return all(type(layer) is DynamicLayer for layer in cache.layers)
+
+    @torch.inference_mode()
+    def score_conditioned(self, prefix: str, texts: Sequence[str], *, reuse_prefix_cache: bool | None = None) -> list[TokenStats]:
+        """Token statistics of each text conditioned on one shared ``prefix``.
+
+        The sequence is BOS + prefix tokens + text tokens: the prefix is
+        tokenised once, each text on its own (so its token ids equal those
+        of :meth:`score`), with no second BOS where they meet; only the text
+        tokens are scored, the first one conditioned on the last prefix token.
+        Texts are truncated so the whole sequence fits ``max_length``
+        (``truncated`` says so). The prefix's key/value cache is computed once
+        and shared by every batch where that is exact (see
+        ``_prefix_cache_is_reusable``); otherwise, or with
+        ``reuse_prefix_cache=False``, each batch recomputes it, still batched."""
+        prefix_ids = [self.bos_id, *self.encode(prefix)]
+        limit = self.max_length - len(prefix_ids)
+        if limit < 1:
+            raise ValueError(f"the prefix has {len(prefix_ids) - 1} tokens: no room for a text within max_length={self.max_length}")
+        encoded = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"] if texts else []
+        if any(len(e) == 0 for e in encoded):
+            raise ValueError("cannot score an empty text")
+        ids = [e[:limit] for e in encoded]
+        device = self.model.device
+        prefix_tensor = torch.tensor([prefix_ids], dtype=torch.long, device=device)
+        cache = None
+        if reuse_prefix_cache is not False:
+            out = self.model(input_ids=prefix_tensor, use_cache=True)
+            if self._prefix_cache_is_reusable(out.past_key_values):
+                cache = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+                first_logits = out.logits[0, -1]  # predicts the first text token
+            elif reuse_prefix_cache:
+                raise ValueError(f"{self.name}: its key/value cache cannot be shared between sequences")
+        results: list[TokenStats | None] = [None] * len(texts)
+        batches = length_buckets([len(x) for x in ids], self.batch_size)
+        n_prefix = len(prefix_ids)
+        for batch in tqdm(batches, desc=f"scoring {self.name} with a prefix", disable=not self.progress, mininterval=5):
+            lengths = [len(ids[i]) for i in batch]
+            input_ids, mask = self._right_padded([ids[i] for i in batch])
+            input_ids, mask = input_ids.to(device), mask.to(device)
+            valid = mask.bool()
+            if cache is not None:
+                b = len(batch)
+                past = DynamicCache(ddp_cache_data=[(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in cache])
+                full_mask = torch.cat([torch.ones((b, n_prefix), dtype=mask.dtype, device=device), mask], dim=1)
+                logits = self.model(input_ids=input_ids, attention_mask=full_mask, past_key_values=past, use_cache=True).logits
+                # row r's text token t is predicted by its position t-1, the first one by the prefix's last position
+                text_logits = torch.cat([first_logits.expand(len(batch), 1, -1), logits[:, :-1]], dim=1)[valid]
+            else:
+                full = torch.cat([prefix_tensor.expand(len(batch), -1), input_ids], dim=1)
+                full_mask = torch.cat([torch.ones((len(batch), n_prefix), dtype=mask.dtype, device=device), mask], dim=1)
+                logits = self.model(input_ids=full, attention_mask=full_mask).logits
+                text_logits = logits[:, n_prefix - 1 : -1][valid]
+            token_lp, mu, sigma = distribution_stats(text_logits, input_ids[valid])
+            rows = zip(*(self._split_rows(t, lengths) for t in (token_lp, mu, sigma)), strict=True)
+            for i, (lp, m, s) in zip(batch, rows, strict=True):
+                results[i] = TokenStats(
+                    token_ids=np.asarray(ids[i], dtype=np.int32), logprobs=lp, mu=m, sigma=s,
                     truncated=len(encoded[i]) > limit,
                 )
         return results  # type: ignore[return-value]
 
     @torch.inference_mode()
-    def generate(
-        self, prompts: Sequence[list[int]], *, max_new_tokens: int, stops: Sequence[StopCondition] | None = None
-    ) -> list[str]:
-        outputs: list[str | None] = [None] * len(prompts)
-        ids = [[self.bos_id, *p] for p in prompts]
+    def _greedy(self, ids: Sequence[list[int]], *, max_new_tokens: int, stops: Sequence[StopCondition] | None) -> list[str]:
+        """Greedy continuations of full token sequences (special tokens included)."""
+        outputs: list[str | None] = [None] * len(ids)
         batches = length_buckets([len(x) for x in ids], self.batch_size)
         for batch in tqdm(batches, desc=f"generating {self.name}", disable=not self.progress, mininterval=5):
             width = max(len(ids[i]) for i in batch)
@@ -117,3 +209,17 @@ class HFLanguageModel:
             for row, i in enumerate(batch):
                 outputs[i] = self.decode(generated[row, width:].tolist())
         return outputs  # type: ignore[return-value]
+
+    def generate(
+        self, prompts: Sequence[list[int]], *, max_new_tokens: int, stops: Sequence[StopCondition] | None = None
+    ) -> list[str]:
+        return self._greedy([[self.bos_id, *p] for p in prompts], max_new_tokens=max_new_tokens, stops=stops)
+
+    def chat(self, messages: list[dict], *, max_new_tokens: int) -> str:
+        """Greedy reply to a chat, formatted by the tokenizer's chat template
+        (with the generation prompt); the template supplies any BOS itself."""
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise ValueError(f"{self.name}: the tokenizer has no chat template, so it cannot be used as a chat model")
+        prompt = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        return self._greedy([ids], max_new_tokens=max_new_tokens, stops=None)[0]
