@@ -1,6 +1,8 @@
 """What a gray-box detector may look at for one sample under one model: the
 token statistics of the original text, of its lowercased form, and of its
-validated variants — all from the same cached forward passes."""
+validated variants — all from the same cached forward passes — and, for the
+detectors that need one more pass, the original under a reference model (Ref)
+and the original conditioned on a non-member prefix (ReCaLL)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,9 @@ class SampleEvidence:
     text: str
     original: TokenStats
     lowercase: TokenStats | None = None
-    variants: tuple[TokenStats, ...] = field(default_factory=tuple)
+    variants: tuple[TokenStats, ...] = field(default_factory=tuple)  # validated variants, by variant_id
+    reference: TokenStats | None = None  # the original under the reference model (Ref)
+    prefixed: TokenStats | None = None  # the original conditioned on the non-member prefix (ReCaLL)
 
 
 def log_likelihood(stats: TokenStats) -> float:

@@ -1,85 +1,231 @@
-"""Every detector, registered once: its configured instances, each with a
-method name, a scoring function (higher = member) and, for threshold-free
-methods, its own decision rule. Adding a detector is a module plus an entry here."""
+"""Every detector, registered once: the parameters each family takes (with
+their defaults) and the instances a config block makes of it. Each instance
+carries its name, its scoring function (higher = member, the orientation
+recorded in ``orientation``), for threshold-free methods its own decision
+rule, and flags saying which evidence it needs, so a stage can tell which
+passes to run. Adding a detector is a module plus an entry here.
+
+Gray-box methods score a ``SampleEvidence``; methods with
+``needs_generations`` (SrDetection black-box) score a ``GenerationEvidence``
+built from generated continuations instead."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
-from leaktrace.detect.evidence import SampleEvidence
+from leaktrace.detect.dc_pdd import dc_pdd_score
 from leaktrace.detect.loss import loss_score
 from leaktrace.detect.lowercase import lowercase_score
 from leaktrace.detect.min_k import min_k_score
 from leaktrace.detect.min_k_plus_plus import min_k_plus_plus_score
+from leaktrace.detect.neighbor import neighbor_score
+from leaktrace.detect.recall import recall_score
+from leaktrace.detect.ref import ref_score
+from leaktrace.detect.srdetection_blackbox import blackbox_flag, blackbox_gap
 from leaktrace.detect.srdetection_graybox import srdetection_flag, srdetection_gap
 from leaktrace.detect.zlib_ratio import zlib_score
+from leaktrace.models.token_counts import TokenCounts
 
 
 @dataclass(frozen=True)
 class Method:
     name: str
     family: str
-    score: Callable[[SampleEvidence], float]
-    decide: Callable[[SampleEvidence], bool] | None = None  # threshold-free methods only
-    needs_lowercase: bool = False
-    needs_variants: bool = False
+    score: Callable[[Any], float]  # SampleEvidence, or GenerationEvidence when needs_generations
+    decide: Callable[[Any], bool] | None = None  # threshold-free methods only
+    orientation: str = "higher = member"
+    needs_lowercase: bool = False  # SampleEvidence.lowercase: the lowercased original scored
+    needs_variants: bool = False  # SampleEvidence.variants: at least one validated variant scored
+    needs_reference: bool = False  # SampleEvidence.reference: the original under the reference model
+    needs_prefixed: bool = False  # SampleEvidence.prefixed: the original after the non-member prefix
+    needs_generations: bool = False  # scores GenerationEvidence (continuations), not token statistics
+    sensitivity: bool = False  # an extra instance for the variant-count sensitivity table
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def threshold_free(self) -> bool:
+        return self.decide is not None
+
+
+@dataclass(frozen=True)
+class Family:
+    """A detector family: its parameters with their defaults (``REQUIRED`` for
+    none) and how a filled-in parameter mapping becomes method instances.
+    ``stage_only`` parameters are read by the stage that prepares the
+    evidence (which corpus, which model, how many prefix texts), not by the
+    scoring function."""
+
+    build: Callable[[Mapping[str, Any], TokenCounts | None], list[Method]]
+    defaults: Mapping[str, Any]
+    stage_only: frozenset[str] = frozenset()
+
+
+REQUIRED = object()
 
 
 def _percent(ratio: float) -> str:
     return f"{round(ratio * 100):d}"
 
 
-def _loss(params: Mapping) -> list[Method]:
-    return [Method("loss", "loss", loss_score)]
+def _loss(params, counts) -> list[Method]:
+    return [Method("loss", "loss", loss_score, orientation="LL = -loss; higher = member")]
 
 
-def _zlib(params: Mapping) -> list[Method]:
-    return [Method("zlib", "zlib", zlib_score)]
+def _zlib(params, counts) -> list[Method]:
+    return [Method("zlib", "zlib", zlib_score, orientation="LL / zlib bytes; higher = member")]
 
 
-def _lowercase(params: Mapping) -> list[Method]:
-    return [Method("lowercase", "lowercase", lowercase_score, needs_lowercase=True)]
+def _lowercase(params, counts) -> list[Method]:
+    return [Method("lowercase", "lowercase", lowercase_score, orientation="LL(lower) / LL(x); higher = member",
+                   needs_lowercase=True)]
 
 
-def _min_k(params: Mapping) -> list[Method]:
-    return [Method(f"min_k_{_percent(r)}", "min_k", partial(min_k_score, ratio=r)) for r in params["ratios"]]
-
-
-def _min_k_plus_plus(params: Mapping) -> list[Method]:
+def _min_k(params, counts) -> list[Method]:
     return [
-        Method(f"min_k_pp_{_percent(r)}", "min_k_plus_plus", partial(min_k_plus_plus_score, ratio=r))
+        Method(f"min_k_{_percent(r)}", "min_k", partial(min_k_score, ratio=r),
+               orientation="mean of the lowest K% token log-probabilities; higher = member", params={"ratio": r})
         for r in params["ratios"]
     ]
 
 
-def _srdetection_graybox(params: Mapping) -> list[Method]:
-    n = params["n_variants"]
+def _min_k_plus_plus(params, counts) -> list[Method]:
     return [
-        Method(
-            "srdetection_graybox",
-            "srdetection_graybox",
-            partial(srdetection_gap, n_variants=n),
-            decide=partial(srdetection_flag, n_variants=n),
-            needs_variants=True,
-        )
+        Method(f"min_k_pp_{_percent(r)}", "min_k_plus_plus", partial(min_k_plus_plus_score, ratio=r),
+               orientation="mean of the lowest K% standardised log-probabilities; higher = member", params={"ratio": r})
+        for r in params["ratios"]
     ]
 
 
-FAMILIES: dict[str, Callable[[Mapping], list[Method]]] = {
-    "loss": _loss,
-    "zlib": _zlib,
-    "lowercase": _lowercase,
-    "min_k": _min_k,
-    "min_k_plus_plus": _min_k_plus_plus,
-    "srdetection_graybox": _srdetection_graybox,
+def _dc_pdd(params, counts) -> list[Method]:
+    if counts is None:
+        raise ValueError("dc_pdd needs token counts of its reference corpus: pass token_counts= to configured_methods")
+    if not params["clip"] > 0:
+        raise ValueError(f"dc_pdd clip must be positive, got {params['clip']}")
+    return [Method("dc_pdd", "dc_pdd", partial(dc_pdd_score, frequencies=counts.frequencies(), clip=params["clip"]),
+                   orientation="mean clipped p * log(1/f) over first occurrences; higher = member",
+                   params={"clip": params["clip"], "tokenizer": counts.tokenizer})]
+
+
+def _ref(params, counts) -> list[Method]:
+    return [Method("ref", "ref", ref_score, orientation="LL_target - LL_reference; higher = member",
+                   needs_reference=True)]
+
+
+def _neighbor(params, counts) -> list[Method]:
+    k = _positive(params, "n_neighbors")
+    return [Method("neighbor", "neighbor", partial(neighbor_score, n_neighbors=k),
+                   orientation="LL(x) - mean LL(neighbours); higher = member", needs_variants=True,
+                   params={"n_neighbors": k})]
+
+
+def _recall(params, counts) -> list[Method]:
+    _positive(params, "n_shots")
+    return [Method("recall", "recall", recall_score, orientation="LL(x | non-member prefix) / LL(x); higher = member",
+                   needs_prefixed=True, params={"n_shots": params["n_shots"]})]
+
+
+def _variant_counts(params) -> list[tuple[int, bool]]:
+    """(n, is a sensitivity instance): the main n first, then the listed ones."""
+    main = _positive(params, "n_variants")
+    extra = [int(n) for n in params["sensitivity"]]
+    if any(n < 1 for n in extra) or len(set(extra)) != len(extra):
+        raise ValueError(f"sensitivity must list distinct positive variant counts, got {params['sensitivity']}")
+    return [(main, False)] + [(n, True) for n in extra]
+
+
+def _srdetection_graybox(params, counts) -> list[Method]:
+    return [
+        Method(
+            "srdetection_graybox" if not sensitivity else f"srdetection_graybox_n{n}",
+            "srdetection_graybox",
+            partial(srdetection_gap, n_variants=n),
+            decide=partial(srdetection_flag, n_variants=n),
+            orientation="min variant loss - original loss (flag: > 0); higher = member",
+            needs_variants=True,
+            sensitivity=sensitivity,
+            params={"n_variants": n},
+        )
+        for n, sensitivity in _variant_counts(params)
+    ]
+
+
+def _srdetection_blackbox(params, counts) -> list[Method]:
+    if not 0 < params["prefix_fraction"] < 1:
+        raise ValueError(f"prefix_fraction must be in (0, 1), got {params['prefix_fraction']}")
+    generation = {"prefix_fraction": params["prefix_fraction"], "ngram": _positive(params, "ngram"),
+                  "max_new_tokens": _positive(params, "max_new_tokens")}
+    return [
+        Method(
+            "srdetection_blackbox" if not sensitivity else f"srdetection_blackbox_n{n}",
+            "srdetection_blackbox",
+            partial(blackbox_gap, n_variants=n),
+            decide=partial(blackbox_flag, n_variants=n),
+            orientation="original NGO - max variant NGO (flag: > 0); higher = member",
+            needs_generations=True,
+            sensitivity=sensitivity,
+            params={"n_variants": n, **generation},
+        )
+        for n, sensitivity in _variant_counts(params)
+    ]
+
+
+def _positive(params: Mapping[str, Any], key: str) -> int:
+    value = params[key]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{key} must be a positive integer, got {value!r}")
+    return value
+
+
+FAMILIES: dict[str, Family] = {
+    "loss": Family(_loss, {}),
+    "zlib": Family(_zlib, {}),
+    "lowercase": Family(_lowercase, {}),
+    "min_k": Family(_min_k, {"ratios": [0.2, 0.3]}),
+    "min_k_plus_plus": Family(_min_k_plus_plus, {"ratios": [0.2, 0.3]}),
+    "dc_pdd": Family(_dc_pdd, {"clip": 0.01, "corpus": REQUIRED}, stage_only=frozenset({"corpus"})),
+    "ref": Family(_ref, {"model": REQUIRED}, stage_only=frozenset({"model"})),
+    "neighbor": Family(_neighbor, {"n_neighbors": 10}),
+    "recall": Family(_recall, {"n_shots": 12, "max_prefix_tokens": None},
+                     stage_only=frozenset({"n_shots", "max_prefix_tokens"})),
+    "srdetection_graybox": Family(_srdetection_graybox, {"n_variants": 10, "sensitivity": []}),
+    "srdetection_blackbox": Family(
+        _srdetection_blackbox,
+        {"n_variants": 10, "sensitivity": [], "ngram": 7, "prefix_fraction": 0.5, "max_new_tokens": 256},
+        stage_only=frozenset({"prefix_fraction", "max_new_tokens"}),
+    ),
 }
 
 
-def configured_methods(config: Mapping[str, Mapping]) -> list[Method]:
-    """Instantiate the methods named in the config's ``score.methods`` block."""
+def family_params(family: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The family's parameters: the configured ones over the defaults; an
+    unknown or missing required parameter is a clear error."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown detection methods [{family!r}]; known: {sorted(FAMILIES)}")
+    defaults = FAMILIES[family].defaults
+    params = dict(params or {})
+    unknown = set(params) - set(defaults)
+    if unknown:
+        raise ValueError(f"{family}: unknown parameters {sorted(unknown)}; known: {sorted(defaults)}")
+    filled = {**defaults, **params}
+    missing = sorted(k for k, v in filled.items() if v is REQUIRED)
+    if missing:
+        raise ValueError(f"{family}: missing required parameters {missing}")
+    return filled
+
+
+def configured_methods(config: Mapping[str, Mapping | None], *, token_counts: TokenCounts | None = None) -> list[Method]:
+    """Instantiate the methods named in the config's ``score.methods`` block.
+    ``token_counts`` (the reference corpus counted with the scored model's
+    tokenizer) is required when ``dc_pdd`` is configured."""
     unknown = set(config) - set(FAMILIES)
     if unknown:
         raise ValueError(f"unknown detection methods {sorted(unknown)}; known: {sorted(FAMILIES)}")
-    return [m for family, params in config.items() for m in FAMILIES[family](params or {})]
+    methods = [m for family, params in config.items() for m in FAMILIES[family].build(family_params(family, params), token_counts)]
+    names = [m.name for m in methods]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"method names {duplicates} are configured twice")
+    return methods
