@@ -6,9 +6,21 @@ import zlib
 
 import numpy as np
 import pytest
+from leaktrace.detect.dc_pdd import first_occurrences
 from leaktrace.detect.evidence import SampleEvidence, lowest_k_mean
+from leaktrace.detect.recall import build_prefix, select_prefix_samples
 from leaktrace.detect.registry import configured_methods
+from leaktrace.detect.srdetection_blackbox import (
+    GenerationEvidence,
+    blackbox_decisions,
+    continuation_overlaps,
+    generation_evidence,
+    ngram_overlap,
+    ngrams,
+    split_prefix_suffix,
+)
 from leaktrace.models.backend import TokenStats
+from leaktrace.models.token_counts import TokenCounts
 
 
 def stats(logprobs, mu=None, sigma=None):
@@ -106,3 +118,236 @@ def test_empty_text_cannot_be_scored():
     with pytest.raises(ValueError, match="empty"):
         by_name()["loss"].score(SampleEvidence("x", "", stats([])))
     assert math.isfinite(by_name()["loss"].score(EVIDENCE))
+
+
+# --- DC-PDD -----------------------------------------------------------------
+
+COUNTS = TokenCounts("tok", np.array([3, 0, 1, 6, 0]))  # sum 10, V 5: f = (c + 1) / 15
+
+
+def dc_evidence(probabilities, token_ids):
+    lp = np.log(np.asarray(probabilities, dtype=np.float64)).astype(np.float32)
+    s = TokenStats(np.asarray(token_ids, dtype=np.int32), lp, np.zeros_like(lp), np.ones_like(lp), False)
+    return SampleEvidence("d", "text", s)
+
+
+def test_token_frequencies_are_laplace_smoothed():
+    np.testing.assert_allclose(COUNTS.frequencies(), np.array([4, 1, 2, 7, 1]) / 15)
+    assert COUNTS.frequencies().sum() == pytest.approx(1.0)
+
+
+def test_dc_pdd_keeps_first_occurrences_and_clips():
+    evidence = dc_evidence([0.5, 0.9, 0.2, 0.8, 0.3], [1, 3, 1, 4, 3])  # kept: positions 0, 1, 3
+    assert list(first_occurrences(np.array([1, 3, 1, 4, 3]))) == [0, 1, 3]
+    alphas = [0.5 * math.log(15), 0.9 * math.log(15 / 7), 0.8 * math.log(15)]
+    (unclipped,) = configured_methods({"dc_pdd": {"clip": 100.0, "corpus": "c"}}, token_counts=COUNTS)
+    assert unclipped.score(evidence) == pytest.approx(np.mean(alphas), rel=1e-6)
+    (clipped,) = configured_methods({"dc_pdd": {"clip": 1.0, "corpus": "c"}}, token_counts=COUNTS)
+    assert clipped.score(evidence) == pytest.approx((1.0 + alphas[1] + 1.0) / 3, rel=1e-6)
+    (default,) = configured_methods({"dc_pdd": {"corpus": "c"}}, token_counts=COUNTS)
+    assert default.params["clip"] == 0.01 and default.score(evidence) == pytest.approx(0.01)
+
+
+def test_dc_pdd_orientation_and_errors():
+    (method,) = configured_methods({"dc_pdd": {"clip": 100.0, "corpus": "c"}}, token_counts=COUNTS)
+    assert method.score(dc_evidence([0.9, 0.9], [1, 4])) > method.score(dc_evidence([0.1, 0.1], [1, 4]))
+    with pytest.raises(ValueError, match="another tokenizer"):
+        method.score(dc_evidence([0.5], [7]))
+    with pytest.raises(ValueError, match="token_counts"):
+        configured_methods({"dc_pdd": {"corpus": "c"}})
+    with pytest.raises(ValueError, match="missing required parameters \\['corpus'\\]"):
+        configured_methods({"dc_pdd": {}}, token_counts=COUNTS)
+
+
+# --- Ref, Neighbor, ReCaLL ---------------------------------------------------------
+
+
+def test_ref_subtracts_the_reference_log_likelihood():
+    (method,) = configured_methods({"ref": {"model": "small"}})
+    assert method.needs_reference
+    evidence = SampleEvidence("r", TEXT, ORIGINAL, reference=stats([-3.0, -3.5]))
+    assert method.score(evidence) == pytest.approx(-2.1 + 3.25)
+    with pytest.raises(ValueError, match="reference model"):
+        method.score(EVIDENCE)
+
+
+def test_neighbor_subtracts_the_mean_neighbour_log_likelihood():
+    (method,) = configured_methods({"neighbor": {"n_neighbors": 2}})
+    assert method.needs_variants
+    assert method.score(EVIDENCE) == pytest.approx(-2.1 + (7 / 3 + 2.75) / 2)  # mean, not max
+    (all_three,) = configured_methods({"neighbor": {}})
+    assert all_three.score(EVIDENCE) == pytest.approx(-2.1 + (7 / 3 + 2.75 + 2.5) / 3)
+    with pytest.raises(ValueError, match="variant"):
+        method.score(SampleEvidence("x", TEXT, ORIGINAL))
+
+
+def prefixed_like(original, logprobs):
+    return TokenStats(original.token_ids[: len(logprobs)], np.asarray(logprobs, dtype=np.float32),
+                      np.zeros(len(logprobs), np.float32), np.ones(len(logprobs), np.float32), False)
+
+
+def test_recall_is_conditional_over_unconditional_log_likelihood():
+    (method,) = configured_methods({"recall": {}})
+    assert method.needs_prefixed and method.params["n_shots"] == 12
+    evidence = SampleEvidence("r", TEXT, ORIGINAL, prefixed=prefixed_like(ORIGINAL, [-2.0, -3.0, -3.0, -4.0, -1.0]))
+    assert method.score(evidence) == pytest.approx(-2.6 / -2.1)
+    # truncated prefixed pass: both means over the first three tokens
+    short = SampleEvidence("r", TEXT, ORIGINAL, prefixed=prefixed_like(ORIGINAL, [-1.0, -1.0, -1.0]))
+    assert method.score(short) == pytest.approx(-1.0 / -2.0)
+
+
+def test_recall_orientation_member_loses_more_from_the_prefix():
+    (method,) = configured_methods({"recall": {}})
+    original = stats([-1.0, -1.0])
+    member = SampleEvidence("m", TEXT, original, prefixed=prefixed_like(original, [-1.5, -1.5]))
+    nonmember = SampleEvidence("n", TEXT, original, prefixed=prefixed_like(original, [-0.9, -0.9]))
+    assert method.score(member) > 1 > method.score(nonmember)
+
+
+def test_recall_rejects_missing_or_mismatched_prefixed_pass():
+    (method,) = configured_methods({"recall": {}})
+    with pytest.raises(ValueError, match="prefix"):
+        method.score(EVIDENCE)
+    other = TokenStats(np.array([9, 9], np.int32), np.array([-1.0, -1.0], np.float32), np.zeros(2, np.float32),
+                       np.ones(2, np.float32), False)
+    with pytest.raises(ValueError, match="other tokens"):
+        method.score(SampleEvidence("r", TEXT, ORIGINAL, prefixed=other))
+
+
+def test_recall_prefix_selection_is_deterministic_and_order_free():
+    pool = [f"b/{i}" for i in range(30)]
+    chosen = select_prefix_samples(pool, 12, seed=5)
+    assert len(set(chosen)) == 12 and set(chosen) <= set(pool)
+    assert select_prefix_samples(pool[::-1], 12, seed=5) == chosen
+    assert select_prefix_samples(pool, 12, seed=6) != chosen
+    with pytest.raises(ValueError, match="only 3"):
+        select_prefix_samples(pool[:3], 12, seed=5)
+
+
+def test_recall_prefix_joins_texts_and_fits_a_token_budget():
+    texts = ["def a():\n    pass\n", "def b():\n    pass\n", "x = 1"]
+    assert build_prefix(texts) == "def a():\n    pass\n\n\ndef b():\n    pass\n\n\nx = 1\n\n\n"
+    encode = list  # one token per character
+    fitted = build_prefix(texts, encode=encode, max_tokens=len("def b():\n    pass\n\n\nx = 1\n\n\n"))
+    assert fitted == "def b():\n    pass\n\n\nx = 1\n\n\n"  # dropped from the front
+    with pytest.raises(ValueError, match="not even one"):
+        build_prefix(texts, encode=encode, max_tokens=2)
+
+
+# --- SrDetection: variant-count sensitivity and black-box ---------------------------
+
+
+def test_srdetection_sensitivity_instances_reuse_the_same_variants():
+    methods = {m.name: m for m in configured_methods({"srdetection_graybox": {"n_variants": 3, "sensitivity": [1, 2, 3]}})}
+    assert list(methods) == ["srdetection_graybox", "srdetection_graybox_n1", "srdetection_graybox_n2", "srdetection_graybox_n3"]
+    assert not methods["srdetection_graybox"].sensitivity and methods["srdetection_graybox_n1"].sensitivity
+    # variant losses 7/3, 2.75, 2.5; original 2.1
+    assert methods["srdetection_graybox_n1"].score(EVIDENCE) == pytest.approx(7 / 3 - 2.1)
+    assert methods["srdetection_graybox_n2"].score(EVIDENCE) == pytest.approx(7 / 3 - 2.1)
+    harder = SampleEvidence("h", TEXT, stats([-2.6, -2.6]), variants=VARIANTS)  # loss 2.6
+    assert methods["srdetection_graybox_n1"].decide(harder) is False  # 7/3 < 2.6
+    assert methods["srdetection_graybox_n2"].decide(harder) is False
+    assert methods["srdetection_graybox_n2"].score(harder) == pytest.approx(7 / 3 - 2.6)
+    assert methods["srdetection_graybox_n3"].score(harder) == pytest.approx(7 / 3 - 2.6)
+    assert methods["srdetection_graybox"].score(harder) == methods["srdetection_graybox_n3"].score(harder)
+    only_second = SampleEvidence("h", TEXT, stats([-2.4]), variants=VARIANTS[1:])  # losses 2.75, 2.5
+    assert methods["srdetection_graybox_n1"].decide(only_second) is True  # 2.4 < 2.75
+    assert methods["srdetection_graybox_n2"].decide(only_second) is True  # 2.4 < 2.5
+
+
+def test_variant_count_errors():
+    with pytest.raises(ValueError, match="distinct positive"):
+        configured_methods({"srdetection_graybox": {"sensitivity": [1, 1]}})
+    with pytest.raises(ValueError, match="positive integer"):
+        configured_methods({"srdetection_graybox": {"n_variants": 0}})
+    with pytest.raises(ValueError, match="unknown parameters \\['n'\\]"):
+        configured_methods({"neighbor": {"n": 3}})
+
+
+def test_ngram_overlap_on_known_ids():
+    assert ngrams([1, 2, 3, 1, 2, 3], 3) == {(1, 2, 3), (2, 3, 1), (3, 1, 2)}
+    suffix = [1, 2, 3, 4, 5, 6, 7, 8, 9]  # 3 seven-grams
+    assert ngram_overlap(suffix, suffix, 7) == 1.0
+    assert ngram_overlap([0, 1, 2, 3, 4, 5, 6, 7, 0], suffix, 7) == pytest.approx(1 / 3)
+    assert ngram_overlap([1, 2, 3, 4, 5, 6, 0, 8, 9], suffix, 7) == 0.0
+    assert ngram_overlap([9, 9], [1, 2, 3], 2) == 0.0
+    assert ngram_overlap([1, 2, 2, 3], [1, 2, 1, 2], 2) == pytest.approx(1 / 2)  # sets: {12, 21} vs {12, 22, 23}
+    assert math.isnan(ngram_overlap([1, 2, 3], [1, 2, 3], 7))
+
+
+def test_prefix_suffix_split_on_tokens():
+    assert split_prefix_suffix(list(range(10)), 0.5) == (list(range(5)), list(range(5, 10)))
+    assert split_prefix_suffix(list(range(7)), 0.5) == ([0, 1, 2], [3, 4, 5, 6])  # floor
+    assert split_prefix_suffix([1, 2], 0.1) == ([1], [2])  # at least one token each side
+    assert split_prefix_suffix([1, 2], 0.9) == ([1], [2])
+    with pytest.raises(ValueError, match="cannot be split"):
+        split_prefix_suffix([1], 0.5)
+
+
+def ngo_row(sample_id, variant_id, ngo):
+    return {"sample_id": sample_id, "variant_id": variant_id, "ngo": ngo}
+
+
+def test_blackbox_decision_and_score_from_rows():
+    rows = [ngo_row("a", 0, 0.8), ngo_row("a", 1, 0.5), ngo_row("a", 2, 0.9), ngo_row("a", 3, float("nan")),
+            ngo_row("b", 0, 0.4), ngo_row("b", 2, 0.1), ngo_row("b", 1, 0.3),
+            ngo_row("c", 0, float("nan")), ngo_row("c", 1, 0.2)]
+    evidence, skipped = generation_evidence(rows)
+    assert skipped == ["c"]
+    assert evidence[0] == GenerationEvidence("a", 0.8, (0.5, 0.9)) and evidence[1].variants == (0.3, 0.1)
+    decided = {d["sample_id"]: d for d in blackbox_decisions(rows, n_variants=10)}
+    assert decided["a"]["decision"] is False and decided["a"]["score"] == pytest.approx(-0.1)
+    assert decided["b"]["decision"] is True and decided["b"]["score"] == pytest.approx(0.1)
+    assert decided["b"]["n_variants"] == 2
+    first_only = {d["sample_id"]: d for d in blackbox_decisions(rows, n_variants=1)}
+    assert first_only["a"]["decision"] is True and first_only["a"]["score"] == pytest.approx(0.3)
+    methods = {m.name: m for m in configured_methods({"srdetection_blackbox": {"sensitivity": [1]}})}
+    assert methods["srdetection_blackbox"].needs_generations and methods["srdetection_blackbox"].params["ngram"] == 7
+    assert methods["srdetection_blackbox_n1"].decide(evidence[0]) is True
+    assert methods["srdetection_blackbox"].score(evidence[0]) == pytest.approx(-0.1)
+
+
+class EchoModel:
+    """A stand-in LanguageModel over characters: it continues the original
+    texts correctly and every other text with 'x's."""
+
+    name = "echo"
+    bos = 0
+
+    def __init__(self, originals):
+        self.originals = originals
+        self.prompts = None
+
+    def encode(self, text):
+        return [ord(c) for c in text]
+
+    def decode(self, ids):
+        return "".join(map(chr, ids))
+
+    def generate(self, prompts, *, max_new_tokens, stops=None):
+        self.prompts = prompts
+        out = []
+        for prompt, stop in zip(prompts, stops, strict=True):
+            prefix = self.decode(prompt)
+            source = next((t for t in self.originals if t.startswith(prefix)), None)
+            text = source[len(prefix):] + "!!!" if source else "x" * max_new_tokens
+            out.append(text[:max_new_tokens])
+            assert stop(text)
+        return out
+
+
+def test_continuation_overlaps_rows_and_decision():
+    original = "def add(a, b):\n    return a + b\n"
+    variant = "def plus(x, y):\n    return x + y\n"
+    lm = EchoModel([original])
+    rows = continuation_overlaps(lm, [("s", 0, original), ("s", 1, variant)], prefix_fraction=0.5, ngram=3)
+    assert lm.prompts == [lm.encode(original[:16]), lm.encode(variant[:16])]  # one batched call
+    assert [(r["prefix_tokens"], r["suffix_tokens"]) for r in rows] == [(16, 16), (16, 17)]
+    assert rows[0]["generated"] == original[16:]  # cut to the suffix length: no "!!!"
+    assert rows[0]["ngo"] == 1.0 and rows[1]["ngo"] == 0.0
+    (decision,) = blackbox_decisions(rows, n_variants=10)
+    assert decision["decision"] is True and decision["score"] == 1.0
+    # recomputed from the stored ids for another n: a 16-token suffix has one 16-gram and no 20-gram
+    (again,) = generation_evidence(rows, ngram=16)[0]
+    assert again == GenerationEvidence("s", 1.0, (0.0,))
+    assert generation_evidence(rows, ngram=20) == ([], ["s"])

@@ -5,10 +5,19 @@ is batch-independent and stops on the stop condition, and loading is local."""
 import numpy as np
 import pytest
 import torch
+from leaktrace.detect.srdetection_blackbox import continuation_overlaps
 from leaktrace.errors import InputError
 from leaktrace.models.backend import ModelSpec
-from leaktrace.models.hf import HFLanguageModel, length_buckets
-from leaktrace.models.loading import load_model
+from leaktrace.models.hf import HFLanguageModel, distribution_stats, length_buckets
+from leaktrace.models.loading import load_model, load_tokenizer
+from leaktrace.models.token_counts import (
+    cached_token_counts,
+    count_tokens,
+    read_token_counts,
+    tokenizer_fingerprint,
+    write_token_counts,
+)
+from leaktrace.models.tokenizer import train_bpe_tokenizer
 
 TEXTS = ["def add(a, b):\n    return a + b\n", "x = 1", "for i in range(10):\n    print(i * i)\n" * 3]
 
@@ -33,6 +42,22 @@ def test_token_stats_match_a_manual_forward_pass(lm):
         np.testing.assert_allclose(s.mu, mu, atol=1e-4)
         np.testing.assert_allclose(s.sigma, sigma, atol=1e-4)
         assert not s.truncated
+
+
+def test_next_token_statistics_keep_precision_for_flat_distributions():
+    # near-uniform logits: |log p| ~ 8.3 while sigma ~ 0.1, where E[(log p)^2] - mu^2
+    # in float32 loses about 0.2% of sigma to cancellation
+    generator = torch.Generator().manual_seed(0)
+    logits = torch.randn(64, 4096, generator=generator) * 0.1
+    targets = torch.randint(0, 4096, (64,), generator=generator)
+    token_lp, mu, sigma = distribution_stats(logits, targets)
+    logp = torch.log_softmax(logits.double(), -1)
+    p = logp.exp()
+    exact_mu = (p * logp).sum(-1)
+    exact_sigma = (p * (logp - exact_mu[:, None]) ** 2).sum(-1).sqrt()
+    np.testing.assert_allclose(token_lp, logp.gather(-1, targets[:, None]).squeeze(-1), atol=1e-5)
+    np.testing.assert_allclose(mu, exact_mu, atol=1e-4)
+    np.testing.assert_allclose(sigma, exact_sigma, rtol=2e-5)
 
 
 def test_batch_size_does_not_change_scores(tiny_model_dir, lm):
@@ -73,3 +98,101 @@ def test_a_hub_id_goes_through_hub_resolution():
     # conftest sets HF_HUB_OFFLINE, so an uncached hub id fails at once instead of downloading
     with pytest.raises(OSError):
         load_model(ModelSpec("leaktrace-test/definitely-not-cached"))
+
+
+PREFIX = "def sub(a, b):\n    return a - b\n\n\n"
+
+
+def manual_conditioned(lm, prefix_ids, text):
+    """log p of the text's tokens after [BOS] + prefix_ids, from one unbatched full-sequence pass."""
+    text_ids = lm.encode(text)
+    ids = torch.tensor([[lm.bos_id, *prefix_ids, *text_ids]])
+    with torch.no_grad():
+        logp = torch.log_softmax(lm.model(input_ids=ids).logits[0].double(), -1)
+    start = 1 + len(prefix_ids)
+    return logp[start - 1 : -1].gather(-1, ids[0, start:, None]).squeeze(-1).numpy()
+
+
+@pytest.mark.parametrize("reuse", [True, False])
+def test_conditioned_scoring_equals_a_full_sequence_pass(lm, reuse):
+    stats = lm.score_conditioned(PREFIX, TEXTS, reuse_prefix_cache=reuse)
+    unconditioned = lm.score(TEXTS)
+    prefix_ids = lm.encode(PREFIX)
+    for text, s, u in zip(TEXTS, stats, unconditioned, strict=True):
+        assert list(s.token_ids) == list(u.token_ids) == lm.encode(text)  # prefix tokens unscored, text alone
+        np.testing.assert_allclose(s.logprobs, manual_conditioned(lm, prefix_ids, text), atol=1e-4)
+        assert not np.allclose(s.logprobs, u.logprobs, atol=1e-3)  # the prefix does condition the text
+        # no second BOS between prefix and text: that sequence scores differently
+        with_bos = manual_conditioned(lm, [*prefix_ids, lm.bos_id], text)
+        assert np.abs(s.logprobs - with_bos).max() > 1e-3
+
+
+def test_conditioned_scoring_stats_and_paths_agree(lm):
+    cached = lm.score_conditioned(PREFIX, TEXTS, reuse_prefix_cache=True)
+    recomputed = lm.score_conditioned(PREFIX, TEXTS, reuse_prefix_cache=False)
+    for a, b in zip(cached, recomputed, strict=True):
+        for field in ("logprobs", "mu", "sigma"):
+            np.testing.assert_allclose(getattr(a, field), getattr(b, field), atol=1e-4)
+    # an empty prefix is the unconditioned pass
+    for a, b in zip(lm.score_conditioned("", TEXTS), lm.score(TEXTS), strict=True):
+        np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-4)
+        np.testing.assert_allclose(a.sigma, b.sigma, atol=1e-4)
+
+
+def test_conditioned_scoring_truncates_texts_to_the_context(tiny_model_dir):
+    short = HFLanguageModel(ModelSpec(str(tiny_model_dir)), batch_size=2, max_length=24, progress=False)
+    n_prefix = len(short.encode(PREFIX))
+    (s,) = short.score_conditioned(PREFIX, [TEXTS[2]])
+    assert s.n_tokens == 24 - 1 - n_prefix and s.truncated
+    assert list(s.token_ids) == short.encode(TEXTS[2])[: s.n_tokens]
+    with pytest.raises(ValueError, match="no room"):
+        short.score_conditioned(PREFIX * 4, [TEXTS[1]])
+
+
+def test_chat_needs_a_template_and_then_generates_greedily(tiny_model_dir):
+    chat_lm = HFLanguageModel(ModelSpec(str(tiny_model_dir)), batch_size=2, max_length=256, progress=False)
+    messages = [{"role": "user", "content": "def add(a, b):"}]
+    with pytest.raises(ValueError, match="no chat template"):
+        chat_lm.chat(messages, max_new_tokens=5)
+    chat_lm.tokenizer.chat_template = (
+        "{{ bos_token }}{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+        "{% if add_generation_prompt %}assistant:{% endif %}"
+    )
+    reply = chat_lm.chat(messages, max_new_tokens=8)
+    assert reply == chat_lm.generate([chat_lm.encode("user: def add(a, b):\nassistant:")], max_new_tokens=8)[0]
+
+
+def test_token_counts_round_trip_and_are_keyed_by_tokenizer(lm, tmp_path, tiny_model_dir):
+    texts = ["def f(x):\n    return x\n", "x = x + 1\n"]
+    counts = count_tokens(lm.tokenizer, texts, batch_size=1)
+    expected = np.bincount(np.array(lm.encode(texts[0]) + lm.encode(texts[1])), minlength=len(lm.tokenizer))
+    np.testing.assert_array_equal(counts.counts, expected)
+    assert counts.tokenizer == tokenizer_fingerprint(load_tokenizer(ModelSpec(str(tiny_model_dir))))
+    path = tmp_path / "counts.parquet"
+    write_token_counts(counts, path)
+    again = read_token_counts(path, counts.tokenizer)
+    assert again.tokenizer == counts.tokenizer
+    np.testing.assert_array_equal(again.counts, counts.counts)
+    with pytest.raises(InputError, match="no token counts for tokenizer other"):
+        read_token_counts(path, "other")
+    with pytest.raises(ValueError, match="the model's tokenizer is other"):
+        counts.check_tokenizer("other")
+    cached = cached_token_counts(lm.tokenizer, texts, tmp_path / "cache", "tiny")
+    assert (tmp_path / "cache" / f"tiny.{counts.tokenizer}.parquet").exists()
+    reread = cached_token_counts(lm.tokenizer, iter(()), tmp_path / "cache", "tiny")  # read, not recounted
+    np.testing.assert_array_equal(reread.counts, cached.counts)
+    other = train_bpe_tokenizer(texts * 5, vocab_size=300)
+    assert tokenizer_fingerprint(other) != counts.tokenizer
+
+
+def test_blackbox_continuations_on_the_tiny_model(lm):
+    texts = [("s", 0, TEXTS[0]), ("s", 1, TEXTS[0].replace("add", "plus")), ("t", 0, TEXTS[2])]
+    rows = continuation_overlaps(lm, texts, prefix_fraction=0.5, ngram=2, max_new_tokens=6)
+    for (sid, vid, text), row in zip(texts, rows, strict=True):
+        ids = lm.encode(text)
+        assert (row["sample_id"], row["variant_id"]) == (sid, vid)
+        assert row["prefix_tokens"] == len(ids) // 2 and row["prefix_tokens"] + row["suffix_tokens"] == len(ids)
+        assert len(row["generated_ids"]) <= min(6, len(row["suffix_ids"]))
+        expected = lm.generate([ids[: len(ids) // 2]], max_new_tokens=6)[0]
+        assert lm.encode(expected)[: len(row["generated_ids"])] == row["generated_ids"]
+        assert 0.0 <= row["ngo"] <= 1.0
