@@ -12,7 +12,14 @@ from leaktrace.evaluate.metrics import (
     roc_auc,
     tpr_at_fpr,
 )
-from sklearn.metrics import f1_score, roc_auc_score
+from sklearn.metrics import (
+    accuracy_score,
+    balanced_accuracy_score,
+    f1_score,
+    precision_score,
+    recall_score,
+    roc_auc_score,
+)
 
 # Sorted by score: P N P N P P N N, so the ROC curve visits
 # (0, .25) (.25, .5) (.5, 1) among its corners.
@@ -151,3 +158,41 @@ def test_fast_macro_f1_and_auc_equal_sklearn_on_random_data():
         predictions = rng.integers(0, 2, 30)
         assert roc_auc(labels, scores) == pytest.approx(roc_auc_score(labels, scores))
         assert macro_f1(labels, predictions) == pytest.approx(f1_score(labels, predictions, average="macro", zero_division=0))
+
+
+def test_threshold_metrics_equal_sklearn_on_random_data():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        labels = rng.integers(0, 2, 40)
+        labels[:2] = [0, 1]
+        scores = np.round(rng.normal(size=40) + labels, 1)  # ties
+        # every threshold's (FPR, TPR) from sklearn's recall of members and of non-members
+        thresholds = [*np.unique(scores), np.inf]
+        tpr = np.array([recall_score(labels, scores >= t) for t in thresholds])
+        fpr = np.array([recall_score(labels == 0, scores >= t) for t in thresholds])
+        for budget in (0.0, 0.01, 0.05, 0.1, 0.5):
+            assert tpr_at_fpr(labels, scores, budget) == pytest.approx(tpr[fpr <= budget].max())
+        assert best_balanced_accuracy(labels, scores) == pytest.approx(balanced_accuracy_best(labels, scores))
+        predictions = rng.integers(0, 2, 40)
+        assert decision_metrics(labels, predictions) == pytest.approx(
+            {
+                "accuracy": accuracy_score(labels, predictions),
+                "precision": precision_score(labels, predictions, zero_division=0),
+                "recall": recall_score(labels, predictions, zero_division=0),
+                "macro_f1": f1_score(labels, predictions, average="macro", zero_division=0),
+            }
+        )
+        threshold = choose_threshold(labels, scores)
+        assert macro_f1(labels, scores >= threshold) == pytest.approx(
+            max(f1_score(labels, scores >= t, average="macro", zero_division=0) for t in [*scores, np.inf])
+        )
+
+
+def balanced_accuracy_best(labels, scores):
+    """max over thresholds of sklearn's balanced accuracy of ``score >= t``."""
+    return max(balanced_accuracy_score(labels, scores >= t) for t in [*np.unique(scores), np.inf])
+
+
+def test_orientation_flipped_scores_give_one_minus_auc():
+    labels, scores = random_split(seed=4)
+    assert roc_auc(labels, -scores) == pytest.approx(1 - roc_auc_score(labels, scores))
