@@ -13,6 +13,7 @@ include: "rules/train.smk"
 include: "rules/score.smk"
 include: "rules/counterfactual.smk"
 include: "rules/aggregate.smk"
+include: "rules/leakage.smk"
 
 
 report: "report/workflow.rst"

@@ -90,8 +90,18 @@ def aggregate_outputs(benchmark):
     return [f"{base}/{name}" for name in ("detection.parquet", "perplexity.parquet", "counterfactual.parquet", "report.md", "roc.png", "delta_vs_bleu.png")]
 
 
+LEAKAGE_OUTPUTS = ("pairs.parquet", "summary.parquet", "sources.parquet", "accounting.parquet", "membership.parquet",
+                   "clean.parquet", "report.md")
+
+
+def leakage_outputs():
+    """The gathered outputs of every configured leakage scan (rules/leakage.smk);
+    ``report.md`` is the Markdown fragment for the aggregate report."""
+    return [f"{RESULTS}/leakage/{scan}/{name}" for scan in config["leakage"]["scans"] for name in LEAKAGE_OUTPUTS]
+
+
 def get_final_output():
-    return [path for benchmark in BENCHMARKS for path in aggregate_outputs(benchmark)]
+    return [path for benchmark in BENCHMARKS for path in aggregate_outputs(benchmark)] + leakage_outputs()
 
 
 def benchmark_settings(wildcards):

@@ -179,6 +179,57 @@ def _aggregate(a):
     aggregate(a.samples, _named_paths(a.scores), _named_paths(a.tokens), a.similarity, a.settings, a.seed, a.output_dir)
 
 
+# --- leakage scan (LessLeak-style): index the benchmark, scan corpus shards, gather ---
+SCAN = (("--scan",), {"required": True, "help": "the scan's name under leakage.scans"})
+
+
+def _scan_settings(a) -> dict:
+    """The scan's config slice with its name; a bad combination of settings is
+    bad input (exit 2) naming the scan."""
+    from leaktrace.leakage.settings import resolve
+
+    settings = {**a.settings, "name": a.scan}
+    try:
+        resolve(a.scan, settings)
+    except ValueError as err:
+        raise InputError("leakage settings", a.scan, str(err)) from None
+    return settings
+
+
+@command("leakage-index")
+@_args(SCAN, path("--benchmark"), SETTINGS, path("--output"))
+def _leakage_index(a):
+    from leaktrace.stages.leakage import build_index
+
+    build_index(a.benchmark, _scan_settings(a), a.output)
+
+
+@command("leakage-scan")
+@_args(
+    SCAN, path("--index"), path("--benchmark"), SETTINGS,
+    (("--part",), {"type": int, "required": True}), (("--parts",), {"type": int, "required": True}),
+    (("--input",), {"type": Path, "nargs": "*", "default": [], "help": "pipeline artifacts the source reads"}),
+    path("--pairs"), path("--accounting"),
+)
+def _leakage_scan(a):
+    from leaktrace.stages.leakage import scan_shard
+
+    settings = _scan_settings(a)
+    scan_shard(a.index, a.benchmark, settings["corpus"], a.part, a.parts, a.input, settings, a.pairs, a.accounting)
+
+
+@command("leakage-gather")
+@_args(
+    SCAN, path("--index"), path("--benchmark"), (("--pairs",), {"type": Path, "nargs": "+", "required": True}),
+    (("--accounting",), {"type": Path, "nargs": "+", "required": True}), SETTINGS,
+    path("--samples", required=False), path("--output-dir"),
+)
+def _leakage_gather(a):
+    from leaktrace.stages.leakage import gather
+
+    gather(a.index, a.benchmark, a.pairs, a.accounting, _scan_settings(a), a.samples, a.output_dir)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="leaktrace", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
