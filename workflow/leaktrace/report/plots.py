@@ -13,11 +13,16 @@ import numpy as np  # noqa: E402
 from sklearn.metrics import roc_curve  # noqa: E402
 
 
-def roc_plot(curves: Mapping[str, Mapping[str, tuple[np.ndarray, np.ndarray]]], path: Path) -> None:
-    """One panel per model; in each, a ROC curve per method from (labels, scores)."""
+def roc_plot(curves: Mapping[str, Mapping[str, tuple[np.ndarray, np.ndarray]]], path: Path, columns: int | None = None) -> None:
+    """One panel per model (a grid ``columns`` wide: the epochs of one mixing
+    ratio in a row); in each, a ROC curve per method from (labels, scores)."""
     models = list(curves)
-    fig, axes = plt.subplots(1, len(models), figsize=(4.2 * len(models), 4.2), squeeze=False)
-    for ax, model in zip(axes[0], models, strict=True):
+    columns = min(columns or len(models), len(models))
+    rows = -(-len(models) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(4.6 * columns, 4.4 * rows), squeeze=False)
+    for ax in axes.flat[len(models):]:
+        ax.set_axis_off()
+    for ax, model in zip(axes.flat, models, strict=False):
         for method, (labels, scores) in curves[model].items():
             if len(set(labels.tolist())) < 2:
                 continue
@@ -25,7 +30,7 @@ def roc_plot(curves: Mapping[str, Mapping[str, tuple[np.ndarray, np.ndarray]]], 
             ax.plot(fpr, tpr, label=method, lw=1.4)
         ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
         ax.set(title=model, xlabel="false positive rate", ylabel="true positive rate", xlim=(0, 1), ylim=(0, 1))
-        ax.legend(fontsize=7, loc="lower right")
+        ax.legend(fontsize=6, loc="lower right", ncol=2)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
@@ -46,4 +51,30 @@ def delta_scatter(bleu_target: Sequence[float], delta: Sequence[float], groups: 
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def leakage_heatmap(rates: Sequence[Mapping], path: Path) -> None:
+    """SrDetection Fig. 2: leakage rate per model (rows) and benchmark
+    (columns), one panel per detector (gray-box, black-box)."""
+    detectors = list(dict.fromkeys(r["detector"] for r in rates))
+    models = list(dict.fromkeys(r["model"] for r in rates))
+    benchmarks = list(dict.fromkeys(r["benchmark"] for r in rates))
+    fig, axes = plt.subplots(1, len(detectors), figsize=(1.6 + 1.4 * len(benchmarks) * len(detectors), 1.2 + 0.5 * len(models)),
+                             squeeze=False)
+    for ax, detector in zip(axes[0], detectors, strict=True):
+        grid = np.full((len(models), len(benchmarks)), np.nan)
+        for r in rates:
+            if r["detector"] == detector:
+                grid[models.index(r["model"]), benchmarks.index(r["benchmark"])] = r["leakage_rate"]
+        image = ax.imshow(grid, vmin=0, vmax=1, cmap="Reds", aspect="auto")
+        for (i, j), value in np.ndenumerate(grid):
+            if not np.isnan(value):
+                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8, color="white" if value > 0.6 else "black")
+        ax.set_xticks(range(len(benchmarks)), benchmarks, rotation=30, ha="right", fontsize=8)
+        ax.set_yticks(range(len(models)), models, fontsize=8)
+        ax.set_title(f"SrDetection {detector}", fontsize=9)
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="leakage rate")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
