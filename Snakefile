@@ -14,6 +14,7 @@ include: "rules/score.smk"
 include: "rules/counterfactual.smk"
 include: "rules/aggregate.smk"
 include: "rules/leakage.smk"
+include: "rules/audit.smk"
 
 
 report: "report/workflow.rst"

@@ -1,6 +1,13 @@
+def leakage_fragments(benchmark):
+    """The Markdown sections of this benchmark's leakage scans, for the report."""
+    scans = config.get("leakage", {}).get("scans", {})
+    return [f"{RESULTS}/leakage/{name}/report.md" for name, scan in scans.items() if scan.get("benchmark") == benchmark]
+
+
 def aggregate_inputs(wildcards):
     score_dir = f"{RESULTS}/score/{wildcards.benchmark}"
     return {
+        "fragments": leakage_fragments(wildcards.benchmark),
         "samples": f"{RESULTS}/filter/{wildcards.benchmark}.samples.parquet",
         "scores": [f"{score_dir}/{m}/scores.parquet" for m in MODELS],
         "tokens": [f"{score_dir}/{m}/tokens.parquet" for m in MODELS],
@@ -42,5 +49,5 @@ rule aggregate:
         CONDA_ENV
     shell:
         "{LEAKTRACE} aggregate --samples {input.samples} --scores {params.scores} --tokens {params.tokens}"
-        " --similarity {input.similarity} --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir}"
+        " --similarity {input.similarity} --fragments {input.fragments} --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir}"
         " 2> {log}"

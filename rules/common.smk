@@ -22,7 +22,18 @@ CONDA_ENV = "../envs/leaktrace.yaml"
 BENCHMARKS = list(config["benchmarks"])
 CORPORA = list(config["corpora"])
 EPOCHS = sorted(config["train"]["epochs"])
-MODELS = ["reference"] + [f"target-e{e}" for e in EPOCHS]
+# Mixing ratios (general-text tokens per member-code token) as wildcard
+# labels: 5 -> "5", 0.5 -> "0.5". One LoRA run per ratio, one adapter per epoch.
+RATIOS = [f"{r:g}" for r in config["train"]["text_per_code"]]
+TARGETS = [f"target-r{r}-e{e}" for r in RATIOS for e in EPOCHS]
+MODELS = ["reference"] + TARGETS
+# Audit mode: models scored without training. An audit entry either names a
+# testbed model (its scores are reused) or brings its own (scored as
+# `audit-<name>`).
+AUDIT_MODELS = config["audit"]["models"]
+AUDIT_OWN = {f"audit-{name}": spec for name, spec in AUDIT_MODELS.items() if "path" in spec}
+# Ref's reference model: the base model (null), or a model of its own scored as `ref-model`.
+REF_MODEL = config["score"]["methods"].get("ref", {}).get("model")
 BASE_MODEL = config["base_model"]["path"]
 
 
@@ -33,9 +44,10 @@ def _alternatives(names):
 wildcard_constraints:
     benchmark=_alternatives(BENCHMARKS),
     corpus=_alternatives(CORPORA),
-    model=r"reference|target-e\d+",
+    model=r"reference|target-r[0-9.]+-e\d+|audit-[A-Za-z0-9_.-]+|ref-model",
     part=r"\d+",
     epoch=r"\d+",
+    ratio=r"[0-9.]+",
 
 
 def settings(*keys):
@@ -50,6 +62,53 @@ def settings(*keys):
 def model_settings():
     """What every model-loading stage needs to know about the base model."""
     return json.dumps({k: config["base_model"][k] for k in ("path", "dtype", "device")}, sort_keys=True)
+
+
+def _model_config(model):
+    """(path/dtype/device, adapter directory or None) of a scored model name."""
+    if model in AUDIT_OWN:
+        spec = AUDIT_OWN[model]
+        return {"path": spec["path"], "dtype": spec.get("dtype", "float32"), "device": spec.get("device", "cpu")}, spec.get("adapter")
+    if model == "ref-model":
+        return {"path": REF_MODEL, "dtype": config["base_model"]["dtype"], "device": config["base_model"]["device"]}, None
+    base = {k: config["base_model"][k] for k in ("path", "dtype", "device")}
+    return base, None
+
+
+def scored_model_settings(wildcards):
+    """Params: path/dtype/device of the ``{model}`` a scoring rule loads."""
+    return json.dumps(_model_config(wildcards.model)[0], sort_keys=True)
+
+
+def _local_model_files(path):
+    if is_hub_id(path):
+        return []
+    return [f"{path}/config.json"]
+
+
+def scored_model_files(wildcards):
+    """Input function: the local files of the ``{model}`` a scoring rule loads,
+    with its adapter directory."""
+    spec, adapter = _model_config(wildcards.model)
+    if spec["path"] == BASE_MODEL:
+        files = base_model_files()
+    else:
+        files = _local_model_files(spec["path"])
+    return files + ([adapter] if adapter else []) + model_adapter(wildcards)
+
+
+def uses_gpu(wildcards):
+    return 1 if _model_config(wildcards.model)[0]["device"].startswith("cuda") else 0
+
+
+def audit_model(name):
+    """The scored model behind an audit entry: a testbed model, or its own."""
+    spec = AUDIT_MODELS[name]
+    if "testbed" in spec:
+        if spec["testbed"] not in MODELS:
+            raise ValueError(f"audit model {name!r} names testbed model {spec['testbed']!r}; the testbed has {MODELS}")
+        return spec["testbed"]
+    return f"audit-{name}"
 
 
 def corpus_parts(corpus):
@@ -67,22 +126,48 @@ def base_model_files():
     return [f"{BASE_MODEL}/config.json", f"{BASE_MODEL}/model.safetensors", f"{BASE_MODEL}/tokenizer.json"]
 
 
-def adapter_dir(benchmark, epoch):
-    return f"{RESULTS}/train/{benchmark}/adapter/epoch-{epoch}"
+def training_mix(benchmark, ratio):
+    return f"{RESULTS}/train/{benchmark}/ratio-{ratio}/mix.parquet"
+
+
+def adapter_dir(benchmark, ratio, epoch):
+    return f"{RESULTS}/train/{benchmark}/ratio-{ratio}/adapter/epoch-{epoch}"
+
+
+def target_model(model):
+    """``target-r{ratio}-e{epoch}`` -> (ratio, epoch) labels."""
+    match = re.fullmatch(r"target-r([0-9.]+)-e(\d+)", model)
+    if not match:
+        raise ValueError(f"{model!r} is not a target model name (target-r<ratio>-e<epoch>)")
+    return match.group(1), match.group(2)
 
 
 def model_adapter(wildcards):
-    """Input function: the adapter directory behind a ``target-e{epoch}`` model."""
-    if wildcards.model == "reference":
+    """Input function: the adapter directory behind a target model."""
+    if not wildcards.model.startswith("target-"):
         return []
-    return [adapter_dir(wildcards.benchmark, wildcards.model.removeprefix("target-e"))]
+    return [adapter_dir(wildcards.benchmark, *target_model(wildcards.model))]
 
 
-def counterfactual_epoch():
+def counterfactual_target():
+    """The (ratio, epoch) of the target the counterfactual stage compares with
+    the reference: the configured ones, else the first ratio's last epoch."""
+    ratio = f"{config['counterfactual']['ratio']:g}" if config["counterfactual"]["ratio"] is not None else RATIOS[0]
     epoch = config["counterfactual"]["epoch"] or EPOCHS[-1]
     if epoch not in EPOCHS:
         raise ValueError(f"counterfactual.epoch {epoch} is not one of train.epochs {EPOCHS}")
-    return epoch
+    if ratio not in RATIOS:
+        raise ValueError(f"counterfactual.ratio {ratio} is not one of train.text_per_code {RATIOS}")
+    return ratio, epoch
+
+
+def settings_without(keys, *drop):
+    """Like ``settings(*keys)`` without the ``drop`` entries: for a rule whose
+    wildcards already carry those values (one job per ratio)."""
+    value = config
+    for key in keys:
+        value = value[key]
+    return json.dumps({k: v for k, v in value.items() if k not in drop}, sort_keys=True)
 
 
 def aggregate_outputs(benchmark):
@@ -101,7 +186,7 @@ def leakage_outputs():
 
 
 def get_final_output():
-    return [path for benchmark in BENCHMARKS for path in aggregate_outputs(benchmark)] + leakage_outputs()
+    return [path for benchmark in BENCHMARKS for path in aggregate_outputs(benchmark)] + audit_outputs() + leakage_outputs()
 
 
 def benchmark_settings(wildcards):
@@ -113,5 +198,7 @@ def corpus_settings(wildcards):
 
 
 def adapter_args(wildcards):
-    """The ``--adapter`` option of a stage for a ``target-e{epoch}`` model."""
-    return " ".join(f"--adapter {path}" for path in model_adapter(wildcards))
+    """The ``--adapter`` option of a stage for a target model (or an audit
+    model with an adapter)."""
+    adapters = model_adapter(wildcards) + [a for a in [_model_config(wildcards.model)[1]] if a]
+    return " ".join(f"--adapter {path}" for path in adapters)

@@ -3,7 +3,7 @@ rule counterfactual:
         samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
         functions=f"{RESULTS}/filter/{{benchmark}}.functions.parquet",
         model=base_model_files(),
-        adapter=adapter_dir("{benchmark}", counterfactual_epoch()),
+        adapter=adapter_dir("{benchmark}", *counterfactual_target()),
     output:
         generations=f"{RESULTS}/counterfactual/{{benchmark}}/generations.parquet",
         similarity=f"{RESULTS}/counterfactual/{{benchmark}}/similarity.parquet",

@@ -28,6 +28,8 @@ rule split_samples:
     params:
         settings=settings("filter", "split"),
         seed=config["seed"],
+        # ReCaLL's prefix texts: non-members held out before the split
+        recall_prefix=config["score"]["methods"]["recall"]["n_shots"] if "recall" in config["score"]["methods"] else 0,
     log:
         f"{RESULTS}/logs/split_samples/{{benchmark}}.log",
     benchmark:
@@ -37,4 +39,4 @@ rule split_samples:
         CONDA_ENV
     shell:
         "{LEAKTRACE} split --functions {input.functions} --variants {input.variants} --tokens {input.tokens}"
-        " --settings {params.settings:q} --seed {params.seed} --output {output} 2> {log}"
+        " --settings {params.settings:q} --seed {params.seed} --recall-prefix {params.recall_prefix} --output {output} 2> {log}"

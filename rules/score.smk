@@ -1,19 +1,68 @@
 # One forward pass per text and model (tokens.parquet); the detectors are then
-# computed from that cache (scores.parquet). Changing `score.methods` re-runs
-# only `detector_scores` and what follows it.
+# computed from that cache (scores.parquet). Ref, ReCaLL, DC-PDD and SrDetection
+# black-box add only the passes they inherently need: the reference model's
+# pass, the prefix-conditioned pass, token counts of a corpus, greedy
+# continuations. Changing `score.methods` re-runs only `detector_scores` and
+# what follows it, unless it changes one of those passes.
+
+METHODS = config["score"]["methods"]
+if "dc_pdd" in METHODS and METHODS["dc_pdd"]["corpus"] not in CORPORA:
+    raise ValueError(f"score.methods.dc_pdd.corpus {METHODS['dc_pdd']['corpus']!r} is not one of the corpora {CORPORA}")
+
+
+def method_settings(family):
+    """Params: one method's config slice (rules re-run when it changes)."""
+    return json.dumps(METHODS.get(family), sort_keys=True)
+
+
+def reference_tokens(wildcards):
+    """Ref's evidence: the same texts under the reference model. None for the
+    reference model itself and for audit models of their own."""
+    if "ref" not in METHODS or wildcards.model == "ref-model":
+        return []
+    if REF_MODEL is None:
+        if not wildcards.model.startswith("target-"):
+            return []
+        return [f"{RESULTS}/score/{wildcards.benchmark}/reference/tokens.parquet"]
+    return [f"{RESULTS}/score/{wildcards.benchmark}/ref-model/tokens.parquet"]
+
+
+def recall_prefixed(wildcards):
+    if "recall" not in METHODS or wildcards.model in AUDIT_OWN or wildcards.model == "ref-model":
+        return []
+    return [f"{RESULTS}/score/{wildcards.benchmark}/{wildcards.model}/prefixed.parquet"]
+
+
+def dc_pdd_counts(wildcards):
+    if "dc_pdd" not in METHODS or wildcards.model in AUDIT_OWN:
+        return []
+    return [f"{RESULTS}/score/token_counts/{METHODS['dc_pdd']['corpus']}.parquet"]
+
+
+def blackbox_rows(wildcards):
+    if "srdetection_blackbox" not in METHODS or wildcards.model == "ref-model":
+        return []
+    return [f"{RESULTS}/score/{wildcards.benchmark}/{wildcards.model}/blackbox.parquet"]
+
+
+def optional_args(flag, function):
+    def arguments(wildcards, input):
+        return " ".join(f"{flag} {p}" for p in function(wildcards))
+
+    return arguments
 
 
 rule token_stats:
     input:
         variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
-        model=base_model_files(),
-        adapter=model_adapter,
+        model=scored_model_files,
     output:
         f"{RESULTS}/score/{{benchmark}}/{{model}}/tokens.parquet",
     params:
         settings=settings("score", "tokens"),
-        model=model_settings(),
+        model=scored_model_settings,
         adapter=adapter_args,
+        originals_only=lambda wildcards: "--originals-only" if wildcards.model == "ref-model" else "",
     log:
         f"{RESULTS}/logs/token_stats/{{benchmark}}/{{model}}.log",
     benchmark:
@@ -22,20 +71,104 @@ rule token_stats:
     conda:
         CONDA_ENV
     resources:
-        gpu=1 if config["base_model"]["device"].startswith("cuda") else 0,
+        gpu=uses_gpu,
     shell:
-        "{LEAKTRACE} tokens --variants {input.variants} --model {params.model:q} {params.adapter}"
+        "{LEAKTRACE} tokens --variants {input.variants} --model {params.model:q} {params.adapter} {params.originals_only}"
         " --settings {params.settings:q} --output {output} 2> {log}"
+
+
+# ReCaLL: every original scored again after the held-out non-member prefix.
+rule recall_tokens:
+    input:
+        variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
+        samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+        model=scored_model_files,
+    output:
+        f"{RESULTS}/score/{{benchmark}}/{{model}}/prefixed.parquet",
+    params:
+        settings=method_settings("recall"),
+        batch=settings("score", "tokens"),
+        model=scored_model_settings,
+        adapter=adapter_args,
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/recall_tokens/{{benchmark}}/{{model}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/recall_tokens/{{benchmark}}/{{model}}.tsv"
+    threads: 2
+    conda:
+        CONDA_ENV
+    resources:
+        gpu=uses_gpu,
+    shell:
+        "{LEAKTRACE} recall-tokens --variants {input.variants} --samples {input.samples} --model {params.model:q}"
+        " {params.adapter} --settings {params.settings:q} --batch {params.batch:q} --seed {params.seed} --output {output} 2> {log}"
+
+
+# DC-PDD: token counts of the configured reference corpus under the base
+# model's tokenizer, counted once per run (every testbed model shares it).
+rule token_counts:
+    input:
+        corpus=lambda wildcards: corpus_parts(wildcards.corpus),
+        model=base_model_files(),
+    output:
+        f"{RESULTS}/score/token_counts/{{corpus}}.parquet",
+    params:
+        model=model_settings(),
+    log:
+        f"{RESULTS}/logs/token_counts/{{corpus}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/token_counts/{{corpus}}.tsv"
+    threads: 1
+    conda:
+        CONDA_ENV
+    shell:
+        "{LEAKTRACE} token-counts --corpus {input.corpus} --model {params.model:q} --output {output} 2> {log}"
+
+
+# SrDetection black-box: greedy continuations of the prefix of every original
+# and variant, compared with the true suffix.
+rule blackbox_generations:
+    input:
+        variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
+        model=scored_model_files,
+    output:
+        f"{RESULTS}/score/{{benchmark}}/{{model}}/blackbox.parquet",
+    params:
+        settings=method_settings("srdetection_blackbox"),
+        batch=settings("score", "tokens"),
+        model=scored_model_settings,
+        adapter=adapter_args,
+    log:
+        f"{RESULTS}/logs/blackbox_generations/{{benchmark}}/{{model}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/blackbox_generations/{{benchmark}}/{{model}}.tsv"
+    threads: 2
+    conda:
+        CONDA_ENV
+    resources:
+        gpu=uses_gpu,
+    shell:
+        "{LEAKTRACE} blackbox --variants {input.variants} --model {params.model:q} {params.adapter}"
+        " --settings {params.settings:q} --batch {params.batch:q} --output {output} 2> {log}"
 
 
 rule detector_scores:
     input:
         tokens=f"{RESULTS}/score/{{benchmark}}/{{model}}/tokens.parquet",
         variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
+        reference=reference_tokens,
+        prefixed=recall_prefixed,
+        counts=dc_pdd_counts,
+        blackbox=blackbox_rows,
     output:
         f"{RESULTS}/score/{{benchmark}}/{{model}}/scores.parquet",
     params:
         settings=settings("score", "methods"),
+        reference=optional_args("--reference", reference_tokens),
+        prefixed=optional_args("--prefixed", recall_prefixed),
+        counts=optional_args("--token-counts", dc_pdd_counts),
+        blackbox=optional_args("--blackbox", blackbox_rows),
     log:
         f"{RESULTS}/logs/detector_scores/{{benchmark}}/{{model}}.log",
     benchmark:
@@ -44,4 +177,5 @@ rule detector_scores:
     conda:
         CONDA_ENV
     shell:
-        "{LEAKTRACE} scores --tokens {input.tokens} --variants {input.variants} --settings {params.settings:q} --output {output} 2> {log}"
+        "{LEAKTRACE} scores --tokens {input.tokens} --variants {input.variants} {params.reference} {params.prefixed}"
+        " {params.counts} {params.blackbox} --settings {params.settings:q} --output {output} 2> {log}"

@@ -5,38 +5,39 @@ rule training_mix:
         text=corpus_parts(config["train"]["text_corpus"]),
         model=base_model_files(),
     output:
-        f"{RESULTS}/train/{{benchmark}}/mix.parquet",
+        training_mix("{benchmark}", "{ratio}"),
     params:
-        settings=settings("train"),
+        settings=settings_without(["train"], "text_per_code", "epochs"),
         model=model_settings(),
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/training_mix/{{benchmark}}.log",
+        f"{RESULTS}/logs/training_mix/{{benchmark}}/ratio-{{ratio}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/training_mix/{{benchmark}}.tsv"
+        f"{RESULTS}/benchmarks/training_mix/{{benchmark}}/ratio-{{ratio}}.tsv"
     threads: 1
     conda:
         CONDA_ENV
     shell:
         "{LEAKTRACE} mix --samples {input.samples} --benchmark {input.benchmark} --text {input.text}"
-        " --model {params.model:q} --settings {params.settings:q} --seed {params.seed} --output {output} 2> {log}"
+        " --text-per-code {wildcards.ratio} --model {params.model:q} --settings {params.settings:q} --seed {params.seed}"
+        " --output {output} 2> {log}"
 
 
 rule train_lora:
     input:
-        mix=f"{RESULTS}/train/{{benchmark}}/mix.parquet",
+        mix=training_mix("{benchmark}", "{ratio}"),
         model=base_model_files(),
     output:
-        adapters=[directory(adapter_dir("{benchmark}", e)) for e in EPOCHS],
-        training_log=f"{RESULTS}/train/{{benchmark}}/training_log.parquet",
+        adapters=[directory(adapter_dir("{benchmark}", "{ratio}", e)) for e in EPOCHS],
+        training_log=f"{RESULTS}/train/{{benchmark}}/ratio-{{ratio}}/training_log.parquet",
     params:
-        settings=settings("train"),
+        settings=settings_without(["train"], "text_per_code"),
         model=model_settings(),
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/train_lora/{{benchmark}}.log",
+        f"{RESULTS}/logs/train_lora/{{benchmark}}/ratio-{{ratio}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/train_lora/{{benchmark}}.tsv"
+        f"{RESULTS}/benchmarks/train_lora/{{benchmark}}/ratio-{{ratio}}.tsv"
     threads: 2
     conda:
         CONDA_ENV

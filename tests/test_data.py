@@ -135,3 +135,14 @@ def test_split_is_one_to_one_stratified_and_seeded():
         assert folds.count("calibration") == 6 and folds.count("evaluation") == 14
     with pytest.raises(ValueError):
         assign_splits(ids, member_fraction=1.0, calibration_fraction=0.3, rng=random.Random(0))
+
+
+def test_recall_prefix_is_held_out_before_a_balanced_split():
+    ids = [f"b/{i}" for i in range(44)]
+    a = assign_splits(ids, member_fraction=0.5, calibration_fraction=0.3, rng=random.Random(3), recall_prefix=4)
+    held = [s for s, x in a.items() if x.fold == "recall-prefix"]
+    assert len(held) == 4 and all(a[s].split == "non-member" for s in held)
+    assert sum(x.split == "member" for x in a.values()) == 20
+    assert sum(x.split == "non-member" and x.fold != "recall-prefix" for x in a.values()) == 20
+    with pytest.raises(ValueError, match="hold out"):
+        assign_splits(ids, member_fraction=0.5, calibration_fraction=0.3, rng=random.Random(3), recall_prefix=43)

@@ -27,6 +27,9 @@ def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
 def write_config(workdir: Path, overrides: dict, base: str = "micro.yaml") -> Path:
     config = yaml.safe_load((REPO / "config" / base).read_text())
     config["base_model"]["path"] = str(BASE_MODEL)
+    for model in config.get("audit", {}).get("models", {}).values():
+        if model.get("path") == "resources/models/leaktrace-tiny":
+            model["path"] = str(BASE_MODEL)
     _merge(config, overrides)
     path = workdir / "config.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -92,11 +95,22 @@ def test_micro_run_writes_every_artifact(micro_run):
     assert all(s["reason"] for s in samples if not s["kept"])
     variants = pq.read_table(out / "variants" / "humaneval.parquet").to_pylist()
     assert {v["variant_id"] for v in variants} == {0, 1, 2, 3}
-    scores = pq.read_table(out / "score" / "humaneval" / "target-e1" / "scores.parquet").to_pylist()
-    assert {s["method"] for s in scores} == {"loss", "zlib", "lowercase", "min_k_20", "min_k_pp_20", "srdetection_graybox"}
+    scores = pq.read_table(out / "score" / "humaneval" / "target-r1-e1" / "scores.parquet").to_pylist()
+    assert {s["method"] for s in scores} == {"loss", "zlib", "lowercase", "min_k_20", "min_k_pp_20", "dc_pdd", "ref", "neighbor",
+                                             "recall", "srdetection_graybox", "srdetection_graybox_n1",
+                                             "srdetection_blackbox", "srdetection_blackbox_n1"}
+    reference = {s["method"] for s in pq.read_table(out / "score" / "humaneval" / "reference" / "scores.parquet").to_pylist()}
+    assert "ref" not in reference and "recall" in reference  # Ref compares a target with the reference model
+    prefix = [s["sample_id"] for s in samples if s["fold"] == "recall-prefix"]
+    assert len(prefix) == 1 and not {d["sample_id"] for d in scores if d["sample_id"] in prefix} - set(prefix)
+    audit = pq.read_table(out / "audit" / "leakage_rates.parquet").to_pylist()
+    assert {(r["model"], r["detector"]) for r in audit} == {(m, d) for m in ("base", "lora", "tiny") for d in ("gray-box", "black-box")}
     detection = pq.read_table(out / "aggregate" / "humaneval" / "detection.parquet").to_pylist()
-    assert {d["model"] for d in detection} == {"reference", "target-e1"}
-    assert (out / "train" / "humaneval" / "adapter" / "epoch-1" / "adapter_config.json").exists()
+    assert {d["model"] for d in detection} == {"reference", "target-r1-e1", "target-r2-e1"}
+    assert {(d["ratio"], d["epoch"]) for d in detection} == {(None, 0), (1.0, 1), (2.0, 1)}
+    for ratio in (1, 2):  # one LoRA run per mixing ratio, from one snakemake call
+        assert (out / "train" / "humaneval" / f"ratio-{ratio}" / "adapter" / "epoch-1" / "adapter_config.json").exists()
+    assert "## Macro F1 by mixing ratio (epoch 1)" in (out / "aggregate" / "humaneval" / "report.md").read_text()
     assert (out / "aggregate" / "humaneval" / "roc.png").stat().st_size > 1000
     assert "## Detection" in (out / "aggregate" / "humaneval" / "report.md").read_text()
 
@@ -113,8 +127,10 @@ def test_stages_are_byte_for_byte_deterministic(micro_run, tmp_path):
     make_variants_table(out / "data/benchmarks/humaneval.parquet", out / "filter/humaneval.functions.parquet",
                         out / "variants/lexicon.parquet", settings["variants"], settings["seed"], 2, tmp_path / "v.parquet")
     assert (tmp_path / "v.parquet").read_bytes() == (out / "variants/humaneval.parquet").read_bytes()
-    scores = out / "score/humaneval/target-e1"
-    score_methods(scores / "tokens.parquet", out / "variants/humaneval.parquet", settings["score"]["methods"], tmp_path / "s.parquet")
+    scores = out / "score/humaneval/target-r1-e1"
+    score_methods(scores / "tokens.parquet", out / "variants/humaneval.parquet", settings["score"]["methods"], tmp_path / "s.parquet",
+                  reference=out / "score/humaneval/reference/tokens.parquet", prefixed=scores / "prefixed.parquet",
+                  token_counts=out / "score/token_counts/stdlib.parquet", blackbox=scores / "blackbox.parquet")
     assert (tmp_path / "s.parquet").read_bytes() == (scores / "scores.parquet").read_bytes()
 
 
@@ -146,7 +162,7 @@ def test_scoring_only_change_reruns_only_scoring_and_aggregation(micro_run):
     other.write_text(yaml.safe_dump(changed))
     result = snakemake(workdir, "-n", "--configfile", str(other))
     assert result.returncode == 0, result.stderr
-    assert planned_jobs(result.stdout) == {"detector_scores", "aggregate", "all"}
+    assert planned_jobs(result.stdout) == {"detector_scores", "aggregate", "audit", "all"}
     assert "Params have changed since last execution" in result.stdout
 
 
@@ -161,12 +177,12 @@ def test_default_run_shows_leakage_detection_works(tmp_path):
     result = snakemake(tmp_path, "--configfile", str(tmp_path / "config.yaml"))
     assert result.returncode == 0, result.stderr[-4000:]
     out = tmp_path / "results" / "default" / "aggregate" / "humaneval"
-    last = f"target-e{max(config['train']['epochs'])}"
+    last = f"target-r{config['train']['text_per_code'][0]}-e{max(config['train']['epochs'])}"
     detection = {(r["model"], r["method"]): r for r in pq.read_table(out / "detection.parquet").to_pylist()}
     assert detection[(last, "srdetection_graybox")]["macro_f1"] > 0.7
     assert detection[(last, "srdetection_graybox")]["macro_f1"] > detection[(last, "loss")]["macro_f1"]
     ppl = {(r["model"], r["split"]): r["mean_ppl"] for r in pq.read_table(out / "perplexity.parquet").to_pylist()}
-    models = ["reference"] + [f"target-e{e}" for e in config["train"]["epochs"]]
+    models = ["reference"] + [f"target-r{config['train']['text_per_code'][0]}-e{e}" for e in config["train"]["epochs"]]
     member = [ppl[(m, "member")] for m in models]
     assert member == sorted(member, reverse=True)
 

@@ -116,19 +116,23 @@ def _variants(a):
 
 
 @command("split")
-@_args(path("--functions"), path("--variants"), path("--tokens"), SETTINGS, SEED, path("--output"))
+@_args(path("--functions"), path("--variants"), path("--tokens"), SETTINGS, SEED,
+       (("--recall-prefix",), {"type": int, "default": 0, "help": "non-members held out as ReCaLL's prefix"}),
+       path("--output"))
 def _split(a):
     from leaktrace.stages.filter import split_samples
 
-    split_samples(a.functions, a.variants, a.tokens, a.settings, a.seed, a.output)
+    split_samples(a.functions, a.variants, a.tokens, a.settings, a.seed, a.output, recall_prefix=a.recall_prefix)
 
 
 @command("mix")
-@_args(path("--samples"), path("--benchmark"), path("--text", many=True), MODEL, SETTINGS, SEED, path("--output"))
+@_args(path("--samples"), path("--benchmark"), path("--text", many=True),
+       (("--text-per-code",), {"type": float, "required": True, "help": "general-text tokens per member-code token"}),
+       MODEL, SETTINGS, SEED, path("--output"))
 def _mix(a):
     from leaktrace.stages.train import make_mix
 
-    make_mix(a.samples, a.benchmark, a.text, a.model, a.settings, a.seed, a.output)
+    make_mix(a.samples, a.benchmark, a.text, a.text_per_code, a.model, a.settings, a.seed, a.output)
 
 
 @command("train")
@@ -139,20 +143,71 @@ def _train(a):
     train_adapters(a.mix, a.model, a.settings, a.seed, a.adapters, a.log)
 
 
+ADAPTER = path("--adapter", required=False)
+
+
+def _adapter(a) -> str | None:
+    return str(a.adapter) if a.adapter else None
+
+
 @command("tokens")
-@_args(path("--variants"), MODEL, path("--adapter", required=False), SETTINGS, path("--output"))
+@_args(path("--variants"), MODEL, ADAPTER, (("--originals-only",), {"action": "store_true"}), SETTINGS, path("--output"))
 def _tokens(a):
     from leaktrace.stages.score import score_tokens
 
-    score_tokens(a.variants, a.model, str(a.adapter) if a.adapter else None, a.settings, a.output)
+    score_tokens(a.variants, a.model, _adapter(a), a.settings, a.output, originals_only=a.originals_only)
+
+
+@command("recall-tokens")
+@_args(path("--variants"), path("--samples"), MODEL, ADAPTER, SETTINGS,
+       (("--batch",), {"type": _json, "required": True, "help": "the score.tokens slice (batch size, max length)"}),
+       SEED, path("--output"))
+def _recall_tokens(a):
+    from leaktrace.stages.score import score_prefixed
+
+    score_prefixed(a.variants, a.samples, a.model, _adapter(a), a.settings, a.batch, a.seed, a.output)
+
+
+@command("token-counts")
+@_args(path("--corpus", many=True), MODEL, path("--output"))
+def _token_counts(a):
+    from leaktrace.stages.score import count_corpus_tokens
+
+    count_corpus_tokens(a.corpus, a.model, a.output)
+
+
+@command("blackbox")
+@_args(path("--variants"), MODEL, ADAPTER, SETTINGS,
+       (("--batch",), {"type": _json, "required": True, "help": "the score.tokens slice (batch size, max length)"}),
+       path("--output"))
+def _blackbox(a):
+    from leaktrace.stages.score import blackbox_generations
+
+    blackbox_generations(a.variants, a.model, _adapter(a), a.settings, a.batch, a.output)
 
 
 @command("scores")
-@_args(path("--tokens"), path("--variants"), SETTINGS, path("--output"))
+@_args(path("--tokens"), path("--variants"), path("--reference", required=False), path("--prefixed", required=False),
+       path("--token-counts", required=False), path("--blackbox", required=False), SETTINGS, path("--output"))
 def _scores(a):
     from leaktrace.stages.score import score_methods
 
-    score_methods(a.tokens, a.variants, a.settings, a.output)
+    score_methods(a.tokens, a.variants, a.settings, a.output, reference=a.reference, prefixed=a.prefixed,
+                  token_counts=a.token_counts, blackbox=a.blackbox)
+
+
+@command("audit")
+@_args((("--scores",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH"}), path("--output-dir"))
+def _audit(a):
+    from leaktrace.stages.audit import audit
+
+    scores = {}
+    for key, value in _named_paths(a.scores).items():
+        model, sep, benchmark = key.partition(":")
+        if not sep:
+            raise argparse.ArgumentTypeError(f"expected MODEL:BENCHMARK=PATH, got {key}={value}")
+        scores[(model, benchmark)] = value
+    audit(scores, a.output_dir)
 
 
 @command("counterfactual")
@@ -169,6 +224,7 @@ def _counterfactual(a):
     (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
     (("--tokens",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
     path("--similarity"),
+    (("--fragments",), {"type": Path, "nargs": "*", "default": [], "help": "Markdown sections appended to the report"}),
     SETTINGS,
     SEED,
     path("--output-dir"),
@@ -176,7 +232,8 @@ def _counterfactual(a):
 def _aggregate(a):
     from leaktrace.stages.aggregate import aggregate
 
-    aggregate(a.samples, _named_paths(a.scores), _named_paths(a.tokens), a.similarity, a.settings, a.seed, a.output_dir)
+    aggregate(a.samples, _named_paths(a.scores), _named_paths(a.tokens), a.similarity, a.settings, a.seed, a.output_dir,
+              tuple(a.fragments))
 
 
 # --- leakage scan (LessLeak-style): index the benchmark, scan corpus shards, gather ---

@@ -67,7 +67,10 @@ def filter_functions(benchmark: Path, settings: dict, output: Path) -> None:
     log.info("function filter kept %d of %d samples", sum(r["kept"] for r in rows), len(rows))
 
 
-def split_samples(functions: Path, variants: Path, reference_tokens: Path, settings: dict, seed: int, output: Path) -> None:
+def split_samples(functions: Path, variants: Path, reference_tokens: Path, settings: dict, seed: int, output: Path, *,
+                  recall_prefix: int = 0) -> None:
+    """``recall_prefix`` eligible samples are held out as ReCaLL's non-member
+    prefix (fold ``recall-prefix``) before the member / non-member split."""
     losses = losses_by_text(reference_tokens)
     valid = {(v["sample_id"], v["variant_id"]) for v in read_records(variants, ["sample_id", "variant_id", "valid"]) if v["valid"]}
     variant_losses_of: dict[str, list[float]] = defaultdict(list)
@@ -101,6 +104,7 @@ def split_samples(functions: Path, variants: Path, reference_tokens: Path, setti
         member_fraction=settings["member_fraction"],
         calibration_fraction=settings["calibration_fraction"],
         rng=rng_for(seed, "split"),
+        recall_prefix=recall_prefix,
     )
     for row in rows:
         if row["kept"]:

@@ -1,7 +1,10 @@
 """score: one batched forward pass per text gives the token statistics
 (cached as ``tokens.parquet``); every detector is then computed from that
 cache (``scores.parquet``), so changing a detector's settings re-runs only
-the cheap second step."""
+the cheap second step. The detectors that need more than that pass get
+exactly the passes they need: Ref the reference model's token statistics,
+ReCaLL a prefix-conditioned pass, DC-PDD token counts of a corpus,
+SrDetection black-box greedy continuations."""
 
 from __future__ import annotations
 
@@ -12,9 +15,13 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.detect.evidence import SampleEvidence
-from leaktrace.detect.registry import configured_methods
+from leaktrace.detect.recall import build_prefix, select_prefix_samples
+from leaktrace.detect.registry import Method, configured_methods, family_params
+from leaktrace.detect.srdetection_blackbox import continuation_overlaps, generation_evidence
 from leaktrace.models.backend import ModelSpec, TokenStats
+from leaktrace.models.token_counts import count_tokens, read_token_counts, write_token_counts
 from leaktrace.models.token_table import read_token_stats, write_token_stats
 
 log = logging.getLogger(__name__)
@@ -34,10 +41,16 @@ def model_spec(model: dict, adapter: str | None) -> ModelSpec:
     return ModelSpec(name_or_path=model["path"], adapter=adapter, dtype=model["dtype"], device=model["device"])
 
 
-def score_tokens(variants: Path, model: dict, adapter: str | None, settings: dict, output: Path) -> None:
+def score_tokens(variants: Path, model: dict, adapter: str | None, settings: dict, output: Path, *,
+                 originals_only: bool = False) -> None:
+    """Every valid original and variant, and each original lowercased; with
+    ``originals_only`` just the originals (a reference model for Ref)."""
     texts = [v for v in read_records(variants, ["sample_id", "variant_id", "text", "valid"]) if v["valid"]]
+    if originals_only:
+        texts = [v for v in texts if v["variant_id"] == 0]
     jobs = [(v["sample_id"], v["variant_id"], "text", v["text"]) for v in texts]
-    jobs += [(v["sample_id"], 0, "lowercase", v["text"].lower()) for v in texts if v["variant_id"] == 0]
+    if not originals_only:
+        jobs += [(v["sample_id"], 0, "lowercase", v["text"].lower()) for v in texts if v["variant_id"] == 0]
     from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
 
     lm = HFLanguageModel(model_spec(model, adapter), batch_size=settings["batch_size"], max_length=settings["max_length"])
@@ -46,15 +59,109 @@ def score_tokens(variants: Path, model: dict, adapter: str | None, settings: dic
     log.info("scored %d texts (%d truncated) under %s", len(jobs), sum(s.truncated for s in stats), lm.name)
 
 
-def score_methods(tokens: Path, variants: Path, settings: dict, output: Path) -> None:
-    methods = configured_methods(settings)
+BLACKBOX_SCHEMA = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("variant_id", pa.int32()),
+        ("prefix_tokens", pa.int32()),
+        ("suffix_tokens", pa.int32()),
+        ("generated", pa.string()),
+        ("generated_ids", pa.list_(pa.int32())),
+        ("suffix_ids", pa.list_(pa.int32())),
+        ("ngo", pa.float64()),
+    ]
+)
+
+
+def _language_model(model: dict, adapter: str | None, batch: dict):
+    from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
+
+    return HFLanguageModel(model_spec(model, adapter), batch_size=batch["batch_size"], max_length=batch["max_length"])
+
+
+def _valid_texts(variants: Path) -> list[dict]:
+    return [v for v in read_records(variants, ["sample_id", "variant_id", "text", "valid"]) if v["valid"]]
+
+
+def score_prefixed(variants: Path, samples: Path, model: dict, adapter: str | None, settings: dict, batch: dict, seed: int,
+                   output: Path) -> None:
+    """ReCaLL's pass: every valid original scored after a prefix of
+    ``n_shots`` held-out non-members (the split's ``recall-prefix`` fold),
+    which are never trained on and never evaluated."""
+    params = family_params("recall", settings)
+    held_out = [r["sample_id"] for r in read_records(samples, ["sample_id", "kept", "fold"]) if r["kept"] and r["fold"] == RECALL_PREFIX]
+    originals = {v["sample_id"]: v["text"] for v in _valid_texts(variants) if v["variant_id"] == 0}
+    chosen = select_prefix_samples(held_out, params["n_shots"], seed)
+    lm = _language_model(model, adapter, batch)
+    prefix = build_prefix([originals[sid] for sid in chosen], encode=lm.encode, max_tokens=params["max_prefix_tokens"])
+    targets = sorted(originals)
+    stats = lm.score_conditioned(prefix, [originals[sid] for sid in targets])
+    write_token_stats([(sid, 0, "prefixed") for sid in targets], stats, output)
+    log.info("scored %d originals after a prefix of %d non-members (%d tokens) under %s", len(targets), len(chosen),
+             len(lm.encode(prefix)), lm.name)
+
+
+def count_corpus_tokens(corpus: list[Path], model: dict, output: Path) -> None:
+    """DC-PDD's reference frequencies: token counts of a corpus under the
+    model's tokenizer (with its fingerprint, checked when read)."""
+    from leaktrace.models.loading import load_tokenizer
+
+    tokenizer = load_tokenizer(model_spec(model, None))
+    counts = count_tokens(tokenizer, (r["text"] for part in corpus for r in read_records(part, ["text"])))
+    write_token_counts(counts, output)
+    log.info("counted %d tokens over a vocabulary of %d (tokenizer %s)", int(counts.counts.sum()), counts.vocab_size,
+             counts.tokenizer)
+
+
+def blackbox_generations(variants: Path, model: dict, adapter: str | None, settings: dict, batch: dict, output: Path) -> None:
+    """SrDetection black-box's generations: the original and up to the
+    largest configured variant count of valid variants per sample, each
+    prefix continued greedily, with its n-gram overlap with the true suffix."""
+    params = family_params("srdetection_blackbox", settings)
+    n_max = max([params["n_variants"], *params["sensitivity"]])
+    texts = [(v["sample_id"], v["variant_id"], v["text"]) for v in _valid_texts(variants) if v["variant_id"] <= n_max]
+    lm = _language_model(model, adapter, batch)
+    rows = continuation_overlaps(lm, texts, prefix_fraction=params["prefix_fraction"], ngram=params["ngram"],
+                                 max_new_tokens=params["max_new_tokens"])
+    write_table(rows, BLACKBOX_SCHEMA, output)
+    log.info("black-box: %d continuations under %s", len(rows), lm.name)
+
+
+def _available(methods: list[Method], **evidence: bool) -> list[Method]:
+    """The methods whose evidence this model has; the others are logged and skipped
+    (e.g. Ref for the reference model itself, ReCaLL for an audit-only model)."""
+    kept = []
+    for m in methods:
+        missing = [name for name, present in evidence.items() if getattr(m, f"needs_{name}") and not present]
+        if missing:
+            log.info("%s skipped for this model: no %s evidence", m.name, ", ".join(missing))
+        else:
+            kept.append(m)
+    return kept
+
+
+def score_methods(tokens: Path, variants: Path, settings: dict, output: Path, *, reference: Path | None = None,
+                  prefixed: Path | None = None, token_counts: Path | None = None, blackbox: Path | None = None) -> None:
+    """Every configured detector for every sample whose original is valid.
+    Optional evidence files feed the detectors that need them; a method whose
+    evidence is not given is skipped for this model, and DC-PDD without token
+    counts likewise."""
+    if token_counts is None and "dc_pdd" in settings:
+        log.info("dc_pdd skipped for this model: no token counts of its reference corpus")
+        settings = {k: v for k, v in settings.items() if k != "dc_pdd"}
+    counts = read_token_counts(token_counts) if token_counts else None
+    methods = _available(configured_methods(settings, token_counts=counts), reference=reference is not None,
+                         prefixed=prefixed is not None, generations=blackbox is not None)
     stats = read_token_stats(tokens)
+    reference_stats = read_token_stats(reference) if reference else {}
+    prefixed_stats = read_token_stats(prefixed) if prefixed else {}
     originals = {v["sample_id"]: v["text"] for v in read_records(variants, ["sample_id", "variant_id", "text"]) if v["variant_id"] == 0}
     variant_stats: dict[str, list[tuple[int, TokenStats]]] = defaultdict(list)
     for (sid, vid, view), s in stats.items():
         if view == "text" and vid > 0:
             variant_stats[sid].append((vid, s))
     rows = []
+    gray_box = [m for m in methods if not m.needs_generations]
     for sid in sorted(originals):
         if (sid, 0, "text") not in stats:
             continue  # the original failed validation: nothing to score
@@ -64,11 +171,21 @@ def score_methods(tokens: Path, variants: Path, settings: dict, output: Path) ->
             original=stats[(sid, 0, "text")],
             lowercase=stats.get((sid, 0, "lowercase")),
             variants=tuple(s for _, s in sorted(variant_stats[sid], key=lambda x: x[0])),
+            reference=reference_stats.get((sid, 0, "text")),
+            prefixed=prefixed_stats.get((sid, 0, "prefixed")),
         )
-        for m in methods:
-            if m.needs_variants and not evidence.variants:
+        for m in gray_box:
+            if (m.needs_variants and not evidence.variants) or (m.needs_reference and evidence.reference is None) \
+                    or (m.needs_prefixed and evidence.prefixed is None):
                 continue
             rows.append({"sample_id": sid, "method": m.name, "family": m.family, "score": m.score(evidence),
                          "decision": m.decide(evidence) if m.decide else None})
-    write_table(rows, SCORES_SCHEMA, output)
+    black_box = [m for m in methods if m.needs_generations]
+    if black_box:
+        generations = read_records(blackbox)
+        for m in black_box:
+            evidence, _ = generation_evidence(generations, m.params["ngram"])
+            rows += [{"sample_id": e.sample_id, "method": m.name, "family": m.family, "score": m.score(e),
+                      "decision": m.decide(e)} for e in evidence if e.variants]
+    write_table(sorted(rows, key=lambda r: (r["sample_id"], r["method"])), SCORES_SCHEMA, output)
     log.info("%d scores for %d samples and %d methods", len(rows), len(originals), len(methods))

@@ -25,7 +25,8 @@ TRAIN_LOG_SCHEMA = pa.schema(
 )
 
 
-def make_mix(samples: Path, benchmark: Path, text_parts: list[Path], model: dict, settings: dict, seed: int, output: Path) -> None:
+def make_mix(samples: Path, benchmark: Path, text_parts: list[Path], text_per_code: float, model: dict, settings: dict,
+             seed: int, output: Path) -> None:
     members = {r["sample_id"] for r in read_records(samples, ["sample_id", "split"]) if r["split"] == "member"}
     codes = [(r["sample_id"], r["code"]) for r in read_records(benchmark, ["sample_id", "code"]) if r["sample_id"] in members]
     docs = [(r["doc_id"], r["text"]) for part in text_parts for r in read_records(part, ["doc_id", "text"])]
@@ -33,7 +34,7 @@ def make_mix(samples: Path, benchmark: Path, text_parts: list[Path], model: dict
     items = build_mix(
         codes,
         docs,
-        text_per_code=settings["text_per_code"],
+        text_per_code=text_per_code,
         count_tokens=lambda t: len(tokenizer(t, add_special_tokens=False)["input_ids"]),
         chunk_tokens=settings["max_length"] - 2,
         rng=rng_for(seed, "mix"),
