@@ -102,7 +102,10 @@ class HFLanguageModel:
         for batch in tqdm(batches, desc=f"scoring {self.name}", disable=not self.progress, mininterval=5):
             input_ids, mask = self._right_padded([ids[i] for i in batch])
             input_ids, mask = input_ids.to(device), mask.to(device)
-            logits = self.model(input_ids=input_ids, attention_mask=mask).logits
+            # Right padding under causal attention: no text position attends to a later
+            # padding position, so no attention mask is needed (the outputs at padding
+            # positions are garbage and dropped below), and the fused causal kernel runs.
+            logits = self.model(input_ids=input_ids).logits
             # position t predicts token t+1; keep only the positions that predict a text token
             predicts = mask[:, 1:].bool()
             token_lp, mu, sigma = distribution_stats(logits[:, :-1][predicts], input_ids[:, 1:][predicts])
