@@ -44,6 +44,30 @@ def test_token_stats_match_a_manual_forward_pass(lm):
         assert not s.truncated
 
 
+def test_split_projection_and_log_probability_only_rows_equal_the_whole_model(lm, tmp_path):
+    """Scoring projects the decoder's hidden states chunk by chunk; rows that
+    ask for log-probabilities only skip mu and sigma. Both agree with the
+    model run whole, and the cache stores the skipped moments as nulls."""
+    from leaktrace.models.token_table import read_token_stats, write_token_stats
+
+    assert lm._split_head is not None
+    fast = lm.score(TEXTS, moments=[True, False] + [True] * (len(TEXTS) - 2))
+    split, lm._split_head = lm._split_head, None
+    try:
+        whole = lm.score(TEXTS)
+    finally:
+        lm._split_head = split
+    for f, w in zip(fast, whole, strict=True):
+        np.testing.assert_allclose(f.logprobs, w.logprobs, atol=1e-5)
+    assert fast[1].mu is None and fast[1].sigma is None
+    np.testing.assert_allclose(fast[0].sigma, whole[0].sigma, atol=1e-5)
+    write_token_stats([("s", i, "text") for i in range(len(TEXTS))], fast, tmp_path / "t.parquet")
+    back = read_token_stats(tmp_path / "t.parquet")
+    assert back[("s", 1, "text")].mu is None and back[("s", 0, "text")].mu is not None
+    with pytest.raises(ValueError, match="moment flags"):
+        lm.score(TEXTS, moments=[True])
+
+
 def test_next_token_statistics_keep_precision_for_flat_distributions():
     # near-uniform logits: |log p| ~ 8.3 while sigma ~ 0.1, where E[(log p)^2] - mu^2
     # in float32 loses about 0.2% of sigma to cancellation

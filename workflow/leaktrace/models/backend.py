@@ -18,13 +18,14 @@ class TokenStats:
 
     ``logprobs[t]`` is log p(x_t | x_<t); ``mu[t]`` and ``sigma[t]`` are the mean
     and standard deviation of log p(v | x_<t) under v ~ p(· | x_<t), the local
-    statistics Min-K%++ normalises by. The first text token is conditioned on
-    the BOS token, so every text token is scored."""
+    statistics Min-K%++ normalises by (None where a pass was asked for the
+    log-probabilities only). The first text token is conditioned on the BOS
+    token, so every text token is scored."""
 
     token_ids: np.ndarray
     logprobs: np.ndarray
-    mu: np.ndarray
-    sigma: np.ndarray
+    mu: np.ndarray | None
+    sigma: np.ndarray | None
     truncated: bool
 
     @property
@@ -61,8 +62,9 @@ class LanguageModel(Protocol):
 
     def decode(self, ids: Sequence[int]) -> str: ...
 
-    def score(self, texts: Sequence[str]) -> list[TokenStats]:
-        """Token statistics for every text, batched internally."""
+    def score(self, texts: Sequence[str], *, moments: Sequence[bool] | None = None) -> list[TokenStats]:
+        """Token statistics for every text, batched internally; ``moments[i]``
+        False: text i needs its log-probabilities only (mu, sigma may be None)."""
 
     def score_conditioned(self, prefix: str, texts: Sequence[str]) -> list[TokenStats]:
         """Token statistics of every text conditioned on one shared prefix

@@ -69,6 +69,51 @@ class HFLanguageModel:
         self.progress = progress
         self.bos_id = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
         self.pad_id = self.tokenizer.pad_token_id
+        self._split_head = self._decoder_and_head()
+
+    # Rows of next-token logits per chunk when the vocabulary projection is
+    # split off: about 2 MB of float32 logits on a CPU (they stay in cache
+    # while their statistics are taken), 256 MB on an accelerator.
+    def _stats_chunk(self, vocab_size: int) -> int:
+        budget = 1 << 19 if self.model.device.type == "cpu" else 1 << 26
+        return max(16, budget // vocab_size)
+
+    @torch.inference_mode()
+    def _decoder_and_head(self) -> tuple[torch.nn.Module, torch.nn.Module] | None:
+        """The model as (decoder, vocabulary projection), when applying the
+        projection to the decoder's last hidden state reproduces the model's
+        logits on a probe; None for models whose logits need more (soft-capping,
+        scaling), which then run whole. Scoring projects chunk by chunk, so
+        the logits never reach main memory in full."""
+        base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
+        try:
+            decoder, head = base.get_decoder(), base.get_output_embeddings()
+            probe = torch.tensor([[self.bos_id, *self.encode("def f(x):\n    return x + 1\n")[:15]]], device=self.model.device)
+            expected = self.model(input_ids=probe).logits.float()
+            actual = head(decoder(input_ids=probe).last_hidden_state).float()
+        except (AttributeError, NotImplementedError, TypeError, ValueError):
+            return None
+        if head is None or actual.shape != expected.shape or not torch.allclose(actual, expected, rtol=1e-4, atol=1e-4):
+            return None
+        return decoder, head
+
+    def _projected_stats(self, hidden: torch.Tensor, targets: torch.Tensor, moments: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``distribution_stats`` of the logits ``head(hidden)``, one cache-sized
+        chunk of rows at a time; rows where ``moments`` is False get their
+        log-probability only (one log-sum-exp, no pass for mu and sigma; NaN there)."""
+        _, head = self._split_head
+        chunk = self._stats_chunk(head.weight.shape[0])
+        token_lp = torch.empty(len(hidden), dtype=torch.float32, device=hidden.device)
+        mu, sigma = torch.full_like(token_lp, float("nan")), torch.full_like(token_lp, float("nan"))
+        full, plain = moments.nonzero().squeeze(-1), (~moments).nonzero().squeeze(-1)
+        for i in range(0, len(full), chunk):
+            rows = full[i : i + chunk]
+            token_lp[rows], mu[rows], sigma[rows] = distribution_stats(head(hidden[rows]), targets[rows])
+        for i in range(0, len(plain), chunk):
+            rows = plain[i : i + chunk]
+            logits = head(hidden[rows]).float()
+            token_lp[rows] = logits.gather(-1, targets[rows].unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+        return token_lp, mu, sigma
 
     def encode(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -92,7 +137,13 @@ class HFLanguageModel:
         return np.split(flat, np.cumsum(lengths)[:-1])
 
     @torch.inference_mode()
-    def score(self, texts: Sequence[str]) -> list[TokenStats]:
+    def score(self, texts: Sequence[str], *, moments: Sequence[bool] | None = None) -> list[TokenStats]:
+        """Token statistics of every text; with ``moments[i]`` False, text i
+        gets its log-probabilities only (mu and sigma None), which spares the
+        passes over the vocabulary that only Min-K%++ needs."""
+        wants = [True] * len(texts) if moments is None else list(moments)
+        if len(wants) != len(texts):
+            raise ValueError(f"{len(wants)} moment flags for {len(texts)} texts")
         encoded = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"] if texts else []
         limit = self.max_length - 1  # room for BOS
         ids = [[self.bos_id, *e[:limit]] for e in encoded]
@@ -105,16 +156,23 @@ class HFLanguageModel:
             # Right padding under causal attention: no text position attends to a later
             # padding position, so no attention mask is needed (the outputs at padding
             # positions are garbage and dropped below), and the fused causal kernel runs.
-            logits = self.model(input_ids=input_ids).logits
             # position t predicts token t+1; keep only the positions that predict a text token
             predicts = mask[:, 1:].bool()
-            token_lp, mu, sigma = distribution_stats(logits[:, :-1][predicts], input_ids[:, 1:][predicts])
+            targets = input_ids[:, 1:][predicts]
+            if self._split_head:
+                hidden = self._split_head[0](input_ids=input_ids).last_hidden_state
+                rows_want = torch.tensor([wants[i] for i in batch], device=device)
+                token_lp, mu, sigma = self._projected_stats(
+                    hidden[:, :-1][predicts], targets, rows_want.unsqueeze(1).expand_as(predicts)[predicts])
+            else:
+                logits = self.model(input_ids=input_ids).logits
+                token_lp, mu, sigma = distribution_stats(logits[:, :-1][predicts], targets)
             lengths = [len(ids[i]) - 1 for i in batch]
             rows = zip(*(self._split_rows(t, lengths) for t in (token_lp, mu, sigma)), strict=True)
             for i, (lp, m, s) in zip(batch, rows, strict=True):
                 results[i] = TokenStats(
-                    token_ids=np.asarray(ids[i][1:], dtype=np.int32), logprobs=lp, mu=m, sigma=s,
-                    truncated=len(encoded[i]) > limit,
+                    token_ids=np.asarray(ids[i][1:], dtype=np.int32), logprobs=lp, mu=m if wants[i] else None,
+                    sigma=s if wants[i] else None, truncated=len(encoded[i]) > limit,
                 )
         return results  # type: ignore[return-value]
 

@@ -40,6 +40,10 @@ def write_token_stats(keys: Sequence[Key], stats: Sequence[TokenStats], path: Pa
     write_table(columns, TOKENS_SCHEMA, path)
 
 
+def _optional(values: pa.ListScalar) -> np.ndarray | None:
+    return np.asarray(values.values, dtype=np.float32) if values.is_valid else None
+
+
 def read_token_stats(path: Path) -> dict[Key, TokenStats]:
     table = read_table(path)
     keys = zip(*(table.column(c).to_pylist() for c in ("sample_id", "variant_id", "view")), strict=True)
@@ -49,8 +53,8 @@ def read_token_stats(path: Path) -> dict[Key, TokenStats]:
         key: TokenStats(
             token_ids=np.asarray(arrays["token_ids"][i].values, dtype=np.int32),
             logprobs=np.asarray(arrays["logprobs"][i].values, dtype=np.float32),
-            mu=np.asarray(arrays["mu"][i].values, dtype=np.float32),
-            sigma=np.asarray(arrays["sigma"][i].values, dtype=np.float32),
+            mu=_optional(arrays["mu"][i]),
+            sigma=_optional(arrays["sigma"][i]),
             truncated=truncated[i],
         )
         for i, key in enumerate(keys)

@@ -54,7 +54,9 @@ def score_tokens(variants: Path, model: dict, adapter: str | None, settings: dic
     from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
 
     lm = HFLanguageModel(model_spec(model, adapter), batch_size=settings["batch_size"], max_length=settings["max_length"])
-    stats = lm.score([text for *_, text in jobs])
+    # Min-K%++ reads mu and sigma of the originals only: the variants and
+    # lowercased texts need their log-probabilities alone.
+    stats = lm.score([text for *_, text in jobs], moments=[vid == 0 and view == "text" for _, vid, view, _ in jobs])
     write_token_stats([(sid, vid, view) for sid, vid, view, _ in jobs], stats, output)
     log.info("scored %d texts (%d truncated) under %s", len(jobs), sum(s.truncated for s in stats), lm.name)
 
