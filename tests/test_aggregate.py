@@ -4,7 +4,6 @@ intervals, and the heatmap."""
 
 import pyarrow.parquet as pq
 import pytest
-
 from leaktrace.artifacts import write_table
 from leaktrace.stages.aggregate import model_coordinates, pivot, sensitivity_sections
 from leaktrace.stages.audit import audit, leakage_rates

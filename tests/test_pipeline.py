@@ -115,6 +115,31 @@ def test_micro_run_writes_every_artifact(micro_run):
     assert "## Detection" in (out / "aggregate" / "humaneval" / "report.md").read_text()
 
 
+def test_micro_leakage_scan_finds_every_member_and_no_non_member(micro_run, tmp_path):
+    workdir, _ = micro_run
+    out = workdir / "results" / "micro" / "leakage"
+    (member,) = pq.read_table(out / "training-mix" / "membership.parquet").to_pylist()
+    assert member["members"] > 0 and member["recall"] == 1.0 and member["precision"] == 1.0
+    assert member["found_non_members"] == 0 and member["found_not_in_split"] == 0
+    pairs = pq.read_table(out / "training-mix" / "pairs.parquet").to_pylist()
+    assert {p["clone_type"] for p in pairs if p["duplicate"]} == {"type-1"}
+    clean = pq.read_table(out / "training-mix" / "clean.parquet")
+    assert clean.num_rows == 16 - member["found_members"]
+    assert clean.schema == pq.read_table(workdir / "results/micro/data/benchmarks/humaneval.parquet").schema
+    (summary,) = pq.read_table(out / "stdlib" / "summary.parquet").to_pylist()
+    assert summary["documents"] > 100 and summary["units"] > summary["documents"]
+    report = (workdir / "results" / "micro" / "aggregate" / "humaneval" / "report.md").read_text()
+    assert "recall" in (out / "training-mix" / "report.md").read_text() and "training-mix" in report
+    # cleaning the testbed with a scan of the training mix is refused (a cycle)
+    bad = write_config(tmp_path, {"leakage": {"clean": {"humaneval": "training-mix"}}})
+    refused = snakemake(workdir, "-n", "--configfile", str(bad))
+    assert refused.returncode != 0 and "cycle" in refused.stdout + refused.stderr
+    good = write_config(tmp_path, {"leakage": {"clean": {"humaneval": "stdlib"}}})
+    planned = snakemake(workdir, "-n", "results/micro/filter/humaneval.functions.parquet", "--configfile", str(good))
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    assert "clean_benchmark" in planned.stdout and "ingest_benchmark_raw" in planned.stdout
+
+
 def test_stages_are_byte_for_byte_deterministic(micro_run, tmp_path):
     from leaktrace.stages.score import score_methods
     from leaktrace.stages.variants import make_variants_table

@@ -41,6 +41,12 @@ def model_spec(model: dict, adapter: str | None) -> ModelSpec:
     return ModelSpec(name_or_path=model["path"], adapter=adapter, dtype=model["dtype"], device=model["device"])
 
 
+def _language_model(model: dict, adapter: str | None, batch: dict):
+    from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
+
+    return HFLanguageModel(model_spec(model, adapter), batch_size=batch["batch_size"], max_length=batch["max_length"])
+
+
 def score_tokens(variants: Path, model: dict, adapter: str | None, settings: dict, output: Path, *,
                  originals_only: bool = False) -> None:
     """Every valid original and variant, and each original lowercased; with
@@ -51,9 +57,7 @@ def score_tokens(variants: Path, model: dict, adapter: str | None, settings: dic
     jobs = [(v["sample_id"], v["variant_id"], "text", v["text"]) for v in texts]
     if not originals_only:
         jobs += [(v["sample_id"], 0, "lowercase", v["text"].lower()) for v in texts if v["variant_id"] == 0]
-    from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
-
-    lm = HFLanguageModel(model_spec(model, adapter), batch_size=settings["batch_size"], max_length=settings["max_length"])
+    lm = _language_model(model, adapter, settings)
     # Min-K%++ reads mu and sigma of the originals only: the variants and
     # lowercased texts need their log-probabilities alone.
     stats = lm.score([text for *_, text in jobs], moments=[vid == 0 and view == "text" for _, vid, view, _ in jobs])
@@ -73,12 +77,6 @@ BLACKBOX_SCHEMA = pa.schema(
         ("ngo", pa.float64()),
     ]
 )
-
-
-def _language_model(model: dict, adapter: str | None, batch: dict):
-    from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
-
-    return HFLanguageModel(model_spec(model, adapter), batch_size=batch["batch_size"], max_length=batch["max_length"])
 
 
 def _valid_texts(variants: Path) -> list[dict]:
