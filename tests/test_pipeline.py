@@ -101,8 +101,10 @@ def test_micro_run_writes_every_artifact(micro_run):
                                              "srdetection_blackbox", "srdetection_blackbox_n1"}
     reference = {s["method"] for s in pq.read_table(out / "score" / "humaneval" / "reference" / "scores.parquet").to_pylist()}
     assert "ref" not in reference and "recall" in reference  # Ref compares a target with the reference model
-    prefix = [s["sample_id"] for s in samples if s["fold"] == "recall-prefix"]
-    assert len(prefix) == 1 and not {d["sample_id"] for d in scores if d["sample_id"] in prefix} - set(prefix)
+    prefix = [s for s in samples if s["fold"] == "recall-prefix"]  # drawn from samples the filters dropped
+    assert len(prefix) == 1 and prefix[0]["split"] == "non-member" and not prefix[0]["kept"]
+    mix = {r["source_id"] for r in pq.read_table(out / "train" / "humaneval" / "ratio-1" / "mix.parquet").to_pylist()}
+    assert prefix[0]["sample_id"] not in mix
     audit = pq.read_table(out / "audit" / "leakage_rates.parquet").to_pylist()
     assert {(r["model"], r["detector"]) for r in audit} == {(m, d) for m in ("base", "lora", "tiny") for d in ("gray-box", "black-box")}
     detection = pq.read_table(out / "aggregate" / "humaneval" / "detection.parquet").to_pylist()

@@ -240,8 +240,8 @@ def render_report(samples: list[dict], detection: list[dict], perplexity: list[d
         "# leaktrace results\n",
         f"{len(samples)} samples; {len(kept)} kept "
         f"({sum(s['split'] == 'member' for s in kept)} members, "
-        f"{sum(s['split'] == 'non-member' and s['fold'] != RECALL_PREFIX for s in kept)} non-members, "
-        f"{sum(s['fold'] == RECALL_PREFIX for s in kept)} non-members held out as ReCaLL's prefix); "
+        f"{sum(s['split'] == 'non-member' and s['fold'] != RECALL_PREFIX for s in kept)} non-members); "
+        f"{sum(s['fold'] == RECALL_PREFIX for s in samples)} non-members held out as ReCaLL's prefix; "
         f"dropped: {', '.join(f'{k} {v}' for k, v in sorted(dropped.items())) or 'none'}.\n",
         *detection_sections(detection),
         *sensitivity_sections(detection),

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.functions import FunctionFilter, function_anatomy
-from leaktrace.data.split import assign_splits, pre_exposure_reason
+from leaktrace.data.split import RECALL_PREFIX, assign_splits, pre_exposure_reason
 from leaktrace.models.token_table import losses_by_text
 from leaktrace.seeding import rng_for
 
@@ -69,15 +69,19 @@ def filter_functions(benchmark: Path, settings: dict, output: Path) -> None:
 
 def split_samples(functions: Path, variants: Path, reference_tokens: Path, settings: dict, seed: int, output: Path, *,
                   recall_prefix: int = 0) -> None:
-    """``recall_prefix`` eligible samples are held out as ReCaLL's non-member
-    prefix (fold ``recall-prefix``) before the member / non-member split."""
+    """``recall_prefix`` samples form ReCaLL's non-member prefix (split
+    ``non-member``, fold ``recall-prefix``): never trained on, never evaluated.
+    They are drawn first from the samples the pre-exposure and variant-count
+    filters dropped (valid benchmark functions no evaluation uses), so the
+    prefix costs the evaluation nothing; only if too few exist is the rest
+    held out of the eligible samples before the member / non-member split."""
     losses = losses_by_text(reference_tokens)
     valid = {(v["sample_id"], v["variant_id"]) for v in read_records(variants, ["sample_id", "variant_id", "valid"]) if v["valid"]}
     variant_losses_of: dict[str, list[float]] = defaultdict(list)
     for (sid, vid), loss in losses.items():
         if vid > 0 and (sid, vid) in valid:
             variant_losses_of[sid].append(loss)
-    rows, eligible = [], []
+    rows, eligible, spare = [], [], []
     for f in read_records(functions, ["sample_id", "kept", "reason"]):
         sid = f["sample_id"]
         row = {"sample_id": sid, "kept": False, "reason": f["reason"], "split": None, "fold": None,
@@ -96,7 +100,10 @@ def split_samples(functions: Path, variants: Path, reference_tokens: Path, setti
             if row["reason"] is None:
                 row["kept"] = True
                 eligible.append(sid)
+            elif (sid, 0) in valid:
+                spare.append(sid)
         rows.append(row)
+    prefix = set(rng_for(seed, "split", "recall-prefix").sample(sorted(spare), min(recall_prefix, len(spare))))
     if len(eligible) < 2:
         raise ValueError(f"{functions}: only {len(eligible)} samples survive the filters; the split needs at least 2")
     assignments = assign_splits(
@@ -104,11 +111,13 @@ def split_samples(functions: Path, variants: Path, reference_tokens: Path, setti
         member_fraction=settings["member_fraction"],
         calibration_fraction=settings["calibration_fraction"],
         rng=rng_for(seed, "split"),
-        recall_prefix=recall_prefix,
+        recall_prefix=recall_prefix - len(prefix),
     )
     for row in rows:
         if row["kept"]:
             row["split"], row["fold"] = assignments[row["sample_id"]].split, assignments[row["sample_id"]].fold
+        elif row["sample_id"] in prefix:
+            row["split"], row["fold"] = "non-member", RECALL_PREFIX
     write_table(rows, SAMPLES_SCHEMA, output)
     reasons = Counter(r["reason"].split(":")[0] for r in rows if not r["kept"])
     log.info("kept %d of %d samples; dropped by: %s", len(eligible), len(rows), dict(reasons))

@@ -86,10 +86,10 @@ def _valid_texts(variants: Path) -> list[dict]:
 def score_prefixed(variants: Path, samples: Path, model: dict, adapter: str | None, settings: dict, batch: dict, seed: int,
                    output: Path) -> None:
     """ReCaLL's pass: every valid original scored after a prefix of
-    ``n_shots`` held-out non-members (the split's ``recall-prefix`` fold),
-    which are never trained on and never evaluated."""
+    ``n_shots`` non-members of the split's ``recall-prefix`` fold, which are
+    never trained on and never evaluated."""
     params = family_params("recall", settings)
-    held_out = [r["sample_id"] for r in read_records(samples, ["sample_id", "kept", "fold"]) if r["kept"] and r["fold"] == RECALL_PREFIX]
+    held_out = [r["sample_id"] for r in read_records(samples, ["sample_id", "fold"]) if r["fold"] == RECALL_PREFIX]
     originals = {v["sample_id"]: v["text"] for v in _valid_texts(variants) if v["variant_id"] == 0}
     chosen = select_prefix_samples(held_out, params["n_shots"], seed)
     lm = _language_model(model, adapter, batch)
