@@ -195,9 +195,11 @@ def test_scoring_only_change_reruns_only_scoring_and_aggregation(micro_run):
 
 @pytest.mark.slow
 def test_default_run_shows_leakage_detection_works(tmp_path):
-    """The full embedded default (about 11 minutes on 2 cores): SrDetection
+    """The full embedded default (about 17 minutes on 2 cores): SrDetection
     gray-box beats the PPL baseline at the last epoch with macro F1 above 0.7,
-    and member perplexity falls with the epochs faster than non-members'."""
+    member perplexity falls with the epochs, the scan of the training mix
+    finds every member and no non-member, and the audit's gray-box leakage
+    rate of the trained model exceeds the base model's."""
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     config["base_model"]["path"] = str(BASE_MODEL)
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
@@ -212,6 +214,11 @@ def test_default_run_shows_leakage_detection_works(tmp_path):
     models = ["reference"] + [f"target-r{config['train']['text_per_code'][0]}-e{e}" for e in config["train"]["epochs"]]
     member = [ppl[(m, "member")] for m in models]
     assert member == sorted(member, reverse=True)
+    (scan,) = pq.read_table(tmp_path / "results" / "default" / "leakage" / "training-mix" / "membership.parquet").to_pylist()
+    assert scan["recall"] == 1.0 and scan["precision"] == 1.0
+    rates = {(r["model"], r["detector"]): r["leakage_rate"]
+             for r in pq.read_table(tmp_path / "results" / "default" / "audit" / "leakage_rates.parquet").to_pylist()}
+    assert rates[("lora-e5", "gray-box")] > rates[("base", "gray-box")]
 
 
 def test_counterfactual_prompt_is_tokenised_as_one_string_and_truncated():
