@@ -169,6 +169,7 @@ rule detector_scores:
         prefixed=optional_args("--prefixed", recall_prefixed),
         counts=optional_args("--token-counts", dc_pdd_counts),
         blackbox=optional_args("--blackbox", blackbox_rows),
+        model=scored_model_settings,
     log:
         f"{RESULTS}/logs/detector_scores/{{benchmark}}/{{model}}.log",
     benchmark:
@@ -178,4 +179,4 @@ rule detector_scores:
         CONDA_ENV
     shell:
         "{LEAKTRACE} scores --tokens {input.tokens} --variants {input.variants} {params.reference} {params.prefixed}"
-        " {params.counts} {params.blackbox} --settings {params.settings:q} --output {output} 2> {log}"
+        " {params.counts} {params.blackbox} --model {params.model:q} --settings {params.settings:q} --output {output} 2> {log}"

@@ -155,10 +155,26 @@ def test_stages_are_byte_for_byte_deterministic(micro_run, tmp_path):
                         out / "variants/lexicon.parquet", settings["variants"], settings["seed"], 2, tmp_path / "v.parquet")
     assert (tmp_path / "v.parquet").read_bytes() == (out / "variants/humaneval.parquet").read_bytes()
     scores = out / "score/humaneval/target-r1-e1"
+    model = {k: settings["base_model"][k] for k in ("path", "dtype", "device")}
     score_methods(scores / "tokens.parquet", out / "variants/humaneval.parquet", settings["score"]["methods"], tmp_path / "s.parquet",
                   reference=out / "score/humaneval/reference/tokens.parquet", prefixed=scores / "prefixed.parquet",
-                  token_counts=out / "score/token_counts/stdlib.parquet", blackbox=scores / "blackbox.parquet")
+                  token_counts=out / "score/token_counts/stdlib.parquet", blackbox=scores / "blackbox.parquet", model=model)
     assert (tmp_path / "s.parquet").read_bytes() == (scores / "scores.parquet").read_bytes()
+
+
+def test_dc_pdd_refuses_token_counts_of_another_tokenizer(micro_run, tmp_path):
+    from leaktrace.models.token_counts import TokenCounts, read_token_counts, write_token_counts
+    from leaktrace.stages.score import score_methods
+
+    workdir, config = micro_run
+    out = workdir / "results" / "micro"
+    counts = read_token_counts(out / "score/token_counts/stdlib.parquet")
+    write_token_counts(TokenCounts("0123456789abcdef", counts.counts), tmp_path / "other.parquet")
+    scores = out / "score/humaneval/target-r1-e1"
+    with pytest.raises(ValueError, match="token counts were made with tokenizer 0123456789abcdef"):
+        score_methods(scores / "tokens.parquet", out / "variants/humaneval.parquet", {"dc_pdd": {"corpus": "stdlib", "clip": 0.01}},
+                      tmp_path / "s.parquet", token_counts=tmp_path / "other.parquet",
+                      model={"path": str(BASE_MODEL), "dtype": "float32", "device": "cpu"})
 
 
 def test_pretrain_rule_rebuilds_a_tiny_base_model(tmp_path):

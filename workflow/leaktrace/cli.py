@@ -188,12 +188,14 @@ def _blackbox(a):
 
 @command("scores")
 @_args(path("--tokens"), path("--variants"), path("--reference", required=False), path("--prefixed", required=False),
-       path("--token-counts", required=False), path("--blackbox", required=False), SETTINGS, path("--output"))
+       path("--token-counts", required=False), path("--blackbox", required=False),
+       (("--model",), {"type": _json, "help": "the scored model (checks DC-PDD's counts were made with its tokenizer)"}),
+       SETTINGS, path("--output"))
 def _scores(a):
     from leaktrace.stages.score import score_methods
 
     score_methods(a.tokens, a.variants, a.settings, a.output, reference=a.reference, prefixed=a.prefixed,
-                  token_counts=a.token_counts, blackbox=a.blackbox)
+                  token_counts=a.token_counts, blackbox=a.blackbox, model=a.model)
 
 
 @command("audit")

@@ -141,15 +141,21 @@ def _available(methods: list[Method], **evidence: bool) -> list[Method]:
 
 
 def score_methods(tokens: Path, variants: Path, settings: dict, output: Path, *, reference: Path | None = None,
-                  prefixed: Path | None = None, token_counts: Path | None = None, blackbox: Path | None = None) -> None:
+                  prefixed: Path | None = None, token_counts: Path | None = None, blackbox: Path | None = None,
+                  model: dict | None = None) -> None:
     """Every configured detector for every sample whose original is valid.
     Optional evidence files feed the detectors that need them; a method whose
     evidence is not given is skipped for this model, and DC-PDD without token
-    counts likewise."""
+    counts likewise. With ``model``, DC-PDD's counts must come from its tokenizer."""
     if token_counts is None and "dc_pdd" in settings:
         log.info("dc_pdd skipped for this model: no token counts of its reference corpus")
         settings = {k: v for k, v in settings.items() if k != "dc_pdd"}
     counts = read_token_counts(token_counts) if token_counts else None
+    if counts is not None and model is not None:
+        from leaktrace.models.loading import load_tokenizer
+        from leaktrace.models.token_counts import tokenizer_fingerprint
+
+        counts.check_tokenizer(tokenizer_fingerprint(load_tokenizer(model_spec(model, None))))
     methods = _available(configured_methods(settings, token_counts=counts), reference=reference is not None,
                          prefixed=prefixed is not None, generations=blackbox is not None)
     stats = read_token_stats(tokens)
