@@ -1,9 +1,3 @@
-def leakage_fragments(benchmark):
-    """The Markdown sections of this benchmark's leakage scans, for the report."""
-    scans = config.get("leakage", {}).get("scans", {})
-    return [f"{RESULTS}/leakage/{name}/report.md" for name, scan in scans.items() if scan.get("benchmark") == benchmark]
-
-
 def aggregate_inputs(wildcards):
     score_dir = f"{RESULTS}/score/{wildcards.benchmark}"
     return {

@@ -50,18 +50,31 @@ wildcard_constraints:
     ratio=r"[0-9.]+",
 
 
-def settings(*keys):
-    """The config slice at ``keys`` as JSON: a rule's params, so Snakemake re-runs
-    exactly the stages whose slice changed."""
+def _config_slice(keys):
     value = config
     for key in keys:
         value = value[key]
-    return json.dumps(value, sort_keys=True)
+    return value
+
+
+def settings(*keys):
+    """The config slice at ``keys`` as JSON: a rule's params, so Snakemake re-runs
+    exactly the stages whose slice changed."""
+    return json.dumps(_config_slice(keys), sort_keys=True)
+
+
+def settings_without(keys, *drop):
+    """Like ``settings(*keys)`` without the ``drop`` entries: for a rule whose
+    wildcards already carry those values (one job per ratio)."""
+    return json.dumps({k: v for k, v in _config_slice(keys).items() if k not in drop}, sort_keys=True)
+
+
+BASE_MODEL_CONFIG = {k: config["base_model"][k] for k in ("path", "dtype", "device")}
 
 
 def model_settings():
     """What every model-loading stage needs to know about the base model."""
-    return json.dumps({k: config["base_model"][k] for k in ("path", "dtype", "device")}, sort_keys=True)
+    return json.dumps(BASE_MODEL_CONFIG, sort_keys=True)
 
 
 def _model_config(model):
@@ -70,9 +83,8 @@ def _model_config(model):
         spec = AUDIT_OWN[model]
         return {"path": spec["path"], "dtype": spec.get("dtype", "float32"), "device": spec.get("device", "cpu")}, spec.get("adapter")
     if model == "ref-model":
-        return {"path": REF_MODEL, "dtype": config["base_model"]["dtype"], "device": config["base_model"]["device"]}, None
-    base = {k: config["base_model"][k] for k in ("path", "dtype", "device")}
-    return base, None
+        return {**BASE_MODEL_CONFIG, "path": REF_MODEL}, None
+    return BASE_MODEL_CONFIG, None
 
 
 def scored_model_settings(wildcards):
@@ -161,15 +173,6 @@ def counterfactual_target():
     return ratio, epoch
 
 
-def settings_without(keys, *drop):
-    """Like ``settings(*keys)`` without the ``drop`` entries: for a rule whose
-    wildcards already carry those values (one job per ratio)."""
-    value = config
-    for key in keys:
-        value = value[key]
-    return json.dumps({k: v for k, v in value.items() if k not in drop}, sort_keys=True)
-
-
 def aggregate_outputs(benchmark):
     base = f"{RESULTS}/aggregate/{benchmark}"
     return [f"{base}/{name}" for name in ("detection.parquet", "perplexity.parquet", "counterfactual.parquet", "report.md", "roc.png", "delta_vs_bleu.png")]
@@ -183,6 +186,11 @@ def leakage_outputs():
     """The gathered outputs of every configured leakage scan (rules/leakage.smk);
     ``report.md`` is the Markdown fragment for the aggregate report."""
     return [f"{RESULTS}/leakage/{scan}/{name}" for scan in config["leakage"]["scans"] for name in LEAKAGE_OUTPUTS]
+
+
+def leakage_fragments(benchmark):
+    """The Markdown fragments of this benchmark's leakage scans, for its aggregate report."""
+    return [f"{RESULTS}/leakage/{name}/report.md" for name, scan in config["leakage"]["scans"].items() if scan["benchmark"] == benchmark]
 
 
 def get_final_output():

@@ -136,20 +136,28 @@ def _variant_counts(params) -> list[tuple[int, bool]]:
     return [(main, False)] + [(n, True) for n in extra]
 
 
-def _srdetection_graybox(params, counts) -> list[Method]:
+def _srdetection_instances(family: str, params, gap, flag, orientation: str, *, extra_params: Mapping[str, Any] | None = None,
+                           **needs: bool) -> list[Method]:
+    """The main SrDetection instance and its variant-count sensitivity
+    instances ``{family}_n{n}``, all scored from the same evidence."""
     return [
         Method(
-            "srdetection_graybox" if not sensitivity else f"srdetection_graybox_n{n}",
-            "srdetection_graybox",
-            partial(srdetection_gap, n_variants=n),
-            decide=partial(srdetection_flag, n_variants=n),
-            orientation="min variant loss - original loss (flag: > 0); higher = member",
-            needs_variants=True,
+            family if not sensitivity else f"{family}_n{n}",
+            family,
+            partial(gap, n_variants=n),
+            decide=partial(flag, n_variants=n),
+            orientation=orientation,
             sensitivity=sensitivity,
-            params={"n_variants": n},
+            params={"n_variants": n, **(extra_params or {})},
+            **needs,
         )
         for n, sensitivity in _variant_counts(params)
     ]
+
+
+def _srdetection_graybox(params, counts) -> list[Method]:
+    return _srdetection_instances("srdetection_graybox", params, srdetection_gap, srdetection_flag,
+                                  "min variant loss - original loss (flag: > 0); higher = member", needs_variants=True)
 
 
 def _srdetection_blackbox(params, counts) -> list[Method]:
@@ -157,19 +165,9 @@ def _srdetection_blackbox(params, counts) -> list[Method]:
         raise ValueError(f"prefix_fraction must be in (0, 1), got {params['prefix_fraction']}")
     generation = {"prefix_fraction": params["prefix_fraction"], "ngram": _positive(params, "ngram"),
                   "max_new_tokens": _positive(params, "max_new_tokens")}
-    return [
-        Method(
-            "srdetection_blackbox" if not sensitivity else f"srdetection_blackbox_n{n}",
-            "srdetection_blackbox",
-            partial(blackbox_gap, n_variants=n),
-            decide=partial(blackbox_flag, n_variants=n),
-            orientation="original NGO - max variant NGO (flag: > 0); higher = member",
-            needs_generations=True,
-            sensitivity=sensitivity,
-            params={"n_variants": n, **generation},
-        )
-        for n, sensitivity in _variant_counts(params)
-    ]
+    return _srdetection_instances("srdetection_blackbox", params, blackbox_gap, blackbox_flag,
+                                  "original NGO - max variant NGO (flag: > 0); higher = member", extra_params=generation,
+                                  needs_generations=True)
 
 
 def _positive(params: Mapping[str, Any], key: str) -> int:

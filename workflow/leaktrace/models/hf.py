@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -69,7 +70,6 @@ class HFLanguageModel:
         self.progress = progress
         self.bos_id = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
         self.pad_id = self.tokenizer.pad_token_id
-        self._split_head = self._decoder_and_head()
 
     # Rows of next-token logits per chunk when the vocabulary projection is
     # split off: about 2 MB of float32 logits on a CPU (they stay in cache
@@ -78,22 +78,26 @@ class HFLanguageModel:
         budget = 1 << 19 if self.model.device.type == "cpu" else 1 << 26
         return max(16, budget // vocab_size)
 
+    @functools.cached_property
     @torch.inference_mode()
-    def _decoder_and_head(self) -> tuple[torch.nn.Module, torch.nn.Module] | None:
+    def _split_head(self) -> tuple[torch.nn.Module, torch.nn.Module] | None:
         """The model as (decoder, vocabulary projection), when applying the
         projection to the decoder's last hidden state reproduces the model's
         logits on a probe; None for models whose logits need more (soft-capping,
         scaling), which then run whole. Scoring projects chunk by chunk, so
-        the logits never reach main memory in full."""
+        the logits never reach main memory in full. Probed on first use, so
+        generation-only stages never pay for it."""
         base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
-        try:
-            decoder, head = base.get_decoder(), base.get_output_embeddings()
-            probe = torch.tensor([[self.bos_id, *self.encode("def f(x):\n    return x + 1\n")[:15]]], device=self.model.device)
-            expected = self.model(input_ids=probe).logits.float()
-            actual = head(decoder(input_ids=probe).last_hidden_state).float()
-        except (AttributeError, NotImplementedError, TypeError, ValueError):
+        decoder, head = base.get_decoder(), base.get_output_embeddings()
+        if head is None:
             return None
-        if head is None or actual.shape != expected.shape or not torch.allclose(actual, expected, rtol=1e-4, atol=1e-4):
+        probe = torch.tensor([[self.bos_id, *self.encode("def f(x):\n    return x + 1\n")[:15]]], device=self.model.device)
+        expected = self.model(input_ids=probe).logits.float()
+        try:  # a decoder that does not take input_ids or return last_hidden_state
+            actual = head(decoder(input_ids=probe).last_hidden_state).float()
+        except (AttributeError, TypeError, ValueError):
+            return None
+        if actual.shape != expected.shape or not torch.allclose(actual, expected, rtol=1e-4, atol=1e-4):
             return None
         return decoder, head
 

@@ -27,6 +27,7 @@ from leaktrace.leakage.settings import ScanSettings, resolve
 from leaktrace.leakage.sources import check_document, iter_source
 from leaktrace.leakage.units import language_of, split_units, windows
 from leaktrace.leakage.verify import Verifier
+from leaktrace.report.tables import markdown_table
 
 log = logging.getLogger(__name__)
 
@@ -209,29 +210,27 @@ def membership(scan: str, leaked: set[str], split_rows: list[dict], all_ids: lis
 
 
 def _markdown(summary: dict, types: Counter, sources: list[dict], accounting: list[dict], member: dict | None) -> str:
+    table = {"benchmark": summary["benchmark"], "size": summary["size"], "#candidates (LSH)": summary["lsh_candidates"],
+             "#auto (exact Jaccard/containment)": summary["candidates"], "verified duplicates": summary["verified_duplicates"],
+             "leaked count": summary["leaked_count"], "leaked ratio": f"{100 * summary['leaked_ratio']:.1f}%"}
     lines = [
         f"### Leakage scan `{summary['scan']}`: {summary['benchmark']} vs {summary['corpus']}", "",
         f"Scheme: {summary['scheme']}.", "",
-        "| benchmark | size | #candidates (LSH) | #auto (exact Jaccard/containment) | verified duplicates | leaked count | leaked ratio |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-        f"| {summary['benchmark']} | {summary['size']} | {summary['lsh_candidates']} | {summary['candidates']} | "
-        f"{summary['verified_duplicates']} | {summary['leaked_count']} | {100 * summary['leaked_ratio']:.1f}% |", "",
+        markdown_table([table], list(table)),
         "Duplicates by clone type: " + (", ".join(f"{k} {v}" for k, v in sorted(types.items())) or "none") + ".", "",
     ]
     if sources:
-        lines += ["| source | duplicates | samples |", "| --- | ---: | ---: |"]
-        lines += [f"| `{r['location']}` | {r['duplicates']} | {r['samples']} |" for r in sources[:10]]
-        lines.append("")
+        lines.append(markdown_table([{**r, "source": f"`{r['location']}`"} for r in sources[:10]], ["source", "duplicates", "samples"]))
     skipped = [r for r in accounting if r["kind"] in ("skip", "whole_file") and r["count"]]
     lines.append(f"Documents: {summary['documents']}, units compared: {summary['units']}; "
                  + ("; ".join(f"{r['kind'].replace('_', ' ')} {r['reason']}: {r['count']}" for r in skipped) or "nothing skipped")
                  + ".")
     if member:
+        check = {"members": member["members"], "found": member["found_members"], "non-members found": member["found_non_members"],
+                 "other samples found": member["found_not_in_split"], "recall": f"{100 * member['recall']:.1f}%",
+                 "precision": f"{100 * member['precision']:.1f}%"}
         lines += ["", "Check against the training mix (every member must be found, nothing else):", "",
-                  "| members | found | non-members found | other samples found | recall | precision |",
-                  "| ---: | ---: | ---: | ---: | ---: | ---: |",
-                  f"| {member['members']} | {member['found_members']} | {member['found_non_members']} | "
-                  f"{member['found_not_in_split']} | {100 * member['recall']:.1f}% | {100 * member['precision']:.1f}% |"]
+                  markdown_table([check], list(check)).rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 

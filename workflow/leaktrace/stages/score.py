@@ -37,34 +37,6 @@ SCORES_SCHEMA = pa.schema(
 )
 
 
-def model_spec(model: dict, adapter: str | None) -> ModelSpec:
-    return ModelSpec(name_or_path=model["path"], adapter=adapter, dtype=model["dtype"], device=model["device"])
-
-
-def _language_model(model: dict, adapter: str | None, batch: dict):
-    from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
-
-    return HFLanguageModel(model_spec(model, adapter), batch_size=batch["batch_size"], max_length=batch["max_length"])
-
-
-def score_tokens(variants: Path, model: dict, adapter: str | None, settings: dict, output: Path, *,
-                 originals_only: bool = False) -> None:
-    """Every valid original and variant, and each original lowercased; with
-    ``originals_only`` just the originals (a reference model for Ref)."""
-    texts = [v for v in read_records(variants, ["sample_id", "variant_id", "text", "valid"]) if v["valid"]]
-    if originals_only:
-        texts = [v for v in texts if v["variant_id"] == 0]
-    jobs = [(v["sample_id"], v["variant_id"], "text", v["text"]) for v in texts]
-    if not originals_only:
-        jobs += [(v["sample_id"], 0, "lowercase", v["text"].lower()) for v in texts if v["variant_id"] == 0]
-    lm = _language_model(model, adapter, settings)
-    # Min-K%++ reads mu and sigma of the originals only: the variants and
-    # lowercased texts need their log-probabilities alone.
-    stats = lm.score([text for *_, text in jobs], moments=[vid == 0 and view == "text" for _, vid, view, _ in jobs])
-    write_token_stats([(sid, vid, view) for sid, vid, view, _ in jobs], stats, output)
-    log.info("scored %d texts (%d truncated) under %s", len(jobs), sum(s.truncated for s in stats), lm.name)
-
-
 BLACKBOX_SCHEMA = pa.schema(
     [
         ("sample_id", pa.string()),
@@ -79,8 +51,36 @@ BLACKBOX_SCHEMA = pa.schema(
 )
 
 
+def model_spec(model: dict, adapter: str | None) -> ModelSpec:
+    return ModelSpec(name_or_path=model["path"], adapter=adapter, dtype=model["dtype"], device=model["device"])
+
+
 def _valid_texts(variants: Path) -> list[dict]:
     return [v for v in read_records(variants, ["sample_id", "variant_id", "text", "valid"]) if v["valid"]]
+
+
+def _language_model(model: dict, adapter: str | None, batch: dict):
+    from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
+
+    return HFLanguageModel(model_spec(model, adapter), batch_size=batch["batch_size"], max_length=batch["max_length"])
+
+
+def score_tokens(variants: Path, model: dict, adapter: str | None, settings: dict, output: Path, *,
+                 originals_only: bool = False) -> None:
+    """Every valid original and variant, and each original lowercased; with
+    ``originals_only`` just the originals (a reference model for Ref)."""
+    texts = _valid_texts(variants)
+    if originals_only:
+        texts = [v for v in texts if v["variant_id"] == 0]
+    jobs = [(v["sample_id"], v["variant_id"], "text", v["text"]) for v in texts]
+    if not originals_only:
+        jobs += [(v["sample_id"], 0, "lowercase", v["text"].lower()) for v in texts if v["variant_id"] == 0]
+    lm = _language_model(model, adapter, settings)
+    # Min-K%++ reads mu and sigma of the originals only: the variants and
+    # lowercased texts need their log-probabilities alone.
+    stats = lm.score([text for *_, text in jobs], moments=[vid == 0 and view == "text" for _, vid, view, _ in jobs])
+    write_token_stats([(sid, vid, view) for sid, vid, view, _ in jobs], stats, output)
+    log.info("scored %d texts (%d truncated) under %s", len(jobs), sum(s.truncated for s in stats), lm.name)
 
 
 def score_prefixed(variants: Path, samples: Path, model: dict, adapter: str | None, settings: dict, batch: dict, seed: int,
@@ -189,8 +189,9 @@ def score_methods(tokens: Path, variants: Path, settings: dict, output: Path, *,
     black_box = [m for m in methods if m.needs_generations]
     if black_box:
         generations = read_records(blackbox)
+        by_ngram = {n: generation_evidence(generations, n)[0] for n in {m.params["ngram"] for m in black_box}}
         for m in black_box:
-            evidence, _ = generation_evidence(generations, m.params["ngram"])
+            evidence = by_ngram[m.params["ngram"]]
             rows += [{"sample_id": e.sample_id, "method": m.name, "family": m.family, "score": m.score(e),
                       "decision": m.decide(e)} for e in evidence if e.variants]
     write_table(sorted(rows, key=lambda r: (r["sample_id"], r["method"])), SCORES_SCHEMA, output)
