@@ -34,13 +34,19 @@ FUNCTIONS_SCHEMA = pa.schema(
 SAMPLES_SCHEMA = pa.schema(
     [
         ("sample_id", pa.string()),
-        ("kept", pa.bool_()),
-        ("reason", pa.string()),
+        ("kept", pa.bool_()),  # eligible and in the member / non-member split
+        ("reason", pa.string()),  # why a sample is not in the split
         ("split", pa.string()),
         ("fold", pa.string()),
+        # SrDetection's pre-exposure filter, judged on its own variants (kind
+        # "filter"), never the ones the detectors score: it flags, it does not
+        # decide the split, so every method is reported with and without it.
+        ("pre_exposed", pa.bool_()),
+        ("pre_exposure", pa.string()),  # the filter's reason when it flags
         ("original_loss", pa.float64()),
-        ("min_variant_loss", pa.float64()),
-        ("n_valid_variants", pa.int32()),
+        ("min_filter_variant_loss", pa.float64()),
+        ("n_valid_variants", pa.int32()),  # detector variants
+        ("n_valid_filter_variants", pa.int32()),
     ]
 )
 
@@ -69,39 +75,47 @@ def filter_functions(benchmark: Path, settings: dict, output: Path) -> None:
 
 def split_samples(functions: Path, variants: Path, reference_tokens: Path, settings: dict, seed: int, output: Path, *,
                   recall_prefix: int = 0) -> None:
-    """``recall_prefix`` samples form ReCaLL's non-member prefix (split
+    """The member / non-member split over every eligible sample (a function
+    the function filters kept, whose original passes its own tests and has at
+    least ``min_valid_variants`` valid detector variants), then SrDetection's
+    pre-exposure flag from the base model's losses on the separate filter
+    variants. The split never looks at a model, so the flag cannot leak into
+    which samples are members.
+
+    ``recall_prefix`` samples form ReCaLL's non-member prefix (split
     ``non-member``, fold ``recall-prefix``): never trained on, never evaluated.
-    They are drawn first from the samples the pre-exposure and variant-count
-    filters dropped (valid benchmark functions no evaluation uses), so the
-    prefix costs the evaluation nothing; only if too few exist is the rest
-    held out of the eligible samples before the member / non-member split."""
+    They are drawn first from valid originals the variant-count filter dropped
+    (benchmark functions no evaluation uses); only if too few exist is the
+    rest held out of the eligible samples before the split."""
     losses = losses_by_text(reference_tokens)
-    valid = {(v["sample_id"], v["variant_id"]) for v in read_records(variants, ["sample_id", "variant_id", "valid"]) if v["valid"]}
-    variant_losses_of: dict[str, list[float]] = defaultdict(list)
-    for (sid, vid), loss in losses.items():
-        if vid > 0 and (sid, vid) in valid:
-            variant_losses_of[sid].append(loss)
+    variant_rows = read_records(variants, ["sample_id", "variant_id", "kind", "valid"])
+    valid = {(v["sample_id"], v["variant_id"]) for v in variant_rows if v["valid"]}
+    valid_of: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for v in variant_rows:
+        if v["valid"] and v["kind"] in ("rename", "filter"):
+            valid_of[(v["sample_id"], v["kind"])].append(v["variant_id"])
     rows, eligible, spare = [], [], []
     for f in read_records(functions, ["sample_id", "kept", "reason"]):
         sid = f["sample_id"]
+        detector_variants, filter_variants = valid_of[(sid, "rename")], valid_of[(sid, "filter")]
         row = {"sample_id": sid, "kept": False, "reason": f["reason"], "split": None, "fold": None,
-               "original_loss": None, "min_variant_loss": None, "n_valid_variants": None}
+               "pre_exposed": None, "pre_exposure": None, "original_loss": None, "min_filter_variant_loss": None,
+               "n_valid_variants": None, "n_valid_filter_variants": None}
         if f["kept"]:
-            variant_losses = variant_losses_of[sid]
-            row["n_valid_variants"] = len(variant_losses)
-            row["original_loss"] = losses.get((sid, 0))
-            row["min_variant_loss"] = min(variant_losses) if variant_losses else None
+            row["n_valid_variants"], row["n_valid_filter_variants"] = len(detector_variants), len(filter_variants)
             if (sid, 0) not in valid:
                 row["reason"] = "original fails its own tests"
-            elif len(variant_losses) < settings["min_valid_variants"]:
-                row["reason"] = f"variants: {len(variant_losses)} valid < {settings['min_valid_variants']}"
-            elif settings["pre_exposure"]:
-                row["reason"] = pre_exposure_reason(losses[(sid, 0)], variant_losses)
-            if row["reason"] is None:
+            elif len(detector_variants) < settings["min_valid_variants"]:
+                row["reason"] = f"variants: {len(detector_variants)} valid < {settings['min_valid_variants']}"
+                spare.append(sid)
+            else:
                 row["kept"] = True
                 eligible.append(sid)
-            elif (sid, 0) in valid:
-                spare.append(sid)
+                filter_losses = [losses[(sid, vid)] for vid in filter_variants]
+                row["original_loss"] = losses[(sid, 0)]
+                row["min_filter_variant_loss"] = min(filter_losses, default=None)
+                row["pre_exposure"] = pre_exposure_reason(losses[(sid, 0)], filter_losses) if settings["pre_exposure"] else None
+                row["pre_exposed"] = row["pre_exposure"] is not None
         rows.append(row)
     prefix = set(rng_for(seed, "split", "recall-prefix").sample(sorted(spare), min(recall_prefix, len(spare))))
     if len(eligible) < 2:
@@ -114,10 +128,15 @@ def split_samples(functions: Path, variants: Path, reference_tokens: Path, setti
         recall_prefix=recall_prefix - len(prefix),
     )
     for row in rows:
-        if row["kept"]:
-            row["split"], row["fold"] = assignments[row["sample_id"]].split, assignments[row["sample_id"]].fold
-        elif row["sample_id"] in prefix:
+        sid = row["sample_id"]
+        if sid in assignments:
+            row["split"], row["fold"] = assignments[sid].split, assignments[sid].fold
+            if row["fold"] == RECALL_PREFIX:
+                row["kept"], row["reason"] = False, "held out as ReCaLL's prefix"
+        elif sid in prefix:
             row["split"], row["fold"] = "non-member", RECALL_PREFIX
     write_table(rows, SAMPLES_SCHEMA, output)
+    kept = [r for r in rows if r["kept"]]
     reasons = Counter(r["reason"].split(":")[0] for r in rows if not r["kept"])
-    log.info("kept %d of %d samples; dropped by: %s", len(eligible), len(rows), dict(reasons))
+    log.info("split %d of %d samples (%d flagged by the pre-exposure filter); not split: %s", len(kept), len(rows),
+             sum(r["pre_exposed"] for r in kept), dict(reasons))
