@@ -1,16 +1,18 @@
-# Rebuilds the shipped base model; not part of `rule all` (`make base-model`).
-# It reads its corpora from their sources and has no file inputs, so
-# re-ingesting the corpora (new mtimes) can never trigger a retraining; rules
-# that use the model depend on its files, so a deliberate rebuild re-runs them.
+# Rebuilds the shipped models; not part of `rule all` (`make base-model`,
+# `make reference-model`). They read their corpora from their sources and
+# have no file inputs, so re-ingesting the corpora (new mtimes) can never
+# trigger a retraining; rules that use a model depend on its files, so a
+# deliberate rebuild re-runs them.
 
 
-def pretrain_corpora():
-    pretrain = config["base_model"]["pretrain"]
+def pretrain_corpora(block):
+    """Params: the code and text corpora a shipped model is pretrained on."""
+    pretrain = config[block]["pretrain"]
     corpora = {}
     for role, key in (("code", "code_corpus"), ("text", "text_corpus")):
         name = pretrain[key]
         if name not in config["corpora"]:
-            raise ValueError(f"base_model.pretrain.{key} names {name!r}, which is not under `corpora`")
+            raise ValueError(f"{block}.pretrain.{key} names {name!r}, which is not under `corpora`")
         content = {k: v for k, v in config["corpora"][name].items() if k != "shards"}
         corpora[role] = {"name": name, "settings": content}
     return json.dumps(corpora, sort_keys=True)
@@ -21,7 +23,7 @@ rule pretrain_base_model:
         base_model_files(),
         training_log=f"{BASE_MODEL}/pretrain_log.parquet",
     params:
-        corpora=pretrain_corpora(),
+        corpora=pretrain_corpora("base_model"),
         settings=settings("base_model", "pretrain", "settings"),
         out_dir=BASE_MODEL,
     log:
@@ -36,3 +38,19 @@ rule pretrain_base_model:
     shell:
         "{LEAKTRACE} pretrain --corpora {params.corpora:q} --settings {params.settings:q}"
         " --output-dir {params.out_dir} --log {output.training_log} 2> {log}"
+
+
+if REFERENCE_MODEL:
+
+    use rule pretrain_base_model as pretrain_reference_model with:
+        output:
+            shipped_model_files(REFERENCE_MODEL),
+            training_log=f"{REFERENCE_MODEL}/pretrain_log.parquet",
+        params:
+            corpora=pretrain_corpora("reference_model"),
+            settings=settings("reference_model", "pretrain", "settings"),
+            out_dir=REFERENCE_MODEL,
+        log:
+            f"{RESULTS}/logs/pretrain_reference_model.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/pretrain_reference_model.tsv"

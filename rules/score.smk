@@ -16,15 +16,18 @@ def method_settings(family):
 
 
 def reference_tokens(wildcards):
-    """Ref's evidence: the same texts under the reference model. None for the
-    reference model itself and for audit models of their own."""
-    if "ref" not in METHODS or wildcards.model == "ref-model":
+    """Ref's evidence: the originals under the reference model (`ref-model`)."""
+    if not REF_MODEL or wildcards.model == "ref-model":
         return []
-    if REF_MODEL is None:
-        if not wildcards.model.startswith("target-"):
-            return []
-        return [f"{RESULTS}/score/{wildcards.benchmark}/reference/tokens.parquet"]
     return [f"{RESULTS}/score/{wildcards.benchmark}/ref-model/tokens.parquet"]
+
+
+def oracle_tokens(wildcards):
+    """The oracle Ref's evidence: a target's texts under its own base model
+    (the testbed's `reference`), which no real audit has."""
+    if not (REF_SETTINGS and REF_SETTINGS["oracle"]) or not wildcards.model.startswith("target-"):
+        return []
+    return [f"{RESULTS}/score/{wildcards.benchmark}/reference/tokens.parquet"]
 
 
 def recall_prefixed(wildcards):
@@ -158,6 +161,7 @@ rule detector_scores:
         tokens=f"{RESULTS}/score/{{benchmark}}/{{model}}/tokens.parquet",
         variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
         reference=reference_tokens,
+        oracle=oracle_tokens,
         prefixed=recall_prefixed,
         counts=dc_pdd_counts,
         blackbox=blackbox_rows,
@@ -166,6 +170,7 @@ rule detector_scores:
     params:
         settings=settings("score", "methods"),
         reference=optional_args("--reference", reference_tokens),
+        oracle=optional_args("--oracle-reference", oracle_tokens),
         prefixed=optional_args("--prefixed", recall_prefixed),
         counts=optional_args("--token-counts", dc_pdd_counts),
         blackbox=optional_args("--blackbox", blackbox_rows),
@@ -178,5 +183,5 @@ rule detector_scores:
     conda:
         CONDA_ENV
     shell:
-        "{LEAKTRACE} scores --tokens {input.tokens} --variants {input.variants} {params.reference} {params.prefixed}"
+        "{LEAKTRACE} scores --tokens {input.tokens} --variants {input.variants} {params.reference} {params.oracle} {params.prefixed}"
         " {params.counts} {params.blackbox} --model {params.model:q} --settings {params.settings:q} --output {output} 2> {log}"

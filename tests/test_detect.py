@@ -163,12 +163,16 @@ def test_dc_pdd_orientation_and_errors():
 
 
 def test_ref_subtracts_the_reference_log_likelihood():
-    (method,) = configured_methods({"ref": {"model": "small"}})
-    assert method.needs_reference
-    evidence = SampleEvidence("r", TEXT, ORIGINAL, reference=stats([-3.0, -3.5]))
+    method, oracle = configured_methods({"ref": {"model": "small"}})
+    assert method.needs_reference and not method.needs_oracle_reference
+    evidence = SampleEvidence("r", TEXT, ORIGINAL, reference=stats([-3.0, -3.5]), oracle_reference=stats([-2.0, -3.0]))
     assert method.score(evidence) == pytest.approx(-2.1 + 3.25)
     with pytest.raises(ValueError, match="reference model"):
         method.score(EVIDENCE)
+    # the oracle: the same difference against the target's own base model, labelled by its name
+    assert (oracle.name, oracle.family, oracle.needs_oracle_reference) == ("ref_oracle", "ref", True)
+    assert oracle.score(evidence) == pytest.approx(-2.1 + 2.5)
+    assert [m.name for m in configured_methods({"ref": {"oracle": False}})] == ["ref"]
 
 
 def test_neighbor_subtracts_the_mean_neighbour_log_likelihood():

@@ -1,8 +1,9 @@
 """What a gray-box detector may look at for one sample under one model: the
 token statistics of the original text, of its lowercased form, and of its
 validated variants — all from the same cached forward passes — and, for the
-detectors that need one more pass, the original under a reference model (Ref)
-and the original conditioned on a non-member prefix (ReCaLL)."""
+detectors that need one more pass, the original under a reference model (Ref,
+and Ref's oracle: the target's own base model) and the original conditioned
+on a non-member prefix (ReCaLL)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ class SampleEvidence:
     lowercase: TokenStats | None = None
     variants: tuple[TokenStats, ...] = field(default_factory=tuple)  # validated variants, by variant_id
     reference: TokenStats | None = None  # the original under the reference model (Ref)
+    oracle_reference: TokenStats | None = None  # the original under the target's own base model (Ref's oracle)
     prefixed: TokenStats | None = None  # the original conditioned on the non-member prefix (ReCaLL)
 
 

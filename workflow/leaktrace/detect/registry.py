@@ -23,7 +23,7 @@ from leaktrace.detect.min_k import min_k_score
 from leaktrace.detect.min_k_plus_plus import min_k_plus_plus_score
 from leaktrace.detect.neighbor import neighbor_score
 from leaktrace.detect.recall import recall_score
-from leaktrace.detect.ref import ref_score
+from leaktrace.detect.ref import ref_oracle_score, ref_score
 from leaktrace.detect.srdetection_blackbox import blackbox_flag, blackbox_gap
 from leaktrace.detect.srdetection_graybox import srdetection_flag, srdetection_gap
 from leaktrace.detect.zlib_ratio import zlib_score
@@ -40,6 +40,7 @@ class Method:
     needs_lowercase: bool = False  # SampleEvidence.lowercase: the lowercased original scored
     needs_variants: bool = False  # SampleEvidence.variants: at least one validated variant scored
     needs_reference: bool = False  # SampleEvidence.reference: the original under the reference model
+    needs_oracle_reference: bool = False  # SampleEvidence.oracle_reference: the original under the target's base
     needs_prefixed: bool = False  # SampleEvidence.prefixed: the original after the non-member prefix
     needs_generations: bool = False  # scores GenerationEvidence (continuations), not token statistics
     sensitivity: bool = False  # an extra instance for the variant-count sensitivity table
@@ -110,8 +111,12 @@ def _dc_pdd(params, counts) -> list[Method]:
 
 
 def _ref(params, counts) -> list[Method]:
-    return [Method("ref", "ref", ref_score, orientation="LL_target - LL_reference; higher = member",
-                   needs_reference=True)]
+    methods = [Method("ref", "ref", ref_score, orientation="LL_target - LL_reference; higher = member",
+                      needs_reference=True)]
+    if params["oracle"]:
+        methods.append(Method("ref_oracle", "ref", ref_oracle_score, needs_oracle_reference=True,
+                              orientation="LL_target - LL_base (the target's own base model: an oracle); higher = member"))
+    return methods
 
 
 def _neighbor(params, counts) -> list[Method]:
@@ -184,7 +189,7 @@ FAMILIES: dict[str, Family] = {
     "min_k": Family(_min_k, {"ratios": [0.2, 0.3]}),
     "min_k_plus_plus": Family(_min_k_plus_plus, {"ratios": [0.2, 0.3]}),
     "dc_pdd": Family(_dc_pdd, {"clip": 0.01, "corpus": REQUIRED}, stage_only=frozenset({"corpus"})),
-    "ref": Family(_ref, {"model": REQUIRED}, stage_only=frozenset({"model"})),
+    "ref": Family(_ref, {"model": None, "oracle": True}, stage_only=frozenset({"model"})),
     "neighbor": Family(_neighbor, {"n_neighbors": 10}),
     "recall": Family(_recall, {"n_shots": 12, "max_prefix_tokens": None},
                      stage_only=frozenset({"n_shots", "max_prefix_tokens"})),
