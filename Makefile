@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 CORES ?= 2
 CONFIG ?= config/config.yaml
 
-.PHONY: run test test-all dry-run base-model report clean
+.PHONY: run test test-all dry-run base-model reference-model select-lr report clean
 
 $(STAMP): pyproject.toml requirements.lock
 	python3 -m venv $(VENV)
@@ -32,6 +32,12 @@ dry-run: $(STAMP)
 
 base-model: $(STAMP)  ## rebuild the shipped base model under resources/models/
 	$(VENV)/bin/snakemake pretrain_base_model --forcerun pretrain_base_model --cores $(CORES) --configfile $(CONFIG)
+
+reference-model: $(STAMP)  ## rebuild Ref's shipped reference model under resources/models/
+	$(VENV)/bin/snakemake pretrain_reference_model --forcerun pretrain_reference_model --cores $(CORES) --configfile $(CONFIG)
+
+select-lr: $(STAMP)  ## the LoRA learning rate by the rule in config.yaml (no detector, no membership label)
+	$(VENV)/bin/snakemake learning_rate_selection --cores $(CORES) --configfile $(CONFIG)
 
 report: $(STAMP)
 	$(VENV)/bin/snakemake --cores $(CORES) --configfile $(CONFIG) --report results/report.html

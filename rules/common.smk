@@ -8,6 +8,7 @@ import sys
 from snakemake.utils import validate
 
 from leaktrace.models.backend import is_hub_id
+from leaktrace.seeding import derive_seed
 
 
 validate(config, schema="../config/schema.yaml", set_default=True)
@@ -23,18 +24,37 @@ BENCHMARKS = list(config["benchmarks"])
 CORPORA = list(config["corpora"])
 EPOCHS = sorted(config["train"]["epochs"])
 # Mixing ratios (general-text tokens per member-code token) as wildcard
-# labels: 5 -> "5", 0.5 -> "0.5". One LoRA run per ratio, one adapter per epoch.
+# labels: 5 -> "5", 0.5 -> "0.5". One LoRA run per ratio and training seed,
+# one adapter per epoch.
 RATIOS = [f"{r:g}" for r in config["train"]["text_per_code"]]
-TARGETS = [f"target-r{r}-e{e}" for r in RATIOS for e in EPOCHS]
+# Training seeds (LoRA initialisation and data order; the split and the mix
+# stay fixed). The first seed is trained to every epoch; the others repeat
+# only the last epoch, where the headline table reports mean +- sd over seeds.
+SEEDS = [str(s) for s in config["train"]["seeds"]]
+
+
+def seed_epochs(seed):
+    return EPOCHS if seed == SEEDS[0] else EPOCHS[-1:]
+
+
+TARGETS = [f"target-r{r}-s{s}-e{e}" for r in RATIOS for s in SEEDS for e in seed_epochs(s)]
 MODELS = ["reference"] + TARGETS
 # Audit mode: models scored without training. An audit entry either names a
 # testbed model (its scores are reused) or brings its own (scored as
-# `audit-<name>`).
-AUDIT_MODELS = config["audit"]["models"]
+# `audit-<name>`). A list in the config, so that a --configfile replaces it whole.
+AUDIT_MODELS = {m["name"]: {k: v for k, v in m.items() if k != "name"} for m in config["audit"]["models"]}
+if len(AUDIT_MODELS) != len(config["audit"]["models"]):
+    raise ValueError("audit.models: every entry needs a name of its own")
 AUDIT_OWN = {f"audit-{name}": spec for name, spec in AUDIT_MODELS.items() if "path" in spec}
-# Ref's reference model: the base model (null), or a model of its own scored as `ref-model`.
-REF_MODEL = config["score"]["methods"].get("ref", {}).get("model")
 BASE_MODEL = config["base_model"]["path"]
+# The shipped reference model (a smaller model trained by the pipeline), if any.
+REFERENCE_MODEL = config["reference_model"]["path"]
+# Ref's reference model, scored as `ref-model`: the configured one, else the
+# shipped reference model. `ref_oracle` uses the target's own base model.
+REF_SETTINGS = config["score"]["methods"].get("ref")
+REF_MODEL = REF_SETTINGS and (REF_SETTINGS["model"] or REFERENCE_MODEL)
+if REF_SETTINGS and not REF_MODEL and not REF_SETTINGS["oracle"]:
+    raise ValueError("score.methods.ref needs a reference: set ref.model or reference_model.path, or ref.oracle: true")
 
 
 def _alternatives(names):
@@ -44,10 +64,11 @@ def _alternatives(names):
 wildcard_constraints:
     benchmark=_alternatives(BENCHMARKS),
     corpus=_alternatives(CORPORA),
-    model=r"reference|target-r[0-9.]+-e\d+|audit-[A-Za-z0-9_.-]+|ref-model",
+    model=r"reference|target-r[0-9.]+-s\d+-e\d+|audit-[A-Za-z0-9_.-]+|ref-model",
     part=r"\d+",
     epoch=r"\d+",
     ratio=r"[0-9.]+",
+    seed=r"\d+",
 
 
 def _config_slice(keys):
@@ -92,20 +113,29 @@ def scored_model_settings(wildcards):
     return json.dumps(_model_config(wildcards.model)[0], sort_keys=True)
 
 
-def _local_model_files(path):
+def local_model_files(path):
+    """A model as rule input, when it is a local directory (a hub id is
+    resolved by the backend at run time)."""
     if is_hub_id(path):
         return []
     return [f"{path}/config.json"]
+
+
+def shipped_model_files(path):
+    """The files of a model the pipeline pretrains itself (base or reference)."""
+    if is_hub_id(path):
+        return []
+    return [f"{path}/config.json", f"{path}/model.safetensors", f"{path}/tokenizer.json"]
 
 
 def scored_model_files(wildcards):
     """Input function: the local files of the ``{model}`` a scoring rule loads,
     with its adapter directory."""
     spec, adapter = _model_config(wildcards.model)
-    if spec["path"] == BASE_MODEL:
-        files = base_model_files()
+    if spec["path"] in (BASE_MODEL, REFERENCE_MODEL):
+        files = shipped_model_files(spec["path"])
     else:
-        files = _local_model_files(spec["path"])
+        files = local_model_files(spec["path"])
     return files + ([adapter] if adapter else []) + model_adapter(wildcards)
 
 
@@ -131,27 +161,28 @@ def corpus_parts(corpus):
 
 
 def base_model_files():
-    """The base model as rule input, when it is a local directory (a hub id is
-    resolved by the backend at run time)."""
-    if is_hub_id(BASE_MODEL):
-        return []
-    return [f"{BASE_MODEL}/config.json", f"{BASE_MODEL}/model.safetensors", f"{BASE_MODEL}/tokenizer.json"]
+    return shipped_model_files(BASE_MODEL)
 
 
 def training_mix(benchmark, ratio):
     return f"{RESULTS}/train/{benchmark}/ratio-{ratio}/mix.parquet"
 
 
-def adapter_dir(benchmark, ratio, epoch):
-    return f"{RESULTS}/train/{benchmark}/ratio-{ratio}/adapter/epoch-{epoch}"
+def training_run(benchmark, ratio, seed):
+    """The directory of one LoRA run: a mixing ratio and a training seed."""
+    return f"{RESULTS}/train/{benchmark}/ratio-{ratio}/seed-{seed}"
+
+
+def adapter_dir(benchmark, ratio, seed, epoch):
+    return f"{training_run(benchmark, ratio, seed)}/adapter/epoch-{epoch}"
 
 
 def target_model(model):
-    """``target-r{ratio}-e{epoch}`` -> (ratio, epoch) labels."""
-    match = re.fullmatch(r"target-r([0-9.]+)-e(\d+)", model)
+    """``target-r{ratio}-s{seed}-e{epoch}`` -> (ratio, seed, epoch) labels."""
+    match = re.fullmatch(r"target-r([0-9.]+)-s(\d+)-e(\d+)", model)
     if not match:
-        raise ValueError(f"{model!r} is not a target model name (target-r<ratio>-e<epoch>)")
-    return match.group(1), match.group(2)
+        raise ValueError(f"{model!r} is not a target model name (target-r<ratio>-s<seed>-e<epoch>)")
+    return match.group(1), match.group(2), match.group(3)
 
 
 def model_adapter(wildcards):
@@ -162,15 +193,16 @@ def model_adapter(wildcards):
 
 
 def counterfactual_target():
-    """The (ratio, epoch) of the target the counterfactual stage compares with
-    the reference: the configured ones, else the first ratio's last epoch."""
+    """The (ratio, seed, epoch) of the target the counterfactual stage compares
+    with the reference: the configured ratio and epoch, else the first ratio's
+    last epoch, of the first training seed."""
     ratio = f"{config['counterfactual']['ratio']:g}" if config["counterfactual"]["ratio"] is not None else RATIOS[0]
     epoch = config["counterfactual"]["epoch"] or EPOCHS[-1]
     if epoch not in EPOCHS:
         raise ValueError(f"counterfactual.epoch {epoch} is not one of train.epochs {EPOCHS}")
     if ratio not in RATIOS:
         raise ValueError(f"counterfactual.ratio {ratio} is not one of train.text_per_code {RATIOS}")
-    return ratio, epoch
+    return ratio, SEEDS[0], epoch
 
 
 def aggregate_outputs(benchmark):

@@ -23,21 +23,28 @@ rule training_mix:
         " --output {output} 2> {log}"
 
 
+def training_seed(wildcards):
+    """The LoRA run's own seed, derived from the run seed and the training seed."""
+    return derive_seed(config["seed"], "train", wildcards.seed)
+
+
 rule train_lora:
     input:
         mix=training_mix("{benchmark}", "{ratio}"),
         model=base_model_files(),
     output:
-        adapters=[directory(adapter_dir("{benchmark}", "{ratio}", e)) for e in EPOCHS],
-        training_log=f"{RESULTS}/train/{{benchmark}}/ratio-{{ratio}}/training_log.parquet",
+        # every seed saves every epoch (it trains through them anyway); later
+        # seeds are scored at the last epoch only (common.smk, TARGETS)
+        adapters=[directory(adapter_dir("{benchmark}", "{ratio}", "{seed}", e)) for e in EPOCHS],
+        training_log=f"{training_run('{benchmark}', '{ratio}', '{seed}')}/training_log.parquet",
     params:
-        settings=settings_without(["train"], "text_per_code"),
+        settings=settings_without(["train"], "text_per_code", "seeds"),
         model=model_settings(),
-        seed=config["seed"],
+        seed=training_seed,
     log:
-        f"{RESULTS}/logs/train_lora/{{benchmark}}/ratio-{{ratio}}.log",
+        f"{RESULTS}/logs/train_lora/{{benchmark}}/ratio-{{ratio}}-seed-{{seed}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/train_lora/{{benchmark}}/ratio-{{ratio}}.tsv"
+        f"{RESULTS}/benchmarks/train_lora/{{benchmark}}/ratio-{{ratio}}-seed-{{seed}}.tsv"
     threads: 2
     conda:
         CONDA_ENV
@@ -47,3 +54,36 @@ rule train_lora:
     shell:
         "{LEAKTRACE} train --mix {input.mix} --model {params.model:q} --settings {params.settings:q} --seed {params.seed}"
         " --adapters {output.adapters} --log {output.training_log} 2> {log}"
+
+
+# The learning rate of the testbed, chosen by a rule that looks at no detector
+# and no membership label (stages/learning_rate.py): not part of `rule all`,
+# run by `make select-lr`; the config then records the selected rate.
+rule select_learning_rate:
+    input:
+        mix=training_mix("{benchmark}", RATIOS[0]),
+        text=corpus_parts(config["train"]["text_corpus"]),
+        model=base_model_files(),
+    output:
+        f"{RESULTS}/train/{{benchmark}}/learning_rate.parquet",
+    params:
+        settings=settings_without(["train"], "text_per_code", "seeds"),
+        model=model_settings(),
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/select_learning_rate/{{benchmark}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/select_learning_rate/{{benchmark}}.tsv"
+    threads: 2
+    conda:
+        CONDA_ENV
+    resources:
+        gpu=1 if config["base_model"]["device"].startswith("cuda") else 0,
+    shell:
+        "{LEAKTRACE} select-lr --mix {input.mix} --text {input.text} --model {params.model:q} --settings {params.settings:q}"
+        " --seed {params.seed} --output {output} 2> {log}"
+
+
+rule learning_rate_selection:
+    input:
+        [f"{RESULTS}/train/{b}/learning_rate.parquet" for b in BENCHMARKS],

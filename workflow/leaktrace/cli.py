@@ -143,6 +143,14 @@ def _train(a):
     train_adapters(a.mix, a.model, a.settings, a.seed, a.adapters, a.log)
 
 
+@command("select-lr")
+@_args(path("--mix"), path("--text", many=True), MODEL, SETTINGS, SEED, path("--output"))
+def _select_lr(a):
+    from leaktrace.stages.learning_rate import select_learning_rate
+
+    select_learning_rate(a.mix, a.text, a.model, a.settings, a.seed, a.output)
+
+
 ADAPTER = path("--adapter", required=False)
 
 
