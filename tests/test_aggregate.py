@@ -92,6 +92,17 @@ def test_detection_rows_on_a_toy_table():
     assert rows == detection_rows(scores, samples, n_resamples=200, seed=1)[0]  # seeded
 
 
+def test_a_filtered_subset_without_a_class_gives_rows_without_figures():
+    scores, samples = _toy()
+    samples = [{**s, "pre_exposed": s["sample_id"] in ("c1", "c2")} for s in samples]  # no calibration member left
+    rows = {(r["subset"], r["method"]): r for r in detection_rows(scores, samples, n_resamples=20, seed=1)[0]}
+    assert rows[("filtered", "loss")] == {"subset": "filtered", "method": "loss", "family": "loss", "oracle": False}
+    assert rows[("all", "loss")]["threshold"] == pytest.approx(0.55)
+    samples = [{**s, "split": "non-member"} if s["fold"] == "calibration" else s for s in samples]
+    with pytest.raises(ValueError, match="subset 'all': the calibration fold needs members and non-members"):
+        detection_rows(scores, samples, n_resamples=20, seed=1)
+
+
 def test_threshold_is_unchanged_when_evaluation_labels_flip():
     flipped = detection_rows(*_toy(flip_evaluation_labels=True), n_resamples=20, seed=1)[0]
     assert [r["threshold"] for r in flipped if r["method"] == "loss"] == [pytest.approx(0.55)] * 2
@@ -147,12 +158,13 @@ def test_null_check_counts_detector_variants_only_and_caps_them_per_instance():
 
 
 def _seed_row(seed, auc, f1, tpr, method="loss", epoch=5, subset="filtered"):
-    return {"model": f"target-r5-s{seed}-e{epoch}", "ratio": 5.0, "seed": seed, "epoch": epoch, "subset": subset,
+    return {"model": f"target-r5-s{seed}-e{epoch}", "ratio": 5.0, "seed": seed, "epoch": epoch, "subset": subset, "n_eval": 10,
             "method": method, "family": method, "oracle": method == "ref_oracle", "auc": auc, "macro_f1": f1, "tpr_at_5fpr": tpr}
 
 
 def test_across_seeds_mean_and_sample_sd():
     rows = [_seed_row(0, 0.7, 0.6, 0.2), _seed_row(1, 0.8, 0.8, None), _seed_row(2, 0.9, 0.7, 0.4),
+            {**_seed_row(3, None, None, None), "n_eval": None},  # not evaluated: left out
             {**_seed_row(0, 0.5, 0.5, 0.1), "model": "reference", "ratio": None, "seed": None, "epoch": 0}]
     (summary,) = across_seeds(rows)
     assert (summary["ratio"], summary["epoch"], summary["n_seeds"]) == (5.0, 5, 3)
@@ -168,7 +180,7 @@ def test_sensitivity_tables_pivot_epochs_ratios_and_variant_counts():
     for ratio in (1.0, 5.0):
         for epoch in (1, 3):
             for seed in (0, 1):
-                base = {"ratio": ratio, "epoch": epoch, "seed": seed, "subset": "filtered", "tpr_at_5fpr": 0.1}
+                base = {"ratio": ratio, "epoch": epoch, "seed": seed, "subset": "filtered", "tpr_at_5fpr": 0.1, "n_eval": 10}
                 detection += [{**base, "method": "loss", "family": "loss", "oracle": False, "auc": 0.5 + seed / 10,
                                "macro_f1": 0.1 * epoch + ratio / 100},
                               {**base, "method": "srdetection_graybox", "family": "srdetection_graybox", "oracle": False, "auc": 0.6, "macro_f1": 0.6},

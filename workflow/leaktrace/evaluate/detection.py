@@ -5,7 +5,9 @@ comparison with SrDetection gray-box.
 Subsets: ``filtered`` is SrDetection's protocol (the samples the pre-exposure
 filter lets through); ``all`` is the whole member / non-member split, which
 the filter only flags, so no detector gets a base-model calibration the
-others lack. ReCaLL's prefix samples are in neither. Within a subset every
+others lack. ReCaLL's prefix samples are in neither. Where the filtered
+subset leaves a fold without members or non-members, its rows carry the
+method and no figures (and a warning is logged). Within a subset every
 method is evaluated on the same samples (those all of the model's methods
 scored), so differences between methods are paired.
 """
@@ -93,7 +95,11 @@ def detection_rows(scores: list[dict], samples: list[dict], *, n_resamples: int,
         try:
             folds = _folds(by_method, split)
         except ValueError as err:
-            raise ValueError(f"subset {subset!r}: {err}") from None
+            if subset == "all":  # the split itself is too small: a configuration error
+                raise ValueError(f"subset {subset!r}: {err}") from None
+            log.warning("subset %r not evaluated: %s", subset, err)
+            rows += [{"subset": subset, "method": m, "family": families[m], "oracle": m in ORACLE_METHODS} for m in methods]
+            continue
         thresholds = fitted_thresholds(folds)
         predicted = predictions(folds, thresholds, folds.evaluation_scores, folds.evaluation_decisions)
         rng = np.random.default_rng(derive_seed(seed, "bootstrap", subset))

@@ -23,10 +23,11 @@ def _mean_sd(values: list[float | None]) -> tuple[float | None, float | None]:
 
 def across_seeds(detection: Sequence[dict]) -> list[dict]:
     """One row per (ratio, epoch, subset, method) of the target models, in the
-    order the detection rows first name them."""
+    order the detection rows first name them; rows of a subset that could not
+    be evaluated (``n_eval`` None) are left out."""
     groups: dict[tuple, list[dict]] = {}
     for row in detection:
-        if row["seed"] is not None:
+        if row["seed"] is not None and row.get("n_eval") is not None:
             groups.setdefault((row["ratio"], row["epoch"], row["subset"], row["method"]), []).append(row)
     summary = []
     for (ratio, epoch, subset, method), rows in groups.items():

@@ -93,7 +93,8 @@ def headline_sections(detection: Sequence[dict], seeds: Sequence[dict]) -> list[
                    "macro F1": mean_sd(s["macro_f1_mean"], s["macro_f1_sd"])}
             for seed in seed_ids:
                 r = per_seed.get((s["method"], seed))
-                row[f"seed {seed}"] = "–" if r is None else f"{r['auc']:.3f} / {estimate(r['tpr_at_5fpr'])} / {r['macro_f1']:.3f}"
+                row[f"seed {seed}"] = "–" if r is None or r["n_eval"] is None else \
+                    f"{r['auc']:.3f} / {estimate(r['tpr_at_5fpr'])} / {r['macro_f1']:.3f}"
             rows.append(row)
         parts += [
             f"\n## Headline: epoch {epoch}, mixing ratio 1:{ratio:g}, {SUBSET_TITLES[subset]}\n\n"
@@ -111,6 +112,10 @@ def detection_sections(detection: Sequence[dict]) -> list[str]:
         for subset in SUBSETS:
             rows = [r for r in detection if r["model"] == model and r["subset"] == subset]
             if not rows:
+                continue
+            if rows[0]["n_eval"] is None:
+                parts.append(f"\n## Detection under {model}, {subset} subset\n\nNot evaluated: a fold of this subset "
+                             "has no members or no non-members.\n")
                 continue
             parts += [
                 f"\n## Detection under {model}, {subset} subset\n\n"
