@@ -21,7 +21,7 @@ import numpy as np
 
 from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.evaluate.bootstrap import Folds, bootstrap, fitted_thresholds, percentile_interval, predictions
-from leaktrace.evaluate.metrics import decision_metrics, roc_auc, tpr_at_fpr
+from leaktrace.evaluate.metrics import decision_metrics, macro_f1, roc_auc, tpr_at_fpr
 from leaktrace.seeding import derive_seed
 
 log = logging.getLogger(__name__)
@@ -74,6 +74,41 @@ def _nan_to_none(row: dict) -> dict:
     return {k: None if isinstance(v, float) and np.isnan(v) else v for k, v in row.items()}
 
 
+def _evaluated_rows(folds: Folds, methods: list[str], n_resamples: int, rng: np.random.Generator) -> list[dict]:
+    """Point figures, bootstrap intervals and paired differences from
+    SrDetection gray-box, one dict per method."""
+    thresholds = fitted_thresholds(folds)
+    labels = folds.evaluation_labels.astype(int)
+    predicted = predictions(folds, thresholds, folds.evaluation_scores, folds.evaluation_decisions).astype(int)
+    point = {"auc": roc_auc(labels, folds.evaluation_scores), "macro_f1": macro_f1(labels, predicted)}
+    replicates = bootstrap(folds, n_resamples, rng)
+    baseline = methods.index(BASELINE) if BASELINE in methods else None
+    rows = []
+    for i, method in enumerate(methods):
+        metrics = decision_metrics(labels, predicted[i])
+        row = {
+            "n_calibration": int(folds.calibration_labels.size),
+            "n_eval": int(labels.size),
+            "n_eval_non_members": int((labels == 0).sum()),
+            "threshold": float(thresholds[i]),
+            **{key: tpr_at_fpr(labels, folds.evaluation_scores[i], fpr) for key, fpr in LOW_FPRS.items()},
+            "accuracy": metrics["accuracy"],
+            "precision": metrics["precision"],
+            "recall": metrics["recall"],
+        }
+        for metric in ("auc", "macro_f1"):
+            values = getattr(replicates, metric)
+            low, high = percentile_interval(values[i])
+            row |= {metric: float(point[metric][i]), f"{metric}_low": float(low), f"{metric}_high": float(high)}
+            if baseline is not None:
+                delta = values[i] - values[baseline]
+                low, high = percentile_interval(delta)
+                row |= {f"delta_{metric}": float(point[metric][i] - point[metric][baseline]), f"delta_{metric}_low": float(low),
+                        f"delta_{metric}_high": float(high), f"beats_{metric}_share": float(np.mean(delta > 0))}
+        rows.append(row)
+    return rows
+
+
 def detection_rows(scores: list[dict], samples: list[dict], *, n_resamples: int, seed: int) -> tuple[list[dict], dict]:
     """One row per subset and method, and the filtered subset's ROC inputs
     {method: (labels, scores)}. Thresholds come from the calibration fold;
@@ -86,56 +121,23 @@ def detection_rows(scores: list[dict], samples: list[dict], *, n_resamples: int,
     for s in scores:
         by_method[s["method"]][s["sample_id"]] = s
     methods = list(by_method)
-    families = {m: next(iter(by_method[m].values()))["family"] for m in methods}
     rows, curves = [], {}
     for subset in SUBSETS:
         split = subset_samples(samples, subset)
         if not split or not methods:
             continue
+        names = [{"subset": subset, "method": m, "family": next(iter(by_method[m].values()))["family"],
+                  "oracle": m in ORACLE_METHODS} for m in methods]
         try:
             folds = _folds(by_method, split)
         except ValueError as err:
             if subset == "all":  # the split itself is too small: a configuration error
                 raise ValueError(f"subset {subset!r}: {err}") from None
             log.warning("subset %r not evaluated: %s", subset, err)
-            rows += [{"subset": subset, "method": m, "family": families[m], "oracle": m in ORACLE_METHODS} for m in methods]
+            rows += names
             continue
-        thresholds = fitted_thresholds(folds)
-        predicted = predictions(folds, thresholds, folds.evaluation_scores, folds.evaluation_decisions)
         rng = np.random.default_rng(derive_seed(seed, "bootstrap", subset))
-        replicates = bootstrap(folds, n_resamples, rng)
-        auc_low, auc_high = percentile_interval(replicates.auc)
-        f1_low, f1_high = percentile_interval(replicates.macro_f1)
-        baseline = methods.index(BASELINE) if BASELINE in methods else None
-        labels = folds.evaluation_labels.astype(int)
-        for i, method in enumerate(methods):
-            metrics = decision_metrics(labels, predicted[i].astype(int))
-            row = {
-                "subset": subset,
-                "method": method,
-                "family": families[method],
-                "oracle": method in ORACLE_METHODS,
-                "n_calibration": int(folds.calibration_labels.size),
-                "n_eval": int(labels.size),
-                "n_eval_non_members": int((labels == 0).sum()),
-                "threshold": float(thresholds[i]),
-                "auc": roc_auc(labels, folds.evaluation_scores[i]),
-                "auc_low": float(auc_low[i]),
-                "auc_high": float(auc_high[i]),
-                **{key: tpr_at_fpr(labels, folds.evaluation_scores[i], fpr) for key, fpr in LOW_FPRS.items()},
-                **metrics,
-                "macro_f1_low": float(f1_low[i]),
-                "macro_f1_high": float(f1_high[i]),
-            }
-            if baseline is not None:
-                point = {"auc": row["auc"] - roc_auc(labels, folds.evaluation_scores[baseline]),
-                         "macro_f1": metrics["macro_f1"] - decision_metrics(labels, predicted[baseline].astype(int))["macro_f1"]}
-                for metric in ("auc", "macro_f1"):
-                    delta = getattr(replicates, metric)[i] - getattr(replicates, metric)[baseline]
-                    low, high = percentile_interval(delta)
-                    row |= {f"delta_{metric}": point[metric], f"delta_{metric}_low": float(low),
-                            f"delta_{metric}_high": float(high), f"beats_{metric}_share": float(np.mean(delta > 0))}
-            rows.append(_nan_to_none(row))
-            if subset == "filtered":
-                curves[method] = (labels, folds.evaluation_scores[i])
+        rows += [_nan_to_none(name | row) for name, row in zip(names, _evaluated_rows(folds, methods, n_resamples, rng), strict=True)]
+        if subset == "filtered":
+            curves = {m: (folds.evaluation_labels.astype(int), folds.evaluation_scores[i]) for i, m in enumerate(methods)}
     return rows, curves
