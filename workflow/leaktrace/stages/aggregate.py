@@ -203,7 +203,7 @@ def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], v
         try:
             rows, model_curves = detection_rows(read_records(path), records, n_resamples=settings["bootstrap_resamples"], seed=seed)
         except ValueError as err:
-            raise ValueError(f"{path}: {err}") from None
+            raise ValueError(f"evaluating {model} ({path}): {err}") from None
         detection += [{name: row.get(name) for name in DETECTION_SCHEMA.names} | {"model": model, **model_coordinates(model)}
                       for row in rows]
         curves[model] = {method_label({"method": m, "oracle": m in ORACLE_METHODS}): curve for m, curve in model_curves.items()}
