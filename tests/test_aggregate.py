@@ -2,39 +2,198 @@
 coordinates, the papers' sensitivity layouts, leakage rates with their
 intervals, and the heatmap."""
 
+import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from leaktrace.artifacts import write_table
-from leaktrace.stages.aggregate import model_coordinates, pivot, sensitivity_sections
+from leaktrace.evaluate.detection import detection_rows, subset_samples
+from leaktrace.evaluate.null_check import null_check
+from leaktrace.evaluate.seeds import across_seeds
+from leaktrace.models.backend import TokenStats
+from leaktrace.models.token_table import write_token_stats
+from leaktrace.report.results import pivot, sensitivity_sections
+from leaktrace.stages.aggregate import (
+    aggregate,
+    counterfactual_rows,
+    detector_variant_counts,
+    model_coordinates,
+    null_check_rows,
+)
 from leaktrace.stages.audit import audit, leakage_rates
 from leaktrace.stages.score import SCORES_SCHEMA
 
 
 def test_model_coordinates():
-    assert model_coordinates("reference") == {"ratio": None, "epoch": 0}
-    assert model_coordinates("target-r0.5-e3") == {"ratio": 0.5, "epoch": 3}
+    assert model_coordinates("reference") == {"ratio": None, "seed": None, "epoch": 0}
+    assert model_coordinates("target-r0.5-s2-e3") == {"ratio": 0.5, "seed": 2, "epoch": 3}
     with pytest.raises(ValueError, match="neither"):
-        model_coordinates("target-e3")
+        model_coordinates("target-r5-e3")
 
 
-def _row(method, family, ratio, epoch, f1):
-    return {"method": method, "family": family, "ratio": ratio, "epoch": epoch, "macro_f1": f1, "auc": 0.5}
+# A toy split. Calibration: members 0.9, 0.7, non-members 0.8, 0.4. Their
+# thresholds 0.55 (tp 2, fp 1) and 0.85 (tp 1, fp 0) both give macro F1
+# (4/5 + 2/3) / 2, the best; the lower one is kept. Evaluation: members 0.6,
+# 0.5, 0.9, non-members 0.3, 0.56, 0.1 and 0.2 (flagged pre-exposed).
+# A prefix sample scoring 100 must be in neither fold.
+TOY = [  # sample, member, fold, pre-exposed, loss score
+    ("c1", True, "calibration", False, 0.9), ("c2", True, "calibration", False, 0.7),
+    ("c3", False, "calibration", False, 0.8), ("c4", False, "calibration", False, 0.4),
+    ("e1", True, "evaluation", False, 0.6), ("e2", True, "evaluation", False, 0.5), ("e3", True, "evaluation", False, 0.9),
+    ("e4", False, "evaluation", False, 0.3), ("e5", False, "evaluation", False, 0.56), ("e6", False, "evaluation", False, 0.1),
+    ("e7", False, "evaluation", True, 0.2),
+    ("p1", False, "recall-prefix", False, 100.0),
+]
+
+
+def _toy(flip_evaluation_labels=False):
+    samples = [{"sample_id": sid, "kept": True, "reason": None, "pre_exposed": pre,
+                "split": "member" if member != (flip_evaluation_labels and fold == "evaluation") else "non-member", "fold": fold}
+               for sid, member, fold, pre, _ in TOY]
+    scores = []
+    for sid, _, _, _, score in TOY:
+        scores.append({"sample_id": sid, "method": "loss", "family": "loss", "score": score, "decision": None})
+        for method in ("srdetection_graybox", "srdetection_graybox_n1"):  # identical: Δ 0 on every replicate
+            scores.append({"sample_id": sid, "method": method, "family": "srdetection_graybox", "score": score - 0.55,
+                           "decision": score > 0.55})
+    return scores, samples
+
+
+def test_subsets_exclude_the_prefix_and_filtered_drops_pre_exposed():
+    _, samples = _toy()
+    assert sorted(subset_samples(samples, "all")) == sorted(sid for sid, *_ in TOY[:-1])
+    assert sorted(subset_samples(samples, "filtered")) == sorted(sid for sid, *_ in TOY[:-2])
+    with pytest.raises(ValueError, match="no pre_exposed column"):
+        subset_samples([{k: v for k, v in s.items() if k != "pre_exposed"} for s in samples], "all")
+
+
+def test_detection_rows_on_a_toy_table():
+    scores, samples = _toy()
+    rows, curves = detection_rows(scores, samples, n_resamples=200, seed=1)
+    by = {(r["subset"], r["method"]): r for r in rows}
+    loss = by[("all", "loss")]
+    assert loss["threshold"] == pytest.approx(0.55)
+    assert (loss["n_calibration"], loss["n_eval"], loss["n_eval_non_members"]) == (4, 7, 4)  # prefix excluded
+    # >= 0.55: tp e1 e3, fn e2, fp e5, tn e4 e6 e7: F1 (4/6 + 6/8) / 2
+    assert loss["macro_f1"] == pytest.approx((4 / 6 + 6 / 8) / 2)
+    assert (loss["precision"], loss["recall"]) == (pytest.approx(2 / 3), pytest.approx(2 / 3))
+    assert loss["auc"] == pytest.approx(11 / 12)  # 0.5 loses to 0.56 only
+    assert loss["tpr_at_1fpr"] is None and loss["tpr_at_5fpr"] is None  # 4 non-members: below 1/4, not estimable
+    filtered = by[("filtered", "loss")]  # without e7 (a true negative)
+    assert (filtered["n_eval"], filtered["macro_f1"]) == (6, pytest.approx((4 / 6 + 4 / 6) / 2))
+    gray = by[("all", "srdetection_graybox")]
+    assert gray["threshold"] is None and gray["macro_f1"] == pytest.approx((4 / 6 + 6 / 8) / 2)
+    for method in ("srdetection_graybox", "srdetection_graybox_n1"):
+        row = by[("all", method)]
+        assert (row["delta_auc"], row["delta_auc_low"], row["delta_auc_high"], row["beats_auc_share"]) == (0, 0, 0, 0)
+        assert (row["delta_macro_f1"], row["delta_macro_f1_low"], row["delta_macro_f1_high"]) == (0, 0, 0)
+    assert loss["delta_auc"] == pytest.approx(0.0) and loss["delta_macro_f1"] == pytest.approx(0.0)
+    assert set(curves) == {"loss", "srdetection_graybox", "srdetection_graybox_n1"} and len(curves["loss"][0]) == 6
+    assert rows == detection_rows(scores, samples, n_resamples=200, seed=1)[0]  # seeded
+
+
+def test_a_filtered_subset_without_a_class_gives_rows_without_figures():
+    scores, samples = _toy()
+    samples = [{**s, "pre_exposed": s["sample_id"] in ("c1", "c2")} for s in samples]  # no calibration member left
+    rows = {(r["subset"], r["method"]): r for r in detection_rows(scores, samples, n_resamples=20, seed=1)[0]}
+    assert rows[("filtered", "loss")] == {"subset": "filtered", "method": "loss", "family": "loss", "oracle": False}
+    assert rows[("all", "loss")]["threshold"] == pytest.approx(0.55)
+    samples = [{**s, "split": "non-member"} if s["fold"] == "calibration" else s for s in samples]
+    with pytest.raises(ValueError, match="subset 'all': the calibration fold needs members and non-members"):
+        detection_rows(scores, samples, n_resamples=20, seed=1)
+
+
+def test_threshold_is_unchanged_when_evaluation_labels_flip():
+    flipped = detection_rows(*_toy(flip_evaluation_labels=True), n_resamples=20, seed=1)[0]
+    assert [r["threshold"] for r in flipped if r["method"] == "loss"] == [pytest.approx(0.55)] * 2
+    loss = next(r for r in flipped if r["method"] == "loss" and r["subset"] == "all")
+    assert loss["auc"] == pytest.approx(1 - 11 / 12)
+
+
+def test_counterfactual_rows_delta_per_metric_and_group():
+    split = {"a": ("member", "evaluation"), "b": ("member", "calibration"), "c": ("non-member", "evaluation")}
+    similarity = [
+        {"sample_id": "a", "metric": "bleu", "target": 0.8, "reference": 0.2, "delta": 0.6},
+        {"sample_id": "b", "metric": "bleu", "target": 0.6, "reference": 0.4, "delta": 0.2},
+        {"sample_id": "c", "metric": "bleu", "target": 0.3, "reference": 0.3, "delta": 0.0},
+        {"sample_id": "a", "metric": "exact", "target": 1.0, "reference": 0.0, "delta": 1.0},
+    ]
+    rows = {(r["group"], r["metric"]): r for r in counterfactual_rows(similarity, split)}
+    assert set(rows) == {("member", "bleu"), ("non-member", "bleu"), ("all", "bleu"), ("member", "exact"), ("all", "exact")}
+    member = rows[("member", "bleu")]
+    assert (member["n"], member["delta_mean"], member["delta_std"]) == (2, pytest.approx(0.4), pytest.approx(0.2 * 2**0.5))
+    assert member["target_mean"] == pytest.approx(0.7) and member["reference_mean"] == pytest.approx(0.3)
+    assert rows[("non-member", "bleu")]["delta_std"] == 0.0
+    assert rows[("all", "bleu")]["delta_mean"] == pytest.approx(0.8 / 3)
+    assert rows[("all", "exact")]["n"] == 1
+
+
+def test_null_check_share_beside_one_over_n_plus_one():
+    # 1 of 4 flagged; n_i = 3, 1, 9, 4: expected (1/4 + 1/2 + 1/10 + 1/5) / 4 = 0.2625, inside Wilson [0.0456, 0.6994]
+    row = null_check({"a": True, "b": False, "c": False, "d": False}, {"a": 3, "b": 1, "c": 9, "d": 4})
+    assert (row["n_flagged"], row["rate"], row["expected_rate"], row["mean_variants"]) == (1, 0.25, pytest.approx(0.2625), 4.25)
+    assert row["verdict"] == "within CI of 1/(n+1)"
+    # 10 of 10 with 9 variants each: Wilson low 10 / (10 + z^2) = 0.7225, far above 1/10
+    row = null_check({str(i): True for i in range(10)}, {str(i): 9 for i in range(10)})
+    assert row["rate_low"] == pytest.approx(10 / (10 + 1.959964**2), abs=1e-5)
+    assert row["verdict"] == "outside CI of 1/(n+1)"
+    with pytest.raises(ValueError, match="no variant count"):
+        null_check({"a": True}, {})
+
+
+def test_null_check_counts_detector_variants_only_and_caps_them_per_instance():
+    variants = [{"sample_id": "a", "kind": "original", "valid": True}] + \
+        [{"sample_id": "a", "kind": "rename", "valid": v} for v in (True, True, True, False)] + \
+        [{"sample_id": "a", "kind": "filter", "valid": True}] * 5 + \
+        [{"sample_id": "b", "kind": "original", "valid": True}, {"sample_id": "b", "kind": "rename", "valid": True}]
+    counts = detector_variant_counts(variants)
+    assert counts == {"a": 3, "b": 1}
+    samples = [{"sample_id": "a", "kept": True}, {"sample_id": "b", "kept": True}, {"sample_id": "x", "kept": False}]
+    scores = [{"sample_id": sid, "method": method, "decision": sid == "a"}
+              for sid in ("a", "b", "x") for method in ("srdetection_graybox", "srdetection_graybox_n1", "loss")]
+    rows = {r["method"]: r for r in null_check_rows(scores, samples, counts, {"n_variants": 10, "sensitivity": [1]})}
+    assert rows["srdetection_graybox"]["n_samples"] == 2  # the unkept x is left out
+    assert rows["srdetection_graybox"]["expected_rate"] == pytest.approx((1 / 4 + 1 / 2) / 2)  # n_i = 3, 1
+    assert rows["srdetection_graybox_n1"]["expected_rate"] == pytest.approx(1 / 2)  # capped at 1
+
+
+def _seed_row(seed, auc, f1, tpr, method="loss", epoch=5, subset="filtered"):
+    return {"model": f"target-r5-s{seed}-e{epoch}", "ratio": 5.0, "seed": seed, "epoch": epoch, "subset": subset, "n_eval": 10,
+            "method": method, "family": method, "oracle": method == "ref_oracle", "auc": auc, "macro_f1": f1, "tpr_at_5fpr": tpr}
+
+
+def test_across_seeds_mean_and_sample_sd():
+    rows = [_seed_row(0, 0.7, 0.6, 0.2), _seed_row(1, 0.8, 0.8, None), _seed_row(2, 0.9, 0.7, 0.4),
+            {**_seed_row(3, None, None, None), "n_eval": None},  # not evaluated: left out
+            {**_seed_row(0, 0.5, 0.5, 0.1), "model": "reference", "ratio": None, "seed": None, "epoch": 0}]
+    (summary,) = across_seeds(rows)
+    assert (summary["ratio"], summary["epoch"], summary["n_seeds"]) == (5.0, 5, 3)
+    assert summary["auc_mean"] == pytest.approx(0.8) and summary["auc_sd"] == pytest.approx(0.1)
+    assert summary["macro_f1_mean"] == pytest.approx(0.7) and summary["macro_f1_sd"] == pytest.approx(0.1)
+    assert summary["tpr_at_5fpr_mean"] is None  # one seed not estimable
+    with pytest.raises(ValueError, match="repeat"):
+        across_seeds([_seed_row(0, 0.7, 0.6, 0.2)] * 2)
 
 
 def test_sensitivity_tables_pivot_epochs_ratios_and_variant_counts():
-    detection = [_row("loss", "loss", None, 0, 0.5)]
+    detection = []
     for ratio in (1.0, 5.0):
         for epoch in (1, 3):
-            detection += [_row("loss", "loss", ratio, epoch, 0.1 * epoch + ratio / 100),
-                          _row("srdetection_graybox_n1", "srdetection_graybox", ratio, epoch, 0.6),
-                          _row("srdetection_graybox_n3", "srdetection_graybox", ratio, epoch, 0.7)]
-    text = "\n".join(sensitivity_sections(detection))
-    assert "## Macro F1 by epoch (mixing ratio 1:1)" in text and "## Macro F1 by epoch (mixing ratio 1:5)" in text
-    assert "## SrDetection gray-box macro F1 by variant count n (mixing ratio 1:5)" in text
-    assert "## Macro F1 by mixing ratio (epoch 3)" in text
-    rows, columns = pivot([r for r in detection if r["ratio"] == 5.0], "method", "epoch", "macro_f1", lambda e: f"epoch {e}")
+            for seed in (0, 1):
+                base = {"ratio": ratio, "epoch": epoch, "seed": seed, "subset": "filtered", "tpr_at_5fpr": 0.1, "n_eval": 10}
+                detection += [{**base, "method": "loss", "family": "loss", "oracle": False, "auc": 0.5 + seed / 10,
+                               "macro_f1": 0.1 * epoch + ratio / 100},
+                              {**base, "method": "srdetection_graybox", "family": "srdetection_graybox", "oracle": False, "auc": 0.6, "macro_f1": 0.6},
+                              {**base, "method": "srdetection_graybox_n3", "family": "srdetection_graybox", "oracle": False, "auc": 0.7, "macro_f1": 0.7}]
+    seeds = across_seeds(detection)
+    text = "\n".join(sensitivity_sections(seeds))
+    assert text.index("## AUC by epoch (mixing ratio 1:1, filtered subset)") < text.index("## Macro F1 by epoch (mixing ratio 1:1, filtered subset)")
+    assert "## SrDetection gray-box Macro F1 by variant count n (mixing ratio 1:5, filtered subset)" in text
+    assert "## AUC by mixing ratio (epoch 3, filtered subset)" in text
+    rows, columns = pivot([r for r in seeds if r["ratio"] == 5.0], "epoch", lambda r: r["auc_mean"], lambda e: f"epoch {e}")
     assert columns == ["method", "epoch 1", "epoch 3"]
-    assert rows[0] == {"method": "loss", "epoch 1": pytest.approx(0.15), "epoch 3": pytest.approx(0.35)}
+    assert rows[0] == {"method": "loss", "epoch 1": pytest.approx(0.55), "epoch 3": pytest.approx(0.55)}
+    assert "| loss | 0.550 ± 0.071 | 0.550 ± 0.071 |" in text  # sd of 0.5 and 0.6
 
 
 def _scores(decisions: dict[str, list[bool]]) -> list[dict]:
@@ -64,3 +223,64 @@ def test_audit_writes_table_and_heatmap_and_refuses_scores_without_srdetection(t
     write_table(_scores({"loss": [True]}), SCORES_SCHEMA, tmp_path / "loss.parquet")
     with pytest.raises(ValueError, match="no SrDetection scores"):
         audit({("x", "humaneval"): tmp_path / "loss.parquet"}, tmp_path / "bad")
+def write_synthetic_run(root, *, n_samples, models, methods, seed=0):
+    """Inputs of the aggregate stage: ``models`` scoring every sample with
+    ``methods`` (target members shifted up by 0.8), 30% of each class in the
+    calibration fold, every fifth sample flagged pre-exposed, sample 0 as
+    ReCaLL's prefix, three renamed variants each. Returns the score and token
+    paths by model."""
+    rng = np.random.default_rng(seed)
+    samples = [{"sample_id": f"b/{i:03d}", "kept": True, "reason": None, "split": "member" if i % 2 else "non-member",
+                "fold": "recall-prefix" if i == 0 else "calibration" if i // 2 % 10 < 3 else "evaluation",
+                "pre_exposed": i % 5 == 1}
+               for i in range(n_samples)]
+    pq.write_table(pa.Table.from_pylist(samples), root / "samples.parquet")
+    pq.write_table(pa.Table.from_pylist([{"sample_id": s["sample_id"], "variant_id": v, "kind": "rename" if v else "original",
+                                          "valid": True} for s in samples for v in range(4)]), root / "variants.parquet")
+    pq.write_table(pa.Table.from_pylist([{"sample_id": s["sample_id"], "metric": "bleu", "target": 0.5, "reference": 0.25,
+                                          "delta": 0.25} for s in samples]), root / "similarity.parquet")
+    scores, tokens = {}, {}
+    for model in models:
+        rows = []
+        for s in samples:
+            shift = 0.8 * (s["split"] == "member" and model != "reference")
+            for method in methods:
+                score = float(rng.normal() + shift)
+                gray = method.startswith("srdetection_graybox")
+                rows.append({"sample_id": s["sample_id"], "method": method, "family": "srdetection_graybox" if gray else method,
+                             "score": score, "decision": score > 0 if gray else None})
+        scores[model], tokens[model] = root / model / "scores.parquet", root / model / "tokens.parquet"
+        write_table(rows, SCORES_SCHEMA, scores[model])
+        write_token_stats([(s["sample_id"], 0, "text") for s in samples],
+                          [TokenStats(np.arange(4, dtype=np.int32), np.full(4, -2.0 - 0.1 * (s["split"] == "member"), dtype=np.float32),
+                                      None, None, False) for s in samples], tokens[model])
+    return scores, tokens
+
+
+def test_aggregate_writes_both_subsets_seeds_and_the_null_check(tmp_path):
+    models = ["reference"] + [f"target-r5-s{seed}-e{epoch}" for seed in (0, 1) for epoch in (1, 3)]
+    methods = ["loss", "ref_oracle", "srdetection_graybox", "srdetection_graybox_n1"]
+    scores, tokens = write_synthetic_run(tmp_path, n_samples=41, models=models, methods=methods)
+    out = tmp_path / "aggregate"
+    aggregate(tmp_path / "samples.parquet", scores, tokens, tmp_path / "variants.parquet", tmp_path / "similarity.parquet",
+              {"bootstrap_resamples": 50, "srdetection_graybox": {"n_variants": 10, "sensitivity": [1]}}, 7, out)
+    detection = pq.read_table(out / "detection.parquet").to_pylist()
+    assert len(detection) == len(models) * len(methods) * 2
+    assert {(r["subset"], r["n_eval"]) for r in detection} == {("all", 28), ("filtered", 22)}
+    assert {r["seed"] for r in detection} == {None, 0, 1}
+    assert {r["method"] for r in detection if r["oracle"]} == {"ref_oracle"}
+    assert {r["tpr_at_1fpr"] for r in detection} == {None}  # 14 or 10 evaluation non-members
+    seeds = pq.read_table(out / "across_seeds.parquet").to_pylist()
+    assert len(seeds) == 2 * len(methods) * 2 and {r["n_seeds"] for r in seeds} == {2}
+    null = {r["method"]: r for r in pq.read_table(out / "null_check.parquet").to_pylist()}
+    assert null["srdetection_graybox"]["n_samples"] == 41 and null["srdetection_graybox"]["expected_rate"] == 0.25
+    assert null["srdetection_graybox_n1"]["expected_rate"] == 0.5
+    report = (out / "report.md").read_text()
+    assert report.index("## Null check") < report.index("## Headline: epoch 3, mixing ratio 1:5, filtered split") \
+        < report.index("## Headline: epoch 3, mixing ratio 1:5, unfiltered split") < report.index("## Detection under reference")
+    assert "| ref_oracle (oracle) |" in report and "| n/e |" in report
+    assert "| method | AUC | TPR at 5% FPR | macro F1 | seed 0 | seed 1 |" in report
+    before = {p.name: p.read_bytes() for p in out.glob("*.parquet")}
+    aggregate(tmp_path / "samples.parquet", scores, tokens, tmp_path / "variants.parquet", tmp_path / "similarity.parquet",
+              {"bootstrap_resamples": 50, "srdetection_graybox": {"n_variants": 10, "sensitivity": [1]}}, 7, out)
+    assert before == {p.name: p.read_bytes() for p in out.glob("*.parquet")}

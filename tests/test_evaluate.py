@@ -3,15 +3,16 @@ import warnings
 
 import numpy as np
 import pytest
+from leaktrace.evaluate.bootstrap import Folds, bootstrap, percentile_interval
 from leaktrace.evaluate.metrics import (
     best_balanced_accuracy,
-    bootstrap_ci,
     choose_threshold,
     decision_metrics,
     macro_f1,
     roc_auc,
     tpr_at_fpr,
 )
+from leaktrace.evaluate.proportions import wilson_interval
 from sklearn.metrics import (
     accuracy_score,
     balanced_accuracy_score,
@@ -47,11 +48,16 @@ def test_single_class_gives_nan():
     assert math.isnan(best_balanced_accuracy(labels, scores))
 
 
-@pytest.mark.parametrize(
-    ("fpr", "tpr"), [(0.0, 0.25), (0.2, 0.25), (0.25, 0.5), (0.5, 1.0), (1.0, 1.0)]
-)
+@pytest.mark.parametrize(("fpr", "tpr"), [(0.25, 0.5), (0.3, 0.5), (0.5, 1.0), (1.0, 1.0)])
 def test_tpr_at_fpr_on_constructed_curve(fpr, tpr):
     assert tpr_at_fpr(LABELS, SCORES, fpr) == tpr
+
+
+@pytest.mark.parametrize("fpr", [0.0, 0.01, 0.2, 0.249])
+def test_tpr_below_one_false_positive_is_not_estimable(fpr):
+    # 4 non-members: the smallest FPR above 0 is 1/4; below it the curve
+    # offers only FPR 0 (where TPR would read 0.25), a different quantity.
+    assert math.isnan(tpr_at_fpr(LABELS, SCORES, fpr))
 
 
 def test_tpr_at_fpr_keeps_collinear_points():
@@ -108,47 +114,6 @@ def test_decision_metrics_without_predicted_members_is_zero_without_warning():
     assert metrics["macro_f1"] == pytest.approx((0 + 0.8) / 2)
 
 
-def test_bootstrap_is_deterministic_and_contains_point_estimate():
-    labels, scores = random_split()
-    interval = bootstrap_ci(labels, scores, roc_auc, n_resamples=100, seed=7)
-    assert interval == bootstrap_ci(labels, scores, roc_auc, n_resamples=100, seed=7)
-    assert interval != bootstrap_ci(labels, scores, roc_auc, n_resamples=100, seed=8)
-    low, high = interval
-    assert low < roc_auc(labels, scores) < high
-    assert 0.5 < low and high <= 1.0
-
-
-def test_bootstrap_keeps_class_sizes():
-    labels, scores = random_split(n=40)
-
-    def member_share(y, _):
-        return float(np.mean(y))
-
-    assert bootstrap_ci(labels, scores, member_share, n_resamples=50, seed=0) == (0.5, 0.5)
-
-
-def test_bootstrap_of_predictions():
-    labels, scores = random_split()
-    predictions = (scores >= 0.5).astype(int)
-
-    def accuracy(y, p):
-        return float(np.mean(y == p))
-
-    low, high = bootstrap_ci(labels, predictions, accuracy, n_resamples=200, seed=0)
-    assert low <= accuracy(labels, predictions) <= high
-
-
-def test_bootstrap_skips_nan_and_single_class_is_nan():
-    labels, scores = random_split(n=20)
-
-    def nan_for_some(_, s):
-        return float("nan") if s[0] > 0 else 0.5
-
-    assert bootstrap_ci(labels, scores, nan_for_some, n_resamples=50, seed=0) == (0.5, 0.5)
-    low, high = bootstrap_ci([1] * 10, scores[:10], roc_auc, n_resamples=20, seed=0)
-    assert math.isnan(low) and math.isnan(high)
-
-
 def test_fast_macro_f1_and_auc_equal_sklearn_on_random_data():
     rng = np.random.default_rng(0)
     for _ in range(20):
@@ -171,7 +136,10 @@ def test_threshold_metrics_equal_sklearn_on_random_data():
         tpr = np.array([recall_score(labels, scores >= t) for t in thresholds])
         fpr = np.array([recall_score(labels == 0, scores >= t) for t in thresholds])
         for budget in (0.0, 0.01, 0.05, 0.1, 0.5):
-            assert tpr_at_fpr(labels, scores, budget) == pytest.approx(tpr[fpr <= budget].max())
+            if budget * np.sum(labels == 0) < 1:
+                assert math.isnan(tpr_at_fpr(labels, scores, budget))
+            else:
+                assert tpr_at_fpr(labels, scores, budget) == pytest.approx(tpr[fpr <= budget].max())
         assert best_balanced_accuracy(labels, scores) == pytest.approx(balanced_accuracy_best(labels, scores))
         predictions = rng.integers(0, 2, 40)
         assert decision_metrics(labels, predictions) == pytest.approx(
@@ -196,3 +164,78 @@ def balanced_accuracy_best(labels, scores):
 def test_orientation_flipped_scores_give_one_minus_auc():
     labels, scores = random_split(seed=4)
     assert roc_auc(labels, -scores) == pytest.approx(1 - roc_auc_score(labels, scores))
+
+
+def test_batched_threshold_auc_and_f1_equal_row_by_row():
+    rng = np.random.default_rng(5)
+    labels = np.repeat([1, 0], [7, 9])
+    scores = np.round(rng.normal(size=(3, 4, 16)), 1)  # ties
+    predictions = rng.integers(0, 2, (3, 4, 16))
+    thresholds, aucs, f1s = choose_threshold(labels, scores), roc_auc(labels, scores), macro_f1(labels, predictions)
+    assert thresholds.shape == aucs.shape == f1s.shape == (3, 4)
+    for i, j in np.ndindex(3, 4):
+        assert thresholds[i, j] == choose_threshold(labels, scores[i, j])
+        assert aucs[i, j] == pytest.approx(roc_auc_score(labels, scores[i, j]))
+        assert f1s[i, j] == pytest.approx(f1_score(labels, predictions[i, j], average="macro", zero_division=0))
+
+
+def test_wilson_interval_against_hand_value():
+    # 1 of 4, z = 1.959964: centre (0.25 + z^2/8) / (1 + z^2/4) = 0.372474,
+    # half-width z sqrt(0.25 * 0.75 / 4 + z^2/64) / (1 + z^2/4) = 0.326885.
+    low, high = wilson_interval(1, 4)
+    assert low == pytest.approx(0.045589, abs=1e-5) and high == pytest.approx(0.699359, abs=1e-5)
+    with pytest.raises(ValueError, match="at least one trial"):
+        wilson_interval(0, 0)
+
+
+def _folds(calibration_scores, evaluation_scores, decisions=None, threshold_free=None):
+    calibration_scores, evaluation_scores = np.asarray(calibration_scores, float), np.asarray(evaluation_scores, float)
+    m = len(evaluation_scores)
+    return Folds(
+        calibration_labels=np.array([1, 1, 1, 0, 0, 0], dtype=bool),
+        calibration_scores=calibration_scores,
+        evaluation_labels=np.array([1, 1, 1, 1, 0, 0, 0, 0], dtype=bool),
+        evaluation_scores=evaluation_scores,
+        evaluation_decisions=np.zeros((m, 8), dtype=bool) if decisions is None else np.asarray(decisions, dtype=bool),
+        threshold_free=np.zeros(m, dtype=bool) if threshold_free is None else np.asarray(threshold_free),
+    )
+
+
+def test_bootstrap_refits_the_threshold_in_every_replicate_on_resampled_folds():
+    """The vectorised bootstrap against a loop over the same draws: each
+    replicate draws the evaluation fold, then the calibration fold, within
+    class, fits the threshold on the drawn calibration fold with the scalar
+    ``choose_threshold`` and scores the drawn evaluation fold."""
+    rng = np.random.default_rng(11)
+    folds = _folds(np.round(rng.normal(size=(2, 6)), 1), np.round(rng.normal(size=(2, 8)) + np.repeat([1, 0], 4), 1))
+    replicates = bootstrap(folds, 50, np.random.default_rng(3))
+    draws = np.random.default_rng(3)
+    evaluation = np.concatenate([np.arange(4)[draws.integers(0, 4, (50, 4))], np.arange(4, 8)[draws.integers(0, 4, (50, 4))]], axis=1)
+    calibration = np.concatenate([np.arange(3)[draws.integers(0, 3, (50, 3))], np.arange(3, 6)[draws.integers(0, 3, (50, 3))]], axis=1)
+    labels_ev, labels_cal = np.repeat([1, 0], 4), np.repeat([1, 0], 3)
+    for m, b in np.ndindex(2, 50):
+        threshold = choose_threshold(labels_cal, folds.calibration_scores[m, calibration[b]])
+        scores = folds.evaluation_scores[m, evaluation[b]]
+        assert replicates.auc[m, b] == pytest.approx(roc_auc_score(labels_ev, scores))
+        assert replicates.macro_f1[m, b] == pytest.approx(f1_score(labels_ev, scores >= threshold, average="macro", zero_division=0))
+    assert len({tuple(row) for row in calibration}) > 1  # the calibration fold is resampled, not fixed
+
+
+def test_paired_bootstrap_difference_of_known_size():
+    # Method 0 separates perfectly with its own decisions; method 1 flags no
+    # one and scores a constant. In every replicate (class sizes kept) AUC
+    # differs by 1 - 0.5 and macro F1 by 1 - (0 + 2*4/(2*4 + 4)) / 2 = 2/3.
+    labels = [1, 1, 1, 1, 0, 0, 0, 0]
+    folds = _folds(np.zeros((2, 6)), [labels, [0.0] * 8], decisions=[labels, [0] * 8], threshold_free=[True, True])
+    replicates = bootstrap(folds, 200, np.random.default_rng(0))
+    low, high = percentile_interval(replicates.auc[1] - replicates.auc[0])
+    assert low == high == pytest.approx(-0.5)
+    low, high = percentile_interval(replicates.macro_f1[1] - replicates.macro_f1[0])
+    assert low == high == pytest.approx(-2 / 3)
+
+
+def test_bootstrap_needs_both_classes_where_a_threshold_is_fitted():
+    with pytest.raises(ValueError, match="calibration fold needs members and non-members"):
+        Folds(calibration_labels=np.array([True, True]), calibration_scores=np.zeros((1, 2)),
+              evaluation_labels=np.array([True, False]), evaluation_scores=np.zeros((1, 2)),
+              evaluation_decisions=np.zeros((1, 2), dtype=bool), threshold_free=np.array([False]))

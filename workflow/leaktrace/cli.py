@@ -233,6 +233,7 @@ def _counterfactual(a):
     path("--samples"),
     (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
     (("--tokens",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
+    path("--variants"),
     path("--similarity"),
     (("--fragments",), {"type": Path, "nargs": "*", "default": [], "help": "Markdown sections appended to the report"}),
     SETTINGS,
@@ -242,8 +243,8 @@ def _counterfactual(a):
 def _aggregate(a):
     from leaktrace.stages.aggregate import aggregate
 
-    aggregate(a.samples, _named_paths(a.scores), _named_paths(a.tokens), a.similarity, a.settings, a.seed, a.output_dir,
-              tuple(a.fragments))
+    aggregate(a.samples, _named_paths(a.scores), _named_paths(a.tokens), a.variants, a.similarity, a.settings, a.seed,
+              a.output_dir, tuple(a.fragments))
 
 
 # --- leakage scan (LessLeak-style): index the benchmark, scan corpus shards, gather ---

@@ -4,24 +4,18 @@ Labels are 1 for a member (the positive class) and 0 for a non-member; every
 score is oriented so that higher means "more likely a member". The metrics are
 the ones the seed papers report: ROC AUC and TPR at a fixed low FPR
 (threshold-free; MIMIR, CodeSnitch), accuracy / precision / recall / macro F1
-at a threshold (SrDetection Tables 1-2), CodeSnitch's best balanced accuracy,
-and bootstrap confidence intervals over samples. Threshold-free metrics need
-both classes; with only one present they return NaN rather than raise, so a
-degenerate split shows up as a missing value in a results table.
+at a threshold (SrDetection Tables 1-2) and CodeSnitch's best balanced
+accuracy. Threshold-free metrics need both classes; with only one present they
+return NaN rather than raise, so a degenerate split shows up as a missing
+value in a results table. ``roc_auc``, ``choose_threshold`` and ``macro_f1``
+also take scores (or predictions) with leading batch axes over one label
+vector, which is how the bootstrap evaluates every replicate at once.
 """
-
-from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.stats import rankdata
-from sklearn.metrics import (
-    accuracy_score,
-    f1_score,
-    precision_score,
-    recall_score,
-    roc_curve,
-)
+from sklearn.metrics import roc_curve
 
 
 def _both_classes(labels: np.ndarray) -> bool:
@@ -41,29 +35,34 @@ def _roc_points(labels: ArrayLike, scores: ArrayLike) -> tuple[np.ndarray, np.nd
     return fpr, tpr
 
 
-def roc_auc(labels: ArrayLike, scores: ArrayLike) -> float:
+def roc_auc(labels: ArrayLike, scores: ArrayLike) -> float | np.ndarray:
     """Area under the ROC curve; NaN when only one class is present.
 
     Computed as the Mann-Whitney U statistic from average ranks (ties count
     one half), which equals sklearn's ``roc_auc_score`` but costs a sort, not
-    input validation: the bootstrap calls it thousands of times."""
+    input validation. ``scores`` of shape (..., n) give an AUC per leading index."""
     labels = np.asarray(labels).astype(bool)
+    scores = np.asarray(scores, dtype=float)
     if not _both_classes(labels):
-        return float("nan")
-    ranks = rankdata(np.asarray(scores, dtype=float))
+        return float("nan") if scores.ndim == 1 else np.full(scores.shape[:-1], np.nan)
+    ranks = rankdata(scores, axis=-1)
     n_pos = int(labels.sum())
     n_neg = labels.size - n_pos
-    return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+    auc = (ranks[..., labels].sum(axis=-1) - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+    return float(auc) if scores.ndim == 1 else auc
 
 
 def tpr_at_fpr(labels: ArrayLike, scores: ArrayLike, fpr: float) -> float:
     """Highest TPR among the ROC curve's points whose FPR is at most ``fpr``.
 
     Only thresholds that exist are used (no interpolation between points),
-    so the FPR budget is never exceeded. NaN when only one class is present.
+    so the FPR budget is never exceeded. NaN when only one class is present,
+    and NaN (not estimable) when ``fpr`` is below 1 / (number of
+    non-members): the smallest FPR above 0 such a sample can show, so the
+    only point within the budget would be FPR 0, a different quantity.
     """
     points = _roc_points(labels, scores)
-    if points is None:
+    if points is None or fpr * int(np.sum(np.asarray(labels) == 0)) < 1:
         return float("nan")
     fprs, tprs = points
     return float(tprs[fprs <= fpr].max())
@@ -87,12 +86,12 @@ def _macro_f1(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray) ->
 
     def f1(hits: np.ndarray, misses: np.ndarray) -> np.ndarray:
         denominator = 2 * hits + misses
-        return np.divide(2 * hits, denominator, out=np.zeros(len(hits)), where=denominator > 0)
+        return np.divide(2 * hits, denominator, out=np.zeros(np.shape(hits)), where=denominator > 0)
 
     return (f1(tp, fp + fn) + f1(tn, fn + fp)) / 2
 
 
-def choose_threshold(labels: ArrayLike, scores: ArrayLike) -> float:
+def choose_threshold(labels: ArrayLike, scores: ArrayLike) -> float | np.ndarray:
     """Threshold for ``score >= threshold -> member`` that maximises macro F1.
 
     Fit it on a calibration split disjoint from the one it is applied to; the
@@ -101,71 +100,49 @@ def choose_threshold(labels: ArrayLike, scores: ArrayLike) -> float:
     between each pair of adjacent distinct scores (so a threshold never sits
     on a score, and the same split on nearby data behaves the same), and
     +inf (no one a member). Ties in macro F1 go to the lowest threshold.
+    ``scores`` of shape (..., n) give a threshold per leading index.
     """
     labels = np.asarray(labels).astype(bool)
     scores = np.asarray(scores, dtype=float)
-    distinct = np.unique(scores)
-    thresholds = np.concatenate([distinct[:1], (distinct[:-1] + distinct[1:]) / 2, [np.inf]])
-    members, non_members = np.sort(scores[labels]), np.sort(scores[~labels])
-    tp = members.size - np.searchsorted(members, thresholds, side="left")
-    fp = non_members.size - np.searchsorted(non_members, thresholds, side="left")
-    f1 = _macro_f1(tp, fp, fn=members.size - tp, tn=non_members.size - fp)
-    return float(thresholds[np.argmax(f1)])
+    order = np.argsort(scores, axis=-1, kind="stable")
+    ordered = np.take_along_axis(scores, order, axis=-1)
+    n_pos, n_neg = int(labels.sum()), int((~labels).sum())
+    # Split k (0..n) predicts "member" for sorted positions k..n-1; count the members below it.
+    members_below = np.cumsum(np.concatenate([np.zeros_like(order[..., :1]), labels[order]], axis=-1), axis=-1)
+    tp = n_pos - members_below
+    fp = n_neg - (np.arange(labels.size + 1) - members_below)
+    edge = np.ones_like(ordered[..., :1], dtype=bool)
+    possible = np.concatenate([edge, ordered[..., 1:] > ordered[..., :-1], edge], axis=-1)  # no split inside a tie
+    f1 = np.where(possible, _macro_f1(tp, fp, fn=n_pos - tp, tn=n_neg - fp), -np.inf)
+    thresholds = np.concatenate([ordered[..., :1], (ordered[..., 1:] + ordered[..., :-1]) / 2, np.full_like(ordered[..., :1], np.inf)], axis=-1)
+    best = np.take_along_axis(thresholds, np.argmax(f1, axis=-1)[..., None], axis=-1)[..., 0]
+    return float(best) if scores.ndim == 1 else best
 
 
-def macro_f1(labels: ArrayLike, predictions: ArrayLike) -> float:
-    """Macro F1 of 0/1 predictions from confusion counts (what ``decision_metrics``
-    reports, without sklearn's overhead, for the bootstrap)."""
+def _confusion(labels: ArrayLike, predictions: ArrayLike) -> tuple[np.ndarray, ...]:
+    """tp, fp, fn, tn of 0/1 predictions, one count per leading index of ``predictions``."""
     labels, predictions = np.asarray(labels).astype(bool), np.asarray(predictions).astype(bool)
-    tp = np.array([np.sum(labels & predictions)])
-    fp = np.array([np.sum(~labels & predictions)])
-    fn = np.array([np.sum(labels & ~predictions)])
-    tn = np.array([np.sum(~labels & ~predictions)])
-    return float(_macro_f1(tp, fp, fn, tn)[0])
+    return tuple(np.sum(a & b, axis=-1) for a, b in ((labels, predictions), (~labels, predictions),
+                                                     (labels, ~predictions), (~labels, ~predictions)))
+
+
+def macro_f1(labels: ArrayLike, predictions: ArrayLike) -> float | np.ndarray:
+    """Macro F1 of 0/1 predictions from confusion counts; ``predictions`` of
+    shape (..., n) give a macro F1 per leading index."""
+    f1 = _macro_f1(*_confusion(labels, predictions))
+    return float(f1) if np.ndim(predictions) == 1 else f1
 
 
 def decision_metrics(labels: ArrayLike, predictions: ArrayLike) -> dict[str, float]:
     """Accuracy, member-class precision and recall, and macro F1 of 0/1 predictions.
 
     Undefined ratios (no predicted or no actual members) count as 0, and
-    macro F1 always averages over both classes.
+    macro F1 always averages over both classes (sklearn's ``zero_division=0``).
     """
+    tp, fp, fn, tn = (int(c) for c in _confusion(labels, predictions))
     return {
-        "accuracy": float(accuracy_score(labels, predictions)),
-        "precision": float(precision_score(labels, predictions, zero_division=0)),
-        "recall": float(recall_score(labels, predictions, zero_division=0)),
-        "macro_f1": float(
-            f1_score(labels, predictions, labels=[0, 1], average="macro", zero_division=0)
-        ),
+        "accuracy": (tp + tn) / (tp + fp + fn + tn),
+        "precision": tp / (tp + fp) if tp + fp else 0.0,
+        "recall": tp / (tp + fn) if tp + fn else 0.0,
+        "macro_f1": macro_f1(labels, predictions),
     }
-
-
-def bootstrap_ci(
-    labels: ArrayLike,
-    values: ArrayLike,
-    statistic: Callable[[np.ndarray, np.ndarray], float],
-    *,
-    n_resamples: int = 1000,
-    confidence: float = 0.95,
-    seed: int,
-) -> tuple[float, float]:
-    """Percentile bootstrap confidence interval of ``statistic(labels, values)``.
-
-    Samples are resampled with replacement within each class, keeping the
-    class sizes, so every resample has both classes and threshold-free
-    metrics stay defined. ``values`` may be scores or 0/1 predictions.
-    Resamples where the statistic is NaN are skipped; (NaN, NaN) if all are.
-    """
-    labels, values = np.asarray(labels), np.asarray(values)
-    rng = np.random.default_rng(seed)
-    by_class = [np.flatnonzero(labels == label) for label in np.unique(labels)]
-    estimates = np.empty(n_resamples)
-    for i in range(n_resamples):
-        index = np.concatenate([rng.choice(rows, size=rows.size) for rows in by_class])
-        estimates[i] = statistic(labels[index], values[index])
-    estimates = estimates[~np.isnan(estimates)]
-    if estimates.size == 0:
-        return float("nan"), float("nan")
-    tail = (1.0 - confidence) / 2.0
-    low, high = np.quantile(estimates, [tail, 1.0 - tail])
-    return float(low), float(high)

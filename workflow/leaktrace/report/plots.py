@@ -12,6 +12,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from sklearn.metrics import roc_curve  # noqa: E402
 
+LINE_STYLES = ("-", "--", ":")
+
 
 def roc_plot(curves: Mapping[str, Mapping[str, tuple[np.ndarray, np.ndarray]]], path: Path, columns: int | None = None) -> None:
     """One panel per model (a grid ``columns`` wide: the epochs of one mixing
@@ -23,11 +25,11 @@ def roc_plot(curves: Mapping[str, Mapping[str, tuple[np.ndarray, np.ndarray]]], 
     for ax in axes.flat[len(models):]:
         ax.set_axis_off()
     for ax, model in zip(axes.flat, models, strict=False):
-        for method, (labels, scores) in curves[model].items():
+        for i, (method, (labels, scores)) in enumerate(curves[model].items()):
             if len(set(labels.tolist())) < 2:
                 continue
             fpr, tpr, _ = roc_curve(labels, scores)
-            ax.plot(fpr, tpr, label=method, lw=1.4)
+            ax.plot(fpr, tpr, label=method, lw=1.4, ls=LINE_STYLES[i // 10 % len(LINE_STYLES)])  # 10 colours per style
         ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
         ax.set(title=model, xlabel="false positive rate", ylabel="true positive rate", xlim=(0, 1), ylim=(0, 1))
         ax.legend(fontsize=6, loc="lower right", ncol=2)

@@ -1,7 +1,9 @@
 """aggregate: the papers' tables from the per-model scores and the
-counterfactual similarities — detection metrics per method × model (mixing
-ratio × epoch), their sensitivity to epochs, mixing ratio and SrDetection's
-variant count, perplexity of members and non-members per model, the
+counterfactual similarities — every detector per model (mixing ratio × seed
+× epoch) on the filtered and the unfiltered split, with refitted-bootstrap
+intervals and a paired comparison with SrDetection gray-box; the figures
+across training seeds; the null check of SrDetection's variants under the
+base model; perplexity of members and non-members per model; the
 counterfactual table — as Parquet and Markdown, with ROC curves per model and
 a Δ-versus-BLEU scatter."""
 
@@ -10,7 +12,6 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -18,38 +19,91 @@ import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.split import RECALL_PREFIX
-from leaktrace.evaluate.metrics import bootstrap_ci, choose_threshold, decision_metrics, macro_f1, roc_auc, tpr_at_fpr
+from leaktrace.detect.registry import family_params
+from leaktrace.evaluate.detection import ORACLE_METHODS, detection_rows
+from leaktrace.evaluate.null_check import null_check
+from leaktrace.evaluate.seeds import across_seeds
 from leaktrace.models.token_table import losses_by_text
 from leaktrace.report.plots import delta_scatter, roc_plot
-from leaktrace.report.tables import markdown_table, mean_pm_std
+from leaktrace.report.results import method_label, render_report
 
 log = logging.getLogger(__name__)
 
+NULL_CHECK_FAMILY = "srdetection_graybox"
+NULL_CHECK_MODEL = "reference"  # the base model: never trained on the benchmark
+
+COORDINATES = [
+    ("model", pa.string()),
+    ("ratio", pa.float64()),  # general-text tokens per code token; null for the reference
+    ("seed", pa.int32()),  # the LoRA training seed; null for the reference
+    ("epoch", pa.int32()),  # 0 for the reference (the base model)
+]
+
 DETECTION_SCHEMA = pa.schema(
     [
-        ("model", pa.string()),
-        ("ratio", pa.float64()),  # general-text tokens per code token; null for the reference
-        ("epoch", pa.int32()),  # 0 for the reference (the base model)
+        *COORDINATES,
+        ("subset", pa.string()),  # "filtered": not pre-exposed (SrDetection's protocol) | "all": the whole split
         ("method", pa.string()),
         ("family", pa.string()),
+        ("oracle", pa.bool_()),  # Ref against the target's own base model: a best case no audit has
+        ("n_calibration", pa.int32()),
         ("n_eval", pa.int32()),
+        ("n_eval_non_members", pa.int32()),
         ("threshold", pa.float64()),  # null for threshold-free methods
+        ("auc", pa.float64()),
+        ("auc_low", pa.float64()),
+        ("auc_high", pa.float64()),
+        ("tpr_at_1fpr", pa.float64()),  # null: not estimable (1% < 1 / evaluation non-members)
+        ("tpr_at_5fpr", pa.float64()),
         ("accuracy", pa.float64()),
         ("precision", pa.float64()),
         ("recall", pa.float64()),
         ("macro_f1", pa.float64()),
         ("macro_f1_low", pa.float64()),
         ("macro_f1_high", pa.float64()),
-        ("auc", pa.float64()),
-        ("auc_low", pa.float64()),
-        ("auc_high", pa.float64()),
-        ("tpr_at_1fpr", pa.float64()),
-        ("tpr_at_5fpr", pa.float64()),
+        # the method minus SrDetection gray-box, paired bootstrap; null without SrDetection gray-box
+        ("delta_auc", pa.float64()),
+        ("delta_auc_low", pa.float64()),
+        ("delta_auc_high", pa.float64()),
+        ("beats_auc_share", pa.float64()),  # share of replicates with a higher AUC than SrDetection
+        ("delta_macro_f1", pa.float64()),
+        ("delta_macro_f1_low", pa.float64()),
+        ("delta_macro_f1_high", pa.float64()),
+        ("beats_macro_f1_share", pa.float64()),
+    ]
+)
+
+SEEDS_SCHEMA = pa.schema(
+    [
+        ("ratio", pa.float64()),
+        ("epoch", pa.int32()),
+        ("subset", pa.string()),
+        ("method", pa.string()),
+        ("family", pa.string()),
+        ("oracle", pa.bool_()),
+        ("n_seeds", pa.int32()),
+        *[(f"{metric}_{stat}", pa.float64()) for metric in ("auc", "tpr_at_5fpr", "macro_f1") for stat in ("mean", "sd")],
+    ]
+)
+
+NULL_CHECK_SCHEMA = pa.schema(
+    [
+        ("model", pa.string()),
+        ("method", pa.string()),
+        ("n_variants", pa.int32()),  # the method's variant count; a sample with fewer valid ones uses those
+        ("n_samples", pa.int32()),
+        ("mean_variants", pa.float64()),  # mean over samples of n_i, the variants each was compared with
+        ("n_flagged", pa.int32()),
+        ("rate", pa.float64()),  # share of samples whose original beat all its variants
+        ("rate_low", pa.float64()),  # Wilson 95%
+        ("rate_high", pa.float64()),
+        ("expected_rate", pa.float64()),  # mean of 1 / (n_i + 1): exchangeable variants
+        ("verdict", pa.string()),
     ]
 )
 
 PERPLEXITY_SCHEMA = pa.schema(
-    [("model", pa.string()), ("ratio", pa.float64()), ("epoch", pa.int32()), ("split", pa.string()), ("n", pa.int32()), ("mean_ppl", pa.float64()), ("median_ppl", pa.float64())]
+    [*COORDINATES, ("split", pa.string()), ("n", pa.int32()), ("mean_ppl", pa.float64()), ("median_ppl", pa.float64())]
 )
 
 COUNTERFACTUAL_SCHEMA = pa.schema(
@@ -66,64 +120,48 @@ COUNTERFACTUAL_SCHEMA = pa.schema(
     ]
 )
 
+# Variants the filter alone uses, never a detector.
+NOT_DETECTOR_VARIANTS = frozenset({"original", "filter"})
+
 
 def model_coordinates(model: str) -> dict:
-    """The mixing ratio and epoch of a testbed model name: ``reference`` is
-    epoch 0 (no ratio); ``target-r{ratio}-e{epoch}``."""
+    """The mixing ratio, training seed and epoch of a testbed model name:
+    ``reference`` is epoch 0 (no ratio, no seed); ``target-r{ratio}-s{seed}-e{epoch}``."""
     if model == "reference":
-        return {"ratio": None, "epoch": 0}
-    match = re.fullmatch(r"target-r([0-9.]+)-e(\d+)", model)
+        return {"ratio": None, "seed": None, "epoch": 0}
+    match = re.fullmatch(r"target-r([0-9.]+)-s(\d+)-e(\d+)", model)
     if not match:
-        raise ValueError(f"{model!r} is neither 'reference' nor a target model 'target-r<ratio>-e<epoch>'")
-    return {"ratio": float(match.group(1)), "epoch": int(match.group(2))}
+        raise ValueError(f"{model!r} is neither 'reference' nor a target model 'target-r<ratio>-s<seed>-e<epoch>'")
+    return {"ratio": float(match.group(1)), "seed": int(match.group(2)), "epoch": int(match.group(3))}
 
 
-def detection_rows(model: str, scores: list[dict], split: dict[str, tuple[str, str]], settings: dict, seed: int) -> tuple[list[dict], dict]:
-    by_method: dict[str, list[dict]] = defaultdict(list)
-    for s in scores:
-        if s["sample_id"] in split:
-            by_method[s["method"]].append(s)
-    rows, curves = [], {}
-    for method, items in by_method.items():
-        cal = [s for s in items if split[s["sample_id"]][1] == "calibration"]
-        ev = [s for s in items if split[s["sample_id"]][1] == "evaluation"]
-        if not ev:
+def detector_variant_counts(variants: list[dict]) -> dict[str, int]:
+    """sample_id -> valid variants a detector compares the original with (the
+    filter's own variants excluded)."""
+    counts = {v["sample_id"]: 0 for v in variants}
+    for v in variants:
+        if v["valid"] and v["kind"] not in NOT_DETECTOR_VARIANTS:
+            counts[v["sample_id"]] += 1
+    return counts
+
+
+def null_check_rows(scores: list[dict], samples: list[dict], variant_counts: dict[str, int], graybox: dict | None) -> list[dict]:
+    """The null check of every SrDetection gray-box instance (the main one
+    and the variant-count sensitivity ones) under the base model, on all kept
+    samples: instance ``_n{k}`` compares each sample with its first
+    min(k, valid variants) variants."""
+    params = family_params(NULL_CHECK_FAMILY, graybox)
+    instance_n = {NULL_CHECK_FAMILY: params["n_variants"], **{f"{NULL_CHECK_FAMILY}_n{k}": k for k in params["sensitivity"]}}
+    kept = {s["sample_id"] for s in samples if s["kept"]}
+    rows = []
+    for method, n in instance_n.items():
+        decisions = {s["sample_id"]: s["decision"] for s in scores if s["method"] == method and s["sample_id"] in kept}
+        if not decisions:
+            log.warning("null check: no %s scores of kept samples under %s", method, NULL_CHECK_MODEL)
             continue
-        labels = np.array([split[s["sample_id"]][0] == "member" for s in ev], dtype=int)
-        scores_ev = np.array([s["score"] for s in ev], dtype=float)
-        threshold_free = ev[0]["decision"] is not None
-        if threshold_free:
-            threshold = None
-            predictions = np.array([s["decision"] for s in ev], dtype=int)
-        else:
-            cal_labels = np.array([split[s["sample_id"]][0] == "member" for s in cal], dtype=int)
-            if len(set(cal_labels.tolist())) < 2:
-                raise ValueError(f"{method}: the calibration fold needs members and non-members; raise filter.calibration_fraction")
-            threshold = choose_threshold(cal_labels, np.array([s["score"] for s in cal], dtype=float))
-            predictions = (scores_ev >= threshold).astype(int)
-        metrics = decision_metrics(labels, predictions)
-        f1_ci = bootstrap_ci(labels, predictions, macro_f1, n_resamples=settings["bootstrap_resamples"], seed=seed)
-        auc_ci = bootstrap_ci(labels, scores_ev, roc_auc, n_resamples=settings["bootstrap_resamples"], seed=seed)
-        rows.append(
-            {
-                "model": model,
-                **model_coordinates(model),
-                "method": method,
-                "family": ev[0]["family"],
-                "n_eval": len(ev),
-                "threshold": threshold,
-                **{k: metrics[k] for k in ("accuracy", "precision", "recall", "macro_f1")},
-                "macro_f1_low": f1_ci[0],
-                "macro_f1_high": f1_ci[1],
-                "auc": roc_auc(labels, scores_ev),
-                "auc_low": auc_ci[0],
-                "auc_high": auc_ci[1],
-                "tpr_at_1fpr": tpr_at_fpr(labels, scores_ev, 0.01),
-                "tpr_at_5fpr": tpr_at_fpr(labels, scores_ev, 0.05),
-            }
-        )
-        curves[method] = (labels, scores_ev)
-    return rows, curves
+        compared = {sid: min(n, variant_counts.get(sid, 0)) for sid in decisions}
+        rows.append({"model": NULL_CHECK_MODEL, "method": method, "n_variants": n, **null_check(decisions, compared)})
+    return rows
 
 
 def perplexity_rows(model: str, tokens: Path, split: dict[str, tuple[str, str]]) -> list[dict]:
@@ -151,19 +189,33 @@ def counterfactual_rows(similarity: list[dict], split: dict[str, tuple[str, str]
     return rows
 
 
-def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], similarity: Path, settings: dict,
-              seed: int, out_dir: Path, fragments: tuple[Path, ...] = ()) -> None:
-    """``fragments``: Markdown sections of other stages (the leakage scans) appended to the report."""
+def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], variants: Path, similarity: Path,
+              settings: dict, seed: int, out_dir: Path, fragments: tuple[Path, ...] = ()) -> None:
+    """``settings``: the aggregate config slice, with ``srdetection_graybox``
+    (that family's score settings) for the null check. ``fragments``:
+    Markdown sections of other stages (the leakage scans) appended to the report."""
     records = read_records(samples)
-    # ReCaLL's prefix samples are neither calibration nor evaluation data.
+    # Perplexity and the counterfactual table use the whole split; ReCaLL's prefix samples are no part of it.
     split = {r["sample_id"]: (r["split"], r["fold"]) for r in records if r["kept"] and r["fold"] != RECALL_PREFIX}
 
     detection, curves = [], {}
     for model, path in scores.items():
-        rows, model_curves = detection_rows(model, read_records(path), split, settings, seed)
-        detection += rows
-        curves[model] = model_curves
+        try:
+            rows, model_curves = detection_rows(read_records(path), records, n_resamples=settings["bootstrap_resamples"], seed=seed)
+        except ValueError as err:
+            raise ValueError(f"evaluating {model} ({path}): {err}") from None
+        detection += [{name: row.get(name) for name in DETECTION_SCHEMA.names} | {"model": model, **model_coordinates(model)}
+                      for row in rows]
+        curves[model] = {method_label({"method": m, "oracle": m in ORACLE_METHODS}): curve for m, curve in model_curves.items()}
     write_table(detection, DETECTION_SCHEMA, out_dir / "detection.parquet")
+    seeds = across_seeds(detection)
+    write_table(seeds, SEEDS_SCHEMA, out_dir / "across_seeds.parquet")
+
+    null_rows = []
+    if NULL_CHECK_MODEL in scores:
+        counts = detector_variant_counts(read_records(variants, ["sample_id", "kind", "valid"]))
+        null_rows = null_check_rows(read_records(scores[NULL_CHECK_MODEL]), records, counts, settings.get(NULL_CHECK_FAMILY))
+    write_table(null_rows, NULL_CHECK_SCHEMA, out_dir / "null_check.parquet")
 
     perplexity = [row for model, path in tokens.items() for row in perplexity_rows(model, path, split)]
     write_table(perplexity, PERPLEXITY_SCHEMA, out_dir / "perplexity.parquet")
@@ -172,89 +224,14 @@ def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], s
     cf = counterfactual_rows(sim, split)
     write_table(cf, COUNTERFACTUAL_SCHEMA, out_dir / "counterfactual.parquet")
 
-    roc_plot(curves, out_dir / "roc.png", columns=1 + len({row["epoch"] for row in detection if row["epoch"]}))
+    # Targets first, one row of panels per (ratio, seed) with a panel per epoch; the base model last.
+    order = [m for m in curves if m != "reference"] + [m for m in curves if m == "reference"]
+    roc_plot({m: curves[m] for m in order}, out_dir / "roc.png", columns=max(1, len({r["epoch"] for r in detection if r["seed"] is not None})))
     bleu = {s["sample_id"]: s for s in sim if s["metric"] == "bleu"}
     ids = [sid for sid in bleu if sid in split]
     delta_scatter([bleu[i]["target"] for i in ids], [bleu[i]["delta"] for i in ids], [split[i][0] for i in ids],
                   out_dir / "delta_vs_bleu.png", "BLEU")
 
     extra = tuple(path.read_text() for path in fragments)
-    (out_dir / "report.md").write_text(render_report(records, detection, perplexity, cf, extra))
+    (out_dir / "report.md").write_text(render_report(records, detection, seeds, null_rows, perplexity, cf, extra))
     log.info("aggregate tables in %s", out_dir)
-
-
-def detection_sections(detection: list[dict]) -> list[str]:
-    """SrDetection Tables 1-2: per model, one row per method."""
-    parts = []
-    for model in dict.fromkeys(r["model"] for r in detection):
-        rows = [r for r in detection if r["model"] == model]
-        parts += [
-            f"## Detection under {model} (evaluation fold; thresholds from the calibration fold; 95% bootstrap CIs)\n",
-            markdown_table(
-                [{**r, "macro F1 [95% CI]": f"{r['macro_f1']:.3f} [{r['macro_f1_low']:.3f}, {r['macro_f1_high']:.3f}]",
-                  "AUC [95% CI]": f"{r['auc']:.3f} [{r['auc_low']:.3f}, {r['auc_high']:.3f}]"} for r in rows],
-                ["method", "n_eval", "threshold", "accuracy", "precision", "recall", "macro F1 [95% CI]", "AUC [95% CI]",
-                 "tpr_at_1fpr", "tpr_at_5fpr"],
-            ),
-        ]
-    return parts
-
-
-def pivot(rows: list[dict], row_key: str, column_key: str, value: str, label) -> tuple[list[dict], list[str]]:
-    """A wide table: one row per ``row_key`` value, one column per ``column_key`` value."""
-    columns = sorted({r[column_key] for r in rows})
-    table: dict = {}
-    for r in rows:
-        table.setdefault(r[row_key], {row_key: r[row_key]})[label(r[column_key])] = r[value]
-    return list(table.values()), [row_key] + [label(c) for c in columns]
-
-
-def sensitivity_sections(detection: list[dict]) -> list[str]:
-    targets = [r for r in detection if r["ratio"] is not None]
-    if not targets:
-        return []
-    parts = []
-    ratios = sorted({r["ratio"] for r in targets})
-    last_epoch = max(r["epoch"] for r in targets)
-    for ratio in ratios:
-        rows, columns = pivot([r for r in targets if r["ratio"] == ratio], "method", "epoch", "macro_f1", lambda e: f"epoch {e}")
-        parts += [f"## Macro F1 by epoch (mixing ratio 1:{ratio:g})\n", markdown_table(rows, columns)]
-        variant_counts = [r for r in targets if r["ratio"] == ratio and r["family"] == "srdetection_graybox"]
-        if len({r["method"] for r in variant_counts}) > 1:
-            rows, columns = pivot(variant_counts, "method", "epoch", "macro_f1", lambda e: f"epoch {e}")
-            parts += [f"## SrDetection gray-box macro F1 by variant count n (mixing ratio 1:{ratio:g})\n", markdown_table(rows, columns)]
-    if len(ratios) > 1:
-        rows, columns = pivot([r for r in targets if r["epoch"] == last_epoch], "method", "ratio", "macro_f1", lambda r: f"1:{r:g}")
-        parts += [f"## Macro F1 by mixing ratio (epoch {last_epoch})\n", markdown_table(rows, columns)]
-    return parts
-
-
-def render_report(samples: list[dict], detection: list[dict], perplexity: list[dict], cf: list[dict],
-                  extra_sections: tuple[str, ...] = ()) -> str:
-    kept = [s for s in samples if s["kept"]]
-    dropped: dict[str, int] = defaultdict(int)
-    for s in samples:
-        if not s["kept"]:
-            dropped[s["reason"].split(":")[0]] += 1
-    parts = [
-        "# leaktrace results\n",
-        f"{len(samples)} samples; {len(kept)} kept "
-        f"({sum(s['split'] == 'member' for s in kept)} members, "
-        f"{sum(s['split'] == 'non-member' and s['fold'] != RECALL_PREFIX for s in kept)} non-members); "
-        f"{sum(s['fold'] == RECALL_PREFIX for s in samples)} non-members held out as ReCaLL's prefix; "
-        f"dropped: {', '.join(f'{k} {v}' for k, v in sorted(dropped.items())) or 'none'}.\n",
-        *detection_sections(detection),
-        *sensitivity_sections(detection),
-        "\n## Perplexity of the original samples\n",
-        markdown_table(perplexity, ["model", "split", "n", "mean_ppl", "median_ppl"], digits=2),
-        *extra_sections,
-        "\n## Counterfactual generation (target vs reference, mean ± std)\n",
-        markdown_table(
-            [{"group": r["group"], "metric": r["metric"], "n": r["n"],
-              "target": mean_pm_std(r["target_mean"], r["target_std"]),
-              "reference": mean_pm_std(r["reference_mean"], r["reference_std"]),
-              "Δ": mean_pm_std(r["delta_mean"], r["delta_std"])} for r in cf],
-            ["group", "metric", "n", "target", "reference", "Δ"],
-        ),
-    ]
-    return "\n".join(parts)

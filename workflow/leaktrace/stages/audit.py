@@ -10,9 +10,9 @@ import logging
 from pathlib import Path
 
 import pyarrow as pa
-from scipy.stats import binomtest
 
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.evaluate.proportions import wilson_interval
 from leaktrace.report.plots import leakage_heatmap
 from leaktrace.report.tables import markdown_table
 
@@ -43,10 +43,10 @@ def leakage_rates(model: str, benchmark: str, scores: list[dict]) -> list[dict]:
         if not decisions:
             continue
         flagged = sum(decisions)
-        interval = binomtest(flagged, len(decisions)).proportion_ci(confidence_level=0.95, method="wilson")
+        low, high = wilson_interval(flagged, len(decisions))
         rows.append({"model": model, "benchmark": benchmark, "detector": detector, "n_samples": len(decisions),
                      "n_flagged": flagged, "leakage_rate": flagged / len(decisions),
-                     "rate_low": float(interval.low), "rate_high": float(interval.high)})
+                     "rate_low": low, "rate_high": high})
     return rows
 
 

@@ -1,0 +1,143 @@
+"""Every detector of one scored model evaluated against the testbed's labels,
+on two subsets of the split, with refitted-bootstrap intervals and a paired
+comparison with SrDetection gray-box.
+
+Subsets: ``filtered`` is SrDetection's protocol (the samples the pre-exposure
+filter lets through); ``all`` is the whole member / non-member split, which
+the filter only flags, so no detector gets a base-model calibration the
+others lack. ReCaLL's prefix samples are in neither. Where the filtered
+subset leaves a fold without members or non-members, its rows carry the
+method and no figures (and a warning is logged). Within a subset every
+method is evaluated on the same samples (those all of the model's methods
+scored), so differences between methods are paired.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+
+import numpy as np
+
+from leaktrace.data.split import RECALL_PREFIX
+from leaktrace.evaluate.bootstrap import Folds, bootstrap, fitted_thresholds, percentile_interval, predictions
+from leaktrace.evaluate.metrics import decision_metrics, macro_f1, roc_auc, tpr_at_fpr
+from leaktrace.seeding import derive_seed
+
+log = logging.getLogger(__name__)
+
+SUBSETS = ("filtered", "all")
+BASELINE = "srdetection_graybox"  # the method every other one is compared with
+# Ref scored against the target's own pre-fine-tuning model: a reference no
+# real audit has, so its figures are a best case.
+ORACLE_METHODS = frozenset({"ref_oracle"})
+LOW_FPRS = {"tpr_at_1fpr": 0.01, "tpr_at_5fpr": 0.05}
+
+
+def subset_samples(samples: list[dict], subset: str) -> dict[str, tuple[bool, str]]:
+    """sample_id -> (is a member, fold) for the kept, non-prefix samples of ``subset``."""
+    if subset not in SUBSETS:
+        raise ValueError(f"unknown subset {subset!r}; known: {SUBSETS}")
+    if samples and "pre_exposed" not in samples[0]:
+        raise ValueError("the samples table has no pre_exposed column; re-run the filter stage")
+    return {
+        s["sample_id"]: (s["split"] == "member", s["fold"])
+        for s in samples
+        if s["kept"] and s["fold"] != RECALL_PREFIX and (subset == "all" or not s["pre_exposed"])
+    }
+
+
+def _folds(by_method: dict[str, dict[str, dict]], split: dict[str, tuple[bool, str]]) -> Folds:
+    """The score matrices of every method over the split's samples that all of them scored."""
+    methods = list(by_method)
+    scored = set.intersection(*(set(by_method[m]) for m in methods))
+    missing = sorted(set(split) - scored)
+    if missing:
+        log.warning("%d samples lack a score of some method and are left out of every method's evaluation: %s",
+                    len(missing), ", ".join(missing[:5]))
+    ids = {fold: [sid for sid in sorted(split) if sid in scored and split[sid][1] == fold] for fold in ("calibration", "evaluation")}
+
+    def matrix(fold: str, key: str, dtype) -> np.ndarray:
+        return np.array([[by_method[m][sid][key] for sid in ids[fold]] for m in methods], dtype=dtype).reshape(len(methods), -1)
+
+    return Folds(
+        calibration_labels=np.array([split[sid][0] for sid in ids["calibration"]], dtype=bool),
+        calibration_scores=matrix("calibration", "score", float),
+        evaluation_labels=np.array([split[sid][0] for sid in ids["evaluation"]], dtype=bool),
+        evaluation_scores=matrix("evaluation", "score", float),
+        evaluation_decisions=matrix("evaluation", "decision", bool),
+        threshold_free=np.array([next(iter(by_method[m].values()))["decision"] is not None for m in methods]),
+    )
+
+
+def _nan_to_none(row: dict) -> dict:
+    return {k: None if isinstance(v, float) and np.isnan(v) else v for k, v in row.items()}
+
+
+def _evaluated_rows(folds: Folds, methods: list[str], n_resamples: int, rng: np.random.Generator) -> list[dict]:
+    """Point figures, bootstrap intervals and paired differences from
+    SrDetection gray-box, one dict per method."""
+    thresholds = fitted_thresholds(folds)
+    labels = folds.evaluation_labels.astype(int)
+    predicted = predictions(folds, thresholds, folds.evaluation_scores, folds.evaluation_decisions).astype(int)
+    point = {"auc": roc_auc(labels, folds.evaluation_scores), "macro_f1": macro_f1(labels, predicted)}
+    replicates = bootstrap(folds, n_resamples, rng)
+    baseline = methods.index(BASELINE) if BASELINE in methods else None
+    rows = []
+    for i, method in enumerate(methods):
+        metrics = decision_metrics(labels, predicted[i])
+        row = {
+            "n_calibration": int(folds.calibration_labels.size),
+            "n_eval": int(labels.size),
+            "n_eval_non_members": int((labels == 0).sum()),
+            "threshold": float(thresholds[i]),
+            **{key: tpr_at_fpr(labels, folds.evaluation_scores[i], fpr) for key, fpr in LOW_FPRS.items()},
+            "accuracy": metrics["accuracy"],
+            "precision": metrics["precision"],
+            "recall": metrics["recall"],
+        }
+        for metric in ("auc", "macro_f1"):
+            values = getattr(replicates, metric)
+            low, high = percentile_interval(values[i])
+            row |= {metric: float(point[metric][i]), f"{metric}_low": float(low), f"{metric}_high": float(high)}
+            if baseline is not None:
+                delta = values[i] - values[baseline]
+                low, high = percentile_interval(delta)
+                row |= {f"delta_{metric}": float(point[metric][i] - point[metric][baseline]), f"delta_{metric}_low": float(low),
+                        f"delta_{metric}_high": float(high), f"beats_{metric}_share": float(np.mean(delta > 0))}
+        rows.append(row)
+    return rows
+
+
+def detection_rows(scores: list[dict], samples: list[dict], *, n_resamples: int, seed: int) -> tuple[list[dict], dict]:
+    """One row per subset and method, and the filtered subset's ROC inputs
+    {method: (labels, scores)}. Thresholds come from the calibration fold;
+    metrics from the evaluation fold. TPR at an FPR below 1 / (evaluation
+    non-members) is None (not estimable). Δ columns: the method minus
+    SrDetection gray-box, per replicate of one shared bootstrap; the ``beats``
+    shares count replicates where the method is strictly better. The draws
+    depend on the seed and the subset only, so models are resampled alike."""
+    by_method: dict[str, dict[str, dict]] = defaultdict(dict)
+    for s in scores:
+        by_method[s["method"]][s["sample_id"]] = s
+    methods = list(by_method)
+    rows, curves = [], {}
+    for subset in SUBSETS:
+        split = subset_samples(samples, subset)
+        if not split or not methods:
+            continue
+        names = [{"subset": subset, "method": m, "family": next(iter(by_method[m].values()))["family"],
+                  "oracle": m in ORACLE_METHODS} for m in methods]
+        try:
+            folds = _folds(by_method, split)
+        except ValueError as err:
+            if subset == "all":  # the split itself is too small: a configuration error
+                raise ValueError(f"subset {subset!r}: {err}") from None
+            log.warning("subset %r not evaluated: %s", subset, err)
+            rows += names
+            continue
+        rng = np.random.default_rng(derive_seed(seed, "bootstrap", subset))
+        rows += [_nan_to_none(name | row) for name, row in zip(names, _evaluated_rows(folds, methods, n_resamples, rng), strict=True)]
+        if subset == "filtered":
+            curves = {m: (folds.evaluation_labels.astype(int), folds.evaluation_scores[i]) for i, m in enumerate(methods)}
+    return rows, curves

@@ -1,0 +1,205 @@
+"""The aggregate stage's Markdown report. Threshold-free figures (AUC, TPR at
+low FPR) come before macro F1 everywhere; TPR at an FPR the evaluation fold
+cannot resolve reads "n/e" (not estimable); Ref against the target's own base
+model is labelled "oracle"."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from leaktrace.data.split import RECALL_PREFIX
+from leaktrace.evaluate.detection import BASELINE, SUBSETS
+from leaktrace.report.tables import markdown_table, mean_pm_std
+
+SUBSET_TITLES = {
+    "filtered": "filtered split (SrDetection's protocol: samples the pre-exposure filter passes)",
+    "all": "unfiltered split (every sample of the member / non-member split)",
+}
+
+
+def method_label(row: dict) -> str:
+    return f"{row['method']} (oracle)" if row["oracle"] else row["method"]
+
+
+def estimate(value: float | None, digits: int = 3) -> str:
+    """A figure, or "n/e" where it is not estimable (None)."""
+    return "n/e" if value is None else f"{value:.{digits}f}"
+
+
+def with_interval(value: float | None, low: float | None, high: float | None) -> str:
+    return "–" if value is None else f"{value:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def mean_sd(mean: float | None, sd: float | None) -> str:
+    if mean is None:
+        return "n/e"
+    return f"{mean:.3f}" if sd is None else mean_pm_std(mean, sd)
+
+
+def sample_summary(samples: Sequence[dict]) -> str:
+    kept = [s for s in samples if s["kept"] and s["fold"] != RECALL_PREFIX]
+    dropped: dict[str, int] = defaultdict(int)
+    for s in samples:
+        if not s["kept"]:
+            dropped[s["reason"].split(":")[0]] += 1
+    pre_exposed = [s for s in kept if s["pre_exposed"]]
+    return (
+        f"{len(samples)} samples; {len(kept)} in the member / non-member split "
+        f"({sum(s['split'] == 'member' for s in kept)} members, {sum(s['split'] == 'non-member' for s in kept)} non-members), "
+        f"of which {len(pre_exposed)} are flagged pre-exposed ({sum(s['split'] == 'member' for s in pre_exposed)} members) "
+        f"and left out of the filtered subset; {sum(s['fold'] == RECALL_PREFIX for s in samples)} non-members held out "
+        f"as ReCaLL's prefix; dropped: {', '.join(f'{k} {v}' for k, v in sorted(dropped.items())) or 'none'}.\n"
+    )
+
+
+def null_check_section(rows: Sequence[dict]) -> list[str]:
+    text = (
+        "\n## Null check: SrDetection gray-box under the base model\n\n"
+        "The base model never saw the benchmark, so with exchangeable variants the original of a sample compared "
+        "with n_i variants beats them all with probability 1/(n_i + 1). Observed: the share of kept samples it "
+        "flags (Wilson 95% CI); expected: the mean of 1/(n_i + 1). A share above the expectation means the "
+        "variants are less natural than the originals, which SrDetection reads as leakage.\n"
+    )
+    if not rows:
+        return [text, "_(no base-model SrDetection gray-box scores: the null check did not run)_\n"]
+    table = markdown_table(
+        [{**r, "share flagged [95% CI]": with_interval(r["rate"], r["rate_low"], r["rate_high"]),
+          "expected 1/(n+1)": r["expected_rate"], "mean n_i": r["mean_variants"]} for r in rows],
+        ["method", "n_variants", "n_samples", "mean n_i", "n_flagged", "share flagged [95% CI]", "expected 1/(n+1)", "verdict"],
+    )
+    return [text, table]
+
+
+def headline_sections(detection: Sequence[dict], seeds: Sequence[dict]) -> list[str]:
+    """The last epoch of the first mixing ratio: mean ± sd across training
+    seeds, then each seed's AUC / TPR at 5% FPR / macro F1."""
+    targets = [r for r in detection if r["seed"] is not None]
+    if not targets:
+        return []
+    ratio = targets[0]["ratio"]
+    epoch = max(r["epoch"] for r in targets if r["ratio"] == ratio)
+    seed_ids = sorted({r["seed"] for r in targets if r["ratio"] == ratio and r["epoch"] == epoch})
+    parts = []
+    for subset in SUBSETS:
+        summary = [s for s in seeds if (s["ratio"], s["epoch"], s["subset"]) == (ratio, epoch, subset)]
+        if not summary:
+            continue
+        per_seed = {(r["method"], r["seed"]): r for r in targets if (r["ratio"], r["epoch"], r["subset"]) == (ratio, epoch, subset)}
+        rows = []
+        for s in summary:
+            row = {"method": method_label(s), "AUC": mean_sd(s["auc_mean"], s["auc_sd"]),
+                   "TPR at 5% FPR": mean_sd(s["tpr_at_5fpr_mean"], s["tpr_at_5fpr_sd"]),
+                   "macro F1": mean_sd(s["macro_f1_mean"], s["macro_f1_sd"])}
+            for seed in seed_ids:
+                r = per_seed.get((s["method"], seed))
+                row[f"seed {seed}"] = "–" if r is None or r["n_eval"] is None else \
+                    f"{r['auc']:.3f} / {estimate(r['tpr_at_5fpr'])} / {r['macro_f1']:.3f}"
+            rows.append(row)
+        parts += [
+            f"\n## Headline: epoch {epoch}, mixing ratio 1:{ratio:g}, {SUBSET_TITLES[subset]}\n\n"
+            f"Mean ± sd across {len(seed_ids)} training seeds; per seed: AUC / TPR at 5% FPR / macro F1.\n",
+            markdown_table(rows, ["method", "AUC", "TPR at 5% FPR", "macro F1", *[f"seed {s}" for s in seed_ids]]),
+        ]
+    return parts
+
+
+def detection_sections(detection: Sequence[dict]) -> list[str]:
+    """Per model and subset, one row per method (SrDetection Tables 1-2 with
+    the threshold-free figures first and the paired comparison)."""
+    parts = []
+    for model in dict.fromkeys(r["model"] for r in detection):
+        for subset in SUBSETS:
+            rows = [r for r in detection if r["model"] == model and r["subset"] == subset]
+            if not rows:
+                continue
+            if rows[0]["n_eval"] is None:
+                parts.append(f"\n## Detection under {model}, {subset} subset\n\nNot evaluated: a fold of this subset "
+                             "has no members or no non-members.\n")
+                continue
+            parts += [
+                f"\n## Detection under {model}, {subset} subset\n\n"
+                f"Evaluation fold of {rows[0]['n_eval']} samples ({rows[0]['n_eval_non_members']} non-members); thresholds "
+                f"fitted on the calibration fold ({rows[0]['n_calibration']} samples). 95% bootstrap CIs refit the threshold "
+                f"in every replicate; Δ is the method minus {BASELINE} on the same replicates (paired), 'beats' the share of "
+                "replicates where the method is higher. Accuracy, precision and recall are in detection.parquet.\n",
+                markdown_table(
+                    [{"method": method_label(r), "AUC [95% CI]": with_interval(r["auc"], r["auc_low"], r["auc_high"]),
+                      "TPR at 1% FPR": estimate(r["tpr_at_1fpr"]), "TPR at 5% FPR": estimate(r["tpr_at_5fpr"]),
+                      "macro F1 [95% CI]": with_interval(r["macro_f1"], r["macro_f1_low"], r["macro_f1_high"]),
+                      "Δ AUC [95% CI]": with_interval(r["delta_auc"], r["delta_auc_low"], r["delta_auc_high"]),
+                      "beats (AUC)": r["beats_auc_share"],
+                      "Δ macro F1 [95% CI]": with_interval(r["delta_macro_f1"], r["delta_macro_f1_low"], r["delta_macro_f1_high"]),
+                      "beats (F1)": r["beats_macro_f1_share"], "threshold": r["threshold"]} for r in rows],
+                    ["method", "AUC [95% CI]", "TPR at 1% FPR", "TPR at 5% FPR", "macro F1 [95% CI]", "Δ AUC [95% CI]",
+                     "beats (AUC)", "Δ macro F1 [95% CI]", "beats (F1)", "threshold"],
+                ),
+            ]
+    return parts
+
+
+def pivot(rows: Sequence[dict], column_key: str, cell, label) -> tuple[list[dict], list[str]]:
+    """A wide table: one row per method, one column per ``column_key`` value,
+    each cell ``cell(row)``."""
+    columns = sorted({r[column_key] for r in rows})
+    table: dict = {}
+    for r in rows:
+        table.setdefault(r["method"], {"method": method_label(r)})[label(r[column_key])] = cell(r)
+    return list(table.values()), ["method"] + [label(c) for c in columns]
+
+
+METRIC_TITLES = {"auc": "AUC", "macro_f1": "Macro F1"}
+
+
+def sensitivity_sections(seeds: Sequence[dict]) -> list[str]:
+    """SrDetection's sensitivity tables from the across-seed summary (mean ±
+    sd): by epoch and by variant count per mixing ratio, by mixing ratio at
+    the last epoch; AUC before macro F1, per subset."""
+    if not seeds:
+        return []
+    parts = []
+    ratios = list(dict.fromkeys(r["ratio"] for r in seeds))
+    last_epoch = max(r["epoch"] for r in seeds)
+    for subset in SUBSETS:
+        rows_of_subset = [r for r in seeds if r["subset"] == subset]
+        for metric, title in METRIC_TITLES.items():
+            def cell(r, metric=metric):
+                return mean_sd(r[f"{metric}_mean"], r[f"{metric}_sd"])
+
+            for ratio in ratios:
+                at_ratio = [r for r in rows_of_subset if r["ratio"] == ratio]
+                rows, columns = pivot(at_ratio, "epoch", cell, lambda e: f"epoch {e}")
+                parts += [f"\n## {title} by epoch (mixing ratio 1:{ratio:g}, {subset} subset)\n", markdown_table(rows, columns)]
+                variant_counts = [r for r in at_ratio if r["family"] == BASELINE]
+                if len({r["method"] for r in variant_counts}) > 1:
+                    rows, columns = pivot(variant_counts, "epoch", cell, lambda e: f"epoch {e}")
+                    parts += [f"\n## SrDetection gray-box {title} by variant count n (mixing ratio 1:{ratio:g}, {subset} subset)\n",
+                              markdown_table(rows, columns)]
+            if len(ratios) > 1:
+                rows, columns = pivot([r for r in rows_of_subset if r["epoch"] == last_epoch], "ratio", cell, lambda r: f"1:{r:g}")
+                parts += [f"\n## {title} by mixing ratio (epoch {last_epoch}, {subset} subset)\n", markdown_table(rows, columns)]
+    return parts
+
+
+def render_report(samples: Sequence[dict], detection: Sequence[dict], seeds: Sequence[dict], null_check: Sequence[dict],
+                  perplexity: Sequence[dict], counterfactual: Sequence[dict], extra_sections: tuple[str, ...] = ()) -> str:
+    parts = [
+        "# leaktrace results\n",
+        sample_summary(samples),
+        *null_check_section(null_check),
+        *headline_sections(detection, seeds),
+        *detection_sections(detection),
+        *sensitivity_sections(seeds),
+        "\n## Perplexity of the original samples\n",
+        markdown_table(perplexity, ["model", "split", "n", "mean_ppl", "median_ppl"], digits=2),
+        *extra_sections,
+        "\n## Counterfactual generation (target vs reference, mean ± std)\n",
+        markdown_table(
+            [{"group": r["group"], "metric": r["metric"], "n": r["n"],
+              "target": mean_pm_std(r["target_mean"], r["target_std"]),
+              "reference": mean_pm_std(r["reference_mean"], r["reference_std"]),
+              "Δ": mean_pm_std(r["delta_mean"], r["delta_std"])} for r in counterfactual],
+            ["group", "metric", "n", "target", "reference", "Δ"],
+        ),
+    ]
+    return "\n".join(parts)
