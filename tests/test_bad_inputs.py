@@ -470,3 +470,23 @@ def test_fuzz_huge_units_bounded_and_the_same_from_disk(text, language, granular
     assert all(len(t.encode()) <= max_bytes for t, *_ in streamed)
     if language == "java":  # windows only: they begin and end the text
         assert text.startswith(streamed[0][0]) and text.endswith(streamed[-1][0])
+
+
+@FUZZ
+@given(cut=st.just(0) | st.integers(1, 10_000), flip=st.integers(0, 10_000), parts=st.integers(1, 3))
+def test_fuzz_corrupt_parquet(cut, flip, parts):
+    """A Parquet file cut short or with a flipped byte is not_parquet, or its
+    unreadable row groups are counted row by row; no scan of it crashes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "c.parquet")
+        pq.write_table(pa.table({"content": [f"def f_{k}(x):\n    return x + {k}\n" * 3 for k in range(40)]}), path,
+                       row_group_size=10)
+        data = bytearray(path.read_bytes())
+        data[flip % len(data)] ^= 0xFF
+        path.write_bytes(bytes(data[: len(data) - cut % len(data)]))
+        skips, docs = Counter(), []
+        for part in range(parts):
+            docs += iter_source({"kind": "parquet", "paths": [str(path)], "content": "content"}, part, parts, [], skips)
+        assert set(skips) <= {"not_parquet", "unreadable"} and skips["not_parquet"] <= 1
+        if skips["not_parquet"]:
+            assert not docs

@@ -369,7 +369,7 @@ def _parquet_docs(pf: pq.ParquetFile, path: Path, content: str, id_column: str |
                         yield RawDocument(doc_id, readable(str(where[j])) if where else f"{where_file}#{k + j}",
                                           text if text is not None else "")
                     k += len(texts)
-            except (pa.ArrowException, OSError) as err:
+            except (pa.ArrowException, OSError, UnicodeDecodeError) as err:  # the last: a corrupt string column
                 if not dirty:
                     raise InputError(str(path), f"row group {rg}", f"unreadable: {err}") from None
                 log.warning("%s, row group %d: unreadable (%s); its %d unread rows counted as unreadable",
