@@ -178,9 +178,9 @@ def scan_shard(index: Path, benchmark: Path, source: dict, part: int, n_parts: i
                 batch.append((doc.doc_id, doc.location, unit, lang, h))
                 if len(batch) >= s.batch_size:
                     flush()
-        except (OSError, UnicodeDecodeError) as err:  # a huge file that changed or failed while it was read in windows
-            log.warning("%s became unreadable after %d windows were scanned (%s); counted as unreadable", doc.location,
-                        counts["units"], err)
+        except (OSError, UnicodeDecodeError) as err:  # a huge file that changed or failed while it was read from disk
+            log.warning("%s became unreadable while it was split (%s): the units read before are scanned, the file is "
+                        "counted as unreadable", doc.location, err)
             skips["unreadable"] += 1
     flush()
     write_table(pairs, PAIR_SCHEMA, pairs_out)
