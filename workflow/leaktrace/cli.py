@@ -308,6 +308,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         COMMANDS[args.command][1](args)
     except InputError as err:
-        logging.getLogger("leaktrace").error("bad input: %s", err)
+        logging.getLogger("leaktrace").error("bad input: %s", one_line(str(err)))
         return 2
     return 0
+
+
+def one_line(message: str) -> str:
+    """A bad-input report is one line on stderr, whatever a file name or a
+    library's message holds: line breaks are written as escapes."""
+    return message.replace("\n", "\\n").replace("\r", "\\r")

@@ -6,10 +6,15 @@ the same interpreter yields the same shards byte for byte."""
 from __future__ import annotations
 
 import fnmatch
+import logging
 import sysconfig
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from leaktrace.data.names import readable
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -26,8 +31,10 @@ def stdlib_root() -> Path:
 def iter_stdlib_code(exclude: Sequence[str] = ()) -> Iterator[Document]:
     """Every ``.py`` file of the standard library (site-packages never), minus
     paths matching any of the ``exclude`` globs (relative to the stdlib root).
-    Files that are not UTF-8 are skipped: the stdlib has none, but a patched
-    interpreter might."""
+    A corpus is dirty, so a file that cannot be read, is not UTF-8 or holds a
+    NUL byte is skipped with a warning naming it and why (the stdlib has none,
+    but a patched interpreter might); a name that is not UTF-8 is kept escaped
+    (:func:`~leaktrace.data.names.readable`)."""
     root = stdlib_root()
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root).as_posix()
@@ -35,9 +42,13 @@ def iter_stdlib_code(exclude: Sequence[str] = ()) -> Iterator[Document]:
             continue
         try:
             text = path.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, OSError):
+        except (UnicodeDecodeError, OSError) as err:
+            log.warning("corpus file %s skipped: %s", readable(str(path)), err)
             continue
-        yield Document(doc_id=f"stdlib/{rel}", source=str(path), text=text)
+        if "\x00" in text:
+            log.warning("corpus file %s skipped: binary (a NUL byte)", readable(str(path)))
+            continue
+        yield Document(doc_id=f"stdlib/{readable(rel)}", source=readable(str(path)), text=text)
 
 
 def iter_pydoc_text() -> Iterator[Document]:

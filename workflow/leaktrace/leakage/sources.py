@@ -7,44 +7,112 @@ directory glob of source files), ``jsonl`` and ``parquet`` (files with a
 content column), ``huggingface`` (a dataset id, streamed with ``datasets``,
 imported only when used). Sharding is deterministic: files, JSONL lines and
 Parquet row groups go round-robin to ``n_parts`` shards; a Hugging Face
-dataset is split with ``datasets.distributed.split_dataset_by_node``. Nothing
-holds more than one record batch in memory.
+dataset is split with ``datasets.distributed.split_dataset_by_node``.
 
-:func:`check_document` decides what happens to a document: empty, binary
-(a NUL character), non-UTF-8, or huge (above ``max_bytes``, when the policy
-is ``skip``) documents are skipped and counted per reason; they never crash
-the scan and are never dropped silently.
+A corpus is dirty, and one bad file must not cost a scan its other results,
+so every problem with a document or a file of a corpus is a skip, counted per
+reason (:data:`SKIP_REASONS`) and logged with the file, never a crash and
+never a silent drop. What stays an :class:`InputError` is what makes the
+whole scan meaningless: a root that is not a directory, globs that match
+nothing, a content column the data does not have, a pipeline artifact
+(``corpus``, ``training_mix``) that cannot be read. Names that UTF-8 cannot
+hold are kept escaped (:func:`~leaktrace.data.names.readable`).
+
+Memory: a ``files`` document is sized with ``stat`` before it is read; one
+above ``max_bytes`` is never read here (:class:`LargeFile`: skipped unread
+under ``huge: skip``, classified and windowed from disk by the scan under
+``chunk``). A JSONL line is one record and is read whole only when it is this
+shard's and not above ``max_bytes`` under ``skip``; other lines are stepped
+over in blocks. Parquet is read one record batch at a time.
 """
 
 from __future__ import annotations
 
-import glob
+import codecs
+import errno
+import fnmatch
 import json
 import logging
+import os
+import stat
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
+from leaktrace.data.names import readable
 from leaktrace.errors import InputError
 
 log = logging.getLogger(__name__)
 
 SOURCE_KINDS = ("corpus", "training_mix", "files", "jsonl", "parquet", "huggingface")
-SKIP_REASONS = ("empty", "binary", "non_utf8", "huge", "too_short", "unreadable", "bad_record")
+SKIP_REASONS = (
+    "empty", "binary", "non_utf8", "huge", "too_short", "bad_record",  # a document's content
+    "unreadable", "not_regular", "dangling_link", "symlink_loop",  # a file
+    "unreadable_directory", "linked_directory", "not_parquet",  # a directory or a whole file of records
+)
+BLOCK = 64 << 10  # bytes read at a time when a file is streamed
+PARQUET_BATCH = 1024  # rows read at a time from a Parquet row group
+
+
+@dataclass(frozen=True)
+class LargeFile:
+    """A corpus file above ``max_bytes``, known by its ``stat`` size: never read whole."""
+
+    path: Path
+    size: int
+
+    def problem(self) -> str | None:
+        """Why the file is not scanned (``empty``, ``binary``, ``non_utf8``,
+        ``unreadable``), decided as :func:`check_document` decides for bytes,
+        reading the file one block at a time; None if it is scanned."""
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        text = binary = utf8_error = False
+        try:
+            with self.path.open("rb") as fh:
+                while block := fh.read(BLOCK):
+                    text = text or bool(block.strip())
+                    binary = binary or b"\x00" in block
+                    if text and binary:
+                        break
+                    if not utf8_error:
+                        try:
+                            decoder.decode(block)
+                        except UnicodeDecodeError:
+                            utf8_error = True
+                if not (utf8_error or binary):
+                    decoder.decode(b"", final=True)
+        except UnicodeDecodeError:  # the file ends inside a character
+            utf8_error = True
+        except OSError as err:
+            log.warning("unreadable %s: %s", readable(str(self.path)), err.strerror)
+            return "unreadable"
+        if not text:
+            return "empty"
+        return "binary" if binary else "non_utf8" if utf8_error else None
 
 
 @dataclass(frozen=True)
 class RawDocument:
     doc_id: str
     location: str  # a path, or where in the source the record is
-    data: str | bytes
+    data: str | bytes | LargeFile
 
 
-def check_document(data: str | bytes, max_bytes: int, huge_policy: str) -> tuple[str | None, str | None]:
-    """(text, None) if the document is scanned, else (None, skip reason)."""
+def check_document(data: object, max_bytes: int, huge_policy: str) -> tuple[str | LargeFile | None, str | None]:
+    """(text, None) if the document is scanned, else (None, skip reason). A
+    :class:`LargeFile` comes back as itself, for the scan to window from disk;
+    content that is neither text nor bytes (a number or a list in a JSONL,
+    Parquet or Hugging Face record) is a ``bad_record``."""
+    if isinstance(data, LargeFile):
+        if huge_policy == "skip":
+            return None, "huge"
+        reason = data.problem()
+        return (None, reason) if reason else (data, None)
     if isinstance(data, bytes):
         if not data.strip():
             return None, "empty"
@@ -55,7 +123,7 @@ def check_document(data: str | bytes, max_bytes: int, huge_policy: str) -> tuple
         except UnicodeDecodeError:
             return None, "non_utf8"
         size = len(data)
-    else:
+    elif isinstance(data, str):
         if not data.strip():
             return None, "empty"
         if "\x00" in data:
@@ -65,99 +133,282 @@ def check_document(data: str | bytes, max_bytes: int, huge_policy: str) -> tuple
         except UnicodeEncodeError:  # lone surrogates: not representable as UTF-8
             return None, "non_utf8"
         text = data
+    else:
+        return None, "bad_record"
     if size > max_bytes and huge_policy == "skip":
         return None, "huge"
     return text, None
 
 
-def _globbed(patterns: list[str], what: str) -> list[Path]:
-    files = sorted({Path(p) for pattern in patterns for p in glob.glob(pattern, recursive=True) if Path(p).is_file()})
-    if not files:
+def _matches(parts: tuple[str, ...], pattern: tuple[str, ...], prefix: bool = False) -> bool:
+    """Whether the relative path ``parts`` matches the glob ``pattern`` (``**``
+    any number of directories, other parts ``fnmatch``, case-sensitive), or,
+    with ``prefix``, whether a path below directory ``parts`` could."""
+    if not parts:
+        return prefix or not pattern
+    if not pattern:
+        return False
+    if pattern[0] == "**":
+        return prefix or any(_matches(parts[i:], pattern[1:]) for i in range(len(parts)))
+    return fnmatch.fnmatchcase(parts[0], pattern[0]) and _matches(parts[1:], pattern[1:], prefix)
+
+
+def _walk(root: Path, pattern: tuple[str, ...]) -> list[tuple[Path, str | None]]:
+    """Every entry under ``root`` a document could come from, sorted: (path,
+    None) for a non-directory that matches ``pattern``, (path, reason) for a
+    directory the walk cannot enter although matches could lie below it:
+    ``unreadable_directory``, or ``linked_directory`` (links to directories
+    are not followed: a loop cannot trap the scan or repeat its files, as it
+    does ``glob.glob``, and a tree outside the root is not the corpus; links
+    to files are read). Unlike ``Path.glob``, which drops unreadable
+    directories silently, nothing is lost unseen."""
+    entries: list[tuple[Path, str | None]] = []
+
+    def unreadable(err: OSError) -> None:
+        if _matches(Path(err.filename).relative_to(root).parts, pattern, prefix=True):
+            log.warning("unreadable directory %s: %s", readable(err.filename), err.strerror)
+            entries.append((Path(err.filename), "unreadable_directory"))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):
+        here = Path(dirpath).relative_to(root).parts
+        for name in dirnames:
+            if os.path.islink(os.path.join(dirpath, name)) and _matches(here + (name,), pattern, prefix=True):
+                entries.append((Path(dirpath, name), "linked_directory"))
+        dirnames[:] = [d for d in dirnames if _matches(here + (d,), pattern, prefix=True)]
+        entries += [(Path(dirpath, name), None) for name in filenames if _matches(here + (name,), pattern)]
+    return sorted(entries)
+
+
+def _expand(pattern: str) -> list[tuple[Path, str | None]]:
+    """A glob as :func:`_walk` expands it, from its longest directory without wildcards."""
+    parts = PurePosixPath(pattern).parts
+    fixed = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[")), len(parts))
+    root = Path(*parts[:fixed])
+    if fixed == len(parts):
+        return [(root, None)] if os.path.lexists(root) else []
+    return _walk(root, parts[fixed:]) if root.is_dir() else []
+
+
+def _problem_name(problem: str) -> str:
+    return problem.replace("_", " ")
+
+
+def _file_problem(path: Path) -> tuple[os.stat_result | None, str | None]:
+    """The file's ``stat`` (links followed) or why it cannot be a document."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None, "dangling_link" if path.is_symlink() else "unreadable"
+    except OSError as err:
+        return None, "symlink_loop" if err.errno == errno.ELOOP else "unreadable"
+    return (st, None) if stat.S_ISREG(st.st_mode) else (None, "not_regular")
+
+
+def _globbed(patterns: list[str], what: str, part: int, n_parts: int, skips: Counter) -> list[Path]:
+    """The regular files the globs match, sorted; every other match (a
+    dangling link, a link loop, a FIFO, an unreadable directory, ...) is
+    counted as a skip by shard ``k % n_parts`` of its place ``k`` in the list."""
+    entries = sorted(dict(e for pattern in patterns for e in _expand(pattern)).items())
+    if not entries:
         raise InputError(", ".join(patterns), None, f"no {what} files match")
+    files = []
+    for k, (path, problem) in enumerate(entries):
+        if problem is None:
+            _, problem = _file_problem(path)
+        if problem is None:
+            files.append(path)
+        elif k % n_parts == part:
+            if problem != "unreadable_directory":
+                log.warning("%s %s skipped", _problem_name(problem), readable(str(path)))
+            skips[problem] += 1
     return files
 
 
-def _parquet_docs(path: Path, content: str, id_column: str | None, location: str | None, part: int, n_parts: int,
-                  start_unit: int = 0) -> Iterator[RawDocument]:
-    pf = pq.ParquetFile(path)
+def _file_docs(source: dict, part: int, n_parts: int, skips: Counter, max_bytes: int | None) -> Iterator[RawDocument]:
+    root = Path(source["root"])
+    if not root.is_dir():
+        raise InputError(str(root), None, "corpus root is not a directory")
+    entries = _walk(root, PurePosixPath(source["glob"]).parts)
+    if not entries:
+        raise InputError(str(root), None, f"no files match {source['glob']!r}")
+    for k, (path, problem) in enumerate(entries):
+        if k % n_parts != part:
+            continue
+        rel = path.relative_to(root).as_posix()
+        name = readable(rel)
+        if name != rel:
+            log.warning("file name %s is not UTF-8: recorded with escapes", name)
+        st = None
+        if problem is None:
+            st, problem = _file_problem(path)
+        if problem is None and max_bytes is not None and st.st_size > max_bytes:
+            yield RawDocument(name, readable(str(path)), LargeFile(path, st.st_size))
+            continue
+        if problem is None:
+            try:
+                with path.open("rb") as fh:  # read at most max_bytes + 1: a file that grew since stat stays bounded
+                    data = fh.read() if max_bytes is None else fh.read(max_bytes + 1)
+            except OSError as err:
+                log.warning("unreadable %s: %s", readable(str(path)), err.strerror)
+                problem = "unreadable"
+            else:
+                if max_bytes is not None and len(data) > max_bytes:
+                    data = LargeFile(path, len(data))
+                yield RawDocument(name, readable(str(path)), data)
+                continue
+        if problem not in ("unreadable", "unreadable_directory"):  # those are logged with their cause
+            log.warning("%s %s skipped", _problem_name(problem), readable(str(path)))
+        skips[problem] += 1
+
+
+def _read_line(fh: BinaryIO, cap: int | None) -> tuple[bytes | None, int]:
+    """The next line and its size; the line is None when it is longer than
+    ``cap`` bytes: then it was stepped over in blocks, never held. (b"", 0) at the end."""
+    line = fh.readline() if cap is None else fh.readline(cap + 1)
+    if cap is None or len(line) <= cap:
+        return line, len(line)
+    size = len(line)
+    while not line.endswith(b"\n"):
+        line = fh.readline(BLOCK)
+        if not line:
+            break
+        size += len(line)
+    return None, size
+
+
+def _jsonl_docs(source: dict, part: int, n_parts: int, skips: Counter, max_bytes: int | None,
+                huge: str) -> Iterator[RawDocument]:
+    """Lines of the JSONL files, round-robin over all files' lines. A line
+    that is not a JSON object (malformed, not UTF-8, nested deeper than
+    ``json`` follows) is a ``bad_record``; under ``huge: skip`` a line above
+    ``max_bytes`` is a ``huge`` record, skipped unread."""
+    content, id_column = source["content"], source.get("id")
+    cap = max_bytes if huge == "skip" else None
+    line_no = 0
+    for path in _globbed(source["paths"], "JSONL", part, n_parts, skips):
+        where = readable(str(path))
+        try:
+            fh = path.open("rb")
+        except OSError as err:
+            log.warning("unreadable %s: %s", where, err.strerror)
+            skips["unreadable"] += int(line_no % n_parts == part)
+            continue
+        with fh:
+            k = 0
+            while True:
+                mine = line_no % n_parts == part
+                try:
+                    line, size = _read_line(fh, cap if mine else 0)
+                except OSError as err:
+                    log.warning("%s, line %d: read error (%s); the rest of the file is counted as unreadable", where, k + 1,
+                                err.strerror)
+                    skips["unreadable"] += int(mine)
+                    break
+                if size == 0:
+                    break
+                line_no, k = line_no + 1, k + 1
+                if not mine:
+                    continue
+                if line is None:
+                    log.warning("%s, line %d: %d bytes, above max_bytes; counted as huge", where, k, size)
+                    skips["huge"] += 1
+                    continue
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except (ValueError, RecursionError) as err:  # JSONDecodeError, UnicodeDecodeError, int digits, nesting
+                    log.warning("%s, line %d: not a JSON record (%s); counted as bad_record", where, k,
+                                "nested too deeply" if isinstance(err, RecursionError) else err)
+                    skips["bad_record"] += 1
+                    continue
+                if not isinstance(record, dict):
+                    log.warning("%s, line %d: not a JSON object; counted as bad_record", where, k)
+                    skips["bad_record"] += 1
+                    continue
+                if content not in record:  # the config names a field the data does not have
+                    raise InputError(where, k, f"record has no content field {content!r}")
+                doc_id = readable(str(record[id_column])) if id_column and id_column in record else f"{readable(path.name)}:{k}"
+                yield RawDocument(doc_id, f"{where}:{k}", record[content])
+
+
+def _open_parquet(path: Path, dirty: bool, skips: Counter, count: bool) -> pq.ParquetFile | None:
+    """The file opened, or, in a dirty corpus, None when it is not Parquet
+    (counted once, by the shard ``count`` names); in a pipeline artifact that is an error."""
+    try:
+        return pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as err:
+        if not dirty:
+            raise InputError(str(path), None, f"not a readable Parquet file: {err}") from None
+        if count:
+            log.warning("%s is not a readable Parquet file (%s); counted as not_parquet", readable(str(path)), err)
+            skips["not_parquet"] += 1
+        return None
+
+
+def _parquet_docs(pf: pq.ParquetFile, path: Path, content: str, id_column: str | None, location: str | None, part: int,
+                  n_parts: int, skips: Counter, dirty: bool, start_unit: int = 0) -> Iterator[RawDocument]:
     names = pf.schema_arrow.names
     for column in (content, id_column, location):
         if column and column not in names:
             raise InputError(str(path), None, f"no column {column!r} (columns: {', '.join(names)})")
     columns = [c for c in dict.fromkeys([content, id_column, location]) if c]
+    where_file, name = readable(str(path)), readable(path.name)
     row = 0
     for rg in range(pf.num_row_groups):
         n = pf.metadata.row_group(rg).num_rows
         if (start_unit + rg) % n_parts == part:
-            table = pf.read_row_group(rg, columns=columns)
-            texts = table.column(content).to_pylist()
-            ids = table.column(id_column).to_pylist() if id_column else None
-            where = table.column(location).to_pylist() if location else None
-            for k, text in enumerate(texts):
-                doc_id = str(ids[k]) if ids else f"{path.name}#{row + k}"
-                yield RawDocument(doc_id, str(where[k]) if where else f"{path}#{row + k}", text if text is not None else "")
+            k = row
+            try:
+                for batch in pf.iter_batches(batch_size=PARQUET_BATCH, row_groups=[rg], columns=columns):
+                    texts = batch.column(content).to_pylist()
+                    ids = batch.column(id_column).to_pylist() if id_column else None
+                    where = batch.column(location).to_pylist() if location else None
+                    for j, text in enumerate(texts):
+                        doc_id = readable(str(ids[j])) if ids else f"{name}#{k + j}"
+                        yield RawDocument(doc_id, readable(str(where[j])) if where else f"{where_file}#{k + j}",
+                                          text if text is not None else "")
+                    k += len(texts)
+            except (pa.ArrowException, OSError, UnicodeDecodeError) as err:  # the last: a corrupt string column
+                if not dirty:
+                    raise InputError(str(path), f"row group {rg}", f"unreadable: {err}") from None
+                log.warning("%s, row group %d: unreadable (%s); its %d unread rows counted as unreadable",
+                            where_file, rg, err, row + n - k)
+                skips["unreadable"] += row + n - k
         row += n
 
 
-def iter_source(source: dict, part: int, n_parts: int, inputs: list[Path], skips: Counter) -> Iterator[RawDocument]:
+def iter_source(source: dict, part: int, n_parts: int, inputs: list[Path], skips: Counter, *,
+                max_bytes: int | None = None, huge: str = "chunk") -> Iterator[RawDocument]:
     """The documents of shard ``part`` of ``n_parts`` of a configured source.
     ``inputs`` are the pipeline artifacts a ``corpus`` or ``training_mix``
-    source reads (the ingested shard, the mix)."""
+    source reads (the ingested shard, the mix). With ``max_bytes``, a file
+    or JSONL line above it is not read whole (see the module's docstring)."""
     kind = source["kind"]
     if kind == "corpus":
         for path in inputs:
-            yield from _parquet_docs(path, "text", "doc_id", "source", 0, 1)
+            yield from _parquet_docs(_open_parquet(path, False, skips, True), path, "text", "doc_id", "source", 0, 1,
+                                     skips, dirty=False)
     elif kind == "training_mix":
         for path in inputs:
-            for k, doc in enumerate(_parquet_docs(path, "text", "source_id", "kind", 0, 1)):
+            docs = _parquet_docs(_open_parquet(path, False, skips, True), path, "text", "source_id", "kind", 0, 1, skips,
+                                 dirty=False)
+            for k, doc in enumerate(docs):
                 if k % n_parts == part:
                     yield RawDocument(doc.doc_id, f"training-mix:{doc.location}:{k}", doc.data)
     elif kind == "files":
-        root = Path(source["root"])
-        if not root.is_dir():
-            raise InputError(str(root), None, "corpus root is not a directory")
-        paths = sorted(p for p in root.glob(source["glob"]) if p.is_file())
-        if not paths:
-            raise InputError(str(root), None, f"no files match {source['glob']!r}")
-        for k, path in enumerate(paths):
-            if k % n_parts != part:
-                continue
-            try:
-                data = path.read_bytes()
-            except OSError as err:
-                log.warning("unreadable %s: %s", path, err)
-                skips["unreadable"] += 1
-                continue
-            yield RawDocument(path.relative_to(root).as_posix(), str(path), data)
+        yield from _file_docs(source, part, n_parts, skips, max_bytes)
     elif kind == "jsonl":
-        content, id_column = source["content"], source.get("id")
-        line_no = 0
-        for path in _globbed(source["paths"], "JSONL"):
-            with open(path, "rb") as fh:
-                for k, line in enumerate(fh):
-                    line_no += 1
-                    if (line_no - 1) % n_parts != part or not line.strip():
-                        continue
-                    try:
-                        record = json.loads(line)
-                    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-                        log.warning("%s, line %d: not a JSON record (%s); counted as bad_record", path, k + 1, err)
-                        skips["bad_record"] += 1
-                        continue
-                    if not isinstance(record, dict) or content not in record:
-                        raise InputError(str(path), k + 1, f"record has no content field {content!r}")
-                    text = record[content]
-                    if not isinstance(text, str):
-                        skips["bad_record"] += 1
-                        continue
-                    doc_id = str(record[id_column]) if id_column and id_column in record else f"{path.name}:{k + 1}"
-                    yield RawDocument(doc_id, f"{path}:{k + 1}", text)
+        yield from _jsonl_docs(source, part, n_parts, skips, max_bytes, huge)
     elif kind == "parquet":
         unit = 0
-        for path in _globbed(source["paths"], "Parquet"):
-            yield from _parquet_docs(path, source["content"], source.get("id"), source.get("location"), part, n_parts,
-                                     start_unit=unit)
-            unit += pq.ParquetFile(path).num_row_groups
+        for k, path in enumerate(_globbed(source["paths"], "Parquet", part, n_parts, skips)):
+            pf = _open_parquet(path, True, skips, count=k % n_parts == part)
+            if pf is None:
+                continue
+            yield from _parquet_docs(pf, path, source["content"], source.get("id"), source.get("location"), part, n_parts,
+                                     skips, dirty=True, start_unit=unit)
+            unit += pf.num_row_groups
     elif kind == "huggingface":
         yield from _huggingface_docs(source, part, n_parts)
     else:
@@ -178,6 +429,6 @@ def _huggingface_docs(source: dict, part: int, n_parts: int) -> Iterator[RawDocu
     for k, record in enumerate(ds):
         if content not in record:
             raise InputError(source["dataset"], k, f"record has no content field {content!r}")
-        doc_id = str(record[id_column]) if id_column else f"{source['dataset']}:{part}:{k}"
-        where = str(record[location]) if location else f"hf://{source['dataset']}#{part}:{k}"
+        doc_id = readable(str(record[id_column])) if id_column else f"{source['dataset']}:{part}:{k}"
+        where = readable(str(record[location])) if location else f"hf://{source['dataset']}#{part}:{k}"
         yield RawDocument(doc_id, where, record[content] if record[content] is not None else "")

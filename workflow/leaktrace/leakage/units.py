@@ -4,7 +4,11 @@
 classes (Python through ``ast``; Java and JavaScript through tree-sitter when
 the grammar package is importable); a document that does not parse, has no
 top-level definitions, or is in a language without a grammar is compared
-whole, and the reason is counted. Huge documents are cut into overlapping
+whole, and the reason is counted; so is code nested deeper than ``ast`` can
+follow (it raises MemoryError or RecursionError, a parse error here). Huge
+documents are never parsed whole (:func:`huge_units`): Python is split
+between top-level statements into segments of at most ``max_bytes``, each
+parsed on its own, and whatever cannot be split so is cut into overlapping
 windows (:func:`windows`) so that nothing is dropped: any piece of code up to
 half a window long lies entirely inside one window.
 """
@@ -13,8 +17,10 @@ from __future__ import annotations
 
 import ast
 import functools
+import io
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 EXTENSIONS = {
     ".py": "python", ".pyi": "python", ".java": "java", ".js": "javascript", ".mjs": "javascript",
@@ -40,14 +46,14 @@ def language_of(location: str | None, default: str | None) -> str | None:
     return default
 
 
-def _whole(text: str) -> Unit:
-    return Unit(text, None, 1, text.count("\n") + 1)
+def _whole(text: str, first_line: int = 1) -> Unit:
+    return Unit(text, None, first_line, first_line + text.count("\n"))
 
 
 def _python_units(text: str) -> list[Unit] | None:
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, MemoryError, RecursionError):  # the last two: nested deeper than the parser follows
         return None
     lines = text.splitlines(keepends=True)
     units = []
@@ -147,31 +153,158 @@ def split_units(text: str, language: str | None, granularity: str) -> tuple[list
     return units, None
 
 
+def _bounded_lines(handle: io.TextIOBase, limit: int) -> Iterator[tuple[int, str]]:
+    """The lines of a text handle with their numbers, read ``limit`` characters
+    at most at a time, so a file with no line breaks is never held whole; a
+    long line comes as several pieces with the same number."""
+    lineno, after_cr = 1, False
+    while piece := handle.readline(limit):
+        if after_cr and piece.startswith("\n"):  # a "\r\n" the limit split: one line break
+            lineno -= 1
+        yield lineno, piece
+        if piece.endswith(("\n", "\r")):
+            lineno += 1
+        after_cr = piece.endswith("\r")
+
+
+def _cut(piece: str, half: int) -> Iterator[str]:
+    """``piece`` in parts of at most ``half`` UTF-8 bytes, cut between characters."""
+    data = piece.encode("utf-8")
+    while len(data) > half:
+        cut = half
+        while cut > 0 and data[cut] & 0xC0 == 0x80:  # a UTF-8 continuation byte: not a character boundary
+            cut -= 1
+        if cut == 0:  # a character longer than half a window: it goes whole
+            cut = 1
+            while cut < len(data) and data[cut] & 0xC0 == 0x80:
+                cut += 1
+        yield data[:cut].decode("utf-8")
+        data = data[cut:]
+    yield data.decode("utf-8")
+
+
+class _Windower:
+    """Windows of at most ``max_bytes`` (UTF-8), each two consecutive
+    half-windows, so consecutive windows overlap by half, made from lines fed
+    one at a time: only two half-windows are ever held."""
+
+    def __init__(self, max_bytes: int, name: str | None = None):
+        self.half = max(1, max_bytes // 2)
+        self.name = name
+        self.previous: tuple[str, int, int] | None = None  # (text, first line, last line) of the last full half
+        self.parts: list[str] = []
+        self.size = self.start = self.end = 0
+
+    def add(self, lineno: int, line: str) -> Iterator[Unit]:
+        for part in _cut(line, self.half):
+            n = len(part.encode("utf-8"))
+            if self.parts and self.size + n > self.half:
+                current = ("".join(self.parts), self.start, self.end)
+                if self.previous is not None:
+                    yield Unit(self.previous[0] + current[0], self.name, self.previous[1], current[2])
+                self.previous, self.parts, self.size = current, [], 0
+            if not self.parts:
+                self.start = lineno
+            self.parts.append(part)
+            self.size += n
+            self.end = lineno
+
+    def close(self) -> Iterator[Unit]:
+        current = ("".join(self.parts), self.start, self.end)
+        if self.previous is None:
+            yield Unit(current[0], self.name, current[1], current[2])
+        else:
+            yield Unit(self.previous[0] + current[0], self.name, self.previous[1], current[2])
+
+
 def windows(unit: Unit, max_bytes: int) -> list[Unit]:
     """Cut a unit longer than ``max_bytes`` (UTF-8) into windows of at most
     ``max_bytes``, each made of two consecutive half-windows, so consecutive
     windows overlap by half. Lines longer than half a window are cut too."""
-    half = max(1, max_bytes // 2)
-    pieces: list[tuple[str, int]] = []  # (text, line number)
-    for lineno, line in enumerate(unit.text.splitlines(keepends=True), start=unit.start_line):
-        while len(line.encode("utf-8")) > half:
-            cut = half
-            while len(line[:cut].encode("utf-8")) > half:
-                cut = max(1, cut * 3 // 4)
-            pieces.append((line[:cut], lineno))
-            line = line[cut:]
-        pieces.append((line, lineno))
-    halves: list[list[tuple[str, int]]] = [[]]
-    size = 0
-    for piece in pieces:
-        n = len(piece[0].encode("utf-8"))
-        if halves[-1] and size + n > half:
-            halves.append([])
-            size = 0
-        halves[-1].append(piece)
-        size += n
+    windower = _Windower(max_bytes, unit.name)
     out = []
-    for i in range(max(1, len(halves) - 1)):
-        group = halves[i] + (halves[i + 1] if i + 1 < len(halves) else [])
-        out.append(Unit("".join(p[0] for p in group), unit.name, group[0][1], group[-1][1]))
-    return out
+    for lineno, line in _bounded_lines(io.StringIO(unit.text, newline=""), max(1, max_bytes // 2)):
+        out += windower.add(lineno + unit.start_line - 1, line)
+    return out + list(windower.close())
+
+
+_CONTINUATIONS = ("else", "elif", "except", "finally")
+
+
+def _opens_statement(line: str) -> bool:
+    """Whether a line at column 0 opens a top-level statement: it starts with
+    a name or a decorator and is not the next clause of a compound statement."""
+    word = line.split(None, 1)[0].rstrip(":") if line.strip() else ""
+    return (line[:1].isidentifier() or line.startswith("@")) and word not in _CONTINUATIONS
+
+
+def _segments(lines: Iterable[tuple[int, str]], language: str | None, granularity: str,
+              max_bytes: int) -> Iterator[tuple[list[Unit], bool]]:
+    """Pieces of a huge document of at most ``max_bytes``: (units, True) for
+    a run of whole top-level Python statements, to be split as a document
+    is; (windows, False) for what is cut into windows: a statement longer
+    than ``max_bytes`` (a huge function or literal), and everything in a
+    language or granularity that cannot be cut between statements. A Python
+    segment ends before a line that opens a top-level statement (column 0, a
+    name or a decorator) once it holds half of ``max_bytes``, or, when a
+    statement outgrows ``max_bytes``, before that statement. Such a line
+    inside a multi-line string makes its segments fail to parse: each is then
+    compared whole."""
+    by_statement = language == "python" and granularity == "function"
+
+    def parsed(held: list[tuple[int, str]]) -> tuple[list[Unit], bool]:
+        return [_whole("".join(p for _, p in held), held[0][0])], True
+
+    segment: list[tuple[int, str]] = []
+    size = block = 0  # block: where in the segment the last statement opens
+    windower = _Windower(max_bytes) if not by_statement else None
+    line_start, after_decorator = True, False
+    for lineno, piece in lines:
+        opens = by_statement and line_start and _opens_statement(piece) and not after_decorator
+        if line_start:
+            after_decorator = piece.startswith("@")
+        line_start = piece.endswith(("\n", "\r"))
+        if opens and windower is not None:  # the end of a statement longer than max_bytes
+            yield list(windower.close()), False
+            windower = None
+        elif opens and size >= max_bytes // 2:
+            yield parsed(segment)
+            segment, size = [], 0
+        if opens:
+            block = len(segment)
+        if windower is not None:
+            yield list(windower.add(lineno, piece)), False
+            continue
+        segment.append((lineno, piece))
+        size += len(piece.encode("utf-8"))
+        if size > max_bytes:  # inside a statement longer than max_bytes: the statements before it are parsed, it is windowed
+            if block:
+                yield parsed(segment[:block])
+            windower = _Windower(max_bytes)
+            yield [w for held in segment[block:] for w in windower.add(*held)], False
+            segment, size, block = [], 0, 0
+    if windower is not None:
+        yield list(windower.close()), False
+    elif segment:
+        yield parsed(segment)
+
+
+def huge_units(source: str | Path, language: str | None, granularity: str, max_bytes: int) -> Iterator[Unit]:
+    """The units of a document above ``max_bytes`` (a text, or a UTF-8 file
+    read from disk as needed), never holding or parsing more than about
+    ``max_bytes`` of it, where parsing the whole of a 10 MB file takes
+    gigabytes: Python at ``function`` granularity is cut between top-level
+    statements into segments that are split as documents are
+    (:func:`_segments`); the rest is cut into
+    overlapping windows, any piece of code up to half a window long lying
+    entirely inside one."""
+    limit = max(1, max_bytes // 2)
+    with (io.StringIO(source, newline="") if isinstance(source, str) else source.open(encoding="utf-8", newline="")) as handle:
+        for units, parse in _segments(_bounded_lines(handle, limit), language, granularity, max_bytes):
+            if not parse:
+                yield from units
+                continue
+            segment = units[0]
+            split, _ = split_units(segment.text, language, granularity)
+            offset = segment.start_line - 1
+            yield from (Unit(u.text, u.name, u.start_line + offset, u.end_line + offset) for u in split)

@@ -6,13 +6,17 @@ every candidate pair, write the pairs and the accounting of what was skipped);
 gather (merged pairs, LessLeak Table 2 summary, the sources behind most
 duplicates, skip counts, the cleaned benchmark, and, for a scan against the
 testbed's training mix, recall and precision of "leaked" against the member
-split). Memory in a scan job is bounded by one batch of documents plus the
-pairs it finds."""
+split). Memory in a scan job is bounded by ``max_bytes`` (one document, or
+one window of a huge file) plus one batch of units plus the pairs it finds:
+the batch holds units, never the documents they came from, and is flushed
+as it fills, even inside one huge document. A bad corpus document or file is
+a counted skip, never a crash (see :mod:`leaktrace.leakage.sources`)."""
 
 from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -24,8 +28,8 @@ from leaktrace.errors import InputError
 from leaktrace.leakage.lsh import BandIndex
 from leaktrace.leakage.minhash import Signer
 from leaktrace.leakage.settings import ScanSettings, resolve
-from leaktrace.leakage.sources import check_document, iter_source
-from leaktrace.leakage.units import language_of, split_units, windows
+from leaktrace.leakage.sources import LargeFile, check_document, iter_source
+from leaktrace.leakage.units import Unit, huge_units, language_of, split_units
 from leaktrace.leakage.verify import Verifier
 from leaktrace.report.tables import markdown_table
 
@@ -100,6 +104,20 @@ def _load_index(index: Path, s: ScanSettings, signer: Signer) -> BandIndex:
     return bands
 
 
+def _units(text: str | LargeFile, lang: str | None, s: ScanSettings) -> tuple[Iterable[Unit], str | None]:
+    """The units a scanned document is compared as, and why it was not split
+    into functions. A document above ``max_bytes`` (only here under ``huge:
+    chunk``) is never parsed whole, which for a 10 MB file takes gigabytes:
+    it is split piece by piece (reason ``huge``, see
+    :func:`~leaktrace.leakage.units.huge_units`), read from disk as it goes
+    when it is a :class:`LargeFile`."""
+    if isinstance(text, LargeFile):
+        return huge_units(text.path, lang, s.granularity, s.max_bytes), "huge"
+    if len(text.encode("utf-8")) > s.max_bytes:
+        return huge_units(text, lang, s.granularity, s.max_bytes), "huge"
+    return split_units(text, lang, s.granularity)
+
+
 def scan_shard(index: Path, benchmark: Path, source: dict, part: int, n_parts: int, inputs: list[Path], settings: dict,
                pairs_out: Path, accounting_out: Path) -> None:
     s = _scan_settings(settings)
@@ -118,7 +136,7 @@ def scan_shard(index: Path, benchmark: Path, source: dict, part: int, n_parts: i
         if not batch:
             return
         sigs = signer.signatures([b[-1] for b in batch])
-        for (doc, unit, lang, _), cands in zip(batch, bands.query(sigs), strict=True):
+        for (doc_id, location, unit, lang, _), cands in zip(batch, bands.query(sigs), strict=True):
             if not cands:
                 continue
             counts["candidate_units"] += 1
@@ -128,7 +146,7 @@ def scan_shard(index: Path, benchmark: Path, source: dict, part: int, n_parts: i
                     bench_sides[sid] = verifier.side(bench_text[sid], s.language)
                 v = verifier.verify(bench_sides[sid], side)
                 pairs.append({
-                    "sample_id": sid, "doc_id": doc.doc_id, "location": doc.location, "unit": unit.name,
+                    "sample_id": sid, "doc_id": doc_id, "location": location, "unit": unit.name,
                     "start_line": unit.start_line, "end_line": unit.end_line, "language": lang, "part": part,
                     "jaccard": v.jaccard, "containment": v.containment, "similarity": v.similarity,
                     "layout_equal": v.layout_equal, "renamed_equal": v.renamed_equal, "literals_equal": v.literals_equal,
@@ -137,31 +155,33 @@ def scan_shard(index: Path, benchmark: Path, source: dict, part: int, n_parts: i
                 })
         batch.clear()
 
-    for doc in tqdm(iter_source(source, part, n_parts, inputs, skips), desc=f"scan {s.name} part {part}",
-                    mininterval=10, unit="doc"):
+    documents = iter_source(source, part, n_parts, inputs, skips, max_bytes=s.max_bytes, huge=s.huge)
+    for doc in tqdm(documents, desc=f"scan {s.name} part {part}", mininterval=10, unit="doc"):
         counts["documents"] += 1
         text, reason = check_document(doc.data, s.max_bytes, s.huge)
         if reason:
             skips[reason] += 1
             continue
         lang = language_of(doc.location, s.language)
-        units, why_whole = split_units(text, lang, s.granularity)
-        if why_whole:
+        units, why_whole = _units(text, lang, s)
+        if why_whole == "huge":
+            counts["chunked_units"] += 1
+        elif why_whole:
             whole[why_whole] += 1
-        for unit in units:
-            pieces = [unit]
-            if len(unit.text.encode("utf-8")) > s.max_bytes:
-                pieces = windows(unit, s.max_bytes)
-                counts["chunked_units"] += 1
-            for piece in pieces:
-                n_tokens, h = signer.shingle_hashes(piece.text)
+        try:
+            for unit in units:
+                n_tokens, h = signer.shingle_hashes(unit.text)
                 if n_tokens < s.min_tokens:
                     skips["too_short"] += 1
                     continue
                 counts["units"] += 1
-                batch.append((doc, piece, lang, h))
-        if len(batch) >= s.batch_size:
-            flush()
+                batch.append((doc.doc_id, doc.location, unit, lang, h))
+                if len(batch) >= s.batch_size:
+                    flush()
+        except (OSError, UnicodeDecodeError) as err:  # a huge file that changed or failed while it was read from disk
+            log.warning("%s became unreadable while it was split (%s): the units read before are scanned, the file is "
+                        "counted as unreadable", doc.location, err)
+            skips["unreadable"] += 1
     flush()
     write_table(pairs, PAIR_SCHEMA, pairs_out)
     rows = [{"part": part, "kind": "count", "reason": k, "count": counts[k]}
