@@ -1,11 +1,11 @@
 """variants: the identifier lexicon of the code corpus, then n
 semantics-preserving variants of every sample that passed the function
-filters (kind "rename", for the detectors) and n_filter more, drawn from a
-stream of their own and never equal to a detector variant (kind "filter",
-for SrDetection's pre-exposure filter, with the variant ids after the
-detector ones), each validated against the sample's own tests in the
-sandbox. The original is validated the same way and stored as
-``variant_id`` 0."""
+filters (kind "rename", ``variant_id`` 1..n, for the detectors) and
+n_filter more, drawn from a stream of their own and never equal to a
+detector variant (kind "filter", ids n+1..n+n_filter, for SrDetection's
+pre-exposure filter only); a sample may get fewer of either. Each is
+validated against the sample's own tests in the sandbox. The original is
+validated the same way and stored as ``variant_id`` 0."""
 
 from __future__ import annotations
 
@@ -67,8 +67,10 @@ def make_variants_table(
         pre_exposure = make_variants(s["code"], s["entry_point"], names, n=settings["n_filter"],
                                      rng=rng_for(seed, "filter-variants", s["sample_id"]), reserved=reserved,
                                      exclude=[v.text for v in detector])
-        labelled = [("rename", v) for v in detector] + [("filter", v) for v in pre_exposure]
-        for k, (kind, v) in enumerate(labelled, start=1):
+        # ids 1..n are the detector's, n+1..n+n_filter the filter's, however many each set got
+        numbered = [(k, "rename", v) for k, v in enumerate(detector, start=1)]
+        numbered += [(settings["n"] + k, "filter", v) for k, v in enumerate(pre_exposure, start=1)]
+        for k, kind, v in numbered:
             rows.append({"sample_id": s["sample_id"], "variant_id": k, "kind": kind, "text": v.text,
                          "entry_point": v.entry_point, "renames": json.dumps(v.renames, sort_keys=True)})
             programs.append((v.text, s["test"], v.entry_point))
