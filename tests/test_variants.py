@@ -24,9 +24,9 @@ from leaktrace.variants.validate import reserved_names, validate_variants, valid
 CORPUS_MODULES = ("argparse", "bisect", "calendar", "csv", "difflib", "fractions", "heapq", "json.decoder",
                   "random", "shlex", "statistics", "string", "textwrap")
 LIMITS = SandboxLimits(timeout_s=10.0)
-# 0 and 2: simple; 10 and 38: a helper function (38's test calls it); 87: lambdas
+# 0 and 4: simple; 10 and 38: a helper function (38's test calls it); 87: lambdas
 # shadowing a parameter; 119: a nested def named like the test's `check`.
-SELECTED = ("HumanEval/0", "HumanEval/2", "HumanEval/10", "HumanEval/38", "HumanEval/87", "HumanEval/119")
+SELECTED = ("HumanEval/0", "HumanEval/4", "HumanEval/10", "HumanEval/38", "HumanEval/87", "HumanEval/119")
 
 LEXICON_SOURCE = '''
 import os
@@ -73,12 +73,12 @@ class Point:
 
 
 def summarise(values, *, weight=1.0):
-    """Summarise values, giving a total and a count.
+    """Sum up the figures, with how many there are.
 
     >>> summarise([3, 1, 2])
     (6.0, 3)
     """
-    count = values.count(max(values))  # .count is an attribute, count a local
+    count = values.count(max(values))  # .count is an attribute; the other is local
     tally = Tally(values)
     ordered = sorted(values, key=lambda item: -item, reverse=True)
     total = weighted(ordered, weight=weight) + Point(1, 2).norm(power=0) - 1
@@ -276,13 +276,26 @@ def test_humaneval_variants_pass_their_tests(problems, names):
     assert validate_variants(items, LIMITS, workers=2) == [(True, None)] * len(items)
 
 
-def test_helper_and_entry_point_are_renamed_together(problems):
-    problem = problems["HumanEval/10"]
-    for variant in _variants(problem, TOY_NAMES):
-        helper, entry = variant.renames["is_palindrome"], variant.renames["make_palindrome"]
-        assert variant.entry_point == entry
-        assert f"def {helper}(" in variant.text and f"while not {helper}(" in variant.text
-        assert f">>> {entry}('cat')\n    'catac'" in variant.text
+HELPER = '''def is_even(value):
+    return value % 2 == 0
+
+
+def count_evens(values):
+    """Count how many are divisible by two.
+
+    >>> count_evens([1, 2, 4])
+    2
+    """
+    return sum(1 for value in values if is_even(value))
+'''
+
+
+def test_helper_and_entry_point_are_renamed_together():
+    for variant in make_variants(HELPER, "count_evens", TOY_NAMES, n=3, rng=random.Random(6)):
+        helper, entry = variant.renames["is_even"], variant.renames["count_evens"]
+        assert variant.entry_point == entry and entry.startswith("count_")  # "count" is in the docstring
+        assert f"def {helper}(" in variant.text and f"if {helper}(" in variant.text
+        assert f">>> {entry}([1, 2, 4])\n    2" in variant.text
 
 
 def test_names_the_test_uses_are_kept(problems):
@@ -457,10 +470,12 @@ def test_validation_reports_why_a_variant_fails():
 
 
 # Problems none of whose renamable names has a usable alternative under the test corpus's words:
-# in add(x, y) the test uses x and y, and "add"'s one alternative, "sum", is a builtin;
-# decimal_to_binary, valid_date and double_the_difference have only words without alternatives
-# or names their tests use.
-NO_VARIANTS = {"HumanEval/53", "HumanEval/79", "HumanEval/124", "HumanEval/151"}
+# their names' words are in the docstring (truncate_number(number)), have no alternative
+# (decimal_to_binary(decimal)), or the test uses them (add(x, y)).
+NO_VARIANTS = {
+    "HumanEval/2", "HumanEval/23", "HumanEval/27", "HumanEval/28", "HumanEval/45", "HumanEval/53", "HumanEval/77",
+    "HumanEval/79", "HumanEval/81", "HumanEval/88", "HumanEval/124", "HumanEval/151", "HumanEval/159", "HumanEval/160",
+}
 
 
 def _all_variants(problems, names):
@@ -474,11 +489,11 @@ def _all_variants(problems, names):
 
 
 def test_every_humaneval_problem_gets_variants_that_pass(problems, names):
-    """Variants for all but four of the 164 problems; the first of each is run (all: the slow test below)."""
+    """Variants for all but 14 of the 164 problems; the first of each is run (all: the slow test below)."""
     first = {}
     for task_id, item in _all_variants(problems, names):
         first.setdefault(task_id, item)
-    assert len(first) == 160
+    assert len(first) == 150
     assert validate_variants(list(first.values()), LIMITS, workers=2) == [(True, None)] * len(first)
 
 
@@ -487,3 +502,37 @@ def test_all_humaneval_variants_pass(problems, names):
     items = [item for _, item in _all_variants(problems, names)]
     verdicts = validate_variants(items, LIMITS, workers=2)
     assert verdicts == [(True, None)] * len(items)
+
+
+# -- the stage -------------------------------------------------------------------
+
+
+def test_stage_stores_filter_variants_after_the_detector_ids(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from leaktrace.artifacts import read_records
+    from leaktrace.stages.variants import make_variants_table
+
+    code = '''def count_items(items, limit):
+    """Count the entries below a bound."""
+    total = 0
+    for item in items:
+        if item < limit:
+            total += 1
+    return total
+'''
+    test = "def check(candidate):\n    assert candidate([1, 5, 2], 3) == 2\n"
+    pq.write_table(pa.Table.from_pylist([{"sample_id": "s", "code": code, "test": test, "entry_point": "count_items"}]),
+                   tmp_path / "benchmark.parquet")
+    pq.write_table(pa.Table.from_pylist([{"sample_id": "s", "kept": True}]), tmp_path / "functions.parquet")
+    words = ["count", "tally", "items", "elems", "limit", "total", "sum", "item", "elem"]
+    pq.write_table(pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in words]),
+                   tmp_path / "lexicon.parquet")
+    settings = {"n": 3, "n_filter": 2, "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024}}
+    make_variants_table(tmp_path / "benchmark.parquet", tmp_path / "functions.parquet", tmp_path / "lexicon.parquet",
+                        settings, 7, 2, tmp_path / "variants.parquet")
+    rows = read_records(tmp_path / "variants.parquet")
+    assert [(r["variant_id"], r["kind"]) for r in rows] == [
+        (0, "original"), (1, "rename"), (2, "rename"), (3, "rename"), (4, "filter"), (5, "filter"),
+    ]
+    assert len({r["text"] for r in rows}) == len(rows) and all(r["valid"] for r in rows)
