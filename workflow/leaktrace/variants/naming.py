@@ -61,8 +61,9 @@ class NameProposer:
 
     Each word of a name becomes one of its alternatives or stays, with weight
     sqrt(count + 1), count being how often programmers use the word in names
-    (the kept word competes on the same footing). So a variant's names are
-    about as common as the original's, and each word keeps its meaning.
+    (the kept word competes on the same footing): words programmers use often
+    are preferred without a few taking every draw, and each word keeps its
+    meaning.
     """
 
     def __init__(self, alternatives: Callable[[str], Sequence[str]], word_counts: Mapping[str, int]):
