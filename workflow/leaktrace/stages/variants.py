@@ -1,7 +1,11 @@
 """variants: the identifier lexicon of the code corpus, then n
 semantics-preserving variants of every sample that passed the function
-filters, each validated against the sample's own tests in the sandbox.
-The original is validated the same way and stored as ``variant_id`` 0."""
+filters (kind "rename", ``variant_id`` 1..n, for the detectors) and
+n_filter more, drawn from a stream of their own and never equal to a
+detector variant (kind "filter", ids n+1..n+n_filter, for SrDetection's
+pre-exposure filter only); a sample may get fewer of either. Each is
+validated against the sample's own tests in the sandbox. The original is
+validated the same way and stored as ``variant_id`` 0."""
 
 from __future__ import annotations
 
@@ -16,7 +20,9 @@ from leaktrace.artifacts import read_records, write_table
 from leaktrace.sandbox import SandboxLimits
 from leaktrace.seeding import rng_for
 from leaktrace.variants.lexicon import IdentifierLexicon, build_identifier_lexicon
+from leaktrace.variants.naming import NameProposer
 from leaktrace.variants.renaming import make_variants
+from leaktrace.variants.synonyms import WordAlternatives
 from leaktrace.variants.validate import reserved_names, validate_variants
 
 log = logging.getLogger(__name__)
@@ -27,7 +33,7 @@ VARIANTS_SCHEMA = pa.schema(
     [
         ("sample_id", pa.string()),
         ("variant_id", pa.int32()),  # 0 = the original
-        ("kind", pa.string()),  # "original" or "rename"
+        ("kind", pa.string()),  # "original", "rename" (the detectors' variants) or "filter" (the pre-exposure filter's)
         ("text", pa.string()),
         ("entry_point", pa.string()),
         ("renames", pa.string()),  # JSON object: old name -> new name
@@ -47,6 +53,7 @@ def make_variants_table(
     benchmark: Path, functions: Path, lexicon_path: Path, settings: dict, seed: int, workers: int, output: Path
 ) -> None:
     lexicon = IdentifierLexicon.from_records(read_records(lexicon_path))
+    names = NameProposer(WordAlternatives(lexicon.word_counts), lexicon.word_counts)
     kept = {r["sample_id"] for r in read_records(functions, ["sample_id", "kept"]) if r["kept"]}
     samples = [s for s in read_records(benchmark) if s["sample_id"] in kept]
     rows, programs = [], []
@@ -54,12 +61,17 @@ def make_variants_table(
         rows.append({"sample_id": s["sample_id"], "variant_id": 0, "kind": "original", "text": s["code"],
                      "entry_point": s["entry_point"], "renames": "{}"})
         programs.append((s["code"], s["test"], s["entry_point"]))
-        variants = make_variants(
-            s["code"], s["entry_point"], lexicon, n=settings["n"], rng=rng_for(seed, "variants", s["sample_id"]),
-            reserved=reserved_names(s["test"]),  # names the tests call must keep their names
-        )
-        for k, v in enumerate(variants, start=1):
-            rows.append({"sample_id": s["sample_id"], "variant_id": k, "kind": "rename", "text": v.text,
+        reserved = reserved_names(s["test"])  # names the tests call must keep their names
+        detector = make_variants(s["code"], s["entry_point"], names, n=settings["n"],
+                                 rng=rng_for(seed, "variants", s["sample_id"]), reserved=reserved)
+        pre_exposure = make_variants(s["code"], s["entry_point"], names, n=settings["n_filter"],
+                                     rng=rng_for(seed, "filter-variants", s["sample_id"]), reserved=reserved,
+                                     exclude=[v.text for v in detector])
+        # ids 1..n are the detector's, n+1..n+n_filter the filter's, however many each set got
+        numbered = [(k, "rename", v) for k, v in enumerate(detector, start=1)]
+        numbered += [(settings["n"] + k, "filter", v) for k, v in enumerate(pre_exposure, start=1)]
+        for k, kind, v in numbered:
+            rows.append({"sample_id": s["sample_id"], "variant_id": k, "kind": kind, "text": v.text,
                          "entry_point": v.entry_point, "renames": json.dumps(v.renames, sort_keys=True)})
             programs.append((v.text, s["test"], v.entry_point))
     limits = SandboxLimits(**settings["sandbox"])
@@ -68,5 +80,6 @@ def make_variants_table(
         row["valid"], row["invalid_reason"] = valid, reason
     write_table(rows, VARIANTS_SCHEMA, output)
     failures = Counter((r["invalid_reason"] or "").split(":")[0] for r in rows if not r["valid"])
-    log.info("%d samples, %d variants, %d invalid (%s)", len(samples), len(rows) - len(samples),
+    log.info("%d samples, %d detector and %d filter variants, %d invalid (%s)", len(samples),
+             sum(r["kind"] == "rename" for r in rows), sum(r["kind"] == "filter" for r in rows),
              sum(not r["valid"] for r in rows), dict(failures))

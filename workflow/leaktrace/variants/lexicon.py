@@ -2,8 +2,8 @@
 
 Renamed variants must read like code people write: a variant full of unusual
 names looks less natural than its original by construction, and every original
-would then look memorised. Replacement names are therefore drawn from the
-names a real corpus uses for the same kind of thing.
+would then look memorised. The words of a corpus's names tell which synonyms
+programmers use, and how often.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import symtable
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+
+from leaktrace.variants.naming import is_word, split_identifier
 
 KINDS = ("function", "variable")
 
@@ -39,7 +41,7 @@ def is_user_identifier(name: str) -> bool:
 class IdentifierLexicon:
     """Counts of function names (def names) and variable names (parameters and locals).
 
-    Compared and hashed by identity, so derived tables can be cached per lexicon.
+    Compared and hashed by identity, so derived tables are cached per lexicon.
     """
 
     functions: Counter[str] = field(default_factory=Counter)
@@ -55,12 +57,18 @@ class IdentifierLexicon:
 
     def most_common(self, kind: str, limit: int | None = None) -> list[tuple[str, int]]:
         """The `limit` most frequent names of `kind` (all if None), ties broken by name so the order is stable."""
-        return self._ranked[kind][:limit]
+        return sorted(self.counts(kind).items(), key=lambda item: (-item[1], item[0]))[:limit]
 
     @functools.cached_property
-    def _ranked(self) -> dict[str, list[tuple[str, int]]]:
-        """Sorted once: variant generation asks for the top names once per sample."""
-        return {kind: sorted(self.counts(kind).items(), key=lambda item: (-item[1], item[0])) for kind in KINDS}
+    def word_counts(self) -> Counter[str]:
+        """How often each lower-case word occurs in the names: a name's count goes to each of its words."""
+        words: Counter[str] = Counter()
+        for kind in KINDS:
+            for name, count in self.counts(kind).items():
+                for piece in split_identifier(name):
+                    if is_word(piece):
+                        words[piece.lower()] += count
+        return words
 
     def to_records(self) -> list[dict[str, object]]:
         """One row per (kind, name), ready for a Parquet table."""

@@ -2,9 +2,12 @@
 
 SrDetection compares a model's perplexity on a benchmark sample with its
 perplexity on variants of it. The comparison is only fair if a variant differs
-from its original in nothing but the chosen names, so identifier tokens are
-edited in place (formatting, quotes, blank lines and comments stay
-byte-identical) and replacements are drawn from the names a real corpus uses.
+from its original in nothing but the chosen names, and if those names are as
+natural as the original's: identifier tokens are edited in place (formatting,
+quotes, blank lines and comments stay byte-identical), each name is renamed by
+meaning, word by word (`naming.NameProposer`), keeping the words the prose
+uses, and docstrings and comments change only where they refer to code,
+never in their English.
 
 Which occurrences may change is decided by a small scope analysis: every
 identifier is resolved to the binding it refers to, and a binding is renamed
@@ -18,10 +21,8 @@ from __future__ import annotations
 import ast
 import bisect
 import contextlib
-import functools
 import io
 import itertools
-import math
 import random
 import re
 import token
@@ -30,32 +31,31 @@ from collections import Counter, defaultdict
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from leaktrace.variants.lexicon import IdentifierLexicon, is_user_identifier
+from leaktrace.variants.lexicon import is_user_identifier
+from leaktrace.variants.naming import NameProposer
+from leaktrace.variants.synonyms import is_english_word
 
 Position = tuple[int, int]  # (line, character column) of an identifier's first character
-Shape = tuple[int, str, bool]  # length, naming style, whether it looks plural
 
-# Replacements come from this many of the corpus's most frequent names per kind.
-_POOL_SIZE = 3000
-# Tries to draw a replacement that no other name of the same variant took.
+# Draws per name for a replacement that differs from it and collides with nothing.
 _DRAWS_PER_NAME = 20
 # Tries per requested variant before settling for fewer distinct ones.
 _ATTEMPTS_PER_VARIANT = 5
 
-# English words that are also plausible variable names. In prose they are
-# renamed only where they cannot be the English word: "the integers a and b"
-# renames `a`, "return a list" does not.
-_PROSE_WORDS = frozenset(
-    {"a", "an", "at", "be", "by", "do", "go", "it", "me", "my", "no", "of", "on", "so", "to", "up", "us", "we"}
-)
-_FOLLOWED_BY_WORD = re.compile(r"\s+(?!(?:and|or|is|are|if|then)\b)[^\W\d]")
-
 _IDENTIFIER = r"[^\W\d]\w*"
 _DOCTEST_SOURCE = re.compile(r"\s*(>>>|\.\.\.)(\s|$)")
-_CALL = re.compile(_IDENTIFIER + r"\(")
-# A word not preceded by "." (an attribute) or "\\" (an escape such as \\n).
-_WORD = re.compile(rf"(?<![\w.\\])(?P<name>{_IDENTIFIER})")
-_WORD_OUTSIDE_QUOTES = re.compile(rf"""(?P<quoted>'[^'\n]*'|"[^"\n]*")|(?<![\w.\\])(?P<name>{_IDENTIFIER})""")
+# A word not preceded by "." (an attribute), "\\" (an escape such as \\n) or an
+# apostrophe ("it's"), nor followed by one.
+_WORD = re.compile(rf"(?<![\w.\\'\u2019])(?P<name>{_IDENTIFIER})(?![\w'\u2019])")
+_ABBREVIATION_DOT = re.compile(r"\.[^\W\d]")  # the "e" of "e.g." is not the name e
+_QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
+_BACKTICKS = re.compile(r"`[^`\n]+`")
+_CALL = re.compile(rf"(?<![\w.\\])({_IDENTIFIER})\(")
+# ":param name:" / ":type name:" (Sphinx), and the headers of Google / NumPy parameter sections.
+_PARAM_FIELD = re.compile(r":(?:param|type)\s+(?:[\w\[\], ]+\s+)?(\w+)\s*:")
+_PARAM_SECTION = re.compile(r"\s*(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments)\s*:?\s*$")
+_PARAM_ENTRY = re.compile(r"\s*\**(\w+)\s*(\([^)]*\))?\s*:")
+_UNDERLINE = re.compile(r"\s*-{3,}\s*$")
 _STRING_HEAD = re.compile(r"""\w*('''|\"\"\"|'|")""")
 
 
@@ -71,18 +71,21 @@ class Variant:
 def make_variants(
     code: str,
     entry_point: str,
-    lexicon: IdentifierLexicon,
+    names: NameProposer,
     *,
     n: int,
     rng: random.Random,
     reserved: Collection[str] = (),
+    exclude: Collection[str] = (),
 ) -> list[Variant]:
-    """Up to `n` distinct variants of `code`, each renaming every renamable name.
+    """Up to `n` distinct variants of `code`, each renaming every name `names` can rename.
 
     Fewer than `n` come back when the program has too few renamable names (or
-    the lexicon too few candidates) to make them distinct. `reserved` names are
-    neither renamed nor introduced: pass the identifiers of code that runs
+    their words too few alternatives) to make them distinct. `reserved` names
+    are neither renamed nor introduced: pass the identifiers of code that runs
     alongside the program (such as its test), which may refer to its names.
+    No variant's text is in `exclude`: pass the texts of another set of
+    variants to draw a disjoint one.
     """
     tree = _parse(code)
     lines = io.StringIO(code).readlines()
@@ -90,18 +93,20 @@ def make_variants(
     analysis = _ScopeAnalysis(tree, lines, tokens)
     if entry_point not in analysis.module.bound:
         raise ValueError(f"entry point {entry_point!r} is not defined at module level")
+    prose = _prose_tokens(tree, lines, tokens)
+    anchored = _prose_words(prose)
     renamables, renamable_bindings = analysis.renamables(frozenset(reserved))
+    renamables = {name: renamable for name, renamable in renamables.items() if names.can_rename(name, anchored)}
     entry_renamable = (analysis.module, entry_point) in renamable_bindings
 
     taken = set(re.findall(_IDENTIFIER, code)) | set(reserved)
-    prose = _prose_tokens(tree, lines, tokens)
 
     variants: list[Variant] = []
-    seen = {code}
+    seen = {code, *exclude}
     for _ in range(n * _ATTEMPTS_PER_VARIANT if renamables else 0):
         if len(variants) == n:
             break
-        renames = _draw_renames(renamables, lexicon, taken, rng)
+        renames = _draw_renames(renamables, names, anchored, taken, rng)
         text = _apply_renames(code, lines, renamables, prose, renames)
         if text in seen:
             continue
@@ -152,7 +157,6 @@ Definition = ast.FunctionDef | ast.AsyncFunctionDef
 
 @dataclass
 class _Renamable:
-    kind: str  # "function" or "variable": which lexicon the replacement comes from
     positions: list[Position]
 
 
@@ -195,10 +199,7 @@ class _ScopeAnalysis(ast.NodeVisitor):
             if binding in frozen or not is_user_identifier(name) or name in reserved:
                 continue
             renamable_bindings.add(binding)
-            renamable = by_name.setdefault(name, _Renamable("variable", []))
-            if self._definitions.get(binding):
-                renamable.kind = "function"
-            renamable.positions.extend(places)
+            by_name.setdefault(name, _Renamable([])).positions.extend(places)
         return by_name, renamable_bindings
 
     def _keyword_occurrences(self) -> list[tuple[_Scope, str, Position | None]]:
@@ -433,65 +434,19 @@ def _is_word_char(char: str) -> bool:
 
 
 def _draw_renames(
-    renamables: dict[str, _Renamable], lexicon: IdentifierLexicon, taken: set[str], rng: random.Random
+    renamables: dict[str, _Renamable], names: NameProposer, anchored: frozenset[str], taken: set[str],
+    rng: random.Random,
 ) -> dict[str, str]:
-    """A fresh name for each renamable name, distinct from each other and from everything in `taken`."""
+    """A new name for each renamable name, keeping its `anchored` words, distinct from each other
+    and from everything in `taken`."""
     renames: dict[str, str] = {}
-    for original, renamable in renamables.items():
-        names = _pool(lexicon, renamable.kind)
-        if not names:
-            continue
-        weights = _cumulative_weights(lexicon, renamable.kind, _shape(original))
+    for original in renamables:
         for _ in range(_DRAWS_PER_NAME):
-            new = rng.choices(names, cum_weights=weights)[0]
-            if new not in taken and new not in renames.values():
+            new = names.draw(original, rng, anchored)
+            if new != original and is_user_identifier(new) and new not in taken and new not in renames.values():
                 renames[original] = new
                 break
     return renames
-
-
-@functools.lru_cache(maxsize=16)
-def _pool(lexicon: IdentifierLexicon, kind: str) -> list[str]:
-    """The lexicon's most frequent names of `kind`: the names replacements come from."""
-    return [name for name, _ in lexicon.most_common(kind, _POOL_SIZE) if is_user_identifier(name)]
-
-
-@functools.lru_cache(maxsize=1024)
-def _cumulative_weights(lexicon: IdentifierLexicon, kind: str, shape: Shape) -> list[float]:
-    """Weights ∝ sqrt(count), so common names are preferred without a handful taking every
-    draw, times how much each name is shaped like the one it replaces."""
-    counts = lexicon.counts(kind)
-    weights = (math.sqrt(counts[name]) * _shape_affinity(shape, _shape(name)) for name in _pool(lexicon, kind))
-    return list(itertools.accumulate(weights))
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _shape(name: str) -> Shape:
-    if len(name) <= 2:
-        style = "short"
-    elif name.isupper():
-        style = "UPPER_CASE"
-    elif name[0].isupper():
-        style = "CapWords"
-    elif "_" in name.strip("_"):
-        style = "snake_case"
-    elif any(char.isupper() for char in name):
-        style = "camelCase"
-    else:
-        style = "word"
-    plural = len(name) > 2 and name.endswith("s") and not name.endswith("ss")
-    return len(name), style, plural
-
-
-@functools.lru_cache(maxsize=1 << 12)
-def _shape_affinity(original: Shape, candidate: Shape) -> float:
-    """Near 1 for a candidate of the original's length and style, smaller the less alike they are."""
-    affinity = math.exp(-abs(original[0] - candidate[0]) / 4)
-    if original[1] != candidate[1]:
-        affinity *= 0.25
-    if original[2] != candidate[2]:
-        affinity *= 0.5
-    return affinity
 
 
 # ---------------------------------------------------------------------------
@@ -517,6 +472,25 @@ def _prose_tokens(
         if tok.type == token.COMMENT
         or (tok.type == token.STRING and any(start <= tok.start and tok.end <= end for start, end in spans))
     ]
+
+
+def _prose_words(prose: Sequence[tokenize.TokenInfo]) -> frozenset[str]:
+    """The English words of docstrings and comments (doctests and code references aside), in lower case.
+
+    Names echo them: HumanEval's `numbers` is "a list of numbers" in the
+    docstring, where a model reads it before it meets the name. Prose stays as
+    it is, so a variant that renamed `numbers` would lose that echo while the
+    original keeps it: names keep these words, and change the others.
+    """
+    words = set()
+    for tok in prose:
+        for line, role, spans in _prose_lines(tok.string):
+            if role == "prose":
+                words.update(
+                    match.group("name").lower() for match in _WORD.finditer(line)
+                    if is_english_word(match.group("name")) and not any(a <= match.start() < b for a, b in spans)
+                )
+    return frozenset(words)
 
 
 def _apply_renames(
@@ -557,29 +531,66 @@ def _rename_in_string(literal: str, renames: dict[str, str]) -> str:
 
 
 def _rename_in_prose(text: str, renames: dict[str, str]) -> str:
-    """Rename whole words, leaving doctest output and quoted values in code-like lines alone."""
+    """Rename the code in prose: doctest source lines whole (their output stays), and in
+    other lines only what is unambiguously code (`_code_spans`, names that are not English)."""
     pieces = []
-    in_doctest_output = False
-    for line in text.splitlines(keepends=True):
-        if _DOCTEST_SOURCE.match(line):
-            pieces.append(_rename_words(line, renames, doctest=True))
-            in_doctest_output = True
-        elif in_doctest_output and line.strip():
-            pieces.append(line)
-        else:
-            pieces.append(_rename_words(line, renames, doctest=False))
-            in_doctest_output = False
+    for line, role, spans in _prose_lines(text):
+        pieces.append(line if role == "output" else _rename_words(line, renames, spans))
     return "".join(pieces)
 
 
-def _rename_words(line: str, renames: dict[str, str], *, doctest: bool) -> str:
+def _prose_lines(text: str) -> Iterator[tuple[str, str, list[tuple[int, int]]]]:
+    """Each line of `text` (with its end) as "doctest" source, doctest "output" or "prose",
+    with the character ranges that are code (the whole line for doctest source)."""
+    in_doctest_output = in_parameters = False
+    for line in text.splitlines(keepends=True):
+        if _DOCTEST_SOURCE.match(line):
+            in_doctest_output = True
+            yield line, "doctest", [(0, len(line))]
+            continue
+        if in_doctest_output and line.strip():
+            yield line, "output", []
+            continue
+        in_doctest_output = False
+        if _PARAM_SECTION.match(line):
+            in_parameters = True
+        elif not line.strip():
+            in_parameters = False
+        yield line, "prose", _code_spans(line, in_parameters=in_parameters and not _UNDERLINE.match(line))
+
+
+def _code_spans(line: str, *, in_parameters: bool) -> list[tuple[int, int]]:
+    """Character ranges of `line` that are code: `backticks`, a call's name and argument list,
+    a Sphinx ":param name:" field, and the name an entry of a parameter section documents."""
+    spans = [match.span() for match in _BACKTICKS.finditer(line)]
+    for match in _CALL.finditer(line):
+        depth, end = 0, len(line)
+        for position in range(match.end() - 1, len(line)):
+            depth += {"(": 1, ")": -1}.get(line[position], 0)
+            if depth == 0:
+                end = position + 1
+                break
+        spans.append((match.start(), end))
+    spans += [match.span(1) for match in _PARAM_FIELD.finditer(line)]
+    entry = _PARAM_ENTRY.match(line) if in_parameters else None
+    if entry is not None:
+        spans.append(entry.span(1))
+    return spans
+
+
+def _rename_words(line: str, renames: dict[str, str], code_spans: Sequence[tuple[int, int]]) -> str:
+    """Rename words of `line` inside `code_spans` (but not in their quoted strings), and
+    outside them the names that cannot be English words (`lst`, `n`, `paren_string`)."""
+    quoted = [match.span() for span in code_spans for match in _QUOTED.finditer(line, *span)]
+
     def replace(match: re.Match[str]) -> str:
-        name = match.group("name")
-        if name is None or name not in renames:
-            return match.group(0)
-        if not doctest and name in _PROSE_WORDS and _FOLLOWED_BY_WORD.match(line, match.end()):
-            return match.group(0)
+        name, start = match.group("name"), match.start()
+        if name not in renames or any(a <= start < b for a, b in quoted):
+            return name
+        if any(a <= start < b for a, b in code_spans):
+            return renames[name]
+        if is_english_word(name) or _ABBREVIATION_DOT.match(line, match.end()):
+            return name
         return renames[name]
 
-    pattern = _WORD_OUTSIDE_QUOTES if doctest or _CALL.search(line) else _WORD
-    return pattern.sub(replace, line)
+    return _WORD.sub(replace, line)
