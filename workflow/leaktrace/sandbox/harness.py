@@ -50,6 +50,7 @@ MAX_ERROR_CHARS = 2000
 PROGRAM_NAME = "program.py"
 SETUP_FAILED = 70
 _POLL_S = 0.05
+_END = object()  # end of file on a pipe
 
 
 class ProgramFailure(Exception):
@@ -121,23 +122,28 @@ def _program_process(setup: dict, requests: int, replies: int) -> None:
     except BaseException:
         os._exit(SETUP_FAILED)
     random.seed(0)  # the fork reseeded it from the OS; runs must be reproducible
-    code = setup["code"]
+    path = os.path.join(setup["workdir"], PROGRAM_NAME)  # a script has a file: tracebacks and __file__ need it
     module = types.ModuleType("__main__")
-    module.__file__ = PROGRAM_NAME
-    sys.modules["__main__"], sys.argv = module, [PROGRAM_NAME]
+    module.__file__ = path
+    sys.modules["__main__"], sys.argv = module, [path]
     namespace = module.__dict__
     try:
-        exec(compile(code, PROGRAM_NAME, "exec"), namespace)
+        with open(path, "w", encoding="utf-8", errors="surrogatepass") as script:
+            script.write(setup["code"])
+        exec(compile(setup["code"], path, "exec"), namespace)
     except Exception as exc:  # SystemExit ends the process: the harness reports how it ended
         namespace.clear()  # frees what a memory bomb holds, so reporting can allocate
-        _print_traceback(exc, code)
+        import traceback
+
+        traceback.print_exception(exc)
+        _flush()
         _send(replies, ("load_error", describe(exc)))
         os._exit(1)
     _flush()
     _send(replies, ("loaded",))
     while True:
         request = _receive(requests, None)
-        if request is None:
+        if request is _END:
             _flush()
             os._exit(0)
         kind = request[0]
@@ -179,15 +185,6 @@ def _outcome(thunk) -> tuple:
     return ("return", value)
 
 
-def _print_traceback(exc: BaseException, code: str) -> None:
-    import linecache
-    import traceback
-
-    linecache.cache[PROGRAM_NAME] = (len(code), None, code.splitlines(True), PROGRAM_NAME)
-    traceback.print_exception(exc)
-    _flush()
-
-
 def _flush() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -216,23 +213,30 @@ class ProgramConnection:
             self.failure = failure
             raise
         except OSError:
-            self.failure = ProgramFailure("the program ended", self.wait_exit(block=True))
+            self.failure = ProgramFailure("the program ended", self.wait_exit())
             raise self.failure from None
 
     def receive(self) -> object:
         reply = _receive(self.replies, self)
-        if reply is None:
-            raise ProgramFailure("the program ended", self.wait_exit(block=True))
+        if reply is _END:
+            raise ProgramFailure("the program ended", self.wait_exit())
         return reply
 
-    def wait_exit(self, block: bool) -> tuple | None:
-        """How the program process ended, ("code", n) or ("signal", n); None while it runs."""
-        try:
-            pid, status = os.waitpid(self.pid, 0 if block else os.WNOHANG)
-        except ChildProcessError:
-            return None
-        if pid == 0:
-            return None
+    def wait_exit(self, patience_s: float = 1.0) -> tuple | None:
+        """How the program process ended, ("code", n) or ("signal", n); None if it
+        still runs after `patience_s` (it closed its pipe and went on)."""
+        waited, pause = 0.0, 0.001
+        while True:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                return None
+            if pid:
+                break
+            if waited >= patience_s:
+                return None
+            select.select([], [], [], pause)  # an exiting process closes its pipes just before it can be reaped
+            waited, pause = waited + pause, min(2 * pause, _POLL_S)
         if os.WIFSIGNALED(status):
             return ("signal", os.WTERMSIG(status))
         return ("code", os.WEXITSTATUS(status))
@@ -241,7 +245,7 @@ class ProgramConnection:
         """Block until a reply can be read, or raise if the program process ended first
         (its own children may hold the pipe open, so end of file alone is not enough)."""
         while not select.select([self.replies], [], [], _POLL_S)[0]:
-            ended = self.wait_exit(block=False)
+            ended = self.wait_exit(patience_s=0)
             if ended is not None:
                 raise ProgramFailure("the program ended", ended)
 
@@ -284,16 +288,19 @@ def _run_test(connection: ProgramConnection, test: str, entry_point: str, names:
     calls: list[bytes] = []  # each call's encoded (name, args, kwargs, outcome)
     unserialisable: list[str] = []
 
-    def stub(name: str):
+    def stub(name: str, label: str):
+        """`label` is what the record calls it: "candidate" for the entry point,
+        whose name differs between a program and its renamed variants."""
+
         def call(*args, **kwargs):
             encode((args, kwargs))  # an argument the program could not receive: the test's own problem
             reply = connection.request(("call", name, args, kwargs))
             kind = _reply_kind(reply)
-            calls.append(encode((name, args, kwargs, reply[:2])))  # now: the test may mutate them later
+            calls.append(encode((label, args, kwargs, reply[:2])))  # now: the test may mutate them later
             if kind == "return":
                 return reply[1]
             if kind == "unserialisable":
-                unserialisable.append(f"{name} returned a {reply[1]}, which is not an exact builtin value")
+                unserialisable.append(f"{label} returned a {reply[1]}, which is not an exact builtin value")
                 raise TypeError(unserialisable[-1])
             raise _exception(reply[1], reply[2])
 
@@ -312,7 +319,7 @@ def _run_test(connection: ProgramConnection, test: str, entry_point: str, names:
         check = namespace.get("check")
         if not callable(check):
             return {"status": "error", "error": "the test defines no check function"}
-        check(stub(entry_point))
+        check(stub(entry_point, "candidate"))
         outcome, error = "passed", None
     except ProgramFailure:
         raise
@@ -330,7 +337,7 @@ def _bind(namespace: dict, name: str, description: object, stub) -> None:
     if type(description) is not tuple or not description:
         return
     if description == ("callable",):
-        namespace[name] = stub(name)
+        namespace[name] = stub(name, name)
     elif description[0] == "module" and len(description) == 2 and type(description[1]) is str:
         if description[1].partition(".")[0] in sys.stdlib_module_names:
             namespace[name] = importlib.import_module(description[1])
@@ -390,17 +397,17 @@ def _send(fd: int, message: object) -> None:
 
 
 def _receive(fd: int, connection: ProgramConnection | None) -> object:
-    """One framed message, None at end of file; the harness (`connection` given) bounds
+    """One framed message, _END at end of file; the harness (`connection` given) bounds
     its size, checks its form, and notices when the program ends while it waits."""
     header = _read_exactly(fd, 4, connection)
     if header is None:
-        return None
+        return _END
     length = int.from_bytes(header, "big")
     if connection is not None and length > MAX_MESSAGE_BYTES:
         raise ProgramFailure(f"the program sent a message of {length} bytes (limit {MAX_MESSAGE_BYTES})")
     data = _read_exactly(fd, length, connection)
     if data is None:
-        return None
+        return _END
     try:
         return decode(data)
     except ValueError as error:

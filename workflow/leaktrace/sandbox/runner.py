@@ -235,7 +235,7 @@ def _platform() -> _Platform:
     except rootfs.ViewUnavailable as error:
         return _Platform(str(error), None, (), False)
     try:
-        cgroups.create(64, 8).kill_and_remove()
+        cgroups.create(64, 8).remove()
         cgroup = None
     except (cgroups.CgroupUnavailable, OSError) as error:
         cgroup = f"no writable cgroup ({error})"
@@ -313,11 +313,13 @@ def _execute(code: str, trust: dict, limits: SandboxLimits, platform: _Platform,
                 os.killpg(child.pid, signal.SIGKILL)  # weak isolation's only cleanup; harmless otherwise
             except ProcessLookupError:
                 pass
+            memory_kills = 0
             if group is not None:
-                group.kill_and_remove()
+                group.kill()
+                memory_kills = group.memory_kills()
+                group.remove()
             child.wait()
         duration = time.monotonic() - started
-        memory_kills = group.memory_kills() if group is not None else 0
         outcome = _read_report(report)
         status, error = _classify(child.returncode, timed_out, memory_kills, limits, outcome)
         value = outcome.get("value") if status == "ok" else None

@@ -8,10 +8,11 @@ answers True, or a `str` subclass with a forged `__repr__`, cannot pass as a
 value; the decoder rebuilds plain builtins and rejects anything malformed,
 never executing or importing anything (unlike pickle or marshal).
 
-The encoding is canonical: set members and dict items are sorted by their own
-encodings, so equal values give equal bytes whatever their insertion order;
-floats keep their bits (every nan is one nan), so inf and -0.0 survive and 1,
-1.0 and True stay distinct. Two runs behave alike iff their records' bytes are equal.
+The encoding is canonical: set members are sorted by their own encodings, so
+equal sets give equal bytes whatever their history; dicts keep their order,
+which programs can observe (HumanEval/95 answers by the first key); floats
+keep their bits (every nan is one nan), so inf and -0.0 survive and 1, 1.0
+and True stay distinct. Equal bytes mean values no program can tell apart.
 
 Stdlib only, and only builtin modules: this module also runs inside the
 sandbox, where start-up time counts.
@@ -83,10 +84,10 @@ def _encode(value: object, parts: list[bytes], depth: int) -> None:
         parts += (_SORTED_KINDS[kind], _length(len(value)))
         parts += sorted(_encode_one(item, depth + 1) for item in value)
     elif kind is dict:
-        items = sorted((_encode_one(key, depth + 1), _encode_one(item, depth + 1)) for key, item in value.items())
-        parts += (b"d", _length(len(items)))
-        for key, item in items:
-            parts += (key, item)
+        parts += (b"d", _length(len(value)))
+        for key, item in value.items():
+            _encode(key, parts, depth + 1)
+            _encode(item, parts, depth + 1)
     else:
         raise UnserialisableValue(f"a {kind.__name__} is not an exact builtin value")
 

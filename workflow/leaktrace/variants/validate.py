@@ -91,11 +91,12 @@ def _difference(record: bytes, reference: bytes) -> str | None:
         if call != wanted:
             name, args, kwargs, outcome = decode(call)
             *_, wanted_outcome = decode(wanted)
-            return (f"differs: call {number} ({name}{_shown(args)}) gave {_shown(outcome)},"
+            arguments = ", ".join([*map(repr, args), *(f"{key}={value!r}" for key, value in kwargs.items())])
+            return (f"differs: call {number} ({_shown(f'{name}({arguments})')}) gave {_shown(outcome)},"
                     f" the original {_shown(wanted_outcome)}")
     return f"differs: {len(calls)} calls, the original's test made {len(expected)}"
 
 
 def _shown(value: object) -> str:
-    text = repr(value)
+    text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."
