@@ -276,3 +276,16 @@ def test_missing_isolation_is_named_and_needs_an_opt_in(monkeypatch):
     assert (result.status, result.isolation, result.return_value) == ("ok", "weak", 65534)  # as root, still not root
     tested = run_test("def double(x):\n    return x * 2\n", TEST, "double", weak)
     assert (tested.status, tested.isolation) == ("ok", "weak")
+
+
+@isolated
+def test_the_user_namespace_path_isolates_as_well(monkeypatch):
+    """What a caller that is not root gets: one mapped uid, capabilities dropped."""
+    with_user_namespace = dataclasses.replace(runner._platform(), user_namespace=True)
+    monkeypatch.setattr(runner, "_platform", lambda: with_user_namespace)
+    code = "import os\ntry:\n    open('/usr/escape', 'w')\n    escaped = True\nexcept OSError:\n    escaped = False\n"
+    result = run_python(code, FAST, result_expr="[os.getuid(), escaped, os.path.exists('/etc/shadow')]")
+    assert (result.status, result.return_value) == ("ok", [65534, False, False])
+    forged = run_test("import os, signal\nos.kill(1, signal.SIGKILL)\ndef double(x):\n    return x + 1\n",
+                      TEST, "double", FAST)
+    assert (forged.status, forged.error) == ("wrong", "AssertionError")

@@ -259,7 +259,8 @@ def _run(code: str, trust: dict, limits: SandboxLimits) -> SandboxResult:
 
 def _execute(code: str, trust: dict, limits: SandboxLimits, platform: _Platform, level: str) -> SandboxResult:
     namespaces, has_cgroup = platform.namespaces is None, platform.cgroup is None
-    root_user = os.geteuid() == 0
+    user_namespace = namespaces and platform.user_namespace
+    switch_uids = os.geteuid() == 0 and not user_namespace  # in a user namespace only one uid is mapped
     group = cgroups.create(limits.memory_mb, limits.max_processes + _HARNESS_PROCESSES) if has_cgroup else None
     with (
         tempfile.TemporaryDirectory(prefix="leaktrace-sandbox-", ignore_cleanup_errors=True) as root,
@@ -273,11 +274,11 @@ def _execute(code: str, trust: dict, limits: SandboxLimits, platform: _Platform,
             "code": code,
             "report_fd": report.fileno(),
             "namespaces": namespaces,
-            "user_namespace": namespaces and not root_user,
+            "user_namespace": user_namespace,
             "uids": {
-                "owner": PROGRAM_UID if namespaces or root_user else os.geteuid(),
-                "program": PROGRAM_UID if root_user else None,
-                "harness": HARNESS_UID if root_user else None,
+                "owner": PROGRAM_UID if namespaces or switch_uids else os.geteuid(),
+                "program": PROGRAM_UID if switch_uids else None,
+                "harness": HARNESS_UID if switch_uids else None,
             },
             "cgroup_procs": group.procs_files() if group else [],
             "root": root,
