@@ -57,7 +57,8 @@ def main() -> None:
     limits = SandboxLimits()
     old_limits = old.SandboxLimits()
     print(f"isolation: {isolation_level(limits)}")
-    sample = next(s for s in load_humaneval(shipped_humaneval_path(), "humaneval") if s.sample_id == "humaneval/HumanEval/0")
+    samples = load_humaneval(shipped_humaneval_path(), "humaneval")
+    sample = next(s for s in samples if s.sample_id == "humaneval/HumanEval/0")
     program = f"{sample.code}\n\n{sample.test}\n\ncheck({sample.entry_point})\n"
     calls = {
         "trivial, old": lambda: old.run_python("pass", old_limits),

@@ -73,7 +73,9 @@ def test_values_reject_subclasses_and_objects():
 
 
 def test_values_reject_malformed_bytes():
-    for data in (b"", b"x", b"i\x00\x00\x00\x05\x01", b"NN", b"l\xff\xff\xff\xff", b"S\x00\x00\x00\x01l\x00\x00\x00\x00"):
+    truncated, trailing, too_long = b"i\x00\x00\x00\x05\x01", b"NN", b"l\xff\xff\xff\xff"
+    unhashable = b"S\x00\x00\x00\x01l\x00\x00\x00\x00"  # a set holding a list
+    for data in (b"", b"x", truncated, trailing, too_long, unhashable):
         with pytest.raises(ValueError):
             decode(data)
 
@@ -239,7 +241,11 @@ def test_program_exceptions_reach_the_test_as_builtin_exceptions():
 
 @isolated
 def test_the_test_reaches_the_programs_helpers_and_constants():
-    code = "SHIFT = 3\ndef encode(s):\n    return s[SHIFT:] + s[:SHIFT]\ndef decode(s):\n    return s[-SHIFT:] + s[:-SHIFT]\n"
+    code = (
+        "SHIFT = 3\n"
+        "def encode(s):\n    return s[SHIFT:] + s[:SHIFT]\n"
+        "def decode(s):\n    return s[-SHIFT:] + s[:-SHIFT]\n"
+    )
     test = "def check(candidate):\n    assert candidate(encode('abcdef')) == 'abcdef'\n    assert SHIFT == 3\n"
     result = run_test(code, test, "decode", FAST)
     assert result.status == "ok", result.error
@@ -268,7 +274,8 @@ def test_missing_isolation_is_named_and_needs_an_opt_in(monkeypatch):
     weakened = dataclasses.replace(runner._platform(), namespaces="no isolating namespaces (test)",
                                    cgroup="no writable cgroup (test)")
     monkeypatch.setattr(runner, "_platform", lambda: weakened)
-    with pytest.raises(SandboxUnavailable, match=r"no isolating namespaces \(test\); no writable cgroup .*isolation: weak"):
+    missing = r"no isolating namespaces \(test\); no writable cgroup .*isolation: weak"
+    with pytest.raises(SandboxUnavailable, match=missing):
         run_python("pass", FAST)
     weak = dataclasses.replace(FAST, isolation="weak")
     assert isolation_level(weak) == "weak"

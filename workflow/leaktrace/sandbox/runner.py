@@ -229,22 +229,22 @@ def _compiled_child_modules() -> tuple[tuple[str, bytes], ...]:
 
 @functools.cache
 def _platform() -> _Platform:
-    """What this machine can provide, probed once: a cgroup, then a trial run in namespaces."""
-    try:
-        view = rootfs.interpreter_view()
-    except rootfs.ViewUnavailable as error:
-        return _Platform(str(error), None, (), False)
+    """What this machine can provide, probed once: a cgroup, the interpreter's
+    files, then a trial run in namespaces."""
     try:
         cgroups.create(64, 8).remove()
         cgroup = None
     except (cgroups.CgroupUnavailable, OSError) as error:
         cgroup = f"no writable cgroup ({error})"
     user_namespace = os.geteuid() != 0
-    trial = _Platform(None, cgroup, view, user_namespace)
-    result = _execute("pass", {"mode": "load"}, SandboxLimits(timeout_s=30, isolation="weak"), trial, "full")
-    namespaces = None
-    if result.status != "ok":
-        namespaces = f"no isolating namespaces ({result.error})"
+    try:
+        view = rootfs.interpreter_view()
+    except rootfs.ViewUnavailable as error:
+        view, namespaces = (), f"no read-only view of the interpreter ({error})"
+    else:
+        trial = _Platform(None, cgroup, view, user_namespace)
+        result = _execute("pass", {"mode": "load"}, SandboxLimits(timeout_s=30, isolation="weak"), trial, "full")
+        namespaces = None if result.status == "ok" else f"no isolating namespaces ({result.error})"
     platform = _Platform(namespaces, cgroup, view, user_namespace)
     for reason in (namespaces, cgroup):
         if reason is not None:
@@ -350,7 +350,8 @@ def _classify(
         return "killed", f"the program was {_exit_description(-ended[1])}"
     if report.get("status") in ("ok", "wrong", "error"):
         return report["status"], report.get("error")
-    return "killed", f"the sandbox ended without a verdict ({_exit_description(returncode)})"
+    signalled = returncode < 0 or returncode > 128
+    return "killed" if signalled else "error", f"the sandbox ended without a verdict ({_exit_description(returncode)})"
 
 
 def _exit_description(returncode: int) -> str:

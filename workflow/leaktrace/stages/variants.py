@@ -72,6 +72,7 @@ def make_variants_table(
         isolation = isolation_level(limits)
     except SandboxUnavailable as error:
         raise InputError("config variants.sandbox", None, str(error)) from None
+    log.info("sandbox isolation: %s", isolation)
     original_of = {row["sample_id"]: i for i, row in enumerate(rows) if row["variant_id"] == 0}
     originals = [original_of[row["sample_id"]] for row in rows]
     verdicts = validate_variants(programs, originals, limits, workers=workers)

@@ -12,8 +12,9 @@ happens here, outside every sandboxed process, and no variant's run ever sees
 the original's outputs, so a variant cannot forge its way to valid: its record
 would have to contain the right outputs (see `leaktrace.sandbox.harness` for
 what else a program cannot do to the verdict). Equality is exact, so it is
-stricter than the test's `==`: 1 for 1.0, or a list for a tuple, counts as a
-difference.
+stricter than the test's `==`: 1 for 1.0, a list for a tuple, or a dict in
+another order counts as a difference. The entry point is recorded as
+"candidate", so a renamed entry point is no difference.
 """
 
 from __future__ import annotations
