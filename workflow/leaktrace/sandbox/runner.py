@@ -46,6 +46,7 @@ import functools
 import logging
 import marshal
 import os
+import select
 import signal
 import struct
 import subprocess
@@ -305,10 +306,7 @@ def _execute(code: str, trust: dict, limits: SandboxLimits, platform: _Platform,
             start_new_session=True,
         )
         try:
-            child.wait(timeout=limits.timeout_s)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            timed_out = not _exited_within(child, limits.timeout_s)
         finally:
             try:
                 os.killpg(child.pid, signal.SIGKILL)  # weak isolation's only cleanup; harmless otherwise
@@ -334,6 +332,23 @@ def _execute(code: str, trust: dict, limits: SandboxLimits, platform: _Platform,
             record=outcome.get("record") if status in ("ok", "wrong") else None,
             isolation=level,
         )
+
+
+def _exited_within(child: subprocess.Popen, timeout_s: float) -> bool:
+    """Wait for `child` to exit, at most `timeout_s`; woken by a pidfd the moment it
+    exits (Popen.wait polls with sleeps of up to 50 ms, a third of a short run)."""
+    try:
+        pidfd = os.pidfd_open(child.pid)
+    except (AttributeError, OSError):  # Linux before 5.3
+        try:
+            child.wait(timeout=timeout_s)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    try:
+        return bool(select.select([pidfd], [], [], timeout_s)[0])
+    finally:
+        os.close(pidfd)
 
 
 def _classify(
