@@ -2,10 +2,14 @@
 process the run starts, a count of the kills the memory limit caused, and a
 way to kill whatever is left.
 
-cgroup v2 is used where the caller's cgroup delegates the `memory` and `pids`
-controllers; otherwise the v1 `memory` and `pids` hierarchies (as on hybrid
-systems). The run's cgroups are created below the caller's own, so whatever
-bounds the caller also bounds its runs.
+cgroup v2 is used where the caller's cgroup has (or can be given) the
+`memory` and `pids` controllers in its `cgroup.subtree_control`; otherwise the
+v1 `memory` and `pids` hierarchies (as on hybrid systems). The run's cgroups
+are created below the caller's own, so whatever bounds the caller also bounds
+its runs. On a v2 system, v2's rule that a cgroup with processes cannot
+enable controllers for its children means the caller must run in a cgroup
+prepared for it (root's, or a container's delegated one); elsewhere
+`CgroupUnavailable` says so and the sandbox needs `isolation: weak`.
 """
 
 from __future__ import annotations

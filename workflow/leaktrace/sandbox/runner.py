@@ -13,8 +13,10 @@ untrusted code"):
   working directory (/tmp) and /dev/shm, no network but an unconfigured
   loopback, so no host socket of any kind;
 - the program under uid 65534 and the trusted harness under 65533 (both
-  without privileges, no_new_privs), so neither the caller nor the harness can
-  be signalled, traced or read by the program;
+  without privileges, no_new_privs, not dumpable), so neither the caller nor
+  the harness can be signalled, traced or read by the program; a caller that
+  is not root gets one mapped uid for both, all capabilities dropped, and the
+  harness is still safe as the namespace's init;
 - a cgroup bounding memory and process count across all its processes
   (`cgroups`), rlimits on CPU time and file size per process, and a wall-clock
   timeout; when the call returns, the namespace's init has exited (the kernel
@@ -30,11 +32,13 @@ names what is missing; `isolation="weak"` runs anyway with what is there
 a program that calls setsid or signals the caller's uid), and every result
 says which level was used.
 
-What remains, by design or by limit of this approach: code runs with the
-host's kernel (a kernel exploit escapes any namespace sandbox); the program
-can use the CPU for `cpu_s` seconds per process and its share of the machine
-until the timeout; the test itself (written by the benchmark's authors) runs
-in the harness process and is trusted to judge; see `harness` for what a
+What remains, by design or by limit of this approach: code runs on the
+host's kernel with no seccomp filter, so a kernel bug reachable from an
+unprivileged process escapes (as from any namespace sandbox); the program can
+read /dev/urandom, spend `cpu_s` CPU seconds in each of its processes within
+the wall-clock timeout, and take its share of the machine's CPU and memory
+bandwidth meanwhile; the test itself (written by the benchmark's authors)
+runs in the harness process and is trusted to judge. See `harness` for what a
 program can and cannot do to the verdict.
 """
 
