@@ -19,7 +19,7 @@ from leaktrace.variants.lexicon import IdentifierLexicon, build_identifier_lexic
 from leaktrace.variants.naming import NameProposer, recase, split_identifier, word_choices
 from leaktrace.variants.renaming import _rename_in_prose, make_variants
 from leaktrace.variants.synonyms import WordAlternatives, is_english_word, read_word_list, wordnet_synonyms
-from leaktrace.variants.validate import reserved_names, validate_variants, validation_program
+from leaktrace.variants.validate import reserved_names, validate_variants
 
 CORPUS_MODULES = ("argparse", "bisect", "calendar", "csv", "difflib", "fractions", "heapq", "json.decoder",
                   "random", "shlex", "statistics", "string", "textwrap")
@@ -267,13 +267,28 @@ def test_lexicon_word_counts_add_each_names_count_to_its_words():
 # -- renaming ------------------------------------------------------------------
 
 
+def _validate(groups):
+    """Verdicts of the variants in `groups`, (problem, variants) pairs, each validated against
+    its original (whose own verdicts are returned first, under the key "originals")."""
+    items, originals, positions = [], [], {"originals": []}
+    for problem, variants in groups:
+        first = len(items)
+        positions["originals"].append(first)
+        items.append((_code(problem), problem["test"], problem["entry_point"]))
+        for variant in variants:
+            positions.setdefault("variants", []).append(len(items))
+            items.append((variant.text, problem["test"], variant.entry_point))
+        originals += [first] * (len(items) - first)
+    verdicts = validate_variants(items, originals, LIMITS, workers=2)
+    return {key: [verdicts[i] for i in indices] for key, indices in positions.items()}
+
+
 def test_humaneval_variants_pass_their_tests(problems, names):
-    items = []
-    for task_id in SELECTED:
-        variants = _variants(problems[task_id], names)
-        assert variants, task_id
-        items += [(variant.text, problems[task_id]["test"], variant.entry_point) for variant in variants]
-    assert validate_variants(items, LIMITS, workers=2) == [(True, None)] * len(items)
+    groups = [(problems[task_id], _variants(problems[task_id], names)) for task_id in SELECTED]
+    assert all(variants for _, variants in groups)
+    verdicts = _validate(groups)
+    assert verdicts["originals"] == [(True, None)] * len(SELECTED)
+    assert verdicts["variants"] == [(True, None)] * sum(len(v) for _, v in groups)
 
 
 HELPER = '''def is_even(value):
@@ -322,7 +337,7 @@ def test_only_user_defined_names_change():
 
 def test_renamed_program_computes_the_same():
     expected = _run(SNIPPET, "summarise([3, 1, 2, 3])")
-    assert expected.status == "ok" and expected.return_value == [9.0, 4]
+    assert expected.status == "ok" and expected.return_value == (9.0, 4)
     for variant in make_variants(SNIPPET, "summarise", TOY_NAMES, n=3, rng=random.Random(2)):
         assert _run(variant.text, f"{variant.entry_point}([3, 1, 2, 3])").return_value == expected.return_value
 
@@ -459,14 +474,37 @@ def test_validation_reports_why_a_variant_fails():
     test = "def check(candidate):\n    assert candidate(2) == 4\n"
     items = [
         ("def double(x):\n    return x * 2\n", test, "double"),
+        ("def twice(y):\n    return y * 2\n", test, "twice"),
         ("def double(x):\n    return x + 3\n", test, "double"),
         ("def double(x:\n    return x\n", test, "double"),
+        ("def double(x):\n    return 2 * x if x == 2 else None\n", test, "double"),
     ]
-    verdicts = validate_variants(items, LIMITS, workers=2)
+    verdicts = validate_variants(items, [0] * len(items), LIMITS, workers=2)
+    assert verdicts[:3] == [(True, None), (True, None), (False, "wrong: AssertionError")]
+    assert verdicts[3] == (False, "syntax: line 1: '(' was never closed")
+    assert verdicts[4] == (True, None)  # the same calls, the same results: the test cannot tell
+
+
+def test_a_variant_that_passes_a_weak_test_but_answers_differently_is_invalid():
+    test = "def check(candidate):\n    assert candidate(2) > 0\n    assert candidate(3) > 0\n"
+    items = [
+        ("def double(x):\n    return x * 2\n", test, "double"),
+        ("def double(x):\n    return x + 2\n", test, "double"),
+        ("def double(x):\n    return float(x * 2)\n", test, "double"),
+    ]
+    verdicts = validate_variants(items, [0, 0, 0], LIMITS, workers=2)
     assert verdicts[0] == (True, None)
-    assert verdicts[1] == (False, "error: AssertionError")
-    assert verdicts[2][0] is False and verdicts[2][1].startswith("syntax: line 1")
-    assert validation_program(*items[0]).endswith("check(double)\n")
+    assert verdicts[1] == (False, "differs: call 2 (candidate(3)) gave ('return', 5), the original ('return', 6)")
+    assert verdicts[2] == (False, "differs: call 1 (candidate(2)) gave ('return', 4.0), the original ('return', 4)")
+
+
+def test_variants_of_an_original_that_fails_are_invalid():
+    test = "def check(candidate):\n    assert candidate(2) == 5\n"
+    items = [("def double(x):\n    return x * 2\n", test, "double"), ("def twice(x):\n    return x * 2\n", test, "twice")]
+    verdicts = validate_variants(items, [0, 0], LIMITS, workers=2)
+    assert verdicts == [(False, "wrong: AssertionError"), (False, "original wrong: AssertionError")]
+    with pytest.raises(ValueError, match="original indices"):
+        validate_variants(items, [0], LIMITS, workers=2)
 
 
 # Problems none of whose renamable names has a usable alternative under the test corpus's words:
@@ -479,29 +517,29 @@ NO_VARIANTS = {
 
 
 def _all_variants(problems, names):
-    """Up to ten variants of every HumanEval problem, as (problem id, validation item) pairs."""
-    pairs = []
+    """Up to ten variants of every HumanEval problem, as (problem, variants) pairs."""
+    groups = []
     for task_id, problem in problems.items():
         variants = _variants(problem, names, n=10, seed=task_id)
         assert bool(variants) == (task_id not in NO_VARIANTS), task_id
-        pairs += [(task_id, (variant.text, problem["test"], variant.entry_point)) for variant in variants]
-    return pairs
+        groups.append((problem, variants))
+    return groups
 
 
 def test_every_humaneval_problem_gets_variants_that_pass(problems, names):
-    """Variants for all but 14 of the 164 problems; the first of each is run (all: the slow test below)."""
-    first = {}
-    for task_id, item in _all_variants(problems, names):
-        first.setdefault(task_id, item)
-    assert len(first) == 150
-    assert validate_variants(list(first.values()), LIMITS, workers=2) == [(True, None)] * len(first)
+    """Variants for all but 14 of the 164 problems; every original and the first
+    variant of each are run (all of them: the slow test below)."""
+    groups = [(problem, variants[:1]) for problem, variants in _all_variants(problems, names)]
+    verdicts = _validate(groups)
+    assert verdicts["originals"] == [(True, None)] * 164
+    assert verdicts["variants"] == [(True, None)] * 150
 
 
 @pytest.mark.slow
 def test_all_humaneval_variants_pass(problems, names):
-    items = [item for _, item in _all_variants(problems, names)]
-    verdicts = validate_variants(items, LIMITS, workers=2)
-    assert verdicts == [(True, None)] * len(items)
+    groups = _all_variants(problems, names)
+    verdicts = _validate(groups)
+    assert verdicts["variants"] == [(True, None)] * sum(len(v) for _, v in groups)
 
 
 # -- the stage -------------------------------------------------------------------

@@ -1,5 +1,23 @@
 """Sandboxed execution of code the pipeline did not write."""
 
-from leaktrace.sandbox.runner import SandboxLimits, SandboxResult, run_many, run_python
+from leaktrace.sandbox.runner import (
+    SandboxLimits,
+    SandboxResult,
+    SandboxUnavailable,
+    isolation_level,
+    run_many,
+    run_python,
+    run_test,
+    run_tests,
+)
 
-__all__ = ["SandboxLimits", "SandboxResult", "run_many", "run_python"]
+__all__ = [
+    "SandboxLimits",
+    "SandboxResult",
+    "SandboxUnavailable",
+    "isolation_level",
+    "run_many",
+    "run_python",
+    "run_test",
+    "run_tests",
+]

@@ -3,9 +3,11 @@ semantics-preserving variants of every sample that passed the function
 filters (kind "rename", ``variant_id`` 1..n, for the detectors) and
 n_filter more, drawn from a stream of their own and never equal to a
 detector variant (kind "filter", ids n+1..n+n_filter, for SrDetection's
-pre-exposure filter only); a sample may get fewer of either. Each is
-validated against the sample's own tests in the sandbox. The original is
-validated the same way and stored as ``variant_id`` 0."""
+pre-exposure filter only); a sample may get fewer of either. The original
+is run against its tests in the sandbox and stored as ``variant_id`` 0; a
+variant is valid iff it behaves exactly as the original under them. Every
+row records the sandbox's isolation level (``full``, or ``weak`` where the
+config allowed running without namespaces or cgroups)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.sandbox import SandboxLimits
+from leaktrace.errors import InputError
+from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import rng_for
 from leaktrace.variants.lexicon import IdentifierLexicon, build_identifier_lexicon
 from leaktrace.variants.naming import NameProposer
@@ -39,6 +42,7 @@ VARIANTS_SCHEMA = pa.schema(
         ("renames", pa.string()),  # JSON object: old name -> new name
         ("valid", pa.bool_()),
         ("invalid_reason", pa.string()),
+        ("isolation", pa.string()),  # the sandbox's: "full" or "weak"
     ]
 )
 
@@ -75,9 +79,16 @@ def make_variants_table(
                          "entry_point": v.entry_point, "renames": json.dumps(v.renames, sort_keys=True)})
             programs.append((v.text, s["test"], v.entry_point))
     limits = SandboxLimits(**settings["sandbox"])
-    verdicts = validate_variants(programs, limits, workers=workers)
+    try:
+        isolation = isolation_level(limits)
+    except SandboxUnavailable as error:
+        raise InputError("config variants.sandbox", None, str(error)) from None
+    log.info("sandbox isolation: %s", isolation)
+    original_of = {row["sample_id"]: i for i, row in enumerate(rows) if row["variant_id"] == 0}
+    originals = [original_of[row["sample_id"]] for row in rows]
+    verdicts = validate_variants(programs, originals, limits, workers=workers)
     for row, (valid, reason) in zip(rows, verdicts, strict=True):
-        row["valid"], row["invalid_reason"] = valid, reason
+        row["valid"], row["invalid_reason"], row["isolation"] = valid, reason, isolation
     write_table(rows, VARIANTS_SCHEMA, output)
     failures = Counter((r["invalid_reason"] or "").split(":")[0] for r in rows if not r["valid"])
     log.info("%d samples, %d detector and %d filter variants, %d invalid (%s)", len(samples),

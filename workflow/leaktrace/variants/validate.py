@@ -1,9 +1,20 @@
-"""Check that variants still pass their sample's tests.
+"""Check that variants behave exactly as their original under the sample's test.
 
 A variant that no longer runs is not the same program under other names, and
 comparing a model's perplexity on it with the original's would measure the
-breakage, not memorisation. Variants are kept only if the benchmark's own
-test passes in the sandbox.
+breakage, not memorisation. Validation is differential, as SrDetection defines
+semantics preservation: the sandbox runs the sample's test against the
+original and against each variant, each in its own run, and records every
+call the test makes (its arguments, and the exact builtin value returned or
+the exception type raised). The original must pass its test; a variant is
+valid iff its record equals the original's byte for byte. The comparison
+happens here, outside every sandboxed process, and no variant's run ever sees
+the original's outputs, so a variant cannot forge its way to valid: its record
+would have to contain the right outputs (see `leaktrace.sandbox.harness` for
+what else a program cannot do to the verdict). Equality is exact, so it is
+stricter than the test's `==`: 1 for 1.0, a list for a tuple, or a dict in
+another order counts as a difference. The entry point is recorded as
+"candidate", so a renamed entry point is no difference.
 """
 
 from __future__ import annotations
@@ -15,48 +26,78 @@ import token
 import tokenize
 from collections.abc import Sequence
 
-from leaktrace.sandbox import SandboxLimits, SandboxResult, run_many
+from leaktrace.sandbox import SandboxLimits, SandboxResult, run_tests
+from leaktrace.sandbox.values import decode
+
+_SHOWN_CHARS = 120
 
 
 def reserved_names(test: str) -> frozenset[str]:
     """Identifiers in a sample's test code, to pass to `make_variants` as `reserved`.
 
-    The test runs in the same module as the variant: a variant must not rename a
-    program name the test uses (HumanEval/38's test calls `encode_cyclic`) nor
-    introduce one the test defines (every test defines `check`).
+    The test takes from the program the names it uses (HumanEval/38's test
+    calls `encode_cyclic`), so a variant must keep them; and it must not
+    introduce a name the test defines (every test defines `check`).
     """
     tokens = tokenize.generate_tokens(io.StringIO(test).readline)
     return frozenset(tok.string for tok in tokens if tok.type == token.NAME and not keyword.iskeyword(tok.string))
 
 
-def validation_program(code: str, test: str, entry_point: str) -> str:
-    """The program HumanEval runs to judge a completion: code, then the test, then the check."""
-    return f"{code}\n\n{test}\n\ncheck({entry_point})\n"
-
-
 def validate_variants(
-    items: Sequence[tuple[str, str, str]], limits: SandboxLimits, *, workers: int
+    items: Sequence[tuple[str, str, str]], originals: Sequence[int], limits: SandboxLimits, *, workers: int
 ) -> list[tuple[bool, str | None]]:
-    """(valid, reason if not) for each (code, test, entry point) triple, in order."""
-    verdicts: list[tuple[bool, str | None] | None] = []
-    programs: list[str] = []
-    for code, test, entry_point in items:
-        program = validation_program(code, test, entry_point)
-        try:
-            ast.parse(program)
-        except SyntaxError as error:
-            verdicts.append((False, f"syntax: line {error.lineno}: {error.msg}"))
-            continue
-        except ValueError as error:  # e.g. null bytes
-            verdicts.append((False, f"syntax: {error}"))
-            continue
-        verdicts.append(None)
-        programs.append(program)
-    results = iter(run_many(programs, limits, workers=workers))
-    return [verdict or _verdict(next(results)) for verdict in verdicts]
+    """(valid, reason if not) for each (code, test, entry point) triple, in order.
+
+    `originals[i]` is the index of item i's original; an original points to itself.
+    """
+    if len(originals) != len(items):
+        raise ValueError(f"{len(items)} items but {len(originals)} original indices")
+    syntax = [_syntax_error(code) for code, _, _ in items]
+    runnable = [i for i, error in enumerate(syntax) if error is None]
+    results: list[SandboxResult | None] = [None] * len(items)
+    for i, result in zip(runnable, run_tests([items[i] for i in runnable], limits, workers=workers), strict=True):
+        results[i] = result
+    own = [syntax[i] or _own_verdict(results[i]) for i in range(len(items))]
+    verdicts = []
+    for i, original in enumerate(originals):
+        if own[original] is not None:
+            reason = own[i] if original == i else f"original {own[original]}"
+        else:
+            reason = own[i] or _difference(results[i].record, results[original].record)
+        verdicts.append((reason is None, reason))
+    return verdicts
 
 
-def _verdict(result: SandboxResult) -> tuple[bool, str | None]:
-    if result.status == "ok":
-        return True, None
-    return False, f"{result.status}: {result.error}"
+def _syntax_error(code: str) -> str | None:
+    try:
+        ast.parse(code)
+    except SyntaxError as error:
+        return f"syntax: line {error.lineno}: {error.msg}"
+    except ValueError as error:  # e.g. null bytes
+        return f"syntax: {error}"
+    return None
+
+
+def _own_verdict(result: SandboxResult) -> str | None:
+    """None if the run passed its test, else why not."""
+    return None if result.status == "ok" else f"{result.status}: {result.error}"
+
+
+def _difference(record: bytes, reference: bytes) -> str | None:
+    """None if the records are equal, else the first way the variant's differs from the original's."""
+    if record == reference:
+        return None
+    calls, expected = decode(record)["calls"], decode(reference)["calls"]
+    for number, (call, wanted) in enumerate(zip(calls, expected), start=1):
+        if call != wanted:
+            name, args, kwargs, outcome = decode(call)
+            *_, wanted_outcome = decode(wanted)
+            arguments = ", ".join([*map(repr, args), *(f"{key}={value!r}" for key, value in kwargs.items())])
+            return (f"differs: call {number} ({_shown(f'{name}({arguments})')}) gave {_shown(outcome)},"
+                    f" the original {_shown(wanted_outcome)}")
+    return f"differs: {len(calls)} calls, the original's test made {len(expected)}"
+
+
+def _shown(value: object) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."

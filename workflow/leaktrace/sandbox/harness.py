@@ -1,0 +1,437 @@
+"""The trusted code inside the sandbox: it isolates the run, starts the program
+in one process and runs the test (or evaluates an expression) in another.
+
+Inside the namespaces, this process is the PID namespace's init (signals from
+the run cannot reach it, and when it exits the kernel kills everything the run
+started). It forks the *program process*, which drops to an unprivileged uid
+and executes the untrusted code, then becomes the *harness process* under
+another uid: it reads the test, which the program process never holds, from
+the spec file after the fork, and runs it with every name the test takes from
+the program bound to a stub. A stub call serialises its arguments
+(`values.encode`), sends them through a pipe, and gets back the return value
+serialised by the program process, or the name of the exception it raised;
+the harness decodes plain builtins from that, so the test's assertions, and
+the builtins it calls, only ever touch the harness's own objects. The harness
+records every call (arguments, and what came back) and writes its report to a
+file descriptor the program process closed before running anything.
+
+What a program can do to the verdict, then: nothing through its exit status,
+`sys.exit`, `os._exit`, atexit, its output, a patched `__eq__`, a subclass
+of a builtin, or by shadowing or patching builtins (they are its own process's).
+Its replies are the only thing it controls, so to pass it must return the
+right values for the test's inputs; it never sees the test, its expected
+values, or (in variant validation) the original's outputs. It can signal,
+trace or read neither the harness (another uid, not dumpable, PID 1 of the
+namespace) nor the report descriptor. What remains: a program that computes
+the right answers by other means than its source suggests (a lookup table of
+the benchmark's answers) passes, as it would any test; and the test, written by
+the benchmark's authors, is trusted to judge (it runs in the harness process).
+
+Only builtin and small stdlib modules are imported: start-up time is per run.
+"""
+
+from __future__ import annotations
+
+import _signal
+import builtins
+import importlib
+import marshal
+import os
+import random
+import select
+import sys
+import types
+
+from leaktrace.sandbox import isolation
+from leaktrace.sandbox.values import UnserialisableValue, decode, encode
+
+MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+MAX_ERROR_CHARS = 2000
+PROGRAM_NAME = "program.py"
+SETUP_FAILED = 70
+_POLL_S = 0.05
+_END = object()  # end of file on a pipe
+
+
+class ProgramFailure(Exception):
+    """The program process ended or broke the protocol; `exit` is how it ended, if it did."""
+
+    def __init__(self, description: str, exit: tuple | None = None):
+        super().__init__(description)
+        self.exit = exit
+
+
+class ProgramError(Exception):
+    """Stands, in the test, for an exception the program raised that is not a builtin one."""
+
+
+def main(setup: dict, trust_offset: int, trust_length: int) -> None:
+    """Entry point of the sandbox's child: isolate, fork the program, run the harness."""
+    report_fd = setup["report_fd"]
+    try:
+        for procs in setup["cgroup_procs"]:
+            with open(procs, "w") as control:
+                control.write(str(os.getpid()))
+        if setup["namespaces"]:
+            isolation.enter_namespaces(setup["user_namespace"], setup["uids"]["owner"])
+            init = os.fork()
+            if init:
+                _exit_like(init)
+            isolation.die_with_parent()
+            isolation.build_root(setup["root"], setup["view"], setup["scratch_mb"], setup["uids"]["owner"])
+        elif setup["uids"]["program"] is not None:
+            os.chown(setup["root"], setup["uids"]["program"], setup["uids"]["program"])
+        requests_read, requests_write = os.pipe()
+        replies_read, replies_write = os.pipe()
+    except OSError as error:
+        _write(report_fd, {"setup_error": str(error)})
+        os._exit(SETUP_FAILED)
+    program = os.fork()
+    if program == 0:
+        os.close(requests_write)
+        os.close(replies_read)
+        _program_process(setup, requests_read, replies_write)
+    os.close(requests_read)
+    os.close(replies_write)
+    trust = marshal.loads(os.pread(0, trust_length, trust_offset))
+    _harness_process(setup, trust, ProgramConnection(requests_write, replies_read, program))
+
+
+def _exit_like(child: int) -> None:
+    """Wait for `child` and end with its status (the waiting process stays outside the namespaces)."""
+    _, status = os.waitpid(child, 0)
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+
+
+# -- the program process ---------------------------------------------------------------------------
+
+
+def _program_process(setup: dict, requests: int, replies: int) -> None:
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)  # the spec, with the test, is no longer readable
+        os.close(null)
+        os.close(setup["report_fd"])
+        os.chdir(setup["workdir"])
+        isolation.drop_privileges(setup["uids"]["program"], drop_capabilities=setup["user_namespace"])
+        limits = setup["limits"]
+        isolation.limit_resources(limits["cpu_s"], limits["memory_mb"], limits["file_size_mb"],
+                                  setup["rlimit_processes"])
+        os.environ.clear()
+        os.environ.update(setup["environment"])
+    except BaseException:
+        os._exit(SETUP_FAILED)
+    random.seed(0)  # the fork reseeded it from the OS; runs must be reproducible
+    path = os.path.join(setup["workdir"], PROGRAM_NAME)  # a script has a file: tracebacks and __file__ need it
+    module = types.ModuleType("__main__")
+    module.__file__ = path
+    sys.modules["__main__"], sys.argv = module, [path]
+    namespace = module.__dict__
+    try:
+        with open(path, "w", encoding="utf-8", errors="surrogatepass") as script:
+            script.write(setup["code"])
+        exec(compile(setup["code"], path, "exec"), namespace)
+    except Exception as exc:  # SystemExit ends the process: the harness reports how it ended
+        namespace.clear()  # frees what a memory bomb holds, so reporting can allocate
+        import traceback
+
+        traceback.print_exception(exc)
+        _flush()
+        _send(replies, ("load_error", describe(exc)))
+        os._exit(1)
+    _flush()
+    _send(replies, ("loaded",))
+    while True:
+        request = _receive(requests, None)
+        if request is _END:
+            _flush()
+            os._exit(0)
+        kind = request[0]
+        if kind == "names":
+            reply = {name: _describe_name(namespace[name]) for name in request[1] if name in namespace}
+        elif kind == "call":
+            _, name, arguments, keywords = request
+            reply = _outcome(lambda: namespace[name](*arguments, **keywords))
+        else:
+            reply = _outcome(lambda: eval(request[1], namespace))
+        _flush()
+        try:
+            _send(replies, reply)
+        except UnserialisableValue:  # a value the program put in its namespace, under a name the test uses
+            _send(replies, {})
+
+
+def _describe_name(value: object) -> tuple:
+    if isinstance(value, types.ModuleType):
+        return ("module", value.__name__)
+    if callable(value):
+        return ("callable",)
+    try:
+        encode(value)
+    except UnserialisableValue:
+        return ("other",)
+    return ("value", value)
+
+
+def _outcome(thunk) -> tuple:
+    try:
+        value = thunk()
+    except Exception as exc:
+        return ("raise", type(exc).__name__, _message(exc))
+    try:
+        encode(value)
+    except UnserialisableValue:
+        return ("unserialisable", type(value).__name__)
+    return ("return", value)
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+
+
+# -- the harness process ---------------------------------------------------------------------------
+
+
+class ProgramConnection:
+    """The harness's side of the two pipes; every reply is untrusted input."""
+
+    def __init__(self, requests: int, replies: int, pid: int):
+        self.requests, self.replies, self.pid = requests, replies, pid
+        self.failure: ProgramFailure | None = None
+
+    def request(self, message: tuple) -> object:
+        if self.failure is not None:  # the test may have swallowed the first one
+            raise self.failure
+        try:
+            _send(self.requests, message)
+            return self.receive()
+        except ProgramFailure as failure:
+            self.failure = failure
+            raise
+        except OSError:
+            self.failure = ProgramFailure("the program ended", self.wait_exit())
+            raise self.failure from None
+
+    def receive(self) -> object:
+        reply = _receive(self.replies, self)
+        if reply is _END:
+            raise ProgramFailure("the program ended", self.wait_exit())
+        return reply
+
+    def wait_exit(self, patience_s: float = 1.0) -> tuple | None:
+        """How the program process ended, ("code", n) or ("signal", n); None if it
+        still runs after `patience_s` (it closed its pipe and went on)."""
+        waited, pause = 0.0, 0.001
+        while True:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                return None
+            if pid:
+                break
+            if waited >= patience_s:
+                return None
+            select.select([], [], [], pause)  # an exiting process closes its pipes just before it can be reaped
+            waited, pause = waited + pause, min(2 * pause, _POLL_S)
+        if os.WIFSIGNALED(status):
+            return ("signal", os.WTERMSIG(status))
+        return ("code", os.WEXITSTATUS(status))
+
+    def wait_ready(self) -> None:
+        """Block until a reply can be read, or raise if the program process ended first
+        (its own children may hold the pipe open, so end of file alone is not enough)."""
+        while not select.select([self.replies], [], [], _POLL_S)[0]:
+            ended = self.wait_exit(patience_s=0)
+            if ended is not None:
+                raise ProgramFailure("the program ended", ended)
+
+
+def _harness_process(setup: dict, trust: dict, connection: ProgramConnection) -> None:
+    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)  # as the namespace's init, nothing in it can signal us
+    isolation.drop_privileges(setup["uids"]["harness"], drop_capabilities=setup["user_namespace"])
+    limits = setup["limits"]
+    isolation.limit_resources(limits["cpu_s"], limits["memory_mb"] if setup["rlimit_memory"] else None, None, None)
+    report = {"status": "ok", "error": None, "record": None, "value": None, "program_exit": None}
+    try:
+        loaded = connection.receive()
+        if type(loaded) is tuple and len(loaded) == 2 and loaded[0] == "load_error" and type(loaded[1]) is str:
+            report.update(status="error", error=loaded[1][:MAX_ERROR_CHARS])
+        elif loaded != ("loaded",):
+            raise ProgramFailure("the program broke the harness protocol (no load report)")
+        elif trust["mode"] == "test":
+            report.update(_run_test(connection, trust["test"], trust["entry_point"], trust["names"]))
+        elif trust["mode"] == "expression":
+            report.update(_evaluate(connection, trust["expression"]))
+    except ProgramFailure as failure:
+        report.update(status="error", error=_ended(str(failure), failure.exit), program_exit=failure.exit)
+    _write(setup["report_fd"], report)
+    os._exit(0)
+
+
+def _evaluate(connection: ProgramConnection, expression: str) -> dict:
+    reply = connection.request(("eval", expression))
+    kind = _reply_kind(reply)
+    if kind == "return":
+        return {"value": (reply[1],)}
+    if kind == "raise":
+        return {"status": "error", "error": f"{reply[1]}: {reply[2]}" if reply[2] else reply[1]}
+    return {"status": "error", "error": f"the expression's value, a {reply[1]}, is not an exact builtin value"}
+
+
+def _run_test(connection: ProgramConnection, test: str, entry_point: str, names: list[str]) -> dict:
+    """Run the test against stubs; status ok only if it passes and every call returned
+    an exact builtin value (or raised)."""
+    calls: list[bytes] = []  # each call's encoded (name, args, kwargs, outcome)
+    unserialisable: list[str] = []
+
+    def stub(name: str, label: str):
+        """`label` is what the record calls it: "candidate" for the entry point,
+        whose name differs between a program and its renamed variants."""
+
+        def call(*args, **kwargs):
+            encode((args, kwargs))  # an argument the program could not receive: the test's own problem
+            reply = connection.request(("call", name, args, kwargs))
+            kind = _reply_kind(reply)
+            calls.append(encode((label, args, kwargs, reply[:2])))  # now: the test may mutate them later
+            if kind == "return":
+                return reply[1]
+            if kind == "unserialisable":
+                unserialisable.append(f"{label} returned a {reply[1]}, which is not an exact builtin value")
+                raise TypeError(unserialisable[-1])
+            raise _exception(reply[1], reply[2])
+
+        call.__name__ = call.__qualname__ = name
+        return call
+
+    described = connection.request(("names", names))
+    if type(described) is not dict:
+        raise ProgramFailure("the program broke the harness protocol (names)")
+    namespace: dict = {"__name__": "__test__", "__builtins__": builtins}
+    for name in names:
+        _bind(namespace, name, described.get(name), stub)
+    random.seed(0)  # tests that draw random inputs draw the same ones for every program
+    try:
+        exec(compile(test, "test.py", "exec"), namespace)
+        check = namespace.get("check")
+        if not callable(check):
+            return {"status": "error", "error": "the test defines no check function"}
+        check(stub(entry_point, "candidate"))
+        outcome, error = "passed", None
+    except ProgramFailure:
+        raise
+    except BaseException as exc:
+        outcome, error = type(exc).__name__, describe(exc)
+    if connection.failure is not None:
+        raise connection.failure
+    if unserialisable and outcome == "passed":
+        outcome, error = "TypeError", unserialisable[0]
+    record = encode({"calls": calls, "test": outcome})
+    return {"status": "ok" if outcome == "passed" else "wrong", "error": error, "record": record}
+
+
+def _bind(namespace: dict, name: str, description: object, stub) -> None:
+    if type(description) is not tuple or not description:
+        return
+    if description == ("callable",):
+        namespace[name] = stub(name, name)
+    elif description[0] == "module" and len(description) == 2 and type(description[1]) is str:
+        if description[1].partition(".")[0] in sys.stdlib_module_names:
+            namespace[name] = importlib.import_module(description[1])
+    elif description[0] == "value" and len(description) == 2:
+        namespace[name] = description[1]
+
+
+def _reply_kind(reply: object) -> str:
+    if type(reply) is tuple and len(reply) >= 2:
+        kind = reply[0]
+        if kind == "return" and len(reply) == 2:
+            return kind
+        if kind == "raise" and len(reply) == 3 and type(reply[1]) is str and type(reply[2]) is str:
+            return kind
+        if kind == "unserialisable" and len(reply) == 2 and type(reply[1]) is str:
+            return kind
+    raise ProgramFailure("the program broke the harness protocol (reply)")
+
+
+def _exception(name: str, message: str) -> BaseException:
+    """The builtin exception `name`, or a ProgramError standing for the program's own class."""
+    kind = getattr(builtins, name, None)
+    if isinstance(kind, type) and issubclass(kind, Exception):
+        try:
+            return kind(message)
+        except Exception:
+            pass
+    return ProgramError(f"{name}: {message}" if message else name)
+
+
+def _ended(description: str, exit: tuple | None) -> str:
+    if exit is None:
+        return description
+    if exit[0] == "signal":
+        return f"{description}: killed by signal {exit[1]}"
+    return f"{description}: exited with code {exit[1]}"
+
+
+# -- shared ----------------------------------------------------------------------------------------
+
+
+def describe(exc: BaseException) -> str:
+    message = _message(exc)
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def _message(exc: BaseException) -> str:
+    try:
+        return str(exc)[:MAX_ERROR_CHARS]
+    except Exception:
+        return "<unprintable message>"
+
+
+def _send(fd: int, message: object) -> None:
+    data = encode(message)
+    _write_all(fd, len(data).to_bytes(4, "big") + data)
+
+
+def _receive(fd: int, connection: ProgramConnection | None) -> object:
+    """One framed message, _END at end of file; the harness (`connection` given) bounds
+    its size, checks its form, and notices when the program ends while it waits."""
+    header = _read_exactly(fd, 4, connection)
+    if header is None:
+        return _END
+    length = int.from_bytes(header, "big")
+    if connection is not None and length > MAX_MESSAGE_BYTES:
+        raise ProgramFailure(f"the program sent a message of {length} bytes (limit {MAX_MESSAGE_BYTES})")
+    data = _read_exactly(fd, length, connection)
+    if data is None:
+        return _END
+    try:
+        return decode(data)
+    except ValueError as error:
+        raise ProgramFailure(f"the program broke the harness protocol ({error})") from None
+
+
+def _read_exactly(fd: int, size: int, connection: ProgramConnection | None) -> bytes | None:
+    chunks, missing = [], size
+    while missing:
+        if connection is not None:
+            connection.wait_ready()
+        chunk = os.read(fd, min(missing, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        missing -= len(chunk)
+    return b"".join(chunks)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _write(fd: int, report: dict) -> None:
+    _write_all(fd, encode(report))
