@@ -12,6 +12,7 @@ from transformers import DynamicCache, StoppingCriteria, StoppingCriteriaList
 from transformers.cache_utils import DynamicLayer
 
 from leaktrace.models.backend import ModelSpec, StopCondition, TokenStats
+from leaktrace.models.context import context_limit, fit_prefix
 from leaktrace.models.loading import load_model, load_tokenizer
 
 
@@ -60,13 +61,16 @@ class _StopWhen(StoppingCriteria):
 
 
 class HFLanguageModel:
-    def __init__(self, spec: ModelSpec, *, batch_size: int = 16, max_length: int = 1024, progress: bool = True):
+    """``max_length``: a cap on tokens per scored sequence (BOS included);
+    the model's trained context applies in any case (``models.context``)."""
+
+    def __init__(self, spec: ModelSpec, *, batch_size: int = 16, max_length: int | None = None, progress: bool = True):
         self.name = spec.name_or_path if spec.adapter is None else f"{spec.name_or_path}+{spec.adapter}"
         self.spec = spec
         self.tokenizer = load_tokenizer(spec)
         self.model = load_model(spec)
         self.batch_size = batch_size
-        self.max_length = max_length
+        self.max_length = context_limit(self.model.config, max_length)
         self.progress = progress
         self.bos_id = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
         self.pad_id = self.tokenizer.pad_token_id
@@ -190,64 +194,103 @@ class HFLanguageModel:
         return all(type(layer) is DynamicLayer for layer in cache.layers)
 
     @torch.inference_mode()
-    def score_conditioned(self, prefix: str, texts: Sequence[str], *, reuse_prefix_cache: bool | None = None) -> list[TokenStats]:
-        """Token statistics of each text conditioned on one shared ``prefix``.
+    def score_conditioned(self, shots: Sequence[str], texts: Sequence[str], *, max_prefix_tokens: int | None = None,
+                          reuse_prefix_cache: bool | None = None) -> list[TokenStats]:
+        """Token statistics of each text conditioned on a prefix made of ``shots``.
 
-        The sequence is BOS + prefix tokens + text tokens: the prefix is
-        tokenised once, each text on its own (so its token ids equal those
-        of :meth:`score`), with no second BOS where they meet; only the text
-        tokens are scored, the first one conditioned on the last prefix token.
-        Texts are truncated so the whole sequence fits ``max_length``
-        (``truncated`` says so). The prefix's key/value cache is computed once
-        and shared by every batch where that is exact (see
-        ``_prefix_cache_is_reusable``); otherwise, or with
-        ``reuse_prefix_cache=False``, each batch recomputes it, still batched."""
-        prefix_ids = [self.bos_id, *self.encode(prefix)]
-        limit = self.max_length - len(prefix_ids)
-        if limit < 1:
-            raise ValueError(f"the prefix has {len(prefix_ids) - 1} tokens: no room for a text within max_length={self.max_length}")
+        Each sequence is BOS + prefix tokens + text tokens, with no second BOS
+        where they meet; only the text tokens are scored, the first one
+        conditioned on the last prefix token. Each shot and each text is
+        tokenised on its own, so a text's token ids equal those of
+        :meth:`score`, and a text is cut to the context exactly as there:
+        never shortened for the prefix. The prefix fits the room the text
+        leaves in the context (and ``max_prefix_tokens``): shots are dropped
+        from the front and the first one kept is cut from its front
+        (``fit_prefix``); ``prefix_shots`` and ``prefix_tokens`` record what
+        each text got. Texts that got the whole prefix share its key/value
+        cache, computed once, where that is exact (``_prefix_cache_is_reusable``;
+        ``reuse_prefix_cache=False`` recomputes it with each text)."""
+        shot_ids = [self.encode(s) for s in shots]
+        full_prefix = [t for s in shot_ids for t in s]
+        cap = len(full_prefix) if max_prefix_tokens is None else min(len(full_prefix), max_prefix_tokens)
         encoded = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"] if texts else []
         if any(len(e) == 0 for e in encoded):
             raise ValueError("cannot score an empty text")
+        limit = self.max_length - 1  # room for BOS
         ids = [e[:limit] for e in encoded]
-        device = self.model.device
-        prefix_tensor = torch.tensor([prefix_ids], dtype=torch.long, device=device)
-        cache = None
-        if reuse_prefix_cache is not False:
-            out = self.model(input_ids=prefix_tensor, use_cache=True)
-            if self._prefix_cache_is_reusable(out.past_key_values):
-                cache = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
-                first_logits = out.logits[0, -1]  # predicts the first text token
-            elif reuse_prefix_cache:
-                raise ValueError(f"{self.name}: its key/value cache cannot be shared between sequences")
+        prefixes = [fit_prefix(shot_ids, min(cap, limit - len(t))) for t in ids]
+        whole = [i for i, (p, _) in enumerate(prefixes) if len(p) == len(full_prefix) > 0]
         results: list[TokenStats | None] = [None] * len(texts)
-        batches = length_buckets([len(x) for x in ids], self.batch_size)
-        n_prefix = len(prefix_ids)
-        for batch in tqdm(batches, desc=f"scoring {self.name} with a prefix", disable=not self.progress, mininterval=5):
-            lengths = [len(ids[i]) for i in batch]
-            input_ids, mask = self._right_padded([ids[i] for i in batch])
-            input_ids, mask = input_ids.to(device), mask.to(device)
-            valid = mask.bool()
-            if cache is not None:
-                b = len(batch)
-                past = DynamicCache(ddp_cache_data=[(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in cache])
-                full_mask = torch.cat([torch.ones((b, n_prefix), dtype=mask.dtype, device=device), mask], dim=1)
-                logits = self.model(input_ids=input_ids, attention_mask=full_mask, past_key_values=past, use_cache=True).logits
-                # row r's text token t is predicted by its position t-1, the first one by the prefix's last position
-                text_logits = torch.cat([first_logits.expand(len(batch), 1, -1), logits[:, :-1]], dim=1)[valid]
-            else:
-                full = torch.cat([prefix_tensor.expand(len(batch), -1), input_ids], dim=1)
-                full_mask = torch.cat([torch.ones((len(batch), n_prefix), dtype=mask.dtype, device=device), mask], dim=1)
-                logits = self.model(input_ids=full, attention_mask=full_mask).logits
-                text_logits = logits[:, n_prefix - 1 : -1][valid]
-            token_lp, mu, sigma = distribution_stats(text_logits, input_ids[valid])
-            rows = zip(*(self._split_rows(t, lengths) for t in (token_lp, mu, sigma)), strict=True)
-            for i, (lp, m, s) in zip(batch, rows, strict=True):
-                results[i] = TokenStats(
-                    token_ids=np.asarray(ids[i], dtype=np.int32), logprobs=lp, mu=m, sigma=s,
-                    truncated=len(encoded[i]) > limit,
-                )
+        shared = self._shared_prefix_cache(full_prefix, reuse_prefix_cache) if whole else None
+        if shared is not None:
+            for i, (lp, mu, sigma) in zip(whole, self._score_after_cache(shared, [ids[i] for i in whole]), strict=True):
+                results[i] = self._conditioned_stats(ids[i], prefixes[i], lp, mu, sigma, len(encoded[i]) > limit)
+        rest = [i for i in range(len(texts)) if results[i] is None]
+        scored = self._score_after_prefixes([[self.bos_id, *prefixes[i][0]] for i in rest], [ids[i] for i in rest])
+        for i, (lp, mu, sigma) in zip(rest, scored, strict=True):
+            results[i] = self._conditioned_stats(ids[i], prefixes[i], lp, mu, sigma, len(encoded[i]) > limit)
         return results  # type: ignore[return-value]
+
+    @staticmethod
+    def _conditioned_stats(ids, prefix, lp, mu, sigma, truncated) -> TokenStats:
+        return TokenStats(token_ids=np.asarray(ids, dtype=np.int32), logprobs=lp, mu=mu, sigma=sigma, truncated=truncated,
+                          prefix_shots=prefix[1], prefix_tokens=len(prefix[0]))
+
+    def _shared_prefix_cache(self, prefix: list[int], reuse: bool | None):
+        """(key/value tensors per layer, logits predicting the first text token)
+        of BOS + ``prefix``, or None where the cache cannot be shared or is not wanted."""
+        if reuse is False:
+            return None
+        out = self.model(input_ids=torch.tensor([[self.bos_id, *prefix]], device=self.model.device), use_cache=True)
+        if not self._prefix_cache_is_reusable(out.past_key_values):
+            if reuse:
+                raise ValueError(f"{self.name}: its key/value cache cannot be shared between sequences")
+            return None
+        return [(layer.keys, layer.values) for layer in out.past_key_values.layers], out.logits[0, -1]
+
+    def _score_after_cache(self, shared, texts: Sequence[list[int]]):
+        """(logprobs, mu, sigma) of every text after the cached prefix, batched by length."""
+        cache, first_logits = shared
+        n_prefix = cache[0][0].shape[-2]
+        device = self.model.device
+        results = [None] * len(texts)
+        for batch in tqdm(length_buckets([len(t) for t in texts], self.batch_size), desc=f"scoring {self.name} after a prefix",
+                          disable=not self.progress, mininterval=5):
+            b = len(batch)
+            input_ids, mask = self._right_padded([texts[i] for i in batch])
+            input_ids, mask = input_ids.to(device), mask.to(device)
+            past = DynamicCache(ddp_cache_data=[(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in cache])
+            full_mask = torch.cat([torch.ones((b, n_prefix), dtype=mask.dtype, device=device), mask], dim=1)
+            logits = self.model(input_ids=input_ids, attention_mask=full_mask, past_key_values=past, use_cache=True).logits
+            # row r's text token t is predicted by its position t-1, the first one by the prefix's last position
+            valid = mask.bool()
+            text_logits = torch.cat([first_logits.expand(b, 1, -1), logits[:, :-1]], dim=1)[valid]
+            self._store_rows(results, batch, [len(texts[i]) for i in batch], distribution_stats(text_logits, input_ids[valid]))
+        return results
+
+    def _score_after_prefixes(self, prefixes: Sequence[list[int]], texts: Sequence[list[int]]):
+        """(logprobs, mu, sigma) of every text after its own prefix (BOS
+        included), each sequence whole, right-padded and batched by length."""
+        device = self.model.device
+        results = [None] * len(texts)
+        sequences = [[*p, *t] for p, t in zip(prefixes, texts, strict=True)]
+        for batch in tqdm(length_buckets([len(s) for s in sequences], self.batch_size), desc=f"scoring {self.name} with a prefix",
+                          disable=not self.progress, mininterval=5):
+            input_ids, _ = self._right_padded([sequences[i] for i in batch])
+            input_ids = input_ids.to(device)
+            # Right padding under causal attention needs no mask (see score). Row r's
+            # text tokens sit at [p_r, p_r + n_r) and are predicted one position earlier.
+            logits = self.model(input_ids=input_ids).logits
+            rows = torch.cat([torch.arange(len(prefixes[i]) - 1, len(sequences[i]) - 1) + r * input_ids.shape[1]
+                              for r, i in enumerate(batch)]).to(device)
+            targets = torch.cat([torch.as_tensor(texts[i]) for i in batch]).to(device)
+            stats = distribution_stats(logits.flatten(0, 1)[rows], targets)
+            self._store_rows(results, batch, [len(texts[i]) for i in batch], stats)
+        return results
+
+    def _store_rows(self, results: list, batch: Sequence[int], lengths: Sequence[int], stats) -> None:
+        for i, row in zip(batch, zip(*(self._split_rows(t, lengths) for t in stats), strict=True), strict=True):
+            results[i] = row
 
     @torch.inference_mode()
     def _greedy(self, ids: Sequence[list[int]], *, max_new_tokens: int, stops: Sequence[StopCondition] | None) -> list[str]:
