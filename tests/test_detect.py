@@ -317,6 +317,7 @@ class EchoModel:
 
     name = "echo"
     bos = 0
+    max_length = 1000
 
     def __init__(self, originals):
         self.originals = originals
@@ -383,3 +384,12 @@ def test_overlap_with_a_budget_cut_suffix_by_hand():
                                    max_new_tokens=8)
     # trigrams of abcXefgh: abc bcX cXe Xef efg fgh; of abcdefgh: abc bcd cde def efg fgh -> 3 of 6
     assert row["generated"] == "abcXefgh" and row["ngo"] == 0.5
+
+
+def test_blackbox_text_is_cut_to_the_context_before_the_split():
+    original = "def add(a, b):\n    return a + b\n"  # 32 characters
+    lm = EchoModel([original])
+    lm.max_length = 21  # BOS + 20 characters
+    (row,) = continuation_overlaps(lm, [("s", 0, original)], prefix_fraction=0.5, ngram=3)
+    assert (row["prefix_tokens"], row["suffix_tokens"]) == (10, 10) and lm.prompts == [lm.encode(original[:10])]
+    assert row["suffix_ids"] == lm.encode(original[10:20]) and row["ngo"] == 1.0

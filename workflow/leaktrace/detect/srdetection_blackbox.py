@@ -25,7 +25,10 @@ N tokens has no grams: its NGO is undefined (NaN); such variants are left
 out of the max, and a sample whose original has no NGO is not scored.
 
 The prefix holds ``floor(prefix_fraction * n_tokens)`` tokens of the text,
-at least one, leaving at least one for the suffix."""
+at least one, leaving at least one for the suffix. A text is first cut to the
+model's context (``max_length`` - 1 tokens after BOS), as the scoring passes
+cut it, so prompt and continuation never run past the positions the model
+was trained on."""
 
 from __future__ import annotations
 
@@ -102,7 +105,7 @@ def continuation_overlaps(
     splits = []
     for sample_id, variant_id, text in texts:
         try:
-            splits.append(split_prefix_suffix(lm.encode(text), prefix_fraction))
+            splits.append(split_prefix_suffix(lm.encode(text)[: lm.max_length - 1], prefix_fraction))
         except ValueError as error:
             raise ValueError(f"{sample_id} variant {variant_id}: {error}") from None
     suffix_texts = [lm.decode(suffix) for _, suffix in splits]

@@ -60,6 +60,7 @@ StopCondition = Callable[[str], bool]
 
 class LanguageModel(Protocol):
     name: str
+    max_length: int  # tokens per sequence (BOS included): the trained context, capped by the config
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` without special tokens."""
