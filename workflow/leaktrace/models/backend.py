@@ -73,8 +73,8 @@ class LanguageModel(Protocol):
 
     def score_conditioned(self, shots: Sequence[str], texts: Sequence[str], *,
                           max_prefix_tokens: int | None = None) -> list[TokenStats]:
-        """Token statistics of every text conditioned on a prefix of ``shots``
-        (ReCaLL): BOS + prefix tokens + text tokens, no second BOS, prefix
+        """Log-probabilities of every text conditioned on a prefix of ``shots``
+        (ReCaLL; mu and sigma None): BOS + prefix tokens + text tokens, no second BOS, prefix
         tokens unscored, each text tokenised on its own so its token ids equal
         those of ``score`` (cut to the context as there, never for the
         prefix); per text the prefix keeps the shots nearest the text that fit

@@ -8,8 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 from tqdm import tqdm
-from transformers import DynamicCache, StoppingCriteria, StoppingCriteriaList
-from transformers.cache_utils import DynamicLayer
+from transformers import StoppingCriteria, StoppingCriteriaList
 
 from leaktrace.models.backend import ModelSpec, StopCondition, TokenStats
 from leaktrace.models.context import context_limit, fit_prefix
@@ -129,14 +128,11 @@ class HFLanguageModel:
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
-    def _right_padded(self, rows: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-        width = max(len(r) for r in rows)
-        input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
+    def _right_padded(self, rows: Sequence[Sequence[int]]) -> torch.Tensor:
+        input_ids = torch.full((len(rows), max(len(r) for r in rows)), self.pad_id, dtype=torch.long)
         for row, ids in enumerate(rows):
             input_ids[row, : len(ids)] = torch.as_tensor(ids, dtype=torch.long)
-            mask[row, : len(ids)] = 1
-        return input_ids, mask
+        return input_ids
 
     @staticmethod
     def _split_rows(values: torch.Tensor, lengths: Sequence[int]) -> list[np.ndarray]:
@@ -154,49 +150,18 @@ class HFLanguageModel:
             raise ValueError(f"{len(wants)} moment flags for {len(texts)} texts")
         encoded = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"] if texts else []
         limit = self.max_length - 1  # room for BOS
-        ids = [[self.bos_id, *e[:limit]] for e in encoded]
-        results: list[TokenStats | None] = [None] * len(texts)
-        batches = length_buckets([len(x) for x in ids], self.batch_size)
-        device = self.model.device
-        for batch in tqdm(batches, desc=f"scoring {self.name}", disable=not self.progress, mininterval=5):
-            input_ids, mask = self._right_padded([ids[i] for i in batch])
-            input_ids, mask = input_ids.to(device), mask.to(device)
-            # Right padding under causal attention: no text position attends to a later
-            # padding position, so no attention mask is needed (the outputs at padding
-            # positions are garbage and dropped below), and the fused causal kernel runs.
-            # position t predicts token t+1; keep only the positions that predict a text token
-            predicts = mask[:, 1:].bool()
-            targets = input_ids[:, 1:][predicts]
-            if self._split_head:
-                hidden = self._split_head[0](input_ids=input_ids).last_hidden_state
-                rows_want = torch.tensor([wants[i] for i in batch], device=device)
-                token_lp, mu, sigma = self._projected_stats(
-                    hidden[:, :-1][predicts], targets, rows_want.unsqueeze(1).expand_as(predicts)[predicts])
-            else:
-                logits = self.model(input_ids=input_ids).logits
-                token_lp, mu, sigma = distribution_stats(logits[:, :-1][predicts], targets)
-            lengths = [len(ids[i]) - 1 for i in batch]
-            rows = zip(*(self._split_rows(t, lengths) for t in (token_lp, mu, sigma)), strict=True)
-            for i, (lp, m, s) in zip(batch, rows, strict=True):
-                results[i] = TokenStats(
-                    token_ids=np.asarray(ids[i][1:], dtype=np.int32), logprobs=lp, mu=m if wants[i] else None,
-                    sigma=s if wants[i] else None, truncated=len(encoded[i]) > limit,
-                )
-        return results  # type: ignore[return-value]
-
-    def _prefix_cache_is_reusable(self, cache: DynamicCache) -> bool:
-        """A prefix's key/value cache can be shared by a batch of continuations
-        when every layer is a plain full-attention ``DynamicLayer``: its update
-        concatenates new keys onto the cached ones (never writes into them), so
-        a batch-expanded view of the prefix's tensors stays untouched. Sliding
-        windows, quantised or offloaded caches and linear-attention layers do
-        not have that property; those models recompute the prefix."""
-        return all(type(layer) is DynamicLayer for layer in cache.layers)
+        ids = [e[:limit] for e in encoded]
+        scored = self._score_sequences([[self.bos_id, *e] for e in ids], [1] * len(ids), wants, f"scoring {self.name}")
+        return [
+            TokenStats(token_ids=np.asarray(e, dtype=np.int32), logprobs=lp, mu=m if want else None,
+                       sigma=s if want else None, truncated=len(full) > limit)
+            for e, full, want, (lp, m, s) in zip(ids, encoded, wants, scored, strict=True)
+        ]
 
     @torch.inference_mode()
-    def score_conditioned(self, shots: Sequence[str], texts: Sequence[str], *, max_prefix_tokens: int | None = None,
-                          reuse_prefix_cache: bool | None = None) -> list[TokenStats]:
-        """Token statistics of each text conditioned on a prefix made of ``shots``.
+    def score_conditioned(self, shots: Sequence[str], texts: Sequence[str], *,
+                          max_prefix_tokens: int | None = None) -> list[TokenStats]:
+        """Log-probabilities of each text's tokens conditioned on a prefix made of ``shots``.
 
         Each sequence is BOS + prefix tokens + text tokens, with no second BOS
         where they meet; only the text tokens are scored, the first one
@@ -207,9 +172,9 @@ class HFLanguageModel:
         leaves in the context (and ``max_prefix_tokens``): shots are dropped
         from the front and the first one kept is cut from its front
         (``fit_prefix``); ``prefix_shots`` and ``prefix_tokens`` record what
-        each text got. Texts that got the whole prefix share its key/value
-        cache, computed once, where that is exact (``_prefix_cache_is_reusable``;
-        ``reuse_prefix_cache=False`` recomputes it with each text)."""
+        each text got. Every sequence runs whole through the same batched
+        pass as :meth:`score` (no prefix cache shared between sequences: a
+        separate batch-of-one prefix pass gave other bits from run to run)."""
         shot_ids = [self.encode(s) for s in shots]
         full_prefix = [t for s in shot_ids for t in s]
         cap = len(full_prefix) if max_prefix_tokens is None else min(len(full_prefix), max_prefix_tokens)
@@ -218,79 +183,45 @@ class HFLanguageModel:
             raise ValueError("cannot score an empty text")
         limit = self.max_length - 1  # room for BOS
         ids = [e[:limit] for e in encoded]
-        prefixes = [fit_prefix(shot_ids, min(cap, limit - len(t))) for t in ids]
-        whole = [i for i, (p, _) in enumerate(prefixes) if len(p) == len(full_prefix) > 0]
-        results: list[TokenStats | None] = [None] * len(texts)
-        shared = self._shared_prefix_cache(full_prefix, reuse_prefix_cache) if whole else None
-        if shared is not None:
-            for i, (lp, mu, sigma) in zip(whole, self._score_after_cache(shared, [ids[i] for i in whole]), strict=True):
-                results[i] = self._conditioned_stats(ids[i], prefixes[i], lp, mu, sigma, len(encoded[i]) > limit)
-        rest = [i for i in range(len(texts)) if results[i] is None]
-        scored = self._score_after_prefixes([[self.bos_id, *prefixes[i][0]] for i in rest], [ids[i] for i in rest])
-        for i, (lp, mu, sigma) in zip(rest, scored, strict=True):
-            results[i] = self._conditioned_stats(ids[i], prefixes[i], lp, mu, sigma, len(encoded[i]) > limit)
-        return results  # type: ignore[return-value]
+        prefixes = [fit_prefix(shot_ids, min(cap, limit - len(e))) for e in ids]
+        scored = self._score_sequences([[self.bos_id, *p, *e] for (p, _), e in zip(prefixes, ids, strict=True)],
+                                       [1 + len(p) for p, _ in prefixes], [False] * len(ids),
+                                       f"scoring {self.name} after a prefix")
+        return [
+            TokenStats(token_ids=np.asarray(e, dtype=np.int32), logprobs=lp, mu=None, sigma=None, truncated=len(full) > limit,
+                       prefix_shots=n_shots, prefix_tokens=len(p))
+            for e, full, (p, n_shots), (lp, _, _) in zip(ids, encoded, prefixes, scored, strict=True)
+        ]
 
-    @staticmethod
-    def _conditioned_stats(ids, prefix, lp, mu, sigma, truncated) -> TokenStats:
-        return TokenStats(token_ids=np.asarray(ids, dtype=np.int32), logprobs=lp, mu=mu, sigma=sigma, truncated=truncated,
-                          prefix_shots=prefix[1], prefix_tokens=len(prefix[0]))
-
-    def _shared_prefix_cache(self, prefix: list[int], reuse: bool | None):
-        """(key/value tensors per layer, logits predicting the first text token)
-        of BOS + ``prefix``, or None where the cache cannot be shared or is not wanted."""
-        if reuse is False:
-            return None
-        out = self.model(input_ids=torch.tensor([[self.bos_id, *prefix]], device=self.model.device), use_cache=True)
-        if not self._prefix_cache_is_reusable(out.past_key_values):
-            if reuse:
-                raise ValueError(f"{self.name}: its key/value cache cannot be shared between sequences")
-            return None
-        return [(layer.keys, layer.values) for layer in out.past_key_values.layers], out.logits[0, -1]
-
-    def _score_after_cache(self, shared, texts: Sequence[list[int]]):
-        """(logprobs, mu, sigma) of every text after the cached prefix, batched by length."""
-        cache, first_logits = shared
-        n_prefix = cache[0][0].shape[-2]
+    def _score_sequences(self, sequences: Sequence[list[int]], starts: Sequence[int], wants: Sequence[bool],
+                         desc: str) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """(logprobs, mu, sigma) of the tokens ``sequences[i][starts[i]:]``,
+        each predicted from the position before it, in batches of similar
+        length; rows where ``wants`` is False get NaN for mu and sigma."""
+        results: list = [None] * len(sequences)
         device = self.model.device
-        results = [None] * len(texts)
-        for batch in tqdm(length_buckets([len(t) for t in texts], self.batch_size), desc=f"scoring {self.name} after a prefix",
-                          disable=not self.progress, mininterval=5):
-            b = len(batch)
-            input_ids, mask = self._right_padded([texts[i] for i in batch])
-            input_ids, mask = input_ids.to(device), mask.to(device)
-            past = DynamicCache(ddp_cache_data=[(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in cache])
-            full_mask = torch.cat([torch.ones((b, n_prefix), dtype=mask.dtype, device=device), mask], dim=1)
-            logits = self.model(input_ids=input_ids, attention_mask=full_mask, past_key_values=past, use_cache=True).logits
-            # row r's text token t is predicted by its position t-1, the first one by the prefix's last position
-            valid = mask.bool()
-            text_logits = torch.cat([first_logits.expand(b, 1, -1), logits[:, :-1]], dim=1)[valid]
-            self._store_rows(results, batch, [len(texts[i]) for i in batch], distribution_stats(text_logits, input_ids[valid]))
+        for batch in tqdm(length_buckets([len(s) for s in sequences], self.batch_size), desc=desc, disable=not self.progress,
+                          mininterval=5):
+            input_ids = self._right_padded([sequences[i] for i in batch]).to(device)
+            # Right padding under causal attention: no scored position attends to a later
+            # padding position, so no attention mask is needed (the outputs at padding
+            # positions are garbage and dropped below), and the fused causal kernel runs.
+            # Position t predicts token t+1: keep the positions that predict a scored token.
+            predicts = torch.zeros((len(batch), input_ids.shape[1] - 1), dtype=torch.bool)
+            for row, i in enumerate(batch):
+                predicts[row, starts[i] - 1 : len(sequences[i]) - 1] = True
+            predicts = predicts.to(device)
+            targets = input_ids[:, 1:][predicts]
+            if self._split_head:
+                hidden = self._split_head[0](input_ids=input_ids).last_hidden_state
+                rows_want = torch.tensor([wants[i] for i in batch], device=device)
+                stats = self._projected_stats(hidden[:, :-1][predicts], targets, rows_want.unsqueeze(1).expand_as(predicts)[predicts])
+            else:
+                stats = distribution_stats(self.model(input_ids=input_ids).logits[:, :-1][predicts], targets)
+            lengths = [len(sequences[i]) - starts[i] for i in batch]
+            for i, row in zip(batch, zip(*(self._split_rows(t, lengths) for t in stats), strict=True), strict=True):
+                results[i] = row
         return results
-
-    def _score_after_prefixes(self, prefixes: Sequence[list[int]], texts: Sequence[list[int]]):
-        """(logprobs, mu, sigma) of every text after its own prefix (BOS
-        included), each sequence whole, right-padded and batched by length."""
-        device = self.model.device
-        results = [None] * len(texts)
-        sequences = [[*p, *t] for p, t in zip(prefixes, texts, strict=True)]
-        for batch in tqdm(length_buckets([len(s) for s in sequences], self.batch_size), desc=f"scoring {self.name} with a prefix",
-                          disable=not self.progress, mininterval=5):
-            input_ids, _ = self._right_padded([sequences[i] for i in batch])
-            input_ids = input_ids.to(device)
-            # Right padding under causal attention needs no mask (see score). Row r's
-            # text tokens sit at [p_r, p_r + n_r) and are predicted one position earlier.
-            logits = self.model(input_ids=input_ids).logits
-            rows = torch.cat([torch.arange(len(prefixes[i]) - 1, len(sequences[i]) - 1) + r * input_ids.shape[1]
-                              for r, i in enumerate(batch)]).to(device)
-            targets = torch.cat([torch.as_tensor(texts[i]) for i in batch]).to(device)
-            stats = distribution_stats(logits.flatten(0, 1)[rows], targets)
-            self._store_rows(results, batch, [len(texts[i]) for i in batch], stats)
-        return results
-
-    def _store_rows(self, results: list, batch: Sequence[int], lengths: Sequence[int], stats) -> None:
-        for i, row in zip(batch, zip(*(self._split_rows(t, lengths) for t in stats), strict=True), strict=True):
-            results[i] = row
 
     @torch.inference_mode()
     def _greedy(self, ids: Sequence[list[int]], *, max_new_tokens: int, stops: Sequence[StopCondition] | None) -> list[str]:
