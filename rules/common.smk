@@ -90,7 +90,7 @@ def settings_without(keys, *drop):
     return json.dumps({k: v for k, v in _config_slice(keys).items() if k not in drop}, sort_keys=True)
 
 
-BASE_MODEL_CONFIG = {k: config["base_model"][k] for k in ("path", "dtype", "device")}
+BASE_MODEL_CONFIG = {k: config["base_model"][k] for k in ("path", "dtype", "device", "max_length")}
 
 
 def model_settings():

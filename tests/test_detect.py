@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from leaktrace.detect.dc_pdd import first_occurrences
 from leaktrace.detect.evidence import SampleEvidence, lowest_k_mean
-from leaktrace.detect.recall import build_prefix, select_prefix_samples
+from leaktrace.detect.recall import prefix_shots, select_prefix_samples
 from leaktrace.detect.registry import configured_methods
 from leaktrace.detect.srdetection_blackbox import (
     GenerationEvidence,
@@ -187,7 +187,8 @@ def test_neighbor_subtracts_the_mean_neighbour_log_likelihood():
 
 def prefixed_like(original, logprobs):
     return TokenStats(original.token_ids[: len(logprobs)], np.asarray(logprobs, dtype=np.float32),
-                      np.zeros(len(logprobs), np.float32), np.ones(len(logprobs), np.float32), False)
+                      np.zeros(len(logprobs), np.float32), np.ones(len(logprobs), np.float32), False,
+                      prefix_shots=1, prefix_tokens=10)
 
 
 def test_recall_is_conditional_over_unconditional_log_likelihood():
@@ -213,7 +214,7 @@ def test_recall_rejects_missing_or_mismatched_prefixed_pass():
     with pytest.raises(ValueError, match="prefix"):
         method.score(EVIDENCE)
     other = TokenStats(np.array([9, 9], np.int32), np.array([-1.0, -1.0], np.float32), np.zeros(2, np.float32),
-                       np.ones(2, np.float32), False)
+                       np.ones(2, np.float32), False, prefix_shots=1, prefix_tokens=10)
     with pytest.raises(ValueError, match="other tokens"):
         method.score(SampleEvidence("r", TEXT, ORIGINAL, prefixed=other))
 
@@ -228,14 +229,17 @@ def test_recall_prefix_selection_is_deterministic_and_order_free():
         select_prefix_samples(pool[:3], 12, seed=5)
 
 
-def test_recall_prefix_joins_texts_and_fits_a_token_budget():
-    texts = ["def a():\n    pass\n", "def b():\n    pass\n", "x = 1"]
-    assert build_prefix(texts) == "def a():\n    pass\n\n\ndef b():\n    pass\n\n\nx = 1\n\n\n"
-    encode = list  # one token per character
-    fitted = build_prefix(texts, encode=encode, max_tokens=len("def b():\n    pass\n\n\nx = 1\n\n\n"))
-    assert fitted == "def b():\n    pass\n\n\nx = 1\n\n\n"  # dropped from the front
-    with pytest.raises(ValueError, match="not even one"):
-        build_prefix(texts, encode=encode, max_tokens=2)
+def test_recall_prefix_shots_end_in_two_blank_lines():
+    texts = ["def a():\n    pass\n", "x = 1"]
+    assert prefix_shots(texts) == ["def a():\n    pass\n\n\n", "x = 1\n\n\n"]
+
+
+def test_recall_needs_a_prefix_token_before_the_text():
+    (method,) = configured_methods({"recall": {}})
+    original = stats([-1.0, -1.0])
+    unconditioned = TokenStats(original.token_ids, original.logprobs, None, None, False, prefix_shots=0, prefix_tokens=0)
+    with pytest.raises(ValueError, match="no prefix token fit"):
+        method.score(SampleEvidence("r", TEXT, original, prefixed=unconditioned))
 
 
 # --- SrDetection: variant-count sensitivity and black-box ---------------------------
@@ -317,6 +321,7 @@ class EchoModel:
 
     name = "echo"
     bos = 0
+    max_length = 1000
 
     def __init__(self, originals):
         self.originals = originals
@@ -355,3 +360,40 @@ def test_continuation_overlaps_rows_and_decision():
     (again,) = generation_evidence(rows, ngram=16)[0]
     assert again == GenerationEvidence("s", 1.0, (0.0,))
     assert generation_evidence(rows, ngram=20) == ([], ["s"])
+
+
+def test_echo_model_scores_one_when_the_suffix_runs_past_the_generation_budget():
+    original = "def add(a, b):\n    return a + b\n"  # 32 characters: a 16-character suffix
+    rows = continuation_overlaps(EchoModel([original]), [("s", 0, original)], prefix_fraction=0.5, ngram=3, max_new_tokens=6)
+    (row,) = rows
+    assert row["suffix_tokens"] == 16 and row["suffix_ids"] == [ord(c) for c in original[16:22]]
+    assert row["generated"] == original[16:22]
+    assert row["ngo"] == 1.0  # the whole suffix would give 4 of its 14 trigrams
+
+
+class ScriptedModel(EchoModel):
+    """Continues every prompt with a fixed text."""
+
+    def __init__(self, continuation):
+        super().__init__([])
+        self.continuation = continuation
+
+    def generate(self, prompts, *, max_new_tokens, stops=None):
+        return [self.continuation[:max_new_tokens] for _ in prompts]
+
+
+def test_overlap_with_a_budget_cut_suffix_by_hand():
+    text = "ABCDEFGHIJabcdefghij"  # prefix ABCDEFGHIJ, suffix abcdefghij, budget 8: abcdefgh
+    (row,) = continuation_overlaps(ScriptedModel("abcXefghij"), [("s", 0, text)], prefix_fraction=0.5, ngram=3,
+                                   max_new_tokens=8)
+    # trigrams of abcXefgh: abc bcX cXe Xef efg fgh; of abcdefgh: abc bcd cde def efg fgh -> 3 of 6
+    assert row["generated"] == "abcXefgh" and row["ngo"] == 0.5
+
+
+def test_blackbox_text_is_cut_to_the_context_before_the_split():
+    original = "def add(a, b):\n    return a + b\n"  # 32 characters
+    lm = EchoModel([original])
+    lm.max_length = 21  # BOS + 20 characters
+    (row,) = continuation_overlaps(lm, [("s", 0, original)], prefix_fraction=0.5, ngram=3)
+    assert (row["prefix_tokens"], row["suffix_tokens"]) == (10, 10) and lm.prompts == [lm.encode(original[:10])]
+    assert row["suffix_ids"] == lm.encode(original[10:20]) and row["ngo"] == 1.0

@@ -2,14 +2,19 @@
 unbatched forward pass, batching and padding change nothing, greedy generation
 is batch-independent and stops on the stop condition, and loading is local."""
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
+import yaml
 from leaktrace.detect.srdetection_blackbox import continuation_overlaps
 from leaktrace.errors import InputError
 from leaktrace.models.backend import ModelSpec
+from leaktrace.models.context import context_limit, fit_prefix, trained_context
 from leaktrace.models.hf import HFLanguageModel, distribution_stats, length_buckets
-from leaktrace.models.loading import load_model, load_tokenizer
+from leaktrace.models.loading import load_model, load_model_config, load_tokenizer
 from leaktrace.models.token_counts import (
     cached_token_counts,
     count_tokens,
@@ -137,13 +142,13 @@ def manual_conditioned(lm, prefix_ids, text):
     return logp[start - 1 : -1].gather(-1, ids[0, start:, None]).squeeze(-1).numpy()
 
 
-@pytest.mark.parametrize("reuse", [True, False])
-def test_conditioned_scoring_equals_a_full_sequence_pass(lm, reuse):
-    stats = lm.score_conditioned(PREFIX, TEXTS, reuse_prefix_cache=reuse)
+def test_conditioned_scoring_equals_a_full_sequence_pass(lm):
+    stats = lm.score_conditioned([PREFIX], TEXTS)
     unconditioned = lm.score(TEXTS)
     prefix_ids = lm.encode(PREFIX)
     for text, s, u in zip(TEXTS, stats, unconditioned, strict=True):
         assert list(s.token_ids) == list(u.token_ids) == lm.encode(text)  # prefix tokens unscored, text alone
+        assert (s.prefix_shots, s.prefix_tokens) == (1, len(prefix_ids))
         np.testing.assert_allclose(s.logprobs, manual_conditioned(lm, prefix_ids, text), atol=1e-4)
         assert not np.allclose(s.logprobs, u.logprobs, atol=1e-3)  # the prefix does condition the text
         # no second BOS between prefix and text: that sequence scores differently
@@ -151,26 +156,61 @@ def test_conditioned_scoring_equals_a_full_sequence_pass(lm, reuse):
         assert np.abs(s.logprobs - with_bos).max() > 1e-3
 
 
-def test_conditioned_scoring_stats_and_paths_agree(lm):
-    cached = lm.score_conditioned(PREFIX, TEXTS, reuse_prefix_cache=True)
-    recomputed = lm.score_conditioned(PREFIX, TEXTS, reuse_prefix_cache=False)
-    for a, b in zip(cached, recomputed, strict=True):
-        for field in ("logprobs", "mu", "sigma"):
-            np.testing.assert_allclose(getattr(a, field), getattr(b, field), atol=1e-4)
-    # an empty prefix is the unconditioned pass
-    for a, b in zip(lm.score_conditioned("", TEXTS), lm.score(TEXTS), strict=True):
-        np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-4)
-        np.testing.assert_allclose(a.sigma, b.sigma, atol=1e-4)
+def test_conditioned_scoring_without_shots_is_the_unconditioned_pass(lm, tiny_model_dir):
+    for a, b in zip(lm.score_conditioned([], TEXTS), lm.score(TEXTS, moments=[False] * len(TEXTS)), strict=True):
+        assert (a.prefix_shots, a.prefix_tokens) == (0, 0) and a.mu is None  # ReCaLL reads log-probabilities only
+        np.testing.assert_array_equal(a.logprobs, b.logprobs)  # the same pass, bit for bit
+    # each text's result does not depend on the texts batched with it
+    single = HFLanguageModel(ModelSpec(str(tiny_model_dir)), batch_size=1, progress=False)
+    for a, b in zip(lm.score_conditioned([PREFIX], TEXTS), single.score_conditioned([PREFIX], TEXTS), strict=True):
+        np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-5)
 
 
-def test_conditioned_scoring_truncates_texts_to_the_context(tiny_model_dir):
-    short = HFLanguageModel(ModelSpec(str(tiny_model_dir)), batch_size=2, max_length=24, progress=False)
-    n_prefix = len(short.encode(PREFIX))
-    (s,) = short.score_conditioned(PREFIX, [TEXTS[2]])
-    assert s.n_tokens == 24 - 1 - n_prefix and s.truncated
-    assert list(s.token_ids) == short.encode(TEXTS[2])[: s.n_tokens]
-    with pytest.raises(ValueError, match="no room"):
-        short.score_conditioned(PREFIX * 4, [TEXTS[1]])
+def test_fit_prefix_drops_shots_from_the_front_then_cuts_the_first_kept():
+    shots = [[1, 2, 3], [4, 5], [6, 7, 8, 9]]
+    assert fit_prefix(shots, 9) == ([1, 2, 3, 4, 5, 6, 7, 8, 9], 3)
+    assert fit_prefix(shots, 20) == ([1, 2, 3, 4, 5, 6, 7, 8, 9], 3)
+    assert fit_prefix(shots, 6) == ([4, 5, 6, 7, 8, 9], 2)
+    assert fit_prefix(shots, 5) == ([5, 6, 7, 8, 9], 2)  # the second shot cut from its front
+    assert fit_prefix(shots, 4) == ([6, 7, 8, 9], 1)
+    assert fit_prefix(shots, 2) == ([8, 9], 1)
+    assert fit_prefix(shots, 0) == ([], 0)
+
+
+def test_context_is_the_trained_one_capped_by_the_config(tiny_model_dir):
+    config = load_model_config(ModelSpec(str(tiny_model_dir)))  # max_position_embeddings 512
+    assert trained_context(config) == 512
+    assert context_limit(config, None) == 512 and context_limit(config, 1024) == 512 and context_limit(config, 64) == 64
+    assert HFLanguageModel(ModelSpec(str(tiny_model_dir)), progress=False).max_length == 512
+    with pytest.raises(ValueError, match="declares no context length"):
+        trained_context(object())
+
+
+def test_shipped_model_declares_the_context_it_was_pretrained_with():
+    root = Path(__file__).resolve().parents[1]
+    declared = json.loads((root / "resources/models/leaktrace-tiny/config.json").read_text())["max_position_embeddings"]
+    pretrained = yaml.safe_load((root / "config/config.yaml").read_text())["base_model"]["pretrain"]["settings"]["context_length"]
+    assert declared == pretrained == 512
+
+
+def test_conditioned_scoring_fits_every_prefix_beside_its_text(tiny_model_dir):
+    """A 28-token context, shots of a and b tokens, and texts that leave room
+    for both shots, for part of the second only, and for nothing."""
+    short = HFLanguageModel(ModelSpec(str(tiny_model_dir)), batch_size=2, max_length=28, progress=False)
+    shots = ["x = 1\n\n\n", "def sub(a, b):\n    return a - b\n\n\n"]
+    first, second = short.encode(shots[0]), short.encode(shots[1])
+    roomy, tight, full = "y = 2", TEXTS[0], TEXTS[2]
+    n_roomy, n_tight = len(short.encode(roomy)), len(short.encode(tight))
+    assert n_roomy + len(first) + len(second) <= 27 < n_tight + len(second) and n_tight < 27 <= len(short.encode(full))
+    stats = short.score_conditioned(shots, [roomy, tight, full])
+    expected = [(first + second, 2), (second[len(second) - (27 - n_tight):], 1), ([], 0)]
+    for text, s, (prefix, n_shots) in zip([roomy, tight, full], stats, expected, strict=True):
+        assert (s.prefix_shots, s.prefix_tokens) == (n_shots, len(prefix))
+        assert 1 + s.prefix_tokens + s.n_tokens <= 28
+        assert list(s.token_ids) == short.encode(text)[:27]  # the text is never cut for the prefix
+        np.testing.assert_allclose(s.logprobs, manual_conditioned(short, prefix, short.decode(s.token_ids)), atol=1e-4)
+    assert stats[2].truncated and not stats[1].truncated
+    assert (stats[1].prefix_tokens, stats[2].prefix_tokens) == (27 - n_tight, 0)
 
 
 def test_chat_needs_a_template_and_then_generates_greedily(tiny_model_dir):

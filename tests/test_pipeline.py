@@ -162,6 +162,26 @@ def test_stages_are_byte_for_byte_deterministic(micro_run, tmp_path):
     assert (tmp_path / "s.parquet").read_bytes() == (scores / "scores.parquet").read_bytes()
 
 
+def result_bytes(results: Path) -> dict[str, bytes]:
+    """Every Parquet table and every adapter file of a run, by relative path."""
+    files = [p for p in results.rglob("*") if p.is_file() and (p.suffix == ".parquet" or "adapter" in p.parts)]
+    return {str(p.relative_to(results)): p.read_bytes() for p in files}
+
+
+def test_micro_rerun_writes_the_same_bytes(micro_run, tmp_path):
+    """A second run of the micro config, from an empty directory, writes
+    every Parquet table and adapter file byte for byte as the first: seeds,
+    no timings in result tables, adapter configs in a fixed order, and each
+    job a process of its own, so interpreter hash seeds differ."""
+    workdir, config = micro_run
+    result = snakemake(tmp_path, "--configfile", str(config))
+    assert result.returncode == 0, result.stderr[-4000:]
+    first, second = (result_bytes(d / "results" / "micro") for d in (workdir, tmp_path))
+    assert sorted(first) == sorted(second)
+    assert sum(name.endswith("adapter_config.json") for name in first) == 2 and len(first) > 50
+    assert sorted(name for name in first if first[name] != second[name]) == []
+
+
 def test_dc_pdd_refuses_token_counts_of_another_tokenizer(micro_run, tmp_path):
     from leaktrace.models.token_counts import TokenCounts, read_token_counts, write_token_counts
     from leaktrace.stages.score import score_methods

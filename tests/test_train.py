@@ -2,13 +2,16 @@
 one adapter per requested epoch, loadable as a standard PEFT adapter, and the
 trained text becomes more likely."""
 
+import json
 import random
 
 import numpy as np
 import pytest
+import torch
 from leaktrace.models.backend import ModelSpec
 from leaktrace.models.hf import HFLanguageModel
-from leaktrace.train.lora import LoraSettings, train_lora
+from leaktrace.models.loading import load_model
+from leaktrace.train.lora import LoraSettings, padded_batch, train_lora
 from leaktrace.train.mix import build_mix, paragraph_chunks
 
 
@@ -48,6 +51,9 @@ def test_lora_saves_one_adapter_per_epoch_and_learns(tiny_model_dir, tmp_path):
     log = []
     train_lora(ModelSpec(str(tiny_model_dir)), [member, "some text", member.upper()], settings, lambda e: tmp_path / f"epoch-{e}", log.append)
     assert [row["epoch"] for row in log] == [1, 2, 3]
+    assert set(log[0]) == {"epoch", "step", "loss", "lr", "tokens"}  # no timings: reruns write the same bytes
+    saved = json.loads((tmp_path / "epoch-1" / "adapter_config.json").read_text())
+    assert saved["target_modules"] == sorted(settings.target_modules)  # not PEFT's set order
     assert (tmp_path / "epoch-1" / "adapter_config.json").exists() and (tmp_path / "epoch-3" / "adapter_model.safetensors").exists()
     assert not (tmp_path / "epoch-2").exists()
     base = HFLanguageModel(ModelSpec(str(tiny_model_dir)), progress=False).score([member])[0]
@@ -58,3 +64,14 @@ def test_lora_saves_one_adapter_per_epoch_and_learns(tiny_model_dir, tmp_path):
 def test_lora_rejects_bad_epochs(tiny_model_dir, tmp_path):
     with pytest.raises(ValueError, match="epochs must be increasing"):
         train_lora(ModelSpec(str(tiny_model_dir)), ["x"], LoraSettings(epochs=(3, 1)), lambda e: tmp_path)
+
+
+def test_padded_batch_loss_is_the_token_average_of_the_unpadded_losses(tiny_model_dir):
+    model = load_model(ModelSpec(str(tiny_model_dir)))
+    rows = [[0, 5, 9, 13, 2, 7], [0, 8, 3], [0, 11, 4, 6, 10]]  # 5, 2 and 4 predicted tokens
+    with torch.no_grad():
+        input_ids, mask, labels = padded_batch(rows, pad_id=1)
+        assert input_ids.tolist()[1] == [0, 8, 3, 1, 1, 1] and labels.tolist()[1] == [0, 8, 3, -100, -100, -100]
+        batch = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss.item()
+        alone = [model(input_ids=torch.tensor([r]), labels=torch.tensor([r])).loss.item() for r in rows]
+    assert batch == pytest.approx((5 * alone[0] + 2 * alone[1] + 4 * alone[2]) / 11, rel=1e-5)

@@ -17,13 +17,17 @@ instead; it has the same orientation.
 
 The prefix tokens are never scored and no second BOS separates prefix and
 text (``LanguageModel.score_conditioned``), and the texts the prefix is made
-of must be held out of the evaluation (``select_prefix_samples``). When the
-prefixed text had to be truncated to fit the context, both LLs are taken
-over the tokens the prefixed pass scored."""
+of must be held out of the evaluation (``select_prefix_samples``). Every
+sequence fits the model's trained context: the target is cut only as the
+unconditioned pass cuts it, and the prefix keeps what fits beside it (fewer
+shots, the first kept one cut from its front), recorded per text; a text
+that fills the context alone gets no prefix and no ReCaLL score. When the
+text was truncated, both LLs are taken over the tokens the prefixed pass
+scored."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -37,6 +41,8 @@ def recall_score(evidence: SampleEvidence) -> float:
     prefixed, original = evidence.prefixed, evidence.original
     if prefixed is None:
         raise ValueError(f"{evidence.sample_id}: the recall method needs the text scored after the non-member prefix")
+    if prefixed.prefix_tokens == 0:
+        raise ValueError(f"{evidence.sample_id}: no prefix token fit beside the text, the ReCaLL ratio is undefined")
     n = prefixed.n_tokens
     if n == 0:
         raise ValueError(f"{evidence.sample_id}: cannot score an empty text")
@@ -61,17 +67,9 @@ def select_prefix_samples(candidates: Sequence[str], k: int, seed: int) -> list[
     return rng_for(seed, "recall", "prefix").sample(pool, k)
 
 
-def build_prefix(texts: Sequence[str], *, encode: Callable[[str], list[int]] | None = None, max_tokens: int | None = None) -> str:
-    """The prefix: the texts in order, each followed by two blank lines so the
-    target starts a new top-level block. With ``max_tokens`` (and ``encode``),
-    texts are dropped from the front until the prefix fits, as the ReCaLL
-    code does to leave room for the target."""
-    parts = [t.rstrip("\n") + SEPARATOR for t in texts]
-    if max_tokens is not None:
-        if encode is None:
-            raise ValueError("a token budget for the prefix needs the model's encode")
-        while parts and len(encode("".join(parts))) > max_tokens:
-            parts = parts[1:]
-        if not parts:
-            raise ValueError(f"not even one prefix text fits in {max_tokens} tokens")
-    return "".join(parts)
+def prefix_shots(texts: Sequence[str]) -> list[str]:
+    """The prefix's shots in order, each followed by two blank lines so the
+    next shot, and the target after the last, starts a new top-level block.
+    The scoring pass keeps, per target, the shots nearest it that fit the
+    context, as the ReCaLL code drops texts from the front."""
+    return [t.rstrip("\n") + SEPARATOR for t in texts]

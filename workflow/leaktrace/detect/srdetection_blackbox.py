@@ -15,14 +15,20 @@ N-token sequences"): the split into prefix and suffix is made on the same
 tokens the model reads and writes, and a token n-gram is a unit of the
 model's own output. To treat the continuation and the suffix alike, both are
 tokenised on their own (the suffix is the decoded tail of the text's tokens,
-the continuation the decoded generation) and cut to the suffix's length, so
-a continuation never gains overlap by running past the text it is compared
-with. A suffix shorter than N tokens has no grams: its NGO is undefined
-(NaN); such variants are left out of the max, and a sample whose original
-has no NGO is not scored.
+the continuation the decoded generation), and both are cut to the generation
+budget, min(suffix length, ``max_new_tokens``) tokens of the scored model's
+tokenizer: a continuation never gains overlap by running past the text it is
+compared with, and the suffix is never compared beyond what the model was
+allowed to generate, so a model that continues with the exact true text
+scores NGO = 1 whatever the suffix's length. A suffix (so cut) shorter than
+N tokens has no grams: its NGO is undefined (NaN); such variants are left
+out of the max, and a sample whose original has no NGO is not scored.
 
 The prefix holds ``floor(prefix_fraction * n_tokens)`` tokens of the text,
-at least one, leaving at least one for the suffix."""
+at least one, leaving at least one for the suffix. A text is first cut to the
+model's context (``max_length`` - 1 tokens after BOS), as the scoring passes
+cut it, so prompt and continuation never run past the positions the model
+was trained on."""
 
 from __future__ import annotations
 
@@ -91,15 +97,15 @@ def continuation_overlaps(
 
     ``texts`` holds (sample_id, variant_id, text) for the originals
     (variant 0) and their valid variants. Each returned row has sample_id,
-    variant_id, prefix_tokens, suffix_tokens, generated (the continuation,
-    cut to the suffix length), generated_ids, suffix_ids and ngo; the ids
-    allow recomputing the overlap for another n without generating again.
-    Continuations stop at the suffix's length, at ``max_new_tokens`` or at
-    EOS, whichever comes first."""
+    variant_id, prefix_tokens, suffix_tokens (the whole true suffix),
+    generated (the continuation, cut to the budget), generated_ids,
+    suffix_ids (the true suffix cut to the budget: what the overlap compares
+    with) and ngo; the ids allow recomputing the overlap for another n
+    without generating again. Continuations stop at the budget or at EOS."""
     splits = []
     for sample_id, variant_id, text in texts:
         try:
-            splits.append(split_prefix_suffix(lm.encode(text), prefix_fraction))
+            splits.append(split_prefix_suffix(lm.encode(text)[: lm.max_length - 1], prefix_fraction))
         except ValueError as error:
             raise ValueError(f"{sample_id} variant {variant_id}: {error}") from None
     suffix_texts = [lm.decode(suffix) for _, suffix in splits]
@@ -111,9 +117,10 @@ def continuation_overlaps(
         stops=[_TokenBudget(lm.encode, b) for b in budgets],
     )
     rows = []
-    for (sample_id, variant_id, _), (prefix, suffix), truth, budget, continuation in zip(
+    for (sample_id, variant_id, _), (prefix, suffix), suffix_text_ids, budget, continuation in zip(
         texts, splits, suffix_ids, budgets, generated, strict=True
     ):
+        truth = suffix_text_ids[:budget]
         generated_ids = lm.encode(continuation)[:budget]
         rows.append(
             {

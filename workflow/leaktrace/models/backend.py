@@ -20,13 +20,17 @@ class TokenStats:
     and standard deviation of log p(v | x_<t) under v ~ p(· | x_<t), the local
     statistics Min-K%++ normalises by (None where a pass was asked for the
     log-probabilities only). The first text token is conditioned on the BOS
-    token, so every text token is scored."""
+    token, so every text token is scored. A pass conditioned on a prefix
+    (ReCaLL) records how many shots and tokens of it preceded the text; a
+    plain pass has none."""
 
     token_ids: np.ndarray
     logprobs: np.ndarray
     mu: np.ndarray | None
     sigma: np.ndarray | None
     truncated: bool
+    prefix_shots: int = 0
+    prefix_tokens: int = 0
 
     @property
     def n_tokens(self) -> int:
@@ -56,6 +60,7 @@ StopCondition = Callable[[str], bool]
 
 class LanguageModel(Protocol):
     name: str
+    max_length: int  # tokens per sequence (BOS included): the trained context, capped by the config
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` without special tokens."""
@@ -66,11 +71,14 @@ class LanguageModel(Protocol):
         """Token statistics for every text, batched internally; ``moments[i]``
         False: text i needs its log-probabilities only (mu, sigma may be None)."""
 
-    def score_conditioned(self, prefix: str, texts: Sequence[str]) -> list[TokenStats]:
-        """Token statistics of every text conditioned on one shared prefix
-        (ReCaLL): BOS + prefix tokens + text tokens, no second BOS, prefix
+    def score_conditioned(self, shots: Sequence[str], texts: Sequence[str], *,
+                          max_prefix_tokens: int | None = None) -> list[TokenStats]:
+        """Log-probabilities of every text conditioned on a prefix of ``shots``
+        (ReCaLL; mu and sigma None): BOS + prefix tokens + text tokens, no second BOS, prefix
         tokens unscored, each text tokenised on its own so its token ids equal
-        those of ``score``; texts are truncated to fit the context."""
+        those of ``score`` (cut to the context as there, never for the
+        prefix); per text the prefix keeps the shots nearest the text that fit
+        the context (``models.context.fit_prefix``)."""
 
     def generate(
         self, prompts: Sequence[list[int]], *, max_new_tokens: int, stops: Sequence[StopCondition] | None = None

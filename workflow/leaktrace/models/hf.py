@@ -8,10 +8,10 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 from tqdm import tqdm
-from transformers import DynamicCache, StoppingCriteria, StoppingCriteriaList
-from transformers.cache_utils import DynamicLayer
+from transformers import StoppingCriteria, StoppingCriteriaList
 
 from leaktrace.models.backend import ModelSpec, StopCondition, TokenStats
+from leaktrace.models.context import context_limit, fit_prefix
 from leaktrace.models.loading import load_model, load_tokenizer
 
 
@@ -60,13 +60,16 @@ class _StopWhen(StoppingCriteria):
 
 
 class HFLanguageModel:
-    def __init__(self, spec: ModelSpec, *, batch_size: int = 16, max_length: int = 1024, progress: bool = True):
+    """``max_length``: a cap on tokens per scored sequence (BOS included);
+    the model's trained context applies in any case (``models.context``)."""
+
+    def __init__(self, spec: ModelSpec, *, batch_size: int = 16, max_length: int | None = None, progress: bool = True):
         self.name = spec.name_or_path if spec.adapter is None else f"{spec.name_or_path}+{spec.adapter}"
         self.spec = spec
         self.tokenizer = load_tokenizer(spec)
         self.model = load_model(spec)
         self.batch_size = batch_size
-        self.max_length = max_length
+        self.max_length = context_limit(self.model.config, max_length)
         self.progress = progress
         self.bos_id = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
         self.pad_id = self.tokenizer.pad_token_id
@@ -125,14 +128,11 @@ class HFLanguageModel:
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
-    def _right_padded(self, rows: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-        width = max(len(r) for r in rows)
-        input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
+    def _right_padded(self, rows: Sequence[Sequence[int]]) -> torch.Tensor:
+        input_ids = torch.full((len(rows), max(len(r) for r in rows)), self.pad_id, dtype=torch.long)
         for row, ids in enumerate(rows):
             input_ids[row, : len(ids)] = torch.as_tensor(ids, dtype=torch.long)
-            mask[row, : len(ids)] = 1
-        return input_ids, mask
+        return input_ids
 
     @staticmethod
     def _split_rows(values: torch.Tensor, lengths: Sequence[int]) -> list[np.ndarray]:
@@ -150,104 +150,78 @@ class HFLanguageModel:
             raise ValueError(f"{len(wants)} moment flags for {len(texts)} texts")
         encoded = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"] if texts else []
         limit = self.max_length - 1  # room for BOS
-        ids = [[self.bos_id, *e[:limit]] for e in encoded]
-        results: list[TokenStats | None] = [None] * len(texts)
-        batches = length_buckets([len(x) for x in ids], self.batch_size)
+        ids = [e[:limit] for e in encoded]
+        scored = self._score_sequences([[self.bos_id, *e] for e in ids], [1] * len(ids), wants, f"scoring {self.name}")
+        return [
+            TokenStats(token_ids=np.asarray(e, dtype=np.int32), logprobs=lp, mu=m if want else None,
+                       sigma=s if want else None, truncated=len(full) > limit)
+            for e, full, want, (lp, m, s) in zip(ids, encoded, wants, scored, strict=True)
+        ]
+
+    @torch.inference_mode()
+    def score_conditioned(self, shots: Sequence[str], texts: Sequence[str], *,
+                          max_prefix_tokens: int | None = None) -> list[TokenStats]:
+        """Log-probabilities of each text's tokens conditioned on a prefix made of ``shots``.
+
+        Each sequence is BOS + prefix tokens + text tokens, with no second BOS
+        where they meet; only the text tokens are scored, the first one
+        conditioned on the last prefix token. Each shot and each text is
+        tokenised on its own, so a text's token ids equal those of
+        :meth:`score`, and a text is cut to the context exactly as there:
+        never shortened for the prefix. The prefix fits the room the text
+        leaves in the context (and ``max_prefix_tokens``): shots are dropped
+        from the front and the first one kept is cut from its front
+        (``fit_prefix``); ``prefix_shots`` and ``prefix_tokens`` record what
+        each text got. Every sequence runs whole through the same batched
+        pass as :meth:`score` (no prefix cache shared between sequences: a
+        separate batch-of-one prefix pass gave other bits from run to run)."""
+        shot_ids = [self.encode(s) for s in shots]
+        full_prefix = [t for s in shot_ids for t in s]
+        cap = len(full_prefix) if max_prefix_tokens is None else min(len(full_prefix), max_prefix_tokens)
+        encoded = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"] if texts else []
+        if any(len(e) == 0 for e in encoded):
+            raise ValueError("cannot score an empty text")
+        limit = self.max_length - 1  # room for BOS
+        ids = [e[:limit] for e in encoded]
+        prefixes = [fit_prefix(shot_ids, min(cap, limit - len(e))) for e in ids]
+        scored = self._score_sequences([[self.bos_id, *p, *e] for (p, _), e in zip(prefixes, ids, strict=True)],
+                                       [1 + len(p) for p, _ in prefixes], [False] * len(ids),
+                                       f"scoring {self.name} after a prefix")
+        return [
+            TokenStats(token_ids=np.asarray(e, dtype=np.int32), logprobs=lp, mu=None, sigma=None, truncated=len(full) > limit,
+                       prefix_shots=n_shots, prefix_tokens=len(p))
+            for e, full, (p, n_shots), (lp, _, _) in zip(ids, encoded, prefixes, scored, strict=True)
+        ]
+
+    def _score_sequences(self, sequences: Sequence[list[int]], starts: Sequence[int], wants: Sequence[bool],
+                         desc: str) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """(logprobs, mu, sigma) of the tokens ``sequences[i][starts[i]:]``,
+        each predicted from the position before it, in batches of similar
+        length; rows where ``wants`` is False get NaN for mu and sigma."""
+        results: list = [None] * len(sequences)
         device = self.model.device
-        for batch in tqdm(batches, desc=f"scoring {self.name}", disable=not self.progress, mininterval=5):
-            input_ids, mask = self._right_padded([ids[i] for i in batch])
-            input_ids, mask = input_ids.to(device), mask.to(device)
-            # Right padding under causal attention: no text position attends to a later
+        for batch in tqdm(length_buckets([len(s) for s in sequences], self.batch_size), desc=desc, disable=not self.progress,
+                          mininterval=5):
+            input_ids = self._right_padded([sequences[i] for i in batch]).to(device)
+            # Right padding under causal attention: no scored position attends to a later
             # padding position, so no attention mask is needed (the outputs at padding
             # positions are garbage and dropped below), and the fused causal kernel runs.
-            # position t predicts token t+1; keep only the positions that predict a text token
-            predicts = mask[:, 1:].bool()
+            # Position t predicts token t+1: keep the positions that predict a scored token.
+            predicts = torch.zeros((len(batch), input_ids.shape[1] - 1), dtype=torch.bool)
+            for row, i in enumerate(batch):
+                predicts[row, starts[i] - 1 : len(sequences[i]) - 1] = True
+            predicts = predicts.to(device)
             targets = input_ids[:, 1:][predicts]
             if self._split_head:
                 hidden = self._split_head[0](input_ids=input_ids).last_hidden_state
                 rows_want = torch.tensor([wants[i] for i in batch], device=device)
-                token_lp, mu, sigma = self._projected_stats(
-                    hidden[:, :-1][predicts], targets, rows_want.unsqueeze(1).expand_as(predicts)[predicts])
+                stats = self._projected_stats(hidden[:, :-1][predicts], targets, rows_want.unsqueeze(1).expand_as(predicts)[predicts])
             else:
-                logits = self.model(input_ids=input_ids).logits
-                token_lp, mu, sigma = distribution_stats(logits[:, :-1][predicts], targets)
-            lengths = [len(ids[i]) - 1 for i in batch]
-            rows = zip(*(self._split_rows(t, lengths) for t in (token_lp, mu, sigma)), strict=True)
-            for i, (lp, m, s) in zip(batch, rows, strict=True):
-                results[i] = TokenStats(
-                    token_ids=np.asarray(ids[i][1:], dtype=np.int32), logprobs=lp, mu=m if wants[i] else None,
-                    sigma=s if wants[i] else None, truncated=len(encoded[i]) > limit,
-                )
-        return results  # type: ignore[return-value]
-
-    def _prefix_cache_is_reusable(self, cache: DynamicCache) -> bool:
-        """A prefix's key/value cache can be shared by a batch of continuations
-        when every layer is a plain full-attention ``DynamicLayer``: its update
-        concatenates new keys onto the cached ones (never writes into them), so
-        a batch-expanded view of the prefix's tensors stays untouched. Sliding
-        windows, quantised or offloaded caches and linear-attention layers do
-        not have that property; those models recompute the prefix."""
-        return all(type(layer) is DynamicLayer for layer in cache.layers)
-
-    @torch.inference_mode()
-    def score_conditioned(self, prefix: str, texts: Sequence[str], *, reuse_prefix_cache: bool | None = None) -> list[TokenStats]:
-        """Token statistics of each text conditioned on one shared ``prefix``.
-
-        The sequence is BOS + prefix tokens + text tokens: the prefix is
-        tokenised once, each text on its own (so its token ids equal those
-        of :meth:`score`), with no second BOS where they meet; only the text
-        tokens are scored, the first one conditioned on the last prefix token.
-        Texts are truncated so the whole sequence fits ``max_length``
-        (``truncated`` says so). The prefix's key/value cache is computed once
-        and shared by every batch where that is exact (see
-        ``_prefix_cache_is_reusable``); otherwise, or with
-        ``reuse_prefix_cache=False``, each batch recomputes it, still batched."""
-        prefix_ids = [self.bos_id, *self.encode(prefix)]
-        limit = self.max_length - len(prefix_ids)
-        if limit < 1:
-            raise ValueError(f"the prefix has {len(prefix_ids) - 1} tokens: no room for a text within max_length={self.max_length}")
-        encoded = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"] if texts else []
-        if any(len(e) == 0 for e in encoded):
-            raise ValueError("cannot score an empty text")
-        ids = [e[:limit] for e in encoded]
-        device = self.model.device
-        prefix_tensor = torch.tensor([prefix_ids], dtype=torch.long, device=device)
-        cache = None
-        if reuse_prefix_cache is not False:
-            out = self.model(input_ids=prefix_tensor, use_cache=True)
-            if self._prefix_cache_is_reusable(out.past_key_values):
-                cache = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
-                first_logits = out.logits[0, -1]  # predicts the first text token
-            elif reuse_prefix_cache:
-                raise ValueError(f"{self.name}: its key/value cache cannot be shared between sequences")
-        results: list[TokenStats | None] = [None] * len(texts)
-        batches = length_buckets([len(x) for x in ids], self.batch_size)
-        n_prefix = len(prefix_ids)
-        for batch in tqdm(batches, desc=f"scoring {self.name} with a prefix", disable=not self.progress, mininterval=5):
-            lengths = [len(ids[i]) for i in batch]
-            input_ids, mask = self._right_padded([ids[i] for i in batch])
-            input_ids, mask = input_ids.to(device), mask.to(device)
-            valid = mask.bool()
-            if cache is not None:
-                b = len(batch)
-                past = DynamicCache(ddp_cache_data=[(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in cache])
-                full_mask = torch.cat([torch.ones((b, n_prefix), dtype=mask.dtype, device=device), mask], dim=1)
-                logits = self.model(input_ids=input_ids, attention_mask=full_mask, past_key_values=past, use_cache=True).logits
-                # row r's text token t is predicted by its position t-1, the first one by the prefix's last position
-                text_logits = torch.cat([first_logits.expand(len(batch), 1, -1), logits[:, :-1]], dim=1)[valid]
-            else:
-                full = torch.cat([prefix_tensor.expand(len(batch), -1), input_ids], dim=1)
-                full_mask = torch.cat([torch.ones((len(batch), n_prefix), dtype=mask.dtype, device=device), mask], dim=1)
-                logits = self.model(input_ids=full, attention_mask=full_mask).logits
-                text_logits = logits[:, n_prefix - 1 : -1][valid]
-            token_lp, mu, sigma = distribution_stats(text_logits, input_ids[valid])
-            rows = zip(*(self._split_rows(t, lengths) for t in (token_lp, mu, sigma)), strict=True)
-            for i, (lp, m, s) in zip(batch, rows, strict=True):
-                results[i] = TokenStats(
-                    token_ids=np.asarray(ids[i], dtype=np.int32), logprobs=lp, mu=m, sigma=s,
-                    truncated=len(encoded[i]) > limit,
-                )
-        return results  # type: ignore[return-value]
+                stats = distribution_stats(self.model(input_ids=input_ids).logits[:, :-1][predicts], targets)
+            lengths = [len(sequences[i]) - starts[i] for i in batch]
+            for i, row in zip(batch, zip(*(self._split_rows(t, lengths) for t in stats), strict=True), strict=True):
+                results[i] = row
+        return results
 
     @torch.inference_mode()
     def _greedy(self, ids: Sequence[list[int]], *, max_new_tokens: int, stops: Sequence[StopCondition] | None) -> list[str]:

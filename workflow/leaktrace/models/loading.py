@@ -12,8 +12,10 @@ from pathlib import Path
 
 import torch
 from transformers import (
+    AutoConfig,
     AutoModelForCausalLM,
     AutoTokenizer,
+    PretrainedConfig,
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
@@ -37,6 +39,11 @@ def load_tokenizer(spec: ModelSpec) -> PreTrainedTokenizerBase:
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
+
+
+def load_model_config(spec: ModelSpec) -> PretrainedConfig:
+    """The model's config alone (its trained context, without its weights)."""
+    return AutoConfig.from_pretrained(spec.name_or_path, **_hub_kwargs(spec))
 
 
 def load_model(spec: ModelSpec) -> PreTrainedModel:

@@ -24,6 +24,8 @@ TOKENS_SCHEMA = pa.schema(
         ("logprobs", pa.list_(pa.float32())),
         ("mu", pa.list_(pa.float32())),
         ("sigma", pa.list_(pa.float32())),
+        ("prefix_shots", pa.int32()),  # ReCaLL's prefixed pass: shots and tokens before the text (0: a plain pass)
+        ("prefix_tokens", pa.int32()),
     ]
 )
 
@@ -35,7 +37,8 @@ def write_token_stats(keys: Sequence[Key], stats: Sequence[TokenStats], path: Pa
     for (sid, vid, view), s in zip(keys, stats, strict=True):
         for name, value in (("sample_id", sid), ("variant_id", vid), ("view", view), ("n_tokens", s.n_tokens),
                             ("truncated", s.truncated), ("token_ids", s.token_ids), ("logprobs", s.logprobs),
-                            ("mu", s.mu), ("sigma", s.sigma)):
+                            ("mu", s.mu), ("sigma", s.sigma), ("prefix_shots", s.prefix_shots),
+                            ("prefix_tokens", s.prefix_tokens)):
             columns[name].append(value)
     write_table(columns, TOKENS_SCHEMA, path)
 
@@ -48,6 +51,7 @@ def read_token_stats(path: Path) -> dict[Key, TokenStats]:
     table = read_table(path)
     keys = zip(*(table.column(c).to_pylist() for c in ("sample_id", "variant_id", "view")), strict=True)
     truncated = table.column("truncated").to_pylist()
+    shots, prefix_tokens = table.column("prefix_shots").to_pylist(), table.column("prefix_tokens").to_pylist()
     arrays = {c: table.column(c) for c in ("token_ids", "logprobs", "mu", "sigma")}
     return {
         key: TokenStats(
@@ -56,6 +60,8 @@ def read_token_stats(path: Path) -> dict[Key, TokenStats]:
             mu=_optional(arrays["mu"][i]),
             sigma=_optional(arrays["sigma"][i]),
             truncated=truncated[i],
+            prefix_shots=shots[i],
+            prefix_tokens=prefix_tokens[i],
         )
         for i, key in enumerate(keys)
     }

@@ -18,7 +18,8 @@ import numpy as np
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.models.loading import load_tokenizer
+from leaktrace.models.context import context_limit
+from leaktrace.models.loading import load_model_config, load_tokenizer
 from leaktrace.seeding import derive_seed, rng_for
 from leaktrace.stages.score import model_spec
 from leaktrace.train.lora import LoraSettings, train_lora
@@ -61,7 +62,7 @@ def select_learning_rate(mix: Path, text_parts: list[Path], model: dict, setting
     tokenizer = load_tokenizer(spec)
     held_out = held_out_text(
         mix, text_parts, lambda t: len(tokenizer(t, add_special_tokens=False)["input_ids"]),
-        settings["max_length"] - 2, selection["held_out_texts"], seed,
+        context_limit(load_model_config(spec), model.get("max_length")) - 2, selection["held_out_texts"], seed,
     )
     texts = [r["text"] for r in read_records(mix, ["text"])]
     last = max(settings["epochs"])
@@ -71,13 +72,13 @@ def select_learning_rate(mix: Path, text_parts: list[Path], model: dict, setting
             epochs=(last,), rank=settings["lora"]["rank"], alpha=settings["lora"]["alpha"],
             dropout=settings["lora"]["dropout"], target_modules=tuple(settings["lora"]["target_modules"]),
             learning_rate=rate, batch_size=settings["batch_size"], gradient_accumulation=settings["gradient_accumulation"],
-            warmup_steps=settings["warmup_steps"], max_length=settings["max_length"], seed=derive_seed(seed, "lora"),
+            warmup_steps=settings["warmup_steps"], max_length=model.get("max_length"), seed=derive_seed(seed, "lora"),
         )
         epochs: list[dict] = []
         with tempfile.TemporaryDirectory(prefix="leaktrace-lr-") as tmp:
             train_lora(spec, texts, lora, lambda epoch: Path(tmp) / f"epoch-{epoch}", epochs.append)
             lm = HFLanguageModel(model_spec(model, str(Path(tmp) / f"epoch-{last}")), batch_size=settings["batch_size"],
-                                 max_length=settings["max_length"], progress=False)
+                                 max_length=model.get("max_length"), progress=False)
             stats = lm.score(held_out)
         loss = float(np.mean(np.concatenate([-s.logprobs.astype(np.float64) for s in stats])))
         rows.append({"learning_rate": rate, "epoch": last, "train_loss": epochs[-1]["loss"], "held_out_loss": loss,

@@ -9,7 +9,7 @@ SrDetection black-box greedy continuations."""
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pyarrow as pa
@@ -17,7 +17,7 @@ import pyarrow as pa
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.detect.evidence import SampleEvidence
-from leaktrace.detect.recall import build_prefix, select_prefix_samples
+from leaktrace.detect.recall import prefix_shots, select_prefix_samples
 from leaktrace.detect.registry import Method, configured_methods, family_params
 from leaktrace.detect.srdetection_blackbox import continuation_overlaps, generation_evidence
 from leaktrace.models.backend import ModelSpec, TokenStats
@@ -60,9 +60,11 @@ def _valid_texts(variants: Path) -> list[dict]:
 
 
 def _language_model(model: dict, adapter: str | None, batch: dict):
+    """The model, scoring at most its trained context capped by ``model["max_length"]``
+    (the limit training used too)."""
     from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
 
-    return HFLanguageModel(model_spec(model, adapter), batch_size=batch["batch_size"], max_length=batch["max_length"])
+    return HFLanguageModel(model_spec(model, adapter), batch_size=batch["batch_size"], max_length=model.get("max_length"))
 
 
 def score_tokens(variants: Path, model: dict, adapter: str | None, settings: dict, output: Path, *,
@@ -85,20 +87,23 @@ def score_tokens(variants: Path, model: dict, adapter: str | None, settings: dic
 
 def score_prefixed(variants: Path, samples: Path, model: dict, adapter: str | None, settings: dict, batch: dict, seed: int,
                    output: Path) -> None:
-    """ReCaLL's pass: every valid original scored after a prefix of
+    """ReCaLL's pass: every valid original scored after a prefix of up to
     ``n_shots`` non-members of the split's ``recall-prefix`` fold, which are
-    never trained on and never evaluated."""
+    never trained on and never evaluated. Each text keeps the shots that fit
+    the model's context beside it (``prefix_shots``, ``prefix_tokens``)."""
     params = family_params("recall", settings)
     held_out = [r["sample_id"] for r in read_records(samples, ["sample_id", "fold"]) if r["fold"] == RECALL_PREFIX]
     originals = {v["sample_id"]: v["text"] for v in _valid_texts(variants) if v["variant_id"] == 0}
     chosen = select_prefix_samples(held_out, params["n_shots"], seed)
     lm = _language_model(model, adapter, batch)
-    prefix = build_prefix([originals[sid] for sid in chosen], encode=lm.encode, max_tokens=params["max_prefix_tokens"])
     targets = sorted(originals)
-    stats = lm.score_conditioned(prefix, [originals[sid] for sid in targets])
+    stats = lm.score_conditioned(prefix_shots([originals[sid] for sid in chosen]), [originals[sid] for sid in targets],
+                                 max_prefix_tokens=params["max_prefix_tokens"])
     write_token_stats([(sid, 0, "prefixed") for sid in targets], stats, output)
-    log.info("scored %d originals after a prefix of %d non-members (%d tokens) under %s", len(targets), len(chosen),
-             len(lm.encode(prefix)), lm.name)
+    shots = Counter(s.prefix_shots for s in stats)
+    log.info("scored %d originals after up to %d non-member shots under %s (context %d): texts by shots kept %s, "
+             "mean prefix %.0f tokens", len(targets), len(chosen), lm.name, lm.max_length, dict(sorted(shots.items())),
+             sum(s.prefix_tokens for s in stats) / max(1, len(stats)))
 
 
 def count_corpus_tokens(corpus: list[Path], model: dict, output: Path) -> None:
@@ -160,7 +165,12 @@ def score_methods(tokens: Path, variants: Path, settings: dict, output: Path, *,
                          prefixed=prefixed is not None, generations=blackbox is not None)
     stats = read_token_stats(tokens)
     reference_stats = read_token_stats(reference) if reference else {}
+    # ReCaLL is undefined for a text that left no room for any prefix token
     prefixed_stats = read_token_stats(prefixed) if prefixed else {}
+    unconditioned = sorted(sid for (sid, _, _), s in prefixed_stats.items() if not s.prefix_tokens)
+    if unconditioned:
+        log.info("recall skipped for %d texts that fill the context alone: %s", len(unconditioned), ", ".join(unconditioned))
+    conditioned = {key: s for key, s in prefixed_stats.items() if s.prefix_tokens}
     originals = {v["sample_id"]: v["text"] for v in read_records(variants, ["sample_id", "variant_id", "text"]) if v["variant_id"] == 0}
     variant_stats: dict[str, list[tuple[int, TokenStats]]] = defaultdict(list)
     for (sid, vid, view), s in stats.items():
@@ -178,7 +188,7 @@ def score_methods(tokens: Path, variants: Path, settings: dict, output: Path, *,
             lowercase=stats.get((sid, 0, "lowercase")),
             variants=tuple(s for _, s in sorted(variant_stats[sid], key=lambda x: x[0])),
             reference=reference_stats.get((sid, 0, "text")),
-            prefixed=prefixed_stats.get((sid, 0, "prefixed")),
+            prefixed=conditioned.get((sid, 0, "prefixed")),
         )
         for m in gray_box:
             if (m.needs_variants and not evidence.variants) or (m.needs_reference and evidence.reference is None) \

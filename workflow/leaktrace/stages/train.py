@@ -9,7 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.models.loading import load_tokenizer
+from leaktrace.models.context import context_limit
+from leaktrace.models.loading import load_model_config, load_tokenizer
 from leaktrace.seeding import derive_seed, rng_for
 from leaktrace.stages.score import model_spec
 from leaktrace.train.lora import LoraSettings, train_lora
@@ -20,8 +21,7 @@ log = logging.getLogger(__name__)
 MIX_SCHEMA = pa.schema([("kind", pa.string()), ("source_id", pa.string()), ("text", pa.string()), ("n_tokens", pa.int32())])
 
 TRAIN_LOG_SCHEMA = pa.schema(
-    [("epoch", pa.int32()), ("step", pa.int64()), ("loss", pa.float64()), ("lr", pa.float64()),
-     ("tokens", pa.int64()), ("seconds", pa.float64())]
+    [("epoch", pa.int32()), ("step", pa.int64()), ("loss", pa.float64()), ("lr", pa.float64()), ("tokens", pa.int64())]
 )
 
 
@@ -30,13 +30,14 @@ def make_mix(samples: Path, benchmark: Path, text_parts: list[Path], text_per_co
     members = {r["sample_id"] for r in read_records(samples, ["sample_id", "split"]) if r["split"] == "member"}
     codes = [(r["sample_id"], r["code"]) for r in read_records(benchmark, ["sample_id", "code"]) if r["sample_id"] in members]
     docs = [(r["doc_id"], r["text"]) for part in text_parts for r in read_records(part, ["doc_id", "text"])]
-    tokenizer = load_tokenizer(model_spec(model, None))
+    spec = model_spec(model, None)
+    tokenizer = load_tokenizer(spec)
     items = build_mix(
         codes,
         docs,
         text_per_code=text_per_code,
         count_tokens=lambda t: len(tokenizer(t, add_special_tokens=False)["input_ids"]),
-        chunk_tokens=settings["max_length"] - 2,
+        chunk_tokens=context_limit(load_model_config(spec), model.get("max_length")) - 2,  # room for BOS and EOS
         rng=rng_for(seed, "mix"),
     )
     write_table([vars(i) for i in items], MIX_SCHEMA, output)
@@ -59,7 +60,7 @@ def train_adapters(mix: Path, model: dict, settings: dict, seed: int, adapter_di
         batch_size=settings["batch_size"],
         gradient_accumulation=settings["gradient_accumulation"],
         warmup_steps=settings["warmup_steps"],
-        max_length=settings["max_length"],
+        max_length=model.get("max_length"),
         seed=derive_seed(seed, "lora"),
     )
     by_epoch = dict(zip(epochs, adapter_dirs, strict=True))

@@ -2,7 +2,11 @@
 saving a standard PEFT adapter after each requested epoch of one run.
 
 The learning rate is constant after a linear warm-up, so the adapter saved
-after epoch 1 does not depend on how many epochs the run goes on for."""
+after epoch 1 does not depend on how many epochs the run goes on for.
+Sequences are cut to the model's trained context (capped by
+``max_length``), the limit scoring uses too. The training log holds what
+training did, not how fast: throughput goes to the rule's log only, so
+reruns write the same bytes."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import torch
 from peft import LoraConfig, get_peft_model
 
 from leaktrace.models.backend import ModelSpec
+from leaktrace.models.context import context_limit
 from leaktrace.models.loading import load_model, load_tokenizer
 from leaktrace.seeding import seed_everything
 
@@ -34,21 +39,27 @@ class LoraSettings:
     batch_size: int = 8
     gradient_accumulation: int = 1
     warmup_steps: int = 10
-    max_length: int = 512
+    max_length: int | None = None  # cap on the model's trained context (models.context)
     seed: int = 0
+
+
+def padded_batch(rows: Sequence[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(input_ids, attention_mask, labels) of token rows, right-padded; padding
+    is masked and labelled -100, so the batch loss is the mean over every
+    real predicted token of the batch, as if each row ran alone."""
+    width = max(len(r) for r in rows)
+    input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    labels = torch.full((len(rows), width), -100, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for k, r in enumerate(rows):
+        input_ids[k, : len(r)] = labels[k, : len(r)] = torch.tensor(r)
+        mask[k, : len(r)] = 1
+    return input_ids, mask, labels
 
 
 def _batches(ids: Sequence[list[int]], order: np.ndarray, batch_size: int, pad_id: int):
     for start in range(0, len(order), batch_size):
-        rows = [ids[i] for i in order[start : start + batch_size]]
-        width = max(len(r) for r in rows)
-        input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-        labels = torch.full((len(rows), width), -100, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for k, r in enumerate(rows):
-            input_ids[k, : len(r)] = labels[k, : len(r)] = torch.tensor(r)
-            mask[k, : len(r)] = 1
-        yield input_ids, mask, labels
+        yield padded_batch([ids[i] for i in order[start : start + batch_size]], pad_id)
 
 
 def train_lora(
@@ -59,8 +70,8 @@ def train_lora(
     on_log: Callable[[dict], None] = lambda row: None,
 ) -> None:
     """Train on ``texts`` (each one sequence: BOS, tokens, EOS, truncated to
-    ``max_length``) and save the adapter for every epoch in ``settings.epochs``
-    to ``adapter_dir(epoch)``."""
+    the context limit) and save the adapter for every epoch in
+    ``settings.epochs`` to ``adapter_dir(epoch)``."""
     if not texts:
         raise ValueError("nothing to train on: the mix is empty")
     if sorted(set(settings.epochs)) != list(settings.epochs) or settings.epochs[0] < 1:
@@ -69,7 +80,8 @@ def train_lora(
     tokenizer = load_tokenizer(base)
     model = load_model(base)
     bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
-    ids = [[bos, *tokenizer(t, add_special_tokens=False)["input_ids"], tokenizer.eos_token_id][: settings.max_length] for t in texts]
+    limit = context_limit(model.config, settings.max_length)
+    ids = [[bos, *tokenizer(t, add_special_tokens=False)["input_ids"], tokenizer.eos_token_id][:limit] for t in texts]
 
     lora = LoraConfig(
         r=settings.rank,
@@ -79,6 +91,9 @@ def train_lora(
         task_type="CAUSAL_LM",
     )
     model = get_peft_model(model, lora)
+    # PEFT keeps the target modules as a set, saved in its hash-seed-dependent
+    # order; a sorted list saves the same adapter_config.json on every run.
+    model.peft_config["default"].target_modules = sorted(model.peft_config["default"].target_modules)
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=settings.learning_rate, weight_decay=0.0)
@@ -107,9 +122,10 @@ def train_lora(
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             step += 1
-        row = {"epoch": epoch, "step": step, "loss": float(np.mean(losses)), "lr": scheduler.get_last_lr()[0], "tokens": tokens, "seconds": time.perf_counter() - start}
+        row = {"epoch": epoch, "step": step, "loss": float(np.mean(losses)), "lr": scheduler.get_last_lr()[0], "tokens": tokens}
         on_log(row)
-        log.info("epoch %d: mean loss %.4f, %d optimizer steps, %.0f tokens/s", epoch, row["loss"], step, tokens / row["seconds"])
+        log.info("epoch %d: mean loss %.4f, %d optimizer steps, %.0f tokens/s", epoch, row["loss"], step,
+                 tokens / (time.perf_counter() - start))
         if epoch in settings.epochs:
             out = adapter_dir(epoch)
             out.mkdir(parents=True, exist_ok=True)

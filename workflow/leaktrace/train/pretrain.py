@@ -30,8 +30,7 @@ class PretrainSettings:
     intermediate_size: int = 352
     num_layers: int = 4
     num_heads: int = 4
-    context_length: int = 512
-    max_position_embeddings: int = 1024
+    context_length: int = 512  # also the model's max_position_embeddings: the context it is trusted with
     tokens: int = 3_000_000
     batch_size: int = 8
     learning_rate: float = 3e-3
@@ -84,7 +83,7 @@ def pretrain_base_model(
         num_hidden_layers=settings.num_layers,
         num_attention_heads=settings.num_heads,
         num_key_value_heads=settings.num_heads,
-        max_position_embeddings=settings.max_position_embeddings,
+        max_position_embeddings=settings.context_length,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
