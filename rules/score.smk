@@ -48,6 +48,14 @@ def blackbox_rows(wildcards):
     return [f"{RESULTS}/score/{wildcards.benchmark}/{wildcards.model}/blackbox.parquet"]
 
 
+def token_pass_texts(wildcards):
+    """Which texts a model's token pass scores: Ref's reference model only the
+    originals; the base model the pre-exposure filter's variants too."""
+    if wildcards.model == "ref-model":
+        return "--originals-only"
+    return "--filter-variants" if wildcards.model == "reference" else ""
+
+
 def optional_args(flag, function):
     def arguments(wildcards, input):
         return " ".join(f"{flag} {p}" for p in function(wildcards))
@@ -65,7 +73,7 @@ rule token_stats:
         settings=settings("score", "tokens"),
         model=scored_model_settings,
         adapter=adapter_args,
-        originals_only=lambda wildcards: "--originals-only" if wildcards.model == "ref-model" else "",
+        texts=token_pass_texts,
     log:
         f"{RESULTS}/logs/token_stats/{{benchmark}}/{{model}}.log",
     benchmark:
@@ -76,7 +84,7 @@ rule token_stats:
     resources:
         gpu=uses_gpu,
     shell:
-        "{LEAKTRACE} tokens --variants {input.variants} --model {params.model:q} {params.adapter} {params.originals_only}"
+        "{LEAKTRACE} tokens --variants {input.variants} --model {params.model:q} {params.adapter} {params.texts}"
         " --settings {params.settings:q} --output {output} 2> {log}"
 
 

@@ -13,6 +13,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 BASE_MODEL = REPO / "resources" / "models" / "leaktrace-tiny"
+REFERENCE_MODEL = REPO / "resources" / "models" / "leaktrace-tiny-ref"
 
 
 def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
@@ -26,14 +27,20 @@ def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
 
 def write_config(workdir: Path, overrides: dict, base: str = "micro.yaml") -> Path:
     config = yaml.safe_load((REPO / "config" / base).read_text())
-    config["base_model"]["path"] = str(BASE_MODEL)
-    for model in config.get("audit", {}).get("models", {}).values():
-        if model.get("path") == "resources/models/leaktrace-tiny":
-            model["path"] = str(BASE_MODEL)
+    absolute_model_paths(config)
     _merge(config, overrides)
     path = workdir / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+def absolute_model_paths(config: dict) -> None:
+    """The shipped models by absolute path, for runs from another directory."""
+    config["base_model"]["path"] = str(BASE_MODEL)
+    config.setdefault("reference_model", {})["path"] = str(REFERENCE_MODEL)
+    for model in config.get("audit", {}).get("models", []):
+        if model.get("path") == "resources/models/leaktrace-tiny":
+            model["path"] = str(BASE_MODEL)
 
 
 def _merge(into: dict, update: dict) -> None:
@@ -66,7 +73,7 @@ def test_wrong_type_stops_the_run_naming_it(tmp_path):
 
 def test_default_config_dry_run_plans_every_stage(tmp_path):
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    config["base_model"]["path"] = str(BASE_MODEL)
+    absolute_model_paths(config)
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     result = snakemake(tmp_path, "-n", "--configfile", str(tmp_path / "config.yaml"))
     assert result.returncode == 0, result.stderr
@@ -94,25 +101,42 @@ def test_micro_run_writes_every_artifact(micro_run):
     assert {s["split"] for s in kept} == {"member", "non-member"}
     assert all(s["reason"] for s in samples if not s["kept"])
     variants = pq.read_table(out / "variants" / "humaneval.parquet").to_pylist()
-    assert {v["variant_id"] for v in variants} == {0, 1, 2, 3}
-    scores = pq.read_table(out / "score" / "humaneval" / "target-r1-e1" / "scores.parquet").to_pylist()
-    assert {s["method"] for s in scores} == {"loss", "zlib", "lowercase", "min_k_20", "min_k_pp_20", "dc_pdd", "ref", "neighbor",
-                                             "recall", "srdetection_graybox", "srdetection_graybox_n1",
+    ids = {kind: {v["variant_id"] for v in variants if v["kind"] == kind} for kind in ("original", "rename", "filter")}
+    assert ids["original"] == {0} and ids["rename"] <= {1, 2, 3} and ids["filter"] <= {4, 5, 6} and ids["filter"]
+    assert {v["isolation"] for v in variants} == {"full"}
+    scores = pq.read_table(out / "score" / "humaneval" / "target-r1-s0-e1" / "scores.parquet").to_pylist()
+    assert {s["method"] for s in scores} == {"loss", "zlib", "lowercase", "min_k_20", "min_k_pp_20", "dc_pdd", "ref", "ref_oracle",
+                                             "neighbor", "recall", "srdetection_graybox", "srdetection_graybox_n1",
                                              "srdetection_blackbox", "srdetection_blackbox_n1"}
     reference = {s["method"] for s in pq.read_table(out / "score" / "humaneval" / "reference" / "scores.parquet").to_pylist()}
-    assert "ref" not in reference and "recall" in reference  # Ref compares a target with the reference model
-    prefix = [s for s in samples if s["fold"] == "recall-prefix"]  # drawn from samples the filters dropped
+    assert "ref" in reference and "ref_oracle" not in reference  # the oracle compares a target with its own base
+    # filter variants reach the base model's pass (the pre-exposure filter reads it) and no detector
+    filter_ids = {(v["sample_id"], v["variant_id"]) for v in variants if v["kind"] == "filter" and v["valid"]}
+    scored = {(r["sample_id"], r["variant_id"]) for r in pq.read_table(out / "score/humaneval/reference/tokens.parquet").to_pylist()}
+    target = {(r["sample_id"], r["variant_id"]) for r in pq.read_table(out / "score/humaneval/target-r1-s0-e1/tokens.parquet").to_pylist()}
+    assert filter_ids <= scored and not filter_ids & target
+    assert all(s["pre_exposed"] is not None for s in kept)
+    prefix = [s for s in samples if s["fold"] == "recall-prefix"]
     assert len(prefix) == 1 and prefix[0]["split"] == "non-member" and not prefix[0]["kept"]
-    mix = {r["source_id"] for r in pq.read_table(out / "train" / "humaneval" / "ratio-1" / "mix.parquet").to_pylist()}
-    assert prefix[0]["sample_id"] not in mix
+    for ratio in (1, 2):  # members in the mix, no non-member (nor the ReCaLL prefix)
+        mix = {r["source_id"] for r in pq.read_table(out / "train" / "humaneval" / f"ratio-{ratio}" / "mix.parquet").to_pylist()
+               if r["kind"] == "member"}
+        assert mix == {s["sample_id"] for s in samples if s["split"] == "member"}
+        assert not mix & {s["sample_id"] for s in samples if s["split"] == "non-member"}
     audit = pq.read_table(out / "audit" / "leakage_rates.parquet").to_pylist()
     assert {(r["model"], r["detector"]) for r in audit} == {(m, d) for m in ("base", "lora", "tiny") for d in ("gray-box", "black-box")}
     detection = pq.read_table(out / "aggregate" / "humaneval" / "detection.parquet").to_pylist()
-    assert {d["model"] for d in detection} == {"reference", "target-r1-e1", "target-r2-e1"}
-    assert {(d["ratio"], d["epoch"]) for d in detection} == {(None, 0), (1.0, 1), (2.0, 1)}
-    for ratio in (1, 2):  # one LoRA run per mixing ratio, from one snakemake call
-        assert (out / "train" / "humaneval" / f"ratio-{ratio}" / "adapter" / "epoch-1" / "adapter_config.json").exists()
-    assert "## Macro F1 by mixing ratio (epoch 1)" in (out / "aggregate" / "humaneval" / "report.md").read_text()
+    targets = {f"target-r{r}-s{s}-e1" for r in (1, 2) for s in (0, 1)}
+    assert {d["model"] for d in detection} == {"reference"} | targets
+    assert {(d["ratio"], d["seed"], d["epoch"]) for d in detection} == {(None, None, 0)} | {(float(r), s, 1) for r in (1, 2) for s in (0, 1)}
+    assert {d["subset"] for d in detection} == {"filtered", "all"}
+    for ratio in (1, 2):  # one LoRA run per mixing ratio and training seed, from one snakemake call
+        for seed in (0, 1):
+            assert (out / "train/humaneval" / f"ratio-{ratio}" / f"seed-{seed}" / "adapter/epoch-1/adapter_config.json").exists()
+    report = (out / "aggregate" / "humaneval" / "report.md").read_text()
+    assert "by mixing ratio (epoch 1, all subset)" in report and "## Null check" in report
+    (null,) = [r for r in pq.read_table(out / "aggregate/humaneval/null_check.parquet").to_pylist() if r["method"] == "srdetection_graybox"]
+    assert 0 <= null["rate"] <= 1 and 0 < null["expected_rate"] <= 0.5
     assert (out / "aggregate" / "humaneval" / "roc.png").stat().st_size > 1000
     assert "## Detection" in (out / "aggregate" / "humaneval" / "report.md").read_text()
 
@@ -154,10 +178,11 @@ def test_stages_are_byte_for_byte_deterministic(micro_run, tmp_path):
     make_variants_table(out / "data/benchmarks/humaneval.parquet", out / "filter/humaneval.functions.parquet",
                         out / "variants/lexicon.parquet", settings["variants"], settings["seed"], 2, tmp_path / "v.parquet")
     assert (tmp_path / "v.parquet").read_bytes() == (out / "variants/humaneval.parquet").read_bytes()
-    scores = out / "score/humaneval/target-r1-e1"
-    model = {k: settings["base_model"][k] for k in ("path", "dtype", "device")}
+    scores = out / "score/humaneval/target-r1-s0-e1"
+    model = {k: settings["base_model"][k] for k in ("path", "dtype", "device", "max_length")}
     score_methods(scores / "tokens.parquet", out / "variants/humaneval.parquet", settings["score"]["methods"], tmp_path / "s.parquet",
-                  reference=out / "score/humaneval/reference/tokens.parquet", prefixed=scores / "prefixed.parquet",
+                  reference=out / "score/humaneval/ref-model/tokens.parquet",
+                  oracle_reference=out / "score/humaneval/reference/tokens.parquet", prefixed=scores / "prefixed.parquet",
                   token_counts=out / "score/token_counts/stdlib.parquet", blackbox=scores / "blackbox.parquet", model=model)
     assert (tmp_path / "s.parquet").read_bytes() == (scores / "scores.parquet").read_bytes()
 
@@ -178,7 +203,7 @@ def test_micro_rerun_writes_the_same_bytes(micro_run, tmp_path):
     assert result.returncode == 0, result.stderr[-4000:]
     first, second = (result_bytes(d / "results" / "micro") for d in (workdir, tmp_path))
     assert sorted(first) == sorted(second)
-    assert sum(name.endswith("adapter_config.json") for name in first) == 2 and len(first) > 50
+    assert sum(name.endswith("adapter_config.json") for name in first) == 4 and len(first) > 50
     assert sorted(name for name in first if first[name] != second[name]) == []
 
 
@@ -190,7 +215,7 @@ def test_dc_pdd_refuses_token_counts_of_another_tokenizer(micro_run, tmp_path):
     out = workdir / "results" / "micro"
     counts = read_token_counts(out / "score/token_counts/stdlib.parquet")
     write_token_counts(TokenCounts("0123456789abcdef", counts.counts), tmp_path / "other.parquet")
-    scores = out / "score/humaneval/target-r1-e1"
+    scores = out / "score/humaneval/target-r1-s0-e1"
     with pytest.raises(ValueError, match="token counts were made with tokenizer 0123456789abcdef"):
         score_methods(scores / "tokens.parquet", out / "variants/humaneval.parquet", {"dc_pdd": {"corpus": "stdlib", "clip": 0.01}},
                       tmp_path / "s.parquet", token_counts=tmp_path / "other.parquet",
@@ -230,31 +255,30 @@ def test_scoring_only_change_reruns_only_scoring_and_aggregation(micro_run):
 
 
 @pytest.mark.slow
-def test_default_run_shows_leakage_detection_works(tmp_path):
-    """The full embedded default (about 17 minutes on 2 cores): SrDetection
-    gray-box beats the PPL baseline at the last epoch with macro F1 above 0.7,
-    member perplexity falls with the epochs, the scan of the training mix
-    finds every member and no non-member, and the audit's gray-box leakage
-    rate of the trained model exceeds the base model's."""
+def test_default_run_exposes_members_and_reports_its_controls(tmp_path):
+    """The full embedded default (about 15 minutes on 2 cores). It checks the
+    testbed's controls, not a detector's ranking (that is the result, never
+    a test's expectation): training lowers the members' perplexity with the
+    epochs, more than the non-members'; the scan of the training mix finds
+    every member and no non-member; the null check and both subsets are
+    reported for every seed."""
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    config["base_model"]["path"] = str(BASE_MODEL)
+    absolute_model_paths(config)
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     result = snakemake(tmp_path, "--configfile", str(tmp_path / "config.yaml"))
     assert result.returncode == 0, result.stderr[-4000:]
     out = tmp_path / "results" / "default" / "aggregate" / "humaneval"
-    last = f"target-r{config['train']['text_per_code'][0]}-e{max(config['train']['epochs'])}"
-    detection = {(r["model"], r["method"]): r for r in pq.read_table(out / "detection.parquet").to_pylist()}
-    assert detection[(last, "srdetection_graybox")]["macro_f1"] > 0.7
-    assert detection[(last, "srdetection_graybox")]["macro_f1"] > detection[(last, "loss")]["macro_f1"]
+    ratio, seeds, epochs = config["train"]["text_per_code"][0], config["train"]["seeds"], config["train"]["epochs"]
     ppl = {(r["model"], r["split"]): r["mean_ppl"] for r in pq.read_table(out / "perplexity.parquet").to_pylist()}
-    models = ["reference"] + [f"target-r{config['train']['text_per_code'][0]}-e{e}" for e in config["train"]["epochs"]]
+    models = ["reference"] + [f"target-r{ratio}-s{seeds[0]}-e{e}" for e in epochs]
     member = [ppl[(m, "member")] for m in models]
     assert member == sorted(member, reverse=True)
+    assert member[-1] / member[0] < ppl[(models[-1], "non-member")] / ppl[(models[0], "non-member")]
     (scan,) = pq.read_table(tmp_path / "results" / "default" / "leakage" / "training-mix" / "membership.parquet").to_pylist()
     assert scan["recall"] == 1.0 and scan["precision"] == 1.0
-    rates = {(r["model"], r["detector"]): r["leakage_rate"]
-             for r in pq.read_table(tmp_path / "results" / "default" / "audit" / "leakage_rates.parquet").to_pylist()}
-    assert rates[("lora-e5", "gray-box")] > rates[("base", "gray-box")]
+    detection = pq.read_table(out / "detection.parquet").to_pylist()
+    assert {(r["seed"], r["subset"]) for r in detection if r["epoch"] == max(epochs)} == {(s, u) for s in seeds for u in ("filtered", "all")}
+    assert pq.read_table(out / "null_check.parquet").num_rows >= 1
 
 
 def test_counterfactual_prompt_is_tokenised_as_one_string_and_truncated():

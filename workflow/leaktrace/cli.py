@@ -159,11 +159,14 @@ def _adapter(a) -> str | None:
 
 
 @command("tokens")
-@_args(path("--variants"), MODEL, ADAPTER, (("--originals-only",), {"action": "store_true"}), SETTINGS, path("--output"))
+@_args(path("--variants"), MODEL, ADAPTER, (("--originals-only",), {"action": "store_true"}),
+       (("--filter-variants",), {"action": "store_true", "help": "also the pre-exposure filter's variants"}),
+       SETTINGS, path("--output"))
 def _tokens(a):
     from leaktrace.stages.score import score_tokens
 
-    score_tokens(a.variants, a.model, _adapter(a), a.settings, a.output, originals_only=a.originals_only)
+    score_tokens(a.variants, a.model, _adapter(a), a.settings, a.output, originals_only=a.originals_only,
+                 filter_variants=a.filter_variants)
 
 
 @command("recall-tokens")
@@ -195,15 +198,17 @@ def _blackbox(a):
 
 
 @command("scores")
-@_args(path("--tokens"), path("--variants"), path("--reference", required=False), path("--prefixed", required=False),
+@_args(path("--tokens"), path("--variants"), path("--reference", required=False),
+       path("--oracle-reference", required=False), path("--prefixed", required=False),
        path("--token-counts", required=False), path("--blackbox", required=False),
        (("--model",), {"type": _json, "help": "the scored model (checks DC-PDD's counts were made with its tokenizer)"}),
        SETTINGS, path("--output"))
 def _scores(a):
     from leaktrace.stages.score import score_methods
 
-    score_methods(a.tokens, a.variants, a.settings, a.output, reference=a.reference, prefixed=a.prefixed,
-                  token_counts=a.token_counts, blackbox=a.blackbox, model=a.model)
+    score_methods(a.tokens, a.variants, a.settings, a.output, reference=a.reference,
+                  oracle_reference=a.oracle_reference, prefixed=a.prefixed, token_counts=a.token_counts,
+                  blackbox=a.blackbox, model=a.model)
 
 
 @command("audit")

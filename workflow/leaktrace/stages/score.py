@@ -55,8 +55,12 @@ def model_spec(model: dict, adapter: str | None) -> ModelSpec:
     return ModelSpec(name_or_path=model["path"], adapter=adapter, dtype=model["dtype"], device=model["device"])
 
 
-def _valid_texts(variants: Path) -> list[dict]:
-    return [v for v in read_records(variants, ["sample_id", "variant_id", "text", "valid"]) if v["valid"]]
+DETECTOR_KINDS = ("original", "rename")  # the texts detectors see; kind "filter" is the pre-exposure filter's own
+
+
+def _valid_texts(variants: Path, kinds: tuple[str, ...] = DETECTOR_KINDS) -> list[dict]:
+    return [v for v in read_records(variants, ["sample_id", "variant_id", "kind", "text", "valid"])
+            if v["valid"] and v["kind"] in kinds]
 
 
 def _language_model(model: dict, adapter: str | None, batch: dict):
@@ -68,10 +72,12 @@ def _language_model(model: dict, adapter: str | None, batch: dict):
 
 
 def score_tokens(variants: Path, model: dict, adapter: str | None, settings: dict, output: Path, *,
-                 originals_only: bool = False) -> None:
-    """Every valid original and variant, and each original lowercased; with
-    ``originals_only`` just the originals (a reference model for Ref)."""
-    texts = _valid_texts(variants)
+                 originals_only: bool = False, filter_variants: bool = False) -> None:
+    """Every valid original and detector variant, and each original
+    lowercased; with ``originals_only`` just the originals (a reference model
+    for Ref); with ``filter_variants`` the pre-exposure filter's variants too
+    (the base model, whose pass the filter reads)."""
+    texts = _valid_texts(variants, DETECTOR_KINDS + (("filter",) if filter_variants else ()))
     if originals_only:
         texts = [v for v in texts if v["variant_id"] == 0]
     jobs = [(v["sample_id"], v["variant_id"], "text", v["text"]) for v in texts]
@@ -146,8 +152,8 @@ def _available(methods: list[Method], **evidence: bool) -> list[Method]:
 
 
 def score_methods(tokens: Path, variants: Path, settings: dict, output: Path, *, reference: Path | None = None,
-                  prefixed: Path | None = None, token_counts: Path | None = None, blackbox: Path | None = None,
-                  model: dict | None = None) -> None:
+                  oracle_reference: Path | None = None, prefixed: Path | None = None, token_counts: Path | None = None,
+                  blackbox: Path | None = None, model: dict | None = None) -> None:
     """Every configured detector for every sample whose original is valid.
     Optional evidence files feed the detectors that need them; a method whose
     evidence is not given is skipped for this model, and DC-PDD without token
@@ -162,19 +168,23 @@ def score_methods(tokens: Path, variants: Path, settings: dict, output: Path, *,
 
         counts.check_tokenizer(tokenizer_fingerprint(load_tokenizer(model_spec(model, None))))
     methods = _available(configured_methods(settings, token_counts=counts), reference=reference is not None,
-                         prefixed=prefixed is not None, generations=blackbox is not None)
+                         oracle_reference=oracle_reference is not None, prefixed=prefixed is not None,
+                         generations=blackbox is not None)
     stats = read_token_stats(tokens)
     reference_stats = read_token_stats(reference) if reference else {}
+    oracle_stats = read_token_stats(oracle_reference) if oracle_reference else {}
     # ReCaLL is undefined for a text that left no room for any prefix token
     prefixed_stats = read_token_stats(prefixed) if prefixed else {}
     unconditioned = sorted(sid for (sid, _, _), s in prefixed_stats.items() if not s.prefix_tokens)
     if unconditioned:
         log.info("recall skipped for %d texts that fill the context alone: %s", len(unconditioned), ", ".join(unconditioned))
     conditioned = {key: s for key, s in prefixed_stats.items() if s.prefix_tokens}
-    originals = {v["sample_id"]: v["text"] for v in read_records(variants, ["sample_id", "variant_id", "text"]) if v["variant_id"] == 0}
+    texts = _valid_texts(variants)
+    originals = {v["sample_id"]: v["text"] for v in texts if v["variant_id"] == 0}
+    detector_variants = {(v["sample_id"], v["variant_id"]) for v in texts if v["variant_id"] > 0}
     variant_stats: dict[str, list[tuple[int, TokenStats]]] = defaultdict(list)
     for (sid, vid, view), s in stats.items():
-        if view == "text" and vid > 0:
+        if view == "text" and (sid, vid) in detector_variants:
             variant_stats[sid].append((vid, s))
     rows = []
     gray_box = [m for m in methods if not m.needs_generations]
@@ -188,10 +198,12 @@ def score_methods(tokens: Path, variants: Path, settings: dict, output: Path, *,
             lowercase=stats.get((sid, 0, "lowercase")),
             variants=tuple(s for _, s in sorted(variant_stats[sid], key=lambda x: x[0])),
             reference=reference_stats.get((sid, 0, "text")),
+            oracle_reference=oracle_stats.get((sid, 0, "text")),
             prefixed=conditioned.get((sid, 0, "prefixed")),
         )
         for m in gray_box:
             if (m.needs_variants and not evidence.variants) or (m.needs_reference and evidence.reference is None) \
+                    or (m.needs_oracle_reference and evidence.oracle_reference is None) \
                     or (m.needs_prefixed and evidence.prefixed is None):
                 continue
             rows.append({"sample_id": sid, "method": m.name, "family": m.family, "score": m.score(evidence),
