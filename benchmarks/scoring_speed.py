@@ -215,5 +215,6 @@ def main() -> None:
         print(f"ReCaLL prefixed pass (up to {lm.max_length // 2} prefix tokens, mean "
               f"{sum(s.prefix_tokens for s in stats) / len(stats):.0f}): {len(originals_only) / took:.1f} texts/s ({took:.1f} s)")
 
+
 if __name__ == "__main__":
     main()
