@@ -67,14 +67,19 @@ def _stop_at_function_end(signature: str, generated: str) -> bool:
 
 
 def _generate(rows: list[dict], model: dict, adapter: str | None, settings: dict, role: str) -> list[dict]:
-    lm = HFLanguageModel(
-        model_spec(model, adapter),
-        batch_size=settings["batch_size"],
-        max_length=settings["context_tokens"] + settings["max_new_tokens"],
-    )
+    lm = HFLanguageModel(model_spec(model, adapter), batch_size=settings["batch_size"], max_length=model.get("max_length"))
     prompts = [prompt_ids(lm, r["context"], r["signature"], settings["context_tokens"]) for r in rows]
     stops = [partial(_stop_at_function_end, r["signature"]) for r in rows]
-    texts = lm.generate(prompts, max_new_tokens=settings["max_new_tokens"], stops=stops)
+    # Prompt and generation stay within the positions the model was trained on
+    # (BOS, the longest prompt, the new tokens).
+    max_new_tokens = min(settings["max_new_tokens"], lm.max_length - 1 - max(map(len, prompts), default=0))
+    if max_new_tokens < settings["max_new_tokens"]:
+        log.info("%s: at most %d new tokens, so the longest prompt and its generation fit the %d-token context",
+                 role, max_new_tokens, lm.max_length)
+    if max_new_tokens < 1:
+        raise ValueError(f"the longest counterfactual prompt fills the model's {lm.max_length}-token context; "
+                         "lower counterfactual.context_tokens")
+    texts = lm.generate(prompts, max_new_tokens=max_new_tokens, stops=stops)
     out = []
     for r, prompt, text in zip(rows, prompts, texts, strict=True):
         parsed = parse_generated_function(r["signature"], _after_signature(text))
