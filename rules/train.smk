@@ -7,7 +7,7 @@ rule training_mix:
     output:
         training_mix("{benchmark}", "{ratio}"),
     params:
-        settings=settings_without(["train"], "text_per_code", "epochs"),
+        settings=settings_without(["train"], "text_per_code", "epochs", "seeds", "learning_rate_selection"),
         model=model_settings(),
         seed=config["seed"],
     log:
@@ -38,7 +38,7 @@ rule train_lora:
         adapters=[directory(adapter_dir("{benchmark}", "{ratio}", "{seed}", e)) for e in EPOCHS],
         training_log=f"{training_run('{benchmark}', '{ratio}', '{seed}')}/training_log.parquet",
     params:
-        settings=settings_without(["train"], "text_per_code", "seeds"),
+        settings=settings_without(["train"], "text_per_code", "seeds", "learning_rate_selection"),
         model=model_settings(),
         seed=training_seed,
     log:
