@@ -7,7 +7,7 @@ started). It forks the *program process*, which drops to an unprivileged uid
 and executes the untrusted code, then becomes the *harness process* under
 another uid: it reads the test, which the program process never holds, from
 the spec file after the fork, and runs it with every name the test takes from
-the program bound to a stub. A stub call serialises its arguments
+the program bound to a proxy. A proxy call serialises its arguments
 (`values.encode`), sends them through a pipe, and gets back the return value
 serialised by the program process, or the name of the exception it raised;
 the harness decodes plain builtins from that, so the test's assertions, and
@@ -283,12 +283,12 @@ def _evaluate(connection: ProgramConnection, expression: str) -> dict:
 
 
 def _run_test(connection: ProgramConnection, test: str, entry_point: str, names: list[str]) -> dict:
-    """Run the test against stubs; status ok only if it passes and every call returned
+    """Run the test against proxies; status ok only if it passes and every call returned
     an exact builtin value (or raised)."""
     calls: list[bytes] = []  # each call's encoded (name, args, kwargs, outcome)
     unserialisable: list[str] = []
 
-    def stub(name: str, label: str):
+    def proxy(name: str, label: str):
         """`label` is what the record calls it: "candidate" for the entry point,
         whose name differs between a program and its renamed variants."""
 
@@ -312,14 +312,14 @@ def _run_test(connection: ProgramConnection, test: str, entry_point: str, names:
         raise ProgramFailure("the program broke the harness protocol (names)")
     namespace: dict = {"__name__": "__test__", "__builtins__": builtins}
     for name in names:
-        _bind(namespace, name, described.get(name), stub)
+        _bind(namespace, name, described.get(name), proxy)
     random.seed(0)  # tests that draw random inputs draw the same ones for every program
     try:
         exec(compile(test, "test.py", "exec"), namespace)
         check = namespace.get("check")
         if not callable(check):
             return {"status": "error", "error": "the test defines no check function"}
-        check(stub(entry_point, "candidate"))
+        check(proxy(entry_point, "candidate"))
         outcome, error = "passed", None
     except ProgramFailure:
         raise
@@ -333,11 +333,11 @@ def _run_test(connection: ProgramConnection, test: str, entry_point: str, names:
     return {"status": "ok" if outcome == "passed" else "wrong", "error": error, "record": record}
 
 
-def _bind(namespace: dict, name: str, description: object, stub) -> None:
+def _bind(namespace: dict, name: str, description: object, proxy) -> None:
     if type(description) is not tuple or not description:
         return
     if description == ("callable",):
-        namespace[name] = stub(name, name)
+        namespace[name] = proxy(name, name)
     elif description[0] == "module" and len(description) == 2 and type(description[1]) is str:
         if description[1].partition(".")[0] in sys.stdlib_module_names:
             namespace[name] = importlib.import_module(description[1])
