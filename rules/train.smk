@@ -7,7 +7,6 @@ rule training_mix:
     output:
         training_mix("{benchmark}", "{ratio}"),
     params:
-        settings=settings_without(["train"], "text_per_code", "epochs", "seeds", "learning_rate_selection"),
         model=model_settings(),
         seed=config["seed"],
     log:
@@ -19,7 +18,7 @@ rule training_mix:
         CONDA_ENV
     shell:
         "{LEAKTRACE} mix --samples {input.samples} --benchmark {input.benchmark} --text {input.text}"
-        " --text-per-code {wildcards.ratio} --model {params.model:q} --settings {params.settings:q} --seed {params.seed}"
+        " --text-per-code {wildcards.ratio} --model {params.model:q} --seed {params.seed}"
         " --output {output} 2> {log}"
 
 

@@ -68,12 +68,8 @@ def select_learning_rate(mix: Path, text_parts: list[Path], model: dict, setting
     last = max(settings["epochs"])
     rows = []
     for rate in sorted(selection["grid"]):
-        lora = LoraSettings(
-            epochs=(last,), rank=settings["lora"]["rank"], alpha=settings["lora"]["alpha"],
-            dropout=settings["lora"]["dropout"], target_modules=tuple(settings["lora"]["target_modules"]),
-            learning_rate=rate, batch_size=settings["batch_size"], gradient_accumulation=settings["gradient_accumulation"],
-            warmup_steps=settings["warmup_steps"], max_length=model.get("max_length"), seed=derive_seed(seed, "lora"),
-        )
+        lora = LoraSettings.from_config(settings, max_length=model.get("max_length"), seed=derive_seed(seed, "lora"),
+                                        epochs=(last,), learning_rate=rate)
         epochs: list[dict] = []
         with tempfile.TemporaryDirectory(prefix="leaktrace-lr-") as tmp:
             train_lora(spec, texts, lora, lambda epoch: Path(tmp) / f"epoch-{epoch}", epochs.append)

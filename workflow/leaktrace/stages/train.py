@@ -25,8 +25,8 @@ TRAIN_LOG_SCHEMA = pa.schema(
 )
 
 
-def make_mix(samples: Path, benchmark: Path, text_parts: list[Path], text_per_code: float, model: dict, settings: dict,
-             seed: int, output: Path) -> None:
+def make_mix(samples: Path, benchmark: Path, text_parts: list[Path], text_per_code: float, model: dict, seed: int,
+             output: Path) -> None:
     members = {r["sample_id"] for r in read_records(samples, ["sample_id", "split"]) if r["split"] == "member"}
     codes = [(r["sample_id"], r["code"]) for r in read_records(benchmark, ["sample_id", "code"]) if r["sample_id"] in members]
     docs = [(r["doc_id"], r["text"]) for part in text_parts for r in read_records(part, ["doc_id", "text"])]
@@ -50,19 +50,7 @@ def train_adapters(mix: Path, model: dict, settings: dict, seed: int, adapter_di
     epochs = tuple(settings["epochs"])
     if len(adapter_dirs) != len(epochs):
         raise ValueError(f"{len(adapter_dirs)} adapter outputs for epochs {epochs}")
-    lora = LoraSettings(
-        epochs=epochs,
-        rank=settings["lora"]["rank"],
-        alpha=settings["lora"]["alpha"],
-        dropout=settings["lora"]["dropout"],
-        target_modules=tuple(settings["lora"]["target_modules"]),
-        learning_rate=settings["learning_rate"],
-        batch_size=settings["batch_size"],
-        gradient_accumulation=settings["gradient_accumulation"],
-        warmup_steps=settings["warmup_steps"],
-        max_length=model.get("max_length"),
-        seed=derive_seed(seed, "lora"),
-    )
+    lora = LoraSettings.from_config(settings, max_length=model.get("max_length"), seed=derive_seed(seed, "lora"))
     by_epoch = dict(zip(epochs, adapter_dirs, strict=True))
     rows: list[dict] = []
     train_lora(model_spec(model, None), [r["text"] for r in read_records(mix, ["text"])], lora, by_epoch.__getitem__, rows.append)

@@ -42,6 +42,16 @@ class LoraSettings:
     max_length: int | None = None  # cap on the model's trained context (models.context)
     seed: int = 0
 
+    @classmethod
+    def from_config(cls, train: dict, *, max_length: int | None, seed: int, **overrides) -> LoraSettings:
+        """The settings of the config's ``train`` block (``overrides`` replace single fields)."""
+        lora = train["lora"]
+        fields = {"epochs": tuple(train["epochs"]), "rank": lora["rank"], "alpha": lora["alpha"],
+                  "dropout": lora["dropout"], "target_modules": tuple(lora["target_modules"]),
+                  "learning_rate": train["learning_rate"], "batch_size": train["batch_size"],
+                  "gradient_accumulation": train["gradient_accumulation"], "warmup_steps": train["warmup_steps"]}
+        return cls(**{**fields, **overrides}, max_length=max_length, seed=seed)
+
 
 def padded_batch(rows: Sequence[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(input_ids, attention_mask, labels) of token rows, right-padded; padding
