@@ -37,6 +37,8 @@ rule aggregate:
         counterfactual=f"{RESULTS}/aggregate/{{benchmark}}/counterfactual.parquet",
         report_md=report(f"{RESULTS}/aggregate/{{benchmark}}/report.md", caption="../report/tables.rst", category="Tables"),
         roc=report(f"{RESULTS}/aggregate/{{benchmark}}/roc.png", caption="../report/roc.rst", category="Detection"),
+        roc_reference=report(f"{RESULTS}/aggregate/{{benchmark}}/roc_reference.png", caption="../report/roc_reference.rst",
+                             category="Detection"),
         scatter=report(f"{RESULTS}/aggregate/{{benchmark}}/delta_vs_bleu.png", caption="../report/delta_vs_bleu.rst", category="Counterfactual"),
     params:
         settings=aggregate_settings(),
