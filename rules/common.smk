@@ -7,10 +7,15 @@ import sys
 
 from snakemake.utils import validate
 
+from leaktrace.configuration import drop_removed_entries
 from leaktrace.models.backend import is_hub_id
 from leaktrace.seeding import derive_seed
 
 
+# A --configfile's `null` entry removes the default's entry of a named
+# collection (benchmarks, corpora, score.methods, leakage.scans, leakage.clean):
+# see leaktrace/configuration.py.
+drop_removed_entries(config)
 validate(config, schema="../config/schema.yaml", set_default=True)
 
 RESULTS = f"results/{config['run']}"
