@@ -1,0 +1,106 @@
+"""Dataset-level contamination tests on synthetic score tables: calibrated
+under the null (fresh null data per seed, so the binomial margin is exact),
+powerful under a shift, and the pieces that feed them."""
+
+import numpy as np
+import pytest
+from leaktrace.contamination.calibration import ABOVE, WITHIN, false_positive_rate
+from leaktrace.contamination.combine import twice_median
+from leaktrace.contamination.dataset_inference import dataset_inference, p_value_curve, smallest_n
+from leaktrace.contamination.features import feature_matrix, score_lookup, shared_methods
+from leaktrace.contamination.variant_preference import preference_test
+from scipy.stats import ttest_ind
+from sklearn.linear_model import LogisticRegression
+
+ALPHA = 0.05
+
+
+def _sets(rng, n=40, features=6, shift=0.0):
+    suspect = rng.normal(size=(n, features))
+    suspect[:, :2] += shift  # two informative detectors
+    return suspect, rng.normal(size=(n, features))
+
+
+def _in_sample_p(suspect, validation):
+    """The shortcut dataset inference avoids: fit and test on the same samples."""
+    x = np.vstack([suspect, validation])
+    model = LogisticRegression().fit(x, np.r_[np.ones(len(suspect)), np.zeros(len(validation))])
+    return ttest_ind(model.decision_function(suspect), model.decision_function(validation), equal_var=False,
+                     alternative="greater").pvalue
+
+
+def test_dataset_inference_is_calibrated_under_the_null_and_the_shortcut_is_not():
+    null, shortcut = [], []
+    for seed in range(120):
+        suspect, validation = _sets(np.random.default_rng(seed))
+        null.append(dataset_inference(suspect, validation, n_splits=3, seed=seed).p_value)
+        shortcut.append(_in_sample_p(suspect, validation))
+    assert false_positive_rate(null, ALPHA)["verdict"] == WITHIN
+    # the check has teeth: fitting on the tested samples rejects far too often
+    assert false_positive_rate(shortcut, ALPHA)["verdict"] == ABOVE
+
+
+def test_dataset_inference_detects_a_shift_and_the_curve_finds_its_sample_size():
+    suspect, validation = _sets(np.random.default_rng(1), n=80, shift=0.8)
+    assert dataset_inference(suspect, validation, n_splits=5, seed=0).p_value < 1e-3
+    curve = p_value_curve(suspect, validation, [8, 16, 32, 64], n_draws=3, n_splits=3, seed=0)
+    assert [n for n, _ in curve] == [8, 16, 32, 64, 80]
+    n = smallest_n(curve, ALPHA)
+    assert n is not None and n <= 64
+    assert dict(curve)[80] < ALPHA
+
+
+def test_dataset_inference_is_deterministic_and_checks_its_inputs():
+    suspect, validation = _sets(np.random.default_rng(2))
+    assert dataset_inference(suspect, validation, n_splits=3, seed=5) == dataset_inference(suspect, validation, n_splits=3, seed=5)
+    with pytest.raises(ValueError, match="at least 4"):
+        dataset_inference(suspect[:3], validation, n_splits=3, seed=0)
+    with pytest.raises(ValueError, match="features"):
+        dataset_inference(suspect[:, :2], validation, n_splits=3, seed=0)
+
+
+def test_smallest_n_needs_the_curve_to_stay_below_alpha():
+    assert smallest_n([(10, 0.01), (20, 0.2), (40, 0.01), (80, 0.001)], ALPHA) == 40
+    assert smallest_n([(10, 0.5), (20, 0.2)], ALPHA) is None
+
+
+def test_twice_median_bounds_and_order():
+    assert twice_median([0.01, 0.02, 0.9]) == pytest.approx(0.04)
+    assert twice_median([0.6, 0.7]) == 1.0
+    with pytest.raises(ValueError):
+        twice_median([])
+
+
+def test_features_keep_only_methods_every_sample_has():
+    rows = [{"sample_id": s, "method": m, "score": v} for s, m, v in [
+        ("a", "loss", 1.0), ("b", "loss", 2.0), ("a", "recall", 0.5), ("a", "ref_oracle", 3.0), ("b", "zlib", float("nan")),
+    ]]
+    lookup = score_lookup(rows, exclude={"ref_oracle"})
+    assert set(lookup) == {"loss", "recall"}  # the oracle excluded, the NaN dropped
+    methods = shared_methods([lookup], [["a", "b"]])
+    assert methods == ["loss"]
+    assert feature_matrix(lookup, ["b", "a"], methods).tolist() == [[2.0], [1.0]]
+
+
+def test_variant_preference_is_calibrated_and_fires_on_a_preference():
+    null = []
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        ids = [str(i) for i in range(30)]
+        shared = rng.normal(size=30)  # renaming bias both models share
+        target = dict(zip(ids, shared + rng.normal(size=30), strict=True))
+        reference = dict(zip(ids, shared + rng.normal(size=30), strict=True))
+        null.append(preference_test(target, reference, ids, n_resamples=199, seed=seed).p_value)
+    assert false_positive_rate(null, ALPHA)["verdict"] == WITHIN
+    ids = [str(i) for i in range(30)]
+    reference = {sid: 0.0 for sid in ids}
+    target = {sid: 0.5 + 0.1 * (i % 3) for i, sid in enumerate(ids)}
+    assert preference_test(target, reference, ids, n_resamples=199, seed=0).p_value <= 0.01
+    with pytest.raises(ValueError, match="lack a preference"):
+        preference_test(target, {}, ids, n_resamples=99, seed=0)
+
+
+def test_false_positive_rate_margin():
+    assert false_positive_rate([0.5] * 19 + [0.01], ALPHA)["verdict"] == WITHIN
+    row = false_positive_rate([0.01] * 5 + [0.5] * 15, ALPHA)
+    assert row["verdict"] == ABOVE and row["fpr"] == 0.25 and row["fpr_low"] < 0.25 < row["fpr_high"]
