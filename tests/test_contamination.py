@@ -30,12 +30,17 @@ def _in_sample_p(suspect, validation):
 
 
 def test_dataset_inference_is_calibrated_under_the_null_and_the_shortcut_is_not():
-    null, shortcut = [], []
-    for seed in range(120):
+    null, one_split, shortcut = [], [], []
+    for seed in range(60):
         suspect, validation = _sets(np.random.default_rng(seed))
-        null.append(dataset_inference(suspect, validation, n_splits=3, seed=seed).p_value)
+        result = dataset_inference(suspect, validation, n_splits=3, seed=seed)
+        null.append(result.p_value)
+        one_split.append(result.split_p_values[0])
         shortcut.append(_in_sample_p(suspect, validation))
     assert false_positive_rate(null, ALPHA)["verdict"] == WITHIN
+    # one split alone is exact: uniform p-values, not merely conservative ones
+    assert false_positive_rate(one_split, ALPHA)["verdict"] == WITHIN
+    assert 0.3 < np.mean(np.array(one_split) < 0.5) < 0.7
     # the check has teeth: fitting on the tested samples rejects far too often
     assert false_positive_rate(shortcut, ALPHA)["verdict"] == ABOVE
 
@@ -104,3 +109,91 @@ def test_false_positive_rate_margin():
     assert false_positive_rate([0.5] * 19 + [0.01], ALPHA)["verdict"] == WITHIN
     row = false_positive_rate([0.01] * 5 + [0.5] * 15, ALPHA)
     assert row["verdict"] == ABOVE and row["fpr"] == 0.25 and row["fpr_low"] < 0.25 < row["fpr_high"]
+
+
+METHODS = ("loss", "zlib", "min_k_20", "neighbor", "srdetection_graybox", "ref_oracle")
+
+
+def _testbed(tmp_path, n=60, signal=1.5):
+    """A samples table and two score tables: the base model (no signal) and a
+    target whose members score higher on loss and neighbor."""
+    import pyarrow as pa
+    from leaktrace.artifacts import write_table
+    from leaktrace.stages.filter import SAMPLES_SCHEMA
+    from leaktrace.stages.score import SCORES_SCHEMA
+
+    rng = np.random.default_rng(0)
+    ids = [f"s{i:03d}" for i in range(n)]
+    split = {sid: "member" if i % 2 else "non-member" for i, sid in enumerate(ids)}
+    samples = [{"sample_id": sid, "kept": True, "split": split[sid], "fold": "evaluation", "pre_exposed": False} for sid in ids]
+    write_table(samples, SAMPLES_SCHEMA, tmp_path / "samples.parquet")
+    paths = {}
+    for model, shift in (("reference", 0.0), ("target-r5-s0-e3", signal)):
+        rows = [{"sample_id": sid, "method": m, "family": m, "score": float(rng.normal()
+                 + (shift if split[sid] == "member" and m in ("loss", "neighbor") else 0.0)), "decision": None}
+                for sid in ids for m in METHODS if not (model == "reference" and m == "ref_oracle")]
+        paths[model] = tmp_path / f"{model}.parquet"
+        write_table(rows, SCORES_SCHEMA, paths[model])
+    assert isinstance(SCORES_SCHEMA, pa.Schema)
+    return tmp_path / "samples.parquet", paths
+
+
+SETTINGS = {"validation": ["testbed", "variants"], "held_out_ids": None, "alpha": ALPHA,
+            "dataset_inference": {"n_splits": 3, "exclude_methods": ["ref_oracle"], "curve_sizes": [8, 16], "curve_draws": 2},
+            "variant_preference": {"method": "neighbor", "reference": "reference", "n_resamples": 199},
+            "calibration": {"seeds": 20}}
+
+
+def test_contamination_stage_writes_p_values_curves_and_calibration(tmp_path):
+    import pyarrow.parquet as pq
+    from leaktrace.stages.contamination import contamination
+
+    samples, scores = _testbed(tmp_path)
+    out = tmp_path / "out"
+    contamination(samples, scores, SETTINGS, 7, out)
+    rows = {(r["model"], r["validation"]): r for r in pq.read_table(out / "p_values.parquet").to_pylist()}
+    assert set(rows) == {("reference", "testbed"), ("target-r5-s0-e3", "testbed"), ("target-r5-s0-e3", "variants")}
+    assert rows[("target-r5-s0-e3", "testbed")]["p_value"] < 1e-3 and rows[("reference", "testbed")]["p_value"] > 0.01
+    assert rows[("target-r5-s0-e3", "variants")]["p_value"] < 0.01
+    assert "ref_oracle" not in rows[("target-r5-s0-e3", "testbed")]["features"]
+    assert rows[("target-r5-s0-e3", "testbed")]["epoch"] == 3 and rows[("reference", "testbed")]["epoch"] == 0
+    curve = pq.read_table(out / "p_value_curve.parquet").to_pylist()
+    assert {c["n"] for c in curve if c["model"] == "reference"} == {8, 16, 30}
+    calibration = pq.read_table(out / "calibration.parquet").to_pylist()
+    assert {(c["model"], c["test"]) for c in calibration} == {("reference", "dataset_inference"),
+                                                             ("target-r5-s0-e3", "dataset_inference"),
+                                                             ("target-r5-s0-e3", "variant_preference")}
+    assert all(c["n_seeds"] == 20 for c in calibration)
+    assert "Calibration under the null" in (out / "report.md").read_text()
+    assert (out / "p_value_curve.png").stat().st_size > 1000
+    first = (out / "p_values.parquet").read_bytes()
+    contamination(samples, scores, SETTINGS, 7, out)
+    assert (out / "p_values.parquet").read_bytes() == first
+
+
+def test_dataset_inference_command_on_user_tables(tmp_path, capsys):
+    import json
+
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    from leaktrace.cli import main
+
+    samples, scores = _testbed(tmp_path)
+    held_out = tmp_path / "held_out.txt"
+    held_out.write_text("# released after the cutoff\n" + "\n".join(f"s{i:03d}" for i in range(0, 60, 2)) + "\n")
+    out = tmp_path / "di.parquet"
+    assert main(["dataset-inference", "--scores", str(scores["target-r5-s0-e3"]), "--validation-ids", str(held_out),
+                 "--n-splits", "3", "--output", str(out), "--curve", str(tmp_path / "curve.parquet")]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["validation"] == "held_out" and row["n_suspect"] == 30 and row["n_validation"] == 30 and row["p_value"] < 0.01
+    # a wide CSV (one column per detector) works too, and a reference table gives the variant-preference test
+    rng = np.random.default_rng(3)
+    wide = tmp_path / "wide.csv"
+    pacsv.write_csv(pa.table({"sample_id": [f"x{i}" for i in range(20)], "neighbor": rng.normal(size=20) + 1.0}), wide)
+    reference = tmp_path / "ref.csv"
+    pacsv.write_csv(pa.table({"sample_id": [f"x{i}" for i in range(20)], "neighbor": rng.normal(size=20)}), reference)
+    assert main(["dataset-inference", "--scores", str(wide), "--reference-scores", str(reference), "--output", str(out)]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["test"] == "variant_preference" and row["p_value"] < 0.05
+    # exactly one validation source
+    assert main(["dataset-inference", "--scores", str(wide), "--output", str(out)]) == 2

@@ -80,3 +80,21 @@ def leakage_heatmap(rates: Sequence[Mapping], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
+
+
+def p_value_curves(points: Sequence[Mapping], alpha: float, path: Path) -> None:
+    """Dataset inference's p-value against the number of suspect samples, one
+    line per model and validation set, log scale, with the level alpha."""
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    keys = list(dict.fromkeys((p["model"], p["validation"]) for p in points))
+    for i, (model, validation) in enumerate(keys):
+        sel = [p for p in points if (p["model"], p["validation"]) == (model, validation)]
+        ax.plot([p["n"] for p in sel], [max(p["p_value"], 1e-300) for p in sel], marker="o", ms=3, lw=1.3,
+                ls=LINE_STYLES[i // 10 % len(LINE_STYLES)], label=f"{model} ({validation})")
+    ax.axhline(alpha, color="grey", lw=0.8, ls="--", label=f"α = {alpha}")
+    ax.set(xlabel="suspect samples n", ylabel="p-value (dataset inference)", yscale="log", title="p-value vs number of samples")
+    ax.legend(fontsize=6, loc="lower left")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
