@@ -11,7 +11,27 @@ def contamination_inputs(wildcards):
         "samples": f"{RESULTS}/filter/{wildcards.benchmark}.samples.parquet",
         "scores": [f"{score_dir}/{m}/scores.parquet" for m in MODELS],
         "held_out": [held_out] if held_out else [],
+        "exchangeability": exchangeability_results(wildcards),
     }
+
+
+def exchangeability_models():
+    """The testbed models the sharded exchangeability test scores (its own forward passes)."""
+    models = config["contamination"]["exchangeability"]["models"]
+    if models is None:
+        return ["reference", "target-r{}-s{}-e{}".format(*counterfactual_target())]
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        raise ValueError(f"contamination.exchangeability.models {unknown} are not testbed models: {MODELS}")
+    return models
+
+
+def exchangeability_results(wildcards):
+    return [f"{RESULTS}/contamination/{wildcards.benchmark}/exchangeability/{m}.parquet" for m in exchangeability_models()]
+
+
+def exchangeability_arguments(wildcards, input):
+    return " ".join(f"{m}={p}" for m, p in zip(exchangeability_models(), input.exchangeability, strict=True))
 
 
 def held_out_argument(wildcards, input):
@@ -34,10 +54,11 @@ rule contamination:
                       category="Contamination"),
         section=f"{RESULTS}/contamination/{{benchmark}}/report.md",
     params:
-        settings=settings("contamination"),
+        settings=settings_without(["contamination"], "exchangeability"),
         seed=config["seed"],
         scores=named_inputs("scores"),
         held_out=held_out_argument,
+        exchangeability=exchangeability_arguments,
         out_dir=f"{RESULTS}/contamination/{{benchmark}}",
     log:
         f"{RESULTS}/logs/contamination/{{benchmark}}.log",
@@ -48,4 +69,34 @@ rule contamination:
         CONDA_ENV
     shell:
         "{LEAKTRACE} contamination --samples {input.samples} --scores {params.scores} {params.held_out}"
+        " --exchangeability {params.exchangeability}"
         " --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir} 2> {log}"
+
+
+# Oren et al.'s sharded test: the one stage of this block with forward passes
+# (shards and their permutations through the batched token scorer).
+rule exchangeability:
+    input:
+        benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
+        samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+        model=scored_model_files,
+    output:
+        f"{RESULTS}/contamination/{{benchmark}}/exchangeability/{{model}}.parquet",
+    params:
+        settings=settings("contamination", "exchangeability"),
+        batch=settings("score", "tokens"),
+        model=scored_model_settings,
+        adapter=adapter_args,
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/exchangeability/{{benchmark}}/{{model}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/exchangeability/{{benchmark}}/{{model}}.tsv"
+    threads: 2
+    conda:
+        CONDA_ENV
+    resources:
+        gpu=uses_gpu,
+    shell:
+        "{LEAKTRACE} exchangeability --benchmark {input.benchmark} --samples {input.samples} --model {params.model:q}"
+        " {params.adapter} --settings {params.settings:q} --batch {params.batch:q} --seed {params.seed} --output {output} 2> {log}"

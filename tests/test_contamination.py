@@ -197,3 +197,52 @@ def test_dataset_inference_command_on_user_tables(tmp_path, capsys):
     assert row["test"] == "variant_preference" and row["p_value"] < 0.05
     # exactly one validation source
     assert main(["dataset-inference", "--scores", str(wide), "--output", str(out)]) == 2
+
+
+def test_shards_are_consecutive_and_fit_the_budget():
+    from leaktrace.contamination.exchangeability import pack_shards
+
+    lengths = [30, 40, 50, 200, 20, 20, 90, 10]
+    assert pack_shards(lengths, 100) == [[0, 1], [4, 5], [6, 7]]  # [2] alone has no other order; 3 never fits
+    assert pack_shards(lengths, 100, n_shards=2) == [[0, 1], [4, 5]]
+
+
+def test_sharded_test_fires_on_a_canonical_preference_and_is_calibrated_without_one():
+    from leaktrace.contamination.exchangeability import permutations, sharded_test
+
+    orders = permutations(4, 5, np.random.default_rng(0))
+    assert len(orders) == 5 and [0, 1, 2, 3] not in orders and all(sorted(o) == [0, 1, 2, 3] for o in orders)
+    null = []
+    for seed in range(60):  # exchangeable orders: the canonical one is just another draw
+        lls = np.random.default_rng(seed).normal(size=(8, 6))
+        null.append(sharded_test(lls[:, 0], lls[:, 1:]).p_value)
+    assert false_positive_rate(null, ALPHA)["verdict"] == WITHIN
+    lls = np.random.default_rng(1).normal(size=(8, 6))
+    lls[:, 0] += 2.0  # the model prefers the order it was trained in
+    result = sharded_test(lls[:, 0], lls[:, 1:])
+    assert result.p_value < 0.01 and result.mean_difference > 1.0
+
+
+def test_exchangeability_stage_scores_shards_under_a_model(tmp_path, tiny_model_dir):
+    import pyarrow.parquet as pq
+    from leaktrace.artifacts import write_table
+    from leaktrace.stages.exchangeability import exchangeability
+    from leaktrace.stages.filter import SAMPLES_SCHEMA
+    from leaktrace.stages.ingest import BENCHMARK_SCHEMA
+
+    from conftest import TRAINING_TEXT
+
+    ids = [f"b/{i}" for i in range(12)]
+    write_table([{"sample_id": sid, "code": code[:150]} for sid, code in zip(ids, TRAINING_TEXT, strict=False)], BENCHMARK_SCHEMA,
+                tmp_path / "bench.parquet")
+    write_table([{"sample_id": sid, "kept": True, "split": "member" if i % 3 else "non-member"} for i, sid in enumerate(ids)],
+                SAMPLES_SCHEMA, tmp_path / "samples.parquet")
+    model = {"path": str(tiny_model_dir), "dtype": "float32", "device": "cpu", "max_length": 256}
+    settings = {"samples": "members", "n_shards": 3, "n_permutations": 2}
+    out = tmp_path / "x.parquet"
+    exchangeability(tmp_path / "bench.parquet", tmp_path / "samples.parquet", model, None, settings, {"batch_size": 8}, 3, out)
+    (row,) = pq.read_table(out).to_pylist()
+    assert row["samples"] == "members" and 2 <= row["n_shards"] <= 3 and row["n_examples"] <= 8 and 0 <= row["p_value"] <= 1
+    first = out.read_bytes()
+    exchangeability(tmp_path / "bench.parquet", tmp_path / "samples.parquet", model, None, settings, {"batch_size": 8}, 3, out)
+    assert out.read_bytes() == first

@@ -254,11 +254,24 @@ def _aggregate(a):
 
 @command("contamination")
 @_args(path("--samples"), (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH, base model first"}),
-       path("--held-out-ids", required=False), SETTINGS, SEED, path("--output-dir"))
+       path("--held-out-ids", required=False),
+       (("--exchangeability",), {"nargs": "*", "default": [], "help": "MODEL=PATH of the exchangeability stage"}),
+       SETTINGS, SEED, path("--output-dir"))
 def _contamination(a):
     from leaktrace.stages.contamination import contamination
 
-    contamination(a.samples, _named_paths(a.scores), a.settings, a.seed, a.output_dir, a.held_out_ids)
+    contamination(a.samples, _named_paths(a.scores), a.settings, a.seed, a.output_dir, a.held_out_ids,
+                  _named_paths(a.exchangeability))
+
+
+@command("exchangeability")
+@_args(path("--benchmark"), path("--samples"), MODEL, ADAPTER, SETTINGS,
+       (("--batch",), {"type": _json, "required": True, "help": "the score.tokens slice (batch size)"}),
+       SEED, path("--output"))
+def _exchangeability(a):
+    from leaktrace.stages.exchangeability import exchangeability
+
+    exchangeability(a.benchmark, a.samples, a.model, _adapter(a), a.settings, a.batch, a.seed, a.output)
 
 
 @command("dataset-inference")

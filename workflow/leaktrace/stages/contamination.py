@@ -33,15 +33,16 @@ from leaktrace.stages.aggregate import COORDINATES, model_coordinates
 
 log = logging.getLogger(__name__)
 
-DI, PREFERENCE = "dataset_inference", "variant_preference"
-TESTBED, HELD_OUT, VARIANTS = "testbed", "held_out", "variants"
+DI, PREFERENCE, EXCHANGEABILITY = "dataset_inference", "variant_preference", "exchangeability"
+TESTBED, HELD_OUT, VARIANTS, PERMUTATIONS = "testbed", "held_out", "variants", "permutations"
 BASE_MODEL = "reference"  # the testbed's base model: never trained on the benchmark
 
 P_VALUES_SCHEMA = pa.schema(
     [
         *COORDINATES,
-        ("test", pa.string()),  # dataset_inference | variant_preference
-        ("validation", pa.string()),  # testbed (known non-members) | held_out (an id list) | variants (audit mode)
+        ("test", pa.string()),  # dataset_inference | variant_preference | exchangeability
+        # testbed (known non-members) | held_out (an id list) | variants (audit mode) | permutations (exchangeability)
+        ("validation", pa.string()),
         ("reference", pa.string()),  # variant_preference: the model whose preference is subtracted
         ("n_suspect", pa.int32()),
         ("n_validation", pa.int32()),  # dataset inference only
@@ -49,7 +50,8 @@ P_VALUES_SCHEMA = pa.schema(
         ("p_value", pa.float64()),
         ("combination", pa.string()),  # how the p-values of the splits were combined
         ("smallest_n", pa.int32()),  # smallest suspect-set size with p < alpha on the curve; null if none
-        ("mean_difference", pa.float64()),  # variant_preference: target minus reference preference
+        # variant_preference: target minus reference preference; exchangeability: canonical minus permuted log-likelihood
+        ("mean_difference", pa.float64()),
     ]
 )
 
@@ -151,8 +153,10 @@ def calibration_rows(lookups: dict[str, dict], everyone: list[str], non_members:
 
 
 def contamination(samples: Path, scores: dict[str, Path], settings: dict, seed: int, out_dir: Path,
-                  held_out_ids: Path | None = None) -> None:
-    """``scores``: testbed model -> its scores.parquet, base model first."""
+                  held_out_ids: Path | None = None, exchangeability: dict[str, Path] | None = None) -> None:
+    """``scores``: testbed model -> its scores.parquet, base model first;
+    ``exchangeability``: model -> the exchangeability stage's result, added
+    to the p-value table."""
     records = read_records(samples, ["sample_id", "kept", "split", "fold"])
     split = {r["sample_id"]: r["split"] for r in records if r["kept"] and r["fold"] != RECALL_PREFIX}
     members = sorted(sid for sid, s in split.items() if s == "member")
@@ -183,6 +187,11 @@ def contamination(samples: Path, scores: dict[str, Path], settings: dict, seed: 
                 row["reference"], points = pref["reference"], []
             rows.append(base | {"validation": validation} | row)
             curve += [{"model": model, "validation": validation, "n": n, "p_value": p} for n, p in points]
+    for model, path in (exchangeability or {}).items():
+        (result,) = read_records(path)
+        rows.append({"model": model, **model_coordinates(model), "test": EXCHANGEABILITY, "validation": PERMUTATIONS,
+                     "n_suspect": result["n_examples"], "p_value": result["p_value"], "mean_difference": result["mean_difference"],
+                     "features": f"{result['n_shards']} shards x {result['n_permutations']} permutations ({result['samples']})"})
     calibration = calibration_rows(lookups, sorted(split), non_members, settings, seed)
     write_table(rows, P_VALUES_SCHEMA, out_dir / "p_values.parquet")
     write_table(curve, CURVE_SCHEMA, out_dir / "p_value_curve.parquet")
@@ -203,7 +212,9 @@ def render_section(rows: Sequence[dict], calibration: Sequence[dict], alpha: flo
         "scores as features, a logistic regression fitted on half of the suspect and validation sets, a one-sided Welch "
         f"t-test on the other half; {COMBINATION}. Validation `testbed`: the members are the suspect set, the non-members "
         "the validation set; `variants` (audit mode): the target's preference for each original over its variants minus "
-        f"the reference's, one-sided paired permutation test. \"n for p<α\": the smallest suspect-set size whose p-value "
+        f"the reference's, one-sided paired permutation test. Exchangeability (Oren et al. 2023, `permutations`): shards of "
+        "the benchmark in canonical order against seeded permutations of each, one-sided t-test across shards; it sees "
+        "only contamination that kept the benchmark's order. \"n for p<α\": the smallest suspect-set size whose p-value "
         f"on the p-value-vs-n curve is below α = {alpha} and stays below it.\n\n"
         + markdown_table(table, ["model", "epoch", "ratio", "seed", "test", "validation", "n_suspect", "n_validation", "p",
                                  "n for p<α", "mean_difference"])
