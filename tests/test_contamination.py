@@ -117,7 +117,6 @@ METHODS = ("loss", "zlib", "min_k_20", "neighbor", "srdetection_graybox", "ref_o
 def _testbed(tmp_path, n=60, signal=1.5):
     """A samples table and two score tables: the base model (no signal) and a
     target whose members score higher on loss and neighbor."""
-    import pyarrow as pa
     from leaktrace.artifacts import write_table
     from leaktrace.stages.filter import SAMPLES_SCHEMA
     from leaktrace.stages.score import SCORES_SCHEMA
@@ -134,7 +133,6 @@ def _testbed(tmp_path, n=60, signal=1.5):
                 for sid in ids for m in METHODS if not (model == "reference" and m == "ref_oracle")]
         paths[model] = tmp_path / f"{model}.parquet"
         write_table(rows, SCORES_SCHEMA, paths[model])
-    assert isinstance(SCORES_SCHEMA, pa.Schema)
     return tmp_path / "samples.parquet", paths
 
 

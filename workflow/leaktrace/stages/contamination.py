@@ -25,7 +25,6 @@ from leaktrace.contamination.features import feature_matrix, score_lookup, share
 from leaktrace.contamination.variant_preference import preference_test
 from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.errors import InputError
-from leaktrace.evaluate.detection import ORACLE_METHODS
 from leaktrace.report.plots import p_value_curves
 from leaktrace.report.tables import markdown_table
 from leaktrace.seeding import derive_seed
