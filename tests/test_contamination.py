@@ -139,7 +139,7 @@ def _testbed(tmp_path, n=60, signal=1.5):
 SETTINGS = {"validation": ["testbed", "variants"], "held_out_ids": None, "alpha": ALPHA,
             "dataset_inference": {"n_splits": 3, "exclude_methods": ["ref_oracle"], "curve_sizes": [8, 16], "curve_draws": 2},
             "variant_preference": {"method": "neighbor", "reference": "reference", "n_resamples": 199},
-            "calibration": {"seeds": 20}}
+            "calibration": {"seeds": 10}}
 
 
 def test_contamination_stage_writes_p_values_curves_and_calibration(tmp_path):
@@ -161,7 +161,7 @@ def test_contamination_stage_writes_p_values_curves_and_calibration(tmp_path):
     assert {(c["model"], c["test"]) for c in calibration} == {("reference", "dataset_inference"),
                                                              ("target-r5-s0-e3", "dataset_inference"),
                                                              ("target-r5-s0-e3", "variant_preference")}
-    assert all(c["n_seeds"] == 20 for c in calibration)
+    assert all(c["n_seeds"] == 10 for c in calibration)
     assert "Calibration under the null" in (out / "report.md").read_text()
     assert (out / "p_value_curve.png").stat().st_size > 1000
     first = (out / "p_values.parquet").read_bytes()

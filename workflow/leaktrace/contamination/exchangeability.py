@@ -19,6 +19,7 @@ import numpy as np
 from scipy.stats import ttest_1samp
 
 SEPARATOR = "\n\n"  # between the examples of a shard
+MIN_SHARDS = 2  # the t-test across shards needs two
 
 
 def pack_shards(lengths: Sequence[int], budget: int, n_shards: int | None = None, min_examples: int = 2) -> list[list[int]]:
@@ -69,8 +70,8 @@ def sharded_test(canonical: Sequence[float], permuted: Sequence[Sequence[float]]
     ``permuted[k]``: those of its permutations."""
     if len(canonical) != len(permuted):
         raise ValueError(f"{len(canonical)} canonical shards, {len(permuted)} permuted")
-    if len(canonical) < 2:
-        raise ValueError(f"the sharded test needs at least 2 shards, got {len(canonical)}")
+    if len(canonical) < MIN_SHARDS:
+        raise ValueError(f"the sharded test needs at least {MIN_SHARDS} shards, got {len(canonical)}")
     diffs = np.array([c - np.mean(p) for c, p in zip(canonical, permuted, strict=True)], dtype=float)
     p = ttest_1samp(diffs, 0.0, alternative="greater").pvalue
     return Result(1.0 if np.isnan(p) else float(p), len(diffs), float(diffs.mean()), tuple(diffs.tolist()))

@@ -202,7 +202,7 @@ def contamination(samples: Path, scores: dict[str, Path], settings: dict, seed: 
 
 def render_section(rows: Sequence[dict], calibration: Sequence[dict], alpha: float) -> str:
     """The Markdown section for the aggregate report."""
-    table = [{**r, "p": f"{r['p_value']:.2g}", "n for p<α": r.get("smallest_n") if r.get("smallest_n") is not None else "–"}
+    table = [{**r, "p": "n/e" if r["p_value"] is None else f"{r['p_value']:.2g}", "n for p<α": r.get("smallest_n") if r.get("smallest_n") is not None else "–"}
              for r in rows]
     cal = [{**r, "FPR [95% CI]": f"{r['fpr']:.3f} [{r['fpr_low']:.3f}, {r['fpr_high']:.3f}]"} for r in calibration]
     return (

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.contamination.exchangeability import SEPARATOR, pack_shards, permutations, shard_text, sharded_test
+from leaktrace.contamination.exchangeability import MIN_SHARDS, SEPARATOR, pack_shards, permutations, shard_text, sharded_test
 from leaktrace.seeding import derive_seed
 from leaktrace.stages.score import _language_model
 
@@ -31,7 +31,7 @@ EXCHANGEABILITY_SCHEMA = pa.schema(
         ("n_shards", pa.int32()),
         ("n_permutations", pa.int32()),
         ("mean_difference", pa.float64()),  # canonical minus mean permuted log-likelihood (nats), mean over shards
-        ("p_value", pa.float64()),  # one-sided one-sample t-test across shards
+        ("p_value", pa.float64()),  # one-sided one-sample t-test across shards; null: fewer than 2 shards fit
     ]
 )
 
@@ -68,9 +68,15 @@ def exchangeability(benchmark: Path, samples: Path, model: dict, adapter: str | 
         canonical.append(lls[0])
         permuted.append(lls[1:])
         kept.append(shard)
+    row = {"samples": settings["samples"], "n_examples": sum(len(s) for s in kept), "n_shards": len(kept),
+           "n_permutations": settings["n_permutations"]}
+    if len(kept) < MIN_SHARDS:
+        # e.g. examples as long as the context: no shard holds two of them
+        log.warning("exchangeability not testable under %s: %d shards of two or more examples fit a context of %d tokens",
+                    lm.name, len(kept), lm.max_length)
+        write_table([row | {"mean_difference": None, "p_value": None}], EXCHANGEABILITY_SCHEMA, output)
+        return
     result = sharded_test(canonical, permuted)
-    write_table([{"samples": settings["samples"], "n_examples": sum(len(s) for s in kept), "n_shards": result.n_shards,
-                  "n_permutations": settings["n_permutations"], "mean_difference": result.mean_difference,
-                  "p_value": result.p_value}], EXCHANGEABILITY_SCHEMA, output)
+    write_table([row | {"mean_difference": result.mean_difference, "p_value": result.p_value}], EXCHANGEABILITY_SCHEMA, output)
     log.info("exchangeability under %s: %d shards of %d examples, mean difference %.3f nats, p = %.3g", lm.name,
              result.n_shards, sum(len(s) for s in kept), result.mean_difference, result.p_value)
