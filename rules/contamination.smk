@@ -15,15 +15,29 @@ def contamination_inputs(wildcards):
     }
 
 
-def exchangeability_models():
-    """The testbed models the sharded exchangeability test scores (its own forward passes)."""
-    models = config["contamination"]["exchangeability"]["models"]
+def contamination_models(block):
+    """The testbed models a block of `contamination` names; null: the base
+    model and the counterfactual stage's target."""
+    models = config["contamination"][block]["models"]
     if models is None:
         return ["reference", "target-r{}-s{}-e{}".format(*counterfactual_target())]
     unknown = [m for m in models if m not in MODELS]
     if unknown:
-        raise ValueError(f"contamination.exchangeability.models {unknown} are not testbed models: {MODELS}")
+        raise ValueError(f"contamination.{block}.models {unknown} are not testbed models: {MODELS}")
     return models
+
+
+def exchangeability_models():
+    """The testbed models the sharded exchangeability test scores (its own forward passes)."""
+    return contamination_models("exchangeability")
+
+
+def contamination_settings():
+    """The contamination slice without the exchangeability block (its own rule),
+    the calibrated models resolved."""
+    block = {k: v for k, v in config["contamination"].items() if k != "exchangeability"}
+    block["calibration"] = {**block["calibration"], "models": contamination_models("calibration")}
+    return json.dumps(block, sort_keys=True)
 
 
 def exchangeability_results(wildcards):
@@ -54,7 +68,7 @@ rule contamination:
                       category="Contamination"),
         section=f"{RESULTS}/contamination/{{benchmark}}/report.md",
     params:
-        settings=settings_without(["contamination"], "exchangeability"),
+        settings=contamination_settings(),
         seed=config["seed"],
         scores=named_inputs("scores"),
         held_out=held_out_argument,

@@ -116,14 +116,16 @@ def _halves(ids: Sequence[str], seed: int) -> tuple[list[str], list[str]]:
 def calibration_rows(lookups: dict[str, dict], everyone: list[str], non_members: list[str], settings: dict,
                      seed: int) -> list[dict]:
     """The false-positive rate of each test over ``calibration.seeds`` random
-    null splits: DI under the base model on halves of all samples, DI under
-    each target on halves of its non-members, and the variant preference of
-    each target against the base model on a random half of the non-members."""
+    null splits, for the models ``calibration.models`` names (None: all): DI
+    under the base model on halves of all samples, DI under each target on
+    halves of its non-members, and the variant preference of each target
+    against the base model on a random half of the non-members."""
     di, pref, alpha = settings["dataset_inference"], settings["variant_preference"], settings["alpha"]
+    calibrated = set(settings["calibration"].get("models") or lookups)
     scenarios = []
-    if BASE_MODEL in lookups:
+    if BASE_MODEL in lookups and BASE_MODEL in calibrated:
         scenarios.append(("base model, random halves of all samples", BASE_MODEL, DI, everyone))
-    for model in lookups:
+    for model in (m for m in lookups if m in calibrated):
         if model != BASE_MODEL:
             scenarios.append(("target, random halves of non-members", model, DI, non_members))
             if pref["reference"] in lookups and pref["reference"] != model:
