@@ -121,3 +121,20 @@ def heatmap_figure(rates: Sequence[Mapping]) -> Figure:
     axes[0][0].set_yticks(range(len(models)), models, fontsize=8)
     fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="leakage rate")
     return fig
+
+
+def p_value_curves(points: Sequence[Mapping], alpha: float, path: Path) -> None:
+    """Dataset inference's p-value against the number of suspect samples, one
+    line per model and validation set, log scale, with the level alpha."""
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    keys = list(dict.fromkeys((p["model"], p["validation"]) for p in points))
+    colours = plt.get_cmap("tab10").colors
+    for i, (model, validation) in enumerate(keys):
+        sel = [p for p in points if (p["model"], p["validation"]) == (model, validation)]
+        ax.plot([p["n"] for p in sel], [max(p["p_value"], 1e-300) for p in sel], marker="o", ms=3, lw=1.3,
+                color=colours[i % len(colours)], ls=LINE_STYLES[i % len(LINE_STYLES)], label=f"{model} ({validation})")
+    ax.axhline(alpha, color="grey", lw=0.8, ls=":", label=f"α = {alpha}")
+    ax.set(xlabel="suspect samples n", ylabel="p-value (dataset inference)", yscale="log", title="p-value vs number of samples")
+    ax.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    save(fig, path)
