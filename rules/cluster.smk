@@ -106,17 +106,23 @@ localrules:
     all,
     fetch_hub_model,
     ingest_benchmark,
-    ingest_benchmark_raw,
-    clean_benchmark,
     ingest_corpus_shard,
     lexicon,
     filter_functions,
     split_samples,
+    detector_scores,
     leakage_index,
     leakage_gather,
     aggregate,
     audit,
     learning_rate_selection,
+
+
+if config["leakage"]["clean"]:
+
+    localrules:
+        ingest_benchmark_raw,
+        clean_benchmark,
 
 
 rule fetch_hub_model:

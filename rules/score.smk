@@ -190,8 +190,6 @@ rule detector_scores:
     benchmark:
         f"{RESULTS}/benchmarks/detector_scores/{{benchmark}}/{{model}}.tsv"
     threads: 1
-    resources:
-        **cpu_job(),
     conda:
         CONDA_ENV
     shell:

@@ -32,6 +32,10 @@ SLURMD_PORT=$((CTLD_PORT + 1))
 DBD_PORT=$((CTLD_PORT + 2))
 DB_PORT=$((CTLD_PORT + 3))
 
+# The accounting clients (sacct, sacctmgr) reach munged only at its default
+# socket, whatever AuthInfo says: as root use that one; otherwise one of our own.
+if [[ $(id -u) == 0 ]]; then MUNGE_SOCKET=/run/munge/munge.socket.2; else MUNGE_SOCKET=$STATE/munge/munge.socket; fi
+
 log() { echo "slurm-local-cluster: $*" >&2; }
 trap 'log "failed at line $LINENO: $BASH_COMMAND (logs: $STATE/log)"' ERR
 
@@ -69,10 +73,15 @@ start_munge() {
     chmod 755 "$STATE/munge"  # clients must reach the socket; the key itself is 0400
     [[ -f $STATE/munge/munge.key ]] || dd if=/dev/urandom of="$STATE/munge/munge.key" bs=1024 count=1 status=none
     chmod 400 "$STATE/munge/munge.key"
-    munged --key-file="$STATE/munge/munge.key" --socket="$STATE/munge/munge.socket" \
+    if [[ -S $MUNGE_SOCKET ]] && munge --socket="$MUNGE_SOCKET" -n >/dev/null 2>&1; then
+        log "a munged already answers at $MUNGE_SOCKET: stop it first"
+        exit 1
+    fi
+    mkdir -p "$(dirname "$MUNGE_SOCKET")"
+    munged --key-file="$STATE/munge/munge.key" --socket="$MUNGE_SOCKET" \
         --pid-file="$STATE/munge/munged.pid" --log-file="$STATE/log/munged.log" \
         --seed-file="$STATE/munge/munged.seed" --force
-    wait_for 10 munged munge --socket="$STATE/munge/munge.socket" -n
+    wait_for 10 munged munge --socket="$MUNGE_SOCKET" -n
 }
 
 start_database() {
@@ -90,7 +99,7 @@ start_database() {
          GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;"
     cat >"$STATE/etc/slurmdbd.conf" <<EOF
 AuthType=auth/munge
-AuthInfo=socket=$STATE/munge/munge.socket
+AuthInfo=socket=$MUNGE_SOCKET
 DbdHost=localhost
 DbdPort=$DBD_PORT
 SlurmUser=$USER_NAME
@@ -104,8 +113,8 @@ StoragePass=slurm
 StorageLoc=slurm_acct_db
 EOF
     chmod 600 "$STATE/etc/slurmdbd.conf"
-    SLURM_CONF=$STATE/etc/slurm.conf slurmdbd -f "$STATE/etc/slurmdbd.conf"
-    wait_for 60 slurmdbd sacctmgr -i list cluster
+    SLURM_CONF=$STATE/etc/slurm.conf slurmdbd  # reads slurmdbd.conf beside slurm.conf
+    wait_for 60 slurmdbd timeout 5 sacctmgr -i list cluster
     sacctmgr -i add cluster "$CLUSTER" >/dev/null 2>&1 || true
 }
 
@@ -122,7 +131,7 @@ SlurmdPort=$SLURMD_PORT
 SlurmUser=$USER_NAME
 SlurmdUser=$USER_NAME
 AuthType=auth/munge
-AuthInfo=socket=$STATE/munge/munge.socket
+AuthInfo=socket=$MUNGE_SOCKET
 CredType=cred/munge
 StateSaveLocation=$STATE/ctld
 SlurmdSpoolDir=$STATE/slurmd
@@ -160,6 +169,30 @@ PartitionName=gpu Nodes=localhost MaxTime=INFINITE State=UP
 EOF
 }
 
+# The executor plugin's job step (snakemake-executor-plugin-slurm-jobstep
+# 0.6.1) strips every SLURM_* variable, SLURM_CONF among them, before its
+# nested srun, so inside a job only the default path finds the cluster: link
+# it to ours, as root, unless a configuration of another cluster is there.
+SYSTEM_CONF=/etc/slurm/slurm.conf
+
+link_system_conf() {
+    if [[ -e $SYSTEM_CONF || -L $SYSTEM_CONF ]] && [[ $(readlink "$SYSTEM_CONF") != "$STATE/etc/slurm.conf" ]]; then
+        log "$SYSTEM_CONF belongs to another cluster; jobs would not find this one"
+        exit 1
+    fi
+    if [[ $(id -u) != 0 ]]; then
+        log "jobs find the cluster only at $SYSTEM_CONF: run up as root, or link it to $STATE/etc/slurm.conf"
+        exit 1
+    fi
+    mkdir -p "$(dirname "$SYSTEM_CONF")"
+    ln -sfn "$STATE/etc/slurm.conf" "$SYSTEM_CONF"
+}
+
+unlink_system_conf() {
+    [[ -L $SYSTEM_CONF && $(readlink "$SYSTEM_CONF") == "$STATE/etc/slurm.conf" ]] && rm -f "$SYSTEM_CONF"
+    return 0
+}
+
 cmd_up() {
     local accounting=no
     [[ ${1:-} == --accounting ]] && accounting=yes
@@ -172,6 +205,7 @@ cmd_up() {
     mkdir -p "$STATE/etc" "$STATE/ctld" "$STATE/slurmd" "$STATE/log"
     export SLURM_CONF=$STATE/etc/slurm.conf
     write_slurm_conf "$accounting"
+    link_system_conf
     start_munge
     [[ $accounting == yes ]] && start_database
     slurmctld -i
@@ -211,6 +245,7 @@ cmd_down() {
     stop_pidfile "$STATE/slurmdbd.pid"
     stop_pidfile "$STATE/mariadbd.pid"
     stop_pidfile "$STATE/munge/munged.pid"
+    unlink_system_conf
     log "down"
 }
 
