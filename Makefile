@@ -24,7 +24,7 @@ run: $(STAMP)  ## the whole pipeline on the embedded default config
 	@echo "Tables and plots: results/$$($(PY) -c "import yaml;print(yaml.safe_load(open('$(CONFIG)')).get('run','default'))")/aggregate/"
 
 test: $(STAMP)  ## unit, stage, DAG and micro end-to-end tests (what CI runs)
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -m "not slow and not cluster"
 
 test-all: $(STAMP)  ## everything, including the full default run
 	$(PY) -m pytest

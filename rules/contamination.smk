@@ -110,7 +110,8 @@ rule exchangeability:
     conda:
         CONDA_ENV
     resources:
-        gpu=uses_gpu,
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"],
+                    passes=1 + config["contamination"]["exchangeability"]["n_permutations"]),
     shell:
         "{LEAKTRACE} exchangeability --benchmark {input.benchmark} --samples {input.samples} --model {params.model:q}"
         " {params.adapter} --settings {params.settings:q} --batch {params.batch:q} --seed {params.seed} --output {output} 2> {log}"

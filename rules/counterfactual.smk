@@ -18,7 +18,8 @@ rule counterfactual:
     conda:
         CONDA_ENV
     resources:
-        gpu=1 if config["base_model"]["device"].startswith("cuda") else 0,
+        **model_job("forward", batch_size=config["counterfactual"]["batch_size"],
+                    generate=config["counterfactual"]["max_new_tokens"]),
     shell:
         "{LEAKTRACE} counterfactual --samples {input.samples} --functions {input.functions} --model {params.model:q}"
         " --adapter {input.adapter} --settings {params.settings:q}"

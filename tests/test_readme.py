@@ -3,8 +3,10 @@ literally, from the repository root of a fresh copy, so a README command can
 never rot. The one-minute smoke run runs for real (it is the micro run the
 pipeline tests share, see tests/test_pipeline.py); a command that would train,
 score or install runs as a dry run of exactly that command; a speed script's
-flags are checked against its argument parser. A command no rule below covers
-fails the test: a new README command needs a rule here."""
+flags are checked against its argument parser; the local SLURM cluster's
+scripts, which start daemons, are checked for syntax and usage here and run
+by the ``cluster`` test. A command no rule below covers fails the test: a
+new README command needs a rule here."""
 
 from __future__ import annotations
 
@@ -48,6 +50,8 @@ def how_to_check(command: str) -> tuple[str, list[str]] | None:
         return "report of the micro run", [*words, "--configfile", "config/micro.yaml"]
     if words[0] == ".venv/bin/python" and words[1].startswith("benchmarks/"):
         return "flags against the script's parser", words
+    if words[0].startswith("scripts/slurm-"):  # starts daemons: run by the `cluster` test where sinfo answers
+        return "cluster script: syntax and usage", ["bash", "-n", words[0]]
     return None
 
 
@@ -84,6 +88,15 @@ def test_readme_command_works_as_written(command, copy):
     assert result.returncode == 0, f"{command!r} ({how}) failed:\n{output[-3000:]}"
     if how == "dry run":
         assert "Job stats" in output or "Nothing to be done" in output, output[-2000:]
+
+
+@pytest.mark.parametrize("command", checked_by("cluster script: syntax and usage"))
+def test_readme_cluster_script_parses_and_documents_its_arguments(command):
+    words = shlex.split(command)
+    result = subprocess.run(["bash", "-n", words[0]], cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    usage = (REPO / words[0]).read_text().split("\nset -")[0]  # the header comment
+    assert all(word in usage for word in words[1:]), f"{command!r}: not in {words[0]}'s usage"
 
 
 @pytest.mark.parametrize("command", checked_by("flags against the script's parser"))

@@ -357,6 +357,14 @@ def _leakage_gather(a):
     gather(a.index, a.benchmark, a.pairs, a.accounting, _scan_settings(a), a.samples, a.output_dir)
 
 
+@command("fetch-model")
+@_args((("--model",), {"required": True, "help": "a hub id"}), (("--revision",), {"default": None}), path("--output-dir"))
+def _fetch_model(a):
+    from leaktrace.models.fetch import fetch_model
+
+    fetch_model(a.model, a.output_dir, a.revision)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="leaktrace", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
