@@ -15,6 +15,7 @@ include: "rules/counterfactual.smk"
 include: "rules/aggregate.smk"
 include: "rules/leakage.smk"
 include: "rules/audit.smk"
+include: "rules/mutate.smk"
 
 
 report: "report/workflow.rst"

@@ -6,6 +6,7 @@ import builtins
 import importlib
 import inspect
 import io
+import json
 import random
 import tokenize
 
@@ -188,3 +189,48 @@ def test_configured_mutations_follow_the_clone_type_order():
     assert Mutation.parse("T3-0.7") == Mutation("T3", 0.7)
     with pytest.raises(ValueError):
         Mutation("T3")
+
+
+def test_settings_put_each_text_on_the_side_the_paper_does():
+    """Scores equal to the side the paper assigns (1 member, 0 non-member) give AUC 1 in every setting."""
+    from leaktrace.stages.mutate import ORIGINAL, setting_rows
+
+    mutations = [Mutation.parse(n) for n in ("T1", "T2b", "T3-0.5")]
+    split = {"m1": "member", "m2": "member", "n1": "non-member", "n2": "non-member"}
+    conditions = [ORIGINAL] + [m.name for m in mutations]
+
+    def table(member_side):
+        return {(sid, c): {"loss": float(member_side(sid, c))} for sid in split for c in conditions}
+
+    def auc(rows, analysis, condition):
+        return next(r["auc"] for r in rows if r["analysis"] == analysis and r["condition"] == condition)
+
+    # Settings 1 and 3: every member text is a member
+    rows = setting_rows(table(lambda sid, c: split[sid] == "member"), split, mutations)
+    assert auc(rows, "setting1", "T2b") == auc(rows, "setting3", "T3-0.5") == 1.0
+    # Setting 2 under "up to T2b": members' T3 texts count as non-members; non-members' T1/T2b stay non-members
+    rows = setting_rows(table(lambda sid, c: split[sid] == "member" and c != "T3-0.5"), split, mutations)
+    assert auc(rows, "setting2", "up to T2b") == 1.0
+    counts = next(r for r in rows if r["condition"] == "up to T2b")
+    assert (counts["n_members"], counts["n_non_members"]) == (2 * 3, 2 + 2 + 2 * 2)
+    # Verbatim: every mutated member is a non-member
+    rows = setting_rows(table(lambda sid, c: split[sid] == "member" and c == ORIGINAL), split, mutations)
+    assert auc(rows, "setting2", "verbatim") == 1.0
+
+
+def test_mutate_command_writes_one_verdict_a_line(tmp_path):
+    from leaktrace.cli import main
+
+    sample = SAMPLES[29]
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join(json.dumps(r) for r in [
+        {"id": "a", "code": sample.code, "language": "python", "tests": sample.test, "entry_point": sample.entry_point},
+        {"id": "b", "code": "class A { int f(int x){return x*2;} }\n", "language": "java"},
+        {"id": "c", "code": "def broken(:\n", "language": "python"},
+    ]) + "\n")
+    output = tmp_path / "out.jsonl"
+    assert main(["mutate", "--kind", "T3", "--target", "0.7", str(source), str(output)]) == 0
+    rows = {r["id"]: r for r in map(json.loads, output.read_text().splitlines())}
+    assert rows["a"]["valid"] is True and rows["a"]["similarity"] <= 0.7 + 1 / len(sample.code.splitlines())
+    assert rows["b"]["valid"] is False and "Python only" in rows["b"]["invalid_reason"]
+    assert rows["c"]["code"] is None and rows["c"]["invalid_reason"].startswith("mutation:")

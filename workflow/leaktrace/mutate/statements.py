@@ -541,7 +541,10 @@ def rewrite_statements(code: str, target: float, rng: random.Random, protected: 
     `protected` names (the tests' identifiers) are never taken by a new variable."""
     if not 0 <= target <= 1:
         raise ValueError(f"target similarity must be in [0, 1], got {target}")
-    tree = cst.parse_module(code)
+    try:
+        tree = cst.parse_module(code)
+    except cst.ParserSyntaxError as error:
+        raise ValueError(f"code does not parse: {error.message}") from None
     tolerance = 1 / max(1, len(code.splitlines()))
     similarity, applied = 1.0, []
     for _ in range(_MAX_STEPS):
