@@ -142,22 +142,25 @@ def _language_model(model: dict, adapter: str | None, batch: dict):
 
 
 def ood_prefix_texts(corpus: list[Path], k: int, seed: int, min_chars: int = 200, max_chars: int = 1500) -> list[str]:
-    """`k` top-level functions of a code corpus, drawn by seed: ReCaLL's out-of-distribution prefix."""
+    """`k` top-level functions of a code corpus, one from each of `k` files drawn by seed:
+    ReCaLL's out-of-distribution prefix. Files are parsed in the drawn order until `k` have a
+    function of HumanEval's size, so a large corpus is never parsed whole."""
+    texts = [r["text"] for part in corpus for r in read_records(part, ["text"])]
+    rng = rng_for(seed, "recall", "ood-prefix")
     functions = []
-    for part in corpus:
-        for record in read_records(part, ["text"]):
-            try:
-                tree = ast.parse(record["text"])
-            except (SyntaxError, ValueError):
-                continue
-            for node in tree.body:
-                if isinstance(node, ast.FunctionDef):
-                    segment = ast.get_source_segment(record["text"], node) or ""
-                    if min_chars <= len(segment) <= max_chars:
-                        functions.append(segment + "\n")
-    if len(functions) < k:
-        raise ValueError(f"the corpus has {len(functions)} functions for an out-of-distribution prefix of {k}")
-    return rng_for(seed, "recall", "ood-prefix").sample(sorted(functions), k)
+    for index in rng.sample(range(len(texts)), len(texts)):
+        try:
+            tree = ast.parse(texts[index])
+        except (SyntaxError, ValueError):
+            continue
+        segments = [ast.get_source_segment(texts[index], node) or "" for node in tree.body
+                    if isinstance(node, ast.FunctionDef)]
+        segments = [segment + "\n" for segment in segments if min_chars <= len(segment) <= max_chars]
+        if segments:
+            functions.append(rng.choice(segments))
+        if len(functions) == k:
+            return functions
+    raise ValueError(f"the corpus has {len(functions)} files with a function for an out-of-distribution prefix of {k}")
 
 
 def score_mutations(mutations: Path, variants: Path, samples: Path, corpus: list[Path], model: dict, adapter: str | None,
