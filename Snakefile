@@ -17,6 +17,7 @@ include: "rules/aggregate.smk"
 include: "rules/leakage.smk"
 include: "rules/audit.smk"
 include: "rules/contamination.smk"
+include: "rules/mutate.smk"
 
 
 report: "report/workflow.rst"

@@ -116,6 +116,7 @@ localrules:
     aggregate,
     audit,
     contamination,
+    mutation_study,
     learning_rate_selection,
 
 

@@ -250,7 +250,8 @@ def leakage_fragments(benchmark):
 
 
 def get_final_output():
-    return [path for benchmark in BENCHMARKS for path in aggregate_outputs(benchmark)] + audit_outputs() + leakage_outputs()
+    return [path for benchmark in BENCHMARKS for path in aggregate_outputs(benchmark)] + audit_outputs() + leakage_outputs() \
+        + mutate_outputs()
 
 
 def benchmark_settings(wildcards):

@@ -245,7 +245,7 @@ def test_scoring_only_change_reruns_only_scoring_and_aggregation(micro_run):
     other.write_text(yaml.safe_dump(changed))
     result = snakemake(workdir, "-n", "--configfile", str(other))
     assert result.returncode == 0, result.stderr
-    assert planned_jobs(result.stdout) == {"detector_scores", "aggregate", "audit", "contamination", "all"}
+    assert planned_jobs(result.stdout) == {"detector_scores", "aggregate", "audit", "contamination", "mutation_study", "all"}
     assert "Params have changed since last execution" in result.stdout
 
 

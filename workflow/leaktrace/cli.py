@@ -365,6 +365,52 @@ def _fetch_model(a):
     fetch_model(a.model, a.output_dir, a.revision)
 
 
+@command("mutations")
+@_args(path("--benchmark"), path("--samples"), path("--lexicon"), SETTINGS, SEED,
+       (("--workers",), {"type": int, "default": 1}), path("--output"))
+def _mutations(a):
+    from leaktrace.stages.mutate import make_mutations_table
+
+    make_mutations_table(a.benchmark, a.samples, a.lexicon, a.settings, a.seed, a.workers, a.output)
+
+
+@command("mutation-tokens")
+@_args(path("--mutations"), path("--variants"), path("--samples"), path("--corpus", many=True), MODEL, ADAPTER,
+       (("--recall",), {"type": _json, "default": None, "help": "score.methods.recall as JSON (omit: no prefixed passes)"}),
+       (("--batch",), {"type": _json, "required": True, "help": "the score.tokens slice"}), SEED, path("--output"))
+def _mutation_tokens(a):
+    from leaktrace.stages.mutate import score_mutations
+
+    score_mutations(a.mutations, a.variants, a.samples, a.corpus, a.model, _adapter(a), a.recall, a.batch, a.seed,
+                    a.output)
+
+
+@command("mutation-study")
+@_args(path("--mutations"), path("--samples"), path("--variants"), path("--tokens"), path("--mutated-tokens"),
+       path("--prefixed", required=False), path("--reference", required=False),
+       path("--reference-mutated", required=False), path("--corpus", many=True),
+       (("--methods",), {"type": _json, "required": True, "help": "score.methods as JSON"}), SETTINGS, SEED,
+       path("--output-dir"))
+def _mutation_study(a):
+    from leaktrace.stages.mutate import mutation_study
+
+    mutation_study(a.mutations, a.samples, a.variants, a.tokens, a.mutated_tokens, a.prefixed, a.reference,
+                   a.reference_mutated, a.corpus, a.methods, a.settings, a.seed, a.output_dir)
+
+
+@command("mutate")
+@_args((("--kind",), {"required": True, "choices": ["T1", "T2a", "T2b", "T3", "hybrid"]}),
+       (("--target",), {"type": float, "default": None, "help": "T3 / hybrid target similarity (default 0.7 / 0.8)"}),
+       (("--seed",), {"type": int, "default": 0}),
+       path("--lexicon", required=False),
+       (("input",), {"type": Path, "help": "JSONL: id, code, language, optional tests and entry_point"}),
+       (("output",), {"type": Path}))
+def _mutate(a):
+    from leaktrace.stages.mutate import mutate_jsonl
+
+    mutate_jsonl(a.kind, a.target, a.seed, a.input, a.output, lexicon=a.lexicon)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="leaktrace", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)

@@ -1,0 +1,140 @@
+# CodeSnitch's robustness study (workflow/leaktrace/stages/mutate.py): clone-type
+# mutations of the split's samples, validated in the sandbox; their token
+# statistics under each studied model (one more pass of the same scorer, and
+# the reference model's for Ref); Settings 1-3, code length and ReCaLL's prefix.
+
+import shlex
+
+MUTATE = config["mutate"]
+
+
+def mutate_models():
+    """The testbed models the study scores: the configured ones, else the
+    headline target (first ratio and training seed, last epoch)."""
+    models = MUTATE["models"] or [f"target-r{RATIOS[0]}-s{SEEDS[0]}-e{EPOCHS[-1]}"]
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        raise ValueError(f"mutate.models {unknown} are not testbed models {MODELS}")
+    return models
+
+
+def mutate_outputs():
+    if not MUTATE["kinds"]:
+        return []
+    return [f"{RESULTS}/mutate/{b}/{m}/{name}" for b in BENCHMARKS for m in mutate_models()
+            for name in ("study.parquet", "prefix_overlap.parquet", "report.md")]
+
+
+def mutate_settings():
+    """The mutate block with the sandbox limits the variants use."""
+    return json.dumps({**MUTATE, "sandbox": config["variants"]["sandbox"]}, sort_keys=True)
+
+
+def mutation_recall_args(wildcards):
+    if "recall" not in METHODS or wildcards.model == "ref-model":
+        return ""
+    return f"--recall {shlex.quote(json.dumps(METHODS['recall'], sort_keys=True))}"
+
+
+def mutation_study_inputs(wildcards):
+    score_dir = f"{RESULTS}/score/{wildcards.benchmark}"
+    base = f"{RESULTS}/mutate/{wildcards.benchmark}"
+    inputs = {
+        "mutations": f"{base}/mutations.parquet",
+        "samples": f"{RESULTS}/filter/{wildcards.benchmark}.samples.parquet",
+        "variants": f"{RESULTS}/variants/{wildcards.benchmark}.parquet",
+        "tokens": f"{score_dir}/{wildcards.model}/tokens.parquet",
+        "mutated": f"{base}/{wildcards.model}/tokens.parquet",
+        "corpus": corpus_parts(MUTATE["ood_corpus"]),
+    }
+    if "recall" in METHODS:
+        inputs["prefixed"] = f"{score_dir}/{wildcards.model}/prefixed.parquet"
+    if REF_MODEL:
+        inputs["reference"] = f"{score_dir}/ref-model/tokens.parquet"
+        inputs["reference_mutated"] = f"{base}/ref-model/tokens.parquet"
+    return inputs
+
+
+def study_optional_args(wildcards, input):
+    flags = {"prefixed": "--prefixed", "reference": "--reference", "reference_mutated": "--reference-mutated"}
+    return " ".join(f"{flag} {input[name]}" for name, flag in flags.items() if name in input.keys())
+
+
+rule mutations:
+    input:
+        benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
+        samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+        lexicon=f"{RESULTS}/variants/lexicon.parquet",
+    output:
+        f"{RESULTS}/mutate/{{benchmark}}/mutations.parquet",
+    params:
+        settings=mutate_settings(),
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/mutations/{{benchmark}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/mutations/{{benchmark}}.tsv"
+    threads: 2
+    resources:
+        **cpu_job(seconds_per_row=1 + len(MUTATE["kinds"]) + len(MUTATE["t3_targets"])),  # sandboxed runs per sample
+    conda:
+        CONDA_ENV
+    shell:
+        "{LEAKTRACE} mutations --benchmark {input.benchmark} --samples {input.samples} --lexicon {input.lexicon}"
+        " --settings {params.settings:q} --seed {params.seed} --workers {threads} --output {output} 2> {log}"
+
+
+rule mutation_tokens:
+    input:
+        mutations=f"{RESULTS}/mutate/{{benchmark}}/mutations.parquet",
+        variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
+        samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+        corpus=corpus_parts(MUTATE["ood_corpus"]),
+        model=scored_model_files,
+    output:
+        f"{RESULTS}/mutate/{{benchmark}}/{{model}}/tokens.parquet",
+    params:
+        batch=settings("score", "tokens"),
+        recall=mutation_recall_args,
+        model=scored_model_settings,
+        adapter=adapter_args,
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/mutation_tokens/{{benchmark}}/{{model}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/mutation_tokens/{{benchmark}}/{{model}}.tsv"
+    threads: 2
+    conda:
+        CONDA_ENV
+    resources:
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"]),
+    shell:
+        "{LEAKTRACE} mutation-tokens --mutations {input.mutations} --variants {input.variants} --samples {input.samples}"
+        " --corpus {input.corpus} --model {params.model:q} {params.adapter} {params.recall} --batch {params.batch:q}"
+        " --seed {params.seed} --output {output} 2> {log}"
+
+
+rule mutation_study:
+    input:
+        unpack(mutation_study_inputs),
+    output:
+        study=f"{RESULTS}/mutate/{{benchmark}}/{{model}}/study.parquet",
+        overlap=f"{RESULTS}/mutate/{{benchmark}}/{{model}}/prefix_overlap.parquet",
+        report_md=report(f"{RESULTS}/mutate/{{benchmark}}/{{model}}/report.md", caption="../report/mutate.rst", category="Robustness"),
+    params:
+        settings=mutate_settings(),
+        methods=settings("score", "methods"),
+        optional=study_optional_args,
+        seed=config["seed"],
+        out_dir=f"{RESULTS}/mutate/{{benchmark}}/{{model}}",
+    log:
+        f"{RESULTS}/logs/mutation_study/{{benchmark}}/{{model}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/mutation_study/{{benchmark}}/{{model}}.tsv"
+    threads: 1
+    conda:
+        CONDA_ENV
+    shell:
+        "{LEAKTRACE} mutation-study --mutations {input.mutations} --samples {input.samples} --variants {input.variants}"
+        " --tokens {input.tokens} --mutated-tokens {input.mutated} {params.optional} --corpus {input.corpus}"
+        " --methods {params.methods:q} --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir} 2> {log}"

@@ -1,0 +1,97 @@
+"""Every mutation by name, its place in the clone-type order, and one call that applies it.
+
+Names: ``T1``, ``T2a``, ``T2b``, ``T3-<target>`` (e.g. ``T3-0.7``) and
+``hybrid-<target>`` (T3 at that target on top of T2a; CodeSnitch's is
+``hybrid-0.8``). The clone-type order (`clone_key`) is what Setting 2 reads:
+under a Type-l definition the mutations up to l keep membership. Type 1 <
+Type 2 < Type 3, and within Type 3 a higher similarity is the closer clone.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from leaktrace.mutate.formatting import reformat
+from leaktrace.mutate.hybrid import hybrid
+from leaktrace.mutate.renaming import RandomNames, rename
+from leaktrace.mutate.statements import line_similarity, rewrite_statements
+from leaktrace.variants.naming import NameProposer
+
+KINDS = ("T1", "T2a", "T2b", "T3", "hybrid")
+_CLONE_TYPE = {"T1": 1, "T2a": 2, "T2b": 2, "T3": 3, "hybrid": 3}
+
+
+@dataclass(frozen=True)
+class Mutation:
+    kind: str
+    target: float | None = None  # T3 and hybrid: the target similarity of the statement step
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown mutation kind {self.kind!r}; expected one of {KINDS}")
+        if (self.target is not None) != (self.kind in ("T3", "hybrid")):
+            raise ValueError(f"{self.kind} {'needs' if self.target is None else 'takes no'} target similarity")
+
+    @property
+    def name(self) -> str:
+        return self.kind if self.target is None else f"{self.kind}-{self.target:g}"
+
+    @property
+    def clone_key(self) -> tuple[int, float]:
+        """Order of clone types: (type, -similarity); smaller is a closer clone."""
+        return _CLONE_TYPE[self.kind], -(self.target if self.target is not None else 1.0)
+
+    @classmethod
+    def parse(cls, name: str) -> Mutation:
+        kind, _, target = name.partition("-")
+        return cls(kind, float(target) if target else None)
+
+
+def configured_mutations(settings: dict) -> list[Mutation]:
+    """The `mutate` config block's mutations, in clone-type order."""
+    mutations = []
+    for kind in settings["kinds"]:
+        if kind == "T3":
+            mutations += [Mutation("T3", t) for t in settings["t3_targets"]]
+        elif kind == "hybrid":
+            mutations.append(Mutation("hybrid", settings["hybrid_target"]))
+        else:
+            mutations.append(Mutation(kind))
+    return sorted(set(mutations), key=lambda m: (m.clone_key, m.name))
+
+
+@dataclass(frozen=True)
+class Mutated:
+    text: str
+    entry_point: str
+    similarity: float  # T3/hybrid: the statement step's achieved value; else unchanged lines / total lines
+    reached: bool  # T3/hybrid: within one line of the target; else whether the text changed at all
+    details: dict = field(default_factory=dict)  # renames, rewrites applied
+
+
+def apply_mutation(mutation: Mutation, code: str, language: str, entry_point: str | None, rng: random.Random, *,
+                   names: NameProposer | None = None, protected: Collection[str] = ()) -> Mutated:
+    """`code` mutated by `mutation`. `protected` names (those the tests use) keep theirs
+    and are never introduced; the entry point keeps its name."""
+    if mutation.kind == "T1":
+        text = reformat(code, language, rng)
+        return Mutated(text, entry_point, line_similarity(code, text), text != code)
+    if language.lower() != "python":
+        raise ValueError(f"{mutation.name} rewrites Python only, not {language!r}")
+    if mutation.kind in ("T2a", "T2b"):
+        if mutation.kind == "T2a" and names is None:
+            raise ValueError("T2a needs a name proposer (synonyms)")
+        renamed = rename(code, entry_point, names if mutation.kind == "T2a" else RandomNames(), rng, protected)
+        text = renamed.text if renamed else code
+        return Mutated(text, entry_point, line_similarity(code, text), renamed is not None,
+                       {"renames": renamed.renames if renamed else {}})
+    if mutation.kind == "T3":
+        result = rewrite_statements(code, mutation.target, rng, protected={*protected, *([entry_point] if entry_point else [])})
+        return Mutated(result.text, entry_point, result.similarity, result.reached, {"rewrites": list(result.rewrites)})
+    if names is None:
+        raise ValueError("hybrid needs a name proposer (synonyms)")
+    result = hybrid(code, entry_point, names, mutation.target, rng, protected)
+    return Mutated(result.statements.text, entry_point, result.statements.similarity, result.statements.reached,
+                   {"renames": result.renames, "rewrites": list(result.statements.rewrites)})

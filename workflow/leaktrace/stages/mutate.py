@@ -1,0 +1,434 @@
+"""mutate: CodeSnitch's robustness study on the testbed's own members and non-members.
+
+Three steps. `make_mutations_table`: every configured mutation of every
+evaluated sample (seeded per sample and mutation), each run against the
+sample's tests in the sandbox with the variants' differential validation;
+invalid ones are kept with their reason and never scored, as are T3 texts
+that could not reach their target. `score_mutations`: the mutated texts are
+more texts of the one-pass token cache, under the keys (sample, 0,
+mutation name), with their ReCaLL prefixed pass (views ``prefixed:<name>``)
+and ReCaLL's originals after an out-of-distribution prefix (view
+``prefixed-ood``). `mutation_study`: the detectors score every text from
+those caches, and Settings 1-3, the code-length buckets and the ReCaLL
+prefix analysis are evaluated as the paper does.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import logging
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from leaktrace.artifacts import read_records, write_table
+from leaktrace.data.split import RECALL_PREFIX
+from leaktrace.detect.evidence import SampleEvidence
+from leaktrace.detect.recall import prefix_shots, select_prefix_samples
+from leaktrace.detect.registry import configured_methods, family_params
+from leaktrace.errors import InputError
+from leaktrace.evaluate.metrics import best_balanced_accuracy, roc_auc
+from leaktrace.models.token_table import read_token_stats, write_token_stats
+from leaktrace.mutate.registry import Mutation, apply_mutation, configured_mutations
+from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
+from leaktrace.seeding import rng_for
+from leaktrace.stages.score import model_spec
+from leaktrace.variants.lexicon import IdentifierLexicon
+from leaktrace.variants.naming import NameProposer
+from leaktrace.variants.synonyms import WordAlternatives
+from leaktrace.variants.validate import reserved_names, validate_variants
+
+log = logging.getLogger(__name__)
+
+# The detectors CodeSnitch studies whose evidence the caches give for a mutated text. Neighbor
+# (its neighbours are renamings of the original) and SrDetection (variants of the original)
+# have no evidence for a mutated text; Lowercase and DC-PDD are not in the paper's study.
+STUDY_FAMILIES = ("loss", "zlib", "min_k", "min_k_plus_plus", "ref", "recall")
+ORIGINAL = "original"
+
+MUTATIONS_SCHEMA = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("mutation", pa.string()),  # T1, T2a, T2b, T3-<target>, hybrid-<target>
+        ("text", pa.string()),
+        ("similarity", pa.float64()),  # T3/hybrid: the statement step's achieved value; else unchanged/total lines
+        ("target", pa.float64()),  # T3/hybrid: the target similarity
+        ("reached", pa.bool_()),  # T3/hybrid: within one line of the target; T1/T2: the text changed
+        ("details", pa.string()),  # JSON: renames, rewrites applied
+        ("valid", pa.bool_()),
+        ("invalid_reason", pa.string()),
+        ("isolation", pa.string()),
+    ]
+)
+
+STUDY_SCHEMA = pa.schema(
+    [
+        ("analysis", pa.string()),  # setting1, setting2, setting3, length, recall_prefix
+        ("condition", pa.string()),  # the mutation, clone definition, length bucket or prefix
+        ("method", pa.string()),
+        ("n_members", pa.int32()),
+        ("n_non_members", pa.int32()),
+        ("auc", pa.float64()),
+        ("accuracy", pa.float64()),  # CodeSnitch's: max over thresholds of 1 - (FPR + FNR) / 2
+    ]
+)
+
+OVERLAP_SCHEMA = pa.schema(
+    [("prefix", pa.string()), ("against", pa.string()), ("n", pa.int32()), ("overlap", pa.float64())]
+)
+
+
+def _evaluated(samples: Path, folds: list[str]) -> dict[str, str]:
+    """sample_id -> "member" / "non-member" for the split's samples in `folds`."""
+    return {r["sample_id"]: r["split"] for r in read_records(samples, ["sample_id", "kept", "split", "fold"])
+            if r["kept"] and r["fold"] in folds}
+
+
+def make_mutations_table(benchmark: Path, samples: Path, lexicon_path: Path, settings: dict, seed: int, workers: int,
+                         output: Path) -> None:
+    lexicon = IdentifierLexicon.from_records(read_records(lexicon_path))
+    names = NameProposer(WordAlternatives(lexicon.word_counts), lexicon.word_counts)
+    evaluated = _evaluated(samples, settings["folds"])
+    mutations = configured_mutations(settings)
+    rows, programs, originals = [], [], []
+    for s in (s for s in read_records(benchmark) if s["sample_id"] in evaluated):
+        base = len(programs)
+        programs.append((s["code"], s["test"], s["entry_point"]))
+        originals.append(base)
+        protected = reserved_names(s["test"])
+        for mutation in mutations:
+            rng = rng_for(seed, "mutate", mutation.name, s["sample_id"])
+            row = {"sample_id": s["sample_id"], "mutation": mutation.name, "target": mutation.target}
+            try:
+                mutated = apply_mutation(mutation, s["code"], "python", s["entry_point"], rng, names=names,
+                                         protected=protected)
+            except ValueError as error:  # a sample this mutation cannot take
+                rows.append({**row, "text": None, "similarity": None, "reached": False, "details": "{}",
+                             "valid": False, "invalid_reason": f"mutation: {error}"})
+                continue
+            rows.append({**row, "text": mutated.text, "similarity": mutated.similarity, "reached": mutated.reached,
+                         "details": json.dumps(mutated.details, sort_keys=True), "_program": len(programs)})
+            programs.append((mutated.text, s["test"], mutated.entry_point))
+            originals.append(base)
+    limits = SandboxLimits(**settings["sandbox"])
+    try:
+        isolation = isolation_level(limits)
+    except SandboxUnavailable as error:
+        raise InputError("config mutate.sandbox", None, str(error)) from None
+    verdicts = validate_variants(programs, originals, limits, workers=workers)
+    for row in rows:
+        row["isolation"] = isolation
+        if "_program" in row:
+            row["valid"], row["invalid_reason"] = verdicts[row.pop("_program")]
+    write_table(rows, MUTATIONS_SCHEMA, output)
+    log.info("%d samples, %d mutations each; valid by mutation: %s", len(evaluated), len(mutations),
+             {m.name: sum(r["valid"] for r in rows if r["mutation"] == m.name) for m in mutations})
+
+
+def scored_mutations(mutations: Path) -> list[dict]:
+    """The mutated texts that may be scored: valid, and at their target."""
+    return [r for r in read_records(mutations, ["sample_id", "mutation", "text", "valid", "reached"])
+            if r["valid"] and r["reached"]]
+
+
+def _language_model(model: dict, adapter: str | None, batch: dict):
+    from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
+
+    return HFLanguageModel(model_spec(model, adapter), batch_size=batch["batch_size"], max_length=model.get("max_length"))
+
+
+def ood_prefix_texts(corpus: list[Path], k: int, seed: int, min_chars: int = 200, max_chars: int = 1500) -> list[str]:
+    """`k` top-level functions of a code corpus, one from each of `k` files drawn by seed:
+    ReCaLL's out-of-distribution prefix. Files are parsed in the drawn order until `k` have a
+    function of HumanEval's size, so a large corpus is never parsed whole."""
+    texts = [r["text"] for part in corpus for r in read_records(part, ["text"])]
+    rng = rng_for(seed, "recall", "ood-prefix")
+    functions = []
+    for index in rng.sample(range(len(texts)), len(texts)):
+        try:
+            tree = ast.parse(texts[index])
+        except (SyntaxError, ValueError):
+            continue
+        segments = [ast.get_source_segment(texts[index], node) or "" for node in tree.body
+                    if isinstance(node, ast.FunctionDef)]
+        segments = [segment + "\n" for segment in segments if min_chars <= len(segment) <= max_chars]
+        if segments:
+            functions.append(rng.choice(segments))
+        if len(functions) == k:
+            return functions
+    raise ValueError(f"the corpus has {len(functions)} files with a function for an out-of-distribution prefix of {k}")
+
+
+def score_mutations(mutations: Path, variants: Path, samples: Path, corpus: list[Path], model: dict, adapter: str | None,
+                    recall: dict | None, batch: dict, seed: int, output: Path) -> None:
+    """Token statistics of every scorable mutated text (view = its mutation); with ReCaLL
+    configured, each also after the in-distribution prefix, and every original after an
+    out-of-distribution one of as many shots."""
+    texts = scored_mutations(mutations)
+    lm = _language_model(model, adapter, batch)
+    keys = [(r["sample_id"], 0, r["mutation"]) for r in texts]
+    stats = lm.score([r["text"] for r in texts])
+    if recall is not None:
+        params = family_params("recall", recall)
+        held_out = [r["sample_id"] for r in read_records(samples, ["sample_id", "fold"]) if r["fold"] == RECALL_PREFIX]
+        all_originals = {v["sample_id"]: v["text"] for v in read_records(variants, ["sample_id", "variant_id", "text"])
+                         if v["variant_id"] == 0}
+        shots = prefix_shots([all_originals[sid] for sid in select_prefix_samples(held_out, params["n_shots"], seed)])
+        keys += [(r["sample_id"], 0, f"prefixed:{r['mutation']}") for r in texts]
+        stats += lm.score_conditioned(shots, [r["text"] for r in texts], max_prefix_tokens=params["max_prefix_tokens"])
+        evaluated = sorted({r["sample_id"] for r in read_records(mutations, ["sample_id"])})
+        ood = prefix_shots(ood_prefix_texts(corpus, params["n_shots"], seed))
+        keys += [(sid, 0, "prefixed-ood") for sid in evaluated]
+        stats += lm.score_conditioned(ood, [all_originals[sid] for sid in evaluated],
+                                      max_prefix_tokens=params["max_prefix_tokens"])
+    write_token_stats(keys, stats, output)
+    log.info("scored %d mutated texts under %s", len(texts), lm.name)
+
+
+# ---------------------------------------------------------------------------
+# The study
+
+
+def _text_scores(methods, texts: dict[tuple[str, str], str], target: dict, reference: dict, prefixed: dict) -> dict:
+    """(sample_id, condition) -> method -> score, for every text with its evidence."""
+    scores: dict[tuple[str, str], dict[str, float]] = {}
+    for (sid, condition), text in texts.items():
+        view = "text" if condition == ORIGINAL else condition
+        original = target.get((sid, 0, view))
+        if original is None:
+            continue
+        evidence = SampleEvidence(sample_id=sid, text=text, original=original, reference=reference.get((sid, 0, view)),
+                                  prefixed=prefixed.get(condition))
+        scores[sid, condition] = {m.name: m.score(evidence) for m in methods
+                                  if not (m.needs_reference and evidence.reference is None)
+                                  and not (m.needs_prefixed and (evidence.prefixed is None
+                                                                 or not evidence.prefixed.prefix_tokens))}
+    return scores
+
+
+def _evaluate(analysis: str, condition: str, positives: list[dict], negatives: list[dict]) -> list[dict]:
+    """AUC and CodeSnitch's accuracy per method over the texts both sides have a score for."""
+    rows = []
+    for method in sorted({m for side in (positives, negatives) for s in side for m in s}):
+        pos = [s[method] for s in positives if method in s]
+        neg = [s[method] for s in negatives if method in s]
+        labels = np.array([1] * len(pos) + [0] * len(neg))
+        values = np.array(pos + neg, dtype=float)
+        rows.append({"analysis": analysis, "condition": condition, "method": method, "n_members": len(pos),
+                     "n_non_members": len(neg), "auc": roc_auc(labels, values) if len(values) else None,
+                     "accuracy": best_balanced_accuracy(labels, values) if len(values) else None})
+    return rows
+
+
+def setting_rows(scores: dict, split: dict[str, str], mutations: list[Mutation]) -> list[dict]:
+    """Settings 1-3 (CodeSnitch Sec. 5.2) from per-text scores."""
+    members = sorted(s for s, side in split.items() if side == "member")
+    non_members = sorted(s for s, side in split.items() if side == "non-member")
+
+    def side(ids, condition):
+        return [scores[sid, condition] for sid in ids if (sid, condition) in scores]
+
+    rows = _evaluate("setting1", ORIGINAL, side(members, ORIGINAL), side(non_members, ORIGINAL))
+    for m in mutations:
+        # 1: members replaced by their mutation; 3: the mutation on both sides
+        rows += _evaluate("setting1", m.name, side(members, m.name), side(non_members, ORIGINAL))
+        rows += _evaluate("setting3", m.name, side(members, m.name), side(non_members, m.name))
+    # 2: under a Type-l definition the mutations up to l stay members; the same ones are applied to non-members
+    for definition in [None, *mutations]:
+        kept = [m for m in mutations if definition is not None and m.clone_key <= definition.clone_key]
+        beyond = [m for m in mutations if m not in kept]
+        positives = side(members, ORIGINAL) + [s for m in kept for s in side(members, m.name)]
+        negatives = [s for m in beyond for s in side(members, m.name)] + side(non_members, ORIGINAL) + \
+            [s for m in kept for s in side(non_members, m.name)]
+        rows += _evaluate("setting2", "verbatim" if definition is None else f"up to {definition.name}", positives,
+                          negatives)
+    return rows
+
+
+def length_rows(scores: dict, split: dict[str, str], lengths: dict[str, int], edges: list[int]) -> list[dict]:
+    """RQ3: the originals' AUC in token-count buckets [edges[i], edges[i+1])."""
+    rows = []
+    for low, high in zip(edges, edges[1:]):
+        inside = [sid for sid in split if low <= lengths.get(sid, -1) < high]
+        rows += _evaluate("length", f"{low}-{high}",
+                          [scores[s, ORIGINAL] for s in inside if split[s] == "member" and (s, ORIGINAL) in scores],
+                          [scores[s, ORIGINAL] for s in inside if split[s] == "non-member" and (s, ORIGINAL) in scores])
+    return rows
+
+
+_CODE_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def _ngrams(text: str, n: int) -> set[tuple[str, ...]]:
+    tokens = _CODE_TOKEN.findall(text)
+    return {tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)}
+
+
+def ngram_overlap(prefix: list[str], texts: list[str], n: int) -> float:
+    """Share of the prefix's code-token n-grams that occur in `texts` (CodeSnitch Fig. 6)."""
+    grams = set().union(*(_ngrams(t, n) for t in prefix))
+    seen = set().union(*(_ngrams(t, n) for t in texts)) if texts else set()
+    return len(grams & seen) / len(grams) if grams else float("nan")
+
+
+def mutation_study(mutations: Path, samples: Path, variants: Path, tokens: Path, mutated_tokens: Path, prefixed: Path | None,
+                   reference_tokens: Path | None, reference_mutated: Path | None, corpus: list[Path], methods_config: dict,
+                   settings: dict, seed: int, output_dir: Path) -> None:
+    output_dir.mkdir(parents=True, exist_ok=True)
+    split = _evaluated(samples, settings["folds"])
+    mutation_list = configured_mutations(settings)
+    table = read_records(mutations)
+    originals = {v["sample_id"]: v["text"] for v in read_records(variants, ["sample_id", "variant_id", "text"])
+                 if v["variant_id"] == 0}
+    texts = {(sid, ORIGINAL): originals[sid] for sid in split if sid in originals}
+    texts |= {(r["sample_id"], r["mutation"]): r["text"] for r in table if r["valid"] and r["reached"]}
+    target = read_token_stats(tokens) | read_token_stats(mutated_tokens)
+    reference = read_token_stats(reference_tokens) | read_token_stats(reference_mutated) if reference_tokens else {}
+    prefixed_all = (read_token_stats(prefixed) if prefixed else {}) | target
+    wanted = {family: methods_config[family] for family in STUDY_FAMILIES if family in methods_config}
+    methods = [m for m in configured_methods(wanted) if not m.needs_oracle_reference]
+
+    def prefixed_for(sid):
+        return {condition: prefixed_all.get((sid, 0, "prefixed" if condition == ORIGINAL else f"prefixed:{condition}"))
+                for condition in [ORIGINAL, *(m.name for m in mutation_list)]}
+
+    scores = {}
+    for sid in split:
+        own = {key: text for key, text in texts.items() if key[0] == sid}
+        scores |= _text_scores(methods, own, target, reference, prefixed_for(sid))
+    rows = setting_rows(scores, split, mutation_list)
+    lengths = {sid: target[(sid, 0, "text")].n_tokens for sid in split if (sid, 0, "text") in target}
+    rows += length_rows(scores, split, lengths, settings["length_edges"])
+    # ReCaLL with the out-of-distribution prefix, beside the in-distribution one (Setting 1's "original")
+    recall_methods = [m for m in methods if m.needs_prefixed]
+    ood = {sid: {m.name: m.score(SampleEvidence(sid, originals[sid], target[(sid, 0, "text")],
+                                                 prefixed=target[(sid, 0, "prefixed-ood")]))
+                 for m in recall_methods}
+           for sid in split if (sid, 0, "prefixed-ood") in target and target[(sid, 0, "prefixed-ood")].prefix_tokens}
+    rows += _evaluate("recall_prefix", "out-of-distribution", [ood[s] for s in ood if split[s] == "member"],
+                      [ood[s] for s in ood if split[s] == "non-member"])
+    write_table(rows, STUDY_SCHEMA, output_dir / "study.parquet")
+    overlap_rows = _overlap_rows(samples, originals, split, corpus, methods_config, seed)
+    write_table(overlap_rows, OVERLAP_SCHEMA, output_dir / "prefix_overlap.parquet")
+    (output_dir / "report.md").write_text(study_report(rows, table, mutation_list, overlap_rows), encoding="utf-8")
+    log.info("study: %d rows over %d samples, %d mutations", len(rows), len(split), len(mutation_list))
+
+
+def _overlap_rows(samples: Path, originals: dict[str, str], split: dict[str, str], corpus: list[Path],
+                  methods_config: dict, seed: int) -> list[dict]:
+    if "recall" not in methods_config:
+        return []
+    params = family_params("recall", methods_config["recall"])
+    held_out = [r["sample_id"] for r in read_records(samples, ["sample_id", "fold"]) if r["fold"] == RECALL_PREFIX]
+    prefixes = {"in-distribution": [originals[s] for s in select_prefix_samples(held_out, params["n_shots"], seed)],
+                "out-of-distribution": ood_prefix_texts(corpus, params["n_shots"], seed)}
+    sides = {side: [originals[s] for s in split if split[s] == side and s in originals] for side in ("member", "non-member")}
+    return [{"prefix": name, "against": side, "n": n, "overlap": ngram_overlap(prefix, texts, n)}
+            for name, prefix in prefixes.items() for side, texts in sides.items() for n in range(1, 9)]
+
+
+def _cell(value) -> str:
+    return "–" if value is None or (isinstance(value, float) and np.isnan(value)) else f"{value:.3f}"
+
+
+def study_report(rows: list[dict], table: list[dict], mutations: list[Mutation], overlap: list[dict]) -> str:
+    """The study's Markdown: validity, then an AUC table (method x condition) per analysis."""
+    lines = ["## CodeSnitch robustness study", "", "Mutated samples that pass their tests in the sandbox "
+             "(differential validation) and, for T3, reach their target within one line; only these are scored.", "",
+             "| mutation | samples | valid | at target | scored | mean similarity |", "| --- | --- | --- | --- | --- | --- |"]
+    for m in mutations:
+        own = [r for r in table if r["mutation"] == m.name]
+        scored = [r for r in own if r["valid"] and r["reached"]]
+        similarity = [r["similarity"] for r in own if r["similarity"] is not None]
+        lines.append(f"| {m.name} | {len(own)} | {sum(r['valid'] for r in own)} | {sum(r['reached'] for r in own)} | "
+                     f"{len(scored)} | {_cell(float(np.mean(similarity)) if similarity else None)} |")
+    reasons = Counter((r["invalid_reason"] or "").split(":")[0] for r in table if not r["valid"])
+    if reasons:
+        lines += ["", "Invalid, by reason: " + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))]
+    titles = {"setting1": "Setting 1 (member-only mutation): AUC", "setting2": "Setting 2 (clone-type aware): AUC",
+              "setting3": "Setting 3 (isolated mutation): AUC", "length": "Code length (original texts): AUC",
+              "recall_prefix": "ReCaLL with an out-of-distribution prefix (originals): AUC"}
+    for analysis, title in titles.items():
+        own = [r for r in rows if r["analysis"] == analysis]
+        if not own:
+            continue
+        conditions = list(dict.fromkeys(r["condition"] for r in own))
+        methods = sorted({r["method"] for r in own})
+        cell = {(r["method"], r["condition"]): r for r in own}
+        lines += ["", f"### {title}", "", "| method | " + " | ".join(conditions) + " |",
+                  "| --- |" + " --- |" * len(conditions)]
+        lines += [f"| {m} | " + " | ".join(_cell(cell[m, c]["auc"]) if (m, c) in cell else "–" for c in conditions) + " |"
+                  for m in methods]
+        counts = {c: (cell[next(iter(methods)), c]["n_members"], cell[next(iter(methods)), c]["n_non_members"])
+                  for c in conditions if (next(iter(methods)), c) in cell}
+        lines += ["", "Texts (members / non-members): " + ", ".join(f"{c} {p}/{n}" for c, (p, n) in counts.items())]
+    if overlap:
+        lines += ["", "### ReCaLL prefix: share of its code-token n-grams found in each side", "",
+                  "| prefix | side | " + " | ".join(f"n={n}" for n in range(1, 9)) + " |", "| --- | --- |" + " --- |" * 8]
+        grouped = defaultdict(dict)
+        for r in overlap:
+            grouped[r["prefix"], r["against"]][r["n"]] = r["overlap"]
+        lines += [f"| {p} | {a} | " + " | ".join(_cell(v[n]) for n in range(1, 9)) + " |" for (p, a), v in grouped.items()]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# Users' own code
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    records = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise InputError(str(path), number, f"not JSON: {error}") from None
+        if not isinstance(record, dict) or not isinstance(record.get("code"), str) or "id" not in record:
+            raise InputError(str(path), number, "each line needs an object with `id` and `code`")
+        records.append(record)
+    return records
+
+
+def mutate_jsonl(kind: str, target: float | None, seed: int, input_path: Path, output: Path, *,
+                 lexicon: Path | None = None, limits: SandboxLimits | None = None, workers: int = 1) -> None:
+    """`python -m leaktrace mutate`: each input line's code mutated, with the achieved similarity,
+    and, where tests and an entry point are given (Python), the sandbox's verdict. Without a
+    lexicon (`lexicon.parquet` of a run), T2a offers only the curated word table's synonyms."""
+    if kind in ("T3", "hybrid") and target is None:
+        target = 0.7 if kind == "T3" else 0.8
+    mutation = Mutation(kind, target if kind in ("T3", "hybrid") else None)
+    counts = IdentifierLexicon.from_records(read_records(lexicon)).word_counts if lexicon else Counter()
+    names = NameProposer(WordAlternatives(counts), counts)
+    out, programs, originals = [], [], []
+    for record in _read_jsonl(input_path):
+        language = record.get("language", "python")
+        tests, entry_point = record.get("tests"), record.get("entry_point")
+        row = {"id": record["id"], "mutation": mutation.name, "valid": None, "invalid_reason": None}
+        try:
+            protected = reserved_names(tests) if tests else ()
+            mutated = apply_mutation(mutation, record["code"], language, entry_point,
+                                     rng_for(seed, "mutate", mutation.name, record["id"]), names=names, protected=protected)
+        except (ValueError, SyntaxError) as error:
+            out.append({**row, "code": None, "similarity": None, "reached": False, "valid": False,
+                        "invalid_reason": f"mutation: {error}"})
+            continue
+        row |= {"code": mutated.text, "similarity": mutated.similarity, "reached": mutated.reached, **mutated.details}
+        if tests and entry_point and language.lower() == "python":
+            row["_program"] = len(programs)
+            originals += [len(programs), len(programs)]
+            programs += [(record["code"], tests, entry_point), (mutated.text, tests, entry_point)]
+        out.append(row)
+    if programs:
+        verdicts = validate_variants(programs, originals, limits or SandboxLimits(), workers=workers)
+        for row in out:
+            if "_program" in row:
+                row["valid"], row["invalid_reason"] = verdicts[row.pop("_program") + 1]
+    output.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in out), encoding="utf-8")
+    log.info("%s: %d of %d mutated; %d validated, %d valid", mutation.name, sum(r["code"] is not None for r in out),
+             len(out), sum(r["valid"] is not None for r in out), sum(bool(r["valid"]) for r in out))
