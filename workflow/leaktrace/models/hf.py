@@ -319,6 +319,13 @@ class HFLanguageModel:
     def chat_many(self, conversations: Sequence[Sequence[Message]], sampling: Sampling) -> list[Completion]:
         return self._answer([self.chat_template_ids(c) for c in conversations], sampling)
 
+    @torch.inference_mode()
+    def sequence_logprobs(self, ids: Sequence[int]) -> np.ndarray:
+        """log p of each of ``ids`` after BOS and the ids before it (a server's
+        echo of a prompt and its completion, each tokenised on its own)."""
+        [(logprobs, _, _)] = self._score_sequences([[self.bos_id, *ids]], [1], [False], f"scoring {self.name}")
+        return logprobs
+
     def prompt_logprobs(self, texts: Sequence[str]) -> list[PromptLogprobs]:
         """Every token's log-probability from ``score`` (the first after BOS;
         cut to the context as there)."""

@@ -7,8 +7,7 @@ local model behind the same interface as a hosted one.
 Requests run one at a time through one model (a lock), so answers do not
 depend on what else was asked. Where OpenAI gives the first prompt token no
 log-probability, this server gives log p(token | BOS). ``logprobs`` returns
-the chosen tokens' log-probabilities only (``logprobs: 0``), computed on the
-prompt and completion tokenised together."""
+the chosen tokens' log-probabilities only (``logprobs: 0``)."""
 
 from __future__ import annotations
 
@@ -79,17 +78,16 @@ class ModelServer(ThreadingHTTPServer):
             raise RequestError(400, str(err)) from None
 
     def _token_logprobs(self, prompt: str, text: str, echo: bool) -> dict:
-        """The chosen tokens' log-probabilities of prompt + text, tokenised
-        together; ``text_offset`` counts characters of prompt + text."""
-        [scored] = self.lm.prompt_logprobs([prompt + text])
-        n_prompt = len(self.lm.encode(prompt))
-        offsets, at = [], 0
-        for token in scored.tokens:
-            offsets.append(at)
-            at += len(token)
-        keep = slice(0, None) if echo else slice(n_prompt, None)
-        return {"tokens": list(scored.tokens[keep]), "token_logprobs": list(scored.logprobs[keep]),
-                "text_offset": offsets[keep], "top_logprobs": None}
+        """The chosen tokens' log-probabilities of the prompt's and the
+        completion's tokens (each tokenised on its own, as generation saw
+        them); ``text_offset`` counts characters of prompt + text."""
+        prompt_ids, text_ids = self.lm.encode(prompt), self.lm.encode(text)
+        logprobs = self.lm.sequence_logprobs(prompt_ids + text_ids).tolist()
+        offsets = [len(self.lm.decode(prompt_ids[:k])) for k in range(len(prompt_ids))]
+        offsets += [len(prompt) + len(self.lm.decode(text_ids[:k])) for k in range(len(text_ids))]
+        tokens = [self.lm.decode([t]) for t in prompt_ids + text_ids]
+        keep = slice(0, None) if echo else slice(len(prompt_ids), None)
+        return {"tokens": tokens[keep], "token_logprobs": logprobs[keep], "text_offset": offsets[keep], "top_logprobs": None}
 
     def completions(self, body: dict) -> dict:
         prompts = _field(body, "prompt", (str, list))
