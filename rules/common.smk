@@ -139,8 +139,30 @@ def scored_model_files(wildcards):
     return files + ([adapter] if adapter else []) + model_adapter(wildcards)
 
 
+# What a job that runs a model on a GPU asks for (the profile's set-resources
+# override it per rule). A CPU job asks for nothing beyond the profile's
+# defaults. Rules whose model depends on a wildcard declare `gpu` alone:
+# Snakemake rejects a resource callable that leaves memory unset.
+GPU_JOB = {"gpu": 1, "mem_mb": 32000, "runtime": 240}
+
+
+def on_gpu(spec):
+    """Whether a model spec (base_model, an audit model, an `llm` role) runs
+    on a GPU: a CUDA device, or the vLLM backend, which needs one."""
+    return spec.get("backend") == "vllm" or str(spec.get("device", "cpu")).startswith("cuda")
+
+
+def gpu_resources(spec):
+    return GPU_JOB if on_gpu(spec) else {"gpu": 0}
+
+
 def uses_gpu(wildcards):
-    return 1 if _model_config(wildcards.model)[0]["device"].startswith("cuda") else 0
+    return 1 if on_gpu(_model_config(wildcards.model)[0]) else 0
+
+
+def leakage_judge_gpu(wildcards):
+    judge = config["leakage"]["scans"][wildcards.scan].get("judge", {})
+    return 1 if judge.get("model") and on_gpu(judge) else 0
 
 
 def audit_model(name):

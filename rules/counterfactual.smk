@@ -18,7 +18,7 @@ rule counterfactual:
     conda:
         CONDA_ENV
     resources:
-        gpu=1 if config["base_model"]["device"].startswith("cuda") else 0,
+        **gpu_resources(config["base_model"]),
     shell:
         "{LEAKTRACE} counterfactual --samples {input.samples} --functions {input.functions} --model {params.model:q}"
         " --adapter {input.adapter} --settings {params.settings:q}"

@@ -376,3 +376,22 @@ def test_recorded_vllm_signatures_are_those_of_the_wheel():
     wheel = Path(os.environ["LEAKTRACE_VLLM_WHEEL"])
     assert wheel.name == VLLM["wheel"]
     assert read_wheel(wheel) == {k: v for k, v in VLLM.items() if k not in ("version", "wheel", "sha256")}
+
+
+def test_the_schema_takes_a_model_spec_per_role_and_never_a_key():
+    import yaml
+    from snakemake.utils import validate
+
+    schema = str(ROOT / "config" / "schema.yaml")
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    validate(config, schema, set_default=True)
+    assert config["llm"] == {"cache": True, "generator": None, "judge": None, "variant_llm": None}
+    config["llm"]["judge"] = {"backend": "openai", "model": "qwen", "openai": {"base_url": "http://127.0.0.1:8000/v1",
+                                                                               "api_key_env": "JUDGE_KEY"}}
+    config["llm"]["generator"] = {"backend": "vllm", "vllm": {"tensor_parallel_size": 2, "gpu_memory_utilization": 0.8}}
+    validate(config, schema, set_default=True)
+    for bad in [{"backend": "openai", "model": "qwen"},  # no base_url
+                {"backend": "openai", "model": "q", "openai": {"base_url": "http://h/v1", "api_key": "sk-123"}},
+                {"backend": "tgi", "model": "m"}, {"backend": "vllm", "vllm": {"gpu_memory_utilization": 1.5}}]:
+        with pytest.raises(Exception, match="not valid|Error validating"):
+            validate({**config, "llm": {"judge": bad}}, schema, set_default=True)
