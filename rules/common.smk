@@ -3,6 +3,7 @@
 
 import json
 import re
+import shlex
 import sys
 
 from snakemake.utils import validate
@@ -148,8 +149,10 @@ GPU_JOB = {"gpu": 1, "mem_mb": 32000, "runtime": 240}
 
 def on_gpu(spec):
     """Whether a model spec (base_model, an audit model, an `llm` role) runs
-    on a GPU: a CUDA device, or the vLLM backend, which needs one."""
-    return spec.get("backend") == "vllm" or str(spec.get("device", "cpu")).startswith("cuda")
+    on a GPU here: the vLLM backend, or a CUDA device, unless it is served
+    elsewhere (the openai backend)."""
+    backend = spec.get("backend") or "transformers"
+    return backend == "vllm" or backend == "transformers" and str(spec.get("device") or "cpu").startswith("cuda")
 
 
 def gpu_resources(spec):
@@ -158,6 +161,25 @@ def gpu_resources(spec):
 
 def uses_gpu(wildcards):
     return 1 if on_gpu(_model_config(wildcards.model)[0]) else 0
+
+
+# The `llm.generator` role: the backend the generating stages (counterfactual,
+# SrDetection black-box) run the testbed's models through; null: transformers.
+GENERATOR = config["llm"]["generator"]
+
+
+def generator_args():
+    """The generating stages' --generator and --cache-dir options (none for the default)."""
+    if GENERATOR is None:
+        return ""
+    cache = f" --cache-dir {RESULTS}/cache" if config["llm"]["cache"] else ""
+    return f"--generator {shlex.quote(json.dumps(GENERATOR, sort_keys=True))}{cache}"
+
+
+def generator_gpu(wildcards):
+    if GENERATOR is None:
+        return uses_gpu(wildcards)
+    return 1 if on_gpu({**_model_config(wildcards.model)[0], **GENERATOR}) else 0
 
 
 def leakage_judge_gpu(wildcards):

@@ -10,6 +10,7 @@ rule counterfactual:
     params:
         settings=settings("counterfactual"),
         model=model_settings(),
+        generator=generator_args(),
     log:
         f"{RESULTS}/logs/counterfactual/{{benchmark}}.log",
     benchmark:
@@ -18,8 +19,8 @@ rule counterfactual:
     conda:
         CONDA_ENV
     resources:
-        **gpu_resources(config["base_model"]),
+        **gpu_resources({**config["base_model"], **(GENERATOR or {})}),
     shell:
         "{LEAKTRACE} counterfactual --samples {input.samples} --functions {input.functions} --model {params.model:q}"
-        " --adapter {input.adapter} --settings {params.settings:q}"
+        " --adapter {input.adapter} --settings {params.settings:q} {params.generator}"
         " --generations {output.generations} --similarity {output.similarity} 2> {log}"

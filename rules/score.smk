@@ -150,6 +150,7 @@ rule blackbox_generations:
         batch=settings("score", "tokens"),
         model=scored_model_settings,
         adapter=adapter_args,
+        generator=generator_args(),
     log:
         f"{RESULTS}/logs/blackbox_generations/{{benchmark}}/{{model}}.log",
     benchmark:
@@ -158,9 +159,9 @@ rule blackbox_generations:
     conda:
         CONDA_ENV
     resources:
-        gpu=uses_gpu,
+        gpu=generator_gpu,
     shell:
-        "{LEAKTRACE} blackbox --variants {input.variants} --model {params.model:q} {params.adapter}"
+        "{LEAKTRACE} blackbox --variants {input.variants} --model {params.model:q} {params.adapter} {params.generator}"
         " --settings {params.settings:q} --batch {params.batch:q} --output {output} 2> {log}"
 
 

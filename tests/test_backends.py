@@ -395,3 +395,39 @@ def test_the_schema_takes_a_model_spec_per_role_and_never_a_key():
                 {"backend": "tgi", "model": "m"}, {"backend": "vllm", "vllm": {"gpu_memory_utilization": 1.5}}]:
         with pytest.raises(Exception, match="not valid|Error validating"):
             validate({**config, "llm": {"judge": bad}}, schema, set_default=True)
+
+
+def test_generating_stages_run_through_the_generator_role_and_match_transformers(lm, served, tmp_path):
+    from leaktrace.detect.srdetection_blackbox import continuation_overlaps
+    from leaktrace.stages.score import generation_model
+
+    base = {"path": TINY, "dtype": "float32", "device": "cpu", "max_length": 256}
+    assert isinstance(generation_model(base, None, {"batch_size": 4}, None, None, "t"), HFLanguageModel)  # the default
+    role = {"backend": "openai", "model": "tiny", "openai": {"base_url": served.url}}
+    texts = [("a", 0, "def add(a, b):\n    return a + b\n"), ("b", 0, "def is_even(n):\n    return n % 2 == 0\n")]
+    direct = continuation_overlaps(lm, texts, prefix_fraction=0.5, ngram=2, max_new_tokens=6)
+    remote = generation_model(base, None, {"batch_size": 4}, role, tmp_path, "black-box")
+    assert continuation_overlaps(remote, texts, prefix_fraction=0.5, ngram=2, max_new_tokens=6) == direct
+    again = generation_model(base, None, {"batch_size": 4}, role, tmp_path, "black-box")
+    assert continuation_overlaps(again, texts, prefix_fraction=0.5, ngram=2, max_new_tokens=6) == direct
+    assert again.model.counts == {"cached": 2}
+    with pytest.raises(BackendError, match="adapters"):  # a served model has no adapter to put on
+        generation_model(base, "some/adapter", {"batch_size": 4}, role, tmp_path, "counterfactual (target)")
+    assert remote._cut("abcdef", lambda text: "c" in text) == lm.decode(lm.encode("abcdef")[:next(
+        k for k in range(1, 7) if "c" in lm.decode(lm.encode("abcdef")[:k]))])
+
+
+def test_vllm_roles_share_one_engine_across_adapters(tmp_path, monkeypatch):
+    import leaktrace.models.select as select
+    import leaktrace.models.vllm_engine as vllm_engine
+
+    monkeypatch.setattr(select, "_VLLM_ENGINES", {})
+    monkeypatch.setattr(vllm_engine, "vllm_api", lambda: VLLMApi(_LLM, _SamplingParams, _LoRARequest))
+    _StandIn.calls.clear()
+    (tmp_path / "e1").mkdir()
+    (tmp_path / "e3").mkdir()
+    role = {"backend": "vllm", "model": "org/base", "vllm": {"enable_lora": True, "gpu_memory_utilization": 0.7}}
+    answers = [open_model({**role, "adapter": a}, {Capability.GENERATE}, "t", None).complete(["p"], GREEDY)[0].text
+               for a in (str(tmp_path / "e1"), None, str(tmp_path / "e3"))]
+    assert answers == ["p/12/1", "p/12/0", "p/12/2"]
+    assert sum(c[0] == "LLM.__init__" for c in _StandIn.calls) == 1

@@ -187,14 +187,19 @@ def _token_counts(a):
     count_corpus_tokens(a.corpus, a.model, a.output)
 
 
+GENERATOR = (("--generator",), {"type": _json, "default": None, "help": "the llm.generator role as JSON (null: transformers)"})
+CACHE_DIR = path("--cache-dir", required=False)
+
+
 @command("blackbox")
 @_args(path("--variants"), MODEL, ADAPTER, SETTINGS,
        (("--batch",), {"type": _json, "required": True, "help": "the score.tokens slice (batch size, max length)"}),
-       path("--output"))
+       GENERATOR, CACHE_DIR, path("--output"))
 def _blackbox(a):
     from leaktrace.stages.score import blackbox_generations
 
-    blackbox_generations(a.variants, a.model, _adapter(a), a.settings, a.batch, a.output)
+    blackbox_generations(a.variants, a.model, _adapter(a), a.settings, a.batch, a.output, generator=a.generator,
+                         cache_dir=a.cache_dir)
 
 
 @command("scores")
@@ -226,11 +231,13 @@ def _audit(a):
 
 
 @command("counterfactual")
-@_args(path("--samples"), path("--functions"), MODEL, path("--adapter"), SETTINGS, path("--generations"), path("--similarity"))
+@_args(path("--samples"), path("--functions"), MODEL, path("--adapter"), SETTINGS, GENERATOR, CACHE_DIR,
+       path("--generations"), path("--similarity"))
 def _counterfactual(a):
     from leaktrace.stages.counterfactual import counterfactual
 
-    counterfactual(a.samples, a.functions, a.model, str(a.adapter), a.settings, a.generations, a.similarity)
+    counterfactual(a.samples, a.functions, a.model, str(a.adapter), a.settings, a.generations, a.similarity,
+                   generator=a.generator, cache_dir=a.cache_dir)
 
 
 @command("aggregate")

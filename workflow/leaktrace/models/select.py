@@ -63,6 +63,12 @@ def select_backend(candidates: Sequence[dict], needs: Iterable[Capability], purp
                        f"Backends that can: {', '.join(able) or 'none'}")
 
 
+# One vLLM engine per base model and engine settings in a process: a stage
+# that runs several adapters of one base (the testbed's target and its
+# reference) runs them on one engine through LoRA requests.
+_VLLM_ENGINES: dict = {}
+
+
 def _construct(role: dict):
     """The backend itself (loads the model or opens the engine)."""
     spec = spec_from_config(role)
@@ -73,7 +79,12 @@ def _construct(role: dict):
     if role["backend"] == "vllm":
         from leaktrace.models.vllm_engine import VLLMModel, VLLMSettings
 
-        return VLLMModel(spec, VLLMSettings.from_config(role.get("vllm", {})))
+        settings = VLLMSettings.from_config(role.get("vllm", {}))
+        key = (spec.name_or_path, spec.revision, spec.dtype, settings)
+        if key not in _VLLM_ENGINES:
+            _VLLM_ENGINES[key] = VLLMModel(spec, settings)
+            return _VLLM_ENGINES[key]
+        return _VLLM_ENGINES[key].with_adapter(spec.adapter)
     from leaktrace.models.openai_http import OpenAIModel, OpenAISettings
 
     if "openai" not in role:
@@ -81,10 +92,12 @@ def _construct(role: dict):
     return OpenAIModel(spec, OpenAISettings.from_config(role["openai"]))
 
 
-def open_model(role: dict, needs: Iterable[Capability], purpose: str, cache_dir: Path) -> CachedModel:
-    """The role's model behind the response cache under ``cache_dir``; the
-    backend is loaded on the first call the cache cannot answer."""
+def open_model(role: dict, needs: Iterable[Capability], purpose: str, cache_dir: Path | None):
+    """The role's model, behind the response cache under ``cache_dir`` (the
+    backend is loaded on the first call the cache cannot answer), or the
+    backend itself when ``cache_dir`` is None."""
     role = select_backend([role], needs, purpose)
+    if cache_dir is None:
+        return _construct(role)
     return CachedModel(spec_from_config(role), backend_capabilities(role), lambda: _construct(role),
                        ResponseCache(cache_dir), batch_size=role.get("batch_size", 16))
-
