@@ -211,10 +211,3 @@ class TextModel(Protocol):
     def prompt_logprobs(self, texts: Sequence[str]) -> list[PromptLogprobs]:
         """Log-probabilities of the tokens of each text (``Capability.PROMPT_LOGPROBS``)."""
 
-
-def chat_once(model: TextModel, messages: Sequence[Message], *, max_new_tokens: int) -> str:
-    """A greedy reply to one conversation, or a ``RuntimeError`` naming the cause."""
-    [reply] = model.chat_many([messages], Sampling(max_new_tokens=max_new_tokens))
-    if not reply.ok:
-        raise RuntimeError(f"{model.name}: {reply.error}")
-    return reply.text
