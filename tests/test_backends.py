@@ -244,6 +244,19 @@ def test_cache_never_asks_twice_and_a_killed_job_loses_one_batch(tmp_path):
     assert failing.prompt_logprobs(["x"]) == failing.prompt_logprobs(["x"]) == [PromptLogprobs(("a",), (-1.5,))]
 
 
+def test_cache_writers_of_one_key_at_once_leave_whole_files(tmp_path):
+    prompts = [f"p{i}" for i in range(40)]
+    models = [_cached(tmp_path, _Counting(), batch_size=5)[0] for _ in range(4)]
+    threads = [threading.Thread(target=m.complete, args=(prompts, GREEDY)) for m in models]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    files = list(tmp_path.rglob("*"))
+    assert not [f for f in files if f.name.startswith(".tmp-")]
+    assert sorted(json.loads(f.read_text())["response"]["text"] for f in files if f.is_file()) == sorted(f"{p}|12" for p in prompts)
+
+
 def test_cache_key_follows_the_adapter_contents(tmp_path):
     adapter = tmp_path / "adapter"
     adapter.mkdir()

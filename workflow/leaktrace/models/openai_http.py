@@ -95,23 +95,26 @@ class OpenAIModel:
         return body
 
     def _post(self, path: str, payload: dict, parse: Callable[[dict], object]):
-        """``parse`` of the answer, retried with backoff; the outcome is counted."""
-        for attempt in range(self.settings.max_retries + 1):
+        """``parse`` of the answer, retried with backoff, or the last
+        ``_Failure``; the outcome is counted."""
+        attempt = 0
+        while True:
             try:
                 body = self._post_once(path, payload)
                 try:
                     result = parse(body)
                 except (KeyError, IndexError, TypeError, ValueError) as err:
                     raise _Failure(f"bad_response: {type(err).__name__}: {err}", False) from None
-                self._count("ok")
-                return result
             except _Failure as failure:
-                if not failure.retry or attempt == self.settings.max_retries:
-                    self._count(failure.cause.split(":", 1)[0])
-                    log.warning("%s %s failed after %d attempt(s): %s", self.name, path, attempt + 1, failure.cause)
-                    return failure
-                self._sleep(self.settings.backoff_s * 2**attempt)
-        raise AssertionError("unreachable")
+                if failure.retry and attempt < self.settings.max_retries:
+                    self._sleep(self.settings.backoff_s * 2**attempt)
+                    attempt += 1
+                    continue
+                self._count(failure.cause.split(":", 1)[0])
+                log.warning("%s %s failed after %d attempt(s): %s", self.name, path, attempt + 1, failure.cause)
+                return failure
+            self._count("ok")
+            return result
 
     def _count(self, outcome: str) -> None:
         with self._lock:
