@@ -140,51 +140,8 @@ def scored_model_files(wildcards):
     return files + ([adapter] if adapter else []) + model_adapter(wildcards)
 
 
-# What a job that runs a model on a GPU asks for (the profile's set-resources
-# override it per rule). A CPU job asks for nothing beyond the profile's
-# defaults. Rules whose model depends on a wildcard declare `gpu` alone:
-# Snakemake rejects a resource callable that leaves memory unset.
-GPU_JOB = {"gpu": 1, "mem_mb": 32000, "runtime": 240}
-
-
-def on_gpu(spec):
-    """Whether a model spec (base_model, an audit model, an `llm` role) runs
-    on a GPU here: the vLLM backend, or a CUDA device, unless it is served
-    elsewhere (the openai backend)."""
-    backend = spec.get("backend") or "transformers"
-    return backend == "vllm" or backend == "transformers" and str(spec.get("device") or "cpu").startswith("cuda")
-
-
-def gpu_resources(spec):
-    return GPU_JOB if on_gpu(spec) else {"gpu": 0}
-
-
 def uses_gpu(wildcards):
-    return 1 if on_gpu(_model_config(wildcards.model)[0]) else 0
-
-
-# The `llm.generator` role: the backend the generating stages (counterfactual,
-# SrDetection black-box) run the testbed's models through; null: transformers.
-GENERATOR = config["llm"]["generator"]
-
-
-def generator_args():
-    """The generating stages' --generator and --cache-dir options (none for the default)."""
-    if GENERATOR is None:
-        return ""
-    cache = f" --cache-dir {RESULTS}/cache" if config["llm"]["cache"] else ""
-    return f"--generator {shlex.quote(json.dumps(GENERATOR, sort_keys=True))}{cache}"
-
-
-def generator_gpu(wildcards):
-    if GENERATOR is None:
-        return uses_gpu(wildcards)
-    return 1 if on_gpu({**_model_config(wildcards.model)[0], **GENERATOR}) else 0
-
-
-def leakage_judge_gpu(wildcards):
-    judge = config["leakage"]["scans"][wildcards.scan].get("judge", {})
-    return 1 if judge.get("model") and on_gpu(judge) else 0
+    return 1 if _model_config(wildcards.model)[0]["device"].startswith("cuda") else 0
 
 
 def audit_model(name):
@@ -287,3 +244,36 @@ def adapter_args(wildcards):
     model with an adapter)."""
     adapters = model_adapter(wildcards) + [a for a in [_model_config(wildcards.model)[1]] if a]
     return " ".join(f"--adapter {path}" for path in adapters)
+
+
+# --- LLM backends (models/select.py): which jobs run a model on a GPU, and the
+# `llm.generator` role the generating stages (counterfactual, SrDetection
+# black-box) run the testbed's models through (null: transformers).
+GENERATOR = config["llm"]["generator"]
+
+
+def on_gpu(spec):
+    """Whether a model spec (base_model, an audit model, an `llm` role) runs
+    on a GPU here: the vLLM backend, or a CUDA device, unless it is served
+    elsewhere (the openai backend)."""
+    backend = spec.get("backend") or "transformers"
+    return backend == "vllm" or backend == "transformers" and str(spec.get("device") or "cpu").startswith("cuda")
+
+
+def generator_args():
+    """The generating stages' --generator and --cache-dir options (none for the default)."""
+    if GENERATOR is None:
+        return ""
+    cache = f" --cache-dir {RESULTS}/cache" if config["llm"]["cache"] else ""
+    return f"--generator {shlex.quote(json.dumps(GENERATOR, sort_keys=True))}{cache}"
+
+
+def generator_gpu(wildcards):
+    """`gpu` of a generating job: its model's device, or the generator role's backend."""
+    spec = _model_config(wildcards.model)[0] if hasattr(wildcards, "model") else config["base_model"]
+    return 1 if on_gpu({**spec, **(GENERATOR or {})}) else 0
+
+
+def leakage_judge_gpu(wildcards):
+    judge = config["leakage"]["scans"][wildcards.scan].get("judge", {})
+    return 1 if judge.get("model") and on_gpu(judge) else 0

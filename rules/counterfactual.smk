@@ -19,7 +19,7 @@ rule counterfactual:
     conda:
         CONDA_ENV
     resources:
-        **gpu_resources({**config["base_model"], **(GENERATOR or {})}),
+        gpu=generator_gpu,
     shell:
         "{LEAKTRACE} counterfactual --samples {input.samples} --functions {input.functions} --model {params.model:q}"
         " --adapter {input.adapter} --settings {params.settings:q} {params.generator}"

@@ -48,7 +48,8 @@ rule train_lora:
     conda:
         CONDA_ENV
     resources:
-        **{"runtime": 120, **gpu_resources(config["base_model"])},
+        gpu=1 if config["base_model"]["device"].startswith("cuda") else 0,
+        runtime=120,
     shell:
         "{LEAKTRACE} train --mix {input.mix} --model {params.model:q} --settings {params.settings:q} --seed {params.seed}"
         " --adapters {output.adapters} --log {output.training_log} 2> {log}"
@@ -76,7 +77,7 @@ rule select_learning_rate:
     conda:
         CONDA_ENV
     resources:
-        **gpu_resources(config["base_model"]),
+        gpu=1 if config["base_model"]["device"].startswith("cuda") else 0,
     shell:
         "{LEAKTRACE} select-lr --mix {input.mix} --text {input.text} --model {params.model:q} --settings {params.settings:q}"
         " --seed {params.seed} --output {output} 2> {log}"
