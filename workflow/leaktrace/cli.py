@@ -240,6 +240,29 @@ def _counterfactual(a):
                    generator=a.generator, cache_dir=a.cache_dir)
 
 
+@command("serve")
+@_args((("model",), {"help": "a local model directory or hub id"}), (("--adapter",), {"help": "a PEFT adapter directory"}),
+       (("--revision",), {}), (("--dtype",), {"default": "float32"}), (("--device",), {"default": "cpu"}),
+       (("--name",), {"help": "the model name clients ask for (default: MODEL)"}),
+       (("--host",), {"default": "127.0.0.1", "help": "loopback only unless --allow-remote"}),
+       (("--port",), {"type": int, "default": 8000, "help": "0: any free port (the log says which)"}),
+       (("--allow-remote",), {"action": "store_true"}),
+       (("--chat-template",), {"type": Path, "help": "a Jinja chat template for a tokenizer without one"}),
+       (("--api-key-env",), {"help": "require the key held by this environment variable"}),
+       (("--max-length",), {"type": int, "help": "cap on tokens per sequence"}))
+def _serve(a):
+    from leaktrace.models.backend import ModelSpec
+    from leaktrace.models.serve import serve
+
+    spec = ModelSpec(a.model, adapter=a.adapter, dtype=a.dtype, device=a.device, revision=a.revision)
+    try:
+        serve(spec, name=a.name, host=a.host, port=a.port, allow_remote=a.allow_remote,
+              chat_template=a.chat_template.read_text(encoding="utf-8") if a.chat_template else None,
+              api_key_env=a.api_key_env, max_length=a.max_length)
+    except ValueError as err:
+        raise InputError("serve", None, str(err)) from None
+
+
 @command("aggregate")
 @_args(
     path("--samples"),
@@ -308,29 +331,6 @@ def _leakage_gather(a):
     from leaktrace.stages.leakage import gather
 
     gather(a.index, a.benchmark, a.pairs, a.accounting, _scan_settings(a), a.samples, a.output_dir)
-
-
-@command("serve")
-@_args((("model",), {"help": "a local model directory or hub id"}), (("--adapter",), {"help": "a PEFT adapter directory"}),
-       (("--revision",), {}), (("--dtype",), {"default": "float32"}), (("--device",), {"default": "cpu"}),
-       (("--name",), {"help": "the model name clients ask for (default: MODEL)"}),
-       (("--host",), {"default": "127.0.0.1", "help": "loopback only unless --allow-remote"}),
-       (("--port",), {"type": int, "default": 8000, "help": "0: any free port (the log says which)"}),
-       (("--allow-remote",), {"action": "store_true"}),
-       (("--chat-template",), {"type": Path, "help": "a Jinja chat template for a tokenizer without one"}),
-       (("--api-key-env",), {"help": "require the key held by this environment variable"}),
-       (("--max-length",), {"type": int, "help": "cap on tokens per sequence"}))
-def _serve(a):
-    from leaktrace.models.backend import ModelSpec
-    from leaktrace.models.serve import serve
-
-    spec = ModelSpec(a.model, adapter=a.adapter, dtype=a.dtype, device=a.device, revision=a.revision)
-    try:
-        serve(spec, name=a.name, host=a.host, port=a.port, allow_remote=a.allow_remote,
-              chat_template=a.chat_template.read_text(encoding="utf-8") if a.chat_template else None,
-              api_key_env=a.api_key_env, max_length=a.max_length)
-    except ValueError as err:
-        raise InputError("serve", None, str(err)) from None
 
 
 def main(argv: list[str] | None = None) -> int:
