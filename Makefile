@@ -7,6 +7,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 CORES ?= 2
 CONFIG ?= config/config.yaml
+# Extra snakemake flags for every target, e.g. SNAKEMAKE_FLAGS=--dry-run (the README test uses it).
+SNAKEMAKE_FLAGS ?=
 
 .PHONY: run test test-all dry-run base-model reference-model select-lr report clean
 
@@ -18,29 +20,29 @@ $(STAMP): pyproject.toml requirements.lock
 	touch $(STAMP)
 
 run: $(STAMP)  ## the whole pipeline on the embedded default config
-	$(VENV)/bin/snakemake --cores $(CORES) --configfile $(CONFIG)
+	$(VENV)/bin/snakemake $(SNAKEMAKE_FLAGS) --cores $(CORES) --configfile $(CONFIG)
 	@echo "Tables and plots: results/$$($(PY) -c "import yaml;print(yaml.safe_load(open('$(CONFIG)')).get('run','default'))")/aggregate/"
 
 test: $(STAMP)  ## unit, stage, DAG and micro end-to-end tests (what CI runs)
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -m "not slow and not cluster"
 
 test-all: $(STAMP)  ## everything, including the full default run
 	$(PY) -m pytest
 
 dry-run: $(STAMP)
-	$(VENV)/bin/snakemake -n --cores $(CORES) --configfile $(CONFIG)
+	$(VENV)/bin/snakemake $(SNAKEMAKE_FLAGS) -n --cores $(CORES) --configfile $(CONFIG)
 
 base-model: $(STAMP)  ## rebuild the shipped base model under resources/models/
-	$(VENV)/bin/snakemake pretrain_base_model --forcerun pretrain_base_model --cores $(CORES) --configfile $(CONFIG)
+	$(VENV)/bin/snakemake $(SNAKEMAKE_FLAGS) pretrain_base_model --forcerun pretrain_base_model --cores $(CORES) --configfile $(CONFIG)
 
 reference-model: $(STAMP)  ## rebuild Ref's shipped reference model under resources/models/
-	$(VENV)/bin/snakemake pretrain_reference_model --forcerun pretrain_reference_model --cores $(CORES) --configfile $(CONFIG)
+	$(VENV)/bin/snakemake $(SNAKEMAKE_FLAGS) pretrain_reference_model --forcerun pretrain_reference_model --cores $(CORES) --configfile $(CONFIG)
 
 select-lr: $(STAMP)  ## the LoRA learning rate by the rule in config.yaml (no detector, no membership label)
-	$(VENV)/bin/snakemake learning_rate_selection --cores $(CORES) --configfile $(CONFIG)
+	$(VENV)/bin/snakemake $(SNAKEMAKE_FLAGS) learning_rate_selection --cores $(CORES) --configfile $(CONFIG)
 
 report: $(STAMP)
-	$(VENV)/bin/snakemake --cores $(CORES) --configfile $(CONFIG) --report results/report.html
+	$(VENV)/bin/snakemake $(SNAKEMAKE_FLAGS) --cores $(CORES) --configfile $(CONFIG) --report results/report.html
 
 clean:
 	rm -rf results .snakemake

@@ -5,6 +5,7 @@ configfile: "config/config.yaml"
 
 
 include: "rules/common.smk"
+include: "rules/cluster.smk"
 include: "rules/ingest.smk"
 include: "rules/pretrain.smk"
 include: "rules/variants.smk"
@@ -15,6 +16,7 @@ include: "rules/counterfactual.smk"
 include: "rules/aggregate.smk"
 include: "rules/leakage.smk"
 include: "rules/audit.smk"
+include: "rules/contamination.smk"
 
 
 report: "report/workflow.rst"

@@ -1,7 +1,7 @@
 def aggregate_inputs(wildcards):
     score_dir = f"{RESULTS}/score/{wildcards.benchmark}"
     return {
-        "fragments": leakage_fragments(wildcards.benchmark),
+        "fragments": leakage_fragments(wildcards.benchmark) + contamination_fragments(wildcards.benchmark),
         "samples": f"{RESULTS}/filter/{wildcards.benchmark}.samples.parquet",
         "scores": [f"{score_dir}/{m}/scores.parquet" for m in MODELS],
         "tokens": [f"{score_dir}/{m}/tokens.parquet" for m in MODELS],
@@ -37,6 +37,8 @@ rule aggregate:
         counterfactual=f"{RESULTS}/aggregate/{{benchmark}}/counterfactual.parquet",
         report_md=report(f"{RESULTS}/aggregate/{{benchmark}}/report.md", caption="../report/tables.rst", category="Tables"),
         roc=report(f"{RESULTS}/aggregate/{{benchmark}}/roc.png", caption="../report/roc.rst", category="Detection"),
+        roc_reference=report(f"{RESULTS}/aggregate/{{benchmark}}/roc_reference.png", caption="../report/roc_reference.rst",
+                             category="Detection"),
         scatter=report(f"{RESULTS}/aggregate/{{benchmark}}/delta_vs_bleu.png", caption="../report/delta_vs_bleu.rst", category="Counterfactual"),
     params:
         settings=aggregate_settings(),

@@ -8,10 +8,15 @@ import sys
 
 from snakemake.utils import validate
 
+from leaktrace.configuration import drop_removed_entries
 from leaktrace.models.backend import is_hub_id
 from leaktrace.seeding import derive_seed
 
 
+# A --configfile's `null` entry removes the default's entry of a named
+# collection (benchmarks, corpora, score.methods, leakage.scans, leakage.clean):
+# see leaktrace/configuration.py.
+drop_removed_entries(config)
 validate(config, schema="../config/schema.yaml", set_default=True)
 
 RESULTS = f"results/{config['run']}"
@@ -19,7 +24,11 @@ RESULTS = f"results/{config['run']}"
 # project's virtual environment), or with the rule's conda environment under
 # `--sdm conda`.
 USE_CONDA = any("conda" in str(m).lower() for m in workflow.deployment_settings.deployment_method)
-LEAKTRACE = "python -m leaktrace" if USE_CONDA else f"{sys.executable} -m leaktrace"
+LEAKTRACE_ONLINE = "python -m leaktrace" if USE_CONDA else f"{sys.executable} -m leaktrace"
+# Jobs never reach the hub: hub models are fetched once (rules/cluster.smk,
+# fetch_hub_model) and read from their local copy; only the fetch and the
+# leakage rules, which may stream a hub dataset or ask a hub judge, go online.
+LEAKTRACE = f"HF_HUB_OFFLINE=1 {LEAKTRACE_ONLINE}"
 CONDA_ENV = "../envs/leaktrace.yaml"
 BENCHMARKS = list(config["benchmarks"])
 CORPORA = list(config["corpora"])
@@ -47,13 +56,24 @@ AUDIT_MODELS = {m["name"]: {k: v for k, v in m.items() if k != "name"} for m in 
 if len(AUDIT_MODELS) != len(config["audit"]["models"]):
     raise ValueError("audit.models: every entry needs a name of its own")
 AUDIT_OWN = {f"audit-{name}": spec for name, spec in AUDIT_MODELS.items() if "path" in spec}
-BASE_MODEL = config["base_model"]["path"]
+# Hub models are fetched once into this cache (rules/cluster.smk); every rule
+# loads the local copy.
+HUB_CACHE = config["cluster"]["hub_cache"]
+
+
+def fetched(path):
+    """A model's local directory: a hub id's copy in HUB_CACHE, else the path."""
+    return f"{HUB_CACHE}/{path.replace('/', '--')}" if path and is_hub_id(path) else path
+
+
+AUDIT_OWN = {name: {**spec, "path": fetched(spec["path"])} for name, spec in AUDIT_OWN.items()}
+BASE_MODEL = fetched(config["base_model"]["path"])
 # The shipped reference model (a smaller model trained by the pipeline), if any.
-REFERENCE_MODEL = config["reference_model"]["path"]
+REFERENCE_MODEL = fetched(config["reference_model"]["path"])
 # Ref's reference model, scored as `ref-model`: the configured one, else the
 # shipped reference model. `ref_oracle` uses the target's own base model.
 REF_SETTINGS = config["score"]["methods"].get("ref")
-REF_MODEL = REF_SETTINGS and (REF_SETTINGS["model"] or REFERENCE_MODEL)
+REF_MODEL = REF_SETTINGS and fetched(REF_SETTINGS["model"] or REFERENCE_MODEL)
 if REF_SETTINGS and not REF_MODEL and not REF_SETTINGS["oracle"]:
     raise ValueError("score.methods.ref needs a reference: set ref.model or reference_model.path, or ref.oracle: true")
 
@@ -91,7 +111,7 @@ def settings_without(keys, *drop):
     return json.dumps({k: v for k, v in _config_slice(keys).items() if k not in drop}, sort_keys=True)
 
 
-BASE_MODEL_CONFIG = {k: config["base_model"][k] for k in ("path", "dtype", "device", "max_length")}
+BASE_MODEL_CONFIG = {**{k: config["base_model"][k] for k in ("path", "dtype", "device", "max_length")}, "path": BASE_MODEL}
 
 
 def model_settings():
@@ -122,10 +142,17 @@ def local_model_files(path):
     return [f"{path}/config.json"]
 
 
+def _fetched_files(path):
+    """A fetched hub model's files as rule input: the fetch rule's marker."""
+    return [f"{path}/config.json"] if path.startswith(f"{HUB_CACHE}/") else None
+
+
 def shipped_model_files(path):
     """The files of a model the pipeline pretrains itself (base or reference)."""
     if is_hub_id(path):
         return []
+    if _fetched_files(path) is not None:
+        return _fetched_files(path)
     return [f"{path}/config.json", f"{path}/model.safetensors", f"{path}/tokenizer.json"]
 
 
@@ -138,10 +165,6 @@ def scored_model_files(wildcards):
     else:
         files = local_model_files(spec["path"])
     return files + ([adapter] if adapter else []) + model_adapter(wildcards)
-
-
-def uses_gpu(wildcards):
-    return 1 if _model_config(wildcards.model)[0]["device"].startswith("cuda") else 0
 
 
 def audit_model(name):
@@ -266,12 +289,6 @@ def generator_args():
         return ""
     cache = f" --cache-dir {RESULTS}/cache" if config["llm"]["cache"] else ""
     return f"--generator {shlex.quote(json.dumps(GENERATOR, sort_keys=True))}{cache}"
-
-
-def generator_gpu(wildcards):
-    """`gpu` of a generating job: its model's device, or the generator role's backend."""
-    spec = _model_config(wildcards.model)[0] if hasattr(wildcards, "model") else config["base_model"]
-    return 1 if on_gpu({**spec, **(GENERATOR or {})}) else 0
 
 
 def leakage_judge_gpu(wildcards):

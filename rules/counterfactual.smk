@@ -19,7 +19,8 @@ rule counterfactual:
     conda:
         CONDA_ENV
     resources:
-        gpu=generator_gpu,
+        **model_job("forward", batch_size=config["counterfactual"]["batch_size"],
+                    generate=config["counterfactual"]["max_new_tokens"], generator=GENERATOR),
     shell:
         "{LEAKTRACE} counterfactual --samples {input.samples} --functions {input.functions} --model {params.model:q}"
         " --adapter {input.adapter} --settings {params.settings:q} {params.generator}"

@@ -121,10 +121,12 @@ rule leakage_scan:
     benchmark:
         f"{RESULTS}/benchmarks/leakage_scan/{{scan}}-{{part}}.tsv"
     threads: 1
+    resources:
+        **cpu_job(),
     conda:
         CONDA_ENV
     shell:
-        "{LEAKTRACE} leakage-scan --scan {wildcards.scan} --index {input.index} --benchmark {input.benchmark}"
+        "{LEAKTRACE_ONLINE} leakage-scan --scan {wildcards.scan} --index {input.index} --benchmark {input.benchmark}"
         " --settings {params.settings:q} --part {wildcards.part} --parts {params.parts} --input {input.source}"
         " --pairs {output.pairs} --accounting {output.accounting} 2> {log}"
 
@@ -148,7 +150,7 @@ rule leakage_gather:
     resources:
         gpu=leakage_judge_gpu,
     shell:
-        "{LEAKTRACE} leakage-gather --scan {wildcards.scan} --index {input.index} --benchmark {input.benchmark}"
+        "{LEAKTRACE_ONLINE} leakage-gather --scan {wildcards.scan} --index {input.index} --benchmark {input.benchmark}"
         " --pairs {input.pairs} --accounting {input.accounting} --settings {params.settings:q} {params.samples}"
         " --output-dir {params.output_dir} 2> {log}"
 

@@ -82,7 +82,7 @@ rule token_stats:
     conda:
         CONDA_ENV
     resources:
-        gpu=uses_gpu,
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"]),
     shell:
         "{LEAKTRACE} tokens --variants {input.variants} --model {params.model:q} {params.adapter} {params.texts}"
         " --settings {params.settings:q} --output {output} 2> {log}"
@@ -110,7 +110,7 @@ rule recall_tokens:
     conda:
         CONDA_ENV
     resources:
-        gpu=uses_gpu,
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], passes=1 + METHODS.get("recall", {}).get("n_shots", 0)),
     shell:
         "{LEAKTRACE} recall-tokens --variants {input.variants} --samples {input.samples} --model {params.model:q}"
         " {params.adapter} --settings {params.settings:q} --batch {params.batch:q} --seed {params.seed} --output {output} 2> {log}"
@@ -131,6 +131,8 @@ rule token_counts:
     benchmark:
         f"{RESULTS}/benchmarks/token_counts/{{corpus}}.tsv"
     threads: 1
+    resources:
+        **cpu_job(),
     conda:
         CONDA_ENV
     shell:
@@ -159,7 +161,8 @@ rule blackbox_generations:
     conda:
         CONDA_ENV
     resources:
-        gpu=generator_gpu,
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], generate=METHODS.get("srdetection_blackbox", {}).get("max_new_tokens", 0),
+                    generator=GENERATOR),
     shell:
         "{LEAKTRACE} blackbox --variants {input.variants} --model {params.model:q} {params.adapter} {params.generator}"
         " --settings {params.settings:q} --batch {params.batch:q} --output {output} 2> {log}"

@@ -14,6 +14,8 @@ rule training_mix:
     benchmark:
         f"{RESULTS}/benchmarks/training_mix/{{benchmark}}/ratio-{{ratio}}.tsv"
     threads: 1
+    resources:
+        **cpu_job(),
     conda:
         CONDA_ENV
     shell:
@@ -48,8 +50,7 @@ rule train_lora:
     conda:
         CONDA_ENV
     resources:
-        gpu=1 if config["base_model"]["device"].startswith("cuda") else 0,
-        runtime=120,
+        **model_job("train", batch_size=config["train"]["batch_size"], passes=max(EPOCHS)),
     shell:
         "{LEAKTRACE} train --mix {input.mix} --model {params.model:q} --settings {params.settings:q} --seed {params.seed}"
         " --adapters {output.adapters} --log {output.training_log} 2> {log}"
@@ -77,7 +78,8 @@ rule select_learning_rate:
     conda:
         CONDA_ENV
     resources:
-        gpu=1 if config["base_model"]["device"].startswith("cuda") else 0,
+        **model_job("train", batch_size=config["train"]["batch_size"],
+                    passes=max(EPOCHS) * len(config["train"]["learning_rate_selection"]["grid"])),
     shell:
         "{LEAKTRACE} select-lr --mix {input.mix} --text {input.text} --model {params.model:q} --settings {params.settings:q}"
         " --seed {params.seed} --output {output} 2> {log}"

@@ -31,6 +31,8 @@ rule variants:
     benchmark:
         f"{RESULTS}/benchmarks/variants/{{benchmark}}.tsv"
     threads: 2
+    resources:
+        **cpu_job(seconds_per_row=1 + config["variants"]["n"] + config["variants"]["n_filter"]),
     conda:
         CONDA_ENV
     shell:

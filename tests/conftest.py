@@ -29,3 +29,34 @@ def tiny_model_dir(tmp_path_factory):
     LlamaForCausalLM(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+def run_micro(workdir):
+    """The README's one-minute smoke run (repo_copy.MICRO_COMMAND), literally,
+    from the root of a fresh copy of the repository."""
+    import shlex
+    import subprocess
+
+    from repo_copy import MICRO_COMMAND, fresh_copy
+
+    fresh_copy(workdir)
+    result = subprocess.run(shlex.split(MICRO_COMMAND), cwd=workdir, capture_output=True, text=True, timeout=1200)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+
+
+@pytest.fixture(scope="session")
+def micro_run(tmp_path_factory):
+    """(the copy the micro run ran in, the config it ran with: the default
+    with config/micro.yaml laid over it, as Snakemake lays it, written out)."""
+    import yaml
+    from leaktrace.configuration import drop_removed_entries
+    from snakemake.utils import update_config
+
+    workdir = tmp_path_factory.mktemp("micro")
+    run_micro(workdir)
+    config = yaml.safe_load((workdir / "config" / "config.yaml").read_text())
+    update_config(config, yaml.safe_load((workdir / "config" / "micro.yaml").read_text()))
+    drop_removed_entries(config)
+    effective = workdir / "micro-effective.yaml"
+    effective.write_text(yaml.safe_dump(config))
+    return workdir, effective

@@ -88,7 +88,7 @@ def test_detection_rows_on_a_toy_table():
         assert (row["delta_auc"], row["delta_auc_low"], row["delta_auc_high"], row["beats_auc_share"]) == (0, 0, 0, 0)
         assert (row["delta_macro_f1"], row["delta_macro_f1_low"], row["delta_macro_f1_high"]) == (0, 0, 0)
     assert loss["delta_auc"] == pytest.approx(0.0) and loss["delta_macro_f1"] == pytest.approx(0.0)
-    assert set(curves) == {"loss", "srdetection_graybox", "srdetection_graybox_n1"} and len(curves["loss"][0]) == 6
+    assert set(curves["filtered"]) == {"loss", "srdetection_graybox", "srdetection_graybox_n1"} and len(curves["filtered"]["loss"][0]) == 6
     assert rows == detection_rows(scores, samples, n_resamples=200, seed=1)[0]  # seeded
 
 

@@ -17,8 +17,11 @@ REFERENCE_MODEL = REPO / "resources" / "models" / "leaktrace-tiny-ref"
 
 
 def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    """Snakemake in ``workdir`` with the workdir's Snakefile when it is a copy
+    of the repository, else with the repository's."""
+    snakefile = workdir / "Snakefile" if (workdir / "Snakefile").exists() else REPO / "Snakefile"
     return subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir), "--cores", "2", *args],
+        [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile), "--directory", str(workdir), "--cores", "2", *args],
         capture_output=True,
         text=True,
         timeout=900,
@@ -81,15 +84,6 @@ def test_default_config_dry_run_plans_every_stage(tmp_path):
     assert planned >= {"ingest_benchmark", "ingest_corpus_shard", "filter_functions", "lexicon", "variants", "split_samples",
                        "training_mix", "train_lora", "token_stats", "detector_scores", "counterfactual", "aggregate"}
     assert "pretrain_base_model" not in planned  # the shipped model is never retrained by accident
-
-
-@pytest.fixture(scope="module")
-def micro_run(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("micro")
-    config = write_config(workdir, {})
-    result = snakemake(workdir, "--configfile", str(config))
-    assert result.returncode == 0, result.stderr[-4000:]
-    return workdir, config
 
 
 def test_micro_run_writes_every_artifact(micro_run):
@@ -194,13 +188,14 @@ def result_bytes(results: Path) -> dict[str, bytes]:
 
 
 def test_micro_rerun_writes_the_same_bytes(micro_run, tmp_path):
-    """A second run of the micro config, from an empty directory, writes
+    """A second run of the micro config, in another fresh copy, writes
     every Parquet table and adapter file byte for byte as the first: seeds,
     no timings in result tables, adapter configs in a fixed order, and each
     job a process of its own, so interpreter hash seeds differ."""
-    workdir, config = micro_run
-    result = snakemake(tmp_path, "--configfile", str(config))
-    assert result.returncode == 0, result.stderr[-4000:]
+    from conftest import run_micro
+
+    workdir, _ = micro_run
+    run_micro(tmp_path)
     first, second = (result_bytes(d / "results" / "micro") for d in (workdir, tmp_path))
     assert sorted(first) == sorted(second)
     assert sum(name.endswith("adapter_config.json") for name in first) == 4 and len(first) > 50
@@ -250,7 +245,7 @@ def test_scoring_only_change_reruns_only_scoring_and_aggregation(micro_run):
     other.write_text(yaml.safe_dump(changed))
     result = snakemake(workdir, "-n", "--configfile", str(other))
     assert result.returncode == 0, result.stderr
-    assert planned_jobs(result.stdout) == {"detector_scores", "aggregate", "audit", "all"}
+    assert planned_jobs(result.stdout) == {"detector_scores", "aggregate", "audit", "contamination", "all"}
     assert "Params have changed since last execution" in result.stdout
 
 

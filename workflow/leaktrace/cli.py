@@ -282,6 +282,60 @@ def _aggregate(a):
               a.output_dir, tuple(a.fragments))
 
 
+@command("contamination")
+@_args(path("--samples"), (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH, base model first"}),
+       path("--held-out-ids", required=False),
+       (("--exchangeability",), {"nargs": "*", "default": [], "help": "MODEL=PATH of the exchangeability stage"}),
+       SETTINGS, SEED, path("--output-dir"))
+def _contamination(a):
+    from leaktrace.stages.contamination import contamination
+
+    contamination(a.samples, _named_paths(a.scores), a.settings, a.seed, a.output_dir, a.held_out_ids,
+                  _named_paths(a.exchangeability))
+
+
+@command("exchangeability")
+@_args(path("--benchmark"), path("--samples"), MODEL, ADAPTER, SETTINGS,
+       (("--batch",), {"type": _json, "required": True, "help": "the score.tokens slice (batch size)"}),
+       SEED, path("--output"))
+def _exchangeability(a):
+    from leaktrace.stages.exchangeability import exchangeability
+
+    exchangeability(a.benchmark, a.samples, a.model, _adapter(a), a.settings, a.batch, a.seed, a.output)
+
+
+@command("dataset-inference")
+@_args(
+    (("--scores",), {"type": Path, "required": True,
+                     "help": "the suspect set's scores: leaktrace's scores.parquet, or Parquet/CSV with sample_id "
+                             "and one numeric column per detector"}),
+    path("--validation-scores", required=False), path("--validation-ids", required=False),
+    path("--reference-scores", required=False),
+    (("--name",), {"default": "model", "help": "the model's name in the output"}),
+    (("--alpha",), {"type": float, "default": 0.05}),
+    (("--n-splits",), {"type": int, "default": 11, "help": "random A/B splits, combined as 2 x median"}),
+    (("--curve-sizes",), {"type": int, "nargs": "*", "default": [8, 16, 24, 32, 48]}),
+    (("--curve-draws",), {"type": int, "default": 5}),
+    (("--exclude",), {"nargs": "*", "default": ["ref_oracle"], "help": "detectors not used as features"}),
+    (("--method",), {"default": "neighbor", "help": "with --reference-scores: the per-sample preference detector"}),
+    (("--n-resamples",), {"type": int, "default": 999}),
+    (("--seed",), {"type": int, "default": 0}),
+    path("--output"), path("--curve", required=False),
+)
+def _dataset_inference(a):
+    """A dataset-level p-value on score tables a user brings."""
+    from leaktrace.stages.contamination import dataset_inference_tables
+
+    settings = {"alpha": a.alpha,
+                "dataset_inference": {"n_splits": a.n_splits, "exclude_methods": a.exclude, "curve_sizes": a.curve_sizes,
+                                      "curve_draws": a.curve_draws},
+                "variant_preference": {"method": a.method, "n_resamples": a.n_resamples}}
+    row = dataset_inference_tables(a.scores, settings, a.seed, a.output, name=a.name, validation_scores=a.validation_scores,
+                                   validation_ids=a.validation_ids, reference_scores=a.reference_scores, curve_output=a.curve)
+    print(json.dumps({k: row.get(k) for k in ("model", "test", "validation", "n_suspect", "n_validation", "p_value",
+                                                "smallest_n")}))
+
+
 # --- leakage scan (LessLeak-style): index the benchmark, scan corpus shards, gather ---
 SCAN = (("--scan",), {"required": True, "help": "the scan's name under leakage.scans"})
 
@@ -331,6 +385,14 @@ def _leakage_gather(a):
     from leaktrace.stages.leakage import gather
 
     gather(a.index, a.benchmark, a.pairs, a.accounting, _scan_settings(a), a.samples, a.output_dir)
+
+
+@command("fetch-model")
+@_args((("--model",), {"required": True, "help": "a hub id"}), (("--revision",), {"default": None}), path("--output-dir"))
+def _fetch_model(a):
+    from leaktrace.models.fetch import fetch_model
+
+    fetch_model(a.model, a.output_dir, a.revision)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,6 +6,7 @@ the same interpreter yields the same shards byte for byte."""
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import logging
 import sysconfig
 from collections.abc import Iterator, Sequence
@@ -65,8 +66,21 @@ CORPUS_SOURCES = {
 }
 
 
+def fingerprint(documents: Sequence[Document]) -> str:
+    """SHA-256 of every document's id and text, in order: the content a
+    corpus read from an interpreter has, to pin it (``corpora.<name>.sha256``)."""
+    digest = hashlib.sha256()
+    for doc in documents:
+        for part in (doc.doc_id, doc.text):
+            data = part.encode("utf-8", "surrogatepass")
+            digest.update(len(data).to_bytes(8, "little") + data)
+    return digest.hexdigest()
+
+
 def corpus_documents(name: str, settings: dict) -> list[Document]:
-    """All documents of a configured corpus, read from its source."""
+    """All documents of a configured corpus, read from its source; with
+    ``sha256`` in its settings, only if their fingerprint is that one (another
+    Python release's standard library is another corpus)."""
     source = settings["source"]
     if source not in CORPUS_SOURCES:
         raise ValueError(f"corpus {name}: unknown source {source!r}; known: {sorted(CORPUS_SOURCES)}")
@@ -74,6 +88,11 @@ def corpus_documents(name: str, settings: dict) -> list[Document]:
     documents = list(CORPUS_SOURCES[source](**kwargs))
     if not documents:
         raise ValueError(f"corpus {name}: source {source!r} yielded no documents")
+    digest = fingerprint(documents)
+    log.info("corpus %s: %d documents, sha256 %s", name, len(documents), digest)
+    if settings.get("sha256") and settings["sha256"] != digest:
+        raise ValueError(f"corpus {name}: this interpreter's {source} has sha256 {digest}, the config pins "
+                         f"{settings['sha256']}: another Python release gives another corpus")
     return documents
 
 

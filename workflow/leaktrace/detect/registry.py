@@ -11,6 +11,7 @@ built from generated continuations instead."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -141,13 +142,23 @@ def _variant_counts(params) -> list[tuple[int, bool]]:
     return [(main, False)] + [(n, True) for n in extra]
 
 
+def sensitivity_instance_name(family: str, n: int) -> str:
+    return f"{family}_n{n}"
+
+
+def is_sensitivity_instance(method: str, family: str) -> bool:
+    """Whether ``method`` is one of ``family``'s variant-count sensitivity
+    instances (tables show them; ROC figures leave them out)."""
+    return re.fullmatch(re.escape(family) + r"_n\d+", method) is not None
+
+
 def _srdetection_instances(family: str, params, gap, flag, orientation: str, *, extra_params: Mapping[str, Any] | None = None,
                            **needs: bool) -> list[Method]:
     """The main SrDetection instance and its variant-count sensitivity
     instances ``{family}_n{n}``, all scored from the same evidence."""
     return [
         Method(
-            family if not sensitivity else f"{family}_n{n}",
+            family if not sensitivity else sensitivity_instance_name(family, n),
             family,
             partial(gap, n_variants=n),
             decide=partial(flag, n_variants=n),

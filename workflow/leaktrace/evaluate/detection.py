@@ -110,8 +110,8 @@ def _evaluated_rows(folds: Folds, methods: list[str], n_resamples: int, rng: np.
 
 
 def detection_rows(scores: list[dict], samples: list[dict], *, n_resamples: int, seed: int) -> tuple[list[dict], dict]:
-    """One row per subset and method, and the filtered subset's ROC inputs
-    {method: (labels, scores)}. Thresholds come from the calibration fold;
+    """One row per subset and method, and each evaluated subset's ROC inputs
+    {subset: {method: (labels, scores)}}. Thresholds come from the calibration fold;
     metrics from the evaluation fold. TPR at an FPR below 1 / (evaluation
     non-members) is None (not estimable). Δ columns: the method minus
     SrDetection gray-box, per replicate of one shared bootstrap; the ``beats``
@@ -138,6 +138,5 @@ def detection_rows(scores: list[dict], samples: list[dict], *, n_resamples: int,
             continue
         rng = np.random.default_rng(derive_seed(seed, "bootstrap", subset))
         rows += [_nan_to_none(name | row) for name, row in zip(names, _evaluated_rows(folds, methods, n_resamples, rng), strict=True)]
-        if subset == "filtered":
-            curves = {m: (folds.evaluation_labels.astype(int), folds.evaluation_scores[i]) for i, m in enumerate(methods)}
+        curves[subset] = {m: (folds.evaluation_labels.astype(int), folds.evaluation_scores[i]) for i, m in enumerate(methods)}
     return rows, curves

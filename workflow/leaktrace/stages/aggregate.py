@@ -4,8 +4,8 @@ counterfactual similarities — every detector per model (mixing ratio × seed
 intervals and a paired comparison with SrDetection gray-box; the figures
 across training seeds; the null check of SrDetection's variants under the
 base model; perplexity of members and non-members per model; the
-counterfactual table — as Parquet and Markdown, with ROC curves per model and
-a Δ-versus-BLEU scatter."""
+counterfactual table — as Parquet and Markdown, with ROC curves of the
+headline target and of the base model, and a Δ-versus-BLEU scatter."""
 
 from __future__ import annotations
 
@@ -19,13 +19,13 @@ import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.split import RECALL_PREFIX
-from leaktrace.detect.registry import family_params
+from leaktrace.detect.registry import family_params, is_sensitivity_instance, sensitivity_instance_name
 from leaktrace.evaluate.detection import ORACLE_METHODS, detection_rows
 from leaktrace.evaluate.null_check import null_check
 from leaktrace.evaluate.seeds import across_seeds
 from leaktrace.models.token_table import losses_by_text
 from leaktrace.report.plots import delta_scatter, roc_plot
-from leaktrace.report.results import method_label, render_report
+from leaktrace.report.results import SUBSET_TITLES, method_label, render_report
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +151,7 @@ def null_check_rows(scores: list[dict], samples: list[dict], variant_counts: dic
     samples: instance ``_n{k}`` compares each sample with its first
     min(k, valid variants) variants."""
     params = family_params(NULL_CHECK_FAMILY, graybox)
-    instance_n = {NULL_CHECK_FAMILY: params["n_variants"], **{f"{NULL_CHECK_FAMILY}_n{k}": k for k in params["sensitivity"]}}
+    instance_n = {NULL_CHECK_FAMILY: params["n_variants"], **{sensitivity_instance_name(NULL_CHECK_FAMILY, k): k for k in params["sensitivity"]}}
     kept = {s["sample_id"] for s in samples if s["kept"]}
     rows = []
     for method, n in instance_n.items():
@@ -162,6 +162,26 @@ def null_check_rows(scores: list[dict], samples: list[dict], variant_counts: dic
         compared = {sid: min(n, variant_counts.get(sid, 0)) for sid in decisions}
         rows.append({"model": NULL_CHECK_MODEL, "method": method, "n_variants": n, **null_check(decisions, compared)})
     return rows
+
+
+def headline_model(models: list[str]) -> str | None:
+    """The headline's target: the first mixing ratio and seed at its last epoch."""
+    targets = [(m, model_coordinates(m)) for m in models if m != NULL_CHECK_MODEL]
+    if not targets:
+        return None
+    first = targets[0][1]
+    return max((c["epoch"], m) for m, c in targets if (c["ratio"], c["seed"]) == (first["ratio"], first["seed"]))[1]
+
+
+def roc_figure(model: str | None, curves: dict[str, dict], families: dict[str, str], path: Path) -> None:
+    """The ROC figure of one model on the filtered subset (SrDetection's
+    protocol), or on the whole split where the filtered one could not be
+    evaluated; the title says which. Sensitivity instances stay in the tables."""
+    subset = next((s for s in ("filtered", "all") if curves.get(s)), None)
+    drawn = {} if subset is None else {m: c for m, c in curves[subset].items() if not is_sensitivity_instance(m, families[m])}
+    labels = {m: method_label({"method": m, "oracle": m in ORACLE_METHODS}) for m in drawn}
+    title = f"{model or 'no model'}: {SUBSET_TITLES[subset] if subset else 'nothing to evaluate'}"
+    roc_plot({labels[m]: c for m, c in drawn.items()}, {labels[m]: families[m] for m in drawn}, path, title)
 
 
 def perplexity_rows(model: str, tokens: Path, split: dict[str, tuple[str, str]]) -> list[dict]:
@@ -201,12 +221,11 @@ def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], v
     detection, curves = [], {}
     for model, path in scores.items():
         try:
-            rows, model_curves = detection_rows(read_records(path), records, n_resamples=settings["bootstrap_resamples"], seed=seed)
+            rows, curves[model] = detection_rows(read_records(path), records, n_resamples=settings["bootstrap_resamples"], seed=seed)
         except ValueError as err:
             raise ValueError(f"evaluating {model} ({path}): {err}") from None
         detection += [{name: row.get(name) for name in DETECTION_SCHEMA.names} | {"model": model, **model_coordinates(model)}
                       for row in rows]
-        curves[model] = {method_label({"method": m, "oracle": m in ORACLE_METHODS}): curve for m, curve in model_curves.items()}
     write_table(detection, DETECTION_SCHEMA, out_dir / "detection.parquet")
     seeds = across_seeds(detection)
     write_table(seeds, SEEDS_SCHEMA, out_dir / "across_seeds.parquet")
@@ -224,9 +243,9 @@ def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], v
     cf = counterfactual_rows(sim, split)
     write_table(cf, COUNTERFACTUAL_SCHEMA, out_dir / "counterfactual.parquet")
 
-    # Targets first, one row of panels per (ratio, seed) with a panel per epoch; the base model last.
-    order = [m for m in curves if m != "reference"] + [m for m in curves if m == "reference"]
-    roc_plot({m: curves[m] for m in order}, out_dir / "roc.png", columns=max(1, len({r["epoch"] for r in detection if r["seed"] is not None})))
+    families = {r["method"]: r["family"] for r in detection}
+    for model, name in ((headline_model(list(scores)), "roc.png"), (NULL_CHECK_MODEL, "roc_reference.png")):
+        roc_figure(model, curves.get(model, {}), families, out_dir / name)
     bleu = {s["sample_id"]: s for s in sim if s["metric"] == "bleu"}
     ids = [sid for sid in bleu if sid in split]
     delta_scatter([bleu[i]["target"] for i in ids], [bleu[i]["delta"] for i in ids], [split[i][0] for i in ids],

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from peft import LoraConfig, get_peft_model
+from tqdm import tqdm
 
 from leaktrace.models.backend import ModelSpec
 from leaktrace.models.context import context_limit
@@ -115,7 +116,9 @@ def train_lora(
     for epoch in range(1, settings.epochs[-1] + 1):
         order = rng.permutation(len(ids))
         losses = []
-        for micro, (input_ids, mask, labels) in enumerate(_batches(ids, order, settings.batch_size, tokenizer.pad_token_id)):
+        batches = tqdm(_batches(ids, order, settings.batch_size, tokenizer.pad_token_id), desc=f"LoRA epoch {epoch}",
+                       total=-(-len(ids) // settings.batch_size), unit="batch", mininterval=30)  # progress in the job's log
+        for micro, (input_ids, mask, labels) in enumerate(batches):
             loss = model(input_ids=input_ids.to(model.device), attention_mask=mask.to(model.device), labels=labels.to(model.device)).loss
             (loss / settings.gradient_accumulation).backward()
             losses.append(loss.item())

@@ -1,0 +1,149 @@
+# How the DAG runs on a cluster (config/profiles/slurm, the `cluster` config
+# block): what each job asks for (leaktrace.jobsize: memory and time scaled
+# from the model and the data it reads), which partition it goes to (a GPU
+# job to the GPU partition, everything else to the CPU partition, so the
+# leakage scan's shard jobs never wait for a GPU node), which cheap
+# bookkeeping rules run on the submit host, and hub models fetched once on
+# the submit host (which may reach the hub) into a cache that every job reads
+# with HF_HUB_OFFLINE=1. Outside SLURM these resources change nothing.
+
+import math
+import os
+
+from leaktrace import jobsize
+
+CLUSTER = config["cluster"]
+
+
+def _require(paths):
+    """Resources read input files; before they exist Snakemake defers the
+    evaluation (a FileNotFoundError naming an input)."""
+    for path in paths:
+        if not os.path.exists(path):
+            raise FileNotFoundError(2, "not made yet", path)
+
+
+def _job_model(wildcards):
+    """path/dtype/device of the model a job loads: its ``{model}``, else the base model."""
+    return _model_config(wildcards.model)[0] if hasattr(wildcards, "model") else BASE_MODEL_CONFIG
+
+
+def _job_gpus(wildcards, generator=None):
+    """1 when the job's model runs on a GPU here (``on_gpu``): its device,
+    or the backend of the `llm.generator` role a generating job runs it through."""
+    return 1 if on_gpu({**_job_model(wildcards), **(generator or {})}) else 0
+
+
+def _parquet_inputs(input):
+    return [str(p) for p in input if str(p).endswith(".parquet")]
+
+
+def _partition(gpus):
+    return (CLUSTER["gpu_partition"] if gpus else CLUSTER["cpu_partition"]) or ""
+
+
+def model_job(kind, *, batch_size, passes=1, generate=None, generator=None):
+    """Resources of a job that runs a model: ``kind`` train or forward,
+    ``passes`` over its Parquet inputs' tokens, plus ``generate`` new tokens
+    per row of those inputs (greedy decoding, one forward token each);
+    ``generator``: the `llm.generator` role a generating job runs through."""
+
+    def gpus(wildcards):
+        return _job_gpus(wildcards, generator)
+
+    def size(wildcards, input):
+        spec = _job_model(wildcards)
+        _require([f"{spec['path']}/config.json"] + _parquet_inputs(input))
+        return spec, jobsize.model_size(spec["path"])
+
+    def mem_mb(wildcards, input):
+        spec, model = size(wildcards, input)
+        context = min(model.max_positions, spec.get("max_length") or model.max_positions)
+        return jobsize.memory_mb(model, dtype=spec["dtype"], batch_size=batch_size, context=context,
+                                 on_gpu=bool(gpus(wildcards)), training=kind == "train",
+                                 overhead_mb=CLUSTER["overhead_mb"])
+
+    def runtime(wildcards, input, threads):
+        spec, model = size(wildcards, input)
+        parquet = _parquet_inputs(input)
+        tokens = jobsize.parquet_tokens(parquet) * passes
+        if generate:
+            tokens += generate * sum(jobsize.parquet_rows(p) for p in parquet)
+        rate = CLUSTER["flops_per_s"]["gpu"] * gpus(wildcards) or CLUSTER["flops_per_s"]["cpu_core"] * threads
+        return jobsize.runtime_min(model, tokens=tokens, kind=kind, passes=1, flops_per_s=rate,
+                                   safety=CLUSTER["safety"], minimum=CLUSTER["min_runtime"])
+
+    return {
+        "mem_mb": mem_mb,
+        "runtime": runtime,
+        "gpu": gpus,
+        "gpu_model": lambda wildcards: (CLUSTER["gpu_model"] or "") if gpus(wildcards) else "",
+        "slurm_partition": lambda wildcards: _partition(gpus(wildcards)),
+    }
+
+
+def cpu_job(seconds_per_row=0.0):
+    """Resources of a CPU job that streams its Parquet inputs: memory a
+    multiple of their uncompressed size, time their size at the configured
+    rate per core (plus ``seconds_per_row`` per input row: sandboxed runs)."""
+
+    def data_bytes(input):
+        parquet = _parquet_inputs(input)
+        _require(parquet)
+        return jobsize.parquet_tokens(parquet) * jobsize.BYTES_PER_TOKEN, parquet
+
+    def mem_mb(wildcards, input):
+        size, _ = data_bytes(input)
+        return CLUSTER["overhead_mb"] + 100 * math.ceil(10 * size / 1e8)
+
+    def runtime(wildcards, input, threads):
+        size, parquet = data_bytes(input)
+        seconds = size / CLUSTER["cpu_bytes_per_s"] + seconds_per_row * sum(jobsize.parquet_rows(p) for p in parquet)
+        return max(CLUSTER["min_runtime"], math.ceil(seconds * CLUSTER["safety"] / (60 * threads)))
+
+    return {"mem_mb": mem_mb, "runtime": runtime, "slurm_partition": _partition(0)}
+
+
+# Bookkeeping (seconds of work each) and the jobs that must read what only
+# the submit host is sure to have: the corpora of the interpreter's standard
+# library (node-local), the benchmark shipped in the environment, and the hub.
+localrules:
+    all,
+    fetch_hub_model,
+    ingest_benchmark,
+    ingest_corpus_shard,
+    lexicon,
+    filter_functions,
+    split_samples,
+    detector_scores,
+    leakage_index,
+    leakage_gather,
+    aggregate,
+    audit,
+    contamination,
+    learning_rate_selection,
+
+
+if config["leakage"]["clean"]:
+
+    localrules:
+        ingest_benchmark_raw,
+        clean_benchmark,
+
+
+rule fetch_hub_model:
+    output:
+        f"{HUB_CACHE}/{{hub_model}}/config.json",
+    params:
+        repo=lambda wildcards: wildcards.hub_model.replace("--", "/"),
+        out_dir=f"{HUB_CACHE}/{{hub_model}}",
+    log:
+        f"{RESULTS}/logs/fetch_hub_model/{{hub_model}}.log",
+    conda:
+        CONDA_ENV
+    shell:
+        "{LEAKTRACE_ONLINE} fetch-model --model {params.repo} --output-dir {params.out_dir} 2> {log}"
+
+
+# A hub base model is fetched, never pretrained.
+ruleorder: fetch_hub_model > pretrain_base_model

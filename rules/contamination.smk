@@ -1,0 +1,117 @@
+# Dataset-level contamination tests (issue 17): a p-value per model and
+# benchmark from the score tables alone, its curve over the number of samples,
+# and its false-positive rate under nulls the testbed knows to be true. No
+# forward pass: seconds on the default config.
+
+
+def contamination_inputs(wildcards):
+    score_dir = f"{RESULTS}/score/{wildcards.benchmark}"
+    held_out = config["contamination"]["held_out_ids"]
+    return {
+        "samples": f"{RESULTS}/filter/{wildcards.benchmark}.samples.parquet",
+        "scores": [f"{score_dir}/{m}/scores.parquet" for m in MODELS],
+        "held_out": [held_out] if held_out else [],
+        "exchangeability": exchangeability_results(wildcards),
+    }
+
+
+def contamination_models(block):
+    """The testbed models a block of `contamination` names; null: the base
+    model and the counterfactual stage's target."""
+    models = config["contamination"][block]["models"]
+    if models is None:
+        return ["reference", "target-r{}-s{}-e{}".format(*counterfactual_target())]
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        raise ValueError(f"contamination.{block}.models {unknown} are not testbed models: {MODELS}")
+    return models
+
+
+def exchangeability_models():
+    """The testbed models the sharded exchangeability test scores (its own forward passes)."""
+    return contamination_models("exchangeability")
+
+
+def contamination_settings():
+    """The contamination slice without the exchangeability block (its own rule),
+    the calibrated models resolved."""
+    block = {k: v for k, v in config["contamination"].items() if k != "exchangeability"}
+    block["calibration"] = {**block["calibration"], "models": contamination_models("calibration")}
+    return json.dumps(block, sort_keys=True)
+
+
+def exchangeability_results(wildcards):
+    return [f"{RESULTS}/contamination/{wildcards.benchmark}/exchangeability/{m}.parquet" for m in exchangeability_models()]
+
+
+def exchangeability_arguments(wildcards, input):
+    return " ".join(f"{m}={p}" for m, p in zip(exchangeability_models(), input.exchangeability, strict=True))
+
+
+def held_out_argument(wildcards, input):
+    return f"--held-out-ids {input.held_out[0]}" if input.held_out else ""
+
+
+def contamination_fragments(benchmark):
+    """The Markdown section of this benchmark's contamination tests, for its aggregate report."""
+    return [f"{RESULTS}/contamination/{benchmark}/report.md"]
+
+
+rule contamination:
+    input:
+        unpack(contamination_inputs),
+    output:
+        p_values=f"{RESULTS}/contamination/{{benchmark}}/p_values.parquet",
+        curve=f"{RESULTS}/contamination/{{benchmark}}/p_value_curve.parquet",
+        calibration=f"{RESULTS}/contamination/{{benchmark}}/calibration.parquet",
+        figure=report(f"{RESULTS}/contamination/{{benchmark}}/p_value_curve.png", caption="../report/p_value_curve.rst",
+                      category="Contamination"),
+        section=f"{RESULTS}/contamination/{{benchmark}}/report.md",
+    params:
+        settings=contamination_settings(),
+        seed=config["seed"],
+        scores=named_inputs("scores"),
+        held_out=held_out_argument,
+        exchangeability=exchangeability_arguments,
+        out_dir=f"{RESULTS}/contamination/{{benchmark}}",
+    log:
+        f"{RESULTS}/logs/contamination/{{benchmark}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/contamination/{{benchmark}}.tsv"
+    threads: 1
+    conda:
+        CONDA_ENV
+    shell:
+        "{LEAKTRACE} contamination --samples {input.samples} --scores {params.scores} {params.held_out}"
+        " --exchangeability {params.exchangeability}"
+        " --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir} 2> {log}"
+
+
+# Oren et al.'s sharded test: the one stage of this block with forward passes
+# (shards and their permutations through the batched token scorer).
+rule exchangeability:
+    input:
+        benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
+        samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+        model=scored_model_files,
+    output:
+        f"{RESULTS}/contamination/{{benchmark}}/exchangeability/{{model}}.parquet",
+    params:
+        settings=settings("contamination", "exchangeability"),
+        batch=settings("score", "tokens"),
+        model=scored_model_settings,
+        adapter=adapter_args,
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/exchangeability/{{benchmark}}/{{model}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/exchangeability/{{benchmark}}/{{model}}.tsv"
+    threads: 2
+    conda:
+        CONDA_ENV
+    resources:
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"],
+                    passes=1 + config["contamination"]["exchangeability"]["n_permutations"]),
+    shell:
+        "{LEAKTRACE} exchangeability --benchmark {input.benchmark} --samples {input.samples} --model {params.model:q}"
+        " {params.adapter} --settings {params.settings:q} --batch {params.batch:q} --seed {params.seed} --output {output} 2> {log}"

@@ -1,0 +1,94 @@
+"""The pipeline on a SLURM cluster: what each job asks for (leaktrace.jobsize,
+rules/cluster.smk), checked offline; and, marked `cluster`, the micro config
+run through config/profiles/slurm on whatever cluster `sinfo` answers,
+against a local run (scripts/slurm-proof.sh)."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from leaktrace import jobsize
+from test_pipeline import BASE_MODEL, REPO, snakemake, write_config
+
+
+def test_parameter_count_reads_the_safetensors_headers():
+    from safetensors import safe_open
+
+    with safe_open(BASE_MODEL / "model.safetensors", "np") as weights:
+        expected = sum(weights.get_tensor(name).size for name in weights.keys())
+    assert jobsize.parameter_count(BASE_MODEL) == expected
+
+
+def test_memory_and_runtime_scale_with_the_model_and_the_data():
+    tiny = jobsize.model_size(BASE_MODEL)
+    big = jobsize.ModelSize(parameters=7_000_000_000, vocab_size=49152, hidden_size=4096, num_layers=32, max_positions=4096)
+    common = {"batch_size": 8, "context": 512, "overhead_mb": 2000}
+    assert jobsize.memory_mb(tiny, dtype="float32", on_gpu=False, training=False, **common) < 4000
+    # 7B bfloat16 weights alone are 14 GB of host memory
+    assert jobsize.memory_mb(big, dtype="bfloat16", on_gpu=True, training=False, **common) > 2000 + 14_000
+    assert (jobsize.memory_mb(tiny, dtype="float32", on_gpu=False, training=True, **common)
+            > jobsize.memory_mb(tiny, dtype="float32", on_gpu=False, training=False, **common))
+    timing = {"kind": "forward", "passes": 1, "flops_per_s": 1e14, "safety": 4, "minimum": 10}
+    assert jobsize.runtime_min(tiny, tokens=10_000, **timing) == 10  # the floor
+    # 1e9 tokens through 7B parameters at 1e14 FLOP/s: 1.4e5 s, x4
+    assert jobsize.runtime_min(big, tokens=1_000_000_000, **timing) == 9334
+
+
+def resources_of(output: str, rule: str) -> list[str]:
+    """The `resources:` lines of every job of ``rule`` in ``snakemake -n`` output."""
+    jobs = re.split(r"\n(?=(?:local)?rule \w+:)", output)
+    return [re.search(r"resources: (.*)", job).group(1) for job in jobs if re.match(rf"(?:local)?rule {rule}:", job)]
+
+
+def test_gpu_jobs_go_to_the_gpu_partition_and_a_hub_model_is_fetched_once(tmp_path):
+    config = write_config(tmp_path, {
+        "base_model": {"path": "example-org/coder-7b", "device": "cuda", "dtype": "bfloat16"},
+        "cluster": {"cpu_partition": "cpus", "gpu_partition": "gpus", "gpu_model": "a100"},
+    })
+    result = snakemake(tmp_path, "-n", "-p", "--configfile", str(config))
+    assert result.returncode == 0, result.stderr + result.stdout
+    out = result.stdout
+    assert len(re.findall(r"^(?:local)?rule fetch_hub_model:", out, re.MULTILINE)) == 1
+    assert "output: resources/hub/example-org--coder-7b/config.json" in out
+    for rule in ("train_lora", "counterfactual"):
+        line = resources_of(out, rule)[0]
+        assert "gpu=1" in line and "gpu_model=a100" in line and "slurm_partition=gpus" in line, line
+    targets = [line for line in resources_of(out, "token_stats") if "gpu=1" in line]
+    assert targets and all("slurm_partition=gpus" in line for line in targets)
+    # the audit's own CPU model and the leakage scan's shards stay off the GPU nodes
+    assert any("gpu=0" in line and "slurm_partition=cpus" in line for line in resources_of(out, "token_stats"))
+    assert all("slurm_partition=cpus" in line for line in resources_of(out, "leakage_scan"))
+    # jobs read the fetched copy offline; only the fetch and the leakage rules may reach the hub
+    commands = re.findall(r"^Shell command: (.*? -m leaktrace [\w-]+)", out, re.MULTILINE)
+    assert all(("HF_HUB_OFFLINE=1" in c) != bool(re.search(r"fetch-model|leakage-(scan|gather)", c)) for c in commands)
+    assert any("tokens" in c for c in commands)
+
+
+def _cluster_answers() -> bool:
+    return shutil.which("sinfo") is not None and subprocess.run(["sinfo", "-h"], capture_output=True).returncode == 0
+
+
+@pytest.mark.cluster
+@pytest.mark.skipif(not _cluster_answers(), reason="no SLURM cluster answers (sinfo)")
+def test_micro_config_through_the_slurm_profile_equals_a_local_run(tmp_path):
+    env = {**os.environ, "WORK": str(tmp_path), "SNAKEMAKE": str(Path(sys.executable).parent / "snakemake")}
+    result = subprocess.run([str(REPO / "scripts" / "slurm-proof.sh")], env=env, capture_output=True, text=True,
+                            timeout=3600)
+    summary = (tmp_path / "summary.tsv").read_text() if (tmp_path / "summary.tsv").exists() else ""
+    assert result.returncode == 0, summary + result.stderr[-3000:]
+    assert "all equal byte for byte" in summary
+
+
+def test_a_pinned_corpus_refuses_other_content():
+    from leaktrace.data.corpora import corpus_documents, fingerprint
+
+    settings = {"source": "pydoc"}
+    digest = fingerprint(corpus_documents("pydoc", settings))
+    assert len(corpus_documents("pydoc", {**settings, "sha256": digest})) > 0
+    with pytest.raises(ValueError, match="another Python release"):
+        corpus_documents("pydoc", {**settings, "sha256": "0" * 64})

@@ -1,0 +1,246 @@
+"""Dataset-level contamination tests on synthetic score tables: calibrated
+under the null (fresh null data per seed, so the binomial margin is exact),
+powerful under a shift, and the pieces that feed them."""
+
+import numpy as np
+import pytest
+from leaktrace.contamination.calibration import ABOVE, WITHIN, false_positive_rate
+from leaktrace.contamination.combine import twice_median
+from leaktrace.contamination.dataset_inference import dataset_inference, p_value_curve, smallest_n
+from leaktrace.contamination.features import feature_matrix, score_lookup, shared_methods
+from leaktrace.contamination.variant_preference import preference_test
+from scipy.stats import ttest_ind
+from sklearn.linear_model import LogisticRegression
+
+ALPHA = 0.05
+
+
+def _sets(rng, n=40, features=6, shift=0.0):
+    suspect = rng.normal(size=(n, features))
+    suspect[:, :2] += shift  # two informative detectors
+    return suspect, rng.normal(size=(n, features))
+
+
+def _in_sample_p(suspect, validation):
+    """The shortcut dataset inference avoids: fit and test on the same samples."""
+    x = np.vstack([suspect, validation])
+    model = LogisticRegression().fit(x, np.r_[np.ones(len(suspect)), np.zeros(len(validation))])
+    return ttest_ind(model.decision_function(suspect), model.decision_function(validation), equal_var=False,
+                     alternative="greater").pvalue
+
+
+def test_dataset_inference_is_calibrated_under_the_null_and_the_shortcut_is_not():
+    null, one_split, shortcut = [], [], []
+    for seed in range(60):
+        suspect, validation = _sets(np.random.default_rng(seed))
+        result = dataset_inference(suspect, validation, n_splits=3, seed=seed)
+        null.append(result.p_value)
+        one_split.append(result.split_p_values[0])
+        shortcut.append(_in_sample_p(suspect, validation))
+    assert false_positive_rate(null, ALPHA)["verdict"] == WITHIN
+    # one split alone is exact: uniform p-values, not merely conservative ones
+    assert false_positive_rate(one_split, ALPHA)["verdict"] == WITHIN
+    assert 0.3 < np.mean(np.array(one_split) < 0.5) < 0.7
+    # the check has teeth: fitting on the tested samples rejects far too often
+    assert false_positive_rate(shortcut, ALPHA)["verdict"] == ABOVE
+
+
+def test_dataset_inference_detects_a_shift_and_the_curve_finds_its_sample_size():
+    suspect, validation = _sets(np.random.default_rng(1), n=80, shift=0.8)
+    assert dataset_inference(suspect, validation, n_splits=5, seed=0).p_value < 1e-3
+    curve = p_value_curve(suspect, validation, [8, 16, 32, 64], n_draws=3, n_splits=3, seed=0)
+    assert [n for n, _ in curve] == [8, 16, 32, 64, 80]
+    n = smallest_n(curve, ALPHA)
+    assert n is not None and n <= 64
+    assert dict(curve)[80] < ALPHA
+
+
+def test_dataset_inference_is_deterministic_and_checks_its_inputs():
+    suspect, validation = _sets(np.random.default_rng(2))
+    assert dataset_inference(suspect, validation, n_splits=3, seed=5) == dataset_inference(suspect, validation, n_splits=3, seed=5)
+    with pytest.raises(ValueError, match="at least 4"):
+        dataset_inference(suspect[:3], validation, n_splits=3, seed=0)
+    with pytest.raises(ValueError, match="features"):
+        dataset_inference(suspect[:, :2], validation, n_splits=3, seed=0)
+
+
+def test_smallest_n_needs_the_curve_to_stay_below_alpha():
+    assert smallest_n([(10, 0.01), (20, 0.2), (40, 0.01), (80, 0.001)], ALPHA) == 40
+    assert smallest_n([(10, 0.5), (20, 0.2)], ALPHA) is None
+
+
+def test_twice_median_bounds_and_order():
+    assert twice_median([0.01, 0.02, 0.9]) == pytest.approx(0.04)
+    assert twice_median([0.6, 0.7]) == 1.0
+    with pytest.raises(ValueError):
+        twice_median([])
+
+
+def test_features_keep_only_methods_every_sample_has():
+    rows = [{"sample_id": s, "method": m, "score": v} for s, m, v in [
+        ("a", "loss", 1.0), ("b", "loss", 2.0), ("a", "recall", 0.5), ("a", "ref_oracle", 3.0), ("b", "zlib", float("nan")),
+    ]]
+    lookup = score_lookup(rows, exclude={"ref_oracle"})
+    assert set(lookup) == {"loss", "recall"}  # the oracle excluded, the NaN dropped
+    methods = shared_methods([lookup], [["a", "b"]])
+    assert methods == ["loss"]
+    assert feature_matrix(lookup, ["b", "a"], methods).tolist() == [[2.0], [1.0]]
+
+
+def test_variant_preference_is_calibrated_and_fires_on_a_preference():
+    null = []
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        ids = [str(i) for i in range(30)]
+        shared = rng.normal(size=30)  # renaming bias both models share
+        target = dict(zip(ids, shared + rng.normal(size=30), strict=True))
+        reference = dict(zip(ids, shared + rng.normal(size=30), strict=True))
+        null.append(preference_test(target, reference, ids, n_resamples=199, seed=seed).p_value)
+    assert false_positive_rate(null, ALPHA)["verdict"] == WITHIN
+    ids = [str(i) for i in range(30)]
+    reference = {sid: 0.0 for sid in ids}
+    target = {sid: 0.5 + 0.1 * (i % 3) for i, sid in enumerate(ids)}
+    assert preference_test(target, reference, ids, n_resamples=199, seed=0).p_value <= 0.01
+    with pytest.raises(ValueError, match="lack a preference"):
+        preference_test(target, {}, ids, n_resamples=99, seed=0)
+
+
+def test_false_positive_rate_margin():
+    assert false_positive_rate([0.5] * 19 + [0.01], ALPHA)["verdict"] == WITHIN
+    row = false_positive_rate([0.01] * 5 + [0.5] * 15, ALPHA)
+    assert row["verdict"] == ABOVE and row["fpr"] == 0.25 and row["fpr_low"] < 0.25 < row["fpr_high"]
+
+
+METHODS = ("loss", "zlib", "min_k_20", "neighbor", "srdetection_graybox", "ref_oracle")
+
+
+def _testbed(tmp_path, n=60, signal=1.5):
+    """A samples table and two score tables: the base model (no signal) and a
+    target whose members score higher on loss and neighbor."""
+    from leaktrace.artifacts import write_table
+    from leaktrace.stages.filter import SAMPLES_SCHEMA
+    from leaktrace.stages.score import SCORES_SCHEMA
+
+    rng = np.random.default_rng(0)
+    ids = [f"s{i:03d}" for i in range(n)]
+    split = {sid: "member" if i % 2 else "non-member" for i, sid in enumerate(ids)}
+    samples = [{"sample_id": sid, "kept": True, "split": split[sid], "fold": "evaluation", "pre_exposed": False} for sid in ids]
+    write_table(samples, SAMPLES_SCHEMA, tmp_path / "samples.parquet")
+    paths = {}
+    for model, shift in (("reference", 0.0), ("target-r5-s0-e3", signal)):
+        rows = [{"sample_id": sid, "method": m, "family": m, "score": float(rng.normal()
+                 + (shift if split[sid] == "member" and m in ("loss", "neighbor") else 0.0)), "decision": None}
+                for sid in ids for m in METHODS if not (model == "reference" and m == "ref_oracle")]
+        paths[model] = tmp_path / f"{model}.parquet"
+        write_table(rows, SCORES_SCHEMA, paths[model])
+    return tmp_path / "samples.parquet", paths
+
+
+SETTINGS = {"validation": ["testbed", "variants"], "held_out_ids": None, "alpha": ALPHA,
+            "dataset_inference": {"n_splits": 3, "exclude_methods": ["ref_oracle"], "curve_sizes": [8, 16], "curve_draws": 2},
+            "variant_preference": {"method": "neighbor", "reference": "reference", "n_resamples": 199},
+            "calibration": {"seeds": 10}}
+
+
+def test_contamination_stage_writes_p_values_curves_and_calibration(tmp_path):
+    import pyarrow.parquet as pq
+    from leaktrace.stages.contamination import contamination
+
+    samples, scores = _testbed(tmp_path)
+    out = tmp_path / "out"
+    contamination(samples, scores, SETTINGS, 7, out)
+    rows = {(r["model"], r["validation"]): r for r in pq.read_table(out / "p_values.parquet").to_pylist()}
+    assert set(rows) == {("reference", "testbed"), ("target-r5-s0-e3", "testbed"), ("target-r5-s0-e3", "variants")}
+    assert rows[("target-r5-s0-e3", "testbed")]["p_value"] < 1e-3 and rows[("reference", "testbed")]["p_value"] > 0.01
+    assert rows[("target-r5-s0-e3", "variants")]["p_value"] < 0.01
+    assert "ref_oracle" not in rows[("target-r5-s0-e3", "testbed")]["features"]
+    assert rows[("target-r5-s0-e3", "testbed")]["epoch"] == 3 and rows[("reference", "testbed")]["epoch"] == 0
+    curve = pq.read_table(out / "p_value_curve.parquet").to_pylist()
+    assert {c["n"] for c in curve if c["model"] == "reference"} == {8, 16, 30}
+    calibration = pq.read_table(out / "calibration.parquet").to_pylist()
+    assert {(c["model"], c["test"]) for c in calibration} == {("reference", "dataset_inference"),
+                                                             ("target-r5-s0-e3", "dataset_inference"),
+                                                             ("target-r5-s0-e3", "variant_preference")}
+    assert all(c["n_seeds"] == 10 for c in calibration)
+    assert "Calibration under the null" in (out / "report.md").read_text()
+    assert (out / "p_value_curve.png").stat().st_size > 1000
+    first = (out / "p_values.parquet").read_bytes()
+    contamination(samples, scores, SETTINGS, 7, out)
+    assert (out / "p_values.parquet").read_bytes() == first
+
+
+def test_dataset_inference_command_on_user_tables(tmp_path, capsys):
+    import json
+
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    from leaktrace.cli import main
+
+    samples, scores = _testbed(tmp_path)
+    held_out = tmp_path / "held_out.txt"
+    held_out.write_text("# released after the cutoff\n" + "\n".join(f"s{i:03d}" for i in range(0, 60, 2)) + "\n")
+    out = tmp_path / "di.parquet"
+    assert main(["dataset-inference", "--scores", str(scores["target-r5-s0-e3"]), "--validation-ids", str(held_out),
+                 "--n-splits", "3", "--output", str(out), "--curve", str(tmp_path / "curve.parquet")]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["validation"] == "held_out" and row["n_suspect"] == 30 and row["n_validation"] == 30 and row["p_value"] < 0.01
+    # a wide CSV (one column per detector) works too, and a reference table gives the variant-preference test
+    rng = np.random.default_rng(3)
+    wide = tmp_path / "wide.csv"
+    pacsv.write_csv(pa.table({"sample_id": [f"x{i}" for i in range(20)], "neighbor": rng.normal(size=20) + 1.0}), wide)
+    reference = tmp_path / "ref.csv"
+    pacsv.write_csv(pa.table({"sample_id": [f"x{i}" for i in range(20)], "neighbor": rng.normal(size=20)}), reference)
+    assert main(["dataset-inference", "--scores", str(wide), "--reference-scores", str(reference), "--output", str(out)]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["test"] == "variant_preference" and row["p_value"] < 0.05
+    # exactly one validation source
+    assert main(["dataset-inference", "--scores", str(wide), "--output", str(out)]) == 2
+
+
+def test_shards_are_consecutive_and_fit_the_budget():
+    from leaktrace.contamination.exchangeability import pack_shards
+
+    lengths = [30, 40, 50, 200, 20, 20, 90, 10]
+    assert pack_shards(lengths, 100) == [[0, 1], [4, 5], [6, 7]]  # [2] alone has no other order; 3 never fits
+    assert pack_shards(lengths, 100, n_shards=2) == [[0, 1], [4, 5]]
+
+
+def test_sharded_test_fires_on_a_canonical_preference_and_is_calibrated_without_one():
+    from leaktrace.contamination.exchangeability import permutations, sharded_test
+
+    orders = permutations(4, 5, np.random.default_rng(0))
+    assert len(orders) == 5 and [0, 1, 2, 3] not in orders and all(sorted(o) == [0, 1, 2, 3] for o in orders)
+    null = []
+    for seed in range(60):  # exchangeable orders: the canonical one is just another draw
+        lls = np.random.default_rng(seed).normal(size=(8, 6))
+        null.append(sharded_test(lls[:, 0], lls[:, 1:]).p_value)
+    assert false_positive_rate(null, ALPHA)["verdict"] == WITHIN
+    lls = np.random.default_rng(1).normal(size=(8, 6))
+    lls[:, 0] += 2.0  # the model prefers the order it was trained in
+    result = sharded_test(lls[:, 0], lls[:, 1:])
+    assert result.p_value < 0.01 and result.mean_difference > 1.0
+
+
+def test_exchangeability_stage_scores_shards_under_a_model(tmp_path, tiny_model_dir):
+    import pyarrow.parquet as pq
+    from leaktrace.artifacts import write_table
+    from leaktrace.stages.exchangeability import exchangeability
+    from leaktrace.stages.filter import SAMPLES_SCHEMA
+    from leaktrace.stages.ingest import BENCHMARK_SCHEMA
+
+    from conftest import TRAINING_TEXT
+
+    ids = [f"b/{i}" for i in range(12)]
+    write_table([{"sample_id": sid, "code": code[:150]} for sid, code in zip(ids, TRAINING_TEXT, strict=False)], BENCHMARK_SCHEMA,
+                tmp_path / "bench.parquet")
+    write_table([{"sample_id": sid, "kept": True, "split": "member" if i % 3 else "non-member"} for i, sid in enumerate(ids)],
+                SAMPLES_SCHEMA, tmp_path / "samples.parquet")
+    model = {"path": str(tiny_model_dir), "dtype": "float32", "device": "cpu", "max_length": 256}
+    settings = {"samples": "members", "n_shards": 3, "n_permutations": 2}
+    out = tmp_path / "x.parquet"
+    exchangeability(tmp_path / "bench.parquet", tmp_path / "samples.parquet", model, None, settings, {"batch_size": 8}, 3, out)
+    (row,) = pq.read_table(out).to_pylist()
+    assert row["samples"] == "members" and 2 <= row["n_shards"] <= 3 and row["n_examples"] <= 8 and 0 <= row["p_value"] <= 1
+    first = out.read_bytes()
+    exchangeability(tmp_path / "bench.parquet", tmp_path / "samples.parquet", model, None, settings, {"batch_size": 8}, 3, out)
+    assert out.read_bytes() == first

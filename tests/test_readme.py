@@ -1,0 +1,146 @@
+"""The README is executable: every command in its ``bash`` blocks runs here,
+literally, from the repository root of a fresh copy, so a README command can
+never rot. The one-minute smoke run runs for real (it is the micro run the
+pipeline tests share, see tests/test_pipeline.py); a command that would train,
+score or install runs as a dry run of exactly that command; a speed script's
+flags are checked against its argument parser; the local SLURM cluster's
+scripts, which start daemons, are checked for syntax and usage here and run
+by the ``cluster`` test. A command no rule below covers fails the test: a
+new README command needs a rule here."""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from repo_copy import MICRO_COMMAND, REPO, fresh_copy
+
+TIMEOUT = 300
+
+
+def readme_commands() -> list[str]:
+    """Every command line of the README's ``bash`` blocks, comments removed."""
+    text = (REPO / "README.md").read_text()
+    commands = []
+    for block in re.findall(r"^```bash\n(.*?)^```", text, re.DOTALL | re.MULTILINE):
+        for line in block.splitlines():
+            words = shlex.split(line, comments=True)
+            if words:
+                commands.append(shlex.join(words))
+    return commands
+
+
+def how_to_check(command: str) -> tuple[str, list[str]] | None:
+    """(how, argv) for a README command, or None when no rule covers it."""
+    words = shlex.split(command)
+    if command == MICRO_COMMAND:
+        return "run for real by the micro-run fixture", words
+    if words[:2] in (["make", "test"], ["make", "test-all"]):  # the suite itself: its recipe, printed
+        return "make -n", ["make", "-n", "-o", ".venv/.installed", *words[1:]]
+    if words[0] == "make":
+        return "dry run", ["make", "-o", ".venv/.installed", *words[1:], "SNAKEMAKE_FLAGS=--dry-run"]
+    if words[0] == ".venv/bin/snakemake" and "--report" not in words:
+        return "dry run", [*words, "--dry-run"]
+    if words[0] == ".venv/bin/snakemake":
+        return "report of the micro run", [*words, "--configfile", "config/micro.yaml"]
+    if words[0] == ".venv/bin/python" and words[1].startswith("benchmarks/"):
+        return "flags against the script's parser", words
+    if words[0].startswith("scripts/slurm-"):  # starts daemons: run by the `cluster` test where sinfo answers
+        return "cluster script: syntax and usage", ["bash", "-n", words[0]]
+    return None
+
+
+def test_every_readme_command_has_a_check():
+    commands = readme_commands()
+    assert MICRO_COMMAND in commands and "make run" in commands and "make test" in commands
+    assert [c for c in commands if how_to_check(c) is None] == []
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory):
+    return fresh_copy(tmp_path_factory.mktemp("readme"))
+
+
+def parser_flags(script: Path) -> set[str]:
+    """The options a script's argparse parser declares (its add_argument calls),
+    read from the source: importing a speed script costs seconds of imports."""
+    flags = {"--help"}
+    for node in ast.walk(ast.parse(script.read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_argument":
+            flags |= {a.value for a in node.args if isinstance(a, ast.Constant) and str(a.value).startswith("--")}
+    return flags
+
+
+def checked_by(how: str) -> list[str]:
+    return [c for c in readme_commands() if how_to_check(c) and how_to_check(c)[0] == how]
+
+
+@pytest.mark.parametrize("command", checked_by("dry run") + checked_by("make -n"))
+def test_readme_command_works_as_written(command, copy):
+    how, argv = how_to_check(command)
+    result = subprocess.run(argv, cwd=copy, capture_output=True, text=True, timeout=TIMEOUT)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, f"{command!r} ({how}) failed:\n{output[-3000:]}"
+    if how == "dry run":
+        assert "Job stats" in output or "Nothing to be done" in output, output[-2000:]
+
+
+@pytest.mark.parametrize("command", checked_by("cluster script: syntax and usage"))
+def test_readme_cluster_script_parses_and_documents_its_arguments(command):
+    words = shlex.split(command)
+    result = subprocess.run(["bash", "-n", words[0]], cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    usage = (REPO / words[0]).read_text().split("\nset -")[0]  # the header comment
+    assert all(word in usage for word in words[1:]), f"{command!r}: not in {words[0]}'s usage"
+
+
+@pytest.mark.parametrize("command", checked_by("flags against the script's parser"))
+def test_readme_speed_script_flags_exist(command):
+    words = shlex.split(command)
+    script = REPO / words[1]
+    assert script.is_file(), f"{command!r}: no {words[1]}"
+    used = {w.split("=")[0] for w in words[2:] if w.startswith("--")}
+    assert used <= parser_flags(script), f"{command!r}: {sorted(used - parser_flags(script))} not declared by {words[1]}"
+
+
+def test_readme_report_command_builds_the_report_with_every_caption(micro_run):
+    """The README's report command, on the finished micro run: a report
+    that holds every figure and table the rules mark, each with its caption."""
+    workdir, _ = micro_run
+    (command,) = checked_by("report of the micro run")
+    _, argv = how_to_check(command)
+    result = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, timeout=TIMEOUT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = workdir / shlex.split(command)[shlex.split(command).index("--report") + 1]
+    html = report.read_text(errors="replace")
+    for caption in sorted((REPO / "report").glob("*.rst")):
+        if caption.name == "workflow.rst":
+            continue
+        first_words = " ".join(caption.read_text().split()[:6])
+        assert first_words in html or first_words.replace("``", "") in html, f"{caption.name} missing from the report"
+
+
+def experiment_files() -> list[str]:
+    return sorted(str(p.relative_to(REPO)) for p in (REPO / "config" / "experiments").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("experiment", experiment_files())
+def test_every_experiment_file_plans_from_the_repository_root(experiment, copy):
+    result = subprocess.run([".venv/bin/snakemake", "--cores", "2", "--configfile", experiment, "--dry-run"],
+                            cwd=copy, capture_output=True, text=True, timeout=TIMEOUT)
+    assert result.returncode == 0, f"{experiment}:\n{(result.stdout + result.stderr)[-3000:]}"
+
+
+def test_a_null_entry_in_an_experiment_file_removes_the_default_entry(copy):
+    overlay = copy / "drop-a-scan.yaml"
+    overlay.write_text("leakage:\n  scans:\n    stdlib: null\nscore:\n  methods:\n    neighbor: null\n")
+    result = subprocess.run([".venv/bin/snakemake", "--cores", "2", "--configfile", "config/micro.yaml", str(overlay),
+                             "--dry-run", "--printshellcmds"], cwd=copy, capture_output=True, text=True, timeout=TIMEOUT)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert "leakage/stdlib/" not in result.stdout and "leakage/training-mix/" in result.stdout
+    assert '"neighbor"' not in result.stdout and '"recall"' in result.stdout

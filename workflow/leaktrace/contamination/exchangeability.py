@@ -1,0 +1,77 @@
+"""The sharded exchangeability test (Oren, Meister, Chatterji, Ladhak,
+Hashimoto, "Proving Test Set Contamination in Black Box Language Models",
+2023).
+
+A model that never saw a benchmark has no reason to prefer its canonical
+order of examples over any other: the orders are exchangeable. Consecutive
+examples are packed into shards that fit the model's context; per shard,
+the log-likelihood of the canonical order minus the mean over seeded random
+permutations of its examples; across shards, a one-sided one-sample t-test
+(scipy) that the mean difference is positive. It detects only contamination
+that kept the benchmark's order, and it needs no non-members."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import ttest_1samp
+
+SEPARATOR = "\n\n"  # between the examples of a shard
+MIN_SHARDS = 2  # the t-test across shards needs two
+
+
+def pack_shards(lengths: Sequence[int], budget: int, n_shards: int | None = None, min_examples: int = 2) -> list[list[int]]:
+    """Consecutive example indices grouped greedily into shards of at most
+    ``budget`` tokens (``lengths``: each example's tokens, separator
+    included); an example longer than the budget alone ends the shard and is
+    left out. Shards with fewer than ``min_examples`` have no other order and
+    are dropped. The first ``n_shards`` (None: all)."""
+    shards, current, used = [], [], 0
+    for i, n in enumerate(lengths):
+        if current and used + n > budget:
+            shards.append(current)
+            current, used = [], 0
+        if n > budget:
+            continue
+        current.append(i)
+        used += n
+    if current:
+        shards.append(current)
+    shards = [s for s in shards if len(s) >= min_examples]
+    return shards if n_shards is None else shards[:n_shards]
+
+
+def permutations(n_examples: int, n_permutations: int, rng: np.random.Generator) -> list[list[int]]:
+    """Random orders of a shard's examples, the canonical one excluded."""
+    orders = []
+    while len(orders) < n_permutations:
+        order = rng.permutation(n_examples).tolist()
+        if order != list(range(n_examples)):
+            orders.append(order)
+    return orders
+
+
+def shard_text(examples: Sequence[str], order: Sequence[int]) -> str:
+    return SEPARATOR.join(examples[i] for i in order)
+
+
+@dataclass(frozen=True)
+class Result:
+    p_value: float
+    n_shards: int
+    mean_difference: float  # canonical minus permuted log-likelihood, mean over shards
+    differences: tuple[float, ...]
+
+
+def sharded_test(canonical: Sequence[float], permuted: Sequence[Sequence[float]]) -> Result:
+    """``canonical[k]``: the log-likelihood of shard k in canonical order;
+    ``permuted[k]``: those of its permutations."""
+    if len(canonical) != len(permuted):
+        raise ValueError(f"{len(canonical)} canonical shards, {len(permuted)} permuted")
+    if len(canonical) < MIN_SHARDS:
+        raise ValueError(f"the sharded test needs at least {MIN_SHARDS} shards, got {len(canonical)}")
+    diffs = np.array([c - np.mean(p) for c, p in zip(canonical, permuted, strict=True)], dtype=float)
+    p = ttest_1samp(diffs, 0.0, alternative="greater").pvalue
+    return Result(1.0 if np.isnan(p) else float(p), len(diffs), float(diffs.mean()), tuple(diffs.tolist()))

@@ -1,0 +1,21 @@
+"""A hub model copied once into a local directory (the submit host's job,
+rules/cluster.smk), so that jobs on nodes without internet load it as a local
+path. Only what loading needs is copied: config, tokenizer, safetensors
+weights (no pickled .bin, no other framework's files)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from huggingface_hub import snapshot_download
+
+PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken", "*.py"]
+
+
+def fetch_model(repo_id: str, output_dir: Path, revision: str | None = None) -> Path:
+    """Download ``repo_id`` (at ``revision``) into ``output_dir``; config.json,
+    the rule's output, exists once every file is in place."""
+    snapshot_download(repo_id, revision=revision, local_dir=output_dir, allow_patterns=PATTERNS)
+    if not (output_dir / "config.json").exists():
+        raise FileNotFoundError(f"{repo_id}: the hub repository has no config.json")
+    return output_dir

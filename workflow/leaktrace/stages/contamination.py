@@ -1,0 +1,297 @@
+"""contamination: dataset-level p-values per model and benchmark from the
+score tables alone (no forward pass). Dataset inference against known
+non-members (the testbed's split) or a held-out id list, the
+variant-preference test against a reference model (audit mode), the
+p-value as a function of the number of samples, and the calibration of each
+test under nulls the testbed knows to be true: the base model on random
+halves of all samples, and each target on random halves of its
+non-members. Also the ``dataset-inference`` command on tables a user brings."""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from leaktrace.artifacts import read_records, write_table
+from leaktrace.contamination.calibration import false_positive_rate
+from leaktrace.contamination.combine import COMBINATION
+from leaktrace.contamination.dataset_inference import MIN_PER_SET, dataset_inference, p_value_curve, smallest_n
+from leaktrace.contamination.features import feature_matrix, score_lookup, shared_methods
+from leaktrace.contamination.variant_preference import preference_test
+from leaktrace.data.split import RECALL_PREFIX
+from leaktrace.errors import InputError
+from leaktrace.report.plots import p_value_curves
+from leaktrace.report.tables import markdown_table
+from leaktrace.seeding import derive_seed
+from leaktrace.stages.aggregate import COORDINATES, model_coordinates
+
+log = logging.getLogger(__name__)
+
+DI, PREFERENCE, EXCHANGEABILITY = "dataset_inference", "variant_preference", "exchangeability"
+TESTBED, HELD_OUT, VARIANTS, PERMUTATIONS = "testbed", "held_out", "variants", "permutations"
+BASE_MODEL = "reference"  # the testbed's base model: never trained on the benchmark
+
+P_VALUES_SCHEMA = pa.schema(
+    [
+        *COORDINATES,
+        ("test", pa.string()),  # dataset_inference | variant_preference | exchangeability
+        # testbed (known non-members) | held_out (an id list) | variants (audit mode) | permutations (exchangeability)
+        ("validation", pa.string()),
+        ("reference", pa.string()),  # variant_preference: the model whose preference is subtracted
+        ("n_suspect", pa.int32()),
+        ("n_validation", pa.int32()),  # dataset inference only
+        ("features", pa.string()),  # the detectors used, comma-separated
+        ("p_value", pa.float64()),
+        ("combination", pa.string()),  # how the p-values of the splits were combined
+        ("smallest_n", pa.int32()),  # smallest suspect-set size with p < alpha on the curve; null if none
+        # variant_preference: target minus reference preference; exchangeability: canonical minus permuted log-likelihood
+        ("mean_difference", pa.float64()),
+    ]
+)
+
+CURVE_SCHEMA = pa.schema([("model", pa.string()), ("validation", pa.string()), ("n", pa.int32()), ("p_value", pa.float64())])
+
+CALIBRATION_SCHEMA = pa.schema(
+    [
+        ("scenario", pa.string()),
+        ("model", pa.string()),
+        ("test", pa.string()),
+        ("alpha", pa.float64()),
+        ("n_seeds", pa.int32()),
+        ("n_rejected", pa.int32()),
+        ("fpr", pa.float64()),
+        ("fpr_low", pa.float64()),  # Clopper-Pearson 95%
+        ("fpr_high", pa.float64()),
+        ("binomial_p", pa.float64()),  # one-sided exact binomial test of the rejections against alpha
+        ("verdict", pa.string()),
+        # dataset inference's first split alone (exact, not conservative like the combination): uniformity
+        ("fpr_one_split", pa.float64()),
+    ]
+)
+
+
+def read_ids(path: Path) -> list[str]:
+    """A held-out id list: one sample id per line (blank lines and # comments ignored)."""
+    if not path.exists():
+        raise InputError(str(path), None, "id list does not exist")
+    return [line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
+
+
+def run_di(suspect_lookup: dict, suspect_ids: Sequence[str], validation_lookup: dict, validation_ids: Sequence[str],
+           di: dict, alpha: float, seed: int, *, curve: bool = True) -> tuple[dict, list[tuple[int, float]]]:
+    """Dataset inference of one suspect set against one validation set, with its p-value curve."""
+    methods = shared_methods([suspect_lookup, validation_lookup], [suspect_ids, validation_ids])
+    suspect = feature_matrix(suspect_lookup, suspect_ids, methods)
+    validation = feature_matrix(validation_lookup, validation_ids, methods)
+    result = dataset_inference(suspect, validation, n_splits=di["n_splits"], seed=seed)
+    points = p_value_curve(suspect, validation, di["curve_sizes"], n_draws=di["curve_draws"], n_splits=di["n_splits"],
+                           seed=derive_seed(seed, "curve")) if curve else []
+    row = {"test": DI, "n_suspect": len(suspect_ids), "n_validation": len(validation_ids), "features": ",".join(methods),
+           "p_value": result.p_value, "combination": COMBINATION,
+           "smallest_n": smallest_n(points, alpha) if curve else None}
+    return row, points
+
+
+def run_preference(target: dict, reference: dict, sample_ids: Sequence[str], settings: dict, seed: int) -> dict:
+    method = settings["method"]
+    if method not in target or method not in reference:
+        raise ValueError(f"the variant-preference test reads {method!r} scores, which the target or the reference lacks")
+    ids = [sid for sid in sample_ids if sid in target[method] and sid in reference[method]]
+    result = preference_test(target[method], reference[method], ids, n_resamples=settings["n_resamples"], seed=seed)
+    return {"test": PREFERENCE, "n_suspect": result.n_samples, "features": method, "p_value": result.p_value,
+            "mean_difference": result.mean_difference}
+
+
+def _halves(ids: Sequence[str], seed: int) -> tuple[list[str], list[str]]:
+    shuffled = sorted(ids)
+    random.Random(seed).shuffle(shuffled)
+    return shuffled[: len(shuffled) // 2], shuffled[len(shuffled) // 2 :]
+
+
+def calibration_rows(lookups: dict[str, dict], everyone: list[str], non_members: list[str], settings: dict,
+                     seed: int) -> list[dict]:
+    """The false-positive rate of each test over ``calibration.seeds`` random
+    null splits, for the models ``calibration.models`` names (None: all): DI
+    under the base model on halves of all samples, DI under each target on
+    halves of its non-members, and the variant preference of each target
+    against the base model on a random half of the non-members."""
+    di, pref, alpha = settings["dataset_inference"], settings["variant_preference"], settings["alpha"]
+    calibrated = set(settings["calibration"].get("models") or lookups)
+    scenarios = []
+    if BASE_MODEL in lookups and BASE_MODEL in calibrated:
+        scenarios.append(("base model, random halves of all samples", BASE_MODEL, DI, everyone))
+    for model in (m for m in lookups if m in calibrated):
+        if model != BASE_MODEL:
+            scenarios.append(("target, random halves of non-members", model, DI, non_members))
+            if pref["reference"] in lookups and pref["reference"] != model:
+                scenarios.append(("target vs base, random halves of non-members", model, PREFERENCE, non_members))
+    rows = []
+    for scenario, model, test, pool in scenarios:
+        if test == DI and len(pool) // 2 < MIN_PER_SET:
+            log.warning("calibration %r of %s skipped: halves of %d samples are below %d", scenario, model, len(pool), MIN_PER_SET)
+            continue
+        methods = shared_methods([lookups[model]], [pool])
+        ps, single = [], []
+        for k in range(settings["calibration"]["seeds"]):
+            s = derive_seed(seed, "calibration", scenario, model, k)
+            a, b = _halves(pool, s)
+            if test == DI:
+                suspect, validation = (feature_matrix(lookups[model], half, methods) for half in (a, b))
+                result = dataset_inference(suspect, validation, n_splits=di["n_splits"], seed=s)
+                ps.append(result.p_value)
+                single.append(result.split_p_values[0])
+            else:
+                ps.append(run_preference(lookups[model], lookups[pref["reference"]], a, pref, s)["p_value"])
+                single.append(ps[-1])
+        rows.append({"scenario": scenario, "model": model, "test": test, "alpha": alpha, **false_positive_rate(ps, alpha),
+                     "fpr_one_split": sum(p < alpha for p in single) / len(single)})
+    return rows
+
+
+def contamination(samples: Path, scores: dict[str, Path], settings: dict, seed: int, out_dir: Path,
+                  held_out_ids: Path | None = None, exchangeability: dict[str, Path] | None = None) -> None:
+    """``scores``: testbed model -> its scores.parquet, base model first;
+    ``exchangeability``: model -> the exchangeability stage's result, added
+    to the p-value table."""
+    records = read_records(samples, ["sample_id", "kept", "split", "fold"])
+    split = {r["sample_id"]: r["split"] for r in records if r["kept"] and r["fold"] != RECALL_PREFIX}
+    members = sorted(sid for sid, s in split.items() if s == "member")
+    non_members = sorted(sid for sid, s in split.items() if s == "non-member")
+    exclude = set(settings["dataset_inference"]["exclude_methods"])
+    lookups = {model: score_lookup(read_records(path, ["sample_id", "method", "score"]), exclude) for model, path in scores.items()}
+    di, pref = settings["dataset_inference"], settings["variant_preference"]
+    if pref["reference"] not in lookups and VARIANTS in settings["validation"]:
+        raise ValueError(f"contamination.variant_preference.reference {pref['reference']!r} is not a scored model: {sorted(lookups)}")
+    rows, curve = [], []
+    for model, lookup in lookups.items():
+        base = {"model": model, **model_coordinates(model)}
+        model_seed = derive_seed(seed, "contamination", model)
+        for validation in settings["validation"]:
+            if validation == TESTBED:
+                row, points = run_di(lookup, members, lookup, non_members, di, settings["alpha"], model_seed)
+            elif validation == HELD_OUT:
+                if held_out_ids is None:
+                    raise ValueError("contamination.validation lists held_out but contamination.held_out_ids is not set")
+                held = set(read_ids(held_out_ids))
+                scored = set().union(*lookup.values())
+                row, points = run_di(lookup, sorted(scored - held), lookup, sorted(scored & held), di, settings["alpha"],
+                                       model_seed)
+            elif model == pref["reference"]:
+                continue  # the reference against itself: nothing to test
+            else:
+                row = run_preference(lookup, lookups[pref["reference"]], sorted(split), pref, model_seed)
+                row["reference"], points = pref["reference"], []
+            rows.append(base | {"validation": validation} | row)
+            curve += [{"model": model, "validation": validation, "n": n, "p_value": p} for n, p in points]
+    for model, path in (exchangeability or {}).items():
+        (result,) = read_records(path)
+        rows.append({"model": model, **model_coordinates(model), "test": EXCHANGEABILITY, "validation": PERMUTATIONS,
+                     "n_suspect": result["n_examples"], "p_value": result["p_value"], "mean_difference": result["mean_difference"],
+                     "features": f"{result['n_shards']} shards x {result['n_permutations']} permutations ({result['samples']})"})
+    calibration = calibration_rows(lookups, sorted(split), non_members, settings, seed)
+    write_table(rows, P_VALUES_SCHEMA, out_dir / "p_values.parquet")
+    write_table(curve, CURVE_SCHEMA, out_dir / "p_value_curve.parquet")
+    write_table(calibration, CALIBRATION_SCHEMA, out_dir / "calibration.parquet")
+    p_value_curves(curve, settings["alpha"], out_dir / "p_value_curve.png")
+    (out_dir / "report.md").write_text(render_section(rows, calibration, settings["alpha"]))
+    log.info("contamination: %d p-values, %d calibration rows in %s", len(rows), len(calibration), out_dir)
+
+
+def render_section(rows: Sequence[dict], calibration: Sequence[dict], alpha: float) -> str:
+    """The Markdown section for the aggregate report."""
+    table = [{**r, "p": "n/e" if r["p_value"] is None else f"{r['p_value']:.2g}", "n for p<α": r.get("smallest_n") if r.get("smallest_n") is not None else "–"}
+             for r in rows]
+    cal = [{**r, "FPR [95% CI]": f"{r['fpr']:.3f} [{r['fpr_low']:.3f}, {r['fpr_high']:.3f}]"} for r in calibration]
+    return (
+        "\n## Dataset-level contamination tests\n\n"
+        "A p-value per model for \"this benchmark was in training\". Dataset inference (Maini et al. 2024): the detectors' "
+        "scores as features, a logistic regression fitted on half of the suspect and validation sets, a one-sided Welch "
+        f"t-test on the other half; {COMBINATION}. Validation `testbed`: the members are the suspect set, the non-members "
+        "the validation set; `variants` (audit mode): the target's preference for each original over its variants minus "
+        f"the reference's, one-sided paired permutation test. Exchangeability (Oren et al. 2023, `permutations`): shards of "
+        "the benchmark in canonical order against seeded permutations of each, one-sided t-test across shards; it sees "
+        "only contamination that kept the benchmark's order. \"n for p<α\": the smallest suspect-set size whose p-value "
+        f"on the p-value-vs-n curve is below α = {alpha} and stays below it.\n\n"
+        + markdown_table(table, ["model", "epoch", "ratio", "seed", "test", "validation", "n_suspect", "n_validation", "p",
+                                 "n for p<α", "mean_difference"])
+        + f"\n### Calibration under the null (α = {alpha})\n\n"
+        "The share of null splits with p < α over seeds, each seed a fresh random split (Clopper-Pearson 95% CI); "
+        "\"within binomial margin\" unless a one-sided exact binomial test rejects FPR = α at 5%. Seeds that re-split one "
+        "set of samples are dependent, so the margin is a guide. The combination (2 x median) is conservative by "
+        "design; `fpr_one_split` is the rate of the first split's p-value alone, which is exact.\n\n"
+        + markdown_table(cal, ["scenario", "model", "test", "n_seeds", "n_rejected", "FPR [95% CI]", "binomial_p", "verdict",
+                                     "fpr_one_split"])
+    )
+
+
+def read_scores(path: Path) -> list[dict]:
+    """A scores table as long rows (sample_id, method, score): the pipeline's
+    ``scores.parquet`` (long), or a wide table, Parquet or CSV, with a
+    ``sample_id`` column and one numeric column per detector."""
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    if not path.exists():
+        raise InputError(str(path), None, "scores table does not exist")
+    try:
+        table = pacsv.read_csv(path) if path.suffix.lower() == ".csv" else pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as err:
+        raise InputError(str(path), None, f"not a readable Parquet or CSV table: {err}") from None
+    if "sample_id" not in table.column_names:
+        raise InputError(str(path), None, f"no sample_id column (columns: {table.column_names})")
+    ids = [str(s) for s in table.column("sample_id").to_pylist()]
+    if {"method", "score"} <= set(table.column_names):
+        return [{"sample_id": sid, "method": m, "score": s}
+                for sid, m, s in zip(ids, table.column("method").to_pylist(), table.column("score").to_pylist(), strict=True)]
+    numeric = [name for name, kind in zip(table.column_names, table.schema.types, strict=True)
+               if name != "sample_id" and (pa.types.is_floating(kind) or pa.types.is_integer(kind))]
+    if not numeric:
+        raise InputError(str(path), None, "neither method/score columns nor numeric detector columns")
+    return [{"sample_id": sid, "method": name, "score": None if v is None else float(v)}
+            for name in numeric for sid, v in zip(ids, table.column(name).to_pylist(), strict=True)]
+
+
+def dataset_inference_tables(scores: Path, settings: dict, seed: int, output: Path, *, name: str,
+                             validation_scores: Path | None = None, validation_ids: Path | None = None,
+                             reference_scores: Path | None = None, curve_output: Path | None = None) -> dict:
+    """The ``dataset-inference`` command: one p-value for the samples of
+    ``scores`` (the suspect set) against exactly one of a validation scores
+    table, a list of the held-out ids among them, or a reference model's
+    scores of the same samples (the variant-preference test)."""
+    given = [p for p in (validation_scores, validation_ids, reference_scores) if p is not None]
+    if len(given) != 1:
+        raise InputError("arguments", None, "give exactly one of --validation-scores, --validation-ids, --reference-scores")
+    exclude = set(settings["dataset_inference"]["exclude_methods"])
+    suspect = score_lookup(read_scores(scores), exclude)
+    suspect_ids = sorted(set().union(*suspect.values()))
+    points: list[tuple[int, float]] = []
+    try:
+        if reference_scores is not None:
+            row = run_preference(suspect, score_lookup(read_scores(reference_scores), exclude), suspect_ids,
+                                 settings["variant_preference"], seed) | {"validation": VARIANTS, "reference": str(reference_scores)}
+        else:
+            if validation_scores is not None:
+                validation = score_lookup(read_scores(validation_scores), exclude)
+                validation_set = sorted(set().union(*validation.values()))
+                kind = "validation scores"
+            else:
+                held = set(read_ids(validation_ids))
+                validation, validation_set = suspect, sorted(set(suspect_ids) & held)
+                suspect_ids = sorted(set(suspect_ids) - held)
+                kind = HELD_OUT
+            row, points = run_di(suspect, suspect_ids, validation, validation_set, settings["dataset_inference"],
+                                 settings["alpha"], seed)
+            row["validation"] = kind
+    except ValueError as err:
+        raise InputError(str(scores), None, str(err)) from None
+    row = {"model": name, **row}
+    write_table([row], P_VALUES_SCHEMA, output)
+    if curve_output is not None:
+        write_table([{"model": name, "validation": row["validation"], "n": n, "p_value": p} for n, p in points],
+                    CURVE_SCHEMA, curve_output)
+    return row

@@ -1,0 +1,82 @@
+"""exchangeability: the sharded test of Oren et al. for one model: the
+benchmark's examples in canonical order packed into shards that fit the
+model's context, each shard and its seeded permutations scored in one
+batched pass of the token scorer, and the canonical-minus-permuted
+log-likelihoods t-tested across shards."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from leaktrace.artifacts import read_records, write_table
+from leaktrace.contamination.exchangeability import MIN_SHARDS, SEPARATOR, pack_shards, permutations, shard_text, sharded_test
+from leaktrace.seeding import derive_seed
+from leaktrace.stages.score import _language_model
+
+log = logging.getLogger(__name__)
+
+# Tokens kept free in each shard: joining examples can tokenise a little
+# differently from the examples alone; a shard whose any order is still cut
+# by the context is left out.
+JOIN_MARGIN = 16
+
+EXCHANGEABILITY_SCHEMA = pa.schema(
+    [
+        ("samples", pa.string()),  # members | all: which examples, in the benchmark's order
+        ("n_examples", pa.int32()),  # examples in the tested shards
+        ("n_shards", pa.int32()),
+        ("n_permutations", pa.int32()),
+        ("mean_difference", pa.float64()),  # canonical minus mean permuted log-likelihood (nats), mean over shards
+        ("p_value", pa.float64()),  # one-sided one-sample t-test across shards; null: fewer than 2 shards fit
+    ]
+)
+
+
+def canonical_examples(benchmark: Path, samples: Path, which: str) -> list[str]:
+    """The benchmark's code in its own order; ``members``: only the testbed's members."""
+    rows = read_records(benchmark, ["sample_id", "code"])
+    if which == "members":
+        members = {r["sample_id"] for r in read_records(samples, ["sample_id", "split"]) if r["split"] == "member"}
+        rows = [r for r in rows if r["sample_id"] in members]
+    return [r["code"] for r in rows]
+
+
+def exchangeability(benchmark: Path, samples: Path, model: dict, adapter: str | None, settings: dict, batch: dict, seed: int,
+                    output: Path) -> None:
+    examples = canonical_examples(benchmark, samples, settings["samples"])
+    lm = _language_model(model, adapter, batch)
+    lengths = [len(lm.encode(text + SEPARATOR)) for text in examples]
+    shards = pack_shards(lengths, lm.max_length - 1 - JOIN_MARGIN, settings["n_shards"])
+    orders = [[list(range(len(shard)))] + permutations(len(shard), settings["n_permutations"],
+                                                      np.random.default_rng(derive_seed(seed, "exchangeability", k)))
+              for k, shard in enumerate(shards)]
+    texts = [shard_text([examples[i] for i in shard], order) for shard, shard_orders in zip(shards, orders, strict=True)
+             for order in shard_orders]
+    stats = lm.score(texts, moments=[False] * len(texts))
+    per_shard = 1 + settings["n_permutations"]
+    canonical, permuted, kept = [], [], []
+    for k, shard in enumerate(shards):
+        group = stats[k * per_shard : (k + 1) * per_shard]
+        if any(s.truncated for s in group):
+            log.warning("shard %d left out: an order of it does not fit the context of %d tokens", k, lm.max_length)
+            continue
+        lls = [float(np.sum(s.logprobs, dtype=np.float64)) for s in group]
+        canonical.append(lls[0])
+        permuted.append(lls[1:])
+        kept.append(shard)
+    row = {"samples": settings["samples"], "n_examples": sum(len(s) for s in kept), "n_shards": len(kept),
+           "n_permutations": settings["n_permutations"]}
+    if len(kept) < MIN_SHARDS:
+        # e.g. examples as long as the context: no shard holds two of them
+        log.warning("exchangeability not testable under %s: %d shards of two or more examples fit a context of %d tokens",
+                    lm.name, len(kept), lm.max_length)
+        write_table([row | {"mean_difference": None, "p_value": None}], EXCHANGEABILITY_SCHEMA, output)
+        return
+    result = sharded_test(canonical, permuted)
+    write_table([row | {"mean_difference": result.mean_difference, "p_value": result.p_value}], EXCHANGEABILITY_SCHEMA, output)
+    log.info("exchangeability under %s: %d shards of %d examples, mean difference %.3f nats, p = %.3g", lm.name,
+             result.n_shards, sum(len(s) for s in kept), result.mean_difference, result.p_value)
