@@ -28,8 +28,10 @@ def _job_model(wildcards):
     return _model_config(wildcards.model)[0] if hasattr(wildcards, "model") else BASE_MODEL_CONFIG
 
 
-def _job_gpus(wildcards):
-    return 1 if _job_model(wildcards)["device"].startswith("cuda") else 0
+def _job_gpus(wildcards, generator=None):
+    """1 when the job's model runs on a GPU here (``on_gpu``): its device,
+    or the backend of the `llm.generator` role a generating job runs it through."""
+    return 1 if on_gpu({**_job_model(wildcards), **(generator or {})}) else 0
 
 
 def _parquet_inputs(input):
@@ -40,10 +42,14 @@ def _partition(gpus):
     return (CLUSTER["gpu_partition"] if gpus else CLUSTER["cpu_partition"]) or ""
 
 
-def model_job(kind, *, batch_size, passes=1, generate=None):
+def model_job(kind, *, batch_size, passes=1, generate=None, generator=None):
     """Resources of a job that runs a model: ``kind`` train or forward,
     ``passes`` over its Parquet inputs' tokens, plus ``generate`` new tokens
-    per row of those inputs (greedy decoding, one forward token each)."""
+    per row of those inputs (greedy decoding, one forward token each);
+    ``generator``: the `llm.generator` role a generating job runs through."""
+
+    def gpus(wildcards):
+        return _job_gpus(wildcards, generator)
 
     def size(wildcards, input):
         spec = _job_model(wildcards)
@@ -54,7 +60,7 @@ def model_job(kind, *, batch_size, passes=1, generate=None):
         spec, model = size(wildcards, input)
         context = min(model.max_positions, spec.get("max_length") or model.max_positions)
         return jobsize.memory_mb(model, dtype=spec["dtype"], batch_size=batch_size, context=context,
-                                 on_gpu=bool(_job_gpus(wildcards)), training=kind == "train",
+                                 on_gpu=bool(gpus(wildcards)), training=kind == "train",
                                  overhead_mb=CLUSTER["overhead_mb"])
 
     def runtime(wildcards, input, threads):
@@ -63,17 +69,16 @@ def model_job(kind, *, batch_size, passes=1, generate=None):
         tokens = jobsize.parquet_tokens(parquet) * passes
         if generate:
             tokens += generate * sum(jobsize.parquet_rows(p) for p in parquet)
-        gpus = _job_gpus(wildcards)
-        rate = CLUSTER["flops_per_s"]["gpu"] * gpus or CLUSTER["flops_per_s"]["cpu_core"] * threads
+        rate = CLUSTER["flops_per_s"]["gpu"] * gpus(wildcards) or CLUSTER["flops_per_s"]["cpu_core"] * threads
         return jobsize.runtime_min(model, tokens=tokens, kind=kind, passes=1, flops_per_s=rate,
                                    safety=CLUSTER["safety"], minimum=CLUSTER["min_runtime"])
 
     return {
         "mem_mb": mem_mb,
         "runtime": runtime,
-        "gpu": _job_gpus,
-        "gpu_model": lambda wildcards: (CLUSTER["gpu_model"] or "") if _job_gpus(wildcards) else "",
-        "slurm_partition": lambda wildcards: _partition(_job_gpus(wildcards)),
+        "gpu": gpus,
+        "gpu_model": lambda wildcards: (CLUSTER["gpu_model"] or "") if gpus(wildcards) else "",
+        "slurm_partition": lambda wildcards: _partition(gpus(wildcards)),
     }
 
 

@@ -3,6 +3,7 @@
 
 import json
 import re
+import shlex
 import sys
 
 from snakemake.utils import validate
@@ -267,3 +268,30 @@ def adapter_args(wildcards):
     model with an adapter)."""
     adapters = model_adapter(wildcards) + [a for a in [_model_config(wildcards.model)[1]] if a]
     return " ".join(f"--adapter {path}" for path in adapters)
+
+
+# --- LLM backends (models/select.py): which jobs run a model on a GPU, and the
+# `llm.generator` role the generating stages (counterfactual, SrDetection
+# black-box) run the testbed's models through (null: transformers).
+GENERATOR = config["llm"]["generator"]
+
+
+def on_gpu(spec):
+    """Whether a model spec (base_model, an audit model, an `llm` role) runs
+    on a GPU here: the vLLM backend, or a CUDA device, unless it is served
+    elsewhere (the openai backend)."""
+    backend = spec.get("backend") or "transformers"
+    return backend == "vllm" or backend == "transformers" and str(spec.get("device") or "cpu").startswith("cuda")
+
+
+def generator_args():
+    """The generating stages' --generator and --cache-dir options (none for the default)."""
+    if GENERATOR is None:
+        return ""
+    cache = f" --cache-dir {RESULTS}/cache" if config["llm"]["cache"] else ""
+    return f"--generator {shlex.quote(json.dumps(GENERATOR, sort_keys=True))}{cache}"
+
+
+def leakage_judge_gpu(wildcards):
+    judge = config["leakage"]["scans"][wildcards.scan].get("judge", {})
+    return 1 if judge.get("model") and on_gpu(judge) else 0

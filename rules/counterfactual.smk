@@ -10,6 +10,7 @@ rule counterfactual:
     params:
         settings=settings("counterfactual"),
         model=model_settings(),
+        generator=generator_args(),
     log:
         f"{RESULTS}/logs/counterfactual/{{benchmark}}.log",
     benchmark:
@@ -19,8 +20,8 @@ rule counterfactual:
         CONDA_ENV
     resources:
         **model_job("forward", batch_size=config["counterfactual"]["batch_size"],
-                    generate=config["counterfactual"]["max_new_tokens"]),
+                    generate=config["counterfactual"]["max_new_tokens"], generator=GENERATOR),
     shell:
         "{LEAKTRACE} counterfactual --samples {input.samples} --functions {input.functions} --model {params.model:q}"
-        " --adapter {input.adapter} --settings {params.settings:q}"
+        " --adapter {input.adapter} --settings {params.settings:q} {params.generator}"
         " --generations {output.generations} --similarity {output.similarity} 2> {log}"

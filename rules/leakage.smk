@@ -147,6 +147,8 @@ rule leakage_gather:
     threads: 1
     conda:
         CONDA_ENV
+    resources:
+        gpu=leakage_judge_gpu,
     shell:
         "{LEAKTRACE_ONLINE} leakage-gather --scan {wildcards.scan} --index {input.index} --benchmark {input.benchmark}"
         " --pairs {input.pairs} --accounting {input.accounting} --settings {params.settings:q} {params.samples}"

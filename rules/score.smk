@@ -152,6 +152,7 @@ rule blackbox_generations:
         batch=settings("score", "tokens"),
         model=scored_model_settings,
         adapter=adapter_args,
+        generator=generator_args(),
     log:
         f"{RESULTS}/logs/blackbox_generations/{{benchmark}}/{{model}}.log",
     benchmark:
@@ -160,9 +161,10 @@ rule blackbox_generations:
     conda:
         CONDA_ENV
     resources:
-        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], generate=METHODS.get("srdetection_blackbox", {}).get("max_new_tokens", 0)),
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], generate=METHODS.get("srdetection_blackbox", {}).get("max_new_tokens", 0),
+                    generator=GENERATOR),
     shell:
-        "{LEAKTRACE} blackbox --variants {input.variants} --model {params.model:q} {params.adapter}"
+        "{LEAKTRACE} blackbox --variants {input.variants} --model {params.model:q} {params.adapter} {params.generator}"
         " --settings {params.settings:q} --batch {params.batch:q} --output {output} 2> {log}"
 
 

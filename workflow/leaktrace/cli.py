@@ -187,14 +187,19 @@ def _token_counts(a):
     count_corpus_tokens(a.corpus, a.model, a.output)
 
 
+GENERATOR = (("--generator",), {"type": _json, "default": None, "help": "the llm.generator role as JSON (null: transformers)"})
+CACHE_DIR = path("--cache-dir", required=False)
+
+
 @command("blackbox")
 @_args(path("--variants"), MODEL, ADAPTER, SETTINGS,
        (("--batch",), {"type": _json, "required": True, "help": "the score.tokens slice (batch size, max length)"}),
-       path("--output"))
+       GENERATOR, CACHE_DIR, path("--output"))
 def _blackbox(a):
     from leaktrace.stages.score import blackbox_generations
 
-    blackbox_generations(a.variants, a.model, _adapter(a), a.settings, a.batch, a.output)
+    blackbox_generations(a.variants, a.model, _adapter(a), a.settings, a.batch, a.output, generator=a.generator,
+                         cache_dir=a.cache_dir)
 
 
 @command("scores")
@@ -226,11 +231,36 @@ def _audit(a):
 
 
 @command("counterfactual")
-@_args(path("--samples"), path("--functions"), MODEL, path("--adapter"), SETTINGS, path("--generations"), path("--similarity"))
+@_args(path("--samples"), path("--functions"), MODEL, path("--adapter"), SETTINGS, GENERATOR, CACHE_DIR,
+       path("--generations"), path("--similarity"))
 def _counterfactual(a):
     from leaktrace.stages.counterfactual import counterfactual
 
-    counterfactual(a.samples, a.functions, a.model, str(a.adapter), a.settings, a.generations, a.similarity)
+    counterfactual(a.samples, a.functions, a.model, str(a.adapter), a.settings, a.generations, a.similarity,
+                   generator=a.generator, cache_dir=a.cache_dir)
+
+
+@command("serve")
+@_args((("model",), {"help": "a local model directory or hub id"}), (("--adapter",), {"help": "a PEFT adapter directory"}),
+       (("--revision",), {}), (("--dtype",), {"default": "float32"}), (("--device",), {"default": "cpu"}),
+       (("--name",), {"help": "the model name clients ask for (default: MODEL)"}),
+       (("--host",), {"default": "127.0.0.1", "help": "loopback only unless --allow-remote"}),
+       (("--port",), {"type": int, "default": 8000, "help": "0: any free port (the log says which)"}),
+       (("--allow-remote",), {"action": "store_true"}),
+       (("--chat-template",), {"type": Path, "help": "a Jinja chat template for a tokenizer without one"}),
+       (("--api-key-env",), {"help": "require the key held by this environment variable"}),
+       (("--max-length",), {"type": int, "help": "cap on tokens per sequence"}))
+def _serve(a):
+    from leaktrace.models.backend import ModelSpec
+    from leaktrace.models.serve import serve
+
+    spec = ModelSpec(a.model, adapter=a.adapter, dtype=a.dtype, device=a.device, revision=a.revision)
+    try:
+        serve(spec, name=a.name, host=a.host, port=a.port, allow_remote=a.allow_remote,
+              chat_template=a.chat_template.read_text(encoding="utf-8") if a.chat_template else None,
+              api_key_env=a.api_key_env, max_length=a.max_length)
+    except ValueError as err:
+        raise InputError("serve", None, str(err)) from None
 
 
 @command("aggregate")

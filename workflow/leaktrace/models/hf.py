@@ -10,7 +10,17 @@ import torch
 from tqdm import tqdm
 from transformers import StoppingCriteria, StoppingCriteriaList
 
-from leaktrace.models.backend import ModelSpec, StopCondition, TokenStats
+from leaktrace.models.backend import (
+    BACKEND_CAPABILITIES,
+    Completion,
+    Message,
+    ModelSpec,
+    PromptLogprobs,
+    Sampling,
+    StopCondition,
+    TokenStats,
+    cut_at_stop,
+)
 from leaktrace.models.context import context_limit, fit_prefix
 from leaktrace.models.loading import load_model, load_tokenizer
 
@@ -62,6 +72,8 @@ class _StopWhen(StoppingCriteria):
 class HFLanguageModel:
     """``max_length``: a cap on tokens per scored sequence (BOS included);
     the model's trained context applies in any case (``models.context``)."""
+
+    capabilities = BACKEND_CAPABILITIES["transformers"]
 
     def __init__(self, spec: ModelSpec, *, batch_size: int = 16, max_length: int | None = None, progress: bool = True):
         self.name = spec.name_or_path if spec.adapter is None else f"{spec.name_or_path}+{spec.adapter}"
@@ -224,10 +236,14 @@ class HFLanguageModel:
         return results
 
     @torch.inference_mode()
-    def _greedy(self, ids: Sequence[list[int]], *, max_new_tokens: int, stops: Sequence[StopCondition] | None) -> list[str]:
-        """Greedy continuations of full token sequences (special tokens included)."""
-        outputs: list[str | None] = [None] * len(ids)
+    def _continuations(self, ids: Sequence[list[int]], *, max_new_tokens: int, stops: Sequence[StopCondition] | None,
+                       sampling: Sampling | None = None) -> list[list[int]]:
+        """New token ids after full token sequences (special tokens included),
+        greedy unless ``sampling`` samples."""
+        outputs: list[list[int] | None] = [None] * len(ids)
         batches = length_buckets([len(x) for x in ids], self.batch_size)
+        decoding = {"do_sample": False} if sampling is None or sampling.greedy else {
+            "do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": None}
         for batch in tqdm(batches, desc=f"generating {self.name}", disable=not self.progress, mininterval=5):
             width = max(len(ids[i]) for i in batch)
             input_ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
@@ -240,14 +256,18 @@ class HFLanguageModel:
                 input_ids=input_ids.to(self.model.device),
                 attention_mask=mask.to(self.model.device),
                 max_new_tokens=max_new_tokens,
-                do_sample=False,
                 pad_token_id=self.pad_id,
                 eos_token_id=self.tokenizer.eos_token_id,
                 stopping_criteria=criteria,
+                **decoding,
             )
             for row, i in enumerate(batch):
-                outputs[i] = self.decode(generated[row, width:].tolist())
+                outputs[i] = generated[row, width:].tolist()
         return outputs  # type: ignore[return-value]
+
+    def _greedy(self, ids: Sequence[list[int]], *, max_new_tokens: int, stops: Sequence[StopCondition] | None) -> list[str]:
+        """Greedy continuations of full token sequences (special tokens included)."""
+        return [self.decode(x) for x in self._continuations(ids, max_new_tokens=max_new_tokens, stops=stops)]
 
     def generate(
         self, prompts: Sequence[list[int]], *, max_new_tokens: int, stops: Sequence[StopCondition] | None = None
@@ -257,8 +277,58 @@ class HFLanguageModel:
     def chat(self, messages: list[dict], *, max_new_tokens: int) -> str:
         """Greedy reply to a chat, formatted by the tokenizer's chat template
         (with the generation prompt); the template supplies any BOS itself."""
+        return self._greedy([self.chat_template_ids(messages)], max_new_tokens=max_new_tokens, stops=None)[0]
+
+    # --- the LLM-call interface (models.backend.TextModel) ---
+
+    def _answer(self, ids: Sequence[list[int]], sampling: Sampling) -> list[Completion]:
+        """Completions of full token sequences: greedy ones batched; sampled
+        ones one at a time, torch seeded with ``sampling.seed`` (0 if None)
+        before each, so an answer never depends on its batch."""
+        def hit(text: str) -> bool:
+            return cut_at_stop(text, sampling.stop)[1]
+
+        stops = [hit] * len(ids) if sampling.stop else None
+        if sampling.greedy:
+            rows = self._continuations(ids, max_new_tokens=sampling.max_new_tokens, stops=stops)
+        else:
+            rows = []
+            for one in ids:
+                torch.manual_seed(0 if sampling.seed is None else sampling.seed)
+                rows += self._continuations([one], max_new_tokens=sampling.max_new_tokens, stops=stops and stops[:1],
+                                            sampling=sampling)
+        out = []
+        for row in rows:
+            text, stopped = cut_at_stop(self.decode(row), sampling.stop)
+            ended = stopped or self.tokenizer.eos_token_id in row
+            out.append(Completion(text, "stop" if ended else "length"))
+        return out
+
+    def complete(self, prompts: Sequence[str], sampling: Sampling) -> list[Completion]:
+        """Continuations of text prompts, each after BOS, as ``generate``."""
+        return self._answer([[self.bos_id, *self.encode(p)] for p in prompts], sampling)
+
+    def chat_template_ids(self, messages: Sequence[Message]) -> list[int]:
+        """The prompt of a conversation: the chat template with the
+        generation prompt (the template supplies any BOS itself)."""
         if not getattr(self.tokenizer, "chat_template", None):
             raise ValueError(f"{self.name}: the tokenizer has no chat template, so it cannot be used as a chat model")
-        prompt = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        return self._greedy([ids], max_new_tokens=max_new_tokens, stops=None)[0]
+        prompt = self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+        return self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+
+    def chat_many(self, conversations: Sequence[Sequence[Message]], sampling: Sampling) -> list[Completion]:
+        return self._answer([self.chat_template_ids(c) for c in conversations], sampling)
+
+    @torch.inference_mode()
+    def sequence_logprobs(self, ids: Sequence[int]) -> np.ndarray:
+        """log p of each of ``ids`` after BOS and the ids before it (a server's
+        echo of a prompt and its completion, each tokenised on its own)."""
+        [(logprobs, _, _)] = self._score_sequences([[self.bos_id, *ids]], [1], [False], f"scoring {self.name}")
+        return logprobs
+
+    def prompt_logprobs(self, texts: Sequence[str]) -> list[PromptLogprobs]:
+        """Every token's log-probability from ``score`` (the first after BOS;
+        cut to the context as there)."""
+        stats = self.score(texts, moments=[False] * len(texts))
+        return [PromptLogprobs(tuple(self.decode([t]) for t in s.token_ids.tolist()), tuple(map(float, s.logprobs)))
+                for s in stats]

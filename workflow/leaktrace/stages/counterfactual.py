@@ -12,10 +12,9 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.models.hf import HFLanguageModel
 from leaktrace.similarity.function_parse import function_end_reached, parse_generated_function
 from leaktrace.similarity.text import TEXT_METRICS
-from leaktrace.stages.score import model_spec
+from leaktrace.stages.score import generation_model
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +40,7 @@ SIMILARITY_SCHEMA = pa.schema(
 )
 
 
-def prompt_ids(lm: HFLanguageModel, context: str, signature: str, context_tokens: int) -> list[int]:
+def prompt_ids(lm, context: str, signature: str, context_tokens: int) -> list[int]:
     """Up to ``context_tokens`` tokens of preceding context, then the signature
     without its final newline.
 
@@ -66,8 +65,9 @@ def _stop_at_function_end(signature: str, generated: str) -> bool:
     return function_end_reached(signature, _after_signature(generated))
 
 
-def _generate(rows: list[dict], model: dict, adapter: str | None, settings: dict, role: str) -> list[dict]:
-    lm = HFLanguageModel(model_spec(model, adapter), batch_size=settings["batch_size"], max_length=model.get("max_length"))
+def _generate(rows: list[dict], model: dict, adapter: str | None, settings: dict, role: str, generator: dict | None,
+              cache_dir: Path | None) -> list[dict]:
+    lm = generation_model(model, adapter, settings, generator, cache_dir, f"counterfactual generation ({role})")
     prompts = [prompt_ids(lm, r["context"], r["signature"], settings["context_tokens"]) for r in rows]
     stops = [partial(_stop_at_function_end, r["signature"]) for r in rows]
     # Prompt and generation stay within the positions the model was trained on
@@ -89,10 +89,14 @@ def _generate(rows: list[dict], model: dict, adapter: str | None, settings: dict
 
 
 def counterfactual(samples: Path, functions: Path, model: dict, target_adapter: str, settings: dict,
-                   generations_out: Path, similarity_out: Path) -> None:
+                   generations_out: Path, similarity_out: Path, *, generator: dict | None = None,
+                   cache_dir: Path | None = None) -> None:
+    """``generator``: the ``llm.generator`` role (None: the base model in
+    process through transformers); ``cache_dir``: its response cache."""
     kept = {r["sample_id"] for r in read_records(samples, ["sample_id", "kept"]) if r["kept"]}
     rows = [r for r in read_records(functions, ["sample_id", "context", "signature", "continuation"]) if r["sample_id"] in kept]
-    generations = _generate(rows, model, target_adapter, settings, "target") + _generate(rows, model, None, settings, "reference")
+    generations = (_generate(rows, model, target_adapter, settings, "target", generator, cache_dir)
+                   + _generate(rows, model, None, settings, "reference", generator, cache_dir))
     write_table(generations, GENERATIONS_SCHEMA, generations_out)
 
     produced = {(g["sample_id"], g["model"]): g["function"] for g in generations}

@@ -71,6 +71,26 @@ def _language_model(model: dict, adapter: str | None, batch: dict):
     return HFLanguageModel(model_spec(model, adapter), batch_size=batch["batch_size"], max_length=model.get("max_length"))
 
 
+def generation_model(model: dict, adapter: str | None, batch: dict, generator: dict | None, cache_dir: Path | None,
+                     purpose: str):
+    """The model a generating stage runs: with no ``llm.generator`` role, the
+    base model (and adapter) in process through transformers, as always;
+    with one, the base model (or the role's model) and the adapter through
+    the role's backend, behind the response cache."""
+    if generator is None:
+        return _language_model(model, adapter, batch)
+    from leaktrace.models.backend import Capability
+    from leaktrace.models.generation import BackendGenerator
+    from leaktrace.models.select import open_model
+
+    needs = {Capability.GENERATE} | ({Capability.ADAPTERS} if adapter else set())
+    role = {"dtype": model["dtype"], "device": model["device"], "max_length": model.get("max_length"), **generator,
+            "model": generator.get("model") or model["path"], "adapter": adapter}
+    if role["backend"] == "vllm":  # the target's adapter and the reference share one engine
+        role["vllm"] = {"enable_lora": True, **role.get("vllm", {})}
+    return BackendGenerator(open_model(role, needs, purpose, cache_dir), model_spec(model, None), model.get("max_length"))
+
+
 def score_tokens(variants: Path, model: dict, adapter: str | None, settings: dict, output: Path, *,
                  originals_only: bool = False, filter_variants: bool = False) -> None:
     """Every valid original and detector variant, and each original
@@ -124,14 +144,16 @@ def count_corpus_tokens(corpus: list[Path], model: dict, output: Path) -> None:
              counts.tokenizer)
 
 
-def blackbox_generations(variants: Path, model: dict, adapter: str | None, settings: dict, batch: dict, output: Path) -> None:
+def blackbox_generations(variants: Path, model: dict, adapter: str | None, settings: dict, batch: dict, output: Path, *,
+                         generator: dict | None = None, cache_dir: Path | None = None) -> None:
     """SrDetection black-box's generations: the original and up to the
     largest configured variant count of valid variants per sample, each
-    prefix continued greedily, with its n-gram overlap with the true suffix."""
+    prefix continued greedily, with its n-gram overlap with the true suffix;
+    through the ``llm.generator`` role's backend when there is one."""
     params = family_params("srdetection_blackbox", settings)
     n_max = max([params["n_variants"], *params["sensitivity"]])
     texts = [(v["sample_id"], v["variant_id"], v["text"]) for v in _valid_texts(variants) if v["variant_id"] <= n_max]
-    lm = _language_model(model, adapter, batch)
+    lm = generation_model(model, adapter, batch, generator, cache_dir, "SrDetection black-box generation")
     rows = continuation_overlaps(lm, texts, prefix_fraction=params["prefix_fraction"], ngram=params["ngram"],
                                  max_new_tokens=params["max_new_tokens"])
     write_table(rows, BLACKBOX_SCHEMA, output)
