@@ -224,8 +224,12 @@ class HFLanguageModel:
         return results
 
     @torch.inference_mode()
-    def _greedy(self, ids: Sequence[list[int]], *, max_new_tokens: int, stops: Sequence[StopCondition] | None) -> list[str]:
-        """Greedy continuations of full token sequences (special tokens included)."""
+    def _greedy(self, ids: Sequence[list[int]], *, max_new_tokens: int, stops: Sequence[StopCondition] | None,
+                temperature: float | None = None, seed: int | None = None) -> list[str]:
+        """Greedy continuations of full token sequences (special tokens included);
+        with ``temperature``, sampled instead, from a generator seeded with ``seed``."""
+        if temperature is not None:
+            torch.manual_seed(seed)
         outputs: list[str | None] = [None] * len(ids)
         batches = length_buckets([len(x) for x in ids], self.batch_size)
         for batch in tqdm(batches, desc=f"generating {self.name}", disable=not self.progress, mininterval=5):
@@ -240,7 +244,8 @@ class HFLanguageModel:
                 input_ids=input_ids.to(self.model.device),
                 attention_mask=mask.to(self.model.device),
                 max_new_tokens=max_new_tokens,
-                do_sample=False,
+                do_sample=temperature is not None,
+                **({"temperature": temperature, "top_k": 0, "top_p": 1.0} if temperature is not None else {}),
                 pad_token_id=self.pad_id,
                 eos_token_id=self.tokenizer.eos_token_id,
                 stopping_criteria=criteria,
@@ -253,6 +258,11 @@ class HFLanguageModel:
         self, prompts: Sequence[list[int]], *, max_new_tokens: int, stops: Sequence[StopCondition] | None = None
     ) -> list[str]:
         return self._greedy([[self.bos_id, *p] for p in prompts], max_new_tokens=max_new_tokens, stops=stops)
+
+    def sample(self, prompts: Sequence[list[int]], *, max_new_tokens: int, temperature: float, seed: int,
+               stops: Sequence[StopCondition] | None = None) -> list[str]:
+        return self._greedy([[self.bos_id, *p] for p in prompts], max_new_tokens=max_new_tokens, stops=stops,
+                            temperature=temperature, seed=seed)
 
     def chat(self, messages: list[dict], *, max_new_tokens: int) -> str:
         """Greedy reply to a chat, formatted by the tokenizer's chat template
