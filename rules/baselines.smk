@@ -120,6 +120,7 @@ rule veilprobe_perturb:
     params:
         settings=lambda wildcards: method_slice("veilprobe", "key_fraction", "candidates"),
         blackbox=lambda wildcards: method_slice("srdetection_blackbox", "prefix_fraction"),
+        batch=settings("score", "tokens"),
         model=model_settings(),
         seed=config["seed"],
     log:
@@ -131,7 +132,7 @@ rule veilprobe_perturb:
         CONDA_ENV
     shell:
         "{LEAKTRACE} veilprobe-perturb --variants {input.variants} --model {params.model:q} --settings {params.settings:q}"
-        " --blackbox {params.blackbox:q} --seed {params.seed} --output {output} 2> {log}"
+        " --blackbox {params.blackbox:q} --batch {params.batch:q} --seed {params.seed} --output {output} 2> {log}"
 
 
 rule veilprobe_features:

@@ -83,7 +83,8 @@ def test_veilprobe_end_to_end_and_blind_to_evaluation_labels(inputs):
     out, model = inputs
     settings = {"key_fraction": 0.2, "mapping_hidden": 16, "mapping_layers": 1, "mapping_epochs": 1, "proto_epochs": 5,
                 "p_value": 0.5}
-    baselines.veilprobe_perturb(out / "variants.parquet", model, settings, {"prefix_fraction": 0.5}, 1, out / "perturbed.parquet")
+    baselines.veilprobe_perturb(out / "variants.parquet", model, settings, {"prefix_fraction": 0.5}, {"batch_size": 8}, 1,
+                                 out / "perturbed.parquet")
     perturbed = read_records(out / "perturbed.parquet")
     assert any(r["replaced"] for r in perturbed)
     for r in perturbed:  # only the replaced positions change
@@ -134,6 +135,6 @@ def test_t_test_keeps_separating_dimensions_and_protonet_learns_them():
     x[labels, 0] += 3
     mask = significant_dimensions(x, labels, 0.01)
     assert mask[0] and mask.sum() <= 2
-    net = fit_prototypical(x, labels, ProtoSettings(epochs=20, seed=0))
+    net = fit_prototypical(x, labels, ProtoSettings(epochs=5, seed=0))
     scores, decisions = net.member_scores(x)
     assert (decisions == labels).mean() > 0.9 and scores[labels].mean() > scores[~labels].mean()

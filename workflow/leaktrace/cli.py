@@ -250,11 +250,11 @@ def _dpdllm_fit(a):
 
 @command("veilprobe-perturb")
 @_args(path("--variants"), MODEL, SETTINGS, (("--blackbox",), {"type": _json, "required": True,
-       "help": "the srdetection_blackbox slice (its prefix split)"}), SEED, path("--output"))
+       "help": "the srdetection_blackbox slice (its prefix split)"}), BATCH, SEED, path("--output"))
 def _veilprobe_perturb(a):
     from leaktrace.stages.baselines import veilprobe_perturb
 
-    veilprobe_perturb(a.variants, a.model, a.settings, a.blackbox, a.seed, a.output)
+    veilprobe_perturb(a.variants, a.model, a.settings, a.blackbox, a.batch, a.seed, a.output)
 
 
 @command("veilprobe-features")

@@ -40,25 +40,29 @@ def is_word(piece: str) -> bool:
     return WORD.fullmatch(piece) is not None
 
 
-def key_token_attribution(model, bos_id: int, prefix: Sequence[int], suffix: Sequence[int]) -> np.ndarray:
-    """|gradient × input| per prefix token of log p(suffix | BOS, prefix) under ``model``."""
-    ids = torch.tensor([[bos_id, *prefix, *suffix]])
+def key_token_scores(model, bos_id: int, pad_id: int, pairs: Sequence[tuple[Sequence[int], Sequence[int]]],
+                     top: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """For each (prefix, suffix) of a batch, from one forward and backward pass:
+    |gradient × input| per prefix token of log p(suffix | BOS, prefix) under
+    ``model``, and the ids of its ``top`` most likely tokens at each prefix
+    position given the tokens before it. Rows are right-padded: under causal
+    attention no scored position sees the padding."""
+    width = max(1 + len(p) + len(s) for p, s in pairs)
+    ids = torch.full((len(pairs), width), pad_id, dtype=torch.long)
+    for row, (prefix, suffix) in enumerate(pairs):
+        ids[row, : 1 + len(prefix) + len(suffix)] = torch.tensor([bos_id, *prefix, *suffix])
     embeddings = model.get_input_embeddings()(ids).detach().requires_grad_(True)
-    logits = model(inputs_embeds=embeddings).logits[0, :-1].float()
-    start = 1 + len(prefix)
-    targets = ids[0, start:]
-    log_likelihood = torch.log_softmax(logits[start - 1 :], dim=-1).gather(-1, targets.unsqueeze(-1)).sum()
+    logprobs = torch.log_softmax(model(inputs_embeds=embeddings).logits[:, :-1].float(), dim=-1)
+    total = logprobs.new_zeros(())
+    for row, (prefix, suffix) in enumerate(pairs):
+        start = 1 + len(prefix)
+        total = total + logprobs[row, start - 1 : start - 1 + len(suffix)].gather(-1, ids[row, start : start + len(suffix)].unsqueeze(-1)).sum()
     model.zero_grad(set_to_none=True)
-    log_likelihood.backward()
-    return (embeddings.grad[0, 1:start] * embeddings[0, 1:start]).sum(-1).abs().detach().numpy().astype(np.float64)
-
-
-@torch.no_grad()
-def replacement_candidates(model, bos_id: int, prefix: Sequence[int], top: int) -> np.ndarray:
-    """(len(prefix), top) ids of the proxy's most likely tokens at each prefix
-    position given the tokens before it."""
-    logits = model(input_ids=torch.tensor([[bos_id, *prefix]])).logits[0, :-1]
-    return torch.topk(logits, k=min(top, logits.shape[-1]), dim=-1).indices.numpy()
+    total.backward()
+    saliency = (embeddings.grad * embeddings).sum(-1).abs().detach()
+    candidates = torch.topk(logprobs.detach(), k=min(top, logprobs.shape[-1]), dim=-1).indices
+    return [(saliency[row, 1 : 1 + len(prefix)].numpy().astype(np.float64), candidates[row, : len(prefix)].numpy())
+            for row, (prefix, _) in enumerate(pairs)]
 
 
 def perturb_key_tokens(prefix: Sequence[int], attribution: np.ndarray, candidates: np.ndarray, decode,

@@ -31,10 +31,9 @@ from leaktrace.detect.prototypical import ProtoSettings, fit_prototypical
 from leaktrace.detect.registry import family_params
 from leaktrace.detect.srdetection_blackbox import _TokenBudget, split_prefix_suffix
 from leaktrace.detect.veilprobe import (
-    key_token_attribution,
+    key_token_scores,
     membership_features,
     perturb_key_tokens,
-    replacement_candidates,
     significant_dimensions,
 )
 from leaktrace.seeding import derive_seed
@@ -169,20 +168,23 @@ def fit_dpdllm(features: Path, samples: Path, output: Path, model_dir: Path) -> 
 
 # --- VeilProbe --------------------------------------------------------------
 
-def veilprobe_perturb(variants: Path, model: dict, settings: dict, blackbox: dict, seed: int, output: Path) -> None:
+def veilprobe_perturb(variants: Path, model: dict, settings: dict, blackbox: dict, batch: dict, seed: int, output: Path) -> None:
     """Each original's prefix (SrDetection black-box's split) with its key
     tokens replaced, the base model as proxy."""
     params = family_params("veilprobe", settings)
-    lm = _language_model(model, None, {"batch_size": 1})
+    torch.set_num_threads(1)  # small matrices: one thread is faster than two contending ones
+    lm = _language_model(model, None, batch)
     rng = np.random.default_rng(derive_seed(seed, "veilprobe-perturb"))
+    originals = _originals(variants)
+    splits = [_prefix(lm, text, blackbox["prefix_fraction"]) for _, text in originals]
     rows = []
-    for sid, text in _originals(variants):
-        prefix, suffix = _prefix(lm, text, blackbox["prefix_fraction"])
-        attribution = key_token_attribution(lm.model, lm.bos_id, prefix, suffix)
-        candidates = replacement_candidates(lm.model, lm.bos_id, prefix, 4 * params["candidates"])
-        perturbed, replaced = perturb_key_tokens(prefix, attribution, candidates, lm.decode, params["key_fraction"],
-                                                 params["candidates"], rng)
-        rows.append({"sample_id": sid, "prefix_ids": prefix, "perturbed_ids": perturbed, "replaced": replaced})
+    for start in range(0, len(splits), lm.batch_size):
+        chunk = splits[start : start + lm.batch_size]
+        scored = key_token_scores(lm.model, lm.bos_id, lm.pad_id, chunk, 4 * params["candidates"])
+        for (sid, _), (prefix, _), (attribution, candidates) in zip(originals[start:], chunk, scored, strict=False):
+            perturbed, replaced = perturb_key_tokens(prefix, attribution, candidates, lm.decode, params["key_fraction"],
+                                                     params["candidates"], rng)
+            rows.append({"sample_id": sid, "prefix_ids": prefix, "perturbed_ids": perturbed, "replaced": replaced})
     write_table(rows, PERTURBED_SCHEMA, output)
     log.info("VeilProbe: %d prefixes perturbed, %.1f key tokens each on average", len(rows),
              np.mean([len(r["replaced"]) for r in rows]) if rows else 0.0)
@@ -195,6 +197,7 @@ def veilprobe_features(blackbox: Path, perturbed: Path, model: dict, settings: d
     from leaktrace.models.loading import load_tokenizer
 
     params = family_params("veilprobe", settings)
+    torch.set_num_threads(1)
     prefixes = {r["sample_id"]: r for r in read_records(perturbed)}
     continuations = {r["sample_id"]: r for r in read_records(blackbox, ["sample_id", "variant_id", "prefix_tokens", "generated_ids"])
                      if r["variant_id"] == 0 and r["sample_id"] in prefixes}
@@ -221,6 +224,7 @@ def veilprobe_features(blackbox: Path, perturbed: Path, model: dict, settings: d
 
 def fit_veilprobe(features: Path, samples: Path, settings: dict, seed: int, output: Path, model_dir: Path) -> None:
     params = family_params("veilprobe", settings)
+    torch.set_num_threads(1)
     rows = read_records(features)
     ids = [r["sample_id"] for r in rows]
     original = np.array([r["original"] for r in rows], dtype=np.float64)
