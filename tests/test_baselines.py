@@ -52,7 +52,7 @@ def test_dpdllm_end_to_end_and_blind_to_evaluation_labels(inputs, tiny_model_dir
     out, model = inputs
     settings = {"max_new_tokens": 8, "reference_epochs": 1}
     train = {"lora": {"rank": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj"]}, "learning_rate": 0.003,
-             "batch_size": 8, "gradient_accumulation": 1, "warmup_steps": 1, "epochs": [1]}
+             "batch_size": 8, "gradient_accumulation": 1, "warmup_steps": 1}
     baselines.train_dpdllm_reference(out / "variants.parquet", model, train, settings, 1, out / "reference")
     assert json.loads((out / "reference/trained_on.json").read_text())["sample_ids"] == [f"s{i:02d}" for i in range(N)]
     baselines.dpdllm_generations(out / "variants.parquet", model, None, settings, {"batch_size": 8}, 1, out / "gen.parquet")

@@ -201,7 +201,8 @@ def _blackbox(a):
 @_args(path("--tokens"), path("--variants"), path("--reference", required=False),
        path("--oracle-reference", required=False), path("--prefixed", required=False),
        path("--token-counts", required=False), path("--blackbox", required=False),
-       (("--learned",), {"type": Path, "nargs": "*", "default": [], "help": "the learned baselines' per-sample outputs"}),
+       (("--learned",), {"type": Path, "nargs": "+", "action": "extend", "default": [],
+                         "help": "the learned baselines' per-sample outputs (repeatable)"}),
        (("--model",), {"type": _json, "help": "the scored model (checks DC-PDD's counts were made with its tokenizer)"}),
        SETTINGS, path("--output"))
 def _scores(a):

@@ -90,8 +90,8 @@ def train_dpdllm_reference(variants: Path, model: dict, train: dict, settings: d
     settings) on every detection text for ``reference_epochs`` epochs."""
     params = family_params("dpdllm", settings)
     originals = _originals(variants)
-    lora = LoraSettings.from_config(train, max_length=model.get("max_length"), seed=derive_seed(seed, "dpdllm-reference"),
-                                    epochs=(params["reference_epochs"],))
+    lora = LoraSettings.from_config({**train, "epochs": [params["reference_epochs"]]}, max_length=model.get("max_length"),
+                                    seed=derive_seed(seed, "dpdllm-reference"))
     train_lora(model_spec(model, None), [text for _, text in originals], lora, lambda epoch: out_dir / "adapter")
     _write_ids(out_dir, [sid for sid, _ in originals], epochs=params["reference_epochs"])
     log.info("DPDLLM reference adapter: %d texts, %d epochs", len(originals), params["reference_epochs"])
