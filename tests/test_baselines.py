@@ -138,3 +138,15 @@ def test_t_test_keeps_separating_dimensions_and_protonet_learns_them():
     net = fit_prototypical(x, labels, ProtoSettings(epochs=5, seed=0))
     scores, decisions = net.member_scores(x)
     assert (decisions == labels).mean() > 0.9 and scores[labels].mean() > scores[~labels].mean()
+
+
+def test_scores_command_takes_every_learned_file():
+    import argparse
+
+    from leaktrace.cli import COMMANDS
+
+    parser = argparse.ArgumentParser()
+    COMMANDS["scores"][0](parser)
+    args = parser.parse_args(["--tokens", "t", "--variants", "v", "--settings", "{}", "--output", "o",
+                              "--learned", "dpdllm.parquet", "--learned", "veilprobe.parquet"])
+    assert [str(p) for p in args.learned] == ["dpdllm.parquet", "veilprobe.parquet"]
