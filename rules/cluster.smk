@@ -122,6 +122,8 @@ localrules:
     audit,
     contamination,
     mutation_study,
+    dpdllm_fit,
+    veilprobe_fit,
     learning_rate_selection,
 
 

@@ -48,6 +48,15 @@ def blackbox_rows(wildcards):
     return [f"{RESULTS}/score/{wildcards.benchmark}/{wildcards.model}/blackbox.parquet"]
 
 
+def learned_rows(wildcards):
+    """The learned black-box baselines' per-sample outputs (rules/baselines.smk):
+    testbed models only, whose texts share the base model's tokenizer and the split's labels."""
+    if wildcards.model not in MODELS:
+        return []
+    return [f"{RESULTS}/score/{wildcards.benchmark}/{wildcards.model}/{family}/scores.parquet"
+            for family in ("dpdllm", "veilprobe") if family in METHODS]
+
+
 def token_pass_texts(wildcards):
     """Which texts a model's token pass scores: Ref's reference model only the
     originals; the base model the pre-exposure filter's variants too."""
@@ -177,6 +186,7 @@ rule detector_scores:
         prefixed=recall_prefixed,
         counts=dc_pdd_counts,
         blackbox=blackbox_rows,
+        learned=learned_rows,
     output:
         f"{RESULTS}/score/{{benchmark}}/{{model}}/scores.parquet",
     params:
@@ -186,6 +196,7 @@ rule detector_scores:
         prefixed=optional_args("--prefixed", recall_prefixed),
         counts=optional_args("--token-counts", dc_pdd_counts),
         blackbox=optional_args("--blackbox", blackbox_rows),
+        learned=optional_args("--learned", learned_rows),
         model=scored_model_settings,
     log:
         f"{RESULTS}/logs/detector_scores/{{benchmark}}/{{model}}.log",
@@ -196,4 +207,4 @@ rule detector_scores:
         CONDA_ENV
     shell:
         "{LEAKTRACE} scores --tokens {input.tokens} --variants {input.variants} {params.reference} {params.oracle} {params.prefixed}"
-        " {params.counts} {params.blackbox} --model {params.model:q} --settings {params.settings:q} --output {output} 2> {log}"
+        " {params.counts} {params.blackbox} {params.learned} --model {params.model:q} --settings {params.settings:q} --output {output} 2> {log}"

@@ -206,6 +206,8 @@ def _blackbox(a):
 @_args(path("--tokens"), path("--variants"), path("--reference", required=False),
        path("--oracle-reference", required=False), path("--prefixed", required=False),
        path("--token-counts", required=False), path("--blackbox", required=False),
+       (("--learned",), {"type": Path, "nargs": "+", "action": "extend", "default": [],
+                         "help": "the learned baselines' per-sample outputs (repeatable)"}),
        (("--model",), {"type": _json, "help": "the scored model (checks DC-PDD's counts were made with its tokenizer)"}),
        SETTINGS, path("--output"))
 def _scores(a):
@@ -213,7 +215,68 @@ def _scores(a):
 
     score_methods(a.tokens, a.variants, a.settings, a.output, reference=a.reference,
                   oracle_reference=a.oracle_reference, prefixed=a.prefixed, token_counts=a.token_counts,
-                  blackbox=a.blackbox, model=a.model)
+                  blackbox=a.blackbox, model=a.model, learned=tuple(a.learned))
+
+
+BATCH = (("--batch",), {"type": _json, "required": True, "help": "the score.tokens slice (batch size)"})
+
+
+@command("dpdllm-reference")
+@_args(path("--variants"), MODEL, (("--train",), {"type": _json, "required": True, "help": "the train config slice"}),
+       SETTINGS, SEED, path("--output-dir"))
+def _dpdllm_reference(a):
+    from leaktrace.stages.baselines import train_dpdllm_reference
+
+    train_dpdllm_reference(a.variants, a.model, a.train, a.settings, a.seed, a.output_dir)
+
+
+@command("dpdllm-generations")
+@_args(path("--variants"), MODEL, ADAPTER, SETTINGS, BATCH, SEED, path("--output"))
+def _dpdllm_generations(a):
+    from leaktrace.stages.baselines import dpdllm_generations
+
+    dpdllm_generations(a.variants, a.model, _adapter(a), a.settings, a.batch, a.seed, a.output)
+
+
+@command("dpdllm-features")
+@_args(path("--generations"), MODEL, path("--reference-adapter"), BATCH, path("--output"))
+def _dpdllm_features(a):
+    from leaktrace.stages.baselines import dpdllm_features
+
+    dpdllm_features(a.generations, a.model, a.reference_adapter, a.batch, a.output)
+
+
+@command("dpdllm-fit")
+@_args(path("--features"), path("--samples"), path("--output"), path("--model-dir"))
+def _dpdllm_fit(a):
+    from leaktrace.stages.baselines import fit_dpdllm
+
+    fit_dpdllm(a.features, a.samples, a.output, a.model_dir)
+
+
+@command("veilprobe-perturb")
+@_args(path("--variants"), MODEL, SETTINGS, (("--blackbox",), {"type": _json, "required": True,
+       "help": "the srdetection_blackbox slice (its prefix split)"}), BATCH, SEED, path("--output"))
+def _veilprobe_perturb(a):
+    from leaktrace.stages.baselines import veilprobe_perturb
+
+    veilprobe_perturb(a.variants, a.model, a.settings, a.blackbox, a.batch, a.seed, a.output)
+
+
+@command("veilprobe-features")
+@_args(path("--blackbox"), path("--perturbed"), MODEL, SETTINGS, SEED, path("--output"), path("--mapping-dir"))
+def _veilprobe_features(a):
+    from leaktrace.stages.baselines import veilprobe_features
+
+    veilprobe_features(a.blackbox, a.perturbed, a.model, a.settings, a.seed, a.output, a.mapping_dir)
+
+
+@command("veilprobe-fit")
+@_args(path("--features"), path("--samples"), SETTINGS, SEED, path("--output"), path("--model-dir"))
+def _veilprobe_fit(a):
+    from leaktrace.stages.baselines import fit_veilprobe
+
+    fit_veilprobe(a.features, a.samples, a.settings, a.seed, a.output, a.model_dir)
 
 
 @command("audit")

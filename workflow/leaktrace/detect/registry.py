@@ -7,7 +7,10 @@ passes to run. Adding a detector is a module plus an entry here.
 
 Gray-box methods score a ``SampleEvidence``; methods with
 ``needs_generations`` (SrDetection black-box) score a ``GenerationEvidence``
-built from generated continuations instead."""
+built from generated continuations instead. The learned black-box
+baselines (``needs_learned``: DPDLLM, VeilProbe) are fitted and applied by
+their own stages (``stages.baselines``); their instance here reads the
+member probability and decision those stages wrote for each sample."""
 
 from __future__ import annotations
 
@@ -44,6 +47,7 @@ class Method:
     needs_oracle_reference: bool = False  # SampleEvidence.oracle_reference: the original under the target's base
     needs_prefixed: bool = False  # SampleEvidence.prefixed: the original after the non-member prefix
     needs_generations: bool = False  # scores GenerationEvidence (continuations), not token statistics
+    needs_learned: bool = False  # scores its own stage's row {score, decision} (a classifier fitted on the calibration fold)
     sensitivity: bool = False  # an extra instance for the variant-count sensitivity table
     params: Mapping[str, Any] = field(default_factory=dict)
 
@@ -186,6 +190,42 @@ def _srdetection_blackbox(params, counts) -> list[Method]:
                                   needs_generations=True)
 
 
+def _learned_score(row: Mapping[str, Any]) -> float:
+    return row["score"]
+
+
+def _learned_decision(row: Mapping[str, Any]) -> bool:
+    return row["decision"]
+
+
+def _fraction(params: Mapping[str, Any], key: str, *, closed: bool = False) -> float:
+    value = params[key]
+    if not (0 < value <= 1 if closed else 0 < value < 1):
+        raise ValueError(f"{key} must be in (0, 1{']' if closed else ')'}, got {value!r}")
+    return value
+
+
+def _dpdllm(params, counts) -> list[Method]:
+    _fraction(params, "prefix_fraction")
+    for key in ("max_new_tokens", "reference_epochs"):
+        _positive(params, key)
+    if not params["temperature"] > 0:
+        raise ValueError(f"temperature must be positive, got {params['temperature']}")
+    return [Method("dpdllm", "dpdllm", _learned_score, decide=_learned_decision, needs_learned=True,
+                   orientation="naive Bayes member probability of the sampled continuation's features; higher = member",
+                   params=dict(params))]
+
+
+def _veilprobe(params, counts) -> list[Method]:
+    _fraction(params, "key_fraction", closed=True)
+    _fraction(params, "p_value")
+    _fraction(params, "labelled_fraction", closed=True)
+    for key in ("candidates", "mapping_hidden", "mapping_layers", "mapping_epochs", "proto_epochs"):
+        _positive(params, key)
+    return [Method("veilprobe", "veilprobe", _learned_score, decide=_learned_decision, needs_learned=True,
+                   orientation="prototypical-network member probability; higher = member", params=dict(params))]
+
+
 def _positive(params: Mapping[str, Any], key: str) -> int:
     value = params[key]
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -209,6 +249,19 @@ FAMILIES: dict[str, Family] = {
         _srdetection_blackbox,
         {"n_variants": 10, "sensitivity": [], "ngram": 7, "prefix_fraction": 0.5, "max_new_tokens": 256},
         stage_only=frozenset({"prefix_fraction", "max_new_tokens"}),
+    ),
+    # Black-box baselines of SrDetection's Table 2 (detect.dpdllm, detect.veilprobe).
+    "dpdllm": Family(
+        _dpdllm,
+        {"prefix_fraction": 0.5, "temperature": 0.7, "max_new_tokens": 256, "reference_epochs": 1},
+        stage_only=frozenset({"prefix_fraction", "temperature", "max_new_tokens", "reference_epochs"}),
+    ),
+    "veilprobe": Family(
+        _veilprobe,
+        {"key_fraction": 0.1, "candidates": 5, "p_value": 0.01, "labelled_fraction": 1.0, "mapping_hidden": 64,
+         "mapping_layers": 2, "mapping_epochs": 2, "proto_epochs": 50},
+        stage_only=frozenset({"key_fraction", "candidates", "p_value", "labelled_fraction", "mapping_hidden",
+                              "mapping_layers", "mapping_epochs", "proto_epochs"}),
     ),
 }
 

@@ -88,6 +88,12 @@ class LanguageModel(Protocol):
         """Greedy continuations of tokenised prompts (BOS is added by the
         backend); row i ends early once ``stops[i](its text so far)`` holds."""
 
+    def sample(self, prompts: Sequence[list[int]], *, max_new_tokens: int, temperature: float, seed: int,
+               stops: Sequence[StopCondition] | None = None) -> list[str]:
+        """Like ``generate``, but each token sampled at ``temperature`` (no top-k
+        or top-p cut), from a generator seeded with ``seed``: the same prompts,
+        batch size and seed give the same continuations."""
+
     def chat(self, messages: list[dict], *, max_new_tokens: int) -> str:
         """Greedy reply to ``messages`` ([{"role": ..., "content": ...}, ...])
         formatted by the model's chat template; a clear error if it has none."""

@@ -243,7 +243,7 @@ class HFLanguageModel:
         outputs: list[list[int] | None] = [None] * len(ids)
         batches = length_buckets([len(x) for x in ids], self.batch_size)
         decoding = {"do_sample": False} if sampling is None or sampling.greedy else {
-            "do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": None}
+            "do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": 0}  # 0: no top-k cut
         for batch in tqdm(batches, desc=f"generating {self.name}", disable=not self.progress, mininterval=5):
             width = max(len(ids[i]) for i in batch)
             input_ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
@@ -273,6 +273,15 @@ class HFLanguageModel:
         self, prompts: Sequence[list[int]], *, max_new_tokens: int, stops: Sequence[StopCondition] | None = None
     ) -> list[str]:
         return self._greedy([[self.bos_id, *p] for p in prompts], max_new_tokens=max_new_tokens, stops=stops)
+
+    def sample(self, prompts: Sequence[list[int]], *, max_new_tokens: int, temperature: float, seed: int,
+               stops: Sequence[StopCondition] | None = None) -> list[str]:
+        """Sampled continuations at ``temperature`` (no top-k or top-p cut), the
+        batch drawn from torch's generator seeded with ``seed``."""
+        torch.manual_seed(seed)
+        sampling = Sampling(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+        ids = [[self.bos_id, *p] for p in prompts]
+        return [self.decode(x) for x in self._continuations(ids, max_new_tokens=max_new_tokens, stops=stops, sampling=sampling)]
 
     def chat(self, messages: list[dict], *, max_new_tokens: int) -> str:
         """Greedy reply to a chat, formatted by the tokenizer's chat template

@@ -175,7 +175,7 @@ def _available(methods: list[Method], **evidence: bool) -> list[Method]:
 
 def score_methods(tokens: Path, variants: Path, settings: dict, output: Path, *, reference: Path | None = None,
                   oracle_reference: Path | None = None, prefixed: Path | None = None, token_counts: Path | None = None,
-                  blackbox: Path | None = None, model: dict | None = None) -> None:
+                  blackbox: Path | None = None, model: dict | None = None, learned: tuple[Path, ...] = ()) -> None:
     """Every configured detector for every sample whose original is valid.
     Optional evidence files feed the detectors that need them; a method whose
     evidence is not given is skipped for this model, and DC-PDD without token
@@ -191,7 +191,7 @@ def score_methods(tokens: Path, variants: Path, settings: dict, output: Path, *,
         counts.check_tokenizer(tokenizer_fingerprint(load_tokenizer(model_spec(model, None))))
     methods = _available(configured_methods(settings, token_counts=counts), reference=reference is not None,
                          oracle_reference=oracle_reference is not None, prefixed=prefixed is not None,
-                         generations=blackbox is not None)
+                         generations=blackbox is not None, learned=bool(learned))
     stats = read_token_stats(tokens)
     reference_stats = read_token_stats(reference) if reference else {}
     oracle_stats = read_token_stats(oracle_reference) if oracle_reference else {}
@@ -209,7 +209,7 @@ def score_methods(tokens: Path, variants: Path, settings: dict, output: Path, *,
         if view == "text" and (sid, vid) in detector_variants:
             variant_stats[sid].append((vid, s))
     rows = []
-    gray_box = [m for m in methods if not m.needs_generations]
+    gray_box = [m for m in methods if not m.needs_generations and not m.needs_learned]
     for sid in sorted(originals):
         if (sid, 0, "text") not in stats:
             continue  # the original failed validation: nothing to score
@@ -238,5 +238,9 @@ def score_methods(tokens: Path, variants: Path, settings: dict, output: Path, *,
             evidence = by_ngram[m.params["ngram"]]
             rows += [{"sample_id": e.sample_id, "method": m.name, "family": m.family, "score": m.score(e),
                       "decision": m.decide(e)} for e in evidence if e.variants]
+    learned_rows = {(r["method"], r["sample_id"]): r for path in learned for r in read_records(path)}
+    for m in (m for m in methods if m.needs_learned):
+        rows += [{"sample_id": sid, "method": m.name, "family": m.family, "score": m.score(learned_rows[(m.name, sid)]),
+                  "decision": m.decide(learned_rows[(m.name, sid)])} for sid in sorted(originals) if (m.name, sid) in learned_rows]
     write_table(sorted(rows, key=lambda r: (r["sample_id"], r["method"])), SCORES_SCHEMA, output)
     log.info("%d scores for %d samples and %d methods", len(rows), len(originals), len(methods))

@@ -1,0 +1,181 @@
+# SrDetection's black-box baselines (stages/baselines.py), one rule per step
+# that costs something, each re-run only by the settings it reads. DPDLLM:
+# a reference adapter per benchmark, the target's sampled continuations, their
+# features, the naive Bayes fit. VeilProbe: the key-token perturbation per
+# benchmark, the mapping model on SrDetection black-box's continuations
+# (reused, never generated again), the prototypical network's fit. The fits
+# read the split's calibration fold only.
+
+if "veilprobe" in METHODS and "srdetection_blackbox" not in METHODS:
+    raise ValueError("score.methods.veilprobe reads SrDetection black-box's continuations: configure srdetection_blackbox too")
+
+
+def method_slice(family, *keys):
+    """Params: the named settings of one method (a rule re-runs when one of them changes)."""
+    return json.dumps({k: METHODS[family][k] for k in keys}, sort_keys=True)
+
+
+BASELINES = f"{RESULTS}/score/{{benchmark}}/baselines"
+SCORED = f"{RESULTS}/score/{{benchmark}}/{{model}}"
+
+
+rule dpdllm_reference:
+    input:
+        variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
+        model=base_model_files(),
+    output:
+        directory(f"{BASELINES}/dpdllm-reference"),
+    params:
+        settings=lambda wildcards: method_slice("dpdllm", "reference_epochs"),
+        train=settings_without(["train"], "text_per_code", "seeds", "epochs", "learning_rate_selection"),
+        model=model_settings(),
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/dpdllm_reference/{{benchmark}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/dpdllm_reference/{{benchmark}}.tsv"
+    threads: 2
+    conda:
+        CONDA_ENV
+    resources:
+        **model_job("train", batch_size=config["train"]["batch_size"], passes=METHODS.get("dpdllm", {}).get("reference_epochs", 1)),
+    shell:
+        "{LEAKTRACE} dpdllm-reference --variants {input.variants} --model {params.model:q}"
+        " --train {params.train:q} --settings {params.settings:q} --seed {params.seed} --output-dir {output} 2> {log}"
+
+
+rule dpdllm_generations:
+    input:
+        variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
+        model=scored_model_files,
+    output:
+        f"{SCORED}/dpdllm/generations.parquet",
+    params:
+        settings=lambda wildcards: method_slice("dpdllm", "prefix_fraction", "temperature", "max_new_tokens"),
+        batch=settings("score", "tokens"),
+        model=scored_model_settings,
+        adapter=adapter_args,
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/dpdllm_generations/{{benchmark}}/{{model}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/dpdllm_generations/{{benchmark}}/{{model}}.tsv"
+    threads: 2
+    conda:
+        CONDA_ENV
+    resources:
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], generate=METHODS.get("dpdllm", {}).get("max_new_tokens", 0)),
+    shell:
+        "{LEAKTRACE} dpdllm-generations --variants {input.variants} --model {params.model:q} {params.adapter}"
+        " --settings {params.settings:q} --batch {params.batch:q} --seed {params.seed} --output {output} 2> {log}"
+
+
+rule dpdllm_features:
+    input:
+        generations=f"{SCORED}/dpdllm/generations.parquet",
+        reference=f"{BASELINES}/dpdllm-reference",
+        model=base_model_files(),
+    output:
+        f"{SCORED}/dpdllm/features.parquet",
+    params:
+        batch=settings("score", "tokens"),
+        model=model_settings(),
+    log:
+        f"{RESULTS}/logs/dpdllm_features/{{benchmark}}/{{model}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/dpdllm_features/{{benchmark}}/{{model}}.tsv"
+    threads: 1
+    conda:
+        CONDA_ENV
+    shell:
+        "{LEAKTRACE} dpdllm-features --generations {input.generations} --model {params.model:q}"
+        " --reference-adapter {input.reference}/adapter --batch {params.batch:q} --output {output} 2> {log}"
+
+
+rule dpdllm_fit:
+    input:
+        features=f"{SCORED}/dpdllm/features.parquet",
+        samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+    output:
+        scores=f"{SCORED}/dpdllm/scores.parquet",
+        classifier=directory(f"{SCORED}/dpdllm/classifier"),
+    log:
+        f"{RESULTS}/logs/dpdllm_fit/{{benchmark}}/{{model}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/dpdllm_fit/{{benchmark}}/{{model}}.tsv"
+    threads: 1
+    conda:
+        CONDA_ENV
+    shell:
+        "{LEAKTRACE} dpdllm-fit --features {input.features} --samples {input.samples} --output {output.scores}"
+        " --model-dir {output.classifier} 2> {log}"
+
+
+rule veilprobe_perturb:
+    input:
+        variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
+        model=base_model_files(),
+    output:
+        f"{BASELINES}/veilprobe_perturbed.parquet",
+    params:
+        settings=lambda wildcards: method_slice("veilprobe", "key_fraction", "candidates"),
+        blackbox=lambda wildcards: method_slice("srdetection_blackbox", "prefix_fraction"),
+        batch=settings("score", "tokens"),
+        model=model_settings(),
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/veilprobe_perturb/{{benchmark}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/veilprobe_perturb/{{benchmark}}.tsv"
+    threads: 1
+    conda:
+        CONDA_ENV
+    shell:
+        "{LEAKTRACE} veilprobe-perturb --variants {input.variants} --model {params.model:q} --settings {params.settings:q}"
+        " --blackbox {params.blackbox:q} --batch {params.batch:q} --seed {params.seed} --output {output} 2> {log}"
+
+
+rule veilprobe_features:
+    input:
+        blackbox=f"{SCORED}/blackbox.parquet",
+        perturbed=f"{BASELINES}/veilprobe_perturbed.parquet",
+        model=base_model_files(),
+    output:
+        features=f"{SCORED}/veilprobe/features.parquet",
+        mapping=directory(f"{SCORED}/veilprobe/mapping"),
+    params:
+        settings=lambda wildcards: method_slice("veilprobe", "mapping_hidden", "mapping_layers", "mapping_epochs"),
+        model=model_settings(),
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/veilprobe_features/{{benchmark}}/{{model}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/veilprobe_features/{{benchmark}}/{{model}}.tsv"
+    threads: 1
+    conda:
+        CONDA_ENV
+    shell:
+        "{LEAKTRACE} veilprobe-features --blackbox {input.blackbox} --perturbed {input.perturbed} --model {params.model:q}"
+        " --settings {params.settings:q} --seed {params.seed} --output {output.features} --mapping-dir {output.mapping} 2> {log}"
+
+
+rule veilprobe_fit:
+    input:
+        features=f"{SCORED}/veilprobe/features.parquet",
+        samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+    output:
+        scores=f"{SCORED}/veilprobe/scores.parquet",
+        classifier=directory(f"{SCORED}/veilprobe/classifier"),
+    params:
+        settings=lambda wildcards: method_slice("veilprobe", "p_value", "labelled_fraction", "proto_epochs"),
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/veilprobe_fit/{{benchmark}}/{{model}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/veilprobe_fit/{{benchmark}}/{{model}}.tsv"
+    threads: 1
+    conda:
+        CONDA_ENV
+    shell:
+        "{LEAKTRACE} veilprobe-fit --features {input.features} --samples {input.samples} --settings {params.settings:q}"
+        " --seed {params.seed} --output {output.scores} --model-dir {output.classifier} 2> {log}"

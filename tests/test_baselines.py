@@ -1,0 +1,152 @@
+"""SrDetection's black-box baselines (DPDLLM, VeilProbe) end to end on the
+tiny model, and the guarantee their learned parts rest on: the classifiers
+never see an evaluation-fold label."""
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from leaktrace.artifacts import read_records
+from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
+from leaktrace.detect.dpdllm import ContinuationStats, continuation_features
+from leaktrace.detect.prototypical import ProtoSettings, fit_prototypical
+from leaktrace.detect.registry import configured_methods
+from leaktrace.detect.veilprobe import perturb_key_tokens, significant_dimensions
+from leaktrace.stages import baselines
+from leaktrace.stages.score import blackbox_generations, score_methods
+
+N = 16
+
+
+@pytest.fixture(scope="module")
+def inputs(tiny_model_dir, tmp_path_factory):
+    """Variants (originals only), a split with 8 calibration and 8
+    evaluation samples, and SrDetection black-box's continuations."""
+    out = tmp_path_factory.mktemp("baselines")
+    codes = [s.code for s in load_humaneval(shipped_humaneval_path(), "h")[:N]]
+    variants = [{"sample_id": f"s{i:02d}", "variant_id": 0, "kind": "original", "text": c, "valid": True} for i, c in enumerate(codes)]
+    pq.write_table(pa.Table.from_pylist(variants), out / "variants.parquet")
+    samples = [{"sample_id": f"s{i:02d}", "split": "member" if i % 2 else "non-member",
+                "fold": "calibration" if i < N // 2 else "evaluation", "kept": True} for i in range(N)]
+    pq.write_table(pa.Table.from_pylist(samples), out / "samples.parquet")
+    model = {"path": str(tiny_model_dir), "dtype": "float32", "device": "cpu", "max_length": 128}
+    blackbox_generations(out / "variants.parquet", model, None, {"max_new_tokens": 8}, {"batch_size": 8}, out / "blackbox.parquet")
+    return out, model
+
+
+def _permuted_evaluation(out, name):
+    """The split with the evaluation fold's labels shuffled (calibration untouched)."""
+    rows = read_records(out / "samples.parquet")
+    evaluation = [r for r in rows if r["fold"] == "evaluation"]
+    shuffled = np.random.default_rng(3).permutation([r["split"] for r in evaluation]).tolist()
+    for r, split in zip(evaluation, shuffled, strict=True):
+        r["split"] = "member" if split == "non-member" else "non-member"  # flip too: every label changes
+    pq.write_table(pa.Table.from_pylist(rows), out / name)
+    assert [r["split"] for r in rows] != [r["split"] for r in read_records(out / "samples.parquet")]
+    return out / name
+
+
+def test_dpdllm_end_to_end_and_blind_to_evaluation_labels(inputs, tiny_model_dir):
+    out, model = inputs
+    settings = {"max_new_tokens": 8, "reference_epochs": 1}
+    train = {"lora": {"rank": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj"]}, "learning_rate": 0.003,
+             "batch_size": 8, "gradient_accumulation": 1, "warmup_steps": 1}
+    baselines.train_dpdllm_reference(out / "variants.parquet", model, train, settings, 1, out / "reference")
+    assert json.loads((out / "reference/trained_on.json").read_text())["sample_ids"] == [f"s{i:02d}" for i in range(N)]
+    baselines.dpdllm_generations(out / "variants.parquet", model, None, settings, {"batch_size": 8}, 1, out / "gen.parquet")
+    baselines.dpdllm_generations(out / "variants.parquet", model, None, settings, {"batch_size": 8}, 1, out / "gen2.parquet")
+    assert (out / "gen.parquet").read_bytes() == (out / "gen2.parquet").read_bytes()  # seeded sampling
+    generations = read_records(out / "gen.parquet")
+    assert all(0 < len(g["generated_ids"]) <= 8 for g in generations)
+    baselines.dpdllm_features(out / "gen.parquet", model, out / "reference/adapter", {"batch_size": 8}, out / "feat.parquet")
+    features = read_records(out / "feat.parquet")
+    assert len(features) == N and all(0 < f["mean_prob"] <= f["mean_max_prob"] <= 1 and f["perplexity"] >= 1 for f in features)
+
+    baselines.fit_dpdllm(out / "feat.parquet", out / "samples.parquet", out / "dpdllm.parquet", out / "dpdllm-model")
+    permuted = _permuted_evaluation(out, "samples-permuted.parquet")
+    baselines.fit_dpdllm(out / "feat.parquet", permuted, out / "dpdllm-p.parquet", out / "dpdllm-model-p")
+    assert (out / "dpdllm.parquet").read_bytes() == (out / "dpdllm-p.parquet").read_bytes()
+    fitted = json.loads((out / "dpdllm-model/trained_on.json").read_text())
+    assert fitted == json.loads((out / "dpdllm-model-p/trained_on.json").read_text())
+    assert fitted["sample_ids"] == [f"s{i:02d}" for i in range(N // 2)]  # the calibration fold only
+
+    # the scores stage passes the classifier's rows through as a threshold-free method
+    rows = read_records(out / "dpdllm.parquet")
+    assert {r["sample_id"] for r in rows} == {f"s{i:02d}" for i in range(N)}
+    (method,) = configured_methods({"dpdllm": {}})
+    assert method.threshold_free and method.needs_learned and method.score(rows[0]) == rows[0]["score"]
+
+
+def test_veilprobe_end_to_end_and_blind_to_evaluation_labels(inputs):
+    out, model = inputs
+    settings = {"key_fraction": 0.2, "mapping_hidden": 16, "mapping_layers": 1, "mapping_epochs": 1, "proto_epochs": 5,
+                "p_value": 0.5}
+    baselines.veilprobe_perturb(out / "variants.parquet", model, settings, {"prefix_fraction": 0.5}, {"batch_size": 8}, 1,
+                                 out / "perturbed.parquet")
+    perturbed = read_records(out / "perturbed.parquet")
+    assert any(r["replaced"] for r in perturbed)
+    for r in perturbed:  # only the replaced positions change
+        changed = [i for i, (a, b) in enumerate(zip(r["prefix_ids"], r["perturbed_ids"], strict=True)) if a != b]
+        assert changed == r["replaced"]
+    baselines.veilprobe_features(out / "blackbox.parquet", out / "perturbed.parquet", model, settings, 1, out / "vfeat.parquet",
+                                 out / "mapping")
+    assert json.loads((out / "mapping/trained_on.json").read_text())["sample_ids"] == [f"s{i:02d}" for i in range(N)]
+    baselines.fit_veilprobe(out / "vfeat.parquet", out / "samples.parquet", settings, 1, out / "veil.parquet", out / "veil-model")
+    permuted = _permuted_evaluation(out, "samples-permuted-v.parquet")
+    baselines.fit_veilprobe(out / "vfeat.parquet", permuted, settings, 1, out / "veil-p.parquet", out / "veil-model-p")
+    assert (out / "veil.parquet").read_bytes() == (out / "veil-p.parquet").read_bytes()
+    assert (out / "veil-model/trained_on.json").read_text() == (out / "veil-model-p/trained_on.json").read_text()
+    assert (out / "veil-model/protonet.pt").read_bytes() == (out / "veil-model-p/protonet.pt").read_bytes()
+
+    # the rows reach scores.parquet like any detector's
+    tokens = out / "tokens.parquet"
+    from leaktrace.stages.score import score_tokens
+
+    score_tokens(out / "variants.parquet", model, None, {"batch_size": 8}, tokens, originals_only=True)
+    score_methods(tokens, out / "variants.parquet", {"loss": {}, "veilprobe": {}}, out / "scores.parquet",
+                  learned=(out / "veil.parquet",))
+    scores = read_records(out / "scores.parquet")
+    assert {r["method"] for r in scores} == {"loss", "veilprobe"} and sum(r["method"] == "veilprobe" for r in scores) == N
+
+
+def test_dpdllm_features_follow_their_definitions():
+    logprobs = np.log(np.array([0.5, 0.25], dtype=np.float32))
+    f = continuation_features(ContinuationStats(logprobs, np.array([0.5, 0.5]), np.log(np.array([0.25, 0.25])), "ab"))
+    assert f["mean_prob"] == pytest.approx(0.375) and f["mean_max_prob"] == pytest.approx(0.5)
+    assert f["perplexity"] == pytest.approx(np.sqrt(8)) and f["lowercase_ratio"] == pytest.approx(np.log(4) / np.log(np.sqrt(8)))
+
+
+def test_key_tokens_are_the_most_attributed_words():
+    pieces = {1: "def", 2: " f", 3: "(", 4: " x", 5: " y", 6: " z"}
+    decode = lambda ids: "".join(pieces[i] for i in ids)  # noqa: E731
+    prefix = [1, 2, 3, 4]
+    candidates = np.array([[5, 6], [2, 5], [6, 5], [4, 6]])  # position 1 (" f"): " f" is itself, " y" the first other
+    perturbed, replaced = perturb_key_tokens(prefix, np.array([0.1, 5.0, 9.0, 0.2]), candidates, decode, 0.25, 1,
+                                             np.random.default_rng(0))
+    assert replaced == [1] and perturbed == [1, 5, 3, 4]  # "(" has the top attribution but is no word
+
+
+def test_t_test_keeps_separating_dimensions_and_protonet_learns_them():
+    rng = np.random.default_rng(0)
+    labels = np.repeat([True, False], 20)
+    x = rng.normal(size=(40, 4))
+    x[labels, 0] += 3
+    mask = significant_dimensions(x, labels, 0.01)
+    assert mask[0] and mask.sum() <= 2
+    net = fit_prototypical(x, labels, ProtoSettings(epochs=5, seed=0))
+    scores, decisions = net.member_scores(x)
+    assert (decisions == labels).mean() > 0.9 and scores[labels].mean() > scores[~labels].mean()
+
+
+def test_scores_command_takes_every_learned_file():
+    import argparse
+
+    from leaktrace.cli import COMMANDS
+
+    parser = argparse.ArgumentParser()
+    COMMANDS["scores"][0](parser)
+    args = parser.parse_args(["--tokens", "t", "--variants", "v", "--settings", "{}", "--output", "o",
+                              "--learned", "dpdllm.parquet", "--learned", "veilprobe.parquet"])
+    assert [str(p) for p in args.learned] == ["dpdllm.parquet", "veilprobe.parquet"]

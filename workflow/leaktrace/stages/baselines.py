@@ -1,0 +1,245 @@
+"""SrDetection's black-box baselines, DPDLLM and VeilProbe (``detect.dpdllm``,
+``detect.veilprobe``), in the steps that cost something, each its own rule:
+
+- DPDLLM: the reference adapter (LoRA on every detection text, once per
+  benchmark); the target's sampled continuations of each text's first half;
+  their features under the reference model; the naive Bayes classifier.
+- VeilProbe: the key-token perturbation of each text's prefix (the base
+  model as proxy, once per benchmark); the mapping model trained on the
+  target's continuations (SrDetection black-box's, reused) and its hidden
+  states; the t-test filter and the prototypical network.
+
+Every learned component is saved with the ids of the samples it was trained
+on. The classifiers read the labels of the split's calibration fold only;
+their scores (member probability) and decisions (the classifier's) for every
+sample go to ``score_methods`` like any detector's."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from leaktrace.artifacts import read_records, write_table
+from leaktrace.detect.dpdllm import FEATURES, ContinuationStats, classify, continuation_features, feature_matrix, fit_classifier
+from leaktrace.detect.mapping_model import MappingSettings, hidden_features, new_mapping_model, train_mapping
+from leaktrace.detect.prototypical import ProtoSettings, fit_prototypical
+from leaktrace.detect.registry import family_params
+from leaktrace.detect.srdetection_blackbox import _TokenBudget, split_prefix_suffix
+from leaktrace.detect.veilprobe import (
+    key_token_scores,
+    membership_features,
+    perturb_key_tokens,
+    significant_dimensions,
+)
+from leaktrace.seeding import derive_seed
+from leaktrace.stages.score import SCORES_SCHEMA, _language_model, _valid_texts, model_spec
+from leaktrace.train.lora import LoraSettings, train_lora
+
+log = logging.getLogger(__name__)
+
+GENERATIONS_SCHEMA = pa.schema([("sample_id", pa.string()), ("prefix_ids", pa.list_(pa.int32())),
+                                ("generated", pa.string()), ("generated_ids", pa.list_(pa.int32()))])
+DPDLLM_FEATURES_SCHEMA = pa.schema([("sample_id", pa.string()), *[(name, pa.float64()) for name in FEATURES]])
+PERTURBED_SCHEMA = pa.schema([("sample_id", pa.string()), ("prefix_ids", pa.list_(pa.int32())),
+                              ("perturbed_ids", pa.list_(pa.int32())), ("replaced", pa.list_(pa.int32()))])
+VEILPROBE_FEATURES_SCHEMA = pa.schema([("sample_id", pa.string()), ("original", pa.list_(pa.float64())),
+                                       ("perturbed", pa.list_(pa.float64()))])
+
+
+def _originals(variants: Path) -> list[tuple[str, str]]:
+    return sorted((v["sample_id"], v["text"]) for v in _valid_texts(variants) if v["variant_id"] == 0)
+
+
+def _prefix(lm, text: str, prefix_fraction: float) -> tuple[list[int], list[int]]:
+    """The split SrDetection black-box makes: the text cut to the context, then its tokens."""
+    return split_prefix_suffix(lm.encode(text)[: lm.max_length - 1], prefix_fraction)
+
+
+def _write_ids(directory: Path, ids: list[str], **extra) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "trained_on.json").write_text(json.dumps({"sample_ids": ids, **extra}, indent=1, sort_keys=True) + "\n")
+
+
+def _calibration(samples: Path, scored: set[str], labelled_fraction: float = 1.0, seed: int = 0) -> dict[str, bool]:
+    """sample_id -> is a member, for the calibration fold's kept samples that
+    have features (a stratified, seeded share of them when ``labelled_fraction`` < 1).
+    Nothing else of the split is read."""
+    rows = [r for r in read_records(samples, ["sample_id", "split", "fold", "kept"])
+            if r["kept"] and r["fold"] == "calibration" and r["sample_id"] in scored]
+    labels = {r["sample_id"]: r["split"] == "member" for r in rows}
+    if labelled_fraction >= 1:
+        return labels
+    rng = np.random.default_rng(seed)
+    chosen = {}
+    for member in (True, False):
+        ids = sorted(s for s, m in labels.items() if m == member)
+        keep = max(2, round(labelled_fraction * len(ids)))
+        chosen |= {s: member for s in rng.permutation(ids)[:keep].tolist()}
+    return dict(sorted(chosen.items()))
+
+
+# --- DPDLLM -----------------------------------------------------------------
+
+def train_dpdllm_reference(variants: Path, model: dict, train: dict, settings: dict, seed: int, out_dir: Path) -> None:
+    """The reference model's adapter: LoRA (the testbed's training code and
+    settings) on every detection text for ``reference_epochs`` epochs."""
+    params = family_params("dpdllm", settings)
+    originals = _originals(variants)
+    lora = LoraSettings.from_config({**train, "epochs": [params["reference_epochs"]]}, max_length=model.get("max_length"),
+                                    seed=derive_seed(seed, "dpdllm-reference"))
+    train_lora(model_spec(model, None), [text for _, text in originals], lora, lambda epoch: out_dir / "adapter")
+    _write_ids(out_dir, [sid for sid, _ in originals], epochs=params["reference_epochs"])
+    log.info("DPDLLM reference adapter: %d texts, %d epochs", len(originals), params["reference_epochs"])
+
+
+def dpdllm_generations(variants: Path, model: dict, adapter: str | None, settings: dict, batch: dict, seed: int,
+                       output: Path) -> None:
+    """The target's sampled continuation of the first ``prefix_fraction`` of
+    every original, as long as its true suffix (at most ``max_new_tokens``)."""
+    params = family_params("dpdllm", settings)
+    lm = _language_model(model, adapter, batch)
+    originals = _originals(variants)
+    prefixes, budgets = [], []
+    for _, text in originals:
+        prefix, suffix = _prefix(lm, text, params["prefix_fraction"])
+        prefixes.append(prefix)
+        budgets.append(min(len(lm.encode(lm.decode(suffix))), params["max_new_tokens"]))
+    generated = lm.sample(prefixes, max_new_tokens=max(budgets, default=1), temperature=params["temperature"],
+                          seed=derive_seed(seed, "dpdllm-sampling"), stops=[_TokenBudget(lm.encode, b) for b in budgets])
+    rows = []
+    for (sid, _), prefix, budget, text in zip(originals, prefixes, budgets, generated, strict=True):
+        ids = lm.encode(text)[:budget]
+        rows.append({"sample_id": sid, "prefix_ids": prefix, "generated": lm.decode(ids), "generated_ids": ids})
+    write_table(rows, GENERATIONS_SCHEMA, output)
+    log.info("DPDLLM: %d sampled continuations under %s", len(rows), lm.name)
+
+
+@torch.no_grad()
+def _continuation_pass(model, bos_id: int, prefix: list[int], continuation: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    ids = torch.tensor([[bos_id, *prefix, *continuation]])
+    logprobs = torch.log_softmax(model(input_ids=ids).logits[0, len(prefix) : -1].float(), dim=-1)
+    token = logprobs.gather(-1, torch.tensor(continuation).unsqueeze(-1)).squeeze(-1)
+    return token.numpy(), logprobs.max(dim=-1).values.exp().numpy()
+
+
+def dpdllm_features(generations: Path, model: dict, reference_adapter: Path, batch: dict, output: Path) -> None:
+    """Features of every non-empty continuation under the reference model,
+    after the prefix it continued; empty continuations have none."""
+    lm = _language_model(model, str(reference_adapter), batch)
+    rows, empty = [], []
+    for g in read_records(generations):
+        if not g["generated_ids"]:
+            empty.append(g["sample_id"])
+            continue
+        limit = lm.max_length - 1 - len(g["prefix_ids"])
+        logprobs, max_probs = _continuation_pass(lm.model, lm.bos_id, g["prefix_ids"], g["generated_ids"][:limit])
+        lower, _ = _continuation_pass(lm.model, lm.bos_id, g["prefix_ids"], lm.encode(g["generated"].lower())[:limit] or [lm.bos_id])
+        stats = ContinuationStats(logprobs, max_probs, lower, g["generated"])
+        rows.append({"sample_id": g["sample_id"], **continuation_features(stats)})
+    write_table(rows, DPDLLM_FEATURES_SCHEMA, output)
+    log.info("DPDLLM features of %d continuations under %s; %d empty continuations unscored: %s", len(rows), lm.name,
+             len(empty), ", ".join(empty))
+
+
+def _score_rows(method: str, ids: list[str], scores: np.ndarray, decisions: np.ndarray) -> list[dict]:
+    return [{"sample_id": sid, "method": method, "family": method, "score": float(s), "decision": bool(d)}
+            for sid, s, d in zip(ids, scores, decisions, strict=True)]
+
+
+def fit_dpdllm(features: Path, samples: Path, output: Path, model_dir: Path) -> None:
+    rows = read_records(features)
+    ids = [r["sample_id"] for r in rows]
+    labels = _calibration(samples, set(ids))
+    x = feature_matrix(rows)
+    train = [ids.index(sid) for sid in labels]
+    classifier = fit_classifier(x[train], np.array(list(labels.values())))
+    scores, decisions = classify(classifier, x)
+    model_dir.mkdir(parents=True, exist_ok=True)
+    _write_ids(model_dir, list(labels), features=list(FEATURES), classes=classifier.classes_.tolist(),
+               class_prior=classifier.class_prior_.tolist(), theta=classifier.theta_.tolist(), var=classifier.var_.tolist())
+    write_table(_score_rows("dpdllm", ids, scores, decisions), SCORES_SCHEMA, output)
+    log.info("DPDLLM: naive Bayes fitted on %d calibration samples, scored %d", len(train), len(ids))
+
+
+# --- VeilProbe --------------------------------------------------------------
+
+def veilprobe_perturb(variants: Path, model: dict, settings: dict, blackbox: dict, batch: dict, seed: int, output: Path) -> None:
+    """Each original's prefix (SrDetection black-box's split) with its key
+    tokens replaced, the base model as proxy."""
+    params = family_params("veilprobe", settings)
+    torch.set_num_threads(1)  # small matrices: one thread is faster than two contending ones
+    lm = _language_model(model, None, batch)
+    rng = np.random.default_rng(derive_seed(seed, "veilprobe-perturb"))
+    originals = _originals(variants)
+    splits = [_prefix(lm, text, blackbox["prefix_fraction"]) for _, text in originals]
+    rows = []
+    for start in range(0, len(splits), lm.batch_size):
+        chunk = splits[start : start + lm.batch_size]
+        scored = key_token_scores(lm.model, lm.bos_id, lm.pad_id, chunk, 4 * params["candidates"])
+        for (sid, _), (prefix, _), (attribution, candidates) in zip(originals[start:], chunk, scored, strict=False):
+            perturbed, replaced = perturb_key_tokens(prefix, attribution, candidates, lm.decode, params["key_fraction"],
+                                                     params["candidates"], rng)
+            rows.append({"sample_id": sid, "prefix_ids": prefix, "perturbed_ids": perturbed, "replaced": replaced})
+    write_table(rows, PERTURBED_SCHEMA, output)
+    log.info("VeilProbe: %d prefixes perturbed, %.1f key tokens each on average", len(rows),
+             np.mean([len(r["replaced"]) for r in rows]) if rows else 0.0)
+
+
+def veilprobe_features(blackbox: Path, perturbed: Path, model: dict, settings: dict, seed: int, output: Path,
+                       mapping_dir: Path) -> None:
+    """The mapping model trained on <prefix, the target's continuation> of
+    every original, and its hidden states of each prefix and its perturbed form."""
+    from leaktrace.models.loading import load_tokenizer
+
+    params = family_params("veilprobe", settings)
+    torch.set_num_threads(1)
+    prefixes = {r["sample_id"]: r for r in read_records(perturbed)}
+    continuations = {r["sample_id"]: r for r in read_records(blackbox, ["sample_id", "variant_id", "prefix_tokens", "generated_ids"])
+                     if r["variant_id"] == 0 and r["sample_id"] in prefixes}
+    ids = sorted(continuations)
+    for sid in ids:
+        if continuations[sid]["prefix_tokens"] != len(prefixes[sid]["prefix_ids"]):
+            raise ValueError(f"{sid}: black-box prefix of {continuations[sid]['prefix_tokens']} tokens, perturbed prefix of "
+                             f"{len(prefixes[sid]['prefix_ids'])}: the two passes split the text differently")
+    tokenizer = load_tokenizer(model_spec(model, None))
+    bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+    mapping = MappingSettings(hidden=params["mapping_hidden"], layers=params["mapping_layers"], epochs=params["mapping_epochs"],
+                              seed=derive_seed(seed, "veilprobe-mapping") % 2**32)
+    longest = max((len(prefixes[s]["prefix_ids"]) + len(continuations[s]["generated_ids"]) for s in ids), default=1) + 1
+    net = new_mapping_model(len(tokenizer), longest, mapping, bos, tokenizer.pad_token_id)
+    losses = train_mapping(net, [(prefixes[s]["prefix_ids"], continuations[s]["generated_ids"]) for s in ids], mapping)
+    original = hidden_features(net, [prefixes[s]["prefix_ids"] for s in ids])
+    perturbed_h = hidden_features(net, [prefixes[s]["perturbed_ids"] for s in ids])
+    net.save_pretrained(mapping_dir)
+    _write_ids(mapping_dir, ids, losses=losses)
+    write_table([{"sample_id": s, "original": o.tolist(), "perturbed": p.tolist()} for s, o, p in zip(ids, original, perturbed_h, strict=True)],
+                VEILPROBE_FEATURES_SCHEMA, output)
+    log.info("VeilProbe mapping model: %d pairs, loss by epoch %s", len(ids), ", ".join(f"{x:.3f}" for x in losses))
+
+
+def fit_veilprobe(features: Path, samples: Path, settings: dict, seed: int, output: Path, model_dir: Path) -> None:
+    params = family_params("veilprobe", settings)
+    torch.set_num_threads(1)
+    rows = read_records(features)
+    ids = [r["sample_id"] for r in rows]
+    original = np.array([r["original"] for r in rows], dtype=np.float64)
+    perturbed = np.array([r["perturbed"] for r in rows], dtype=np.float64)
+    labels = _calibration(samples, set(ids), params["labelled_fraction"], derive_seed(seed, "veilprobe-labelled"))
+    train = np.array([ids.index(sid) for sid in labels])
+    y = np.array(list(labels.values()))
+    mask = significant_dimensions(np.abs(perturbed[train] - original[train]), y, params["p_value"])
+    x = membership_features(original, perturbed, mask)
+    proto = ProtoSettings(epochs=params["proto_epochs"], seed=derive_seed(seed, "veilprobe-protonet") % 2**32)
+    net = fit_prototypical(x[train], y, proto)
+    scores, decisions = net.member_scores(x)
+    model_dir.mkdir(parents=True, exist_ok=True)
+    torch.save(net.state(), model_dir / "protonet.pt")
+    _write_ids(model_dir, list(labels), significant_dimensions=np.flatnonzero(mask).tolist())
+    write_table(_score_rows("veilprobe", ids, scores, decisions), SCORES_SCHEMA, output)
+    log.info("VeilProbe: %d of %d difference dimensions pass the t-test; prototypical network on %d calibration samples",
+             int(mask.sum()), mask.size, len(train))
