@@ -34,7 +34,7 @@ rule dpdllm_reference:
         f"{RESULTS}/logs/dpdllm_reference/{{benchmark}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/dpdllm_reference/{{benchmark}}.tsv"
-    threads: 2
+    threads: MODEL_THREADS
     conda:
         CONDA_ENV
     resources:
@@ -60,7 +60,7 @@ rule dpdllm_generations:
         f"{RESULTS}/logs/dpdllm_generations/{{benchmark}}/{{model}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/dpdllm_generations/{{benchmark}}/{{model}}.tsv"
-    threads: 2
+    threads: MODEL_THREADS
     conda:
         CONDA_ENV
     resources:

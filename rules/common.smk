@@ -111,6 +111,9 @@ def settings_without(keys, *drop):
     return json.dumps({k: v for k, v in _config_slice(keys).items() if k not in drop}, sort_keys=True)
 
 
+# CPU threads of a job that runs a model (training, scoring, generating):
+# base_model.threads (Snakemake hands them to torch as OMP_NUM_THREADS).
+MODEL_THREADS = config["base_model"]["threads"]
 BASE_MODEL_CONFIG = {**{k: config["base_model"][k] for k in ("path", "dtype", "device", "max_length")}, "path": BASE_MODEL}
 
 

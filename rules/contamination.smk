@@ -106,7 +106,7 @@ rule exchangeability:
         f"{RESULTS}/logs/exchangeability/{{benchmark}}/{{model}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/exchangeability/{{benchmark}}/{{model}}.tsv"
-    threads: 2
+    threads: MODEL_THREADS
     conda:
         CONDA_ENV
     resources:

@@ -15,7 +15,7 @@ rule counterfactual:
         f"{RESULTS}/logs/counterfactual/{{benchmark}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/counterfactual/{{benchmark}}.tsv"
-    threads: 2
+    threads: MODEL_THREADS
     conda:
         CONDA_ENV
     resources:

@@ -103,7 +103,7 @@ rule mutation_tokens:
         f"{RESULTS}/logs/mutation_tokens/{{benchmark}}/{{model}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/mutation_tokens/{{benchmark}}/{{model}}.tsv"
-    threads: 2
+    threads: MODEL_THREADS
     conda:
         CONDA_ENV
     resources:

@@ -87,7 +87,7 @@ rule token_stats:
         f"{RESULTS}/logs/token_stats/{{benchmark}}/{{model}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/token_stats/{{benchmark}}/{{model}}.tsv"
-    threads: 2
+    threads: MODEL_THREADS
     conda:
         CONDA_ENV
     resources:
@@ -115,7 +115,7 @@ rule recall_tokens:
         f"{RESULTS}/logs/recall_tokens/{{benchmark}}/{{model}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/recall_tokens/{{benchmark}}/{{model}}.tsv"
-    threads: 2
+    threads: MODEL_THREADS
     conda:
         CONDA_ENV
     resources:
@@ -166,7 +166,7 @@ rule blackbox_generations:
         f"{RESULTS}/logs/blackbox_generations/{{benchmark}}/{{model}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/blackbox_generations/{{benchmark}}/{{model}}.tsv"
-    threads: 2
+    threads: MODEL_THREADS
     conda:
         CONDA_ENV
     resources:

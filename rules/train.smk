@@ -46,7 +46,7 @@ rule train_lora:
         f"{RESULTS}/logs/train_lora/{{benchmark}}/ratio-{{ratio}}-seed-{{seed}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/train_lora/{{benchmark}}/ratio-{{ratio}}-seed-{{seed}}.tsv"
-    threads: 2
+    threads: MODEL_THREADS
     conda:
         CONDA_ENV
     resources:
@@ -74,7 +74,7 @@ rule select_learning_rate:
         f"{RESULTS}/logs/select_learning_rate/{{benchmark}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/select_learning_rate/{{benchmark}}.tsv"
-    threads: 2
+    threads: MODEL_THREADS
     conda:
         CONDA_ENV
     resources:
