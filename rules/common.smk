@@ -26,6 +26,11 @@ USE_CONDA = any("conda" in str(m).lower() for m in workflow.deployment_settings.
 LEAKTRACE = "python -m leaktrace" if USE_CONDA else f"{sys.executable} -m leaktrace"
 CONDA_ENV = "../envs/leaktrace.yaml"
 BENCHMARKS = list(config["benchmarks"])
+# The benchmarks the testbed (filter, variants, training, scoring, aggregate)
+# runs on: `testbed`, or when null, those in HumanEval's own format. Any other
+# benchmark is ingested for leakage scans only (leaktrace/data/benchmarks.py).
+TESTBED_BENCHMARKS = [b for b, s in config["benchmarks"].items()
+                      if (s["format"] == "humaneval" if s["testbed"] is None else s["testbed"])]
 CORPORA = list(config["corpora"])
 EPOCHS = sorted(config["train"]["epochs"])
 # Mixing ratios (general-text tokens per member-code token) as wildcard
@@ -232,7 +237,7 @@ def leakage_fragments(benchmark):
 
 
 def get_final_output():
-    return [path for benchmark in BENCHMARKS for path in aggregate_outputs(benchmark)] + audit_outputs() + leakage_outputs()
+    return [path for benchmark in TESTBED_BENCHMARKS for path in aggregate_outputs(benchmark)] + audit_outputs() + leakage_outputs()
 
 
 def benchmark_settings(wildcards):

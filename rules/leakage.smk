@@ -12,6 +12,9 @@ def _check_leakage_config():
     for name, scan in LEAKAGE_SCANS.items():
         if scan["benchmark"] not in BENCHMARKS:
             raise ValueError(f"leakage scan {name!r}: benchmark {scan['benchmark']!r} is not under `benchmarks`")
+        if scan["corpus"]["kind"] == "training_mix" and scan["benchmark"] not in TESTBED_BENCHMARKS:
+            raise ValueError(f"leakage scan {name!r}: the training mix of {scan['benchmark']!r} is never built "
+                             "(the testbed does not run on it: benchmarks.<name>.testbed)")
         if scan["corpus"]["kind"] == "corpus" and scan["corpus"]["name"] not in CORPORA:
             raise ValueError(f"leakage scan {name!r}: corpus {scan['corpus']['name']!r} is not under `corpora`")
     for benchmark, name in LEAKAGE_CLEAN.items():

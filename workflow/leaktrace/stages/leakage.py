@@ -24,6 +24,7 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from leaktrace.artifacts import read_records, read_table, write_table
+from leaktrace.data.samples import TEXT, clone_text, document, language_of_sample
 from leaktrace.errors import InputError
 from leaktrace.leakage.lsh import BandIndex
 from leaktrace.leakage.minhash import Signer
@@ -68,14 +69,15 @@ def _scan_settings(settings: dict) -> ScanSettings:
 
 
 def build_index(benchmark: Path, settings: dict, output: Path) -> None:
-    """Signatures of every benchmark sample (its full code); samples that cannot
+    """Signatures of every benchmark sample (its full code, its problem text,
+    or both: :func:`~leaktrace.data.samples.document`); samples that cannot
     be indexed stay in the table with the reason."""
     s = _scan_settings(settings)
     signer = Signer(s.minhash)
-    samples = read_records(benchmark, ["sample_id", "code"])
+    samples = read_records(benchmark)
     rows, hashes = [], []
     for sample in samples:
-        text, reason = check_document(sample["code"] or "", max(s.max_bytes, 1 << 30), "chunk")
+        text, reason = check_document(document(sample), max(s.max_bytes, 1 << 30), "chunk")
         n_tokens, h = signer.shingle_hashes(text) if text is not None else (0, np.empty(0, np.uint32))
         if reason is None and n_tokens < s.min_tokens:
             reason = "too_short"
@@ -124,7 +126,10 @@ def scan_shard(index: Path, benchmark: Path, source: dict, part: int, n_parts: i
     signer = Signer(s.minhash)
     bands = _load_index(index, s, signer)
     verifier = Verifier(s.verify)
-    bench_text = {r["sample_id"]: r["code"] for r in read_records(benchmark, ["sample_id", "code"])}
+    bench_rows = read_records(benchmark)
+    bench_text = {r["sample_id"]: document(r) for r in bench_rows}
+    bench_lang = {r["sample_id"]: language_of_sample(r, s.language) for r in bench_rows}
+    bench_clone = {r["sample_id"]: clone_text(r) for r in bench_rows}
     bench_sides: dict = {}
     skips: Counter = Counter()
     counts: Counter = Counter()
@@ -140,11 +145,14 @@ def scan_shard(index: Path, benchmark: Path, source: dict, part: int, n_parts: i
             if not cands:
                 continue
             counts["candidate_units"] += 1
-            side = verifier.side(unit.text, lang)
+            sides: dict = {}  # the unit lexed as its language, and as text against a text-only sample
             for sid in sorted(cands):
                 if sid not in bench_sides:
-                    bench_sides[sid] = verifier.side(bench_text[sid], s.language)
-                v = verifier.verify(bench_sides[sid], side)
+                    bench_sides[sid] = verifier.side(bench_text[sid], bench_lang[sid], bench_clone[sid])
+                as_lang = TEXT if bench_lang[sid] == TEXT else lang
+                if as_lang not in sides:
+                    sides[as_lang] = verifier.side(unit.text, as_lang)
+                v = verifier.verify(bench_sides[sid], sides[as_lang])
                 pairs.append({
                     "sample_id": sid, "doc_id": doc_id, "location": location, "unit": unit.name,
                     "start_line": unit.start_line, "end_line": unit.end_line, "language": lang, "part": part,
@@ -263,7 +271,7 @@ def gather(index: Path, benchmark: Path, pair_parts: list[Path], accounting_part
     pairs.sort(key=lambda p: (p["sample_id"], p["doc_id"], p["start_line"], p["part"]))
     judge = settings.get("judge") or {}
     if judge.get("model"):
-        _judge(pairs, judge, dict(zip(all_ids, bench.column("code").to_pylist(), strict=True)))
+        _judge(pairs, judge, {r["sample_id"]: document(r) for r in bench.to_pylist()})
     accounting_rows = [r for path in accounting_parts for r in read_records(path)]
     totals: Counter = Counter()
     for r in accounting_rows:
