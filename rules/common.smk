@@ -231,9 +231,15 @@ def leakage_outputs():
     return [f"{RESULTS}/leakage/{scan}/{name}" for scan in config["leakage"]["scans"] for name in LEAKAGE_OUTPUTS]
 
 
+def scanned_benchmarks(scan):
+    """The benchmarks a leakage scan reads: its `benchmark`, or its list `benchmarks`."""
+    return scan.get("benchmarks") or [scan["benchmark"]]
+
+
 def leakage_fragments(benchmark):
     """The Markdown fragments of this benchmark's leakage scans, for its aggregate report."""
-    return [f"{RESULTS}/leakage/{name}/report.md" for name, scan in config["leakage"]["scans"].items() if scan["benchmark"] == benchmark]
+    return [f"{RESULTS}/leakage/{name}/report.md" for name, scan in config["leakage"]["scans"].items()
+            if benchmark in scanned_benchmarks(scan)]
 
 
 def get_final_output():

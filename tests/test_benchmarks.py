@@ -317,3 +317,30 @@ def test_the_shipped_fixtures_are_read(tmp_path):
     issues = load_benchmark({"format": "jsonl", "preset": "swe-bench", "path": str(REPO / "resources/benchmarks/issues-mini.jsonl")}, "i")
     assert [s.kind for s in mbpp] == ["both"] * 3 and [s.kind for s in issues] == ["text"] * 2
     assert benchmarks.source_name({"format": "jsonl", "path": "x.jsonl"}) == "x.jsonl"
+
+
+def test_one_pass_over_the_corpus_for_several_benchmarks(tmp_path):
+    """Several benchmarks in one index, one scan of the corpus: a Table 2 row
+    per benchmark, the per-language averages, and every cleaned sample."""
+    ingest_benchmark("humaneval", {"format": "humaneval", "limit": 3}, tmp_path / "humaneval.parquet")
+    he = read_records(tmp_path / "humaneval.parquet")
+    write(tmp_path / "f.json", "json", [{"id": "gcd", "code": JAVA, "lang": "java"}, {"id": "clamp", "code": CPP, "lang": "cpp"}])
+    ingest_benchmark("funcs", {"format": "json", "path": str(tmp_path / "f.json"),
+                               "fields": {"id": "id", "solution": "code", "language": "lang"}}, tmp_path / "funcs.parquet")
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "copied.py").write_text(he[1]["code"])
+    (root / "Maths.java").write_text("class Maths {\n" + JAVA + "}\n")
+    settings = {**SCAN, "name": "all", "benchmarks": ["humaneval", "funcs"], "corpus": {"kind": "files", "root": str(root), "glob": "*"}}
+    tables = [tmp_path / "humaneval.parquet", tmp_path / "funcs.parquet"]
+    build_index(tables, settings, tmp_path / "index.parquet")
+    scan_shard(tmp_path / "index.parquet", tables, settings["corpus"], 0, 1, [], settings, tmp_path / "p.parquet", tmp_path / "a.parquet")
+    gather(tmp_path / "index.parquet", tables, [tmp_path / "p.parquet"], [tmp_path / "a.parquet"], settings, None, tmp_path / "out")
+    summary = read_records(tmp_path / "out" / "summary.parquet")
+    assert [(r["benchmark"], r["language"], r["size"], r["leaked_count"], r["documents"]) for r in summary] == [
+        ("humaneval", "python", 3, 1, 2), ("funcs", "cpp", 2, 1, 2)]  # a tie: the first in order
+    clean = read_records(tmp_path / "out" / "clean.parquet")
+    assert [r["sample_id"] for r in clean] == [he[0]["sample_id"], he[2]["sample_id"], "funcs/clamp"]
+    assert clean[0]["kind"] is None and clean[2]["kind"] == "code"
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "2 benchmarks vs" in report and "| cpp | 1 | 2 | 1 | 50.0% | 50.0% |" in report
