@@ -31,6 +31,11 @@ LEAKTRACE_ONLINE = "python -m leaktrace" if USE_CONDA else f"{sys.executable} -m
 LEAKTRACE = f"HF_HUB_OFFLINE=1 {LEAKTRACE_ONLINE}"
 CONDA_ENV = "../envs/leaktrace.yaml"
 BENCHMARKS = list(config["benchmarks"])
+# The benchmarks the testbed (filter, variants, training, scoring, aggregate)
+# runs on: `testbed`, or when null, those in HumanEval's own format. Any other
+# benchmark is ingested for leakage scans only (leaktrace/data/benchmarks.py).
+TESTBED_BENCHMARKS = [b for b, s in config["benchmarks"].items()
+                      if (s["format"] == "humaneval" if s["testbed"] is None else s["testbed"])]
 CORPORA = list(config["corpora"])
 EPOCHS = sorted(config["train"]["epochs"])
 # Mixing ratios (general-text tokens per member-code token) as wildcard
@@ -248,14 +253,20 @@ def leakage_outputs():
     return [f"{RESULTS}/leakage/{scan}/{name}" for scan in config["leakage"]["scans"] for name in LEAKAGE_OUTPUTS]
 
 
+def scanned_benchmarks(scan):
+    """The benchmarks a leakage scan reads: its `benchmark`, or its list `benchmarks`."""
+    return scan.get("benchmarks") or [scan["benchmark"]]
+
+
 def leakage_fragments(benchmark):
     """The Markdown fragments of this benchmark's leakage scans, for its aggregate report."""
-    return [f"{RESULTS}/leakage/{name}/report.md" for name, scan in config["leakage"]["scans"].items() if scan["benchmark"] == benchmark]
+    return [f"{RESULTS}/leakage/{name}/report.md" for name, scan in config["leakage"]["scans"].items()
+            if benchmark in scanned_benchmarks(scan)]
 
 
 def get_final_output():
-    return [path for benchmark in BENCHMARKS for path in aggregate_outputs(benchmark)] + audit_outputs() + leakage_outputs() \
-        + mutate_outputs()
+    return [path for benchmark in TESTBED_BENCHMARKS for path in aggregate_outputs(benchmark)] + audit_outputs() \
+        + leakage_outputs() + mutate_outputs()
 
 
 def benchmark_settings(wildcards):

@@ -10,8 +10,12 @@ LEAKAGE_CLEAN = config["leakage"]["clean"]
 
 def _check_leakage_config():
     for name, scan in LEAKAGE_SCANS.items():
-        if scan["benchmark"] not in BENCHMARKS:
-            raise ValueError(f"leakage scan {name!r}: benchmark {scan['benchmark']!r} is not under `benchmarks`")
+        for benchmark in scanned_benchmarks(scan):
+            if benchmark not in BENCHMARKS:
+                raise ValueError(f"leakage scan {name!r}: benchmark {benchmark!r} is not under `benchmarks`")
+        if scan["corpus"]["kind"] == "training_mix" and ("benchmark" not in scan or scan["benchmark"] not in TESTBED_BENCHMARKS):
+            raise ValueError(f"leakage scan {name!r}: a training-mix scan reads one benchmark the testbed runs on "
+                             "(`benchmark`, with benchmarks.<name>.testbed)")
         if scan["corpus"]["kind"] == "corpus" and scan["corpus"]["name"] not in CORPORA:
             raise ValueError(f"leakage scan {name!r}: corpus {scan['corpus']['name']!r} is not under `corpora`")
     for benchmark, name in LEAKAGE_CLEAN.items():
@@ -19,8 +23,9 @@ def _check_leakage_config():
             raise ValueError(f"leakage.clean: {benchmark!r} is not under `benchmarks`")
         if name not in LEAKAGE_SCANS:
             raise ValueError(f"leakage.clean.{benchmark}: no scan named {name!r} under leakage.scans")
-        if LEAKAGE_SCANS[name]["benchmark"] != benchmark:
-            raise ValueError(f"leakage.clean.{benchmark}: scan {name!r} scans {LEAKAGE_SCANS[name]['benchmark']!r}")
+        if scanned_benchmarks(LEAKAGE_SCANS[name]) != [benchmark]:
+            raise ValueError(f"leakage.clean.{benchmark}: scan {name!r} scans {scanned_benchmarks(LEAKAGE_SCANS[name])}, "
+                             f"not {benchmark!r} alone")
         if LEAKAGE_SCANS[name]["corpus"]["kind"] == "training_mix":
             raise ValueError(f"leakage.clean.{benchmark}: scan {name!r} reads the training mix, which is built from "
                              "the benchmark it would clean (a cycle); clean with a scan of an external corpus")
@@ -42,10 +47,10 @@ def leakage_parts(scan):
 
 
 def leakage_benchmark(wildcards):
-    """The benchmark as ingested; when it is cleaned for the testbed, the raw copy."""
-    benchmark = LEAKAGE_SCANS[wildcards.scan]["benchmark"]
-    suffix = ".raw" if benchmark in LEAKAGE_CLEAN else ""
-    return f"{RESULTS}/data/benchmarks/{benchmark}{suffix}.parquet"
+    """The benchmarks as ingested (one index, one pass over the corpus for
+    all of them); one cleaned for the testbed is read as its raw copy."""
+    return [f"{RESULTS}/data/benchmarks/{benchmark}{'.raw' if benchmark in LEAKAGE_CLEAN else ''}.parquet"
+            for benchmark in scanned_benchmarks(LEAKAGE_SCANS[wildcards.scan])]
 
 
 def leakage_source_inputs(wildcards):

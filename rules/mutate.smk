@@ -21,7 +21,7 @@ def mutate_models():
 def mutate_outputs():
     if not MUTATE["kinds"]:
         return []
-    return [f"{RESULTS}/mutate/{b}/{m}/{name}" for b in BENCHMARKS for m in mutate_models()
+    return [f"{RESULTS}/mutate/{b}/{m}/{name}" for b in TESTBED_BENCHMARKS for m in mutate_models()
             for name in ("study.parquet", "prefix_overlap.parquet", "report.md")]
 
 

@@ -87,4 +87,4 @@ rule select_learning_rate:
 
 rule learning_rate_selection:
     input:
-        [f"{RESULTS}/train/{b}/learning_rate.parquet" for b in BENCHMARKS],
+        [f"{RESULTS}/train/{b}/learning_rate.parquet" for b in TESTBED_BENCHMARKS],

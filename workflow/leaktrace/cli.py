@@ -417,7 +417,7 @@ def _scan_settings(a) -> dict:
 
 
 @command("leakage-index")
-@_args(SCAN, path("--benchmark"), SETTINGS, path("--output"))
+@_args(SCAN, path("--benchmark", many=True), SETTINGS, path("--output"))
 def _leakage_index(a):
     from leaktrace.stages.leakage import build_index
 
@@ -426,7 +426,7 @@ def _leakage_index(a):
 
 @command("leakage-scan")
 @_args(
-    SCAN, path("--index"), path("--benchmark"), SETTINGS,
+    SCAN, path("--index"), path("--benchmark", many=True), SETTINGS,
     (("--part",), {"type": int, "required": True}), (("--parts",), {"type": int, "required": True}),
     (("--input",), {"type": Path, "nargs": "*", "default": [], "help": "pipeline artifacts the source reads"}),
     path("--pairs"), path("--accounting"),
@@ -440,7 +440,7 @@ def _leakage_scan(a):
 
 @command("leakage-gather")
 @_args(
-    SCAN, path("--index"), path("--benchmark"), (("--pairs",), {"type": Path, "nargs": "+", "required": True}),
+    SCAN, path("--index"), path("--benchmark", many=True), (("--pairs",), {"type": Path, "nargs": "+", "required": True}),
     (("--accounting",), {"type": Path, "nargs": "+", "required": True}), SETTINGS,
     path("--samples", required=False), path("--output-dir"),
 )

@@ -49,7 +49,7 @@ GZIP_MAGIC = b"\x1f\x8b"
 MAX_RECORD_BYTES = 64 << 20
 
 
-def _check_file(path: Path) -> None:
+def check_file(path: Path) -> None:
     """The path must name a readable regular file (never a directory, FIFO or device: reading a FIFO would block)."""
     try:
         mode = path.stat().st_mode
@@ -63,11 +63,11 @@ def _check_file(path: Path) -> None:
         raise InputError(str(path), None, "is not a regular file (a FIFO, socket or device)")
 
 
-def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+def json_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     """The numbered lines of the file, gunzipped when it starts with gzip's
     magic bytes (whatever its name); a read or decompression failure is an
     :class:`InputError` naming the line it stopped at."""
-    _check_file(path)
+    check_file(path)
     lineno, gzipped = 0, False
     try:
         with path.open("rb") as raw:
@@ -84,7 +84,7 @@ def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
         raise InputError(str(path), f"line {lineno + 1}", f"{what}: {err}") from None
 
 
-def _decode(line: bytes, file: str, record: str) -> dict:
+def decode_object(line: bytes, file: str, record: str) -> dict:
     """A JSON object from one line; anything else is an :class:`InputError`."""
     if b"\x00" in line:
         raise InputError(file, record, f"binary data (a NUL byte at column {line.index(0) + 1}): not a JSONL file")
@@ -121,11 +121,11 @@ def load_humaneval(path: str | Path, benchmark: str) -> list[BenchmarkSample]:
     path = Path(path)
     samples: list[BenchmarkSample] = []
     seen: set[str] = set()
-    for lineno, line in _lines(path):
+    for lineno, line in json_lines(path):
         if not line.strip():
             continue
         record = f"line {lineno}"
-        row = _decode(line, str(path), record)
+        row = decode_object(line, str(path), record)
         missing = [f for f in REQUIRED_FIELDS if not isinstance(row.get(f), str)]
         if missing:
             raise InputError(str(path), record, f"missing or non-string fields: {', '.join(missing)}")

@@ -13,6 +13,11 @@ Three token streams come out of it, all aligned with the token list:
 - ``blind``: every identifier ``ID``, strings ``STR``, numbers ``NUM`` (the
   normalised sequence Type-3 similarity is measured on).
 
+Problem text (``language`` ``text``: a text-only benchmark sample, and the
+corpus text it is compared with) lexes as words and punctuation; a word is
+never renamed or blinded, so two texts are Type-1 only when their words agree
+and their Type-3 similarity is measured on the words themselves.
+
 In Python, import statements are not part of a function's code and are
 removed before lexing, so a function copied into a file with other imports
 still reads as the same code.
@@ -40,6 +45,7 @@ C_LIKE = re.compile(
     r"|(?P<name>[^\W\d][\w$]*)"
     r"|(?P<op>>>>=?|===|!==|\+\+|--|&&|\|\||->|=>|::|<<=?|>>=?|[-+*/%&|^<>=!]=|[^\w\s])"
 )
+TEXT = re.compile(r"(?P<word>\w+)|(?P<op>[^\w\s])")
 PYTHON_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]+(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)", re.MULTILINE)
 
 C_KEYWORDS = frozenset(
@@ -53,12 +59,12 @@ C_KEYWORDS = frozenset(
 )
 PYTHON_KEYWORDS = frozenset(keyword.kwlist)
 
-LANGUAGES = ("python", "java", "javascript", "c", "cpp", "go", "rust", "typescript", "csharp")
+LANGUAGES = ("text", "python", "java", "javascript", "c", "cpp", "go", "rust", "typescript", "csharp")
 
 
 @dataclass(frozen=True)
 class Token:
-    kind: str  # string, number, name, op
+    kind: str  # string, number, name, op; word in text
     text: str
 
 
@@ -67,7 +73,9 @@ def lex(text: str, language: str | None) -> list[Token]:
     as Python if the text has no C-style comment markers, else as C-like."""
     if language is None or language not in LANGUAGES:
         language = "python" if "/*" not in text and "//" not in text else "c"
-    if language == "python":
+    if language == "text":
+        pattern = TEXT
+    elif language == "python":
         text = PYTHON_IMPORT.sub("", text)
         pattern = PYTHON
     else:

@@ -83,8 +83,11 @@ class Verifier:
     def __init__(self, settings: VerifySettings):
         self.s = settings
 
-    def side(self, text: str, language: str | None) -> Side:
-        return Side(shingle_set(text, self.s.tokenizer, self.s.ngram), lex(text, language), language)
+    def side(self, text: str, language: str | None, code: str | None = None) -> Side:
+        """``text``'s shingles; the tokens of ``code`` when given (a benchmark
+        sample's problem text and code are shingled together, its clone type
+        judged on its code), else of ``text``."""
+        return Side(shingle_set(text, self.s.tokenizer, self.s.ngram), lex(text if code is None else code, language), language)
 
     def verify(self, bench: Side, corpus: Side) -> Verdict:
         inter = len(bench.shingles & corpus.shingles)

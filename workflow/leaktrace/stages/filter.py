@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.functions import FunctionFilter, function_anatomy
+from leaktrace.data.samples import require_runnable
 from leaktrace.data.split import RECALL_PREFIX, assign_splits, pre_exposure_reason
 from leaktrace.models.token_table import losses_by_text
 from leaktrace.seeding import rng_for
@@ -53,8 +54,10 @@ SAMPLES_SCHEMA = pa.schema(
 
 def filter_functions(benchmark: Path, settings: dict, output: Path) -> None:
     rule = FunctionFilter(**settings)
+    samples = read_records(benchmark)
+    require_runnable(samples, str(benchmark), "filter")
     rows = []
-    for sample in read_records(benchmark):
+    for sample in samples:
         anatomy = function_anatomy(sample["code"], sample["entry_point"])
         reason = rule.reason_to_drop(anatomy)
         rows.append(

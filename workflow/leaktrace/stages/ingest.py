@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import write_table
+from leaktrace.data.benchmarks import load_benchmark, source_name
 from leaktrace.data.corpora import corpus_documents, shard
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 
@@ -26,17 +27,28 @@ BENCHMARK_SCHEMA = pa.schema(
     ]
 )
 
+# Any other format (leaktrace/data/benchmarks.py): the HumanEval columns, plus
+# the problem text, the sample's kind (code, text, both) and its language. A
+# ``humaneval``-format table keeps exactly the columns above (its rows read as
+# Python code with tests: leaktrace/data/samples.py).
+GENERIC_BENCHMARK_SCHEMA = pa.schema(
+    list(BENCHMARK_SCHEMA) + [("text", pa.string()), ("kind", pa.string()), ("language", pa.string())]
+)
+
 CORPUS_SCHEMA = pa.schema([("doc_id", pa.string()), ("source", pa.string()), ("text", pa.string())])
 
-BENCHMARK_FORMATS = {"humaneval": load_humaneval}
-
-
 def ingest_benchmark(name: str, settings: dict, output: Path) -> None:
-    fmt = settings["format"]
-    if fmt not in BENCHMARK_FORMATS:
-        raise ValueError(f"benchmark {name}: unknown format {fmt!r}; known: {sorted(BENCHMARK_FORMATS)}")
+    fmt = settings.get("format", "humaneval")
+    if fmt != "humaneval":
+        samples = load_benchmark(settings, name, settings.get("limit"))
+        rows = [{**vars(s), "code": s.code} for s in samples]
+        write_table(rows, GENERIC_BENCHMARK_SCHEMA, output)
+        kinds = {k: sum(s.kind == k for s in samples) for k in ("code", "text", "both")}
+        log.info("benchmark %s: %d samples (%s) from %s", name, len(rows),
+                 ", ".join(f"{k} {n}" for k, n in kinds.items() if n), source_name(settings))
+        return
     path = settings.get("path") or shipped_humaneval_path()
-    samples = BENCHMARK_FORMATS[fmt](path, name)
+    samples = load_humaneval(path, name)
     limit = settings.get("limit")
     if limit:
         samples = samples[:limit]

@@ -1,6 +1,9 @@
-"""leakage: LessLeak-style near-duplicate scan of a benchmark against a corpus.
+"""leakage: LessLeak-style near-duplicate scan of benchmarks against a corpus.
 
-Three stages: index the benchmark once (signatures of every sample); scan one
+A scan reads one benchmark or several (``benchmarks``): their samples go into
+one index, so each corpus shard is streamed once for all of them, and the
+gather writes a row per benchmark (LessLeak's Table 2) with averages per
+language. Three stages: index the benchmarks once (signatures of every sample); scan one
 corpus shard (a scatter job: stream its documents through the index, verify
 every candidate pair, write the pairs and the accounting of what was skipped);
 gather (merged pairs, LessLeak Table 2 summary, the sources behind most
@@ -24,6 +27,7 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from leaktrace.artifacts import read_records, read_table, write_table
+from leaktrace.data.samples import TEXT, clone_text, document, language_of_sample
 from leaktrace.errors import InputError
 from leaktrace.leakage.lsh import BandIndex
 from leaktrace.leakage.minhash import Signer
@@ -49,7 +53,7 @@ PAIR_SCHEMA = pa.schema([
 ])
 ACCOUNTING_SCHEMA = pa.schema([("part", pa.int32()), ("kind", pa.string()), ("reason", pa.string()), ("count", pa.int64())])
 SUMMARY_SCHEMA = pa.schema([
-    ("scan", pa.string()), ("benchmark", pa.string()), ("corpus", pa.string()), ("scheme", pa.string()),
+    ("scan", pa.string()), ("benchmark", pa.string()), ("language", pa.string()), ("corpus", pa.string()), ("scheme", pa.string()),
     ("size", pa.int64()), ("indexed", pa.int64()), ("documents", pa.int64()), ("units", pa.int64()),
     ("skipped", pa.int64()), ("lsh_candidates", pa.int64()), ("candidates", pa.int64()),
     ("verified_duplicates", pa.int64()), ("type1", pa.int64()), ("type2", pa.int64()), ("type3", pa.int64()),
@@ -67,15 +71,30 @@ def _scan_settings(settings: dict) -> ScanSettings:
     return resolve(settings.get("name", "scan"), settings)
 
 
-def build_index(benchmark: Path, settings: dict, output: Path) -> None:
-    """Signatures of every benchmark sample (its full code); samples that cannot
+def scan_benchmarks(settings: dict) -> list[str]:
+    """The names of the benchmarks a scan reads, in the order of its inputs."""
+    return list(settings.get("benchmarks") or [settings["benchmark"]])
+
+
+def _tables(benchmarks: Path | list[Path]) -> list[Path]:
+    return [benchmarks] if isinstance(benchmarks, Path) else list(benchmarks)
+
+
+def _samples(benchmarks: Path | list[Path]) -> list[dict]:
+    """Every sample of every benchmark table (sample ids carry their benchmark's name)."""
+    return [r for path in _tables(benchmarks) for r in read_records(path)]
+
+
+def build_index(benchmark: Path | list[Path], settings: dict, output: Path) -> None:
+    """Signatures of every benchmark sample (its full code, its problem text,
+    or both: :func:`~leaktrace.data.samples.document`); samples that cannot
     be indexed stay in the table with the reason."""
     s = _scan_settings(settings)
     signer = Signer(s.minhash)
-    samples = read_records(benchmark, ["sample_id", "code"])
+    samples = _samples(benchmark)
     rows, hashes = [], []
     for sample in samples:
-        text, reason = check_document(sample["code"] or "", max(s.max_bytes, 1 << 30), "chunk")
+        text, reason = check_document(document(sample), max(s.max_bytes, 1 << 30), "chunk")
         n_tokens, h = signer.shingle_hashes(text) if text is not None else (0, np.empty(0, np.uint32))
         if reason is None and n_tokens < s.min_tokens:
             reason = "too_short"
@@ -118,13 +137,16 @@ def _units(text: str | LargeFile, lang: str | None, s: ScanSettings) -> tuple[It
     return split_units(text, lang, s.granularity)
 
 
-def scan_shard(index: Path, benchmark: Path, source: dict, part: int, n_parts: int, inputs: list[Path], settings: dict,
+def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: int, n_parts: int, inputs: list[Path], settings: dict,
                pairs_out: Path, accounting_out: Path) -> None:
     s = _scan_settings(settings)
     signer = Signer(s.minhash)
     bands = _load_index(index, s, signer)
     verifier = Verifier(s.verify)
-    bench_text = {r["sample_id"]: r["code"] for r in read_records(benchmark, ["sample_id", "code"])}
+    bench_rows = _samples(benchmark)
+    bench_text = {r["sample_id"]: document(r) for r in bench_rows}
+    bench_lang = {r["sample_id"]: language_of_sample(r, s.language) for r in bench_rows}
+    bench_clone = {r["sample_id"]: clone_text(r) for r in bench_rows}
     bench_sides: dict = {}
     skips: Counter = Counter()
     counts: Counter = Counter()
@@ -140,11 +162,14 @@ def scan_shard(index: Path, benchmark: Path, source: dict, part: int, n_parts: i
             if not cands:
                 continue
             counts["candidate_units"] += 1
-            side = verifier.side(unit.text, lang)
+            sides: dict = {}  # the unit lexed as its language, and as text against a text-only sample
             for sid in sorted(cands):
                 if sid not in bench_sides:
-                    bench_sides[sid] = verifier.side(bench_text[sid], s.language)
-                v = verifier.verify(bench_sides[sid], side)
+                    bench_sides[sid] = verifier.side(bench_text[sid], bench_lang[sid], bench_clone[sid])
+                as_lang = TEXT if bench_lang[sid] == TEXT else lang
+                if as_lang not in sides:
+                    sides[as_lang] = verifier.side(unit.text, as_lang)
+                v = verifier.verify(bench_sides[sid], sides[as_lang])
                 pairs.append({
                     "sample_id": sid, "doc_id": doc_id, "location": location, "unit": unit.name,
                     "start_line": unit.start_line, "end_line": unit.end_line, "language": lang, "part": part,
@@ -229,20 +254,44 @@ def membership(scan: str, leaked: set[str], split_rows: list[dict], all_ids: lis
     }
 
 
-def _markdown(summary: dict, types: Counter, sources: list[dict], accounting: list[dict], member: dict | None) -> str:
-    table = {"benchmark": summary["benchmark"], "size": summary["size"], "#candidates (LSH)": summary["lsh_candidates"],
-             "#auto (exact Jaccard/containment)": summary["candidates"], "verified duplicates": summary["verified_duplicates"],
-             "leaked count": summary["leaked_count"], "leaked ratio": f"{100 * summary['leaked_ratio']:.1f}%"}
+def _table2_row(summary: dict) -> dict:
+    return {"benchmark": summary["benchmark"], "language": summary["language"] or "", "size": summary["size"],
+            "#candidates (LSH)": summary["lsh_candidates"], "#auto (exact Jaccard/containment)": summary["candidates"],
+            "verified duplicates": summary["verified_duplicates"], "leaked count": summary["leaked_count"],
+            "leaked ratio": f"{100 * summary['leaked_ratio']:.1f}%"}
+
+
+def language_averages(summaries: list[dict]) -> list[dict]:
+    """LessLeak's RQ1 answer: per language, the mean of the benchmarks' leaked
+    ratios (how they average), and the pooled ratio (leaked / size) beside it."""
+    by_language: dict[str, list[dict]] = defaultdict(list)
+    for row in summaries:
+        by_language[row["language"] or "unknown"].append(row)
+    return [{"language": lang, "benchmarks": len(rows), "size": sum(r["size"] for r in rows),
+             "leaked count": sum(r["leaked_count"] for r in rows),
+             "mean leaked ratio": f"{100 * float(np.mean([r['leaked_ratio'] for r in rows])):.1f}%",
+             "pooled leaked ratio": f"{100 * sum(r['leaked_count'] for r in rows) / max(1, sum(r['size'] for r in rows)):.1f}%"}
+            for lang, rows in sorted(by_language.items())]
+
+
+def _markdown(summaries: list[dict], types: Counter, sources: list[dict], accounting: list[dict], member: dict | None) -> str:
+    first = summaries[0]
+    names = first["benchmark"] if len(summaries) == 1 else f"{len(summaries)} benchmarks"
+    rows = [_table2_row(r) for r in summaries]
     lines = [
-        f"### Leakage scan `{summary['scan']}`: {summary['benchmark']} vs {summary['corpus']}", "",
-        f"Scheme: {summary['scheme']}.", "",
-        markdown_table([table], list(table)),
-        "Duplicates by clone type: " + (", ".join(f"{k} {v}" for k, v in sorted(types.items())) or "none") + ".", "",
+        f"### Leakage scan `{first['scan']}`: {names} vs {first['corpus']}", "",
+        f"Scheme: {first['scheme']}.", "",
+        markdown_table(rows, list(rows[0])),
     ]
+    if len(summaries) > 1:
+        averages = language_averages(summaries)
+        lines += ["Per language (LessLeak's RQ1: the mean of the benchmarks' leaked ratios; pooled: leaked / size):", "",
+                  markdown_table(averages, list(averages[0]))]
+    lines += ["Duplicates by clone type: " + (", ".join(f"{k} {v}" for k, v in sorted(types.items())) or "none") + ".", ""]
     if sources:
         lines.append(markdown_table([{**r, "source": f"`{r['location']}`"} for r in sources[:10]], ["source", "duplicates", "samples"]))
     skipped = [r for r in accounting if r["kind"] in ("skip", "whole_file") and r["count"]]
-    lines.append(f"Documents: {summary['documents']}, units compared: {summary['units']}; "
+    lines.append(f"Documents: {first['documents']}, units compared: {first['units']}; "
                  + ("; ".join(f"{r['kind'].replace('_', ' ')} {r['reason']}: {r['count']}" for r in skipped) or "nothing skipped")
                  + ".")
     if member:
@@ -254,16 +303,34 @@ def _markdown(summary: dict, types: Counter, sources: list[dict], accounting: li
     return "\n".join(lines) + "\n"
 
 
-def gather(index: Path, benchmark: Path, pair_parts: list[Path], accounting_parts: list[Path], settings: dict,
+def _language(rows: list[dict], default: str) -> str:
+    """A benchmark's language: the most common among its samples (a tie: the first by name)."""
+    counts = Counter(r.get("language") or default for r in rows)
+    return max(sorted(counts), key=counts.__getitem__) if counts else default
+
+
+def _write_clean(tables: list[pa.Table], leaked: set[str], output: Path) -> None:
+    """The benchmark without its leaked samples, in its own schema; for a
+    scan of several, their samples in one table (``benchmark`` tells them
+    apart; columns one benchmark lacks are null for its rows)."""
+    kept = [t.filter(pa.array([i not in leaked for i in t.column("sample_id").to_pylist()], pa.bool_())) for t in tables]
+    table = kept[0] if len(kept) == 1 else pa.concat_tables(kept, promote_options="default")
+    write_table(table.to_pylist(), table.schema, output)
+
+
+def gather(index: Path, benchmark: Path | list[Path], pair_parts: list[Path], accounting_parts: list[Path], settings: dict,
            samples: Path | None, output_dir: Path) -> None:
     s = _scan_settings(settings)
-    bench = read_table(benchmark)
-    all_ids = bench.column("sample_id").to_pylist()
+    names = scan_benchmarks(settings)
+    tables = [read_table(path) for path in _tables(benchmark)]
+    if len(tables) != len(names):
+        raise ValueError(f"scan {s.name}: {len(tables)} benchmark tables for benchmarks {names}")
+    bench_rows = [t.to_pylist() for t in tables]
     pairs = [p for path in pair_parts for p in read_records(path)]
     pairs.sort(key=lambda p: (p["sample_id"], p["doc_id"], p["start_line"], p["part"]))
     judge = settings.get("judge") or {}
     if judge.get("model"):
-        _judge(pairs, judge, dict(zip(all_ids, bench.column("code").to_pylist(), strict=True)))
+        _judge(pairs, judge, {r["sample_id"]: document(r) for rows in bench_rows for r in rows})
     accounting_rows = [r for path in accounting_parts for r in read_records(path)]
     totals: Counter = Counter()
     for r in accounting_rows:
@@ -272,6 +339,7 @@ def gather(index: Path, benchmark: Path, pair_parts: list[Path], accounting_part
     index_rows = read_records(index, ["sample_id", "indexed", "skip_reason"])
     accounting += [{"part": -1, "kind": "benchmark_skip", "reason": r["skip_reason"], "count": 1}
                    for r in index_rows if not r["indexed"]]
+    indexed = {r["sample_id"] for r in index_rows if r["indexed"]}
     dups = [p for p in pairs if p["duplicate"]]
     leaked = {p["sample_id"] for p in dups}
     per_source: dict[str, set] = defaultdict(set)
@@ -283,28 +351,34 @@ def gather(index: Path, benchmark: Path, pair_parts: list[Path], accounting_part
                      key=lambda r: (-r["duplicates"], r["location"]))
     types = Counter(p["clone_type"] for p in dups)
     corpus = settings["corpus"]
-    summary = {
-        "scan": s.name, "benchmark": settings["benchmark"],
-        "corpus": corpus.get("name") or corpus.get("dataset") or corpus.get("root") or ", ".join(corpus.get("paths") or [])
-        or corpus["kind"].replace("_", " "),
-        "scheme": s.describe(), "size": len(all_ids), "indexed": sum(r["indexed"] for r in index_rows),
-        "documents": totals[("count", "documents")], "units": totals[("count", "units")],
-        "skipped": sum(c for (k, _), c in totals.items() if k == "skip"),
-        "lsh_candidates": len(pairs), "candidates": sum(p["flagged"] for p in pairs), "verified_duplicates": len(dups),
-        "type1": types["type-1"], "type2": types["type-2"], "type3": types["type-3"],
-        "leaked_count": len(leaked), "leaked_ratio": len(leaked) / len(all_ids) if all_ids else 0.0,
-    }
+    corpus_name = (corpus.get("name") or corpus.get("dataset") or corpus.get("root") or ", ".join(corpus.get("paths") or [])
+                   or corpus["kind"].replace("_", " "))
+    summaries = []
+    for name, rows in zip(names, bench_rows, strict=True):
+        ids = {r["sample_id"] for r in rows}
+        mine = [p for p in pairs if p["sample_id"] in ids]
+        found = [p for p in mine if p["duplicate"]]
+        kinds = Counter(p["clone_type"] for p in found)
+        summaries.append({
+            "scan": s.name, "benchmark": name, "language": _language(rows, s.language), "corpus": corpus_name,
+            "scheme": s.describe(), "size": len(rows), "indexed": len(ids & indexed),
+            "documents": totals[("count", "documents")], "units": totals[("count", "units")],
+            "skipped": sum(c for (k, _), c in totals.items() if k == "skip"),
+            "lsh_candidates": len(mine), "candidates": sum(p["flagged"] for p in mine), "verified_duplicates": len(found),
+            "type1": kinds["type-1"], "type2": kinds["type-2"], "type3": kinds["type-3"],
+            "leaked_count": len(ids & leaked), "leaked_ratio": len(ids & leaked) / len(rows) if rows else 0.0,
+        })
     member = None
     if samples is not None:
-        member = membership(s.name, leaked, read_records(samples, ["sample_id", "split"]), all_ids)
+        member = membership(s.name, leaked, read_records(samples, ["sample_id", "split"]), [r["sample_id"] for r in bench_rows[0]])
     output_dir.mkdir(parents=True, exist_ok=True)
     write_table(pairs, PAIR_SCHEMA, output_dir / "pairs.parquet")
-    write_table([summary], SUMMARY_SCHEMA, output_dir / "summary.parquet")
+    write_table(summaries, SUMMARY_SCHEMA, output_dir / "summary.parquet")
     write_table(sources, SOURCES_SCHEMA, output_dir / "sources.parquet")
     write_table(accounting, ACCOUNTING_SCHEMA, output_dir / "accounting.parquet")
     write_table([member] if member else [], MEMBERSHIP_SCHEMA, output_dir / "membership.parquet")
-    keep = [i not in leaked for i in all_ids]
-    write_table(bench.filter(pa.array(keep)).to_pylist(), bench.schema, output_dir / "clean.parquet")
-    (output_dir / "report.md").write_text(_markdown(summary, types, sources, accounting, member), encoding="utf-8")
-    log.info("gather %s: %d candidate pairs, %d duplicates, %d of %d samples leaked%s", s.name, len(pairs), len(dups),
-             len(leaked), len(all_ids), f"; recall {member['recall']:.3f}, precision {member['precision']:.3f}" if member else "")
+    _write_clean(tables, leaked, output_dir / "clean.parquet")
+    (output_dir / "report.md").write_text(_markdown(summaries, types, sources, accounting, member), encoding="utf-8")
+    log.info("gather %s: %d candidate pairs, %d duplicates; %s%s", s.name, len(pairs), len(dups),
+             ", ".join(f"{r['benchmark']} {r['leaked_count']} of {r['size']} leaked" for r in summaries),
+             f"; recall {member['recall']:.3f}, precision {member['precision']:.3f}" if member else "")

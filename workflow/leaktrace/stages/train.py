@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.data.samples import require_runnable
 from leaktrace.models.context import context_limit
 from leaktrace.models.loading import load_model_config, load_tokenizer
 from leaktrace.seeding import derive_seed, rng_for
@@ -28,7 +29,9 @@ TRAIN_LOG_SCHEMA = pa.schema(
 def make_mix(samples: Path, benchmark: Path, text_parts: list[Path], text_per_code: float, model: dict, seed: int,
              output: Path) -> None:
     members = {r["sample_id"] for r in read_records(samples, ["sample_id", "split"]) if r["split"] == "member"}
-    codes = [(r["sample_id"], r["code"]) for r in read_records(benchmark, ["sample_id", "code"]) if r["sample_id"] in members]
+    rows = [r for r in read_records(benchmark) if r["sample_id"] in members]
+    require_runnable(rows, str(benchmark), "training-mix")
+    codes = [(r["sample_id"], r["code"]) for r in rows]
     docs = [(r["doc_id"], r["text"]) for part in text_parts for r in read_records(part, ["doc_id", "text"])]
     spec = model_spec(model, None)
     tokenizer = load_tokenizer(spec)

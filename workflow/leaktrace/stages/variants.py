@@ -19,6 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.data.samples import require_runnable
 from leaktrace.errors import InputError
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import rng_for
@@ -60,6 +61,7 @@ def make_variants_table(
     names = NameProposer(WordAlternatives(lexicon.word_counts), lexicon.word_counts)
     kept = {r["sample_id"] for r in read_records(functions, ["sample_id", "kept"]) if r["kept"]}
     samples = [s for s in read_records(benchmark) if s["sample_id"] in kept]
+    require_runnable(samples, str(benchmark), "variants")
     rows, programs = [], []
     for s in samples:
         rows.append({"sample_id": s["sample_id"], "variant_id": 0, "kind": "original", "text": s["code"],

@@ -1,0 +1,334 @@
+"""Benchmarks in any layout: records read from JSONL (optionally gzipped),
+JSON, Parquet, CSV or a Hugging Face dataset (streamed), mapped to samples by
+a field mapping: ``id``, ``text`` (the problem statement), ``prompt`` (a code
+prefix the solution completes, HumanEval's prompt), ``solution``, ``tests``,
+``entry_point`` and ``language``. A sample's code is prompt + solution; its
+kind is code, text or both (:mod:`leaktrace.data.samples`). Named presets
+(:data:`PRESETS`) give the mappings of public benchmarks; the config's
+``fields`` override a preset key by key.
+
+A mapped field is a path into the record: ``metadata.problem_id`` steps into
+a nested object, a number indexes a list, and a string holding JSON is
+decoded when the path goes on into it (APPS keeps its solutions as a JSON
+list in a string: ``solutions.0``). A list of strings (MBPP's ``test_list``)
+is joined by line breaks; a list of paths is concatenated (HumanEval's code is
+``[prompt, canonical_solution]``). An empty or null value is an absent one; a
+field the record does not have at all is an error.
+
+A benchmark must be whole, so as in :mod:`leaktrace.data.humaneval` every
+problem with the file or a record (unreadable, not UTF-8, malformed, a mapped
+field missing or of the wrong type, a duplicate id, a record with neither
+code nor text, no records) is an :class:`InputError` naming the file and the
+record. Code is not compiled here: the scan reads any language, and APPS
+holds Python 2 solutions; the testbed's stages check what they run."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from leaktrace.data.humaneval import GZIP_MAGIC, MAX_RECORD_BYTES, check_file, decode_object, json_lines
+from leaktrace.errors import InputError
+
+FORMATS = ("jsonl", "json", "parquet", "csv", "huggingface")
+FIELDS = ("id", "text", "prompt", "solution", "tests", "entry_point", "language")
+
+# Field names as each benchmark's release spells them (sources in the comments).
+PRESETS: dict[str, dict] = {
+    # openai/human-eval data/HumanEval.jsonl.gz and the Hugging Face card of openai_humaneval:
+    # task_id, prompt, canonical_solution, test, entry_point. The prompt is the code's prefix and holds the problem.
+    "humaneval": {"language": "python", "fields": {
+        "id": "task_id", "text": "prompt", "prompt": "prompt", "solution": "canonical_solution", "tests": "test",
+        "entry_point": "entry_point"}},
+    # HumanEval+: the Hugging Face card of evalplus/humanevalplus lists the same five fields
+    # (task_id, prompt, canonical_solution, entry_point, test); its tests are 80x HumanEval's.
+    "humanevalplus": {"language": "python", "fields": {
+        "id": "task_id", "text": "prompt", "prompt": "prompt", "solution": "canonical_solution", "tests": "test",
+        "entry_point": "entry_point"}},
+    # MBPP: google-research/mbpp mbpp.jsonl and the Hugging Face card of mbpp (full): task_id (int), text,
+    # code, test_list (assert statements), test_setup_code, challenge_test_list. No entry point field.
+    "mbpp": {"language": "python", "fields": {"id": "task_id", "text": "text", "solution": "code", "tests": "test_list"}},
+    # MBPP+: the Hugging Face card of evalplus/mbppplus: task_id (int), code, prompt (the problem statement),
+    # source_file, test_imports, test_list, test (the plus tests as a script).
+    "mbppplus": {"language": "python", "fields": {"id": "task_id", "text": "prompt", "solution": "code", "tests": "test"}},
+    # APPS: the Hugging Face card of codeparrot/apps: problem_id (int), question, solutions (a JSON list of
+    # Python solutions in a string, empty for some problems), input_output (JSON: inputs, outputs, fn_name),
+    # difficulty, url, starter_code. The first solution is the sample's code.
+    "apps": {"language": "python", "fields": {
+        "id": "problem_id", "text": "question", "solution": "solutions.0", "tests": "input_output"}},
+    # DS-1000 (simplified format): xlang-ai/DS-1000 data/ds1000.jsonl.gz and the Hugging Face card of
+    # xlangai/DS-1000: prompt, reference_code, metadata {problem_id, library_problem_id, library, ...},
+    # code_context (defines test_execution(code) and test_string(code)).
+    "ds1000": {"language": "python", "fields": {
+        "id": "metadata.problem_id", "text": "prompt", "solution": "reference_code", "tests": "code_context"}},
+    # ClassEval: the Hugging Face card of FudanSELab/ClassEval (and ClassEval_data.json, a JSON array):
+    # task_id, skeleton (the class with its docstrings, the problem given to a model), test, solution_code,
+    # import_statement, class_description, methods_info, class_name, test_classes, class_constructor, fields.
+    "classeval": {"language": "python", "fields": {
+        "id": "task_id", "text": "skeleton", "solution": "solution_code", "tests": "test", "entry_point": "class_name"}},
+    # CodeSearchNet-style function records, as the Hugging Face card of code_search_net has them:
+    # repository_name, func_path_in_repository, func_name, whole_func_string, language, func_code_string,
+    # func_code_tokens, func_documentation_string, func_documentation_tokens, split_name, func_code_url.
+    "codesearchnet": {"language": "python", "fields": {
+        "id": "func_code_url", "text": "func_documentation_string", "solution": "whole_func_string",
+        "entry_point": "func_name", "language": "language"}},
+    # The same records in CodeSearchNet's original JSONL release (github/CodeSearchNet README, "Data Details"):
+    # repo, path, func_name, original_string, language, code, code_tokens, docstring, docstring_tokens, sha,
+    # url, partition.
+    "codesearchnet-original": {"language": "python", "fields": {
+        "id": "url", "text": "docstring", "solution": "original_string", "entry_point": "func_name",
+        "language": "language"}},
+    # Text only, for issue and bug-report benchmarks: the Hugging Face card of princeton-nlp/SWE-bench:
+    # instance_id, problem_statement (the issue), repo, base_commit, patch, test_patch, hints_text, ...
+    "swe-bench": {"language": "python", "fields": {"id": "instance_id", "text": "problem_statement"}},
+    # Text only, any records with an id and a text field.
+    "text": {"language": None, "fields": {"id": "id", "text": "text"}},
+}
+LANGUAGE_ALIASES = {"py": "python", "python3": "python", "c++": "cpp", "cxx": "cpp", "js": "javascript", "c#": "csharp",
+                    "ts": "typescript"}
+
+
+@dataclass(frozen=True)
+class Sample:
+    sample_id: str
+    benchmark: str
+    task_id: str
+    prompt: str
+    solution: str
+    test: str
+    entry_point: str | None
+    text: str
+    kind: str
+    language: str | None
+
+    @property
+    def code(self) -> str:
+        return self.prompt + self.solution
+
+
+def field_mapping(settings: dict) -> tuple[dict, str | None]:
+    """The field mapping and default language of a benchmark's settings: its
+    preset overridden key by key by ``fields`` (a null entry unmaps a key)."""
+    preset_name = settings.get("preset")
+    if preset_name is not None and preset_name not in PRESETS:
+        raise ValueError(f"unknown benchmark preset {preset_name!r}; known: {', '.join(PRESETS)}")
+    preset = PRESETS.get(preset_name, {"language": "python", "fields": {}})
+    fields = dict(preset["fields"])
+    for key, path in (settings.get("fields") or {}).items():
+        if key not in FIELDS:
+            raise ValueError(f"unknown benchmark field {key!r}; known: {', '.join(FIELDS)}")
+        fields[key] = path
+    fields = {k: v for k, v in fields.items() if v}
+    if "id" not in fields or not ({"text", "prompt", "solution"} & set(fields)):
+        raise ValueError("a benchmark's field mapping needs an id and at least one of text, prompt, solution "
+                         "(set a preset or fields)")
+    language = settings.get("language") or preset["language"]
+    return fields, language
+
+
+# --- records: (label, record) from each format -------------------------------------------------
+
+
+def _jsonl_records(path: Path) -> Iterator[tuple[str, object]]:
+    for lineno, line in json_lines(path):
+        if line.strip():
+            yield f"line {lineno}", decode_object(line, str(path), f"line {lineno}")
+
+
+def _read_text(path: Path) -> str:
+    """A whole (optionally gzipped) UTF-8 file: JSON and CSV benchmarks are small."""
+    check_file(path)
+    try:
+        data = path.read_bytes()
+        if data[:2] == GZIP_MAGIC:
+            data = gzip.decompress(data)
+    except (OSError, EOFError) as err:
+        raise InputError(str(path), None, f"cannot read the benchmark file: {err}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(str(path), None, f"not UTF-8 (byte 0x{data[err.start]:02x} at offset {err.start})") from None
+
+
+def _json_records(path: Path) -> Iterator[tuple[str, object]]:
+    try:
+        data = json.loads(_read_text(path))
+    except json.JSONDecodeError as err:
+        raise InputError(str(path), None, f"malformed JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+    except (ValueError, RecursionError) as err:
+        raise InputError(str(path), None, f"malformed JSON ({err or 'nested too deeply'})") from None
+    if not isinstance(data, list):
+        raise InputError(str(path), None, "expected a JSON array of records")
+    for k, record in enumerate(data, 1):
+        if not isinstance(record, dict):
+            raise InputError(str(path), str(k), "expected a JSON object")
+        yield str(k), record
+
+
+def _parquet_records(path: Path) -> Iterator[tuple[str, object]]:
+    check_file(path)
+    try:
+        pf = pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as err:
+        raise InputError(str(path), None, f"not a Parquet file: {err}") from None
+    k = 0
+    for batch in pf.iter_batches(batch_size=1024):
+        for record in batch.to_pylist():
+            k += 1
+            yield f"row {k}", record
+
+
+def _csv_records(path: Path) -> Iterator[tuple[str, object]]:
+    reader = csv.DictReader(io.StringIO(_read_text(path), newline=""))
+    limit = csv.field_size_limit()
+    csv.field_size_limit(MAX_RECORD_BYTES)
+    try:
+        for record in reader:
+            yield f"line {reader.line_num}", {k: v for k, v in record.items() if k is not None}
+    except csv.Error as err:
+        raise InputError(str(path), f"line {reader.line_num + 1}", f"malformed CSV: {err}") from None
+    finally:
+        csv.field_size_limit(limit)
+
+
+def _huggingface_records(settings: dict) -> Iterator[tuple[str, object]]:
+    """A Hugging Face dataset, streamed (a hub id, or a builder such as
+    ``json`` or ``parquet`` with ``path`` as its data files)."""
+    try:
+        import datasets
+    except ImportError:
+        raise InputError(settings["dataset"], None, "a huggingface benchmark needs the `datasets` package "
+                         "(pip install datasets); it is not part of the pinned environment") from None
+    ds = datasets.load_dataset(settings["dataset"], name=settings.get("config"), split=settings.get("split") or "test",
+                               data_files=settings.get("path"), revision=settings.get("revision"), streaming=True)
+    for k, record in enumerate(ds, 1):
+        yield str(k), record
+
+
+def source_name(settings: dict) -> str:
+    """How errors name where the records came from."""
+    if settings["format"] == "huggingface":
+        return f"hf://{settings['dataset']}" + (f" ({settings['path']})" if settings.get("path") else "")
+    return str(settings["path"])
+
+
+def _records(settings: dict) -> Iterator[tuple[str, object]]:
+    fmt = settings["format"]
+    if fmt == "huggingface":
+        if not settings.get("dataset"):
+            raise ValueError("a huggingface benchmark needs `dataset` (a hub id, or a builder such as json with `path`)")
+        return _huggingface_records(settings)
+    if not settings.get("path"):
+        raise ValueError(f"a {fmt} benchmark needs `path`")
+    path = Path(settings["path"])
+    readers = {"jsonl": _jsonl_records, "json": _json_records, "parquet": _parquet_records, "csv": _csv_records}
+    if fmt not in readers:
+        raise ValueError(f"unknown benchmark format {fmt!r}; known: humaneval, {', '.join(FORMATS)}")
+    return readers[fmt](path)
+
+
+# --- fields ----------------------------------------------------------------------------------------
+
+
+class _FieldError(Exception):
+    pass
+
+
+def _resolve(record: object, path: str) -> object:
+    value = record
+    parts = path.split(".")
+    for i, part in enumerate(parts):
+        if isinstance(value, str) and value.strip():
+            try:
+                value = json.loads(value)
+            except (ValueError, RecursionError):
+                raise _FieldError(f"field {'.'.join(parts[:i])!r} is a string that is not JSON, so has no {part!r}") from None
+        if isinstance(value, dict):
+            if part not in value:
+                raise _FieldError(f"no field {'.'.join(parts[: i + 1])!r}")
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit():
+            value = value[int(part)] if int(part) < len(value) else None
+        elif value is None or value == "":
+            return None
+        else:
+            raise _FieldError(f"field {'.'.join(parts[:i])!r} is {type(value).__name__}, so has no {part!r}")
+    return value
+
+
+def _string(record: object, spec: str | list[str], key: str) -> str:
+    """The string a mapped key names ("" when absent); lists of strings joined."""
+    if isinstance(spec, list):
+        return "".join(_string(record, part, key) for part in spec)
+    value = _resolve(record, spec)
+    if value is None:
+        return ""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "\n".join(value)
+    if isinstance(value, str):
+        return value
+    if key == "id" and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise _FieldError(f"field {spec!r} (the {key}) is {type(value).__name__}, expected a string or a list of strings")
+
+
+def _language(value: str | None) -> str | None:
+    if not value:
+        return None
+    value = value.strip().lower()
+    return LANGUAGE_ALIASES.get(value, value)
+
+
+def _sample(record: object, fields: dict, language: str | None, benchmark: str) -> Sample:
+    got = {key: _string(record, spec, key) for key, spec in fields.items()}
+    for key, value in got.items():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise _FieldError(f"field {fields[key]!r} holds a lone surrogate ({value[err.start]!r} at character "
+                              f"{err.start}), which UTF-8 cannot encode") from None
+    task_id = got["id"]
+    if not task_id:
+        raise _FieldError(f"empty id (field {fields['id']!r})")
+    text, prompt, solution = got.get("text", ""), got.get("prompt", ""), got.get("solution", "")
+    has_code, has_text = bool((prompt + solution).strip()), bool(text.strip())
+    if not (has_code or has_text):
+        raise _FieldError("neither problem text nor code: " + ", ".join(
+            f"{k} {fields[k]!r}" for k in ("text", "prompt", "solution") if k in fields) + " empty")
+    return Sample(
+        sample_id=f"{benchmark}/{task_id}", benchmark=benchmark, task_id=task_id, prompt=prompt, solution=solution,
+        test=got.get("tests", ""), entry_point=got.get("entry_point") or None, text=text,
+        kind="both" if has_code and has_text else "code" if has_code else "text",
+        language=_language(got.get("language")) or _language(language),
+    )
+
+
+def load_benchmark(settings: dict, benchmark: str, limit: int | None = None) -> list[Sample]:
+    """The samples of a configured benchmark (the first ``limit`` when given:
+    a streamed dataset is read no further)."""
+    fields, language = field_mapping(settings)
+    name = source_name(settings)
+    samples: list[Sample] = []
+    seen: set[str] = set()
+    for label, record in _records(settings):
+        try:
+            sample = _sample(record, fields, language, benchmark)
+        except _FieldError as err:
+            raise InputError(name, label, str(err)) from None
+        if sample.task_id in seen:
+            raise InputError(name, f"{label} ({sample.task_id})", "duplicate id")
+        seen.add(sample.task_id)
+        samples.append(sample)
+        if limit and len(samples) >= limit:
+            break
+    if not samples:
+        raise InputError(name, None, "benchmark has no records")
+    return samples

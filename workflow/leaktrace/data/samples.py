@@ -1,0 +1,82 @@
+"""What a benchmark sample holds, as the ingested table records it.
+
+A sample has code, problem text, or both (its ``kind``): HumanEval-style
+problems are both (the prompt is code with the problem in its docstring),
+CodeSearchNet functions with a docstring are both, an issue or bug report is
+text only. The ingested table of a ``humaneval``-format benchmark predates
+kinds and has no ``kind``, ``text`` or ``language`` column: its rows are read
+as Python code with tests (what they are). Everything here takes a row of
+that table as a dict."""
+
+from __future__ import annotations
+
+import ast
+
+from leaktrace.errors import InputError
+
+KINDS = ("code", "text", "both")
+TEXT = "text"  # the lexing language of a text-only sample: words and punctuation, nothing renamed
+
+
+def kind_of(row: dict) -> str:
+    return row.get("kind") or "both"
+
+
+def language_of_sample(row: dict, default: str | None) -> str | None:
+    """The language a sample is lexed in: ``text`` for a text-only sample,
+    else its own language, else the scan's."""
+    if kind_of(row) == "text":
+        return TEXT
+    return row.get("language") or default
+
+
+def document(row: dict) -> str:
+    """What the leakage scan indexes and verifies for a sample: its code, its
+    text, or both (the text first, as a problem statement precedes its
+    solution), the text left out when the code already holds it (a prompt
+    that is the code's prefix)."""
+    kind = kind_of(row)
+    code, text = row.get("code") or "", row.get("text") or ""
+    if kind == "text":
+        return text
+    if kind == "code" or not text or text in code:
+        return code
+    return f"{text}\n\n{code}"
+
+
+def clone_text(row: dict) -> str:
+    """What a sample's clone type is judged on: its code, or its text when it
+    has no code (problem text lexed as code would read as names)."""
+    return (row.get("text") or "") if kind_of(row) == "text" else (row.get("code") or "")
+
+
+def not_runnable(row: dict) -> str | None:
+    """Why a sample cannot go through the testbed (variants run in the
+    sandbox against HumanEval-style tests, a ``check(candidate)`` function
+    called with the entry point), or None when it can."""
+    kind = kind_of(row)
+    if kind == "text":
+        return "it is problem text only, with no code"
+    language = row.get("language") or "python"
+    if language != "python":
+        return f"its code is {language}, not Python"
+    if not row.get("entry_point"):
+        return "it has no entry point"
+    try:
+        tree = ast.parse(row.get("test") or "")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return "its tests are not Python"
+    if not any(isinstance(n, ast.FunctionDef) and n.name == "check" for n in tree.body):
+        return "its tests define no HumanEval-style check(candidate) function"
+    return None
+
+
+def require_runnable(rows: list[dict], benchmark: str, stage: str) -> None:
+    """Refuse, with one line naming the benchmark file, the first sample and
+    the reason, a benchmark whose samples the testbed cannot run."""
+    for row in rows:
+        reason = not_runnable(row)
+        if reason:
+            raise InputError(benchmark, row["sample_id"],
+                             f"the {stage} stage needs runnable Python with HumanEval-style tests, and {reason}; "
+                             "scan such a benchmark for leakage only (benchmarks.<name>.testbed: false)")
