@@ -29,7 +29,16 @@ LEAKTRACE_ONLINE = "python -m leaktrace" if USE_CONDA else f"{sys.executable} -m
 # fetch_hub_model) and read from their local copy; only the fetch and the
 # leakage rules, which may stream a hub dataset or ask a hub judge, go online.
 LEAKTRACE = f"HF_HUB_OFFLINE=1 {LEAKTRACE_ONLINE}"
-CONDA_ENV = "../envs/leaktrace.yaml"
+# Environments under `--sdm conda`, one per kind of rule (envs/*.yaml; which
+# rule uses which is checked against its imports by tests/test_envs.py): the
+# CPU stages run without PyTorch, the model stages with CUDA PyTorch, and with
+# the vllm extra when a configured model runs on the vLLM backend.
+CPU_ENV = "../envs/cpu.yaml"
+MODEL_ENV = "../envs/model.yaml"
+if any((spec or {}).get("backend") == "vllm" for spec in [config["base_model"], *config["llm"].values(), *config["audit"]["models"]]
+       if isinstance(spec, dict)):
+    MODEL_ENV = "../envs/model-vllm.yaml"
+CONDA_ENV = MODEL_ENV  # the one environment of before; it holds every rule's packages
 BENCHMARKS = list(config["benchmarks"])
 CORPORA = list(config["corpora"])
 EPOCHS = sorted(config["train"]["epochs"])
@@ -290,6 +299,11 @@ def generator_args():
         return ""
     cache = f" --cache-dir {RESULTS}/cache" if config["llm"]["cache"] else ""
     return f"--generator {shlex.quote(json.dumps(GENERATOR, sort_keys=True))}{cache}"
+
+
+def leakage_gather_env(wildcards):
+    """A scan's gather loads a model only for its LLM judge (transformers)."""
+    return MODEL_ENV if config["leakage"]["scans"][wildcards.scan].get("judge", {}).get("model") else CPU_ENV
 
 
 def leakage_judge_gpu(wildcards):
