@@ -22,8 +22,8 @@ validate(config, schema="../config/schema.yaml", set_default=True)
 RESULTS = f"results/{config['run']}"
 # Rules call the package CLI with the interpreter that runs Snakemake (the
 # project's virtual environment), or with the rule's conda environment under
-# `--sdm conda`.
-USE_CONDA = any("conda" in str(m).lower() for m in workflow.deployment_settings.deployment_method)
+# `--sdm conda`, or the image's Python under `--sdm apptainer`.
+USE_CONDA = any(kind in str(m).lower() for m in workflow.deployment_settings.deployment_method for kind in ("conda", "apptainer"))
 LEAKTRACE_ONLINE = "python -m leaktrace" if USE_CONDA else f"{sys.executable} -m leaktrace"
 # Jobs never reach the hub: hub models are fetched once (rules/cluster.smk,
 # fetch_hub_model) and read from their local copy; only the fetch and the

@@ -281,4 +281,8 @@ def test_container_definition_installs_the_lock_and_the_package():
     assert header["Bootstrap"] == "docker" and header["From"].startswith("python:3.11")
     sections = set(re.findall(r"^%(\w+)", text, flags=re.M))
     assert {"files", "post", "environment"} <= sections
-    assert "requirements.lock" in text and re.search(r"pip install .*--no-deps .*/opt/leaktrace", text)
+    assert re.search(r"pip install .*-r /opt/leaktrace/requirements\.lock", text)
+    assert re.search(r"pip install .*--no-deps /opt/leaktrace$", text, flags=re.M)
+    # The Snakefile's image is the one the README's build command makes from this file.
+    (image,) = re.findall(r'^container: "(.+)"$', (ROOT / "Snakefile").read_text(encoding="utf-8"), flags=re.M)
+    assert f"apptainer build {image} envs/leaktrace.def" in (ROOT / "README.md").read_text(encoding="utf-8")
