@@ -11,6 +11,7 @@ import ast
 import importlib.metadata
 import re
 import sys
+import tomllib
 from functools import cache
 from pathlib import Path
 
@@ -27,8 +28,7 @@ MODEL_STACK = {"torch", "transformers", "peft", "accelerate", "tokenizers", "vll
 # --- what a command imports ------------------------------------------------
 
 class Module:
-    """One leaktrace module: its top-level definitions, the names its imports
-    bind, and the statements that run when it is imported."""
+    """One leaktrace module: its syntax tree and top-level definitions."""
 
     def __init__(self, name: str, path: Path):
         self.name = name
@@ -73,11 +73,12 @@ def _walk(nodes, skip_bodies: bool, optional: bool = False):
         yield from _walk(ast.iter_child_nodes(node), skip_bodies, optional)
 
 
-def _reached(mod: Module, nodes, skip_bodies: bool):
-    """The leaktrace nodes and third-party imports the code in ``nodes`` reaches:
-    its imports, and the names it uses that a top-level definition or a
-    leaktrace import binds."""
-    bound: dict[str, tuple[str, str | None]] = {}  # local name -> (module, attribute or None)
+def _reached(mod: Module, nodes, skip_bodies: bool, bound: dict[str, tuple[str, str | None]] | None = None):
+    """The leaktrace nodes and third-party imports the code in ``nodes`` reaches,
+    and the names its leaktrace imports bind: its imports, and the names it uses
+    that a top-level definition or a leaktrace import (``bound`` holds the
+    module's own) binds."""
+    bound = dict(bound or {})  # local name -> (module, attribute or None)
     steps, third_party = set(), set()
     for node, optional in _walk(nodes, skip_bodies):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -102,7 +103,14 @@ def _reached(mod: Module, nodes, skip_bodies: bool):
         elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
             source, attr = bound[node.value.id]
             steps.add(("name", f"{source}.{attr}" if attr else source, node.attr))
-    return steps, third_party
+    return steps, third_party, bound
+
+
+@cache
+def module_bindings(name: str) -> dict[str, tuple[str, str | None]]:
+    """The names a module's top-level leaktrace imports bind."""
+    mod = module(name)
+    return _reached(mod, mod.tree.body, skip_bodies=True)[2]
 
 
 @cache
@@ -123,19 +131,19 @@ def command_imports(command: str) -> frozenset[str]:
             mod = module(step[1])
             if mod is None:
                 continue
-            steps, found = _reached(mod, mod.tree.body, skip_bodies=True)
+            steps, found, _ = _reached(mod, mod.tree.body, skip_bodies=True)
         else:
             _, name, attr = step
             mod = module(name)
-            if mod is None:  # `from package import name` of a non-module: follow it in the package
+            if mod is None:  # an attribute of a class (followed whole where it is reached)
                 continue
             if module(f"{name}.{attr}") is not None:
                 steps, found = {("module", f"{name}.{attr}")}, set()
             elif attr in mod.defs:
-                steps, found = _reached(mod, [mod.defs[attr]], skip_bodies=False)
+                steps, found, _ = _reached(mod, [mod.defs[attr]], skip_bodies=False, bound=module_bindings(name))
                 steps.add(("module", name))
             else:  # a re-exported or module-level name: what the module binds it to
-                steps, found = _reached(mod, [n for n in mod.tree.body if attr in {
+                steps, found, _ = _reached(mod, [n for n in mod.tree.body if attr in {
                     (a.asname or a.name) for a in getattr(n, "names", [])}], skip_bodies=True)
                 steps.add(("module", name))
         todo.extend(steps - seen)
@@ -151,10 +159,7 @@ def env_packages(env_file: Path) -> set[str]:
     entries, and the leaktrace package's own requirements with the extras named."""
     spec = yaml.safe_load(env_file.read_text(encoding="utf-8"))
     names = set()
-    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    import tomllib
-
-    project = tomllib.loads(pyproject)["project"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     for dep in spec["dependencies"]:
         if isinstance(dep, str):
             names.add(canonicalize_name(re.split(r"[=<> ]", dep)[0]))
@@ -191,7 +196,7 @@ def env_names() -> dict[str, set[Path]]:
     text = (ROOT / "rules" / "common.smk").read_text(encoding="utf-8")
     for name, value in re.findall(r"^\s*(\w+_ENV) = (.+)$", text, flags=re.M):
         files = re.findall(r'"(\.\./envs/[\w.-]+\.yaml)"', value)
-        aliases = [v for v in re.findall(r"\b(\w+_ENV)\b", value)]
+        aliases = re.findall(r"\b(\w+_ENV)\b", value)
         names.setdefault(name, set()).update((ROOT / "rules" / f).resolve() for f in files)
         for alias in aliases:
             names[name] |= names.get(alias, set())
@@ -233,7 +238,7 @@ def test_every_rule_with_a_shell_names_an_environment_from_common_smk():
             assert names[choice] and all(p.exists() for p in names[choice]), (rule, names[choice])
 
 
-CONSTANT_ENV_RULES = [r for r in RULES if r[2] and r[1].endswith("_ENV")]
+CONSTANT_ENV_RULES = [r for r in RULES if r[2] and (r[1] or "").endswith("_ENV")]
 
 
 @pytest.mark.parametrize("rule,conda,command", CONSTANT_ENV_RULES, ids=[r[0] for r in CONSTANT_ENV_RULES])
