@@ -35,8 +35,8 @@ LEAKTRACE = f"HF_HUB_OFFLINE=1 {LEAKTRACE_ONLINE}"
 # the vllm extra when a configured model runs on the vLLM backend.
 CPU_ENV = "../envs/cpu.yaml"
 MODEL_ENV = "../envs/model.yaml"
-if any((spec or {}).get("backend") == "vllm" for spec in [config["base_model"], *config["llm"].values(), *config["audit"]["models"]]
-       if isinstance(spec, dict)):
+if any(isinstance(spec, dict) and spec.get("backend") == "vllm"
+       for spec in [config["base_model"], *config["llm"].values(), *config["audit"]["models"]]):
     MODEL_ENV = "../envs/model-vllm.yaml"
 CONDA_ENV = MODEL_ENV  # the one environment of before; it holds every rule's packages
 BENCHMARKS = list(config["benchmarks"])
