@@ -24,6 +24,11 @@ include: "rules/mutate.smk"
 report: "report/workflow.rst"
 
 
+# The image of every rule under `--sdm apptainer` (README, "SLURM"): built from
+# envs/leaktrace.def with `apptainer build leaktrace.sif envs/leaktrace.def`.
+container: "leaktrace.sif"
+
+
 rule all:
     input:
         get_final_output(),

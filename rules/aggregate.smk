@@ -52,7 +52,7 @@ rule aggregate:
         f"{RESULTS}/benchmarks/aggregate/{{benchmark}}.tsv"
     threads: 1
     conda:
-        CONDA_ENV
+        CPU_ENV
     shell:
         "{LEAKTRACE} aggregate --samples {input.samples} --scores {params.scores} --tokens {params.tokens}"
         " --variants {input.variants} --similarity {input.similarity} --fragments {input.fragments} --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir}"

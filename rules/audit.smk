@@ -34,6 +34,6 @@ rule audit:
         f"{RESULTS}/benchmarks/audit/audit.tsv"
     threads: 1
     conda:
-        CONDA_ENV
+        CPU_ENV
     shell:
         "{LEAKTRACE} audit --scores {params.scores} --output-dir {RESULTS}/audit 2> {log}"

@@ -143,7 +143,7 @@ rule fetch_hub_model:
     log:
         f"{RESULTS}/logs/fetch_hub_model/{{hub_model}}.log",
     conda:
-        CONDA_ENV
+        CPU_ENV
     shell:
         "{LEAKTRACE_ONLINE} fetch-model --model {params.repo} --output-dir {params.out_dir} 2> {log}"
 

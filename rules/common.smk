@@ -22,14 +22,23 @@ validate(config, schema="../config/schema.yaml", set_default=True)
 RESULTS = f"results/{config['run']}"
 # Rules call the package CLI with the interpreter that runs Snakemake (the
 # project's virtual environment), or with the rule's conda environment under
-# `--sdm conda`.
-USE_CONDA = any("conda" in str(m).lower() for m in workflow.deployment_settings.deployment_method)
+# `--sdm conda`, or the image's Python under `--sdm apptainer`.
+USE_CONDA = any(kind in str(m).lower() for m in workflow.deployment_settings.deployment_method for kind in ("conda", "apptainer"))
 LEAKTRACE_ONLINE = "python -m leaktrace" if USE_CONDA else f"{sys.executable} -m leaktrace"
 # Jobs never reach the hub: hub models are fetched once (rules/cluster.smk,
 # fetch_hub_model) and read from their local copy; only the fetch and the
 # leakage rules, which may stream a hub dataset or ask a hub judge, go online.
 LEAKTRACE = f"HF_HUB_OFFLINE=1 {LEAKTRACE_ONLINE}"
-CONDA_ENV = "../envs/leaktrace.yaml"
+# Environments under `--sdm conda`, one per kind of rule (envs/*.yaml; which
+# rule uses which is checked against its imports by tests/test_envs.py): the
+# CPU stages run without PyTorch, the model stages with CUDA PyTorch, and with
+# the vllm extra when a configured model runs on the vLLM backend.
+CPU_ENV = "../envs/cpu.yaml"
+MODEL_ENV = "../envs/model.yaml"
+if any(isinstance(spec, dict) and spec.get("backend") == "vllm"
+       for spec in [config["base_model"], *config["llm"].values(), *config["audit"]["models"]]):
+    MODEL_ENV = "../envs/model-vllm.yaml"
+CONDA_ENV = MODEL_ENV  # the one environment of before; it holds every rule's packages
 BENCHMARKS = list(config["benchmarks"])
 # The benchmarks the testbed (filter, variants, training, scoring, aggregate)
 # runs on: `testbed`, or when null, those in HumanEval's own format. Any other
@@ -304,6 +313,11 @@ def generator_args():
         return ""
     cache = f" --cache-dir {RESULTS}/cache" if config["llm"]["cache"] else ""
     return f"--generator {shlex.quote(json.dumps(GENERATOR, sort_keys=True))}{cache}"
+
+
+def leakage_gather_env(wildcards):
+    """A scan's gather loads a model only for its LLM judge (transformers)."""
+    return MODEL_ENV if config["leakage"]["scans"][wildcards.scan].get("judge", {}).get("model") else CPU_ENV
 
 
 def leakage_judge_gpu(wildcards):

@@ -80,7 +80,7 @@ rule contamination:
         f"{RESULTS}/benchmarks/contamination/{{benchmark}}.tsv"
     threads: 1
     conda:
-        CONDA_ENV
+        CPU_ENV
     shell:
         "{LEAKTRACE} contamination --samples {input.samples} --scores {params.scores} {params.held_out}"
         " --exchangeability {params.exchangeability}"
@@ -108,7 +108,7 @@ rule exchangeability:
         f"{RESULTS}/benchmarks/exchangeability/{{benchmark}}/{{model}}.tsv"
     threads: MODEL_THREADS
     conda:
-        CONDA_ENV
+        MODEL_ENV
     resources:
         **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"],
                     passes=1 + config["contamination"]["exchangeability"]["n_permutations"]),

@@ -17,7 +17,7 @@ rule counterfactual:
         f"{RESULTS}/benchmarks/counterfactual/{{benchmark}}.tsv"
     threads: MODEL_THREADS
     conda:
-        CONDA_ENV
+        MODEL_ENV
     resources:
         **model_job("forward", batch_size=config["counterfactual"]["batch_size"],
                     generate=config["counterfactual"]["max_new_tokens"], generator=GENERATOR),

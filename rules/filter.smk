@@ -11,7 +11,7 @@ rule filter_functions:
         f"{RESULTS}/benchmarks/filter_functions/{{benchmark}}.tsv"
     threads: 1
     conda:
-        CONDA_ENV
+        CPU_ENV
     shell:
         "{LEAKTRACE} filter-functions --benchmark {input} --settings {params.settings:q} --output {output} 2> {log}"
 
@@ -36,7 +36,7 @@ rule split_samples:
         f"{RESULTS}/benchmarks/split_samples/{{benchmark}}.tsv"
     threads: 1
     conda:
-        CONDA_ENV
+        CPU_ENV
     shell:
         "{LEAKTRACE} split --functions {input.functions} --variants {input.variants} --tokens {input.tokens}"
         " --settings {params.settings:q} --seed {params.seed} --recall-prefix {params.recall_prefix} --output {output} 2> {log}"

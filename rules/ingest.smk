@@ -9,7 +9,7 @@ rule ingest_benchmark:
         f"{RESULTS}/benchmarks/ingest_benchmark/{{benchmark}}.tsv"
     threads: 1
     conda:
-        CONDA_ENV
+        CPU_ENV
     shell:
         "{LEAKTRACE} ingest-benchmark --name {wildcards.benchmark} --settings {params.settings:q} --output {output} 2> {log}"
 
@@ -25,6 +25,6 @@ rule ingest_corpus_shard:
         f"{RESULTS}/benchmarks/ingest_corpus/{{corpus}}-{{part}}.tsv"
     threads: 1
     conda:
-        CONDA_ENV
+        CPU_ENV
     shell:
         "{LEAKTRACE} ingest-corpus --name {wildcards.corpus} --settings {params.settings:q} --part {wildcards.part} --output {output} 2> {log}"

@@ -104,7 +104,7 @@ rule leakage_index:
         f"{RESULTS}/benchmarks/leakage_index/{{scan}}.tsv"
     threads: 1
     conda:
-        CONDA_ENV
+        CPU_ENV
     shell:
         "{LEAKTRACE} leakage-index --scan {wildcards.scan} --benchmark {input} --settings {params.settings:q}"
         " --output {output} 2> {log}"
@@ -129,7 +129,7 @@ rule leakage_scan:
     resources:
         **cpu_job(),
     conda:
-        CONDA_ENV
+        CPU_ENV
     shell:
         "{LEAKTRACE_ONLINE} leakage-scan --scan {wildcards.scan} --index {input.index} --benchmark {input.benchmark}"
         " --settings {params.settings:q} --part {wildcards.part} --parts {params.parts} --input {input.source}"
@@ -151,7 +151,7 @@ rule leakage_gather:
         f"{RESULTS}/benchmarks/leakage_gather/{{scan}}.tsv"
     threads: 1
     conda:
-        CONDA_ENV
+        leakage_gather_env
     resources:
         gpu=leakage_judge_gpu,
     shell:
@@ -178,7 +178,7 @@ if LEAKAGE_CLEAN:
             f"{RESULTS}/benchmarks/ingest_benchmark_raw/{{benchmark}}.tsv"
         threads: 1
         conda:
-            CONDA_ENV
+            CPU_ENV
         wildcard_constraints:
             benchmark=_alternatives(LEAKAGE_CLEAN),
         shell:
@@ -195,7 +195,7 @@ if LEAKAGE_CLEAN:
             f"{RESULTS}/benchmarks/clean_benchmark/{{benchmark}}.tsv"
         threads: 1
         conda:
-            CONDA_ENV
+            CPU_ENV
         wildcard_constraints:
             benchmark=_alternatives(LEAKAGE_CLEAN),
         shell:

@@ -78,7 +78,7 @@ rule mutations:
     resources:
         **cpu_job(seconds_per_row=1 + len(MUTATE["kinds"]) + len(MUTATE["t3_targets"])),  # sandboxed runs per sample
     conda:
-        CONDA_ENV
+        CPU_ENV
     shell:
         "{LEAKTRACE} mutations --benchmark {input.benchmark} --samples {input.samples} --lexicon {input.lexicon}"
         " --settings {params.settings:q} --seed {params.seed} --workers {threads} --output {output} 2> {log}"
@@ -105,7 +105,7 @@ rule mutation_tokens:
         f"{RESULTS}/benchmarks/mutation_tokens/{{benchmark}}/{{model}}.tsv"
     threads: MODEL_THREADS
     conda:
-        CONDA_ENV
+        MODEL_ENV
     resources:
         **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"]),
     shell:
@@ -133,7 +133,7 @@ rule mutation_study:
         f"{RESULTS}/benchmarks/mutation_study/{{benchmark}}/{{model}}.tsv"
     threads: 1
     conda:
-        CONDA_ENV
+        CPU_ENV
     shell:
         "{LEAKTRACE} mutation-study --mutations {input.mutations} --samples {input.samples} --variants {input.variants}"
         " --tokens {input.tokens} --mutated-tokens {input.mutated} {params.optional} --corpus {input.corpus}"

@@ -32,7 +32,7 @@ rule pretrain_base_model:
         f"{RESULTS}/benchmarks/pretrain_base_model.tsv"
     threads: 2
     conda:
-        CONDA_ENV
+        MODEL_ENV
     resources:
         runtime=60,
     shell:

@@ -89,7 +89,7 @@ rule token_stats:
         f"{RESULTS}/benchmarks/token_stats/{{benchmark}}/{{model}}.tsv"
     threads: MODEL_THREADS
     conda:
-        CONDA_ENV
+        MODEL_ENV
     resources:
         **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"]),
     shell:
@@ -117,7 +117,7 @@ rule recall_tokens:
         f"{RESULTS}/benchmarks/recall_tokens/{{benchmark}}/{{model}}.tsv"
     threads: MODEL_THREADS
     conda:
-        CONDA_ENV
+        MODEL_ENV
     resources:
         **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], passes=1 + METHODS.get("recall", {}).get("n_shots", 0)),
     shell:
@@ -143,7 +143,7 @@ rule token_counts:
     resources:
         **cpu_job(),
     conda:
-        CONDA_ENV
+        MODEL_ENV
     shell:
         "{LEAKTRACE} token-counts --corpus {input.corpus} --model {params.model:q} --output {output} 2> {log}"
 
@@ -168,7 +168,7 @@ rule blackbox_generations:
         f"{RESULTS}/benchmarks/blackbox_generations/{{benchmark}}/{{model}}.tsv"
     threads: MODEL_THREADS
     conda:
-        CONDA_ENV
+        MODEL_ENV
     resources:
         **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], generate=METHODS.get("srdetection_blackbox", {}).get("max_new_tokens", 0),
                     generator=GENERATOR),
@@ -204,7 +204,7 @@ rule detector_scores:
         f"{RESULTS}/benchmarks/detector_scores/{{benchmark}}/{{model}}.tsv"
     threads: 1
     conda:
-        CONDA_ENV
+        MODEL_ENV
     shell:
         "{LEAKTRACE} scores --tokens {input.tokens} --variants {input.variants} {params.reference} {params.oracle} {params.prefixed}"
         " {params.counts} {params.blackbox} {params.learned} --model {params.model:q} --settings {params.settings:q} --output {output} 2> {log}"

@@ -17,7 +17,7 @@ rule training_mix:
     resources:
         **cpu_job(),
     conda:
-        CONDA_ENV
+        MODEL_ENV
     shell:
         "{LEAKTRACE} mix --samples {input.samples} --benchmark {input.benchmark} --text {input.text}"
         " --text-per-code {wildcards.ratio} --model {params.model:q} --seed {params.seed}"
@@ -48,7 +48,7 @@ rule train_lora:
         f"{RESULTS}/benchmarks/train_lora/{{benchmark}}/ratio-{{ratio}}-seed-{{seed}}.tsv"
     threads: MODEL_THREADS
     conda:
-        CONDA_ENV
+        MODEL_ENV
     resources:
         **model_job("train", batch_size=config["train"]["batch_size"], passes=max(EPOCHS)),
     shell:
@@ -76,7 +76,7 @@ rule select_learning_rate:
         f"{RESULTS}/benchmarks/select_learning_rate/{{benchmark}}.tsv"
     threads: MODEL_THREADS
     conda:
-        CONDA_ENV
+        MODEL_ENV
     resources:
         **model_job("train", batch_size=config["train"]["batch_size"],
                     passes=max(EPOCHS) * len(config["train"]["learning_rate_selection"]["grid"])),

@@ -11,7 +11,7 @@ rule lexicon:
         f"{RESULTS}/benchmarks/lexicon.tsv"
     threads: 1
     conda:
-        CONDA_ENV
+        CPU_ENV
     shell:
         "{LEAKTRACE} lexicon --code {input} --settings {params.settings:q} --output {output} 2> {log}"
 
@@ -34,7 +34,7 @@ rule variants:
     resources:
         **cpu_job(seconds_per_row=1 + config["variants"]["n"] + config["variants"]["n_filter"]),
     conda:
-        CONDA_ENV
+        CPU_ENV
     shell:
         "{LEAKTRACE} variants --benchmark {input.benchmark} --functions {input.functions} --lexicon {input.lexicon}"
         " --settings {params.settings:q} --seed {params.seed} --workers {threads} --output {output} 2> {log}"
