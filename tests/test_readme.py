@@ -3,7 +3,8 @@ literally, from the repository root of a fresh copy, so a README command can
 never rot. The one-minute smoke run runs for real (it is the micro run the
 pipeline tests share, see tests/test_pipeline.py); a command that would train,
 score or install runs as a dry run of exactly that command; a speed script's
-flags are checked against its argument parser; the local SLURM cluster's
+flags are checked against its argument parser, a ``python -m leaktrace``
+command's against its ``--help``; the local SLURM cluster's
 scripts, which start daemons, are checked for syntax and usage here and run
 by the ``cluster`` test. A command no rule below covers fails the test: a
 new README command needs a rule here."""
@@ -50,6 +51,8 @@ def how_to_check(command: str) -> tuple[str, list[str]] | None:
         return "report of the micro run", [*words, "--configfile", "config/micro.yaml"]
     if words[0] == ".venv/bin/python" and words[1].startswith("benchmarks/"):
         return "flags against the script's parser", words
+    if words[:3] == [".venv/bin/python", "-m", "leaktrace"]:  # a command on a user's own files
+        return "flags against the command's --help", [*words[:4], "--help"]
     if words[0].startswith("scripts/slurm-"):  # starts daemons: run by the `cluster` test where sinfo answers
         return "cluster script: syntax and usage", ["bash", "-n", words[0]]
     return None
@@ -88,6 +91,15 @@ def test_readme_command_works_as_written(command, copy):
     assert result.returncode == 0, f"{command!r} ({how}) failed:\n{output[-3000:]}"
     if how == "dry run":
         assert "Job stats" in output or "Nothing to be done" in output, output[-2000:]
+
+
+@pytest.mark.parametrize("command", checked_by("flags against the command's --help"))
+def test_readme_cli_command_flags_exist(command, copy):
+    _, argv = how_to_check(command)
+    result = subprocess.run(argv, cwd=copy, capture_output=True, text=True, timeout=TIMEOUT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    used = {w.split("=")[0] for w in shlex.split(command)[4:] if w.startswith("--")}
+    assert all(flag in result.stdout for flag in used), f"{command!r}: {used} not all in --help:\n{result.stdout}"
 
 
 @pytest.mark.parametrize("command", checked_by("cluster script: syntax and usage"))
@@ -143,4 +155,4 @@ def test_a_null_entry_in_an_experiment_file_removes_the_default_entry(copy):
                              "--dry-run", "--printshellcmds"], cwd=copy, capture_output=True, text=True, timeout=TIMEOUT)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     assert "leakage/stdlib/" not in result.stdout and "leakage/training-mix/" in result.stdout
-    assert '"neighbor"' not in result.stdout and '"recall"' in result.stdout
+    assert '"neighbor": {' not in result.stdout and '"recall": {' in result.stdout  # the detectors' settings

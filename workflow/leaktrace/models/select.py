@@ -23,6 +23,8 @@ METHOD_NEEDS = {
     "min_k": {C.PROMPT_LOGPROBS}, "min_k_plus_plus": {C.PROMPT_LOGPROBS, C.NEXT_TOKEN_DISTRIBUTION},
     "dc_pdd": {C.PROMPT_LOGPROBS}, "ref": {C.PROMPT_LOGPROBS}, "neighbor": {C.PROMPT_LOGPROBS},
     "recall": {C.PROMPT_LOGPROBS}, "srdetection_graybox": {C.PROMPT_LOGPROBS}, "srdetection_blackbox": {C.GENERATE},
+    # the target only generates; their features come from models of their own (reference adapter, mapping model)
+    "dpdllm": {C.GENERATE}, "veilprobe": {C.GENERATE},
 }
 
 
