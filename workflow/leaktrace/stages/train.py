@@ -27,7 +27,7 @@ TRAIN_LOG_SCHEMA = pa.schema(
 
 
 def make_mix(samples: Path, benchmark: Path, text_parts: list[Path], text_per_code: float, model: dict, seed: int,
-             output: Path) -> None:
+             output: Path, member_order: str = "shuffled") -> None:
     members = {r["sample_id"] for r in read_records(samples, ["sample_id", "split"]) if r["split"] == "member"}
     rows = [r for r in read_records(benchmark) if r["sample_id"] in members]
     require_runnable(rows, str(benchmark), "training-mix")
@@ -42,11 +42,14 @@ def make_mix(samples: Path, benchmark: Path, text_parts: list[Path], text_per_co
         count_tokens=lambda t: len(tokenizer(t, add_special_tokens=False)["input_ids"]),
         chunk_tokens=context_limit(load_model_config(spec), model.get("max_length")) - 2,  # room for BOS and EOS
         rng=rng_for(seed, "mix"),
+        member_order=member_order,
     )
     write_table([vars(i) for i in items], MIX_SCHEMA, output)
     code_tokens = sum(i.n_tokens for i in items if i.kind == "member")
     text_tokens = sum(i.n_tokens for i in items if i.kind == "text")
-    log.info("mix: %d members (%d tokens), %d text chunks (%d tokens)", len(codes), code_tokens, len(items) - len(codes), text_tokens)
+    n_chunks = sum(i.kind == "member" for i in items)
+    log.info("mix: %d members (%s, %d chunks, %d tokens), %d text chunks (%d tokens)", len(codes), member_order, n_chunks,
+             code_tokens, len(items) - n_chunks, text_tokens)
 
 
 def train_adapters(mix: Path, model: dict, settings: dict, seed: int, adapter_dirs: list[Path], log_path: Path) -> None:
