@@ -54,6 +54,8 @@ def test_canonical_mix_packs_members_consecutively_in_benchmark_order():
         assert chunk.text == SEPARATOR.join(code[s] for s in group)  # as the exchangeability test joins a shard
     text = sum(i.n_tokens for i in items if i.kind == "text")
     assert 2 * 28 <= text < 2 * 28 + 9  # the ratio holds for the packed code too
+    narrow = build_mix(members, docs, member_order="canonical", member_chunk_tokens=5, **kwargs)
+    assert sorted(i.source_id for i in narrow if i.kind == "member") == sorted(s for s, _ in members)  # one per chunk
     shuffled = build_mix(members, docs, **{**kwargs, "rng": random.Random(0)})
     assert shuffled == build_mix(members, docs, member_order="shuffled", **{**kwargs, "rng": random.Random(0)})
     assert [(i.source_id, i.text) for i in shuffled if i.kind == "member"] != [(s, t) for s, t in members]  # shuffled

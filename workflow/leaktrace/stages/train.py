@@ -13,6 +13,7 @@ from leaktrace.data.samples import require_runnable
 from leaktrace.models.context import context_limit
 from leaktrace.models.loading import load_model_config, load_tokenizer
 from leaktrace.seeding import derive_seed, rng_for
+from leaktrace.stages.exchangeability import shard_budget
 from leaktrace.stages.score import model_spec
 from leaktrace.train.lora import LoraSettings, train_lora
 from leaktrace.train.mix import build_mix
@@ -35,14 +36,17 @@ def make_mix(samples: Path, benchmark: Path, text_parts: list[Path], text_per_co
     docs = [(r["doc_id"], r["text"]) for part in text_parts for r in read_records(part, ["doc_id", "text"])]
     spec = model_spec(model, None)
     tokenizer = load_tokenizer(spec)
+    context = context_limit(load_model_config(spec), model.get("max_length"))
     items = build_mix(
         codes,
         docs,
         text_per_code=text_per_code,
         count_tokens=lambda t: len(tokenizer(t, add_special_tokens=False)["input_ids"]),
-        chunk_tokens=context_limit(load_model_config(spec), model.get("max_length")) - 2,  # room for BOS and EOS
+        chunk_tokens=context - 2,  # room for BOS and EOS
         rng=rng_for(seed, "mix"),
         member_order=member_order,
+        # canonical members packed as the exchangeability test packs its shards, so each shard is a sequence trained on
+        member_chunk_tokens=shard_budget(context),
     )
     write_table([vars(i) for i in items], MIX_SCHEMA, output)
     code_tokens = sum(i.n_tokens for i in items if i.kind == "member")

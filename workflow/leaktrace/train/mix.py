@@ -70,9 +70,10 @@ def build_mix(
     chunk_tokens: int,
     rng: random.Random,
     member_order: str = "shuffled",
+    member_chunk_tokens: int | None = None,
 ) -> list[MixItem]:
-    """Members as whole samples (``canonical``: packed in their given order,
-    canonical_chunks); general-text chunks drawn without replacement
+    """Members as whole samples (``canonical``: packed in their given order
+    into chunks of ``member_chunk_tokens``, default ``chunk_tokens``); general-text chunks drawn without replacement
     (reshuffled and reused only if the text runs out) until the text tokens
     reach ``text_per_code`` times the code tokens. Returned in shuffled order."""
     if not members:
@@ -80,7 +81,7 @@ def build_mix(
     if member_order not in MEMBER_ORDERS:
         raise ValueError(f"member_order must be one of {MEMBER_ORDERS}, got {member_order!r}")
     if member_order == "canonical":
-        items = canonical_chunks(members, count_tokens, chunk_tokens)
+        items = canonical_chunks(members, count_tokens, member_chunk_tokens or chunk_tokens)
     else:
         items = [MixItem("member", sid, text, count_tokens(text)) for sid, text in members]
     code_tokens = sum(i.n_tokens for i in items)
