@@ -27,7 +27,7 @@ rule dpdllm_reference:
         directory(f"{BASELINES}/dpdllm-reference"),
     params:
         settings=lambda wildcards: method_slice("dpdllm", "reference_epochs"),
-        train=settings_without(["train"], "text_per_code", "seeds", "epochs", "learning_rate_selection"),
+        train=settings_without(["train"], "text_per_code", "seeds", "epochs", "learning_rate_selection", "member_order"),
         model=model_settings(),
         seed=config["seed"],
     log:

@@ -1,3 +1,10 @@
+def member_order_params():
+    """``train.member_order`` as a param of the mix only when not the default:
+    the default's jobs keep their params and command, so nothing reruns."""
+    order = config["train"]["member_order"]
+    return {} if order == "shuffled" else {"member_order": order}
+
+
 rule training_mix:
     input:
         samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
@@ -9,6 +16,7 @@ rule training_mix:
     params:
         model=model_settings(),
         seed=config["seed"],
+        **member_order_params(),
     log:
         f"{RESULTS}/logs/training_mix/{{benchmark}}/ratio-{{ratio}}.log",
     benchmark:
@@ -21,7 +29,8 @@ rule training_mix:
     shell:
         "{LEAKTRACE} mix --samples {input.samples} --benchmark {input.benchmark} --text {input.text}"
         " --text-per-code {wildcards.ratio} --model {params.model:q} --seed {params.seed}"
-        " --output {output} 2> {log}"
+        + (" --member-order {params.member_order}" if member_order_params() else "")
+        + " --output {output} 2> {log}"
 
 
 def training_seed(wildcards):
@@ -39,7 +48,7 @@ rule train_lora:
         adapters=[directory(adapter_dir("{benchmark}", "{ratio}", "{seed}", e)) for e in EPOCHS],
         training_log=f"{training_run('{benchmark}', '{ratio}', '{seed}')}/training_log.parquet",
     params:
-        settings=settings_without(["train"], "text_per_code", "seeds", "learning_rate_selection"),
+        settings=settings_without(["train"], "text_per_code", "seeds", "learning_rate_selection", "member_order"),
         model=model_settings(),
         seed=training_seed,
     log:
@@ -67,7 +76,7 @@ rule select_learning_rate:
     output:
         f"{RESULTS}/train/{{benchmark}}/learning_rate.parquet",
     params:
-        settings=settings_without(["train"], "text_per_code", "seeds"),
+        settings=settings_without(["train"], "text_per_code", "seeds", "member_order"),
         model=model_settings(),
         seed=config["seed"],
     log:

@@ -12,6 +12,7 @@ from leaktrace.models.backend import ModelSpec
 from leaktrace.models.hf import HFLanguageModel
 from leaktrace.models.loading import load_model
 from leaktrace.train.lora import LoraSettings, padded_batch, train_lora
+from leaktrace.contamination.exchangeability import SEPARATOR
 from leaktrace.train.mix import build_mix, paragraph_chunks
 
 
@@ -36,6 +37,31 @@ def test_mix_reaches_the_text_to_code_ratio_in_tokens():
     assert sorted(i.source_id for i in items if i.kind == "member") == sorted(s for s, _ in members)
     again = build_mix(members, docs, text_per_code=5, count_tokens=count_words, chunk_tokens=25, rng=random.Random(0))
     assert items == again
+
+
+def test_canonical_mix_packs_members_consecutively_in_benchmark_order():
+    members = [(f"b/{i}", f"def f{i}():\n\n    return {i}") for i in range(7)]  # 4 words each, a blank line inside
+    docs = [(f"doc{i}", "\n\n".join("text " * 10 for _ in range(6))) for i in range(4)]
+    kwargs = dict(text_per_code=2, count_tokens=count_words, chunk_tokens=9, rng=random.Random(0))
+    items = build_mix(members, docs, member_order="canonical", **kwargs)
+    position = {s: k for k, (s, _) in enumerate(members)}
+    chunks = sorted((i for i in items if i.kind == "member"), key=lambda c: position[c.source_id.split()[0]])
+    ids = [c.source_id.split() for c in chunks]
+    assert [len(g) for g in ids] == [2, 2, 2, 1]  # 4 words a member, 9 a chunk
+    assert [s for g in ids for s in g] == [s for s, _ in members]  # each once, consecutive in benchmark order
+    code = dict(members)
+    for chunk, group in zip(chunks, ids, strict=True):
+        assert chunk.text == SEPARATOR.join(code[s] for s in group)  # as the exchangeability test joins a shard
+    text = sum(i.n_tokens for i in items if i.kind == "text")
+    assert 2 * 28 <= text < 2 * 28 + 9  # the ratio holds for the packed code too
+    narrow = build_mix(members, docs, member_order="canonical", member_chunk_tokens=5, **kwargs)
+    assert sorted(i.source_id for i in narrow if i.kind == "member") == sorted(s for s, _ in members)  # one per chunk
+    shuffled = build_mix(members, docs, **{**kwargs, "rng": random.Random(0)})
+    assert shuffled == build_mix(members, docs, member_order="shuffled", **{**kwargs, "rng": random.Random(0)})
+    assert [(i.source_id, i.text) for i in shuffled if i.kind == "member"] != [(s, t) for s, t in members]  # shuffled
+    assert sorted((i.source_id, i.text) for i in shuffled if i.kind == "member") == sorted(members)  # one sample each
+    with pytest.raises(ValueError, match="member_order"):
+        build_mix(members, docs, member_order="sorted", **kwargs)
 
 
 def test_mix_rejects_empty_inputs():

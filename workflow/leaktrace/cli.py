@@ -128,11 +128,13 @@ def _split(a):
 @command("mix")
 @_args(path("--samples"), path("--benchmark"), path("--text", many=True),
        (("--text-per-code",), {"type": float, "required": True, "help": "general-text tokens per member-code token"}),
+       (("--member-order",), {"choices": ["shuffled", "canonical"], "default": "shuffled",
+                              "help": "canonical: members packed in the benchmark's order"}),
        MODEL, SEED, path("--output"))
 def _mix(a):
     from leaktrace.stages.train import make_mix
 
-    make_mix(a.samples, a.benchmark, a.text, a.text_per_code, a.model, a.seed, a.output)
+    make_mix(a.samples, a.benchmark, a.text, a.text_per_code, a.model, a.seed, a.output, a.member_order)
 
 
 @command("train")

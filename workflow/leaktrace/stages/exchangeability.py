@@ -24,6 +24,11 @@ log = logging.getLogger(__name__)
 # by the context is left out.
 JOIN_MARGIN = 16
 
+
+def shard_budget(max_length: int) -> int:
+    """Tokens of a shard's examples (separators included) under a context of ``max_length``."""
+    return max_length - 1 - JOIN_MARGIN
+
 EXCHANGEABILITY_SCHEMA = pa.schema(
     [
         ("samples", pa.string()),  # members | all: which examples, in the benchmark's order
@@ -50,7 +55,7 @@ def exchangeability(benchmark: Path, samples: Path, model: dict, adapter: str | 
     examples = canonical_examples(benchmark, samples, settings["samples"])
     lm = _language_model(model, adapter, batch)
     lengths = [len(lm.encode(text + SEPARATOR)) for text in examples]
-    shards = pack_shards(lengths, lm.max_length - 1 - JOIN_MARGIN, settings["n_shards"])
+    shards = pack_shards(lengths, shard_budget(lm.max_length), settings["n_shards"])
     orders = [[list(range(len(shard)))] + permutations(len(shard), settings["n_permutations"],
                                                       np.random.default_rng(derive_seed(seed, "exchangeability", k)))
               for k, shard in enumerate(shards)]

@@ -13,6 +13,7 @@ from leaktrace.data.samples import require_runnable
 from leaktrace.models.context import context_limit
 from leaktrace.models.loading import load_model_config, load_tokenizer
 from leaktrace.seeding import derive_seed, rng_for
+from leaktrace.stages.exchangeability import shard_budget
 from leaktrace.stages.score import model_spec
 from leaktrace.train.lora import LoraSettings, train_lora
 from leaktrace.train.mix import build_mix
@@ -27,7 +28,7 @@ TRAIN_LOG_SCHEMA = pa.schema(
 
 
 def make_mix(samples: Path, benchmark: Path, text_parts: list[Path], text_per_code: float, model: dict, seed: int,
-             output: Path) -> None:
+             output: Path, member_order: str = "shuffled") -> None:
     members = {r["sample_id"] for r in read_records(samples, ["sample_id", "split"]) if r["split"] == "member"}
     rows = [r for r in read_records(benchmark) if r["sample_id"] in members]
     require_runnable(rows, str(benchmark), "training-mix")
@@ -35,18 +36,24 @@ def make_mix(samples: Path, benchmark: Path, text_parts: list[Path], text_per_co
     docs = [(r["doc_id"], r["text"]) for part in text_parts for r in read_records(part, ["doc_id", "text"])]
     spec = model_spec(model, None)
     tokenizer = load_tokenizer(spec)
+    context = context_limit(load_model_config(spec), model.get("max_length"))
     items = build_mix(
         codes,
         docs,
         text_per_code=text_per_code,
         count_tokens=lambda t: len(tokenizer(t, add_special_tokens=False)["input_ids"]),
-        chunk_tokens=context_limit(load_model_config(spec), model.get("max_length")) - 2,  # room for BOS and EOS
+        chunk_tokens=context - 2,  # room for BOS and EOS
         rng=rng_for(seed, "mix"),
+        member_order=member_order,
+        # canonical members packed as the exchangeability test packs its shards, so each shard is a sequence trained on
+        member_chunk_tokens=shard_budget(context),
     )
     write_table([vars(i) for i in items], MIX_SCHEMA, output)
     code_tokens = sum(i.n_tokens for i in items if i.kind == "member")
     text_tokens = sum(i.n_tokens for i in items if i.kind == "text")
-    log.info("mix: %d members (%d tokens), %d text chunks (%d tokens)", len(codes), code_tokens, len(items) - len(codes), text_tokens)
+    n_chunks = sum(i.kind == "member" for i in items)
+    log.info("mix: %d members (%s, %d chunks, %d tokens), %d text chunks (%d tokens)", len(codes), member_order, n_chunks,
+             code_tokens, len(items) - n_chunks, text_tokens)
 
 
 def train_adapters(mix: Path, model: dict, settings: dict, seed: int, adapter_dirs: list[Path], log_path: Path) -> None:

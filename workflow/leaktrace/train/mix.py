@@ -1,12 +1,21 @@
 """The mixed continued-pretraining corpus of the SrDetection testbed: member
 samples mixed with general text at a code:text ratio counted in tokens
-(1:5 by default, as in the paper), so code is a minority of what the model sees."""
+(1:5 by default, as in the paper), so code is a minority of what the model sees.
+
+Members enter the mix one sample per training sequence (``shuffled``, the
+default), or packed in the benchmark's order into sequences of consecutive
+members (``canonical``): the benchmark inserted as one contiguous document,
+the contamination Oren et al.'s exchangeability test must detect."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from leaktrace.contamination.exchangeability import SEPARATOR
+
+MEMBER_ORDERS = ("shuffled", "canonical")
 
 
 @dataclass(frozen=True)
@@ -17,20 +26,38 @@ class MixItem:
     n_tokens: int
 
 
+def greedy_groups(sizes: Sequence[int], budget: int) -> list[list[int]]:
+    """Consecutive indices grouped greedily into groups of at most ``budget``
+    (a single larger piece is a group of its own)."""
+    groups, current, used = [], [], 0
+    for i, n in enumerate(sizes):
+        if current and used + n > budget:
+            groups.append(current)
+            current, used = [], 0
+        current.append(i)
+        used += n
+    if current:
+        groups.append(current)
+    return groups
+
+
 def paragraph_chunks(text: str, count_tokens: Callable[[str], int], max_tokens: int) -> list[str]:
     """Split a document on blank lines and greedily regroup the paragraphs into
     chunks of at most ``max_tokens`` (a single longer paragraph stays whole and
     is truncated at training time)."""
-    chunks, current, used = [], [], 0
-    for para in (p for p in text.split("\n\n") if p.strip()):
-        n = count_tokens(para)
-        if current and used + n > max_tokens:
-            chunks.append("\n\n".join(current))
-            current, used = [], 0
-        current.append(para)
-        used += n
-    if current:
-        chunks.append("\n\n".join(current))
+    paras = [p for p in text.split("\n\n") if p.strip()]
+    return ["\n\n".join(paras[i] for i in g) for g in greedy_groups([count_tokens(p) for p in paras], max_tokens)]
+
+
+def canonical_chunks(members: Sequence[tuple[str, str]], count_tokens: Callable[[str], int], max_tokens: int) -> list[MixItem]:
+    """The members in their given (the benchmark's) order, joined as the
+    exchangeability test joins examples, into chunks of at most ``max_tokens``
+    (separators counted); a chunk's source_id lists its members' ids."""
+    sizes = [count_tokens(code + SEPARATOR) for _, code in members]
+    chunks = []
+    for group in greedy_groups(sizes, max_tokens):
+        text = SEPARATOR.join(members[i][1] for i in group)
+        chunks.append(MixItem("member", " ".join(members[i][0] for i in group), text, count_tokens(text)))
     return chunks
 
 
@@ -42,13 +69,21 @@ def build_mix(
     count_tokens: Callable[[str], int],
     chunk_tokens: int,
     rng: random.Random,
+    member_order: str = "shuffled",
+    member_chunk_tokens: int | None = None,
 ) -> list[MixItem]:
-    """Members as whole samples; general-text chunks drawn without replacement
+    """Members as whole samples (``canonical``: packed in their given order
+    into chunks of ``member_chunk_tokens``, default ``chunk_tokens``); general-text chunks drawn without replacement
     (reshuffled and reused only if the text runs out) until the text tokens
     reach ``text_per_code`` times the code tokens. Returned in shuffled order."""
     if not members:
         raise ValueError("the training mix needs at least one member sample")
-    items = [MixItem("member", sid, text, count_tokens(text)) for sid, text in members]
+    if member_order not in MEMBER_ORDERS:
+        raise ValueError(f"member_order must be one of {MEMBER_ORDERS}, got {member_order!r}")
+    if member_order == "canonical":
+        items = canonical_chunks(members, count_tokens, member_chunk_tokens or chunk_tokens)
+    else:
+        items = [MixItem("member", sid, text, count_tokens(text)) for sid, text in members]
     code_tokens = sum(i.n_tokens for i in items)
     pool = [
         MixItem("text", f"{doc_id}#{k}", chunk, count_tokens(chunk))
