@@ -244,3 +244,20 @@ def test_exchangeability_stage_scores_shards_under_a_model(tmp_path, tiny_model_
     first = out.read_bytes()
     exchangeability(tmp_path / "bench.parquet", tmp_path / "samples.parquet", model, None, settings, {"batch_size": 8}, 3, out)
     assert out.read_bytes() == first
+
+
+def test_a_test_that_fails_its_calibration_is_marked_beside_its_p_values():
+    from leaktrace.contamination.calibration import ABOVE, WITHIN
+    from leaktrace.stages.contamination import render_section
+
+    rows = [{"model": "m", "epoch": 1, "ratio": 1.0, "seed": 0, "test": t, "validation": v, "n_suspect": 10,
+             "n_validation": None, "p_value": 0.001, "smallest_n": None, "mean_difference": 0.1}
+            for t, v in (("variant_preference", "variants"), ("dataset_inference", "testbed"), ("exchangeability", "permutations"))]
+    calibration = [{"scenario": "s", "model": "m", "test": t, "n_seeds": 20, "n_rejected": n, "fpr": n / 20, "fpr_low": 0.0,
+                    "fpr_high": 1.0, "binomial_p": 0.5, "verdict": verdict, "fpr_one_split": 0.0}
+                   for t, n, verdict in (("variant_preference", 20, ABOVE), ("dataset_inference", 1, WITHIN))]
+    lines = {line.split("|")[5].strip(): line for line in render_section(rows, calibration, 0.05).splitlines()
+             if line.startswith("| m |")}
+    assert "NO: rejects too often" in lines["variant_preference"]
+    assert lines["dataset_inference"].rstrip(" |").endswith("yes")
+    assert lines["exchangeability"].rstrip(" |").endswith("not checked")

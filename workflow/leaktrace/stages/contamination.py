@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.contamination.calibration import false_positive_rate
+from leaktrace.contamination.calibration import ABOVE, false_positive_rate
 from leaktrace.contamination.combine import COMBINATION
 from leaktrace.contamination.dataset_inference import MIN_PER_SET, dataset_inference, p_value_curve, smallest_n
 from leaktrace.contamination.features import feature_matrix, score_lookup, shared_methods
@@ -203,8 +203,14 @@ def contamination(samples: Path, scores: dict[str, Path], settings: dict, seed: 
 
 
 def render_section(rows: Sequence[dict], calibration: Sequence[dict], alpha: float) -> str:
-    """The Markdown section for the aggregate report."""
-    table = [{**r, "p": "n/e" if r["p_value"] is None else f"{r['p_value']:.2g}", "n for p<α": r.get("smallest_n") if r.get("smallest_n") is not None else "–"}
+    """The Markdown section for the aggregate report. A p-value is shown
+    beside its test's calibration: a test that rejects too often under a
+    null the testbed knows to be true is marked, so its p-values are not read
+    as evidence."""
+    failed = {c["test"] for c in calibration if c["verdict"] == ABOVE}
+    checked = {c["test"] for c in calibration}
+    table = [{**r, "p": "n/e" if r["p_value"] is None else f"{r['p_value']:.2g}", "n for p<α": r.get("smallest_n") if r.get("smallest_n") is not None else "–",
+              "calibrated": "NO: rejects too often under its null" if r["test"] in failed else ("yes" if r["test"] in checked else "not checked")}
              for r in rows]
     cal = [{**r, "FPR [95% CI]": f"{r['fpr']:.3f} [{r['fpr_low']:.3f}, {r['fpr_high']:.3f}]"} for r in calibration]
     return (
@@ -218,7 +224,7 @@ def render_section(rows: Sequence[dict], calibration: Sequence[dict], alpha: flo
         "only contamination that kept the benchmark's order. \"n for p<α\": the smallest suspect-set size whose p-value "
         f"on the p-value-vs-n curve is below α = {alpha} and stays below it.\n\n"
         + markdown_table(table, ["model", "epoch", "ratio", "seed", "test", "validation", "n_suspect", "n_validation", "p",
-                                 "n for p<α", "mean_difference"])
+                                 "n for p<α", "mean_difference", "calibrated"])
         + f"\n### Calibration under the null (α = {alpha})\n\n"
         "The share of null splits with p < α over seeds, each seed a fresh random split (Clopper-Pearson 95% CI); "
         "\"within binomial margin\" unless a one-sided exact binomial test rejects FPR = α at 5%. Seeds that re-split one "
