@@ -158,15 +158,10 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
     return (text[: min(ends)], True) if ends else (text, False)
 
 
-@dataclass(frozen=True)
-class Completion:
-    """One answer of one call: its text and why it ended ("stop", "length"),
-    or, when the call failed, ``error``, the cause ("timeout: ...",
-    "connection: ...", "bad_response: ...", "http_500: ..."), never a crash."""
+class _Outcome:
+    """``ok`` and the counted outcome of a result that carries ``error``."""
 
-    text: str | None
-    finish_reason: str | None = None
-    error: str | None = None
+    error: str | None
 
     @property
     def ok(self) -> bool:
@@ -179,7 +174,18 @@ class Completion:
 
 
 @dataclass(frozen=True)
-class PromptLogprobs:
+class Completion(_Outcome):
+    """One answer of one call: its text and why it ended ("stop", "length"),
+    or, when the call failed, ``error``, the cause ("timeout: ...",
+    "connection: ...", "bad_response: ...", "http_500: ..."), never a crash."""
+
+    text: str | None
+    finish_reason: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class PromptLogprobs(_Outcome):
     """log p(token | tokens before) of every token of a text as the backend
     tokenised it (``None`` where a server gives none, e.g. its first token),
     or ``error`` as in :class:`Completion`."""
@@ -187,14 +193,6 @@ class PromptLogprobs:
     tokens: tuple[str, ...] = ()
     logprobs: tuple[float | None, ...] = ()
     error: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
-    def outcome(self) -> str:
-        return "ok" if self.error is None else self.error.split(":", 1)[0]
 
 
 class TextModel(Protocol):
