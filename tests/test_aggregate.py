@@ -142,19 +142,27 @@ def test_null_check_share_beside_one_over_n_plus_one():
 
 
 def test_null_check_counts_detector_variants_only_and_caps_them_per_instance():
-    variants = [{"sample_id": "a", "kind": "original", "valid": True}] + \
-        [{"sample_id": "a", "kind": "rename", "valid": v} for v in (True, True, True, False)] + \
-        [{"sample_id": "a", "kind": "filter", "valid": True}] * 5 + \
-        [{"sample_id": "b", "kind": "original", "valid": True}, {"sample_id": "b", "kind": "rename", "valid": True}]
+    variants = [{"sample_id": "a", "kind": "original", "valid": True, "generator": "original"}] + \
+        [{"sample_id": "a", "kind": "rename", "valid": v, "generator": "ast"} for v in (True, True, True, False)] + \
+        [{"sample_id": "a", "kind": "filter", "valid": True, "generator": "ast"}] * 5 + \
+        [{"sample_id": "a", "kind": "alternative", "valid": v, "generator": "ast+tt"} for v in (True, False)] + \
+        [{"sample_id": "b", "kind": "original", "valid": True, "generator": "original"},
+         {"sample_id": "b", "kind": "rename", "valid": True, "generator": "ast"}]
     counts = detector_variant_counts(variants)
     assert counts == {"a": 3, "b": 1}
+    composed = detector_variant_counts(variants, "ast+tt")
+    assert composed == {"a": 1, "b": 0}
     samples = [{"sample_id": "a", "kept": True}, {"sample_id": "b", "kept": True}, {"sample_id": "x", "kept": False}]
     scores = [{"sample_id": sid, "method": method, "decision": sid == "a"}
               for sid in ("a", "b", "x") for method in ("srdetection_graybox", "srdetection_graybox_n1", "loss")]
-    rows = {r["method"]: r for r in null_check_rows(scores, samples, counts, {"n_variants": 10, "sensitivity": [1]})}
+    scores += [{"sample_id": "a", "method": "srdetection_graybox_ast_tt", "decision": False}]  # b has no such variant
+    settings = {"n_variants": 10, "sensitivity": [1], "generators": ["ast+tt"]}
+    rows = {r["method"]: r for r in null_check_rows(scores, samples, counts, settings, {"ast+tt": composed})}
     assert rows["srdetection_graybox"]["n_samples"] == 2  # the unkept x is left out
     assert rows["srdetection_graybox"]["expected_rate"] == pytest.approx((1 / 4 + 1 / 2) / 2)  # n_i = 3, 1
     assert rows["srdetection_graybox_n1"]["expected_rate"] == pytest.approx(1 / 2)  # capped at 1
+    tt = rows["srdetection_graybox_ast_tt"]
+    assert (tt["n_samples"], tt["n_flagged"], tt["expected_rate"]) == (1, 0, pytest.approx(1 / 2))  # a: 1 variant
 
 
 def _seed_row(seed, auc, f1, tpr, method="loss", epoch=5, subset="filtered"):
@@ -236,7 +244,8 @@ def write_synthetic_run(root, *, n_samples, models, methods, seed=0):
                for i in range(n_samples)]
     pq.write_table(pa.Table.from_pylist(samples), root / "samples.parquet")
     pq.write_table(pa.Table.from_pylist([{"sample_id": s["sample_id"], "variant_id": v, "kind": "rename" if v else "original",
-                                          "valid": True} for s in samples for v in range(4)]), root / "variants.parquet")
+                                          "valid": True, "generator": "ast" if v else "original"}
+                                         for s in samples for v in range(4)]), root / "variants.parquet")
     pq.write_table(pa.Table.from_pylist([{"sample_id": s["sample_id"], "metric": "bleu", "target": 0.5, "reference": 0.25,
                                           "delta": 0.25} for s in samples]), root / "similarity.parquet")
     scores, tokens = {}, {}
