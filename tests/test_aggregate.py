@@ -142,12 +142,11 @@ def test_null_check_share_beside_one_over_n_plus_one():
 
 
 def test_null_check_counts_detector_variants_only_and_caps_them_per_instance():
-    variants = [{"sample_id": "a", "kind": "original", "valid": True, "generator": "original"}] + \
-        [{"sample_id": "a", "kind": "rename", "valid": v, "generator": "ast"} for v in (True, True, True, False)] + \
-        [{"sample_id": "a", "kind": "filter", "valid": True, "generator": "ast"}] * 5 + \
-        [{"sample_id": "a", "kind": "alternative", "valid": v, "generator": "ast+tt"} for v in (True, False)] + \
-        [{"sample_id": "b", "kind": "original", "valid": True, "generator": "original"},
-         {"sample_id": "b", "kind": "rename", "valid": True, "generator": "ast"}]
+    variants = [{"sample_id": "a", "kind": "original", "valid": True}] + \
+        [{"sample_id": "a", "kind": "rename", "valid": v} for v in (True, True, True, False)] + \
+        [{"sample_id": "a", "kind": "filter", "valid": True}] * 5 + \
+        [{"sample_id": "a", "kind": "ast+tt", "valid": v} for v in (True, False)] + \
+        [{"sample_id": "b", "kind": "original", "valid": True}, {"sample_id": "b", "kind": "rename", "valid": True}]
     counts = detector_variant_counts(variants)
     assert counts == {"a": 3, "b": 1}
     composed = detector_variant_counts(variants, "ast+tt")
@@ -244,8 +243,7 @@ def write_synthetic_run(root, *, n_samples, models, methods, seed=0):
                for i in range(n_samples)]
     pq.write_table(pa.Table.from_pylist(samples), root / "samples.parquet")
     pq.write_table(pa.Table.from_pylist([{"sample_id": s["sample_id"], "variant_id": v, "kind": "rename" if v else "original",
-                                          "valid": True, "generator": "ast" if v else "original"}
-                                         for s in samples for v in range(4)]), root / "variants.parquet")
+                                          "valid": True} for s in samples for v in range(4)]), root / "variants.parquet")
     pq.write_table(pa.Table.from_pylist([{"sample_id": s["sample_id"], "metric": "bleu", "target": 0.5, "reference": 0.25,
                                           "delta": 0.25} for s in samples]), root / "similarity.parquet")
     scores, tokens = {}, {}

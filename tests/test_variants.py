@@ -575,8 +575,8 @@ def test_stage_stores_filter_variants_after_the_detector_ids(tmp_path):
     rows = read_records(tmp_path / "variants.parquet")
     assert [(r["variant_id"], r["kind"], r["generator"]) for r in rows] == [
         (0, "original", "original"), (1, "rename", "ast"), (2, "rename", "ast"), (3, "rename", "ast"),
-        (4, "filter", "ast"), (5, "filter", "ast"), (6, "alternative", "ast+tt"), (7, "alternative", "ast+tt"),
-        (8, "alternative", "ast+tt"),
+        (4, "filter", "ast"), (5, "filter", "ast"), (6, "ast+tt", "ast+tt"), (7, "ast+tt", "ast+tt"),
+        (8, "ast+tt", "ast+tt"),
     ]
     assert len({r["text"] for r in rows}) == len(rows) and all(r["valid"] for r in rows)
     # tau_t on top of renaming k: the same renames, only the example's two lines differ

@@ -121,10 +121,6 @@ COUNTERFACTUAL_SCHEMA = pa.schema(
     ]
 )
 
-# Variants the filter alone uses, never a detector.
-NOT_DETECTOR_VARIANTS = frozenset({"original", "filter"})
-
-
 def model_coordinates(model: str) -> dict:
     """The mixing ratio, training seed and epoch of a testbed model name:
     ``reference`` is epoch 0 (no ratio, no seed); ``target-r{ratio}-s{seed}-e{epoch}``."""
@@ -136,12 +132,12 @@ def model_coordinates(model: str) -> dict:
     return {"ratio": float(match.group(1)), "seed": int(match.group(2)), "epoch": int(match.group(3))}
 
 
-def detector_variant_counts(variants: list[dict], generator: str = "ast") -> dict[str, int]:
-    """sample_id -> valid variants of ``generator`` a detector compares the
-    original with (the filter's own variants excluded)."""
+def detector_variant_counts(variants: list[dict], kind: str = "rename") -> dict[str, int]:
+    """sample_id -> valid variants a detector compares the original with: the
+    main set ("rename"), or another generator's set (its kind, e.g. "ast+tt")."""
     counts = {v["sample_id"]: 0 for v in variants}
     for v in variants:
-        if v["valid"] and v["kind"] not in NOT_DETECTOR_VARIANTS and v["generator"] == generator:
+        if v["valid"] and v["kind"] == kind:
             counts[v["sample_id"]] += 1
     return counts
 
@@ -239,7 +235,7 @@ def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], v
 
     null_rows = []
     if NULL_CHECK_MODEL in scores:
-        variant_rows = read_records(variants, ["sample_id", "kind", "valid", "generator"])
+        variant_rows = read_records(variants, ["sample_id", "kind", "valid"])
         graybox = settings.get(NULL_CHECK_FAMILY)
         counts = detector_variant_counts(variant_rows)
         others = {g: detector_variant_counts(variant_rows, g) for g in family_params(NULL_CHECK_FAMILY, graybox)["generators"]}

@@ -23,6 +23,7 @@ from leaktrace.detect.srdetection_blackbox import continuation_overlaps, generat
 from leaktrace.models.backend import ModelSpec, TokenStats
 from leaktrace.models.token_counts import count_tokens, read_token_counts, write_token_counts
 from leaktrace.models.token_table import read_token_stats, write_token_stats
+from leaktrace.stages.variants import VARIANT_SETS
 
 log = logging.getLogger(__name__)
 
@@ -56,11 +57,10 @@ def model_spec(model: dict, adapter: str | None) -> ModelSpec:
 
 
 DETECTOR_KINDS = ("original", "rename")  # the texts detectors see; kind "filter" is the pre-exposure filter's own
-ALTERNATIVE = "alternative"  # other generators' variants: SrDetection's per-generator instances only
 
 
 def _valid_texts(variants: Path, kinds: tuple[str, ...] = DETECTOR_KINDS) -> list[dict]:
-    return [v for v in read_records(variants, ["sample_id", "variant_id", "kind", "text", "valid", "generator"])
+    return [v for v in read_records(variants, ["sample_id", "variant_id", "kind", "text", "valid"])
             if v["valid"] and v["kind"] in kinds]
 
 
@@ -98,7 +98,7 @@ def score_tokens(variants: Path, model: dict, adapter: str | None, settings: dic
     each original lowercased; with ``originals_only`` just the originals (a
     reference model for Ref); with ``filter_variants`` the pre-exposure
     filter's variants too (the base model, whose pass the filter reads)."""
-    texts = _valid_texts(variants, DETECTOR_KINDS + (ALTERNATIVE,) + (("filter",) if filter_variants else ()))
+    texts = _valid_texts(variants, DETECTOR_KINDS + VARIANT_SETS + (("filter",) if filter_variants else ()))
     if originals_only:
         texts = [v for v in texts if v["variant_id"] == 0]
     jobs = [(v["sample_id"], v["variant_id"], "text", v["text"]) for v in texts]
@@ -202,17 +202,17 @@ def score_methods(tokens: Path, variants: Path, settings: dict, output: Path, *,
     if unconditioned:
         log.info("recall skipped for %d texts that fill the context alone: %s", len(unconditioned), ", ".join(unconditioned))
     conditioned = {key: s for key, s in prefixed_stats.items() if s.prefix_tokens}
-    texts = _valid_texts(variants, DETECTOR_KINDS + (ALTERNATIVE,))
+    texts = _valid_texts(variants, DETECTOR_KINDS + VARIANT_SETS)
     originals = {v["sample_id"]: v["text"] for v in texts if v["variant_id"] == 0}
     detector_variants = {(v["sample_id"], v["variant_id"]) for v in texts if v["kind"] == "rename"}
-    generator_of = {(v["sample_id"], v["variant_id"]): v["generator"] for v in texts if v["kind"] == ALTERNATIVE}
+    set_of = {(v["sample_id"], v["variant_id"]): v["kind"] for v in texts if v["kind"] in VARIANT_SETS}
     variant_stats: dict[str, list[tuple[int, TokenStats]]] = defaultdict(list)
     alternative_stats: dict[str, dict[str, list[tuple[int, TokenStats]]]] = defaultdict(lambda: defaultdict(list))
     for (sid, vid, view), s in stats.items():
         if view == "text" and (sid, vid) in detector_variants:
             variant_stats[sid].append((vid, s))
-        elif view == "text" and (sid, vid) in generator_of:
-            alternative_stats[sid][generator_of[(sid, vid)]].append((vid, s))
+        elif view == "text" and (sid, vid) in set_of:
+            alternative_stats[sid][set_of[(sid, vid)]].append((vid, s))
     rows = []
     gray_box = [m for m in methods if not m.needs_generations]
     for sid in sorted(originals):
