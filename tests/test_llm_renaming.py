@@ -121,7 +121,7 @@ def test_stage_keeps_llm_renamings_that_pass_and_tops_up_with_the_ast_renamer(tm
     words = ["count", "tally", "items", "elems", "limit", "total", "sum", "item", "elem", "twice", "double", "x", "scale", "factor"]
     pq.write_table(pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in words]),
                    tmp_path / "lexicon.parquet")
-    settings = {"n": 2, "n_filter": 1, "test_cases": True, "llm_max_new_tokens": 64,
+    settings = {"n": 2, "n_filter": 1, "test_cases": 3, "llm_max_new_tokens": 64,
                 "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024, "isolation": "weak"}}
     with caplog.at_level(logging.INFO, logger="leaktrace.stages.variants"):
         stage.make_variants_table(tmp_path / "benchmark.parquet", tmp_path / "functions.parquet",

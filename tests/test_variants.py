@@ -569,7 +569,7 @@ def test_stage_stores_filter_variants_after_the_detector_ids(tmp_path):
     words = ["count", "tally", "items", "elems", "limit", "total", "sum", "item", "elem"]
     pq.write_table(pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in words]),
                    tmp_path / "lexicon.parquet")
-    settings = {"n": 3, "n_filter": 2, "test_cases": True, "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024}}
+    settings = {"n": 3, "n_filter": 2, "test_cases": 3, "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024}}
     make_variants_table(tmp_path / "benchmark.parquet", tmp_path / "functions.parquet", tmp_path / "lexicon.parquet",
                         settings, 7, 2, tmp_path / "variants.parquet")
     rows = read_records(tmp_path / "variants.parquet")

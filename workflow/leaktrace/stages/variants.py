@@ -7,8 +7,9 @@ pre-exposure filter only); a sample may get fewer of either. Other
 generators' detector sets follow, n ids each, scored only by SrDetection's
 per-generator instances: with ``llm.variant_llm``, kind "llm" (the LLM's
 renamings that pass the test, topped up by the AST renamer); with
-``test_cases``, SrDetection's test-case transformation (tau_t, offline) on
-top of each renaming set, kinds "ast+tt" and "llm+tt". Column ``generator``
+``test_cases`` = k > 0, SrDetection's test-case transformation (tau_t,
+offline) on top of the first k variants of each renaming set, kinds
+"ast+tt" and "llm+tt". Column ``generator``
 says what made each variant ("ast", "llm", each with "+tt" after tau_t).
 The original
 is run against its tests in the sandbox and stored as ``variant_id`` 0; a
@@ -99,7 +100,7 @@ def make_variants_table(
                                 strict=True):
             own["llm"] = llm_set
     if settings["test_cases"]:
-        _add_test_case_sets(samples, sets, seed, limits, workers)
+        _add_test_case_sets(samples, sets, settings["test_cases"], seed, limits, workers)
     rows, programs = [], []
     for s, own in zip(samples, sets, strict=True):
         rows.append({"sample_id": s["sample_id"], "variant_id": 0, "kind": "original", "text": s["code"],
@@ -133,14 +134,16 @@ def _first_id(kind: str, settings: dict) -> int:
     return settings["n"] + settings["n_filter"] + VARIANT_SETS.index(kind) * settings["n"] + 1
 
 
-def _add_test_case_sets(samples: list[dict], sets: list[dict], seed: int, limits: SandboxLimits, workers: int) -> None:
-    """tau_t on top of each renaming set: x_i = tau_t(tau_v(tau_f(x))), kind "<set>+tt"; one sandbox run per sample and set."""
+def _add_test_case_sets(samples: list[dict], sets: list[dict], k: int, seed: int, limits: SandboxLimits,
+                        workers: int) -> None:
+    """tau_t on top of the first `k` variants of each renaming set: x_i =
+    tau_t(tau_v(tau_f(x))), kind "<set>+tt"; one sandbox run per sample and set."""
     bases = [(i, kind) for i, own in enumerate(sets) for kind in ("rename", "llm") if own.get(kind)]
-    plans = [plan_test_cases(samples[i]["code"], samples[i]["entry_point"], samples[i]["test"], len(sets[i][kind]),
+    plans = [plan_test_cases(samples[i]["code"], samples[i]["entry_point"], samples[i]["test"], len(sets[i][kind][:k]),
                              rng_for(seed, "test-cases", kind, samples[i]["sample_id"])) for i, kind in bases]
     outcomes = Counter()
     for (i, kind), plan, result in zip(bases, plans, run_plans(plans, limits, workers=workers), strict=True):
-        members = sets[i][kind]
+        members = sets[i][kind][:k]
         transformed = apply_plan(plan, result, [(v.text, v.entry_point) for _, v in members])
         outcomes[transformed.outcome] += 1
         composed = [(f"{generator}+tt", replace(v, text=text))
