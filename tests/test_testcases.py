@@ -34,7 +34,8 @@ def test_examples_are_found_in_the_entry_points_docstring_only():
     assert [(e.start, e.end, e.args, e.form) for e in examples] == [
         (2, 4, ([1, 2], 10), "doctest"), (4, 6, ([], 0), "doctest"), (7, 8, ([5], 1), "inline"),
     ]
-    assert examples[2].head == "For example: " and examples[2].separator == " == "
+    assert examples[2].head == "For example: " and examples[2].separator == " == " and examples[2].shown == "6"
+    assert [e.shown for e in examples[:2]] == ["13", "0"]
     assert find_examples(PROGRAM, "other") == []
     assert literal_test_inputs(TEST) == [([4, 4, 4], 2)]
 
@@ -48,7 +49,7 @@ def test_rewrite_changes_only_the_examples_lines():
 
 
 def test_rewrite_refuses_to_touch_code():
-    example = Example(9, 10, ([9], 9), "doctest", "    ")  # the code line: not a docstring line
+    example = Example(9, 10, ([9], 9), "doctest", "    ", "18")  # the code line: not a docstring line
     try:
         rewrite_examples(PROGRAM, "add_all", [example], [Replacement(([1], 1), 2)])
     except ValueError as error:
@@ -88,3 +89,10 @@ def test_a_program_whose_examples_cannot_run_is_left_alone():
     assert result.texts == [None] and result.outcome == "no usable input"
     assert transform_test_cases("def f(x):\n    return x\n", "f", TEST, [("def f(x):\n    return x\n", "f")],
                                 random.Random(0)).outcome == "no examples"
+
+
+def test_an_example_showing_another_output_than_the_originals_is_left_alone():
+    wrong = PROGRAM.replace("    13\n", "    14\n")  # the docstring's first example is wrong (or is not one)
+    result = transform_test_cases(wrong, "add_all", TEST, [(wrong, "add_all")], random.Random(3))
+    assert result.texts[0].splitlines()[2:4] == ["    >>> add_all([1, 2], 10)", "    14"]
+    assert result.texts[0].splitlines()[4] != "    >>> add_all([], 0)" or result.texts[0].splitlines()[7] != wrong.splitlines()[7]

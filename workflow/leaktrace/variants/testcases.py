@@ -59,7 +59,7 @@ def __leaktrace_outcomes(function, inputs):
 @dataclass(frozen=True)
 class Example:
     """One example in a docstring: lines ``start``..``end`` (0-based, end
-    exclusive) of the text; the call's literal arguments; ``form`` is
+    exclusive) of the text; the call's literal arguments and the output shown; ``form`` is
     "doctest" or "inline" (``head`` the text before the call, ``separator``
     the text between the call and the output)."""
 
@@ -68,6 +68,7 @@ class Example:
     args: tuple
     form: str
     indent: str
+    shown: str  # the output as the docstring shows it ("" for a doctest without one)
     head: str = ""
     separator: str = ""
 
@@ -87,12 +88,13 @@ def find_examples(code: str, entry_point: str) -> list[Example]:
         line = lines[i].rstrip("\n")
         doctest = _DOCTEST.fullmatch(line)
         if doctest:
-            args = _call_args(doctest["source"], entry_point, whole=True)
+            call = _call_args(doctest["source"], entry_point, whole=True)
             end = i + 1
             while end < last and lines[end].strip() and not _DOCTEST.fullmatch(lines[end].rstrip("\n")):
                 end += 1
-            if args is not None and end - i <= 2:  # an output of one line at most: one this module can write
-                examples.append(Example(i, end, args[0], "doctest", doctest["indent"]))
+            if call is not None and end - i <= 2:  # an output of one line at most: one this module can write
+                shown = lines[i + 1].strip() if end - i == 2 else ""
+                examples.append(Example(i, end, call[0], "doctest", doctest["indent"], shown))
             i = end
             continue
         inline = _inline_example(line, entry_point)
@@ -132,7 +134,7 @@ def _call_args(source: str, name: str, *, whole: bool) -> tuple[tuple, int] | No
 
 
 def _inline_example(line: str, name: str) -> tuple | None:
-    """(args, "inline", indent, head, separator) of a prose line ``<head>name(args) <sep> output``."""
+    """(args, "inline", indent, output, head, separator) of a prose line ``<head>name(args) <sep> output``."""
     for match in re.finditer(rf"(?<![\w.]){re.escape(name)}\(", line):
         found = _call_args(line[match.start():], name, whole=False)
         if found is None:
@@ -141,7 +143,8 @@ def _inline_example(line: str, name: str) -> tuple | None:
         separator = _INLINE_SEPARATOR.match(line, match.start() + length)
         if separator and line[separator.end():].strip():
             indent = line[:len(line) - len(line.lstrip())]
-            return args, "inline", indent, line[len(indent):match.start()], separator.group(0)
+            return (args, "inline", indent, line[separator.end():].strip(), line[len(indent):match.start()],
+                    separator.group(0))
     return None
 
 
@@ -225,12 +228,15 @@ class Replacement:
 
 def choose_replacements(examples: Sequence[Example], candidates: Sequence[Sequence[tuple]],
                         outcomes: dict[tuple, tuple], old_outcomes: Sequence[tuple]) -> list[Replacement | None]:
-    """For each example, the first candidate that returned, whose output is
-    None exactly where the old example's was, and whose text fits; None when
-    none does (the example stays)."""
+    """For each example that shows the original's output, the first
+    candidate that returned, whose output is None exactly where the old
+    example's was, and whose text fits; None when none does (the example stays)."""
     chosen = []
     for example, options, old in zip(examples, candidates, old_outcomes, strict=True):
         pick = None
+        if not _shows(example, old):
+            chosen.append(None)  # not an example of what the original computes: prose to leave alone
+            continue
         for args in options:
             kind, value = outcomes[repr(args)]
             if kind == _OK and old[0] == _OK and (value is None) == (old[1] is None) \
@@ -240,6 +246,18 @@ def choose_replacements(examples: Sequence[Example], candidates: Sequence[Sequen
                 break
         chosen.append(pick)
     return chosen
+
+
+def _shows(example: Example, outcome: tuple) -> bool:
+    """Whether the example shows the original's own output (exactly, as a literal)."""
+    if outcome[0] != _OK:
+        return False
+    if example.form == "doctest" and outcome[1] is None:
+        return example.shown == ""
+    try:
+        return ast.literal_eval(example.shown) == outcome[1]
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
 
 
 def _fits(text: str) -> bool:
