@@ -1,3 +1,15 @@
+def variant_llm_args():
+    """The variants stage's --llm and --cache-dir options (none without an llm.variant_llm role)."""
+    role = config["llm"]["variant_llm"]
+    if role is None:
+        return ""
+    cache = f" --cache-dir {RESULTS}/cache" if config["llm"]["cache"] else ""
+    return f"--llm {shlex.quote(json.dumps(role, sort_keys=True))}{cache}"
+
+
+VARIANT_LLM_GPU = 1 if config["llm"]["variant_llm"] and on_gpu(config["llm"]["variant_llm"]) else 0
+
+
 rule lexicon:
     input:
         corpus_parts(config["variants"]["lexicon"]["corpus"]),
@@ -26,6 +38,7 @@ rule variants:
     params:
         settings=settings("variants"),
         seed=config["seed"],
+        llm=variant_llm_args(),
     log:
         f"{RESULTS}/logs/variants/{{benchmark}}.log",
     benchmark:
@@ -33,8 +46,10 @@ rule variants:
     threads: 2
     resources:
         **cpu_job(seconds_per_row=1 + config["variants"]["n"] + config["variants"]["n_filter"]),
+        gpu=VARIANT_LLM_GPU,  # the llm.variant_llm role's model, where it runs here on a GPU
     conda:
         CPU_ENV
     shell:
         "{LEAKTRACE} variants --benchmark {input.benchmark} --functions {input.functions} --lexicon {input.lexicon}"
-        " --settings {params.settings:q} --seed {params.seed} --workers {threads} --output {output} 2> {log}"
+        " --settings {params.settings:q} --seed {params.seed} --workers {threads} --output {output} {params.llm} 2> {log}"
+

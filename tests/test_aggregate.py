@@ -145,16 +145,23 @@ def test_null_check_counts_detector_variants_only_and_caps_them_per_instance():
     variants = [{"sample_id": "a", "kind": "original", "valid": True}] + \
         [{"sample_id": "a", "kind": "rename", "valid": v} for v in (True, True, True, False)] + \
         [{"sample_id": "a", "kind": "filter", "valid": True}] * 5 + \
+        [{"sample_id": "a", "kind": "ast+tt", "valid": v} for v in (True, False)] + \
         [{"sample_id": "b", "kind": "original", "valid": True}, {"sample_id": "b", "kind": "rename", "valid": True}]
     counts = detector_variant_counts(variants)
     assert counts == {"a": 3, "b": 1}
+    composed = detector_variant_counts(variants, "ast+tt")
+    assert composed == {"a": 1, "b": 0}
     samples = [{"sample_id": "a", "kept": True}, {"sample_id": "b", "kept": True}, {"sample_id": "x", "kept": False}]
     scores = [{"sample_id": sid, "method": method, "decision": sid == "a"}
               for sid in ("a", "b", "x") for method in ("srdetection_graybox", "srdetection_graybox_n1", "loss")]
-    rows = {r["method"]: r for r in null_check_rows(scores, samples, counts, {"n_variants": 10, "sensitivity": [1]})}
+    scores += [{"sample_id": "a", "method": "srdetection_graybox_ast_tt", "decision": False}]  # b has no such variant
+    settings = {"n_variants": 10, "sensitivity": [1], "generators": ["ast+tt"]}
+    rows = {r["method"]: r for r in null_check_rows(scores, samples, counts, settings, {"ast+tt": composed})}
     assert rows["srdetection_graybox"]["n_samples"] == 2  # the unkept x is left out
     assert rows["srdetection_graybox"]["expected_rate"] == pytest.approx((1 / 4 + 1 / 2) / 2)  # n_i = 3, 1
     assert rows["srdetection_graybox_n1"]["expected_rate"] == pytest.approx(1 / 2)  # capped at 1
+    tt = rows["srdetection_graybox_ast_tt"]
+    assert (tt["n_samples"], tt["n_flagged"], tt["expected_rate"]) == (1, 0, pytest.approx(1 / 2))  # a: 1 variant
 
 
 def _seed_row(seed, auc, f1, tpr, method="loss", epoch=5, subset="filtered"):

@@ -397,3 +397,16 @@ def test_blackbox_text_is_cut_to_the_context_before_the_split():
     (row,) = continuation_overlaps(lm, [("s", 0, original)], prefix_fraction=0.5, ngram=3)
     assert (row["prefix_tokens"], row["suffix_tokens"]) == (10, 10) and lm.prompts == [lm.encode(original[:10])]
     assert row["suffix_ids"] == lm.encode(original[10:20]) and row["ngo"] == 1.0
+
+
+def test_srdetection_generator_instances_score_that_generators_variants():
+    methods = {m.name: m for m in configured_methods({"srdetection_graybox": {"n_variants": 2, "generators": ["ast+tt"]}})}
+    assert list(methods) == ["srdetection_graybox", "srdetection_graybox_ast_tt"]
+    composed = methods["srdetection_graybox_ast_tt"]
+    assert composed.variant_generator == "ast+tt" and composed.params == {"n_variants": 2, "generator": "ast+tt"}
+    # original loss 2.0; the main variants' losses 1.0 and 3.0, the composed ones' 2.5, 2.2 and 0.1 (beyond n)
+    evidence = SampleEvidence("g", TEXT, stats([-2.0, -2.0]), variants=(stats([-1.0]), stats([-3.0])),
+                              alternatives={"ast+tt": (stats([-2.5]), stats([-2.2]), stats([-0.1]))})
+    assert methods["srdetection_graybox"].score(evidence) == pytest.approx(-1.0)
+    assert methods["srdetection_graybox"].decide(evidence) is False
+    assert composed.score(evidence) == pytest.approx(0.2) and composed.decide(evidence) is True

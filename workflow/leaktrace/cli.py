@@ -108,11 +108,14 @@ def _filter_functions(a):
 @_args(
     path("--benchmark"), path("--functions"), path("--lexicon"), SETTINGS, SEED,
     (("--workers",), {"type": int, "default": 1, "help": "sandboxed test runs in parallel"}), path("--output"),
+    (("--llm",), {"type": _json, "default": None, "help": "the llm.variant_llm role as JSON (null: no LLM-made set)"}),
+    path("--cache-dir", required=False),
 )
 def _variants(a):
     from leaktrace.stages.variants import make_variants_table
 
-    make_variants_table(a.benchmark, a.functions, a.lexicon, a.settings, a.seed, a.workers, a.output)
+    make_variants_table(a.benchmark, a.functions, a.lexicon, a.settings, a.seed, a.workers, a.output, llm=a.llm,
+                        cache_dir=a.cache_dir)
 
 
 @command("split")

@@ -7,6 +7,7 @@ on a non-member prefix (ReCaLL)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +22,8 @@ class SampleEvidence:
     original: TokenStats
     lowercase: TokenStats | None = None
     variants: tuple[TokenStats, ...] = field(default_factory=tuple)  # validated variants, by variant_id
+    # another generator's validated variants (e.g. "ast+tt"), by variant_id: SrDetection's per-generator instances
+    alternatives: Mapping[str, tuple[TokenStats, ...]] = field(default_factory=dict)
     reference: TokenStats | None = None  # the original under the reference model (Ref)
     oracle_reference: TokenStats | None = None  # the original under the target's own base model (Ref's oracle)
     prefixed: TokenStats | None = None  # the original conditioned on the non-member prefix (ReCaLL)

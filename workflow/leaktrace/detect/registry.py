@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
 from leaktrace.detect.dc_pdd import dc_pdd_score
+from leaktrace.detect.evidence import SampleEvidence
 from leaktrace.detect.loss import loss_score
 from leaktrace.detect.lowercase import lowercase_score
 from leaktrace.detect.min_k import min_k_score
@@ -49,6 +50,7 @@ class Method:
     needs_generations: bool = False  # scores GenerationEvidence (continuations), not token statistics
     needs_learned: bool = False  # scores its own stage's row {score, decision} (a classifier fitted on the calibration fold)
     sensitivity: bool = False  # an extra instance for the variant-count sensitivity table
+    variant_generator: str | None = None  # scores SampleEvidence.alternatives[this] as its variants
     params: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -175,9 +177,28 @@ def _srdetection_instances(family: str, params, gap, flag, orientation: str, *, 
     ]
 
 
+def generator_instance_name(family: str, generator: str) -> str:
+    """``srdetection_graybox_ast_tt`` for generator "ast+tt"."""
+    return f"{family}_{re.sub(r'[^a-z0-9]+', '_', generator.lower())}"
+
+
+def _on_generator(function: Callable[..., Any], evidence: SampleEvidence, *, generator: str, **kwargs: Any) -> Any:
+    """`function` of `evidence` with `generator`'s variants in place of the main ones."""
+    return function(replace(evidence, variants=evidence.alternatives.get(generator, ())), **kwargs)
+
+
 def _srdetection_graybox(params, counts) -> list[Method]:
-    return _srdetection_instances("srdetection_graybox", params, srdetection_gap, srdetection_flag,
-                                  "min variant loss - original loss (flag: > 0); higher = member", needs_variants=True)
+    family, orientation = "srdetection_graybox", "min variant loss - original loss (flag: > 0); higher = member"
+    n = _positive(params, "n_variants")
+    per_generator = [
+        Method(generator_instance_name(family, generator), family,
+               partial(_on_generator, srdetection_gap, generator=generator, n_variants=n),
+               decide=partial(_on_generator, srdetection_flag, generator=generator, n_variants=n), orientation=f"{orientation}; variants by {generator}",
+               params={"n_variants": n, "generator": generator}, needs_variants=True, variant_generator=generator)
+        for generator in params["generators"]
+    ]
+    return _srdetection_instances(family, params, srdetection_gap, srdetection_flag, orientation,
+                                  needs_variants=True) + per_generator
 
 
 def _srdetection_blackbox(params, counts) -> list[Method]:
@@ -244,7 +265,7 @@ FAMILIES: dict[str, Family] = {
     "neighbor": Family(_neighbor, {"n_neighbors": 10}),
     "recall": Family(_recall, {"n_shots": 12, "max_prefix_tokens": None},
                      stage_only=frozenset({"n_shots", "max_prefix_tokens"})),
-    "srdetection_graybox": Family(_srdetection_graybox, {"n_variants": 10, "sensitivity": []}),
+    "srdetection_graybox": Family(_srdetection_graybox, {"n_variants": 10, "sensitivity": [], "generators": []}),
     "srdetection_blackbox": Family(
         _srdetection_blackbox,
         {"n_variants": 10, "sensitivity": [], "ngram": 7, "prefix_fraction": 0.5, "max_new_tokens": 256},

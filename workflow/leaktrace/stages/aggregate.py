@@ -19,7 +19,8 @@ import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.split import RECALL_PREFIX
-from leaktrace.detect.registry import family_params, is_sensitivity_instance, sensitivity_instance_name
+from leaktrace.detect.registry import (family_params, generator_instance_name, is_sensitivity_instance,
+                                       sensitivity_instance_name)
 from leaktrace.evaluate.detection import ORACLE_METHODS, detection_rows
 from leaktrace.evaluate.null_check import null_check
 from leaktrace.evaluate.seeds import across_seeds
@@ -120,10 +121,6 @@ COUNTERFACTUAL_SCHEMA = pa.schema(
     ]
 )
 
-# Variants the filter alone uses, never a detector.
-NOT_DETECTOR_VARIANTS = frozenset({"original", "filter"})
-
-
 def model_coordinates(model: str) -> dict:
     """The mixing ratio, training seed and epoch of a testbed model name:
     ``reference`` is epoch 0 (no ratio, no seed); ``target-r{ratio}-s{seed}-e{epoch}``."""
@@ -135,23 +132,29 @@ def model_coordinates(model: str) -> dict:
     return {"ratio": float(match.group(1)), "seed": int(match.group(2)), "epoch": int(match.group(3))}
 
 
-def detector_variant_counts(variants: list[dict]) -> dict[str, int]:
-    """sample_id -> valid variants a detector compares the original with (the
-    filter's own variants excluded)."""
+def detector_variant_counts(variants: list[dict], kind: str = "rename") -> dict[str, int]:
+    """sample_id -> valid variants a detector compares the original with: the
+    main set ("rename"), or another generator's set (its kind, e.g. "ast+tt")."""
     counts = {v["sample_id"]: 0 for v in variants}
     for v in variants:
-        if v["valid"] and v["kind"] not in NOT_DETECTOR_VARIANTS:
+        if v["valid"] and v["kind"] == kind:
             counts[v["sample_id"]] += 1
     return counts
 
 
-def null_check_rows(scores: list[dict], samples: list[dict], variant_counts: dict[str, int], graybox: dict | None) -> list[dict]:
-    """The null check of every SrDetection gray-box instance (the main one
-    and the variant-count sensitivity ones) under the base model, on all kept
-    samples: instance ``_n{k}`` compares each sample with its first
-    min(k, valid variants) variants."""
+def null_check_rows(scores: list[dict], samples: list[dict], variant_counts: dict[str, int], graybox: dict | None,
+                    generator_counts: dict[str, dict[str, int]] | None = None) -> list[dict]:
+    """The null check of every SrDetection gray-box instance (the main one,
+    the variant-count sensitivity ones and one per other variant generator)
+    under the base model, on all kept samples: instance ``_n{k}`` compares
+    each sample with its first min(k, valid variants) variants; a generator's
+    instance with its first n of that generator's (``generator_counts``)."""
     params = family_params(NULL_CHECK_FAMILY, graybox)
     instance_n = {NULL_CHECK_FAMILY: params["n_variants"], **{sensitivity_instance_name(NULL_CHECK_FAMILY, k): k for k in params["sensitivity"]}}
+    counts_of = dict.fromkeys(instance_n, variant_counts)
+    for generator in params["generators"]:
+        name = generator_instance_name(NULL_CHECK_FAMILY, generator)
+        instance_n[name], counts_of[name] = params["n_variants"], (generator_counts or {}).get(generator, {})
     kept = {s["sample_id"] for s in samples if s["kept"]}
     rows = []
     for method, n in instance_n.items():
@@ -159,7 +162,7 @@ def null_check_rows(scores: list[dict], samples: list[dict], variant_counts: dic
         if not decisions:
             log.warning("null check: no %s scores of kept samples under %s", method, NULL_CHECK_MODEL)
             continue
-        compared = {sid: min(n, variant_counts.get(sid, 0)) for sid in decisions}
+        compared = {sid: min(n, counts_of[method].get(sid, 0)) for sid in decisions}
         rows.append({"model": NULL_CHECK_MODEL, "method": method, "n_variants": n, **null_check(decisions, compared)})
     return rows
 
@@ -232,8 +235,11 @@ def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], v
 
     null_rows = []
     if NULL_CHECK_MODEL in scores:
-        counts = detector_variant_counts(read_records(variants, ["sample_id", "kind", "valid"]))
-        null_rows = null_check_rows(read_records(scores[NULL_CHECK_MODEL]), records, counts, settings.get(NULL_CHECK_FAMILY))
+        variant_rows = read_records(variants, ["sample_id", "kind", "valid"])
+        graybox = settings.get(NULL_CHECK_FAMILY)
+        counts = detector_variant_counts(variant_rows)
+        others = {g: detector_variant_counts(variant_rows, g) for g in family_params(NULL_CHECK_FAMILY, graybox)["generators"]}
+        null_rows = null_check_rows(read_records(scores[NULL_CHECK_MODEL]), records, counts, graybox, others)
     write_table(null_rows, NULL_CHECK_SCHEMA, out_dir / "null_check.parquet")
 
     perplexity = [row for model, path in tokens.items() for row in perplexity_rows(model, path, split)]

@@ -23,6 +23,7 @@ from leaktrace.detect.srdetection_blackbox import continuation_overlaps, generat
 from leaktrace.models.backend import ModelSpec, TokenStats
 from leaktrace.models.token_counts import count_tokens, read_token_counts, write_token_counts
 from leaktrace.models.token_table import read_token_stats, write_token_stats
+from leaktrace.stages.variants import VARIANT_SETS
 
 log = logging.getLogger(__name__)
 
@@ -93,11 +94,11 @@ def generation_model(model: dict, adapter: str | None, batch: dict, generator: d
 
 def score_tokens(variants: Path, model: dict, adapter: str | None, settings: dict, output: Path, *,
                  originals_only: bool = False, filter_variants: bool = False) -> None:
-    """Every valid original and detector variant, and each original
-    lowercased; with ``originals_only`` just the originals (a reference model
-    for Ref); with ``filter_variants`` the pre-exposure filter's variants too
-    (the base model, whose pass the filter reads)."""
-    texts = _valid_texts(variants, DETECTOR_KINDS + (("filter",) if filter_variants else ()))
+    """Every valid original and detector variant (other generators' too), and
+    each original lowercased; with ``originals_only`` just the originals (a
+    reference model for Ref); with ``filter_variants`` the pre-exposure
+    filter's variants too (the base model, whose pass the filter reads)."""
+    texts = _valid_texts(variants, DETECTOR_KINDS + VARIANT_SETS + (("filter",) if filter_variants else ()))
     if originals_only:
         texts = [v for v in texts if v["variant_id"] == 0]
     jobs = [(v["sample_id"], v["variant_id"], "text", v["text"]) for v in texts]
@@ -201,13 +202,17 @@ def score_methods(tokens: Path, variants: Path, settings: dict, output: Path, *,
     if unconditioned:
         log.info("recall skipped for %d texts that fill the context alone: %s", len(unconditioned), ", ".join(unconditioned))
     conditioned = {key: s for key, s in prefixed_stats.items() if s.prefix_tokens}
-    texts = _valid_texts(variants)
+    texts = _valid_texts(variants, DETECTOR_KINDS + VARIANT_SETS)
     originals = {v["sample_id"]: v["text"] for v in texts if v["variant_id"] == 0}
-    detector_variants = {(v["sample_id"], v["variant_id"]) for v in texts if v["variant_id"] > 0}
+    detector_variants = {(v["sample_id"], v["variant_id"]) for v in texts if v["kind"] == "rename"}
+    set_of = {(v["sample_id"], v["variant_id"]): v["kind"] for v in texts if v["kind"] in VARIANT_SETS}
     variant_stats: dict[str, list[tuple[int, TokenStats]]] = defaultdict(list)
+    alternative_stats: dict[str, dict[str, list[tuple[int, TokenStats]]]] = defaultdict(lambda: defaultdict(list))
     for (sid, vid, view), s in stats.items():
         if view == "text" and (sid, vid) in detector_variants:
             variant_stats[sid].append((vid, s))
+        elif view == "text" and (sid, vid) in set_of:
+            alternative_stats[sid][set_of[(sid, vid)]].append((vid, s))
     rows = []
     gray_box = [m for m in methods if not m.needs_generations and not m.needs_learned]
     for sid in sorted(originals):
@@ -219,12 +224,15 @@ def score_methods(tokens: Path, variants: Path, settings: dict, output: Path, *,
             original=stats[(sid, 0, "text")],
             lowercase=stats.get((sid, 0, "lowercase")),
             variants=tuple(s for _, s in sorted(variant_stats[sid], key=lambda x: x[0])),
+            alternatives={g: tuple(s for _, s in sorted(found, key=lambda x: x[0]))
+                          for g, found in alternative_stats[sid].items()},
             reference=reference_stats.get((sid, 0, "text")),
             oracle_reference=oracle_stats.get((sid, 0, "text")),
             prefixed=conditioned.get((sid, 0, "prefixed")),
         )
         for m in gray_box:
-            if (m.needs_variants and not evidence.variants) or (m.needs_reference and evidence.reference is None) \
+            variants = evidence.variants if m.variant_generator is None else evidence.alternatives.get(m.variant_generator)
+            if (m.needs_variants and not variants) or (m.needs_reference and evidence.reference is None) \
                     or (m.needs_oracle_reference and evidence.oracle_reference is None) \
                     or (m.needs_prefixed and evidence.prefixed is None):
                 continue

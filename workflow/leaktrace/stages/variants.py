@@ -3,7 +3,15 @@ semantics-preserving variants of every sample that passed the function
 filters (kind "rename", ``variant_id`` 1..n, for the detectors) and
 n_filter more, drawn from a stream of their own and never equal to a
 detector variant (kind "filter", ids n+1..n+n_filter, for SrDetection's
-pre-exposure filter only); a sample may get fewer of either. The original
+pre-exposure filter only); a sample may get fewer of either. Other
+generators' detector sets follow, n ids each, scored only by SrDetection's
+per-generator instances: with ``llm.variant_llm``, kind "llm" (the LLM's
+renamings that pass the test, topped up by the AST renamer); with
+``test_cases`` = k > 0, SrDetection's test-case transformation (tau_t,
+offline) on top of the first k variants of each renaming set, kinds
+"ast+tt" and "llm+tt". Column ``generator``
+says what made each variant ("ast", "llm", each with "+tt" after tau_t).
+The original
 is run against its tests in the sandbox and stored as ``variant_id`` 0; a
 variant is valid iff it behaves exactly as the original under them. Every
 row records the sandbox's isolation level (``full``, or ``weak`` where the
@@ -14,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,15 +30,22 @@ import pyarrow as pa
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.samples import require_runnable
 from leaktrace.errors import InputError
+from leaktrace.models.backend import Capability, Sampling
+from leaktrace.models.select import open_model
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import rng_for
 from leaktrace.variants.lexicon import IdentifierLexicon, build_identifier_lexicon
 from leaktrace.variants.naming import NameProposer
-from leaktrace.variants.renaming import make_variants
+from leaktrace.variants.llm_renaming import ask_for_renamings, renamings_from_answer
+from leaktrace.variants.renaming import Variant, make_variants
 from leaktrace.variants.synonyms import WordAlternatives
+from leaktrace.variants.testcases import apply_plan, plan_test_cases, run_plans
 from leaktrace.variants.validate import reserved_names, validate_variants
 
 log = logging.getLogger(__name__)
+
+# Other generators' detector variants, one set (kind) each, scored by SrDetection's per-generator instances only.
+VARIANT_SETS = ("ast+tt", "llm", "llm+tt")
 
 LEXICON_SCHEMA = pa.schema([("kind", pa.string()), ("name", pa.string()), ("count", pa.int64())])
 
@@ -37,10 +53,12 @@ VARIANTS_SCHEMA = pa.schema(
     [
         ("sample_id", pa.string()),
         ("variant_id", pa.int32()),  # 0 = the original
-        ("kind", pa.string()),  # "original", "rename" (the detectors' variants) or "filter" (the pre-exposure filter's)
+        ("kind", pa.string()),  # "original", "rename" (the detectors' variants), "filter" (the pre-exposure
+        # filter's) or one of VARIANT_SETS (another generator's set, for SrDetection's per-generator instances)
         ("text", pa.string()),
         ("entry_point", pa.string()),
         ("renames", pa.string()),  # JSON object: old name -> new name
+        ("generator", pa.string()),  # what made it: "original", "ast" (AST renaming), "llm", "ast+tt", "llm+tt" (then tau_t)
         ("valid", pa.bool_()),
         ("invalid_reason", pa.string()),
         ("isolation", pa.string()),  # the sandbox's: "full" or "weak"
@@ -55,37 +73,47 @@ def build_lexicon(code_parts: list[Path], settings: dict, output: Path) -> None:
 
 
 def make_variants_table(
-    benchmark: Path, functions: Path, lexicon_path: Path, settings: dict, seed: int, workers: int, output: Path
+    benchmark: Path, functions: Path, lexicon_path: Path, settings: dict, seed: int, workers: int, output: Path, *,
+    llm: dict | None = None, cache_dir: Path | None = None,
 ) -> None:
+    """``llm``: the ``llm.variant_llm`` role (None: no LLM-made set); its answers cached under ``cache_dir``."""
     lexicon = IdentifierLexicon.from_records(read_records(lexicon_path))
     names = NameProposer(WordAlternatives(lexicon.word_counts), lexicon.word_counts)
     kept = {r["sample_id"] for r in read_records(functions, ["sample_id", "kept"]) if r["kept"]}
     samples = [s for s in read_records(benchmark) if s["sample_id"] in kept]
     require_runnable(samples, str(benchmark), "variants")
-    rows, programs = [], []
-    for s in samples:
-        rows.append({"sample_id": s["sample_id"], "variant_id": 0, "kind": "original", "text": s["code"],
-                     "entry_point": s["entry_point"], "renames": "{}"})
-        programs.append((s["code"], s["test"], s["entry_point"]))
-        reserved = reserved_names(s["test"])  # names the tests call must keep their names
-        detector = make_variants(s["code"], s["entry_point"], names, n=settings["n"],
-                                 rng=rng_for(seed, "variants", s["sample_id"]), reserved=reserved)
-        pre_exposure = make_variants(s["code"], s["entry_point"], names, n=settings["n_filter"],
-                                     rng=rng_for(seed, "filter-variants", s["sample_id"]), reserved=reserved,
-                                     exclude=[v.text for v in detector])
-        # ids 1..n are the detector's, n+1..n+n_filter the filter's, however many each set got
-        numbered = [(k, "rename", v) for k, v in enumerate(detector, start=1)]
-        numbered += [(settings["n"] + k, "filter", v) for k, v in enumerate(pre_exposure, start=1)]
-        for k, kind, v in numbered:
-            rows.append({"sample_id": s["sample_id"], "variant_id": k, "kind": kind, "text": v.text,
-                         "entry_point": v.entry_point, "renames": json.dumps(v.renames, sort_keys=True)})
-            programs.append((v.text, s["test"], v.entry_point))
     limits = SandboxLimits(**settings["sandbox"])
     try:
         isolation = isolation_level(limits)
     except SandboxUnavailable as error:
         raise InputError("config variants.sandbox", None, str(error)) from None
     log.info("sandbox isolation: %s", isolation)
+    sets: list[dict[str, list[tuple[str, Variant]]]] = []  # per sample: kind -> (generator, variant)
+    for s in samples:
+        reserved = reserved_names(s["test"])  # names the tests call must keep their names
+        detector = make_variants(s["code"], s["entry_point"], names, n=settings["n"],
+                                 rng=rng_for(seed, "variants", s["sample_id"]), reserved=reserved)
+        pre_exposure = make_variants(s["code"], s["entry_point"], names, n=settings["n_filter"],
+                                     rng=rng_for(seed, "filter-variants", s["sample_id"]), reserved=reserved,
+                                     exclude=[v.text for v in detector])
+        sets.append({"rename": [("ast", v) for v in detector], "filter": [("ast", v) for v in pre_exposure]})
+    if llm is not None:
+        for own, llm_set in zip(sets, _llm_sets(samples, names, llm, settings, seed, limits, workers, cache_dir),
+                                strict=True):
+            own["llm"] = llm_set
+    if settings["test_cases"]:
+        _add_test_case_sets(samples, sets, settings["test_cases"], seed, limits, workers)
+    rows, programs = [], []
+    for s, own in zip(samples, sets, strict=True):
+        rows.append({"sample_id": s["sample_id"], "variant_id": 0, "kind": "original", "text": s["code"],
+                     "entry_point": s["entry_point"], "renames": "{}", "generator": "original"})
+        programs.append((s["code"], s["test"], s["entry_point"]))
+        for kind, members in own.items():
+            for k, (generator, v) in enumerate(members, start=_first_id(kind, settings)):
+                rows.append({"sample_id": s["sample_id"], "variant_id": k, "kind": kind, "text": v.text,
+                             "entry_point": v.entry_point, "renames": json.dumps(v.renames, sort_keys=True),
+                             "generator": generator})
+                programs.append((v.text, s["test"], v.entry_point))
     original_of = {row["sample_id"]: i for i, row in enumerate(rows) if row["variant_id"] == 0}
     originals = [original_of[row["sample_id"]] for row in rows]
     verdicts = validate_variants(programs, originals, limits, workers=workers)
@@ -93,6 +121,75 @@ def make_variants_table(
         row["valid"], row["invalid_reason"], row["isolation"] = valid, reason, isolation
     write_table(rows, VARIANTS_SCHEMA, output)
     failures = Counter((r["invalid_reason"] or "").split(":")[0] for r in rows if not r["valid"])
-    log.info("%d samples, %d detector and %d filter variants, %d invalid (%s)", len(samples),
+    log.info("%d samples, %d detector and %d filter variants, %d invalid (%s); other sets: %s", len(samples),
              sum(r["kind"] == "rename" for r in rows), sum(r["kind"] == "filter" for r in rows),
-             sum(not r["valid"] for r in rows), dict(failures))
+             sum(not r["valid"] for r in rows), dict(failures),
+             dict(Counter(r["kind"] for r in rows if r["kind"] in VARIANT_SETS)))
+
+
+def _first_id(kind: str, settings: dict) -> int:
+    """Ids 1..n are the detector's, n+1..n+n_filter the filter's, then n for each other set, however many each got."""
+    if kind == "rename":
+        return 1
+    if kind == "filter":
+        return settings["n"] + 1
+    return settings["n"] + settings["n_filter"] + VARIANT_SETS.index(kind) * settings["n"] + 1
+
+
+def _add_test_case_sets(samples: list[dict], sets: list[dict], k: int, seed: int, limits: SandboxLimits,
+                        workers: int) -> None:
+    """tau_t on top of the first `k` variants of each renaming set: x_i =
+    tau_t(tau_v(tau_f(x))), kind "<set>+tt"; one sandbox run per sample and set."""
+    bases = [(i, kind) for i, own in enumerate(sets) for kind in ("rename", "llm") if own.get(kind)]
+    plans = [plan_test_cases(samples[i]["code"], samples[i]["entry_point"], samples[i]["test"], len(sets[i][kind][:k]),
+                             rng_for(seed, "test-cases", kind, samples[i]["sample_id"])) for i, kind in bases]
+    outcomes = Counter()
+    for (i, kind), plan, result in zip(bases, plans, run_plans(plans, limits, workers=workers), strict=True):
+        members = sets[i][kind][:k]
+        transformed = apply_plan(plan, result, [(v.text, v.entry_point) for _, v in members])
+        outcomes[transformed.outcome] += 1
+        composed = [(f"{generator}+tt", replace(v, text=text))
+                    for (generator, v), text in zip(members, transformed.texts, strict=True) if text]
+        if composed:
+            sets[i]["ast+tt" if kind == "rename" else "llm+tt"] = composed
+    log.info("test-case transformation (samples x sets): %s", dict(sorted(outcomes.items())))
+
+
+def _llm_sets(samples: list[dict], names: NameProposer, llm: dict, settings: dict, seed: int, limits: SandboxLimits,
+              workers: int, cache_dir: Path | None) -> list[list[tuple[str, Variant]]]:
+    """Per sample, up to n LLM renamings that pass the sample's test exactly as
+    the original does (Table 7's prompt), topped up by the AST renamer."""
+    model = open_model(llm, {Capability.CHAT}, "SrDetection's LLM renaming (llm.variant_llm)", cache_dir)
+    sampling = Sampling(max_new_tokens=settings["llm_max_new_tokens"])
+    answers = ask_for_renamings(model, [s["code"] for s in samples], sampling)
+    outcomes: Counter = Counter()
+    found = []
+    for s, answer in zip(samples, answers, strict=True):
+        renamings = renamings_from_answer(answer, s["code"], s["entry_point"], reserved=reserved_names(s["test"]))
+        outcomes.update(renamings.outcomes)
+        found.append(renamings.variants)
+    programs, originals = [], []
+    for s, variants in zip(samples, found, strict=True):
+        originals += [len(programs)] * (1 + len(variants))
+        programs += [(s["code"], s["test"], s["entry_point"])] + [(v.text, s["test"], v.entry_point) for v in variants]
+    verdicts = iter(validate_variants(programs, originals, limits, workers=workers))
+    llm_sets = []
+    for s, variants in zip(samples, found, strict=True):
+        next(verdicts)  # the original's own
+        passing = []
+        for v in variants:
+            valid, reason = next(verdicts)
+            if not valid:
+                outcomes[f"version {reason.split(':')[0]}"] += 1
+            elif len(passing) == settings["n"]:
+                outcomes["version beyond n"] += 1
+            else:
+                outcomes["version passes"] += 1
+                passing.append(v)
+        top_up = make_variants(s["code"], s["entry_point"], names, n=settings["n"] - len(passing),
+                               rng=rng_for(seed, "llm-top-up", s["sample_id"]), reserved=reserved_names(s["test"]),
+                               exclude=[v.text for v in passing]) if len(passing) < settings["n"] else []
+        outcomes["topped up"] += len(top_up)
+        llm_sets.append([("llm", v) for v in passing] + [("ast", v) for v in top_up])
+    log.info("LLM renaming under %s: %s", model.name, dict(sorted(outcomes.items())))
+    return llm_sets

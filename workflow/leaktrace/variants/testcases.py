@@ -1,0 +1,376 @@
+"""SrDetection's test-case transformation (tau_t), offline: the examples in a
+program's docstring are replaced by new examples of the same shape.
+
+An example is a call of the entry point with literal arguments, either a
+doctest (``>>> f(1, [2])`` followed by its output lines) or one line of prose
+(``f(1, [2]) == 3``, with ``==``, ``➞``, ``=>`` or ``->``). New inputs come
+from a type-directed generator seeded from the example's own arguments and
+from the literal calls in the sample's test (ints near ints, strings of the
+same length and character classes, lists of about the same length built
+from their own elements, ...). Their outputs are never guessed: the original
+program computes them in the sandbox, and an input is used only if the
+original returns (an exact builtin value, ``None`` exactly where the old
+example's was) and both the call and its output fit the docstring verbatim
+(one line, no backslash, no quote that could end the string). The rewrite is
+exact: only the example's lines change, the code outside docstrings stays
+byte-identical (checked on the AST), and a program with no example the
+generator can replace is left as it is.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import random
+import re
+import string
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from leaktrace.sandbox import SandboxLimits, SandboxResult, run_many
+
+_INLINE_SEPARATOR = re.compile(r"\s*(==|➞|=>|->)\s*")
+_DOCTEST = re.compile(r"(?P<indent>\s*)>>> (?P<source>.*?)\s*$")
+# Candidate inputs drawn per example to replace, from which the first usable one is taken.
+CANDIDATES_PER_EXAMPLE = 3
+_OK = "ok"  # the outcome of a call that returned (else "raised")
+# An output may show as many decimals as the old example's or this many: a
+# float the arithmetic left at 0.3789999999999907 is no example a person writes.
+_DECIMALS = 4
+_FRACTION = re.compile(r"\d\.(\d+)")
+# A run makes about a hundred calls on inputs the size of the examples'; one
+# that takes longer met an input too large for the program (the sample keeps its examples).
+TIMEOUT_S = 2.0
+RESULT = "__leaktrace_result"  # the variable the appended caller leaves the outcomes in
+# Appended to the original program: calls the entry point on each input, catching what it raises.
+_CALLER = """
+
+def __leaktrace_outcomes(function, inputs):
+    outcomes = []
+    for args in inputs:
+        try:
+            outcomes.append(("ok", function(*args)))
+        except BaseException as error:
+            outcomes.append(("raised", type(error).__name__))
+    return outcomes
+"""
+
+
+@dataclass(frozen=True)
+class Example:
+    """One example in a docstring: lines ``start``..``end`` (0-based, end
+    exclusive) of the text; the call's literal arguments and the output shown; ``form`` is
+    "doctest" or "inline" (``head`` the text before the call, ``separator``
+    the text between the call and the output)."""
+
+    start: int
+    end: int
+    args: tuple
+    form: str
+    indent: str
+    shown: str  # the output as the docstring shows it ("" for a doctest without one)
+    head: str = ""
+    separator: str = ""
+
+
+def find_examples(code: str, entry_point: str) -> list[Example]:
+    """The examples of `entry_point` in the docstring of its module-level definition."""
+    tree = ast.parse(code)
+    definition = next((node for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                       and node.name == entry_point), None)
+    docstring = _docstring_node(definition)
+    if docstring is None:
+        return []
+    lines = code.splitlines(keepends=True)
+    first, last = docstring.lineno - 1, docstring.end_lineno - 1  # the string's own lines
+    examples, i = [], first + 1  # its opening line holds the quotes: examples start below
+    while i < last:
+        line = lines[i].rstrip("\n")
+        doctest = _DOCTEST.fullmatch(line)
+        if doctest:
+            call = _call_args(doctest["source"], entry_point, whole=True)
+            end = i + 1
+            while end < last and lines[end].strip() and not _DOCTEST.fullmatch(lines[end].rstrip("\n")):
+                end += 1
+            if call is not None and end - i <= 2:  # an output of one line at most: one this module can write
+                shown = lines[i + 1].strip() if end - i == 2 else ""
+                examples.append(Example(i, end, call[0], "doctest", doctest["indent"], shown))
+            i = end
+            continue
+        inline = _inline_example(line, entry_point)
+        if inline is not None:
+            examples.append(Example(i, i + 1, *inline))
+        i += 1
+    return examples
+
+
+def _docstring_node(definition: ast.AST | None) -> ast.Constant | None:
+    if definition is None or not definition.body:
+        return None
+    first = definition.body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        return first.value
+    return None
+
+
+def _call_args(source: str, name: str, *, whole: bool) -> tuple[tuple, int] | None:
+    """(literal arguments, length of the call's text) when `source` starts with
+    (or, if `whole`, is) a call of `name` with literal positional arguments."""
+    if not source.startswith(name + "("):
+        return None
+    ends = [len(source)] if whole else [i + 1 for i, char in enumerate(source) if char == ")"]
+    for end in ends:
+        try:
+            call = ast.parse(source[:end].strip(), mode="eval").body
+        except SyntaxError:
+            continue
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == name) or call.keywords:
+            return None
+        try:
+            return tuple(ast.literal_eval(arg) for arg in call.args), end
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return None
+    return None
+
+
+def _inline_example(line: str, name: str) -> tuple | None:
+    """(args, "inline", indent, output, head, separator) of a prose line ``<head>name(args) <sep> output``."""
+    for match in re.finditer(rf"(?<![\w.]){re.escape(name)}\(", line):
+        found = _call_args(line[match.start():], name, whole=False)
+        if found is None:
+            continue
+        args, length = found
+        separator = _INLINE_SEPARATOR.match(line, match.start() + length)
+        if separator and line[separator.end():].strip():
+            indent = line[:len(line) - len(line.lstrip())]
+            return (args, "inline", indent, line[separator.end():].strip(), line[len(indent):match.start()],
+                    separator.group(0))
+    return None
+
+
+def literal_test_inputs(test: str) -> list[tuple]:
+    """The literal positional arguments of every ``candidate(...)`` call in a sample's test."""
+    inputs = []
+    for node in ast.walk(ast.parse(test)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "candidate" \
+                and not node.keywords:
+            try:
+                inputs.append(tuple(ast.literal_eval(arg) for arg in node.args))
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue
+    return inputs
+
+
+def similar_value(value: object, rng: random.Random) -> object:
+    """A value of the same type and about the same size as `value`."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        spread = max(3, abs(value) // 4)
+        new = value + rng.randint(-spread, spread)
+        return max(new, 0) if value >= 0 else new
+    if isinstance(value, float):
+        decimals = len(repr(value).split(".")[1]) if "." in repr(value) and "e" not in repr(value) else 2
+        spread = max(1.0, abs(value) / 4)
+        new = round(value + rng.uniform(-spread, spread), min(decimals, 4))
+        return max(new, 0.0) if value >= 0 else new
+    if isinstance(value, str):
+        return "".join(_similar_char(char, rng) for char in value)
+    if isinstance(value, list):
+        if not value:
+            return []
+        length = max(1, len(value) + rng.choice((-1, 0, 0, 1)))
+        return [similar_value(rng.choice(value), rng) for _ in range(length)]
+    if isinstance(value, tuple):
+        return tuple(similar_value(item, rng) for item in value)
+    if isinstance(value, dict):
+        return {key: similar_value(item, rng) for key, item in value.items()}
+    return value
+
+
+def _similar_char(char: str, rng: random.Random) -> str:
+    """Half the letters and digits become another of their class; everything else stays."""
+    for alphabet in (string.ascii_lowercase, string.ascii_uppercase, string.digits):
+        if char in alphabet:
+            return rng.choice(alphabet) if rng.random() < 0.5 else char
+    return char
+
+
+def _shape(value: object) -> object:
+    """The type structure a seed must share with an example's argument."""
+    if isinstance(value, list | tuple):
+        return (type(value), len(value) if isinstance(value, tuple) else None)
+    return type(value)
+
+
+def candidate_inputs(example: Example, seeds: Sequence[tuple], rng: random.Random) -> list[tuple]:
+    """New argument tuples for `example`, each built from the example's own
+    arguments or a test input of the same shape; never equal to the example's."""
+    shape = tuple(map(_shape, example.args))
+    pool = [example.args, *(s for s in seeds if tuple(map(_shape, s)) == shape)]
+    candidates = []
+    for _ in range(4 * CANDIDATES_PER_EXAMPLE):
+        new = tuple(similar_value(arg, rng) for arg in rng.choice(pool))
+        if repr(new) != repr(example.args) and new not in candidates:
+            candidates.append(new)
+        if len(candidates) == CANDIDATES_PER_EXAMPLE:
+            break
+    return candidates
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """A new example for an `Example`: the call's arguments and the original's output."""
+
+    args: tuple
+    output: object
+
+
+def choose_replacements(examples: Sequence[Example], candidates: Sequence[Sequence[tuple]],
+                        outcomes: dict[tuple, tuple], old_outcomes: Sequence[tuple]) -> list[Replacement | None]:
+    """For each example that shows the original's output, the first
+    candidate that returned, whose output is None exactly where the old
+    example's was, and whose text fits; None when none does (the example stays)."""
+    chosen = []
+    for example, options, old in zip(examples, candidates, old_outcomes, strict=True):
+        pick = None
+        if not _shows(example, old):
+            chosen.append(None)  # not an example of what the original computes: prose to leave alone
+            continue
+        for args in options:
+            kind, value = outcomes[repr(args)]
+            if kind == _OK and old[0] == _OK and (value is None) == (old[1] is None) \
+                    and _fits(_call_text("f", args)) and _fits(repr(value)) \
+                    and _decimals(repr(value)) <= max(_decimals(repr(old[1])), _DECIMALS):
+                pick = Replacement(args, value)
+                break
+        chosen.append(pick)
+    return chosen
+
+
+def _shows(example: Example, outcome: tuple) -> bool:
+    """Whether the example shows the original's own output (exactly, as a literal)."""
+    if outcome[0] != _OK:
+        return False
+    if example.form == "doctest" and outcome[1] is None:
+        return example.shown == ""
+    try:
+        return ast.literal_eval(example.shown) == outcome[1]
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+
+
+def _fits(text: str) -> bool:
+    return "\n" not in text and "\\" not in text and '"""' not in text and "'''" not in text and len(text) <= 200
+
+
+def _decimals(text: str) -> int:
+    """The most decimals of any number written in `text`."""
+    return max((len(digits) for digits in _FRACTION.findall(text)), default=0)
+
+
+def _call_text(name: str, args: tuple) -> str:
+    return f"{name}({', '.join(map(repr, args))})"
+
+
+def rewrite_examples(code: str, entry_point: str, examples: Sequence[Example],
+                     replacements: Sequence[Replacement | None]) -> str:
+    """`code` with each example that has a replacement rewritten; raises
+    ValueError if anything but docstring text would change."""
+    lines = code.splitlines(keepends=True)
+    for example, new in sorted(zip(examples, replacements, strict=True), key=lambda pair: -pair[0].start):
+        if new is None:
+            continue
+        call = _call_text(entry_point, new.args)
+        newline = "\n" if lines[example.end - 1].endswith("\n") else ""
+        if example.form == "doctest":
+            block = [f"{example.indent}>>> {call}\n"]
+            if new.output is not None:
+                block.append(f"{example.indent}{new.output!r}\n")
+            block[-1] = block[-1][:-1] + newline
+        else:
+            block = [f"{example.indent}{example.head}{call}{example.separator}{new.output!r}{newline}"]
+        lines[example.start:example.end] = block
+    text = "".join(lines)
+    try:
+        same = _without_docstrings(text) == _without_docstrings(code)
+    except SyntaxError:
+        same = False
+    if not same:
+        raise ValueError("rewriting the examples changed code outside the docstrings")
+    return text
+
+
+def _without_docstrings(code: str) -> str:
+    tree = ast.parse(code)
+    for node in ast.walk(tree):
+        docstring = _docstring_node(node) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) else None
+        if docstring is not None:
+            docstring.value = ""
+    return ast.dump(tree)
+
+
+@dataclass(frozen=True)
+class Transformed:
+    """tau_t applied to a program's variants: `texts[j]` is variant j with new
+    examples, or None where none of its examples could be replaced;
+    `outcome` says why nothing changed ("no examples", the sandbox's failure,
+    "no usable input") or "transformed"."""
+
+    texts: list[str | None]
+    outcome: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What tau_t needs computed for one program: its examples, the candidate
+    inputs for each example of each variant, and the program that computes
+    every input's outcome under the original (None when there is nothing to do)."""
+
+    examples: list[Example]
+    candidates: list[list[list[tuple]]]  # [variant][example] -> candidate inputs
+    inputs: dict[str, tuple]  # repr -> input: the old examples' and every candidate
+    program: str | None
+
+
+def plan_test_cases(code: str, entry_point: str, test: str, n_variants: int, rng: random.Random) -> Plan:
+    """Examples and candidate inputs for `n_variants` variants of the original `code`, each with inputs of its own."""
+    examples = find_examples(code, entry_point)
+    if not examples or not n_variants:
+        return Plan(examples, [], {}, None)
+    seeds = literal_test_inputs(test)
+    candidates = [[candidate_inputs(example, seeds, rng) for example in examples] for _ in range(n_variants)]
+    inputs = {repr(args): args for args in (e.args for e in examples)}
+    inputs |= {repr(args): args for per_variant in candidates for options in per_variant for args in options}
+    program = f"{code}{_CALLER}\n{RESULT} = __leaktrace_outcomes({entry_point}, {list(inputs.values())!r})\n"
+    return Plan(examples, candidates, inputs, program)
+
+
+def run_plans(plans: Sequence[Plan], limits: SandboxLimits, *, workers: int) -> list[SandboxResult | None]:
+    """The sandbox's run of each plan's program (None for a plan with nothing to run), `workers` at a time."""
+    todo = [i for i, plan in enumerate(plans) if plan.program is not None]
+    results: list[SandboxResult | None] = [None] * len(plans)
+    limits = replace(limits, timeout_s=min(limits.timeout_s, TIMEOUT_S), cpu_s=min(limits.cpu_s, math.ceil(TIMEOUT_S)))
+    ran = run_many([plans[i].program for i in todo], limits, workers=workers, result_expr=RESULT)
+    for i, result in zip(todo, ran, strict=True):
+        results[i] = result
+    return results
+
+
+def apply_plan(plan: Plan, result: SandboxResult | None, variants: Sequence[tuple[str, str]]) -> Transformed:
+    """tau_t on each (text, entry point) variant, with the outcomes of the plan's run."""
+    if plan.program is None:
+        return Transformed([None] * len(variants), "no examples")
+    if result.status != "ok":
+        return Transformed([None] * len(variants), f"sandbox {result.status}")
+    by_input = dict(zip(plan.inputs, map(tuple, result.return_value), strict=True))
+    old = [by_input[repr(e.args)] for e in plan.examples]
+    texts = []
+    for (text, name), per_variant in zip(variants, plan.candidates, strict=True):
+        replacements = choose_replacements(plan.examples, per_variant, by_input, old)
+        own = find_examples(text, name)
+        if all(r is None for r in replacements) or [e.args for e in own] != [e.args for e in plan.examples]:
+            texts.append(None)
+            continue
+        texts.append(rewrite_examples(text, name, own, replacements))
+    return Transformed(texts, "transformed" if any(texts) else "no usable input")
