@@ -315,6 +315,11 @@ def generator_args():
     return f"--generator {shlex.quote(json.dumps(GENERATOR, sort_keys=True))}{cache}"
 
 
+def variants_env(wildcards):
+    """The variants stage loads a model only for SrDetection's LLM renaming."""
+    return MODEL_ENV if config["llm"]["variant_llm"] else CPU_ENV
+
+
 def leakage_gather_env(wildcards):
     """A scan's gather loads a model only for its LLM judge (transformers)."""
     return MODEL_ENV if config["leakage"]["scans"][wildcards.scan].get("judge", {}).get("model") else CPU_ENV

@@ -48,7 +48,7 @@ rule variants:
         **cpu_job(seconds_per_row=1 + config["variants"]["n"] + config["variants"]["n_filter"]),
         gpu=VARIANT_LLM_GPU,  # the llm.variant_llm role's model, where it runs here on a GPU
     conda:
-        CPU_ENV
+        variants_env
     shell:
         "{LEAKTRACE} variants --benchmark {input.benchmark} --functions {input.functions} --lexicon {input.lexicon}"
         " --settings {params.settings:q} --seed {params.seed} --workers {threads} --output {output} {params.llm} 2> {log}"

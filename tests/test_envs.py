@@ -253,9 +253,10 @@ def assert_environment_holds(rule: str, conda: str, needed: set[str]) -> None:
         assert not missing, f"rule {rule} imports {sorted(missing)}, which {env_file.name} lacks"
 
 
-def test_leakage_gather_needs_the_model_environment_only_for_its_judge():
-    # leakage_gather_env: MODEL_ENV with an LLM judge (transformers), else CPU_ENV.
-    rule = next(r for r in RULES if r[0] == "leakage_gather")
+@pytest.mark.parametrize("name", ["leakage_gather", "variants"])
+def test_a_rule_needs_the_model_environment_only_for_its_llm(name):
+    # leakage_gather_env / variants_env: MODEL_ENV with an LLM judge / LLM renamer (transformers), else CPU_ENV.
+    rule = next(r for r in RULES if r[0] == name)
     assert env_function_choices(rule[1]) == {"CPU_ENV", "MODEL_ENV"}
     needed = command_imports(rule[2])
     assert {"torch", "transformers"} <= needed

@@ -31,7 +31,6 @@ from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.samples import require_runnable
 from leaktrace.errors import InputError
 from leaktrace.models.backend import Capability, Sampling
-from leaktrace.models.select import open_model
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import rng_for
 from leaktrace.variants.lexicon import IdentifierLexicon, build_identifier_lexicon
@@ -159,6 +158,8 @@ def _llm_sets(samples: list[dict], names: NameProposer, llm: dict, settings: dic
               workers: int, cache_dir: Path | None) -> list[list[tuple[str, Variant]]]:
     """Per sample, up to n LLM renamings that pass the sample's test exactly as
     the original does (Table 7's prompt), topped up by the AST renamer."""
+    from leaktrace.models.select import open_model  # a model stack only when an LLM makes variants
+
     model = open_model(llm, {Capability.CHAT}, "SrDetection's LLM renaming (llm.variant_llm)", cache_dir)
     sampling = Sampling(max_new_tokens=settings["llm_max_new_tokens"])
     answers = ask_for_renamings(model, [s["code"] for s in samples], sampling)
