@@ -34,7 +34,6 @@ rule split_samples:
         f"{RESULTS}/logs/split_samples/{{benchmark}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/split_samples/{{benchmark}}.tsv"
-    priority: 10  # the critical path: the split, the mix and the training runs gate every target's scoring
     threads: 1
     conda:
         CPU_ENV

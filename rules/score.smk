@@ -87,7 +87,6 @@ rule token_stats:
         f"{RESULTS}/logs/token_stats/{{benchmark}}/{{model}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/token_stats/{{benchmark}}/{{model}}.tsv"
-    priority: 5  # the base model's pass gates the split; every detector reads these passes
     threads: MODEL_THREADS
     conda:
         MODEL_ENV

@@ -21,7 +21,6 @@ rule training_mix:
         f"{RESULTS}/logs/training_mix/{{benchmark}}/ratio-{{ratio}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/training_mix/{{benchmark}}/ratio-{{ratio}}.tsv"
-    priority: 10  # the critical path: the split, the mix and the training runs gate every target's scoring
     threads: 1
     resources:
         **cpu_job(),
@@ -56,7 +55,6 @@ rule train_lora:
         f"{RESULTS}/logs/train_lora/{{benchmark}}/ratio-{{ratio}}-seed-{{seed}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/train_lora/{{benchmark}}/ratio-{{ratio}}-seed-{{seed}}.tsv"
-    priority: 10  # the critical path: the split, the mix and the training runs gate every target's scoring
     threads: MODEL_THREADS
     conda:
         MODEL_ENV
