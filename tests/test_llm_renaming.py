@@ -112,7 +112,9 @@ def test_stage_keeps_llm_renamings_that_pass_and_tops_up_with_the_ast_renamer(tm
         CODE: Completion(json.dumps([GOOD, LOGIC, GOOD, CODE])),
         EVAL_CODE: Completion(json.dumps([EVAL_CODE.replace("scale =", "factor =")])),
     })
-    monkeypatch.setattr(stage, "open_model", lambda role, needs, purpose, cache_dir: model)
+    import leaktrace.models.select as select  # the stage imports open_model when an LLM makes variants
+
+    monkeypatch.setattr(select, "open_model", lambda role, needs, purpose, cache_dir: model)
     rows = [{"sample_id": "s", "code": CODE, "test": TEST, "entry_point": "count_items"},
             {"sample_id": "e", "code": EVAL_CODE, "test": eval_test, "entry_point": "twice"}]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "benchmark.parquet")
