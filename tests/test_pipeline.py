@@ -102,8 +102,7 @@ def test_micro_run_writes_every_artifact(micro_run):
     scores = pq.read_table(out / "score" / "humaneval" / "target-r1-s0-e1" / "scores.parquet").to_pylist()
     assert {s["method"] for s in scores} == {"loss", "zlib", "lowercase", "min_k_20", "min_k_pp_20", "dc_pdd", "ref", "ref_oracle",
                                              "neighbor", "recall", "srdetection_graybox", "srdetection_graybox_n1",
-                                             "srdetection_graybox_ast_tt", "srdetection_blackbox", "srdetection_blackbox_n1",
-                                             "veilprobe"}
+                                             "srdetection_graybox_ast_tt", "srdetection_blackbox", "srdetection_blackbox_n1"}
     reference = {s["method"] for s in pq.read_table(out / "score" / "humaneval" / "reference" / "scores.parquet").to_pylist()}
     assert "ref" in reference and "ref_oracle" not in reference  # the oracle compares a target with its own base
     # filter variants reach the base model's pass (the pre-exposure filter reads it) and no detector
