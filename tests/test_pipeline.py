@@ -239,8 +239,8 @@ def test_pretrain_rule_rebuilds_a_tiny_base_model(tmp_path):
 
 
 def test_scoring_only_change_reruns_only_scoring_and_aggregation(micro_run):
-    workdir, config = micro_run
-    changed = yaml.safe_load(config.read_text())
+    workdir, _ = micro_run
+    changed = yaml.safe_load((workdir / "config" / "micro.yaml").read_text())  # an overlay, as the run had
     changed["score"]["methods"]["min_k"]["ratios"] = [0.1]
     other = workdir / "changed.yaml"
     other.write_text(yaml.safe_dump(changed))
