@@ -56,6 +56,7 @@ def _args(*specs):
 
 SETTINGS = (("--settings",), {"type": _json, "required": True, "help": "this stage's config slice as JSON"})
 SEED = (("--seed",), {"type": int, "required": True})
+BATCH = (("--batch",), {"type": _json, "required": True, "help": "the score.tokens slice (batch size, max length)"})
 MODEL = (("--model",), {"type": _json, "required": True, "help": "the base_model config slice as JSON"})
 
 
@@ -176,7 +177,7 @@ def _tokens(a):
 
 @command("recall-tokens")
 @_args(path("--variants"), path("--samples"), MODEL, ADAPTER, SETTINGS,
-       (("--batch",), {"type": _json, "required": True, "help": "the score.tokens slice (batch size, max length)"}),
+       BATCH,
        SEED, path("--output"))
 def _recall_tokens(a):
     from leaktrace.stages.score import score_prefixed
@@ -198,7 +199,7 @@ CACHE_DIR = path("--cache-dir", required=False)
 
 @command("blackbox")
 @_args(path("--variants"), MODEL, ADAPTER, SETTINGS,
-       (("--batch",), {"type": _json, "required": True, "help": "the score.tokens slice (batch size, max length)"}),
+       BATCH,
        GENERATOR, CACHE_DIR, path("--output"))
 def _blackbox(a):
     from leaktrace.stages.score import blackbox_generations
@@ -221,9 +222,6 @@ def _scores(a):
     score_methods(a.tokens, a.variants, a.settings, a.output, reference=a.reference,
                   oracle_reference=a.oracle_reference, prefixed=a.prefixed, token_counts=a.token_counts,
                   blackbox=a.blackbox, model=a.model, learned=tuple(a.learned))
-
-
-BATCH = (("--batch",), {"type": _json, "required": True, "help": "the score.tokens slice (batch size)"})
 
 
 @command("dpdllm-reference")
@@ -364,7 +362,7 @@ def _contamination(a):
 
 @command("exchangeability")
 @_args(path("--benchmark"), path("--samples"), MODEL, ADAPTER, SETTINGS,
-       (("--batch",), {"type": _json, "required": True, "help": "the score.tokens slice (batch size)"}),
+       BATCH,
        SEED, path("--output"))
 def _exchangeability(a):
     from leaktrace.stages.exchangeability import exchangeability
@@ -475,7 +473,7 @@ def _mutations(a):
 @command("mutation-tokens")
 @_args(path("--mutations"), path("--variants"), path("--samples"), path("--corpus", many=True), MODEL, ADAPTER,
        (("--recall",), {"type": _json, "default": None, "help": "score.methods.recall as JSON (omit: no prefixed passes)"}),
-       (("--batch",), {"type": _json, "required": True, "help": "the score.tokens slice"}), SEED, path("--output"))
+       BATCH, SEED, path("--output"))
 def _mutation_tokens(a):
     from leaktrace.stages.mutate import score_mutations
 
