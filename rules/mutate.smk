@@ -22,7 +22,7 @@ def mutate_outputs():
     if not MUTATE["kinds"]:
         return []
     return [f"{RESULTS}/mutate/{b}/{m}/{name}" for b in TESTBED_BENCHMARKS for m in mutate_models()
-            for name in ("study.parquet", "prefix_overlap.parquet", "report.md")]
+            for name in ("study.parquet", "prefix_overlap.parquet", "report.md", "heatmaps.png")]
 
 
 def mutate_settings():
@@ -121,6 +121,9 @@ rule mutation_study:
         study=f"{RESULTS}/mutate/{{benchmark}}/{{model}}/study.parquet",
         overlap=f"{RESULTS}/mutate/{{benchmark}}/{{model}}/prefix_overlap.parquet",
         report_md=report(f"{RESULTS}/mutate/{{benchmark}}/{{model}}/report.md", caption="../report/mutate.rst", category="Robustness"),
+        heatmaps=report(f"{RESULTS}/mutate/{{benchmark}}/{{model}}/heatmaps.png", caption="../report/mutate.rst", category="Robustness"),
+        **({"t2_drop": report(f"{RESULTS}/mutate/{{benchmark}}/{{model}}/t2_drop.png", caption="../report/mutate.rst",
+                              category="Robustness")} if {"T2a", "T2b"} <= set(MUTATE["kinds"]) else {}),
     params:
         settings=mutate_settings(),
         methods=settings("score", "methods"),

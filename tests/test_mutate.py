@@ -218,6 +218,24 @@ def test_settings_put_each_text_on_the_side_the_paper_does():
     assert auc(rows, "setting2", "verbatim") == 1.0
 
 
+def test_t2_drop_is_setting1_auc_under_t2a_minus_t2b_and_is_drawn(tmp_path):
+    """Members keep a high score under T2a and fall to the non-members' under T2b:
+    the drop is the whole AUC above chance, and both figures are written."""
+    from leaktrace.report.mutation_plots import setting_heatmaps, t2_drop_plot
+    from leaktrace.stages.mutate import ORIGINAL, setting_rows, t2_drop_rows
+
+    mutations = [Mutation.parse(n) for n in ("T2a", "T2b")]
+    split = {"m1": "member", "m2": "member", "n1": "non-member", "n2": "non-member"}
+    scores = {(sid, c): {"loss": 1.0 if split[sid] == "member" and c != "T2b" else 0.0}
+              for sid in split for c in (ORIGINAL, "T2a", "T2b")}
+    rows = setting_rows(scores, split, mutations)
+    assert t2_drop_rows(rows) == [{"method": "loss", "auc_t2a": 1.0, "auc_t2b": 0.5, "drop": 0.5}]
+    assert t2_drop_rows([r for r in rows if r["condition"] != "T2b"]) == []
+    setting_heatmaps(rows, tmp_path / "heatmaps.png")
+    t2_drop_plot(t2_drop_rows(rows), tmp_path / "t2_drop.png")
+    assert (tmp_path / "heatmaps.png").stat().st_size > 0 and (tmp_path / "t2_drop.png").stat().st_size > 0
+
+
 def test_mutate_command_writes_one_verdict_a_line(tmp_path):
     from leaktrace.cli import main
 

@@ -34,6 +34,7 @@ from leaktrace.errors import InputError
 from leaktrace.evaluate.metrics import best_balanced_accuracy, roc_auc
 from leaktrace.models.token_table import read_token_stats, write_token_stats
 from leaktrace.mutate.registry import Mutation, apply_mutation, configured_mutations
+from leaktrace.report.mutation_plots import setting_heatmaps, t2_drop_plot
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import rng_for
 from leaktrace.stages.score import model_spec
@@ -249,6 +250,14 @@ def setting_rows(scores: dict, split: dict[str, str], mutations: list[Mutation])
     return rows
 
 
+def t2_drop_rows(rows: list[dict]) -> list[dict]:
+    """CodeSnitch Fig. 3: per method, Setting 1's AUC under T2a minus under T2b
+    (random names remove what synonyms keep); empty unless both were run."""
+    auc = {(r["method"], r["condition"]): r["auc"] for r in rows if r["analysis"] == "setting1"}
+    return [{"method": m, "auc_t2a": auc[m, "T2a"], "auc_t2b": auc[m, "T2b"], "drop": auc[m, "T2a"] - auc[m, "T2b"]}
+            for m in sorted({m for m, _ in auc}) if auc.get((m, "T2a")) is not None and auc.get((m, "T2b")) is not None]
+
+
 def length_rows(scores: dict, split: dict[str, str], lengths: dict[str, int], edges: list[int]) -> list[dict]:
     """RQ3: the originals' AUC in token-count buckets [edges[i], edges[i+1])."""
     rows = []
@@ -314,7 +323,11 @@ def mutation_study(mutations: Path, samples: Path, variants: Path, tokens: Path,
     write_table(rows, STUDY_SCHEMA, output_dir / "study.parquet")
     overlap_rows = _overlap_rows(samples, originals, split, corpus, methods_config, seed)
     write_table(overlap_rows, OVERLAP_SCHEMA, output_dir / "prefix_overlap.parquet")
-    (output_dir / "report.md").write_text(study_report(rows, table, mutation_list, overlap_rows), encoding="utf-8")
+    drops = t2_drop_rows(rows)
+    setting_heatmaps(rows, output_dir / "heatmaps.png")
+    if drops:
+        t2_drop_plot(drops, output_dir / "t2_drop.png")
+    (output_dir / "report.md").write_text(study_report(rows, table, mutation_list, overlap_rows, drops), encoding="utf-8")
     log.info("study: %d rows over %d samples, %d mutations", len(rows), len(split), len(mutation_list))
 
 
@@ -335,7 +348,8 @@ def _cell(value) -> str:
     return "–" if value is None or (isinstance(value, float) and np.isnan(value)) else f"{value:.3f}"
 
 
-def study_report(rows: list[dict], table: list[dict], mutations: list[Mutation], overlap: list[dict]) -> str:
+def study_report(rows: list[dict], table: list[dict], mutations: list[Mutation], overlap: list[dict],
+                 drops: list[dict]) -> str:
     """The study's Markdown: validity, then an AUC table (method x condition) per analysis."""
     lines = ["## CodeSnitch robustness study", "", "Mutated samples that pass their tests in the sandbox "
              "(differential validation) and, for T3, reach their target within one line; only these are scored.", "",
@@ -366,6 +380,11 @@ def study_report(rows: list[dict], table: list[dict], mutations: list[Mutation],
         counts = {c: (cell[next(iter(methods)), c]["n_members"], cell[next(iter(methods)), c]["n_non_members"])
                   for c in conditions if (next(iter(methods)), c) in cell}
         lines += ["", "Texts (members / non-members): " + ", ".join(f"{c} {p}/{n}" for c, (p, n) in counts.items())]
+    if drops:
+        lines += ["", "### AUC drop from T2a (synonyms) to T2b (random names), Setting 1", "",
+                  "| method | T2a | T2b | drop |", "| --- | --- | --- | --- |"]
+        lines += [f"| {d['method']} | {_cell(d['auc_t2a'])} | {_cell(d['auc_t2b'])} | {_cell(d['drop'])} |" for d in drops]
+    lines += ["", "Heat maps of every setting: `heatmaps.png`" + ("; the T2a-to-T2b drop: `t2_drop.png`." if drops else ".")]
     if overlap:
         lines += ["", "### ReCaLL prefix: share of its code-token n-grams found in each side", "",
                   "| prefix | side | " + " | ".join(f"n={n}" for n in range(1, 9)) + " |", "| --- | --- |" + " --- |" * 8]
