@@ -55,6 +55,11 @@ def mutation_study_inputs(wildcards):
     return inputs
 
 
+def mutation_neighbor_args(wildcards):
+    """Neighbor reads its neighbours' statistics under the studied model only, never Ref's model."""
+    return "--neighbors" if MUTATE["neighbors"] and wildcards.model != "ref-model" else ""
+
+
 def study_optional_args(wildcards, input):
     flags = {"prefixed": "--prefixed", "reference": "--reference", "reference_mutated": "--reference-mutated"}
     return " ".join(f"{flag} {input[name]}" for name, flag in flags.items() if name in input.keys())
@@ -64,6 +69,7 @@ rule mutations:
     input:
         benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
         samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+        variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
         lexicon=f"{RESULTS}/variants/lexicon.parquet",
     output:
         f"{RESULTS}/mutate/{{benchmark}}/mutations.parquet",
@@ -80,7 +86,8 @@ rule mutations:
     conda:
         CPU_ENV
     shell:
-        "{LEAKTRACE} mutations --benchmark {input.benchmark} --samples {input.samples} --lexicon {input.lexicon}"
+        "{LEAKTRACE} mutations --benchmark {input.benchmark} --samples {input.samples} --variants {input.variants}"
+        " --lexicon {input.lexicon}"
         " --settings {params.settings:q} --seed {params.seed} --workers {threads} --output {output} 2> {log}"
 
 
@@ -96,6 +103,7 @@ rule mutation_tokens:
     params:
         batch=settings("score", "tokens"),
         recall=mutation_recall_args,
+        neighbors=mutation_neighbor_args,
         model=scored_model_settings,
         adapter=adapter_args,
         seed=config["seed"],
@@ -110,7 +118,7 @@ rule mutation_tokens:
         **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"]),
     shell:
         "{LEAKTRACE} mutation-tokens --mutations {input.mutations} --variants {input.variants} --samples {input.samples}"
-        " --corpus {input.corpus} --model {params.model:q} {params.adapter} {params.recall} --batch {params.batch:q}"
+        " --corpus {input.corpus} --model {params.model:q} {params.adapter} {params.recall} {params.neighbors} --batch {params.batch:q}"
         " --seed {params.seed} --output {output} 2> {log}"
 
 

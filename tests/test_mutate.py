@@ -236,6 +236,44 @@ def test_t2_drop_is_setting1_auc_under_t2a_minus_t2b_and_is_drawn(tmp_path):
     assert (tmp_path / "heatmaps.png").stat().st_size > 0 and (tmp_path / "t2_drop.png").stat().st_size > 0
 
 
+def test_a_mutated_texts_neighbours_replay_its_originals_renamings():
+    """Neighbor's neighbour of a mutated text carries the same new names as the
+    original's variant, found under the names T2 gave them; names the mutated
+    text does not bind are left out."""
+    from leaktrace.mutate.registry import Mutated
+    from leaktrace.stages.mutate import _neighbour_renames
+    from leaktrace.variants.renaming import replay_renames
+
+    code = "def total(values):\n    running = 0\n    for item in values:\n        running += item\n    return running\n"
+    variant = {"values": "numbers", "running": "acc", "item": "x"}
+    laid_out = Mutated(reformat(code, "python", random.Random(1)), "total", 1.0, True)
+    replayed = replay_renames(laid_out.text, "total", _neighbour_renames(variant, laid_out))
+    assert replayed.renames == variant and "acc += x" in replayed.text
+    renamed = Mutated(code.replace("running", "tally").replace("item", "elem"), "total", 0.2, True,
+                      {"renames": {"running": "tally", "item": "elem"}})
+    replayed = replay_renames(renamed.text, "total", _neighbour_renames(variant, renamed))
+    assert replayed.text == code.replace("values", "numbers").replace("running", "acc").replace("item", "x")
+    assert replay_renames(code, "total", {"absent": "y"}) is None
+    # a new name the text already uses is not introduced
+    assert replay_renames(code, "total", {"running": "item", "values": "numbers"}).renames == {"values": "numbers"}
+
+
+def test_only_valid_mutated_texts_bring_their_neighbours_to_scoring(tmp_path):
+    from leaktrace.artifacts import write_table
+    from leaktrace.stages.mutate import MUTATIONS_SCHEMA, scored_mutations
+
+    def row(sid, neighbor, valid, reached=True):
+        return {"sample_id": sid, "mutation": "T1", "neighbor": neighbor, "text": f"{sid}{neighbor}", "similarity": None,
+                "target": None, "reached": reached, "details": "{}", "valid": valid, "invalid_reason": None,
+                "isolation": "full"}
+
+    path = tmp_path / "mutations.parquet"
+    write_table([row("a", 0, True), row("a", 3, True), row("a", 4, False), row("b", 0, False), row("b", 3, True),
+                 row("c", 0, True, reached=False), row("c", 3, True)], MUTATIONS_SCHEMA, path)
+    assert [(r["sample_id"], r["neighbor"]) for r in scored_mutations(path)] == [("a", 0)]
+    assert [(r["sample_id"], r["neighbor"]) for r in scored_mutations(path, neighbours=True)] == [("a", 0), ("a", 3)]
+
+
 def test_mutate_command_writes_one_verdict_a_line(tmp_path):
     from leaktrace.cli import main
 

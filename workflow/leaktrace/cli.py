@@ -462,23 +462,24 @@ def _fetch_model(a):
 
 
 @command("mutations")
-@_args(path("--benchmark"), path("--samples"), path("--lexicon"), SETTINGS, SEED,
+@_args(path("--benchmark"), path("--samples"), path("--variants"), path("--lexicon"), SETTINGS, SEED,
        (("--workers",), {"type": int, "default": 1}), path("--output"))
 def _mutations(a):
     from leaktrace.stages.mutate import make_mutations_table
 
-    make_mutations_table(a.benchmark, a.samples, a.lexicon, a.settings, a.seed, a.workers, a.output)
+    make_mutations_table(a.benchmark, a.samples, a.variants, a.lexicon, a.settings, a.seed, a.workers, a.output)
 
 
 @command("mutation-tokens")
 @_args(path("--mutations"), path("--variants"), path("--samples"), path("--corpus", many=True), MODEL, ADAPTER,
        (("--recall",), {"type": _json, "default": None, "help": "score.methods.recall as JSON (omit: no prefixed passes)"}),
+       (("--neighbors",), {"action": "store_true", "help": "also score the mutated texts' Neighbor neighbours"}),
        BATCH, SEED, path("--output"))
 def _mutation_tokens(a):
     from leaktrace.stages.mutate import score_mutations
 
     score_mutations(a.mutations, a.variants, a.samples, a.corpus, a.model, _adapter(a), a.recall, a.batch, a.seed,
-                    a.output)
+                    a.output, neighbours=a.neighbors)
 
 
 @command("mutation-study")

@@ -33,28 +33,31 @@ from leaktrace.detect.registry import configured_methods, family_params
 from leaktrace.errors import InputError
 from leaktrace.evaluate.metrics import best_balanced_accuracy, roc_auc
 from leaktrace.models.token_table import read_token_stats, write_token_stats
-from leaktrace.mutate.registry import Mutation, apply_mutation, configured_mutations
+from leaktrace.mutate.registry import Mutated, Mutation, apply_mutation, configured_mutations
 from leaktrace.report.mutation_plots import setting_heatmaps, t2_drop_plot
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import rng_for
 from leaktrace.stages.score import model_spec
 from leaktrace.variants.lexicon import IdentifierLexicon
 from leaktrace.variants.naming import NameProposer
+from leaktrace.variants.renaming import replay_renames
 from leaktrace.variants.synonyms import WordAlternatives
 from leaktrace.variants.validate import reserved_names, validate_variants
 
 log = logging.getLogger(__name__)
 
-# The detectors CodeSnitch studies whose evidence the caches give for a mutated text. Neighbor
-# (its neighbours are renamings of the original) and SrDetection (variants of the original)
-# have no evidence for a mutated text; Lowercase and DC-PDD are not in the paper's study.
-STUDY_FAMILIES = ("loss", "zlib", "min_k", "min_k_plus_plus", "ref", "recall")
+# The detectors CodeSnitch studies whose evidence the caches give for a mutated text. Neighbor's
+# neighbours of a mutated text are its original's variants replayed on it (mutate.neighbors);
+# SrDetection's variants are the original's; Lowercase and DC-PDD are not in the paper's study.
+STUDY_FAMILIES = ("loss", "zlib", "min_k", "min_k_plus_plus", "ref", "recall", "neighbor")
 ORIGINAL = "original"
 
 MUTATIONS_SCHEMA = pa.schema(
     [
         ("sample_id", pa.string()),
         ("mutation", pa.string()),  # T1, T2a, T2b, T3-<target>, hybrid-<target>
+        # 0: the mutated text; k > 0: its Neighbor neighbour, the original's variant k's renaming replayed on it
+        ("neighbor", pa.int32()),
         ("text", pa.string()),
         ("similarity", pa.float64()),  # T3/hybrid: the statement step's achieved value; else unchanged/total lines
         ("target", pa.float64()),  # T3/hybrid: the target similarity
@@ -89,12 +92,32 @@ def _evaluated(samples: Path, folds: list[str]) -> dict[str, str]:
             if r["kept"] and r["fold"] in folds}
 
 
-def make_mutations_table(benchmark: Path, samples: Path, lexicon_path: Path, settings: dict, seed: int, workers: int,
-                         output: Path) -> None:
+def _rename_variants(variants: Path, evaluated: dict[str, str], n: int) -> dict[str, list[tuple[int, dict]]]:
+    """sample_id -> (variant_id, renames) of its first `n` valid detector variants: the
+    neighbours Neighbor scores for the original, whose renamings the mutated texts replay."""
+    chosen: dict[str, list[tuple[int, dict]]] = defaultdict(list)
+    if n == 0:
+        return chosen
+    rows = read_records(variants, ["sample_id", "variant_id", "kind", "renames", "valid"])
+    for r in sorted(rows, key=lambda r: (r["sample_id"], r["variant_id"])):
+        if r["sample_id"] in evaluated and r["kind"] == "rename" and r["valid"] and len(chosen[r["sample_id"]]) < n:
+            chosen[r["sample_id"]].append((r["variant_id"], json.loads(r["renames"])))
+    return chosen
+
+
+def _neighbour_renames(variant_renames: dict[str, str], mutated: Mutated) -> dict[str, str]:
+    """The variant's renaming in the mutated text's names: a name T2 renamed is found under its new name."""
+    own = mutated.details.get("renames", {})
+    return {own.get(old, old): new for old, new in variant_renames.items()}
+
+
+def make_mutations_table(benchmark: Path, samples: Path, variants: Path, lexicon_path: Path, settings: dict, seed: int,
+                         workers: int, output: Path) -> None:
     lexicon = IdentifierLexicon.from_records(read_records(lexicon_path))
     names = NameProposer(WordAlternatives(lexicon.word_counts), lexicon.word_counts)
     evaluated = _evaluated(samples, settings["folds"])
     mutations = configured_mutations(settings)
+    neighbours = _rename_variants(variants, evaluated, settings["neighbors"])
     rows, programs, originals = [], [], []
     for s in (s for s in read_records(benchmark) if s["sample_id"] in evaluated):
         base = len(programs)
@@ -103,7 +126,7 @@ def make_mutations_table(benchmark: Path, samples: Path, lexicon_path: Path, set
         protected = reserved_names(s["test"])
         for mutation in mutations:
             rng = rng_for(seed, "mutate", mutation.name, s["sample_id"])
-            row = {"sample_id": s["sample_id"], "mutation": mutation.name, "target": mutation.target}
+            row = {"sample_id": s["sample_id"], "mutation": mutation.name, "neighbor": 0, "target": mutation.target}
             try:
                 mutated = apply_mutation(mutation, s["code"], "python", s["entry_point"], rng, names=names,
                                          protected=protected)
@@ -115,6 +138,19 @@ def make_mutations_table(benchmark: Path, samples: Path, lexicon_path: Path, set
                          "details": json.dumps(mutated.details, sort_keys=True), "_program": len(programs)})
             programs.append((mutated.text, s["test"], mutated.entry_point))
             originals.append(base)
+            for variant_id, renames in neighbours.get(s["sample_id"], []):
+                replayed = replay_renames(mutated.text, mutated.entry_point, _neighbour_renames(renames, mutated),
+                                          reserved=protected)
+                neighbour = {**row, "neighbor": variant_id, "similarity": None, "reached": mutated.reached}
+                if replayed is None:
+                    rows.append({**neighbour, "text": None, "details": "{}", "valid": False,
+                                 "invalid_reason": "neighbor: no name of the variant's renaming is in the mutated text"})
+                    continue
+                rows.append({**neighbour, "text": replayed.text, "details": json.dumps({"renames": replayed.renames},
+                                                                                        sort_keys=True),
+                             "_program": len(programs)})
+                programs.append((replayed.text, s["test"], replayed.entry_point))
+                originals.append(base)
     limits = SandboxLimits(**settings["sandbox"])
     try:
         isolation = isolation_level(limits)
@@ -126,14 +162,19 @@ def make_mutations_table(benchmark: Path, samples: Path, lexicon_path: Path, set
         if "_program" in row:
             row["valid"], row["invalid_reason"] = verdicts[row.pop("_program")]
     write_table(rows, MUTATIONS_SCHEMA, output)
-    log.info("%d samples, %d mutations each; valid by mutation: %s", len(evaluated), len(mutations),
-             {m.name: sum(r["valid"] for r in rows if r["mutation"] == m.name) for m in mutations})
+    texts = [r for r in rows if r["neighbor"] == 0]
+    log.info("%d samples, %d mutations each; valid by mutation: %s; valid neighbours: %d of %d", len(evaluated),
+             len(mutations), {m.name: sum(r["valid"] for r in texts if r["mutation"] == m.name) for m in mutations},
+             sum(r["valid"] for r in rows if r["neighbor"]), sum(1 for r in rows if r["neighbor"]))
 
 
-def scored_mutations(mutations: Path) -> list[dict]:
-    """The mutated texts that may be scored: valid, and at their target."""
-    return [r for r in read_records(mutations, ["sample_id", "mutation", "text", "valid", "reached"])
-            if r["valid"] and r["reached"]]
+def scored_mutations(mutations: Path, *, neighbours: bool = False) -> list[dict]:
+    """The mutated texts that may be scored: valid, and at their target; with
+    `neighbours`, also the valid neighbours of those texts."""
+    rows = read_records(mutations, ["sample_id", "mutation", "neighbor", "text", "valid", "reached"])
+    scorable = {(r["sample_id"], r["mutation"]) for r in rows if r["neighbor"] == 0 and r["valid"] and r["reached"]}
+    return [r for r in rows if (r["sample_id"], r["mutation"]) in scorable and r["valid"]
+            and (r["neighbor"] == 0 or neighbours)]
 
 
 def _language_model(model: dict, adapter: str | None, batch: dict):
@@ -165,14 +206,16 @@ def ood_prefix_texts(corpus: list[Path], k: int, seed: int, min_chars: int = 200
 
 
 def score_mutations(mutations: Path, variants: Path, samples: Path, corpus: list[Path], model: dict, adapter: str | None,
-                    recall: dict | None, batch: dict, seed: int, output: Path) -> None:
-    """Token statistics of every scorable mutated text (view = its mutation); with ReCaLL
-    configured, each also after the in-distribution prefix, and every original after an
+                    recall: dict | None, batch: dict, seed: int, output: Path, *, neighbours: bool = False) -> None:
+    """Token statistics of every scorable mutated text (view = its mutation; variant id = 0,
+    or k for its neighbour after the original's variant k, with `neighbours`); with ReCaLL
+    configured, each text also after the in-distribution prefix, and every original after an
     out-of-distribution one of as many shots."""
-    texts = scored_mutations(mutations)
     lm = _language_model(model, adapter, batch)
-    keys = [(r["sample_id"], 0, r["mutation"]) for r in texts]
-    stats = lm.score([r["text"] for r in texts])
+    everything = scored_mutations(mutations, neighbours=neighbours)
+    keys = [(r["sample_id"], r["neighbor"], r["mutation"]) for r in everything]
+    stats = lm.score([r["text"] for r in everything])
+    texts = [r for r in everything if r["neighbor"] == 0]
     if recall is not None:
         params = family_params("recall", recall)
         held_out = [r["sample_id"] for r in read_records(samples, ["sample_id", "fold"]) if r["fold"] == RECALL_PREFIX]
@@ -194,18 +237,22 @@ def score_mutations(mutations: Path, variants: Path, samples: Path, corpus: list
 # The study
 
 
-def _text_scores(methods, texts: dict[tuple[str, str], str], target: dict, reference: dict, prefixed: dict) -> dict:
-    """(sample_id, condition) -> method -> score, for every text with its evidence."""
+def _text_scores(methods, texts: dict[tuple[str, str], str], target: dict, reference: dict, prefixed: dict,
+                 neighbour_ids: list[int]) -> dict:
+    """(sample_id, condition) -> method -> score, for every text with its evidence. A text's
+    neighbours are those of `neighbour_ids` (its original's variants) scored for it."""
     scores: dict[tuple[str, str], dict[str, float]] = {}
     for (sid, condition), text in texts.items():
         view = "text" if condition == ORIGINAL else condition
         original = target.get((sid, 0, view))
         if original is None:
             continue
+        neighbours = tuple(target[sid, k, view] for k in neighbour_ids if (sid, k, view) in target)
         evidence = SampleEvidence(sample_id=sid, text=text, original=original, reference=reference.get((sid, 0, view)),
-                                  prefixed=prefixed.get(condition))
+                                  prefixed=prefixed.get(condition), variants=neighbours)
         scores[sid, condition] = {m.name: m.score(evidence) for m in methods
                                   if not (m.needs_reference and evidence.reference is None)
+                                  and not (m.needs_variants and not evidence.variants)
                                   and not (m.needs_prefixed and (evidence.prefixed is None
                                                                  or not evidence.prefixed.prefix_tokens))}
     return scores
@@ -290,7 +337,9 @@ def mutation_study(mutations: Path, samples: Path, variants: Path, tokens: Path,
     output_dir.mkdir(parents=True, exist_ok=True)
     split = _evaluated(samples, settings["folds"])
     mutation_list = configured_mutations(settings)
-    table = read_records(mutations)
+    table = [r for r in read_records(mutations) if r["neighbor"] == 0]
+    neighbour_ids = {sid: [k for k, _ in chosen] for sid, chosen in
+                     _rename_variants(variants, split, settings["neighbors"]).items()}
     originals = {v["sample_id"]: v["text"] for v in read_records(variants, ["sample_id", "variant_id", "text"])
                  if v["variant_id"] == 0}
     texts = {(sid, ORIGINAL): originals[sid] for sid in split if sid in originals}
@@ -308,7 +357,7 @@ def mutation_study(mutations: Path, samples: Path, variants: Path, tokens: Path,
     scores = {}
     for sid in split:
         own = {key: text for key, text in texts.items() if key[0] == sid}
-        scores |= _text_scores(methods, own, target, reference, prefixed_for(sid))
+        scores |= _text_scores(methods, own, target, reference, prefixed_for(sid), neighbour_ids.get(sid, []))
     rows = setting_rows(scores, split, mutation_list)
     lengths = {sid: target[(sid, 0, "text")].n_tokens for sid in split if (sid, 0, "text") in target}
     rows += length_rows(scores, split, lengths, settings["length_edges"])

@@ -28,7 +28,7 @@ import re
 import token
 import tokenize
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from leaktrace.variants.lexicon import is_user_identifier
@@ -114,6 +114,29 @@ def make_variants(
         new_entry_point = renames.get(entry_point, entry_point) if entry_renamable else entry_point
         variants.append(Variant(text=text, entry_point=new_entry_point, renames=renames))
     return variants
+
+
+def replay_renames(code: str, entry_point: str, renames: Mapping[str, str], *,
+                   reserved: Collection[str] = ()) -> Variant | None:
+    """`code` with a given rename map applied through the same scope analysis
+    as `make_variants`: another text's renaming replayed on this one (a
+    mutated text's neighbours are its original's variants, replayed). Names
+    this code does not bind renamably, and new names it already uses, are
+    left out; None when nothing is left to rename."""
+    tree = _parse(code)
+    lines = io.StringIO(code).readlines()
+    tokens = _tokenize(code)
+    analysis = _ScopeAnalysis(tree, lines, tokens)
+    renamables, renamable_bindings = analysis.renamables(frozenset(reserved))
+    taken = set(re.findall(_IDENTIFIER, code)) | set(reserved)
+    applied = {old: new for old, new in renames.items()
+               if old in renamables and new not in taken and is_user_identifier(new)}
+    if not applied:
+        return None
+    text = _apply_renames(code, lines, renamables, _prose_tokens(tree, lines, tokens), applied)
+    entry_renamable = (analysis.module, entry_point) in renamable_bindings
+    return Variant(text=text, entry_point=applied.get(entry_point, entry_point) if entry_renamable else entry_point,
+                   renames=applied)
 
 
 def _parse(code: str) -> ast.Module:
