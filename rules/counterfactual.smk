@@ -39,6 +39,13 @@ def judge_args():
     return f"--judge {shlex.quote(json.dumps(JUDGE, sort_keys=True))}{cache}"
 
 
+def judge_job(seconds_per_row):
+    """Resources of a judging job: sized as a CPU job on its input rows (an
+    estimate of ``seconds_per_row`` per row of its Parquet inputs for the
+    calls), on the GPU partition where the judge runs here on a GPU."""
+    return {**cpu_job(seconds_per_row=seconds_per_row), "gpu": JUDGE_GPU, "slurm_partition": _partition(JUDGE_GPU)}
+
+
 if JUDGE is not None:
 
     rule counterfactual_judges:
@@ -59,7 +66,7 @@ if JUDGE is not None:
         conda:
             MODEL_ENV
         resources:
-            gpu=JUDGE_GPU,  # the llm.judge role's model, where it runs here on a GPU
+            **judge_job(seconds_per_row=2 * len(config["similarity"]["judges"]["metrics"])),
         shell:
             "{LEAKTRACE} counterfactual-judges --generations {input.generations} --functions {input.functions}"
             " --settings {params.settings:q} {params.judge} --output {output.similarity} --answers {output.answers}"
@@ -84,7 +91,7 @@ if JUDGE is not None and config["similarity"]["filter"]["enabled"]:
         conda:
             MODEL_ENV
         resources:
-            gpu=JUDGE_GPU,
+            **judge_job(seconds_per_row=5),  # 8,000 characters of file per call
         shell:
             "{LEAKTRACE} llm-filter --functions {input} --settings {params.settings:q} {params.judge}"
             " --output {output} 2> {log}"
