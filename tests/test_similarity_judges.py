@@ -225,8 +225,11 @@ def test_judges_on_the_tiny_model_count_every_answer_unparseable_and_never_ask_t
     generations, functions = _tables(tmp_path)
     settings = {"metrics": METRICS, "max_new_tokens": 6}
     calls = _Counting(monkeypatch)
-    run = lambda name: counterfactual_judges(generations, functions, chat_tiny, settings, tmp_path / f"{name}.parquet",  # noqa: E731
-                                             tmp_path / f"{name}-answers.parquet", cache_dir=tmp_path / "cache")
+
+    def run(name):
+        counterfactual_judges(generations, functions, chat_tiny, settings, tmp_path / f"{name}.parquet",
+                              tmp_path / f"{name}-answers.parquet", cache_dir=tmp_path / "cache")
+
     run("first")
     # 2 samples x 2 models x 4 metrics, less b's 4 (target and reference generated the same function)
     assert (calls.opened, calls.asked) == (1, 12)
@@ -270,8 +273,8 @@ class _Scripted:
     def chat_many(self, conversations, sampling):
         out = []
         for _, user in conversations:
-            same = user["content"].count("return sum(xs)") == 0
             text = user["content"]
+            same = "return sum(xs)" not in text  # only a's reference differs from its ground truth
             if "grammar parsing" in text:
                 out.append(Completion("[[0.900]]" if same else "[[0.400]]"))
             elif "Code Fragment 1" in text:
@@ -299,3 +302,20 @@ def test_scores_outcomes_and_deltas_per_metric(tmp_path, monkeypatch):
     assert rows[("a", "judge_paper")]["target_outcome"] == "unparseable_answer"  # fenced: not ONLY the object
     screen = rows[("a", "hyclone_screen")]
     assert (screen["target"], screen["delta"], screen["reference_outcome"]) == (None, None, "timeout")
+
+
+def test_a_generation_without_its_ground_truth_is_bad_input(tmp_path, monkeypatch):
+    import leaktrace.stages.judges as stage
+    from leaktrace.errors import InputError
+
+    monkeypatch.setattr(stage, "open_model", lambda role, needs, purpose, cache_dir: _Scripted())
+    generations, functions = _tables(tmp_path)
+    rows = pq.read_table(generations).to_pylist()
+    pq.write_table(pa.Table.from_pylist(rows + [{**rows[0], "sample_id": "z"}]), generations)
+    with pytest.raises(InputError, match="no ground truth"):
+        stage.counterfactual_judges(generations, functions, {"backend": "openai"}, {"metrics": METRICS, "max_new_tokens": 8},
+                                    tmp_path / "out.parquet", tmp_path / "answers.parquet")
+    pq.write_table(pa.Table.from_pylist(rows[:3]), generations)  # b has no reference generation
+    with pytest.raises(InputError, match="both a target and a reference"):
+        stage.counterfactual_judges(generations, functions, {"backend": "openai"}, {"metrics": METRICS, "max_new_tokens": 8},
+                                    tmp_path / "out.parquet", tmp_path / "answers.parquet")

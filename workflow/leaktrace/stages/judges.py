@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.errors import InputError
 from leaktrace.models.backend import Capability, Sampling
 from leaktrace.models.select import open_model
 from leaktrace.similarity.hyclone_screen import HYCLONE_SCREEN
@@ -58,6 +59,10 @@ def counterfactual_judges(generations: Path, functions: Path, judge: dict, setti
     for r in read_records(functions, ["sample_id", "signature", "continuation"]):
         if r["sample_id"] in wanted:
             signature[r["sample_id"]], truth[r["sample_id"]] = r["signature"], r["signature"] + r["continuation"]
+    if missing := [sample_id for sample_id in ids if sample_id not in truth]:
+        raise InputError(str(functions), missing[0], f"no ground truth for {len(missing)} generated samples")
+    if incomplete := [sample_id for sample_id in ids if any((sample_id, m) not in produced for m in MODELS)]:
+        raise InputError(str(generations), incomplete[0], "a sample without both a target and a reference generation")
     keys = [(sample_id, model, metric) for sample_id in ids for metric in settings["metrics"] for model in MODELS]
     items = [(METRICS[metric], truth[sample_id], signature[sample_id] + produced[(sample_id, model)])
              for sample_id, model, metric in keys]
