@@ -25,3 +25,73 @@ rule counterfactual:
         "{LEAKTRACE} counterfactual --samples {input.samples} --functions {input.functions} --model {params.model:q}"
         " --adapter {input.adapter} --settings {params.settings:q} {params.generator}"
         " --generations {output.generations} --similarity {output.similarity} 2> {log}"
+
+
+# LLM judges (App. C.1), HyClone's Stage-1 screen (App. C.2) and App. B's LLM
+# filter run the llm.judge role: with it null (the default) neither rule exists.
+JUDGE = config["llm"]["judge"]
+JUDGE_GPU = 1 if JUDGE and on_gpu(JUDGE) else 0
+
+
+def judge_args():
+    """The --judge and --cache-dir options of the judging stages."""
+    cache = f" --cache-dir {RESULTS}/cache" if config["llm"]["cache"] else ""
+    return f"--judge {shlex.quote(json.dumps(JUDGE, sort_keys=True))}{cache}"
+
+
+def judge_job(seconds_per_row):
+    """Resources of a judging job: sized as a CPU job on its input rows (an
+    estimate of ``seconds_per_row`` per row of its Parquet inputs for the
+    calls), on the GPU partition where the judge runs here on a GPU."""
+    return {**cpu_job(seconds_per_row=seconds_per_row), "gpu": JUDGE_GPU, "slurm_partition": _partition(JUDGE_GPU)}
+
+
+if JUDGE is not None:
+
+    rule counterfactual_judges:
+        input:
+            generations=f"{RESULTS}/counterfactual/{{benchmark}}/generations.parquet",
+            functions=f"{RESULTS}/filter/{{benchmark}}.functions.parquet",
+        output:
+            similarity=f"{RESULTS}/counterfactual/{{benchmark}}/similarity_judges.parquet",
+            answers=f"{RESULTS}/counterfactual/{{benchmark}}/judge_answers.parquet",
+        params:
+            settings=settings("similarity", "judges"),
+            judge=judge_args(),
+        log:
+            f"{RESULTS}/logs/counterfactual_judges/{{benchmark}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/counterfactual_judges/{{benchmark}}.tsv"
+        threads: MODEL_THREADS
+        conda:
+            MODEL_ENV
+        resources:
+            **judge_job(seconds_per_row=2 * len(config["similarity"]["judges"]["metrics"])),
+        shell:
+            "{LEAKTRACE} counterfactual-judges --generations {input.generations} --functions {input.functions}"
+            " --settings {params.settings:q} {params.judge} --output {output.similarity} --answers {output.answers}"
+            " 2> {log}"
+
+
+if JUDGE is not None and config["similarity"]["filter"]["enabled"]:
+
+    rule counterfactual_llm_filter:
+        input:
+            f"{RESULTS}/filter/{{benchmark}}.functions.parquet",
+        output:
+            f"{RESULTS}/counterfactual/{{benchmark}}/llm_filter.parquet",
+        params:
+            settings=settings("similarity", "filter"),
+            judge=judge_args(),
+        log:
+            f"{RESULTS}/logs/counterfactual_llm_filter/{{benchmark}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/counterfactual_llm_filter/{{benchmark}}.tsv"
+        threads: MODEL_THREADS
+        conda:
+            MODEL_ENV
+        resources:
+            **judge_job(seconds_per_row=5),  # 8,000 characters of file per call
+        shell:
+            "{LEAKTRACE} llm-filter --functions {input} --settings {params.settings:q} {params.judge}"
+            " --output {output} 2> {log}"

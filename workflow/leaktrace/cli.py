@@ -306,6 +306,25 @@ def _counterfactual(a):
                    generator=a.generator, cache_dir=a.cache_dir)
 
 
+JUDGE = (("--judge",), {"type": _json, "required": True, "help": "the llm.judge role as JSON"})
+
+
+@command("counterfactual-judges")
+@_args(path("--generations"), path("--functions"), JUDGE, SETTINGS, CACHE_DIR, path("--output"), path("--answers"))
+def _counterfactual_judges(a):
+    from leaktrace.stages.judges import counterfactual_judges
+
+    counterfactual_judges(a.generations, a.functions, a.judge, a.settings, a.output, a.answers, cache_dir=a.cache_dir)
+
+
+@command("llm-filter")
+@_args(path("--functions"), JUDGE, SETTINGS, CACHE_DIR, path("--output"))
+def _llm_filter(a):
+    from leaktrace.stages.llm_filter import llm_filter
+
+    llm_filter(a.functions, a.judge, a.settings, a.output, cache_dir=a.cache_dir)
+
+
 @command("serve")
 @_args((("model",), {"help": "a local model directory or hub id"}), (("--adapter",), {"help": "a PEFT adapter directory"}),
        (("--revision",), {}), (("--dtype",), {"default": "float32"}), (("--device",), {"default": "cpu"}),
