@@ -21,7 +21,7 @@ import heapq
 import logging
 import re
 from collections import Counter
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pyarrow as pa
 
@@ -54,6 +54,15 @@ def _source_name(source: dict) -> str:
     return source.get("dataset") or source.get("root") or ", ".join(source.get("paths", [])) or source["kind"]
 
 
+def _is_python(source: dict, location: str) -> bool:
+    """A file by its extension; a record by its location column's extension
+    where it has a known one, else taken for Python (a CraneCode-like
+    corpus is Python only)."""
+    if source["kind"] == "files":
+        return PurePosixPath(location).suffix.lower() in (".py", ".pyi")
+    return language_of(location, "python") == "python"
+
+
 def sample_corpus_functions(name: str, source: dict, settings: dict, seed: int, functions_out: Path, accounting_out: Path,
                             *, inputs: list[Path] | None = None) -> None:
     """Sample ``settings["n"]`` functions of ``source`` that pass the App. B
@@ -70,7 +79,7 @@ def sample_corpus_functions(name: str, source: dict, settings: dict, seed: int, 
             break
         documents += 1
         text, problem = check_document(doc.data, max_bytes, "skip")
-        if problem is None and language_of(doc.location, "python") != "python":
+        if problem is None and not _is_python(source, doc.location):
             problem = "not_python"
         if problem is not None:
             skips[problem] += 1
