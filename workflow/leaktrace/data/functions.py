@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 # Lines as ``ast`` numbers them: ended by \r\n, \r or \n only (str.splitlines
@@ -84,17 +85,33 @@ def function_anatomy(code: str, name: str) -> FunctionAnatomy:
     return _anatomy(_source_lines(code), node, is_method)
 
 
+def _definitions(body: list[ast.stmt], in_class: bool) -> Iterator[tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool]]:
+    """Every ``def`` among these statements and the statements nested in
+    them, and whether it is a method. Only statements can hold a ``def``, so
+    expressions are never visited (``ast.walk`` visits every node: several
+    times slower over a corpus)."""
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node, in_class
+            yield from _definitions(node.body, False)
+        elif isinstance(node, ast.ClassDef):
+            yield from _definitions(node.body, True)
+        else:
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                for item in getattr(node, field, None) or []:
+                    if isinstance(item, ast.stmt):
+                        yield from _definitions([item], in_class)
+                    else:  # an except handler or a match case: a block of its own
+                        yield from _definitions(item.body, in_class)
+
+
 def all_function_anatomies(code: str) -> list[FunctionAnatomy]:
     """Every function of a module (methods and nested functions too), in
     source order. Raises SyntaxError (or ValueError, MemoryError,
     RecursionError) where ``ast`` cannot parse the code."""
     tree = ast.parse(code)
     lines = _source_lines(code)
-    found = []
-    for parent in ast.walk(tree):
-        for node in ast.iter_child_nodes(parent):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                found.append(_anatomy(lines, node, isinstance(parent, ast.ClassDef)))
+    found = [_anatomy(lines, node, is_method) for node, is_method in _definitions(tree.body, False)]
     return sorted(found, key=lambda a: a.start_line)
 
 
