@@ -291,22 +291,3 @@ def test_counterfactual_prompt_is_tokenised_as_one_string_and_truncated():
     assert short == full[-len(short):] and len(short) == len(lm.encode(signature[:-1])) + 2
     assert prompt_ids(lm, context, signature, context_tokens=0) == full[-len(lm.encode(signature[:-1])):]
 
-
-def test_functional_memorization_experiment_plans_a_corpus_source_and_two_hub_revisions(tmp_path):
-    """The paper's setup: the corpus sample (online: it streams the hub), each
-    OLMo revision fetched into a directory of its own, and one generation job
-    that reads both offline, with no testbed split behind it."""
-    experiment = yaml.safe_load((REPO / "config" / "experiments" / "functional-memorization.yaml").read_text())
-    result = snakemake(tmp_path, "-n", "-p", "--configfile", str(write_config(tmp_path, experiment, base="config.yaml")))
-    assert result.returncode == 0, result.stderr + result.stdout
-    assert planned_jobs(result.stdout) == {"counterfactual_corpus_functions", "fetch_hub_model", "counterfactual", "all"}
-    commands = re.findall(r"^Shell command: (.*)$", result.stdout, re.MULTILINE)
-    fetches = sorted(c for c in commands if "fetch-model" in c)
-    assert [re.search(r"--revision (\S+)", c).group(1) for c in fetches] == ["stage1-step656000", "stage2-ingredient1-step23842"]
-    (sampling,) = [c for c in commands if "sample-corpus-functions" in c]
-    assert "HF_HUB_OFFLINE" not in sampling and '"kind": "huggingface"' in sampling and '"n": 100000' in sampling
-    (generation,) = [c for c in commands if " counterfactual " in c]
-    assert generation.startswith("HF_HUB_OFFLINE=1") and "--samples" not in generation
-    assert "--functions results/functional-memorization/counterfactual/cranecode/functions.parquet" in generation
-    assert '"path": "resources/hub/allenai--Olmo-3-1125-32B@stage2-ingredient1-step23842"' in generation.split("--reference")[0]
-    assert '"path": "resources/hub/allenai--Olmo-3-1125-32B@stage1-step656000"' in generation.split("--reference")[1]
