@@ -377,6 +377,16 @@ def counterfactual_corpus_inputs(wildcards):
     return corpus_parts(corpus["name"]) if corpus["kind"] == "corpus" else []
 
 
+def counterfactual_corpus_json(wildcards):
+    return json.dumps(counterfactual_corpus_source(wildcards)["corpus"], sort_keys=True)
+
+
+def counterfactual_corpus_input_args(wildcards):
+    """The sampling command's --inputs (the ingested corpus shards), if any."""
+    inputs = counterfactual_corpus_inputs(wildcards)
+    return f"--inputs {' '.join(inputs)}" if inputs else ""
+
+
 def counterfactual_sampling_settings(wildcards):
     """A corpus source's sampling settings (not its models: a model change never resamples)."""
     source = counterfactual_corpus_source(wildcards)

@@ -13,9 +13,9 @@ rule counterfactual_corpus_functions:
         functions=f"{RESULTS}/counterfactual/{{benchmark}}/functions.parquet",
         accounting=f"{RESULTS}/counterfactual/{{benchmark}}/sampling.parquet",
     params:
-        source=lambda wildcards: json.dumps(counterfactual_corpus_source(wildcards)["corpus"], sort_keys=True),
+        source=counterfactual_corpus_json,
         settings=counterfactual_sampling_settings,
-        inputs=lambda wildcards, input: f"--inputs {' '.join(map(str, input))}" if len(input) else "",
+        inputs=counterfactual_corpus_input_args,
         seed=config["seed"],
     log:
         f"{RESULTS}/logs/counterfactual_corpus_functions/{{benchmark}}.log",
