@@ -283,9 +283,7 @@ def _check_counterfactual_sources():
                 if (source.get(role) or config["counterfactual"][role]) is None:
                     raise ValueError(f"counterfactual.sources.{name}: a corpus source has no testbed target; set "
                                      f"counterfactual.{role} (or the source's own {role})")
-
-
-_check_counterfactual_sources()
+        counterfactual_models(name)  # a revision on a local directory stops the run here, before the DAG
 
 
 def counterfactual_functions(name):
@@ -320,6 +318,9 @@ def counterfactual_models(name):
                      "device": spec.get("device", "cpu"), "max_length": spec.get("max_length")}
             models.append({**model, **({"adapter": spec["adapter"]} if spec.get("adapter") else {})})
     return tuple(models)
+
+
+_check_counterfactual_sources()
 
 
 def counterfactual_inputs(wildcards):
