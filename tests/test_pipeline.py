@@ -290,4 +290,3 @@ def test_counterfactual_prompt_is_tokenised_as_one_string_and_truncated():
     short = prompt_ids(lm, context, signature, context_tokens=2)
     assert short == full[-len(short):] and len(short) == len(lm.encode(signature[:-1])) + 2
     assert prompt_ids(lm, context, signature, context_tokens=0) == full[-len(lm.encode(signature[:-1])):]
-
