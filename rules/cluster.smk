@@ -28,10 +28,10 @@ def _job_model(wildcards):
     return _model_config(wildcards.model)[0] if hasattr(wildcards, "model") else BASE_MODEL_CONFIG
 
 
-def _job_gpus(wildcards, generator=None):
+def _job_gpus(wildcards, generator=None, job_model=_job_model):
     """1 when the job's model runs on a GPU here (``on_gpu``): its device,
     or the backend of the `llm.generator` role a generating job runs it through."""
-    return 1 if on_gpu({**_job_model(wildcards), **(generator or {})}) else 0
+    return 1 if on_gpu({**job_model(wildcards), **(generator or {})}) else 0
 
 
 def _parquet_inputs(input):
@@ -42,17 +42,19 @@ def _partition(gpus):
     return (CLUSTER["gpu_partition"] if gpus else CLUSTER["cpu_partition"]) or ""
 
 
-def model_job(kind, *, batch_size, passes=1, generate=None, generator=None):
+def model_job(kind, *, batch_size, passes=1, generate=None, generator=None, model=None):
     """Resources of a job that runs a model: ``kind`` train or forward,
     ``passes`` over its Parquet inputs' tokens, plus ``generate`` new tokens
     per row of those inputs (greedy decoding, one forward token each);
-    ``generator``: the `llm.generator` role a generating job runs through."""
+    ``generator``: the `llm.generator` role a generating job runs through;
+    ``model``: wildcards -> the job's model spec (default: ``_job_model``)."""
+    job_model = model or _job_model
 
     def gpus(wildcards):
-        return _job_gpus(wildcards, generator)
+        return _job_gpus(wildcards, generator, job_model)
 
     def size(wildcards, input):
-        spec = _job_model(wildcards)
+        spec = job_model(wildcards)
         _require([f"{spec['path']}/config.json"] + _parquet_inputs(input))
         return spec, jobsize.model_size(spec["path"])
 
@@ -138,14 +140,15 @@ rule fetch_hub_model:
     output:
         f"{HUB_CACHE}/{{hub_model}}/config.json",
     params:
-        repo=lambda wildcards: wildcards.hub_model.replace("--", "/"),
+        repo=lambda wildcards: wildcards.hub_model.partition("@")[0].replace("--", "/"),
+        revision=lambda wildcards: f"--revision {wildcards.hub_model.partition('@')[2]}" if "@" in wildcards.hub_model else "",
         out_dir=f"{HUB_CACHE}/{{hub_model}}",
     log:
         f"{RESULTS}/logs/fetch_hub_model/{{hub_model}}.log",
     conda:
         CPU_ENV
     shell:
-        "{LEAKTRACE_ONLINE} fetch-model --model {params.repo} --output-dir {params.out_dir} 2> {log}"
+        "{LEAKTRACE_ONLINE} fetch-model --model {params.repo} {params.revision} --output-dir {params.out_dir} 2> {log}"
 
 
 # A hub base model is fetched, never pretrained.

@@ -46,6 +46,9 @@ BENCHMARKS = list(config["benchmarks"])
 TESTBED_BENCHMARKS = [b for b, s in config["benchmarks"].items()
                       if (s["format"] == "humaneval" if s["testbed"] is None else s["testbed"])]
 CORPORA = list(config["corpora"])
+# Counterfactual sample sources besides the testbed benchmarks (rules/counterfactual.smk);
+# their names share the `benchmark` wildcard of the counterfactual outputs.
+COUNTERFACTUAL_SOURCES = config["counterfactual"]["sources"]
 EPOCHS = sorted(config["train"]["epochs"])
 # Mixing ratios (general-text tokens per member-code token) as wildcard
 # labels: 5 -> "5", 0.5 -> "0.5". One LoRA run per ratio and training seed,
@@ -75,9 +78,15 @@ AUDIT_OWN = {f"audit-{name}": spec for name, spec in AUDIT_MODELS.items() if "pa
 HUB_CACHE = config["cluster"]["hub_cache"]
 
 
-def fetched(path):
-    """A model's local directory: a hub id's copy in HUB_CACHE, else the path."""
-    return f"{HUB_CACHE}/{path.replace('/', '--')}" if path and is_hub_id(path) else path
+def fetched(path, revision=None):
+    """A model's local directory: a hub id's copy in HUB_CACHE (one per
+    revision: ``org--name@revision``), else the path."""
+    if path and is_hub_id(path):
+        return f"{HUB_CACHE}/{path.replace('/', '--')}" + (f"@{revision}" if revision else "")
+    if revision:
+        raise ValueError(f"model {path!r} is a local directory, which holds one revision; revision {revision!r} "
+                         "applies to a hub id")
+    return path
 
 
 AUDIT_OWN = {name: {**spec, "path": fetched(spec["path"])} for name, spec in AUDIT_OWN.items()}
@@ -97,7 +106,7 @@ def _alternatives(names):
 
 
 wildcard_constraints:
-    benchmark=_alternatives(BENCHMARKS),
+    benchmark=_alternatives(BENCHMARKS + list(COUNTERFACTUAL_SOURCES)),
     corpus=_alternatives(CORPORA),
     model=r"reference|target-r[0-9.]+-s\d+-e\d+|audit-[A-Za-z0-9_.-]+|ref-model",
     part=r"\d+",
@@ -246,6 +255,152 @@ def counterfactual_target():
     return ratio, SEEDS[0], epoch
 
 
+def counterfactual_source(name):
+    """A counterfactual source's config: a configured one, else the testbed
+    benchmark of that name (its split, the testbed's target and base model)."""
+    if name in COUNTERFACTUAL_SOURCES:
+        return COUNTERFACTUAL_SOURCES[name]
+    if name in TESTBED_BENCHMARKS:
+        return {"benchmark": name}
+    raise ValueError(f"{name!r} is neither a testbed benchmark nor under counterfactual.sources")
+
+
+def _check_counterfactual_sources():
+    for name, source in COUNTERFACTUAL_SOURCES.items():
+        if name in BENCHMARKS:
+            raise ValueError(f"counterfactual.sources.{name}: the name of a benchmark, which is a source of its own; "
+                             "choose another name")
+        if "benchmark" in source and source["benchmark"] not in TESTBED_BENCHMARKS:
+            raise ValueError(f"counterfactual.sources.{name}: benchmark {source['benchmark']!r} is not one the testbed "
+                             f"runs on ({TESTBED_BENCHMARKS})")
+        if "corpus" in source:
+            if source["corpus"]["kind"] == "training_mix":
+                raise ValueError(f"counterfactual.sources.{name}: a training_mix source is the testbed's own data; "
+                                 "sample a corpus, or name the benchmark")
+            if source["corpus"]["kind"] == "corpus" and source["corpus"]["name"] not in CORPORA:
+                raise ValueError(f"counterfactual.sources.{name}: corpus {source['corpus']['name']!r} is not under `corpora`")
+            for role in ("target", "reference"):
+                if (source.get(role) or config["counterfactual"][role]) is None:
+                    raise ValueError(f"counterfactual.sources.{name}: a corpus source has no testbed target; set "
+                                     f"counterfactual.{role} (or the source's own {role})")
+        counterfactual_models(name)  # a revision on a local directory stops the run here, before the DAG
+
+
+def counterfactual_functions(name):
+    """The functions table a counterfactual source's generations are made
+    from: the testbed filter's for a benchmark, the corpus sample's otherwise.
+    (The similarity rules read the ground truth from it.)"""
+    source = counterfactual_source(name)
+    if "benchmark" in source:
+        return f"{RESULTS}/filter/{source['benchmark']}.functions.parquet"
+    return f"{RESULTS}/counterfactual/{name}/functions.parquet"
+
+
+def counterfactual_samples(name):
+    """The testbed split behind a benchmark source; None for a corpus (no split)."""
+    source = counterfactual_source(name)
+    return f"{RESULTS}/filter/{source['benchmark']}.samples.parquet" if "benchmark" in source else None
+
+
+def counterfactual_models(name):
+    """(target, reference): each path (hub ids fetched), dtype, device,
+    max_length and, where it has one, adapter; the testbed's pair unless the
+    source or the counterfactual block names its own."""
+    source = counterfactual_source(name)
+    models = []
+    for role in ("target", "reference"):
+        spec = source.get(role) or config["counterfactual"][role]
+        if spec is None:
+            adapter = adapter_dir(source["benchmark"], *counterfactual_target()) if role == "target" else None
+            models.append({**BASE_MODEL_CONFIG, **({"adapter": adapter} if adapter else {})})
+        else:
+            model = {"path": fetched(spec["path"], spec.get("revision")), "dtype": spec.get("dtype", "float32"),
+                     "device": spec.get("device", "cpu"), "max_length": spec.get("max_length")}
+            models.append({**model, **({"adapter": spec["adapter"]} if spec.get("adapter") else {})})
+    return tuple(models)
+
+
+_check_counterfactual_sources()
+
+
+def counterfactual_inputs(wildcards):
+    """Input function of the counterfactual rule: the functions table, the
+    split (benchmark sources), the models' files and adapters."""
+    name = wildcards.benchmark
+    inputs = {"functions": counterfactual_functions(name)}
+    if counterfactual_samples(name):
+        inputs["samples"] = counterfactual_samples(name)
+    files = []
+    for model in counterfactual_models(name):
+        files += shipped_model_files(model["path"]) if model["path"] in (BASE_MODEL, REFERENCE_MODEL) \
+            else _fetched_files(model["path"]) or local_model_files(model["path"])
+        files += [model["adapter"]] if "adapter" in model else []
+    inputs["models"] = sorted(set(files))
+    return inputs
+
+
+def counterfactual_model_args(wildcards):
+    """The counterfactual command's --samples (benchmark sources), --target and --reference."""
+    target, reference = counterfactual_models(wildcards.benchmark)
+    samples = counterfactual_samples(wildcards.benchmark)
+    return " ".join(([f"--samples {samples}"] if samples else [])
+                    + [f"--{role} {shlex.quote(json.dumps(model, sort_keys=True))}"
+                       for role, model in (("target", target), ("reference", reference))])
+
+
+def counterfactual_generator_args(wildcards):
+    """generator_args(), except that a source with models of its own runs
+    them through the `llm.generator` backend, never the role's `model`."""
+    source = counterfactual_source(wildcards.benchmark)
+    own = any(source.get(role) or config["counterfactual"][role] for role in ("target", "reference"))
+    if GENERATOR is None or not own or not GENERATOR.get("model"):
+        return generator_args()
+    cache = f" --cache-dir {RESULTS}/cache" if config["llm"]["cache"] else ""
+    role = {k: v for k, v in GENERATOR.items() if k not in ("model", "revision", "adapter")}
+    return f"--generator {shlex.quote(json.dumps(role, sort_keys=True))}{cache}"
+
+
+def counterfactual_job_model(wildcards):
+    """path/dtype/device of the counterfactual job's target, for its resources."""
+    return counterfactual_models(wildcards.benchmark)[0]
+
+
+def counterfactual_corpus_source(wildcards):
+    source = counterfactual_source(wildcards.benchmark)
+    if "corpus" not in source:
+        raise ValueError(f"counterfactual source {wildcards.benchmark!r} is a benchmark, not a corpus")
+    return source
+
+
+def counterfactual_corpus_inputs(wildcards):
+    """Pipeline artifacts a corpus source reads: the ingested corpus's shards (kind corpus)."""
+    corpus = counterfactual_corpus_source(wildcards)["corpus"]
+    return corpus_parts(corpus["name"]) if corpus["kind"] == "corpus" else []
+
+
+def counterfactual_corpus_json(wildcards):
+    return json.dumps(counterfactual_corpus_source(wildcards)["corpus"], sort_keys=True)
+
+
+def counterfactual_corpus_input_args(wildcards):
+    """The sampling command's --inputs (the ingested corpus shards), if any."""
+    inputs = counterfactual_corpus_inputs(wildcards)
+    return f"--inputs {' '.join(inputs)}" if inputs else ""
+
+
+def counterfactual_sampling_settings(wildcards):
+    """A corpus source's sampling settings (not its models: a model change never resamples)."""
+    source = counterfactual_corpus_source(wildcards)
+    return json.dumps({k: v for k, v in source.items() if k not in ("target", "reference", "corpus")}, sort_keys=True)
+
+
+def counterfactual_outputs():
+    """The generations of every configured counterfactual source (the testbed
+    benchmarks' are the aggregate's inputs already)."""
+    return [f"{RESULTS}/counterfactual/{name}/{table}.parquet" for name in COUNTERFACTUAL_SOURCES
+            for table in ("generations", "similarity")]
+
+
 def aggregate_outputs(benchmark):
     base = f"{RESULTS}/aggregate/{benchmark}"
     return [f"{base}/{name}" for name in ("detection.parquet", "perplexity.parquet", "counterfactual.parquet", "across_seeds.parquet",
@@ -275,7 +430,7 @@ def leakage_fragments(benchmark):
 
 def get_final_output():
     return [path for benchmark in TESTBED_BENCHMARKS for path in aggregate_outputs(benchmark)] + audit_outputs() \
-        + leakage_outputs() + mutate_outputs()
+        + leakage_outputs() + mutate_outputs() + counterfactual_outputs()
 
 
 def benchmark_settings(wildcards):

@@ -141,11 +141,39 @@ def experiment_files() -> list[str]:
     return sorted(str(p.relative_to(REPO)) for p in (REPO / "config" / "experiments").glob("*.yaml"))
 
 
+def planned_jobs(dry_run_output: str) -> set[str]:
+    table = dry_run_output.split("Job stats:", 1)[1].split("total", 1)[0]
+    return {m.group(1) for m in re.finditer(r"^(\w+)\s+\d+$", table, re.MULTILINE)}
+
+
+def functional_memorization_plan(output: str) -> None:
+    """The paper's setup: the corpus sample (online: it streams the hub), each
+    OLMo revision fetched into a directory of its own, and one generation job
+    that reads both offline, with no testbed split behind it."""
+    assert planned_jobs(output) == {"counterfactual_corpus_functions", "fetch_hub_model", "counterfactual", "all"}
+    commands = re.findall(r"^Shell command: (.*)$", output, re.MULTILINE)
+    fetches = sorted(c for c in commands if "fetch-model" in c)
+    assert [re.search(r"--revision (\S+)", c).group(1) for c in fetches] == ["stage1-step656000", "stage2-ingredient1-step23842"]
+    (sampling,) = [c for c in commands if "sample-corpus-functions" in c]
+    assert "HF_HUB_OFFLINE" not in sampling and '"kind": "huggingface"' in sampling and '"n": 100000' in sampling
+    (generation,) = [c for c in commands if " counterfactual " in c]
+    assert generation.startswith("HF_HUB_OFFLINE=1") and "--samples" not in generation
+    assert "--functions results/functional-memorization/counterfactual/cranecode/functions.parquet" in generation
+    target, reference = generation.split("--reference")
+    assert '"path": "resources/hub/allenai--Olmo-3-1125-32B@stage2-ingredient1-step23842"' in target
+    assert '"path": "resources/hub/allenai--Olmo-3-1125-32B@stage1-step656000"' in reference
+
+
+PLANS = {"config/experiments/functional-memorization.yaml": functional_memorization_plan}
+
+
 @pytest.mark.parametrize("experiment", experiment_files())
 def test_every_experiment_file_plans_from_the_repository_root(experiment, copy):
-    result = subprocess.run([".venv/bin/snakemake", "--cores", "2", "--configfile", experiment, "--dry-run"],
+    result = subprocess.run([".venv/bin/snakemake", "--cores", "2", "--configfile", experiment, "--dry-run", "-p"],
                             cwd=copy, capture_output=True, text=True, timeout=TIMEOUT)
     assert result.returncode == 0, f"{experiment}:\n{(result.stdout + result.stderr)[-3000:]}"
+    if experiment in PLANS:  # an experiment whose plan is checked, not only that it plans
+        PLANS[experiment](result.stdout)
 
 
 def test_a_null_entry_in_an_experiment_file_removes_the_default_entry(copy):

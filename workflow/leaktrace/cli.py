@@ -296,13 +296,28 @@ def _audit(a):
     audit(scores, a.output_dir)
 
 
+@command("sample-corpus-functions")
+@_args((("--name",), {"required": True, "help": "the counterfactual source's name (keys the seed)"}),
+       (("--source",), {"type": _json, "required": True, "help": "the corpus source as JSON (a leakage-scan source)"}),
+       path("--inputs", many=True, required=False), SETTINGS, SEED, path("--functions"), path("--accounting"))
+def _sample_corpus_functions(a):
+    from leaktrace.stages.corpus_functions import sample_corpus_functions
+
+    sample_corpus_functions(a.name, a.source, a.settings, a.seed, a.functions, a.accounting, inputs=a.inputs)
+
+
+COUNTERFACTUAL_MODEL = {"type": _json, "required": True,
+                        "help": "path, dtype, device, max_length, optional revision and adapter, as JSON"}
+
+
 @command("counterfactual")
-@_args(path("--samples"), path("--functions"), MODEL, path("--adapter"), SETTINGS, GENERATOR, CACHE_DIR,
-       path("--generations"), path("--similarity"))
+@_args(path("--samples", required=False), path("--functions"), (("--target",), COUNTERFACTUAL_MODEL),
+       (("--reference",), COUNTERFACTUAL_MODEL), SETTINGS, GENERATOR, CACHE_DIR, path("--generations"),
+       path("--similarity"))
 def _counterfactual(a):
     from leaktrace.stages.counterfactual import counterfactual
 
-    counterfactual(a.samples, a.functions, a.model, str(a.adapter), a.settings, a.generations, a.similarity,
+    counterfactual(a.functions, a.target, a.reference, a.settings, a.generations, a.similarity, samples=a.samples,
                    generator=a.generator, cache_dir=a.cache_dir)
 
 

@@ -11,7 +11,8 @@ replaces them whole and never inherits a model it does not build."""
 
 from __future__ import annotations
 
-NAMED_COLLECTIONS = (("benchmarks",), ("corpora",), ("score", "methods"), ("leakage", "scans"), ("leakage", "clean"))
+NAMED_COLLECTIONS = (("benchmarks",), ("corpora",), ("score", "methods"), ("leakage", "scans"), ("leakage", "clean"),
+                     ("counterfactual", "sources"))
 
 
 def drop_removed_entries(config: dict) -> list[str]:

@@ -8,6 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from huggingface_hub import snapshot_download
+from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+
+from leaktrace.errors import InputError
 
 PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken", "*.py"]
 
@@ -15,7 +18,12 @@ PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken", "*.py"]
 def fetch_model(repo_id: str, output_dir: Path, revision: str | None = None) -> Path:
     """Download ``repo_id`` (at ``revision``) into ``output_dir``; config.json,
     the rule's output, exists once every file is in place."""
-    snapshot_download(repo_id, revision=revision, local_dir=output_dir, allow_patterns=PATTERNS)
+    try:
+        snapshot_download(repo_id, revision=revision, local_dir=output_dir, allow_patterns=PATTERNS)
+    except RevisionNotFoundError:
+        raise InputError(repo_id, None, f"the hub repository has no revision {revision!r}") from None
+    except RepositoryNotFoundError:
+        raise InputError(repo_id, None, "no such hub repository (or it is gated and no token is set)") from None
     if not (output_dir / "config.json").exists():
         raise FileNotFoundError(f"{repo_id}: the hub repository has no config.json")
     return output_dir

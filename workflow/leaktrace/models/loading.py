@@ -8,6 +8,7 @@ allows it; a hub id goes through the normal ``from_pretrained`` resolution
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -28,14 +29,32 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 
 def _hub_kwargs(spec: ModelSpec) -> dict:
     if Path(spec.name_or_path).exists():
+        if spec.revision:
+            raise InputError(spec.name_or_path, None, f"revision {spec.revision!r} given for a local directory, which "
+                             "holds one revision: name the hub id with the revision, or drop the revision")
         return {"local_files_only": True}
     if not is_hub_id(spec.name_or_path):
         raise InputError(spec.name_or_path, None, "model path does not exist (and is not a hub id)")
     return {"revision": spec.revision} if spec.revision else {}
 
 
+@contextmanager
+def _revision_errors(spec: ModelSpec):
+    """A revision the hub (or, offline, the local hub cache) does not have is
+    a config error naming the revision, not transformers' generic OSError."""
+    try:
+        yield
+    except OSError as err:
+        if not spec.revision:
+            raise
+        raise InputError(spec.name_or_path, None, f"cannot load revision {spec.revision!r} (unknown to the hub, or not "
+                         f"in the local hub cache when offline): {err}") from None
+
+
 def load_tokenizer(spec: ModelSpec) -> PreTrainedTokenizerBase:
-    tokenizer = AutoTokenizer.from_pretrained(spec.name_or_path, **_hub_kwargs(spec))
+    kwargs = _hub_kwargs(spec)
+    with _revision_errors(spec):
+        tokenizer = AutoTokenizer.from_pretrained(spec.name_or_path, **kwargs)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
@@ -43,13 +62,17 @@ def load_tokenizer(spec: ModelSpec) -> PreTrainedTokenizerBase:
 
 def load_model_config(spec: ModelSpec) -> PretrainedConfig:
     """The model's config alone (its trained context, without its weights)."""
-    return AutoConfig.from_pretrained(spec.name_or_path, **_hub_kwargs(spec))
+    kwargs = _hub_kwargs(spec)
+    with _revision_errors(spec):
+        return AutoConfig.from_pretrained(spec.name_or_path, **kwargs)
 
 
 def load_model(spec: ModelSpec) -> PreTrainedModel:
     if spec.dtype not in DTYPES:
         raise ValueError(f"unknown dtype {spec.dtype!r}; choose one of {sorted(DTYPES)}")
-    model = AutoModelForCausalLM.from_pretrained(spec.name_or_path, dtype=DTYPES[spec.dtype], **_hub_kwargs(spec))
+    kwargs = _hub_kwargs(spec)
+    with _revision_errors(spec):
+        model = AutoModelForCausalLM.from_pretrained(spec.name_or_path, dtype=DTYPES[spec.dtype], **kwargs)
     if spec.adapter is not None:
         from peft import PeftModel
 

@@ -1,7 +1,9 @@
 """counterfactual: prompt target and reference with each function's signature
 and up to P tokens of preceding context, decode greedily, parse the function
 out of the output, and compare it with the ground-truth continuation
-(functional-memorisation paper, Sec. 3)."""
+(functional-memorisation paper, Sec. 3). The functions come from a testbed
+benchmark (its kept samples) or a corpus sample (stages/corpus_functions.py);
+the two models are any two (a hub id or path, a revision, an adapter)."""
 
 from __future__ import annotations
 
@@ -65,9 +67,11 @@ def _stop_at_function_end(signature: str, generated: str) -> bool:
     return function_end_reached(signature, _after_signature(generated))
 
 
-def _generate(rows: list[dict], model: dict, adapter: str | None, settings: dict, role: str, generator: dict | None,
+def _generate(rows: list[dict], model: dict, settings: dict, role: str, generator: dict | None,
               cache_dir: Path | None) -> list[dict]:
-    lm = generation_model(model, adapter, settings, generator, cache_dir, f"counterfactual generation ({role})")
+    """``model``: path, dtype, device, max_length, and optionally revision and adapter."""
+    lm = generation_model({k: v for k, v in model.items() if k != "adapter"}, model.get("adapter"), settings, generator,
+                          cache_dir, f"counterfactual generation ({role})")
     prompts = [prompt_ids(lm, r["context"], r["signature"], settings["context_tokens"]) for r in rows]
     stops = [partial(_stop_at_function_end, r["signature"]) for r in rows]
     # Prompt and generation stay within the positions the model was trained on
@@ -88,15 +92,23 @@ def _generate(rows: list[dict], model: dict, adapter: str | None, settings: dict
     return out
 
 
-def counterfactual(samples: Path, functions: Path, model: dict, target_adapter: str, settings: dict,
-                   generations_out: Path, similarity_out: Path, *, generator: dict | None = None,
+def counterfactual(functions: Path, target: dict, reference: dict, settings: dict, generations_out: Path,
+                   similarity_out: Path, *, samples: Path | None = None, generator: dict | None = None,
                    cache_dir: Path | None = None) -> None:
-    """``generator``: the ``llm.generator`` role (None: the base model in
-    process through transformers); ``cache_dir``: its response cache."""
-    kept = {r["sample_id"] for r in read_records(samples, ["sample_id", "kept"]) if r["kept"]}
+    """``target``, ``reference``: the two models (path, dtype, device,
+    max_length, optional revision and adapter; the testbed's are the base
+    model with and without the target adapter). ``samples``: the testbed's
+    split, whose kept samples are generated for; without it (a corpus
+    source) every kept row of ``functions``. ``generator``: the
+    ``llm.generator`` role (None: each model in process through
+    transformers); ``cache_dir``: its response cache."""
+    if samples is not None:
+        kept = {r["sample_id"] for r in read_records(samples, ["sample_id", "kept"]) if r["kept"]}
+    else:
+        kept = {r["sample_id"] for r in read_records(functions, ["sample_id", "kept"]) if r["kept"]}
     rows = [r for r in read_records(functions, ["sample_id", "context", "signature", "continuation"]) if r["sample_id"] in kept]
-    generations = (_generate(rows, model, target_adapter, settings, "target", generator, cache_dir)
-                   + _generate(rows, model, None, settings, "reference", generator, cache_dir))
+    generations = (_generate(rows, target, settings, "target", generator, cache_dir)
+                   + _generate(rows, reference, settings, "reference", generator, cache_dir))
     write_table(generations, GENERATIONS_SCHEMA, generations_out)
 
     produced = {(g["sample_id"], g["model"]): g["function"] for g in generations}

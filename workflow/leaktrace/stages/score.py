@@ -53,7 +53,8 @@ BLACKBOX_SCHEMA = pa.schema(
 
 
 def model_spec(model: dict, adapter: str | None) -> ModelSpec:
-    return ModelSpec(name_or_path=model["path"], adapter=adapter, dtype=model["dtype"], device=model["device"])
+    return ModelSpec(name_or_path=model["path"], adapter=adapter, dtype=model["dtype"], device=model["device"],
+                     revision=model.get("revision"))
 
 
 DETECTOR_KINDS = ("original", "rename")  # the texts detectors see; kind "filter" is the pre-exposure filter's own
@@ -87,6 +88,8 @@ def generation_model(model: dict, adapter: str | None, batch: dict, generator: d
     needs = {Capability.GENERATE} | ({Capability.ADAPTERS} if adapter else set())
     role = {"dtype": model["dtype"], "device": model["device"], "max_length": model.get("max_length"), **generator,
             "model": generator.get("model") or model["path"], "adapter": adapter}
+    if not generator.get("model") and model.get("revision"):
+        role["revision"] = model["revision"]
     if role["backend"] == "vllm":  # the target's adapter and the reference share one engine
         role["vllm"] = {"enable_lora": True, **role.get("vllm", {})}
     return BackendGenerator(open_model(role, needs, purpose, cache_dir), model_spec(model, None), model.get("max_length"))
