@@ -84,7 +84,7 @@ if JUDGE is not None:
     rule counterfactual_judges:
         input:
             generations=f"{RESULTS}/counterfactual/{{benchmark}}/generations.parquet",
-            functions=f"{RESULTS}/filter/{{benchmark}}.functions.parquet",
+            functions=lambda w: counterfactual_functions(w.benchmark),
         output:
             similarity=f"{RESULTS}/counterfactual/{{benchmark}}/similarity_judges.parquet",
             answers=f"{RESULTS}/counterfactual/{{benchmark}}/judge_answers.parquet",
@@ -110,7 +110,7 @@ if JUDGE is not None and config["similarity"]["filter"]["enabled"]:
 
     rule counterfactual_llm_filter:
         input:
-            f"{RESULTS}/filter/{{benchmark}}.functions.parquet",
+            lambda w: counterfactual_functions(w.benchmark),
         output:
             f"{RESULTS}/counterfactual/{{benchmark}}/llm_filter.parquet",
         params:
