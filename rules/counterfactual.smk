@@ -25,3 +25,23 @@ rule counterfactual:
         "{LEAKTRACE} counterfactual --samples {input.samples} --functions {input.functions} --model {params.model:q}"
         " --adapter {input.adapter} --settings {params.settings:q} {params.generator}"
         " --generations {output.generations} --similarity {output.similarity} 2> {log}"
+
+
+rule counterfactual_structural:
+    input:
+        generations=f"{RESULTS}/counterfactual/{{benchmark}}/generations.parquet",
+        functions=f"{RESULTS}/filter/{{benchmark}}.functions.parquet",
+    output:
+        f"{RESULTS}/counterfactual/{{benchmark}}/similarity_structural.parquet",
+    params:
+        settings=settings("similarity", "structural"),
+    log:
+        f"{RESULTS}/logs/counterfactual_structural/{{benchmark}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/counterfactual_structural/{{benchmark}}.tsv"
+    threads: 2
+    conda:
+        CPU_ENV
+    shell:
+        "{LEAKTRACE} counterfactual-structural --generations {input.generations} --functions {input.functions}"
+        " --settings {params.settings:q} --processes {threads} --output {output} 2> {log}"

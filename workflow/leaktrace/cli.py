@@ -306,6 +306,15 @@ def _counterfactual(a):
                    generator=a.generator, cache_dir=a.cache_dir)
 
 
+@command("counterfactual-structural")
+@_args(path("--generations"), path("--functions"), SETTINGS, (("--processes",), {"type": int, "default": 1}),
+       path("--output"))
+def _counterfactual_structural(a):
+    from leaktrace.stages.structural import structural_similarity
+
+    structural_similarity(a.generations, a.functions, a.settings, a.output, processes=a.processes)
+
+
 @command("serve")
 @_args((("model",), {"help": "a local model directory or hub id"}), (("--adapter",), {"help": "a PEFT adapter directory"}),
        (("--revision",), {}), (("--dtype",), {"default": "float32"}), (("--device",), {"default": "cpu"}),

@@ -49,6 +49,7 @@ import math
 import tokenize
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu
 from nltk.util import ngrams
@@ -67,29 +68,28 @@ _KEYWORD_WEIGHT, _OTHER_WEIGHT = 1.0, 0.2
 _EPSILON = 0.1  # Chen & Cherry method 1, as in the package
 _SMOOTHING = SmoothingFunction(epsilon=_EPSILON).method1
 _ORDERS = (1, 2, 3, 4)
-_WEIGHT = 0.25  # equal weights: every component counts a quarter
+_WEIGHT = 0.25  # BLEU's uniform weight of each n-gram order
 _WEIGHTED_REFERENCE_LENGTH = 2
+
+
+EQUAL_WEIGHTS = (0.25, 0.25, 0.25, 0.25)
 
 
 @dataclass(frozen=True)
 class CodeBLEU:
-    """The four components and their equal-weight total, each in [0, 1].
-
-    ``dataflow`` is None when the ground truth has no dataflow edge; the total
-    is then the mean of the other three components.
-    """
+    """The four components, each in [0, 1]; ``dataflow`` is None when the ground truth has no dataflow edge."""
 
     ngram: float
     weighted_ngram: float
     syntax: float
     dataflow: float | None
 
-    @property
-    def total(self) -> float:
-        parts = [self.ngram, self.weighted_ngram, self.syntax]
-        if self.dataflow is not None:
-            parts.append(self.dataflow)
-        return math.fsum(parts) / len(parts)
+    def total(self, weights: tuple[float, float, float, float] = EQUAL_WEIGHTS) -> float:
+        """The weighted sum of the components (n-gram, weighted n-gram, syntax, dataflow);
+        without dataflow, the other three with their weights rescaled to sum to 1."""
+        parts = [self.ngram, self.weighted_ngram, self.syntax, self.dataflow]
+        used = [(w, part) for w, part in zip(weights, parts, strict=True) if part is not None]
+        return math.fsum(w * part for w, part in used) / math.fsum(w for w, _ in used)
 
 
 # --- n-gram terms ----------------------------------------------------------
@@ -166,6 +166,7 @@ def remove_comments_and_docstrings(source: str) -> str:
     return "\n".join(line for line in "".join(out).split("\n") if line.strip())
 
 
+@lru_cache(maxsize=1024)  # a ground truth is compared with two generations
 def _without_comments(code: str) -> str:
     try:
         return remove_comments_and_docstrings(code)
@@ -185,10 +186,15 @@ def _subtrees(root: Node) -> list[str]:
     return out
 
 
+@lru_cache(maxsize=1024)
+def _code_subtrees(code: str) -> tuple[str, ...]:
+    return tuple(_subtrees(parse_tree(_without_comments(code))))
+
+
 def syntax_match(reference: str, candidate: str) -> float:
     """Share of the reference's subtrees that occur (anywhere) in the candidate's tree."""
-    ref = _subtrees(parse_tree(_without_comments(reference)))
-    cand = set(_subtrees(parse_tree(_without_comments(candidate))))
+    ref = _code_subtrees(reference)
+    cand = set(_code_subtrees(candidate))
     return sum(subtree in cand for subtree in ref) / len(ref)
 
 
@@ -403,13 +409,18 @@ def normalize_dataflow(edges: list[_Edge]) -> list[tuple[str, str, list[str]]]:
     return out
 
 
+@lru_cache(maxsize=1024)
+def _code_dataflow(code: str) -> tuple[tuple[str, str, list[str]], ...]:
+    return tuple(normalize_dataflow(data_flow(_without_comments(code))))
+
+
 def dataflow_match(reference: str, candidate: str) -> float | None:
     """Share of the reference's normalised dataflow edges matched one-to-one in the candidate's;
     None when the reference has none."""
-    ref = normalize_dataflow(data_flow(_without_comments(reference)))
+    ref = _code_dataflow(reference)
     if not ref:
         return None
-    cand = normalize_dataflow(data_flow(_without_comments(candidate)))
+    cand = list(_code_dataflow(candidate))
     matched = 0
     for edge in ref:
         if edge in cand:

@@ -30,13 +30,22 @@ dynamic programme compiled with numba; the test checks that it equals
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 from tree_sitter import Node
 
 from leaktrace.similarity.python_tree import parse_tree
 
-DELETE_COST, INSERT_COST, RENAME_COST = 1.0, 0.8, 1.0
+
+class EditCosts(NamedTuple):
+    delete: float
+    insert: float
+    rename: float
+
+
+PAPER_COSTS = EditCosts(delete=1.0, insert=0.8, rename=1.0)
 
 
 @njit(cache=False)
@@ -100,16 +109,16 @@ def _label(node: Node) -> str:
     return f"{node.type}:{node.text.decode('utf-8', errors='replace')}"
 
 
-def tree_edit_distance(reference: str, candidate: str) -> tuple[float, int]:
-    """d (delete 1.0, insert 0.8, rename 1.0) from the reference's tree to the candidate's, and M."""
+def tree_edit_distance(reference: str, candidate: str, costs: EditCosts = PAPER_COSTS) -> tuple[float, int]:
+    """d from the reference's tree to the candidate's, and M, the larger tree's number of nodes."""
     ids: dict[str, int] = {}
     first = _postorder(parse_tree(reference), ids)
     second = _postorder(parse_tree(candidate), ids)
-    distance = _zhang_shasha(*first, *second, DELETE_COST, INSERT_COST, RENAME_COST)
+    distance = _zhang_shasha(*first, *second, costs.delete, costs.insert, costs.rename)
     return float(distance), max(first[0].shape[0], second[0].shape[0])
 
 
-def tsed(reference: str, candidate: str) -> float:
+def tsed(reference: str, candidate: str, costs: EditCosts = PAPER_COSTS) -> float:
     """TSED of ``candidate`` (the generation) against ``reference`` (the ground truth); both dedented."""
-    distance, largest = tree_edit_distance(reference, candidate)
+    distance, largest = tree_edit_distance(reference, candidate, costs)
     return max(0.0, (largest - distance) / largest)
