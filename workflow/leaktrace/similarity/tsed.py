@@ -48,7 +48,7 @@ class EditCosts(NamedTuple):
 PAPER_COSTS = EditCosts(delete=1.0, insert=0.8, rename=1.0)
 
 
-@njit(cache=False)
+@njit(cache=True)  # compiled once per machine (about 5 s), then loaded from __pycache__
 def _zhang_shasha(labels1, lld1, keyroots1, labels2, lld2, keyroots2, delete, insert, rename):  # pragma: no cover - compiled
     """Tree edit distance of two trees given in postorder: node labels (ints),
     leftmost-leaf descendants and keyroots (Zhang & Shasha, 1989)."""

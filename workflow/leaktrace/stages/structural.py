@@ -87,6 +87,7 @@ def structural_similarity(generations: Path, functions: Path, settings: dict, ou
         jobs.append((sample_id, whole_function(signature, truth[sample_id]["continuation"]),
                      {model: whole_function(signature, by_model[model]) for model in MODELS}, weights, costs))
     if processes > 1 and len(jobs) > 1:
+        tsed("x = 1", "x = 1")  # compile the distance here, so the forked workers inherit it
         with ProcessPoolExecutor(processes) as pool:
             chunks = list(pool.map(_sample_rows, jobs, chunksize=max(1, len(jobs) // (4 * processes))))
     else:
