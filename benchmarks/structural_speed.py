@@ -1,0 +1,129 @@
+"""Speed of the structural similarity family (CodeBLEU x3 and TSED) on function pairs.
+
+Functions are the standard library's that pass the paper's App. B filter
+(10-50 body lines, at least 500 characters, no ``__init__``), the first
+``--pairs`` of them in file order. Each is paired with a "generation" under its
+own signature: for half, the body of the next function (unrelated code); for
+the other half, its own body with its names changed and its last third cut
+(similar code), so both cheap and expensive alignments are timed. Prints, in
+one run:
+
+- per-metric milliseconds per pair (one process; CodeBLEU's three metrics are
+  one computation), and TSED's distance with the pure-Python ``apted`` package
+  on the first ``--apted-pairs`` pairs, for comparison;
+- the ``counterfactual-structural`` stage itself on the pairs (as samples of
+  one generation each for target and reference: ``--pairs`` comparisons), with
+  1 and 2 processes, wall-clock, parquet written.
+
+    PYTHONPATH=workflow .venv/bin/python benchmarks/structural_speed.py [--pairs 1000] [--apted-pairs 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+from apted import APTED, PerEditOperationConfig
+from leaktrace.artifacts import write_table
+from leaktrace.data.corpora import iter_stdlib_code
+from leaktrace.data.functions import FunctionFilter, function_anatomy
+from leaktrace.similarity.codebleu import codebleu
+from leaktrace.similarity.python_tree import parse_tree
+from leaktrace.similarity.tsed import PAPER_COSTS, tsed
+from leaktrace.stages.structural import structural_similarity, whole_function
+
+FILTER = FunctionFilter(min_body_lines=10, max_body_lines=50, min_chars=500, exclude_init=True)
+SETTINGS = {"codebleu_weights": [0.25] * 4, "tsed_costs": PAPER_COSTS._asdict()}
+GENERATIONS_SCHEMA = pa.schema([("sample_id", pa.string()), ("model", pa.string()), ("prompt_tokens", pa.int32()),
+                                ("generated", pa.string()), ("function", pa.string()), ("parsed", pa.bool_())])
+FUNCTIONS_SCHEMA = pa.schema([("sample_id", pa.string()), ("signature", pa.string()), ("continuation", pa.string())])
+
+
+def stdlib_functions(n: int) -> list[tuple[str, str]]:
+    """(signature, continuation) of the first n stdlib functions that pass the App. B filter."""
+    out = []
+    for document in iter_stdlib_code():
+        try:
+            tree = ast.parse(document.text)
+        except (SyntaxError, ValueError):
+            continue
+        names = [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for name in dict.fromkeys(names):
+            anatomy = function_anatomy(document.text, name)
+            if FILTER.reason_to_drop(anatomy) is None:
+                out.append((anatomy.signature, anatomy.continuation))
+                if len(out) == n:
+                    return out
+    return out
+
+
+def _similar(body: str) -> str:
+    lines = body.splitlines(keepends=True)
+    kept = "".join(lines[: max(1, 2 * len(lines) // 3)])
+    return re.sub(r"\b([a-z_][a-z_0-9]{2,})\b", r"\1_x", kept)
+
+
+def pairs(n: int) -> list[tuple[str, str, str]]:
+    """(signature, ground-truth body, generated body)."""
+    functions = stdlib_functions(n + 1)
+    return [(signature, body, functions[i + 1][1] if i % 2 else _similar(body))
+            for i, (signature, body) in enumerate(functions[:n])]
+
+
+class _Node:
+    def __init__(self, node):
+        self.name = node.type if node.named_child_count else f"{node.type}:{node.text.decode()}"
+        self.children = [_Node(child) for child in node.named_children]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pairs", type=int, default=1000)
+    parser.add_argument("--apted-pairs", type=int, default=20)
+    args = parser.parse_args()
+    data = pairs(args.pairs)
+    functions = [(whole_function(s, t), whole_function(s, g)) for s, t, g in data]
+    print(f"{len(data)} stdlib function pairs (App. B filter); mean ground truth {sum(len(t) for t, _ in functions) / len(functions):.0f} chars")
+
+    tsed("x = 1", "x = 1")  # compile
+    for name, metric in (("CodeBLEU (all three metrics)", codebleu), ("TSED", tsed)):
+        start = time.perf_counter()
+        for truth, generated in functions:
+            metric(truth, generated)
+        print(f"{name}: {1000 * (time.perf_counter() - start) / len(functions):.1f} ms per pair (1 process)")
+    sample = functions[: args.apted_pairs]
+    start = time.perf_counter()
+    for truth, generated in sample:
+        tsed(truth, generated)
+    ours = time.perf_counter() - start
+    start = time.perf_counter()
+    for truth, generated in sample:
+        APTED(_Node(parse_tree(truth)), _Node(parse_tree(generated)), PerEditOperationConfig(*PAPER_COSTS)).compute_edit_distance()
+    print(f"TSED distance on the first {len(sample)} pairs: {1000 * ours / len(sample):.1f} ms per pair here, "
+          f"{1000 * (time.perf_counter() - start) / len(sample):.0f} ms with the apted package")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        half = len(data) // 2  # each sample has a target and a reference generation: len(data) comparisons
+        write_table([{"sample_id": f"s{i}", "signature": s, "continuation": t} for i, (s, t, _) in enumerate(data[:half])],
+                    FUNCTIONS_SCHEMA, tmp / "functions.parquet")
+        write_table([{"sample_id": f"s{i}", "model": model, "prompt_tokens": 0, "generated": body, "function": body,
+                      "parsed": True}
+                     for i, (_, _, generated) in enumerate(data[:half])
+                     for model, body in (("target", generated), ("reference", data[i + half][2]))],
+                    GENERATIONS_SCHEMA, tmp / "generations.parquet")
+        for processes in (1, 2):
+            start = time.perf_counter()
+            structural_similarity(tmp / "generations.parquet", tmp / "functions.parquet", SETTINGS,
+                                  tmp / f"out-{processes}.parquet", processes=processes)
+            print(f"stage, {half} samples x 2 models = {2 * half} pairs, {processes} process(es): "
+                  f"{time.perf_counter() - start:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
