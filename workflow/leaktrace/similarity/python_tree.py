@@ -1,13 +1,16 @@
 """The tree-sitter Python parser shared by the structural metrics.
 
 CodeBLEU and TSED both read tree-sitter's concrete syntax tree of Python,
-from tree-sitter 0.26 with the tree-sitter-python 0.21.0 grammar, both pinned:
-node types are part of the scores, and 0.21.0 is the grammar the PyPI codebleu
-package runs with (its syntax match differs by up to 0.15 on our fixtures with
-grammar 0.25, whose trees differ, e.g. ``not in`` has become a node). tree-sitter never refuses input: where the code is not valid
-Python it inserts ERROR and MISSING nodes, and both metrics would score that
-broken tree. ``parses`` is the test the structural family applies first, so a
-code that does not parse is counted as a parse failure instead of scored.
+from tree-sitter 0.26 with the tree-sitter-python 0.21.0 grammar, both
+pinned: node types are part of the scores, and 0.21.0 is the grammar the PyPI
+codebleu package runs with (with grammar 0.25 the trees differ, e.g. ``not
+in`` has become a node, and the syntax match no longer equals the package's
+on several fixture pairs, by up to 0.01).
+
+tree-sitter never refuses input: where the code is not valid Python it
+inserts ERROR and MISSING nodes, and both metrics would score that broken
+tree. ``parses`` is the test the structural family applies first, so a code
+that does not parse is counted as a parse failure instead of scored.
 """
 
 import warnings
