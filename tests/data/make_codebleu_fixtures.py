@@ -12,6 +12,8 @@ Pairs: the App. E examples of the functional-memorization paper (ground truth
 vs target and vs reference), hand-written edge cases (no dataflow, comments
 and docstrings, loops, comprehensions, broken code, empty generation) and
 functions of this repository paired with each other and with edited copies.
+The JSON stores every pair's text, so the test does not depend on the repository's
+code as it is now (a rerun after the code changes gives other repository pairs).
 Each pair is scored once per PYTHONHASHSEED in 0..4 in a fresh interpreter:
 the package merges dataflow parents through ``set``, so a few scores depend
 on the hash seed; every distinct result is kept.
