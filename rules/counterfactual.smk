@@ -60,6 +60,26 @@ rule counterfactual:
         " --generations {output.generations} --similarity {output.similarity} 2> {log}"
 
 
+rule counterfactual_structural:
+    input:
+        generations=f"{RESULTS}/counterfactual/{{benchmark}}/generations.parquet",
+        functions=lambda w: counterfactual_functions(w.benchmark),
+    output:
+        f"{RESULTS}/counterfactual/{{benchmark}}/similarity_structural.parquet",
+    params:
+        settings=settings("similarity", "structural"),
+    log:
+        f"{RESULTS}/logs/counterfactual_structural/{{benchmark}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/counterfactual_structural/{{benchmark}}.tsv"
+    threads: 2
+    conda:
+        CPU_ENV
+    shell:
+        "{LEAKTRACE} counterfactual-structural --generations {input.generations} --functions {input.functions}"
+        " --settings {params.settings:q} --processes {threads} --output {output} 2> {log}"
+
+
 # LLM judges (App. C.1), HyClone's Stage-1 screen (App. C.2) and App. B's LLM
 # filter run the llm.judge role: with it null (the default) neither rule exists.
 JUDGE = config["llm"]["judge"]

@@ -321,6 +321,15 @@ def _counterfactual(a):
                    generator=a.generator, cache_dir=a.cache_dir)
 
 
+@command("counterfactual-structural")
+@_args(path("--generations"), path("--functions"), SETTINGS, (("--processes",), {"type": int, "default": 1}),
+       path("--output"))
+def _counterfactual_structural(a):
+    from leaktrace.stages.structural import structural_similarity
+
+    structural_similarity(a.generations, a.functions, a.settings, a.output, processes=a.processes)
+
+
 JUDGE = (("--judge",), {"type": _json, "required": True, "help": "the llm.judge role as JSON"})
 
 
