@@ -1,0 +1,353 @@
+"""The program the execution-similarity stage runs in the sandbox: it executes
+many functions, each in a forked child of its own, on their inputs.
+
+One sandbox run costs about 0.1 s, a function's calls a few milliseconds, so
+many functions share a run (`leaktrace.similarity.execution` batches them).
+What one function does must not spoil the others', so each gets a fresh fork
+of this driver: its program's module-level code and calls run there, with an
+address-space limit, a silence limit per call and a time limit in all; its
+outputs stream back through a pipe, one framed message per call. The child
+ends on its first sign of leaving its lane, and the function's outcome says
+which:
+
+- ``timeout``: no reply within the call limit or the function's total limit;
+- ``forked``: a call left a child process behind (the copy that returns into
+  this code exits at once);
+- ``exited``: ``sys.exit`` or ``os._exit`` from the program or a call;
+- ``killed``: the child died of a signal;
+- ``missing_import:<module>``: a module the program imports is not there;
+- ``load_error:<exception>``: its module-level code raised;
+- ``class_method_failed``: no instance of a method's class could be built;
+- ``not_found``: the program does not define the function where expected.
+
+After each function the child's process group is killed; under full
+isolation everything else this uid runs in the sandbox too (``kill(-1)``
+spares the driver and the namespace's init), so a process that escaped
+with ``setsid`` does not outlive its function. A function that kills the driver
+ends the whole run: the caller then runs that batch's functions one per
+sandbox run.
+
+Outputs are compared outside, so each is reduced here to exact builtin
+values (`leaktrace.sandbox.values`): a call's output is what it returned, what
+it printed, and its arguments afterwards (in-place changes are behaviour), or
+the name of the exception it raised. Lists, tuples, sets and dicts keep their
+type, their subclasses become them, objects with ``tolist`` (numpy) give that,
+generators give their first items, other objects their class name and
+attributes. Random state is reset before every call.
+
+Stdlib only, no ``from __future__``: this file is the start of the program's
+source. The caller appends ``_VALUES_SOURCE`` (the values module's source)
+and ``_JOBS`` (the functions and inputs, values-encoded), then evaluates
+``_run()``.
+"""
+
+import builtins
+import io
+import itertools
+import os
+import random
+import resource
+import select
+import signal
+import sys
+import time
+
+_MAX_FRAME_BYTES = 8 * 1024 * 1024
+_MAX_ITEMS = 1000  # of a generator, or of a collection's members
+_MAX_TEXT = 10_000  # characters of printed output kept
+_MAX_DEPTH = 20
+_MB = 1024 * 1024
+
+
+_CAUSES = {"timeout", "forked", "exited", "killed", "missing_import", "load_error", "class_method_failed",
+           "not_found"}
+_CODEC = {"__name__": "leaktrace_values"}
+
+
+def _run():
+    exec(_VALUES_SOURCE, _CODEC)  # noqa: F821 - appended by the caller
+    jobs = _decode(_JOBS)  # noqa: F821 - appended by the caller
+    return [_run_item(item, jobs["settings"]) for item in jobs["items"]]
+
+
+def _decode(data):
+    return _CODEC["decode"](data)
+
+
+def _encode(value):
+    return _CODEC["encode"](value)
+
+
+def _run_item(item, settings):
+    """(status, detail, outputs): status "ok" or the cause, outputs those of the calls made."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        try:
+            os.setpgid(0, 0)
+            _child(item, settings, write_end)
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    outputs, status, detail = [], None, ""
+    started = time.monotonic()
+    try:
+        while status is None:
+            remaining = settings["item_timeout_s"] - (time.monotonic() - started)
+            message = _read_frame(read_end, min(settings["call_timeout_s"], remaining))
+            if message is None:
+                status, detail = "timeout", ""
+            elif message == ():
+                status, detail = _ended(pid)
+            elif message[0] == "output":
+                outputs.append(message[1])
+            elif message[0] == "done":
+                status = "ok"
+            elif message[0] in _CAUSES and type(message[1]) is str:
+                status, detail = message[0], message[1]
+            else:
+                raise ValueError("unknown message")
+    except (ValueError, OSError, TypeError, IndexError, KeyError):
+        status, detail = "protocol", "the function's process broke the driver protocol"
+    finally:
+        os.close(read_end)
+        _clean_up(pid, settings["full_isolation"])
+    return status, detail, outputs
+
+
+def _read_frame(fd, timeout_s):
+    """One message, () at end of file, None when none came within ``timeout_s``."""
+    deadline = time.monotonic() + max(timeout_s, 0.0)
+    header = _read_exactly(fd, 4, deadline)
+    if header is None or header == b"":
+        return header if header is None else ()
+    length = int.from_bytes(header, "big")
+    if length > _MAX_FRAME_BYTES:
+        raise ValueError("frame too large")
+    data = _read_exactly(fd, length, deadline)
+    if data is None:
+        return None
+    if len(data) < length:
+        return ()
+    return _decode(data)
+
+
+def _read_exactly(fd, size, deadline):
+    chunks, missing = [], size
+    while missing:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            return None
+        chunk = os.read(fd, min(missing, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        missing -= len(chunk)
+    return b"".join(chunks)
+
+
+def _ended(pid):
+    """How the child ended when its pipe closed before it said it was done."""
+    for _ in range(200):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            if os.WIFSIGNALED(status):
+                return "killed", signal.Signals(os.WTERMSIG(status)).name
+            return "exited", f"exit code {os.WEXITSTATUS(status)}"
+        time.sleep(0.005)
+    return "exited", "closed its output and went on"
+
+
+def _clean_up(pid, full_isolation):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    if full_isolation:  # never outside namespaces: there kill(-1) reaches the user's other processes
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+    while True:
+        try:
+            if os.waitpid(-1, 0)[0] == 0:
+                break
+        except ChildProcessError:
+            break
+
+
+# -- the child: one function ------------------------------------------------------------------------
+
+
+def _child(item, settings, fd):
+    own_pid = os.getpid()
+    null = os.open(os.devnull, os.O_RDWR)
+    for stream in (0, 1, 2):
+        os.dup2(null, stream)
+    limit = settings["memory_mb"] * _MB
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    cpu = int(settings["item_timeout_s"]) + 1
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+    def send(message):
+        if os.getpid() != own_pid:  # a process the function forked came back here
+            os._exit(0)
+        try:
+            data = _encode(message)
+        except Exception:
+            data = _encode(("output", ("unserialisable", "")))
+        os.write(fd, len(data).to_bytes(4, "big") + data)
+
+    namespace = {"__name__": "leaktrace_program", "__builtins__": builtins}
+    random.seed(0)
+    failure = _guarded(lambda: exec(compile(item["program"], "program.py", "exec"), namespace))
+    if failure is not None:
+        send(failure if failure[0] != "raise" else ("load_error", failure[1]))
+        return
+    target = _resolve(namespace, item)
+    if target is None:
+        send(("not_found", item["name"]))
+        return
+    holder, name, binding = target
+    build = None
+    if binding == "method":
+        build = _constructor(holder, item["constructors"])
+        if build is None:
+            send(("class_method_failed", "no constructor argument list built an instance"))
+            return
+    for encoded in item["inputs"]:
+        args, kwargs = _decode(encoded)
+        captured = io.StringIO()
+        result = []
+
+        def call():
+            function = getattr(build(), name) if build else (
+                getattr(holder, name) if binding in ("static", "class") else holder)
+            result.append(function(*args, **kwargs))
+
+        random.seed(0)
+        saved = sys.stdout
+        sys.stdout = captured
+        try:
+            failure = _guarded(call)
+        finally:
+            sys.stdout = saved
+        if os.getpid() != own_pid:
+            os._exit(0)
+        if _has_children():
+            send(("forked", "a call left a child process"))
+            return
+        if failure is not None and failure[0] != "raise":
+            send(failure)
+            return
+        if failure is not None:
+            output = failure
+        else:
+            output = ("return", _plain(result[0]), captured.getvalue()[:_MAX_TEXT], _plain(args), _plain(kwargs))
+        send(("output", output))
+    send(("done",))
+
+
+def _guarded(thunk):
+    """None when ``thunk`` returned; else ("raise", name), ("exited", code) or ("missing_import", module)."""
+    try:
+        thunk()
+    except SystemExit as error:
+        return ("exited", f"sys.exit({_text(error.code)})")
+    except ImportError as error:
+        return ("missing_import", error.name or _text(error))
+    except BaseException as error:  # noqa: B036 - a function's KeyboardInterrupt is its output
+        return ("raise", type(error).__name__)
+    return None
+
+
+def _text(value):
+    try:
+        return str(value)[:200]
+    except Exception:
+        return "?"
+
+
+def _resolve(namespace, item):
+    """(holder, name, binding): the function itself, or the class it is looked up on."""
+    owner = item["owner"]
+    if not owner:
+        function = namespace.get(item["name"])
+        return (function, item["name"], "function") if callable(function) else None
+    holder = namespace.get(owner[0])
+    for name in owner[1:]:
+        holder = getattr(holder, name, None)
+    if not isinstance(holder, type) or not hasattr(holder, item["name"]):
+        return None
+    return holder, item["name"], item["binding"]
+
+
+def _constructor(cls, candidates):
+    """A function building a fresh instance per call, with the first argument list
+    (of the caller's, in order) that builds one; None if none does."""
+    for encoded in candidates:
+        args, kwargs = _decode(encoded)
+        random.seed(0)
+        saved = sys.stdout
+        sys.stdout = io.StringIO()
+        try:
+            cls(*args, **kwargs)
+        except BaseException:  # noqa: B036
+            continue
+        finally:
+            sys.stdout = saved
+        return lambda args=args, kwargs=kwargs: cls(*_copy(args), **_copy(kwargs))
+    return None
+
+
+def _copy(value):
+    return _decode(_encode(value))
+
+
+def _has_children():
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return True
+
+
+def _plain(value, depth=0):
+    """``value`` as exact builtin values (see the module's docstring)."""
+    kind = type(value)
+    if value is None or kind in (bool, int, float, complex, str, bytes):
+        return value
+    if depth > _MAX_DEPTH:
+        return ("deep",)
+    try:
+        for base in (bool, int, float, complex, str, bytes):
+            if isinstance(value, base):
+                return base(value)
+        for base in (list, tuple, set, frozenset):
+            if isinstance(value, base):
+                items = [_plain(v, depth + 1) for v in itertools.islice(value, _MAX_ITEMS)]
+                if base in (set, frozenset):
+                    try:
+                        return base(items)
+                    except TypeError:
+                        return ("unhashable", items)
+                return base(items)
+        if isinstance(value, dict):
+            out = {}
+            for key, item in itertools.islice(value.items(), _MAX_ITEMS):
+                key = _plain(key, depth + 1)
+                try:
+                    out[key] = _plain(item, depth + 1)
+                except TypeError:
+                    return ("unhashable", [(_plain(k, depth + 1), _plain(v, depth + 1))
+                                           for k, v in itertools.islice(value.items(), _MAX_ITEMS)])
+            return out
+        if hasattr(value, "tolist") and callable(value.tolist):
+            return ("array", _plain(value.tolist(), depth + 1))
+        if hasattr(value, "__next__") and hasattr(value, "__iter__"):
+            return ("iterator", [_plain(v, depth + 1) for v in itertools.islice(value, _MAX_ITEMS)])
+        attributes = getattr(value, "__dict__", None)
+        fields = _plain(dict(attributes), depth + 1) if isinstance(attributes, dict) else None
+        return ("object", kind.__name__, fields)
+    except Exception as error:
+        return ("unconvertible", kind.__name__, type(error).__name__)
