@@ -25,3 +25,28 @@ rule counterfactual:
         "{LEAKTRACE} counterfactual --samples {input.samples} --functions {input.functions} --model {params.model:q}"
         " --adapter {input.adapter} --settings {params.settings:q} {params.generator}"
         " --generations {output.generations} --similarity {output.similarity} 2> {log}"
+
+
+# Execution similarity (HyClone Stage 2 without an LLM): sandboxed, CPU only,
+# seconds; its own rule so a change to similarity.execution re-runs only it.
+rule counterfactual_execution:
+    input:
+        generations=f"{RESULTS}/counterfactual/{{benchmark}}/generations.parquet",
+        functions=f"{RESULTS}/filter/{{benchmark}}.functions.parquet",
+        benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
+    output:
+        f"{RESULTS}/counterfactual/{{benchmark}}/similarity_execution.parquet",
+    params:
+        settings=settings("similarity", "execution"),
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/counterfactual_execution/{{benchmark}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/counterfactual_execution/{{benchmark}}.tsv"
+    threads: 2
+    conda:
+        CPU_ENV
+    shell:
+        "{LEAKTRACE} counterfactual-execution --generations {input.generations} --functions {input.functions}"
+        " --benchmark {input.benchmark} --settings {params.settings:q} --seed {params.seed}"
+        " --workers {threads} --output {output} 2> {log}"

@@ -15,7 +15,8 @@ Both functions run on both sets in the sandbox (`execution_driver`), and
     S_a = share of I_a on which a and b give the same output, S_b likewise,
     clone iff S_a >= 0.8 and S_b >= 0.8, similarity = (S_a + S_b) / 2.
 
-Same output: both raised an exception of the same type; or both returned
+Same output: both raised an exception of the same type, or both ran past
+the call's CPU limit (``timeout``), or both returned
 values equal member by member, numbers (not booleans) within
 ``float_rel_tol`` / ``float_abs_tol`` of each other (1 and 1.0 are equal,
 nan equals nan), printed the same text, and left their arguments equal.
@@ -39,12 +40,14 @@ builds an instance is used, the same for both functions);
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
+import multiprocessing
 import random
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,6 +62,7 @@ OK = "ok"
 METRICS = ("execution", "execution_clone", "execution_s_a", "execution_s_b")
 CONSTRUCTOR_CANDIDATES = 5
 _DRIVER = Path(__file__).with_name("execution_driver.py")
+_WALL_FACTOR = 10  # the driver's wall-clock limits, times the CPU limits (execution_driver)
 _BATCH_OVERHEAD_S = 30.0  # the sandbox run's start and the driver's own work, beyond the functions' limits
 
 
@@ -69,8 +73,8 @@ class ExecutionSettings:
     clone_threshold: float = 0.8
     float_rel_tol: float = 1e-6
     float_abs_tol: float = 1e-9
-    call_timeout_s: float = 1.0  # per call (and for the program's module-level code)
-    function_timeout_s: float = 5.0  # a function's module-level code and all its calls
+    call_cpu_s: int = 1  # CPU seconds per call (and for the program's module-level code)
+    function_cpu_s: float = 2.0  # CPU seconds of a function's module-level code and all its calls
     function_memory_mb: int = 512  # address space of a function's process
     batch_size: int = 48  # functions per sandbox run
     sandbox: dict | None = None  # SandboxLimits fields but the time limits, which follow from the above
@@ -129,7 +133,7 @@ def execute(functions: Sequence[Function], settings: ExecutionSettings, *, worke
 
 
 def _limits(settings: ExecutionSettings, n_functions: int) -> SandboxLimits:
-    timeout = n_functions * settings.function_timeout_s + _BATCH_OVERHEAD_S
+    timeout = n_functions * _WALL_FACTOR * settings.function_cpu_s + _BATCH_OVERHEAD_S
     return SandboxLimits(**{**(settings.sandbox or {}), "timeout_s": timeout, "cpu_s": math.ceil(timeout)})
 
 
@@ -138,7 +142,7 @@ def _run_batch(functions: Sequence[Function], settings: ExecutionSettings) -> li
     (a single function's failed run is its outcome, ``sandbox:<status>``)."""
     limits = _limits(settings, len(functions))
     jobs = {
-        "settings": {"call_timeout_s": settings.call_timeout_s, "item_timeout_s": settings.function_timeout_s,
+        "settings": {"call_cpu_s": settings.call_cpu_s, "function_cpu_s": settings.function_cpu_s,
                      "memory_mb": settings.function_memory_mb, "full_isolation": isolation_level(limits) == "full"},
         "items": [{"program": f.program, "name": f.callee.name, "owner": list(f.callee.owner),
                    "binding": f.callee.binding, "constructors": [values.encode(c) for c in f.constructors],
@@ -345,7 +349,7 @@ def _constructors(callee: Callee, sample: Sample, seed: int) -> tuple[Call, ...]
 def execution_scores(samples: Sequence[Sample], settings: ExecutionSettings, seed: int, *,
                      workers: int) -> dict[tuple[str, str], PairScore]:
     """(sample id, model) -> its pair's score or cause."""
-    plans = [plan_sample(s, settings, seed) for s in samples]
+    plans = _plan_all(samples, settings, seed, workers)
     functions: list[Function] = []
     slots: list[tuple[int, str | None]] = []
     for i, plan in enumerate(plans):
@@ -366,6 +370,15 @@ def execution_scores(samples: Sequence[Sample], settings: ExecutionSettings, see
                 continue
             scores[(sample.sample_id, model)] = _pair(plan, by_slot[(i, None)], by_slot[(i, model)], model, settings)
     return scores
+
+
+def _plan_all(samples: Sequence[Sample], settings: ExecutionSettings, seed: int, workers: int) -> list[_Plan]:
+    """Every sample's plan, in ``workers`` processes (drawing inputs is most of the host's work)."""
+    if workers <= 1 or len(samples) < 2 * workers:
+        return [plan_sample(s, settings, seed) for s in samples]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        return list(pool.map(functools.partial(plan_sample, settings=settings, seed=seed), samples,
+                             chunksize=max(1, len(samples) // (4 * workers))))
 
 
 def _pair(plan: _Plan, truth: Executed, generated: Executed, model: str, settings: ExecutionSettings) -> PairScore:

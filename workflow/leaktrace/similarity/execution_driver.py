@@ -5,12 +5,18 @@ One sandbox run costs about 0.1 s, a function's calls a few milliseconds, so
 many functions share a run (`leaktrace.similarity.execution` batches them).
 What one function does must not spoil the others', so each gets a fresh fork
 of this driver: its program's module-level code and calls run there, with an
-address-space limit, a silence limit per call and a time limit in all; its
+address-space limit, a CPU-time limit per call (RLIMIT_CPU: SIGXCPU ends it)
+and in all (the children's CPU time, from wait4), and wall-clock limits ten
+times those for calls that sleep or block; its
 outputs stream back through a pipe, one framed message per call. The child
 ends on its first sign of leaving its lane, and the function's outcome says
 which:
 
-- ``timeout``: no reply within the call limit or the function's total limit;
+- ``timeout``: the module-level code ran past the call limit, or the
+  function's calls together past the function's limit (a single call past
+  the call limit is killed and its output is ("timeout",): a fresh child goes
+  on with the next input). CPU time, not wall-clock time, so a loaded
+  machine gives the same outcomes;
 - ``forked``: a call left a child process behind (the copy that returns into
   this code exits at once);
 - ``exited``: ``sys.exit`` or ``os._exit`` from the program or a call;
@@ -44,6 +50,7 @@ and ``_JOBS`` (the functions and inputs, values-encoded), then evaluates
 import builtins
 import io
 import itertools
+import math
 import os
 import random
 import resource
@@ -55,6 +62,7 @@ import time
 _MAX_FRAME_BYTES = 8 * 1024 * 1024
 _MAX_ITEMS = 1000  # of a generator, or of a collection's members
 _MAX_TEXT = 10_000  # characters of printed output kept
+_WALL_FACTOR = 10  # wall-clock limits, times the CPU limits: for calls that sleep or block
 _MAX_DEPTH = 20
 _MB = 1024 * 1024
 
@@ -79,27 +87,53 @@ def _encode(value):
 
 
 def _run_item(item, settings):
-    """(status, detail, outputs): status "ok" or the cause, outputs those of the calls made."""
+    """(status, detail, outputs): status "ok" or the cause, outputs one per input.
+
+    A call past its limit is killed with its process and its output is
+    ("timeout",); a fresh child goes on from the next input while the
+    function's CPU time lasts."""
+    outputs, status, detail = [], None, ""
+    started, cpu = time.monotonic(), 0.0
+    while status is None:
+        status, detail, more, loaded, used = _run_child(item, settings, len(outputs), started)
+        outputs += more
+        cpu += used
+        if status == "call_timeout":
+            if not loaded or cpu >= settings["function_cpu_s"]:
+                status = "timeout"
+            else:
+                outputs.append(("timeout",))
+                status = None if len(outputs) < len(item["inputs"]) else "ok"
+    return status, detail, outputs
+
+
+def _run_child(item, settings, first, started):
+    """One child running the function on the inputs from ``first`` on:
+    (status, detail, outputs, whether the program loaded, its CPU seconds);
+    status "call_timeout" when a call (or the loading) ran past the call's
+    CPU limit or went silent past its wall-clock limit."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read_end)
         try:
             os.setpgid(0, 0)
-            _child(item, settings, write_end)
+            _child(item, settings, write_end, first)
         finally:
             os._exit(0)
     os.close(write_end)
-    outputs, status, detail = [], None, ""
-    started = time.monotonic()
+    outputs, status, detail, loaded, ended = [], None, "", False, False
     try:
         while status is None:
-            remaining = settings["item_timeout_s"] - (time.monotonic() - started)
-            message = _read_frame(read_end, min(settings["call_timeout_s"], remaining))
+            remaining = _WALL_FACTOR * settings["function_cpu_s"] - (time.monotonic() - started)
+            message = _read_frame(read_end, min(_WALL_FACTOR * settings["call_cpu_s"], remaining))
             if message is None:
-                status, detail = "timeout", ""
+                status = "call_timeout" if remaining > 0 else "timeout"
             elif message == ():
-                status, detail = _ended(pid)
+                ended = True
+                break
+            elif message[0] == "loaded":
+                loaded = True
             elif message[0] == "output":
                 outputs.append(message[1])
             elif message[0] == "done":
@@ -112,8 +146,61 @@ def _run_item(item, settings):
         status, detail = "protocol", "the function's process broke the driver protocol"
     finally:
         os.close(read_end)
-        _clean_up(pid, settings["full_isolation"])
-    return status, detail, outputs
+        wait_status, cpu = _end(pid, ended, settings["full_isolation"])
+    if ended:
+        status, detail = _how_it_ended(wait_status)
+    return status, detail, outputs, loaded, cpu
+
+
+def _end(pid, patient, full_isolation):
+    """Kill the child's process group (and, under full isolation, every other
+    process the driver may signal: strays that left the group) and reap them
+    all; (the child's wait status, its CPU seconds). ``patient``: a child that
+    closed its pipe gets a moment to exit by itself first."""
+    reaped = None
+    for _ in range(100 if patient else 0):
+        done, status, usage = os.wait4(pid, os.WNOHANG)
+        if done:
+            reaped = status, usage
+            break
+        time.sleep(0.01)
+    _kill(pid, full_isolation)
+    if reaped is None:
+        _, status, usage = os.wait4(pid, 0)
+        reaped = status, usage
+    _reap_all()
+    return reaped[0], reaped[1].ru_utime + reaped[1].ru_stime
+
+
+def _kill(pid, full_isolation):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    if full_isolation:  # never outside namespaces: there kill(-1) reaches the user's other processes
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _reap_all():
+    while True:
+        try:
+            if os.waitpid(-1, 0)[0] == 0:
+                break
+        except ChildProcessError:
+            break
+
+
+def _how_it_ended(status):
+    """(status, detail) of a child that closed its pipe before it said it was done."""
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        if number == signal.SIGXCPU:
+            return "call_timeout", ""
+        return "killed", signal.Signals(number).name
+    return "exited", f"exit code {os.WEXITSTATUS(status)}"
 
 
 def _read_frame(fd, timeout_s):
@@ -147,48 +234,22 @@ def _read_exactly(fd, size, deadline):
     return b"".join(chunks)
 
 
-def _ended(pid):
-    """How the child ended when its pipe closed before it said it was done."""
-    for _ in range(200):
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            if os.WIFSIGNALED(status):
-                return "killed", signal.Signals(os.WTERMSIG(status)).name
-            return "exited", f"exit code {os.WEXITSTATUS(status)}"
-        time.sleep(0.005)
-    return "exited", "closed its output and went on"
-
-
-def _clean_up(pid, full_isolation):
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
-    if full_isolation:  # never outside namespaces: there kill(-1) reaches the user's other processes
-        try:
-            os.kill(-1, signal.SIGKILL)
-        except OSError:
-            pass
-    while True:
-        try:
-            if os.waitpid(-1, 0)[0] == 0:
-                break
-        except ChildProcessError:
-            break
-
-
 # -- the child: one function ------------------------------------------------------------------------
 
 
-def _child(item, settings, fd):
+def _child(item, settings, fd, first):
     own_pid = os.getpid()
     null = os.open(os.devnull, os.O_RDWR)
     for stream in (0, 1, 2):
         os.dup2(null, stream)
     limit = settings["memory_mb"] * _MB
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    cpu = int(settings["item_timeout_s"]) + 1
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+
+    def limit_cpu():  # the next call's CPU time (whole seconds: the kernel's granularity)
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        soft = math.ceil(usage.ru_utime + usage.ru_stime + settings["call_cpu_s"])
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
+
     def send(message):
         if os.getpid() != own_pid:  # a process the function forked came back here
             os._exit(0)
@@ -200,6 +261,7 @@ def _child(item, settings, fd):
 
     namespace = {"__name__": "leaktrace_program", "__builtins__": builtins}
     random.seed(0)
+    limit_cpu()
     failure = _guarded(lambda: exec(compile(item["program"], "program.py", "exec"), namespace))
     if failure is not None:
         send(failure if failure[0] != "raise" else ("load_error", failure[1]))
@@ -215,7 +277,8 @@ def _child(item, settings, fd):
         if build is None:
             send(("class_method_failed", "no constructor argument list built an instance"))
             return
-    for encoded in item["inputs"]:
+    send(("loaded",))
+    for encoded in item["inputs"][first:]:
         args, kwargs = _decode(encoded)
         captured = io.StringIO()
         result = []
@@ -226,6 +289,7 @@ def _child(item, settings, fd):
             result.append(function(*args, **kwargs))
 
         random.seed(0)
+        limit_cpu()
         saved = sys.stdout
         sys.stdout = captured
         try:
