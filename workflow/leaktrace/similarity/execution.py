@@ -62,7 +62,7 @@ OK = "ok"
 METRICS = ("execution", "execution_clone", "execution_s_a", "execution_s_b")
 CONSTRUCTOR_CANDIDATES = 5
 _DRIVER = Path(__file__).with_name("execution_driver.py")
-_WALL_FACTOR = 10  # the driver's wall-clock limits, times the CPU limits (execution_driver)
+_FUNCTION_WALL_S = 30.0  # the driver's wall-clock limit per function: at least this, 20 times its CPU limit
 _BATCH_OVERHEAD_S = 30.0  # the sandbox run's start and the driver's own work, beyond the functions' limits
 
 
@@ -73,8 +73,8 @@ class ExecutionSettings:
     clone_threshold: float = 0.8
     float_rel_tol: float = 1e-6
     float_abs_tol: float = 1e-9
-    call_cpu_s: int = 1  # CPU seconds per call (and for the program's module-level code)
-    function_cpu_s: float = 2.0  # CPU seconds of a function's module-level code and all its calls
+    call_cpu_s: float = 0.25  # CPU seconds per call (and for the program's module-level code)
+    function_cpu_s: float = 1.0  # CPU seconds of a function's module-level code and all its calls
     function_memory_mb: int = 512  # address space of a function's process
     batch_size: int = 48  # functions per sandbox run
     sandbox: dict | None = None  # SandboxLimits fields but the time limits, which follow from the above
@@ -133,7 +133,7 @@ def execute(functions: Sequence[Function], settings: ExecutionSettings, *, worke
 
 
 def _limits(settings: ExecutionSettings, n_functions: int) -> SandboxLimits:
-    timeout = n_functions * _WALL_FACTOR * settings.function_cpu_s + _BATCH_OVERHEAD_S
+    timeout = n_functions * max(_FUNCTION_WALL_S, 20 * settings.function_cpu_s) + _BATCH_OVERHEAD_S
     return SandboxLimits(**{**(settings.sandbox or {}), "timeout_s": timeout, "cpu_s": math.ceil(timeout)})
 
 

@@ -5,9 +5,10 @@ One sandbox run costs about 0.1 s, a function's calls a few milliseconds, so
 many functions share a run (`leaktrace.similarity.execution` batches them).
 What one function does must not spoil the others', so each gets a fresh fork
 of this driver: its program's module-level code and calls run there, with an
-address-space limit, a CPU-time limit per call (RLIMIT_CPU: SIGXCPU ends it)
-and in all (the children's CPU time, from wait4), and wall-clock limits ten
-times those for calls that sleep or block; its
+address-space limit, a CPU-time limit per call (ITIMER_PROF: SIGPROF ends it;
+RLIMIT_CPU behind it for a call that handles SIGPROF) and in all (the
+children's CPU time, from wait4), and wall-clock limits well above those
+for calls that sleep or block; its
 outputs stream back through a pipe, one framed message per call. The child
 ends on its first sign of leaving its lane, and the function's outcome says
 which:
@@ -62,7 +63,10 @@ import time
 _MAX_FRAME_BYTES = 8 * 1024 * 1024
 _MAX_ITEMS = 1000  # of a generator, or of a collection's members
 _MAX_TEXT = 10_000  # characters of printed output kept
-_WALL_FACTOR = 10  # wall-clock limits, times the CPU limits: for calls that sleep or block
+_CALL_WALL_S = 5.0  # wall-clock limits, for calls that sleep or block (at least these, 20 times the CPU limits)
+_FUNCTION_WALL_S = 30.0
+_WALL_FACTOR = 20
+_DRIVER_ERROR = 70  # a child's exit status when this driver's own code failed in it
 _MAX_DEPTH = 20
 _MB = 1024 * 1024
 
@@ -116,17 +120,21 @@ def _run_child(item, settings, first, started):
     pid = os.fork()
     if pid == 0:
         os.close(read_end)
+        code = 0
         try:
             os.setpgid(0, 0)
             _child(item, settings, write_end, first)
+        except BaseException:  # noqa: B036 - the driver's own code failed in the child
+            code = _DRIVER_ERROR
         finally:
-            os._exit(0)
+            os._exit(code)
     os.close(write_end)
     outputs, status, detail, loaded, ended = [], None, "", False, False
     try:
         while status is None:
-            remaining = _WALL_FACTOR * settings["function_cpu_s"] - (time.monotonic() - started)
-            message = _read_frame(read_end, min(_WALL_FACTOR * settings["call_cpu_s"], remaining))
+            function_wall = max(_FUNCTION_WALL_S, _WALL_FACTOR * settings["function_cpu_s"])
+            remaining = function_wall - (time.monotonic() - started)
+            message = _read_frame(read_end, min(max(_CALL_WALL_S, _WALL_FACTOR * settings["call_cpu_s"]), remaining))
             if message is None:
                 status = "call_timeout" if remaining > 0 else "timeout"
             elif message == ():
@@ -197,9 +205,11 @@ def _how_it_ended(status):
     """(status, detail) of a child that closed its pipe before it said it was done."""
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
-        if number == signal.SIGXCPU:
+        if number in (signal.SIGPROF, signal.SIGXCPU):
             return "call_timeout", ""
         return "killed", signal.Signals(number).name
+    if os.WEXITSTATUS(status) == _DRIVER_ERROR:
+        return "driver_error", ""
     return "exited", f"exit code {os.WEXITSTATUS(status)}"
 
 
@@ -245,10 +255,11 @@ def _child(item, settings, fd, first):
     limit = settings["memory_mb"] * _MB
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-    def limit_cpu():  # the next call's CPU time (whole seconds: the kernel's granularity)
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        soft = math.ceil(usage.ru_utime + usage.ru_stime + settings["call_cpu_s"])
-        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
+    cpu = math.ceil(settings["function_cpu_s"]) + 1  # behind the per-call timer, for a call that handles SIGPROF
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+
+    def limit_cpu():  # the next call's CPU time
+        signal.setitimer(signal.ITIMER_PROF, settings["call_cpu_s"])
 
     def send(message):
         if os.getpid() != own_pid:  # a process the function forked came back here
