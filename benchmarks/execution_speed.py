@@ -4,8 +4,10 @@ Each sample of the shipped HumanEval (repeated under new ids, so each repeat
 draws its own inputs) is a ground truth with two generations that both run
 to the end: its canonical solution (a clone) and the same with its first
 comparison or arithmetic operator changed (a near miss). Prints the time to
-draw inputs (host), to execute (sandbox), in all and per pair, and the
-outcome counts.
+draw inputs (host) and to execute (sandbox), wall clock and CPU, in all and
+per pair, and the outcome counts. CPU time is the figure that carries over
+between machines: on a shared machine the wall clock mostly measures the
+other processes.
 
     PYTHONPATH=workflow .venv/bin/python benchmarks/execution_speed.py [--pairs 1000] [--workers 2]
 """
@@ -13,13 +15,14 @@ outcome counts.
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import resource
 import time
 
 from leaktrace.data.functions import function_anatomy
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
-from leaktrace.similarity import execution
-from leaktrace.similarity.execution import ExecutionSettings, Sample, coverage
+from leaktrace.similarity.execution import ExecutionSettings, Sample, coverage, execution_scores
 
 _OPERATOR = re.compile(r" (<=|>=|<|>|\+|-) ")
 _SWAP = {"<": "<=", "<=": "<", ">": ">=", ">=": ">", "+": "-", "-": "+"}
@@ -48,21 +51,30 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     pairs = samples(args.pairs // 2)
-    settings = ExecutionSettings()
-    started = time.perf_counter()
-    execution._plan_all(pairs, settings, 0, args.workers)
-    planned = time.perf_counter() - started
-    started = time.perf_counter()
-    scores = execution.execution_scores(pairs, settings, 0, workers=args.workers)
-    total = time.perf_counter() - started
-    n = len(scores)
-    print(f"{n} pairs ({len(pairs)} ground truths x 2 generations), {args.workers} workers")
-    print(f"drawing inputs: {planned:.1f} s; drawing + execution: {total:.1f} s = {1000 * total / n:.1f} ms per pair")
+    started, cpu_started = time.perf_counter(), _cpu_seconds()
+    report = execution_scores(pairs, ExecutionSettings(), 0, workers=args.workers)
+    wall, host_cpu = time.perf_counter() - started, _cpu_seconds() - cpu_started
+    n = len(report.scores)
+    print(f"{n} pairs ({len(pairs)} ground truths x 2 generations), {args.workers} workers, "
+          f"load average before: {LOAD:.1f}, after: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(report.summary())
+    cpu = host_cpu + report.sandbox_cpu_s
+    print(f"in all: {wall:.1f} s wall = {1000 * wall / n:.1f} ms per pair; CPU {cpu:.1f} s (host {host_cpu:.1f} s, "
+          f"sandbox {report.sandbox_cpu_s:.1f} s) = {1000 * cpu / n:.1f} ms per pair, "
+          f"{cpu / args.workers:.1f} s on {args.workers} idle cores if it parallelises fully")
     for model in ("target", "reference"):
-        outcomes = [score.outcome for (_, m), score in scores.items() if m == model]
-        similar = [score.similarity for (_, m), score in scores.items() if m == model and score.similarity is not None]
-        print(f"{model}: mean similarity {sum(similar) / max(len(similar), 1):.3f}; outcomes {coverage(outcomes)}")
+        scores = [score for (_, m), score in report.scores.items() if m == model]
+        similar = [score.similarity for score in scores if score.similarity is not None]
+        print(f"{model}: mean similarity {sum(similar) / max(len(similar), 1):.3f}; "
+              f"outcomes {coverage([score.outcome for score in scores])}")
 
+
+def _cpu_seconds() -> float:
+    """This process's CPU time and its reaped children's (the input pool, the sandbox launchers)."""
+    return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
+
+
+LOAD = os.getloadavg()[0]
 
 if __name__ == "__main__":
     main()

@@ -28,8 +28,9 @@ A pair that cannot be scored gets a null value and its cause as outcome:
 ``load_error:<exception>``, ``class_method_failed``, ``not_found``, and
 ``sandbox:<status>`` when a sandbox run of that function alone failed),
 prefixed with ``ground_truth:`` when the ground truth is the one that failed
-(it fails alike for both models), except a missing import, a property of
-the environment rather than of either function.
+(it fails alike for both models), except a missing import (a property of
+the environment) and a class that cannot be built (its ``__init__`` is the
+shared context), which are no property of either function.
 
 Methods run on an instance built for every call by the class's ``__init__``
 as the program defines it: with no arguments when it needs none, else with
@@ -40,11 +41,15 @@ builds an instance is used, the same for both functions);
 
 from __future__ import annotations
 
+import ast
 import functools
 import logging
 import math
 import multiprocessing
 import random
+import resource
+import sys
+import time
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -63,7 +68,9 @@ METRICS = ("execution", "execution_clone", "execution_s_a", "execution_s_b")
 CONSTRUCTOR_CANDIDATES = 5
 _DRIVER = Path(__file__).with_name("execution_driver.py")
 _FUNCTION_WALL_S = 30.0  # the driver's wall-clock limit per function: at least this, 20 times its CPU limit
-_BATCH_OVERHEAD_S = 30.0  # the sandbox run's start and the driver's own work, beyond the functions' limits
+_BATCH_OVERHEAD_S = 30.0
+_ACTIVE_MODULES = {"this", "antigravity", "__hello__", "__phello__", "idlelib", "tkinter", "turtle", "turtledemo",
+                   "webbrowser", "pdb", "code", "pydoc"}  # the sandbox run's start and the driver's own work, beyond the functions' limits
 
 
 @dataclass(frozen=True)
@@ -73,8 +80,8 @@ class ExecutionSettings:
     clone_threshold: float = 0.8
     float_rel_tol: float = 1e-6
     float_abs_tol: float = 1e-9
-    call_cpu_s: float = 0.25  # CPU seconds per call (and for the program's module-level code)
-    function_cpu_s: float = 1.0  # CPU seconds of a function's module-level code and all its calls
+    call_cpu_s: float = 0.1  # CPU seconds per call (and for the program's module-level code)
+    function_cpu_s: float = 0.5  # CPU seconds of a function's module-level code and all its calls
     function_memory_mb: int = 512  # address space of a function's process
     batch_size: int = 48  # functions per sandbox run
     sandbox: dict | None = None  # SandboxLimits fields but the time limits, which follow from the above
@@ -110,7 +117,14 @@ class PairScore:
 # -- running --------------------------------------------------------------------------------------
 
 
-def execute(functions: Sequence[Function], settings: ExecutionSettings, *, workers: int) -> list[Executed]:
+@dataclass(frozen=True)
+class Execution:
+    results: list[Executed]
+    sandbox_runs: int
+    sandbox_cpu_s: float  # the drivers' and their children's CPU time, as they report it
+
+
+def execute(functions: Sequence[Function], settings: ExecutionSettings, *, workers: int) -> Execution:
     """Every function on its inputs, ``batch_size`` per sandbox run, ``workers`` runs
     at a time. A batch whose run fails (a function killed the driver) is run
     again one function per run, so one hostile function costs only its own result."""
@@ -120,16 +134,19 @@ def execute(functions: Sequence[Function], settings: ExecutionSettings, *, worke
                for start in range(0, len(functions), settings.batch_size)]
     results: list[Executed | None] = [None] * len(functions)
 
-    def run(batch: list[int]) -> None:
-        outcome = _run_batch([functions[i] for i in batch], settings)
+    def run(batch: list[int]) -> tuple[int, float]:
+        outcome, cpu = _run_batch([functions[i] for i in batch], settings)
+        runs = 1
         if outcome is None:
-            outcome = [_run_batch([functions[i]], settings)[0] for i in batch]
+            alone = [_run_batch([functions[i]], settings) for i in batch]
+            outcome, cpu, runs = [o[0] for o, _ in alone], cpu + sum(c for _, c in alone), 1 + len(batch)
         for i, executed in zip(batch, outcome, strict=True):
             results[i] = executed
+        return runs, cpu
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        list(pool.map(run, batches))
-    return results  # type: ignore[return-value]
+        counts = list(pool.map(run, batches))
+    return Execution(results, sum(r for r, _ in counts), sum(c for _, c in counts))  # type: ignore[arg-type]
 
 
 def _limits(settings: ExecutionSettings, n_functions: int) -> SandboxLimits:
@@ -137,13 +154,15 @@ def _limits(settings: ExecutionSettings, n_functions: int) -> SandboxLimits:
     return SandboxLimits(**{**(settings.sandbox or {}), "timeout_s": timeout, "cpu_s": math.ceil(timeout)})
 
 
-def _run_batch(functions: Sequence[Function], settings: ExecutionSettings) -> list[Executed] | None:
-    """The batch's results; None when its run failed and it held more than one function
-    (a single function's failed run is its outcome, ``sandbox:<status>``)."""
+def _run_batch(functions: Sequence[Function], settings: ExecutionSettings) -> tuple[list[Executed] | None, float]:
+    """The batch's results (None when its run failed and it held more than one
+    function; a single function's failed run is its outcome, ``sandbox:<status>``)
+    and the CPU seconds the run reported."""
     limits = _limits(settings, len(functions))
     jobs = {
         "settings": {"call_cpu_s": settings.call_cpu_s, "function_cpu_s": settings.function_cpu_s,
                      "memory_mb": settings.function_memory_mb, "full_isolation": isolation_level(limits) == "full"},
+        "preload": _stdlib_imports(functions),
         "items": [{"program": f.program, "name": f.callee.name, "owner": list(f.callee.owner),
                    "binding": f.callee.binding, "constructors": [values.encode(c) for c in f.constructors],
                    "inputs": [values.encode(c) for c in f.inputs]} for f in functions],
@@ -151,11 +170,24 @@ def _run_batch(functions: Sequence[Function], settings: ExecutionSettings) -> li
     program = (_DRIVER.read_text(encoding="utf-8") + f"\n_VALUES_SOURCE = {Path(values.__file__).read_text()!r}\n"
                f"_JOBS = {values.encode(jobs)!r}\n")
     result = run_python(program, limits, result_expr="_run()")
-    if result.status != "ok" or type(result.return_value) is not list or len(result.return_value) != len(functions):
-        if len(functions) > 1:
-            return None
-        return [Executed(f"sandbox:{result.status}", ())]
-    return [_executed(reply, len(f.inputs)) for reply, f in zip(result.return_value, functions, strict=True)]
+    replies, cpu = result.return_value if type(result.return_value) is tuple else (None, 0.0)
+    if result.status != "ok" or type(replies) is not list or len(replies) != len(functions):
+        return (None if len(functions) > 1 else [Executed(f"sandbox:{result.status}", ())]), cpu
+    return [_executed(reply, len(f.inputs)) for reply, f in zip(replies, functions, strict=True)], cpu
+
+
+def _stdlib_imports(functions: Sequence[Function]) -> list[str]:
+    """The standard library modules the programs import at module level, but for
+    those that act when imported (``this`` prints, ``antigravity`` opens a browser)."""
+    names = set()
+    for function in functions:
+        for node in ast.parse(function.program).body:
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module)
+    return sorted(name for name in names
+                  if name.partition(".")[0] in sys.stdlib_module_names and name.partition(".")[0] not in _ACTIVE_MODULES)
 
 
 def _executed(reply: tuple, n_inputs: int) -> Executed:
@@ -164,7 +196,7 @@ def _executed(reply: tuple, n_inputs: int) -> Executed:
         return Executed("protocol", ())
     if status in ("missing_import", "load_error"):
         status = f"{status}:{detail}"
-    return Executed(status, tuple(outputs) if status == OK else ())
+    return Executed(status, tuple(map(values.decode, outputs)) if status == OK else ())
 
 
 # -- comparing -----------------------------------------------------------------------------------
@@ -257,7 +289,7 @@ def plan_sample(sample: Sample, settings: ExecutionSettings, seed: int) -> _Plan
         return _Plan(None, {}, (), (), {}, dict.fromkeys(sample.generations, "nested_function"))
     except (SyntaxError, ValueError):
         return _Plan(None, {}, (), (), {}, dict.fromkeys(sample.generations, "parse_error:ground_truth"))
-    tests = _unique_calls(inputs_module.test_inputs(sample.test, [callee.name, "candidate"]) if sample.test else [])
+    tests = _unique_calls(inputs_module.calls_in_test(sample.test, [callee.name, "candidate"]) if sample.test else [])
     tests = _sampled(tests, settings.n_inputs, derive_seed(seed, "execution", sample.sample_id, "tests"))
     examples = tests + _docstring_calls(sample, callee)
     observed = inputs_module.observed_values(callee.parameters, examples)
@@ -319,7 +351,7 @@ def _sampled(calls: list[Call], n: int, sample_seed: int) -> list[Call]:
 def _docstring_calls(sample: Sample, callee: Callee) -> list[Call]:
     """The calls in the ground truth's docstring examples (``>>> name(...)``, ``name(...) == ...``)."""
     doctest_lines = [line.strip()[4:] for line in sample.continuation.splitlines() if line.strip().startswith(">>> ")]
-    return _unique_calls(inputs_module.test_inputs("\n".join(_parseable(doctest_lines)), [callee.name]))
+    return _unique_calls(inputs_module.calls_in_test("\n".join(_parseable(doctest_lines)), [callee.name]))
 
 
 def _parseable(lines: Sequence[str]) -> list[str]:
@@ -346,10 +378,29 @@ def _constructors(callee: Callee, sample: Sample, seed: int) -> tuple[Call, ...]
                                     derive_seed(seed, "execution", sample.sample_id, "constructor")))
 
 
+@dataclass(frozen=True)
+class ExecutionReport:
+    scores: dict[tuple[str, str], PairScore]  # (sample id, model) -> its pair's score or cause
+    draw_s: float  # wall-clock seconds drawing inputs
+    draw_cpu_s: float  # their CPU seconds (this process and its pool's)
+    execute_s: float  # wall-clock seconds executing
+    sandbox_runs: int
+    sandbox_cpu_s: float
+
+    def summary(self) -> str:
+        functions = len({sample for sample, _ in self.scores})
+        return (f"{len(self.scores)} pairs of {functions} ground truths: inputs drawn in {self.draw_s:.1f} s "
+                f"({self.draw_cpu_s:.1f} s CPU), executed in {self.execute_s:.1f} s in {self.sandbox_runs} sandbox runs "
+                f"({self.sandbox_cpu_s:.1f} s CPU in the sandbox)")
+
+
 def execution_scores(samples: Sequence[Sample], settings: ExecutionSettings, seed: int, *,
-                     workers: int) -> dict[tuple[str, str], PairScore]:
-    """(sample id, model) -> its pair's score or cause."""
+                     workers: int) -> ExecutionReport:
+    """Every (sample, model) pair's score or cause, with what it cost."""
+    started, cpu_started = time.perf_counter(), _cpu_seconds()
     plans = _plan_all(samples, settings, seed, workers)
+    drawn, draw_cpu = time.perf_counter() - started, _cpu_seconds() - cpu_started
+    started = time.perf_counter()
     functions: list[Function] = []
     slots: list[tuple[int, str | None]] = []
     for i, plan in enumerate(plans):
@@ -360,8 +411,9 @@ def execution_scores(samples: Sequence[Sample], settings: ExecutionSettings, see
         for model, function in plan.generations.items():
             functions.append(function)
             slots.append((i, model))
-    executed = execute(functions, settings, workers=workers)
-    by_slot = dict(zip(slots, executed, strict=True))
+    execution = execute(functions, settings, workers=workers)
+    executed_s = time.perf_counter() - started
+    by_slot = dict(zip(slots, execution.results, strict=True))
     scores = {}
     for i, (sample, plan) in enumerate(zip(samples, plans, strict=True)):
         for model in sample.generations:
@@ -369,7 +421,12 @@ def execution_scores(samples: Sequence[Sample], settings: ExecutionSettings, see
                 scores[(sample.sample_id, model)] = PairScore(plan.failed[model])
                 continue
             scores[(sample.sample_id, model)] = _pair(plan, by_slot[(i, None)], by_slot[(i, model)], model, settings)
-    return scores
+    return ExecutionReport(scores, drawn, draw_cpu, executed_s, execution.sandbox_runs, execution.sandbox_cpu_s)
+
+
+def _cpu_seconds() -> float:
+    """This process's CPU time and that of its reaped children (the planning pool's)."""
+    return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
 
 
 def _plan_all(samples: Sequence[Sample], settings: ExecutionSettings, seed: int, workers: int) -> list[_Plan]:
@@ -383,7 +440,8 @@ def _plan_all(samples: Sequence[Sample], settings: ExecutionSettings, seed: int,
 
 def _pair(plan: _Plan, truth: Executed, generated: Executed, model: str, settings: ExecutionSettings) -> PairScore:
     if truth.status != OK:
-        return PairScore(truth.status if truth.status.startswith("missing_import:") else f"ground_truth:{truth.status}")
+        shared = truth.status.startswith("missing_import:") or truth.status == "class_method_failed"
+        return PairScore(truth.status if shared else f"ground_truth:{truth.status}")
     if generated.status != OK:
         return PairScore(generated.status)
     used = sorted(set(plan.set_a) | set(plan.drawn_a) | set(plan.drawn_b[model]))

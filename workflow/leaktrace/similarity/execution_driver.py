@@ -13,7 +13,7 @@ outputs stream back through a pipe, one framed message per call. The child
 ends on its first sign of leaving its lane, and the function's outcome says
 which:
 
-- ``timeout``: the module-level code ran past the call limit, or the
+- ``timeout``: the module-level code ran past the function's limit, or the
   function's calls together past the function's limit (a single call past
   the call limit is killed and its output is ("timeout",): a fresh child goes
   on with the next input). CPU time, not wall-clock time, so a loaded
@@ -35,17 +35,22 @@ ends the whole run: the caller then runs that batch's functions one per
 sandbox run.
 
 Outputs are compared outside, so each is reduced here to exact builtin
-values (`leaktrace.sandbox.values`): a call's output is what it returned, what
-it printed, and its arguments afterwards (in-place changes are behaviour), or
-the name of the exception it raised. Lists, tuples, sets and dicts keep their
+values (`leaktrace.sandbox.values`, and sent encoded: the reply's decoders
+then handle one bytes object per call): a call's output is what it returned,
+what it printed, and its arguments afterwards where the call changed them
+(in-place changes are behaviour; None where unchanged), or the name of the
+exception it raised. Lists, tuples, sets and dicts keep their
 type, their subclasses become them, objects with ``tolist`` (numpy) give that,
 generators give their first items, other objects their class name and
 attributes. Random state is reset before every call.
 
 Stdlib only, no ``from __future__``: this file is the start of the program's
 source. The caller appends ``_VALUES_SOURCE`` (the values module's source)
-and ``_JOBS`` (the functions and inputs, values-encoded), then evaluates
-``_run()``.
+and ``_JOBS`` (the functions and inputs, values-encoded, and the standard
+library modules their programs import, which the driver imports once before
+forking: children share them instead of importing them again), then evaluates
+``_run()``: each function's (status, detail, outputs), and the CPU seconds
+the run took (the driver and the children it reaped).
 """
 
 import builtins
@@ -79,7 +84,14 @@ _CODEC = {"__name__": "leaktrace_values"}
 def _run():
     exec(_VALUES_SOURCE, _CODEC)  # noqa: F821 - appended by the caller
     jobs = _decode(_JOBS)  # noqa: F821 - appended by the caller
-    return [_run_item(item, jobs["settings"]) for item in jobs["items"]]
+    for name in jobs["preload"]:  # imported once here, not once per child
+        try:
+            __import__(name)
+        except BaseException:  # noqa: B036 - the child will meet the same failure and report it
+            pass
+    results = [_run_item(item, jobs["settings"]) for item in jobs["items"]]
+    cpu = sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
+    return results, cpu
 
 
 def _decode(data):
@@ -106,7 +118,7 @@ def _run_item(item, settings):
             if not loaded or cpu >= settings["function_cpu_s"]:
                 status = "timeout"
             else:
-                outputs.append(("timeout",))
+                outputs.append(_encode(("timeout",)))
                 status = None if len(outputs) < len(item["inputs"]) else "ok"
     return status, detail, outputs
 
@@ -142,7 +154,7 @@ def _run_child(item, settings, first, started):
                 break
             elif message[0] == "loaded":
                 loaded = True
-            elif message[0] == "output":
+            elif message[0] == "output" and type(message[1]) is bytes:
                 outputs.append(message[1])
             elif message[0] == "done":
                 status = "ok"
@@ -258,21 +270,18 @@ def _child(item, settings, fd, first):
     cpu = math.ceil(settings["function_cpu_s"]) + 1  # behind the per-call timer, for a call that handles SIGPROF
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
 
-    def limit_cpu():  # the next call's CPU time
-        signal.setitimer(signal.ITIMER_PROF, settings["call_cpu_s"])
+    def limit_cpu(seconds):  # the next call's CPU time
+        signal.setitimer(signal.ITIMER_PROF, seconds)
 
     def send(message):
         if os.getpid() != own_pid:  # a process the function forked came back here
             os._exit(0)
-        try:
-            data = _encode(message)
-        except Exception:
-            data = _encode(("output", ("unserialisable", "")))
+        data = _encode(message)
         os.write(fd, len(data).to_bytes(4, "big") + data)
 
     namespace = {"__name__": "leaktrace_program", "__builtins__": builtins}
     random.seed(0)
-    limit_cpu()
+    limit_cpu(settings["function_cpu_s"])  # module-level code may import and build more than a call does
     failure = _guarded(lambda: exec(compile(item["program"], "program.py", "exec"), namespace))
     if failure is not None:
         send(failure if failure[0] != "raise" else ("load_error", failure[1]))
@@ -291,6 +300,7 @@ def _child(item, settings, fd, first):
     send(("loaded",))
     for encoded in item["inputs"][first:]:
         args, kwargs = _decode(encoded)
+        arguments = _encode((args, kwargs))
         captured = io.StringIO()
         result = []
 
@@ -300,7 +310,7 @@ def _child(item, settings, fd, first):
             result.append(function(*args, **kwargs))
 
         random.seed(0)
-        limit_cpu()
+        limit_cpu(settings["call_cpu_s"])
         saved = sys.stdout
         sys.stdout = captured
         try:
@@ -318,9 +328,18 @@ def _child(item, settings, fd, first):
         if failure is not None:
             output = failure
         else:
-            output = ("return", _plain(result[0]), captured.getvalue()[:_MAX_TEXT], _plain(args), _plain(kwargs))
-        send(("output", output))
+            after = _plain((args, kwargs))
+            changed = _encoded(after) != arguments
+            output = ("return", _plain(result[0]), captured.getvalue()[:_MAX_TEXT], after if changed else None)
+        send(("output", _encoded(output)))
     send(("done",))
+
+
+def _encoded(output):
+    try:
+        return _encode(output)
+    except Exception:  # too deep, or a value _plain could not reduce
+        return _encode(("unserialisable", ""))
 
 
 def _guarded(thunk):

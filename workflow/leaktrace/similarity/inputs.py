@@ -168,21 +168,20 @@ def constants(node: ast.AST) -> tuple:
     return tuple(out)
 
 
-def test_inputs(test: str, names: Sequence[str]) -> list[Call]:
+def calls_in_test(test: str, names: Sequence[str]) -> list[Call]:
     """The literal arguments of every call of one of ``names`` in a test, in source order."""
     try:
         tree = ast.parse(test)
     except (SyntaxError, ValueError):
         return []
     calls = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names:
-            args = tuple(_literal(arg) for arg in node.args)
-            kwargs = {k.arg: _literal(k.value) for k in node.keywords if k.arg is not None}
-            if any(isinstance(a, ast.Starred) for a in node.args) or len(kwargs) < len(node.keywords):
-                continue
-            if OMIT not in args and OMIT not in kwargs.values():
-                calls.append((args, kwargs))
+    found = [node for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names]
+    for node in sorted(found, key=lambda node: (node.lineno, node.col_offset)):
+        args = tuple(_literal(arg) for arg in node.args)
+        kwargs = {k.arg: _literal(k.value) for k in node.keywords if k.arg is not None}
+        if len(kwargs) == len(node.keywords) and OMIT not in args and OMIT not in kwargs.values():
+            calls.append((args, kwargs))
     return calls
 
 

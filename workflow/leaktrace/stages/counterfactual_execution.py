@@ -51,7 +51,9 @@ def counterfactual_execution(generations: Path, functions: Path, benchmark: Path
                              output: Path, *, workers: int = 1) -> None:
     options = ExecutionSettings(**settings)
     samples = load_samples(generations, functions, benchmark)
-    scores = execution_scores(samples, options, seed, workers=workers)
+    report = execution_scores(samples, options, seed, workers=workers)
+    scores = report.scores
+    log.info("execution similarity: %s", report.summary())
     rows = []
     for sample in samples:
         target, reference = (scores[(sample.sample_id, model)] for model in MODELS)
