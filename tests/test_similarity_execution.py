@@ -53,6 +53,10 @@ SAMPLES = [
            {"same": "        return x * self.factor\n", "different": "        return self.factor + x\n"}),
     Sample("no-instance", BROKEN_CLASS, METHOD, "        return x\n", {"same": "        return x\n"}),
     Sample("broken-truth", CONTEXT, SIGNATURE, "    return [x +\n", {"same": "    return xs\n"}),
+    Sample("async", "", "async def twice(x: int) -> int:\n", "    return 2 * x\n",
+           {"same": "    return x + x\n", "different": "    return x\n"}),
+    Sample("needs-globals", "", "def look_up(key: str) -> int:\n", "    return TABLE[key]\n",
+           {"same": "    return TABLE[key]\n"}),
 ]
 
 
@@ -66,14 +70,14 @@ def scores():
 
 
 def test_the_same_function_scores_one_and_is_a_clone(scores):
-    for sample in ("function", "method"):
+    for sample in ("function", "method", "async"):
         score = scores[(sample, "same")]
         assert (score.outcome, score.s_a, score.s_b) == ("ok", 1.0, 1.0)
         assert pair_metrics(score, 0.8)["execution_clone"] == 1.0
 
 
 def test_different_behaviour_scores_low(scores):
-    for sample in ("function", "method"):
+    for sample in ("function", "method", "async"):
         score = scores[(sample, "different")]
         assert score.outcome == "ok"
         assert score.similarity < 0.5
@@ -87,9 +91,10 @@ def test_hostile_generations_are_counted_by_cause(scores):
     assert all(scores[("function", model)].similarity is None for model in causes)
 
 
-def test_a_class_that_cannot_be_built_and_an_unparseable_ground_truth_are_counted(scores):
+def test_unbuildable_classes_unparseable_and_never_returning_ground_truths_are_counted(scores):
     assert scores[("no-instance", "same")].outcome == "class_method_failed"
     assert scores[("broken-truth", "same")].outcome == "parse_error:ground_truth"
+    assert scores[("needs-globals", "same")].outcome == "ground_truth:no_return"  # not 1.0 for equal NameErrors
 
 
 def test_inputs_are_the_benchmark_tests_then_seeded_draws_the_same_in_another_process():

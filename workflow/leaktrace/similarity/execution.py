@@ -23,7 +23,10 @@ nan equals nan), printed the same text, and left their arguments equal.
 
 A pair that cannot be scored gets a null value and its cause as outcome:
 ``parse_error:generation`` / ``parse_error:ground_truth``, ``no_inputs``,
-``nested_function``, or the function's execution outcome (``timeout``,
+``nested_function``, ``ground_truth:no_return`` (the ground truth raised or
+ran out of time on every input: its behaviour was never seen, e.g. it needs
+state or globals its file sets up elsewhere; identical exceptions would
+score such a pair 1.0), or the function's execution outcome (``timeout``,
 ``forked``, ``exited``, ``killed``, ``missing_import:<module>``,
 ``load_error:<exception>``, ``class_method_failed``, ``not_found``, and
 ``sandbox:<status>`` when a sandbox run of that function alone failed),
@@ -32,7 +35,7 @@ prefixed with ``ground_truth:`` when the ground truth is the one that failed
 the environment) and a class that cannot be built (its ``__init__`` is the
 shared context), which are no property of either function.
 
-Methods run on an instance built for every call by the class's ``__init__``
+Methods (and properties, read) run on an instance built for every call by the class's ``__init__``
 as the program defines it: with no arguments when it needs none, else with
 argument lists drawn like inputs from ``__init__``'s signature (the first that
 builds an instance is used, the same for both functions);
@@ -367,7 +370,7 @@ def _parseable(lines: Sequence[str]) -> list[str]:
 
 def _constructors(callee: Callee, sample: Sample, seed: int) -> tuple[Call, ...]:
     """Argument lists to build a method's instance with, tried in order."""
-    if callee.binding != "method":
+    if callee.binding not in ("method", "property"):
         return ()
     parameters = callee.constructor or ()
     if all(p.has_default for p in parameters):
@@ -447,6 +450,8 @@ def _pair(plan: _Plan, truth: Executed, generated: Executed, model: str, setting
     used = sorted(set(plan.set_a) | set(plan.drawn_a) | set(plan.drawn_b[model]))
     position = {index: j for j, index in enumerate(used)}
     truth_outputs = [truth.outputs[i] for i in used]
+    if not any(output[0] == "return" for output in truth_outputs):
+        return PairScore("ground_truth:no_return")
     n = settings.n_inputs
     set_a = [position[i] for i in plan.set_a]
     set_a += _valid(truth_outputs, [position[i] for i in plan.drawn_a if i not in plan.set_a], n - len(set_a))

@@ -42,7 +42,8 @@ what it printed, and its arguments afterwards where the call changed them
 exception it raised. Lists, tuples, sets and dicts keep their
 type, their subclasses become them, objects with ``tolist`` (numpy) give that,
 generators give their first items, other objects their class name and
-attributes. Random state is reset before every call.
+attributes. Random state is reset before every call; a coroutine (an async
+def's call) is run to its result, a property is read.
 
 Stdlib only, no ``from __future__``: this file is the start of the program's
 source. The caller appends ``_VALUES_SOURCE`` (the values module's source)
@@ -64,6 +65,7 @@ import select
 import signal
 import sys
 import time
+import types
 
 _MAX_FRAME_BYTES = 8 * 1024 * 1024
 _MAX_ITEMS = 1000  # of a generator, or of a collection's members
@@ -292,7 +294,7 @@ def _child(item, settings, fd, first):
         return
     holder, name, binding = target
     build = None
-    if binding == "method":
+    if binding in ("method", "property"):
         build = _constructor(holder, item["constructors"])
         if build is None:
             send(("class_method_failed", "no constructor argument list built an instance"))
@@ -305,9 +307,17 @@ def _child(item, settings, fd, first):
         result = []
 
         def call():
+            if binding == "property":
+                result.append(getattr(build(), name))
+                return
             function = getattr(build(), name) if build else (
                 getattr(holder, name) if binding in ("static", "class") else holder)
-            result.append(function(*args, **kwargs))
+            value = function(*args, **kwargs)
+            if isinstance(value, types.CoroutineType):  # an async def: its result is what it awaits to
+                import asyncio
+
+                value = asyncio.run(value)
+            result.append(value)
 
         random.seed(0)
         limit_cpu(settings["call_cpu_s"])

@@ -62,7 +62,8 @@ class Callee:
 
     ``owner`` names the enclosing classes, outermost first (empty for a
     module-level function); ``binding`` is "function", "method" (built
-    instance), "static" or "class" (called on the class); ``constructor``
+    instance), "property" (read on a built instance), "static" or "class"
+    (called on the class); ``constructor``
     holds ``__init__``'s parameters when the class body defines one.
     """
 
@@ -95,7 +96,8 @@ def locate(program: str, line: int) -> Callee:
     parameters = _parameters(node.args)
     constructor = None
     if owners:
-        binding = "static" if "staticmethod" in decorators else "class" if "classmethod" in decorators else "method"
+        binding = ("static" if "staticmethod" in decorators else "class" if "classmethod" in decorators
+                   else "property" if decorators & {"property", "cached_property"} else "method")
         if binding != "static":
             parameters = parameters[1:]  # self or cls
         init = next((item for item in owners[-1].body if isinstance(item, ast.FunctionDef) and item.name == "__init__"),
