@@ -6,7 +6,8 @@ signature, inputs I_a come from a (the benchmark's own test inputs where
 its test calls the function, topped up with hypothesis draws guided by a's
 signature, observed argument values and literals) and I_b from b (hypothesis
 draws guided by the same signature and observed values and by b's
-literals); see `leaktrace.similarity.inputs`. Drawn inputs are kept only
+literals); see `leaktrace.similarity.inputs`. At most N test inputs are
+used (a seeded sample, in source order, where there are more). Drawn inputs are kept only
 where their own function returns (valid inputs, as HyClone asks its LLM
 for), the first N of them in draw order; when a function returns on none,
 its first N draws are used as they are. Test inputs are always kept.
@@ -19,7 +20,8 @@ Same output: both raised an exception of the same type, or both ran past
 the call's CPU limit (``timeout``), or both returned
 values equal member by member, numbers (not booleans) within
 ``float_rel_tol`` / ``float_abs_tol`` of each other (1 and 1.0 are equal,
-nan equals nan), printed the same text, and left their arguments equal.
+nan equals nan), printed the same text, and left their arguments alike
+(both unchanged, or changed to the same values).
 
 A pair that cannot be scored gets a null value and its cause as outcome:
 ``parse_error:generation`` / ``parse_error:ground_truth``, ``no_inputs``,
@@ -28,15 +30,18 @@ ran out of time on every input: its behaviour was never seen, e.g. it needs
 state or globals its file sets up elsewhere; identical exceptions would
 score such a pair 1.0), or the function's execution outcome (``timeout``,
 ``forked``, ``exited``, ``killed``, ``missing_import:<module>``,
-``load_error:<exception>``, ``class_method_failed``, ``not_found``, and
-``sandbox:<status>`` when a sandbox run of that function alone failed),
+``load_error:<exception>``, ``class_method_failed``, ``not_found``,
+``protocol`` or ``driver_error`` when the function's process broke the
+driver's side, and ``sandbox:<status>`` when a sandbox run of that function
+alone failed),
 prefixed with ``ground_truth:`` when the ground truth is the one that failed
 (it fails alike for both models), except a missing import (a property of
 the environment) and a class that cannot be built (its ``__init__`` is the
 shared context), which are no property of either function.
 
-Methods (and properties, read) run on an instance built for every call by the class's ``__init__``
-as the program defines it: with no arguments when it needs none, else with
+Methods (and properties, read) run on an instance built for every call by
+the class's ``__init__`` as the program defines it: with no arguments when
+it needs none, else with
 argument lists drawn like inputs from ``__init__``'s signature (the first that
 builds an instance is used, the same for both functions);
 ``class_method_failed`` when none does.
@@ -70,10 +75,10 @@ OK = "ok"
 METRICS = ("execution", "execution_clone", "execution_s_a", "execution_s_b")
 CONSTRUCTOR_CANDIDATES = 5
 _DRIVER = Path(__file__).with_name("execution_driver.py")
-_FUNCTION_WALL_S = 30.0  # the driver's wall-clock limit per function: at least this, 20 times its CPU limit
-_BATCH_OVERHEAD_S = 30.0
+_FUNCTION_WALL_S = 10.0  # the driver's wall-clock limit per function: at least this, 20 times its CPU limit
+_BATCH_OVERHEAD_S = 30.0  # the sandbox run's start and the driver's own work, beyond the functions' limits
 _ACTIVE_MODULES = {"this", "antigravity", "__hello__", "__phello__", "idlelib", "tkinter", "turtle", "turtledemo",
-                   "webbrowser", "pdb", "code", "pydoc"}  # the sandbox run's start and the driver's own work, beyond the functions' limits
+                   "webbrowser", "pdb", "code", "pydoc"}
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,7 @@ class ExecutionSettings:
     clone_threshold: float = 0.8
     float_rel_tol: float = 1e-6
     float_abs_tol: float = 1e-9
-    call_cpu_s: float = 0.1  # CPU seconds per call (and for the program's module-level code)
+    call_cpu_s: float = 0.1  # CPU seconds per call
     function_cpu_s: float = 0.5  # CPU seconds of a function's module-level code and all its calls
     function_memory_mb: int = 512  # address space of a function's process
     batch_size: int = 48  # functions per sandbox run
@@ -131,8 +136,8 @@ def execute(functions: Sequence[Function], settings: ExecutionSettings, *, worke
     """Every function on its inputs, ``batch_size`` per sandbox run, ``workers`` runs
     at a time. A batch whose run fails (a function killed the driver) is run
     again one function per run, so one hostile function costs only its own result."""
-    limits = _limits(settings, settings.batch_size)
-    isolation_level(limits)  # refuse early, with the reason, where full isolation is asked for and missing
+    if functions:  # refuse early, with the reason, where full isolation is asked for and missing
+        isolation_level(_limits(settings, settings.batch_size))
     batches = [list(range(start, min(start + settings.batch_size, len(functions))))
                for start in range(0, len(functions), settings.batch_size)]
     results: list[Executed | None] = [None] * len(functions)

@@ -70,8 +70,8 @@ import types
 _MAX_FRAME_BYTES = 8 * 1024 * 1024
 _MAX_ITEMS = 1000  # of a generator, or of a collection's members
 _MAX_TEXT = 10_000  # characters of printed output kept
-_CALL_WALL_S = 5.0  # wall-clock limits, for calls that sleep or block (at least these, 20 times the CPU limits)
-_FUNCTION_WALL_S = 30.0
+_CALL_WALL_S = 2.0  # wall-clock limits, for calls that sleep or block (at least these, 20 times the CPU limits)
+_FUNCTION_WALL_S = 10.0
 _WALL_FACTOR = 20
 _DRIVER_ERROR = 70  # a child's exit status when this driver's own code failed in it
 _MAX_DEPTH = 20
