@@ -242,14 +242,15 @@ def _parameter_strategy(parameter: Parameter, seen: Sequence, literals: Sequence
     if seen:
         options.append(st.sampled_from(list(seen)))
         options += [_like(value, alphabet) for value in seen[:3]]
-    typed = None if seen else _annotated(parameter.annotation, alphabet)  # seen values show the valid range
+    informative = [v for v in seen if v is not None]  # a None default says nothing about the other values
+    typed = None if informative else _annotated(parameter.annotation, alphabet)  # seen values show the range
     if typed is not None:
         options.append(typed)
-    kinds = {type(v) for v in seen} if seen else None
+    kinds = {type(v) for v in informative} if informative else None
     matching = [v for v in literals if kinds is None or type(v) in kinds or (int in kinds and type(v) is float)]
     if matching:
         options.append(st.sampled_from(matching))
-    if not seen and typed is None:
+    if not informative and typed is None:
         options.append(_generic(alphabet))
     return st.one_of(options)
 
