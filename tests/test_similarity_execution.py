@@ -30,7 +30,7 @@ from leaktrace.stages.counterfactual import GENERATIONS_SCHEMA
 from leaktrace.stages.counterfactual_execution import counterfactual_execution
 from leaktrace.stages.filter import FUNCTIONS_SCHEMA
 
-SETTINGS = ExecutionSettings(candidates=10)
+SETTINGS = ExecutionSettings(candidates=10, function_cpu_s=0.25)  # a hanging function: two calls' time
 CONTEXT = "from typing import List\n\n\n"
 SIGNATURE = "def shift(xs: List[int], k: int) -> List[int]:\n"
 TRUTH = '    """Add k to every item.\n    >>> shift([1, 2], 3)\n    [4, 5]\n    """\n    return [x + k for x in xs]\n'

@@ -186,14 +186,18 @@ def _run_batch(functions: Sequence[Function], settings: ExecutionSettings) -> tu
 
 def _stdlib_imports(functions: Sequence[Function]) -> list[str]:
     """The standard library modules the programs import at module level, but for
-    those that act when imported (``this`` prints, ``antigravity`` opens a browser)."""
+    those that act when imported (``this`` prints, ``antigravity`` opens a browser);
+    and asyncio where a program defines a coroutine function (the driver runs it)."""
     names = set()
     for function in functions:
-        for node in ast.parse(function.program).body:
+        tree = ast.parse(function.program)
+        for node in tree.body:
             if isinstance(node, ast.Import):
                 names.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names.add(node.module)
+        if any(isinstance(node, ast.AsyncFunctionDef) for node in ast.walk(tree)):
+            names.add("asyncio")
     return sorted(name for name in names
                   if name.partition(".")[0] in sys.stdlib_module_names and name.partition(".")[0] not in _ACTIVE_MODULES)
 
