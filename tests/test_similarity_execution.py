@@ -61,11 +61,15 @@ SAMPLES = [
 
 
 @pytest.fixture(scope="module")
-def scores():
+def isolated():
     try:
         isolation_level(_limits(SETTINGS, 1))
     except SandboxUnavailable as error:
         pytest.skip(str(error))
+
+
+@pytest.fixture(scope="module")
+def scores(isolated):
     return execution_scores(SAMPLES, SETTINGS, 7, workers=2).scores
 
 
@@ -89,6 +93,17 @@ def test_hostile_generations_are_counted_by_cause(scores):
     assert causes == {"hangs": "timeout", "forks": "forked", "exits": "exited", "missing": "missing_import:numpy",
                       "unparsed": "parse_error:generation"}
     assert all(scores[("function", model)].similarity is None for model in causes)
+
+
+@pytest.mark.usefixtures("isolated")
+def test_a_function_that_kills_the_driver_spoils_no_other_result():
+    killer = Sample("killer", CONTEXT, SIGNATURE, TRUTH,
+                    {"kills": "    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n", "same": TRUTH})
+    settings = ExecutionSettings(candidates=3, batch_size=3)  # one batch: the truth, the killer, the clone
+    report = execution_scores([killer], settings, 7, workers=1)
+    assert report.scores[("killer", "kills")].outcome == "sandbox:killed"
+    assert report.scores[("killer", "same")].similarity == 1.0
+    assert report.sandbox_runs == 4  # the batch, then each function alone
 
 
 def test_unbuildable_classes_unparseable_and_never_returning_ground_truths_are_counted(scores):
