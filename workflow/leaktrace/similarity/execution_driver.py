@@ -341,6 +341,7 @@ def _child(item, settings, fd, first):
             after = _plain((args, kwargs))
             changed = _encoded(after) != arguments
             output = ("return", _plain(result[0]), captured.getvalue()[:_MAX_TEXT], after if changed else None)
+        limit_cpu(0)  # the output's reduction (a generator's items, tolist) ran timed; no signal mid-frame
         send(("output", _encoded(output)))
     send(("done",))
 
