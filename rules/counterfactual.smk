@@ -80,6 +80,41 @@ rule counterfactual_structural:
         " --settings {params.settings:q} --processes {threads} --output {output} 2> {log}"
 
 
+# Execution similarity (HyClone Stage 2 without an LLM): sandboxed, CPU only,
+# seconds; its own rule so a change to similarity.execution re-runs only it.
+# A benchmark source also gives its tests' inputs; a corpus source has none.
+def counterfactual_execution_inputs(wildcards):
+    name = wildcards.benchmark
+    inputs = {"generations": f"{RESULTS}/counterfactual/{name}/generations.parquet",
+              "functions": counterfactual_functions(name)}
+    source = counterfactual_source(name)
+    if "benchmark" in source:
+        inputs["benchmark"] = f"{RESULTS}/data/benchmarks/{source['benchmark']}.parquet"
+    return inputs
+
+
+rule counterfactual_execution:
+    input:
+        unpack(counterfactual_execution_inputs),
+    output:
+        f"{RESULTS}/counterfactual/{{benchmark}}/similarity_execution.parquet",
+    params:
+        settings=settings("similarity", "execution"),
+        seed=config["seed"],
+        benchmark=lambda w, input: f"--benchmark {input.benchmark}" if "benchmark" in input.keys() else "",
+    log:
+        f"{RESULTS}/logs/counterfactual_execution/{{benchmark}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/counterfactual_execution/{{benchmark}}.tsv"
+    threads: 2
+    conda:
+        CPU_ENV
+    shell:
+        "{LEAKTRACE} counterfactual-execution --generations {input.generations} --functions {input.functions}"
+        " {params.benchmark} --settings {params.settings:q} --seed {params.seed}"
+        " --workers {threads} --output {output} 2> {log}"
+
+
 # LLM judges (App. C.1), HyClone's Stage-1 screen (App. C.2) and App. B's LLM
 # filter run the llm.judge role: with it null (the default) neither rule exists.
 JUDGE = config["llm"]["judge"]

@@ -349,6 +349,15 @@ def _llm_filter(a):
     llm_filter(a.functions, a.judge, a.settings, a.output, cache_dir=a.cache_dir)
 
 
+@command("counterfactual-execution")
+@_args(path("--generations"), path("--functions"), path("--benchmark", required=False), SETTINGS, SEED,
+       (("--workers",), {"type": int, "default": 1, "help": "sandbox runs in parallel"}), path("--output"))
+def _counterfactual_execution(a):
+    from leaktrace.stages.counterfactual_execution import counterfactual_execution
+
+    counterfactual_execution(a.generations, a.functions, a.benchmark, a.settings, a.seed, a.output, workers=a.workers)
+
+
 @command("serve")
 @_args((("model",), {"help": "a local model directory or hub id"}), (("--adapter",), {"help": "a PEFT adapter directory"}),
        (("--revision",), {}), (("--dtype",), {"default": "float32"}), (("--device",), {"default": "cpu"}),

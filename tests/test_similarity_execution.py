@@ -1,0 +1,165 @@
+"""Execution similarity (HyClone Stage 2 without an LLM): scores, causes, inputs.
+
+One sandboxed run of all the functions below (module fixture) serves the
+scoring tests; they need namespaces and a writable cgroup and skip, saying
+what is missing, elsewhere.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from leaktrace.artifacts import write_table
+from leaktrace.sandbox import SandboxUnavailable, isolation_level, values
+from leaktrace.similarity.execution import (
+    ExecutionSettings,
+    Sample,
+    _limits,
+    execution_scores,
+    pair_metrics,
+    plan_sample,
+    same_output,
+)
+from leaktrace.similarity.inputs import calls_in_test
+from leaktrace.stages.counterfactual import GENERATIONS_SCHEMA
+from leaktrace.stages.counterfactual_execution import counterfactual_execution
+from leaktrace.stages.filter import FUNCTIONS_SCHEMA
+
+SETTINGS = ExecutionSettings(candidates=10, function_cpu_s=0.25)  # a hanging function: two calls' time
+CONTEXT = "from typing import List\n\n\n"
+SIGNATURE = "def shift(xs: List[int], k: int) -> List[int]:\n"
+TRUTH = '    """Add k to every item.\n    >>> shift([1, 2], 3)\n    [4, 5]\n    """\n    return [x + k for x in xs]\n'
+TEST = "def check(candidate):\n    assert candidate([1, 2], 3) == [4, 5]\n    assert candidate([], 7) == []\n"
+GENERATIONS = {
+    "same": "    out = []\n    for x in xs:\n        out.append(k + x)\n    return out\n",
+    "different": "    return [x * k for x in xs]\n",
+    "hangs": "    while True:\n        pass\n",
+    "forks": "    import os\n    os.fork()\n    return [x + k for x in xs]\n",
+    "exits": "    import sys\n    sys.exit(0)\n",
+    "missing": "    import numpy\n    return list(numpy.add(xs, k))\n",
+    "unparsed": None,
+}
+CLASS_CONTEXT = "class Scale:\n    def __init__(self, factor: int):\n        self.factor = factor\n\n"
+METHOD = "    def apply(self, x: int) -> int:\n"
+BROKEN_CLASS = "class Broken:\n    def __init__(self):\n        raise RuntimeError('no')\n\n"
+SAMPLES = [
+    Sample("function", CONTEXT, SIGNATURE, TRUTH, GENERATIONS, TEST),
+    Sample("method", CLASS_CONTEXT, METHOD, "        return self.factor * x\n",
+           {"same": "        return x * self.factor\n", "different": "        return self.factor + x\n"}),
+    Sample("no-instance", BROKEN_CLASS, METHOD, "        return x\n", {"same": "        return x\n"}),
+    Sample("broken-truth", CONTEXT, SIGNATURE, "    return [x +\n", {"same": "    return xs\n"}),
+    Sample("async", "", "async def twice(x: int) -> int:\n", "    return 2 * x\n",
+           {"same": "    return x + x\n", "different": "    return x\n"}),
+    Sample("needs-globals", "", "def look_up(key: str) -> int:\n", "    return TABLE[key]\n",
+           {"same": "    return TABLE[key]\n"}),
+]
+
+
+@pytest.fixture(scope="module")
+def isolated():
+    try:
+        isolation_level(_limits(SETTINGS, 1))
+    except SandboxUnavailable as error:
+        pytest.skip(str(error))
+
+
+@pytest.fixture(scope="module")
+def scores(isolated):
+    return execution_scores(SAMPLES, SETTINGS, 7, workers=2).scores
+
+
+def test_the_same_function_scores_one_and_is_a_clone(scores):
+    for sample in ("function", "method", "async"):
+        score = scores[(sample, "same")]
+        assert (score.outcome, score.s_a, score.s_b) == ("ok", 1.0, 1.0)
+        assert pair_metrics(score, 0.8)["execution_clone"] == 1.0
+
+
+def test_different_behaviour_scores_low(scores):
+    for sample in ("function", "method", "async"):
+        score = scores[(sample, "different")]
+        assert score.outcome == "ok"
+        assert score.similarity < 0.5
+        assert pair_metrics(score, 0.8)["execution_clone"] == 0.0
+
+
+def test_hostile_generations_are_counted_by_cause(scores):
+    causes = {model: scores[("function", model)].outcome for model in ("hangs", "forks", "exits", "missing", "unparsed")}
+    assert causes == {"hangs": "timeout", "forks": "forked", "exits": "exited", "missing": "missing_import:numpy",
+                      "unparsed": "parse_error:generation"}
+    assert all(scores[("function", model)].similarity is None for model in causes)
+
+
+@pytest.mark.usefixtures("isolated")
+def test_a_function_that_kills_the_driver_spoils_no_other_result():
+    killer = Sample("killer", CONTEXT, SIGNATURE, TRUTH,
+                    {"kills": "    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n", "same": TRUTH})
+    settings = ExecutionSettings(candidates=3, batch_size=3)  # one batch: the truth, the killer, the clone
+    report = execution_scores([killer], settings, 7, workers=1)
+    assert report.scores[("killer", "kills")].outcome == "sandbox:killed"
+    assert report.scores[("killer", "same")].similarity == 1.0
+    assert report.sandbox_runs == 4  # the batch, then each function alone
+
+
+def test_unbuildable_classes_unparseable_and_never_returning_ground_truths_are_counted(scores):
+    assert scores[("no-instance", "same")].outcome == "class_method_failed"
+    assert scores[("broken-truth", "same")].outcome == "parse_error:ground_truth"
+    assert scores[("needs-globals", "same")].outcome == "ground_truth:no_return"  # not 1.0 for equal NameErrors
+
+
+def test_inputs_are_the_benchmark_tests_then_seeded_draws_the_same_in_another_process():
+    plan = plan_sample(SAMPLES[0], SETTINGS, 7)
+    calls = plan.truth.inputs
+    assert [calls[i] for i in plan.set_a] == [(([1, 2], 3), {}), (([], 7), {})]
+    assert len(plan.drawn_a) >= 5 and len(plan.drawn_b["same"]) >= 5
+    assert all(type(x) is int for (xs, k), _ in calls for x in xs + [k])
+    script = ("from leaktrace.sandbox import values\n"
+              "from leaktrace.similarity.execution import ExecutionSettings, Sample, plan_sample\n"
+              f"sample = Sample('function', {CONTEXT!r}, {SIGNATURE!r}, {TRUTH!r}, {GENERATIONS!r}, {TEST!r})\n"
+              "plan = plan_sample(sample, ExecutionSettings(candidates=10), 7)\n"
+              "print(values.encode(plan.truth.inputs).hex())\n")
+    env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(Path(__file__).parents[1] / "workflow")}
+    other = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
+    assert other.stdout.strip() == values.encode(calls).hex()
+
+
+def test_outputs_are_the_same_within_tolerance_and_by_exception_type():
+    def returned(value):
+        return ("return", value, "", None)
+
+    assert same_output(returned(0.1 + 0.2), returned(0.3), 1e-6, 1e-9)
+    assert same_output(returned([1, {"a": 2.0}]), returned([1.0, {"a": 2}]), 1e-6, 1e-9)
+    assert same_output(returned(math.nan), returned(math.nan), 1e-6, 1e-9)
+    assert not same_output(returned(1.0), returned(1.001), 1e-6, 1e-9)
+    assert not same_output(returned(True), returned(1), 1e-6, 1e-9)
+    assert not same_output(returned((1, 2)), returned([1, 2]), 1e-6, 1e-9)
+    assert same_output(("raise", "ValueError"), ("raise", "ValueError"), 1e-6, 1e-9)
+    assert not same_output(("raise", "ValueError"), ("raise", "TypeError"), 1e-6, 1e-9)
+    assert not same_output(("raise", "ValueError"), returned(None), 1e-6, 1e-9)
+
+
+def test_benchmark_inputs_are_the_literal_calls_of_the_function_or_candidate():
+    test = "def check(candidate):\n    assert candidate(1, b=[2]) == 3\n    assert shift(x, 1)\n    assert shift('a', 2)\n"
+    assert calls_in_test(test, ["shift", "candidate"]) == [((1,), {"b": [2]}), (("a", 2), {})]
+
+
+def test_the_stage_writes_the_long_format_with_outcomes(tmp_path):
+    generations = [{"sample_id": "s", "model": model, "prompt_tokens": 3, "generated": "x", "function": "x",
+                    "parsed": False} for model in ("target", "reference")]
+    write_table(generations, GENERATIONS_SCHEMA, tmp_path / "generations.parquet")
+    write_table([{"sample_id": "s", "kept": True, "reason": None, "body_lines": 1, "n_chars": 10, "context": CONTEXT,
+                  "signature": SIGNATURE, "continuation": TRUTH}], FUNCTIONS_SCHEMA, tmp_path / "functions.parquet")
+    out = tmp_path / "similarity_execution.parquet"
+    counterfactual_execution(tmp_path / "generations.parquet", tmp_path / "functions.parquet", None,
+                             json.loads("{}"), 7, out)
+    table = pq.read_table(out)
+    assert table.column_names == ["sample_id", "metric", "target", "reference", "delta", "target_outcome",
+                                  "reference_outcome"]
+    rows = table.to_pylist()
+    assert [r["metric"] for r in rows] == ["execution", "execution_clone", "execution_s_a", "execution_s_b"]
+    assert all(r["target"] is None and r["target_outcome"] == "parse_error:generation" for r in rows)
