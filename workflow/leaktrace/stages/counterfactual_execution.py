@@ -12,21 +12,11 @@ import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.similarity.execution import METRICS, ExecutionSettings, Sample, coverage, execution_scores, pair_metrics
+from leaktrace.similarity.table import SIMILARITY_FAMILY_SCHEMA
 
 log = logging.getLogger(__name__)
 
 MODELS = ("target", "reference")
-SIMILARITY_EXECUTION_SCHEMA = pa.schema(
-    [
-        ("sample_id", pa.string()),
-        ("metric", pa.string()),
-        ("target", pa.float64()),
-        ("reference", pa.float64()),
-        ("delta", pa.float64()),
-        ("target_outcome", pa.string()),
-        ("reference_outcome", pa.string()),
-    ]
-)
 
 
 def load_samples(generations: Path, functions: Path, benchmark: Path | None) -> list[Sample]:
@@ -63,7 +53,7 @@ def counterfactual_execution(generations: Path, functions: Path, benchmark: Path
             rows.append({"sample_id": sample.sample_id, "metric": metric, "target": t, "reference": r,
                          "delta": None if t is None or r is None else t - r,
                          "target_outcome": target.outcome, "reference_outcome": reference.outcome})
-    write_table(rows, SIMILARITY_EXECUTION_SCHEMA, output)
+    write_table(rows, SIMILARITY_FAMILY_SCHEMA, output)
     for model in MODELS:
         outcomes = [scores[(s.sample_id, model)].outcome for s in samples]
         ran = sum(o == "ok" for o in outcomes)

@@ -17,23 +17,13 @@ from leaktrace.models.backend import Capability, Sampling
 from leaktrace.models.select import open_model
 from leaktrace.similarity.hyclone_screen import HYCLONE_SCREEN
 from leaktrace.similarity.judges import JUDGES, judge_pairs
+from leaktrace.similarity.table import SIMILARITY_FAMILY_SCHEMA
 
 log = logging.getLogger(__name__)
 
 METRICS = {**JUDGES, HYCLONE_SCREEN.metric: HYCLONE_SCREEN}
 MODELS = ("target", "reference")
 
-SIMILARITY_SCHEMA = pa.schema(
-    [
-        ("sample_id", pa.string()),
-        ("metric", pa.string()),
-        ("target", pa.float64()),
-        ("reference", pa.float64()),
-        ("delta", pa.float64()),
-        ("target_outcome", pa.string()),
-        ("reference_outcome", pa.string()),
-    ]
-)
 ANSWERS_SCHEMA = pa.schema(
     [
         ("sample_id", pa.string()),
@@ -80,7 +70,7 @@ def counterfactual_judges(generations: Path, functions: Path, judge: dict, setti
             delta = None if t.score is None or r.score is None else t.score - r.score
             rows.append({"sample_id": sample_id, "metric": metric, "target": t.score, "reference": r.score,
                          "delta": delta, "target_outcome": t.outcome, "reference_outcome": r.outcome})
-    write_table(rows, SIMILARITY_SCHEMA, output)
+    write_table(rows, SIMILARITY_FAMILY_SCHEMA, output)
     write_table(answers, ANSWERS_SCHEMA, answers_out)
     log.info("judges under %s, %d samples: %s; calls: %s", lm.name, len(ids),
              {f"{m}/{role}/{o}": n for (m, role, o), n in sorted(outcomes.items())}, dict(getattr(lm, "counts", {})))
