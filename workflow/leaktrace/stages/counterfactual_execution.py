@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.similarity.execution import METRICS, ExecutionSettings, Sample, coverage, execution_scores, pair_metrics
 from leaktrace.similarity.table import SIMILARITY_FAMILY_SCHEMA
