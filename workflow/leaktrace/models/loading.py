@@ -47,9 +47,14 @@ def load_model_config(spec: ModelSpec) -> PretrainedConfig:
 
 
 def load_model(spec: ModelSpec) -> PreTrainedModel:
+    """The model in ``spec.dtype`` on ``spec.device``; device ``auto``
+    spreads its layers over every visible GPU (then CPU memory) with
+    accelerate's ``device_map="auto"``, for a model that does not fit one GPU."""
     if spec.dtype not in DTYPES:
         raise ValueError(f"unknown dtype {spec.dtype!r}; choose one of {sorted(DTYPES)}")
-    model = AutoModelForCausalLM.from_pretrained(spec.name_or_path, dtype=DTYPES[spec.dtype], **_hub_kwargs(spec))
+    placed = {"device_map": "auto"} if spec.device == "auto" else {}
+    model = AutoModelForCausalLM.from_pretrained(spec.name_or_path, dtype=DTYPES[spec.dtype], **placed,
+                                                 **_hub_kwargs(spec))
     if spec.adapter is not None:
         from peft import PeftModel
 
@@ -57,6 +62,7 @@ def load_model(spec: ModelSpec) -> PreTrainedModel:
             raise InputError(spec.adapter, None, "adapter directory does not exist")
         model = PeftModel.from_pretrained(model, spec.adapter, is_trainable=False)
         model = model.merge_and_unload()
-    model.to(spec.device)
+    if not placed:
+        model.to(spec.device)
     model.eval()
     return model
