@@ -29,9 +29,14 @@ def _job_model(wildcards):
 
 
 def _job_gpus(wildcards, generator=None):
-    """1 when the job's model runs on a GPU here (``on_gpu``): its device,
-    or the backend of the `llm.generator` role a generating job runs it through."""
-    return 1 if on_gpu({**_job_model(wildcards), **(generator or {})}) else 0
+    """GPUs of a job whose model runs on a GPU here (``on_gpu``: its device,
+    or the backend of the `llm.generator` role a generating job runs it
+    through): base_model.gpus under device auto (the layers spread over
+    them), else 1; 0 on the CPU."""
+    spec = {**_job_model(wildcards), **(generator or {})}
+    if not on_gpu(spec):
+        return 0
+    return config["base_model"]["gpus"] if spec.get("device") == "auto" else 1
 
 
 def _parquet_inputs(input):
@@ -134,18 +139,25 @@ if config["leakage"]["clean"]:
         clean_benchmark,
 
 
+def _hub_revision(repo):
+    """The ``--revision`` option of the base model's pinned commit (base_model.revision)."""
+    revision = config["base_model"]["revision"] if repo == config["base_model"]["path"] else None
+    return f" --revision {shlex.quote(revision)}" if revision else ""
+
+
 rule fetch_hub_model:
     output:
         f"{HUB_CACHE}/{{hub_model}}/config.json",
     params:
         repo=lambda wildcards: wildcards.hub_model.replace("--", "/"),
+        revision=lambda wildcards: _hub_revision(wildcards.hub_model.replace("--", "/")),
         out_dir=f"{HUB_CACHE}/{{hub_model}}",
     log:
         f"{RESULTS}/logs/fetch_hub_model/{{hub_model}}.log",
     conda:
         CPU_ENV
     shell:
-        "{LEAKTRACE_ONLINE} fetch-model --model {params.repo} --output-dir {params.out_dir} 2> {log}"
+        "{LEAKTRACE_ONLINE} fetch-model --model {params.repo}{params.revision} --output-dir {params.out_dir} 2> {log}"
 
 
 # A hub base model is fetched, never pretrained.

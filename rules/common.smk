@@ -304,7 +304,8 @@ def on_gpu(spec):
     on a GPU here: the vLLM backend, or a CUDA device, unless it is served
     elsewhere (the openai backend)."""
     backend = spec.get("backend") or "transformers"
-    return backend == "vllm" or backend == "transformers" and str(spec.get("device") or "cpu").startswith("cuda")
+    device = str(spec.get("device") or "cpu")
+    return backend == "vllm" or backend == "transformers" and (device.startswith("cuda") or device == "auto")
 
 
 def generator_args():
