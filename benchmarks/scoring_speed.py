@@ -42,7 +42,8 @@ from leaktrace.detect.evidence import SampleEvidence
 from leaktrace.detect.recall import prefix_shots
 from leaktrace.detect.registry import Method, configured_methods
 from leaktrace.models.backend import ModelSpec, TokenStats
-from leaktrace.models.hf import HFLanguageModel, length_buckets
+from leaktrace.models.batching import token_batches
+from leaktrace.models.hf import HFLanguageModel
 from leaktrace.models.token_counts import count_tokens
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -119,8 +120,8 @@ def bare(lm: HFLanguageModel, texts: list[str]) -> float:
     start = time.perf_counter()
     encoded = lm.tokenizer(texts, add_special_tokens=False)["input_ids"]
     ids = [[lm.bos_id, *e[: lm.max_length - 1]] for e in encoded]
-    for batch in length_buckets([len(x) for x in ids], lm.batch_size):
-        input_ids, _ = lm._right_padded([ids[i] for i in batch])
+    for batch in token_batches([len(x) for x in ids], max_rows=lm.batch_size, token_budget=lm.token_budget):
+        input_ids = lm._right_padded([ids[i] for i in batch])
         _ = lm.model(input_ids=input_ids.to(lm.model.device)).logits  # the same call as HFLanguageModel.score
     if lm.model.device.type == "cuda":
         torch.cuda.synchronize()

@@ -29,9 +29,14 @@ def _job_model(wildcards):
 
 
 def _job_gpus(wildcards, generator=None, job_model=_job_model):
-    """1 when the job's model runs on a GPU here (``on_gpu``): its device,
-    or the backend of the `llm.generator` role a generating job runs it through."""
-    return 1 if on_gpu({**job_model(wildcards), **(generator or {})}) else 0
+    """GPUs of a job whose model runs on a GPU here (``on_gpu``: its device,
+    or the backend of the `llm.generator` role a generating job runs it
+    through): base_model.gpus under device auto (the layers spread over
+    them), else 1; 0 on the CPU."""
+    spec = {**job_model(wildcards), **(generator or {})}
+    if not on_gpu(spec):
+        return 0
+    return config["base_model"]["gpus"] if spec.get("device") == "auto" else 1
 
 
 def _parquet_inputs(input):

@@ -90,7 +90,7 @@ def fetched(path, revision=None):
 
 
 AUDIT_OWN = {name: {**spec, "path": fetched(spec["path"])} for name, spec in AUDIT_OWN.items()}
-BASE_MODEL = fetched(config["base_model"]["path"])
+BASE_MODEL = fetched(config["base_model"]["path"], config["base_model"]["revision"])
 # The shipped reference model (a smaller model trained by the pipeline), if any.
 REFERENCE_MODEL = fetched(config["reference_model"]["path"])
 # Ref's reference model, scored as `ref-model`: the configured one, else the
@@ -459,7 +459,8 @@ def on_gpu(spec):
     on a GPU here: the vLLM backend, or a CUDA device, unless it is served
     elsewhere (the openai backend)."""
     backend = spec.get("backend") or "transformers"
-    return backend == "vllm" or backend == "transformers" and str(spec.get("device") or "cpu").startswith("cuda")
+    device = str(spec.get("device") or "cpu")
+    return backend == "vllm" or backend == "transformers" and (device.startswith("cuda") or device == "auto")
 
 
 def generator_args():

@@ -13,7 +13,7 @@ from leaktrace.detect.srdetection_blackbox import continuation_overlaps
 from leaktrace.errors import InputError
 from leaktrace.models.backend import ModelSpec
 from leaktrace.models.context import context_limit, fit_prefix, trained_context
-from leaktrace.models.hf import HFLanguageModel, distribution_stats, length_buckets
+from leaktrace.models.hf import HFLanguageModel, distribution_stats
 from leaktrace.models.loading import load_model, load_model_config, load_tokenizer
 from leaktrace.models.token_counts import (
     cached_token_counts,
@@ -110,10 +110,6 @@ def test_greedy_generation_is_batch_independent_and_stops(lm):
     stopped = lm.generate(prompts, max_new_tokens=40, stops=[lambda text: len(text) > 0, lambda text: False])
     assert full[0].startswith(stopped[0]) and len(stopped[0]) < len(full[0])
     assert stopped[1] == full[1]
-
-
-def test_length_buckets_group_similar_lengths():
-    assert length_buckets([1, 9, 3, 8], 2) == [[1, 3], [2, 0]]
 
 
 def test_missing_local_model_or_adapter_is_a_clear_error(tiny_model_dir, tmp_path):

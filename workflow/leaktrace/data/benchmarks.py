@@ -311,6 +311,25 @@ def _sample(record: object, fields: dict, language: str | None, benchmark: str) 
     )
 
 
+def record_texts(settings: dict, field: str, limit: int | None = None) -> Iterator[tuple[str, str]]:
+    """(record label, text) of the records of a source in any layout above,
+    ``field`` a path into each record (RefinedWeb's ``content``), records
+    whose text is empty skipped, the first ``limit`` non-empty ones when given
+    (a streamed dataset is read no further): general text for a corpus
+    (``data.corpora``) through the same readers as a benchmark."""
+    kept = 0
+    for label, record in _records(settings):
+        try:
+            text = _string(record, field, "text")
+        except _FieldError as err:
+            raise InputError(source_name(settings), label, str(err)) from None
+        if text.strip():
+            yield label, text
+            kept += 1
+            if limit and kept >= limit:
+                return
+
+
 def load_benchmark(settings: dict, benchmark: str, limit: int | None = None) -> list[Sample]:
     """The samples of a configured benchmark (the first ``limit`` when given:
     a streamed dataset is read no further)."""

@@ -60,9 +60,22 @@ def iter_pydoc_text() -> Iterator[Document]:
         yield Document(doc_id=f"pydoc/{name}", source="pydoc_data.topics", text=topics[name])
 
 
+def iter_record_text(name: str, settings: dict) -> Iterator[Document]:
+    """General text of records in any layout the benchmark reader reads
+    (``data.benchmarks``: JSONL, JSON, Parquet, CSV, a Hugging Face dataset
+    streamed), its ``text`` field of each record, the first ``limit`` when
+    given: a web corpus such as RefinedWeb for the training mix."""
+    from leaktrace.data.benchmarks import record_texts, source_name
+
+    where = source_name(settings)
+    for label, text in record_texts(settings, settings["text"], settings.get("limit")):
+        yield Document(doc_id=f"{name}/{label}", source=where, text=text)
+
+
 CORPUS_SOURCES = {
     "stdlib": iter_stdlib_code,
     "pydoc": iter_pydoc_text,
+    "records": iter_record_text,
 }
 
 
@@ -84,7 +97,8 @@ def corpus_documents(name: str, settings: dict) -> list[Document]:
     source = settings["source"]
     if source not in CORPUS_SOURCES:
         raise ValueError(f"corpus {name}: unknown source {source!r}; known: {sorted(CORPUS_SOURCES)}")
-    kwargs = {"exclude": settings.get("exclude", [])} if source == "stdlib" else {}
+    kwargs = {"exclude": settings.get("exclude", [])} if source == "stdlib" else \
+        {"name": name, "settings": settings} if source == "records" else {}
     documents = list(CORPUS_SOURCES[source](**kwargs))
     if not documents:
         raise ValueError(f"corpus {name}: source {source!r} yielded no documents")

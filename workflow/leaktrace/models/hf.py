@@ -21,15 +21,9 @@ from leaktrace.models.backend import (
     TokenStats,
     cut_at_stop,
 )
+from leaktrace.models.batching import run_batches
 from leaktrace.models.context import context_limit, fit_prefix
 from leaktrace.models.loading import load_model, load_tokenizer
-
-
-def length_buckets(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
-    """Indices grouped into batches of similar length (longest first), so
-    padding, and the work spent on it, stays small."""
-    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
-    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
 def distribution_stats(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -71,16 +65,20 @@ class _StopWhen(StoppingCriteria):
 
 class HFLanguageModel:
     """``max_length``: a cap on tokens per scored sequence (BOS included);
-    the model's trained context applies in any case (``models.context``)."""
+    the model's trained context applies in any case (``models.context``).
+    ``batch_size``: sequences per batch at most; ``token_budget``: padded
+    tokens per batch at most (None: fixed ``batch_size`` batches), see
+    ``models.batching``."""
 
     capabilities = BACKEND_CAPABILITIES["transformers"]
 
-    def __init__(self, spec: ModelSpec, *, batch_size: int = 16, max_length: int | None = None, progress: bool = True):
+    def __init__(self, spec: ModelSpec, *, batch_size: int = 16, token_budget: int | None = None,
+                 max_length: int | None = None, progress: bool = True):
         self.name = spec.name_or_path if spec.adapter is None else f"{spec.name_or_path}+{spec.adapter}"
         self.spec = spec
         self.tokenizer = load_tokenizer(spec)
         self.model = load_model(spec)
-        self.batch_size = batch_size
+        self.batch_size, self.token_budget = batch_size, token_budget
         self.max_length = context_limit(self.model.config, max_length)
         self.progress = progress
         self.bos_id = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
@@ -109,7 +107,7 @@ class HFLanguageModel:
         probe = torch.tensor([[self.bos_id, *self.encode("def f(x):\n    return x + 1\n")[:15]]], device=self.model.device)
         expected = self.model(input_ids=probe).logits.float()
         try:  # a decoder that does not take input_ids or return last_hidden_state
-            actual = head(decoder(input_ids=probe).last_hidden_state).float()
+            actual = head(decoder(input_ids=probe, use_cache=False).last_hidden_state).float()
         except (AttributeError, TypeError, ValueError):
             return None
         if actual.shape != expected.shape or not torch.allclose(actual, expected, rtol=1e-4, atol=1e-4):
@@ -125,13 +123,18 @@ class HFLanguageModel:
         token_lp = torch.empty(len(hidden), dtype=torch.float32, device=hidden.device)
         mu, sigma = torch.full_like(token_lp, float("nan")), torch.full_like(token_lp, float("nan"))
         full, plain = moments.nonzero().squeeze(-1), (~moments).nonzero().squeeze(-1)
+        # Under device_map="auto" the projection may sit on another device than the decoder's
+        # output: its targets go there and its statistics come back (no copy on one device).
         for i in range(0, len(full), chunk):
             rows = full[i : i + chunk]
-            token_lp[rows], mu[rows], sigma[rows] = distribution_stats(head(hidden[rows]), targets[rows])
+            logits = head(hidden[rows])
+            stats = distribution_stats(logits, targets[rows].to(logits.device))
+            token_lp[rows], mu[rows], sigma[rows] = (t.to(token_lp.device) for t in stats)
         for i in range(0, len(plain), chunk):
             rows = plain[i : i + chunk]
             logits = head(hidden[rows]).float()
-            token_lp[rows] = logits.gather(-1, targets[rows].unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+            lp = logits.gather(-1, targets[rows].to(logits.device).unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+            token_lp[rows] = lp.to(token_lp.device)
         return token_lp, mu, sigma
 
     def encode(self, text: str) -> list[int]:
@@ -205,15 +208,27 @@ class HFLanguageModel:
             for e, full, (p, n_shots), (lp, _, _) in zip(ids, encoded, prefixes, scored, strict=True)
         ]
 
+    def _forward_stats(self, input_ids: torch.Tensor, predicts: torch.Tensor,
+                       rows_want: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(log p, mu, sigma) of the tokens that the positions ``predicts``
+        marks predict, in one right-padded batch: the model's forward pass
+        (no key-value cache kept: nothing is generated after it)."""
+        targets = input_ids[:, 1:][predicts]
+        if self._split_head:
+            hidden = self._split_head[0](input_ids=input_ids, use_cache=False).last_hidden_state
+            return self._projected_stats(hidden[:, :-1][predicts], targets, rows_want.unsqueeze(1).expand_as(predicts)[predicts])
+        return distribution_stats(self.model(input_ids=input_ids, use_cache=False).logits[:, :-1][predicts], targets)
+
     def _score_sequences(self, sequences: Sequence[list[int]], starts: Sequence[int], wants: Sequence[bool],
                          desc: str) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """(logprobs, mu, sigma) of the tokens ``sequences[i][starts[i]:]``,
         each predicted from the position before it, in batches of similar
-        length; rows where ``wants`` is False get NaN for mu and sigma."""
+        length (``models.batching``), returned in input order; rows where
+        ``wants`` is False get NaN for mu and sigma."""
         results: list = [None] * len(sequences)
         device = self.model.device
-        for batch in tqdm(length_buckets([len(s) for s in sequences], self.batch_size), desc=desc, disable=not self.progress,
-                          mininterval=5):
+
+        def run(batch: list[int]) -> None:
             input_ids = self._right_padded([sequences[i] for i in batch]).to(device)
             # Right padding under causal attention: no scored position attends to a later
             # padding position, so no attention mask is needed (the outputs at padding
@@ -222,17 +237,14 @@ class HFLanguageModel:
             predicts = torch.zeros((len(batch), input_ids.shape[1] - 1), dtype=torch.bool)
             for row, i in enumerate(batch):
                 predicts[row, starts[i] - 1 : len(sequences[i]) - 1] = True
-            predicts = predicts.to(device)
-            targets = input_ids[:, 1:][predicts]
-            if self._split_head:
-                hidden = self._split_head[0](input_ids=input_ids).last_hidden_state
-                rows_want = torch.tensor([wants[i] for i in batch], device=device)
-                stats = self._projected_stats(hidden[:, :-1][predicts], targets, rows_want.unsqueeze(1).expand_as(predicts)[predicts])
-            else:
-                stats = distribution_stats(self.model(input_ids=input_ids).logits[:, :-1][predicts], targets)
+            stats = self._forward_stats(input_ids, predicts.to(device), torch.tensor([wants[i] for i in batch], device=device))
             lengths = [len(sequences[i]) - starts[i] for i in batch]
             for i, row in zip(batch, zip(*(self._split_rows(t, lengths) for t in stats), strict=True), strict=True):
                 results[i] = row
+
+        with tqdm(total=len(sequences), desc=desc, unit="text", disable=not self.progress, mininterval=5) as bar:
+            run_batches([len(s) for s in sequences], run, max_rows=self.batch_size, token_budget=self.token_budget,
+                        progress=bar.update)
         return results
 
     @torch.inference_mode()
@@ -241,10 +253,10 @@ class HFLanguageModel:
         """New token ids after full token sequences (special tokens included),
         greedy unless ``sampling`` samples."""
         outputs: list[list[int] | None] = [None] * len(ids)
-        batches = length_buckets([len(x) for x in ids], self.batch_size)
         decoding = {"do_sample": False} if sampling is None or sampling.greedy else {
             "do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": 0}  # 0: no top-k cut
-        for batch in tqdm(batches, desc=f"generating {self.name}", disable=not self.progress, mininterval=5):
+
+        def run(batch: list[int]) -> None:
             width = max(len(ids[i]) for i in batch)
             input_ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
             mask = torch.zeros((len(batch), width), dtype=torch.long)
@@ -263,6 +275,12 @@ class HFLanguageModel:
             )
             for row, i in enumerate(batch):
                 outputs[i] = generated[row, width:].tolist()
+
+        # a row's width in the budget: its prompt and every token it may generate
+        with tqdm(total=len(ids), desc=f"generating {self.name}", unit="text", disable=not self.progress,
+                  mininterval=5) as bar:
+            run_batches([len(x) + max_new_tokens for x in ids], run, max_rows=self.batch_size,
+                        token_budget=self.token_budget, progress=bar.update)
         return outputs  # type: ignore[return-value]
 
     def _greedy(self, ids: Sequence[list[int]], *, max_new_tokens: int, stops: Sequence[StopCondition] | None) -> list[str]:

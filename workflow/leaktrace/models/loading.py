@@ -68,11 +68,15 @@ def load_model_config(spec: ModelSpec) -> PretrainedConfig:
 
 
 def load_model(spec: ModelSpec) -> PreTrainedModel:
+    """The model in ``spec.dtype`` on ``spec.device``; device ``auto``
+    spreads its layers over every visible GPU (then CPU memory) with
+    accelerate's ``device_map="auto"``, for a model that does not fit one GPU."""
     if spec.dtype not in DTYPES:
         raise ValueError(f"unknown dtype {spec.dtype!r}; choose one of {sorted(DTYPES)}")
+    placed = {"device_map": "auto"} if spec.device == "auto" else {}
     kwargs = _hub_kwargs(spec)
     with _revision_errors(spec):
-        model = AutoModelForCausalLM.from_pretrained(spec.name_or_path, dtype=DTYPES[spec.dtype], **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(spec.name_or_path, dtype=DTYPES[spec.dtype], **placed, **kwargs)
     if spec.adapter is not None:
         from peft import PeftModel
 
@@ -80,6 +84,7 @@ def load_model(spec: ModelSpec) -> PreTrainedModel:
             raise InputError(spec.adapter, None, "adapter directory does not exist")
         model = PeftModel.from_pretrained(model, spec.adapter, is_trainable=False)
         model = model.merge_and_unload()
-    model.to(spec.device)
+    if not placed:
+        model.to(spec.device)
     model.eval()
     return model

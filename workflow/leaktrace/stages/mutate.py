@@ -180,7 +180,8 @@ def scored_mutations(mutations: Path, *, neighbours: bool = False) -> list[dict]
 def _language_model(model: dict, adapter: str | None, batch: dict):
     from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
 
-    return HFLanguageModel(model_spec(model, adapter), batch_size=batch["batch_size"], max_length=model.get("max_length"))
+    return HFLanguageModel(model_spec(model, adapter), batch_size=batch["batch_size"], token_budget=batch.get("token_budget"),
+                           max_length=model.get("max_length"))
 
 
 def ood_prefix_texts(corpus: list[Path], k: int, seed: int, min_chars: int = 200, max_chars: int = 1500) -> list[str]:

@@ -70,7 +70,8 @@ def _language_model(model: dict, adapter: str | None, batch: dict):
     (the limit training used too)."""
     from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
 
-    return HFLanguageModel(model_spec(model, adapter), batch_size=batch["batch_size"], max_length=model.get("max_length"))
+    return HFLanguageModel(model_spec(model, adapter), batch_size=batch["batch_size"], token_budget=batch.get("token_budget"),
+                           max_length=model.get("max_length"))
 
 
 def generation_model(model: dict, adapter: str | None, batch: dict, generator: dict | None, cache_dir: Path | None,
