@@ -82,7 +82,8 @@ def test_default_config_dry_run_plans_every_stage(tmp_path):
     assert result.returncode == 0, result.stderr
     planned = planned_jobs(result.stdout)
     assert planned >= {"ingest_benchmark", "ingest_corpus_shard", "filter_functions", "lexicon", "variants", "split_samples",
-                       "training_mix", "train_lora", "token_stats", "detector_scores", "counterfactual", "aggregate"}
+                       "training_mix", "train_lora", "token_stats", "detector_scores", "counterfactual", "counterfactual_aggregate",
+                       "aggregate"}
     assert "pretrain_base_model" not in planned  # the shipped model is never retrained by accident
 
 
