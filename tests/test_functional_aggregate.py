@@ -116,11 +116,13 @@ def planted(effect: float, n: int = 40) -> pd.DataFrame:
     return frame(values, split)
 
 
-def test_member_difference_interval_excludes_zero_for_a_planted_effect_only():
+def test_member_difference_interval_lies_above_zero_for_a_planted_effect_only():
     rows = {r["metric"]: r for r in fm.member_difference_rows(planted(0.2), 500, 7)}
     bleu, tsed = rows["bleu"], rows["tsed"]
-    assert bleu["difference"] == pytest.approx(0.2) and bleu["excludes_zero"] and bleu["low"] > 0
-    assert tsed["difference"] == pytest.approx(0.0, abs=1e-12) and not tsed["excludes_zero"] and tsed["low"] < 0 < tsed["high"]
+    assert bleu["difference"] == pytest.approx(0.2) and bleu["members_above"] and bleu["low"] > 0
+    assert tsed["difference"] == pytest.approx(0.0, abs=1e-12) and not tsed["members_above"] and tsed["low"] < 0 < tsed["high"]
+    (reverse, _) = fm.member_difference_rows(planted(-0.2), 500, 7)  # non-members above members: no signal either
+    assert reverse["high"] < 0 and not reverse["members_above"]
     assert (bleu["n_member"], bleu["n_non_member"]) == (40, 40)
     assert fm.member_difference_rows(planted(0.2), 500, 7) == fm.member_difference_rows(planted(0.2), 500, 7)  # seeded
     without_split = planted(0.2).assign(split=None)
@@ -190,7 +192,7 @@ def test_stage_writes_every_table_figure_and_fragment_and_reruns_to_the_same_byt
     assert {(r["metric"], r["model"], r["outcome"]): r["count"] for r in outcomes if r["group"] == "all" and r["outcome"] != "ok"} \
         == {("codebleu", "reference", "parse_error:generation"): 1}
     difference = {r["metric"]: r for r in pq.read_table(first / "member_difference.parquet").to_pylist()}
-    assert difference["bleu"]["excludes_zero"] and not difference["codebleu"]["excludes_zero"]
+    assert difference["bleu"]["members_above"] and not difference["codebleu"]["members_above"]
     assert {r["bucket"] for r in pq.read_table(first / "severity.parquet").to_pylist()} == {"low", "medium", "high", "all"}
     report = (first / "report.md").read_text()
     for heading in ("## Functional memorization", "### Table 1", "### Members' Δ minus non-members' Δ", "### Table 2",

@@ -112,7 +112,8 @@ def summary_rows(sim: pd.DataFrame, n_resamples: int, seed: int) -> list[dict]:
 def member_difference_rows(sim: pd.DataFrame, n_resamples: int, seed: int, confidence: float = 0.95) -> list[dict]:
     """Per metric, mean Δ of members minus mean Δ of non-members, with a
     bootstrap interval that resamples each split on its own: the testbed's
-    signal test (members were trained on, non-members are the control).
+    signal test (members were trained on, non-members are the control),
+    passed where the whole interval lies above 0 (``members_above``).
     Empty outside testbed mode."""
     if not is_testbed(sim):
         return []
@@ -123,7 +124,7 @@ def member_difference_rows(sim: pd.DataFrame, n_resamples: int, seed: int, confi
         row = {"metric": metric, "kind": KIND_OF.get(metric, "other"), "n_member": len(member), "n_non_member": len(non_member),
                "member_delta": float(member.mean()) if len(member) else None,
                "non_member_delta": float(non_member.mean()) if len(non_member) else None,
-               "difference": None, "low": None, "high": None, "excludes_zero": None}
+               "difference": None, "low": None, "high": None, "members_above": None}
         if len(member) and len(non_member):
             row["difference"] = row["member_delta"] - row["non_member_delta"]
         if len(member) > 1 and len(non_member) > 1:
@@ -131,7 +132,7 @@ def member_difference_rows(sim: pd.DataFrame, n_resamples: int, seed: int, confi
                                confidence_level=confidence, method="percentile", vectorized=True, paired=False,
                                rng=np.random.default_rng(derive_seed(seed, "member_difference", metric)))
             row["low"], row["high"] = float(result.confidence_interval.low), float(result.confidence_interval.high)
-            row["excludes_zero"] = bool(row["low"] > 0 or row["high"] < 0)
+            row["members_above"] = bool(row["low"] > 0)
         rows.append(row)
     return rows
 

@@ -31,7 +31,8 @@ MEMBER_DIFFERENCE_SCHEMA = pa.schema(
     [("metric", pa.string()), ("kind", pa.string()), ("n_member", pa.int32()), ("n_non_member", pa.int32()),
      ("member_delta", pa.float64()), ("non_member_delta", pa.float64()),
      ("difference", pa.float64()),  # mean Δ of members minus mean Δ of non-members
-     ("low", pa.float64()), ("high", pa.float64()), ("excludes_zero", pa.bool_())]
+     ("low", pa.float64()), ("high", pa.float64()),
+     ("members_above", pa.bool_())]  # the interval lies above 0: members' Δ exceeds non-members'
 )
 MEMORIZATION_SCHEMA = pa.schema(
     [("group", pa.string()), ("metric", pa.string()), ("kind", pa.string()), ("count", pa.int32()),
@@ -124,7 +125,7 @@ def render_fragment(summary, difference, memorization, verbatim, severity, outco
         parts += ["\n### Members' Δ minus non-members' Δ (the testbed's memorization signal)\n",
                   markdown_table([{**r, "metric": fm.label(r["metric"])} for r in difference],
                                  ["kind", "metric", "n_member", "n_non_member", "member_delta", "non_member_delta", "difference",
-                                  "low", "high", "excludes_zero"])]
+                                  "low", "high", "members_above"])]
     parts += [f"\n### Table 2: counterfactual functional memorization (BLEU(x, x_T) < {tau_text}, "
               f"SIM_func(x, x_T) ≥ {tau_func}, SIM_func(x, x_R) < {tau_func})\n",
               "\nCounted only where every value compared is known (n_evaluated); share: count over all samples.\n\n",
