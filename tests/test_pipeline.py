@@ -251,6 +251,17 @@ def test_scoring_only_change_reruns_only_scoring_and_aggregation(micro_run):
     assert "Params have changed since last execution" in result.stdout
 
 
+def test_a_functional_threshold_change_reruns_only_the_functional_aggregate(micro_run):
+    workdir, _ = micro_run
+    changed = yaml.safe_load((workdir / "config" / "micro.yaml").read_text())
+    changed["similarity"]["aggregate"]["tau_text"] = 0.5
+    other = workdir / "changed-tau.yaml"
+    other.write_text(yaml.safe_dump(changed))
+    result = snakemake(workdir, "-n", "--configfile", str(other))
+    assert result.returncode == 0, result.stderr
+    assert planned_jobs(result.stdout) == {"counterfactual_aggregate", "aggregate", "all"}  # never the generations
+
+
 @pytest.mark.slow
 def test_default_run_exposes_members_and_reports_its_controls(tmp_path):
     """The full embedded default (about 15 minutes on 2 cores). It checks the
