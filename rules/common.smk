@@ -429,31 +429,30 @@ def leakage_fragments(benchmark):
 
 
 # --- the functional-memorization study (issue 9): each similarity family is a
-# rule of its own in rules/counterfactual.smk, switched on by
-# `similarity.<family>.enabled`, and writes
+# rule of its own in rules/counterfactual.smk, which the config switches on
+# its own way (the judges with llm.judge), and writes
 # counterfactual/{benchmark}/similarity_<family>.parquet; the text family
 # (similarity.parquet, of rule counterfactual) is always there. The App. B
-# LLM filter (`similarity.filter.enabled`) adds severity buckets.
-SIMILARITY_FAMILIES = ("structural", "judges", "execution")
+# LLM filter's table, where its rule exists, adds severity buckets.
+SIMILARITY_FAMILY_RULES = {"structural": "counterfactual_structural", "judges": "counterfactual_judges",
+                           "execution": "counterfactual_execution"}
+LLM_FILTER_RULE = "counterfactual_llm_filter"
 FUNCTIONAL_OUTPUTS = ("table1.parquet", "member_difference.parquet", "table2.parquet", "verbatim.parquet", "severity.parquet",
                       "outcomes.parquet", "correlation.parquet", "report.md", "delta_vs_bleu.png", "target_vs_reference.png",
                       "correlation.png")
 
 
-def _similarity_enabled(name):
-    return bool((config.get("similarity", {}).get(name) or {}).get("enabled"))
-
-
 def similarity_family_files(benchmark):
-    """The similarity tables the configured families write for a benchmark, text family first."""
+    """The similarity tables of the family rules this config defines, text
+    family first (an input function's helper: every rules file is read by then)."""
     base = f"{RESULTS}/counterfactual/{benchmark}"
-    return [f"{base}/similarity.parquet"] + [f"{base}/similarity_{family}.parquet" for family in SIMILARITY_FAMILIES
-                                             if _similarity_enabled(family)]
+    return [f"{base}/similarity.parquet"] + [f"{base}/similarity_{family}.parquet" for family, rule in SIMILARITY_FAMILY_RULES.items()
+                                             if workflow.is_rule(rule)]
 
 
 def llm_filter_files(benchmark):
-    """The App. B filter's table (sample_id, label, severity, reasoning, outcome), when it runs."""
-    return [f"{RESULTS}/counterfactual/{benchmark}/llm_filter.parquet"] if _similarity_enabled("filter") else []
+    """The App. B filter's table (sample_id, label, severity, reasoning, outcome), where its rule exists."""
+    return [f"{RESULTS}/counterfactual/{benchmark}/llm_filter.parquet"] if workflow.is_rule(LLM_FILTER_RULE) else []
 
 
 def functional_outputs(benchmark):

@@ -164,13 +164,16 @@ def testbed_tables(tmp_path):
     structural[0] |= {"reference": None, "delta": None, "reference_outcome": "parse_error:generation"}
     family = write(structural, tmp_path / "similarity_structural.parquet")
     ids = sorted(sim["sample_id"].unique())
+    unparseable = {"target": None, "reference": None, "delta": None, "target_outcome": "unparseable_answer",
+                   "reference_outcome": "unparseable_answer"}  # the tiny model as a judge
+    judges = write([{"sample_id": s, "metric": "judge_paper", **unparseable} for s in ids], tmp_path / "similarity_judges.parquet")
     samples = tmp_path / "samples.parquet"
     pq.write_table(pa.Table.from_pylist([{"sample_id": s, "kept": True, "split": "member" if int(s[1:]) < 12 else "non-member"} for s in ids]), samples)
     llm_filter = tmp_path / "llm_filter.parquet"
     pq.write_table(pa.Table.from_pylist(
         [{"sample_id": s, "label": "YES", "severity": 1 + i % 10, "reasoning": "", "outcome": "ok"} for i, s in enumerate(ids)]
         + [{"sample_id": "unjudged", "label": None, "severity": None, "reasoning": None, "outcome": "unparseable_answer"}]), llm_filter)
-    return text, family, samples, llm_filter
+    return text, family, samples, llm_filter, judges
 
 
 def run_stage(out, similarity, *extra) -> int:
@@ -179,10 +182,10 @@ def run_stage(out, similarity, *extra) -> int:
 
 
 def test_stage_writes_every_table_figure_and_fragment_and_reruns_to_the_same_bytes(tmp_path, testbed_tables):
-    text, family, samples, llm_filter = testbed_tables
+    text, family, samples, llm_filter, judges = testbed_tables
     first, second = tmp_path / "first", tmp_path / "second"
     for out in (first, second):
-        assert run_stage(out, [text, family], "--samples", samples, "--llm-filter", llm_filter) == 0
+        assert run_stage(out, [text, family, judges], "--samples", samples, "--llm-filter", llm_filter) == 0
     files = sorted(p.name for p in first.iterdir())
     assert files == sorted(["table1.parquet", "member_difference.parquet", "table2.parquet", "verbatim.parquet", "severity.parquet",
                             "outcomes.parquet", "correlation.parquet", "report.md", "delta_vs_bleu.png", "target_vs_reference.png",
@@ -190,7 +193,10 @@ def test_stage_writes_every_table_figure_and_fragment_and_reruns_to_the_same_byt
     assert {name: (first / name).read_bytes() for name in files} == {name: (second / name).read_bytes() for name in files}
     outcomes = pq.read_table(first / "outcomes.parquet").to_pylist()
     assert {(r["metric"], r["model"], r["outcome"]): r["count"] for r in outcomes if r["group"] == "all" and r["outcome"] != "ok"} \
-        == {("codebleu", "reference", "parse_error:generation"): 1}
+        == {("codebleu", "reference", "parse_error:generation"): 1, ("judge_paper", "target", "unparseable_answer"): 24,
+            ("judge_paper", "reference", "unparseable_answer"): 24}
+    table2 = {r["metric"]: r for r in pq.read_table(first / "table2.parquet").to_pylist() if r["group"] == "all"}
+    assert (table2["judge_paper"]["count"], table2["judge_paper"]["n_evaluated"]) == (0, 0)  # unparseable: never counted
     difference = {r["metric"]: r for r in pq.read_table(first / "member_difference.parquet").to_pylist()}
     assert difference["bleu"]["members_above"] and not difference["codebleu"]["members_above"]
     assert {r["bucket"] for r in pq.read_table(first / "severity.parquet").to_pylist()} == {"low", "medium", "high", "all"}
@@ -198,7 +204,7 @@ def test_stage_writes_every_table_figure_and_fragment_and_reruns_to_the_same_byt
     for heading in ("## Functional memorization", "### Table 1", "### Members' Δ minus non-members' Δ", "### Table 2",
                     "### Exact and near-verbatim", "### Δ by severity", "### Outcomes"):
         assert heading in report
-    assert "similarity, similarity_structural" in report and "parse_error:generation" in report
+    assert "similarity, similarity_structural, similarity_judges" in report and "parse_error:generation" in report
     assert (first / "delta_vs_bleu.png").stat().st_size > 1000
 
 
