@@ -144,6 +144,8 @@ def test_correlation_matrix_is_pairwise_and_in_the_papers_order():
     matrix = fm.correlation_matrix(sim)
     assert list(matrix.columns) == ["bleu", "lcs", "tsed"]
     assert matrix.loc["bleu", "tsed"] == pytest.approx(1.0) and matrix.loc["bleu", "lcs"] == pytest.approx(-1.0)
+    rows = {(r["metric_a"], r["metric_b"]): r for r in fm.correlation_rows(sim)}
+    assert len(rows) == 9 and rows[("bleu", "lcs")]["r"] == pytest.approx(-1.0) and rows[("bleu", "lcs")]["n"] == 5
 
 
 def write(rows: list[dict], path, with_outcomes: bool = True):

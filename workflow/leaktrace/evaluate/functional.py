@@ -257,12 +257,13 @@ def correlation_matrix(sim: pd.DataFrame, side: str = "target") -> pd.DataFrame:
 
 
 def correlation_rows(sim: pd.DataFrame, side: str = "target") -> list[dict]:
-    matrix = correlation_matrix(sim, side)
-    wide = _wide(sim, side)
+    """The correlation matrix per group, long: one row per pair of metrics."""
     rows = []
-    for a in matrix.index:
-        for b in matrix.columns:
-            r = matrix.loc[a, b]
-            rows.append({"model": side, "metric_a": a, "metric_b": b, "r": None if pd.isna(r) else float(r),
-                         "n": int((wide[a].notna() & wide[b].notna()).sum())})
+    for group, part in groups(sim):
+        matrix, wide = correlation_matrix(part, side), _wide(part, side)
+        for a in matrix.index:
+            for b in matrix.columns:
+                r = matrix.loc[a, b]
+                rows.append({"group": group, "model": side, "metric_a": a, "metric_b": b, "r": None if pd.isna(r) else float(r),
+                             "n": int((wide[a].notna() & wide[b].notna()).sum())})
     return rows

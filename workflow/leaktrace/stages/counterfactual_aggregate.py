@@ -52,7 +52,8 @@ OUTCOME_SCHEMA = pa.schema(
     [("group", pa.string()), ("metric", pa.string()), ("model", pa.string()), ("outcome", pa.string()), ("count", pa.int32())]
 )
 CORRELATION_SCHEMA = pa.schema(
-    [("model", pa.string()), ("metric_a", pa.string()), ("metric_b", pa.string()), ("r", pa.float64()), ("n", pa.int32())]
+    [("group", pa.string()), ("model", pa.string()), ("metric_a", pa.string()), ("metric_b", pa.string()), ("r", pa.float64()),
+     ("n", pa.int32())]
 )
 
 
