@@ -61,15 +61,18 @@ rule aggregate:
 
 
 def counterfactual_aggregate_inputs(wildcards):
+    """The source's similarity tables, its testbed split (none for a corpus
+    source: no member / non-member tables) and the LLM filter's table."""
+    samples = counterfactual_samples(wildcards.benchmark)
     return {
         "similarity": similarity_family_files(wildcards.benchmark),
-        "samples": f"{RESULTS}/filter/{wildcards.benchmark}.samples.parquet",
+        "samples": [samples] if samples else [],
         "llm_filter": llm_filter_files(wildcards.benchmark),
     }
 
 
-def llm_filter_arg(wildcards, input):
-    return " ".join(f"--llm-filter {path}" for path in input.llm_filter)
+def optional_args(wildcards, input):
+    return " ".join([f"--samples {path}" for path in input.samples] + [f"--llm-filter {path}" for path in input.llm_filter])
 
 
 rule counterfactual_aggregate:
@@ -87,7 +90,7 @@ rule counterfactual_aggregate:
     params:
         settings=settings("similarity", "aggregate"),
         seed=config["seed"],
-        llm_filter=llm_filter_arg,
+        optional=optional_args,
         out_dir=f"{RESULTS}/aggregate/{{benchmark}}/functional",
     log:
         f"{RESULTS}/logs/counterfactual_aggregate/{{benchmark}}.log",
@@ -97,5 +100,5 @@ rule counterfactual_aggregate:
     conda:
         CPU_ENV
     shell:
-        "{LEAKTRACE} counterfactual-aggregate --similarity {input.similarity} --samples {input.samples} {params.llm_filter}"
+        "{LEAKTRACE} counterfactual-aggregate --similarity {input.similarity} {params.optional}"
         " --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir} 2> {log}"
