@@ -1,7 +1,8 @@
 def aggregate_inputs(wildcards):
     score_dir = f"{RESULTS}/score/{wildcards.benchmark}"
     return {
-        "fragments": leakage_fragments(wildcards.benchmark) + contamination_fragments(wildcards.benchmark),
+        "fragments": leakage_fragments(wildcards.benchmark) + contamination_fragments(wildcards.benchmark)
+        + functional_fragments(wildcards.benchmark),
         "samples": f"{RESULTS}/filter/{wildcards.benchmark}.samples.parquet",
         "scores": [f"{score_dir}/{m}/scores.parquet" for m in MODELS],
         "tokens": [f"{score_dir}/{m}/tokens.parquet" for m in MODELS],
@@ -57,3 +58,47 @@ rule aggregate:
         "{LEAKTRACE} aggregate --samples {input.samples} --scores {params.scores} --tokens {params.tokens}"
         " --variants {input.variants} --similarity {input.similarity} --fragments {input.fragments} --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir}"
         " 2> {log}"
+
+
+def counterfactual_aggregate_inputs(wildcards):
+    """The source's similarity tables, its testbed split (none for a corpus
+    source: no member / non-member tables) and the LLM filter's table."""
+    samples = counterfactual_samples(wildcards.benchmark)
+    return {
+        "similarity": similarity_family_files(wildcards.benchmark),
+        "samples": [samples] if samples else [],
+        "llm_filter": llm_filter_files(wildcards.benchmark),
+    }
+
+
+def optional_args(wildcards, input):
+    return " ".join([f"--samples {path}" for path in input.samples] + [f"--llm-filter {path}" for path in input.llm_filter])
+
+
+rule counterfactual_aggregate:
+    input:
+        unpack(counterfactual_aggregate_inputs),
+    output:
+        **{name.replace(".", "_"): f"{RESULTS}/aggregate/{{benchmark}}/functional/{name}" for name in FUNCTIONAL_OUTPUTS
+           if not name.endswith(".png")},
+        delta_vs_bleu=report(f"{RESULTS}/aggregate/{{benchmark}}/functional/delta_vs_bleu.png",
+                             caption="../report/functional_delta_vs_bleu.rst", category="Counterfactual"),
+        target_vs_reference=report(f"{RESULTS}/aggregate/{{benchmark}}/functional/target_vs_reference.png",
+                                   caption="../report/functional_target_vs_reference.rst", category="Counterfactual"),
+        correlation=report(f"{RESULTS}/aggregate/{{benchmark}}/functional/correlation.png",
+                           caption="../report/functional_correlation.rst", category="Counterfactual"),
+    params:
+        settings=settings("similarity", "aggregate"),
+        seed=config["seed"],
+        optional=optional_args,
+        out_dir=f"{RESULTS}/aggregate/{{benchmark}}/functional",
+    log:
+        f"{RESULTS}/logs/counterfactual_aggregate/{{benchmark}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/counterfactual_aggregate/{{benchmark}}.tsv"
+    threads: 1
+    conda:
+        CPU_ENV
+    shell:
+        "{LEAKTRACE} counterfactual-aggregate --similarity {input.similarity} {params.optional}"
+        " --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir} 2> {log}"

@@ -428,9 +428,46 @@ def leakage_fragments(benchmark):
             if benchmark in scanned_benchmarks(scan)]
 
 
+# --- the functional-memorization study (issue 9): each similarity family is a
+# rule of its own in rules/counterfactual.smk, which the config switches on
+# its own way (the judges with llm.judge), and writes
+# counterfactual/{benchmark}/similarity_<family>.parquet; the text family
+# (similarity.parquet, of rule counterfactual) is always there. The App. B
+# LLM filter's table, where its rule exists, adds severity buckets.
+SIMILARITY_FAMILY_RULES = {"structural": "counterfactual_structural", "judges": "counterfactual_judges",
+                           "execution": "counterfactual_execution"}
+LLM_FILTER_RULE = "counterfactual_llm_filter"
+FUNCTIONAL_OUTPUTS = ("table1.parquet", "member_difference.parquet", "table2.parquet", "verbatim.parquet", "severity.parquet",
+                      "outcomes.parquet", "correlation.parquet", "report.md", "delta_vs_bleu.png", "target_vs_reference.png",
+                      "correlation.png")
+
+
+def similarity_family_files(benchmark):
+    """The similarity tables of the family rules this config defines, text
+    family first (an input function's helper: every rules file is read by then)."""
+    base = f"{RESULTS}/counterfactual/{benchmark}"
+    return [f"{base}/similarity.parquet"] + [f"{base}/similarity_{family}.parquet" for family, rule in SIMILARITY_FAMILY_RULES.items()
+                                             if workflow.is_rule(rule)]
+
+
+def llm_filter_files(benchmark):
+    """The App. B filter's table (sample_id, label, severity, reasoning, outcome), where its rule exists."""
+    return [f"{RESULTS}/counterfactual/{benchmark}/llm_filter.parquet"] if workflow.is_rule(LLM_FILTER_RULE) else []
+
+
+def functional_outputs(benchmark):
+    return [f"{RESULTS}/aggregate/{benchmark}/functional/{name}" for name in FUNCTIONAL_OUTPUTS]
+
+
+def functional_fragments(benchmark):
+    """The functional-memorization Markdown fragment, for the benchmark's aggregate report."""
+    return [f"{RESULTS}/aggregate/{benchmark}/functional/report.md"]
+
+
 def get_final_output():
     return [path for benchmark in TESTBED_BENCHMARKS for path in aggregate_outputs(benchmark)] + audit_outputs() \
-        + leakage_outputs() + mutate_outputs() + counterfactual_outputs()
+        + leakage_outputs() + mutate_outputs() + counterfactual_outputs() \
+        + [path for name in TESTBED_BENCHMARKS + list(COUNTERFACTUAL_SOURCES) for path in functional_outputs(name)]
 
 
 def benchmark_settings(wildcards):

@@ -82,7 +82,8 @@ def test_default_config_dry_run_plans_every_stage(tmp_path):
     assert result.returncode == 0, result.stderr
     planned = planned_jobs(result.stdout)
     assert planned >= {"ingest_benchmark", "ingest_corpus_shard", "filter_functions", "lexicon", "variants", "split_samples",
-                       "training_mix", "train_lora", "token_stats", "detector_scores", "counterfactual", "aggregate"}
+                       "training_mix", "train_lora", "token_stats", "detector_scores", "counterfactual", "counterfactual_aggregate",
+                       "aggregate"}
     assert "pretrain_base_model" not in planned  # the shipped model is never retrained by accident
 
 
@@ -248,6 +249,17 @@ def test_scoring_only_change_reruns_only_scoring_and_aggregation(micro_run):
     assert result.returncode == 0, result.stderr
     assert planned_jobs(result.stdout) == {"detector_scores", "aggregate", "audit", "contamination", "mutation_study", "all"}
     assert "Params have changed since last execution" in result.stdout
+
+
+def test_a_functional_threshold_change_reruns_only_the_functional_aggregate(micro_run):
+    workdir, _ = micro_run
+    changed = yaml.safe_load((workdir / "config" / "micro.yaml").read_text())
+    changed["similarity"]["aggregate"]["tau_text"] = 0.5
+    other = workdir / "changed-tau.yaml"
+    other.write_text(yaml.safe_dump(changed))
+    result = snakemake(workdir, "-n", "--configfile", str(other))
+    assert result.returncode == 0, result.stderr
+    assert planned_jobs(result.stdout) == {"counterfactual_aggregate", "aggregate", "all"}  # never the generations
 
 
 @pytest.mark.slow

@@ -400,6 +400,21 @@ def _aggregate(a):
               a.output_dir, tuple(a.fragments))
 
 
+@command("counterfactual-aggregate")
+@_args(
+    (("--similarity",), {"type": Path, "nargs": "+", "required": True, "help": "the similarity families' tables"}),
+    path("--samples", required=False),
+    path("--llm-filter", required=False),
+    SETTINGS,
+    SEED,
+    path("--output-dir"),
+)
+def _counterfactual_aggregate(a):
+    from leaktrace.stages.counterfactual_aggregate import counterfactual_aggregate
+
+    counterfactual_aggregate(a.similarity, a.settings, a.seed, a.output_dir, samples=a.samples, llm_filter=a.llm_filter)
+
+
 @command("contamination")
 @_args(path("--samples"), (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH, base model first"}),
        path("--held-out-ids", required=False),
