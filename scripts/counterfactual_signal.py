@@ -1,0 +1,100 @@
+"""Members' against non-members' counterfactual delta, with a bootstrap CI of
+the difference, and the counterfactual memorisation counts, for one
+counterfactual run (README, "A real functional-memorisation signal").
+
+    python scripts/counterfactual_signal.py results/counterfactual-signal [--similarity-dir DIR]
+
+Reads ``counterfactual/<benchmark>/similarity*.parquet`` (today's text table
+and every ``similarity_<family>.parquet`` in the long format of issue 9; a
+row whose delta is null is left out and counted), the split of
+``filter/<benchmark>.samples.parquet`` (ReCaLL's prefix samples excluded, as
+the aggregate does) and the training log of the counterfactual target's run.
+The CI resamples members and non-members independently (the groups hold
+different samples, so no pairing exists): seeded, percentile, 95%.
+Prints Markdown."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+from scipy.stats import bootstrap
+
+from leaktrace.data.split import RECALL_PREFIX
+
+TAU = 0.75  # the paper's threshold for a memorised generation (Table 2)
+GROUPS = ("member", "non-member")
+
+
+def split_of(samples: Path) -> dict[str, str]:
+    rows = pq.read_table(samples, columns=["sample_id", "kept", "split", "fold"]).to_pylist()
+    return {r["sample_id"]: r["split"] for r in rows if r["kept"] and r["fold"] != RECALL_PREFIX}
+
+
+def similarity_rows(paths: list[Path]) -> list[dict]:
+    columns = ["sample_id", "metric", "target", "reference", "delta"]
+    return [r for p in paths for r in pq.read_table(p, columns=columns).to_pylist()]
+
+
+def delta_difference(members: np.ndarray, non_members: np.ndarray, resamples: int, seed: int) -> tuple[float, float, float]:
+    """mean(members) - mean(non-members) and its percentile 95% bootstrap CI,
+    each group resampled with replacement on its own."""
+    result = bootstrap((members, non_members), lambda a, b, axis: a.mean(axis) - b.mean(axis), paired=False,
+                       vectorized=True, n_resamples=resamples, method="percentile", confidence_level=0.95,
+                       random_state=np.random.default_rng(seed))
+    return float(members.mean() - non_members.mean()), float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def metric_table(rows: list[dict], split: dict[str, str], resamples: int, seed: int) -> list[str]:
+    lines = ["| metric | n (m / nm) | member target / reference / Δ | non-member target / reference / Δ "
+             "| Δ member − non-member [95% CI] | memorised (m / nm) | left out (null) |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for metric in sorted({r["metric"] for r in rows}):
+        sel = [r for r in rows if r["metric"] == metric and r["sample_id"] in split]
+        ok = [r for r in sel if r["delta"] is not None]
+        by = {g: [r for r in ok if split[r["sample_id"]] == g] for g in GROUPS}
+        if not all(by.values()):
+            lines.append(f"| {metric} | {len(by['member'])} / {len(by['non-member'])} | – | – | – | – | {len(sel) - len(ok)} |")
+            continue
+        deltas = {g: np.array([r["delta"] for r in by[g]]) for g in GROUPS}
+        diff, low, high = delta_difference(deltas["member"], deltas["non-member"], resamples, seed)
+        means = {g: " / ".join(f"{np.mean([r[k] for r in by[g]]):.3f}" for k in ("target", "reference", "delta")) for g in GROUPS}
+        # counterfactually memorised: the target reproduces (>= tau), the reference does not
+        memorised = {g: sum(r["target"] >= TAU and r["reference"] < TAU for r in by[g]) for g in GROUPS}
+        lines.append(f"| {metric} | {len(by['member'])} / {len(by['non-member'])} | {means['member']} | {means['non-member']} "
+                     f"| {diff:+.3f} [{low:+.3f}, {high:+.3f}] | {memorised['member']} / {memorised['non-member']} "
+                     f"| {len(sel) - len(ok)} |")
+    return lines
+
+
+def loss_table(training_log: Path) -> list[str]:
+    rows = pq.read_table(training_log, columns=["epoch", "loss"]).to_pylist()
+    return ["| epoch | mean training loss |", "| --- | --- |"] + [f"| {r['epoch']} | {r['loss']:.3f} |" for r in rows]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run", type=Path, help="results/<run>")
+    parser.add_argument("--benchmark", default="humaneval")
+    parser.add_argument("--similarity-dir", type=Path, help="default: <run>/counterfactual/<benchmark>")
+    parser.add_argument("--training-log", type=Path, help="default: <run>/train/<benchmark>/ratio-0/seed-0/training_log.parquet")
+    parser.add_argument("--resamples", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=0)
+    a = parser.parse_args()
+    sim_dir = a.similarity_dir or a.run / "counterfactual" / a.benchmark
+    paths = sorted(sim_dir.glob("similarity*.parquet"))
+    if not paths:
+        raise SystemExit(f"no similarity*.parquet under {sim_dir}")
+    split = split_of(a.run / "filter" / f"{a.benchmark}.samples.parquet")
+    log = a.training_log or a.run / "train" / a.benchmark / "ratio-0" / "seed-0" / "training_log.parquet"
+    print(f"Similarity tables: {', '.join(str(p) for p in paths)}\n")
+    print("\n".join(metric_table(similarity_rows(paths), split, a.resamples, a.seed)))
+    if log.exists():
+        print(f"\nTraining log {log}:\n")
+        print("\n".join(loss_table(log)))
+
+
+if __name__ == "__main__":
+    main()
