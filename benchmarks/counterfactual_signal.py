@@ -2,7 +2,15 @@
 the difference, and the counterfactual memorisation counts, for one
 counterfactual run (README, "A real functional-memorisation signal").
 
-    python scripts/counterfactual_signal.py results/counterfactual-signal [--similarity-dir DIR]
+    .venv/bin/python benchmarks/counterfactual_signal.py results/counterfactual-signal [--similarity-dir DIR]
+    .venv/bin/python benchmarks/counterfactual_signal.py results/counterfactual-signal --sweep 5 10 20 40
+
+``--sweep``: every listed epoch of config/experiments/counterfactual-signal.yaml's
+grid through the counterfactual stage, not only the one its loss rule
+chose: per epoch, a one-line overlay on top of the experiment sets
+``counterfactual.epoch``, Snakemake runs the stage (``--cores``), its tables
+are kept under ``<run>/sweep/epoch-N/`` and their figures printed. The
+stage's own outputs are then those of the last epoch listed.
 
 Reads ``counterfactual/<benchmark>/similarity*.parquet`` (today's text table
 and every ``similarity_<family>.parquet`` in the long format of issue 9; a
@@ -16,6 +24,10 @@ Prints Markdown."""
 from __future__ import annotations
 
 import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -74,6 +86,34 @@ def loss_table(training_log: Path) -> list[str]:
     return ["| epoch | mean training loss |", "| --- | --- |"] + [f"| {r['epoch']} | {r['loss']:.3f} |" for r in rows]
 
 
+EXPERIMENT = "config/experiments/counterfactual-signal.yaml"
+
+
+def run_epoch(run: Path, benchmark: str, epoch: int, cores: int) -> Path:
+    """The counterfactual stage at ``epoch`` (Snakemake, the experiment plus a
+    one-line overlay); its tables copied to ``<run>/sweep/epoch-<epoch>/``."""
+    stage = run / "counterfactual" / benchmark
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as overlay:
+        overlay.write(f"counterfactual: {{epoch: {epoch}}}\n")
+        overlay.flush()
+        subprocess.run([sys.executable, "-m", "snakemake", "--cores", str(cores), "--configfile", EXPERIMENT, overlay.name,
+                        "--", str(stage / "similarity.parquet")], check=True)
+    out = run / "sweep" / f"epoch-{epoch}"
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("generations.parquet", "similarity.parquet"):
+        shutil.copyfile(stage / name, out / name)
+    return out
+
+
+def report(run: Path, sim_dir: Path, a: argparse.Namespace) -> None:
+    paths = sorted(sim_dir.glob("similarity*.parquet"))
+    if not paths:
+        raise SystemExit(f"no similarity*.parquet under {sim_dir}")
+    split = split_of(run / "filter" / f"{a.benchmark}.samples.parquet")
+    print(f"Similarity tables: {', '.join(str(p) for p in paths)}\n")
+    print("\n".join(metric_table(similarity_rows(paths), split, a.resamples, a.seed)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run", type=Path, help="results/<run>")
@@ -82,15 +122,15 @@ def main() -> None:
     parser.add_argument("--training-log", type=Path, help="default: <run>/train/<benchmark>/ratio-0/seed-0/training_log.parquet")
     parser.add_argument("--resamples", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sweep", type=int, nargs="+", metavar="EPOCH", help="run the stage at these epochs first")
+    parser.add_argument("--cores", type=int, default=1, help="Snakemake's --cores for --sweep")
     a = parser.parse_args()
-    sim_dir = a.similarity_dir or a.run / "counterfactual" / a.benchmark
-    paths = sorted(sim_dir.glob("similarity*.parquet"))
-    if not paths:
-        raise SystemExit(f"no similarity*.parquet under {sim_dir}")
-    split = split_of(a.run / "filter" / f"{a.benchmark}.samples.parquet")
+    for epoch in a.sweep or ():
+        print(f"\n## epoch {epoch}\n", flush=True)
+        report(a.run, run_epoch(a.run, a.benchmark, epoch, a.cores), a)
+    if not a.sweep:
+        report(a.run, a.similarity_dir or a.run / "counterfactual" / a.benchmark, a)
     log = a.training_log or a.run / "train" / a.benchmark / "ratio-0" / "seed-0" / "training_log.parquet"
-    print(f"Similarity tables: {', '.join(str(p) for p in paths)}\n")
-    print("\n".join(metric_table(similarity_rows(paths), split, a.resamples, a.seed)))
     if log.exists():
         print(f"\nTraining log {log}:\n")
         print("\n".join(loss_table(log)))
