@@ -3,15 +3,16 @@ the difference, and the counterfactual memorisation counts, for one
 counterfactual run (README, "A real functional-memorisation signal").
 
     .venv/bin/python benchmarks/counterfactual_signal.py results/counterfactual-signal [--similarity-dir DIR]
-    .venv/bin/python benchmarks/counterfactual_signal.py results/counterfactual-signal --sweep 5 10 20 40 [--learning-rate 0.003]
+    .venv/bin/python benchmarks/counterfactual_signal.py results/counterfactual-signal --sweep 20 30 [--overlay FILE]
 
-``--sweep``: every listed epoch of config/experiments/counterfactual-signal.yaml's
+``--sweep``: listed epochs of config/experiments/counterfactual-signal.yaml's
 grid through the counterfactual stage, not only the one its loss rule
-chose: per epoch, a small overlay on top of the experiment sets
-``counterfactual.epoch`` (and ``train.learning_rate`` when given: the
-adapters are retrained at that rate), Snakemake runs the stage (``--cores``),
-its tables are kept under ``<run>/sweep/lr-<rate>/epoch-N/`` and their
-figures printed. The run's own outputs are then those of the last epoch listed.
+chose: per epoch, Snakemake runs the stage (``--cores``) with the experiment,
+``--overlay`` (another grid setting: its ``train`` keys; the adapters are
+retrained when they change) and a one-line overlay setting
+``counterfactual.epoch``; its tables are kept under
+``<run>/sweep/<overlay name or "chosen">/epoch-N/`` and their figures printed.
+The run's own outputs are then those of the last epoch listed.
 
 Reads ``counterfactual/<benchmark>/similarity*.parquet`` (today's text table
 and every ``similarity_<family>.parquet`` in the long format of issue 9; a
@@ -33,7 +34,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
-import yaml
 from scipy.stats import bootstrap
 
 from leaktrace.data.split import RECALL_PREFIX
@@ -91,17 +91,18 @@ def loss_table(training_log: Path) -> list[str]:
 EXPERIMENT = "config/experiments/counterfactual-signal.yaml"
 
 
-def run_epoch(run: Path, benchmark: str, epoch: int, learning_rate: float | None, cores: int) -> Path:
-    """The counterfactual stage at ``epoch`` (Snakemake, the experiment plus an
-    overlay); its tables copied to ``<run>/sweep/lr-<rate>/epoch-<epoch>/``."""
+def run_epoch(run: Path, benchmark: str, epoch: int, setting: Path | None, cores: int) -> Path:
+    """The counterfactual stage at ``epoch`` (Snakemake: the experiment, the
+    ``setting`` overlay, an epoch overlay); its tables copied to
+    ``<run>/sweep/<setting>/epoch-<epoch>/``."""
     stage = run / "counterfactual" / benchmark
-    rate = learning_rate if learning_rate is not None else yaml.safe_load(Path(EXPERIMENT).read_text())["train"]["learning_rate"]
     with tempfile.NamedTemporaryFile("w", suffix=".yaml") as overlay:
-        overlay.write(f"counterfactual: {{epoch: {epoch}}}\ntrain: {{learning_rate: {rate}}}\n")
+        overlay.write(f"counterfactual: {{epoch: {epoch}}}\n")
         overlay.flush()
-        subprocess.run([sys.executable, "-m", "snakemake", "--cores", str(cores), "--configfile", EXPERIMENT, overlay.name,
+        configs = [EXPERIMENT, *([str(setting)] if setting else []), overlay.name]
+        subprocess.run([sys.executable, "-m", "snakemake", "--cores", str(cores), "--configfile", *configs,
                         "--", str(stage / "similarity.parquet")], check=True)
-    out = run / "sweep" / f"lr-{rate:g}" / f"epoch-{epoch}"
+    out = run / "sweep" / (setting.stem if setting else "chosen") / f"epoch-{epoch}"
     out.mkdir(parents=True, exist_ok=True)
     for name in ("generations.parquet", "similarity.parquet"):
         shutil.copyfile(stage / name, out / name)
@@ -126,12 +127,12 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sweep", type=int, nargs="+", metavar="EPOCH", help="run the stage at these epochs first")
-    parser.add_argument("--learning-rate", type=float, help="--sweep at this train.learning_rate (default: the experiment's)")
+    parser.add_argument("--overlay", type=Path, help="--sweep with this config file over the experiment (another grid setting)")
     parser.add_argument("--cores", type=int, default=1, help="Snakemake's --cores for --sweep")
     a = parser.parse_args()
     for epoch in a.sweep or ():
         print(f"\n## epoch {epoch}\n", flush=True)
-        report(a.run, run_epoch(a.run, a.benchmark, epoch, a.learning_rate, a.cores), a)
+        report(a.run, run_epoch(a.run, a.benchmark, epoch, a.overlay, a.cores), a)
     if not a.sweep:
         report(a.run, a.similarity_dir or a.run / "counterfactual" / a.benchmark, a)
     log = a.training_log or a.run / "train" / a.benchmark / "ratio-0" / "seed-0" / "training_log.parquet"
