@@ -34,8 +34,10 @@ from leaktrace.leakage.minhash import Signer
 from leaktrace.leakage.settings import ScanSettings, resolve
 from leaktrace.leakage.sources import LargeFile, check_document, iter_source
 from leaktrace.leakage.units import Unit, huge_units, language_of, split_units
+from leaktrace.leakage.execution import Executor
 from leaktrace.leakage.verify import Verifier
 from leaktrace.report.tables import markdown_table
+from leaktrace.sandbox import SandboxLimits
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +52,10 @@ PAIR_SCHEMA = pa.schema([
     ("layout_equal", pa.bool_()), ("renamed_equal", pa.bool_()), ("literals_equal", pa.bool_()), ("aligned", pa.bool_()),
     ("flagged", pa.bool_()), ("clone_type", pa.string()), ("rule_duplicate", pa.bool_()),
     ("judge_label", pa.string()), ("duplicate", pa.bool_()), ("text", pa.string()),
+    # the values behind the verifier's other rules (leaktrace.leakage.verify), and the rule that decided
+    ("containment_corpus", pa.float64()), ("code_containment", pa.float64()), ("code_containment_corpus", pa.float64()),
+    ("statement", pa.float64()), ("statement_words", pa.int64()), ("alignment", pa.float64()), ("shape", pa.float64()),
+    ("execution", pa.string()), ("execution_note", pa.string()), ("decided_by", pa.string()),
 ])
 ACCOUNTING_SCHEMA = pa.schema([("part", pa.int32()), ("kind", pa.string()), ("reason", pa.string()), ("count", pa.int64())])
 SUMMARY_SCHEMA = pa.schema([
@@ -137,13 +143,19 @@ def _units(text: str | LargeFile, lang: str | None, s: ScanSettings) -> tuple[It
     return split_units(text, lang, s.granularity)
 
 
+def _sandbox_limits(settings: dict) -> SandboxLimits:
+    """The sandbox a scan's execution check runs in: ``verify.sandbox`` of the scan (SandboxLimits' fields)."""
+    return SandboxLimits(**((settings.get("verify") or {}).get("sandbox") or {}))
+
+
 def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: int, n_parts: int, inputs: list[Path], settings: dict,
                pairs_out: Path, accounting_out: Path) -> None:
     s = _scan_settings(settings)
     signer = Signer(s.minhash)
     bands = _load_index(index, s, signer)
-    verifier = Verifier(s.verify)
+    verifier = Verifier(s.verify, Executor(_sandbox_limits(settings)) if s.verify.execute else None)
     bench_rows = _samples(benchmark)
+    bench_row = {r["sample_id"]: r for r in bench_rows}
     bench_text = {r["sample_id"]: document(r) for r in bench_rows}
     bench_lang = {r["sample_id"]: language_of_sample(r, s.language) for r in bench_rows}
     bench_clone = {r["sample_id"]: clone_text(r) for r in bench_rows}
@@ -165,7 +177,9 @@ def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: in
             sides: dict = {}  # the unit lexed as its language, and as text against a text-only sample
             for sid in sorted(cands):
                 if sid not in bench_sides:
-                    bench_sides[sid] = verifier.side(bench_text[sid], bench_lang[sid], bench_clone[sid])
+                    row = bench_row[sid]
+                    bench_sides[sid] = verifier.side(bench_text[sid], bench_lang[sid], bench_clone[sid],
+                                                     test=row.get("test"), entry_point=row.get("entry_point"))
                 as_lang = TEXT if bench_lang[sid] == TEXT else lang
                 if as_lang not in sides:
                     sides[as_lang] = verifier.side(unit.text, as_lang)
@@ -173,10 +187,8 @@ def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: in
                 pairs.append({
                     "sample_id": sid, "doc_id": doc_id, "location": location, "unit": unit.name,
                     "start_line": unit.start_line, "end_line": unit.end_line, "language": lang, "part": part,
-                    "jaccard": v.jaccard, "containment": v.containment, "similarity": v.similarity,
-                    "layout_equal": v.layout_equal, "renamed_equal": v.renamed_equal, "literals_equal": v.literals_equal,
-                    "aligned": v.aligned, "flagged": v.flagged, "clone_type": v.clone_type, "rule_duplicate": v.duplicate,
-                    "judge_label": None, "duplicate": v.duplicate, "text": unit.text,
+                    **{k: value for k, value in v.as_row().items() if k != "duplicate"},
+                    "rule_duplicate": v.duplicate, "judge_label": None, "duplicate": v.duplicate, "text": unit.text,
                 })
         batch.clear()
 
