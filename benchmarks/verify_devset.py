@@ -17,7 +17,7 @@ Compared on the held-out half:
 Per clone type: recall over the pairs of that true type, precision over the
 pairs predicted duplicate with that predicted type.
 
-    .venv/bin/python benchmarks/verify_devset.py [--cache results/verify] [--rebuild] [--workers 2] [--all]
+    .venv/bin/python benchmarks/verify_devset.py [--cache results/verify] [--rebuild] [--workers 2] [--all] [--reuse]
 """
 
 from __future__ import annotations
@@ -31,18 +31,18 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from leaktrace.artifacts import write_table
+from leaktrace.artifacts import read_records, write_table
 from leaktrace.leakage import devset
 from leaktrace.leakage.execution import Executor
 from leaktrace.leakage.tokens import shingle_set
-from leaktrace.leakage.verify import Verifier, decide
+from leaktrace.leakage.verify import Verdict, Verifier, decide
 from leaktrace.sandbox import SandboxLimits
 from leaktrace.stages.verify_pairs import SCHEMA, settings_for, verify_records
 
-GRID = {
-    "structure": [round(x, 2) for x in np.arange(0.60, 0.96, 0.05)],
-    "overlap": [round(x, 2) for x in np.arange(0.1, 0.81, 0.1)],
-    "statement": [round(x, 2) for x in np.arange(0.4, 0.96, 0.05)],
+GRID = {  # 1.0 on structure or statement: that rule only for perfect matches
+    "structure": [round(x, 2) for x in np.arange(0.60, 1.001, 0.05)],
+    "overlap": [round(x, 2) for x in np.arange(0.1, 1.001, 0.1)],
+    "statement": [round(x, 2) for x in np.arange(0.4, 1.001, 0.05)],
 }
 TYPES = ("type-1", "type-2", "type-3", "type-4")
 
@@ -97,6 +97,7 @@ def main() -> None:
     ap.add_argument("--rebuild", action="store_true", help="rebuild the dev set even if cached")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--all", action="store_true", help="print every setting of the grid with its dev-half figures")
+    ap.add_argument("--reuse", action="store_true", help="reuse the cached verdicts (values only: decisions are recomputed)")
     a = ap.parse_args()
     a.cache.mkdir(parents=True, exist_ok=True)
     path = a.cache / "devset.jsonl"
@@ -106,11 +107,15 @@ def main() -> None:
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     t1 = time.perf_counter()
     shipped = settings_for("default", execute=True)
-    verifier = Verifier(shipped, Executor(SandboxLimits(timeout_s=5, cpu_s=5), a.workers))
-    verdicts = verify_records(rows, verifier, always_execute=True)
+    cached = a.cache / "devset_verdicts.parquet"
+    if a.reuse and cached.exists():
+        verdicts = [Verdict(**{k: r[k] for k in Verdict.__dataclass_fields__}) for r in read_records(cached)]
+    else:
+        verifier = Verifier(shipped, Executor(SandboxLimits(timeout_s=5, cpu_s=5), a.workers))
+        verdicts = verify_records(rows, verifier, always_execute=True)
+        write_table([{"id": r["id"], "language": r["language"], **v.as_row(), "judge_label": None}
+                     for r, v in zip(rows, verdicts)], SCHEMA, cached)
     t2 = time.perf_counter()
-    write_table([{"id": r["id"], "language": r["language"], **v.as_row(), "judge_label": None} for r, v in zip(rows, verdicts)],
-                SCHEMA, a.cache / "devset_verdicts.parquet")
     n_exec = sum(v.execution is not None for v in verdicts)
     print(f"dev set: {len(rows)} pairs ({sum(r['duplicate'] for r in rows)} duplicates), "
           f"{sum(r['half'] == 'dev' for r in rows)} dev / {sum(r['half'] == 'held-out' for r in rows)} held-out; "

@@ -9,6 +9,11 @@ Duplicates (the corpus side is the benchmark side changed as follows):
 - ``T1``, ``T2a``, ``T2b``, ``T3-0.7``, ``T3-0.5``, ``hybrid-0.8``: the
   behaviour-preserving mutations of :mod:`leaktrace.mutate` (Type-1, Type-2,
   Type-2, Type-3, Type-3, Type-3);
+- ``T2b-nodoc``, ``T3-0.7-nodoc``, ``hybrid-0.8-nodoc``: those mutations
+  with the docstrings removed (a copy without its problem text; the code
+  alone must carry the decision);
+- the same mutations (``T1`` to ``hybrid-0.8``) of standard-library
+  functions, docstrings removed on both sides (code-only samples, no tests);
 - ``alternative``: another correct solution of the same HumanEval problem,
   written by hand (``resources/verify/alternatives.jsonl``, each checked to
   pass the problem's tests), without the problem text (Type-4);
@@ -23,7 +28,7 @@ Duplicates (the corpus side is the benchmark side changed as follows):
 Not duplicates (clone type ``none``): each benchmark sample against its
 nearest other HumanEval problem (``nearest-humaneval``; HumanEval/56 and /61
 are one template), its nearest standard-library function
-(``nearest-stdlib``), a file against its nearest other file
+(``nearest-stdlib``; for a standard-library function, its nearest other one), a file against its nearest other file
 (``nearest-file``), a statement against its nearest other statement
 (``nearest-text``); nearest by code-token 3-gram Jaccard.
 
@@ -56,7 +61,9 @@ from leaktrace.variants.validate import reserved_names
 ALTERNATIVES = Path(__file__).resolve().parents[3] / "resources" / "verify" / "alternatives.jsonl"
 MUTATIONS = {"T1": "type-1", "T2a": "type-2", "T2b": "type-2", "T3-0.7": "type-3", "T3-0.5": "type-3",
              "hybrid-0.8": "type-3"}
-STDLIB_MUTATIONS = ("T1", "T2b", "T3-0.7")
+NODOC = ("T2b", "T3-0.7", "hybrid-0.8")
+STDLIB_MUTATIONS = ("T1", "T2b", "T3-0.7", "T3-0.5", "hybrid-0.8")
+_DOCSTRING = re.compile(r"\n[ \t]*(\"\"\"|\'\'\')[\s\S]*?\1[ \t]*(?=\n)")
 STDLIB_EXCLUDE = ("test/*", "idlelib/*", "lib2to3/tests/*", "tkinter/test/*", "unittest/test/*", "ctypes/test/*",
                   "distutils/tests/*", "sqlite3/test/*")  # config.yaml's corpora.stdlib.exclude
 
@@ -106,6 +113,11 @@ def _docstring(code: str, entry_point: str) -> str | None:
     return None
 
 
+def strip_docstrings(code: str) -> str:
+    """``code`` without its docstrings (triple-quoted strings standing on their own lines)."""
+    return _DOCSTRING.sub("", code)
+
+
 def _edit_lines(text: str, k: int, rng: random.Random) -> str:
     """``text`` with ``k`` of its code lines deleted, duplicated or edited (a name changed, a line appended)."""
     lines = text.splitlines(keepends=True)
@@ -132,7 +144,7 @@ def _edit_words(text: str, rng: random.Random) -> str:
     return " ".join(out)
 
 
-def build(seed: int = 0, n_stdlib: int = 80, n_files: int = 50) -> list[dict]:
+def build(seed: int = 0, n_stdlib: int = 120, n_files: int = 50) -> list[dict]:
     """Every pair of the set, one dict each (the ``verify-pairs`` input fields
     plus ``clone_type``, ``duplicate``, ``kind``, ``group`` and ``half``)."""
     pairs: list[dict] = []
@@ -164,6 +176,8 @@ def build(seed: int = 0, n_stdlib: int = 80, n_files: int = 50) -> list[dict]:
                 continue
             if m.text != s.code:
                 add(group, name, clone, "python", s.code, m.text, **run)
+                if name in NODOC:  # the copy without its problem text: the code alone must carry the decision
+                    add(group, f"{name}-nodoc", clone, "python", s.code, strip_docstrings(m.text), **run)
         if s.task_id in alternatives:
             alt = alternatives[s.task_id]
             add(group, "alternative", "type-4", "python", s.code, alt, **run)
@@ -185,8 +199,8 @@ def build(seed: int = 0, n_stdlib: int = 80, n_files: int = 50) -> list[dict]:
     for i, (group, doc) in enumerate(docs):
         add(group, "nearest-text", "none", "text", doc, docs[_nearest(doc_grams[i], doc_grams, i)][1])
 
-    for i in chosen:
-        fid, text = functions[i]
+    for i in chosen:  # code only: docstrings removed on both sides, no tests
+        fid, text = functions[i][0], strip_docstrings(functions[i][1])
         name = fid.rsplit("::", 1)[1]
         for kind in STDLIB_MUTATIONS:
             try:
@@ -195,7 +209,8 @@ def build(seed: int = 0, n_stdlib: int = 80, n_files: int = 50) -> list[dict]:
                 continue
             if m.text != text:
                 add(fid, kind, MUTATIONS[kind], "python", text, m.text)
-        add(fid, "nearest-stdlib", "none", "python", text, functions[_nearest(pool_grams[i], pool_grams, i)][1])
+        add(fid, "nearest-stdlib", "none", "python", text,
+            strip_docstrings(functions[_nearest(pool_grams[i], pool_grams, i)][1]))
     file_grams = [_grams(t) for _, t in files]
     for i in chosen_files:
         fid, text = files[i]

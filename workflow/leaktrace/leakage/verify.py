@@ -32,8 +32,14 @@ The decision (:func:`decide`), first rule that holds:
    texts overlap (``max`` of the four containments ``>= overlap``): Type-3;
 4. ``statement``: the benchmark has at least ``statement_min_words`` words of
    problem text and ``statement >= statement`` (the same problem, whatever
-   the solution): Type-3 if the structure matches, else Type-4;
-5. ``execution``: both sides pass the benchmark's tests: Type-4;
+   the solution): Type-2 or Type-3 by its form, else Type-4;
+
+   rules 3 and 4 do not hold where both sides ran and the corpus code fails
+   the benchmark's tests (``execution`` ``fail``): HumanEval/7 and /29 share
+   their docstring template and their code's shape, and filter by substring
+   against by prefix: related, not duplicates;
+5. ``execution``: both sides pass the benchmark's tests: Type-2 or Type-3
+   by its form, else Type-4;
 6. otherwise no duplicate; ``clone_type`` still names the form (Type-2 or
    Type-3 by structure) so that "related but not duplicate" pairs are visible.
 
@@ -66,9 +72,9 @@ class VerifySettings:
     jaccard: float = 0.7
     containment: float = 0.8
     type3_similarity: float = 0.8  # the form: Type-3 when similarity (or structure) reaches it
-    structure: float = 0.75
+    structure: float = 0.8
     overlap: float = 0.5
-    statement: float = 0.7
+    statement: float = 0.6
     statement_min_words: int = 12
     execute: bool = False
 
@@ -127,18 +133,20 @@ def decide(v: Verdict, s: VerifySettings) -> tuple[str, bool, str]:
     structure = max(v.alignment, v.shape or 0.0)
     structural = structure >= s.structure or v.similarity >= s.type3_similarity
     overlap = max(v.containment, v.containment_corpus, v.code_containment, v.code_containment_corpus)
+    differs = v.execution == "fail"  # both run, and the corpus code fails the benchmark's tests
     if v.layout_equal:
         return "type-1", True, "layout"
     if v.renamed_equal:
         if v.literals_equal or v.flagged:
             return "type-2", True, "renamed"
-    elif structure >= s.structure and overlap >= s.overlap:
+    elif structure >= s.structure and overlap >= s.overlap and not differs:
         return "type-3", True, "structure"
-    if v.statement_words >= s.statement_min_words and v.statement >= s.statement:
-        return ("type-3" if structural else "type-4"), True, "statement"
+    form = "type-2" if v.renamed_equal else "type-3" if structural else None
+    if v.statement_words >= s.statement_min_words and v.statement >= s.statement and not differs:
+        return form or "type-4", True, "statement"
     if v.execution == "pass":
-        return "type-4", True, "execution"
-    return ("type-2" if v.renamed_equal else "type-3" if structural else "none"), False, "none"
+        return form or "type-4", True, "execution"
+    return form or "none", False, "none"
 
 
 class Verifier:
@@ -221,7 +229,7 @@ class Verifier:
 
     def execute(self, items: list[tuple[Side, Side, Verdict]], *, always: bool = False) -> list[Verdict]:
         """Verdicts with execution run where the pair is runnable and (unless
-        ``always``) the cheaper rules did not already call it a duplicate."""
+        ``always``) not already an exact or renamed copy (layout, renamed)."""
         out = [v for _, _, v in items]
         if self.executor is None:
             return out
@@ -230,7 +238,7 @@ class Verifier:
             prog = self.program(bench, corpus)
             if isinstance(prog, str):
                 out[i] = replace(v, execution_note=prog)
-            elif v.duplicate and not always:
+            elif v.decided_by in ("layout", "renamed") and not always:
                 out[i] = replace(v, execution_note="decided without execution")
             else:
                 todo.append(i)

@@ -63,7 +63,7 @@ SUMMARY_SCHEMA = pa.schema([
     ("size", pa.int64()), ("indexed", pa.int64()), ("documents", pa.int64()), ("units", pa.int64()),
     ("skipped", pa.int64()), ("lsh_candidates", pa.int64()), ("candidates", pa.int64()),
     ("verified_duplicates", pa.int64()), ("type1", pa.int64()), ("type2", pa.int64()), ("type3", pa.int64()),
-    ("leaked_count", pa.int64()), ("leaked_ratio", pa.float64()),
+    ("leaked_count", pa.int64()), ("leaked_ratio", pa.float64()), ("type4", pa.int64()),
 ])
 SOURCES_SCHEMA = pa.schema([("location", pa.string()), ("duplicates", pa.int64()), ("samples", pa.int64())])
 MEMBERSHIP_SCHEMA = pa.schema([
@@ -379,6 +379,7 @@ def gather(index: Path, benchmark: Path | list[Path], pair_parts: list[Path], ac
             "lsh_candidates": len(mine), "candidates": sum(p["flagged"] for p in mine), "verified_duplicates": len(found),
             "type1": kinds["type-1"], "type2": kinds["type-2"], "type3": kinds["type-3"],
             "leaked_count": len(ids & leaked), "leaked_ratio": len(ids & leaked) / len(rows) if rows else 0.0,
+            "type4": kinds["type-4"],
         })
     member = None
     if samples is not None:
