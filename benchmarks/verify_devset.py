@@ -35,7 +35,7 @@ from leaktrace.artifacts import read_records, write_table
 from leaktrace.leakage import devset
 from leaktrace.leakage.execution import Executor
 from leaktrace.leakage.tokens import shingle_set
-from leaktrace.leakage.verify import Verdict, Verifier, decide
+from leaktrace.leakage.verify import RULES, Verdict, Verifier, decide
 from leaktrace.sandbox import SandboxLimits
 from leaktrace.stages.verify_pairs import SCHEMA, settings_for, verify_records
 
@@ -148,12 +148,11 @@ def main() -> None:
     methods = {}
     for name, decisions in (("before", [before(v) for v in verdicts]), ("after", [decide(v, chosen)[:2] for v in verdicts])):
         methods[name] = (np.array([d[1] for d in decisions])[held], np.array([d[0] for d in decisions])[held])
-    methods = {"lessleak": (lessleak[held], np.where(lessleak[held], "none", "none")), **methods}
+    methods = {"lessleak": (lessleak[held], np.full(held.sum(), "none")), **methods}  # no clone type: no per-type precision
     print("\nheld-out half:")
     table(held_rows, methods)
     rules = [decide(v, chosen)[2] for v, h in zip(verdicts, held) if h]
-    print("after, decided by: " + ", ".join(f"{k} {rules.count(k)}" for k in ("layout", "renamed", "structure",
-                                                                               "statement", "execution", "none")))
+    print("after, decided by: " + ", ".join(f"{k} {rules.count(k)}" for k in RULES if k != "judge"))
 
 
 def _lessleak_jaccard(r: dict) -> float:

@@ -46,7 +46,6 @@ import random
 import re
 import textwrap
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 from leaktrace.data.corpora import iter_stdlib_code
@@ -222,7 +221,3 @@ def build(seed: int = 0, n_stdlib: int = 120, n_files: int = 50) -> list[dict]:
 
 def write_jsonl(pairs: list[dict], path: Path) -> None:
     path.write_text("".join(json.dumps(p, sort_keys=True) + "\n" for p in pairs), encoding="utf-8")
-
-
-def iter_halves(pairs: list[dict], half: str) -> Iterator[dict]:
-    return (p for p in pairs if p["half"] == half)

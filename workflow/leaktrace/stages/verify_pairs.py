@@ -22,7 +22,7 @@ from leaktrace.errors import InputError
 from leaktrace.leakage.execution import Executor
 from leaktrace.leakage.lexer import LANGUAGES
 from leaktrace.leakage.settings import PRESETS
-from leaktrace.leakage.verify import Verdict, Verifier, VerifySettings
+from leaktrace.leakage.verify import RULES, Verdict, Verifier, VerifySettings
 from leaktrace.sandbox import SandboxLimits
 
 log = logging.getLogger(__name__)
@@ -85,8 +85,7 @@ def verify_pairs(input_path: Path, output: Path, *, preset: str = "default", exe
         _judge(rows, pairs, judge)
     write_table(rows, SCHEMA, output)
     log.info("verify-pairs %s: %d pairs, %d duplicates (%s)", input_path, len(rows), sum(r["duplicate"] for r in rows),
-             ", ".join(f"{k} {sum(r['decided_by'] == k for r in rows)}" for k in ("layout", "renamed", "structure",
-                                                                                   "statement", "execution", "judge")))
+             ", ".join(f"{k} {sum(r['decided_by'] == k for r in rows)}" for k in RULES))
 
 
 def _judge(rows: list[dict], pairs: list[dict], judge: dict) -> None:
