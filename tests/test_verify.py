@@ -14,7 +14,7 @@ from leaktrace.data.corpora import stdlib_root
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.leakage.devset import ALTERNATIVES, _edit_lines, half_of
 from leaktrace.leakage.execution import Executor, callable_as
-from leaktrace.leakage.verify import Verifier, decide
+from leaktrace.leakage.verify import Verifier, decide, supersede
 from leaktrace.sandbox import SandboxLimits, isolation_level
 from leaktrace.seeding import rng_for
 from leaktrace.stages.verify_pairs import settings_for
@@ -133,3 +133,13 @@ def test_dev_set_halves_are_stable_and_balanced():
     groups = [f"humaneval/HumanEval/{i}" for i in range(164)]
     halves = [half_of(g) for g in groups]
     assert halves == [half_of(g) for g in groups] and 60 < halves.count("dev") < 104
+
+
+def test_a_unit_that_copies_one_sample_is_not_a_looser_duplicate_of_another():
+    v = _verifier()
+    unit = v.side(HUMANEVAL["HumanEval/7"].code, "python")  # a corpus unit: a copy of /7
+    copy, lookalike = (v.verify(v.side(HUMANEVAL[t].code, "python"), unit) for t in ("HumanEval/7", "HumanEval/29"))
+    assert (copy.decided_by, lookalike.decided_by, lookalike.duplicate) == ("layout", "structure", True)
+    kept, dropped = supersede([copy, lookalike])
+    assert kept == copy and (dropped.duplicate, dropped.decided_by) == (False, "copy_of_other")
+    assert supersede([lookalike]) == [lookalike]

@@ -40,7 +40,8 @@ The decision (:func:`decide`), first rule that holds:
    against by prefix: related, not duplicates;
 5. ``execution``: both sides pass the benchmark's tests: Type-2 or Type-3
    by its form, else Type-4;
-6. otherwise no duplicate; ``clone_type`` still names the form (Type-2 or
+6. otherwise no duplicate (and in a scan, :func:`supersede`: a unit that is
+   as a whole a copy of one sample is not a looser duplicate of another); ``clone_type`` still names the form (Type-2 or
    Type-3 by structure) so that "related but not duplicate" pairs are visible.
 
 Thresholds were chosen on the development half of a labelled set built from
@@ -62,7 +63,8 @@ from leaktrace.leakage.structure import ALIGN_MARGIN, alignment, as_text, ast_sh
 from leaktrace.leakage.tokens import shingle_set, shingles
 
 CLONE_TYPES = ("type-1", "type-2", "type-3", "type-4")
-RULES = ("layout", "renamed", "structure", "statement", "execution", "judge", "none")
+RULES = ("layout", "renamed", "structure", "statement", "execution", "judge", "copy_of_other", "none")
+LOOSE_RULES = ("structure", "statement", "execution")
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,18 @@ def decide(v: Verdict, s: VerifySettings) -> tuple[str, bool, str]:
     if v.execution == "pass":
         return form or "type-4", True, "execution"
     return form or "none", False, "none"
+
+
+def supersede(verdicts: list[Verdict]) -> list[Verdict]:
+    """The verdicts of one corpus unit against the samples it is a candidate
+    of: when the unit as a whole (no window) is an exact or renamed copy of
+    one sample, its looser matches with other samples are not duplicates
+    (``copy_of_other``). A unit holds one solution: a copy of HumanEval/7 is
+    not also a duplicate of its look-alike /29 because they share a shape."""
+    if not any(v.decided_by in ("layout", "renamed") and not v.aligned for v in verdicts):
+        return verdicts
+    return [replace(v, duplicate=False, decided_by="copy_of_other") if v.decided_by in LOOSE_RULES else v
+            for v in verdicts]
 
 
 class Verifier:

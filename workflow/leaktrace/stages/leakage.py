@@ -35,7 +35,7 @@ from leaktrace.leakage.settings import ScanSettings, resolve
 from leaktrace.leakage.sources import LargeFile, check_document, iter_source
 from leaktrace.leakage.units import Unit, huge_units, language_of, split_units
 from leaktrace.leakage.execution import Executor
-from leaktrace.leakage.verify import Verifier
+from leaktrace.leakage.verify import Verifier, supersede
 from leaktrace.report.tables import markdown_table
 from leaktrace.sandbox import SandboxLimits
 
@@ -175,6 +175,7 @@ def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: in
                 continue
             counts["candidate_units"] += 1
             sides: dict = {}  # the unit lexed as its language, and as text against a text-only sample
+            verdicts = {}
             for sid in sorted(cands):
                 if sid not in bench_sides:
                     row = bench_row[sid]
@@ -183,7 +184,8 @@ def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: in
                 as_lang = TEXT if bench_lang[sid] == TEXT else lang
                 if as_lang not in sides:
                     sides[as_lang] = verifier.side(unit.text, as_lang)
-                v = verifier.verify(bench_sides[sid], sides[as_lang])
+                verdicts[sid] = verifier.verify(bench_sides[sid], sides[as_lang])
+            for sid, v in zip(verdicts, supersede(list(verdicts.values())), strict=True):
                 pairs.append({
                     "sample_id": sid, "doc_id": doc_id, "location": location, "unit": unit.name,
                     "start_line": unit.start_line, "end_line": unit.end_line, "language": lang, "part": part,
