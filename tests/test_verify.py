@@ -143,3 +143,24 @@ def test_a_unit_that_copies_one_sample_is_not_a_looser_duplicate_of_another():
     kept, dropped = supersede([copy, lookalike])
     assert kept == copy and (dropped.duplicate, dropped.decided_by) == (False, "copy_of_other")
     assert supersede([lookalike]) == [lookalike]
+
+
+def test_verify_pairs_with_the_llm_judge(tmp_path, monkeypatch):
+    import leaktrace.models.hf as hf
+
+    class Judge:  # stands in for the model: the wiring is what is tested, not a model's answers
+        def __init__(self, spec, progress):
+            self.answers = iter(["Label: not_related", "I cannot tell"])
+
+        def chat(self, messages, *, max_new_tokens):
+            assert "def f(x)" in messages[0]["content"]
+            return next(self.answers)
+
+    monkeypatch.setattr(hf, "HFLanguageModel", Judge)
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"bench_text": "def f(x):\n    return x + 1\n", "corpus_text": text}) + "\n"
+                             for text in ("def f(x):\n    return x + 1\n", "def g(y):\n    return y + 1\n")))
+    assert cli(["verify-pairs", str(pairs), str(tmp_path / "out.parquet"), "--judge", '{"model": "any"}']) == 0
+    rows = pq.read_table(tmp_path / "out.parquet").to_pylist()
+    assert [(r["judge_label"], r["duplicate"], r["decided_by"]) for r in rows] == [
+        ("not_related", False, "judge"), ("unparsed", True, "renamed")]
