@@ -164,3 +164,16 @@ def test_verify_pairs_with_the_llm_judge(tmp_path, monkeypatch):
     rows = pq.read_table(tmp_path / "out.parquet").to_pylist()
     assert [(r["judge_label"], r["duplicate"], r["decided_by"]) for r in rows] == [
         ("not_related", False, "judge"), ("unparsed", True, "renamed")]
+
+
+def test_without_a_sandbox_the_rules_decide_and_say_why(monkeypatch):
+    import leaktrace.leakage.execution as execution
+    from leaktrace.sandbox import SandboxUnavailable
+
+    def unavailable(*args, **kwargs):
+        raise SandboxUnavailable("no namespaces here")
+
+    monkeypatch.setattr(execution, "run_tests", unavailable)
+    s = HUMANEVAL["HumanEval/58"]
+    v = _pair(_verifier(execute=True), s.code, ALT["HumanEval/58"], test=s.test, entry_point=s.entry_point)
+    assert (v.execution, v.duplicate, v.execution_note) == (None, False, "sandbox unavailable: no namespaces here")

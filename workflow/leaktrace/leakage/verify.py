@@ -52,6 +52,7 @@ overrides the rules where it answers.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, fields, replace
 
 from rapidfuzz.distance import Indel
@@ -61,6 +62,9 @@ from leaktrace.leakage.lexer import Token, blind_stream, keywords_for, layout_st
 from leaktrace.leakage.statement import split_prose, word_shingles, words
 from leaktrace.leakage.structure import ALIGN_MARGIN, alignment, as_text, ast_shape, best_window, shape_similarity
 from leaktrace.leakage.tokens import shingle_set, shingles
+from leaktrace.sandbox import SandboxUnavailable
+
+log = logging.getLogger(__name__)
 
 CLONE_TYPES = ("type-1", "type-2", "type-3", "type-4")
 RULES = ("layout", "renamed", "structure", "statement", "execution", "judge", "copy_of_other", "none")
@@ -257,7 +261,16 @@ class Verifier:
             else:
                 todo.append(i)
                 programs.append(prog)
-        for i, status in zip(todo, self.executor.equivalence(programs), strict=True):
+        if not programs:
+            return out
+        try:
+            statuses = self.executor.equivalence(programs)
+        except SandboxUnavailable as err:  # e.g. no namespaces here and `isolation: full`: the rules alone decide
+            log.warning("execution equivalence skipped: %s", err)
+            for i in todo:
+                out[i] = replace(out[i], execution_note=f"sandbox unavailable: {err}")
+            return out
+        for i, status in zip(todo, statuses, strict=True):
             out[i] = self.decided(replace(out[i], execution=status, execution_note=None))
         return out
 
