@@ -5,6 +5,7 @@ scan of the training mix is checked in test_pipeline.py."""
 
 import json
 import random
+from dataclasses import replace
 import sys
 import types
 
@@ -29,7 +30,9 @@ from leaktrace.leakage.tokens import (
     token_hashes_rolling64,
 )
 from leaktrace.leakage.units import Unit, split_units, tree_sitter_parser, windows
+from leaktrace.leakage.execution import Executor
 from leaktrace.leakage.verify import Verifier, VerifySettings
+from leaktrace.sandbox import SandboxLimits, isolation_level
 
 HUMANEVAL = load_humaneval(shipped_humaneval_path(), "humaneval")
 LESSLEAK = MinHashScheme(tokenizer="lessleak", ngram=2, num_perm=256, hash="sha1", scheme="legacy")
@@ -118,14 +121,37 @@ def test_clone_types_with_their_values():
     other = _verify(ORIGINAL, "def shout(text):\n    return text.upper() + '!' * 3\n")
     assert (other.clone_type, other.duplicate) == ("none", False) and other.similarity < 0.8
     # HumanEval/56 and /61: one template, "<>" swapped for "()": Type-2 in form, not the same problem
-    pair = _verify(HUMANEVAL[56].code, HUMANEVAL[61].code)
+    # (without their tests the docstrings' overlap calls them duplicates: see LOOKALIKES)
+    pair = _verify(HUMANEVAL[56].code, HUMANEVAL[61].code, statement=1.0)
     assert pair.clone_type == "type-2" and not pair.literals_equal and not pair.duplicate
 
 
-def test_no_two_humaneval_problems_are_duplicates():
-    v = Verifier(VerifySettings("code", 3))
+# pairs of short HumanEval problems of one shape or one docstring template: filter by substring / by
+# prefix, sort every third / every even element, triples / pairs summing to zero, "<>" / "()" brackets, ...
+LOOKALIKES = [(7, 29), (16, 23), (31, 59), (31, 75), (33, 37), (40, 43), (41, 60), (55, 63), (56, 61)]
+
+
+def test_no_two_humaneval_problems_are_duplicates_once_their_tests_run():
+    """Issue 13 changed this: the verifier now counts code of one structure
+    with overlapping tokens (rule ``structure``) and a shared problem statement
+    (rule ``statement``), with thresholds chosen on its dev set. Without
+    tests, nine pairs of short look-alike problems among the first 80 pass
+    those rules; with the benchmark's tests in the sandbox the corpus code
+    fails them and none is a duplicate."""
+    settings = resolve("s", {}).verify
+    v = Verifier(settings)
     sides = [v.side(s.code, "python") for s in HUMANEVAL[:80]]
-    assert not any(v.verify(sides[i], sides[j]).duplicate for i in range(80) for j in range(i + 1, 80))
+    found = [(i, j) for i in range(80) for j in range(i + 1, 80) if v.verify(sides[i], sides[j]).duplicate]
+    assert found == LOOKALIKES
+    try:
+        isolation_level(SandboxLimits(isolation="weak"))
+    except Exception as err:  # noqa: BLE001 - no sandbox on this platform
+        pytest.skip(f"no sandbox: {err}")
+    runs = Verifier(replace(settings, execute=True), Executor(SandboxLimits(timeout_s=5, cpu_s=5, isolation="weak")))
+    for i, j in LOOKALIKES:
+        s = HUMANEVAL[i]
+        v = runs.verify(runs.side(s.code, "python", test=s.test, entry_point=s.entry_point), runs.side(HUMANEVAL[j].code, "python"))
+        assert (v.execution, v.duplicate) == ("fail", False)
 
 
 def test_containment_finds_a_benchmark_function_inside_a_long_file():

@@ -575,6 +575,22 @@ def _mutate(a):
     mutate_jsonl(a.kind, a.target, a.seed, a.input, a.output, lexicon=a.lexicon)
 
 
+@command("verify-pairs")
+@_args((("input",), {"type": Path, "help": "JSONL: bench_text, corpus_text, optional id, language, tests, entry_point"}),
+       (("output",), {"type": Path, "help": "Parquet: one verdict a pair, with its clone type and the values behind it"}),
+       (("--preset",), {"default": "default", "choices": ["default", "lessleak"], "help": "tokeniser and thresholds"}),
+       (("--execute",), {"action": "store_true", "help": "run pairs with tests in the sandbox (execution equivalence)"}),
+       (("--isolation",), {"default": "full", "choices": ["full", "weak"], "help": "the sandbox's isolation"}),
+       (("--workers",), {"type": int, "default": 1}),
+       (("--judge",), {"type": _json, "default": None, "help": 'an LLM judge as JSON: {"model": PATH_OR_HUB_ID, ...}'}))
+def _verify_pairs(a):
+    from leaktrace.sandbox import SandboxLimits
+    from leaktrace.stages.verify_pairs import verify_pairs
+
+    verify_pairs(a.input, a.output, preset=a.preset, execute=a.execute, limits=SandboxLimits(isolation=a.isolation),
+                 workers=a.workers, judge=a.judge)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="leaktrace", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)

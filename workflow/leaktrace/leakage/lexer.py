@@ -68,9 +68,10 @@ class Token:
     text: str
 
 
-def lex(text: str, language: str | None) -> list[Token]:
-    """Tokens of ``text`` without comments; ``language`` None or unknown lexes
-    as Python if the text has no C-style comment markers, else as C-like."""
+def lex(text: str, language: str | None, *, comments: bool = False) -> list[Token]:
+    """Tokens of ``text``, without comments unless ``comments`` (kind
+    ``comment``); ``language`` None or unknown lexes as Python if the text has
+    no C-style comment markers, else as C-like."""
     if language is None or language not in LANGUAGES:
         language = "python" if "/*" not in text and "//" not in text else "c"
     if language == "text":
@@ -80,7 +81,7 @@ def lex(text: str, language: str | None) -> list[Token]:
         pattern = PYTHON
     else:
         pattern = C_LIKE
-    return [Token(m.lastgroup, m.group()) for m in pattern.finditer(text) if m.lastgroup != "comment"]
+    return [Token(m.lastgroup, m.group()) for m in pattern.finditer(text) if comments or m.lastgroup != "comment"]
 
 
 def keywords_for(language: str | None) -> frozenset[str]:

@@ -10,13 +10,18 @@ from leaktrace.leakage.minhash import MinHashScheme
 from leaktrace.leakage.units import GRANULARITIES
 from leaktrace.leakage.verify import VerifySettings
 
+# The verifier's other thresholds (VerifySettings' defaults: chosen on the
+# development half of its labelled set, benchmarks/verify_devset.py, README);
+# execution is off unless a scan asks for it.
+VERIFY = {key: getattr(VerifySettings, key) for key in ("structure", "overlap", "statement", "statement_min_words", "execute")}
+
 PRESETS: dict[str, dict] = {
     # Recall-oriented: 32 x 4 bands flag 99.98% of pairs at Jaccard 0.7 and 87% at
     # 0.5; exact verification removes the extra candidates.
     "default": {
         "tokenizer": "code", "ngram": 3, "num_perm": 128, "hash": "rolling64", "scheme": "affine32", "seed": 1,
         "lsh": {"threshold": 0.5, "false_negative_weight": 0.9, "bands": None, "rows": None},
-        "verify": {"jaccard": 0.7, "containment": 0.8, "type3_similarity": 0.8},
+        "verify": {"jaccard": 0.7, "containment": 0.8, "type3_similarity": 0.8, **VERIFY},
         "granularity": "function", "min_tokens": 20,
     },
     # LessLeak-Bench's automated step: re.split("[^A-Za-z_0-9]") tokens, 2-gram
@@ -25,7 +30,7 @@ PRESETS: dict[str, dict] = {
     "lessleak": {
         "tokenizer": "lessleak", "ngram": 2, "num_perm": 256, "hash": "sha1", "scheme": "legacy", "seed": 1,
         "lsh": {"threshold": 0.7, "false_negative_weight": 0.5, "bands": 25, "rows": 10},
-        "verify": {"jaccard": 0.7, "containment": 0.8, "type3_similarity": 0.8},
+        "verify": {"jaccard": 0.7, "containment": 0.8, "type3_similarity": 0.8, **VERIFY},
         "granularity": "file", "min_tokens": 1,
     },
 }
@@ -78,8 +83,7 @@ def resolve(name: str, scan: dict) -> ScanSettings:
             lsh.get("rows") if explicit or threshold_given else preset["lsh"]["rows"],
             pick("lsh", "false_negative_weight"),
         )
-        verify = VerifySettings(minhash.tokenizer, minhash.ngram, pick("verify", "jaccard"), pick("verify", "containment"),
-                                pick("verify", "type3_similarity"))
+        verify = VerifySettings(minhash.tokenizer, minhash.ngram, **{key: pick("verify", key) for key in preset["verify"]})
         granularity = pick("granularity")
         if granularity not in GRANULARITIES:
             raise ValueError(f"unknown granularity {granularity!r}; known: {', '.join(GRANULARITIES)}")

@@ -1,39 +1,74 @@
-"""Verification of candidate pairs: exact shingle Jaccard and containment, and
-the clone type, with the values behind each decision.
+"""Verification of candidate pairs as LessLeak-Bench's annotators decide:
+a pair is a duplicate when it is an exact copy or semantically equivalent
+(renamed identifiers, small additions or deletions, the same functionality
+written differently), and a benchmark sample mixes problem text with code.
 
-- Type-1: the layout streams are identical (modulo whitespace, layout,
-  comments; in Python also imports);
-- Type-2: the consistently renamed streams are identical (modulo identifiers
-  and literals). A Type-2 pair is a duplicate when only identifiers differ
-  (``literals_equal``); when literals differ too it must also overlap as text
-  (shingle Jaccard or containment above its threshold): HumanEval/56 and /61
-  are the same template with ``<>`` swapped for ``()``, a Type-2 pair that is
-  not the same problem;
-- Type-3: the blind-normalised streams are near-identical: Indel similarity
-  (rapidfuzz; 1 - indel distance / total length) at least ``type3_similarity``,
-  a duplicate only when the texts themselves overlap (shingle Jaccard or
-  containment above its threshold), so two unrelated functions of the same
-  shape are not called duplicates;
-- otherwise not a duplicate.
+Every value behind a decision is kept in the verdict (and in ``pairs.parquet``):
 
-When the corpus text is longer than the benchmark text (a benchmark function
-inside a class or a long file), the comparison is made against the window of
-the corpus tokens that aligns best with the benchmark (rapidfuzz
-``partial_ratio_alignment`` on the blind streams); ``aligned`` says so.
+- text overlap: shingle ``jaccard``, ``containment`` of the benchmark in the
+  corpus side and ``containment_corpus`` of the corpus side in the benchmark
+  (``flagged``: LessLeak's automated criterion, Jaccard or containment above
+  its threshold);
+- code overlap, problem text left out: ``code_containment`` and
+  ``code_containment_corpus`` (token n-grams of the code, comments and prose
+  strings removed: :mod:`~leaktrace.leakage.statement`);
+- problem-text overlap: ``statement``, the share of the benchmark's prose word
+  3-grams found anywhere in the corpus text, over ``statement_words`` words;
+- structure: ``similarity`` (the Indel similarity of the blind streams on the
+  best-matching window), ``alignment`` and ``shape``
+  (:mod:`~leaktrace.leakage.structure`);
+- ``execution``: the corpus code against the benchmark's tests in the
+  sandbox, where both sides run (:mod:`~leaktrace.leakage.execution`).
+
+The decision (:func:`decide`), first rule that holds:
+
+1. ``layout``: the layout streams are identical (modulo whitespace, layout,
+   comments; in Python also imports): Type-1;
+2. ``renamed``: the consistently renamed streams are identical: Type-2, a
+   duplicate when only identifiers differ (``literals_equal``) or the texts
+   are flagged (HumanEval/56 and /61 are one template with ``<>`` swapped for
+   ``()``: Type-2 in form, not the same problem);
+3. ``structure``: ``max(alignment, shape) >= structure`` and the code or the
+   texts overlap (``max`` of the four containments ``>= overlap``): Type-3;
+4. ``statement``: the benchmark has at least ``statement_min_words`` words of
+   problem text and ``statement >= statement`` (the same problem, whatever
+   the solution): Type-2 or Type-3 by its form, else Type-4;
+
+   rules 3 and 4 do not hold where both sides ran and the corpus code fails
+   the benchmark's tests (``execution`` ``fail``): HumanEval/7 and /29 share
+   their docstring template and their code's shape, and filter by substring
+   against by prefix: related, not duplicates;
+5. ``execution``: both sides pass the benchmark's tests: Type-2 or Type-3
+   by its form, else Type-4;
+6. otherwise no duplicate (and in a scan, :func:`supersede`: a unit that is
+   as a whole a copy of one sample is not a looser duplicate of another); ``clone_type`` still names the form (Type-2 or
+   Type-3 by structure) so that "related but not duplicate" pairs are visible.
+
+Thresholds were chosen on the development half of a labelled set built from
+HumanEval and the standard library (:mod:`~leaktrace.leakage.devset`,
+``benchmarks/verify_devset.py``). The optional LLM judge (:mod:`judge`)
+overrides the rules where it answers.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, fields, replace
 
-from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel
 
+from leaktrace.leakage.execution import Executor, Program, callable_as, runnable
 from leaktrace.leakage.lexer import Token, blind_stream, keywords_for, layout_stream, lex, renamed_stream
-from leaktrace.leakage.tokens import shingle_set
+from leaktrace.leakage.statement import split_prose, word_shingles, words
+from leaktrace.leakage.structure import ALIGN_MARGIN, alignment, as_text, ast_shape, best_window, shape_similarity
+from leaktrace.leakage.tokens import shingle_set, shingles
+from leaktrace.sandbox import SandboxUnavailable
 
-CLONE_TYPES = ("type-1", "type-2", "type-3")
-ALIGN_MARGIN = 1.1  # the corpus side is windowed when longer than this times the benchmark side
+log = logging.getLogger(__name__)
+
+CLONE_TYPES = ("type-1", "type-2", "type-3", "type-4")
+RULES = ("layout", "renamed", "structure", "statement", "execution", "judge", "copy_of_other", "none")
+LOOSE_RULES = ("structure", "statement", "execution")
 
 
 @dataclass(frozen=True)
@@ -42,16 +77,30 @@ class VerifySettings:
     ngram: int
     jaccard: float = 0.7
     containment: float = 0.8
-    type3_similarity: float = 0.8
+    type3_similarity: float = 0.8  # the form: Type-3 when similarity (or structure) reaches it
+    structure: float = 0.8
+    overlap: float = 0.5
+    statement: float = 0.6
+    statement_min_words: int = 12
+    execute: bool = False
 
 
 @dataclass
 class Side:
     """What verification needs of one text, computed once."""
 
-    shingles: set[str]
-    tokens: list[Token]
+    shingles: set[str]  # of the whole text (problem text and code)
+    tokens: list[Token]  # of the code (or of the text of a text-only sample), comments removed
     language: str | None
+    code_shingles: set[str]  # token n-grams of the code, prose strings removed
+    prose: set[str]  # word 3-grams of the problem text (comments, docstrings, a text's words)
+    prose_words: int
+    words: set[str]  # word 3-grams of the whole text: where a statement is looked for
+    blind_code: list[str]  # blind stream of the code, prose strings removed
+    shape: list[str] | None
+    code: str  # what runs (the code, or the text)
+    test: str | None = None
+    entry_point: str | None = None
 
     @property
     def keywords(self) -> frozenset[str]:
@@ -62,63 +111,168 @@ class Side:
 class Verdict:
     jaccard: float
     containment: float
+    containment_corpus: float
+    code_containment: float
+    code_containment_corpus: float
+    statement: float
+    statement_words: int
     similarity: float
+    alignment: float
+    shape: float | None
     layout_equal: bool
     renamed_equal: bool
     aligned: bool
     literals_equal: bool
     flagged: bool  # LessLeak's automated criterion: exact Jaccard (or containment) above threshold
-    clone_type: str  # type-1, type-2, type-3 or none
+    execution: str | None  # pass, fail, reference_fails; None: not run (execution_note says why)
+    execution_note: str | None
+    clone_type: str  # type-1, type-2, type-3, type-4 or none
     duplicate: bool
+    decided_by: str  # the rule (RULES) that made the decision
+
+    def as_row(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def _as_text(*streams: list[str]) -> list[str]:
-    """Map tokens to single characters (one vocabulary for all streams) so that
-    rapidfuzz compares token sequences at C speed."""
-    vocab: dict[str, str] = {}
-    return ["".join(vocab.setdefault(t, chr(0x10000 + len(vocab))) for t in s) for s in streams]
+def decide(v: Verdict, s: VerifySettings) -> tuple[str, bool, str]:
+    """(clone type, duplicate, rule) from a verdict's values under ``s``'s thresholds."""
+    structure = max(v.alignment, v.shape or 0.0)
+    structural = structure >= s.structure or v.similarity >= s.type3_similarity
+    overlap = max(v.containment, v.containment_corpus, v.code_containment, v.code_containment_corpus)
+    differs = v.execution == "fail"  # both run, and the corpus code fails the benchmark's tests
+    if v.layout_equal:
+        return "type-1", True, "layout"
+    if v.renamed_equal:
+        if v.literals_equal or v.flagged:
+            return "type-2", True, "renamed"
+    elif structure >= s.structure and overlap >= s.overlap and not differs:
+        return "type-3", True, "structure"
+    form = "type-2" if v.renamed_equal else "type-3" if structural else None
+    if v.statement_words >= s.statement_min_words and v.statement >= s.statement and not differs:
+        return form or "type-4", True, "statement"
+    if v.execution == "pass":
+        return form or "type-4", True, "execution"
+    return form or "none", False, "none"
+
+
+def supersede(verdicts: list[Verdict]) -> list[Verdict]:
+    """The verdicts of one corpus unit against the samples it is a candidate
+    of: when the unit as a whole (no window) is an exact or renamed copy of
+    one sample, its looser matches with other samples are not duplicates
+    (``copy_of_other``). A unit holds one solution: a copy of HumanEval/7 is
+    not also a duplicate of its look-alike /29 because they share a shape."""
+    if not any(v.decided_by in ("layout", "renamed") and not v.aligned for v in verdicts):
+        return verdicts
+    return [replace(v, duplicate=False, decided_by="copy_of_other") if v.decided_by in LOOSE_RULES else v
+            for v in verdicts]
 
 
 class Verifier:
-    def __init__(self, settings: VerifySettings):
+    def __init__(self, settings: VerifySettings, executor: Executor | None = None):
         self.s = settings
+        self.executor = executor if settings.execute else None
 
-    def side(self, text: str, language: str | None, code: str | None = None) -> Side:
+    def side(self, text: str, language: str | None, code: str | None = None, *, test: str | None = None,
+             entry_point: str | None = None) -> Side:
         """``text``'s shingles; the tokens of ``code`` when given (a benchmark
         sample's problem text and code are shingled together, its clone type
-        judged on its code), else of ``text``."""
-        return Side(shingle_set(text, self.s.tokenizer, self.s.ngram), lex(text if code is None else code, language), language)
+        judged on its code), else of ``text``. Problem text outside ``code``
+        (a statement before it) counts as prose."""
+        code = text if code is None else code
+        tokens = lex(code, language, comments=True)
+        prose, code_tokens = split_prose(tokens)
+        if language == "text":
+            prose, code_tokens = words(code), []
+        elif code != text:
+            prose = words(text.replace(code, " ")) + prose
+        kw = keywords_for(language)
+        return Side(
+            shingles=shingle_set(text, self.s.tokenizer, self.s.ngram),
+            tokens=[t for t in tokens if t.kind != "comment"], language=language,
+            code_shingles=set(shingles([t.text for t in code_tokens], self.s.ngram)),
+            prose=word_shingles(prose), prose_words=len(prose), words=word_shingles(words(text)),
+            blind_code=blind_stream(code_tokens, kw),
+            shape=ast_shape(code) if language in (None, "python") else None,
+            code=code, test=test, entry_point=entry_point,
+        )
 
-    def verify(self, bench: Side, corpus: Side) -> Verdict:
+    def features(self, bench: Side, corpus: Side) -> Verdict:
+        """The values behind a decision, execution not yet run, decided without it."""
         inter = len(bench.shingles & corpus.shingles)
         union = len(bench.shingles | corpus.shingles)
         jaccard = inter / union if union else 0.0
         containment = inter / len(bench.shingles) if bench.shingles else 0.0
+        containment_corpus = inter / len(corpus.shingles) if corpus.shingles else 0.0
+        code_inter = len(bench.code_shingles & corpus.code_shingles)
+        code_containment = code_inter / len(bench.code_shingles) if bench.code_shingles else 0.0
+        code_containment_corpus = code_inter / len(corpus.code_shingles) if corpus.code_shingles else 0.0
+        statement = len(bench.prose & corpus.words) / len(bench.prose) if bench.prose else 0.0
         flagged = jaccard >= self.s.jaccard or containment >= self.s.containment
         kw = bench.keywords
         b_tokens, c_tokens = bench.tokens, corpus.tokens
         b_blind = blind_stream(b_tokens, kw)
         aligned = False
         if b_tokens and len(c_tokens) > ALIGN_MARGIN * len(b_tokens):
-            b_text, c_text = _as_text(b_blind, blind_stream(c_tokens, kw))
-            al = fuzz.partial_ratio_alignment(b_text, c_text)
-            if al is not None and al.dest_end > al.dest_start:
-                c_tokens = c_tokens[al.dest_start : al.dest_end]
+            window = best_window(*as_text(b_blind, blind_stream(c_tokens, kw)))
+            if window is not None:
+                c_tokens = c_tokens[window[0] : window[1]]
                 aligned = True
-        c_blind = blind_stream(c_tokens, kw)
-        b_text, c_text = _as_text(b_blind, c_blind)
+        b_text, c_text = as_text(b_blind, blind_stream(c_tokens, kw))
         similarity = Indel.normalized_similarity(b_text, c_text) if b_tokens or c_tokens else 0.0
         layout_equal = bool(b_tokens) and layout_stream(b_tokens) == layout_stream(c_tokens)
         renamed_equal = bool(b_tokens) and renamed_stream(b_tokens, kw) == renamed_stream(c_tokens, kw)
         literals_equal = [t.text for t in b_tokens if t.kind in ("string", "number")] == [
             t.text for t in c_tokens if t.kind in ("string", "number")]
-        if layout_equal:
-            clone, duplicate = "type-1", True
-        elif renamed_equal:
-            clone, duplicate = "type-2", literals_equal or flagged
-        elif similarity >= self.s.type3_similarity:
-            clone, duplicate = "type-3", flagged
-        else:
-            clone, duplicate = "none", False
-        return Verdict(jaccard, containment, similarity, layout_equal, renamed_equal, aligned, literals_equal, flagged,
-                       clone, duplicate)
+        note = runnable(bench.language, bench.test, bench.entry_point) or (
+            None if self.executor else "execution not enabled")
+        v = Verdict(jaccard, containment, containment_corpus, code_containment, code_containment_corpus, statement,
+                    bench.prose_words, similarity, alignment(bench.blind_code, corpus.blind_code),
+                    shape_similarity(bench.shape, corpus.shape), layout_equal, renamed_equal, aligned, literals_equal,
+                    flagged, None, note, "none", False, "none")
+        return self.decided(v)
+
+    def decided(self, v: Verdict) -> Verdict:
+        clone, duplicate, rule = decide(v, self.s)
+        return replace(v, clone_type=clone, duplicate=duplicate, decided_by=rule)
+
+    def program(self, bench: Side, corpus: Side) -> tuple[Program, Program] | str:
+        """The two programs of a runnable pair, or why it is not runnable."""
+        why = runnable(bench.language, bench.test, bench.entry_point)
+        if why:
+            return why
+        code, why = callable_as(corpus.code, bench.entry_point)
+        if code is None:
+            return why
+        return Program(bench.code, bench.test, bench.entry_point), Program(code, bench.test, bench.entry_point)
+
+    def execute(self, items: list[tuple[Side, Side, Verdict]], *, always: bool = False) -> list[Verdict]:
+        """Verdicts with execution run where the pair is runnable and (unless
+        ``always``) not already an exact or renamed copy (layout, renamed)."""
+        out = [v for _, _, v in items]
+        if self.executor is None:
+            return out
+        todo, programs = [], []
+        for i, (bench, corpus, v) in enumerate(items):
+            prog = self.program(bench, corpus)
+            if isinstance(prog, str):
+                out[i] = replace(v, execution_note=prog)
+            elif v.decided_by in ("layout", "renamed") and not always:
+                out[i] = replace(v, execution_note="decided without execution")
+            else:
+                todo.append(i)
+                programs.append(prog)
+        if not programs:
+            return out
+        try:
+            statuses = self.executor.equivalence(programs)
+        except SandboxUnavailable as err:  # e.g. no namespaces here and `isolation: full`: the rules alone decide
+            log.warning("execution equivalence skipped: %s", err)
+            for i in todo:
+                out[i] = replace(out[i], execution_note=f"sandbox unavailable: {err}")
+            return out
+        for i, status in zip(todo, statuses, strict=True):
+            out[i] = self.decided(replace(out[i], execution=status, execution_note=None))
+        return out
+
+    def verify(self, bench: Side, corpus: Side) -> Verdict:
+        return self.execute([(bench, corpus, self.features(bench, corpus))])[0]

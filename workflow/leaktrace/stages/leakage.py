@@ -34,8 +34,10 @@ from leaktrace.leakage.minhash import Signer
 from leaktrace.leakage.settings import ScanSettings, resolve
 from leaktrace.leakage.sources import LargeFile, check_document, iter_source
 from leaktrace.leakage.units import Unit, huge_units, language_of, split_units
-from leaktrace.leakage.verify import Verifier
+from leaktrace.leakage.execution import Executor
+from leaktrace.leakage.verify import Verifier, supersede
 from leaktrace.report.tables import markdown_table
+from leaktrace.sandbox import SandboxLimits
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +52,10 @@ PAIR_SCHEMA = pa.schema([
     ("layout_equal", pa.bool_()), ("renamed_equal", pa.bool_()), ("literals_equal", pa.bool_()), ("aligned", pa.bool_()),
     ("flagged", pa.bool_()), ("clone_type", pa.string()), ("rule_duplicate", pa.bool_()),
     ("judge_label", pa.string()), ("duplicate", pa.bool_()), ("text", pa.string()),
+    # the values behind the verifier's other rules (leaktrace.leakage.verify), and the rule that decided
+    ("containment_corpus", pa.float64()), ("code_containment", pa.float64()), ("code_containment_corpus", pa.float64()),
+    ("statement", pa.float64()), ("statement_words", pa.int64()), ("alignment", pa.float64()), ("shape", pa.float64()),
+    ("execution", pa.string()), ("execution_note", pa.string()), ("decided_by", pa.string()),
 ])
 ACCOUNTING_SCHEMA = pa.schema([("part", pa.int32()), ("kind", pa.string()), ("reason", pa.string()), ("count", pa.int64())])
 SUMMARY_SCHEMA = pa.schema([
@@ -57,7 +63,7 @@ SUMMARY_SCHEMA = pa.schema([
     ("size", pa.int64()), ("indexed", pa.int64()), ("documents", pa.int64()), ("units", pa.int64()),
     ("skipped", pa.int64()), ("lsh_candidates", pa.int64()), ("candidates", pa.int64()),
     ("verified_duplicates", pa.int64()), ("type1", pa.int64()), ("type2", pa.int64()), ("type3", pa.int64()),
-    ("leaked_count", pa.int64()), ("leaked_ratio", pa.float64()),
+    ("leaked_count", pa.int64()), ("leaked_ratio", pa.float64()), ("type4", pa.int64()),
 ])
 SOURCES_SCHEMA = pa.schema([("location", pa.string()), ("duplicates", pa.int64()), ("samples", pa.int64())])
 MEMBERSHIP_SCHEMA = pa.schema([
@@ -137,13 +143,19 @@ def _units(text: str | LargeFile, lang: str | None, s: ScanSettings) -> tuple[It
     return split_units(text, lang, s.granularity)
 
 
+def _sandbox_limits(settings: dict) -> SandboxLimits:
+    """The sandbox a scan's execution check runs in: ``verify.sandbox`` of the scan (SandboxLimits' fields)."""
+    return SandboxLimits(**((settings.get("verify") or {}).get("sandbox") or {}))
+
+
 def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: int, n_parts: int, inputs: list[Path], settings: dict,
                pairs_out: Path, accounting_out: Path) -> None:
     s = _scan_settings(settings)
     signer = Signer(s.minhash)
     bands = _load_index(index, s, signer)
-    verifier = Verifier(s.verify)
+    verifier = Verifier(s.verify, Executor(_sandbox_limits(settings)) if s.verify.execute else None)
     bench_rows = _samples(benchmark)
+    bench_row = {r["sample_id"]: r for r in bench_rows}
     bench_text = {r["sample_id"]: document(r) for r in bench_rows}
     bench_lang = {r["sample_id"]: language_of_sample(r, s.language) for r in bench_rows}
     bench_clone = {r["sample_id"]: clone_text(r) for r in bench_rows}
@@ -163,20 +175,22 @@ def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: in
                 continue
             counts["candidate_units"] += 1
             sides: dict = {}  # the unit lexed as its language, and as text against a text-only sample
+            verdicts = {}
             for sid in sorted(cands):
                 if sid not in bench_sides:
-                    bench_sides[sid] = verifier.side(bench_text[sid], bench_lang[sid], bench_clone[sid])
+                    row = bench_row[sid]
+                    bench_sides[sid] = verifier.side(bench_text[sid], bench_lang[sid], bench_clone[sid],
+                                                     test=row.get("test"), entry_point=row.get("entry_point"))
                 as_lang = TEXT if bench_lang[sid] == TEXT else lang
                 if as_lang not in sides:
                     sides[as_lang] = verifier.side(unit.text, as_lang)
-                v = verifier.verify(bench_sides[sid], sides[as_lang])
+                verdicts[sid] = verifier.verify(bench_sides[sid], sides[as_lang])
+            for sid, v in zip(verdicts, supersede(list(verdicts.values())), strict=True):
                 pairs.append({
                     "sample_id": sid, "doc_id": doc_id, "location": location, "unit": unit.name,
                     "start_line": unit.start_line, "end_line": unit.end_line, "language": lang, "part": part,
-                    "jaccard": v.jaccard, "containment": v.containment, "similarity": v.similarity,
-                    "layout_equal": v.layout_equal, "renamed_equal": v.renamed_equal, "literals_equal": v.literals_equal,
-                    "aligned": v.aligned, "flagged": v.flagged, "clone_type": v.clone_type, "rule_duplicate": v.duplicate,
-                    "judge_label": None, "duplicate": v.duplicate, "text": unit.text,
+                    **{k: value for k, value in v.as_row().items() if k != "duplicate"},
+                    "rule_duplicate": v.duplicate, "judge_label": None, "duplicate": v.duplicate, "text": unit.text,
                 })
         batch.clear()
 
@@ -367,6 +381,7 @@ def gather(index: Path, benchmark: Path | list[Path], pair_parts: list[Path], ac
             "lsh_candidates": len(mine), "candidates": sum(p["flagged"] for p in mine), "verified_duplicates": len(found),
             "type1": kinds["type-1"], "type2": kinds["type-2"], "type3": kinds["type-3"],
             "leaked_count": len(ids & leaked), "leaked_ratio": len(ids & leaked) / len(rows) if rows else 0.0,
+            "type4": kinds["type-4"],
         })
     member = None
     if samples is not None:

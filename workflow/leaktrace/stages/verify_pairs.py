@@ -1,0 +1,105 @@
+"""verify-pairs: the scan's verifier on candidate pairs found elsewhere (a
+user's own MinHash step, another tool's output).
+
+Input: JSONL, one object a line with ``bench_text`` and ``corpus_text``
+(strings) and optional ``id``, ``language`` (of both sides; ``text`` for
+problem text; absent: guessed per text), ``tests`` and ``entry_point`` (the
+benchmark's, for execution equivalence). Output: one row per pair with its
+verdict, its clone type, the rule that decided it and every value behind it
+(:class:`~leaktrace.leakage.verify.Verdict`)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import fields
+from pathlib import Path
+
+import pyarrow as pa
+
+from leaktrace.artifacts import write_table
+from leaktrace.errors import InputError
+from leaktrace.leakage.execution import Executor
+from leaktrace.leakage.lexer import LANGUAGES
+from leaktrace.leakage.settings import PRESETS
+from leaktrace.leakage.verify import RULES, Verdict, Verifier, VerifySettings
+from leaktrace.sandbox import SandboxLimits
+
+log = logging.getLogger(__name__)
+
+_TYPES = {"bool": pa.bool_(), "float": pa.float64(), "int": pa.int64(), "str": pa.string()}
+VERDICT_FIELDS = [(f.name, _TYPES[f.type.split(" ")[0]]) for f in fields(Verdict)]  # "float | None" is a nullable float
+SCHEMA = pa.schema([("id", pa.string()), ("language", pa.string()), *VERDICT_FIELDS, ("judge_label", pa.string())])
+OPTIONAL = ("id", "language", "tests", "entry_point")
+
+
+def read_pairs(path: Path) -> list[dict]:
+    """The pairs of a JSONL file; a malformed line or a missing or mistyped field is an error naming the line."""
+    pairs = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"line {number}"
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise InputError(str(path), where, f"not JSON: {err}") from None
+            if not isinstance(record, dict):
+                raise InputError(str(path), where, "each line needs a JSON object with bench_text and corpus_text")
+            for field in ("bench_text", "corpus_text"):
+                if not isinstance(record.get(field), str):
+                    raise InputError(str(path), where, f"missing or non-string field {field!r}")
+            for field in OPTIONAL:
+                if record.get(field) is not None and not isinstance(record[field], str):
+                    raise InputError(str(path), where, f"field {field!r} must be a string")
+            if record.get("language") is not None and record["language"] not in LANGUAGES:
+                raise InputError(str(path), where, f"unknown language {record['language']!r}; known: {', '.join(LANGUAGES)}")
+            pairs.append({**record, "id": record.get("id") or str(number)})
+    return pairs
+
+
+def settings_for(preset: str, execute: bool, **overrides) -> VerifySettings:
+    p = PRESETS[preset]
+    return VerifySettings(p["tokenizer"], p["ngram"], **{**p["verify"], "execute": execute, **overrides})
+
+
+def verify_records(pairs: list[dict], verifier: Verifier, *, always_execute: bool = False) -> list[Verdict]:
+    items = []
+    for p in pairs:
+        lang = p.get("language")
+        bench = verifier.side(p["bench_text"], lang, test=p.get("tests"), entry_point=p.get("entry_point"))
+        corpus = verifier.side(p["corpus_text"], lang)
+        items.append((bench, corpus, verifier.features(bench, corpus)))
+    return verifier.execute(items, always=always_execute)
+
+
+def verify_pairs(input_path: Path, output: Path, *, preset: str = "default", execute: bool = False,
+                 limits: SandboxLimits = SandboxLimits(), workers: int = 1, judge: dict | None = None) -> None:
+    pairs = read_pairs(input_path)
+    verifier = Verifier(settings_for(preset, execute), Executor(limits, workers) if execute else None)
+    verdicts = verify_records(pairs, verifier)
+    rows = [{"id": p["id"], "language": p.get("language"), **v.as_row(), "judge_label": None}
+            for p, v in zip(pairs, verdicts, strict=True)]
+    if judge and judge.get("model"):
+        _judge(rows, pairs, judge)
+    write_table(rows, SCHEMA, output)
+    log.info("verify-pairs %s: %d pairs, %d duplicates (%s)", input_path, len(rows), sum(r["duplicate"] for r in rows),
+             ", ".join(f"{k} {sum(r['decided_by'] == k for r in rows)}" for k in RULES))
+
+
+def _judge(rows: list[dict], pairs: list[dict], judge: dict) -> None:
+    """The LLM judge on every pair (its label replaces the rule decision unless unparsed)."""
+    from leaktrace.leakage.judge import judge_pair, load_template
+    from leaktrace.models.backend import ModelSpec
+    from leaktrace.models.hf import HFLanguageModel
+
+    model = HFLanguageModel(ModelSpec(judge["model"], dtype=judge.get("dtype", "float32"), device=judge.get("device", "cpu")),
+                            progress=False)
+    template = load_template()
+    for row, p in zip(rows, pairs, strict=True):
+        verdict = judge_pair(model, template, p["bench_text"], p["corpus_text"], p["id"],
+                             max_new_tokens=judge.get("max_new_tokens", 16))
+        row["judge_label"] = verdict.label
+        if verdict.duplicate is not None:
+            row["duplicate"], row["decided_by"] = verdict.duplicate, "judge"
