@@ -7,7 +7,6 @@ def aggregate_inputs(wildcards):
         "scores": [f"{score_dir}/{m}/scores.parquet" for m in MODELS],
         "tokens": [f"{score_dir}/{m}/tokens.parquet" for m in MODELS],
         "variants": f"{RESULTS}/variants/{wildcards.benchmark}.parquet",
-        "similarity": f"{RESULTS}/counterfactual/{wildcards.benchmark}/similarity.parquet",
     }
 
 
@@ -35,12 +34,10 @@ rule aggregate:
         across_seeds=f"{RESULTS}/aggregate/{{benchmark}}/across_seeds.parquet",
         null_check=f"{RESULTS}/aggregate/{{benchmark}}/null_check.parquet",
         perplexity=f"{RESULTS}/aggregate/{{benchmark}}/perplexity.parquet",
-        counterfactual=f"{RESULTS}/aggregate/{{benchmark}}/counterfactual.parquet",
         report_md=report(f"{RESULTS}/aggregate/{{benchmark}}/report.md", caption="../report/tables.rst", category="Tables"),
         roc=report(f"{RESULTS}/aggregate/{{benchmark}}/roc.png", caption="../report/roc.rst", category="Detection"),
         roc_reference=report(f"{RESULTS}/aggregate/{{benchmark}}/roc_reference.png", caption="../report/roc_reference.rst",
                              category="Detection"),
-        scatter=report(f"{RESULTS}/aggregate/{{benchmark}}/delta_vs_bleu.png", caption="../report/delta_vs_bleu.rst", category="Counterfactual"),
     params:
         settings=aggregate_settings(),
         seed=config["seed"],
@@ -56,7 +53,7 @@ rule aggregate:
         CPU_ENV
     shell:
         "{LEAKTRACE} aggregate --samples {input.samples} --scores {params.scores} --tokens {params.tokens}"
-        " --variants {input.variants} --similarity {input.similarity} --fragments {input.fragments} --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir}"
+        " --variants {input.variants} --fragments {input.fragments} --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir}"
         " 2> {log}"
 
 

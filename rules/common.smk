@@ -403,8 +403,8 @@ def counterfactual_outputs():
 
 def aggregate_outputs(benchmark):
     base = f"{RESULTS}/aggregate/{benchmark}"
-    return [f"{base}/{name}" for name in ("detection.parquet", "perplexity.parquet", "counterfactual.parquet", "across_seeds.parquet",
-                                              "null_check.parquet", "report.md", "roc.png", "delta_vs_bleu.png")]
+    return [f"{base}/{name}" for name in ("detection.parquet", "perplexity.parquet", "across_seeds.parquet",
+                                              "null_check.parquet", "report.md", "roc.png")]
 
 
 LEAKAGE_OUTPUTS = ("pairs.parquet", "summary.parquet", "sources.parquet", "accounting.parquet", "membership.parquet",

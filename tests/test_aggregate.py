@@ -15,7 +15,6 @@ from leaktrace.models.token_table import write_token_stats
 from leaktrace.report.results import pivot, sensitivity_sections
 from leaktrace.stages.aggregate import (
     aggregate,
-    counterfactual_rows,
     detector_variant_counts,
     model_coordinates,
     null_check_rows,
@@ -108,24 +107,6 @@ def test_threshold_is_unchanged_when_evaluation_labels_flip():
     assert [r["threshold"] for r in flipped if r["method"] == "loss"] == [pytest.approx(0.55)] * 2
     loss = next(r for r in flipped if r["method"] == "loss" and r["subset"] == "all")
     assert loss["auc"] == pytest.approx(1 - 11 / 12)
-
-
-def test_counterfactual_rows_delta_per_metric_and_group():
-    split = {"a": ("member", "evaluation"), "b": ("member", "calibration"), "c": ("non-member", "evaluation")}
-    similarity = [
-        {"sample_id": "a", "metric": "bleu", "target": 0.8, "reference": 0.2, "delta": 0.6},
-        {"sample_id": "b", "metric": "bleu", "target": 0.6, "reference": 0.4, "delta": 0.2},
-        {"sample_id": "c", "metric": "bleu", "target": 0.3, "reference": 0.3, "delta": 0.0},
-        {"sample_id": "a", "metric": "exact", "target": 1.0, "reference": 0.0, "delta": 1.0},
-    ]
-    rows = {(r["group"], r["metric"]): r for r in counterfactual_rows(similarity, split)}
-    assert set(rows) == {("member", "bleu"), ("non-member", "bleu"), ("all", "bleu"), ("member", "exact"), ("all", "exact")}
-    member = rows[("member", "bleu")]
-    assert (member["n"], member["delta_mean"], member["delta_std"]) == (2, pytest.approx(0.4), pytest.approx(0.2 * 2**0.5))
-    assert member["target_mean"] == pytest.approx(0.7) and member["reference_mean"] == pytest.approx(0.3)
-    assert rows[("non-member", "bleu")]["delta_std"] == 0.0
-    assert rows[("all", "bleu")]["delta_mean"] == pytest.approx(0.8 / 3)
-    assert rows[("all", "exact")]["n"] == 1
 
 
 def test_null_check_share_beside_one_over_n_plus_one():
@@ -244,8 +225,6 @@ def write_synthetic_run(root, *, n_samples, models, methods, seed=0):
     pq.write_table(pa.Table.from_pylist(samples), root / "samples.parquet")
     pq.write_table(pa.Table.from_pylist([{"sample_id": s["sample_id"], "variant_id": v, "kind": "rename" if v else "original",
                                           "valid": True} for s in samples for v in range(4)]), root / "variants.parquet")
-    pq.write_table(pa.Table.from_pylist([{"sample_id": s["sample_id"], "metric": "bleu", "target": 0.5, "reference": 0.25,
-                                          "delta": 0.25} for s in samples]), root / "similarity.parquet")
     scores, tokens = {}, {}
     for model in models:
         rows = []
@@ -269,7 +248,7 @@ def test_aggregate_writes_both_subsets_seeds_and_the_null_check(tmp_path):
     methods = ["loss", "ref_oracle", "srdetection_graybox", "srdetection_graybox_n1"]
     scores, tokens = write_synthetic_run(tmp_path, n_samples=41, models=models, methods=methods)
     out = tmp_path / "aggregate"
-    aggregate(tmp_path / "samples.parquet", scores, tokens, tmp_path / "variants.parquet", tmp_path / "similarity.parquet",
+    aggregate(tmp_path / "samples.parquet", scores, tokens, tmp_path / "variants.parquet",
               {"bootstrap_resamples": 50, "srdetection_graybox": {"n_variants": 10, "sensitivity": [1]}}, 7, out)
     detection = pq.read_table(out / "detection.parquet").to_pylist()
     assert len(detection) == len(models) * len(methods) * 2
@@ -288,6 +267,6 @@ def test_aggregate_writes_both_subsets_seeds_and_the_null_check(tmp_path):
     assert "| ref_oracle (oracle) |" in report and "| n/e |" in report
     assert "| method | AUC | TPR at 5% FPR | macro F1 | seed 0 | seed 1 |" in report
     before = {p.name: p.read_bytes() for p in out.glob("*.parquet")}
-    aggregate(tmp_path / "samples.parquet", scores, tokens, tmp_path / "variants.parquet", tmp_path / "similarity.parquet",
+    aggregate(tmp_path / "samples.parquet", scores, tokens, tmp_path / "variants.parquet",
               {"bootstrap_resamples": 50, "srdetection_graybox": {"n_variants": 10, "sensitivity": [1]}}, 7, out)
     assert before == {p.name: p.read_bytes() for p in out.glob("*.parquet")}

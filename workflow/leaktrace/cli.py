@@ -387,7 +387,6 @@ def _serve(a):
     (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
     (("--tokens",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
     path("--variants"),
-    path("--similarity"),
     (("--fragments",), {"type": Path, "nargs": "*", "default": [], "help": "Markdown sections appended to the report"}),
     SETTINGS,
     SEED,
@@ -396,8 +395,8 @@ def _serve(a):
 def _aggregate(a):
     from leaktrace.stages.aggregate import aggregate
 
-    aggregate(a.samples, _named_paths(a.scores), _named_paths(a.tokens), a.variants, a.similarity, a.settings, a.seed,
-              a.output_dir, tuple(a.fragments))
+    aggregate(a.samples, _named_paths(a.scores), _named_paths(a.tokens), a.variants, a.settings, a.seed, a.output_dir,
+              tuple(a.fragments))
 
 
 @command("counterfactual-aggregate")

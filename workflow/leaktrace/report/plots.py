@@ -75,21 +75,6 @@ def roc_figure(curves: Mapping[str, tuple[np.ndarray, np.ndarray]], families: Ma
     return fig
 
 
-def delta_scatter(bleu_target: Sequence[float], delta: Sequence[float], groups: Sequence[str], path: Path, metric: str) -> None:
-    """Target BLEU against the target-minus-reference delta: memorised samples
-    sit top right (the target reproduces them, the reference does not)."""
-    fig, ax = plt.subplots(figsize=(5, 4.2))
-    x, y, g = np.asarray(bleu_target), np.asarray(delta), np.asarray(groups)
-    for group, colour in (("member", "tab:red"), ("non-member", "tab:blue")):
-        sel = g == group
-        ax.scatter(x[sel], y[sel], s=14, alpha=0.7, color=colour, label=group)
-    ax.axhline(0, color="grey", lw=0.8)
-    ax.set(xlabel="BLEU (target)", ylabel=f"Δ {metric} (target − reference)", title="counterfactual generations")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    save(fig, path)
-
-
 def leakage_heatmap(rates: Sequence[Mapping], path: Path) -> None:
     save(heatmap_figure(rates), path)
 

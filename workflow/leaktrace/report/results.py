@@ -182,7 +182,7 @@ def sensitivity_sections(seeds: Sequence[dict]) -> list[str]:
 
 
 def render_report(samples: Sequence[dict], detection: Sequence[dict], seeds: Sequence[dict], null_check: Sequence[dict],
-                  perplexity: Sequence[dict], counterfactual: Sequence[dict], extra_sections: tuple[str, ...] = ()) -> str:
+                  perplexity: Sequence[dict], extra_sections: tuple[str, ...] = ()) -> str:
     parts = [
         "# leaktrace results\n",
         sample_summary(samples),
@@ -193,13 +193,5 @@ def render_report(samples: Sequence[dict], detection: Sequence[dict], seeds: Seq
         "\n## Perplexity of the original samples\n",
         markdown_table(perplexity, ["model", "split", "n", "mean_ppl", "median_ppl"], digits=2),
         *extra_sections,
-        "\n## Counterfactual generation (target vs reference, mean ± std)\n",
-        markdown_table(
-            [{"group": r["group"], "metric": r["metric"], "n": r["n"],
-              "target": mean_pm_std(r["target_mean"], r["target_std"]),
-              "reference": mean_pm_std(r["reference_mean"], r["reference_std"]),
-              "Δ": mean_pm_std(r["delta_mean"], r["delta_std"])} for r in counterfactual],
-            ["group", "metric", "n", "target", "reference", "Δ"],
-        ),
     ]
     return "\n".join(parts)

@@ -1,11 +1,12 @@
-"""aggregate: the papers' tables from the per-model scores and the
-counterfactual similarities — every detector per model (mixing ratio × seed
-× epoch) on the filtered and the unfiltered split, with refitted-bootstrap
-intervals and a paired comparison with SrDetection gray-box; the figures
-across training seeds; the null check of SrDetection's variants under the
-base model; perplexity of members and non-members per model; the
-counterfactual table — as Parquet and Markdown, with ROC curves of the
-headline target and of the base model, and a Δ-versus-BLEU scatter."""
+"""aggregate: the papers' tables from the per-model scores — every detector
+per model (mixing ratio × seed × epoch) on the filtered and the unfiltered
+split, with refitted-bootstrap intervals and a paired comparison with
+SrDetection gray-box; the figures across training seeds; the null check of
+SrDetection's variants under the base model; perplexity of members and
+non-members per model — as Parquet and Markdown, with ROC curves of the
+headline target and of the base model. Other stages' sections (leakage
+scans, contamination, the functional-memorization tables of
+counterfactual_aggregate) are appended as fragments."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from leaktrace.evaluate.detection import ORACLE_METHODS, detection_rows
 from leaktrace.evaluate.null_check import null_check
 from leaktrace.evaluate.seeds import across_seeds
 from leaktrace.models.token_table import losses_by_text
-from leaktrace.report.plots import delta_scatter, roc_plot
+from leaktrace.report.plots import roc_plot
 from leaktrace.report.results import SUBSET_TITLES, method_label, render_report
 
 log = logging.getLogger(__name__)
@@ -107,19 +108,6 @@ PERPLEXITY_SCHEMA = pa.schema(
     [*COORDINATES, ("split", pa.string()), ("n", pa.int32()), ("mean_ppl", pa.float64()), ("median_ppl", pa.float64())]
 )
 
-COUNTERFACTUAL_SCHEMA = pa.schema(
-    [
-        ("group", pa.string()),
-        ("metric", pa.string()),
-        ("n", pa.int32()),
-        ("target_mean", pa.float64()),
-        ("target_std", pa.float64()),
-        ("reference_mean", pa.float64()),
-        ("reference_std", pa.float64()),
-        ("delta_mean", pa.float64()),
-        ("delta_std", pa.float64()),
-    ]
-)
 
 def model_coordinates(model: str) -> dict:
     """The mixing ratio, training seed and epoch of a testbed model name:
@@ -197,23 +185,8 @@ def perplexity_rows(model: str, tokens: Path, split: dict[str, tuple[str, str]])
     return rows
 
 
-def counterfactual_rows(similarity: list[dict], split: dict[str, tuple[str, str]]) -> list[dict]:
-    rows = []
-    for group in ("member", "non-member", "all"):
-        for metric in sorted({s["metric"] for s in similarity}):
-            sel = [s for s in similarity if s["metric"] == metric and (group == "all" or split.get(s["sample_id"], ("",))[0] == group)]
-            if not sel:
-                continue
-            row = {"group": group, "metric": metric, "n": len(sel)}
-            for key in ("target", "reference", "delta"):
-                values = np.array([s[key] for s in sel], dtype=float)
-                row[f"{key}_mean"], row[f"{key}_std"] = float(values.mean()), float(values.std(ddof=1)) if len(values) > 1 else 0.0
-            rows.append(row)
-    return rows
-
-
-def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], variants: Path, similarity: Path,
-              settings: dict, seed: int, out_dir: Path, fragments: tuple[Path, ...] = ()) -> None:
+def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], variants: Path, settings: dict, seed: int,
+              out_dir: Path, fragments: tuple[Path, ...] = ()) -> None:
     """``settings``: the aggregate config slice, with ``srdetection_graybox``
     (that family's score settings) for the null check. ``fragments``:
     Markdown sections of other stages (the leakage scans) appended to the report."""
@@ -245,18 +218,10 @@ def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], v
     perplexity = [row for model, path in tokens.items() for row in perplexity_rows(model, path, split)]
     write_table(perplexity, PERPLEXITY_SCHEMA, out_dir / "perplexity.parquet")
 
-    sim = read_records(similarity)
-    cf = counterfactual_rows(sim, split)
-    write_table(cf, COUNTERFACTUAL_SCHEMA, out_dir / "counterfactual.parquet")
-
     families = {r["method"]: r["family"] for r in detection}
     for model, name in ((headline_model(list(scores)), "roc.png"), (NULL_CHECK_MODEL, "roc_reference.png")):
         roc_figure(model, curves.get(model, {}), families, out_dir / name)
-    bleu = {s["sample_id"]: s for s in sim if s["metric"] == "bleu"}
-    ids = [sid for sid in bleu if sid in split]
-    delta_scatter([bleu[i]["target"] for i in ids], [bleu[i]["delta"] for i in ids], [split[i][0] for i in ids],
-                  out_dir / "delta_vs_bleu.png", "BLEU")
 
     extra = tuple(path.read_text() for path in fragments)
-    (out_dir / "report.md").write_text(render_report(records, detection, seeds, null_rows, perplexity, cf, extra))
+    (out_dir / "report.md").write_text(render_report(records, detection, seeds, null_rows, perplexity, extra))
     log.info("aggregate tables in %s", out_dir)
