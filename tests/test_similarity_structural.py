@@ -157,7 +157,7 @@ def test_app_e_examples():
                 assert value == pytest.approx(printed, abs=0.02), (name, model, metric)
             compared += 1
     assert compared == 7 * 2 * 7
-    assert documented_count == 50
+    assert documented_count == 42
 
 
 # --- the stage --------------------------------------------------------------

@@ -7,43 +7,18 @@ metrics*): exact match, BLEU over 1-4-grams, edit similarity normalised by
 """
 
 import difflib
-import re
 from collections.abc import Callable
 
 from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 from rapidfuzz.distance import Levenshtein
 
-_CODE_TOKEN = re.compile(
-    r"""
-      [^\W\d]\w*                                # identifier or keyword
-    | 0[xXoObB][0-9a-fA-F_]+                    # hexadecimal, octal, binary literal
-    | \d[\d_]*(?:\.\d*)?(?:[eE][-+]?\d+)?[jJ]?  # integer, float, imaginary literal
-    | \*\*=? | //=? | <<=? | >>=? | -> | := | \.\.\.
-    | [-+*/%@&|^<>=!]=                          # comparisons, augmented assignments
-    | \S                                        # any other single character
-    """,
-    re.VERBOSE,
-)
-
 _BLEU_WEIGHTS = (0.25, 0.25, 0.25, 0.25)
 
 # Chen & Cherry (2014) method 1: a zero n-gram count becomes 0.1, so a pair
 # with no matching 4-gram scores low instead of exactly 0. The codebleu package
-# smooths its BLEU component the same way, so this BLEU and CodeBLEU's n-gram
-# term differ only in tokenisation. Method 4's pseudo-count grows with
+# smooths its BLEU component the same way. Method 4's pseudo-count grows with
 # log(hypothesis length) and would lift long, unrelated generations.
 _BLEU_SMOOTHING = SmoothingFunction().method1
-
-
-def code_tokens(code: str) -> list[str]:
-    """Split code into identifiers/keywords, numeric literals and operators.
-
-    Multi-character Python operators (``**=``, ``->``, ``==``, ...) stay one
-    token; every other non-space character is a token of its own, so string
-    literals become their quotes plus the words inside. Whitespace, and with
-    it indentation, is dropped.
-    """
-    return _CODE_TOKEN.findall(code)
 
 
 def _normalise_lines(code: str) -> str:
@@ -56,13 +31,19 @@ def exact_match(x: str, y: str) -> float:
 
 
 def bleu(x: str, y: str) -> float:
-    """Sentence-level BLEU-4 (uniform 1-4-gram weights) of y against x, over ``code_tokens``.
+    """Sentence-level BLEU-4 (uniform 1-4-gram weights) of y against x, over whitespace tokens.
+
+    Whitespace tokens are what the paper's BLEU evidently used: nltk BLEU over
+    them reproduces its App. E values within 0.02 on 10 of 14 generations
+    (the others were reflowed for print), against 3 of 14 for tokens split at
+    operators, which score higher (0.86 for its 0.77 on Example 1). Its
+    τ_text = 0.75 is set on that scale.
 
     An empty generation scores 0. With fewer than four tokens the missing
     n-gram orders are smoothed, so even identical very short snippets score
     below 1.
     """
-    reference, hypothesis = code_tokens(x), code_tokens(y)
+    reference, hypothesis = x.split(), y.split()
     if not hypothesis:
         return 0.0
     return float(
