@@ -143,9 +143,11 @@ def trainable_base(base: ModelSpec, settings: LoraSettings, accelerator: Acceler
 
 
 def _fingerprint(base: ModelSpec, settings: LoraSettings, texts: Sequence[str], processes: int) -> str:
-    """What decides a run's result, so a checkpoint is resumed by its own run only."""
+    """What decides a run's result, so a checkpoint is resumed by its own run
+    only (how often it checkpoints does not)."""
     digest = hashlib.sha256()
-    digest.update(json.dumps({"base": asdict(base), "settings": asdict(settings), "processes": processes},
+    decisive = {**asdict(settings), "checkpoint_every": None}
+    digest.update(json.dumps({"base": asdict(base), "settings": decisive, "processes": processes},
                              sort_keys=True, default=str).encode())
     for text in texts:
         digest.update(hashlib.sha256(text.encode()).digest())
