@@ -42,14 +42,17 @@ def _partition(gpus):
     return (CLUSTER["gpu_partition"] if gpus else CLUSTER["cpu_partition"]) or ""
 
 
-def model_job(kind, *, batch_size, passes=1, generate=None, generator=None):
+def model_job(kind, *, batch_size, passes=1, generate=None, generator=None, gpus=None):
     """Resources of a job that runs a model: ``kind`` train or forward,
     ``passes`` over its Parquet inputs' tokens, plus ``generate`` new tokens
     per row of those inputs (greedy decoding, one forward token each);
-    ``generator``: the `llm.generator` role a generating job runs through."""
+    ``generator``: the `llm.generator` role a generating job runs through;
+    ``gpus``: the GPUs of a job that runs on more than one (DDP training: one
+    process per GPU, each holding the weights in host memory first)."""
+    count = gpus
 
-    def gpus(wildcards):
-        return _job_gpus(wildcards, generator)
+    def job_gpus(wildcards):
+        return count if count is not None else _job_gpus(wildcards, generator)
 
     def size(wildcards, input):
         spec = _job_model(wildcards)
@@ -60,8 +63,8 @@ def model_job(kind, *, batch_size, passes=1, generate=None, generator=None):
         spec, model = size(wildcards, input)
         context = min(model.max_positions, spec.get("max_length") or model.max_positions)
         return jobsize.memory_mb(model, dtype=spec["dtype"], batch_size=batch_size, context=context,
-                                 on_gpu=bool(gpus(wildcards)), training=kind == "train",
-                                 overhead_mb=CLUSTER["overhead_mb"])
+                                 on_gpu=bool(job_gpus(wildcards)), training=kind == "train",
+                                 overhead_mb=CLUSTER["overhead_mb"], processes=max(1, job_gpus(wildcards)))
 
     def runtime(wildcards, input, threads):
         spec, model = size(wildcards, input)
@@ -69,16 +72,16 @@ def model_job(kind, *, batch_size, passes=1, generate=None, generator=None):
         tokens = jobsize.parquet_tokens(parquet) * passes
         if generate:
             tokens += generate * sum(jobsize.parquet_rows(p) for p in parquet)
-        rate = CLUSTER["flops_per_s"]["gpu"] * gpus(wildcards) or CLUSTER["flops_per_s"]["cpu_core"] * threads
+        rate = CLUSTER["flops_per_s"]["gpu"] * job_gpus(wildcards) or CLUSTER["flops_per_s"]["cpu_core"] * threads
         return jobsize.runtime_min(model, tokens=tokens, kind=kind, passes=1, flops_per_s=rate,
                                    safety=CLUSTER["safety"], minimum=CLUSTER["min_runtime"])
 
     return {
         "mem_mb": mem_mb,
         "runtime": runtime,
-        "gpu": gpus,
-        "gpu_model": lambda wildcards: (CLUSTER["gpu_model"] or "") if gpus(wildcards) else "",
-        "slurm_partition": lambda wildcards: _partition(gpus(wildcards)),
+        "gpu": job_gpus,
+        "gpu_model": lambda wildcards: (CLUSTER["gpu_model"] or "") if job_gpus(wildcards) else "",
+        "slurm_partition": lambda wildcards: _partition(job_gpus(wildcards)),
     }
 
 
