@@ -207,3 +207,40 @@ def test_a_checkpoint_of_another_run_is_not_resumed(tiny_model_dir, tmp_path, ca
     assert "a checkpoint of another run" in caplog.text and "resuming" not in caplog.text
     assert rows == _train(tiny_model_dir, tmp_path / "plain", None, seed=1)
     assert _saved(tmp_path / "other") == _saved(tmp_path / "plain")
+
+
+DDP_JOB = """
+import sys
+from pathlib import Path
+from leaktrace.models.backend import ModelSpec
+from leaktrace.train.lora import LoraSettings, train_lora
+from test_train import DDP_SETTINGS, DDP_TEXTS
+out = Path(sys.argv[2])
+train_lora(ModelSpec(sys.argv[1]), DDP_TEXTS, LoraSettings(**DDP_SETTINGS), lambda e: out / f"epoch-{e}", checkpoint_dir=out / "checkpoints")
+"""
+DDP_SETTINGS = dict(epochs=(1, 2), rank=4, alpha=8, batch_size=2, effective_batch_size=8, max_length=48, checkpoint_every=1)
+DDP_TEXTS = [f"def f{i}(x):\n    return x + {i}\n" * (1 + i % 3) for i in range(11)]  # 6 batches: a partial last group
+
+
+@pytest.mark.slow
+def test_ddp_over_two_processes_trains_what_one_process_accumulating_trains(tiny_model_dir, tmp_path):
+    """Two CPU processes (gloo, as `accelerate launch` starts them on GPUs): batch k
+    to process k mod 2, accumulation 2 each, against one process accumulating 4."""
+    import socket
+
+    from safetensors.torch import load_file
+
+    with socket.socket() as probe:  # a free port (torchrun's port 0 leaves the workers waiting for each other)
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port),
+                             "--no-python", sys.executable, "-c", DDP_JOB, str(tiny_model_dir), str(tmp_path / "ddp")],
+                            capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    train_lora(ModelSpec(str(tiny_model_dir)), DDP_TEXTS, LoraSettings(**DDP_SETTINGS), lambda e: tmp_path / "one" / f"epoch-{e}")
+    for epoch in (1, 2):
+        ddp = load_file(tmp_path / "ddp" / f"epoch-{epoch}" / "adapter_model.safetensors")
+        one = load_file(tmp_path / "one" / f"epoch-{epoch}" / "adapter_model.safetensors")
+        assert ddp.keys() == one.keys() and all(torch.allclose(ddp[k], one[k], atol=1e-5) for k in one)
+    assert not (tmp_path / "ddp" / "checkpoints").exists()
