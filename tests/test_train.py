@@ -162,6 +162,7 @@ def _resume(tiny_model_dir, out, checkpoints, caplog, uninterrupted, at):
     assert not checkpoints.exists()  # a completed run removes its checkpoints
 
 
+@pytest.mark.slow  # a process of its own (~5 s of imports) and three trainings; the SIGTERM test below resumes in process
 def test_training_killed_mid_epoch_resumes_to_the_same_adapter_bytes(tiny_model_dir, tmp_path, caplog, uninterrupted):
     out, checkpoints = tmp_path / "out", tmp_path / "checkpoints"
     out.mkdir()
