@@ -47,16 +47,19 @@ def _partition(gpus):
     return (CLUSTER["gpu_partition"] if gpus else CLUSTER["cpu_partition"]) or ""
 
 
-def model_job(kind, *, batch_size, passes=1, generate=None, generator=None, model=None):
+def model_job(kind, *, batch_size, passes=1, generate=None, generator=None, model=None, gpus=None):
     """Resources of a job that runs a model: ``kind`` train or forward,
     ``passes`` over its Parquet inputs' tokens, plus ``generate`` new tokens
     per row of those inputs (greedy decoding, one forward token each);
     ``generator``: the `llm.generator` role a generating job runs through;
-    ``model``: wildcards -> the job's model spec (default: ``_job_model``)."""
+    ``model``: wildcards -> the job's model spec (default: ``_job_model``);
+    ``gpus``: the GPUs of a job that runs on more than one (DDP training: one
+    process per GPU, each holding the weights in host memory first)."""
     job_model = model or _job_model
+    count = gpus
 
-    def gpus(wildcards):
-        return _job_gpus(wildcards, generator, job_model)
+    def job_gpus(wildcards):
+        return count if count is not None else _job_gpus(wildcards, generator, job_model)
 
     def size(wildcards, input):
         spec = job_model(wildcards)
@@ -67,8 +70,8 @@ def model_job(kind, *, batch_size, passes=1, generate=None, generator=None, mode
         spec, model = size(wildcards, input)
         context = min(model.max_positions, spec.get("max_length") or model.max_positions)
         return jobsize.memory_mb(model, dtype=spec["dtype"], batch_size=batch_size, context=context,
-                                 on_gpu=bool(gpus(wildcards)), training=kind == "train",
-                                 overhead_mb=CLUSTER["overhead_mb"])
+                                 on_gpu=bool(job_gpus(wildcards)), training=kind == "train",
+                                 overhead_mb=CLUSTER["overhead_mb"], processes=max(1, job_gpus(wildcards)))
 
     def runtime(wildcards, input, threads):
         spec, model = size(wildcards, input)
@@ -76,16 +79,16 @@ def model_job(kind, *, batch_size, passes=1, generate=None, generator=None, mode
         tokens = jobsize.parquet_tokens(parquet) * passes
         if generate:
             tokens += generate * sum(jobsize.parquet_rows(p) for p in parquet)
-        rate = CLUSTER["flops_per_s"]["gpu"] * gpus(wildcards) or CLUSTER["flops_per_s"]["cpu_core"] * threads
+        rate = CLUSTER["flops_per_s"]["gpu"] * job_gpus(wildcards) or CLUSTER["flops_per_s"]["cpu_core"] * threads
         return jobsize.runtime_min(model, tokens=tokens, kind=kind, passes=1, flops_per_s=rate,
                                    safety=CLUSTER["safety"], minimum=CLUSTER["min_runtime"])
 
     return {
         "mem_mb": mem_mb,
         "runtime": runtime,
-        "gpu": gpus,
-        "gpu_model": lambda wildcards: (CLUSTER["gpu_model"] or "") if gpus(wildcards) else "",
-        "slurm_partition": lambda wildcards: _partition(gpus(wildcards)),
+        "gpu": job_gpus,
+        "gpu_model": lambda wildcards: (CLUSTER["gpu_model"] or "") if job_gpus(wildcards) else "",
+        "slurm_partition": lambda wildcards: _partition(job_gpus(wildcards)),
     }
 
 

@@ -33,6 +33,24 @@ rule training_mix:
         + " --output {output} 2> {log}"
 
 
+# GPUs of a LoRA job (train.gpus when the base model runs on cuda): more than
+# one runs DDP, one process per GPU started by `accelerate launch` (on a free
+# port, so DDP jobs sharing a node do not collide).
+TRAIN_GPUS = config["train"]["gpus"] if on_gpu(BASE_MODEL_CONFIG) else 0
+TRAIN_CLI = LEAKTRACE
+if TRAIN_GPUS > 1:
+    TRAIN_CLI = (f"HF_HUB_OFFLINE=1 {LEAKTRACE_ONLINE.removesuffix(' -m leaktrace')} -m accelerate.commands.launch"
+                 f" --multi_gpu --num_processes {TRAIN_GPUS} --main_process_port 0 -m leaktrace")
+
+
+def training_checkpoints(wildcards):
+    """Checkpoints of a LoRA run (train.checkpoint_every): not an output, so
+    Snakemake never deletes them when a job fails and the rerun of a killed,
+    timed-out or preempted job resumes from them; the run removes them when
+    it completes."""
+    return f"{RESULTS}/checkpoints/train_lora/{wildcards.benchmark}/ratio-{wildcards.ratio}-seed-{wildcards.seed}"
+
+
 def training_seed(wildcards):
     """The LoRA run's own seed, derived from the run seed and the training seed."""
     return derive_seed(config["seed"], "train", wildcards.seed)
@@ -51,6 +69,7 @@ rule train_lora:
         settings=settings_without(["train"], "text_per_code", "seeds", "learning_rate_selection", "member_order"),
         model=model_settings(),
         seed=training_seed,
+        checkpoints=training_checkpoints,
     log:
         f"{RESULTS}/logs/train_lora/{{benchmark}}/ratio-{{ratio}}-seed-{{seed}}.log",
     benchmark:
@@ -59,10 +78,10 @@ rule train_lora:
     conda:
         MODEL_ENV
     resources:
-        **model_job("train", batch_size=config["train"]["batch_size"], passes=max(EPOCHS)),
+        **model_job("train", batch_size=config["train"]["batch_size"], passes=max(EPOCHS), gpus=TRAIN_GPUS),
     shell:
-        "{LEAKTRACE} train --mix {input.mix} --model {params.model:q} --settings {params.settings:q} --seed {params.seed}"
-        " --adapters {output.adapters} --log {output.training_log} 2> {log}"
+        "{TRAIN_CLI} train --mix {input.mix} --model {params.model:q} --settings {params.settings:q} --seed {params.seed}"
+        " --adapters {output.adapters} --log {output.training_log} --checkpoint-dir {params.checkpoints} 2> {log}"
 
 
 # The learning rate of the testbed, chosen by a rule that looks at no detector

@@ -69,6 +69,25 @@ def test_gpu_jobs_go_to_the_gpu_partition_and_a_hub_model_is_fetched_once(tmp_pa
     assert any("tokens" in c for c in commands)
 
 
+def test_multi_gpu_training_runs_under_accelerate_launch_and_checkpoints_outside_its_outputs(tmp_path):
+    config = write_config(tmp_path, {
+        "base_model": {"path": "example-org/coder-7b", "device": "cuda", "dtype": "bfloat16"},
+        "train": {"gpus": 4, "mixed_precision": "bf16", "effective_batch_size": 32, "batch_size": 4},
+    })
+    result = snakemake(tmp_path, "-n", "-p", "--configfile", str(config))
+    assert result.returncode == 0, result.stderr + result.stdout
+    lines = resources_of(result.stdout, "train_lora")
+    assert lines and all("gpu=4" in line for line in lines)
+    commands = re.findall(r"^Shell command: (.* -m leaktrace train .*)$", result.stdout, re.MULTILINE)
+    assert commands and all(" -m accelerate.commands.launch --multi_gpu --num_processes 4 --main_process_port 0 -m leaktrace train"
+                            in c and c.startswith("HF_HUB_OFFLINE=1 ") for c in commands)
+    checkpoints = {re.search(r"--checkpoint-dir (\S+)", c).group(1) for c in commands}
+    assert len(checkpoints) == len(commands) and all(c.startswith("results/micro/checkpoints/train_lora/") for c in checkpoints)
+    # a preempted job is requeued by SLURM and resumes from those checkpoints
+    profile = (REPO / "config" / "profiles" / "slurm" / "config.yaml").read_text()
+    assert re.search(r"^slurm-requeue: true$", profile, re.MULTILINE)
+
+
 def _cluster_answers() -> bool:
     return shutil.which("sinfo") is not None and subprocess.run(["sinfo", "-h"], capture_output=True).returncode == 0
 

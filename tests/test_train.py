@@ -3,7 +3,15 @@ one adapter per requested epoch, loadable as a standard PEFT adapter, and the
 trained text becomes more likely."""
 
 import json
+import logging
+import os
 import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -101,3 +109,139 @@ def test_padded_batch_loss_is_the_token_average_of_the_unpadded_losses(tiny_mode
         batch = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss.item()
         alone = [model(input_ids=torch.tensor([r]), labels=torch.tensor([r])).loss.item() for r in rows]
     assert batch == pytest.approx((5 * alone[0] + 2 * alone[1] + 4 * alone[2]) / 11, rel=1e-5)
+
+
+RESUME_SETTINGS = dict(epochs=(1, 2), rank=4, alpha=8, learning_rate=1e-2, batch_size=2, warmup_steps=2, max_length=48,
+                       dropout=0.1, checkpoint_every=2)  # 3 steps an epoch: checkpoints at steps 2, 4 and 6
+RESUME_TEXTS = ["def add(a, b):\n    return a + b\n", "some text", "DEF ADD(A, B):", "more text here", "x = 1", "y = [2]"]
+
+# The training above in its own process (the model in argv[1], adapters to
+# argv[2]/epoch-E, checkpoints in argv[3]); after logging epoch 1, so after
+# the checkpoint of step 2 and before the adapter of epoch 1, it touches
+# argv[2]/epoch-1.logged and waits to be killed.
+TRAIN_JOB = """
+import sys, time
+from pathlib import Path
+from leaktrace.models.backend import ModelSpec
+from leaktrace.train.lora import LoraSettings, train_lora
+from test_train import RESUME_SETTINGS, RESUME_TEXTS
+out = Path(sys.argv[2])
+def on_log(row):
+    (out / "epoch-1.logged").touch()
+    time.sleep(300)
+train_lora(ModelSpec(sys.argv[1]), RESUME_TEXTS, LoraSettings(**RESUME_SETTINGS), lambda e: out / f"epoch-{e}", on_log, Path(sys.argv[3]))
+"""
+
+
+def _train(model_dir, out, checkpoints, on_log=lambda row: None, **changes):
+    rows = []
+    settings = LoraSettings(**{**RESUME_SETTINGS, **changes})
+    train_lora(ModelSpec(str(model_dir)), RESUME_TEXTS, settings, lambda e: out / f"epoch-{e}",
+               lambda row: (rows.append(row), on_log(row)), checkpoints)
+    return rows
+
+
+def _saved(out):
+    return {str(f.relative_to(out)): f.read_bytes() for f in sorted(out.rglob("*")) if f.is_file() and f.name != "epoch-1.logged"}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tiny_model_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("uninterrupted")
+    rows = _train(tiny_model_dir, out, out.parent / f"{out.name}-checkpoints")
+    assert {"epoch-1/adapter_model.safetensors", "epoch-2/adapter_model.safetensors"} <= set(_saved(out))
+    return rows, _saved(out)
+
+
+def _resume(tiny_model_dir, out, checkpoints, caplog, uninterrupted, at):
+    shutil.rmtree(out / "epoch-1", ignore_errors=True)  # Snakemake deletes a failed job's outputs
+    caplog.set_level(logging.INFO, logger="leaktrace.train.lora")
+    rows = _train(tiny_model_dir, out, checkpoints)
+    assert at in caplog.text
+    assert (rows, _saved(out)) == uninterrupted  # the same log rows and adapter bytes
+    assert not checkpoints.exists()  # a completed run removes its checkpoints
+
+
+@pytest.mark.slow  # a process of its own (~5 s of imports) and three trainings; the SIGTERM test below resumes in process
+def test_training_killed_mid_epoch_resumes_to_the_same_adapter_bytes(tiny_model_dir, tmp_path, caplog, uninterrupted):
+    out, checkpoints = tmp_path / "out", tmp_path / "checkpoints"
+    out.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
+    job = subprocess.Popen([sys.executable, "-c", TRAIN_JOB, str(tiny_model_dir), str(out), str(checkpoints)],
+                           stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 300
+    while not (out / "epoch-1.logged").exists():
+        assert job.poll() is None, job.stderr.read()[-3000:]
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    job.kill()
+    assert job.wait(timeout=60) == -signal.SIGKILL
+    job.stderr.close()
+    assert (checkpoints / "state" / "shared.pt").exists() and not (out / "epoch-1").exists()
+    _resume(tiny_model_dir, out, checkpoints, caplog, uninterrupted, "resuming at epoch 1, step 2 (2 batches into the epoch)")
+
+
+def test_sigterm_checkpoints_at_the_next_step_exits_and_resumes(tiny_model_dir, tmp_path, caplog, uninterrupted):
+    """SLURM's preemption and time limit: SIGTERM, then SIGKILL after a grace time."""
+    out, checkpoints = tmp_path / "out", tmp_path / "checkpoints"
+    terminate = lambda row: row["epoch"] == 1 and os.kill(os.getpid(), signal.SIGTERM)  # noqa: E731
+    with pytest.raises(SystemExit) as stopped:
+        _train(tiny_model_dir, out, checkpoints, terminate, checkpoint_every=0)  # no periodic checkpoint
+    assert stopped.value.code == 128 + signal.SIGTERM
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is the training's only
+    _resume(tiny_model_dir, out, checkpoints, caplog, uninterrupted, "resuming at epoch 2, step 4 (1 batches into the epoch)")
+
+
+def test_a_checkpoint_of_another_run_is_not_resumed(tiny_model_dir, tmp_path, caplog):
+    class Crash(Exception):
+        pass
+
+    def crash(row):
+        raise Crash
+
+    checkpoints = tmp_path / "checkpoints"
+    with pytest.raises(Crash):
+        _train(tiny_model_dir, tmp_path / "crashed", checkpoints, crash)
+    assert (checkpoints / "state" / "shared.pt").exists()
+    caplog.set_level(logging.INFO, logger="leaktrace.train")
+    rows = _train(tiny_model_dir, tmp_path / "other", checkpoints, seed=1)
+    assert "a checkpoint of another run" in caplog.text and "resuming" not in caplog.text
+    assert rows == _train(tiny_model_dir, tmp_path / "plain", None, seed=1)
+    assert _saved(tmp_path / "other") == _saved(tmp_path / "plain")
+
+
+DDP_JOB = """
+import sys
+from pathlib import Path
+from leaktrace.models.backend import ModelSpec
+from leaktrace.train.lora import LoraSettings, train_lora
+from test_train import DDP_SETTINGS, DDP_TEXTS
+out = Path(sys.argv[2])
+train_lora(ModelSpec(sys.argv[1]), DDP_TEXTS, LoraSettings(**DDP_SETTINGS), lambda e: out / f"epoch-{e}", checkpoint_dir=out / "checkpoints")
+"""
+DDP_SETTINGS = dict(epochs=(1, 2), rank=4, alpha=8, batch_size=2, effective_batch_size=8, max_length=48, checkpoint_every=1)
+DDP_TEXTS = [f"def f{i}(x):\n    return x + {i}\n" * (1 + i % 3) for i in range(11)]  # 6 batches: a partial last group
+
+
+@pytest.mark.slow
+def test_ddp_over_two_processes_trains_what_one_process_accumulating_trains(tiny_model_dir, tmp_path):
+    """Two CPU processes (gloo, as `accelerate launch` starts them on GPUs): batch k
+    to process k mod 2, accumulation 2 each, against one process accumulating 4."""
+    import socket
+
+    from safetensors.torch import load_file
+
+    with socket.socket() as probe:  # a free port (torchrun's port 0 leaves the workers waiting for each other)
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port),
+                             "--no-python", sys.executable, "-c", DDP_JOB, str(tiny_model_dir), str(tmp_path / "ddp")],
+                            capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    train_lora(ModelSpec(str(tiny_model_dir)), DDP_TEXTS, LoraSettings(**DDP_SETTINGS), lambda e: tmp_path / "one" / f"epoch-{e}")
+    for epoch in (1, 2):
+        ddp = load_file(tmp_path / "ddp" / f"epoch-{epoch}" / "adapter_model.safetensors")
+        one = load_file(tmp_path / "one" / f"epoch-{epoch}" / "adapter_model.safetensors")
+        assert ddp.keys() == one.keys() and all(torch.allclose(ddp[k], one[k], atol=1e-5) for k in one)
+    assert not (tmp_path / "ddp" / "checkpoints").exists()

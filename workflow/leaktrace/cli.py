@@ -142,11 +142,12 @@ def _mix(a):
 
 
 @command("train")
-@_args(path("--mix"), MODEL, SETTINGS, SEED, path("--adapters", many=True), path("--log"))
+@_args(path("--mix"), MODEL, SETTINGS, SEED, path("--adapters", many=True), path("--log"),
+       path("--checkpoint-dir", required=False))
 def _train(a):
     from leaktrace.stages.train import train_adapters
 
-    train_adapters(a.mix, a.model, a.settings, a.seed, a.adapters, a.log)
+    train_adapters(a.mix, a.model, a.settings, a.seed, a.adapters, a.log, a.checkpoint_dir)
 
 
 @command("select-lr")

@@ -83,12 +83,13 @@ def parquet_rows(path: str | Path) -> int:
 
 
 def memory_mb(model: ModelSize, *, dtype: str, batch_size: int, context: int, on_gpu: bool, training: bool,
-              overhead_mb: int) -> int:
+              overhead_mb: int, processes: int = 1) -> int:
     """Host memory of a job: the interpreter and libraries, the weights (loaded
-    in host memory first even for a GPU job) and, when the model runs on the
-    CPU, the batch's logits and (training) activations. Rounded up to 100 MB."""
+    in host memory first even for a GPU job, by each of its ``processes``) and,
+    when the model runs on the CPU, the batch's logits and (training)
+    activations. Rounded up to 100 MB."""
     width = DTYPE_BYTES[dtype]
-    need = model.parameters * width
+    need = model.parameters * width * processes
     if not on_gpu:
         need += 3 * batch_size * context * model.vocab_size * 4
         if training:

@@ -56,12 +56,25 @@ def make_mix(samples: Path, benchmark: Path, text_parts: list[Path], text_per_co
              code_tokens, len(items) - n_chunks, text_tokens)
 
 
-def train_adapters(mix: Path, model: dict, settings: dict, seed: int, adapter_dirs: list[Path], log_path: Path) -> None:
+def train_adapters(mix: Path, model: dict, settings: dict, seed: int, adapter_dirs: list[Path], log_path: Path,
+                   checkpoint_dir: Path | None = None) -> None:
+    """The adapters of one run; with ``checkpoint_dir`` (outside the outputs)
+    a killed run's rerun resumes from its last checkpoint (train.checkpoint)."""
     epochs = tuple(settings["epochs"])
     if len(adapter_dirs) != len(epochs):
         raise ValueError(f"{len(adapter_dirs)} adapter outputs for epochs {epochs}")
     lora = LoraSettings.from_config(settings, max_length=model.get("max_length"), seed=derive_seed(seed, "lora"))
     by_epoch = dict(zip(epochs, adapter_dirs, strict=True))
     rows: list[dict] = []
-    train_lora(model_spec(model, None), [r["text"] for r in read_records(mix, ["text"])], lora, by_epoch.__getitem__, rows.append)
+    train_lora(model_spec(model, None), [r["text"] for r in read_records(mix, ["text"])], lora, by_epoch.__getitem__, rows.append,
+               checkpoint_dir)
+    if not _is_main_process():
+        return
     write_table(rows, TRAIN_LOG_SCHEMA, log_path)
+
+
+def _is_main_process() -> bool:
+    """Under ``accelerate launch`` (DDP), only the first process writes the log."""
+    from accelerate import PartialState
+
+    return PartialState().is_main_process

@@ -1,6 +1,14 @@
 """LoRA continued pretraining (peft) of a base causal LM on the mixed corpus,
 saving a standard PEFT adapter after each requested epoch of one run.
 
+The loop runs on an ``accelerate.Accelerator``: mixed precision (bf16/fp16)
+from the settings, DDP across the processes ``accelerate launch`` starts
+(one per GPU), gradient accumulation to an effective batch, optional
+gradient checkpointing and 4-bit base weights (QLoRA), and checkpoints a
+killed run resumes from (train.checkpoint). On the CPU with one process and
+no mixed precision it computes what the hand-written fp32 loop it replaced
+computed, to the byte.
+
 The learning rate is constant after a linear warm-up, so the adapter saved
 after epoch 1 does not depend on how many epochs the run goes on for.
 Sequences are cut to the model's trained context (capped by
@@ -10,21 +18,27 @@ reruns write the same bytes."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import torch
-from peft import LoraConfig, get_peft_model
+from accelerate import Accelerator
+from accelerate.utils import gather_object
+from peft import LoraConfig, get_peft_model, get_peft_model_state_dict, set_peft_model_state_dict
 from tqdm import tqdm
 
 from leaktrace.models.backend import ModelSpec
 from leaktrace.models.context import context_limit
-from leaktrace.models.loading import load_model, load_tokenizer
+from leaktrace.models.loading import DTYPES, load_model, load_tokenizer
 from leaktrace.seeding import seed_everything
+from leaktrace.train.checkpoint import Checkpoints, set_rng_states
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +56,11 @@ class LoraSettings:
     warmup_steps: int = 10
     max_length: int | None = None  # cap on the model's trained context (models.context)
     seed: int = 0
+    effective_batch_size: int | None = None  # sequences per optimizer step over all processes; sets the accumulation
+    mixed_precision: str = "no"  # no | bf16 | fp16 (accelerate's autocast; fp16 with a loss scaler)
+    gradient_checkpointing: bool = False
+    load_in_4bit: bool = False  # QLoRA: NF4 base weights (bitsandbytes, CUDA only)
+    checkpoint_every: int = 0  # optimizer steps between checkpoints (0: none; a stop signal still writes one)
 
     @classmethod
     def from_config(cls, train: dict, *, max_length: int | None, seed: int, **overrides) -> LoraSettings:
@@ -50,7 +69,9 @@ class LoraSettings:
         fields = {"epochs": tuple(train["epochs"]), "rank": lora["rank"], "alpha": lora["alpha"],
                   "dropout": lora["dropout"], "target_modules": tuple(lora["target_modules"]),
                   "learning_rate": train["learning_rate"], "batch_size": train["batch_size"],
-                  "gradient_accumulation": train["gradient_accumulation"], "warmup_steps": train["warmup_steps"]}
+                  "gradient_accumulation": train["gradient_accumulation"], "warmup_steps": train["warmup_steps"],
+                  **{k: train[k] for k in ("effective_batch_size", "mixed_precision", "gradient_checkpointing",
+                                           "load_in_4bit", "checkpoint_every") if k in train}}
         return cls(**{**fields, **overrides}, max_length=max_length, seed=seed)
 
 
@@ -68,9 +89,69 @@ def padded_batch(rows: Sequence[list[int]], pad_id: int) -> tuple[torch.Tensor, 
     return input_ids, mask, labels
 
 
-def _batches(ids: Sequence[list[int]], order: np.ndarray, batch_size: int, pad_id: int):
-    for start in range(0, len(order), batch_size):
-        yield padded_batch([ids[i] for i in order[start : start + batch_size]], pad_id)
+
+def accumulation_steps(settings: LoraSettings, processes: int) -> int:
+    """Micro-batches per optimizer step and process: ``gradient_accumulation``,
+    or what makes ``effective_batch_size`` sequences over all processes."""
+    if settings.effective_batch_size is None:
+        return settings.gradient_accumulation
+    per_round = settings.batch_size * processes
+    if settings.effective_batch_size % per_round:
+        raise ValueError(f"effective_batch_size {settings.effective_batch_size} is not a multiple of batch_size x processes"
+                         f" = {settings.batch_size} x {processes}")
+    return settings.effective_batch_size // per_round
+
+
+def process_batches(n: int, batch_size: int, processes: int, index: int) -> list[range]:
+    """Positions (in the epoch's order) of this process's micro-batches: batch
+    k of the epoch goes to process k mod ``processes``; the last round wraps
+    to the epoch's first batches so every process runs as many (DDP waits
+    for all). One process: every batch, in order."""
+    starts = range(0, n, batch_size)
+    rounds = -(-len(starts) // processes)
+    return [range(s, min(s + batch_size, n)) for s in (starts[(k * processes + index) % len(starts)] for k in range(rounds))]
+
+
+def trainable_base(base: ModelSpec, settings: LoraSettings, accelerator: Accelerator):
+    """The base model, in host memory (``prepare`` moves it to this process's
+    device), or with ``load_in_4bit`` quantised straight onto it."""
+    if not settings.load_in_4bit:
+        model = load_model(replace(base, device="cpu"))
+    else:
+        if accelerator.device.type != "cuda":
+            raise ValueError("train.load_in_4bit (QLoRA) needs a CUDA GPU: set base_model.device to cuda, or load_in_4bit: false")
+        try:
+            import bitsandbytes  # noqa: F401
+        except ImportError as error:
+            raise ImportError("train.load_in_4bit needs bitsandbytes: pip install 'leaktrace[qlora]'") from error
+        from peft import prepare_model_for_kbit_training
+        from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+        compute = DTYPES[base.dtype] if base.dtype != "float32" else torch.bfloat16
+        quantization = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                                          bnb_4bit_compute_dtype=compute)
+        local = Path(base.name_or_path).exists()
+        model = AutoModelForCausalLM.from_pretrained(
+            base.name_or_path, quantization_config=quantization, dtype=compute, device_map={"": accelerator.local_process_index},
+            **({"local_files_only": True} if local else {"revision": base.revision} if base.revision else {}),
+        )
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+    if settings.gradient_checkpointing:
+        model.config.use_cache = False
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    return model
+
+
+def _fingerprint(base: ModelSpec, settings: LoraSettings, texts: Sequence[str], processes: int) -> str:
+    """What decides a run's result, so a checkpoint is resumed by its own run
+    only (how often it checkpoints does not)."""
+    digest = hashlib.sha256()
+    decisive = {**asdict(settings), "checkpoint_every": None}
+    digest.update(json.dumps({"base": asdict(base), "settings": decisive, "processes": processes},
+                             sort_keys=True, default=str).encode())
+    for text in texts:
+        digest.update(hashlib.sha256(text.encode()).digest())
+    return digest.hexdigest()
 
 
 def train_lora(
@@ -79,17 +160,23 @@ def train_lora(
     settings: LoraSettings,
     adapter_dir: Callable[[int], Path],
     on_log: Callable[[dict], None] = lambda row: None,
+    checkpoint_dir: Path | None = None,
 ) -> None:
     """Train on ``texts`` (each one sequence: BOS, tokens, EOS, truncated to
     the context limit) and save the adapter for every epoch in
-    ``settings.epochs`` to ``adapter_dir(epoch)``."""
+    ``settings.epochs`` to ``adapter_dir(epoch)``. With ``checkpoint_dir``
+    (outside the outputs), checkpoint every ``settings.checkpoint_every``
+    optimizer steps and on SIGTERM/SIGUSR1, and resume from the checkpoint
+    found there."""
     if not texts:
         raise ValueError("nothing to train on: the mix is empty")
     if sorted(set(settings.epochs)) != list(settings.epochs) or settings.epochs[0] < 1:
         raise ValueError(f"epochs must be increasing positive integers, got {settings.epochs}")
     seed_everything(settings.seed)
+    accelerator = Accelerator(cpu=base.device == "cpu", mixed_precision=settings.mixed_precision)
+    processes, accumulation = accelerator.num_processes, accumulation_steps(settings, accelerator.num_processes)
     tokenizer = load_tokenizer(base)
-    model = load_model(base)
+    model = trainable_base(base, settings, accelerator)
     bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
     limit = context_limit(model.config, settings.max_length)
     ids = [[bos, *tokenizer(t, add_special_tokens=False)["input_ids"], tokenizer.eos_token_id][:limit] for t in texts]
@@ -109,37 +196,89 @@ def train_lora(
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=settings.learning_rate, weight_decay=0.0)
     warmup = max(1, settings.warmup_steps)
+    # stepped once per optimizer step by hand (not prepared: accelerate would
+    # step it once per process), so warm-up counts optimizer steps
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
+    model, optimizer = accelerator.prepare(model, optimizer)
+    peft_model = accelerator.unwrap_model(model)
     rng = np.random.default_rng(settings.seed)
 
-    step, tokens, start = 0, 0, time.perf_counter()
-    for epoch in range(1, settings.epochs[-1] + 1):
-        order = rng.permutation(len(ids))
-        losses = []
-        batches = tqdm(_batches(ids, order, settings.batch_size, tokenizer.pad_token_id), desc=f"LoRA epoch {epoch}",
-                       total=-(-len(ids) // settings.batch_size), unit="batch", mininterval=30)  # progress in the job's log
-        for micro, (input_ids, mask, labels) in enumerate(batches):
-            loss = model(input_ids=input_ids.to(model.device), attention_mask=mask.to(model.device), labels=labels.to(model.device)).loss
-            (loss / settings.gradient_accumulation).backward()
-            losses.append(loss.item())
-            tokens += int(mask.sum())
-            if (micro + 1) % settings.gradient_accumulation == 0:
-                torch.nn.utils.clip_grad_norm_(params, 1.0)
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
-                step += 1
-        if any(p.grad is not None for p in params):  # flush a partial accumulation
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            optimizer.step()
+    checkpoints = Checkpoints(checkpoint_dir, _fingerprint(base, settings, texts, processes), accelerator) if checkpoint_dir else None
+    resumed = checkpoints.load() if checkpoints else None
+    first_epoch, start_round, step, tokens, rows, losses, order = 1, 0, 0, 0, [], [], None
+    if resumed:
+        shared, own = resumed
+        set_peft_model_state_dict(peft_model, shared["adapter"])
+        optimizer.load_state_dict(shared["optimizer"])
+        scheduler.load_state_dict(shared["scheduler"])
+        if accelerator.scaler is not None:
+            accelerator.scaler.load_state_dict(shared["scaler"])
+        rng.bit_generator.state = shared["data_rng"]
+        first_epoch, start_round, step, rows, order = shared["epoch"], shared["round"], shared["step"], shared["rows"], shared["order"]
+        tokens, losses = own["tokens"], own["losses"]
+        set_rng_states(own["rng"])
+        for row in rows:
+            on_log(row)
+            if row["epoch"] in settings.epochs:
+                checkpoints.restore_adapter(row["epoch"], adapter_dir(row["epoch"]))
+        log.info("resuming at epoch %d, step %d (%d batches into the epoch) from %s", first_epoch, step, start_round,
+                 checkpoint_dir)
+
+    def optimizer_step(epoch: int, done: int) -> None:
+        nonlocal step
+        accelerator.clip_grad_norm_(params, 1.0)
+        optimizer.step()
+        if not accelerator.optimizer_step_was_skipped:  # fp16: an overflowing step is skipped, and so is the schedule
             scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            step += 1
-        row = {"epoch": epoch, "step": step, "loss": float(np.mean(losses)), "lr": scheduler.get_last_lr()[0], "tokens": tokens}
-        on_log(row)
-        log.info("epoch %d: mean loss %.4f, %d optimizer steps, %.0f tokens/s", epoch, row["loss"], step,
-                 tokens / (time.perf_counter() - start))
-        if epoch in settings.epochs:
-            out = adapter_dir(epoch)
-            out.mkdir(parents=True, exist_ok=True)
-            model.save_pretrained(out)
+        optimizer.zero_grad(set_to_none=True)
+        step += 1
+        if checkpoints is None:
+            return
+        stop = checkpoints.stop_requested()
+        if stop or settings.checkpoint_every and step % settings.checkpoint_every == 0:
+            checkpoints.save(
+                {"adapter": get_peft_model_state_dict(peft_model), "optimizer": optimizer.state_dict(),
+                 "scheduler": scheduler.state_dict(), "scaler": accelerator.scaler.state_dict() if accelerator.scaler else None,
+                 "data_rng": rng.bit_generator.state, "epoch": epoch, "round": done, "step": step, "rows": rows, "order": order},
+                {"tokens": tokens, "losses": losses},
+            )
+        if stop:
+            raise SystemExit(128 + checkpoints.stop_signal if checkpoints.stop_signal else 1)
+
+    start = time.perf_counter()
+    with checkpoints.signals() if checkpoints else nullcontext():
+        for epoch in range(first_epoch, settings.epochs[-1] + 1):
+            if epoch > first_epoch or not resumed:
+                order, losses, start_round = rng.permutation(len(ids)), [], 0
+            batches = process_batches(len(ids), settings.batch_size, processes, accelerator.process_index)
+            progress = tqdm(batches[start_round:], desc=f"LoRA epoch {epoch}", unit="batch", mininterval=30,  # progress in the job's log
+                            disable=not accelerator.is_local_main_process)
+            for done, positions in enumerate(progress, start=start_round + 1):
+                input_ids, mask, labels = padded_batch([ids[i] for i in order[positions.start : positions.stop]], tokenizer.pad_token_id)
+                sync = done % accumulation == 0 or done == len(batches)
+                with nullcontext() if sync else accelerator.no_sync(model):  # DDP: all-reduce on the last of a group only
+                    loss = model(input_ids=input_ids.to(accelerator.device), attention_mask=mask.to(accelerator.device),
+                                 labels=labels.to(accelerator.device)).loss
+                    accelerator.backward(loss / accumulation)
+                losses.append(loss.item())
+                tokens += int(mask.sum())
+                if done % accumulation == 0:
+                    optimizer_step(epoch, done)
+            if any(p.grad is not None for p in params):  # flush a partial accumulation
+                optimizer_step(epoch, len(batches))
+            row = {"epoch": epoch, "step": step, "loss": float(np.mean(gather_object(losses))), "lr": scheduler.get_last_lr()[0],
+                   "tokens": sum(gather_object([tokens]))}
+            rows.append(row)
+            on_log(row)
+            log.info("epoch %d: mean loss %.4f, %d optimizer steps, %.0f tokens/s (this process)", epoch, row["loss"], step,
+                     tokens / (time.perf_counter() - start))
+            if epoch in settings.epochs:
+                out = adapter_dir(epoch)
+                if accelerator.is_main_process:
+                    out.mkdir(parents=True, exist_ok=True)
+                    peft_model.save_pretrained(out)
+                if checkpoints:
+                    checkpoints.keep_adapter(epoch, out)
+                accelerator.wait_for_everyone()
+    if checkpoints:
+        checkpoints.remove()
