@@ -423,9 +423,11 @@ def scanned_benchmarks(scan):
 
 
 def leakage_fragments(benchmark):
-    """The Markdown fragments of this benchmark's leakage scans, for its aggregate report."""
-    return [f"{RESULTS}/leakage/{name}/report.md" for name, scan in config["leakage"]["scans"].items()
-            if benchmark in scanned_benchmarks(scan)]
+    """The Markdown fragments of this benchmark's leakage scans (and, on a testbed
+    benchmark, their RQ4 against its detectors), for its aggregate report."""
+    scans = [name for name, scan in config["leakage"]["scans"].items() if benchmark in scanned_benchmarks(scan)]
+    return [f"{RESULTS}/leakage/{name}/report.md" for name in scans] + (
+        [f"{RESULTS}/leakage/{name}/rq4/{benchmark}.md" for name in scans] if benchmark in TESTBED_BENCHMARKS else [])
 
 
 # --- the functional-memorization study (issue 9): each similarity family is a

@@ -202,3 +202,32 @@ if LEAKAGE_CLEAN:
             "cp {input} {output} 2> {log}"
 
     ruleorder: clean_benchmark > ingest_benchmark
+
+
+# LessLeak's RQ4: each scan's verified labels as the ground truth of every
+# gray-box detector the testbed scored on a scanned testbed benchmark (seconds;
+# its Markdown joins the benchmark's aggregate report).
+rule leakage_rq4:
+    input:
+        pairs=f"{RESULTS}/leakage/{{scan}}/pairs.parquet",
+        samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+        scores=[f"{RESULTS}/score/{{benchmark}}/{m}/scores.parquet" for m in MODELS],
+    output:
+        table=f"{RESULTS}/leakage/{{scan}}/rq4/{{benchmark}}.parquet",
+        markdown=f"{RESULTS}/leakage/{{scan}}/rq4/{{benchmark}}.md",
+    params:
+        settings=json.dumps({**config["leakage"]["rq4"], "bootstrap_resamples": config["aggregate"]["bootstrap_resamples"]},
+                            sort_keys=True),
+        seed=config["seed"],
+        scores=lambda wildcards, input: " ".join(f"{m}={p}" for m, p in zip(MODELS, input.scores, strict=True)),
+    log:
+        f"{RESULTS}/logs/leakage_rq4/{{scan}}-{{benchmark}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/leakage_rq4/{{scan}}-{{benchmark}}.tsv"
+    threads: 1
+    conda:
+        CPU_ENV
+    shell:
+        "{LEAKTRACE} leakage-rq4 --scan {wildcards.scan} --benchmark {wildcards.benchmark} --pairs {input.pairs}"
+        " --samples {input.samples} --scores {params.scores} --settings {params.settings:q} --seed {params.seed}"
+        " --output {output.table} --markdown {output.markdown} 2> {log}"

@@ -520,6 +520,18 @@ def _leakage_gather(a):
     gather(a.index, a.benchmark, a.pairs, a.accounting, _scan_settings(a), a.samples, a.output_dir)
 
 
+@command("leakage-rq4")
+@_args(
+    SCAN, (("--benchmark",), {"required": True, "help": "the scanned testbed benchmark's name"}), path("--pairs"),
+    path("--samples"), (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}), SETTINGS, SEED,
+    path("--output"), path("--markdown"),
+)
+def _leakage_rq4(a):
+    from leaktrace.stages.leakage_rq4 import rq4
+
+    rq4(a.scan, a.benchmark, a.pairs, a.samples, _named_paths(a.scores), a.settings, a.seed, a.output, a.markdown)
+
+
 @command("fetch-model")
 @_args((("--model",), {"required": True, "help": "a hub id"}), (("--revision",), {"default": None}), path("--output-dir"))
 def _fetch_model(a):
