@@ -31,11 +31,13 @@ def balanced(ids: list[str], labels: np.ndarray, rng: np.random.Generator) -> np
     return np.sort(np.concatenate(keep))
 
 
-def precision_at_k(labels: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
-    """Share of positives among the k highest scores, per leading index of
-    ``scores`` (..., n); ties broken by position (a stable sort)."""
-    order = np.argsort(-scores, axis=-1, kind="stable")[..., :k]
-    return np.asarray(labels)[order].mean(axis=-1)
+def precision_at_k(labels: np.ndarray, scores: np.ndarray, ks: list[int]) -> np.ndarray:
+    """Share of positives among the k highest scores for each k, shape
+    (..., len(ks)) for ``scores`` (..., n); ties broken by position (a
+    stable sort), one sort for every k."""
+    order = np.argsort(-scores, axis=-1, kind="stable")[..., : max(ks)]
+    hits = np.cumsum(np.asarray(labels)[order], axis=-1)
+    return hits[..., np.asarray(ks) - 1] / np.asarray(ks)
 
 
 def leak_detection_rows(scores: list[dict], leaked: set[str], population: set[str], *, top_k: list[int], n_resamples: int,
@@ -65,9 +67,12 @@ def leak_detection_rows(scores: list[dict], leaked: set[str], population: set[st
         results["auc", None] = (roc_auc(labels, matrix), low, high, len(ids))
         keep = balanced(ids, labels, np.random.default_rng(derive_seed(seed, "rq4", "balance")))
         draw, drawn_labels = _stratified_draw(labels[keep], n_resamples, np.random.default_rng(derive_seed(seed, "rq4", "top-k")))
-        for k in (k for k in top_k if k <= keep.size):
-            low, high = percentile_interval(precision_at_k(drawn_labels, matrix[:, keep][:, draw], k))
-            results["precision_at_k", k] = (precision_at_k(labels[keep], matrix[:, keep], k), low, high, int(keep.size))
+        ks = [k for k in top_k if k <= keep.size]
+        if ks:
+            point = precision_at_k(labels[keep], matrix[:, keep], ks)  # (M, K)
+            low, high = percentile_interval(np.moveaxis(precision_at_k(drawn_labels, matrix[:, keep][:, draw], ks), -1, 0))
+            for j, k in enumerate(ks):
+                results["precision_at_k", k] = (point[:, j], low[j], high[j], int(keep.size))
     rows = []
     for i, method in enumerate(methods):
         if not results:
