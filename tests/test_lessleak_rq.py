@@ -93,3 +93,65 @@ def test_stage_with_one_class_writes_no_figures(tmp_path):
     rows = pq.read_table(tmp_path / "o.parquet").to_pylist()
     assert [(r["metric"], r["value"], r["n_leaked"]) for r in rows] == [("auc", None, 0)]
     assert "one class only" in (tmp_path / "o.md").read_text()
+
+
+# --- RQ3: pass@k on the leaked and the non-leaked part
+
+from math import comb  # noqa: E402
+
+from leaktrace.evaluate.pass_at_k import leaked_pass_rows, pass_at_k  # noqa: E402
+from leaktrace.stages.leakage_rq3 import generate_and_run, rq3  # noqa: E402
+
+
+def test_pass_at_k_is_the_unbiased_estimator():
+    n, c = np.array([10, 10, 10, 3]), np.array([0, 3, 10, 1])
+    for k in (1, 5, 10):
+        expected = [1 - comb(ni - ci, k) / comb(ni, k) if ni >= k else np.nan for ni, ci in zip(n, c)]
+        np.testing.assert_allclose(pass_at_k(n, c, k), expected)
+    assert pass_at_k(n, c, 1).tolist()[:3] == pytest.approx([0.0, 0.3, 1.0])
+
+
+def test_leaked_and_non_leaked_pass_rates_and_their_ratio():
+    n = np.full(6, 10)
+    c = np.array([8, 6, 4, 1, 2, 0])
+    leaked = np.array([True, True, True, False, False, False])
+    rows = leaked_pass_rows(n, c, leaked, [1, 5], n_resamples=300, rng=np.random.default_rng(0))
+    one = rows[0]
+    assert (one["k"], one["n_leaked"], one["n_non_leaked"]) == (1, 3, 3)
+    assert one["leaked"] == pytest.approx(0.6) and one["non_leaked"] == pytest.approx(0.1)
+    assert one["ratio"] == pytest.approx(6.0)
+    for key in ("leaked", "non_leaked", "ratio"):
+        assert one[f"{key}_low"] <= one[key] <= one[f"{key}_high"]
+    assert rows[1]["leaked"] > one["leaked"]
+    zero = leaked_pass_rows(n, np.array([8, 6, 4, 0, 0, 0]), leaked, [1], n_resamples=50, rng=np.random.default_rng(0))[0]
+    assert zero["non_leaked"] == 0.0 and zero["ratio"] is None and zero["ratio_replicates"] == 0
+
+
+def test_rq3_runs_the_tiny_model_in_the_sandbox_and_splits_by_the_scan(tmp_path):
+    from leaktrace.stages.ingest import BENCHMARK_SCHEMA
+    from leaktrace.artifacts import write_table
+
+    problems = [
+        {"sample_id": "HumanEval/0", "benchmark": "humaneval", "task_id": "HumanEval/0", "prompt": "def add(a, b):\n",
+         "solution": "    return a + b\n", "code": "def add(a, b):\n    return a + b\n",
+         "test": "def check(candidate):\n    assert candidate(1, 2) == 3\n", "entry_point": "add"},
+        {"sample_id": "HumanEval/1", "benchmark": "humaneval", "task_id": "HumanEval/1", "prompt": "def one():\n",
+         "solution": "    return 1\n", "code": "def one():\n    return 1\n",
+         "test": "def check(candidate):\n    assert candidate() == 1\n", "entry_point": "one"},
+    ]
+    write_table(problems, BENCHMARK_SCHEMA, tmp_path / "bench.parquet")
+    model = {"path": "resources/models/leaktrace-tiny", "dtype": "float32", "device": "cpu", "max_length": 256}
+    settings = {"n": 2, "temperature": 0.8, "max_new_tokens": 8, "workers": 1, "sandbox": {"isolation": "weak"}}
+    generate_and_run(tmp_path / "bench.parquet", model, None, "reference", settings, {"batch_size": 4}, 0, tmp_path / "runs.parquet")
+    runs = pq.read_table(tmp_path / "runs.parquet").to_pylist()
+    assert [(r["sample_id"], r["draw"]) for r in runs] == [("HumanEval/0", 0), ("HumanEval/0", 1), ("HumanEval/1", 0), ("HumanEval/1", 1)]
+    assert {r["status"] for r in runs} <= {"ok", "wrong", "error", "timeout", "killed"}
+    # the tables split by the scan's labels: a hand-made runs table where the leaked problem always passes
+    pq.write_table(pa.Table.from_pylist([{**r, "status": "ok" if r["sample_id"] == "HumanEval/0" else "wrong"} for r in runs]),
+                   tmp_path / "fixed.parquet")
+    _write(tmp_path / "pairs.parquet", {"sample_id": ["HumanEval/0"], "duplicate": [True]})
+    rq3("training-mix", "humaneval", tmp_path / "pairs.parquet", {"reference": tmp_path / "fixed.parquet"},
+        {"k": [1, 5], "n": 2, "temperature": 0.8, "bootstrap_resamples": 20}, 0, tmp_path / "rq3.parquet", tmp_path / "rq3.md")
+    rows = pq.read_table(tmp_path / "rq3.parquet").to_pylist()
+    assert [(r["k"], r["leaked"], r["non_leaked"], r["ratio"]) for r in rows] == [(1, 1.0, 0.0, None), (5, None, None, None)]
+    assert "1 leaked and 1 non-leaked problems" in (tmp_path / "rq3.md").read_text()
