@@ -100,7 +100,8 @@ def test_stage_with_one_class_writes_no_figures(tmp_path):
 from math import comb  # noqa: E402
 
 from leaktrace.evaluate.pass_at_k import leaked_pass_rows, pass_at_k  # noqa: E402
-from leaktrace.stages.leakage_rq3 import generate_and_run, rq3  # noqa: E402
+from leaktrace.stages.leakage_rq3 import rq3  # noqa: E402
+from leaktrace.stages.leakage_rq3_runs import generate_and_run  # noqa: E402
 
 
 def test_pass_at_k_is_the_unbiased_estimator():

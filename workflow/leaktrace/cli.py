@@ -536,7 +536,7 @@ def _leakage_rq4(a):
 @_args(path("--benchmark"), MODEL, ADAPTER, (("--name",), {"required": True, "help": "the model's name in the tables"}),
        SETTINGS, BATCH, SEED, GENERATOR, CACHE_DIR, path("--output"))
 def _leakage_rq3_runs(a):
-    from leaktrace.stages.leakage_rq3 import generate_and_run
+    from leaktrace.stages.leakage_rq3_runs import generate_and_run
 
     generate_and_run(a.benchmark, a.model, _adapter(a), a.name, a.settings, a.batch, a.seed, a.output, generator=a.generator,
                      cache_dir=a.cache_dir)
