@@ -16,6 +16,9 @@ def test_precision_at_k_counts_leaked_among_the_highest_scores():
     scores = np.array([[0.9, 0.8, 0.1, 0.0], [0.0, 0.1, 0.8, 0.9]])
     np.testing.assert_allclose(precision_at_k(labels, scores, [1, 2, 3]), [[1.0, 0.5, 2 / 3], [0.0, 0.5, 1 / 3]])
     assert precision_at_k(labels, scores[0], [4]).tolist() == [0.5]
+    # ties at the cut count at their share of leaked samples, whatever their order
+    tied = np.array([[0.9, 0.5, 0.5, 0.5], [0.5, 0.5, 0.5, 0.5]])
+    np.testing.assert_allclose(precision_at_k(labels, tied, [1, 2]), [[1.0, 0.5 + 0.5 / 3], [0.5, 0.5]])
 
 
 def test_balanced_keeps_the_smaller_class_whole():

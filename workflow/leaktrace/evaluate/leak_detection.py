@@ -33,11 +33,19 @@ def balanced(ids: list[str], labels: np.ndarray, rng: np.random.Generator) -> np
 
 def precision_at_k(labels: np.ndarray, scores: np.ndarray, ks: list[int]) -> np.ndarray:
     """Share of positives among the k highest scores for each k, shape
-    (..., len(ks)) for ``scores`` (..., n); ties broken by position (a
-    stable sort), one sort for every k."""
-    order = np.argsort(-scores, axis=-1, kind="stable")[..., : max(ks)]
-    hits = np.cumsum(np.asarray(labels)[order], axis=-1)
-    return hits[..., np.asarray(ks) - 1] / np.asarray(ks)
+    (..., len(ks)) for ``scores`` (..., n). Scores tied at the k-th place
+    count at their group's share of positives (the expected precision
+    under a random tie-break), so neither the order of the samples nor a
+    constant detector favours a class."""
+    labels = np.broadcast_to(np.asarray(labels, dtype=bool), scores.shape)
+    ordered = -np.sort(-scores, axis=-1)
+    out = []
+    for k in ks:
+        kth = ordered[..., k - 1 : k]
+        above, tied = scores > kth, scores == kth
+        share = (labels & tied).sum(axis=-1) / tied.sum(axis=-1)
+        out.append(((labels & above).sum(axis=-1) + (k - above.sum(axis=-1)) * share) / k)
+    return np.stack(out, axis=-1)
 
 
 def leak_detection_rows(scores: list[dict], leaked: set[str], population: set[str], *, top_k: list[int], n_resamples: int,
