@@ -128,6 +128,7 @@ localrules:
     detector_scores,
     leakage_index,
     leakage_gather,
+    leakage_rq4,
     aggregate,
     audit,
     contamination,

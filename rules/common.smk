@@ -423,9 +423,13 @@ def scanned_benchmarks(scan):
 
 
 def leakage_fragments(benchmark):
-    """The Markdown fragments of this benchmark's leakage scans, for its aggregate report."""
-    return [f"{RESULTS}/leakage/{name}/report.md" for name, scan in config["leakage"]["scans"].items()
-            if benchmark in scanned_benchmarks(scan)]
+    """The Markdown fragments of this benchmark's leakage scans (and, on a testbed
+    benchmark, their RQ4 against its detectors and, when on, RQ3), for its aggregate report."""
+    scans = [name for name, scan in config["leakage"]["scans"].items() if benchmark in scanned_benchmarks(scan)]
+    return [f"{RESULTS}/leakage/{name}/report.md" for name in scans] + (
+        [f"{RESULTS}/leakage/{name}/rq4/{benchmark}.md" for name in scans] if benchmark in TESTBED_BENCHMARKS else []) + (
+        [f"{RESULTS}/leakage/{rq3['scan']}/rq3/{benchmark}.md"]
+        if (rq3 := config["leakage"]["rq3"])["enabled"] and rq3["scan"] in scans and benchmark in TESTBED_BENCHMARKS else [])
 
 
 # --- the functional-memorization study (issue 9): each similarity family is a

@@ -202,3 +202,107 @@ if LEAKAGE_CLEAN:
             "cp {input} {output} 2> {log}"
 
     ruleorder: clean_benchmark > ingest_benchmark
+
+
+# LessLeak's RQ4: each scan's verified labels as the ground truth of every
+# gray-box detector the testbed scored on a scanned testbed benchmark (seconds;
+# its Markdown joins the benchmark's aggregate report).
+rule leakage_rq4:
+    input:
+        pairs=f"{RESULTS}/leakage/{{scan}}/pairs.parquet",
+        samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+        scores=[f"{RESULTS}/score/{{benchmark}}/{m}/scores.parquet" for m in MODELS],
+    output:
+        table=f"{RESULTS}/leakage/{{scan}}/rq4/{{benchmark}}.parquet",
+        markdown=f"{RESULTS}/leakage/{{scan}}/rq4/{{benchmark}}.md",
+    params:
+        settings=json.dumps({**config["leakage"]["rq4"], "bootstrap_resamples": config["aggregate"]["bootstrap_resamples"]},
+                            sort_keys=True),
+        seed=config["seed"],
+        scores=lambda wildcards, input: " ".join(f"{m}={p}" for m, p in zip(MODELS, input.scores, strict=True)),
+    log:
+        f"{RESULTS}/logs/leakage_rq4/{{scan}}-{{benchmark}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/leakage_rq4/{{scan}}-{{benchmark}}.tsv"
+    threads: 1
+    conda:
+        CPU_ENV
+    shell:
+        "{LEAKTRACE} leakage-rq4 --scan {wildcards.scan} --benchmark {wildcards.benchmark} --pairs {input.pairs}"
+        " --samples {input.samples} --scores {params.scores} --settings {params.settings:q} --seed {params.seed}"
+        " --output {output.table} --markdown {output.markdown} 2> {log}"
+
+
+# LessLeak's RQ3 (opt-in, `leakage.rq3.enabled`: it generates n completions a
+# problem): pass@k of testbed models on the leaked and the non-leaked part of
+# each testbed benchmark the scan `leakage.rq3.scan` reads, every completion
+# run against the problem's tests in the sandbox.
+RQ3 = config["leakage"]["rq3"]
+RQ3_MODELS = RQ3["models"] or ["reference", f"target-r{RATIOS[0]}-s{SEEDS[0]}-e{EPOCHS[-1]}"]
+
+
+def rq3_benchmarks():
+    """The testbed benchmarks RQ3 runs on ([] when it is off)."""
+    if not RQ3["enabled"]:
+        return []
+    if RQ3["scan"] not in LEAKAGE_SCANS:
+        raise ValueError(f"leakage.rq3.scan: no scan named {RQ3['scan']!r} under leakage.scans")
+    unknown = [m for m in RQ3_MODELS if m not in MODELS]
+    if unknown:
+        raise ValueError(f"leakage.rq3.models: {unknown} are not testbed models ({MODELS})")
+    return [b for b in scanned_benchmarks(LEAKAGE_SCANS[RQ3["scan"]]) if b in TESTBED_BENCHMARKS]
+
+
+if rq3_benchmarks():
+
+    rule leakage_rq3_runs:
+        input:
+            benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
+            model=scored_model_files,
+        output:
+            f"{RESULTS}/leakage/rq3/{{benchmark}}/{{model}}.parquet",
+        params:
+            settings=json.dumps({k: RQ3[k] for k in ("n", "temperature", "max_new_tokens", "workers", "sandbox")}, sort_keys=True),
+            batch=settings("score", "tokens"),
+            model=scored_model_settings,
+            adapter=adapter_args,
+            generator=generator_args(),
+            seed=config["seed"],
+        log:
+            f"{RESULTS}/logs/leakage_rq3_runs/{{benchmark}}/{{model}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/leakage_rq3_runs/{{benchmark}}/{{model}}.tsv"
+        threads: MODEL_THREADS
+        conda:
+            MODEL_ENV
+        resources:
+            **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], generate=RQ3["n"] * RQ3["max_new_tokens"],
+                        generator=GENERATOR),
+        shell:
+            "{LEAKTRACE} leakage-rq3-runs --benchmark {input.benchmark} --model {params.model:q} {params.adapter}"
+            " --name {wildcards.model} {params.generator} --settings {params.settings:q} --batch {params.batch:q}"
+            " --seed {params.seed} --output {output} 2> {log}"
+
+    rule leakage_rq3:
+        input:
+            pairs=f"{RESULTS}/leakage/{{scan}}/pairs.parquet",
+            runs=[f"{RESULTS}/leakage/rq3/{{benchmark}}/{m}.parquet" for m in RQ3_MODELS],
+        output:
+            table=f"{RESULTS}/leakage/{{scan}}/rq3/{{benchmark}}.parquet",
+            markdown=f"{RESULTS}/leakage/{{scan}}/rq3/{{benchmark}}.md",
+        params:
+            settings=json.dumps({"k": RQ3["k"], "n": RQ3["n"], "temperature": RQ3["temperature"],
+                                 "bootstrap_resamples": config["aggregate"]["bootstrap_resamples"]}, sort_keys=True),
+            seed=config["seed"],
+            runs=lambda wildcards, input: " ".join(f"{m}={p}" for m, p in zip(RQ3_MODELS, input.runs, strict=True)),
+        log:
+            f"{RESULTS}/logs/leakage_rq3/{{scan}}-{{benchmark}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/leakage_rq3/{{scan}}-{{benchmark}}.tsv"
+        threads: 1
+        conda:
+            CPU_ENV
+        shell:
+            "{LEAKTRACE} leakage-rq3 --scan {wildcards.scan} --benchmark {wildcards.benchmark} --pairs {input.pairs}"
+            " --runs {params.runs} --settings {params.settings:q} --seed {params.seed} --output {output.table}"
+            " --markdown {output.markdown} 2> {log}"

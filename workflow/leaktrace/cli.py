@@ -520,6 +520,38 @@ def _leakage_gather(a):
     gather(a.index, a.benchmark, a.pairs, a.accounting, _scan_settings(a), a.samples, a.output_dir)
 
 
+@command("leakage-rq4")
+@_args(
+    SCAN, (("--benchmark",), {"required": True, "help": "the scanned testbed benchmark's name"}), path("--pairs"),
+    path("--samples"), (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}), SETTINGS, SEED,
+    path("--output"), path("--markdown"),
+)
+def _leakage_rq4(a):
+    from leaktrace.stages.leakage_rq4 import rq4
+
+    rq4(a.scan, a.benchmark, a.pairs, a.samples, _named_paths(a.scores), a.settings, a.seed, a.output, a.markdown)
+
+
+@command("leakage-rq3-runs")
+@_args(path("--benchmark"), MODEL, ADAPTER, (("--name",), {"required": True, "help": "the model's name in the tables"}),
+       SETTINGS, BATCH, SEED, GENERATOR, CACHE_DIR, path("--output"))
+def _leakage_rq3_runs(a):
+    from leaktrace.stages.leakage_rq3_runs import generate_and_run
+
+    generate_and_run(a.benchmark, a.model, _adapter(a), a.name, a.settings, a.batch, a.seed, a.output, generator=a.generator,
+                     cache_dir=a.cache_dir)
+
+
+@command("leakage-rq3")
+@_args(SCAN, (("--benchmark",), {"required": True, "help": "the benchmark's name"}), path("--pairs"),
+       (("--runs",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}), SETTINGS, SEED, path("--output"),
+       path("--markdown"))
+def _leakage_rq3(a):
+    from leaktrace.stages.leakage_rq3 import rq3
+
+    rq3(a.scan, a.benchmark, a.pairs, _named_paths(a.runs), a.settings, a.seed, a.output, a.markdown)
+
+
 @command("fetch-model")
 @_args((("--model",), {"required": True, "help": "a hub id"}), (("--revision",), {"default": None}), path("--output-dir"))
 def _fetch_model(a):

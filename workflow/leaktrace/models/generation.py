@@ -43,7 +43,15 @@ class BackendGenerator:
 
     def generate(self, prompts: Sequence[list[int]], *, max_new_tokens: int,
                  stops: Sequence[StopCondition] | None = None) -> list[str]:
-        answers = self.model.complete([self.decode(p) for p in prompts], Sampling(max_new_tokens=max_new_tokens))
+        return self._complete(prompts, Sampling(max_new_tokens=max_new_tokens), stops)
+
+    def sample(self, prompts: Sequence[list[int]], *, max_new_tokens: int, temperature: float, seed: int,
+               stops: Sequence[StopCondition] | None = None) -> list[str]:
+        """Sampled at ``temperature`` with ``seed`` (part of the cache key)."""
+        return self._complete(prompts, Sampling(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed), stops)
+
+    def _complete(self, prompts: Sequence[list[int]], sampling: Sampling, stops: Sequence[StopCondition] | None) -> list[str]:
+        answers = self.model.complete([self.decode(p) for p in prompts], sampling)
         outcomes = Counter(a.outcome for a in answers)
         log.info("%s: %d generations, outcomes %s", self.name, len(answers), dict(sorted(outcomes.items())))
         failed = [a for a in answers if not a.ok]

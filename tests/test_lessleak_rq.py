@@ -1,0 +1,161 @@
+"""LessLeak-Bench's RQ4 (leakage_rq4): a scan's verified labels as the
+ground truth of the gray-box detectors, on tiny hand-made tables."""
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from leaktrace.evaluate.leak_detection import balanced, leak_detection_rows, precision_at_k
+from leaktrace.stages.leakage_rq4 import rq4
+
+
+def test_precision_at_k_counts_leaked_among_the_highest_scores():
+    labels = np.array([True, False, True, False])
+    scores = np.array([[0.9, 0.8, 0.1, 0.0], [0.0, 0.1, 0.8, 0.9]])
+    np.testing.assert_allclose(precision_at_k(labels, scores, [1, 2, 3]), [[1.0, 0.5, 2 / 3], [0.0, 0.5, 1 / 3]])
+    assert precision_at_k(labels, scores[0], [4]).tolist() == [0.5]
+    # ties at the cut count at their share of leaked samples, whatever their order
+    tied = np.array([[0.9, 0.5, 0.5, 0.5], [0.5, 0.5, 0.5, 0.5]])
+    np.testing.assert_allclose(precision_at_k(labels, tied, [1, 2]), [[1.0, 0.5 + 0.5 / 3], [0.5, 0.5]])
+
+
+def test_balanced_keeps_the_smaller_class_whole():
+    labels = np.array([True] * 3 + [False] * 7)
+    keep = balanced([str(i) for i in range(10)], labels, np.random.default_rng(0))
+    assert labels[keep].sum() == 3 and (~labels[keep]).sum() == 3
+    assert set(np.flatnonzero(labels)) <= set(keep)
+
+
+def _scores(values: dict[str, dict[str, float]]) -> list[dict]:
+    return [{"sample_id": sid, "method": m, "family": m, "score": s, "decision": None}
+            for m, by_id in values.items() for sid, s in by_id.items()]
+
+
+def test_rows_against_sklearn_and_the_balanced_top_k():
+    rng = np.random.default_rng(1)
+    ids = [f"s{i:02d}" for i in range(30)]
+    leaked = set(ids[:10])
+    noisy = {i: float(rng.normal(1.0 if i in leaked else 0.0)) for i in ids}
+    perfect = {i: float(i in leaked) + 0.01 * n for n, i in enumerate(ids)}
+    rows = leak_detection_rows(_scores({"noisy": noisy, "perfect": perfect}), leaked, set(ids),
+                               top_k=[5, 10, 20, 25], n_resamples=200, seed=0)
+    by = {(r["method"], r["metric"], r["k"]): r for r in rows}
+    labels = [i in leaked for i in ids]
+    assert by["noisy", "auc", None]["value"] == pytest.approx(roc_auc_score(labels, [noisy[i] for i in ids]))
+    assert by["perfect", "auc", None]["value"] == 1.0
+    assert by["perfect", "precision_at_k", 10]["value"] == 1.0
+    assert by["perfect", "precision_at_k", 20]["value"] == 0.5  # the balanced set: 10 leaked, 10 not
+    assert by["perfect", "precision_at_k", 20]["n_evaluated"] == 20
+    assert ("perfect", "precision_at_k", 25) not in by  # k above the balanced set
+    for r in rows:
+        assert r["low"] <= r["value"] <= r["high"] and r["n"] == 30 and r["n_leaked"] == 10
+    again = leak_detection_rows(_scores({"noisy": noisy, "perfect": perfect}), leaked, set(ids),
+                                top_k=[5, 10, 20, 25], n_resamples=200, seed=0)
+    assert again == rows
+
+
+def _write(path, columns: dict) -> None:
+    pq.write_table(pa.table(columns), path)
+
+
+def test_stage_uses_the_scan_labels_and_only_the_evaluated_samples(tmp_path):
+    ids = [f"HumanEval/{i}" for i in range(12)]
+    _write(tmp_path / "pairs.parquet", {"sample_id": ids[:4] + ids[:1] + ["HumanEval/11"],
+                                        "duplicate": [True, True, True, True, True, False]})
+    # HumanEval/10 is ReCaLL's prefix and /11 was dropped by the filter: neither is evaluated
+    _write(tmp_path / "samples.parquet", {"sample_id": ids, "kept": [True] * 11 + [False],
+                                          "fold": ["evaluation"] * 10 + ["recall-prefix", "evaluation"]})
+    loss = {i: -float(n) for n, i in enumerate(ids)}  # the leaked ones (0..3) rank first
+    scores = _scores({"loss": loss, "zlib": {i: -v for i, v in loss.items()}})
+    for model in ("reference", "target-r5-s0-e1"):
+        pq.write_table(pa.Table.from_pylist(scores), tmp_path / f"{model}.parquet")
+    settings = {"top_k": [2, 4, 8, 10], "bootstrap_resamples": 50}
+    out, md = tmp_path / "rq4.parquet", tmp_path / "rq4.md"
+    rq4("training-mix", "humaneval", tmp_path / "pairs.parquet", tmp_path / "samples.parquet",
+        {m: tmp_path / f"{m}.parquet" for m in ("reference", "target-r5-s0-e1")}, settings, 0, out, md)
+    rows = pq.read_table(out).to_pylist()
+    assert {r["model"] for r in rows} == {"reference", "target-r5-s0-e1"}
+    assert all(r["n"] == 10 and r["n_leaked"] == 4 for r in rows)
+    by = {(r["model"], r["method"], r["metric"], r["k"]): r["value"] for r in rows}
+    assert by["reference", "loss", "auc", None] == 1.0 and by["reference", "zlib", "auc", None] == 0.0
+    assert by["target-r5-s0-e1", "loss", "precision_at_k", 4] == 1.0
+    assert ("reference", "loss", "precision_at_k", 10) not in by  # the balanced set has 8
+    text = md.read_text()
+    assert "4 of 10 scored samples" in text and "Model `target-r5-s0-e1`" in text and "| loss | 1.000 [" in text
+
+
+def test_stage_with_one_class_writes_no_figures(tmp_path):
+    ids = [f"HumanEval/{i}" for i in range(4)]
+    _write(tmp_path / "pairs.parquet", {"sample_id": pa.array([], pa.string()), "duplicate": pa.array([], pa.bool_())})
+    _write(tmp_path / "samples.parquet", {"sample_id": ids, "kept": [True] * 4, "fold": ["evaluation"] * 4})
+    pq.write_table(pa.Table.from_pylist(_scores({"loss": {i: float(n) for n, i in enumerate(ids)}})), tmp_path / "s.parquet")
+    rq4("stdlib", "humaneval", tmp_path / "pairs.parquet", tmp_path / "samples.parquet", {"reference": tmp_path / "s.parquet"},
+        {"top_k": [2], "bootstrap_resamples": 10}, 0, tmp_path / "o.parquet", tmp_path / "o.md")
+    rows = pq.read_table(tmp_path / "o.parquet").to_pylist()
+    assert [(r["metric"], r["value"], r["n_leaked"]) for r in rows] == [("auc", None, 0)]
+    assert "one class only" in (tmp_path / "o.md").read_text()
+
+
+# --- RQ3: pass@k on the leaked and the non-leaked part
+
+from math import comb  # noqa: E402
+
+from leaktrace.evaluate.pass_at_k import leaked_pass_rows, pass_at_k  # noqa: E402
+from leaktrace.stages.leakage_rq3 import rq3  # noqa: E402
+from leaktrace.stages.leakage_rq3_runs import generate_and_run  # noqa: E402
+
+
+def test_pass_at_k_is_the_unbiased_estimator():
+    n, c = np.array([10, 10, 10, 3]), np.array([0, 3, 10, 1])
+    for k in (1, 5, 10):
+        expected = [1 - comb(ni - ci, k) / comb(ni, k) if ni >= k else np.nan for ni, ci in zip(n, c)]
+        np.testing.assert_allclose(pass_at_k(n, c, k), expected)
+    assert pass_at_k(n, c, 1).tolist()[:3] == pytest.approx([0.0, 0.3, 1.0])
+
+
+def test_leaked_and_non_leaked_pass_rates_and_their_ratio():
+    n = np.full(6, 10)
+    c = np.array([8, 6, 4, 1, 2, 0])
+    leaked = np.array([True, True, True, False, False, False])
+    rows = leaked_pass_rows(n, c, leaked, [1, 5], n_resamples=300, rng=np.random.default_rng(0))
+    one = rows[0]
+    assert (one["k"], one["n_leaked"], one["n_non_leaked"]) == (1, 3, 3)
+    assert one["leaked"] == pytest.approx(0.6) and one["non_leaked"] == pytest.approx(0.1)
+    assert one["ratio"] == pytest.approx(6.0)
+    for key in ("leaked", "non_leaked", "ratio"):
+        assert one[f"{key}_low"] <= one[key] <= one[f"{key}_high"]
+    assert rows[1]["leaked"] > one["leaked"]
+    zero = leaked_pass_rows(n, np.array([8, 6, 4, 0, 0, 0]), leaked, [1], n_resamples=50, rng=np.random.default_rng(0))[0]
+    assert zero["non_leaked"] == 0.0 and zero["ratio"] is None and zero["ratio_replicates"] == 0
+
+
+def test_rq3_runs_the_tiny_model_in_the_sandbox_and_splits_by_the_scan(tmp_path):
+    from leaktrace.stages.ingest import BENCHMARK_SCHEMA
+    from leaktrace.artifacts import write_table
+
+    problems = [
+        {"sample_id": "HumanEval/0", "benchmark": "humaneval", "task_id": "HumanEval/0", "prompt": "def add(a, b):\n",
+         "solution": "    return a + b\n", "code": "def add(a, b):\n    return a + b\n",
+         "test": "def check(candidate):\n    assert candidate(1, 2) == 3\n", "entry_point": "add"},
+        {"sample_id": "HumanEval/1", "benchmark": "humaneval", "task_id": "HumanEval/1", "prompt": "def one():\n",
+         "solution": "    return 1\n", "code": "def one():\n    return 1\n",
+         "test": "def check(candidate):\n    assert candidate() == 1\n", "entry_point": "one"},
+    ]
+    write_table(problems, BENCHMARK_SCHEMA, tmp_path / "bench.parquet")
+    model = {"path": "resources/models/leaktrace-tiny", "dtype": "float32", "device": "cpu", "max_length": 256}
+    settings = {"n": 2, "temperature": 0.8, "max_new_tokens": 8, "workers": 1, "sandbox": {"isolation": "weak"}}
+    generate_and_run(tmp_path / "bench.parquet", model, None, "reference", settings, {"batch_size": 4}, 0, tmp_path / "runs.parquet")
+    runs = pq.read_table(tmp_path / "runs.parquet").to_pylist()
+    assert [(r["sample_id"], r["draw"]) for r in runs] == [("HumanEval/0", 0), ("HumanEval/0", 1), ("HumanEval/1", 0), ("HumanEval/1", 1)]
+    assert {r["status"] for r in runs} <= {"ok", "wrong", "error", "timeout", "killed"}
+    # the tables split by the scan's labels: a hand-made runs table where the leaked problem always passes
+    pq.write_table(pa.Table.from_pylist([{**r, "status": "ok" if r["sample_id"] == "HumanEval/0" else "wrong"} for r in runs]),
+                   tmp_path / "fixed.parquet")
+    _write(tmp_path / "pairs.parquet", {"sample_id": ["HumanEval/0"], "duplicate": [True]})
+    rq3("training-mix", "humaneval", tmp_path / "pairs.parquet", {"reference": tmp_path / "fixed.parquet"},
+        {"k": [1, 5], "n": 2, "temperature": 0.8, "bootstrap_resamples": 20}, 0, tmp_path / "rq3.parquet", tmp_path / "rq3.md")
+    rows = pq.read_table(tmp_path / "rq3.parquet").to_pylist()
+    assert [(r["k"], r["leaked"], r["non_leaked"], r["ratio"]) for r in rows] == [(1, 1.0, 0.0, None), (5, None, None, None)]
+    assert "1 leaked and 1 non-leaked problems" in (tmp_path / "rq3.md").read_text()
