@@ -148,9 +148,13 @@ def planned_jobs(dry_run_output: str) -> set[str]:
 
 def functional_memorization_plan(output: str) -> None:
     """The paper's setup: the corpus sample (online: it streams the hub), each
-    OLMo revision fetched into a directory of its own, and one generation job
-    that reads both offline, with no testbed split behind it."""
-    assert planned_jobs(output) == {"counterfactual_corpus_functions", "fetch_hub_model", "counterfactual", "all"}
+    OLMo revision fetched into a directory of its own, one generation job
+    that reads both offline, with no testbed split behind it, every
+    similarity family (the judges and App. B's filter under the judge model)
+    and the functional tables."""
+    assert planned_jobs(output) == {"counterfactual_corpus_functions", "fetch_hub_model", "counterfactual",
+                                    "counterfactual_structural", "counterfactual_execution", "counterfactual_judges",
+                                    "counterfactual_llm_filter", "counterfactual_aggregate", "all"}
     commands = re.findall(r"^Shell command: (.*)$", output, re.MULTILINE)
     fetches = sorted(c for c in commands if "fetch-model" in c)
     assert [re.search(r"--revision (\S+)", c).group(1) for c in fetches] == ["stage1-step656000", "stage2-ingredient1-step23842"]
