@@ -118,7 +118,9 @@ def render_fragment(summary, difference, memorization, verbatim, severity, outco
         f"({settings['bootstrap_resamples']} resamples). Figures: functional/delta_vs_bleu.png, "
         "functional/target_vs_reference.png, functional/correlation.png.\n",
         "\n### Table 1: similarity to the ground truth (mean ± std [95% CI of the mean])\n",
-        markdown_table([{"group": r["group"], "metric": fm.label(r["metric"]), "kind": r["kind"], "n": r["n"],
+        "\nn: samples / values known for target, reference and Δ (a failed parse, run or answer is no value).\n",
+        markdown_table([{"group": r["group"], "metric": fm.label(r["metric"]), "kind": r["kind"],
+                         "n": f"{r['n']} / {r['target_n']}, {r['reference_n']}, {r['delta_n']}",
                         "target": _interval(r, "target"), "reference": _interval(r, "reference"), "Δ": _interval(r, "delta")}
                        for r in summary], ["group", "kind", "metric", "n", "target", "reference", "Δ"]),
     ]
