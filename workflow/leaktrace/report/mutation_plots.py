@@ -11,9 +11,9 @@ import numpy as np
 from leaktrace.report.plots import plt, save
 
 SETTING_TITLES = {
-    "setting1": "Setting 1: members mutated",
-    "setting2": "Setting 2: clone-type aware",
-    "setting3": "Setting 3: both sides mutated",
+    "setting1": "Setting 1\nmembers mutated",
+    "setting2": "Setting 2\nclone-type aware",
+    "setting3": "Setting 3\nboth sides mutated",
 }
 
 
