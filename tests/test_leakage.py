@@ -237,9 +237,10 @@ def test_huggingface_source_with_a_fake_datasets_module(monkeypatch):
     distributed.split_dataset_by_node = lambda ds, rank, world_size: ds[rank::world_size]
     monkeypatch.setitem(sys.modules, "datasets", fake)
     monkeypatch.setitem(sys.modules, "datasets.distributed", distributed)
-    source = {"kind": "huggingface", "dataset": "org/code", "split": "train", "content": "content", "id": "id"}
+    source = {"kind": "huggingface", "dataset": "org/code", "data_dir": "python", "split": "train", "content": "content",
+              "id": "id"}
     docs = list(iter_source(source, 1, 2, [], None))
-    assert [d.doc_id for d in docs] == ["1", "3", "5"] and calls["streaming"] is True
+    assert [d.doc_id for d in docs] == ["1", "3", "5"] and calls["streaming"] is True and calls["data_dir"] == "python"
 
 
 def test_bad_config_and_bad_input_are_clear(tmp_path, caplog):
