@@ -301,7 +301,8 @@ def plan_sample(sample: Sample, settings: ExecutionSettings, seed: int) -> _Plan
         return _Plan(None, {}, (), (), {}, dict.fromkeys(sample.generations, "nested_function"))
     except (SyntaxError, ValueError):
         return _Plan(None, {}, (), (), {}, dict.fromkeys(sample.generations, "parse_error:ground_truth"))
-    tests = _unique_calls(inputs_module.calls_in_test(sample.test, [callee.name, "candidate"]) if sample.test else [])
+    tests = inputs_module.distinct(
+        inputs_module.calls_in_test(sample.test, [callee.name, "candidate"]) if sample.test else [])
     tests = _sampled(tests, settings.n_inputs, derive_seed(seed, "execution", sample.sample_id, "tests"))
     examples = tests + _docstring_calls(sample, callee)
     observed = inputs_module.observed_values(callee.parameters, examples)
@@ -342,16 +343,6 @@ def plan_sample(sample: Sample, settings: ExecutionSettings, seed: int) -> _Plan
     return _Plan(truth, functions, set_a, drawn_a, drawn_b, failed)
 
 
-def _unique_calls(calls: Sequence[Call]) -> list[Call]:
-    seen, out = set(), []
-    for call in calls:
-        key = values.encode(call)
-        if key not in seen:
-            seen.add(key)
-            out.append(call)
-    return out
-
-
 def _sampled(calls: list[Call], n: int, sample_seed: int) -> list[Call]:
     """At most ``n`` of ``calls``, a seeded sample kept in source order."""
     if len(calls) <= n:
@@ -363,7 +354,7 @@ def _sampled(calls: list[Call], n: int, sample_seed: int) -> list[Call]:
 def _docstring_calls(sample: Sample, callee: Callee) -> list[Call]:
     """The calls in the ground truth's docstring examples (``>>> name(...)``, ``name(...) == ...``)."""
     doctest_lines = [line.strip()[4:] for line in sample.continuation.splitlines() if line.strip().startswith(">>> ")]
-    return _unique_calls(inputs_module.calls_in_test("\n".join(_parseable(doctest_lines)), [callee.name]))
+    return inputs_module.distinct(inputs_module.calls_in_test("\n".join(_parseable(doctest_lines)), [callee.name]))
 
 
 def _parseable(lines: Sequence[str]) -> list[str]:

@@ -200,10 +200,11 @@ def observed_values(parameters: Sequence[Parameter], calls: Sequence[Call]) -> l
     for i, parameter in enumerate(parameters):
         if parameter.default is not OMIT:
             seen[i].append(parameter.default)
-    return [_unique(v) for v in seen]
+    return [distinct(v) for v in seen]
 
 
-def _unique(items: Sequence) -> list:
+def distinct(items: Sequence) -> list:
+    """``items`` without repeats (compared by their sandbox encoding), in order."""
     out, keys = [], set()
     for item in items:
         key = values.encode(item)
@@ -406,4 +407,4 @@ def draw(strategy: st.SearchStrategy, count: int, draw_seed: int) -> list:
                 drawn.append(data.draw(strategy))
         except (StopTest, UnsatisfiedAssumption):
             continue
-    return _unique(drawn)
+    return distinct(drawn)
