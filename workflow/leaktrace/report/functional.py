@@ -49,6 +49,12 @@ def _r(x: pd.Series, y: pd.Series) -> str:
     return f"r = {np.corrcoef(x[known], y[known])[0, 1]:.2f}"
 
 
+def _title(ax, metric: str, sel: pd.DataFrame, x: str, y: str) -> None:
+    """A panel's title: the metric, Pearson r of the plotted pair and the mean Δ."""
+    mean = sel["delta"].mean()
+    ax.set_title(f"{label(metric)}\n{_r(sel[x], sel[y])}, mean Δ = {'–' if pd.isna(mean) else f'{mean:+.3f}'}", fontsize=9)
+
+
 def delta_vs_bleu(sim: pd.DataFrame, metrics: list[str], tau_text: float, path: Path) -> None:
     """Figure 2: per functional metric, Δ (target − reference) against the
     target's BLEU; the upper-left quadrant (BLEU < τ_text, Δ > 0) holds the
@@ -63,10 +69,8 @@ def delta_vs_bleu(sim: pd.DataFrame, metrics: list[str], tau_text: float, path: 
         _scatter_by_split(ax, sel, "bleu", "delta")
         ax.axhline(0, color="grey", lw=0.8)
         ax.axvline(tau_text, color="grey", lw=0.8, ls=":")
-        mean = sel["delta"].mean()
-        ax.set(xlim=(-0.02, 1.02), ylim=(-1.05, 1.05), xlabel="BLEU (target)", ylabel="Δ (target − reference)",
-               title=f"{label(metric)}\n{_r(sel['bleu'], sel['delta'])}, mean Δ = {'–' if pd.isna(mean) else f'{mean:+.3f}'}")
-        ax.title.set_fontsize(9)
+        ax.set(xlim=(-0.02, 1.02), ylim=(-1.05, 1.05), xlabel="BLEU (target)", ylabel="Δ (target − reference)")
+        _title(ax, metric, sel, "bleu", "delta")
     axes[0].legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     save(fig, path)
@@ -84,10 +88,8 @@ def target_vs_reference(sim: pd.DataFrame, metrics: list[str], path: Path) -> No
         sel = sim[sim["metric"] == metric]
         _scatter_by_split(ax, sel, "reference", "target")
         ax.plot(diagonal, diagonal, color="grey", lw=0.8, ls=":")
-        mean = sel["delta"].mean()
-        ax.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.02), xlabel="SIM (reference)", ylabel="SIM (target)",
-               title=f"{label(metric)}\n{_r(sel['reference'], sel['target'])}, mean Δ = {'–' if pd.isna(mean) else f'{mean:+.3f}'}")
-        ax.title.set_fontsize(9)
+        ax.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.02), xlabel="SIM (reference)", ylabel="SIM (target)")
+        _title(ax, metric, sel, "reference", "target")
     axes[0].legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     save(fig, path)
