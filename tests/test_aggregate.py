@@ -91,6 +91,23 @@ def test_detection_rows_on_a_toy_table():
     assert rows == detection_rows(scores, samples, n_resamples=200, seed=1)[0]  # seeded
 
 
+def test_a_method_of_less_coverage_is_evaluated_on_its_own_samples_and_shrinks_no_other():
+    scores, samples = _toy()
+    # a generator-specific instance that scored neither e1 nor e5 (a member and a non-member)
+    scores += [{**s, "method": "srdetection_graybox_ast_tt"} for s in scores
+               if s["method"] == "srdetection_graybox" and s["sample_id"] not in ("e1", "e5")]
+    by = {(r["subset"], r["method"]): r for r in detection_rows(scores, samples, n_resamples=50, seed=1)[0]}
+    alone = {(r["subset"], r["method"]): r for r in detection_rows(_toy()[0], samples, n_resamples=50, seed=1)[0]}
+    for method in ("loss", "srdetection_graybox"):
+        assert by[("all", method)] == alone[("all", method)]  # the same 7 evaluation samples, the same figures
+    ast_tt = by[("all", "srdetection_graybox_ast_tt")]
+    # its 5 samples: members e2 (0.5 -> flagged no), e3 (flagged); non-members e4, e6, e7 (not flagged)
+    assert (ast_tt["n_eval"], ast_tt["n_eval_non_members"]) == (5, 3)
+    assert ast_tt["macro_f1"] == pytest.approx((2 / 3 + 6 / 7) / 2)
+    # paired with the baseline restricted to the same samples, whose scores are identical: Δ 0
+    assert (ast_tt["delta_auc"], ast_tt["delta_macro_f1"]) == (0, 0)
+
+
 def test_a_filtered_subset_without_a_class_gives_rows_without_figures():
     scores, samples = _toy()
     samples = [{**s, "pre_exposed": s["sample_id"] in ("c1", "c2")} for s in samples]  # no calibration member left
@@ -265,7 +282,7 @@ def test_aggregate_writes_both_subsets_seeds_and_the_null_check(tmp_path):
     assert report.index("## Null check") < report.index("## Headline: epoch 3, mixing ratio 1:5, filtered split") \
         < report.index("## Headline: epoch 3, mixing ratio 1:5, unfiltered split") < report.index("## Detection under reference")
     assert "| ref_oracle (oracle) |" in report and "| n/e |" in report
-    assert "| method | AUC | TPR at 5% FPR | macro F1 | seed 0 | seed 1 |" in report
+    assert "| method | n eval | AUC | TPR at 5% FPR | macro F1 | seed 0 | seed 1 |" in report
     before = {p.name: p.read_bytes() for p in out.glob("*.parquet")}
     aggregate(tmp_path / "samples.parquet", scores, tokens, tmp_path / "variants.parquet",
               {"bootstrap_resamples": 50, "srdetection_graybox": {"n_variants": 10, "sensitivity": [1]}}, 7, out)

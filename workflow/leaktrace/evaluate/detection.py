@@ -8,8 +8,12 @@ the filter only flags, so no detector gets a base-model calibration the
 others lack. ReCaLL's prefix samples are in neither. Where the filtered
 subset leaves a fold without members or non-members, its rows carry the
 method and no figures (and a warning is logged). Within a subset every
-method is evaluated on the same samples (those all of the model's methods
-scored), so differences between methods are paired.
+method is evaluated on the samples SrDetection gray-box scored (the
+baseline; where it is absent, the widest method's samples), so differences
+between methods are paired. A method that scored fewer of them (a variant
+generator that covers only some samples, e.g. AST+tau_t) is evaluated on its
+own samples beside the baseline restricted to the same ones, with its own
+``n_eval``: it never shrinks the other methods' evaluation set.
 """
 
 from __future__ import annotations
@@ -47,15 +51,27 @@ def subset_samples(samples: list[dict], subset: str) -> dict[str, tuple[bool, st
     }
 
 
-def _folds(by_method: dict[str, dict[str, dict]], split: dict[str, tuple[bool, str]]) -> Folds:
-    """The score matrices of every method over the split's samples that all of them scored."""
-    methods = list(by_method)
-    scored = set.intersection(*(set(by_method[m]) for m in methods))
-    missing = sorted(set(split) - scored)
-    if missing:
-        log.warning("%d samples lack a score of some method and are left out of every method's evaluation: %s",
-                    len(missing), ", ".join(missing[:5]))
-    ids = {fold: [sid for sid in sorted(split) if sid in scored and split[sid][1] == fold] for fold in ("calibration", "evaluation")}
+def _coverage_groups(by_method: dict[str, dict[str, dict]], split: dict[str, tuple[bool, str]]) -> list[tuple[list[str], set[str]]]:
+    """(methods, samples) groups to evaluate: first the methods that scored
+    every sample the baseline scored (on those samples), then each method
+    with less coverage, paired with the baseline on its own samples."""
+    coverage = {m: set(by_method[m]) & set(split) for m in by_method}
+    anchor = BASELINE if BASELINE in coverage else max(coverage, key=lambda m: (len(coverage[m]), m))
+    main = coverage[anchor]
+    full = [m for m in by_method if coverage[m] >= main]
+    groups = [(full, main)]
+    for m in by_method:
+        if m not in full:
+            log.warning("%s scored %d of the %d samples the other methods scored; it is evaluated on its own samples",
+                        m, len(coverage[m] & main), len(main))
+            groups.append(([m, anchor] if anchor != m else [m], coverage[m] & main))
+    return groups
+
+
+def _folds(by_method: dict[str, dict[str, dict]], methods: list[str], split: dict[str, tuple[bool, str]],
+           samples: set[str]) -> Folds:
+    """The score matrices of ``methods`` over the split's ``samples``."""
+    ids = {fold: [sid for sid in sorted(split) if sid in samples and split[sid][1] == fold] for fold in ("calibration", "evaluation")}
 
     def matrix(fold: str, key: str, dtype) -> np.ndarray:
         return np.array([[by_method[m][sid][key] for sid in ids[fold]] for m in methods], dtype=dtype).reshape(len(methods), -1)
@@ -116,7 +132,8 @@ def detection_rows(scores: list[dict], samples: list[dict], *, n_resamples: int,
     non-members) is None (not estimable). Δ columns: the method minus
     SrDetection gray-box, per replicate of one shared bootstrap; the ``beats``
     shares count replicates where the method is strictly better. The draws
-    depend on the seed and the subset only, so models are resampled alike."""
+    depend on the seed and the subset (and, for a method of less coverage,
+    its name) only, so models are resampled alike."""
     by_method: dict[str, dict[str, dict]] = defaultdict(dict)
     for s in scores:
         by_method[s["method"]][s["sample_id"]] = s
@@ -126,17 +143,27 @@ def detection_rows(scores: list[dict], samples: list[dict], *, n_resamples: int,
         split = subset_samples(samples, subset)
         if not split or not methods:
             continue
-        names = [{"subset": subset, "method": m, "family": next(iter(by_method[m].values()))["family"],
-                  "oracle": m in ORACLE_METHODS} for m in methods]
-        try:
-            folds = _folds(by_method, split)
-        except ValueError as err:
-            if subset == "all":  # the split itself is too small: a configuration error
-                raise ValueError(f"subset {subset!r}: {err}") from None
-            log.warning("subset %r not evaluated: %s", subset, err)
-            rows += names
-            continue
-        rng = np.random.default_rng(derive_seed(seed, "bootstrap", subset))
-        rows += [_nan_to_none(name | row) for name, row in zip(names, _evaluated_rows(folds, methods, n_resamples, rng), strict=True)]
-        curves[subset] = {m: (folds.evaluation_labels.astype(int), folds.evaluation_scores[i]) for i, m in enumerate(methods)}
+        evaluated: dict[str, dict] = {}
+        for group, (group_methods, group_samples) in enumerate(_coverage_groups(by_method, split)):
+            try:
+                folds = _folds(by_method, group_methods, split, group_samples)
+            except ValueError as err:
+                if subset == "all" and group == 0:  # the split itself is too small: a configuration error
+                    raise ValueError(f"subset {subset!r}: {err}") from None
+                log.warning("subset %r not evaluated for %s: %s", subset, ", ".join(group_methods), err)
+                continue
+            # the main group's draws depend on the seed and the subset only, so models are resampled alike
+            rng = np.random.default_rng(derive_seed(seed, "bootstrap", subset, *(group_methods[:1] if group else ())))
+            own = group_methods if group == 0 else group_methods[:1]
+            for method, row in zip(group_methods, _evaluated_rows(folds, group_methods, n_resamples, rng), strict=True):
+                if method in own:
+                    evaluated[method] = row
+                    curves.setdefault(subset, {})[method] = (
+                        folds.evaluation_labels.astype(int), folds.evaluation_scores[group_methods.index(method)])
+        for m in methods:
+            name = {"subset": subset, "method": m, "family": next(iter(by_method[m].values()))["family"],
+                    "oracle": m in ORACLE_METHODS}
+            rows.append(_nan_to_none(name | evaluated[m]) if m in evaluated else name)
+        if subset in curves:
+            curves[subset] = {m: curves[subset][m] for m in methods if m in curves[subset]}
     return rows, curves

@@ -34,8 +34,11 @@ def across_seeds(detection: Sequence[dict]) -> list[dict]:
         seeds = [r["seed"] for r in rows]
         if len(set(seeds)) != len(seeds):
             raise ValueError(f"{method} at ratio {ratio}, epoch {epoch}, subset {subset}: seeds {seeds} repeat")
+        if len({r["n_eval"] for r in rows}) != 1:
+            raise ValueError(f"{method} at ratio {ratio}, epoch {epoch}, subset {subset}: evaluated on different "
+                             f"sample counts across seeds ({sorted(r['n_eval'] for r in rows)})")
         out = {"ratio": ratio, "epoch": epoch, "subset": subset, "method": method, "family": rows[0]["family"],
-               "oracle": rows[0]["oracle"], "n_seeds": len(rows)}
+               "oracle": rows[0]["oracle"], "n_seeds": len(rows), "n_eval": rows[0]["n_eval"]}
         for metric in SUMMARISED:
             out[f"{metric}_mean"], out[f"{metric}_sd"] = _mean_sd([r[metric] for r in rows])
         summary.append(out)

@@ -88,7 +88,7 @@ def headline_sections(detection: Sequence[dict], seeds: Sequence[dict]) -> list[
         per_seed = {(r["method"], r["seed"]): r for r in targets if (r["ratio"], r["epoch"], r["subset"]) == (ratio, epoch, subset)}
         rows = []
         for s in summary:
-            row = {"method": method_label(s), "AUC": mean_sd(s["auc_mean"], s["auc_sd"]),
+            row = {"method": method_label(s), "n eval": s["n_eval"], "AUC": mean_sd(s["auc_mean"], s["auc_sd"]),
                    "TPR at 5% FPR": mean_sd(s["tpr_at_5fpr_mean"], s["tpr_at_5fpr_sd"]),
                    "macro F1": mean_sd(s["macro_f1_mean"], s["macro_f1_sd"])}
             for seed in seed_ids:
@@ -98,8 +98,10 @@ def headline_sections(detection: Sequence[dict], seeds: Sequence[dict]) -> list[
             rows.append(row)
         parts += [
             f"\n## Headline: epoch {epoch}, mixing ratio 1:{ratio:g}, {SUBSET_TITLES[subset]}\n\n"
-            f"Mean ± sd across {len(seed_ids)} training seeds; per seed: AUC / TPR at 5% FPR / macro F1.\n",
-            markdown_table(rows, ["method", "AUC", "TPR at 5% FPR", "macro F1", *[f"seed {s}" for s in seed_ids]]),
+            f"Mean ± sd across {len(seed_ids)} training seeds; per seed: AUC / TPR at 5% FPR / macro F1. `n eval`: "
+            "evaluation samples; a method with fewer (a variant generator that covers only some samples) is "
+            "evaluated on its own samples and compared with SrDetection gray-box on those.\n",
+            markdown_table(rows, ["method", "n eval", "AUC", "TPR at 5% FPR", "macro F1", *[f"seed {s}" for s in seed_ids]]),
         ]
     return parts
 
@@ -120,18 +122,20 @@ def detection_sections(detection: Sequence[dict]) -> list[str]:
             parts += [
                 f"\n## Detection under {model}, {subset} subset\n\n"
                 f"Evaluation fold of {rows[0]['n_eval']} samples ({rows[0]['n_eval_non_members']} non-members); thresholds "
-                f"fitted on the calibration fold ({rows[0]['n_calibration']} samples). 95% bootstrap CIs refit the threshold "
+                f"fitted on the calibration fold ({rows[0]['n_calibration']} samples); a method scored on fewer samples "
+                "(column n eval) is evaluated on its own and compared with the baseline on those. 95% bootstrap CIs refit the threshold "
                 f"in every replicate; Δ is the method minus {BASELINE} on the same replicates (paired), 'beats' the share of "
                 "replicates where the method is higher. Accuracy, precision and recall are in detection.parquet.\n",
                 markdown_table(
-                    [{"method": method_label(r), "AUC [95% CI]": with_interval(r["auc"], r["auc_low"], r["auc_high"]),
+                    [{"method": method_label(r), "n eval": "–" if r.get("n_eval") is None else f"{r['n_eval']} ({r['n_eval_non_members']})",
+                      "AUC [95% CI]": with_interval(r["auc"], r["auc_low"], r["auc_high"]),
                       "TPR at 1% FPR": estimate(r["tpr_at_1fpr"]), "TPR at 5% FPR": estimate(r["tpr_at_5fpr"]),
                       "macro F1 [95% CI]": with_interval(r["macro_f1"], r["macro_f1_low"], r["macro_f1_high"]),
                       "Δ AUC [95% CI]": with_interval(r["delta_auc"], r["delta_auc_low"], r["delta_auc_high"]),
                       "beats (AUC)": r["beats_auc_share"],
                       "Δ macro F1 [95% CI]": with_interval(r["delta_macro_f1"], r["delta_macro_f1_low"], r["delta_macro_f1_high"]),
                       "beats (F1)": r["beats_macro_f1_share"], "threshold": r["threshold"]} for r in rows],
-                    ["method", "AUC [95% CI]", "TPR at 1% FPR", "TPR at 5% FPR", "macro F1 [95% CI]", "Δ AUC [95% CI]",
+                    ["method", "n eval", "AUC [95% CI]", "TPR at 1% FPR", "TPR at 5% FPR", "macro F1 [95% CI]", "Δ AUC [95% CI]",
                      "beats (AUC)", "Δ macro F1 [95% CI]", "beats (F1)", "threshold"],
                 ),
             ]

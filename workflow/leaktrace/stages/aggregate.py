@@ -84,6 +84,7 @@ SEEDS_SCHEMA = pa.schema(
         ("family", pa.string()),
         ("oracle", pa.bool_()),
         ("n_seeds", pa.int32()),
+        ("n_eval", pa.int32()),
         *[(f"{metric}_{stat}", pa.float64()) for metric in ("auc", "tpr_at_5fpr", "macro_f1") for stat in ("mean", "sd")],
     ]
 )
