@@ -70,7 +70,8 @@ printf "cluster\tlocal_s\tslurm_s\tratio\tparquet\tverdict\n" >"$WORK/summary.ts
 if [[ -z $MODE ]]; then
     sinfo -h >/dev/null 2>&1 || { log "no SLURM cluster answers (sinfo)"; exit 1; }
     local_run
-    slurm_run "$(scontrol show config | awk '/^AccountingStorageType/ {print $3}')"
+    # AccountingStorageType reads accounting_storage/none or .../slurmdbd: the label names a directory
+    slurm_run "$(scontrol show config | awk '/^AccountingStorageType/ {sub(/^accounting_storage\//, "", $3); print $3}')"
 else
     [[ $MODE == both ]] && modes=(none accounting) || modes=("$MODE")
     "$CLUSTER_SCRIPT" down
