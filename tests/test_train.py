@@ -183,13 +183,14 @@ def test_training_killed_mid_epoch_resumes_to_the_same_adapter_bytes(tiny_model_
 
 def test_sigterm_checkpoints_at_the_next_step_exits_and_resumes(tiny_model_dir, tmp_path, caplog, uninterrupted):
     """SLURM's preemption and time limit: SIGTERM, then SIGKILL after a grace time."""
-    out, checkpoints = tmp_path / "out", tmp_path / "checkpoints"
+    out, checkpoints = tmp_path / "out", tmp_path / "checkpoints" / "train_lora" / "run"  # nested as the rule's
     terminate = lambda row: row["epoch"] == 1 and os.kill(os.getpid(), signal.SIGTERM)  # noqa: E731
     with pytest.raises(SystemExit) as stopped:
         _train(tiny_model_dir, out, checkpoints, terminate, checkpoint_every=0)  # no periodic checkpoint
     assert stopped.value.code == 128 + signal.SIGTERM
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is the training's only
     _resume(tiny_model_dir, out, checkpoints, caplog, uninterrupted, "resuming at epoch 2, step 4 (1 batches into the epoch)")
+    assert not (tmp_path / "checkpoints").exists()  # nor the parents it leaves empty
 
 
 def test_a_checkpoint_of_another_run_is_not_resumed(tiny_model_dir, tmp_path, caplog):

@@ -47,7 +47,7 @@ class Replicates:
     macro_f1: np.ndarray  # (M, B)
 
 
-def _stratified_draw(labels: np.ndarray, n_resamples: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def stratified_draw(labels: np.ndarray, n_resamples: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Indices (B, n) drawn with replacement within each class, members first,
     and the labels of the drawn positions (the same in every replicate)."""
     labels = np.asarray(labels).astype(bool)
@@ -75,12 +75,12 @@ def fitted_thresholds(folds: Folds) -> np.ndarray:
 def bootstrap(folds: Folds, n_resamples: int, rng: np.random.Generator) -> Replicates:
     """AUC and macro F1 of every method in ``n_resamples`` replicates drawn
     from ``rng`` (the same draws for every method)."""
-    evaluation, evaluation_labels = _stratified_draw(folds.evaluation_labels, n_resamples, rng)
+    evaluation, evaluation_labels = stratified_draw(folds.evaluation_labels, n_resamples, rng)
     scores = folds.evaluation_scores[:, evaluation]  # (M, B, n_eval)
     if folds.threshold_free.all():
         thresholds = np.full(scores.shape[:2], np.nan)
     else:
-        calibration, calibration_labels = _stratified_draw(folds.calibration_labels, n_resamples, rng)
+        calibration, calibration_labels = stratified_draw(folds.calibration_labels, n_resamples, rng)
         thresholds = choose_threshold(calibration_labels, folds.calibration_scores[:, calibration])  # (M, B)
     predicted = predictions(folds, thresholds, scores, folds.evaluation_decisions[:, evaluation])
     return Replicates(auc=roc_auc(evaluation_labels, scores), macro_f1=macro_f1(evaluation_labels, predicted))

@@ -17,7 +17,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from leaktrace.evaluate.bootstrap import _stratified_draw, percentile_interval
+from leaktrace.evaluate.bootstrap import stratified_draw, percentile_interval
 from leaktrace.evaluate.metrics import roc_auc
 from leaktrace.seeding import derive_seed
 
@@ -70,11 +70,11 @@ def leak_detection_rows(scores: list[dict], leaked: set[str], population: set[st
     estimable = 0 < labels.sum() < labels.size
     results: dict[tuple[str, int | None], tuple] = {}
     if estimable:
-        draw, drawn_labels = _stratified_draw(labels, n_resamples, np.random.default_rng(derive_seed(seed, "rq4", "auc")))
+        draw, drawn_labels = stratified_draw(labels, n_resamples, np.random.default_rng(derive_seed(seed, "rq4", "auc")))
         low, high = percentile_interval(roc_auc(drawn_labels, matrix[:, draw]))
         results["auc", None] = (roc_auc(labels, matrix), low, high, len(ids))
         keep = balanced(ids, labels, np.random.default_rng(derive_seed(seed, "rq4", "balance")))
-        draw, drawn_labels = _stratified_draw(labels[keep], n_resamples, np.random.default_rng(derive_seed(seed, "rq4", "top-k")))
+        draw, drawn_labels = stratified_draw(labels[keep], n_resamples, np.random.default_rng(derive_seed(seed, "rq4", "top-k")))
         ks = [k for k in top_k if k <= keep.size]
         if ks:
             point = precision_at_k(labels[keep], matrix[:, keep], ks)  # (M, K)

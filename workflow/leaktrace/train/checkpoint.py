@@ -23,6 +23,7 @@ process exits with 128 + the signal's number."""
 from __future__ import annotations
 
 import logging
+import os
 import random
 import shutil
 import signal
@@ -126,9 +127,15 @@ class Checkpoints:
         return bool(self.accelerator.reduce(flag, "sum").item() > 0)
 
     def remove(self) -> None:
+        """Delete the run's checkpoints and the parent directories they leave
+        empty (the results stay free of empty checkpoint trees)."""
         self.accelerator.wait_for_everyone()
         if self.accelerator.is_main_process:
             shutil.rmtree(self.directory, ignore_errors=True)
+            try:
+                os.removedirs(self.directory.parent)  # stops at the first parent that holds anything
+            except OSError:
+                pass
 
     @contextmanager
     def signals(self):
