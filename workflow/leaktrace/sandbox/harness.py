@@ -27,6 +27,16 @@ the right answers by other means than its source suggests (a lookup table of
 the benchmark's answers) passes, as it would any test; and the test, written by
 the benchmark's authors, is trusted to judge (it runs in the harness process).
 
+Whole programs on standard input (`runner.run_stdio`, APPS's stdin/stdout
+problems) take another path: the namespace's init forks one program process
+per input, each with the input in a memory file as its standard input and
+another memory file as its standard output, waits for it (killing its
+process group at the case's time limit), and reports each exit status with
+the bytes written. No test runs there and no reply is decoded; the init
+keeps the privileges it needs to start each case under the program's uid,
+and the program cannot signal it (it is the namespace's init) or trace it
+(another uid). The caller compares the outputs (`leaktrace.sandbox.stdio`).
+
 Only builtin and small stdlib modules are imported: start-up time is per run.
 """
 

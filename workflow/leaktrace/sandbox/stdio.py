@@ -21,9 +21,10 @@ variant is checked against, so it stays strict: a solution that passes only
 under a fallback fails its own tests and the filter drops its sample with
 that reason, counted.
 
-Each case runs in a process of its own (`runner.run_stdio`), so nothing one
-case leaves behind (module state, files in its memory) reaches the next;
-the expected outputs never enter the sandbox. A program that exits early
+Each case runs in a process of its own, forked afresh (`runner.run_stdio`),
+so no state in memory passes from one case to the next; the cases of one
+program share the run's scratch directory (/tmp), as APPS's evaluator runs
+them all in one process. The expected outputs never enter the sandbox. A program that exits early
 (``sys.exit(0)`` at the start) wrote nothing and fails; one that prints the
 expected output of one case fails the others. The result carries a
 ``record`` in the form of `run_test`'s (one "call" per case: its number and
