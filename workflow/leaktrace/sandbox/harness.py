@@ -252,6 +252,7 @@ def _stdio_harness(setup: dict, trust: dict) -> None:
             os.waitpid(case, 0)
             outcomes.append(("timeout",))
             break
+        _reap_orphans()
         size = os.fstat(stdout).st_size
         total += size
         if total > trust["max_output_bytes"]:
@@ -265,6 +266,19 @@ def _stdio_harness(setup: dict, trust: dict) -> None:
     _write(setup["report_fd"], {"status": "ok", "error": None, "record": None, "value": (tuple(outcomes),),
                                 "program_exit": None})
     os._exit(0)
+
+
+def _reap_orphans() -> None:
+    """Collect the processes a case started that ended after it (as the
+    namespace's init, this process inherits them): a zombie holds its pid
+    against the run's process limit."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if not pid:
+            return
 
 
 def _wait_case(pid: int, timeout_s: float) -> tuple | None:
@@ -339,8 +353,8 @@ def _exit_status(code: object) -> int:
     """The exit status ``sys.exit(code)`` gives (a non-integer is printed, status 1)."""
     if code is None:
         return 0
-    if type(code) is int:
-        return code & 0xFF
+    if isinstance(code, int):  # True and False too, as the interpreter reads them
+        return int(code) & 0xFF
     try:
         print(code, file=sys.stderr)
     except Exception:
