@@ -21,6 +21,8 @@ from leaktrace.variants.validate import validate_variants
 FAST = SandboxLimits(timeout_s=5.0, cpu_s=5, memory_mb=256, file_size_mb=1, max_processes=8, scratch_mb=8)
 
 SUM = "a, b = map(int, input().split())\nprint(a + b)\n"
+# Ends with sys.exit(0), a normal end in competitive programming. No comment or docstring in the
+# programs: the renamer would load WordNet (half a minute) to tell their English words.
 SORT = '''import sys
 
 
@@ -29,7 +31,7 @@ def main():
     values = sorted(int(word) for word in sys.stdin.readline().split())
     for value in values[:count]:
         print(value)
-    sys.exit(0)  # a normal end, common in competitive programming
+    sys.exit(0)
 
 
 main()
@@ -166,31 +168,31 @@ def test_call_based_problems_run_through_the_function_test_path():
 
 
 @isolated
-def test_renamed_variants_of_a_whole_program_validate_against_the_same_cases(tmp_path):
-    from leaktrace.stages.variants import make_variants_table
+def test_renamed_variants_of_a_whole_program_validate_against_the_same_cases(tmp_path, monkeypatch):
+    from leaktrace.stages import variants as stage
 
+    # two made-up alternatives per word instead of WordNet's (which takes half a minute to load)
+    monkeypatch.setattr(stage, "WordAlternatives", lambda counts: lambda word: (f"{word}q", f"{word}z"))
     ingest(tmp_path, PROBLEMS[:2])
     pq.write_table(pa.Table.from_pylist([{"sample_id": s, "kept": True} for s in ("apps/1", "apps/2")]),
                    tmp_path / "functions.parquet")
-    words = ["main", "start", "count", "number", "values", "numbers", "value", "number", "first", "second"]
-    pq.write_table(pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in words]),
+    pq.write_table(pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in ("count", "value")]),
                    tmp_path / "lexicon.parquet")
     settings = {"n": 2, "n_filter": 1, "test_cases": 3, "io_cases": 2,
                 "sandbox": {"timeout_s": 5, "cpu_s": 5, "memory_mb": 256}}
-    make_variants_table(tmp_path / "apps.parquet", tmp_path / "functions.parquet", tmp_path / "lexicon.parquet",
+    stage.make_variants_table(tmp_path / "apps.parquet", tmp_path / "functions.parquet", tmp_path / "lexicon.parquet",
                         settings, 7, 2, tmp_path / "variants.parquet")
     rows = read_records(tmp_path / "variants.parquet")
     sort = [r for r in rows if r["sample_id"] == "apps/2"]
     assert [(r["variant_id"], r["kind"], r["entry_point"]) for r in sort] == [
         (0, "original", None), (1, "rename", None), (2, "rename", None), (3, "filter", None)]  # no tau_t set
     assert all(r["valid"] for r in rows) and len({r["text"] for r in sort}) == 4
-    assert "values" not in sort[1]["text"] or "count" not in sort[1]["text"]  # renamed
     tests = IoTests(("3\n3 1 2\n",), ("1\n2\n3\n",))
-    reversed_ = SORT.replace("sorted(", "sorted(reverse=True, iterable=")  # a TypeError: not the same program
+    negated = SORT.replace("int(word)", "-int(word)")  # not the same program
     prints_more = SORT.replace("print(value)", "print(value, '')")  # right under the strict comparison, other bytes
-    verdicts = validate_variants([(SORT, tests, None), (sort[1]["text"], tests, None), (reversed_, tests, None),
+    verdicts = validate_variants([(SORT, tests, None), (sort[1]["text"], tests, None), (negated, tests, None),
                                   (prints_more, tests, None)], [0, 0, 0, 0], FAST, workers=2)
     assert verdicts[:2] == [(True, None), (True, None)]
-    assert verdicts[2][1].startswith("error: case 1: exited with status 1 (TypeError")
+    assert verdicts[2] == (False, "wrong: case 1: line 1 is '-3', expected '1'")
     assert verdicts[3] == (False, "differs: call 1 (case(1)) gave ('return', '1 \\n2 \\n3 \\n'), "
                                   "the original ('return', '1\\n2\\n3\\n')")

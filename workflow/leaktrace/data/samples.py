@@ -98,12 +98,12 @@ def not_runnable(row: dict, source: str = "the benchmark") -> str | None:
 def _io_not_runnable(row: dict, source: str) -> str | None:
     if not (row.get("test") or "").strip():
         return "it has no input/output tests"
+    _, entry_point = sample_tests(row, source)  # malformed tests: an error, whatever the code
     try:
         tree = ast.parse(row.get("code") or "")
     except (SyntaxError, ValueError, MemoryError, RecursionError) as err:
         where = f" (line {err.lineno})" if isinstance(err, SyntaxError) and err.lineno else ""
         return f"its code does not parse as Python 3{where}"
-    _, entry_point = sample_tests(row, source)
     if entry_point is not None and not any(
         isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == entry_point for n in tree.body
     ):

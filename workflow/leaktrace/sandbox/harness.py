@@ -50,6 +50,7 @@ import os
 import random
 import select
 import sys
+import time
 import types
 
 from leaktrace.sandbox import isolation
@@ -287,14 +288,14 @@ def _wait_case(pid: int, timeout_s: float) -> tuple | None:
         pidfd = os.pidfd_open(pid)
     except (AttributeError, OSError):
         pidfd = None
-    deadline, pause = _monotonic() + timeout_s, 0.001
+    deadline, pause = time.monotonic() + timeout_s, 0.001
     while True:
         ended, status = os.waitpid(pid, os.WNOHANG)
         if ended:
             if pidfd is not None:
                 os.close(pidfd)
             return ("signal", os.WTERMSIG(status)) if os.WIFSIGNALED(status) else ("code", os.WEXITSTATUS(status))
-        left = deadline - _monotonic()
+        left = deadline - time.monotonic()
         if left <= 0:
             if pidfd is not None:
                 os.close(pidfd)
@@ -304,10 +305,6 @@ def _wait_case(pid: int, timeout_s: float) -> tuple | None:
         else:
             select.select([], [], [], min(pause, left))
             pause = min(2 * pause, _POLL_S)
-
-
-def _monotonic() -> float:
-    return os.clock_gettime(os.CLOCK_MONOTONIC)
 
 
 def _case_process(setup: dict, stdin: int, stdout: int) -> None:
