@@ -299,7 +299,8 @@ def test_testbed_stages_refuse_samples_they_cannot_run(tmp_path):
     ingest_benchmark("mbpp", {"format": "jsonl", "preset": "mbpp", "path": str(write(tmp_path / "m.jsonl", fmt, records))},
                      tmp_path / "mbpp.parquet")
     with pytest.raises(InputError, match=r"mbpp\.parquet, record mbpp/11: the filter stage needs runnable Python with "
-                                         r"HumanEval-style tests, and it has no entry point; scan such a benchmark"):
+                                         r"HumanEval-style or input/output tests, and it has no entry point; scan "
+                                         r"such a benchmark"):
         filter_functions(tmp_path / "mbpp.parquet", {}, tmp_path / "functions.parquet")
     assert not (tmp_path / "functions.parquet").exists()
     row = {"sample_id": "x", "kind": "both", "language": "python", "entry_point": "f", "code": "def f(): pass\n"}

@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from leaktrace.data.humaneval import GZIP_MAGIC, MAX_RECORD_BYTES, check_file, decode_object, json_lines
+from leaktrace.data.io_tests import TEST_FORMATS
 from leaktrace.errors import InputError
 
 FORMATS = ("jsonl", "json", "parquet", "csv", "huggingface")
@@ -61,8 +62,9 @@ PRESETS: dict[str, dict] = {
     "mbppplus": {"language": "python", "fields": {"id": "task_id", "text": "prompt", "solution": "code", "tests": "test"}},
     # APPS: the Hugging Face card of codeparrot/apps: problem_id (int), question, solutions (a JSON list of
     # Python solutions in a string, empty for some problems), input_output (JSON: inputs, outputs, fn_name),
-    # difficulty, url, starter_code. The first solution is the sample's code.
-    "apps": {"language": "python", "fields": {
+    # difficulty, url, starter_code. The first solution is the sample's code; its tests are input/output
+    # cases (leaktrace/data/io_tests.py).
+    "apps": {"language": "python", "test_format": "io", "fields": {
         "id": "problem_id", "text": "question", "solution": "solutions.0", "tests": "input_output"}},
     # DS-1000 (simplified format): xlang-ai/DS-1000 data/ds1000.jsonl.gz and the Hugging Face card of
     # xlangai/DS-1000: prompt, reference_code, metadata {problem_id, library_problem_id, library, ...},
@@ -108,10 +110,19 @@ class Sample:
     text: str
     kind: str
     language: str | None
+    test_format: str | None  # how `test` is written (data/io_tests.py TEST_FORMATS); None without tests
 
     @property
     def code(self) -> str:
         return self.prompt + self.solution
+
+
+def test_format(settings: dict) -> str:
+    """How the benchmark's tests are written: the setting, else its preset's, else HumanEval's check code."""
+    fmt = settings.get("test_format") or PRESETS.get(settings.get("preset"), {}).get("test_format") or "check"
+    if fmt not in TEST_FORMATS:
+        raise ValueError(f"unknown test format {fmt!r}; known: {', '.join(TEST_FORMATS)}")
+    return fmt
 
 
 def field_mapping(settings: dict) -> tuple[dict, str | None]:
@@ -287,7 +298,7 @@ def _language(value: str | None) -> str | None:
     return LANGUAGE_ALIASES.get(value, value)
 
 
-def _sample(record: object, fields: dict, language: str | None, benchmark: str) -> Sample:
+def _sample(record: object, fields: dict, language: str | None, benchmark: str, tests_format: str) -> Sample:
     got = {key: _string(record, spec, key) for key, spec in fields.items()}
     for key, value in got.items():
         try:
@@ -308,6 +319,7 @@ def _sample(record: object, fields: dict, language: str | None, benchmark: str) 
         test=got.get("tests", ""), entry_point=got.get("entry_point") or None, text=text,
         kind="both" if has_code and has_text else "code" if has_code else "text",
         language=_language(got.get("language")) or _language(language),
+        test_format=tests_format if got.get("tests") else None,
     )
 
 
@@ -334,12 +346,13 @@ def load_benchmark(settings: dict, benchmark: str, limit: int | None = None) -> 
     """The samples of a configured benchmark (the first ``limit`` when given:
     a streamed dataset is read no further)."""
     fields, language = field_mapping(settings)
+    tests_format = test_format(settings)
     name = source_name(settings)
     samples: list[Sample] = []
     seen: set[str] = set()
     for label, record in _records(settings):
         try:
-            sample = _sample(record, fields, language, benchmark)
+            sample = _sample(record, fields, language, benchmark, tests_format)
         except _FieldError as err:
             raise InputError(name, label, str(err)) from None
         if sample.task_id in seen:

@@ -85,6 +85,18 @@ def function_anatomy(code: str, name: str) -> FunctionAnatomy:
     return _anatomy(_source_lines(code), node, is_method)
 
 
+def program_anatomy(code: str) -> FunctionAnatomy:
+    """A whole program (APPS's stdin/stdout solutions) as the function
+    filters see it: no name, context or signature, the program as the body,
+    its non-blank lines as the body lines. So the length filters
+    (``min_body_lines``, ``max_body_lines``, ``min_chars``) apply to the
+    whole program, ``exclude_init`` never applies, and the counterfactual
+    stage, which prompts with a signature, skips it."""
+    return FunctionAnatomy(name="", context="", signature="", continuation=code, docstring=None,
+                           body_lines=sum(1 for line in _source_lines(code) if line.strip()), is_method=False,
+                           start_line=1)
+
+
 def _definitions(body: list[ast.stmt], in_class: bool) -> Iterator[tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool]]:
     """Every ``def`` among these statements and the statements nested in
     them, and whether it is a method. Only statements can hold a ``def``, so

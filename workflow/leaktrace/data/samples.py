@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 
+from leaktrace.data.io_tests import CallTests, IoTests, call_test, parse_io_tests
 from leaktrace.errors import InputError
 
 KINDS = ("code", "text", "both")
@@ -50,16 +51,39 @@ def clone_text(row: dict) -> str:
     return (row.get("text") or "") if kind_of(row) == "text" else (row.get("code") or "")
 
 
-def not_runnable(row: dict) -> str | None:
+def test_format_of(row: dict) -> str:
+    """How a sample's ``test`` is written (:data:`leaktrace.data.io_tests.TEST_FORMATS`):
+    HumanEval's ``check`` code unless the ingested table says otherwise."""
+    return row.get("test_format") or "check"
+
+
+def sample_tests(row: dict, source: str, max_io_cases: int | None = None) -> tuple[str | IoTests, str | None]:
+    """What the sandbox runs for a runnable sample, and its entry point:
+    HumanEval-style ``check`` code and the function it calls, or for APPS-style
+    tests either the stdin/stdout cases of a whole program (no entry point)
+    or a ``check`` built from the calls of a call-based problem
+    (:mod:`leaktrace.data.io_tests`), at most ``max_io_cases`` cases."""
+    if test_format_of(row) == "check":
+        return row["test"], row["entry_point"]
+    tests = parse_io_tests(row["test"], source, row["sample_id"], max_io_cases)
+    if isinstance(tests, CallTests):
+        return call_test(tests), tests.fn_name
+    return tests, None
+
+
+def not_runnable(row: dict, source: str = "the benchmark") -> str | None:
     """Why a sample cannot go through the testbed (variants run in the
-    sandbox against HumanEval-style tests, a ``check(candidate)`` function
-    called with the entry point), or None when it can."""
+    sandbox against its tests: HumanEval-style, a ``check(candidate)``
+    function called with the entry point, or APPS-style input/output cases),
+    or None when it can. Malformed input/output tests are an InputError."""
     kind = kind_of(row)
     if kind == "text":
         return "it is problem text only, with no code"
     language = row.get("language") or "python"
     if language != "python":
         return f"its code is {language}, not Python"
+    if test_format_of(row) == "io":
+        return _io_not_runnable(row, source)
     if not row.get("entry_point"):
         return "it has no entry point"
     try:
@@ -71,12 +95,29 @@ def not_runnable(row: dict) -> str | None:
     return None
 
 
+def _io_not_runnable(row: dict, source: str) -> str | None:
+    if not (row.get("test") or "").strip():
+        return "it has no input/output tests"
+    _, entry_point = sample_tests(row, source)  # malformed tests: an error, whatever the code
+    try:
+        tree = ast.parse(row.get("code") or "")
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as err:
+        where = f" (line {err.lineno})" if isinstance(err, SyntaxError) and err.lineno else ""
+        return f"its code does not parse as Python 3{where}"
+    if entry_point is not None and not any(
+        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == entry_point for n in tree.body
+    ):
+        return (f"its call-based tests call {entry_point}, which its code does not define at module level "
+                "(a method of LeetCode's class Solution, which the function-test path cannot call)")
+    return None
+
+
 def require_runnable(rows: list[dict], benchmark: str, stage: str) -> None:
     """Refuse, with one line naming the benchmark file, the first sample and
     the reason, a benchmark whose samples the testbed cannot run."""
     for row in rows:
-        reason = not_runnable(row)
+        reason = not_runnable(row, benchmark)
         if reason:
             raise InputError(benchmark, row["sample_id"],
-                             f"the {stage} stage needs runnable Python with HumanEval-style tests, and {reason}; "
-                             "scan such a benchmark for leakage only (benchmarks.<name>.testbed: false)")
+                             f"the {stage} stage needs runnable Python with HumanEval-style or input/output tests, "
+                             f"and {reason}; scan such a benchmark for leakage only (benchmarks.<name>.testbed: false)")

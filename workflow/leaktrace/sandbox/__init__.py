@@ -7,6 +7,7 @@ from leaktrace.sandbox.runner import (
     isolation_level,
     run_many,
     run_python,
+    run_stdio,
     run_test,
     run_tests,
 )
@@ -18,6 +19,7 @@ __all__ = [
     "isolation_level",
     "run_many",
     "run_python",
+    "run_stdio",
     "run_test",
     "run_tests",
 ]

@@ -27,6 +27,16 @@ the right answers by other means than its source suggests (a lookup table of
 the benchmark's answers) passes, as it would any test; and the test, written by
 the benchmark's authors, is trusted to judge (it runs in the harness process).
 
+Whole programs on standard input (`runner.run_stdio`, APPS's stdin/stdout
+problems) take another path: the namespace's init forks one program process
+per input, each with the input in a memory file as its standard input and
+another memory file as its standard output, waits for it (killing its
+process group at the case's time limit), and reports each exit status with
+the bytes written. No test runs there and no reply is decoded; the init
+keeps the privileges it needs to start each case under the program's uid,
+and the program cannot signal it (it is the namespace's init) or trace it
+(another uid). The caller compares the outputs (`leaktrace.sandbox.stdio`).
+
 Only builtin and small stdlib modules are imported: start-up time is per run.
 """
 
@@ -40,6 +50,7 @@ import os
 import random
 import select
 import sys
+import time
 import types
 
 from leaktrace.sandbox import isolation
@@ -81,6 +92,8 @@ def main(setup: dict, trust_offset: int, trust_length: int) -> None:
             isolation.build_root(setup["root"], setup["view"], setup["scratch_mb"], setup["uids"]["owner"])
         elif setup["uids"]["program"] is not None:
             os.chown(setup["root"], setup["uids"]["program"], setup["uids"]["program"])
+        if setup["stdio"]:
+            _stdio_harness(setup, marshal.loads(os.pread(0, trust_length, trust_offset)))
         requests_read, requests_write = os.pipe()
         replies_read, replies_write = os.pipe()
     except OSError as error:
@@ -106,11 +119,12 @@ def _exit_like(child: int) -> None:
 # -- the program process ---------------------------------------------------------------------------
 
 
-def _program_process(setup: dict, requests: int, replies: int) -> None:
+def _become_program(setup: dict, stdin: int) -> None:
+    """Give this process the program's standard input, limits and identity
+    (the report descriptor closed, privileges dropped)."""
     try:
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)  # the spec, with the test, is no longer readable
-        os.close(null)
+        os.dup2(stdin, 0)  # the spec, with the test, is no longer readable
+        os.close(stdin)
         os.close(setup["report_fd"])
         os.chdir(setup["workdir"])
         isolation.drop_privileges(setup["uids"]["program"], drop_capabilities=setup["user_namespace"])
@@ -122,14 +136,25 @@ def _program_process(setup: dict, requests: int, replies: int) -> None:
     except BaseException:
         os._exit(SETUP_FAILED)
     random.seed(0)  # the fork reseeded it from the OS; runs must be reproducible
-    path = os.path.join(setup["workdir"], PROGRAM_NAME)  # a script has a file: tracebacks and __file__ need it
+
+
+def _program_module(setup: dict) -> tuple[str, dict]:
+    """The script's path and the namespace of its ``__main__`` module, the
+    script written to the path (tracebacks and ``__file__`` need a file)."""
+    path = os.path.join(setup["workdir"], PROGRAM_NAME)
     module = types.ModuleType("__main__")
     module.__file__ = path
     sys.modules["__main__"], sys.argv = module, [path]
-    namespace = module.__dict__
+    with open(path, "w", encoding="utf-8", errors="surrogatepass") as script:
+        script.write(setup["code"])
+    return path, module.__dict__
+
+
+def _program_process(setup: dict, requests: int, replies: int) -> None:
+    _become_program(setup, os.open(os.devnull, os.O_RDONLY))
+    namespace: dict = {}
     try:
-        with open(path, "w", encoding="utf-8", errors="surrogatepass") as script:
-            script.write(setup["code"])
+        path, namespace = _program_module(setup)
         exec(compile(setup["code"], path, "exec"), namespace)
     except Exception as exc:  # SystemExit ends the process: the harness reports how it ended
         namespace.clear()  # frees what a memory bomb holds, so reporting can allocate
@@ -191,6 +216,147 @@ def _flush() -> None:
             stream.flush()
         except Exception:
             pass
+
+
+# -- whole programs on standard input ---------------------------------------------------------------
+
+
+def _stdio_harness(setup: dict, trust: dict) -> None:
+    """Run the program once per input, each time in a process forked afresh
+    from this one (the namespace's init), with the input as its standard
+    input and its own memory file as standard output; report how each run
+    ended and the bytes it wrote. Stops at the first run that does not end
+    with exit status 0 (the verdict is then settled) or when the outputs
+    together pass `max_output_bytes`. Which output is right is decided by
+    the caller: the expected outputs never enter the sandbox."""
+    outcomes, total = [], 0
+    for data in trust["inputs"]:
+        stdin = os.memfd_create("stdin")
+        _write_all(stdin, data.encode("utf-8", "surrogatepass"))
+        os.lseek(stdin, 0, os.SEEK_SET)
+        stdout = os.memfd_create("stdout")
+        case = os.fork()
+        if case == 0:
+            _case_process(setup, stdin, stdout)
+        os.close(stdin)
+        try:
+            os.setpgid(case, case)  # also done by the child: whichever runs first
+        except OSError:
+            pass
+        ended = _wait_case(case, trust["case_timeout_s"])
+        for kill in (os.killpg,) if ended else (os.killpg, os.kill):  # what the run left in its group; itself
+            try:
+                kill(case, _signal.SIGKILL)
+            except OSError:
+                pass
+        if ended is None:
+            os.waitpid(case, 0)
+            outcomes.append(("timeout",))
+            break
+        _reap_orphans()
+        size = os.fstat(stdout).st_size
+        total += size
+        if total > trust["max_output_bytes"]:
+            outcomes.append(("output", f"the outputs exceed {trust['max_output_bytes']} bytes"))
+            break
+        output = os.pread(stdout, size, 0) if size else b""
+        os.close(stdout)
+        outcomes.append((ended[0], ended[1], output))
+        if ended != ("code", 0):
+            break
+    _write(setup["report_fd"], {"status": "ok", "error": None, "record": None, "value": (tuple(outcomes),),
+                                "program_exit": None})
+    os._exit(0)
+
+
+def _reap_orphans() -> None:
+    """Collect the processes a case started that ended after it (as the
+    namespace's init, this process inherits them): a zombie holds its pid
+    against the run's process limit."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if not pid:
+            return
+
+
+def _wait_case(pid: int, timeout_s: float) -> tuple | None:
+    """("code", n) or ("signal", n) once `pid` ends, None if it runs past `timeout_s`."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    deadline, pause = time.monotonic() + timeout_s, 0.001
+    while True:
+        ended, status = os.waitpid(pid, os.WNOHANG)
+        if ended:
+            if pidfd is not None:
+                os.close(pidfd)
+            return ("signal", os.WTERMSIG(status)) if os.WIFSIGNALED(status) else ("code", os.WEXITSTATUS(status))
+        left = deadline - time.monotonic()
+        if left <= 0:
+            if pidfd is not None:
+                os.close(pidfd)
+            return None
+        if pidfd is not None:
+            select.select([pidfd], [], [], left)
+        else:
+            select.select([], [], [], min(pause, left))
+            pause = min(2 * pause, _POLL_S)
+
+
+def _case_process(setup: dict, stdin: int, stdout: int) -> None:
+    """One run of a whole program: ends the process as the interpreter would
+    end it (non-daemon threads joined, atexit handlers run, output flushed,
+    ``sys.exit``'s status), with status 1 after an uncaught exception."""
+    try:
+        os.setpgid(0, 0)  # a timed-out run is killed with its process group
+        os.dup2(stdout, 1)
+        os.close(stdout)
+    except OSError:
+        os._exit(SETUP_FAILED)
+    _become_program(setup, stdin)
+    status = 0
+    try:
+        path, namespace = _program_module(setup)
+        exec(compile(setup["code"], path, "exec"), namespace)
+    except SystemExit as exc:
+        status = _exit_status(exc.code)
+    except BaseException as exc:
+        import traceback
+
+        traceback.print_exception(exc)
+        status = 1
+    try:
+        if "threading" in sys.modules:
+            sys.modules["threading"]._shutdown()
+        if "atexit" in sys.modules:
+            sys.modules["atexit"]._run_exitfuncs()
+    except SystemExit as exc:
+        status = _exit_status(exc.code)
+    except BaseException:
+        status = 1
+    for stream in (sys.stdout, sys.__stdout__, sys.stderr, sys.__stderr__):  # the program may have replaced them
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(status)
+
+
+def _exit_status(code: object) -> int:
+    """The exit status ``sys.exit(code)`` gives (a non-integer is printed, status 1)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):  # True and False too, as the interpreter reads them
+        return int(code) & 0xFF
+    try:
+        print(code, file=sys.stderr)
+    except Exception:
+        pass
+    return 1
 
 
 # -- the harness process ---------------------------------------------------------------------------

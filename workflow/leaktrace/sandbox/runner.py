@@ -2,8 +2,9 @@
 
 Variant validation, test-case transformation and clone detection execute code
 the pipeline did not write, so every execution goes through `run_python` (run a
-program, optionally evaluate an expression in it) or `run_test` (run a
-benchmark's test against a program). Each run gets (see DESIGN.md, "Executing
+program, optionally evaluate an expression in it), `run_test` (run a
+benchmark's test against a program) or `run_stdio` (a whole program on
+standard inputs, one fresh process per input). Each run gets (see DESIGN.md, "Executing
 untrusted code"):
 
 - its own PID, mount, network, IPC and UTS namespaces (and a user namespace
@@ -46,6 +47,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import functools
 import logging
 import marshal
@@ -183,21 +185,38 @@ def run_test(code: str, test: str, entry_point: str, limits: SandboxLimits = San
     return _run(code, trust, limits)
 
 
+def run_stdio(code: str, inputs: Sequence[str], limits: SandboxLimits = SandboxLimits(), *,
+              max_output_bytes: int = 16 * 1024 * 1024) -> SandboxResult:
+    """Run `code` as a whole program once per input, each in a process of its
+    own with the input as standard input, in one sandbox (namespaces, cgroup,
+    root set up once). `limits.timeout_s` bounds each run's wall clock, and
+    the sandbox's is the sum of theirs. A result of status "ok" holds in
+    `return_value` one tuple per run, up to the first that did not exit with
+    status 0: ("code", status, stdout bytes), ("signal", number, stdout
+    bytes), ("timeout",) or ("output", why) when the outputs together passed
+    `max_output_bytes`. `leaktrace.sandbox.stdio` judges them."""
+    trust = {"mode": "stdio", "inputs": list(inputs), "case_timeout_s": limits.timeout_s,
+             "max_output_bytes": max_output_bytes}
+    whole = dataclasses.replace(limits, timeout_s=limits.timeout_s * (len(inputs) + 1))
+    return _run(code, trust, whole)
+
+
 def run_many(
     codes: Sequence[str], limits: SandboxLimits = SandboxLimits(), *, workers: int, result_expr: str | None = None
 ) -> list[SandboxResult]:
     """`run_python` on each program, `workers` at a time; results keep input order."""
-    return _parallel([functools.partial(run_python, code, limits, result_expr=result_expr) for code in codes], workers)
+    return in_parallel([functools.partial(run_python, code, limits, result_expr=result_expr) for code in codes], workers)
 
 
 def run_tests(
     items: Sequence[tuple[str, str, str]], limits: SandboxLimits = SandboxLimits(), *, workers: int
 ) -> list[SandboxResult]:
     """`run_test` on each (code, test, entry point), `workers` at a time; results keep input order."""
-    return _parallel([functools.partial(run_test, *item, limits) for item in items], workers)
+    return in_parallel([functools.partial(run_test, *item, limits) for item in items], workers)
 
 
-def _parallel(calls: list, workers: int) -> list[SandboxResult]:
+def in_parallel(calls: list, workers: int) -> list[SandboxResult]:
+    """Each call (a run of the sandbox), `workers` at a time; results keep input order."""
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -277,6 +296,7 @@ def _execute(code: str, trust: dict, limits: SandboxLimits, platform: _Platform,
         setup = {
             "modules": _compiled_child_modules(),
             "code": code,
+            "stdio": trust["mode"] == "stdio",
             "report_fd": report.fileno(),
             "namespaces": namespaces,
             "user_namespace": user_namespace,

@@ -107,6 +107,11 @@ def counterfactual(functions: Path, target: dict, reference: dict, settings: dic
     else:
         kept = {r["sample_id"] for r in read_records(functions, ["sample_id", "kept"]) if r["kept"]}
     rows = [r for r in read_records(functions, ["sample_id", "context", "signature", "continuation"]) if r["sample_id"] in kept]
+    whole = [r["sample_id"] for r in rows if not r["signature"]]
+    if whole:
+        log.info("counterfactual: %d samples skipped: whole programs (APPS's stdin/stdout problems) have no "
+                 "signature to prompt with (first: %s)", len(whole), whole[0])
+        rows = [r for r in rows if r["signature"]]
     generations = (_generate(rows, target, settings, "target", generator, cache_dir)
                    + _generate(rows, reference, settings, "reference", generator, cache_dir))
     write_table(generations, GENERATIONS_SCHEMA, generations_out)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.data.functions import FunctionFilter, function_anatomy
-from leaktrace.data.samples import require_runnable
+from leaktrace.data.functions import FunctionFilter, function_anatomy, program_anatomy
+from leaktrace.data.samples import not_runnable, require_runnable, sample_tests
 from leaktrace.data.split import RECALL_PREFIX, assign_splits, pre_exposure_reason
 from leaktrace.models.token_table import losses_by_text
 from leaktrace.seeding import rng_for
@@ -53,12 +53,24 @@ SAMPLES_SCHEMA = pa.schema(
 
 
 def filter_functions(benchmark: Path, settings: dict, output: Path) -> None:
+    """A sample the testbed cannot run is dropped with the reason (the
+    benchmark is refused when none can run: it is not a testbed benchmark);
+    a whole program (APPS's stdin/stdout problems) is filtered as one body
+    (``data.functions.program_anatomy``)."""
     rule = FunctionFilter(**settings)
     samples = read_records(benchmark)
-    require_runnable(samples, str(benchmark), "filter")
+    unrunnable = {s["sample_id"]: not_runnable(s, str(benchmark)) for s in samples}
+    if all(unrunnable.values()):
+        require_runnable(samples, str(benchmark), "filter")
     rows = []
     for sample in samples:
-        anatomy = function_anatomy(sample["code"], sample["entry_point"])
+        if unrunnable[sample["sample_id"]]:
+            rows.append({"sample_id": sample["sample_id"], "kept": False,
+                         "reason": f"not runnable: {unrunnable[sample['sample_id']]}", "body_lines": None,
+                         "n_chars": None, "context": None, "signature": None, "continuation": None})
+            continue
+        _, entry_point = sample_tests(sample, str(benchmark))
+        anatomy = program_anatomy(sample["code"]) if entry_point is None else function_anatomy(sample["code"], entry_point)
         reason = rule.reason_to_drop(anatomy)
         rows.append(
             {
@@ -74,6 +86,8 @@ def filter_functions(benchmark: Path, settings: dict, output: Path) -> None:
         )
     write_table(rows, FUNCTIONS_SCHEMA, output)
     log.info("function filter kept %d of %d samples", sum(r["kept"] for r in rows), len(rows))
+    if any(unrunnable.values()):
+        log.info("not runnable, by reason: %s", dict(Counter(r for r in unrunnable.values() if r)))
 
 
 def split_samples(functions: Path, variants: Path, reference_tokens: Path, settings: dict, seed: int, output: Path, *,

@@ -28,11 +28,13 @@ BENCHMARK_SCHEMA = pa.schema(
 )
 
 # Any other format (leaktrace/data/benchmarks.py): the HumanEval columns, plus
-# the problem text, the sample's kind (code, text, both) and its language. A
+# the problem text, the sample's kind (code, text, both), its language and how
+# its tests are written (check or io: leaktrace/data/io_tests.py). A
 # ``humaneval``-format table keeps exactly the columns above (its rows read as
-# Python code with tests: leaktrace/data/samples.py).
+# Python code with check tests: leaktrace/data/samples.py).
 GENERIC_BENCHMARK_SCHEMA = pa.schema(
-    list(BENCHMARK_SCHEMA) + [("text", pa.string()), ("kind", pa.string()), ("language", pa.string())]
+    list(BENCHMARK_SCHEMA)
+    + [("text", pa.string()), ("kind", pa.string()), ("language", pa.string()), ("test_format", pa.string())]
 )
 
 CORPUS_SCHEMA = pa.schema([("doc_id", pa.string()), ("source", pa.string()), ("text", pa.string())])

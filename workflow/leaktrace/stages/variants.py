@@ -13,7 +13,10 @@ offline) on top of the first k variants of each renaming set, kinds
 says what made each variant ("ast", "llm", each with "+tt" after tau_t).
 The original
 is run against its tests in the sandbox and stored as ``variant_id`` 0; a
-variant is valid iff it behaves exactly as the original under them. Every
+variant is valid iff it behaves exactly as the original under them: the
+HumanEval-style test's calls, or, for an APPS-style whole program, its
+output on each of the first ``io_cases`` standard inputs (tau_t is skipped
+for whole programs, counted in the log). Every
 row records the sandbox's isolation level (``full``, or ``weak`` where the
 config allowed running without namespaces or cgroups)."""
 
@@ -28,7 +31,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.data.samples import require_runnable
+from leaktrace.data.samples import require_runnable, sample_tests
 from leaktrace.errors import InputError
 from leaktrace.models.backend import Capability, Sampling
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
@@ -81,6 +84,7 @@ def make_variants_table(
     kept = {r["sample_id"] for r in read_records(functions, ["sample_id", "kept"]) if r["kept"]}
     samples = [s for s in read_records(benchmark) if s["sample_id"] in kept]
     require_runnable(samples, str(benchmark), "variants")
+    tests = [sample_tests(s, str(benchmark), settings.get("io_cases")) for s in samples]  # (tests, entry point)
     limits = SandboxLimits(**settings["sandbox"])
     try:
         isolation = isolation_level(limits)
@@ -88,31 +92,31 @@ def make_variants_table(
         raise InputError("config variants.sandbox", None, str(error)) from None
     log.info("sandbox isolation: %s", isolation)
     sets: list[dict[str, list[tuple[str, Variant]]]] = []  # per sample: kind -> (generator, variant)
-    for s in samples:
-        reserved = reserved_names(s["test"])  # names the tests call must keep their names
-        detector = make_variants(s["code"], s["entry_point"], names, n=settings["n"],
+    for s, (test, entry_point) in zip(samples, tests, strict=True):
+        reserved = reserved_names(test)  # names the tests call must keep their names
+        detector = make_variants(s["code"], entry_point, names, n=settings["n"],
                                  rng=rng_for(seed, "variants", s["sample_id"]), reserved=reserved)
-        pre_exposure = make_variants(s["code"], s["entry_point"], names, n=settings["n_filter"],
+        pre_exposure = make_variants(s["code"], entry_point, names, n=settings["n_filter"],
                                      rng=rng_for(seed, "filter-variants", s["sample_id"]), reserved=reserved,
                                      exclude=[v.text for v in detector])
         sets.append({"rename": [("ast", v) for v in detector], "filter": [("ast", v) for v in pre_exposure]})
     if llm is not None:
-        for own, llm_set in zip(sets, _llm_sets(samples, names, llm, settings, seed, limits, workers, cache_dir),
-                                strict=True):
+        for own, llm_set in zip(sets, _llm_sets(samples, tests, names, llm, settings, seed, limits, workers,
+                                                cache_dir), strict=True):
             own["llm"] = llm_set
     if settings["test_cases"]:
-        _add_test_case_sets(samples, sets, settings["test_cases"], seed, limits, workers)
+        _add_test_case_sets(samples, tests, sets, settings["test_cases"], seed, limits, workers)
     rows, programs = [], []
-    for s, own in zip(samples, sets, strict=True):
+    for s, (test, entry_point), own in zip(samples, tests, sets, strict=True):
         rows.append({"sample_id": s["sample_id"], "variant_id": 0, "kind": "original", "text": s["code"],
-                     "entry_point": s["entry_point"], "renames": "{}", "generator": "original"})
-        programs.append((s["code"], s["test"], s["entry_point"]))
+                     "entry_point": entry_point, "renames": "{}", "generator": "original"})
+        programs.append((s["code"], test, entry_point))
         for kind, members in own.items():
             for k, (generator, v) in enumerate(members, start=_first_id(kind, settings)):
                 rows.append({"sample_id": s["sample_id"], "variant_id": k, "kind": kind, "text": v.text,
                              "entry_point": v.entry_point, "renames": json.dumps(v.renames, sort_keys=True),
                              "generator": generator})
-                programs.append((v.text, s["test"], v.entry_point))
+                programs.append((v.text, test, v.entry_point))
     original_of = {row["sample_id"]: i for i, row in enumerate(rows) if row["variant_id"] == 0}
     originals = [original_of[row["sample_id"]] for row in rows]
     verdicts = validate_variants(programs, originals, limits, workers=workers)
@@ -135,14 +139,24 @@ def _first_id(kind: str, settings: dict) -> int:
     return settings["n"] + settings["n_filter"] + VARIANT_SETS.index(kind) * settings["n"] + 1
 
 
-def _add_test_case_sets(samples: list[dict], sets: list[dict], k: int, seed: int, limits: SandboxLimits,
-                        workers: int) -> None:
+def _add_test_case_sets(samples: list[dict], tests: list[tuple], sets: list[dict], k: int, seed: int,
+                        limits: SandboxLimits, workers: int) -> None:
     """tau_t on top of the first `k` variants of each renaming set: x_i =
-    tau_t(tau_v(tau_f(x))), kind "<set>+tt"; one sandbox run per sample and set."""
-    bases = [(i, kind) for i, own in enumerate(sets) for kind in ("rename", "llm") if own.get(kind)]
-    plans = [plan_test_cases(samples[i]["code"], samples[i]["entry_point"], samples[i]["test"], len(sets[i][kind][:k]),
-                             rng_for(seed, "test-cases", kind, samples[i]["sample_id"])) for i, kind in bases]
+    tau_t(tau_v(tau_f(x))), kind "<set>+tt"; one sandbox run per sample and set.
+    A whole program (no entry point: APPS's stdin/stdout problems) has no
+    function whose examples tau_t could recompute: skipped, and counted
+    under that reason."""
     outcomes = Counter()
+    bases = []
+    for i, own in enumerate(sets):
+        for kind in ("rename", "llm"):
+            if own.get(kind):
+                if tests[i][1] is None:
+                    outcomes["skipped: a whole program, no function to call"] += 1
+                else:
+                    bases.append((i, kind))
+    plans = [plan_test_cases(samples[i]["code"], tests[i][1], tests[i][0], len(sets[i][kind][:k]),
+                             rng_for(seed, "test-cases", kind, samples[i]["sample_id"])) for i, kind in bases]
     for (i, kind), plan, result in zip(bases, plans, run_plans(plans, limits, workers=workers), strict=True):
         members = sets[i][kind][:k]
         transformed = apply_plan(plan, result, [(v.text, v.entry_point) for _, v in members])
@@ -154,8 +168,8 @@ def _add_test_case_sets(samples: list[dict], sets: list[dict], k: int, seed: int
     log.info("test-case transformation (samples x sets): %s", dict(sorted(outcomes.items())))
 
 
-def _llm_sets(samples: list[dict], names: NameProposer, llm: dict, settings: dict, seed: int, limits: SandboxLimits,
-              workers: int, cache_dir: Path | None) -> list[list[tuple[str, Variant]]]:
+def _llm_sets(samples: list[dict], tests: list[tuple], names: NameProposer, llm: dict, settings: dict, seed: int,
+              limits: SandboxLimits, workers: int, cache_dir: Path | None) -> list[list[tuple[str, Variant]]]:
     """Per sample, up to n LLM renamings that pass the sample's test exactly as
     the original does (Table 7's prompt), topped up by the AST renamer."""
     from leaktrace.models.select import open_model  # a model stack only when an LLM makes variants
@@ -165,17 +179,17 @@ def _llm_sets(samples: list[dict], names: NameProposer, llm: dict, settings: dic
     answers = ask_for_renamings(model, [s["code"] for s in samples], sampling)
     outcomes: Counter = Counter()
     found = []
-    for s, answer in zip(samples, answers, strict=True):
-        renamings = renamings_from_answer(answer, s["code"], s["entry_point"], reserved=reserved_names(s["test"]))
+    for s, (test, entry_point), answer in zip(samples, tests, answers, strict=True):
+        renamings = renamings_from_answer(answer, s["code"], entry_point, reserved=reserved_names(test))
         outcomes.update(renamings.outcomes)
         found.append(renamings.variants)
     programs, originals = [], []
-    for s, variants in zip(samples, found, strict=True):
+    for s, (test, entry_point), variants in zip(samples, tests, found, strict=True):
         originals += [len(programs)] * (1 + len(variants))
-        programs += [(s["code"], s["test"], s["entry_point"])] + [(v.text, s["test"], v.entry_point) for v in variants]
+        programs += [(s["code"], test, entry_point)] + [(v.text, test, v.entry_point) for v in variants]
     verdicts = iter(validate_variants(programs, originals, limits, workers=workers))
     llm_sets = []
-    for s, variants in zip(samples, found, strict=True):
+    for s, (test, entry_point), variants in zip(samples, tests, found, strict=True):
         next(verdicts)  # the original's own
         passing = []
         for v in variants:
@@ -187,8 +201,8 @@ def _llm_sets(samples: list[dict], names: NameProposer, llm: dict, settings: dic
             else:
                 outcomes["version passes"] += 1
                 passing.append(v)
-        top_up = make_variants(s["code"], s["entry_point"], names, n=settings["n"] - len(passing),
-                               rng=rng_for(seed, "llm-top-up", s["sample_id"]), reserved=reserved_names(s["test"]),
+        top_up = make_variants(s["code"], entry_point, names, n=settings["n"] - len(passing),
+                               rng=rng_for(seed, "llm-top-up", s["sample_id"]), reserved=reserved_names(test),
                                exclude=[v.text for v in passing]) if len(passing) < settings["n"] else []
         outcomes["topped up"] += len(top_up)
         llm_sets.append([("llm", v) for v in passing] + [("ast", v) for v in top_up])

@@ -61,16 +61,17 @@ _STRING_HEAD = re.compile(r"""\w*('''|\"\"\"|'|")""")
 
 @dataclass(frozen=True)
 class Variant:
-    """A renamed copy of a program; `entry_point` is the entry point's name in `text`."""
+    """A renamed copy of a program; `entry_point` is the entry point's name in
+    `text` (None for a whole program run on standard input)."""
 
     text: str
-    entry_point: str
+    entry_point: str | None
     renames: dict[str, str]
 
 
 def make_variants(
     code: str,
-    entry_point: str,
+    entry_point: str | None,
     names: NameProposer,
     *,
     n: int,
@@ -91,7 +92,7 @@ def make_variants(
     lines = io.StringIO(code).readlines()
     tokens = _tokenize(code)
     analysis = _ScopeAnalysis(tree, lines, tokens)
-    if entry_point not in analysis.module.bound:
+    if entry_point is not None and entry_point not in analysis.module.bound:
         raise ValueError(f"entry point {entry_point!r} is not defined at module level")
     prose = _prose_tokens(tree, lines, tokens)
     anchored = _prose_words(prose)

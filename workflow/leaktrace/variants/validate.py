@@ -14,7 +14,10 @@ would have to contain the right outputs (see `leaktrace.sandbox.harness` for
 what else a program cannot do to the verdict). Equality is exact, so it is
 stricter than the test's `==`: 1 for 1.0, a list for a tuple, or a dict in
 another order counts as a difference. The entry point is recorded as
-"candidate", so a renamed entry point is no difference.
+"candidate", so a renamed entry point is no difference. A whole program
+run on standard input (APPS) is recorded as one "call" per case, its
+output as the value (`leaktrace.sandbox.stdio`): a renamed variant must
+write byte for byte what its original wrote on every input.
 """
 
 from __future__ import annotations
@@ -26,27 +29,36 @@ import token
 import tokenize
 from collections.abc import Sequence
 
+from leaktrace.data.io_tests import IoTests
 from leaktrace.sandbox import SandboxLimits, SandboxResult, run_tests
+from leaktrace.sandbox.stdio import run_io_tests_many
 from leaktrace.sandbox.values import decode
 
 _SHOWN_CHARS = 120
 
 
-def reserved_names(test: str) -> frozenset[str]:
+def reserved_names(test: str | IoTests) -> frozenset[str]:
     """Identifiers in a sample's test code, to pass to `make_variants` as `reserved`.
 
     The test takes from the program the names it uses (HumanEval/38's test
     calls `encode_cyclic`), so a variant must keep them; and it must not
-    introduce a name the test defines (every test defines `check`).
+    introduce a name the test defines (every test defines `check`). A whole
+    program on standard input shares no names with its tests: none.
     """
+    if isinstance(test, IoTests):
+        return frozenset()
     tokens = tokenize.generate_tokens(io.StringIO(test).readline)
     return frozenset(tok.string for tok in tokens if tok.type == token.NAME and not keyword.iskeyword(tok.string))
 
 
 def validate_variants(
-    items: Sequence[tuple[str, str, str]], originals: Sequence[int], limits: SandboxLimits, *, workers: int
+    items: Sequence[tuple[str, str | IoTests, str | None]], originals: Sequence[int], limits: SandboxLimits, *,
+    workers: int
 ) -> list[tuple[bool, str | None]]:
-    """(valid, reason if not) for each (code, test, entry point) triple, in order.
+    """(valid, reason if not) for each (code, tests, entry point) triple, in order:
+    tests HumanEval-style (``check`` code, with the entry point it calls) or
+    APPS-style stdin/stdout cases of a whole program (entry point None),
+    whose record holds each case's output (`leaktrace.sandbox.stdio`).
 
     `originals[i]` is the index of item i's original; an original points to itself.
     """
@@ -54,9 +66,15 @@ def validate_variants(
         raise ValueError(f"{len(items)} items but {len(originals)} original indices")
     syntax = [_syntax_error(code) for code, _, _ in items]
     runnable = [i for i, error in enumerate(syntax) if error is None]
+    checked = [i for i in runnable if not isinstance(items[i][1], IoTests)]
+    on_stdin = [i for i in runnable if isinstance(items[i][1], IoTests)]
     results: list[SandboxResult | None] = [None] * len(items)
-    for i, result in zip(runnable, run_tests([items[i] for i in runnable], limits, workers=workers), strict=True):
+    for i, result in zip(checked, run_tests([items[i] for i in checked], limits, workers=workers), strict=True):
         results[i] = result
+    if on_stdin:
+        ran = run_io_tests_many([items[i][:2] for i in on_stdin], limits, workers=workers)
+        for i, result in zip(on_stdin, ran, strict=True):
+            results[i] = result
     own = [syntax[i] or _own_verdict(results[i]) for i in range(len(items))]
     verdicts = []
     for i, original in enumerate(originals):
