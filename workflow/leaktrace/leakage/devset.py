@@ -241,10 +241,10 @@ def build(seed: int = 0, n_stdlib: int = 120, n_files: int = 50) -> list[dict]:
     return pairs
 
 
-def fixtures(language: str) -> list[tuple[str, str, list[str]]]:
-    """(task, its code, its other implementations) of ``language``'s fixtures, by task name."""
+def fixtures(language: str, root: Path = FIXTURES) -> list[tuple[str, str, list[str]]]:
+    """(task, its code, its other implementations) of ``language``'s fixtures under ``root``, by task name."""
     ext = CFAMILY[language]
-    paths = sorted((FIXTURES / language).glob(f"*{ext}"))
+    paths = sorted((root / language).glob(f"*{ext}"))
     alts: dict[str, list[str]] = {}
     for path in paths:
         task, dot, rest = path.name[: -len(ext)].partition(".")
@@ -258,12 +258,15 @@ def _comments(code: str) -> str:
     return "\n".join(t.text for t in cfamily.tokens(code) if t.kind == "comment")
 
 
-def build_cfamily(seed: int = 0, languages: tuple[str, ...] = tuple(CFAMILY)) -> list[dict]:
-    """Every pair of the Java, C and C++ set (see the module docstring), one dict each (:func:`pair`)."""
-    names = NameProposer(WordAlternatives(Counter()), Counter())
+def build_cfamily(seed: int = 0, languages: tuple[str, ...] = tuple(CFAMILY), root: Path = FIXTURES,
+                  names: NameProposer | None = None) -> list[dict]:
+    """Every pair of the Java, C and C++ set (see the module docstring) from the fixtures under
+    ``root``, one dict each (:func:`pair`); ``names`` proposes T2a's synonyms (default: the
+    curated word table and WordNet, as for Python)."""
+    names = names or NameProposer(WordAlternatives(Counter()), Counter())
     pairs: list[dict] = []
     for language in languages:
-        tasks = fixtures(language)
+        tasks = fixtures(language, root)
         grams = [_grams(code) for _, code, _ in tasks]
         others = [(t, alt) for t, _, alts in tasks for alt in alts]
         other_grams = [_grams(alt) for _, alt in others]
@@ -285,7 +288,8 @@ def build_cfamily(seed: int = 0, languages: tuple[str, ...] = tuple(CFAMILY)) ->
             nearest = _nearest(grams[i], grams, i)
             add("nearest-task", "none", tasks[nearest][1])
             theirs = [j for j, (t, _) in enumerate(others) if t != task]
-            add("nearest-alternative", "none", others[theirs[_nearest(grams[i], [other_grams[j] for j in theirs], None)]][1])
+            if theirs:
+                add("nearest-alternative", "none", others[theirs[_nearest(grams[i], [other_grams[j] for j in theirs], None)]][1])
             rng = rng_for(seed, "devset", "unrelated", group)
             add("unrelated", "none", tasks[rng.choice([j for j in range(len(tasks)) if j not in (i, nearest)])][1])
     return pairs

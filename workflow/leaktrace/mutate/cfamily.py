@@ -271,10 +271,13 @@ def _modifications(text: str) -> list[str]:
     return [m for m in out if m != text]
 
 
-def _insertion(code: str, rng: random.Random) -> str:
-    """An unused local declaration under a name the code does not use."""
+def _fresh_name(code: str) -> str:
     taken = {t.text for t in tokens(code) if t.kind == "name"}
-    name = next(n for n in (*("unused", "spare", "scratch", "marker"), *(f"tmp{k}" for k in range(100))) if n not in taken)
+    return next(n for n in (*("unused", "spare", "scratch", "marker"), *(f"tmp{k}" for k in range(100))) if n not in taken)
+
+
+def _insertion(name: str, rng: random.Random) -> str:
+    """An unused local declaration of ``name`` (one the code does not use)."""
     kind = rng.choice(("int", "long", "double"))
     return f"{kind} {name} = {rng.randint(0, 9)}{'.5' if kind == 'double' else ''};"
 
@@ -302,10 +305,11 @@ def _edits(code: str, rng: random.Random) -> dict[str, list[str]]:
                and not re.match(r"\s*(return|break|continue|throw)\b", lines[i])]
     anchors += [i for i, text in enumerate(lines) if text.rstrip().endswith("{") and i + 1 < len(lines) and in_code[i + 1]
                 and not text.lstrip().startswith("switch")]
+    fresh = _fresh_name(code)
     for i in sorted(set(anchors)):
         below = lines[i + 1] if lines[i + 1].strip() and not lines[i + 1].lstrip().startswith("}") else None
         indent = _indent(below) if below is not None else _indent(lines[i]) + ("    " if lines[i].rstrip().endswith("{") else "")
-        out["insert"].append("\n".join(lines[: i + 1] + [indent + _insertion(code, rng)] + lines[i + 1 :]))
+        out["insert"].append("\n".join(lines[: i + 1] + [indent + _insertion(fresh, rng)] + lines[i + 1 :]))
     return out
 
 
