@@ -130,7 +130,7 @@ def test_builder_counts_and_labels(tmp_path):
     for name in ("total_of", "twice", "shout"):
         body = {"total_of": C_CODE,
                 "twice": "/* Double every value of the array in place, from the first to the last one. */\n"
-                         "void twice(int *values, int n)\n{\n    for (int i = 0; i < n; i++)\n        values[i] *= 2;\n}\n",
+                         "void twice(int *xs, int n)\n{\n    for (int i = 0; i < n; i++)\n        xs[i] *= 2;\n}\n",
                 "shout": "#include <ctype.h>\n\n/* Turn every letter of the text into a capital letter, leaving the rest. */\n"
                          "void shout(char *text)\n{\n    int count = 0;\n    for (; *text; text++) {\n"
                          "        *text = (char)toupper((unsigned char)*text);\n        count++;\n    }\n}\n"}[name]
