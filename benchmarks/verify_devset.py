@@ -91,6 +91,23 @@ def table(rows: list[dict], methods: dict[str, tuple[np.ndarray, np.ndarray]]) -
           + ", ".join(f"{m} {int(pred[true_type == 'none'].sum())}" for m, (pred, _) in methods.items()) + ")")
 
 
+def tune(verdicts: list, truth: np.ndarray, dev: np.ndarray, base) -> tuple[tuple, list]:
+    """The rule stated above: every grid setting scored on the ``dev`` pairs; the best
+    ((structure, overlap, statement), (P, R, F1)) and every one tried."""
+    tried = []
+    for structure, overlap, statement in itertools.product(GRID["structure"], GRID["overlap"], GRID["statement"]):
+        s = replace(base, structure=structure, overlap=overlap, statement=statement)
+        pred = np.array([decide(v, s)[1] for v in verdicts])
+        tried.append(((structure, overlap, statement), prf(truth[dev], pred[dev])))
+    return max(tried, key=lambda t: (np.nan_to_num(t[1][2]), np.nan_to_num(t[1][0]), t[0])), tried
+
+
+def lessleak_jaccard(r: dict) -> float:
+    """LessLeak's automated criterion's value: 2-gram Jaccard on their tokens."""
+    a, b = shingle_set(r["bench_text"], "lessleak", 2), shingle_set(r["corpus_text"], "lessleak", 2)
+    return len(a & b) / len(a | b) if a | b else 0.0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cache", type=Path, default=Path("results/verify"))
@@ -123,12 +140,7 @@ def main() -> None:
 
     dev = np.array([r["half"] == "dev" for r in rows])
     truth = np.array([r["duplicate"] for r in rows])
-    tried = []
-    for structure, overlap, statement in itertools.product(GRID["structure"], GRID["overlap"], GRID["statement"]):
-        s = replace(shipped, structure=structure, overlap=overlap, statement=statement)
-        pred = np.array([decide(v, s)[1] for v in verdicts])
-        tried.append(((structure, overlap, statement), prf(truth[dev], pred[dev])))
-    best = max(tried, key=lambda t: (np.nan_to_num(t[1][2]), np.nan_to_num(t[1][0]), t[0]))
+    best, tried = tune(verdicts, truth, dev, shipped)
     print(f"grid: {len(tried)} settings (structure {GRID['structure'][0]}..{GRID['structure'][-1]}, overlap "
           f"{GRID['overlap'][0]}..{GRID['overlap'][-1]}, statement {GRID['statement'][0]}..{GRID['statement'][-1]}); "
           f"chosen on the dev half (max F1): structure {best[0][0]}, overlap {best[0][1]}, statement {best[0][2]} "
@@ -142,7 +154,7 @@ def main() -> None:
         for k, (p, r, f) in tried:
             print(f"  structure {k[0]:.2f} overlap {k[1]:.2f} statement {k[2]:.2f}: dev P {p:.3f} R {r:.3f} F1 {f:.3f}")
     chosen = replace(shipped, structure=best[0][0], overlap=best[0][1], statement=best[0][2])
-    lessleak = np.array([_lessleak_jaccard(r) >= 0.7 for r in rows])
+    lessleak = np.array([lessleak_jaccard(r) >= 0.7 for r in rows])
     held = ~dev
     held_rows = [r for r, h in zip(rows, held) if h]
     methods = {}
@@ -153,11 +165,6 @@ def main() -> None:
     table(held_rows, methods)
     rules = [decide(v, chosen)[2] for v, h in zip(verdicts, held) if h]
     print("after, decided by: " + ", ".join(f"{k} {rules.count(k)}" for k in RULES if k != "judge"))
-
-
-def _lessleak_jaccard(r: dict) -> float:
-    a, b = shingle_set(r["bench_text"], "lessleak", 2), shingle_set(r["corpus_text"], "lessleak", 2)
-    return len(a & b) / len(a | b) if a | b else 0.0
 
 
 if __name__ == "__main__":

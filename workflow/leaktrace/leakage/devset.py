@@ -35,6 +35,20 @@ are one template), its nearest standard-library function
 ``half`` splits by group (a problem, a function or a file, with every pair
 made from it): ``dev`` (thresholds are chosen there) or ``held-out``.
 Deterministic for a given interpreter (its standard library is the corpus).
+
+:func:`build_cfamily` is the Java, C and C++ part, from the small programs
+written for it under ``resources/verify/{java,c,cpp}/`` (one file per task,
+``<task>.<ext>`` with a doc comment stating the problem, and
+``<task>.alt<k>.<ext>`` other implementations of it, without one; all
+compile). Duplicates: the :mod:`leaktrace.mutate.cfamily` mutations ``T1``
+to ``hybrid-0.8`` of each task (``T2b``, ``T3-0.7``, ``hybrid-0.8`` also
+with comments removed, ``-nodoc``), each other implementation alone
+(``alternative``) and under the task's doc comment
+(``statement+alternative``; Type-4). Not duplicates: the task against its
+nearest other task (``nearest-task``), the nearest other task's other
+implementation (``nearest-alternative``) and a randomly drawn other task
+(``unrelated``), all of its language. No tests: execution equivalence is
+Python-only, so no pair of these languages is run.
 """
 
 from __future__ import annotations
@@ -51,6 +65,7 @@ from pathlib import Path
 from leaktrace.data.corpora import iter_stdlib_code
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.leakage.tokens import code_tokens, shingles
+from leaktrace.mutate import cfamily
 from leaktrace.mutate.registry import Mutation, apply_mutation
 from leaktrace.seeding import rng_for
 from leaktrace.variants.naming import NameProposer
@@ -58,6 +73,8 @@ from leaktrace.variants.synonyms import WordAlternatives
 from leaktrace.variants.validate import reserved_names
 
 ALTERNATIVES = Path(__file__).resolve().parents[3] / "resources" / "verify" / "alternatives.jsonl"
+FIXTURES = ALTERNATIVES.parent
+CFAMILY = {"java": ".java", "c": ".c", "cpp": ".cpp"}  # language: file extension of its fixtures
 MUTATIONS = {"T1": "type-1", "T2a": "type-2", "T2b": "type-2", "T3-0.7": "type-3", "T3-0.5": "type-3",
              "hybrid-0.8": "type-3"}
 NODOC = ("T2b", "T3-0.7", "hybrid-0.8")
@@ -143,15 +160,20 @@ def _edit_words(text: str, rng: random.Random) -> str:
     return " ".join(out)
 
 
+def pair(group: str, kind: str, clone: str, language: str, bench: str, corpus: str, *, name: str | None = None,
+         **extra) -> dict:
+    """One labelled pair: the ``verify-pairs`` input fields plus ``clone_type``, ``duplicate``, ``kind``,
+    ``group`` and ``half`` (its id is ``group|kind``, or ``group|name``)."""
+    return {"id": f"{group}|{name or kind}", "group": group, "half": half_of(group), "kind": kind, "language": language,
+            "clone_type": clone, "duplicate": clone != "none", "bench_text": bench, "corpus_text": corpus, **extra}
+
+
 def build(seed: int = 0, n_stdlib: int = 120, n_files: int = 50) -> list[dict]:
-    """Every pair of the set, one dict each (the ``verify-pairs`` input fields
-    plus ``clone_type``, ``duplicate``, ``kind``, ``group`` and ``half``)."""
+    """Every pair of the Python and text set, one dict each (:func:`pair`)."""
     pairs: list[dict] = []
 
     def add(group: str, kind: str, clone: str, language: str, bench: str, corpus: str, **extra) -> None:
-        pairs.append({"id": f"{group}|{kind}", "group": group, "half": half_of(group), "kind": kind, "language": language,
-                      "clone_type": clone, "duplicate": clone != "none", "bench_text": bench, "corpus_text": corpus,
-                      **extra})
+        pairs.append(pair(group, kind, clone, language, bench, corpus, **extra))
 
     humaneval = load_humaneval(shipped_humaneval_path(), "humaneval")
     names = NameProposer(WordAlternatives(Counter()), Counter())
@@ -216,6 +238,60 @@ def build(seed: int = 0, n_stdlib: int = 120, n_files: int = 50) -> list[dict]:
         rng = rng_for(seed, "devset", "few-lines", fid)
         add(fid, "few-lines", "type-3", "python", text, _edit_lines(text, rng.randint(2, 5), rng))
         add(fid, "nearest-file", "none", "python", text, files[_nearest(file_grams[i], file_grams, i)][1])
+    return pairs
+
+
+def fixtures(language: str, root: Path = FIXTURES) -> list[tuple[str, str, list[str]]]:
+    """(task, its code, its other implementations) of ``language``'s fixtures under ``root``, by task name."""
+    ext = CFAMILY[language]
+    paths = sorted((root / language).glob(f"*{ext}"))
+    alts: dict[str, list[str]] = {}
+    for path in paths:
+        task, dot, rest = path.name[: -len(ext)].partition(".")
+        if dot:
+            alts.setdefault(task, []).append(path.read_text())
+    return [(path.name[: -len(ext)], path.read_text(), alts.get(path.name[: -len(ext)], []))
+            for path in paths if "." not in path.name[: -len(ext)]]
+
+
+def _comments(code: str) -> str:
+    return "\n".join(t.text for t in cfamily.tokens(code) if t.kind == "comment")
+
+
+def build_cfamily(seed: int = 0, languages: tuple[str, ...] = tuple(CFAMILY), root: Path = FIXTURES,
+                  names: NameProposer | None = None) -> list[dict]:
+    """Every pair of the Java, C and C++ set (see the module docstring) from the fixtures under
+    ``root``, one dict each (:func:`pair`); ``names`` proposes T2a's synonyms (default: the
+    curated word table and WordNet, as for Python)."""
+    names = names or NameProposer(WordAlternatives(Counter()), Counter())
+    pairs: list[dict] = []
+    for language in languages:
+        tasks = fixtures(language, root)
+        grams = [_grams(code) for _, code, _ in tasks]
+        others = [(t, alt) for t, _, alts in tasks for alt in alts]
+        other_grams = [_grams(alt) for _, alt in others]
+        for i, (task, code, alts) in enumerate(tasks):
+            group = f"{language}/{task}"
+
+            def add(kind: str, clone: str, corpus: str, name: str | None = None) -> None:
+                pairs.append(pair(group, kind, clone, language, code, corpus, name=name))
+
+            for kind, clone in MUTATIONS.items():
+                m = cfamily.mutate(kind, code, language, rng_for(seed, "devset", kind, group), names)
+                if m.changed:
+                    add(kind, clone, m.text)
+                    if kind in NODOC:
+                        add(f"{kind}-nodoc", clone, cfamily.strip_comments(m.text))
+            for k, alt in enumerate(alts, 1):
+                add("alternative", "type-4", alt, f"alternative-{k}")
+                add("statement+alternative", "type-4", _comments(code) + "\n" + alt, f"statement+alternative-{k}")
+            nearest = _nearest(grams[i], grams, i)
+            add("nearest-task", "none", tasks[nearest][1])
+            theirs = [j for j, (t, _) in enumerate(others) if t != task]
+            if theirs:
+                add("nearest-alternative", "none", others[theirs[_nearest(grams[i], [other_grams[j] for j in theirs], None)]][1])
+            rng = rng_for(seed, "devset", "unrelated", group)
+            add("unrelated", "none", tasks[rng.choice([j for j in range(len(tasks)) if j not in (i, nearest)])][1])
     return pairs
 
 

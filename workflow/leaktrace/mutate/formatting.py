@@ -3,7 +3,7 @@
 CodeSnitch reformats each sample with a random style: indent width, column
 limit, spaces around operators and delimiters, blank lines, where lines
 split. Python goes through yapf (what CodeSnitch's code uses), whose knobs
-cover all of these; Java and C++ through clang-format (the `clang-format`
+cover all of these; Java, C and C++ through clang-format (the `clang-format`
 wheel's binary). Both change only whitespace and line breaks outside string
 literals, so the program is the same; the style is drawn from a seeded
 stream, so a rerun gives the same text.
@@ -17,7 +17,7 @@ import subprocess
 import clang_format
 from yapf.yapflib.yapf_api import FormatCode
 
-CLANG_LANGUAGES = {"java": "Main.java", "cpp": "main.cpp", "c++": "main.cpp"}
+CLANG_LANGUAGES = {"java": "Main.java", "c": "main.c", "cpp": "main.cpp", "c++": "main.cpp"}
 
 # Redraws when a drawn style happens to leave the text as it was.
 _DRAWS = 8
@@ -92,7 +92,7 @@ def reformat(code: str, language: str, rng: random.Random) -> str:
     """`code` in a style drawn from `rng`, redrawn (up to a few times) while it equals the original."""
     language = language.lower()
     if language != "python" and language not in CLANG_LANGUAGES:
-        raise ValueError(f"T1 formats python, java and cpp, not {language!r}")
+        raise ValueError(f"T1 formats python, java, c and cpp, not {language!r}")
     text = code
     for _ in range(_DRAWS):
         if language == "python":

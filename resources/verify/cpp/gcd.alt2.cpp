@@ -1,0 +1,3 @@
+long long gcd(long long a, long long b) {
+    return b == 0 ? a : gcd(b, a % b);
+}

@@ -1,0 +1,9 @@
+// Decide whether the integer n is a prime number; numbers below two are
+// not prime, and only divisors up to the square root are tried.
+bool is_prime(long long n) {
+    if (n < 2) return false;
+    for (long long d = 2; d * d <= n; ++d) {
+        if (n % d == 0) return false;
+    }
+    return true;
+}

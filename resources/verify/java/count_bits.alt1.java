@@ -1,0 +1,5 @@
+class Solution {
+    public int countBits(int x) {
+        return Integer.bitCount(x);
+    }
+}

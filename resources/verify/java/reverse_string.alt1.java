@@ -1,0 +1,5 @@
+class Solution {
+    public String reverse(String s) {
+        return new StringBuilder(s).reverse().toString();
+    }
+}
