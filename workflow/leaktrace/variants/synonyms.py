@@ -109,7 +109,8 @@ class WordAlternatives:
             return ()
         table = self._groups.get(word, [])
         # One-letter words are conventions (i, n, x), not English: WordNet's "i" is iodine.
-        found = [] if len(word) == 1 else [s for s in wordnet_synonyms(word) if s in self._vocabulary]
+        # An empty vocabulary can take no synonym: WordNet (seconds to load) is not asked.
+        found = [] if len(word) == 1 or not self._vocabulary else [s for s in wordnet_synonyms(word) if s in self._vocabulary]
         return tuple(dict.fromkeys(w for w in [*table, *found] if w != word))
 
 
