@@ -110,7 +110,9 @@ class WordAlternatives:
         table = self._groups.get(word, [])
         # One-letter words are conventions (i, n, x), not English: WordNet's "i" is iodine.
         # An empty vocabulary can take no synonym: WordNet (seconds to load) is not asked.
-        found = [] if len(word) == 1 or not self._vocabulary else [s for s in wordnet_synonyms(word) if s in self._vocabulary]
+        found = []
+        if len(word) > 1 and self._vocabulary:
+            found = [s for s in wordnet_synonyms(word) if s in self._vocabulary]
         return tuple(dict.fromkeys(w for w in [*table, *found] if w != word))
 
 
