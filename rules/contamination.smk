@@ -62,6 +62,11 @@ def exchangeability_calibration_results(wildcards):
             for m in exchangeability_calibration_models()]
 
 
+def contamination_score_arguments(wildcards, input):
+    """``MODEL=PATH`` of every scored testbed model, sham controls last."""
+    return " ".join(f"{m}={p}" for m, p in zip(MODELS + SHAMS, input.scores, strict=True))
+
+
 def exchangeability_arguments(wildcards, input):
     return " ".join(f"{m}={p}" for m, p in zip(exchangeability_models(), input.exchangeability, strict=True))
 
@@ -93,7 +98,7 @@ rule contamination:
     params:
         settings=contamination_settings(),
         seed=config["seed"],
-        scores=named_inputs("scores"),
+        scores=contamination_score_arguments,
         held_out=held_out_argument,
         exchangeability=exchangeability_arguments,
         exchangeability_calibration=exchangeability_calibration_arguments,

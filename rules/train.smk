@@ -51,6 +51,11 @@ def training_checkpoints(wildcards):
     return f"{RESULTS}/checkpoints/train_lora/{wildcards.benchmark}/ratio-{wildcards.ratio}-seed-{wildcards.seed}"
 
 
+def sham_code_parts(wildcards):
+    """The corpus the sham's stand-in functions come from (read only when a sham is trained)."""
+    return corpus_parts(config["contamination"]["sham_code_corpus"])
+
+
 def sham_checkpoints(wildcards):
     """The sham run's checkpoints, as training_checkpoints."""
     return f"{RESULTS}/checkpoints/train_sham/{wildcards.benchmark}/ratio-{wildcards.ratio}-seed-{wildcards.seed}"
@@ -96,7 +101,7 @@ rule train_lora:
 rule sham_mix:
     input:
         mix=training_mix("{benchmark}", "{ratio}"),
-        code=corpus_parts(config["contamination"]["sham_code_corpus"]),
+        code=sham_code_parts,
         model=base_model_files(),
     output:
         sham_mix_file("{benchmark}", "{ratio}"),
