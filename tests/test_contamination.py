@@ -316,8 +316,12 @@ def test_the_sham_reference_cancels_the_shift_of_fine_tuning(tmp_path):
     assert rows[("null", sham, "dataset_inference", None)]["verdict"] == WITHIN
     assert rows[("null", target, "variant_preference", sham)]["verdict"] == WITHIN
     assert rows[("power", target, "variant_preference", "reference")]["rate"] == 1.0
-    assert {c["kind"] for c in calibration if "members" in c["scenario"] and "non-members" not in c["scenario"]} == {"power"}
-    assert {c["kind"] for c in calibration if "non-members" in c["scenario"] or "all samples" in c["scenario"]} == {"null"}
+    nulls = ("base model, random halves of all samples", "sham, random halves of all samples",
+             "sham vs base, random halves of all samples", "target, random halves of non-members",
+             "target vs base, random halves of non-members", "target vs sham, random halves of non-members")
+    exposures = ("target, half the members vs half the non-members", "target vs base, random halves of members",
+                 "target vs sham, random halves of members")
+    assert {c["scenario"]: c["kind"] for c in calibration} == {**dict.fromkeys(nulls, "null"), **dict.fromkeys(exposures, "power")}
     marks = {line.split("|")[7].strip(): line.rstrip(" |").split("|")[-1].strip() for line in sham_report.splitlines()
              if line.startswith(f"| {target} |") and "variant_preference" in line}
     assert marks == {sham: "yes"}
