@@ -108,7 +108,7 @@ def _alternatives(names):
 wildcard_constraints:
     benchmark=_alternatives(BENCHMARKS + list(COUNTERFACTUAL_SOURCES)),
     corpus=_alternatives(CORPORA),
-    model=r"reference|target-r[0-9.]+-s\d+-e\d+|audit-[A-Za-z0-9_.-]+|ref-model",
+    model=r"reference|(target|sham)-r[0-9.]+-s\d+-e\d+|audit-[A-Za-z0-9_.-]+|ref-model",
     part=r"\d+",
     epoch=r"\d+",
     ratio=r"[0-9.]+",
@@ -227,19 +227,34 @@ def adapter_dir(benchmark, ratio, seed, epoch):
     return f"{training_run(benchmark, ratio, seed)}/adapter/epoch-{epoch}"
 
 
+def sham_mix_file(benchmark, ratio):
+    """The sham control's mix (contamination.sham): a ratio's mix without the benchmark."""
+    return f"{RESULTS}/train/{benchmark}/sham/ratio-{ratio}/mix.parquet"
+
+
+def sham_run(benchmark, ratio, seed):
+    return f"{RESULTS}/train/{benchmark}/sham/ratio-{ratio}/seed-{seed}"
+
+
+def sham_adapter_dir(benchmark, ratio, seed, epoch):
+    return f"{sham_run(benchmark, ratio, seed)}/adapter/epoch-{epoch}"
+
+
 def target_model(model):
-    """``target-r{ratio}-s{seed}-e{epoch}`` -> (ratio, seed, epoch) labels."""
-    match = re.fullmatch(r"target-r([0-9.]+)-s(\d+)-e(\d+)", model)
+    """``target-r{ratio}-s{seed}-e{epoch}`` (or ``sham-…``, its sham control) -> (ratio, seed, epoch) labels."""
+    match = re.fullmatch(r"(?:target|sham)-r([0-9.]+)-s(\d+)-e(\d+)", model)
     if not match:
         raise ValueError(f"{model!r} is not a target model name (target-r<ratio>-s<seed>-e<epoch>)")
     return match.group(1), match.group(2), match.group(3)
 
 
 def model_adapter(wildcards):
-    """Input function: the adapter directory behind a target model."""
-    if not wildcards.model.startswith("target-"):
-        return []
-    return [adapter_dir(wildcards.benchmark, *target_model(wildcards.model))]
+    """Input function: the adapter directory behind a target (or sham) model."""
+    if wildcards.model.startswith("target-"):
+        return [adapter_dir(wildcards.benchmark, *target_model(wildcards.model))]
+    if wildcards.model.startswith("sham-"):
+        return [sham_adapter_dir(wildcards.benchmark, *target_model(wildcards.model))]
+    return []
 
 
 def counterfactual_target():
@@ -253,6 +268,20 @@ def counterfactual_target():
     if ratio not in RATIOS:
         raise ValueError(f"counterfactual.ratio {ratio} is not one of train.text_per_code {RATIOS}")
     return ratio, SEEDS[0], epoch
+
+
+def sham_models():
+    """The sham controls (contamination.sham; rules/train.smk, sham_mix and
+    train_sham): the counterfactual target's LoRA run on its mix with the
+    members replaced by non-benchmark code, at its seed or each of
+    `sham_seeds`, scored as `sham-r{ratio}-s{seed}-e{epoch}`."""
+    if not config["contamination"]["sham"]:
+        return []
+    ratio, seed, epoch = counterfactual_target()
+    return [f"sham-r{ratio}-s{s}-e{epoch}" for s in config["contamination"]["sham_seeds"] or [seed]]
+
+
+SHAMS = sham_models()
 
 
 def counterfactual_source(name):

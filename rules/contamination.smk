@@ -1,7 +1,11 @@
 # Dataset-level contamination tests (issue 17): a p-value per model and
 # benchmark from the score tables alone, its curve over the number of samples,
 # and its false-positive rate under nulls the testbed knows to be true. No
-# forward pass: seconds on the default config.
+# forward pass: seconds on the default config. The sham control
+# (contamination.sham, rules/train.smk) is scored as any testbed model.
+
+if config["contamination"]["variant_preference"]["reference"] == "sham" and not SHAMS:
+    raise ValueError("contamination.variant_preference.reference: sham needs contamination.sham: true")
 
 
 def contamination_inputs(wildcards):
@@ -9,21 +13,23 @@ def contamination_inputs(wildcards):
     held_out = config["contamination"]["held_out_ids"]
     return {
         "samples": f"{RESULTS}/filter/{wildcards.benchmark}.samples.parquet",
-        "scores": [f"{score_dir}/{m}/scores.parquet" for m in MODELS],
+        "scores": [f"{score_dir}/{m}/scores.parquet" for m in MODELS + SHAMS],
         "held_out": [held_out] if held_out else [],
         "exchangeability": exchangeability_results(wildcards),
+        "exchangeability_calibration": exchangeability_calibration_results(wildcards),
     }
 
 
-def contamination_models(block):
-    """The testbed models a block of `contamination` names; null: the base
-    model and the counterfactual stage's target."""
+def contamination_models(block, default_shams=False):
+    """The testbed models (sham controls included) a block of
+    `contamination` names; null: the base model and the counterfactual
+    stage's target (and, with ``default_shams``, the sham controls)."""
     models = config["contamination"][block]["models"]
     if models is None:
-        return ["reference", "target-r{}-s{}-e{}".format(*counterfactual_target())]
-    unknown = [m for m in models if m not in MODELS]
+        return ["reference", "target-r{}-s{}-e{}".format(*counterfactual_target())] + (SHAMS if default_shams else [])
+    unknown = [m for m in models if m not in MODELS + SHAMS]
     if unknown:
-        raise ValueError(f"contamination.{block}.models {unknown} are not testbed models: {MODELS}")
+        raise ValueError(f"contamination.{block}.models {unknown} are not testbed models: {MODELS + SHAMS}")
     return models
 
 
@@ -32,11 +38,18 @@ def exchangeability_models():
     return contamination_models("exchangeability")
 
 
+def exchangeability_calibration_models():
+    """The base model, when the exchangeability test scores it and
+    `calibration_seeds` asks for random orders: the null it is calibrated under."""
+    calibrate = config["contamination"]["exchangeability"]["calibration_seeds"] > 0
+    return [m for m in exchangeability_models() if m == "reference" and calibrate]
+
+
 def contamination_settings():
     """The contamination slice without the exchangeability block (its own rule),
     the calibrated models resolved."""
     block = {k: v for k, v in config["contamination"].items() if k != "exchangeability"}
-    block["calibration"] = {**block["calibration"], "models": contamination_models("calibration")}
+    block["calibration"] = {**block["calibration"], "models": contamination_models("calibration", default_shams=True)}
     return json.dumps(block, sort_keys=True)
 
 
@@ -44,8 +57,23 @@ def exchangeability_results(wildcards):
     return [f"{RESULTS}/contamination/{wildcards.benchmark}/exchangeability/{m}.parquet" for m in exchangeability_models()]
 
 
+def exchangeability_calibration_results(wildcards):
+    return [f"{RESULTS}/contamination/{wildcards.benchmark}/exchangeability/calibration/{m}.parquet"
+            for m in exchangeability_calibration_models()]
+
+
+def contamination_score_arguments(wildcards, input):
+    """``MODEL=PATH`` of every scored testbed model, sham controls last."""
+    return " ".join(f"{m}={p}" for m, p in zip(MODELS + SHAMS, input.scores, strict=True))
+
+
 def exchangeability_arguments(wildcards, input):
     return " ".join(f"{m}={p}" for m, p in zip(exchangeability_models(), input.exchangeability, strict=True))
+
+
+def exchangeability_calibration_arguments(wildcards, input):
+    pairs = zip(exchangeability_calibration_models(), input.exchangeability_calibration, strict=True)
+    return " ".join(f"{m}={p}" for m, p in pairs)
 
 
 def held_out_argument(wildcards, input):
@@ -70,9 +98,10 @@ rule contamination:
     params:
         settings=contamination_settings(),
         seed=config["seed"],
-        scores=named_inputs("scores"),
+        scores=contamination_score_arguments,
         held_out=held_out_argument,
         exchangeability=exchangeability_arguments,
+        exchangeability_calibration=exchangeability_calibration_arguments,
         out_dir=f"{RESULTS}/contamination/{{benchmark}}",
     log:
         f"{RESULTS}/logs/contamination/{{benchmark}}.log",
@@ -83,7 +112,7 @@ rule contamination:
         CPU_ENV
     shell:
         "{LEAKTRACE} contamination --samples {input.samples} --scores {params.scores} {params.held_out}"
-        " --exchangeability {params.exchangeability}"
+        " --exchangeability {params.exchangeability} --exchangeability-calibration {params.exchangeability_calibration}"
         " --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir} 2> {log}"
 
 
@@ -97,7 +126,7 @@ rule exchangeability:
     output:
         f"{RESULTS}/contamination/{{benchmark}}/exchangeability/{{model}}.parquet",
     params:
-        settings=settings("contamination", "exchangeability"),
+        settings=settings_without(["contamination", "exchangeability"], "calibration_seeds"),
         batch=settings("score", "tokens"),
         model=scored_model_settings,
         adapter=adapter_args,
@@ -115,3 +144,37 @@ rule exchangeability:
     shell:
         "{LEAKTRACE} exchangeability --benchmark {input.benchmark} --samples {input.samples} --model {params.model:q}"
         " {params.adapter} --settings {params.settings:q} --batch {params.batch:q} --seed {params.seed} --output {output} 2> {log}"
+
+
+# The exchangeability test's false-positive rate: seeded random orders of the
+# examples, each taken as the canonical one, under the base model (a null for
+# any model that never saw those orders); its forward passes grow with
+# `calibration_seeds`.
+rule exchangeability_calibration:
+    input:
+        benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
+        samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+        model=scored_model_files,
+    output:
+        f"{RESULTS}/contamination/{{benchmark}}/exchangeability/calibration/{{model}}.parquet",
+    params:
+        settings=settings("contamination", "exchangeability"),
+        batch=settings("score", "tokens"),
+        model=scored_model_settings,
+        adapter=adapter_args,
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/exchangeability_calibration/{{benchmark}}/{{model}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/exchangeability_calibration/{{benchmark}}/{{model}}.tsv"
+    threads: MODEL_THREADS
+    conda:
+        MODEL_ENV
+    resources:
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"],
+                    passes=config["contamination"]["exchangeability"]["calibration_seeds"]
+                    * (1 + config["contamination"]["exchangeability"]["n_permutations"])),
+    shell:
+        "{LEAKTRACE} exchangeability-calibration --benchmark {input.benchmark} --samples {input.samples}"
+        " --model {params.model:q} {params.adapter} --settings {params.settings:q} --batch {params.batch:q}"
+        " --seed {params.seed} --output {output} 2> {log}"

@@ -51,6 +51,16 @@ def training_checkpoints(wildcards):
     return f"{RESULTS}/checkpoints/train_lora/{wildcards.benchmark}/ratio-{wildcards.ratio}-seed-{wildcards.seed}"
 
 
+def sham_code_parts(wildcards):
+    """The corpus the sham's stand-in functions come from (read only when a sham is trained)."""
+    return corpus_parts(config["contamination"]["sham_code_corpus"])
+
+
+def sham_checkpoints(wildcards):
+    """The sham run's checkpoints, as training_checkpoints."""
+    return f"{RESULTS}/checkpoints/train_sham/{wildcards.benchmark}/ratio-{wildcards.ratio}-seed-{wildcards.seed}"
+
+
 def training_seed(wildcards):
     """The LoRA run's own seed, derived from the run seed and the training seed."""
     return derive_seed(config["seed"], "train", wildcards.seed)
@@ -74,6 +84,60 @@ rule train_lora:
         f"{RESULTS}/logs/train_lora/{{benchmark}}/ratio-{{ratio}}-seed-{{seed}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/train_lora/{{benchmark}}/ratio-{{ratio}}-seed-{{seed}}.tsv"
+    threads: MODEL_THREADS
+    conda:
+        MODEL_ENV
+    resources:
+        **model_job("train", batch_size=config["train"]["batch_size"], passes=max(EPOCHS), gpus=TRAIN_GPUS),
+    shell:
+        "{TRAIN_CLI} train --mix {input.mix} --model {params.model:q} --settings {params.settings:q} --seed {params.seed}"
+        " --adapters {output.adapters} --log {output.training_log} --checkpoint-dir {params.checkpoints} 2> {log}"
+
+
+# The sham control (contamination.sham): the target's mix with each member
+# replaced by a function of non-benchmark code of about its length, trained
+# exactly as train_lora trains the target (settings, epochs, seed), so a
+# test can tell exposure from fine-tuning.
+rule sham_mix:
+    input:
+        mix=training_mix("{benchmark}", "{ratio}"),
+        code=sham_code_parts,
+        model=base_model_files(),
+    output:
+        sham_mix_file("{benchmark}", "{ratio}"),
+    params:
+        model=model_settings(),
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/sham_mix/{{benchmark}}/ratio-{{ratio}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/sham_mix/{{benchmark}}/ratio-{{ratio}}.tsv"
+    threads: 1
+    resources:
+        **cpu_job(),
+    conda:
+        MODEL_ENV
+    shell:
+        "{LEAKTRACE} sham-mix --mix {input.mix} --code {input.code} --model {params.model:q} --seed {params.seed}"
+        " --output {output} 2> {log}"
+
+
+rule train_sham:
+    input:
+        mix=sham_mix_file("{benchmark}", "{ratio}"),
+        model=base_model_files(),
+    output:
+        adapters=[directory(sham_adapter_dir("{benchmark}", "{ratio}", "{seed}", e)) for e in EPOCHS],
+        training_log=f"{sham_run('{benchmark}', '{ratio}', '{seed}')}/training_log.parquet",
+    params:
+        settings=settings_without(["train"], "text_per_code", "seeds", "learning_rate_selection", "member_order"),
+        model=model_settings(),
+        seed=training_seed,
+        checkpoints=sham_checkpoints,
+    log:
+        f"{RESULTS}/logs/train_sham/{{benchmark}}/ratio-{{ratio}}-seed-{{seed}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/train_sham/{{benchmark}}/ratio-{{ratio}}-seed-{{seed}}.tsv"
     threads: MODEL_THREADS
     conda:
         MODEL_ENV

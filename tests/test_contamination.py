@@ -108,15 +108,16 @@ def test_variant_preference_is_calibrated_and_fires_on_a_preference():
 def test_false_positive_rate_margin():
     assert false_positive_rate([0.5] * 19 + [0.01], ALPHA)["verdict"] == WITHIN
     row = false_positive_rate([0.01] * 5 + [0.5] * 15, ALPHA)
-    assert row["verdict"] == ABOVE and row["fpr"] == 0.25 and row["fpr_low"] < 0.25 < row["fpr_high"]
+    assert row["verdict"] == ABOVE and row["rate"] == 0.25 and row["rate_low"] < 0.25 < row["rate_high"]
 
 
 METHODS = ("loss", "zlib", "min_k_20", "neighbor", "srdetection_graybox", "ref_oracle")
 
 
-def _testbed(tmp_path, n=60, signal=1.5):
-    """A samples table and two score tables: the base model (no signal) and a
-    target whose members score higher on loss and neighbor."""
+def _testbed(tmp_path, n=60, signal=1.5, models=None):
+    """A samples table and score tables: by default the base model (no
+    signal) and a target whose members score higher on loss and neighbor;
+    ``models``: name -> shift(split, method) of each model's scores."""
     from leaktrace.artifacts import write_table
     from leaktrace.stages.filter import SAMPLES_SCHEMA
     from leaktrace.stages.score import SCORES_SCHEMA
@@ -126,10 +127,12 @@ def _testbed(tmp_path, n=60, signal=1.5):
     split = {sid: "member" if i % 2 else "non-member" for i, sid in enumerate(ids)}
     samples = [{"sample_id": sid, "kept": True, "split": split[sid], "fold": "evaluation", "pre_exposed": False} for sid in ids]
     write_table(samples, SAMPLES_SCHEMA, tmp_path / "samples.parquet")
+    if models is None:
+        models = {"reference": lambda split, m: 0.0,
+                  "target-r5-s0-e3": lambda split, m: signal if split == "member" and m in ("loss", "neighbor") else 0.0}
     paths = {}
-    for model, shift in (("reference", 0.0), ("target-r5-s0-e3", signal)):
-        rows = [{"sample_id": sid, "method": m, "family": m, "score": float(rng.normal()
-                 + (shift if split[sid] == "member" and m in ("loss", "neighbor") else 0.0)), "decision": None}
+    for model, shift in models.items():
+        rows = [{"sample_id": sid, "method": m, "family": m, "score": float(rng.normal() + shift(split[sid], m)), "decision": None}
                 for sid in ids for m in METHODS if not (model == "reference" and m == "ref_oracle")]
         paths[model] = tmp_path / f"{model}.parquet"
         write_table(rows, SCORES_SCHEMA, paths[model])
@@ -158,11 +161,16 @@ def test_contamination_stage_writes_p_values_curves_and_calibration(tmp_path):
     curve = pq.read_table(out / "p_value_curve.parquet").to_pylist()
     assert {c["n"] for c in curve if c["model"] == "reference"} == {8, 16, 30}
     calibration = pq.read_table(out / "calibration.parquet").to_pylist()
-    assert {(c["model"], c["test"]) for c in calibration} == {("reference", "dataset_inference"),
-                                                             ("target-r5-s0-e3", "dataset_inference"),
-                                                             ("target-r5-s0-e3", "variant_preference")}
+    assert {(c["kind"], c["model"], c["test"], c["reference"]) for c in calibration} == {
+        ("null", "reference", "dataset_inference", None), ("null", "target-r5-s0-e3", "dataset_inference", None),
+        ("power", "target-r5-s0-e3", "dataset_inference", None), ("null", "target-r5-s0-e3", "variant_preference", "reference"),
+        ("power", "target-r5-s0-e3", "variant_preference", "reference")}
     assert all(c["n_seeds"] == 10 for c in calibration)
-    assert "Calibration under the null" in (out / "report.md").read_text()
+    # a null row is a false-positive rate with its verdict, a power row the rate under exposure, which the signal makes high
+    assert all((c["verdict"] is not None) == (c["kind"] == "null") for c in calibration)
+    assert all(c["rate"] >= 0.5 for c in calibration if c["kind"] == "power")
+    report = (out / "report.md").read_text()
+    assert "Calibration under the null" in report and "Power under exposure" in report
     assert (out / "p_value_curve.png").stat().st_size > 1000
     first = (out / "p_values.parquet").read_bytes()
     contamination(samples, scores, SETTINGS, 7, out)
@@ -250,14 +258,97 @@ def test_a_test_that_fails_its_calibration_is_marked_beside_its_p_values():
     from leaktrace.contamination.calibration import ABOVE, WITHIN
     from leaktrace.stages.contamination import render_section
 
-    rows = [{"model": "m", "epoch": 1, "ratio": 1.0, "seed": 0, "test": t, "validation": v, "n_suspect": 10,
+    rows = [{"model": "m", "epoch": 1, "ratio": 1.0, "seed": 0, "test": t, "validation": v, "reference": r, "n_suspect": 10,
              "n_validation": None, "p_value": 0.001, "smallest_n": None, "mean_difference": 0.1}
-            for t, v in (("variant_preference", "variants"), ("dataset_inference", "testbed"), ("exchangeability", "permutations"))]
-    calibration = [{"scenario": "s", "model": "m", "test": t, "n_seeds": 20, "n_rejected": n, "fpr": n / 20, "fpr_low": 0.0,
-                    "fpr_high": 1.0, "binomial_p": 0.5, "verdict": verdict, "fpr_one_split": 0.0}
-                   for t, n, verdict in (("variant_preference", 20, ABOVE), ("dataset_inference", 1, WITHIN))]
-    lines = {line.split("|")[5].strip(): line for line in render_section(rows, calibration, 0.05).splitlines()
+            for t, v, r in (("variant_preference", "variants", "reference"), ("variant_preference", "variants", "sham-r5-s0-e5"),
+                            ("dataset_inference", "testbed", None), ("exchangeability", "permutations", None))]
+    calibration = [{"kind": "null", "scenario": "s", "model": "m", "test": t, "reference": r, "n_seeds": 20, "n_rejected": n,
+                    "rate": n / 20, "rate_low": 0.0, "rate_high": 1.0, "binomial_p": 0.5, "verdict": verdict, "rate_one_split": 0.0}
+                   for t, r, n, verdict in (("variant_preference", "reference", 20, ABOVE),
+                                            ("variant_preference", "sham-r5-s0-e5", 1, WITHIN), ("dataset_inference", None, 1, WITHIN))]
+    power = {**calibration[0], "kind": "power", "test": "exchangeability", "reference": None, "verdict": None, "binomial_p": None}
+    section = render_section(rows, calibration + [power], 0.05)
+    lines = {(line.split("|")[5].strip(), line.split("|")[7].strip()): line for line in section.splitlines()
              if line.startswith("| m |")}
-    assert "NO: rejects too often" in lines["variant_preference"]
-    assert lines["dataset_inference"].rstrip(" |").endswith("yes")
-    assert lines["exchangeability"].rstrip(" |").endswith("not checked")
+    assert "NO: rejects too often" in lines[("variant_preference", "reference")]
+    assert lines[("variant_preference", "sham-r5-s0-e5")].rstrip(" |").endswith("yes")  # its own reference's calibration
+    assert lines[("dataset_inference", "–")].rstrip(" |").endswith("yes")
+    # a power row is no calibration: the exchangeability test stays unchecked, and power has a table of its own
+    assert lines[("exchangeability", "–")].rstrip(" |").endswith("not checked")
+    null_table, power_table = section.split("### Calibration under the null")[1].split("### Power under exposure")
+    assert "exchangeability" not in null_table and "exchangeability" in power_table
+
+
+def _fine_tuned(exposure):
+    """A fine-tuned model's score shift: every sample's neighbor preference
+    moves by 1 (fine-tuning itself), and members' loss by ``exposure``."""
+    return lambda split, m: 1.0 * (m == "neighbor") + exposure * (split == "member" and m == "loss")
+
+
+def test_the_sham_reference_cancels_the_shift_of_fine_tuning(tmp_path):
+    """Fine-tuning alone raises the preference for originals on every
+    sample: the base-referenced variant test rejects on a target whose
+    preference moved by fine-tuning only (and on the sham, which its
+    calibration flags), the sham-referenced one does not."""
+    import pyarrow.parquet as pq
+    from leaktrace.contamination.calibration import ABOVE, WITHIN
+    from leaktrace.stages.contamination import contamination
+
+    target, sham = "target-r5-s0-e5", "sham-r5-s0-e5"
+    samples, scores = _testbed(tmp_path, models={"reference": lambda split, m: 0.0, target: _fine_tuned(1.5),
+                                                 sham: _fine_tuned(0.0)})
+    results = {}
+    for reference in ("reference", "sham"):
+        out = tmp_path / reference
+        settings = {**SETTINGS, "variant_preference": {**SETTINGS["variant_preference"], "reference": reference}}
+        contamination(samples, scores, settings, 7, out)
+        results[reference] = ({(r["model"], r["validation"]): r for r in pq.read_table(out / "p_values.parquet").to_pylist()},
+                              pq.read_table(out / "calibration.parquet").to_pylist(), (out / "report.md").read_text())
+    by_base, calibration, report = results["reference"]
+    by_sham, _, sham_report = results["sham"]
+    assert by_base[(target, "variants")]["p_value"] < 0.01 and by_base[(target, "variants")]["reference"] == "reference"
+    assert by_sham[(target, "variants")]["p_value"] > 0.05 and by_sham[(target, "variants")]["reference"] == sham
+    assert by_base[(sham, "variants")]["p_value"] < 0.01  # fine-tuning alone rejects against the base model
+    assert (sham, "variants") not in by_sham and ("reference", "variants") not in by_sham
+    assert by_base[(sham, "testbed")]["p_value"] > 0.05 and by_base[(target, "testbed")]["p_value"] < 0.01  # DI sees exposure only
+    rows = {(c["kind"], c["model"], c["test"], c["reference"]): c for c in calibration}
+    assert rows[("null", sham, "variant_preference", "reference")]["verdict"] == ABOVE
+    assert rows[("null", sham, "dataset_inference", None)]["verdict"] == WITHIN
+    assert rows[("null", target, "variant_preference", sham)]["verdict"] == WITHIN
+    assert rows[("power", target, "variant_preference", "reference")]["rate"] == 1.0
+    nulls = ("base model, random halves of all samples", "sham, random halves of all samples",
+             "sham vs base, random halves of all samples", "target, random halves of non-members",
+             "target vs base, random halves of non-members", "target vs sham, random halves of non-members")
+    exposures = ("target, half the members vs half the non-members", "target vs base, random halves of members",
+                 "target vs sham, random halves of members")
+    assert {c["scenario"]: c["kind"] for c in calibration} == {**dict.fromkeys(nulls, "null"), **dict.fromkeys(exposures, "power")}
+    marks = {line.split("|")[7].strip(): line.rstrip(" |").split("|")[-1].strip() for line in sham_report.splitlines()
+             if line.startswith(f"| {target} |") and "variant_preference" in line}
+    assert marks == {sham: "yes"}
+    assert "NO: rejects too often" in report
+
+
+def test_the_sham_mix_swaps_members_for_length_matched_code_and_keeps_the_rest():
+    import random
+
+    from leaktrace.train.mix import MixItem
+    from leaktrace.train.sham import CODE, sham_mix
+
+    def function(name, lines):
+        body = "".join(f"    x{k} = {k}\n" for k in range(lines))
+        return f'def {name}(a):\n    """Doc of {name}."""\n{body}    return a\n'
+
+    docs = [(f"lib/m{d}.py", "import os\n\n\n" + "\n\n".join(function(f"f{d}_{k}", k) for k in range(1, 30))
+             + "\n\nclass C:\n    def method(self):\n        \"\"\"A method.\"\"\"\n        return 1\n") for d in range(3)]
+    docs.append(("lib/broken.py", "def (:\n"))
+    count = len  # characters stand in for tokens
+    mix = [MixItem("member", "humaneval/1", "m" * 90, 90), MixItem("text", "doc#0", "t" * 400, 400),
+           MixItem("member", "humaneval/7", "m" * 200, 200), MixItem("text", "doc#1", "u" * 300, 300)]
+    sham = sham_mix(mix, docs, count, random.Random(3))
+    assert [i.kind for i in sham] == [CODE, "text", CODE, "text"]
+    assert sham[1] == mix[1] and sham[3] == mix[3]  # the general text, in its places
+    ids = {i.source_id for i in sham}
+    assert not ids & {"humaneval/1", "humaneval/7"} and all(i.source_id.startswith("lib/m") for i in sham if i.kind == CODE)
+    assert all('"""Doc of' in i.text and "def method" not in i.text for i in sham if i.kind == CODE)  # functions, no methods
+    assert [abs(s.n_tokens - m.n_tokens) <= 15 for s, m in zip(sham[::2], mix[::2], strict=True)] == [True, True]
+    assert sham == sham_mix(mix, docs, count, random.Random(3))

@@ -83,7 +83,7 @@ def test_default_config_dry_run_plans_every_stage(tmp_path):
     planned = planned_jobs(result.stdout)
     assert planned >= {"ingest_benchmark", "ingest_corpus_shard", "filter_functions", "lexicon", "variants", "split_samples",
                        "training_mix", "train_lora", "token_stats", "detector_scores", "counterfactual", "counterfactual_aggregate",
-                       "aggregate"}
+                       "aggregate", "contamination", "exchangeability", "exchangeability_calibration", "sham_mix", "train_sham"}
     assert "pretrain_base_model" not in planned  # the shipped model is never retrained by accident
 
 
@@ -119,6 +119,16 @@ def test_micro_run_writes_every_artifact(micro_run):
                if r["kind"] == "member"}
         assert mix == {s["sample_id"] for s in samples if s["split"] == "member"}
         assert not mix & {s["sample_id"] for s in samples if s["split"] == "non-member"}
+    # the sham control's mix: the first ratio's, with its members swapped for as many stdlib functions, no benchmark id
+    mix = pq.read_table(out / "train/humaneval/ratio-1/mix.parquet").to_pylist()
+    sham = pq.read_table(out / "train/humaneval/sham/ratio-1/mix.parquet").to_pylist()
+    assert [r["kind"] for r in sham] == ["code" if r["kind"] == "member" else r["kind"] for r in mix]
+    assert not {r["source_id"] for r in sham} & {s["sample_id"] for s in samples}
+    assert not any(r["source_id"].startswith("humaneval/") for r in sham)
+    assert (out / "train/humaneval/sham/ratio-1/seed-0/adapter/epoch-1/adapter_config.json").exists()
+    calibration = pq.read_table(out / "contamination/humaneval/calibration.parquet").to_pylist()
+    assert {(c["kind"], c["model"], c["test"]) for c in calibration if c["model"] == "sham-r1-s0-e1"} == {
+        ("null", "sham-r1-s0-e1", "dataset_inference"), ("null", "sham-r1-s0-e1", "variant_preference")}
     audit = pq.read_table(out / "audit" / "leakage_rates.parquet").to_pylist()
     assert {(r["model"], r["detector"]) for r in audit} == {(m, d) for m in ("base", "lora", "tiny") for d in ("gray-box", "black-box")}
     detection = pq.read_table(out / "aggregate" / "humaneval" / "detection.parquet").to_pylist()
@@ -200,7 +210,7 @@ def test_micro_rerun_writes_the_same_bytes(micro_run, tmp_path):
     run_micro(tmp_path)
     first, second = (result_bytes(d / "results" / "micro") for d in (workdir, tmp_path))
     assert sorted(first) == sorted(second)
-    assert sum(name.endswith("adapter_config.json") for name in first) == 4 and len(first) > 50
+    assert sum(name.endswith("adapter_config.json") for name in first) == 5 and len(first) > 50  # 4 targets, 1 sham
     assert sorted(name for name in first if first[name] != second[name]) == []
 
 

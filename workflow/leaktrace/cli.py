@@ -141,6 +141,14 @@ def _mix(a):
     make_mix(a.samples, a.benchmark, a.text, a.text_per_code, a.model, a.seed, a.output, a.member_order)
 
 
+@command("sham-mix")
+@_args(path("--mix"), path("--code", many=True), MODEL, SEED, path("--output"))
+def _sham_mix(a):
+    from leaktrace.stages.train import make_sham_mix
+
+    make_sham_mix(a.mix, a.code, a.model, a.seed, a.output)
+
+
 @command("train")
 @_args(path("--mix"), MODEL, SETTINGS, SEED, path("--adapters", many=True), path("--log"),
        path("--checkpoint-dir", required=False))
@@ -419,12 +427,14 @@ def _counterfactual_aggregate(a):
 @_args(path("--samples"), (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH, base model first"}),
        path("--held-out-ids", required=False),
        (("--exchangeability",), {"nargs": "*", "default": [], "help": "MODEL=PATH of the exchangeability stage"}),
+       (("--exchangeability-calibration",), {"nargs": "*", "default": [],
+                                             "help": "MODEL=PATH of the exchangeability test on random orders"}),
        SETTINGS, SEED, path("--output-dir"))
 def _contamination(a):
     from leaktrace.stages.contamination import contamination
 
     contamination(a.samples, _named_paths(a.scores), a.settings, a.seed, a.output_dir, a.held_out_ids,
-                  _named_paths(a.exchangeability))
+                  _named_paths(a.exchangeability), _named_paths(a.exchangeability_calibration))
 
 
 @command("exchangeability")
@@ -435,6 +445,14 @@ def _exchangeability(a):
     from leaktrace.stages.exchangeability import exchangeability
 
     exchangeability(a.benchmark, a.samples, a.model, _adapter(a), a.settings, a.batch, a.seed, a.output)
+
+
+@command("exchangeability-calibration")
+@_args(path("--benchmark"), path("--samples"), MODEL, ADAPTER, SETTINGS, BATCH, SEED, path("--output"))
+def _exchangeability_calibration(a):
+    from leaktrace.stages.exchangeability import exchangeability_calibration
+
+    exchangeability_calibration(a.benchmark, a.samples, a.model, _adapter(a), a.settings, a.batch, a.seed, a.output)
 
 
 @command("dataset-inference")

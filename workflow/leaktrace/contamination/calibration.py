@@ -1,6 +1,7 @@
-"""Calibration of a test under the null: over seeds, each drawing a fresh
-null configuration, the share of p-values below alpha (the false-positive
-rate) should not exceed alpha beyond binomial noise. The verdict is a
+"""Calibration of a test: over seeds, each drawing a fresh configuration,
+the share of p-values below alpha. Under a null the testbed knows to be true
+that share is the false-positive rate, which should not exceed alpha beyond
+binomial noise; under exposure it is the power. The verdict on a null is a
 one-sided exact binomial test (scipy's ``binomtest``) of the rejections
 against alpha at level ``margin_level``: "within margin" unless the count is
 improbably high for a calibrated test. The interval is Clopper-Pearson.
@@ -19,19 +20,19 @@ from scipy.stats import binomtest
 WITHIN, ABOVE = "within binomial margin", "above binomial margin"
 
 
-def false_positive_rate(p_values: Sequence[float], alpha: float, margin_level: float = 0.05) -> dict:
+def rejection_rate(p_values: Sequence[float], alpha: float) -> dict:
+    """The share of ``p_values`` below ``alpha``, with its Clopper-Pearson 95% interval."""
     if not p_values:
-        raise ValueError("no null p-values")
+        raise ValueError("no p-values")
     rejected = sum(p < alpha for p in p_values)
     n = len(p_values)
-    test = binomtest(rejected, n, alpha, alternative="greater")
     interval = binomtest(rejected, n, alpha).proportion_ci(confidence_level=0.95, method="exact")
-    return {
-        "n_seeds": n,
-        "n_rejected": rejected,
-        "fpr": rejected / n,
-        "fpr_low": float(interval.low),
-        "fpr_high": float(interval.high),
-        "binomial_p": float(test.pvalue),
-        "verdict": WITHIN if test.pvalue >= margin_level else ABOVE,
-    }
+    return {"n_seeds": n, "n_rejected": rejected, "rate": rejected / n, "rate_low": float(interval.low),
+            "rate_high": float(interval.high)}
+
+
+def false_positive_rate(p_values: Sequence[float], alpha: float, margin_level: float = 0.05) -> dict:
+    """``rejection_rate`` of null p-values, with the binomial verdict."""
+    rate = rejection_rate(p_values, alpha)
+    test = binomtest(rate["n_rejected"], rate["n_seeds"], alpha, alternative="greater")
+    return rate | {"binomial_p": float(test.pvalue), "verdict": WITHIN if test.pvalue >= margin_level else ABOVE}

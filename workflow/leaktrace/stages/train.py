@@ -1,5 +1,6 @@
-"""train: the mixed corpus, then LoRA continued pretraining of the base model
-with one adapter per requested epoch."""
+"""train: the mixed corpus (and the sham control's, the same mix without the
+benchmark), then LoRA continued pretraining of the base model with one
+adapter per requested epoch."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from leaktrace.seeding import derive_seed, rng_for
 from leaktrace.stages.exchangeability import shard_budget
 from leaktrace.stages.score import model_spec
 from leaktrace.train.lora import LoraSettings, train_lora
-from leaktrace.train.mix import build_mix
+from leaktrace.train.mix import MixItem, build_mix
+from leaktrace.train.sham import sham_mix
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,20 @@ def make_mix(samples: Path, benchmark: Path, text_parts: list[Path], text_per_co
     n_chunks = sum(i.kind == "member" for i in items)
     log.info("mix: %d members (%s, %d chunks, %d tokens), %d text chunks (%d tokens)", len(codes), member_order, n_chunks,
              code_tokens, len(items) - n_chunks, text_tokens)
+
+
+def make_sham_mix(mix: Path, code_parts: list[Path], model: dict, seed: int, output: Path) -> None:
+    """The target's ``mix`` with its members replaced by length-matched
+    functions of the code corpus (train/sham.py)."""
+    items = [MixItem(**r) for r in read_records(mix)]
+    docs = [(r["doc_id"], r["text"]) for part in code_parts for r in read_records(part, ["doc_id", "text"])]
+    tokenizer = load_tokenizer(model_spec(model, None))
+    sham = sham_mix(items, docs, lambda t: len(tokenizer(t, add_special_tokens=False)["input_ids"]), rng_for(seed, "sham-mix"))
+    write_table([vars(i) for i in sham], MIX_SCHEMA, output)
+    before = sum(i.n_tokens for i in items if i.kind == "member")
+    after = sum(i.n_tokens for i in sham if i.kind != "text")
+    log.info("sham mix: %d member sequences (%d tokens) replaced by as many functions of non-benchmark code (%d tokens)",
+             sum(i.kind == "member" for i in items), before, after)
 
 
 def train_adapters(mix: Path, model: dict, settings: dict, seed: int, adapter_dirs: list[Path], log_path: Path,
