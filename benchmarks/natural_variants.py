@@ -94,7 +94,7 @@ def main() -> None:
     a.out.mkdir(parents=True, exist_ok=True)
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     seed, variants, batch = config["seed"], config["variants"], config["score"]["tokens"]
-    n, min_valid = variants["n"], config["split"]["min_valid_variants"]
+    n, min_valid = variants["n"], config["filter"]["split"]["min_valid_variants"]
     base_model, selection_model = config["base_model"]["path"], config["reference_model"]["path"]
     problems = load_humaneval(shipped_humaneval_path(), "humaneval")
     benchmark = a.out / "benchmark.parquet"

@@ -105,7 +105,7 @@ def test_off_the_variants_table_is_byte_identical(tmp_path):
     from leaktrace.stages.variants import make_variants_table
 
     _write_sample(tmp_path)
-    settings = {"n": 2, "n_filter": 1, "test_cases": 0, "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024}}
+    settings = {"n": 2, "n_filter": 0, "test_cases": 0, "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024}}
     for name, given in (("without", settings), ("off", {**settings, "natural": {**NATURAL, "enabled": False}})):
         make_variants_table(tmp_path / "benchmark.parquet", tmp_path / "functions.parquet", tmp_path / "lexicon.parquet",
                             given, 7, 1, tmp_path / f"{name}.parquet")
@@ -143,12 +143,12 @@ def test_the_selection_model_is_never_an_audited_model():
 
 def test_the_pipeline_refuses_the_base_model_as_selection_model(tmp_path):
     config = write_config(tmp_path, {"variants": {"natural": {"enabled": True}}})
-    planned = snakemake(tmp_path, "-n", "--configfile", str(config))
+    planned = snakemake(tmp_path, "-n", "results/micro/variants/humaneval.parquet", "--configfile", str(config))
     assert planned.returncode == 0, planned.stderr[-2000:]
     assert "natural_variants" in planned.stdout
     bad = yaml.safe_load(config.read_text())
     bad["variants"]["natural"]["model"] = bad["base_model"]["path"]
     config.write_text(yaml.safe_dump(bad))
-    refused = snakemake(tmp_path, "-n", "--configfile", str(config))
+    refused = snakemake(tmp_path, "-n", "results/micro/variants/humaneval.parquet", "--configfile", str(config))
     assert refused.returncode != 0
     assert "is a model under audit" in refused.stdout + refused.stderr
