@@ -15,10 +15,11 @@ variants (the samples that enter the split). The pre-exposure filter's flags
 (original below all its filter variants under the base model) are counted on
 the same samples. For contrast only, the same rule with the base model as
 selection model (not held out: the measuring model picks the variants, so it
-is no evidence) is printed too.
+is no evidence) is printed too. ``--limit K`` keeps the first K kept problems
+(HumanEval order), for a machine that cannot spare the full run.
 
     PYTHONPATH=workflow .venv/bin/python benchmarks/natural_variants.py \\
-        results/<run>/variants/lexicon.parquet results/<run>/filter/humaneval.functions.parquet OUT_DIR --pool 30
+        results/<run>/variants/lexicon.parquet results/<run>/filter/humaneval.functions.parquet OUT_DIR --pool 30 [--limit K]
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--pool", type=int, nargs="+", default=[30], help="pool sizes to try (each reported)")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--limit", type=int, default=None, help="only the first LIMIT kept problems (HumanEval order)")
     a = parser.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
@@ -100,13 +102,16 @@ def main() -> None:
     benchmark = a.out / "benchmark.parquet"
     pq.write_table(pa.Table.from_pylist([{"sample_id": p.sample_id, "code": p.code, "test": p.test,
                                           "entry_point": p.entry_point} for p in problems]), benchmark)
-    kept = {r["sample_id"] for r in read_records(a.functions, ["sample_id", "kept"]) if r["kept"]}
+    kept = [r["sample_id"] for r in read_records(a.functions, ["sample_id", "kept"]) if r["kept"]][:a.limit]
+    functions = a.out / "functions.parquet"
+    pq.write_table(pa.Table.from_pylist([{"sample_id": s, "kept": True} for s in kept]), functions)
+    kept = set(kept)
     tables: dict[str, list[dict]] = {}
 
     def stage(name: str, settings: dict) -> Path:
         path = a.out / f"{name}.parquet"
         start = time.perf_counter()
-        make_variants_table(benchmark, a.functions, a.lexicon, settings, seed, a.workers, path)
+        make_variants_table(benchmark, functions, a.lexicon, settings, seed, a.workers, path)
         print(f"variants stage, {name}: {time.perf_counter() - start:.1f} s", flush=True)
         return path
 
