@@ -110,6 +110,8 @@ def main() -> None:
 
     def stage(name: str, settings: dict) -> Path:
         path = a.out / f"{name}.parquet"
+        if path.exists():  # the stage is deterministic: a re-run reuses what an interrupted one wrote
+            return path
         start = time.perf_counter()
         make_variants_table(benchmark, functions, a.lexicon, settings, seed, a.workers, path)
         print(f"variants stage, {name}: {time.perf_counter() - start:.1f} s", flush=True)
