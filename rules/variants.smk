@@ -1,3 +1,6 @@
+from leaktrace.variants.natural import check_selection_model, generation_settings, pool_settings
+
+
 def variant_llm_args():
     """The variants stage's --llm and --cache-dir options (none without an llm.variant_llm role)."""
     role = config["llm"]["variant_llm"]
@@ -8,6 +11,18 @@ def variant_llm_args():
 
 
 VARIANT_LLM_GPU = 1 if config["llm"]["variant_llm"] and on_gpu(config["llm"]["variant_llm"]) else 0
+
+# Naturalness-matched variants (variants.natural): the variants job draws a
+# pool, natural_variants keeps the n nearest the original's loss under the
+# selection model. Off, the variants job writes the table itself with the
+# params it always had (the `natural` block is left out of them).
+NATURAL = config["variants"]["natural"]
+VARIANTS_TABLE = f"{RESULTS}/variants/{{benchmark}}.parquet"
+GENERATION = pool_settings(config["variants"])
+if NATURAL["enabled"]:
+    AUDITED_PATHS = [config["base_model"]["path"], *(m["path"] for m in config["audit"]["models"] if "path" in m),
+                     *((config["counterfactual"][side] or {}).get("path") for side in ("target", "reference"))]
+    SELECTION_MODEL = fetched(check_selection_model(NATURAL["model"] or config["reference_model"]["path"], AUDITED_PATHS))
 
 
 rule lexicon:
@@ -34,9 +49,9 @@ rule variants:
         functions=f"{RESULTS}/filter/{{benchmark}}.functions.parquet",
         lexicon=f"{RESULTS}/variants/lexicon.parquet",
     output:
-        f"{RESULTS}/variants/{{benchmark}}.parquet",
+        f"{RESULTS}/variants/{{benchmark}}.pool.parquet" if NATURAL["enabled"] else VARIANTS_TABLE,
     params:
-        settings=settings("variants"),
+        settings=json.dumps(generation_settings(config["variants"]), sort_keys=True),
         seed=config["seed"],
         llm=variant_llm_args(),
     log:
@@ -45,7 +60,7 @@ rule variants:
         f"{RESULTS}/benchmarks/variants/{{benchmark}}.tsv"
     threads: 2
     resources:
-        **cpu_job(seconds_per_row=1 + config["variants"]["n"] + config["variants"]["n_filter"]),
+        **cpu_job(seconds_per_row=1 + GENERATION["n"] + GENERATION["n_filter"]),
         gpu=VARIANT_LLM_GPU,  # the llm.variant_llm role's model, where it runs here on a GPU
     conda:
         variants_env
@@ -53,3 +68,30 @@ rule variants:
         "{LEAKTRACE} variants --benchmark {input.benchmark} --functions {input.functions} --lexicon {input.lexicon}"
         " --settings {params.settings:q} --seed {params.seed} --workers {threads} --output {output} {params.llm} 2> {log}"
 
+
+
+if NATURAL["enabled"]:
+
+    rule natural_variants:
+        input:
+            pool=f"{RESULTS}/variants/{{benchmark}}.pool.parquet",
+            model=shipped_model_files(SELECTION_MODEL),
+        output:
+            VARIANTS_TABLE,
+        params:
+            settings=settings("variants"),
+            seed=config["seed"],
+            model=json.dumps({**BASE_MODEL_CONFIG, "path": SELECTION_MODEL}, sort_keys=True),
+            batch=settings("score", "tokens"),
+        log:
+            f"{RESULTS}/logs/natural_variants/{{benchmark}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/natural_variants/{{benchmark}}.tsv"
+        threads: MODEL_THREADS
+        conda:
+            MODEL_ENV
+        resources:
+            **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"]),
+        shell:
+            "{LEAKTRACE} natural-variants --pool {input.pool} --model {params.model:q} --batch {params.batch:q}"
+            " --settings {params.settings:q} --seed {params.seed} --output {output} 2> {log}"

@@ -119,6 +119,14 @@ def _variants(a):
                         cache_dir=a.cache_dir)
 
 
+@command("natural-variants")
+@_args(path("--pool"), MODEL, BATCH, SETTINGS, SEED, path("--output"))
+def _natural_variants(a):
+    from leaktrace.stages.variants import select_natural_variants
+
+    select_natural_variants(a.pool, a.model, a.batch, a.settings, a.seed, a.output)
+
+
 @command("split")
 @_args(path("--functions"), path("--variants"), path("--tokens"), SETTINGS, SEED,
        (("--recall-prefix",), {"type": int, "default": 0, "help": "non-members held out as ReCaLL's prefix"}),

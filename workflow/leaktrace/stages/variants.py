@@ -18,7 +18,10 @@ HumanEval-style test's calls, or, for an APPS-style whole program, its
 output on each of the first ``io_cases`` standard inputs (tau_t is skipped
 for whole programs, counted in the log). Every
 row records the sandbox's isolation level (``full``, or ``weak`` where the
-config allowed running without namespaces or cgroups)."""
+config allowed running without namespaces or cgroups). With
+``variants.natural`` on, the sets "rename" and "filter" are drawn as a larger
+pool and ``select_natural_variants`` keeps the n of each whose naturalness
+under a selection model (never an audited one) is nearest the original's."""
 
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
@@ -38,6 +42,7 @@ from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import rng_for
 from leaktrace.variants.lexicon import IdentifierLexicon, build_identifier_lexicon
 from leaktrace.variants.naming import NameProposer
+from leaktrace.variants.natural import SELECTED_KINDS, choose_natural, first_variant_id, pool_settings
 from leaktrace.variants.llm_renaming import ask_for_renamings, renamings_from_answer
 from leaktrace.variants.renaming import Variant, make_variants
 from leaktrace.variants.synonyms import WordAlternatives
@@ -78,7 +83,9 @@ def make_variants_table(
     benchmark: Path, functions: Path, lexicon_path: Path, settings: dict, seed: int, workers: int, output: Path, *,
     llm: dict | None = None, cache_dir: Path | None = None,
 ) -> None:
-    """``llm``: the ``llm.variant_llm`` role (None: no LLM-made set); its answers cached under ``cache_dir``."""
+    """``llm``: the ``llm.variant_llm`` role (None: no LLM-made set); its answers cached under ``cache_dir``.
+    With ``natural`` enabled, n and n_filter are the pool size (``natural-variants`` then picks n of each)."""
+    settings = pool_settings(settings)
     lexicon = IdentifierLexicon.from_records(read_records(lexicon_path))
     names = NameProposer(WordAlternatives(lexicon.word_counts), lexicon.word_counts)
     kept = {r["sample_id"] for r in read_records(functions, ["sample_id", "kept"]) if r["kept"]}
@@ -112,7 +119,7 @@ def make_variants_table(
                      "entry_point": entry_point, "renames": "{}", "generator": "original"})
         programs.append((s["code"], test, entry_point))
         for kind, members in own.items():
-            for k, (generator, v) in enumerate(members, start=_first_id(kind, settings)):
+            for k, (generator, v) in enumerate(members, start=first_variant_id(kind, settings, VARIANT_SETS)):
                 rows.append({"sample_id": s["sample_id"], "variant_id": k, "kind": kind, "text": v.text,
                              "entry_point": v.entry_point, "renames": json.dumps(v.renames, sort_keys=True),
                              "generator": generator})
@@ -130,13 +137,34 @@ def make_variants_table(
              dict(Counter(r["kind"] for r in rows if r["kind"] in VARIANT_SETS)))
 
 
-def _first_id(kind: str, settings: dict) -> int:
-    """Ids 1..n are the detector's, n+1..n+n_filter the filter's, then n for each other set, however many each got."""
-    if kind == "rename":
-        return 1
-    if kind == "filter":
-        return settings["n"] + 1
-    return settings["n"] + settings["n_filter"] + VARIANT_SETS.index(kind) * settings["n"] + 1
+def select_natural_variants(pool: Path, model: dict, batch: dict, settings: dict, seed: int, output: Path) -> None:
+    """``variants.natural``: the variants table from the stage's pool (drawn with
+    n and n_filter raised to the pool size), keeping per sample the n detector
+    and n_filter filter variants whose per-token loss under the selection
+    ``model`` is nearest the original's (``variants/natural.py``)."""
+    from leaktrace.models.hf import HFLanguageModel  # imports torch: only where matching is on
+    from leaktrace.stages.score import model_spec
+
+    rows = read_records(pool)
+    scored = [r for r in rows if r["kind"] == "original" or r["valid"] and r["kind"] in SELECTED_KINDS]
+    lm = HFLanguageModel(model_spec(model, None), batch_size=batch["batch_size"], token_budget=batch.get("token_budget"),
+                         max_length=model.get("max_length"))
+    stats = lm.score([r["text"] for r in scored], moments=[False] * len(scored))
+    losses = {(r["sample_id"], r["variant_id"]): -float(np.mean(s.logprobs, dtype=np.float64))
+              for r, s in zip(scored, stats, strict=True)}
+    chosen = choose_natural(rows, losses, settings, seed, VARIANT_SETS)
+    write_table(chosen, VARIANTS_SCHEMA, output)
+    loss_of = {(r["sample_id"], r["text"]): losses[(r["sample_id"], r["variant_id"])] for r in scored}
+    original = {r["sample_id"]: r["text"] for r in rows if r["kind"] == "original"}
+
+    def mean_gap(texts: list[tuple[str, str]]) -> float:
+        return float(np.mean([abs(loss_of[t] - loss_of[(t[0], original[t[0]])]) for t in texts])) if texts else np.nan
+
+    for kind in SELECTED_KINDS:
+        kept = [(r["sample_id"], r["text"]) for r in chosen if r["kind"] == kind]
+        pooled = [(r["sample_id"], r["text"]) for r in scored if r["kind"] == kind]
+        log.info("%s: kept %d of %d valid pool variants; mean |loss - original's| under %s: %.3f kept, %.3f pool",
+                 kind, len(kept), len(pooled), lm.name, mean_gap(kept), mean_gap(pooled))
 
 
 def _add_test_case_sets(samples: list[dict], tests: list[tuple], sets: list[dict], k: int, seed: int,
