@@ -83,8 +83,9 @@ def test_default_config_dry_run_plans_every_stage(tmp_path):
     planned = planned_jobs(result.stdout)
     assert planned >= {"ingest_benchmark", "ingest_corpus_shard", "filter_functions", "lexicon", "variants", "split_samples",
                        "training_mix", "train_lora", "token_stats", "detector_scores", "counterfactual", "counterfactual_aggregate",
-                       "aggregate", "contamination", "exchangeability", "exchangeability_calibration", "sham_mix", "train_sham"}
+                       "aggregate", "contamination", "exchangeability", "exchangeability_calibration"}
     assert "pretrain_base_model" not in planned  # the shipped model is never retrained by accident
+    assert "train_sham" not in planned  # the sham control is off in the default (its budget); micro runs it
 
 
 def test_micro_run_writes_every_artifact(micro_run):
