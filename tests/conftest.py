@@ -10,8 +10,18 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 import pytest  # noqa: E402
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.models.tokenizer import train_bpe_tokenizer
+from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import seed_everything
 from transformers import LlamaConfig, LlamaForCausalLM
+
+@pytest.fixture
+def full_isolation():
+    """Skip a test that needs the sandbox's full isolation where the platform lacks it."""
+    try:
+        isolation_level(SandboxLimits(isolation="full"))
+    except SandboxUnavailable as error:
+        pytest.skip(str(error))
+
 
 TRAINING_TEXT = [s.code for s in load_humaneval(shipped_humaneval_path(), "h")[:40]]
 

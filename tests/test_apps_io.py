@@ -12,7 +12,7 @@ from leaktrace.artifacts import read_records
 from leaktrace.data.io_tests import CallTests, IoTests, call_test, parse_io_tests
 from leaktrace.data.samples import not_runnable, sample_tests
 from leaktrace.errors import InputError
-from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level, run_test
+from leaktrace.sandbox import SandboxLimits, run_test
 from leaktrace.sandbox.stdio import outputs_match, run_io_tests
 from leaktrace.stages.filter import filter_functions
 from leaktrace.stages.ingest import ingest_benchmark
@@ -47,14 +47,6 @@ PROBLEMS = [
     {"problem_id": 4, "question": "Python 2.", "solutions": json.dumps(["print 'hello'\n"]),
      "input_output": json.dumps({"inputs": ["\n"], "outputs": ["hello\n"]})},
 ]
-
-
-@pytest.fixture
-def full_isolation():
-    try:
-        isolation_level(FAST)
-    except SandboxUnavailable as error:
-        pytest.skip(str(error))
 
 
 isolated = pytest.mark.usefixtures("full_isolation")

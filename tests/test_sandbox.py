@@ -25,14 +25,6 @@ from leaktrace.sandbox.values import UnserialisableValue, decode, encode
 FAST = SandboxLimits(timeout_s=5.0, cpu_s=5, memory_mb=256, file_size_mb=1, max_processes=8, scratch_mb=8)
 
 
-@pytest.fixture
-def full_isolation():
-    try:
-        isolation_level(FAST)
-    except SandboxUnavailable as error:
-        pytest.skip(str(error))
-
-
 isolated = pytest.mark.usefixtures("full_isolation")
 
 
