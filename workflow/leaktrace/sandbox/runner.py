@@ -64,6 +64,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from leaktrace import threadsafe_ast
 from leaktrace.sandbox import cgroups, harness, isolation, rootfs, values
 
 log = logging.getLogger(__name__)
@@ -227,7 +228,7 @@ def _names_from_program(test: str) -> list[str]:
     """Names the test reads but neither defines nor gets from builtins: the program's
     (the entry point's helpers, e.g. HumanEval/38's `encode_cyclic`)."""
     try:
-        tree = ast.parse(test)
+        tree = threadsafe_ast.parse(test)
     except (SyntaxError, ValueError):
         return []  # the harness reports the test's syntax error
     loaded, bound = set(), set()

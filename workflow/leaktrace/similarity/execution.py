@@ -64,6 +64,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from leaktrace import threadsafe_ast
 from leaktrace.sandbox import SandboxLimits, isolation_level, run_python, values
 from leaktrace.seeding import derive_seed
 from leaktrace.similarity import inputs as inputs_module
@@ -190,7 +191,7 @@ def _stdlib_imports(functions: Sequence[Function]) -> list[str]:
     and asyncio where a program defines a coroutine function (the driver runs it)."""
     names = set()
     for function in functions:
-        tree = ast.parse(function.program)
+        tree = threadsafe_ast.parse(function.program)
         for node in tree.body:
             if isinstance(node, ast.Import):
                 names.update(alias.name for alias in node.names)
