@@ -2,6 +2,7 @@
 # constraints, and the input functions and params helpers the rules share.
 
 import json
+import os
 import re
 import shlex
 import sys
@@ -29,6 +30,30 @@ LEAKTRACE_ONLINE = "python -m leaktrace" if USE_CONDA else f"{sys.executable} -m
 # fetch_hub_model) and read from their local copy; only the fetch and the
 # leakage rules, which may stream a hub dataset or ask a hub judge, go online.
 LEAKTRACE = f"HF_HUB_OFFLINE=1 {LEAKTRACE_ONLINE}"
+# A local run's offline jobs fork from one process that imported PyTorch and
+# the rest once (leaktrace/forkserver.py; `fork_server` in the config). Jobs it
+# cannot run as a fresh interpreter would, it leaves to run as before.
+FORK_SERVER = []
+USE_FORK_SERVER = config["fork_server"] and workflow.local_exec and not workflow.remote_exec and not USE_CONDA
+
+
+onstart:
+    if USE_FORK_SERVER:
+        from leaktrace import forkserver
+
+        FORK_SERVER.append(forkserver.start({**os.environ, "HF_HUB_OFFLINE": "1"}))
+
+
+onsuccess:
+    for server in FORK_SERVER:
+        server.stop()
+
+
+onerror:
+    for server in FORK_SERVER:
+        server.stop()
+
+
 # Environments under `--sdm conda`, one per kind of rule (envs/*.yaml; which
 # rule uses which is checked against its imports by tests/test_envs.py): the
 # CPU stages run without PyTorch, the model stages with CUDA PyTorch, and with
