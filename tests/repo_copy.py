@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-# The README's one-minute smoke run, run for real by the micro_run fixture.
+# The README's smoke run, run for real by the micro_run fixture.
 MICRO_COMMAND = ".venv/bin/snakemake --cores 2 --configfile config/micro.yaml"
 
 

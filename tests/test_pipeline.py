@@ -200,11 +200,14 @@ def result_bytes(results: Path) -> dict[str, bytes]:
     return {str(p.relative_to(results)): p.read_bytes() for p in files}
 
 
+@pytest.mark.slow
 def test_micro_rerun_writes_the_same_bytes(micro_run, tmp_path):
     """A second run of the micro config, in another fresh copy, writes
     every Parquet table and adapter file byte for byte as the first: seeds,
-    no timings in result tables, adapter configs in a fixed order, and each
-    job a process of its own, so interpreter hash seeds differ."""
+    no timings in result tables, adapter configs in a fixed order, and
+    interpreter hash seeds that differ between the runs (each run's fork
+    server has its own). Slow: a second micro run is ten minutes on a 2-core
+    machine with little page cache, beyond CI's share."""
     from conftest import run_micro
 
     workdir, _ = micro_run

@@ -1,6 +1,6 @@
 """The README is executable: every command in its ``bash`` blocks runs here,
 literally, from the repository root of a fresh copy, so a README command can
-never rot. The one-minute smoke run runs for real (it is the micro run the
+never rot. The smoke run runs for real (it is the micro run the
 pipeline tests share, see tests/test_pipeline.py); a command that would train,
 score or install runs as a dry run of exactly that command; a speed script's
 flags are checked against its argument parser, a ``python -m leaktrace``
