@@ -124,12 +124,10 @@ def _signal_group(pid: int, number: int) -> None:
 
 @dataclass
 class Server:
+    """The server process and its private directory, which `stop` removes."""
+
     process: subprocess.Popen
     directory: Path
-
-    @property
-    def socket_path(self) -> Path:
-        return self.directory / "socket"
 
     def stop(self) -> None:
         if self.process.poll() is None:
