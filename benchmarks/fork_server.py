@@ -5,7 +5,7 @@ and whether every artifact of the two runs has the same bytes.
 
     .venv/bin/python benchmarks/fork_server.py [--config config/micro.yaml] [--first server|plain]
 
-Each copy holds what git tracks and links the repository's `.venv`. Run it on an
+Each copy holds what git tracks and links the running `.venv` (tests/repo_copy.py). Run it on an
 otherwise idle machine: the two runs are sequential, so a change of load between
 them shows in the ratio (swap the order with --first to see how much).
 """
@@ -20,17 +20,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def fresh_copy(destination: Path) -> None:
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                            capture_output=True, check=True).stdout.decode().split("\0")
-    for name in filter(None, listed):
-        source = REPO / name
-        if source.is_file():
-            (destination / name).parent.mkdir(parents=True, exist_ok=True)
-            (destination / name).write_bytes(source.read_bytes())
-    (destination / ".venv").symlink_to(REPO / ".venv", target_is_directory=True)
+sys.path.insert(0, str(REPO / "tests"))
+from repo_copy import fresh_copy  # noqa: E402 - the tests' fresh copy: tracked files, the running .venv linked
 
 
 def run(copy: Path, config: str, fork_server: bool) -> float:

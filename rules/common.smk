@@ -44,14 +44,17 @@ onstart:
         FORK_SERVER.append(forkserver.start({**os.environ, "HF_HUB_OFFLINE": "1"}))
 
 
-onsuccess:
+def stop_fork_server():
     for server in FORK_SERVER:
         server.stop()
+
+
+onsuccess:
+    stop_fork_server()
 
 
 onerror:
-    for server in FORK_SERVER:
-        server.stop()
+    stop_fork_server()
 
 
 # Environments under `--sdm conda`, one per kind of rule (envs/*.yaml; which

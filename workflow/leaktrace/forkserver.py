@@ -48,9 +48,9 @@ import tempfile
 import threading
 import traceback
 from collections.abc import Callable, Sequence
-from typing import NoReturn
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 # The variable that tells a client where the server listens.
 SOCKET_VARIABLE = "LEAKTRACE_FORK_SERVER"
@@ -145,11 +145,11 @@ def start(job_environment: dict[str, str]) -> Server:
     rules' commands run under, less the per-job variables), and point this
     process's children at it. It exits when this process does."""
     directory = Path(tempfile.mkdtemp(prefix="leaktrace-fork-server-"))  # mode 0700: no other user can connect
-    environment = {k: v for k, v in job_environment.items() if k not in PER_JOB_VARIABLES}
-    environment[SOCKET_VARIABLE] = str(directory / "socket")
-    process = subprocess.Popen([sys.executable, "-m", "leaktrace.forkserver", str(directory / "socket"), str(os.getpid())],
+    path = str(directory / "socket")
+    environment = _shared_part(job_environment) | {SOCKET_VARIABLE: path}
+    process = subprocess.Popen([sys.executable, "-m", "leaktrace.forkserver", path, str(os.getpid())],
                                env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    os.environ[SOCKET_VARIABLE] = str(directory / "socket")
+    os.environ[SOCKET_VARIABLE] = path
     return Server(process, directory)
 
 
@@ -164,7 +164,8 @@ def serve(path: str, parent_pid: int, preload: Sequence[str]) -> Job | None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(128)
-    environment, module_path = dict(os.environ), list(sys.path)  # what a client is compared with
+    environment, module_path = dict(os.environ), list(sys.path)  # before the imports: what a client is compared with
+    compared = _shared_part(environment)
     server_pid = os.getpid()
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ, None)
@@ -179,7 +180,7 @@ def serve(path: str, parent_pid: int, preload: Sequence[str]) -> Job | None:
         while not stopping and os.getppid() == parent_pid and (jobs or listener.fileno() >= 0):
             for key, _ in selector.select(timeout=0 if pending else _POLL_S):
                 if key.data is None:
-                    job = _accept(listener, selector, jobs, environment, module_path)
+                    job = _accept(listener, selector, jobs, environment, compared, module_path)
                     if job is not None:  # this is the fork
                         return job
                 elif key.data[0] == "exited":
@@ -208,7 +209,7 @@ def serve(path: str, parent_pid: int, preload: Sequence[str]) -> Job | None:
             Path(path).unlink(missing_ok=True)
 
 
-def _accept(listener, selector, jobs, environment, module_path) -> Job | None:
+def _accept(listener, selector, jobs, environment, compared, module_path) -> Job | None:
     connection, _ = listener.accept()
     try:
         connection.settimeout(30)
@@ -220,7 +221,7 @@ def _accept(listener, selector, jobs, environment, module_path) -> Job | None:
     except (OSError, EOFError, ValueError):
         connection.close()
         return None
-    if not _runs_as_fresh_interpreter(request, environment, module_path):
+    if not _runs_as_fresh_interpreter(request, compared, module_path):
         connection.sendall(_STATUS.pack(0))
         connection.close()
         for fd in fds:
@@ -273,14 +274,16 @@ def _report_exit(pid: int, pidfd: int, selector, jobs) -> None:
     connection.close()
 
 
-def _runs_as_fresh_interpreter(request: dict, environment: dict[str, str], module_path: list[str]) -> bool:
+def _runs_as_fresh_interpreter(request: dict, compared: dict[str, str], module_path: list[str]) -> bool:
     """Whether a fork runs this job as `python -m leaktrace` would: the same
     interpreter, module path and environment, per-job variables aside."""
-    if request.get("executable") != sys.executable or request.get("path") != module_path:
-        return False
-    theirs = {k: v for k, v in request["env"].items() if k not in PER_JOB_VARIABLES}
-    ours = {k: v for k, v in environment.items() if k not in PER_JOB_VARIABLES}
-    return theirs == ours
+    return (request.get("executable") == sys.executable and request.get("path") == module_path
+            and _shared_part(request["env"]) == compared)
+
+
+def _shared_part(environment: dict[str, str]) -> dict[str, str]:
+    """The environment less the variables Snakemake sets per job."""
+    return {k: v for k, v in environment.items() if k not in PER_JOB_VARIABLES}
 
 
 # --- in the fork -------------------------------------------------------------
@@ -302,10 +305,12 @@ def run_job(job: Job, entry: Callable[[list[str]], int | None]) -> NoReturn:
     sys.argv = ["leaktrace", *job.argv]
     try:
         status = entry(job.argv) or 0
-    except SystemExit as stop:
-        status = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
-        if not isinstance(stop.code, int) and stop.code is not None:
+    except SystemExit as stop:  # as the interpreter: None is 0, a number is the status, anything else is printed
+        if stop.code is None or isinstance(stop.code, int):
+            status = stop.code or 0
+        else:
             print(stop.code, file=sys.stderr)
+            status = 1
     except KeyboardInterrupt:
         traceback.print_exc()
         status = 128 + signal.SIGINT
