@@ -72,12 +72,14 @@ def test_pool_settings_raise_n_to_the_pool_only_when_on():
 
 def test_off_the_variants_job_keeps_its_params():
     """The rule's params are generation_settings of the config slice: the block
-    off, they are the slice without it, byte for byte as before it existed."""
+    off and names_per_variant null, they are the slice without either, byte for
+    byte as before they existed; set, each is passed on."""
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["variants"]
-    assert config["natural"]["enabled"] is False
-    before = {k: v for k, v in config.items() if k != "natural"}
+    assert config["natural"]["enabled"] is False and config["names_per_variant"] is None
+    before = {k: v for k, v in config.items() if k not in ("natural", "names_per_variant")}
     assert json.dumps(generation_settings(config), sort_keys=True) == json.dumps(before, sort_keys=True)
     assert generation_settings({**config, "natural": NATURAL})["natural"] == NATURAL
+    assert generation_settings({**config, "names_per_variant": 1})["names_per_variant"] == 1
 
 
 def _write_sample(tmp_path):
@@ -102,14 +104,23 @@ def _write_sample(tmp_path):
 
 
 def test_off_the_variants_table_is_byte_identical(tmp_path):
+    """natural off and names_per_variant null write what the stage wrote without them;
+    names_per_variant 1 makes every variant rename one name, validated as the others."""
     from leaktrace.stages.variants import make_variants_table
 
     _write_sample(tmp_path)
     settings = {"n": 2, "n_filter": 0, "test_cases": 0, "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024}}
-    for name, given in (("without", settings), ("off", {**settings, "natural": {**NATURAL, "enabled": False}})):
+    for name, given in (("without", settings), ("off", {**settings, "natural": {**NATURAL, "enabled": False}}),
+                        ("all-names", {**settings, "names_per_variant": None}),
+                        ("one-name", {**settings, "names_per_variant": 1})):
         make_variants_table(tmp_path / "benchmark.parquet", tmp_path / "functions.parquet", tmp_path / "lexicon.parquet",
                             given, 7, 1, tmp_path / f"{name}.parquet")
     assert (tmp_path / "without.parquet").read_bytes() == (tmp_path / "off.parquet").read_bytes()
+    assert (tmp_path / "without.parquet").read_bytes() == (tmp_path / "all-names.parquet").read_bytes()
+    every = [r for r in read_records(tmp_path / "without.parquet") if r["kind"] == "rename"]
+    one = [r for r in read_records(tmp_path / "one-name.parquet") if r["kind"] == "rename"]
+    assert len(one) == 2 and all(r["valid"] and len(json.loads(r["renames"])) == 1 for r in one)
+    assert all(len(json.loads(r["renames"])) > 1 for r in every)
 
 
 def test_selection_is_deterministic_and_keeps_n_of_the_pool(tmp_path, tiny_model_dir):

@@ -450,6 +450,27 @@ def test_too_few_names_give_fewer_variants():
     assert make_variants(nothing, "f", names, n=10, rng=random.Random(0)) == []
 
 
+def test_names_per_variant_changes_that_many_names_and_no_more(problems):
+    code = "def f(alpha, beta, gamma):\n    total = alpha + beta\n    return total * gamma\n"
+    one = make_variants(code, "f", TOY_NAMES, n=12, rng=random.Random(0), names_per_variant=1)
+    # five renamable names with two alternatives each: ten single-name variants exist, and all are drawn
+    assert len(one) == 10 and all(len(v.renames) == 1 for v in one)
+    assert {old for v in one for old in v.renames} == {"f", "alpha", "beta", "gamma", "total"}
+    for variant in one:
+        [(old, new)] = variant.renames.items()
+        assert variant.text == re.sub(rf"\b{old}\b", new, code)  # that name everywhere, nothing else
+    two = make_variants(code, "f", TOY_NAMES, n=5, rng=random.Random(0), names_per_variant=2)
+    assert all(len(v.renames) == 2 for v in two)
+    every = make_variants(code, "f", TOY_NAMES, n=5, rng=random.Random(0))
+    assert all(len(v.renames) == 5 for v in every)
+    problem = problems["HumanEval/0"]
+    validated = _variants(problem, TOY_NAMES, n=4)
+    assert validated == make_variants(_code(problem), problem["entry_point"], TOY_NAMES, n=4, rng=random.Random(0),
+                                      reserved=reserved_names(problem["test"]), names_per_variant=None)
+    with pytest.raises(ValueError, match="at least 1"):
+        make_variants(code, "f", TOY_NAMES, n=1, rng=random.Random(0), names_per_variant=0)
+
+
 def test_filter_variants_are_disjoint_from_detector_variants(problems, names):
     problem = problems["HumanEval/0"]
     detector = _variants(problem, names, n=10, seed=0)

@@ -101,11 +101,13 @@ def make_variants_table(
     sets: list[dict[str, list[tuple[str, Variant]]]] = []  # per sample: kind -> (generator, variant)
     for s, (test, entry_point) in zip(samples, tests, strict=True):
         reserved = reserved_names(test)  # names the tests call must keep their names
+        per_variant = settings.get("names_per_variant")
         detector = make_variants(s["code"], entry_point, names, n=settings["n"],
-                                 rng=rng_for(seed, "variants", s["sample_id"]), reserved=reserved)
+                                 rng=rng_for(seed, "variants", s["sample_id"]), reserved=reserved,
+                                 names_per_variant=per_variant)
         pre_exposure = make_variants(s["code"], entry_point, names, n=settings["n_filter"],
                                      rng=rng_for(seed, "filter-variants", s["sample_id"]), reserved=reserved,
-                                     exclude=[v.text for v in detector])
+                                     exclude=[v.text for v in detector], names_per_variant=per_variant)
         sets.append({"rename": [("ast", v) for v in detector], "filter": [("ast", v) for v in pre_exposure]})
     if llm is not None:
         for own, llm_set in zip(sets, _llm_sets(samples, tests, names, llm, settings, seed, limits, workers,

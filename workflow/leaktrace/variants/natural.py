@@ -33,9 +33,13 @@ def enabled(settings: Mapping) -> bool:
 
 def generation_settings(variants: Mapping) -> dict:
     """The variants stage's config slice: without ``natural`` while it is off,
-    so that a run which never turns it on keeps the params (and outputs) of
-    every variants job it had before the block existed."""
-    return dict(variants) if enabled(variants) else {k: v for k, v in variants.items() if k != "natural"}
+    and without ``names_per_variant`` while it is null (every name), so that a
+    run which never sets them keeps the params (and outputs) of every
+    variants job it had before they existed."""
+    unset = {"names_per_variant"} if variants.get("names_per_variant") is None else set()
+    if not enabled(variants):
+        unset.add("natural")
+    return {k: v for k, v in variants.items() if k not in unset}
 
 
 def pool_settings(settings: Mapping) -> dict:

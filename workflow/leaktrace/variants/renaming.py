@@ -78,8 +78,10 @@ def make_variants(
     rng: random.Random,
     reserved: Collection[str] = (),
     exclude: Collection[str] = (),
+    names_per_variant: int | None = None,
 ) -> list[Variant]:
-    """Up to `n` distinct variants of `code`, each renaming every name `names` can rename.
+    """Up to `n` distinct variants of `code`, each renaming every name `names` can rename, or,
+    with `names_per_variant` k, k of them drawn at random for each variant.
 
     Fewer than `n` come back when the program has too few renamable names (or
     their words too few alternatives) to make them distinct. `reserved` names
@@ -87,7 +89,15 @@ def make_variants(
     alongside the program (such as its test), which may refer to its names.
     No variant's text is in `exclude`: pass the texts of another set of
     variants to draw a disjoint one.
+
+    Each name a variant changes moves it away from conventions its original
+    follows (`i`, `result`): with every name changed at once the original is
+    the most natural text of its set for almost any model, so a model that
+    never saw it "prefers" it (README, "Null check"). Fewer names per variant
+    keep variants nearer their original's naturalness.
     """
+    if names_per_variant is not None and names_per_variant < 1:
+        raise ValueError(f"names_per_variant must be at least 1, got {names_per_variant}")
     tree = _parse(code)
     lines = io.StringIO(code).readlines()
     tokens = _tokenize(code)
@@ -107,7 +117,9 @@ def make_variants(
     for _ in range(n * _ATTEMPTS_PER_VARIANT if renamables else 0):
         if len(variants) == n:
             break
-        renames = _draw_renames(renamables, names, anchored, taken, rng)
+        chosen = renamables if names_per_variant is None else {
+            name: renamables[name] for name in rng.sample(sorted(renamables), min(names_per_variant, len(renamables)))}
+        renames = _draw_renames(chosen, names, anchored, taken, rng)
         text = _apply_renames(code, lines, renamables, prose, renames)
         if text in seen:
             continue
