@@ -99,9 +99,9 @@ def make_variants_table(
         raise InputError("config variants.sandbox", None, str(error)) from None
     log.info("sandbox isolation: %s", isolation)
     sets: list[dict[str, list[tuple[str, Variant]]]] = []  # per sample: kind -> (generator, variant)
+    per_variant = settings.get("names_per_variant")  # None: every name
     for s, (test, entry_point) in zip(samples, tests, strict=True):
         reserved = reserved_names(test)  # names the tests call must keep their names
-        per_variant = settings.get("names_per_variant")
         detector = make_variants(s["code"], entry_point, names, n=settings["n"],
                                  rng=rng_for(seed, "variants", s["sample_id"]), reserved=reserved,
                                  names_per_variant=per_variant)
@@ -233,7 +233,8 @@ def _llm_sets(samples: list[dict], tests: list[tuple], names: NameProposer, llm:
                 passing.append(v)
         top_up = make_variants(s["code"], entry_point, names, n=settings["n"] - len(passing),
                                rng=rng_for(seed, "llm-top-up", s["sample_id"]), reserved=reserved_names(test),
-                               exclude=[v.text for v in passing]) if len(passing) < settings["n"] else []
+                               exclude=[v.text for v in passing],
+                               names_per_variant=settings.get("names_per_variant")) if len(passing) < settings["n"] else []
         outcomes["topped up"] += len(top_up)
         llm_sets.append([("llm", v) for v in passing] + [("ast", v) for v in top_up])
     log.info("LLM renaming under %s: %s", model.name, dict(sorted(outcomes.items())))
