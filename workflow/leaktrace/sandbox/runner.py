@@ -76,6 +76,7 @@ _HARNESS_PROCESSES = 2  # the child the caller starts and the harness process sh
 _MAX_OUTPUT_BYTES = 100_000
 _MAX_REPORT_BYTES = 64 * 1024 * 1024
 _MAX_ERROR_CHARS = 2_000
+_START_UP_S = 10.0  # a stdin run's allowance for starting its sandbox, beyond its cases' limits (at least one case's)
 _TRUNCATED = "\n[... output truncated]"
 _SPEC_HEADER = struct.Struct(">II")
 _ENVIRONMENT = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LC_ALL": "C.UTF-8"}
@@ -191,14 +192,16 @@ def run_stdio(code: str, inputs: Sequence[str], limits: SandboxLimits = SandboxL
     """Run `code` as a whole program once per input, each in a process of its
     own with the input as standard input, in one sandbox (namespaces, cgroup,
     root set up once). `limits.timeout_s` bounds each run's wall clock, and
-    the sandbox's is the sum of theirs. A result of status "ok" holds in
+    the sandbox's is the sum of theirs plus its own start-up allowance, so a
+    slow case is reported as that case even where starting the sandbox is
+    slow (a loaded machine). A result of status "ok" holds in
     `return_value` one tuple per run, up to the first that did not exit with
     status 0: ("code", status, stdout bytes), ("signal", number, stdout
     bytes), ("timeout",) or ("output", why) when the outputs together passed
     `max_output_bytes`. `leaktrace.sandbox.stdio` judges them."""
     trust = {"mode": "stdio", "inputs": list(inputs), "case_timeout_s": limits.timeout_s,
              "max_output_bytes": max_output_bytes}
-    whole = dataclasses.replace(limits, timeout_s=limits.timeout_s * (len(inputs) + 1))
+    whole = dataclasses.replace(limits, timeout_s=limits.timeout_s * len(inputs) + max(limits.timeout_s, _START_UP_S))
     return _run(code, trust, whole)
 
 
