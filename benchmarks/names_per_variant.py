@@ -5,8 +5,8 @@ follows, so with every name renamed at once (the default) a model that never
 saw the benchmark finds the original the most natural text of its set far
 more often than 1 / (n + 1). This script measures, on one finished run, the
 default sets against sets drawn with ``names_per_variant`` k (each variant
-renames k names drawn at random, with the stage's generator, seed and
-lexicon, validated in the sandbox like the stage's):
+renames k names drawn at random, drawn and validated by the variants stage
+itself, with the run's seed and lexicon):
 
 - the null check under the BASE model (never saw the benchmark): the share
   of samples whose original has a lower per-token loss than all its n
@@ -28,7 +28,7 @@ it reports each one asked for.
 from __future__ import annotations
 
 import argparse
-import json
+import tempfile
 import time
 from pathlib import Path
 
@@ -40,42 +40,24 @@ from sklearn.metrics import roc_auc_score
 from leaktrace.artifacts import read_records
 from leaktrace.evaluate.null_check import null_check
 from leaktrace.models.backend import ModelSpec
-from leaktrace.sandbox import SandboxLimits
-from leaktrace.seeding import rng_for
-from leaktrace.variants.lexicon import IdentifierLexicon
-from leaktrace.variants.naming import NameProposer
-from leaktrace.variants.renaming import make_variants
-from leaktrace.variants.synonyms import WordAlternatives
-from leaktrace.variants.validate import reserved_names, validate_variants
+from leaktrace.stages.variants import make_variants_table
+from leaktrace.variants.natural import generation_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def drawn_sets(run: Path, benchmark: str, k: int, n: int, seed: int, limits: SandboxLimits, workers: int) -> dict:
-    """sample_id -> the texts of its valid variants drawn with names_per_variant k (the stage's stream)."""
-    lexicon = IdentifierLexicon.from_records(read_records(run / "variants" / "lexicon.parquet"))
-    names = NameProposer(WordAlternatives(lexicon.word_counts), lexicon.word_counts)
-    originals = {r["sample_id"]: r for r in read_records(run / "variants" / f"{benchmark}.parquet")
-                 if r["kind"] == "original" and r["valid"]}
-    tests = {r["sample_id"]: r["test"] for r in read_records(run / "data" / "benchmarks" / f"{benchmark}.parquet")}
-    programs, owners, originals_at = [], [], []
-    for sample_id, row in originals.items():
-        test = tests[sample_id]
-        variants = make_variants(row["text"], row["entry_point"], names, n=n, rng=rng_for(seed, "variants", sample_id),
-                                 reserved=reserved_names(test), names_per_variant=k)
-        start = len(programs)
-        programs.append((row["text"], test, row["entry_point"]))
-        owners.append((sample_id, None))
-        originals_at.append(start)
-        for variant in variants:
-            programs.append((variant.text, test, variant.entry_point))
-            owners.append((sample_id, variant.text))
-            originals_at.append(start)
-    verdicts = validate_variants(programs, originals_at, limits, workers=workers)
-    sets: dict[str, list[str]] = {sample_id: [] for sample_id in originals}
-    for (sample_id, text), (valid, _) in zip(owners, verdicts, strict=True):
-        if text is not None and valid:
-            sets[sample_id].append(text)
+def drawn_sets(run: Path, benchmark: str, variants: dict, k: int, seed: int, workers: int, folder: Path) -> dict:
+    """sample_id -> the texts of its valid detector variants, drawn and validated by the variants stage
+    itself with names_per_variant k (its seed, lexicon and sandbox; no filter or tau_t set)."""
+    settings = {**variants, "n_filter": 0, "test_cases": 0, "names_per_variant": k}
+    output = folder / f"{benchmark}.names-{k}.parquet"
+    make_variants_table(run / "data" / "benchmarks" / f"{benchmark}.parquet",
+                        run / "filter" / f"{benchmark}.functions.parquet", run / "variants" / "lexicon.parquet",
+                        generation_settings(settings), seed, workers, output)
+    sets: dict[str, list[str]] = {}
+    for r in read_records(output):
+        if r["kind"] == "rename" and r["valid"]:
+            sets.setdefault(r["sample_id"], []).append(r["text"])
     return sets
 
 
@@ -124,7 +106,6 @@ def main() -> None:
     args = parser.parse_args()
     config = yaml.safe_load(args.config.read_text())
     seed, n, base = config["seed"], config["variants"]["n"], config["base_model"]["path"]
-    limits = SandboxLimits(**config["variants"]["sandbox"])
 
     table = list(read_records(args.run / "variants" / f"{args.benchmark}.parquet"))
     originals = {r["sample_id"]: r["text"] for r in table if r["kind"] == "original" and r["valid"]}
@@ -132,10 +113,11 @@ def main() -> None:
     for r in table:
         if r["kind"] == "rename" and r["valid"] and r["sample_id"] in originals and len(settings["all"][r["sample_id"]]) < n:
             settings["all"][r["sample_id"]].append(r["text"])
-    for k in args.names:
-        started = time.perf_counter()
-        settings[str(k)] = drawn_sets(args.run, args.benchmark, k, n, seed, limits, args.workers)
-        print(f"names_per_variant {k}: drawn and validated in {time.perf_counter() - started:.0f} s", flush=True)
+    with tempfile.TemporaryDirectory() as folder:
+        for k in args.names:
+            started = time.perf_counter()
+            settings[str(k)] = drawn_sets(args.run, args.benchmark, config["variants"], k, seed, args.workers, Path(folder))
+            print(f"names_per_variant {k}: drawn and validated in {time.perf_counter() - started:.0f} s", flush=True)
 
     split = {r["sample_id"]: r["split"] for r in read_records(args.run / "filter" / f"{args.benchmark}.samples.parquet")
              if r["split"] in ("member", "non-member") and r["fold"] != "recall-prefix"}
