@@ -167,8 +167,11 @@ def main() -> None:
             results = context.Queue()
             child = context.Process(target=run_loop, args=(name, args, model_dir, results))
             child.start()
-            _, seconds, tokens, peak = results.get()
             child.join()
+            if child.exitcode != 0:  # out of memory, say: its traceback is above
+                print(f"| {name} | failed (exit code {child.exitcode}) | | | |")
+                continue
+            _, seconds, tokens, peak = results.get()
             rate = tokens / seconds
             mfu = f"{6 * parameters * rate / (args.peak_tflops * 1e12):.1%}" if args.peak_tflops else "n/a"
             precision = "fp32" if name == "hand-written" else f"{args.dtype} weights, mixed {args.mixed_precision}" + (

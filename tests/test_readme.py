@@ -53,8 +53,9 @@ def how_to_check(command: str) -> tuple[str, list[str]] | None:
         return "flags against the script's parser", words
     if words[:3] == [".venv/bin/python", "-m", "leaktrace"]:  # a command on a user's own files
         return "flags against the command's --help", [*words[:4], "--help"]
-    if words[0].startswith("scripts/slurm-"):  # starts daemons: run by the `cluster` test where sinfo answers
-        return "cluster script: syntax and usage", ["bash", "-n", words[0]]
+    if words[0].startswith("scripts/slurm-") or words[0] == "benchmarks/gpu_checks.sh":
+        # daemons (run by the `cluster` test where sinfo answers), a GPU (its tests are `pytest -m gpu`)
+        return "script for other hardware: syntax and usage", ["bash", "-n", words[0]]
     return None
 
 
@@ -102,8 +103,8 @@ def test_readme_cli_command_flags_exist(command, copy):
     assert all(flag in result.stdout for flag in used), f"{command!r}: {used} not all in --help:\n{result.stdout}"
 
 
-@pytest.mark.parametrize("command", checked_by("cluster script: syntax and usage"))
-def test_readme_cluster_script_parses_and_documents_its_arguments(command):
+@pytest.mark.parametrize("command", checked_by("script for other hardware: syntax and usage"))
+def test_readme_hardware_script_parses_and_documents_its_arguments(command):
     words = shlex.split(command)
     result = subprocess.run(["bash", "-n", words[0]], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
