@@ -78,8 +78,8 @@ class VerifySettings:
     jaccard: float = 0.7
     containment: float = 0.8
     type3_similarity: float = 0.8  # the form: Type-3 when similarity (or structure) reaches it
-    structure: float = 0.8
-    overlap: float = 0.5
+    structure: float = 0.75
+    overlap: float = 0.3
     statement: float = 0.6
     statement_min_words: int = 12
     execute: bool = False
