@@ -70,7 +70,11 @@ import types
 _MAX_FRAME_BYTES = 8 * 1024 * 1024
 _MAX_ITEMS = 1000  # of a generator, or of a collection's members
 _MAX_TEXT = 10_000  # characters of printed output kept
-_CALL_WALL_S = 2.0  # wall-clock limits, for calls that sleep or block (at least these, 20 times the CPU limits)
+# Wall-clock limits, for code that sleeps or blocks (at least these, 20 times
+# the CPU limits): backstops behind the CPU timers, wide enough that a loaded
+# machine's slow imports never turn a working function into a timeout.
+# Loading (module-level code, building an instance) may take the function's.
+_CALL_WALL_S = 5.0
 _FUNCTION_WALL_S = 10.0
 _WALL_FACTOR = 20
 _DRIVER_ERROR = 70  # a child's exit status when this driver's own code failed in it
@@ -148,7 +152,8 @@ def _run_child(item, settings, first, started):
         while status is None:
             function_wall = max(_FUNCTION_WALL_S, _WALL_FACTOR * settings["function_cpu_s"])
             remaining = function_wall - (time.monotonic() - started)
-            message = _read_frame(read_end, min(max(_CALL_WALL_S, _WALL_FACTOR * settings["call_cpu_s"]), remaining))
+            call_wall = max(_CALL_WALL_S, _WALL_FACTOR * settings["call_cpu_s"])
+            message = _read_frame(read_end, min(call_wall, remaining) if loaded else remaining)
             if message is None:
                 status = "call_timeout" if remaining > 0 else "timeout"
             elif message == ():
