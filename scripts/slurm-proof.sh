@@ -20,6 +20,7 @@ CONFIG=${CONFIG:-config/micro.yaml}
 SNAKEMAKE=${SNAKEMAKE:-$ROOT/.venv/bin/snakemake}
 PYTHON=$(dirname "$SNAKEMAKE")/python
 WORK=${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/leaktrace-proof.XXXXXX")}
+mkdir -p "$WORK"
 MAX_RATIO=${MAX_RATIO:-1.5}
 CLUSTER_SCRIPT=$ROOT/scripts/slurm-local-cluster.sh
 RUN=$("$PYTHON" -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1])).get('run', 'default'))" "$ROOT/$CONFIG")
