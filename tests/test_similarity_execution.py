@@ -30,7 +30,10 @@ from leaktrace.stages.counterfactual import GENERATIONS_SCHEMA
 from leaktrace.stages.counterfactual_execution import counterfactual_execution
 from leaktrace.stages.filter import FUNCTIONS_SCHEMA
 
-SETTINGS = ExecutionSettings(candidates=10, function_cpu_s=0.25)  # a hanging function: two calls' time
+# A hanging function costs ten calls' time. Not less: CPU timers fire late in some virtual machines (0.1 s came
+# at 0.1-0.3 s, 0.25 s at 0.5-0.6 s here), so one call past its limit, or a spurious one, could spend a small
+# function budget alone and time out a function that returns.
+SETTINGS = ExecutionSettings(candidates=10, function_cpu_s=1.0)
 CONTEXT = "from typing import List\n\n\n"
 SIGNATURE = "def shift(xs: List[int], k: int) -> List[int]:\n"
 TRUTH = '    """Add k to every item.\n    >>> shift([1, 2], 3)\n    [4, 5]\n    """\n    return [x + k for x in xs]\n'
@@ -78,6 +81,17 @@ def test_the_same_function_scores_one_and_is_a_clone(scores):
         score = scores[(sample, "same")]
         assert (score.outcome, score.s_a, score.s_b) == ("ok", 1.0, 1.0)
         assert pair_metrics(score, 0.8)["execution_clone"] == 1.0
+
+
+@pytest.mark.usefixtures("isolated")
+def test_a_call_past_its_limit_once_is_run_again_and_not_a_timeout():
+    # the first call spins; the second try, in a fresh child, finds the file it left in the scratch directory
+    slow_once = ("    import os\n    if not os.path.exists('ran-once'):\n        open('ran-once', 'w').close()\n"
+                 "        while True:\n            pass\n    return [x + k for x in xs]\n")
+    sample = Sample("slow-once", CONTEXT, SIGNATURE, TRUTH, {"slow-once": slow_once}, TEST)
+    settings = ExecutionSettings(candidates=3, function_cpu_s=2.0)  # room for a late timer (see SETTINGS)
+    score = execution_scores([sample], settings, 7, workers=1).scores[("slow-once", "slow-once")]
+    assert (score.outcome, score.s_a, score.s_b) == ("ok", 1.0, 1.0)
 
 
 def test_different_behaviour_scores_low(scores):

@@ -17,7 +17,7 @@ Both functions run on both sets in the sandbox (`execution_driver`), and
     clone iff S_a >= 0.8 and S_b >= 0.8, similarity = (S_a + S_b) / 2.
 
 Same output: both raised an exception of the same type, or both ran past
-the call's CPU limit (``timeout``), or both returned
+the call's CPU limit (``timeout``: twice, each in a fresh process), or both returned
 values equal member by member, numbers (not booleans) within
 ``float_rel_tol`` / ``float_abs_tol`` of each other (1 and 1.0 are equal,
 nan equals nan), printed the same text, and left their arguments alike
@@ -90,7 +90,7 @@ class ExecutionSettings:
     float_rel_tol: float = 1e-6
     float_abs_tol: float = 1e-9
     call_cpu_s: float = 0.1  # CPU seconds per call
-    function_cpu_s: float = 0.5  # CPU seconds of a function's module-level code and all its calls
+    function_cpu_s: float = 1.0  # CPU seconds of its module-level code and all its calls: 5 calls past the limit, twice
     function_memory_mb: int = 512  # address space of a function's process
     batch_size: int = 48  # functions per sandbox run
     sandbox: dict | None = None  # SandboxLimits fields but the time limits, which follow from the above
