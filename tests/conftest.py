@@ -8,11 +8,19 @@ import os
 os.environ["HF_HUB_OFFLINE"] = "1"
 
 import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.models.tokenizer import train_bpe_tokenizer
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import seed_everything
 from transformers import LlamaConfig, LlamaForCausalLM
+
+# Property tests check behaviour, not speed (speed is the benchmarks' job): no
+# per-example deadline, which a loaded CI machine broke (265 ms for a parse
+# that takes 0.2 ms), and no example database written into the checkout.
+settings.register_profile("leaktrace", deadline=None, database=None)
+settings.load_profile("leaktrace")
+
 
 @pytest.fixture
 def full_isolation():

@@ -36,7 +36,7 @@ GOOD = {
     "test": "def check(candidate):\n    assert candidate(2) == 4\n",
     "entry_point": "area",
 }
-FUZZ = settings(max_examples=40, deadline=2000, database=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])  # deadline, database: conftest.py
 
 
 def good_line(**fields) -> bytes:
