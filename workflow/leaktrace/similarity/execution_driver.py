@@ -17,10 +17,10 @@ which:
   function's calls together past the function's limit (a single call past
   the call limit is killed and run once more in a fresh child; past it again,
   its output is ("timeout",) and a fresh child goes on with the next input).
-  CPU time, not wall-clock time, so a loaded machine gives the same outcomes;
-  the second try is for what CPU time still leaks from a loaded machine (a
-  virtual machine's stolen time, a stall past a wall-clock backstop), which
-  once scored a function against itself 0.9 in a CI run;
+  CPU time, not wall-clock time, so load matters far less; the second try is
+  for what still leaks in (a virtual machine's late CPU timers and stolen
+  time, a stall past a wall-clock backstop), which once scored a function
+  against itself 0.9 in a CI run;
 - ``forked``: a call left a child process behind (the copy that returns into
   this code exits at once);
 - ``exited``: ``sys.exit`` or ``os._exit`` from the program or a call;
