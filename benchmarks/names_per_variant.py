@@ -1,12 +1,12 @@
 """How many names a variant renames (``variants.names_per_variant``): the null check and detection, side by side.
 
 Every name a variant changes moves it away from a convention its original
-follows, so with every name renamed at once (the default) a model that never
+follows, so with every name renamed at once a model that never
 saw the benchmark finds the original the most natural text of its set far
 more often than 1 / (n + 1). This script measures, on one finished run, the
-default sets against sets drawn with ``names_per_variant`` k (each variant
-renames k names drawn at random, drawn and validated by the variants stage
-itself, with the run's seed and lexicon):
+run's own sets against sets drawn with ``names_per_variant`` k (each variant
+renames k names drawn at random; ``all``: every name), drawn and validated by
+the variants stage itself, with the run's seed and lexicon:
 
 - the null check under the BASE model (never saw the benchmark): the share
   of samples whose original has a lower per-token loss than all its n
@@ -14,7 +14,7 @@ itself, with the run's seed and lexicon):
 - detection under each TARGET adapter: ROC AUC over members and non-members
   of SrDetection gray-box's gap (min variant loss - original loss) and of the
   mean gap (Neighbor's form), with a paired bootstrap interval of each
-  setting's AUC minus the default's (same resampled samples for all).
+  setting's AUC minus the run's own (same resampled samples for all).
 
 Samples: the run's split (members and non-members, not ReCaLL's prefix)
 that have at least ``--min-valid`` valid variants in every setting, so all
@@ -22,7 +22,7 @@ settings are compared on the same samples. Nothing here chooses a setting:
 it reports each one asked for.
 
     .venv/bin/python benchmarks/names_per_variant.py results/default \\
-        --target results/default/train/humaneval/ratio-5/seed-0/adapter/epoch-5 --names 1 2 [--out OUT]
+        --target results/default/train/humaneval/ratio-5/seed-0/adapter/epoch-5 --names all 2 [--out OUT]
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ from leaktrace.variants.natural import generation_settings
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def drawn_sets(run: Path, benchmark: str, variants: dict, k: int, seed: int, workers: int, folder: Path) -> dict:
+def drawn_sets(run: Path, benchmark: str, variants: dict, k: int | None, seed: int, workers: int, folder: Path) -> dict:
     """sample_id -> the texts of its valid detector variants, drawn and validated by the variants stage
-    itself with names_per_variant k (its seed, lexicon and sandbox; no filter or tau_t set)."""
+    itself with names_per_variant k, None for every name (its seed, lexicon and sandbox; no filter or tau_t set)."""
     settings = {**variants, "n_filter": 0, "test_cases": 0, "names_per_variant": k}
     output = folder / f"{benchmark}.names-{k}.parquet"
     make_variants_table(run / "data" / "benchmarks" / f"{benchmark}.parquet",
@@ -97,7 +97,8 @@ def main() -> None:
     parser.add_argument("--benchmark", default="humaneval")
     parser.add_argument("--config", type=Path, default=ROOT / "config" / "config.yaml")
     parser.add_argument("--target", action="append", default=[], help="a target's LoRA adapter (repeat for seeds)")
-    parser.add_argument("--names", type=int, nargs="+", default=[1], help="names_per_variant settings to compare")
+    parser.add_argument("--names", nargs="+", default=["all"],
+                        help="names_per_variant settings to compare with the run's own: integers, or all (every name)")
     parser.add_argument("--min-valid", type=int, default=3, help="valid variants a sample needs (split.min_valid_variants)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=16)
@@ -107,16 +108,20 @@ def main() -> None:
     config = yaml.safe_load(args.config.read_text())
     seed, n, base = config["seed"], config["variants"]["n"], config["base_model"]["path"]
 
+    own = str(config["variants"].get("names_per_variant") or "all")  # the run's own sets, the comparisons' reference
     table = list(read_records(args.run / "variants" / f"{args.benchmark}.parquet"))
     originals = {r["sample_id"]: r["text"] for r in table if r["kind"] == "original" and r["valid"]}
-    settings = {"all": {sid: [] for sid in originals}}
+    settings = {own: {sid: [] for sid in originals}}
     for r in table:
-        if r["kind"] == "rename" and r["valid"] and r["sample_id"] in originals and len(settings["all"][r["sample_id"]]) < n:
-            settings["all"][r["sample_id"]].append(r["text"])
+        if r["kind"] == "rename" and r["valid"] and r["sample_id"] in originals and len(settings[own][r["sample_id"]]) < n:
+            settings[own][r["sample_id"]].append(r["text"])
     with tempfile.TemporaryDirectory() as folder:
-        for k in args.names:
+        for k in dict.fromkeys(args.names):
+            if k == own:
+                continue
             started = time.perf_counter()
-            settings[str(k)] = drawn_sets(args.run, args.benchmark, config["variants"], k, seed, args.workers, Path(folder))
+            settings[k] = drawn_sets(args.run, args.benchmark, config["variants"], None if k == "all" else int(k), seed,
+                                     args.workers, Path(folder))
             print(f"names_per_variant {k}: drawn and validated in {time.perf_counter() - started:.0f} s", flush=True)
 
     split = {r["sample_id"]: r["split"] for r in read_records(args.run / "filter" / f"{args.benchmark}.samples.parquet")
@@ -151,15 +156,16 @@ def main() -> None:
         print(f"{name:<18}{check['n_samples']:>8}{check['mean_variants']:>8.1f}{check['rate']:>8.3f}"
               f"{'[%.3f, %.3f]' % (check['rate_low'], check['rate_high']):>18}{check['expected_rate']:>9.3f}  {check['verdict']}")
     for label, _ in models[1:]:
-        print(f"\n{label}: ROC AUC (members vs non-members); difference from 'all' with a paired bootstrap 95% interval")
+        print(f"\n{label}: ROC AUC (members vs non-members); difference from the run's own ({own}) with a paired"
+              " bootstrap 95% interval")
         print(f"{'names per variant':<18}{'gap AUC':>9}{'  diff [95%]':<28}{'mean gap AUC':>13}{'  diff [95%]':<28}")
-        reference = frame[(frame.model == label) & (frame.names_per_variant == "all")].set_index("sample_id").loc[samples]
+        reference = frame[(frame.model == label) & (frame.names_per_variant == own)].set_index("sample_id").loc[samples]
         for name in settings:
             part = frame[(frame.model == label) & (frame.names_per_variant == name)].set_index("sample_id").loc[samples]
             cells = []
             for column in ("gap", "mean_gap"):
                 auc = roc_auc_score(y, part[column])
-                if name == "all":
+                if name == own:
                     cells.append(f"{auc:>9.3f}{'':<28}")
                 else:
                     d, lo, hi = paired_auc_difference(y, part[column].to_numpy(), reference[column].to_numpy(),

@@ -73,13 +73,14 @@ def test_pool_settings_raise_n_to_the_pool_only_when_on():
 def test_off_the_variants_job_keeps_its_params():
     """The rule's params are generation_settings of the config slice: the block
     off and names_per_variant null, they are the slice without either, byte for
-    byte as before they existed; set, each is passed on."""
+    byte as before they existed; set (the default sets one name), each is passed on."""
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["variants"]
-    assert config["natural"]["enabled"] is False and config["names_per_variant"] is None
+    assert config["natural"]["enabled"] is False and config["names_per_variant"] == 1
     before = {k: v for k, v in config.items() if k not in ("natural", "names_per_variant")}
-    assert json.dumps(generation_settings(config), sort_keys=True) == json.dumps(before, sort_keys=True)
+    every_name = {**config, "names_per_variant": None}
+    assert json.dumps(generation_settings(every_name), sort_keys=True) == json.dumps(before, sort_keys=True)
     assert generation_settings({**config, "natural": NATURAL})["natural"] == NATURAL
-    assert generation_settings({**config, "names_per_variant": 1})["names_per_variant"] == 1
+    assert generation_settings(config)["names_per_variant"] == 1
 
 
 def _write_sample(tmp_path):
