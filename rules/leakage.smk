@@ -233,8 +233,8 @@ rule leakage_rq4:
         " --output {output.table} --markdown {output.markdown} 2> {log}"
 
 
-# LessLeak's RQ3 (opt-in, `leakage.rq3.enabled`: it generates n completions a
-# problem): pass@k of testbed models on the leaked and the non-leaked part of
+# LessLeak's RQ3 (`leakage.rq3.enabled`; it generates n completions a problem
+# and model, so it is a switch of its own): pass@k of testbed models on the leaked and the non-leaked part of
 # each testbed benchmark the scan `leakage.rq3.scan` reads, every completion
 # run against the problem's tests in the sandbox.
 RQ3 = config["leakage"]["rq3"]
@@ -242,8 +242,9 @@ RQ3_MODELS = RQ3["models"] or ["reference", f"target-r{RATIOS[0]}-s{SEEDS[0]}-e{
 
 
 def rq3_benchmarks():
-    """The testbed benchmarks RQ3 runs on ([] when it is off)."""
-    if not RQ3["enabled"]:
+    """The testbed benchmarks RQ3 runs on ([] when it is off or nothing is in
+    the testbed, as in the scan-only experiment files)."""
+    if not RQ3["enabled"] or not TESTBED_BENCHMARKS:
         return []
     if RQ3["scan"] not in LEAKAGE_SCANS:
         raise ValueError(f"leakage.rq3.scan: no scan named {RQ3['scan']!r} under leakage.scans")

@@ -130,6 +130,17 @@ def test_micro_run_writes_every_artifact(micro_run):
     calibration = pq.read_table(out / "contamination/humaneval/calibration.parquet").to_pylist()
     assert {(c["kind"], c["model"], c["test"]) for c in calibration if c["model"] == "sham-r1-s0-e1"} == {
         ("null", "sham-r1-s0-e1", "dataset_inference"), ("null", "sham-r1-s0-e1", "variant_preference")}
+    # LessLeak's RQ3: n completions a problem of the reference and the headline target, each with its sandbox
+    # status, and pass@k of the training-mix scan's leaked (the members) and non-leaked part in the report
+    members = {s["sample_id"] for s in samples if s["split"] == "member"}
+    for model in ("reference", "target-r1-s0-e1"):
+        runs = pq.read_table(out / f"leakage/rq3/humaneval/{model}.parquet").to_pylist()
+        assert sorted((r["sample_id"], r["draw"]) for r in runs) == sorted((s["sample_id"], d) for s in samples for d in (0, 1))
+        assert {r["status"] for r in runs} <= {"ok", "wrong", "error", "timeout", "killed"}
+    rq3 = pq.read_table(out / "leakage/training-mix/rq3/humaneval.parquet").to_pylist()
+    assert {(r["model"], r["k"]) for r in rq3} == {(m, k) for m in ("reference", "target-r1-s0-e1") for k in (1, 2)}
+    assert {r["n_leaked"] for r in rq3} == {len(members)} and {r["n_non_leaked"] for r in rq3} == {16 - len(members)}
+    assert "LessLeak RQ3" in (out / "aggregate" / "humaneval" / "report.md").read_text()
     audit = pq.read_table(out / "audit" / "leakage_rates.parquet").to_pylist()
     assert {(r["model"], r["detector"]) for r in audit} == {(m, d) for m in ("base", "lora", "tiny") for d in ("gray-box", "black-box")}
     detection = pq.read_table(out / "aggregate" / "humaneval" / "detection.parquet").to_pylist()

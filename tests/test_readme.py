@@ -194,3 +194,12 @@ def test_a_null_entry_in_an_experiment_file_removes_the_default_entry(copy):
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     assert "leakage/stdlib/" not in result.stdout and "leakage/training-mix/" in result.stdout
     assert '"neighbor": {' not in result.stdout and '"recall": {' in result.stdout  # the detectors' settings
+
+
+def test_rq3_on_a_scan_the_config_does_not_have_is_a_clear_error(copy):
+    overlay = copy / "rq3-on-a-missing-scan.yaml"
+    overlay.write_text("leakage:\n  rq3:\n    scan: no-such-scan\n")
+    result = subprocess.run([".venv/bin/snakemake", "--cores", "2", "--configfile", "config/micro.yaml", str(overlay), "--dry-run"],
+                            cwd=copy, capture_output=True, text=True, timeout=TIMEOUT)
+    assert result.returncode != 0
+    assert "leakage.rq3.scan: no scan named 'no-such-scan' under leakage.scans" in result.stdout + result.stderr

@@ -1,4 +1,4 @@
-"""leakage-rq3: LessLeak-Bench's RQ3 in the DAG (opt-in: ``leakage.rq3``).
+"""leakage-rq3: LessLeak-Bench's RQ3 in the DAG (``leakage.rq3``).
 From each model's sandboxed completions (:mod:`leaktrace.stages.leakage_rq3_runs`),
 pass@k (k = 1, 5, 10) of the leaked and the non-leaked part, as a scan
 labels them, and their ratio (:mod:`leaktrace.evaluate.pass_at_k`)."""
