@@ -233,10 +233,10 @@ rule leakage_rq4:
         " --output {output.table} --markdown {output.markdown} 2> {log}"
 
 
-# LessLeak's RQ3 (`leakage.rq3.enabled`; it generates n completions a problem
-# and model, so it is a switch of its own): pass@k of testbed models on the leaked and the non-leaked part of
-# each testbed benchmark the scan `leakage.rq3.scan` reads, every completion
-# run against the problem's tests in the sandbox.
+# LessLeak's RQ3 (`leakage.rq3.enabled`, a switch of its own: it generates n
+# completions a problem and model): pass@k of testbed models on the leaked and
+# the non-leaked part of each testbed benchmark the scan `leakage.rq3.scan`
+# reads, every completion run against the problem's tests in the sandbox.
 RQ3 = config["leakage"]["rq3"]
 RQ3_MODELS = RQ3["models"] or ["reference", f"target-r{RATIOS[0]}-s{SEEDS[0]}-e{EPOCHS[-1]}"]
 
