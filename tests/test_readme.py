@@ -177,10 +177,15 @@ def functional_memorization_plan(output: str) -> None:
 PLANS = {"config/experiments/functional-memorization.yaml": functional_memorization_plan}
 
 
+def dry_run(copy: Path, *configfiles: str) -> subprocess.CompletedProcess:
+    """``snakemake -n -p`` of the config files laid over the default, in the fresh copy."""
+    return subprocess.run([".venv/bin/snakemake", "--cores", "2", "--configfile", *configfiles, "--dry-run", "-p"],
+                          cwd=copy, capture_output=True, text=True, timeout=TIMEOUT)
+
+
 @pytest.mark.parametrize("experiment", experiment_files())
 def test_every_experiment_file_plans_from_the_repository_root(experiment, copy):
-    result = subprocess.run([".venv/bin/snakemake", "--cores", "2", "--configfile", experiment, "--dry-run", "-p"],
-                            cwd=copy, capture_output=True, text=True, timeout=TIMEOUT)
+    result = dry_run(copy, experiment)
     assert result.returncode == 0, f"{experiment}:\n{(result.stdout + result.stderr)[-3000:]}"
     if experiment in PLANS:  # an experiment whose plan is checked, not only that it plans
         PLANS[experiment](result.stdout)
@@ -189,8 +194,7 @@ def test_every_experiment_file_plans_from_the_repository_root(experiment, copy):
 def test_a_null_entry_in_an_experiment_file_removes_the_default_entry(copy):
     overlay = copy / "drop-a-scan.yaml"
     overlay.write_text("leakage:\n  scans:\n    stdlib: null\nscore:\n  methods:\n    neighbor: null\n")
-    result = subprocess.run([".venv/bin/snakemake", "--cores", "2", "--configfile", "config/micro.yaml", str(overlay),
-                             "--dry-run", "--printshellcmds"], cwd=copy, capture_output=True, text=True, timeout=TIMEOUT)
+    result = dry_run(copy, "config/micro.yaml", str(overlay))
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     assert "leakage/stdlib/" not in result.stdout and "leakage/training-mix/" in result.stdout
     assert '"neighbor": {' not in result.stdout and '"recall": {' in result.stdout  # the detectors' settings
@@ -199,7 +203,6 @@ def test_a_null_entry_in_an_experiment_file_removes_the_default_entry(copy):
 def test_rq3_on_a_scan_the_config_does_not_have_is_a_clear_error(copy):
     overlay = copy / "rq3-on-a-missing-scan.yaml"
     overlay.write_text("leakage:\n  rq3:\n    scan: no-such-scan\n")
-    result = subprocess.run([".venv/bin/snakemake", "--cores", "2", "--configfile", "config/micro.yaml", str(overlay), "--dry-run"],
-                            cwd=copy, capture_output=True, text=True, timeout=TIMEOUT)
+    result = dry_run(copy, "config/micro.yaml", str(overlay))
     assert result.returncode != 0
     assert "leakage.rq3.scan: no scan named 'no-such-scan' under leakage.scans" in result.stdout + result.stderr
