@@ -21,6 +21,10 @@ include: "rules/contamination.smk"
 include: "rules/mutate.smk"
 
 
+# cluster.one_job: every rule but the submit-host ones in one SLURM job.
+group_as_one_job()
+
+
 report: "report/workflow.rst"
 
 

@@ -114,35 +114,54 @@ def cpu_job(seconds_per_row=0.0):
     return {"mem_mb": mem_mb, "runtime": runtime, "slurm_partition": _partition(0)}
 
 
-# Bookkeeping (seconds of work each) and the jobs that must read what only
-# the submit host is sure to have: the corpora of the interpreter's standard
-# library (node-local), the benchmark shipped in the environment, and the hub.
-localrules:
-    all,
-    fetch_hub_model,
-    ingest_benchmark,
-    ingest_corpus_shard,
-    lexicon,
-    filter_functions,
-    split_samples,
-    detector_scores,
-    leakage_index,
-    leakage_gather,
-    leakage_rq4,
-    aggregate,
-    audit,
-    contamination,
-    mutation_study,
-    dpdllm_fit,
-    veilprobe_fit,
-    learning_rate_selection,
-
-
+# The jobs that must read what only the submit host is sure to have: the
+# corpora of the interpreter's standard library (node-local), the benchmark
+# shipped in the environment, and the hub.
+SUBMIT_HOST_RULES = ["all", "fetch_hub_model", "ingest_benchmark", "ingest_corpus_shard"]
 if config["leakage"]["clean"]:
+    SUBMIT_HOST_RULES += ["ingest_benchmark_raw", "clean_benchmark"]
+workflow.localrules(*SUBMIT_HOST_RULES)  # what the `localrules:` directive does, for a list
+
+
+# Bookkeeping (seconds of work each) runs on the submit host too, unless the
+# DAG is one SLURM job (cluster.one_job), which it must not leave and re-enter.
+if not CLUSTER["one_job"]:
 
     localrules:
-        ingest_benchmark_raw,
-        clean_benchmark,
+        lexicon,
+        filter_functions,
+        split_samples,
+        detector_scores,
+        leakage_index,
+        leakage_gather,
+        leakage_rq4,
+        aggregate,
+        audit,
+        contamination,
+        mutation_study,
+        dpdllm_fit,
+        veilprobe_fit,
+        learning_rate_selection,
+
+
+def group_as_one_job():
+    """cluster.one_job: every rule but the submit-host ones joins one
+    Snakemake group, so that the DAG after ingest is one SLURM job whose
+    Snakemake runs the jobs as a local run does (the leaktrace-slurm executor,
+    config/profiles/slurm). Called once every rule is defined (Snakefile).
+
+    A group's string resources must be equal in every job of it, so each rule
+    asks for the allocation's partition and GPU model: the GPU partition when
+    a configured model runs on a GPU, else the CPU partition."""
+    if not CLUSTER["one_job"]:
+        return
+    gpus = any(isinstance(spec, dict) and on_gpu(spec)
+               for spec in [config["base_model"], *config["llm"].values(), *config["audit"]["models"]])
+    allocation = {"slurm_partition": _partition(gpus), "gpu_model": (CLUSTER["gpu_model"] or "") if gpus else ""}
+    for each in workflow.rules:
+        if each.name not in SUBMIT_HOST_RULES:
+            each.group = "leaktrace"
+            each.resources.update(allocation)
 
 
 rule fetch_hub_model:

@@ -9,6 +9,7 @@ import sys
 
 from snakemake.utils import validate
 
+from leaktrace import forkserver
 from leaktrace.configuration import drop_removed_entries
 from leaktrace.models.backend import is_hub_id
 from leaktrace.seeding import derive_seed
@@ -33,15 +34,27 @@ LEAKTRACE = f"HF_HUB_OFFLINE=1 {LEAKTRACE_ONLINE}"
 # A local run's offline jobs fork from one process that imported PyTorch and
 # the rest once (leaktrace/forkserver.py; `fork_server` in the config). Jobs it
 # cannot run as a fresh interpreter would, it leaves to run as before.
+# The same goes for the Snakemake that runs a group of jobs inside a SLURM
+# allocation (cluster.one_job): the leaktrace-slurm executor sets
+# forkserver.START_VARIABLE there, and since a spawned Snakemake runs no
+# `onstart`, it starts its server as it reads this file.
 FORK_SERVER = []
-USE_FORK_SERVER = config["fork_server"] and workflow.local_exec and not workflow.remote_exec and not USE_CONDA
+RUNS_GROUP_JOB = workflow.remote_exec and os.environ.get(forkserver.START_VARIABLE) == "1"
+USE_FORK_SERVER = (config["fork_server"] and workflow.local_exec and not USE_CONDA
+                   and (not workflow.remote_exec or RUNS_GROUP_JOB))
+
+
+def start_fork_server():
+    FORK_SERVER.append(forkserver.start({**os.environ, "HF_HUB_OFFLINE": "1"}))
+
+
+if USE_FORK_SERVER and RUNS_GROUP_JOB:
+    start_fork_server()
 
 
 onstart:
     if USE_FORK_SERVER:
-        from leaktrace import forkserver
-
-        FORK_SERVER.append(forkserver.start({**os.environ, "HF_HUB_OFFLINE": "1"}))
+        start_fork_server()
 
 
 def stop_fork_server():

@@ -3,12 +3,16 @@ rules/cluster.smk), checked offline; and, marked `cluster`, the micro config
 run through config/profiles/slurm on whatever cluster `sinfo` answers,
 against a local run (scripts/slurm-proof.sh)."""
 
+import asyncio
 import os
 import re
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -48,7 +52,7 @@ def resources_of(output: str, rule: str) -> list[str]:
 def test_gpu_jobs_go_to_the_gpu_partition_and_a_hub_model_is_fetched_once(tmp_path):
     config = write_config(tmp_path, {
         "base_model": {"path": "example-org/coder-7b", "device": "cuda", "dtype": "bfloat16"},
-        "cluster": {"cpu_partition": "cpus", "gpu_partition": "gpus", "gpu_model": "a100"},
+        "cluster": {"cpu_partition": "cpus", "gpu_partition": "gpus", "gpu_model": "a100", "one_job": False},
     })
     result = snakemake(tmp_path, "-n", "-p", "--configfile", str(config))
     assert result.returncode == 0, result.stderr + result.stdout
@@ -73,6 +77,7 @@ def test_multi_gpu_training_runs_under_accelerate_launch_and_checkpoints_outside
     config = write_config(tmp_path, {
         "base_model": {"path": "example-org/coder-7b", "device": "cuda", "dtype": "bfloat16"},
         "train": {"gpus": 4, "mixed_precision": "bf16", "effective_batch_size": 32, "batch_size": 4},
+        "cluster": {"one_job": False},
     })
     result = snakemake(tmp_path, "-n", "-p", "--configfile", str(config))
     assert result.returncode == 0, result.stderr + result.stdout
@@ -86,7 +91,63 @@ def test_multi_gpu_training_runs_under_accelerate_launch_and_checkpoints_outside
                                                                    "results/micro/checkpoints/train_sham/")) for c in checkpoints)
     # a preempted job is requeued by SLURM and resumes from those checkpoints
     profile = (REPO / "config" / "profiles" / "slurm" / "config.yaml").read_text()
-    assert re.search(r"^slurm-requeue: true$", profile, re.MULTILINE)
+    assert re.search(r"^leaktrace-slurm-requeue: true$", profile, re.MULTILINE)
+
+
+@pytest.mark.parametrize("device, one_job, partition", [("cuda", True, "gpus"), ("cpu", True, "cpus"), ("cpu", False, None)])
+def test_one_job_puts_every_job_but_the_submit_host_ones_in_one_slurm_job(tmp_path, device, one_job, partition):
+    config = write_config(tmp_path, {
+        "base_model": {"path": "example-org/coder-7b", "device": device, "dtype": "bfloat16"},
+        "cluster": {"cpu_partition": "cpus", "gpu_partition": "gpus", "gpu_model": "a100", "one_job": one_job},
+    })
+    result = snakemake(tmp_path, "-n", "--executor", "leaktrace-slurm", "--jobs", "5", "--configfile", str(config))
+    assert result.returncode == 0, result.stderr + result.stdout
+    if not one_job:
+        assert "Group job" not in result.stdout
+        return
+    assert result.stdout.count("Group job leaktrace") == 1
+    before, group = result.stdout.split("Group job leaktrace")
+    assert set(re.findall(r"^rule (\w+):", before, re.MULTILINE)) == {"fetch_hub_model", "ingest_benchmark",
+                                                                     "ingest_corpus_shard"}
+    grouped = re.findall(r"^    rule (\w+):", group, re.MULTILINE)
+    # the bookkeeping rules too: a local job between two parts of the group would split it
+    assert {"train_lora", "token_stats", "leakage_scan", "lexicon", "aggregate", "audit"} <= set(grouped)
+    # a group's string resources must be equal in all its jobs: the allocation's
+    resources = [dict(item.split("=", 1) for item in line.split(", "))
+                 for line in re.findall(r"^        resources: (.*)", group, re.MULTILINE)]
+    gpu_model = "a100" if device == "cuda" else ""
+    assert len(resources) == len(grouped)
+    assert all(r["slurm_partition"] == partition and r["gpu_model"] == gpu_model for r in resources), resources
+
+
+def test_the_executor_runs_each_slurm_jobs_snakemake_with_the_local_executor():
+    from snakemake_interface_executor_plugins.registry import ExecutorPluginRegistry
+
+    from leaktrace.forkserver import START_VARIABLE
+
+    plugin = ExecutorPluginRegistry().get_plugin("leaktrace-slurm")
+    executor = object.__new__(plugin.executor)
+    assert executor.additional_general_args() == "--executor local"
+    # only a group's Snakemake starts a fork server
+    assert executor.get_job_exec_prefix(SimpleNamespace(is_group=lambda: True)) == f"export {START_VARIABLE}=1"
+    assert executor.get_job_exec_prefix(SimpleNamespace(is_group=lambda: False)) == ""
+
+
+def test_status_checks_wait_at_most_the_cap_and_no_longer_once_the_run_is_over():
+    from snakemake_executor_plugin_leaktrace_slurm import Executor
+
+    executor = object.__new__(Executor)
+    executor.workflow = SimpleNamespace(executor_settings=SimpleNamespace(max_seconds_between_status_checks=1))
+    executor.next_seconds_between_status_checks = 180  # where the slurm plugin's back-off ends
+    executor.wait = True
+    start = time.monotonic()
+    asyncio.run(executor.sleep())
+    assert 0.9 < time.monotonic() - start < 10
+    executor.workflow.executor_settings.max_seconds_between_status_checks = None
+    threading.Timer(0.5, setattr, (executor, "wait", False)).start()  # what shutdown() does
+    start = time.monotonic()
+    asyncio.run(executor.sleep())
+    assert time.monotonic() - start < 10
 
 
 def _cluster_answers() -> bool:

@@ -54,6 +54,10 @@ from typing import NoReturn
 
 # The variable that tells a client where the server listens.
 SOCKET_VARIABLE = "LEAKTRACE_FORK_SERVER"
+# The variable that tells a spawned Snakemake (which runs no `onstart`) to
+# start a server for the jobs it runs: set by the leaktrace-slurm executor in
+# the SLURM job of a group (rules/common.smk).
+START_VARIABLE = "LEAKTRACE_START_FORK_SERVER"
 # What the jobs import: the libraries, then every stage module (which imports
 # the rest). The server imports them one module at a time, between jobs.
 LIBRARIES = ("pandas", "pyarrow.parquet", "torch", "transformers", "peft", "sklearn.linear_model", "scipy.stats",
