@@ -255,8 +255,9 @@ cmd_run() {
     local args=("$@")
     ((${#args[@]})) || args=(--configfile config/micro.yaml)
     cd "$ROOT"
+    # --cores: the node's CPUs, which bound what its SLURM jobs hold at once (a group's size among them)
     PYTHONPATH=$ROOT/workflow${PYTHONPATH:+:$PYTHONPATH} "$SNAKEMAKE" --workflow-profile config/profiles/slurm \
-        "${args[@]}"
+        --cores "$(nproc)" "${args[@]}"
 }
 
 case ${1:-} in

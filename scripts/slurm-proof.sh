@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The SLURM profile, proven: the same config run locally (`--cores` = this
-# machine's CPUs) and through config/profiles/slurm, each in its own fresh
+# The SLURM profile, proven: the same config run locally and through
+# config/profiles/slurm, both with `--cores` = this machine's CPUs (on one
+# node, what the SLURM jobs may hold at once), each in its own fresh
 # copy of the repository (so no result can depend on the directory it was
 # made in), timed; every Parquet result compared byte for byte
 # (scripts/compare_results.py); the SLURM run must take at most 1.5x the
@@ -53,7 +54,7 @@ slurm_run() {  # slurm_run LABEL
     fresh_copy "$dir"
     log "SLURM run ($1) in $dir"
     seconds=$(cd "$dir" && PYTHONPATH=$dir/workflow timed "$WORK/slurm-$1.log" \
-        "$SNAKEMAKE" --workflow-profile config/profiles/slurm --configfile "$CONFIG")
+        "$SNAKEMAKE" --workflow-profile config/profiles/slurm --configfile "$CONFIG" --cores "$(nproc)")
     ratio=$(awk "BEGIN {printf \"%.2f\", $seconds / $LOCAL_S}")
     "$PYTHON" "$ROOT/scripts/compare_results.py" "$WORK/local/results/$RUN" "$dir/results/$RUN" >"$WORK/compare-$1.txt" || verdict=differs
     awk "BEGIN {exit !($ratio > $MAX_RATIO)}" && verdict="$verdict, too slow"
