@@ -337,7 +337,7 @@ def _open_parquet(path: Path, dirty: bool, skips: Counter, count: bool) -> pq.Pa
     (counted once, by the shard ``count`` names); in a pipeline artifact that is an error."""
     try:
         return pq.ParquetFile(path)
-    except (pa.ArrowException, OSError) as err:
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as err:  # the last: a corrupt column name
         if not dirty:
             raise InputError(str(path), None, f"not a readable Parquet file: {err}") from None
         if count:
