@@ -12,8 +12,9 @@ server that Snakemake starts (rules/common.smk).
 
 Submission, status and cancellation are the upstream plugin's, and so are its
 settings, under this plugin's prefix (``--leaktrace-slurm-status-command`` for
-``--slurm-status-command``), plus a cap on its status-check back-off; and a finished run ends
-at once rather than at the next status check.
+``--slurm-status-command``), plus a cap on its status-check back-off. A
+finished run ends at once rather than at the next status check.
+
 Snakemake finds the plugin by its module name; the leaktrace package installs
 it beside ``leaktrace`` (pyproject.toml).
 """
