@@ -61,21 +61,24 @@ def model_job(kind, *, batch_size, passes=1, generate=None, generator=None, mode
     def job_gpus(wildcards):
         return count if count is not None else _job_gpus(wildcards, generator, job_model)
 
-    def size(wildcards, input):
+    def size(wildcards):
         spec = job_model(wildcards)
-        _require([f"{spec['path']}/config.json"] + _parquet_inputs(input))
+        _require([f"{spec['path']}/config.json"])
         return spec, jobsize.model_size(spec["path"])
 
-    def mem_mb(wildcards, input):
-        spec, model = size(wildcards, input)
+    def mem_mb(wildcards):
+        # The model, the batch and the context, not the data: known before the
+        # job's inputs exist, so a group (cluster.one_job) is sized with it.
+        spec, model = size(wildcards)
         context = min(model.max_positions, spec.get("max_length") or model.max_positions)
         return jobsize.memory_mb(model, dtype=spec["dtype"], batch_size=batch_size, context=context,
                                  on_gpu=bool(job_gpus(wildcards)), training=kind == "train",
                                  overhead_mb=CLUSTER["overhead_mb"], processes=max(1, job_gpus(wildcards)))
 
     def runtime(wildcards, input, threads):
-        spec, model = size(wildcards, input)
+        spec, model = size(wildcards)
         parquet = _parquet_inputs(input)
+        _require(parquet)
         tokens = jobsize.parquet_tokens(parquet) * passes
         if generate:
             tokens += generate * sum(jobsize.parquet_rows(p) for p in parquet)
