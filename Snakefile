@@ -21,8 +21,8 @@ include: "rules/contamination.smk"
 include: "rules/mutate.smk"
 
 
-# cluster.one_job: every rule but the submit-host ones in one SLURM job.
-group_as_one_job()
+# Each job's SLURM partition, and cluster.one_job's group (rules/cluster.smk).
+place_jobs()
 
 
 report: "report/workflow.rst"

@@ -147,16 +147,25 @@ if not CLUSTER["one_job"]:
         learning_rate_selection,
 
 
-def group_as_one_job():
-    """cluster.one_job: every rule but the submit-host ones joins one
-    Snakemake group, so that the DAG after ingest is one SLURM job whose
-    Snakemake runs the jobs as a local run does (the leaktrace-slurm executor,
-    config/profiles/slurm). Called once every rule is defined (Snakefile).
+def place_jobs():
+    """Where each job runs on a cluster. Called once every rule is defined
+    (Snakefile), so that it reaches every rule.
 
-    A group's string resources must be equal in every job of it, so each rule
-    asks for the allocation's partition and GPU model: the GPU partition when
-    a configured model runs on a GPU, else the CPU partition."""
+    A SLURM job per job: a rule that names no partition (a CPU job without a
+    size estimate) goes to the CPU partition, not the cluster's default,
+    which may be a GPU partition.
+
+    cluster.one_job: every rule but the submit-host ones joins one Snakemake
+    group, so that the DAG after ingest is one SLURM job whose Snakemake runs
+    the jobs as a local run does (the leaktrace-slurm executor,
+    config/profiles/slurm). A group's string resources must be equal in every
+    job of it, so each rule asks for the allocation's partition and GPU
+    model: the GPU partition when a configured model runs on a GPU, else the
+    CPU partition."""
     if not CLUSTER["one_job"]:
+        for each in workflow.rules:
+            if "slurm_partition" not in each.resources:
+                each.resources.update({"slurm_partition": _partition(0)})
         return
     gpus = any(isinstance(spec, dict) and on_gpu(spec)
                for spec in [config["base_model"], *config["llm"].values(), *config["audit"]["models"]])

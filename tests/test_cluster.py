@@ -67,6 +67,8 @@ def test_gpu_jobs_go_to_the_gpu_partition_and_a_hub_model_is_fetched_once(tmp_pa
     # the audit's own CPU model and the leakage scan's shards stay off the GPU nodes
     assert any("gpu=0" in line and "slurm_partition=cpus" in line for line in resources_of(out, "token_stats"))
     assert all("slurm_partition=cpus" in line for line in resources_of(out, "leakage_scan"))
+    # and so does a rule that asks for nothing else: not to the cluster's default partition
+    assert all("slurm_partition=cpus" in line for line in resources_of(out, "counterfactual_structural"))
     # jobs read the fetched copy offline; only the fetch and the leakage rules may reach the hub
     commands = re.findall(r"^Shell command: (.*? -m leaktrace [\w-]+)", out, re.MULTILINE)
     assert all(("HF_HUB_OFFLINE=1" in c) != bool(re.search(r"fetch-model|leakage-(scan|gather)", c)) for c in commands)
