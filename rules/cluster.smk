@@ -114,7 +114,7 @@ def cpu_job(seconds_per_row=0.0):
         seconds = size / CLUSTER["cpu_bytes_per_s"] + seconds_per_row * sum(jobsize.parquet_rows(p) for p in parquet)
         return max(CLUSTER["min_runtime"], math.ceil(seconds * CLUSTER["safety"] / (60 * threads)))
 
-    return {"mem_mb": mem_mb, "runtime": runtime, "slurm_partition": _partition(0)}
+    return {"mem_mb": mem_mb, "runtime": runtime}  # the CPU partition: place_jobs
 
 
 # The jobs that must read what only the submit host is sure to have: the
@@ -167,8 +167,7 @@ def place_jobs():
             if "slurm_partition" not in each.resources:
                 each.resources.update({"slurm_partition": _partition(0)})
         return
-    gpus = any(isinstance(spec, dict) and on_gpu(spec)
-               for spec in [config["base_model"], *config["llm"].values(), *config["audit"]["models"]])
+    gpus = any(on_gpu(spec) for spec in CONFIGURED_MODELS)
     allocation = {"slurm_partition": _partition(gpus), "gpu_model": (CLUSTER["gpu_model"] or "") if gpus else ""}
     for each in workflow.rules:
         if each.name not in SUBMIT_HOST_RULES:

@@ -70,14 +70,19 @@ onerror:
     stop_fork_server()
 
 
+# Every model spec the config names (the base model, the `llm` roles, the
+# audit's models): which environment the model rules need, and which
+# partition a one-job SLURM run asks for (rules/cluster.smk).
+CONFIGURED_MODELS = [spec for spec in [config["base_model"], *config["llm"].values(), *config["audit"]["models"]]
+                     if isinstance(spec, dict)]
+
 # Environments under `--sdm conda`, one per kind of rule (envs/*.yaml; which
 # rule uses which is checked against its imports by tests/test_envs.py): the
 # CPU stages run without PyTorch, the model stages with CUDA PyTorch, and with
 # the vllm extra when a configured model runs on the vLLM backend.
 CPU_ENV = "../envs/cpu.yaml"
 MODEL_ENV = "../envs/model.yaml"
-if any(isinstance(spec, dict) and spec.get("backend") == "vllm"
-       for spec in [config["base_model"], *config["llm"].values(), *config["audit"]["models"]]):
+if any(spec.get("backend") == "vllm" for spec in CONFIGURED_MODELS):
     MODEL_ENV = "../envs/model-vllm.yaml"
 CONDA_ENV = MODEL_ENV  # the one environment of before; it holds every rule's packages
 BENCHMARKS = list(config["benchmarks"])
