@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from leaktrace.mutate.formatting import reformat
 from leaktrace.mutate.hybrid import hybrid
-from leaktrace.mutate.renaming import RandomNames, rename
+from leaktrace.mutate.renaming import RandomNames, SynonymNames, rename, rename_details
 from leaktrace.mutate.statements import line_similarity, rewrite_statements
 from leaktrace.variants.naming import NameProposer
 
@@ -83,10 +83,11 @@ def apply_mutation(mutation: Mutation, code: str, language: str, entry_point: st
     if mutation.kind in ("T2a", "T2b"):
         if mutation.kind == "T2a" and names is None:
             raise ValueError("T2a needs a name proposer (synonyms)")
-        renamed = rename(code, entry_point, names if mutation.kind == "T2a" else RandomNames(), rng, protected)
+        proposer = SynonymNames(names) if mutation.kind == "T2a" else RandomNames()
+        renamed = rename(code, entry_point, proposer, rng, protected)
         text = renamed.text if renamed else code
         return Mutated(text, entry_point, line_similarity(code, text), renamed is not None,
-                       {"renames": renamed.renames if renamed else {}})
+                       rename_details(code, renamed, proposer))
     if mutation.kind == "T3":
         result = rewrite_statements(code, mutation.target, rng, protected={*protected, *([entry_point] if entry_point else [])})
         return Mutated(result.text, entry_point, result.similarity, result.reached, {"rewrites": list(result.rewrites)})
@@ -94,4 +95,4 @@ def apply_mutation(mutation: Mutation, code: str, language: str, entry_point: st
         raise ValueError("hybrid needs a name proposer (synonyms)")
     result = hybrid(code, entry_point, names, mutation.target, rng, protected)
     return Mutated(result.statements.text, entry_point, result.statements.similarity, result.statements.reached,
-                   {"renames": result.renames, "rewrites": list(result.statements.rewrites)})
+                   {**result.renames, "rewrites": list(result.statements.rewrites)})
