@@ -41,8 +41,8 @@ Compiled programs (`runner.run_build`: Java, C++) take a third path: the
 init writes the source files into the working directory, then runs each
 command of the build (compile, then run) in a process of its own under the
 program's uid, with the toolchain's files added read-only to the view
-(`toolchains`); the command's standard output and error go to one memory
-file. It reports each exit status with the bytes written, and stops at the
+(`toolchains`); the command's standard output and error go to memory files.
+It reports each exit status with the bytes written, and stops at the
 first command that fails. The test is compiled into the program (HumanEval-X
 puts its `main` in the same file), so here a program can see its test and end
 its process with status 0 before the test runs: fit for checking that a
@@ -275,8 +275,8 @@ def _stdio_harness(setup: dict, trust: dict) -> None:
 def _build_harness(setup: dict, trust: dict) -> None:
     """Write the files, then run each command in turn, each in a process forked
     afresh from this one (the namespace's init) that becomes the program and
-    executes it; report how each ended and what it wrote (standard output and
-    error together). Stops at the first that does not exit with status 0."""
+    executes it; report how each ended and what it wrote to standard output
+    and error. Stops at the first that does not exit with status 0."""
     for name, text in setup["files"]:
         path = os.path.join(setup["workdir"], name)
         with open(path, "w", encoding="utf-8", errors="surrogatepass") as source:
@@ -284,18 +284,20 @@ def _build_harness(setup: dict, trust: dict) -> None:
         os.chmod(path, 0o644)
     outcomes = []
     for argv in trust["commands"]:
-        output = os.memfd_create("output")
+        stdout, stderr = os.memfd_create("stdout"), os.memfd_create("stderr")
         step = os.fork()
         if step == 0:
-            _command_process(setup, argv, output)
+            _command_process(setup, argv, stdout, stderr)
         ended = _supervise(step, trust["step_timeout_s"])
         if ended is None:
             outcomes.append(("timeout",))
             break
-        size = os.fstat(output).st_size
-        written = os.pread(output, min(size, trust["max_output_bytes"]), 0) if size else b""
-        os.close(output)
-        outcomes.append((ended[0], ended[1], written))
+        written = []
+        for stream in (stdout, stderr):
+            size = os.fstat(stream).st_size
+            written.append(os.pread(stream, min(size, trust["max_output_bytes"]), 0) if size else b"")
+            os.close(stream)
+        outcomes.append((ended[0], ended[1], *written))
         if ended != ("code", 0):
             break
     _write(setup["report_fd"], {"status": "ok", "error": None, "record": None, "value": (tuple(outcomes),),
@@ -303,14 +305,15 @@ def _build_harness(setup: dict, trust: dict) -> None:
     os._exit(0)
 
 
-def _command_process(setup: dict, argv: list[str], output: int) -> None:
-    """One command of a build: standard output and error to `output`, standard
-    input empty, then the program's identity and limits, then exec."""
+def _command_process(setup: dict, argv: list[str], stdout: int, stderr: int) -> None:
+    """One command of a build: its standard output and error to memory files,
+    standard input empty, then the program's identity and limits, then exec."""
     try:
         os.setpgid(0, 0)  # a timed-out command is killed with its process group
-        os.dup2(output, 1)
-        os.dup2(output, 2)
-        os.close(output)
+        os.dup2(stdout, 1)
+        os.dup2(stderr, 2)
+        os.close(stdout)
+        os.close(stderr)
     except OSError:
         os._exit(SETUP_FAILED)
     _become_program(setup, os.open(os.devnull, os.O_RDONLY))

@@ -220,8 +220,8 @@ def run_build(files: Mapping[str, str], commands: Sequence[Sequence[str]], view:
     added to the run's variables. `limits.timeout_s`
     bounds each command's wall clock. A result of status "ok" holds in
     `return_value` one tuple per command, up to the first that did not exit
-    with status 0: ("code", status, output bytes), ("signal", number, output
-    bytes) or ("timeout",); output is standard output and error together."""
+    with status 0: ("code", status, stdout bytes, stderr bytes), ("signal",
+    number, stdout bytes, stderr bytes) or ("timeout",)."""
     trust = {"mode": "build", "commands": [list(command) for command in commands], "step_timeout_s": limits.timeout_s,
              "max_output_bytes": max_output_bytes}
     whole = dataclasses.replace(limits, timeout_s=limits.timeout_s * len(commands) + max(limits.timeout_s, _START_UP_S))
