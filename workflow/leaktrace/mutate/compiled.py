@@ -23,6 +23,12 @@ from leaktrace.sandbox.runner import SandboxResult, in_parallel
 # A build runs the compiler, which needs more than a Python test's time: at least these, per command.
 MIN_BUILD_TIMEOUT_S, MIN_BUILD_CPU_S = 60.0, 60
 _MAIN_CLASS = re.compile(r"public\s+(?:final\s+)?class\s+(\w+)")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+
+def test_names(test: str) -> frozenset[str]:
+    """The identifiers of a Java or C++ test: names a mutation keeps and never introduces."""
+    return frozenset(_IDENTIFIER.findall(test))
 
 
 def build_limits(limits: SandboxLimits) -> SandboxLimits:

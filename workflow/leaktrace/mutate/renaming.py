@@ -66,7 +66,6 @@ def abbreviation(name: str) -> str | None:
         if is_word(piece) and len(piece) >= 4 and piece.isascii():
             lower = piece.lower()
             short = lower[0] + "".join(c for c in lower[1:] if c not in _VOWELS)
-            short = "".join(c for i, c in enumerate(short) if i == 0 or c != short[i - 1])  # "ll" -> "l"
             pieces.append(recase(short, piece) if len(short) >= 2 else piece)
         else:
             pieces.append(piece)

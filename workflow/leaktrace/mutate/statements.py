@@ -381,24 +381,46 @@ def _logging_available(ctx: Context) -> bool:
     return ctx.logging_imported or "logging" not in ctx.taken
 
 
-def add_logging(node: cst.SimpleStatementLine, ctx: Context):
-    """`x = ...` -> the same, then `logging.getLogger(__name__).debug("x = %r", x)` (with `import
-    logging` at the top of the module where it is not there): nothing is written at the default
-    level (WARNING), and the value's repr is made only when a record is."""
-    assigned = _only(node, (cst.Assign, cst.AugAssign, cst.AnnAssign))
-    if assigned is None or ctx.scope[-1] != "function" or not _logging_available(ctx):
+def _logged_name(line: cst.CSTNode) -> str | None:
+    """The name a `add_logging` line logs, if `line` is one."""
+    call = _only(line, cst.Expr)
+    call = call.value if call is not None else None
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "debug" \
+            and isinstance(call.func.value, cst.Call) and isinstance(call.func.value.func, cst.Attribute) \
+            and call.func.value.func.attr.value == "getLogger" and len(call.args) == 2 \
+            and isinstance(call.args[1].value, cst.Name):
+        return call.args[1].value.value
+    return None
+
+
+def _assigned_name(line: cst.CSTNode) -> str | None:
+    assigned = _only(line, (cst.Assign, cst.AugAssign, cst.AnnAssign))
+    if assigned is None or (isinstance(assigned, cst.AnnAssign) and assigned.value is None):
         return None
     target = assigned.targets[0].target if isinstance(assigned, cst.Assign) and len(assigned.targets) == 1 \
         else getattr(assigned, "target", None)
-    if not isinstance(target, cst.Name) or (isinstance(assigned, cst.AnnAssign) and assigned.value is None):
+    return target.value if isinstance(target, cst.Name) else None
+
+
+def add_logging(node: cst.IndentedBlock, ctx: Context):
+    """`x = ...` -> the same, then `logging.getLogger(__name__).debug("x = %r", x)` (the first
+    assignment of a block not yet logged; `import logging` added at the top of the module where
+    it is not there): nothing is written at the default level (WARNING), and the value's repr is
+    made only when a record is."""
+    if ctx.scope[-1] != "function" or not _logging_available(ctx):
         return None
-    logger = cst.Call(func=cst.Attribute(value=cst.Name("logging"), attr=cst.Name("getLogger")),
-                      args=[cst.Arg(cst.Name("__name__"))])
-    call = cst.Call(func=cst.Attribute(value=logger, attr=cst.Name("debug")),
-                    args=[cst.Arg(cst.SimpleString(f'"{target.value} = %r"'),
-                                  comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-                          cst.Arg(cst.Name(target.value))])
-    return cst.FlattenSentinel([node, _line(cst.Expr(call))])
+    for i, line in enumerate(node.body):
+        name = _assigned_name(line)
+        if name is None or (i + 1 < len(node.body) and _logged_name(node.body[i + 1]) == name):
+            continue
+        logger = cst.Call(func=cst.Attribute(value=cst.Name("logging"), attr=cst.Name("getLogger")),
+                          args=[cst.Arg(cst.Name("__name__"))])
+        call = cst.Call(func=cst.Attribute(value=logger, attr=cst.Name("debug")),
+                        args=[cst.Arg(cst.SimpleString(f'"{name} = %r"'),
+                                      comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                              cst.Arg(cst.Name(name))])
+        return node.with_changes(body=[*node.body[:i + 1], _line(cst.Expr(call)), *node.body[i + 1:]])
+    return None
 
 
 def _with_logging_import(module: cst.Module) -> cst.Module:
@@ -516,7 +538,7 @@ CATALOGUE = (
     Rewrite("loop_to_comprehension", cst.IndentedBlock, loop_to_comprehension),
     Rewrite("return_through_variable", cst.SimpleStatementLine, return_through_variable),
     Rewrite("wrap_in_try", cst.SimpleStatementLine, wrap_in_try),
-    Rewrite("add_logging", cst.SimpleStatementLine, add_logging),
+    Rewrite("add_logging", cst.IndentedBlock, add_logging),
     Rewrite("negate_equality", cst.Comparison, negate_equality),
     Rewrite("mirror_comparison", cst.Comparison, mirror_comparison),
     Rewrite("membership_forms", cst.BaseExpression, membership_forms),

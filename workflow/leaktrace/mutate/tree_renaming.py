@@ -216,7 +216,7 @@ def renamable(code: str, language: str, protected: Collection[str] = ()) -> Rena
             continue
         name = text(node)
         if _is_member_position(node, language):
-            if language == "java" and node.parent.type == "method_invocation":
+            if language == "java" and node.parent.type == "method_invocation" and "function" in kinds[name]:
                 banned.add(name)  # a method reached through an object may be another class's
             continue
         if _is_call_target(node, language) and "function" not in kinds[name]:

@@ -33,6 +33,7 @@ from leaktrace.detect.registry import configured_methods, family_params
 from leaktrace.errors import InputError
 from leaktrace.evaluate.metrics import best_balanced_accuracy, roc_auc
 from leaktrace.models.token_table import read_token_stats, write_token_stats
+from leaktrace.mutate.compiled import test_names, validate_compiled
 from leaktrace.mutate.registry import Mutated, Mutation, apply_mutation, configured_mutations
 from leaktrace.mutate.renaming import NAME_KINDS, NAME_SOURCES
 from leaktrace.report.mutation_plots import setting_heatmaps, t2_drop_plot
@@ -554,20 +555,24 @@ def _read_jsonl(path: Path) -> list[dict]:
 def mutate_jsonl(kind: str, target: float | None, seed: int, input_path: Path, output: Path, *,
                  lexicon: Path | None = None, limits: SandboxLimits | None = None, workers: int = 1) -> None:
     """`python -m leaktrace mutate`: each input line's code mutated, with the achieved similarity,
-    and, where tests and an entry point are given (Python), the sandbox's verdict. Without a
-    lexicon (`lexicon.parquet` of a run), T2a offers only the curated word table's synonyms."""
+    and, where tests are given, the sandbox's verdict (`validation`: "sandbox"): Python against
+    its test (with an entry point), Java and C++ built and run with theirs where the compiler is
+    installed, else "unvalidated" with the reason. Without a lexicon (`lexicon.parquet` of a
+    run), T2a offers only the curated word table's synonyms (and its fallbacks)."""
     if kind in ("T3", "hybrid") and target is None:
         target = 0.7 if kind == "T3" else 0.8
     mutation = Mutation(kind, target if kind in ("T3", "hybrid") else None)
     counts = IdentifierLexicon.from_records(read_records(lexicon)).word_counts if lexicon else Counter()
     names = NameProposer(WordAlternatives(counts), counts)
-    out, programs, originals = [], [], []
+    out, programs, originals, builds, build_originals = [], [], [], [], []
     for record in _read_jsonl(input_path):
         language = record.get("language", "python")
         tests, entry_point = record.get("tests"), record.get("entry_point")
-        row = {"id": record["id"], "mutation": mutation.name, "valid": None, "invalid_reason": None}
+        compiled = language.lower() in ("java", "cpp", "c++")
+        row = {"id": record["id"], "mutation": mutation.name, "valid": None, "invalid_reason": None,
+               "validation": None}
         try:
-            protected = reserved_names(tests) if tests else ()
+            protected = (test_names(tests) if compiled else reserved_names(tests)) if tests else ()
             mutated = apply_mutation(mutation, record["code"], language, entry_point,
                                      rng_for(seed, "mutate", mutation.name, record["id"]), names=names, protected=protected)
         except (ValueError, SyntaxError) as error:
@@ -579,12 +584,21 @@ def mutate_jsonl(kind: str, target: float | None, seed: int, input_path: Path, o
             row["_program"] = len(programs)
             originals += [len(programs), len(programs)]
             programs += [(record["code"], tests, entry_point), (mutated.text, tests, entry_point)]
+        elif tests and compiled:
+            row["_build"] = len(builds)
+            build_originals += [len(builds), len(builds)]
+            builds += [(language, record["code"], tests), (language, mutated.text, tests)]
         out.append(row)
-    if programs:
-        verdicts = validate_variants(programs, originals, limits or SandboxLimits(), workers=workers)
-        for row in out:
-            if "_program" in row:
-                row["valid"], row["invalid_reason"] = verdicts[row.pop("_program") + 1]
+    verdicts = validate_variants(programs, originals, limits or SandboxLimits(), workers=workers) if programs else []
+    build_verdicts = validate_compiled(builds, build_originals, limits or SandboxLimits(), workers=workers) \
+        if builds else []
+    for row in out:
+        if "_program" in row:
+            row["valid"], row["invalid_reason"] = verdicts[row.pop("_program") + 1]
+            row["validation"] = "sandbox"
+        elif "_build" in row:
+            row["valid"], row["invalid_reason"] = build_verdicts[row.pop("_build") + 1]
+            row["validation"] = "unvalidated" if row["valid"] is None else "sandbox"
     output.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in out), encoding="utf-8")
     log.info("%s: %d of %d mutated; %d validated, %d valid", mutation.name, sum(r["code"] is not None for r in out),
              len(out), sum(r["valid"] is not None for r in out), sum(bool(r["valid"]) for r in out))
