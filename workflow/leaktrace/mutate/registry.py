@@ -5,6 +5,9 @@ Names: ``T1``, ``T2a``, ``T2b``, ``T3-<target>`` (e.g. ``T3-0.7``) and
 ``hybrid-0.8``). The clone-type order (`clone_key`) is what Setting 2 reads:
 under a Type-l definition the mutations up to l keep membership. Type 1 <
 Type 2 < Type 3, and within Type 3 a higher similarity is the closer clone.
+
+Languages: Python (libcst and the variants' scope analysis), Java and C++
+(tree-sitter: `tree_renaming`, `tree_statements`); T1 formats all three.
 """
 
 from __future__ import annotations
