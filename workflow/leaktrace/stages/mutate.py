@@ -4,7 +4,8 @@ Three steps. `make_mutations_table`: every configured mutation of every
 evaluated sample (seeded per sample and mutation), each run against the
 sample's tests in the sandbox with the variants' differential validation;
 invalid ones are kept with their reason and never scored, as are T3 texts
-that could not reach their target. `score_mutations`: the mutated texts are
+that could not reach their target; the names T2 renamed are counted by kind
+and source (`rename_count_rows`). `score_mutations`: the mutated texts are
 more texts of the one-pass token cache, under the keys (sample, 0,
 mutation name), with their ReCaLL prefixed pass (views ``prefixed:<name>``)
 and ReCaLL's originals after an out-of-distribution prefix (view
