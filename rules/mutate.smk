@@ -72,7 +72,8 @@ rule mutations:
         variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
         lexicon=f"{RESULTS}/variants/lexicon.parquet",
     output:
-        f"{RESULTS}/mutate/{{benchmark}}/mutations.parquet",
+        mutations=f"{RESULTS}/mutate/{{benchmark}}/mutations.parquet",
+        renames=f"{RESULTS}/mutate/{{benchmark}}/renames.parquet",
     params:
         settings=mutate_settings(),
         seed=config["seed"],
@@ -88,7 +89,8 @@ rule mutations:
     shell:
         "{LEAKTRACE} mutations --benchmark {input.benchmark} --samples {input.samples} --variants {input.variants}"
         " --lexicon {input.lexicon}"
-        " --settings {params.settings:q} --seed {params.seed} --workers {threads} --output {output} 2> {log}"
+        " --settings {params.settings:q} --seed {params.seed} --workers {threads} --output {output.mutations}"
+        " --renames {output.renames} 2> {log}"
 
 
 rule mutation_tokens:

@@ -8,7 +8,9 @@ import inspect
 import io
 import json
 import random
+import re
 import tokenize
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -123,6 +125,8 @@ def test_t3_results_and_choices_repeat_with_the_seed():
      "    r = [y for y in x]\n", [[], [0, 3]]),
     ("def f(x):\n    return x in [1, 2]\n", "membership_forms", "    return x in (1, 2)\n", [0, 1, 2]),
     ("def f(x):\n    return sum(range(x))\n", "explicit_range_start", "range(0, x)", [0, 5]),
+    ("def f(x):\n    y = x + 1\n    return y\n", "add_logging", '    logging.getLogger(__name__).debug("y = %r", y)\n',
+     [0, 2]),
 ])
 def test_catalogue_entries_rewrite_as_documented(source, rewrite, expected, arguments):
     only = tuple(r for r in CATALOGUE if r.name == rewrite)
@@ -143,6 +147,17 @@ def test_catalogue_entries_rewrite_as_documented(source, rewrite, expected, argu
 def test_comprehensions_stay_where_a_loop_would_change_the_program(source):
     only = tuple(r for r in CATALOGUE if r.name == "comprehension_to_loop")
     assert rewrite_statements(source, 0.0, random.Random(0), rewrites=only).rewrites == ()
+
+
+def test_logging_is_imported_once_and_never_over_a_name_the_program_uses():
+    only = tuple(r for r in CATALOGUE if r.name == "add_logging")
+    source = '"""Doc."""\nfrom __future__ import annotations\n\n\ndef f(x):\n    y = x\n    z = y\n    return z\n'
+    result = rewrite_statements(source, 0.0, random.Random(0), rewrites=only)
+    assert result.rewrites == ("add_logging", "add_logging")
+    assert result.text.splitlines()[:3] == ['"""Doc."""', "from __future__ import annotations", "import logging"]
+    assert result.text.count("import logging") == 1
+    shadowed = "def f(logging):\n    y = logging\n    return y\n"
+    assert rewrite_statements(shadowed, 0.0, random.Random(0), rewrites=only).rewrites == ()
 
 
 def test_augmented_assignment_stays_where_a_list_would_be_repeated_in_place():
@@ -171,6 +186,78 @@ def test_t2_never_renames_builtins_attributes_imports_self_or_the_tested_names(n
             if kind == "T2b":
                 assert "count" not in after and "total" not in after and "values" not in after
                 assert "numbers" not in after
+
+
+def test_abbreviations_drop_inner_vowels_of_the_longer_words():
+    """Hand values: words of four or more letters lose their inner vowels;
+    shorter words and digits stay; a name with nothing to shorten has no abbreviation."""
+    from leaktrace.mutate.renaming import abbreviation
+
+    assert abbreviation("count") == "cnt"
+    assert abbreviation("numbers") == "nmbrs"
+    assert abbreviation("max_value") == "max_vl"
+    assert abbreviation("isPalindrome") == "isPlndrm"
+    assert abbreviation("total") == "ttl" and abbreviation("balloon") == "blln"
+    assert abbreviation("i") is None and abbreviation("arr") is None and abbreviation("x2") is None
+
+
+def test_t2a_attempts_every_name_t2b_renames_synonym_abbreviation_or_number(names):
+    """CodeSnitch's T2a renames all identifiers: a name without a synonym (`i`, `k`) gets an
+    abbreviation or a number, a name the docstring echoes (`numbers`) is renamed too."""
+    code = ('def solve(numbers, k):\n    """Sum the numbers above k."""\n    total = 0\n'
+            '    for i in numbers:\n        if i > k:\n            total += i\n    return total\n')
+    renamed = {}
+    for kind in ("T2a", "T2b"):
+        mutated = apply_mutation(Mutation(kind), code, "python", "solve", random.Random(0), names=names)
+        renamed[kind] = mutated.details
+    assert set(renamed["T2a"]["renames"]) == set(renamed["T2b"]["renames"]) == {"numbers", "k", "total", "i"}
+    assert renamed["T2a"]["kinds"] == {"numbers": "parameter", "k": "parameter", "total": "local", "i": "local"}
+    assert set(renamed["T2a"]["sources"].values()) <= {"synonym", "abbreviation", "numbered"}
+    assert set(renamed["T2b"]["sources"].values()) == {"random"}
+    text = apply_mutation(Mutation("T2a"), code, "python", "solve", random.Random(0), names=names).text
+    assert "Sum the numbers above" in text  # the docstring's English stays (its code reference `k` follows)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(index=st.integers(0, len(SAMPLES) - 1), seed=st.integers(0, 2**32))
+def test_t2a_and_t2b_rename_the_same_names_on_humaneval(names, index, seed):
+    sample = SAMPLES[index]
+    t2a, t2b = (_mutate(Mutation(kind), sample, seed, names).details for kind in ("T2a", "T2b"))
+    assert set(t2a["renames"]) == set(t2b["renames"])
+    assert t2a["kinds"] == t2b["kinds"]
+
+
+def test_name_kinds_follow_the_first_binding():
+    from leaktrace.mutate.renaming import name_kinds
+
+    code = ("LIMIT = 3\n\nclass Box:\n    pass\n\ndef helper(size, *rest):\n    total = [v for v in rest]\n"
+            "    try:\n        pass\n    except ValueError as error:\n        raise\n    return lambda w: w + size\n")
+    assert name_kinds(code) == {"LIMIT": "global", "Box": "class", "helper": "function", "size": "parameter",
+                                "rest": "parameter", "total": "local", "v": "local", "error": "local",
+                                "w": "parameter"}
+
+
+def test_rename_counts_sum_names_by_kind_and_source_over_the_texts():
+    from leaktrace.stages.mutate import rename_count_rows, rename_table
+
+    def row(mutation, renames, kinds, sources, valid=True):
+        return {"mutation": mutation, "text": "x", "valid": valid, "details": json.dumps(
+            {"renames": renames, "kinds": kinds, "sources": sources})}
+
+    texts = [row("T2a", {"i": "i2", "numbers": "nums"}, {"i": "local", "numbers": "parameter"},
+                 {"i": "numbered", "numbers": "synonym"}),
+             row("T2a", {"n": "m"}, {"n": "parameter"}, {"n": "synonym"}, valid=False),
+             row("T2b", {"i": "qwertyui", "numbers": "asdfghjk"}, {"i": "local", "numbers": "parameter"},
+                 {"i": "random", "numbers": "random"}),
+             {"mutation": "T1", "text": "x", "valid": True, "details": "{}"}]
+    rows = rename_count_rows(texts)
+    assert rows == [
+        {"mutation": "T2a", "kind": "local", "source": "numbered", "names": 1, "samples": 2, "valid_names": 1},
+        {"mutation": "T2a", "kind": "parameter", "source": "synonym", "names": 2, "samples": 2, "valid_names": 1},
+        {"mutation": "T2b", "kind": "local", "source": "random", "names": 1, "samples": 1, "valid_names": 1},
+        {"mutation": "T2b", "kind": "parameter", "source": "random", "names": 1, "samples": 1, "valid_names": 1}]
+    table = "\n".join(rename_table(rows))
+    assert "| parameter | 1.00 | 1.00 |" in table and "| local | 0.50 | 1.00 |" in table and "| all | 1.50 | 2.00 |" in table
 
 
 def test_t1_formats_java_and_cpp_with_clang_format():
@@ -216,6 +303,33 @@ def test_settings_put_each_text_on_the_side_the_paper_does():
     # Verbatim: every mutated member is a non-member
     rows = setting_rows(table(lambda sid, c: split[sid] == "member" and c == ORIGINAL), split, mutations)
     assert auc(rows, "setting2", "verbatim") == 1.0
+
+
+def test_setting2_takes_one_type2_mutation_per_definition():
+    """The paper's Setting 2 has one MT2: "up to T2a" and "up to T2b" are the Type-2 definition with
+    each of them as MT2, and every other definition uses T2a (hand-counted texts: 2 members, 2
+    non-members, mutations T1, T2a, T2b, T3-0.5)."""
+    from leaktrace.stages.mutate import ORIGINAL, setting2_definitions, setting_rows
+
+    mutations = [Mutation.parse(n) for n in ("T1", "T2a", "T2b", "T3-0.5")]
+    definitions = {c: ([m.name for m in kept], [m.name for m in beyond]) for c, kept, beyond in
+                   setting2_definitions(mutations)}
+    assert definitions == {"verbatim": ([], ["T1", "T2a", "T3-0.5"]),
+                           "up to T1": (["T1"], ["T2a", "T3-0.5"]),
+                           "up to T2a": (["T1", "T2a"], ["T3-0.5"]),
+                           "up to T2b": (["T1", "T2b"], ["T3-0.5"]),
+                           "up to T3-0.5": (["T1", "T2a", "T3-0.5"], [])}
+    split = {"m1": "member", "m2": "member", "n1": "non-member", "n2": "non-member"}
+    # members look like members except under random names (T2b)
+    scores = {(sid, c): {"loss": float(split[sid] == "member" and c != "T2b")}
+              for sid in split for c in [ORIGINAL] + [m.name for m in mutations]}
+    rows = {r["condition"]: r for r in setting_rows(scores, split, mutations) if r["analysis"] == "setting2"}
+    assert (rows["up to T2a"]["n_members"], rows["up to T2a"]["n_non_members"]) == (6, 2 + 2 + 2 + 2)
+    assert (rows["up to T2b"]["n_members"], rows["up to T2b"]["n_non_members"]) == (6, 8)
+    # by hand: up to T2a, 6 positives at 1 against 2 members' T3 texts at 1 and 6 non-member texts at 0;
+    # up to T2b, the 2 positives from T2b score 0 (ties with the 6 zeros, below the 2 ones)
+    assert rows["up to T2a"]["auc"] == pytest.approx((6 + 2 * 0.5) / 8)
+    assert rows["up to T2b"]["auc"] == pytest.approx((4 * (6 + 2 * 0.5) / 8 + 2 * (6 * 0.5) / 8) / 6)
 
 
 def test_t2_drop_is_setting1_auc_under_t2a_minus_t2b_and_is_drawn(tmp_path):
@@ -278,15 +392,202 @@ def test_mutate_command_writes_one_verdict_a_line(tmp_path):
     from leaktrace.cli import main
 
     sample = SAMPLES[29]
+    cpp = next(r for r in HUMANEVAL_X_STYLE if r["id"] == "cpp/below_zero")
     source = tmp_path / "in.jsonl"
     source.write_text("\n".join(json.dumps(r) for r in [
         {"id": "a", "code": sample.code, "language": "python", "tests": sample.test, "entry_point": sample.entry_point},
-        {"id": "b", "code": "class A { int f(int x){return x*2;} }\n", "language": "java"},
+        {"id": "b", "code": "class A {\n    int f(int x) {\n        return x * 2;\n    }\n}\n", "language": "java"},
         {"id": "c", "code": "def broken(:\n", "language": "python"},
+        {"id": "d", "code": cpp["code"], "language": "cpp", "tests": cpp["test"], "entry_point": cpp["entry_point"]},
     ]) + "\n")
     output = tmp_path / "out.jsonl"
     assert main(["mutate", "--kind", "T3", "--target", "0.7", str(source), str(output)]) == 0
     rows = {r["id"]: r for r in map(json.loads, output.read_text().splitlines())}
     assert rows["a"]["valid"] is True and rows["a"]["similarity"] <= 0.7 + 1 / len(sample.code.splitlines())
-    assert rows["b"]["valid"] is False and "Python only" in rows["b"]["invalid_reason"]
+    assert rows["a"]["validation"] == "sandbox"
+    assert rows["b"]["code"] != "" and rows["b"]["rewrites"] and rows["b"]["valid"] is None  # no tests: not run
     assert rows["c"]["code"] is None and rows["c"]["invalid_reason"].startswith("mutation:")
+    if _has_compiler("cpp"):
+        assert (rows["d"]["valid"], rows["d"]["validation"]) == (True, "sandbox")
+    else:
+        assert (rows["d"]["valid"], rows["d"]["validation"]) == (None, "unvalidated")
+
+
+# ---------------------------------------------------------------------------
+# Java and C++ (tree-sitter): T2, T3, and validation by building and running in the sandbox
+
+HUMANEVAL_X_STYLE = [json.loads(line) for line in
+                     (Path(__file__).parent / "data" / "humanevalx_style.jsonl").read_text().splitlines()]
+CPP = """#include <algorithm>
+#include <vector>
+#define LIMIT 10
+using namespace std;
+struct Point { int x; };
+int helper(int value) { return value * LIMIT; }
+int solve(vector<int> items, int shift) {
+    int total = 0;
+    for (int item : items) total += helper(item) + shift;
+    Point point;
+    point.x = total;
+    int size = items.size();
+    return point.x + size + (int) count(items.begin(), items.end(), 3);
+}
+"""
+CPP_TEST = "#include <cassert>\nint main() { assert(solve({1}, 2) == 13); }\n"
+JAVA = """import java.util.*;
+
+class Solution {
+    private int calls = 0;
+
+    private int twice(int value) { return 2 * value; }
+
+    public int solve(List<Integer> items) {
+        int total = 0;
+        for (int item : items) {
+            total += twice(item);
+            calls++;
+        }
+        Runnable r = new Runnable() { @Override public void run() { } };
+        int size = items.size();
+        return total + size + this.calls - 2;
+    }
+}
+"""
+JAVA_TEST = ("public class Main { public static void main(String[] args) { "
+             "if (new Solution().solve(Arrays.asList(1, 2)) != 8) throw new AssertionError(); } }\n")
+
+
+def _has_compiler(language):
+    from leaktrace.sandbox import toolchains
+
+    return toolchains.missing(language) is None
+
+
+@pytest.mark.parametrize(("code", "language", "test", "expected"), [
+    (CPP, "cpp", CPP_TEST, {"helper": "function", "value": "parameter", "items": "parameter", "shift": "parameter",
+                            "total": "local", "item": "local", "point": "local", "size": "local"}),
+    (JAVA, "java", JAVA_TEST, {"twice": "function", "value": "parameter", "items": "parameter", "total": "local",
+                               "item": "local", "r": "local", "size": "local"}),
+])
+def test_tree_t2_renames_declared_names_never_members_fields_macros_types_or_the_tests(code, language, test, expected):
+    """Hand-listed: the names each program declares as parameters, locals and helper functions;
+    never a field (`x`, `calls`), a macro (`LIMIT`), a type, a library call (`count`), an
+    overridden method (`run`), a member call (`.size()`) or a name of the test (`solve`)."""
+    from leaktrace.mutate.compiled import test_names
+    from leaktrace.mutate.renaming import RandomNames
+    from leaktrace.mutate.tree_renaming import rename, renamable
+
+    protected = test_names(test)
+    assert renamable(code, language, protected).names == expected
+    text, renames, kinds = rename(code, language, RandomNames(), random.Random(0), protected)
+    assert set(renames) == set(expected) and kinds == expected
+    kept = ({"x", "LIMIT", "Point", "count", "size()", ".begin", "solve"} if language == "cpp"
+            else {"calls", "run", "Solution", ".size()", "solve", "Runnable"})
+    assert all(k in text for k in kept)
+    assert not any(re.search(rf"\b{old}\b(?!\()", text) for old in ("total", "item", "shift", "point", "value"))
+
+
+@pytest.mark.parametrize(("language", "code", "rewrite", "expected"), [
+    ("cpp", "int f(int x) {\n    if (x > 1) {\n        return 1;\n    } else {\n        return 2;\n    }\n}\n", "swap_if_else",
+     "    if (!(x > 1)) {\n        return 2;\n    } else {\n        return 1;\n    }\n"),
+    ("java", "class A {\n    int f(int x) {\n        x += 2;\n        return x;\n    }\n}\n", "expand_augmented",
+     "        x = x + 2;\n"),
+    ("java", "class A {\n    int f(int x) {\n        x = x * 3;\n        return x;\n    }\n}\n", "contract_augmented",
+     "        x *= 3;\n"),
+    ("cpp", "int f(int n) {\n    int s = 0;\n    for (int i = 0; i < n; i++) s += i;\n    return s;\n}\n",
+     "increment_to_compound", "for (int i = 0; i < n; i += 1)"),
+    ("java", "class A {\n    int f(int x) {\n        int y = x + 1;\n        return y;\n    }\n}\n", "add_logging",
+     '        int y = x + 1;\n        java.util.logging.Logger.getGlobal().log(java.util.logging.Level.FINE, "y = {0}", y);\n'),
+    ("cpp", "int f(int x) {\n    int y = x + 1;\n    return y;\n}\n", "add_logging",
+     '#include <cstdio>\nint f(int x) {\n    int y = x + 1;\n    fprintf(stderr, "y = %g\\n", static_cast<double>(y));\n'),
+    ("cpp", "int f(int x) {\n    int y;\n    y = x * 2;\n    return y;\n}\n", "wrap_in_try",
+     "    try { y = x * 2; } catch (...) { throw; }\n"),
+    ("java", "class A {\n    int f(int x) {\n        return x * 2;\n    }\n}\n", "wrap_in_try",
+     "        try { return x * 2; } catch (RuntimeException error) { throw error; }\n"),
+    ("java", "class A {\n    boolean f(int x) {\n        return x == 3;\n    }\n}\n", "negate_equality", "return !(x != 3);"),
+    ("cpp", "bool f(int x, int y) {\n    return x < y;\n}\n", "mirror_comparison", "return y > x;"),
+    ("cpp", "long f(long x) {\n    return x * 2;\n}\n", "return_through_variable",
+     "    long result = x * 2;\n    return result;\n"),
+])
+def test_tree_t3_catalogue_entries_rewrite_as_documented(language, code, rewrite, expected):
+    from leaktrace.mutate.tree_renaming import parse
+    from leaktrace.mutate.tree_statements import CATALOGUE as TREE_CATALOGUE
+    from leaktrace.mutate.tree_statements import rewrite_statements as tree_rewrite
+
+    only = tuple(r for r in TREE_CATALOGUE if r.name == rewrite)
+    result = tree_rewrite(code, language, 0.0, random.Random(0), rewrites=only)
+    assert result.rewrites and result.rewrites[0] == rewrite
+    assert expected in result.text
+    parse(result.text, language)
+
+
+@pytest.mark.parametrize(("language", "code", "rewrite"), [
+    ("java", "class A {\n    char f(char c) {\n        c += 1;\n        return c;\n    }\n}\n", "expand_augmented"),
+    ("cpp", "#include <vector>\nint f(std::vector<int> v) {\n    auto it = v.begin();\n    it++;\n    return *it;\n}\n",
+     "increment_to_compound"),
+    ("cpp", "int f(int n) {\n    while (n > 0) {\n        int s = n;\n        n = s - 1;\n    }\n    return n;\n}\n",
+     "add_logging"),
+    ("cpp", "#include <string>\nbool f(std::string a, std::string b) {\n    return a == b;\n}\n", "negate_equality"),
+])
+def test_tree_t3_leaves_what_it_cannot_rewrite_soundly(language, code, rewrite):
+    """Java's `c = c + 1` does not compile for a char; an iterator has no `+= 1` in general; C++
+    logging stays out of loops; `!=` of two values of unknown type may not exist."""
+    from leaktrace.mutate.tree_statements import CATALOGUE as TREE_CATALOGUE
+    from leaktrace.mutate.tree_statements import rewrite_statements as tree_rewrite
+
+    only = tuple(r for r in TREE_CATALOGUE if r.name == rewrite)
+    assert tree_rewrite(code, language, 0.0, random.Random(0), rewrites=only).rewrites == ()
+
+
+def _compiled_verdicts(records, mutations, names):
+    from leaktrace.mutate.compiled import test_names, validate_compiled
+
+    programs, originals, labels = [], [], []
+    for record in records:
+        base = len(programs)
+        programs.append((record["language"], record["code"], record["test"]))
+        originals.append(base)
+        for mutation in mutations:
+            mutated = apply_mutation(mutation, record["code"], record["language"], record["entry_point"],
+                                     random.Random(7), names=names, protected=test_names(record["test"]))
+            programs.append((record["language"], mutated.text, record["test"]))
+            originals.append(base)
+            labels.append((record["id"], mutation.name, mutated))
+    verdicts = validate_compiled(programs, originals, SandboxLimits(), workers=2)
+    mutated_verdicts = [v for i, v in enumerate(verdicts) if originals[i] != i]
+    assert all(v == (True, None) for i, v in enumerate(verdicts) if originals[i] == i)  # the originals pass
+    return [(label, verdict) for label, verdict in zip(labels, mutated_verdicts)]
+
+
+@pytest.mark.skipif(not _has_compiler("cpp") or not _has_compiler("java"), reason="no g++ or JDK here")
+def test_java_and_cpp_mutations_compile_and_pass_their_tests_in_the_sandbox(names):
+    chosen = [r for r in HUMANEVAL_X_STYLE if r["id"] in ("cpp/largest_divisor", "java/below_zero")]
+    results = _compiled_verdicts(chosen[:1], MUTATIONS, names) + _compiled_verdicts(
+        chosen[1:], [Mutation.parse(n) for n in ("T2a", "T3-0.7")], names)
+    assert [(label[:2], verdict) for label, verdict in results if verdict != (True, None)] == []
+    kinds = {label[1]: label[2] for label, _ in results if label[0] == "cpp/largest_divisor"}
+    assert set(kinds["T2a"].details["renames"]) == set(kinds["T2b"].details["renames"]) == {
+        "n", "best", "limit", "candidate"}
+    assert kinds["T3-0.7"].reached and kinds["T3-0.7"].details["rewrites"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _has_compiler("cpp") or not _has_compiler("java"), reason="no g++ or JDK here")
+def test_every_mutation_of_every_java_and_cpp_fixture_is_valid(names):
+    results = _compiled_verdicts(HUMANEVAL_X_STYLE, MUTATIONS, names)
+    assert [(label[:2], verdict) for label, verdict in results if verdict != (True, None)] == []
+
+
+def test_a_mutation_that_breaks_the_test_is_invalid_and_no_compiler_means_unvalidated(monkeypatch):
+    from leaktrace.mutate import compiled
+    from leaktrace.sandbox import toolchains
+
+    record = next(r for r in HUMANEVAL_X_STYLE if r["id"] == "cpp/below_zero")
+    broken = record["code"].replace("balance < 0", "balance <= 0")
+    if _has_compiler("cpp"):
+        programs = [("cpp", record["code"], record["test"]), ("cpp", broken, record["test"])]
+        valid, why = compiled.validate_compiled(programs, [0, 0], SandboxLimits(), workers=2)[1]
+        assert valid is False and why.startswith("test: signal") and "Assertion" in why
+    monkeypatch.setattr(toolchains, "missing", lambda language: "g++ is not installed")
+    assert compiled.validate_compiled([("cpp", record["code"], record["test"])], [0], SandboxLimits()) == [
+        (None, "unvalidated: g++ is not installed")]

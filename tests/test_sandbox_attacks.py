@@ -360,3 +360,60 @@ def test_signals_to_the_namespace_init_are_ignored():
     result = run_python(code, LIMITS, result_expr="os.getpid()")
     assert result.status == "ok"
     assert result.return_value == 2  # the program's pid, inside its namespace; the harness is 1
+
+
+# -- compiled programs (run_build: the toolchain's files added to the view) -------------------------------------
+
+BUILD_LIMITS = SandboxLimits(timeout_s=60.0, cpu_s=60, memory_mb=1024, file_size_mb=16, max_processes=32, scratch_mb=64)
+
+
+def _toolchain_or_skip(language):
+    from leaktrace.sandbox import toolchains
+
+    why = toolchains.missing(language)
+    if why is not None:
+        pytest.skip(why)
+    return toolchains
+
+
+def test_a_build_sees_only_the_toolchain_and_writes_only_its_scratch(tmp_path):
+    """The compiler cannot include a host file, and the program it built can neither read the
+    project, /etc or the home directories nor write outside its /tmp."""
+    toolchains = _toolchain_or_skip("cpp")
+    for secret in ("/etc/shadow", str(PROJECT_FILE)):
+        result = toolchains.run_program("cpp", f'#include "{secret}"\nint main() {{ return 0; }}\n', BUILD_LIMITS)
+        assert result.status == "ok" and result.return_value[0][:2] == ("code", 1), result
+        assert b"No such file or directory" in result.return_value[0][3]
+    tmp_path.chmod(0o777)
+    reads = ["/etc/passwd", "/etc/shadow", str(PROJECT_FILE), "/home", "/root/.bashrc", "/work", "/proc/1/environ"]
+    writes = ["/escape", "/usr/escape", str(tmp_path / "escape"), "/tmp/inside"]
+    program = "#include <cstdio>\nint main() {\n" + "".join(
+        f'    std::printf("%d", std::fopen("{path}", "r") != nullptr);\n' for path in reads) + "".join(
+        f'    std::printf("%d", std::fopen("{path}", "w") != nullptr);\n' for path in writes) + "}\n"
+    result = toolchains.run_program("cpp", program, BUILD_LIMITS)
+    assert result.return_value[-1][:3] == ("code", 0, b"0" * len(reads) + b"0001")  # only its own /tmp
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_java_program_sees_no_host_file():
+    toolchains = _toolchain_or_skip("java")
+    paths = ["/etc/passwd", str(PROJECT_FILE), "/home", "/work"]
+    program = ("public class Main { public static void main(String[] args) { for (String p : new String[] {"
+               + ", ".join(f'"{p}"' for p in paths) + "}) System.out.print(new java.io.File(p).exists() ? 1 : 0); } }\n")
+    result = toolchains.run_program("java", program, BUILD_LIMITS)
+    assert result.return_value[-1][:3] == ("code", 0, b"0" * len(paths)), result
+
+
+def test_view_entries_inside_a_bound_directory_are_refused_before_the_host_is_touched(tmp_path):
+    """A mount point made inside a directory the view binds would be made in the host's directory
+    (as root: a file there truncated). The root refuses such a view, and the host file keeps its bytes."""
+    from leaktrace.sandbox import run_build
+    from leaktrace.sandbox.isolation import MS_NODEV, MS_NOSUID
+
+    victim = tmp_path / "victim.o"
+    victim.write_bytes(b"keep me")
+    flags = MS_NOSUID | MS_NODEV
+    view = (("bind", str(tmp_path), True, flags), ("bind", str(victim), False, flags))
+    result = run_build({"main.cpp": ""}, [["/bin/true"]], view, LIMITS)
+    assert result.status == "error" and "inside the bound directory" in result.error
+    assert victim.read_bytes() == b"keep me"

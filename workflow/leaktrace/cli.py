@@ -588,11 +588,12 @@ def _fetch_model(a):
 
 @command("mutations")
 @_args(path("--benchmark"), path("--samples"), path("--variants"), path("--lexicon"), SETTINGS, SEED,
-       (("--workers",), {"type": int, "default": 1}), path("--output"))
+       (("--workers",), {"type": int, "default": 1}), path("--output"), path("--renames"))
 def _mutations(a):
     from leaktrace.stages.mutate import make_mutations_table
 
-    make_mutations_table(a.benchmark, a.samples, a.variants, a.lexicon, a.settings, a.seed, a.workers, a.output)
+    make_mutations_table(a.benchmark, a.samples, a.variants, a.lexicon, a.settings, a.seed, a.workers, a.output,
+                         a.renames)
 
 
 @command("mutation-tokens")

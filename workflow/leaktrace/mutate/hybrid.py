@@ -10,20 +10,21 @@ import random
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from leaktrace.mutate.renaming import rename
+from leaktrace.mutate.renaming import SynonymNames, rename, rename_details
 from leaktrace.mutate.statements import StatementMutation, rewrite_statements
 from leaktrace.variants.naming import NameProposer
 
 
 @dataclass(frozen=True)
 class HybridMutation:
-    renames: dict[str, str]
+    renames: dict  # rename_details: renames, kinds, sources
     statements: StatementMutation
 
 
 def hybrid(code: str, entry_point: str, names: NameProposer, target: float, rng: random.Random,
            protected: Collection[str]) -> HybridMutation:
-    renamed = rename(code, entry_point, names, rng, protected)
+    synonyms = SynonymNames(names)
+    renamed = rename(code, entry_point, synonyms, rng, protected)
     text = renamed.text if renamed else code
     statements = rewrite_statements(text, target, rng, protected={entry_point, *protected})
-    return HybridMutation(renames=renamed.renames if renamed else {}, statements=statements)
+    return HybridMutation(renames=rename_details(code, renamed, synonyms), statements=statements)

@@ -5,6 +5,9 @@ Names: ``T1``, ``T2a``, ``T2b``, ``T3-<target>`` (e.g. ``T3-0.7``) and
 ``hybrid-0.8``). The clone-type order (`clone_key`) is what Setting 2 reads:
 under a Type-l definition the mutations up to l keep membership. Type 1 <
 Type 2 < Type 3, and within Type 3 a higher similarity is the closer clone.
+
+Languages: Python (libcst and the variants' scope analysis), Java and C++
+(tree-sitter: `tree_renaming`, `tree_statements`); T1 formats all three.
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ import random
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
+from leaktrace.mutate import tree_renaming, tree_statements
 from leaktrace.mutate.formatting import reformat
 from leaktrace.mutate.hybrid import hybrid
-from leaktrace.mutate.renaming import RandomNames, rename
+from leaktrace.mutate.renaming import RandomNames, SynonymNames, rename, rename_details
 from leaktrace.mutate.statements import line_similarity, rewrite_statements
 from leaktrace.variants.naming import NameProposer
 
@@ -78,20 +82,39 @@ def apply_mutation(mutation: Mutation, code: str, language: str, entry_point: st
     if mutation.kind == "T1":
         text = reformat(code, language, rng)
         return Mutated(text, entry_point, line_similarity(code, text), text != code)
+    if mutation.kind in ("T2a", "hybrid") and names is None:
+        raise ValueError(f"{mutation.kind} needs a name proposer (synonyms)")
+    if language.lower() in ("java", "cpp", "c++"):
+        return _apply_to_tree(mutation, code, language, entry_point, rng, names, protected)
     if language.lower() != "python":
-        raise ValueError(f"{mutation.name} rewrites Python only, not {language!r}")
+        raise ValueError(f"{mutation.name} rewrites Python, Java and C++, not {language!r}")
     if mutation.kind in ("T2a", "T2b"):
-        if mutation.kind == "T2a" and names is None:
-            raise ValueError("T2a needs a name proposer (synonyms)")
-        renamed = rename(code, entry_point, names if mutation.kind == "T2a" else RandomNames(), rng, protected)
+        proposer = SynonymNames(names) if mutation.kind == "T2a" else RandomNames()
+        renamed = rename(code, entry_point, proposer, rng, protected)
         text = renamed.text if renamed else code
         return Mutated(text, entry_point, line_similarity(code, text), renamed is not None,
-                       {"renames": renamed.renames if renamed else {}})
+                       rename_details(code, renamed, proposer))
     if mutation.kind == "T3":
         result = rewrite_statements(code, mutation.target, rng, protected={*protected, *([entry_point] if entry_point else [])})
         return Mutated(result.text, entry_point, result.similarity, result.reached, {"rewrites": list(result.rewrites)})
-    if names is None:
-        raise ValueError("hybrid needs a name proposer (synonyms)")
     result = hybrid(code, entry_point, names, mutation.target, rng, protected)
     return Mutated(result.statements.text, entry_point, result.statements.similarity, result.statements.reached,
-                   {"renames": result.renames, "rewrites": list(result.statements.rewrites)})
+                   {**result.renames, "rewrites": list(result.statements.rewrites)})
+
+
+def _apply_to_tree(mutation: Mutation, code: str, language: str, entry_point: str | None, rng: random.Random,
+                   names: NameProposer | None, protected: Collection[str]) -> Mutated:
+    """T2a, T2b, T3 and Hybrid of Java and C++, on tree-sitter's tree (`tree_renaming`, `tree_statements`)."""
+    protected = {*protected, *([entry_point] if entry_point else [])}
+    details: dict = {}
+    text = code
+    if mutation.kind in ("T2a", "T2b", "hybrid"):
+        proposer = RandomNames() if mutation.kind == "T2b" else SynonymNames(names)
+        text, renames, kinds = tree_renaming.rename(code, language, proposer, rng, protected)
+        details = {"renames": renames, "kinds": kinds,
+                   "sources": {old: proposer.sources.get((old, new), "synonym") for old, new in renames.items()}}
+        if mutation.kind != "hybrid":
+            return Mutated(text, entry_point, line_similarity(code, text), bool(renames), details)
+    result = tree_statements.rewrite_statements(text, language, mutation.target, rng, protected)
+    return Mutated(result.text, entry_point, result.similarity, result.reached,
+                   {**details, "rewrites": list(result.rewrites)})

@@ -1,8 +1,8 @@
 """Mutation T3 (Type-3 clones): semantics-preserving statement rewrites up to a target similarity.
 
-CodeSnitch rewrites statements (if forms, assignments, try wrappers, equality
-patterns) until the share of unchanged lines falls to a target (0.9, 0.7,
-0.5). Here every rewrite comes from a catalogue (`CATALOGUE`) of patterns
+CodeSnitch rewrites statements (if forms, assignments, logging, try wrappers,
+equality patterns) until the share of unchanged lines falls to a target (0.9,
+0.7, 0.5). Here every rewrite comes from a catalogue (`CATALOGUE`) of patterns
 that keep the program's behaviour for the builtin types, each with the
 conditions that make it sound: a comprehension becomes a loop only where its
 loop variable is used nowhere else (a loop would leak it), `set()` and
@@ -61,6 +61,7 @@ class Context:
     scope: list[str] = field(default_factory=lambda: ["module"])
     elifs: set[int] = field(default_factory=set)  # ids of If nodes that are an `elif`
     within_try: list[bool] = field(default_factory=lambda: [False])  # whether the innermost block is a try's
+    logging_imported: bool = False  # the module has `import logging` at its top level
 
     def fresh_name(self) -> str:
         candidates = [*FRESH_NAMES, *(f"{name}{k}" for k in range(2, 100) for name in FRESH_NAMES[:1])]
@@ -375,6 +376,75 @@ def wrap_in_try(node: cst.SimpleStatementLine, ctx: Context):
     return cst.Try(body=_block(node.with_changes(leading_lines=[])), handlers=[handler], leading_lines=node.leading_lines)
 
 
+def _logging_available(ctx: Context) -> bool:
+    """`logging` names the standard module here, or can be imported under that name."""
+    return ctx.logging_imported or "logging" not in ctx.taken
+
+
+def _logged_name(line: cst.CSTNode) -> str | None:
+    """The name a `add_logging` line logs, if `line` is one."""
+    call = _only(line, cst.Expr)
+    call = call.value if call is not None else None
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "debug" \
+            and isinstance(call.func.value, cst.Call) and isinstance(call.func.value.func, cst.Attribute) \
+            and call.func.value.func.attr.value == "getLogger" and len(call.args) == 2 \
+            and isinstance(call.args[1].value, cst.Name):
+        return call.args[1].value.value
+    return None
+
+
+def _assigned_name(line: cst.CSTNode) -> str | None:
+    assigned = _only(line, (cst.Assign, cst.AugAssign, cst.AnnAssign))
+    if assigned is None or (isinstance(assigned, cst.AnnAssign) and assigned.value is None):
+        return None
+    target = assigned.targets[0].target if isinstance(assigned, cst.Assign) and len(assigned.targets) == 1 \
+        else getattr(assigned, "target", None)
+    return target.value if isinstance(target, cst.Name) else None
+
+
+def add_logging(node: cst.IndentedBlock, ctx: Context):
+    """`x = ...` -> the same, then `logging.getLogger(__name__).debug("x = %r", x)` (the first
+    assignment of a block not yet logged; `import logging` added at the top of the module where
+    it is not there): nothing is written at the default level (WARNING), and the value's repr is
+    made only when a record is."""
+    if ctx.scope[-1] != "function" or not _logging_available(ctx):
+        return None
+    for i, line in enumerate(node.body):
+        name = _assigned_name(line)
+        if name is None or (i + 1 < len(node.body) and _logged_name(node.body[i + 1]) == name):
+            continue
+        logger = cst.Call(func=cst.Attribute(value=cst.Name("logging"), attr=cst.Name("getLogger")),
+                          args=[cst.Arg(cst.Name("__name__"))])
+        call = cst.Call(func=cst.Attribute(value=logger, attr=cst.Name("debug")),
+                        args=[cst.Arg(cst.SimpleString(f'"{name} = %r"'),
+                                      comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                              cst.Arg(cst.Name(name))])
+        return node.with_changes(body=[*node.body[:i + 1], _line(cst.Expr(call)), *node.body[i + 1:]])
+    return None
+
+
+def _with_logging_import(module: cst.Module) -> cst.Module:
+    """`import logging` after the module's docstring and `from __future__` imports."""
+    position = 0
+    for statement in module.body:
+        small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and statement.body else None
+        if (isinstance(small, cst.Expr) and _is_string(small.value) and position == 0) or (
+                isinstance(small, cst.ImportFrom) and isinstance(small.module, cst.Name)
+                and small.module.value == "__future__"):
+            position += 1
+            continue
+        break
+    statement = _line(cst.Import(names=[cst.ImportAlias(name=cst.Name("logging"))]))
+    return module.with_changes(body=[*module.body[:position], statement, *module.body[position:]])
+
+
+def _imports_logging(module: cst.Module) -> bool:
+    return any(isinstance(small, cst.Import) and any(isinstance(alias.name, cst.Name) and alias.name.value == "logging"
+                                                     and alias.asname is None for alias in small.names)
+               for statement in module.body if isinstance(statement, cst.SimpleStatementLine)
+               for small in statement.body)
+
+
 def negate_equality(node: cst.Comparison, ctx: Context):
     """`a == b` -> `not a != b` (and `!=` likewise)."""
     if len(node.comparisons) != 1 or node.lpar:
@@ -468,6 +538,7 @@ CATALOGUE = (
     Rewrite("loop_to_comprehension", cst.IndentedBlock, loop_to_comprehension),
     Rewrite("return_through_variable", cst.SimpleStatementLine, return_through_variable),
     Rewrite("wrap_in_try", cst.SimpleStatementLine, wrap_in_try),
+    Rewrite("add_logging", cst.IndentedBlock, add_logging),
     Rewrite("negate_equality", cst.Comparison, negate_equality),
     Rewrite("mirror_comparison", cst.Comparison, mirror_comparison),
     Rewrite("membership_forms", cst.BaseExpression, membership_forms),
@@ -488,6 +559,7 @@ class _Pass(cst.CSTTransformer):
         self._ctx = ctx
         self._target = target
         self.sites: list[str] = []
+        self.made: str | None = None  # the rewrite this pass made
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, cst.If) and isinstance(node.orelse, cst.If):
@@ -503,6 +575,8 @@ class _Pass(cst.CSTTransformer):
             self._ctx.scope.pop()
         if isinstance(original, cst.BaseCompoundStatement):
             self._ctx.within_try.pop()
+        if isinstance(original, cst.Module) and self.made == "add_logging" and not self._ctx.logging_imported:
+            return _with_logging_import(updated)
         if self._target is not None and len(self.sites) > self._target:
             return updated  # the one rewrite of this pass is made
         for rewrite in self._rewrites:
@@ -517,13 +591,15 @@ class _Pass(cst.CSTTransformer):
                 continue
             self.sites.append(rewrite.name)
             if self._target is not None and len(self.sites) == self._target + 1:
+                self.made = rewrite.name
                 return replacement
         return updated
 
 
 def _context(tree: cst.Module, protected: Collection[str]) -> Context:
     counts = _names_in(tree)
-    return Context(name_counts=counts, bound=_bound_names(tree.code), taken={*counts, *protected})
+    return Context(name_counts=counts, bound=_bound_names(tree.code), taken={*counts, *protected},
+                   logging_imported=_imports_logging(tree))
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,18 @@ keeps the privileges it needs to start each case under the program's uid,
 and the program cannot signal it (it is the namespace's init) or trace it
 (another uid). The caller compares the outputs (`leaktrace.sandbox.stdio`).
 
+Compiled programs (`runner.run_build`: Java, C++) take a third path: the
+init writes the source files into the working directory, then runs each
+command of the build (compile, then run) in a process of its own under the
+program's uid, with the toolchain's files added read-only to the view
+(`toolchains`); the command's standard output and error go to memory files.
+It reports each exit status with the bytes written, and stops at the
+first command that fails. The test is compiled into the program (HumanEval-X
+puts its `main` in the same file), so here a program can see its test and end
+its process with status 0 before the test runs: fit for checking that a
+mutation of a benchmark's own solution still passes, not for judging code a
+model wrote.
+
 Only builtin and small stdlib modules are imported: start-up time is per run.
 """
 
@@ -94,6 +106,8 @@ def main(setup: dict, trust_offset: int, trust_length: int) -> None:
             os.chown(setup["root"], setup["uids"]["program"], setup["uids"]["program"])
         if setup["stdio"]:
             _stdio_harness(setup, marshal.loads(os.pread(0, trust_length, trust_offset)))
+        if setup["build"]:
+            _build_harness(setup, marshal.loads(os.pread(0, trust_length, trust_offset)))
         requests_read, requests_write = os.pipe()
         replies_read, replies_write = os.pipe()
     except OSError as error:
@@ -239,21 +253,10 @@ def _stdio_harness(setup: dict, trust: dict) -> None:
         if case == 0:
             _case_process(setup, stdin, stdout)
         os.close(stdin)
-        try:
-            os.setpgid(case, case)  # also done by the child: whichever runs first
-        except OSError:
-            pass
-        ended = _wait_case(case, trust["case_timeout_s"])
-        for kill in (os.killpg,) if ended else (os.killpg, os.kill):  # what the run left in its group; itself
-            try:
-                kill(case, _signal.SIGKILL)
-            except OSError:
-                pass
+        ended = _supervise(case, trust["case_timeout_s"])
         if ended is None:
-            os.waitpid(case, 0)
             outcomes.append(("timeout",))
             break
-        _reap_orphans()
         size = os.fstat(stdout).st_size
         total += size
         if total > trust["max_output_bytes"]:
@@ -267,6 +270,77 @@ def _stdio_harness(setup: dict, trust: dict) -> None:
     _write(setup["report_fd"], {"status": "ok", "error": None, "record": None, "value": (tuple(outcomes),),
                                 "program_exit": None})
     os._exit(0)
+
+
+def _build_harness(setup: dict, trust: dict) -> None:
+    """Write the files, then run each command in turn, each in a process forked
+    afresh from this one (the namespace's init) that becomes the program and
+    executes it; report how each ended and what it wrote to standard output
+    and error. Stops at the first that does not exit with status 0."""
+    for name, text in setup["files"]:
+        path = os.path.join(setup["workdir"], name)
+        with open(path, "w", encoding="utf-8", errors="surrogatepass") as source:
+            source.write(text)
+        os.chmod(path, 0o644)
+    outcomes = []
+    for argv in trust["commands"]:
+        stdout, stderr = os.memfd_create("stdout"), os.memfd_create("stderr")
+        step = os.fork()
+        if step == 0:
+            _command_process(setup, argv, stdout, stderr)
+        ended = _supervise(step, trust["step_timeout_s"])
+        if ended is None:
+            outcomes.append(("timeout",))
+            break
+        written = []
+        for stream in (stdout, stderr):
+            size = os.fstat(stream).st_size
+            written.append(os.pread(stream, min(size, trust["max_output_bytes"]), 0) if size else b"")
+            os.close(stream)
+        outcomes.append((ended[0], ended[1], *written))
+        if ended != ("code", 0):
+            break
+    _write(setup["report_fd"], {"status": "ok", "error": None, "record": None, "value": (tuple(outcomes),),
+                                "program_exit": None})
+    os._exit(0)
+
+
+def _command_process(setup: dict, argv: list[str], stdout: int, stderr: int) -> None:
+    """One command of a build: its standard output and error to memory files,
+    standard input empty, then the program's identity and limits, then exec."""
+    try:
+        os.setpgid(0, 0)  # a timed-out command is killed with its process group
+        os.dup2(stdout, 1)
+        os.dup2(stderr, 2)
+        os.close(stdout)
+        os.close(stderr)
+    except OSError:
+        os._exit(SETUP_FAILED)
+    _become_program(setup, os.open(os.devnull, os.O_RDONLY))
+    try:
+        os.execve(argv[0], argv, setup["environment"])
+    except OSError as error:
+        os.write(2, f"cannot execute {argv[0]}: {error}\n".encode())
+    os._exit(127)
+
+
+def _supervise(pid: int, timeout_s: float) -> tuple | None:
+    """Wait for the process group `pid` leads, at most `timeout_s`; kill what is
+    left of it; ("code", n) or ("signal", n), or None when it ran past the limit."""
+    try:
+        os.setpgid(pid, pid)  # also done by the child: whichever runs first
+    except OSError:
+        pass
+    ended = _wait_case(pid, timeout_s)
+    for kill in (os.killpg,) if ended else (os.killpg, os.kill):  # what it left in its group; itself
+        try:
+            kill(pid, _signal.SIGKILL)
+        except OSError:
+            pass
+    if ended is None:
+        os.waitpid(pid, 0)
+    _reap_orphans()
+    return ended
 
 
 def _reap_orphans() -> None:

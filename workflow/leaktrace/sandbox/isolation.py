@@ -88,19 +88,23 @@ def build_root(new_root: str, view: list, scratch_mb: int, owner: int) -> None:
     tmpfs mounts at /tmp and /dev/shm; pivot into it and drop the host's tree."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("sandbox", new_root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
-    binds = []
+    binds, directories = [], []
     for entry in view:
         kind, path = entry[0], entry[1]
         inside = new_root + path
+        if kind != "mask" and any(path.startswith(directory + "/") for directory in directories):
+            # its mount point or link would be made in the host's directory, through the bind
+            raise OSError(f"view entry {path} lies inside the bound directory it would write into")
         if kind == "symlink":
             os.makedirs(os.path.dirname(inside), exist_ok=True)
             os.symlink(entry[2], inside)
         elif kind == "bind":
             if entry[2]:  # a directory
                 os.makedirs(inside, exist_ok=True)
+                directories.append(path.rstrip("/"))
             else:
                 os.makedirs(os.path.dirname(inside), exist_ok=True)
-                open(inside, "w").close()
+                open(inside, "x").close()  # never truncates what is there
             _mount(path, inside, None, MS_BIND)
             binds.append((inside, entry[3]))
         elif kind == "mask":

@@ -40,19 +40,19 @@ def interpreter_view() -> tuple[tuple, ...]:
     stdlib = Path(os.path.realpath(os.path.dirname(os.__file__)))
     dynload = stdlib / "lib-dynload"
     view: dict[str, tuple] = {}
-    _expose(str(stdlib), view)
-    for library in _shared_libraries([interpreter(), *map(str, sorted(dynload.glob("*.so")))]):
-        _expose(library, view)
+    expose(str(stdlib), view)
+    for library in shared_libraries([interpreter(), *map(str, sorted(dynload.glob("*.so")))]):
+        expose(library, view)
     for path in (interpreter(), LOADER_CACHE, *DEVICES):
         if os.path.exists(path):
-            _expose(path, view)
+            expose(path, view)
     site_packages = stdlib / "site-packages"
     if site_packages.is_dir():
         view[f"mask {site_packages}"] = ("mask", str(site_packages))
     return tuple(view.values())
 
 
-def _shared_libraries(binaries: list[str]) -> list[str]:
+def shared_libraries(binaries: list[str]) -> list[str]:
     ldd = shutil.which("ldd")
     if ldd is None:
         raise ViewUnavailable("ldd is not installed, so the interpreter's shared libraries cannot be listed")
@@ -69,8 +69,35 @@ def _shared_libraries(binaries: list[str]) -> list[str]:
     return sorted(libraries)
 
 
-def _expose(path: str, view: dict[str, tuple]) -> None:
-    """Add a read-only bind of `path`, recreating every symlink on the way to it."""
+def additions(paths: list[str]) -> tuple[tuple, ...]:
+    """The operations that make `paths` (those that exist) visible beside the
+    interpreter's view: only what that view lacks, so the two concatenate."""
+    base = {_key(operation): operation for operation in interpreter_view()}
+    view = dict(base)
+    for path in paths:
+        if os.path.exists(path):
+            expose(path, view)
+    return tuple(operation for key, operation in view.items() if key not in base)
+
+
+def _key(operation: tuple) -> str:
+    return f"{operation[0]} {operation[1]}"
+
+
+def _under_bound_directory(path: str, view: dict[str, tuple]) -> bool:
+    return any(kind == "bind" and rest[1] and path.startswith(rest[0].rstrip("/") + "/")
+               for kind, *rest in view.values())
+
+
+def expose(path: str, view: dict[str, tuple]) -> None:
+    """Add a read-only bind of `path`, recreating every symlink on the way to it.
+    A path inside a directory the view binds is visible already (and making
+    its mount point there would write into the host's directory): only the
+    target of such a path, if it is a symlink, is added."""
+    if _under_bound_directory(path, view):
+        if os.path.islink(path):
+            expose(os.path.normpath(os.path.join(os.path.dirname(path), os.readlink(path))), view)
+        return
     current = "/"
     parts = Path(path).parts[1:]
     for index, part in enumerate(parts):
@@ -79,7 +106,7 @@ def _expose(path: str, view: dict[str, tuple]) -> None:
             target = os.readlink(candidate)
             view.setdefault(f"symlink {candidate}", ("symlink", candidate, target))
             resolved = os.path.normpath(os.path.join(current, target))
-            _expose(os.path.join(resolved, *parts[index + 1:]), view)
+            expose(os.path.join(resolved, *parts[index + 1:]), view)
             return
         current = candidate
     is_directory = os.path.isdir(current)

@@ -23,6 +23,11 @@ untrusted code"):
   timeout; when the call returns, the namespace's init has exited (the kernel
   kills the rest) and the cgroup has been emptied and removed.
 
+Compiled languages go through `run_build`: the source files written into the
+run's /tmp, then each command (compile, run) executed under the program's
+uid, with the compiler's own files (`toolchains`) added read-only to the
+root; nothing else of the host becomes visible.
+
 The result never raises for anything the child does: status "ok", "wrong" (the
 test failed), "error" (the program failed or ended early), "timeout" or
 "killed" (a limit or a signal), with its cause in `error`.
@@ -58,7 +63,7 @@ import struct
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -205,6 +210,25 @@ def run_stdio(code: str, inputs: Sequence[str], limits: SandboxLimits = SandboxL
     return _run(code, trust, whole)
 
 
+def run_build(files: Mapping[str, str], commands: Sequence[Sequence[str]], view: tuple,
+              limits: SandboxLimits = SandboxLimits(), *, environment: Mapping[str, str] | None = None,
+              max_output_bytes: int = 1024 * 1024) -> SandboxResult:
+    """Write `files` (name -> text) into the run's working directory and run
+    each command (an argv with an absolute program path) in turn, each in a
+    process of its own under the program's uid, with `view` (a toolchain's
+    files, `toolchains`) added read-only to the interpreter's and `environment`
+    added to the run's variables. `limits.timeout_s`
+    bounds each command's wall clock. A result of status "ok" holds in
+    `return_value` one tuple per command, up to the first that did not exit
+    with status 0: ("code", status, stdout bytes, stderr bytes), ("signal",
+    number, stdout bytes, stderr bytes) or ("timeout",)."""
+    trust = {"mode": "build", "commands": [list(command) for command in commands], "step_timeout_s": limits.timeout_s,
+             "max_output_bytes": max_output_bytes}
+    whole = dataclasses.replace(limits, timeout_s=limits.timeout_s * len(commands) + max(limits.timeout_s, _START_UP_S))
+    return _execute("", trust, whole, _platform(), isolation_level(limits), files=dict(files), view=view,
+                    environment=environment)
+
+
 def run_many(
     codes: Sequence[str], limits: SandboxLimits = SandboxLimits(), *, workers: int, result_expr: str | None = None
 ) -> list[SandboxResult]:
@@ -285,7 +309,9 @@ def _run(code: str, trust: dict, limits: SandboxLimits) -> SandboxResult:
     return _execute(code, trust, limits, _platform(), level)
 
 
-def _execute(code: str, trust: dict, limits: SandboxLimits, platform: _Platform, level: str) -> SandboxResult:
+def _execute(code: str, trust: dict, limits: SandboxLimits, platform: _Platform, level: str, *,
+             files: Mapping[str, str] | None = None, view: tuple = (),
+             environment: Mapping[str, str] | None = None) -> SandboxResult:
     namespaces, has_cgroup = platform.namespaces is None, platform.cgroup is None
     user_namespace = namespaces and platform.user_namespace
     switch_uids = os.geteuid() == 0 and not user_namespace  # in a user namespace only one uid is mapped
@@ -301,6 +327,8 @@ def _execute(code: str, trust: dict, limits: SandboxLimits, platform: _Platform,
             "modules": _compiled_child_modules(),
             "code": code,
             "stdio": trust["mode"] == "stdio",
+            "build": trust["mode"] == "build",
+            "files": tuple((files or {}).items()),
             "report_fd": report.fileno(),
             "namespaces": namespaces,
             "user_namespace": user_namespace,
@@ -311,10 +339,11 @@ def _execute(code: str, trust: dict, limits: SandboxLimits, platform: _Platform,
             },
             "cgroup_procs": group.procs_files() if group else [],
             "root": root,
-            "view": platform.view,
+            "view": platform.view + tuple(view),
             "scratch_mb": limits.scratch_mb,
             "workdir": "/tmp" if namespaces else root,
-            "environment": _ENVIRONMENT if namespaces else {**_ENVIRONMENT, "HOME": root, "TMPDIR": root},
+            "environment": {**(_ENVIRONMENT if namespaces else {**_ENVIRONMENT, "HOME": root, "TMPDIR": root}),
+                            **(environment or {})},
             "limits": {"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb, "file_size_mb": limits.file_size_mb},
             "rlimit_memory": not has_cgroup,
             "rlimit_processes": None if has_cgroup else limits.max_processes,

@@ -4,7 +4,8 @@ Three steps. `make_mutations_table`: every configured mutation of every
 evaluated sample (seeded per sample and mutation), each run against the
 sample's tests in the sandbox with the variants' differential validation;
 invalid ones are kept with their reason and never scored, as are T3 texts
-that could not reach their target. `score_mutations`: the mutated texts are
+that could not reach their target; the names T2 renamed are counted by kind
+and source (`rename_count_rows`). `score_mutations`: the mutated texts are
 more texts of the one-pass token cache, under the keys (sample, 0,
 mutation name), with their ReCaLL prefixed pass (views ``prefixed:<name>``)
 and ReCaLL's originals after an out-of-distribution prefix (view
@@ -33,7 +34,9 @@ from leaktrace.detect.registry import configured_methods, family_params
 from leaktrace.errors import InputError
 from leaktrace.evaluate.metrics import best_balanced_accuracy, roc_auc
 from leaktrace.models.token_table import read_token_stats, write_token_stats
+from leaktrace.mutate.compiled import test_names, validate_compiled
 from leaktrace.mutate.registry import Mutated, Mutation, apply_mutation, configured_mutations
+from leaktrace.mutate.renaming import NAME_KINDS, NAME_SOURCES
 from leaktrace.report.mutation_plots import setting_heatmaps, t2_drop_plot
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import rng_for
@@ -81,6 +84,18 @@ STUDY_SCHEMA = pa.schema(
     ]
 )
 
+# T2's renamed names per kind of name and source of the new name (CodeSnitch: T2a renames what T2b does)
+RENAMES_SCHEMA = pa.schema(
+    [
+        ("mutation", pa.string()),  # T2a, T2b, hybrid-<target>
+        ("kind", pa.string()),  # parameter, local, global, function, class (mutate.renaming.NAME_KINDS)
+        ("source", pa.string()),  # synonym, abbreviation, numbered, random
+        ("names", pa.int64()),  # renamed names, summed over the samples
+        ("samples", pa.int32()),  # samples the mutation made a text for (the denominator)
+        ("valid_names", pa.int64()),  # of `names`, those in texts that pass their tests
+    ]
+)
+
 OVERLAP_SCHEMA = pa.schema(
     [("prefix", pa.string()), ("against", pa.string()), ("n", pa.int32()), ("overlap", pa.float64())]
 )
@@ -112,7 +127,7 @@ def _neighbour_renames(variant_renames: dict[str, str], mutated: Mutated) -> dic
 
 
 def make_mutations_table(benchmark: Path, samples: Path, variants: Path, lexicon_path: Path, settings: dict, seed: int,
-                         workers: int, output: Path) -> None:
+                         workers: int, output: Path, renames_output: Path) -> None:
     lexicon = IdentifierLexicon.from_records(read_records(lexicon_path))
     names = NameProposer(WordAlternatives(lexicon.word_counts), lexicon.word_counts)
     evaluated = _evaluated(samples, settings["folds"])
@@ -163,9 +178,62 @@ def make_mutations_table(benchmark: Path, samples: Path, variants: Path, lexicon
             row["valid"], row["invalid_reason"] = verdicts[row.pop("_program")]
     write_table(rows, MUTATIONS_SCHEMA, output)
     texts = [r for r in rows if r["neighbor"] == 0]
+    counts = rename_count_rows(texts)
+    write_table(counts, RENAMES_SCHEMA, renames_output)
+    log.info("renamed names per sample: %s", {m: round(sum(r["names"] for r in counts if r["mutation"] == m)
+                                                        / max(1, next(r["samples"] for r in counts if r["mutation"] == m)), 2)
+                                               for m in dict.fromkeys(r["mutation"] for r in counts)})
     log.info("%d samples, %d mutations each; valid by mutation: %s; valid neighbours: %d of %d", len(evaluated),
              len(mutations), {m.name: sum(r["valid"] for r in texts if r["mutation"] == m.name) for m in mutations},
              sum(r["valid"] for r in rows if r["neighbor"]), sum(1 for r in rows if r["neighbor"]))
+
+
+def rename_count_rows(texts: list[dict]) -> list[dict]:
+    """The names each renaming mutation (T2a, T2b, Hybrid's T2a step) renamed, summed over
+    its texts by kind of name and source of the new name (`RENAMES_SCHEMA`)."""
+    rows = []
+    for mutation in dict.fromkeys(r["mutation"] for r in texts):
+        own = [r for r in texts if r["mutation"] == mutation and r["text"] is not None]
+        details = [(json.loads(r["details"]), bool(r["valid"])) for r in own]
+        if not any("kinds" in d for d, _ in details):
+            continue
+        names, valid = Counter(), Counter()
+        for d, ok in details:
+            for old in d.get("renames", {}):
+                key = (d["kinds"].get(old, "local"), d["sources"].get(old, "synonym"))
+                names[key] += 1
+                valid[key] += ok
+        rows += [{"mutation": mutation, "kind": kind, "source": source, "names": names[kind, source],
+                  "samples": len(own), "valid_names": valid[kind, source]} for kind, source in sorted(names)]
+    return rows
+
+
+def rename_table(counts: list[dict]) -> list[str]:
+    """Markdown: names renamed per sample, by kind, for each renaming mutation (and T2a's by source)."""
+    mutations = list(dict.fromkeys(r["mutation"] for r in counts))
+    if not mutations:
+        return []
+    samples = {m: next(r["samples"] for r in counts if r["mutation"] == m) for m in mutations}
+    kinds = [k for k in NAME_KINDS if any(r["kind"] == k for r in counts)]
+
+    def per_sample(mutation, kind=None, source=None):
+        total = sum(r["names"] for r in counts if r["mutation"] == mutation and kind in (None, r["kind"])
+                    and source in (None, r["source"]))
+        return f"{total / max(1, samples[mutation]):.2f}"
+
+    lines = ["", "### Names renamed per sample, by kind", "",
+             "Every renamable name (the variants' scope analysis: never a builtin, attribute, import, class member, "
+             "method parameter, the entry point or a name of the tests) is attempted by T2a and T2b alike; T2a's new "
+             "name is a synonym, else an abbreviation, else the name with a number.", "",
+             "| kind | " + " | ".join(f"{m} ({samples[m]} samples)" for m in mutations) + " |",
+             "| --- |" + " --- |" * len(mutations)]
+    lines += [f"| {k} | " + " | ".join(per_sample(m, kind=k) for m in mutations) + " |" for k in kinds]
+    lines.append("| all | " + " | ".join(per_sample(m) for m in mutations) + " |")
+    sources = [s for s in NAME_SOURCES if any(r["source"] == s for r in counts)]
+    lines += ["", "By source of the new name (per sample): " + "; ".join(
+        f"{m}: " + ", ".join(f"{s} {per_sample(m, source=s)}" for s in sources if any(
+            r["mutation"] == m and r["source"] == s for r in counts)) for m in mutations)]
+    return lines
 
 
 def scored_mutations(mutations: Path, *, neighbours: bool = False) -> list[dict]:
@@ -287,15 +355,35 @@ def setting_rows(scores: dict, split: dict[str, str], mutations: list[Mutation])
         rows += _evaluate("setting1", m.name, side(members, m.name), side(non_members, ORIGINAL))
         rows += _evaluate("setting3", m.name, side(members, m.name), side(non_members, m.name))
     # 2: under a Type-l definition the mutations up to l stay members; the same ones are applied to non-members
-    for definition in [None, *mutations]:
-        kept = [m for m in mutations if definition is not None and m.clone_key <= definition.clone_key]
-        beyond = [m for m in mutations if m not in kept]
+    for condition, kept, beyond in setting2_definitions(mutations):
         positives = side(members, ORIGINAL) + [s for m in kept for s in side(members, m.name)]
         negatives = [s for m in beyond for s in side(members, m.name)] + side(non_members, ORIGINAL) + \
             [s for m in kept for s in side(non_members, m.name)]
-        rows += _evaluate("setting2", "verbatim" if definition is None else f"up to {definition.name}", positives,
-                          negatives)
+        rows += _evaluate("setting2", condition, positives, negatives)
     return rows
+
+
+def setting2_definitions(mutations: list[Mutation]) -> list[tuple[str, list[Mutation], list[Mutation]]]:
+    """CodeSnitch's Setting 2 (Sec. 5.2): (condition, kept, beyond) for Verbatim and each
+    clone definition. The paper studies one mutation per level, MT1, MT2, MT3 at each target
+    (and Hybrid): under a Type-l definition the members are D_m and its mutations up to l,
+    the non-members its mutations beyond l, D_nm and D_nm's mutations up to l. T2a and T2b
+    are two versions of MT2, so each definition takes one of them, never both: the paper's
+    MT2 is T2a (its Tables 2-4; Hybrid builds on it), used by every column but "up to T2b",
+    which is the Type-2 definition with T2b as MT2 (the worst case) in its place."""
+    type2 = [m for m in mutations if m.kind in ("T2a", "T2b")]
+    default = type2[0] if type2 else None  # configured_mutations sorts T2a before T2b
+
+    def pool(mt2: Mutation | None) -> list[Mutation]:
+        return [m for m in mutations if m not in type2 or m == mt2]
+
+    definitions = []
+    for definition in [None, *mutations]:
+        mutations_here = pool(definition if definition in type2 else default)
+        kept = [m for m in mutations_here if definition is not None and m.clone_key <= definition.clone_key]
+        beyond = [m for m in mutations_here if m not in kept]
+        definitions.append(("verbatim" if definition is None else f"up to {definition.name}", kept, beyond))
+    return definitions
 
 
 def t2_drop_rows(rows: list[dict]) -> list[dict]:
@@ -413,6 +501,7 @@ def study_report(rows: list[dict], table: list[dict], mutations: list[Mutation],
     reasons = Counter((r["invalid_reason"] or "").split(":")[0] for r in table if not r["valid"])
     if reasons:
         lines += ["", "Invalid, by reason: " + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))]
+    lines += rename_table(rename_count_rows(table))
     titles = {"setting1": "Setting 1 (member-only mutation): AUC", "setting2": "Setting 2 (clone-type aware): AUC",
               "setting3": "Setting 3 (isolated mutation): AUC", "length": "Code length (original texts): AUC",
               "recall_prefix": "ReCaLL with an out-of-distribution prefix (originals): AUC"}
@@ -467,20 +556,24 @@ def _read_jsonl(path: Path) -> list[dict]:
 def mutate_jsonl(kind: str, target: float | None, seed: int, input_path: Path, output: Path, *,
                  lexicon: Path | None = None, limits: SandboxLimits | None = None, workers: int = 1) -> None:
     """`python -m leaktrace mutate`: each input line's code mutated, with the achieved similarity,
-    and, where tests and an entry point are given (Python), the sandbox's verdict. Without a
-    lexicon (`lexicon.parquet` of a run), T2a offers only the curated word table's synonyms."""
+    and, where tests are given, the sandbox's verdict (`validation`: "sandbox"): Python against
+    its test (with an entry point), Java and C++ built and run with theirs where the compiler is
+    installed, else "unvalidated" with the reason. Without a lexicon (`lexicon.parquet` of a
+    run), T2a offers only the curated word table's synonyms (and its fallbacks)."""
     if kind in ("T3", "hybrid") and target is None:
         target = 0.7 if kind == "T3" else 0.8
     mutation = Mutation(kind, target if kind in ("T3", "hybrid") else None)
     counts = IdentifierLexicon.from_records(read_records(lexicon)).word_counts if lexicon else Counter()
     names = NameProposer(WordAlternatives(counts), counts)
-    out, programs, originals = [], [], []
+    out, programs, originals, builds, build_originals = [], [], [], [], []
     for record in _read_jsonl(input_path):
         language = record.get("language", "python")
         tests, entry_point = record.get("tests"), record.get("entry_point")
-        row = {"id": record["id"], "mutation": mutation.name, "valid": None, "invalid_reason": None}
+        compiled = language.lower() in ("java", "cpp", "c++")
+        row = {"id": record["id"], "mutation": mutation.name, "valid": None, "invalid_reason": None,
+               "validation": None}
         try:
-            protected = reserved_names(tests) if tests else ()
+            protected = (test_names(tests) if compiled else reserved_names(tests)) if tests else ()
             mutated = apply_mutation(mutation, record["code"], language, entry_point,
                                      rng_for(seed, "mutate", mutation.name, record["id"]), names=names, protected=protected)
         except (ValueError, SyntaxError) as error:
@@ -492,12 +585,21 @@ def mutate_jsonl(kind: str, target: float | None, seed: int, input_path: Path, o
             row["_program"] = len(programs)
             originals += [len(programs), len(programs)]
             programs += [(record["code"], tests, entry_point), (mutated.text, tests, entry_point)]
+        elif tests and compiled:
+            row["_build"] = len(builds)
+            build_originals += [len(builds), len(builds)]
+            builds += [(language, record["code"], tests), (language, mutated.text, tests)]
         out.append(row)
-    if programs:
-        verdicts = validate_variants(programs, originals, limits or SandboxLimits(), workers=workers)
-        for row in out:
-            if "_program" in row:
-                row["valid"], row["invalid_reason"] = verdicts[row.pop("_program") + 1]
+    verdicts = validate_variants(programs, originals, limits or SandboxLimits(), workers=workers) if programs else []
+    build_verdicts = validate_compiled(builds, build_originals, limits or SandboxLimits(), workers=workers) \
+        if builds else []
+    for row in out:
+        if "_program" in row:
+            row["valid"], row["invalid_reason"] = verdicts[row.pop("_program") + 1]
+            row["validation"] = "sandbox"
+        elif "_build" in row:
+            row["valid"], row["invalid_reason"] = build_verdicts[row.pop("_build") + 1]
+            row["validation"] = "unvalidated" if row["valid"] is None else "sandbox"
     output.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in out), encoding="utf-8")
     log.info("%s: %d of %d mutated; %d validated, %d valid", mutation.name, sum(r["code"] is not None for r in out),
              len(out), sum(r["valid"] is not None for r in out), sum(bool(r["valid"]) for r in out))
