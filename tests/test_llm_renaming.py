@@ -26,8 +26,8 @@ CODE = '''def count_items(items, limit):
 '''
 GOOD = CODE.replace("items", "values").replace("item ", "value ").replace("total", "count")
 LOGIC = GOOD.replace("<", "<=")
-# a pure renaming the sandbox catches: the name lives on in a string
-EVAL_CODE = 'def twice(x):\n    scale = 2\n    return x * locals()["scale"]\n'
+# a pure renaming the sandbox catches: the name is also output text (f"{x=}")
+SHOWN_CODE = 'def twice(x):\n    scale = 2\n    return f"{scale=}" * x\n'
 TEST = "def check(candidate):\n    assert candidate([1, 5, 2], 3) == 2\n"
 
 
@@ -107,16 +107,16 @@ class _ScriptedModel:
 def test_stage_keeps_llm_renamings_that_pass_and_tops_up_with_the_ast_renamer(tmp_path, monkeypatch, caplog):
     import leaktrace.stages.variants as stage
 
-    eval_test = "def check(candidate):\n    assert candidate(2) == 4\n"
+    shown_test = "def check(candidate):\n    assert candidate(2) == 'scale=2scale=2'\n"
     model = _ScriptedModel({
         CODE: Completion(json.dumps([GOOD, LOGIC, GOOD, CODE])),
-        EVAL_CODE: Completion(json.dumps([EVAL_CODE.replace("scale =", "factor =")])),
+        SHOWN_CODE: Completion(json.dumps([SHOWN_CODE.replace("scale", "factor")])),
     })
     import leaktrace.models.select as select  # the stage imports open_model when an LLM makes variants
 
     monkeypatch.setattr(select, "open_model", lambda role, needs, purpose, cache_dir: model)
     rows = [{"sample_id": "s", "code": CODE, "test": TEST, "entry_point": "count_items"},
-            {"sample_id": "e", "code": EVAL_CODE, "test": eval_test, "entry_point": "twice"}]
+            {"sample_id": "e", "code": SHOWN_CODE, "test": shown_test, "entry_point": "twice"}]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "benchmark.parquet")
     pq.write_table(pa.Table.from_pylist([{"sample_id": r["sample_id"], "kept": True} for r in rows]),
                    tmp_path / "functions.parquet")
@@ -140,5 +140,5 @@ def test_stage_keeps_llm_renamings_that_pass_and_tops_up_with_the_ast_renamer(tm
     assert all(r["valid"] for r in table)
     assert len(model.prompts) == 2
     assert "'version pure renaming': 2" in caplog.text and "'version token': 1" in caplog.text
-    assert "'version passes': 1" in caplog.text and "'version wrong': 1" in caplog.text  # KeyError: 'scale'
+    assert "'version passes': 1" in caplog.text and "'version wrong': 1" in caplog.text  # 'factor=2factor=2'
     assert "'topped up': 3" in caplog.text
