@@ -308,7 +308,11 @@ def rewrite_examples(code: str, entry_point: str, examples: Sequence[Example],
         else:
             block = [f"{example.indent}{example.head}{call}{example.separator}{new.output!r}{newline}"]
         lines[example.start:example.end] = block
-    text = "".join(lines)
+    return _docstrings_only_changed(code, "".join(lines))
+
+
+def _docstrings_only_changed(code: str, text: str) -> str:
+    """`text`, the rewrite of `code`; ValueError if it changed anything but docstring text."""
     try:
         same = _without_docstrings(text) == _without_docstrings(code)
     except SyntaxError:
@@ -571,11 +575,4 @@ def _rewrite_program_examples(code: str, examples: Sequence[ProgramExample],
         new_input, new_output = (part if part.endswith("\n") else part + "\n" for part in new)
         lines[example.output_start:example.output_end] = [new_output]
         lines[example.input_start:example.input_end] = [new_input]
-    text = "".join(lines)
-    try:
-        same = _without_docstrings(text) == _without_docstrings(code)
-    except SyntaxError:
-        same = False
-    if not same:
-        raise ValueError("rewriting the examples changed code outside the docstrings")
-    return text
+    return _docstrings_only_changed(code, "".join(lines))
