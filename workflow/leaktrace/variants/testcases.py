@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import math
 import random
 import re
 import string
@@ -55,8 +54,10 @@ _OK = "ok"  # the outcome of a call that returned (else "raised")
 _DECIMALS = 4
 _FRACTION = re.compile(r"\d\.(\d+)")
 # A run makes about a hundred calls on inputs the size of the examples'; one
-# that takes longer met an input too large for the program (the sample keeps its examples).
-TIMEOUT_S = 2.0
+# that takes longer met an input too large for the program (the sample keeps its
+# examples). The limit is CPU time, so that which inputs a run keeps does not
+# depend on how loaded the machine is; the wall clock keeps the sandbox's.
+CPU_S = 2
 RESULT = "__leaktrace_result"  # the variable the appended caller leaves the outcomes in
 # Appended to the original program: calls the entry point on each input, catching what it raises.
 _CALLER = """
@@ -376,8 +377,9 @@ def plan_test_cases(code: str, entry_point: str | None, test: str | IoTests, n_v
 def run_plans(plans: Sequence[Plan | ProgramPlan], limits: SandboxLimits, *, workers: int) -> list:
     """What the sandbox computed for each plan, `workers` at a time: a function plan's run
     (a SandboxResult), a whole program's outputs by input (`_run_program_plan`), None for
-    a plan with nothing to run. Each call or input gets at most TIMEOUT_S."""
-    limits = replace(limits, timeout_s=min(limits.timeout_s, TIMEOUT_S), cpu_s=min(limits.cpu_s, math.ceil(TIMEOUT_S)))
+    a plan with nothing to run. A function's run, or each input of a whole program, gets
+    at most CPU_S of CPU time."""
+    limits = replace(limits, cpu_s=min(limits.cpu_s, CPU_S))
     calls = [functools.partial(_run_program_plan, plan, limits) if isinstance(plan, ProgramPlan)
              else functools.partial(run_python, plan.program, limits, result_expr=RESULT)
              for plan in plans if plan.program is not None]
