@@ -5,8 +5,9 @@ must freeze written out), then the acceptance test: every renamed text that
 SrDetection's variants and CodeSnitch's T2a, T2b and Hybrid make of the
 held-out programs in tests/data/dynamic_names.yaml (written before the
 detection, not used to develop it) behaves exactly as its original in the
-sandbox. Before the detection, 459 of the 757 texts these mutations and
-variants made of those programs broke (README, "Names reached by string").
+sandbox (2 seeds, 314 distinct texts). Before the detection, 459 of the 757
+texts these mutations and variants made of those programs over 5 seeds broke
+(README, "Names reached by string").
 """
 
 import importlib
@@ -205,7 +206,7 @@ def _renamed_texts(entry, names, seeds):
 def test_no_renamed_text_of_a_held_out_program_is_broken(synonym_names):
     items, originals, programs = [], [], []
     for entry in HELD_OUT:
-        test, texts = _renamed_texts(entry, synonym_names, range(3))
+        test, texts = _renamed_texts(entry, synonym_names, range(2))
         base = len(items)
         items += [(entry["code"], test, entry["entry_point"])] + [(text, test, name) for text, name in texts]
         originals += [base] * (1 + len(texts))
@@ -213,4 +214,4 @@ def test_no_renamed_text_of_a_held_out_program_is_broken(synonym_names):
     verdicts = validate_variants(items, originals, SandboxLimits(timeout_s=10.0), workers=2)
     broken = [(program, why) for program, (ok, why) in zip(programs, verdicts, strict=True) if not ok]
     assert broken == []
-    assert len(items) - len(HELD_OUT) > 300  # most programs still get renamed texts: the names not reached by string
+    assert len(items) - len(HELD_OUT) > 300  # 314 texts: the names not reached by string still change
