@@ -299,7 +299,8 @@ def _language(value: str | None) -> str | None:
 
 
 def problem_docstring(text: str) -> str:
-    """`text` as a module docstring that reads back as `text` (backslashes and triple quotes escaped)."""
+    """`text` as a module docstring whose value is `text` between line breaks (its backslashes
+    and triple quotes escaped, line ends made \\n)."""
     body = text.replace("\r\n", "\n").replace("\\", "\\\\").replace('"""', '\\"\\"\\"').strip("\n")
     return f'"""\n{body}\n"""\n'
 
