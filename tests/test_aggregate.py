@@ -75,7 +75,9 @@ def test_detection_rows_on_a_toy_table():
     assert (loss["n_calibration"], loss["n_eval"], loss["n_eval_non_members"]) == (4, 7, 4)  # prefix excluded
     # >= 0.55: tp e1 e3, fn e2, fp e5, tn e4 e6 e7: F1 (4/6 + 6/8) / 2
     assert loss["macro_f1"] == pytest.approx((4 / 6 + 6 / 8) / 2)
-    assert (loss["precision"], loss["recall"]) == (pytest.approx(2 / 3), pytest.approx(2 / 3))
+    assert (loss["member_precision"], loss["member_recall"]) == (pytest.approx(2 / 3), pytest.approx(2 / 3))
+    # non-members: 3 of the 4 predicted are, 3 of the 4 are predicted
+    assert (loss["macro_precision"], loss["macro_recall"]) == (pytest.approx((2 / 3 + 3 / 4) / 2),) * 2
     assert loss["auc"] == pytest.approx(11 / 12)  # 0.5 loses to 0.56 only
     assert loss["tpr_at_1fpr"] is None and loss["tpr_at_5fpr"] is None  # 4 non-members: below 1/4, not estimable
     filtered = by[("filtered", "loss")]  # without e7 (a true negative)

@@ -170,14 +170,15 @@ def test_renamed_variants_of_a_whole_program_validate_against_the_same_cases(tmp
                    tmp_path / "functions.parquet")
     pq.write_table(pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in ("count", "value")]),
                    tmp_path / "lexicon.parquet")
-    settings = {"n": 2, "n_filter": 1, "test_cases": 3, "io_cases": 2,
+    settings = {"n": 2, "n_filter": 1, "test_cases": {"compose": True, "untransformed": 2}, "io_cases": 2,
                 "sandbox": {"timeout_s": 5, "cpu_s": 5, "memory_mb": 256}}
     stage.make_variants_table(tmp_path / "apps.parquet", tmp_path / "functions.parquet", tmp_path / "lexicon.parquet",
                         settings, 7, 2, tmp_path / "variants.parquet")
     rows = read_records(tmp_path / "variants.parquet")
     sort = [r for r in rows if r["sample_id"] == "apps/2"]
-    assert [(r["variant_id"], r["kind"], r["entry_point"]) for r in sort] == [
-        (0, "original", None), (1, "rename", None), (2, "rename", None), (3, "filter", None)]  # no tau_t set
+    assert [(r["variant_id"], r["kind"], r["entry_point"], r["generator"]) for r in sort] == [
+        (0, "original", None, "original"), (1, "rename", None, "ast"), (2, "rename", None, "ast"),
+        (3, "filter", None, "ast")]  # no examples in the program: tau_t does not apply
     assert all(r["valid"] for r in rows) and len({r["text"] for r in sort}) == 4
     tests = IoTests(("3\n3 1 2\n",), ("1\n2\n3\n",))
     negated = SORT.replace("int(word)", "-int(word)")  # not the same program
@@ -188,3 +189,51 @@ def test_renamed_variants_of_a_whole_program_validate_against_the_same_cases(tmp
     assert verdicts[2] == (False, "wrong: case 1: line 1 is '-3', expected '1'")
     assert verdicts[3] == (False, "differs: call 1 (case(1)) gave ('return', '1 \\n2 \\n3 \\n'), "
                                   "the original ('return', '1\\n2\\n3\\n')")
+
+
+SUM_QUESTION = """Print the sum of two integers.
+
+-----Input-----
+
+One line with two integers.
+
+-----Output-----
+
+Their sum.
+
+-----Examples-----
+Input
+1 2
+
+Output
+3
+"""
+
+
+@isolated
+def test_tau_t_replaces_the_examples_of_a_whole_program_that_holds_its_problem(tmp_path, monkeypatch):
+    """With problem_in_code the question heads the program as its docstring; tau_t gives each
+    variant another of the sample's test inputs as its example, with the original's output."""
+    from leaktrace.stages import variants as stage
+
+    monkeypatch.setattr(stage, "WordAlternatives", lambda counts: lambda word: (f"{word}q", f"{word}z"))
+    path = tmp_path / "apps.jsonl"
+    path.write_text(json.dumps({**PROBLEMS[0], "question": SUM_QUESTION}) + "\n")
+    ingest_benchmark("apps", {"format": "jsonl", "preset": "apps", "path": str(path), "problem_in_code": True},
+                     tmp_path / "apps.parquet")
+    (sample,) = read_records(tmp_path / "apps.parquet")
+    assert sample["code"] == '"""\n' + SUM_QUESTION + '"""\n' + SUM
+    pq.write_table(pa.Table.from_pylist([{"sample_id": "apps/1", "kept": True}]), tmp_path / "functions.parquet")
+    pq.write_table(pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in ("first", "second")]),
+                   tmp_path / "lexicon.parquet")
+    settings = {"n": 1, "n_filter": 0, "test_cases": {"compose": True, "untransformed": 1}, "io_cases": 3,
+                "names_per_variant": 1, "sandbox": {"timeout_s": 5, "cpu_s": 5, "memory_mb": 256}}
+    stage.make_variants_table(tmp_path / "apps.parquet", tmp_path / "functions.parquet", tmp_path / "lexicon.parquet",
+                              settings, 7, 2, tmp_path / "variants.parquet")
+    rows = read_records(tmp_path / "variants.parquet")
+    assert [(r["kind"], r["generator"], r["valid"]) for r in rows] == [
+        ("original", "original", True), ("rename", "ast+tt", True), ("ast", "ast", True)]
+    composed, renamed = rows[1]["text"], rows[2]["text"]
+    example = composed[composed.index("Input\n"):composed.index('"""', 3)]
+    assert example in ("Input\n10 20\n\nOutput\n30\n", "Input\n-4 4\n\nOutput\n0\n")  # another test case's
+    assert composed.replace(example, "Input\n1 2\n\nOutput\n3\n") == renamed  # the docstring's example alone differs

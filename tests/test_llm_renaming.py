@@ -26,8 +26,8 @@ CODE = '''def count_items(items, limit):
 '''
 GOOD = CODE.replace("items", "values").replace("item ", "value ").replace("total", "count")
 LOGIC = GOOD.replace("<", "<=")
-# a pure renaming the sandbox catches: the name lives on in a string
-EVAL_CODE = 'def twice(x):\n    scale = 2\n    return x * locals()["scale"]\n'
+# a pure renaming the sandbox catches: the name is also output text (f"{x=}")
+SHOWN_CODE = 'def twice(x):\n    scale = 2\n    return f"{scale=}" * x\n'
 TEST = "def check(candidate):\n    assert candidate([1, 5, 2], 3) == 2\n"
 
 
@@ -107,38 +107,41 @@ class _ScriptedModel:
 def test_stage_keeps_llm_renamings_that_pass_and_tops_up_with_the_ast_renamer(tmp_path, monkeypatch, caplog):
     import leaktrace.stages.variants as stage
 
-    eval_test = "def check(candidate):\n    assert candidate(2) == 4\n"
+    shown_test = "def check(candidate):\n    assert candidate(2) == 'scale=2scale=2'\n"
     model = _ScriptedModel({
         CODE: Completion(json.dumps([GOOD, LOGIC, GOOD, CODE])),
-        EVAL_CODE: Completion(json.dumps([EVAL_CODE.replace("scale =", "factor =")])),
+        SHOWN_CODE: Completion(json.dumps([SHOWN_CODE.replace("scale", "factor")])),
     })
     import leaktrace.models.select as select  # the stage imports open_model when an LLM makes variants
 
     monkeypatch.setattr(select, "open_model", lambda role, needs, purpose, cache_dir: model)
     rows = [{"sample_id": "s", "code": CODE, "test": TEST, "entry_point": "count_items"},
-            {"sample_id": "e", "code": EVAL_CODE, "test": eval_test, "entry_point": "twice"}]
+            {"sample_id": "e", "code": SHOWN_CODE, "test": shown_test, "entry_point": "twice"}]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "benchmark.parquet")
     pq.write_table(pa.Table.from_pylist([{"sample_id": r["sample_id"], "kept": True} for r in rows]),
                    tmp_path / "functions.parquet")
     words = ["count", "tally", "items", "elems", "limit", "total", "sum", "item", "elem", "twice", "double", "x", "scale", "factor"]
     pq.write_table(pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in words]),
                    tmp_path / "lexicon.parquet")
-    settings = {"n": 2, "n_filter": 1, "test_cases": 3, "llm_max_new_tokens": 64,
+    settings = {"n": 2, "n_filter": 1, "test_cases": {"compose": True, "untransformed": 2}, "llm_max_new_tokens": 64,
                 "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024, "isolation": "weak"}}
     with caplog.at_level(logging.INFO, logger="leaktrace.stages.variants"):
         stage.make_variants_table(tmp_path / "benchmark.parquet", tmp_path / "functions.parquet",
                                   tmp_path / "lexicon.parquet", settings, 7, 2, tmp_path / "variants.parquet",
                                   llm={"backend": "openai", "model": "scripted"})
     table = read_records(tmp_path / "variants.parquet")
-    llm = {sid: [(r["variant_id"], r["generator"], r["text"]) for r in table if r["sample_id"] == sid and r["kind"] == "llm"]
-           for sid in ("s", "e")}
-    # ids: 1-2 rename, 3 filter, 4-5 ast+tt, 6-7 llm, 8-9 llm+tt
-    assert llm["s"][0] == (6, "llm", GOOD) and [g for _, g, _ in llm["s"]] == ["llm", "ast"]
-    assert all(g == "ast" for _, g, _ in llm["e"])  # its one version failed the test in the sandbox
-    composed = [r for r in table if r["sample_id"] == "s" and r["kind"] == "llm+tt"]
-    assert [(r["variant_id"], r["generator"]) for r in composed] == [(8, "llm+tt"), (9, "ast+tt")]
+
+    def kind_of(sid, kind):
+        return [(r["variant_id"], r["generator"], r["text"]) for r in table if r["sample_id"] == sid and r["kind"] == kind]
+
+    # ids: 1-2 rename (the LLM's, tau_t composed), 3 filter, 6-7 ast+tt (the AST renamer's), 8-9 llm (without tau_t)
+    headline, untransformed = kind_of("s", "rename"), kind_of("s", "llm")
+    assert [(i, g) for i, g, _ in headline] == [(1, "llm+tt"), (2, "ast+tt")]  # one version passed; topped up
+    assert untransformed[0] == (8, "llm", GOOD) and [g for _, g, _ in untransformed] == ["llm", "ast"]
+    assert [(i, g) for i, g, _ in kind_of("s", "ast+tt")] == [(6, "ast+tt"), (7, "ast+tt")]
+    assert [g for _, g, _ in kind_of("e", "rename")] == ["ast", "ast"]  # its one version failed the test in the sandbox
     assert all(r["valid"] for r in table)
     assert len(model.prompts) == 2
     assert "'version pure renaming': 2" in caplog.text and "'version token': 1" in caplog.text
-    assert "'version passes': 1" in caplog.text and "'version wrong': 1" in caplog.text  # KeyError: 'scale'
+    assert "'version passes': 1" in caplog.text and "'version wrong': 1" in caplog.text  # 'factor=2factor=2'
     assert "'topped up': 3" in caplog.text

@@ -22,7 +22,7 @@ from leaktrace.variants.natural import (
 from test_pipeline import REPO, snakemake, write_config
 
 NATURAL = {"enabled": True, "pool": 3, "rule": "nearest", "model": None}
-SETTINGS = {"n": 2, "n_filter": 1, "test_cases": 0, "natural": NATURAL}
+SETTINGS = {"n": 2, "n_filter": 1, "test_cases": {"compose": False, "untransformed": 0}, "natural": NATURAL}
 OTHER_SETS = ("ast+tt", "llm", "llm+tt")
 
 
@@ -110,7 +110,7 @@ def test_off_the_variants_table_is_byte_identical(tmp_path):
     from leaktrace.stages.variants import make_variants_table
 
     _write_sample(tmp_path)
-    settings = {"n": 2, "n_filter": 0, "test_cases": 0, "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024}}
+    settings = {"n": 2, "n_filter": 0, "test_cases": {"compose": False, "untransformed": 0}, "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024}}
     for name, given in (("without", settings), ("off", {**settings, "natural": {**NATURAL, "enabled": False}}),
                         ("all-names", {**settings, "names_per_variant": None}),
                         ("one-name", {**settings, "names_per_variant": 1})):
@@ -138,7 +138,7 @@ def test_selection_is_deterministic_and_keeps_n_of_the_pool(tmp_path, tiny_model
     assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
     chosen = read_records(tmp_path / "a.parquet")
     assert [(r["variant_id"], r["kind"]) for r in chosen] == [(0, "original"), (1, "rename"), (2, "rename"),
-                                                             (3, "filter"), (4, "ast+tt"), (5, "ast+tt")]
+                                                             (3, "filter"), (6, "ast+tt"), (7, "ast+tt")]  # after set "ast"
     assert {r["text"] for r in chosen if r["kind"] == "rename"} == {rows[1]["text"], rows[3]["text"]}  # the valid two
 
 

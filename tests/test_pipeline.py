@@ -97,14 +97,16 @@ def test_micro_run_writes_every_artifact(micro_run):
     assert {s["split"] for s in kept} == {"member", "non-member"}
     assert all(s["reason"] for s in samples if not s["kept"])
     variants = pq.read_table(out / "variants" / "humaneval.parquet").to_pylist()
-    ids = {kind: {v["variant_id"] for v in variants if v["kind"] == kind} for kind in ("original", "rename", "filter", "ast+tt")}
+    ids = {kind: {v["variant_id"] for v in variants if v["kind"] == kind} for kind in ("original", "rename", "filter", "ast")}
     assert ids["original"] == {0} and ids["rename"] <= {1, 2, 3} and ids["filter"] <= {4, 5, 6} and ids["filter"]
-    assert ids["ast+tt"] and ids["ast+tt"] <= {7, 8, 9}  # tau_t on top of the detector's renamings
+    assert ids["ast"] and ids["ast"] <= {7, 8, 9}  # the first renamings again, without tau_t
+    # tau_t composed into the detector's renamings: the headline set is tau_t o tau_v o tau_f where tau_t applies
+    assert {v["generator"] for v in variants if v["kind"] == "rename"} == {"ast", "ast+tt"}
     assert {v["isolation"] for v in variants} == {"full"}
     scores = pq.read_table(out / "score" / "humaneval" / "target-r1-s0-e1" / "scores.parquet").to_pylist()
     assert {s["method"] for s in scores} == {"loss", "zlib", "lowercase", "min_k_20", "min_k_pp_20", "dc_pdd", "ref", "ref_oracle",
                                              "neighbor", "recall", "srdetection_graybox", "srdetection_graybox_n1",
-                                             "srdetection_graybox_ast_tt", "srdetection_blackbox", "srdetection_blackbox_n1"}
+                                             "srdetection_graybox_ast", "srdetection_blackbox", "srdetection_blackbox_n1"}
     reference = {s["method"] for s in pq.read_table(out / "score" / "humaneval" / "reference" / "scores.parquet").to_pylist()}
     assert "ref" in reference and "ref_oracle" not in reference  # the oracle compares a target with its own base
     # filter variants reach the base model's pass (the pre-exposure filter reads it) and no detector

@@ -3,9 +3,11 @@
 import ast
 import random
 
+from leaktrace.data.io_tests import IoTests
 from leaktrace.sandbox import SandboxLimits
-from leaktrace.variants.testcases import (Example, Replacement, apply_plan, find_examples, literal_test_inputs,
-                                          plan_test_cases, rewrite_examples, run_plans, similar_value)
+from leaktrace.variants.testcases import (Example, Replacement, Transformed, apply_plan, find_examples,
+                                          find_program_examples, literal_test_inputs, plan_test_cases,
+                                          rewrite_examples, run_plans, similar_value)
 
 PROGRAM = '''def add_all(numbers, start):
     """Add the numbers to start.
@@ -96,3 +98,70 @@ def test_an_example_showing_another_output_than_the_originals_is_left_alone():
     result = transform_test_cases(wrong, "add_all", TEST, [(wrong, "add_all")], random.Random(3))
     assert result.texts[0].splitlines()[2:4] == ["    >>> add_all([1, 2], 10)", "    14"]
     assert result.texts[0].splitlines()[4] != "    >>> add_all([], 0)" or result.texts[0].splitlines()[7] != wrong.splitlines()[7]
+
+
+# -- whole programs on standard input (APPS) --------------------------------------------------
+
+STDIN_PROGRAM = '''"""
+Given n integers, print their sum.
+
+-----Input-----
+
+The first line holds n, the second n integers.
+
+-----Output-----
+
+Print the sum.
+
+-----Examples-----
+Input
+3
+1 2 3
+
+Output
+6
+
+Sample Input 2
+2
+10 -4
+Sample Output 2
+7
+"""
+n = int(input())
+print(sum(map(int, input().split()[:n])))
+'''
+STDIN_TESTS = IoTests(("3\n1 2 3\n", "1\n7\n", "4\n1 1 1 1\n"), ("6\n", "7\n", "4\n"))
+
+
+def test_a_whole_program_s_examples_are_its_docstring_s_input_and_output_blocks():
+    examples = find_program_examples(STDIN_PROGRAM)
+    # "-----Input-----" heads the format's description: no example; two examples, the second's output wrong
+    assert [(e.input_start, e.input_end, e.output_start, e.output_end, e.input, e.shown) for e in examples] == [
+        (13, 15, 17, 18, "3\n1 2 3\n", "6\n"), (20, 22, 23, 24, "2\n10 -4\n", "7\n")]
+    assert find_program_examples("n = int(input())\nprint(n)\n") == []
+    assert find_program_examples('"""Print n.\n\n-----Input-----\nn\n-----Output-----\nn\n"""\nprint(input())\n') == []
+
+
+def test_tau_t_gives_a_whole_program_the_original_s_output_on_another_input():
+    renamed = STDIN_PROGRAM.replace("n = int", "count = int").replace("[:n]", "[:count]")
+    plan = plan_test_cases(STDIN_PROGRAM, None, STDIN_TESTS, 2, random.Random(0))
+    assert plan.inputs[:2] == ["3\n1 2 3\n", "2\n10 -4\n"]
+    # the sample's own test inputs first, then the example's input with its integers moved
+    assert plan.candidates[0][0][:2] in (["1\n7\n", "4\n1 1 1 1\n"], ["4\n1 1 1 1\n", "1\n7\n"])
+    result = transform_test_cases(STDIN_PROGRAM, None, STDIN_TESTS, [(STDIN_PROGRAM, None), (renamed, None)],
+                                  random.Random(0))
+    assert result.outcome == "transformed"
+    for original, text in zip((STDIN_PROGRAM, renamed), result.texts, strict=True):
+        new, old = text.splitlines(), original.splitlines()
+        changed = [i for i, (a, b) in enumerate(zip(new, old, strict=True)) if a != b]
+        # the first example only (the second shows 7 where the program prints 6): another test input, its output
+        assert changed and set(changed) <= {13, 14, 17}
+        assert {"\n".join(new[13:15]): new[17]} in ({"1\n7": "7"}, {"4\n1 1 1 1": "4"})
+
+
+def test_tau_t_leaves_a_whole_program_whose_examples_it_cannot_reproduce():
+    wrong = STDIN_PROGRAM.replace("Output\n6\n", "Output\n5\n")  # neither example shows what the program prints
+    result = transform_test_cases(wrong, None, STDIN_TESTS, [(wrong, None)], random.Random(0))
+    assert result == Transformed([None], "examples not the original's output")
+    none = transform_test_cases("print(input())\n", None, STDIN_TESTS, [("print(input())\n", None)], random.Random(0))
+    assert none.outcome == "no examples"

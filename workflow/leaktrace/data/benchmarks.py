@@ -298,7 +298,15 @@ def _language(value: str | None) -> str | None:
     return LANGUAGE_ALIASES.get(value, value)
 
 
-def _sample(record: object, fields: dict, language: str | None, benchmark: str, tests_format: str) -> Sample:
+def problem_docstring(text: str) -> str:
+    """`text` as a module docstring whose value is `text` between line breaks (its backslashes
+    and triple quotes escaped, line ends made \\n)."""
+    body = text.replace("\r\n", "\n").replace("\\", "\\\\").replace('"""', '\\"\\"\\"').strip("\n")
+    return f'"""\n{body}\n"""\n'
+
+
+def _sample(record: object, fields: dict, language: str | None, benchmark: str, tests_format: str, *,
+            problem_in_code: bool = False) -> Sample:
     got = {key: _string(record, spec, key) for key, spec in fields.items()}
     for key, value in got.items():
         try:
@@ -310,6 +318,8 @@ def _sample(record: object, fields: dict, language: str | None, benchmark: str, 
     if not task_id:
         raise _FieldError(f"empty id (field {fields['id']!r})")
     text, prompt, solution = got.get("text", ""), got.get("prompt", ""), got.get("solution", "")
+    if problem_in_code and text.strip() and solution.strip() and not prompt:
+        prompt = problem_docstring(text)  # the problem, with its examples, heads the program (SrDetection's tau_t)
     has_code, has_text = bool((prompt + solution).strip()), bool(text.strip())
     if not (has_code or has_text):
         raise _FieldError("neither problem text nor code: " + ", ".join(
@@ -352,7 +362,8 @@ def load_benchmark(settings: dict, benchmark: str, limit: int | None = None) -> 
     seen: set[str] = set()
     for label, record in _records(settings):
         try:
-            sample = _sample(record, fields, language, benchmark, tests_format)
+            sample = _sample(record, fields, language, benchmark, tests_format,
+                             problem_in_code=bool(settings.get("problem_in_code")))
         except _FieldError as err:
             raise InputError(name, label, str(err)) from None
         if sample.task_id in seen:

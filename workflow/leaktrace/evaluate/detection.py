@@ -108,9 +108,7 @@ def _evaluated_rows(folds: Folds, methods: list[str], n_resamples: int, rng: np.
             "n_eval_non_members": int((labels == 0).sum()),
             "threshold": float(thresholds[i]),
             **{key: tpr_at_fpr(labels, folds.evaluation_scores[i], fpr) for key, fpr in LOW_FPRS.items()},
-            "accuracy": metrics["accuracy"],
-            "precision": metrics["precision"],
-            "recall": metrics["recall"],
+            **metrics,  # accuracy, macro and member-class precision / recall / F1
         }
         for metric in ("auc", "macro_f1"):
             values = getattr(replicates, metric)

@@ -3,8 +3,8 @@
 Labels are 1 for a member (the positive class) and 0 for a non-member; every
 score is oriented so that higher means "more likely a member". The metrics are
 the ones the seed papers report: ROC AUC and TPR at a fixed low FPR
-(threshold-free; MIMIR, CodeSnitch), accuracy / precision / recall / macro F1
-at a threshold (SrDetection Tables 1-2) and CodeSnitch's best balanced
+(threshold-free; MIMIR, CodeSnitch), accuracy and macro precision / recall / F1
+at a threshold (SrDetection Tables 1-2; member-class ones beside them) and CodeSnitch's best balanced
 accuracy. Threshold-free metrics need both classes; with only one present they
 return NaN rather than raise, so a degenerate split shows up as a missing
 value in a results table. ``roc_auc``, ``choose_threshold`` and ``macro_f1``
@@ -134,15 +134,27 @@ def macro_f1(labels: ArrayLike, predictions: ArrayLike) -> float | np.ndarray:
 
 
 def decision_metrics(labels: ArrayLike, predictions: ArrayLike) -> dict[str, float]:
-    """Accuracy, member-class precision and recall, and macro F1 of 0/1 predictions.
+    """Accuracy and precision, recall and F1 of 0/1 predictions, macro-averaged over
+    the member and the non-member class as SrDetection's Tables 1-2 report them
+    ("F1-Macro"), and of the member class alone (``member_*``).
 
-    Undefined ratios (no predicted or no actual members) count as 0, and
-    macro F1 always averages over both classes (sklearn's ``zero_division=0``).
+    Undefined ratios (a class never predicted or never present) count as 0,
+    and the macro averages always average over both classes (sklearn's
+    ``average="macro", zero_division=0``).
     """
     tp, fp, fn, tn = (int(c) for c in _confusion(labels, predictions))
+
+    def ratio(hits: int, total: int) -> float:
+        return hits / total if total else 0.0
+
+    member_precision, member_recall = ratio(tp, tp + fp), ratio(tp, tp + fn)
+    other_precision, other_recall = ratio(tn, tn + fn), ratio(tn, tn + fp)
     return {
         "accuracy": (tp + tn) / (tp + fp + fn + tn),
-        "precision": tp / (tp + fp) if tp + fp else 0.0,
-        "recall": tp / (tp + fn) if tp + fn else 0.0,
+        "macro_precision": (member_precision + other_precision) / 2,
+        "macro_recall": (member_recall + other_recall) / 2,
         "macro_f1": macro_f1(labels, predictions),
+        "member_precision": member_precision,
+        "member_recall": member_recall,
+        "member_f1": ratio(2 * tp, 2 * tp + fp + fn),
     }

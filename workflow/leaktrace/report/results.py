@@ -125,7 +125,8 @@ def detection_sections(detection: Sequence[dict]) -> list[str]:
                 f"fitted on the calibration fold ({rows[0]['n_calibration']} samples); a method scored on fewer samples "
                 "(column n eval) is evaluated on its own and compared with the baseline on those. 95% bootstrap CIs refit the threshold "
                 f"in every replicate; Δ is the method minus {BASELINE} on the same replicates (paired), 'beats' the share of "
-                "replicates where the method is higher. Accuracy, precision and recall are in detection.parquet.\n",
+                "replicates where the method is higher. Accuracy and macro precision and recall (SrDetection's Tables 1-2), and "
+                "member-class precision, recall and F1, are in detection.parquet.\n",
                 markdown_table(
                     [{"method": method_label(r), "n eval": "–" if r.get("n_eval") is None else f"{r['n_eval']} ({r['n_eval_non_members']})",
                       "AUC [95% CI]": with_interval(r["auc"], r["auc_low"], r["auc_high"]),

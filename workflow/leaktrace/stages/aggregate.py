@@ -58,11 +58,14 @@ DETECTION_SCHEMA = pa.schema(
         ("tpr_at_1fpr", pa.float64()),  # null: not estimable (1% < 1 / evaluation non-members)
         ("tpr_at_5fpr", pa.float64()),
         ("accuracy", pa.float64()),
-        ("precision", pa.float64()),
-        ("recall", pa.float64()),
+        ("macro_precision", pa.float64()),  # SrDetection's Tables 1-2: averaged over members and non-members
+        ("macro_recall", pa.float64()),
         ("macro_f1", pa.float64()),
         ("macro_f1_low", pa.float64()),
         ("macro_f1_high", pa.float64()),
+        ("member_precision", pa.float64()),  # the member class alone
+        ("member_recall", pa.float64()),
+        ("member_f1", pa.float64()),
         # the method minus SrDetection gray-box, paired bootstrap; null without SrDetection gray-box
         ("delta_auc", pa.float64()),
         ("delta_auc_low", pa.float64()),

@@ -1,22 +1,25 @@
 """variants: the identifier lexicon of the code corpus, then n
 semantics-preserving variants of every sample that passed the function
-filters (kind "rename", ``variant_id`` 1..n, for the detectors) and
-n_filter more, drawn from a stream of their own and never equal to a
-detector variant (kind "filter", ids n+1..n+n_filter, for SrDetection's
-pre-exposure filter only); a sample may get fewer of either. Other
-generators' detector sets follow, n ids each, scored only by SrDetection's
-per-generator instances: with ``llm.variant_llm``, kind "llm" (the LLM's
-renamings that pass the test, topped up by the AST renamer); with
-``test_cases`` = k > 0, SrDetection's test-case transformation (tau_t,
-offline) on top of the first k variants of each renaming set, kinds
-"ast+tt" and "llm+tt". Column ``generator``
-says what made each variant ("ast", "llm", each with "+tt" after tau_t).
-The original
+filters, made as SrDetection composes them (Sec. 3.1.1), x_i = tau_t(tau_v(tau_f(x))):
+names renamed (by the AST renamer, or with ``llm.variant_llm`` by the LLM,
+Table 7's prompt, topped up by the AST renamer), then, with
+``test_cases.compose``, the examples in the docstring replaced by new ones
+wherever tau_t applies (a function's doctests and prose examples; a whole
+program's input/output blocks). Kind "rename" (``variant_id`` 1..n) is
+that headline set, for the detectors; kind "filter" (ids n+1..n+n_filter),
+n_filter more made the same way by the AST renamer from a stream of their
+own and never equal to a detector variant, is SrDetection's pre-exposure
+filter's only; a sample may get fewer of either. Other generators' sets
+follow, n ids each, scored only by SrDetection's per-generator instances:
+"ast" / "llm", the first ``test_cases.untransformed`` headline renamings
+without tau_t (where tau_t changed one of them), and with ``llm.variant_llm``
+the AST renamer's set made as the headline would be without the LLM
+("ast+tt", or "ast" without tau_t). Column ``generator`` says what made each
+variant ("ast", "llm", each with "+tt" where tau_t changed it). The original
 is run against its tests in the sandbox and stored as ``variant_id`` 0; a
 variant is valid iff it behaves exactly as the original under them: the
 HumanEval-style test's calls, or, for an APPS-style whole program, its
-output on each of the first ``io_cases`` standard inputs (tau_t is skipped
-for whole programs, counted in the log). Every
+output on each of the first ``io_cases`` standard inputs. Every
 row records the sandbox's isolation level (``full``, or ``weak`` where the
 config allowed running without namespaces or cgroups). With
 ``variants.natural`` on, the sets "rename" and "filter" are drawn as a larger
@@ -51,8 +54,11 @@ from leaktrace.variants.validate import reserved_names, validate_variants
 
 log = logging.getLogger(__name__)
 
-# Other generators' detector variants, one set (kind) each, scored by SrDetection's per-generator instances only.
-VARIANT_SETS = ("ast+tt", "llm", "llm+tt")
+# Other generators' detector variants, one set (kind) each, scored by SrDetection's per-generator instances only:
+# the headline's first renamings without tau_t ("ast" or, with an LLM renamer, "llm"), and with an LLM renamer
+# the AST renamer's set made as the headline is ("ast+tt"; "ast" without tau_t).
+VARIANT_SETS = ("ast", "ast+tt", "llm")
+COMPOSED_KINDS = ("rename", "filter", "ast+tt")  # the sets tau_t is composed into
 
 LEXICON_SCHEMA = pa.schema([("kind", pa.string()), ("name", pa.string()), ("count", pa.int64())])
 
@@ -109,12 +115,14 @@ def make_variants_table(
                                      rng=rng_for(seed, "filter-variants", s["sample_id"]), reserved=reserved,
                                      exclude=[v.text for v in detector], names_per_variant=per_variant)
         sets.append({"rename": [("ast", v) for v in detector], "filter": [("ast", v) for v in pre_exposure]})
-    if llm is not None:
+    test_cases = settings["test_cases"]
+    if llm is not None:  # the LLM's renamings are the headline set; the AST renamer's another generator's
         for own, llm_set in zip(sets, _llm_sets(samples, tests, names, llm, settings, seed, limits, workers,
                                                 cache_dir), strict=True):
-            own["llm"] = llm_set
-    if settings["test_cases"]:
-        _add_test_case_sets(samples, tests, sets, settings["test_cases"], seed, limits, workers)
+            own["ast+tt" if test_cases["compose"] else "ast"], own["rename"] = own["rename"], llm_set
+    if test_cases["compose"]:
+        _compose_test_cases(samples, tests, sets, test_cases["untransformed"], "llm" if llm is not None else "ast",
+                            seed, limits, workers)
     rows, programs = [], []
     for s, (test, entry_point), own in zip(samples, tests, sets, strict=True):
         rows.append({"sample_id": s["sample_id"], "variant_id": 0, "kind": "original", "text": s["code"],
@@ -169,33 +177,32 @@ def select_natural_variants(pool: Path, model: dict, batch: dict, settings: dict
                  kind, len(kept), len(pooled), lm.name, mean_gap(kept), mean_gap(pooled))
 
 
-def _add_test_case_sets(samples: list[dict], tests: list[tuple], sets: list[dict], k: int, seed: int,
-                        limits: SandboxLimits, workers: int) -> None:
-    """tau_t on top of the first `k` variants of each renaming set: x_i =
-    tau_t(tau_v(tau_f(x))), kind "<set>+tt"; one sandbox run per sample and set.
-    A whole program (no entry point: APPS's stdin/stdout problems) has no
-    function whose examples tau_t could recompute: skipped, and counted
-    under that reason."""
-    outcomes = Counter()
-    bases = []
-    for i, own in enumerate(sets):
-        for kind in ("rename", "llm"):
-            if own.get(kind):
-                if tests[i][1] is None:
-                    outcomes["skipped: a whole program, no function to call"] += 1
-                else:
-                    bases.append((i, kind))
-    plans = [plan_test_cases(samples[i]["code"], tests[i][1], tests[i][0], len(sets[i][kind][:k]),
-                             rng_for(seed, "test-cases", kind, samples[i]["sample_id"])) for i, kind in bases]
-    for (i, kind), plan, result in zip(bases, plans, run_plans(plans, limits, workers=workers), strict=True):
-        members = sets[i][kind][:k]
-        transformed = apply_plan(plan, result, [(v.text, v.entry_point) for _, v in members])
-        outcomes[transformed.outcome] += 1
-        composed = [(f"{generator}+tt", replace(v, text=text))
-                    for (generator, v), text in zip(members, transformed.texts, strict=True) if text]
-        if composed:
-            sets[i]["ast+tt" if kind == "rename" else "llm+tt"] = composed
-    log.info("test-case transformation (samples x sets): %s", dict(sorted(outcomes.items())))
+def _compose_test_cases(samples: list[dict], tests: list[tuple], sets: list[dict], untransformed: int,
+                        untransformed_kind: str, seed: int, limits: SandboxLimits, workers: int) -> None:
+    """tau_t composed into every variant of the sets COMPOSED_KINDS where it applies, in place:
+    x_i = tau_t(tau_v(tau_f(x))), generator "<renamer>+tt"; a variant whose examples tau_t could
+    not replace stays the renaming alone. One sandbox run per sample (a whole program's may
+    take a few, `testcases.run_plans`). The first `untransformed` headline variants are kept
+    as they were before, as set `untransformed_kind`, where tau_t changed one of them."""
+    members = [[(kind, member) for kind in COMPOSED_KINDS for member in own.get(kind, [])] for own in sets]
+    plans = [plan_test_cases(s["code"], entry_point, test, len(found), rng_for(seed, "test-cases", s["sample_id"]))
+             for s, (test, entry_point), found in zip(samples, tests, members, strict=True)]
+    outcomes, changed = Counter(), Counter()
+    for own, plan, result, found in zip(sets, plans, run_plans(plans, limits, workers=workers), members, strict=True):
+        transformed = apply_plan(plan, result, [(v.text, v.entry_point) for _, (_, v) in found])
+        outcomes[transformed.outcome if found else "no variants"] += 1
+        before = list(own.get("rename", []))
+        for kind in COMPOSED_KINDS:
+            if kind in own:
+                own[kind] = []
+        for (kind, (generator, v)), text in zip(found, transformed.texts, strict=True):
+            own[kind].append((f"{generator}+tt", replace(v, text=text)) if text else (generator, v))
+            changed[kind] += text is not None
+        first = before[:untransformed]
+        if any(new.text != old.text for (_, new), (_, old) in zip(own["rename"], first)):
+            own[untransformed_kind] = first
+    log.info("test-case transformation (samples): %s; variants given new examples: %s",
+             dict(sorted(outcomes.items())), dict(changed))
 
 
 def _llm_sets(samples: list[dict], tests: list[tuple], names: NameProposer, llm: dict, settings: dict, seed: int,

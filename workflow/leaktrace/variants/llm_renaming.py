@@ -7,7 +7,8 @@ Pure renaming is checked on the token stream: the same tokens in the same
 order with the same text between them (formatting, blank lines), where a
 name may change only if it changes the same way everywhere, two names never
 become one, and neither keywords, attributes (the name after a dot),
-builtins, imported names nor names the test uses change; a string or
+builtins, imported names, names the test uses nor names the program
+reaches by string (`renaming.dynamic_names`) change; a string or
 comment is the original with the same renames applied to some of its
 whole words, or none (the prompt asks identifiers in comments to follow).
 The sandbox then decides whether the survivors behave as the original
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from leaktrace.models.backend import Completion, Sampling
-from leaktrace.variants.renaming import Variant
+from leaktrace.variants.renaming import Variant, dynamic_names
 
 PROMPT_PATH = Path(__file__).resolve().parents[3] / "resources" / "prompts" / "srdetection_renaming.txt"
 PLACEHOLDER = "{{python_code_snippet}}"
@@ -115,6 +116,9 @@ def check_renaming(original: str, candidate: str, reserved: Collection[str] = ()
     imported = _imported(original)
     if imported & set(renames):
         return None, f"fixed name: imported {sorted(imported & set(renames))}"
+    reached_by_string = dynamic_names(original) & set(renames)
+    if reached_by_string:
+        return None, f"dynamic name: {sorted(reached_by_string)} reached by string"
     for (a, _, _), (b, _, _) in zip(old, new, strict=True):
         if a.type in (token.STRING, token.COMMENT) and not _renamed_text(a.string, b.string, renames):
             return None, f"text changed: line {a.start[0]}"

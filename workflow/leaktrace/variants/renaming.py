@@ -14,12 +14,36 @@ identifier is resolved to the binding it refers to, and a binding is renamed
 only if all its occurrences can be renamed together. Builtins, attributes,
 imported names, class members and the parameters of methods (which callers
 reach through attributes) keep their names.
+
+Nor does a name the program reaches by string at run time, where renaming
+it would break the program (`_ScopeAnalysis` records each such use, and
+`renamables` leaves out what it can reach):
+
+- a string literal equal to a name (``getattr(module, "solve")``,
+  ``__all__ = ["solve"]``, ``f(**{"width": 3})``, a registry's key), and
+  every identifier in the literal code given to ``eval``, ``exec`` or
+  ``compile``: every binding of that name keeps it;
+- ``locals()``, ``vars()`` or ``dir()`` without arguments (``"{x}".format(**locals())``,
+  ``"%(x)s" % locals()``), a frame's ``f_locals``, and ``eval`` / ``exec`` of
+  code that is not a literal, with no namespace of its own: the whole
+  function (every name bound in it or its nested scopes, and every outer
+  name it uses) keeps its names;
+- ``globals()``, a frame's ``f_globals``, ``sys.modules`` and
+  ``__import__`` / ``import_module`` of ``__name__`` (the module object, for
+  ``getattr``), and ``eval`` / ``exec`` as above: every module-level name;
+- ``f.__name__`` / ``__qualname__`` (a registry keyed by function name) keep
+  the name of the function ``f`` is, and ``f.__code__``, ``__annotations__``,
+  ``__kwdefaults__``, ``__signature__`` and ``inspect.signature(f)``-like calls
+  (which show parameter and local names) the whole function; where ``f`` is
+  not a name bound once by a ``def`` (a parameter, a loop variable), every
+  function's name (and, for the second kind, every function whole).
 """
 
 from __future__ import annotations
 
 import ast
 import bisect
+import builtins
 import contextlib
 import io
 import itertools
@@ -57,6 +81,16 @@ _PARAM_SECTION = re.compile(r"\s*(Args|Arguments|Parameters|Params|Keyword Args|
 _PARAM_ENTRY = re.compile(r"\s*\**(\w+)\s*(\([^)]*\))?\s*:")
 _UNDERLINE = re.compile(r"\s*-{3,}\s*$")
 _STRING_HEAD = re.compile(r"""\w*('''|\"\"\"|'|")""")
+
+# Run-time name lookups (module docstring): builtins that read the calling function's namespace
+# without arguments, read the module's, and run code; attributes that show a function's name, or
+# its code (parameter and local names); calls that show the latter.
+_FUNCTION_NAMESPACE_READS = frozenset({"locals", "vars", "dir"})
+_CODE_RUNNERS = frozenset({"eval", "exec"})
+_NAME_ATTRIBUTES = frozenset({"__name__", "__qualname__"})
+_CODE_ATTRIBUTES = frozenset({"__code__", "__annotations__", "__kwdefaults__", "__signature__"})
+_INTROSPECTORS = frozenset({"signature", "getfullargspec", "getargspec", "getcallargs", "getsource", "getsourcelines"})
+_MODULE_IMPORTERS = frozenset({"__import__", "import_module"})
 
 
 @dataclass(frozen=True)
@@ -152,6 +186,12 @@ def replay_renames(code: str, entry_point: str, renames: Mapping[str, str], *,
                    renames=applied)
 
 
+def dynamic_names(code: str) -> frozenset[str]:
+    """The names of `code`'s bindings that it may reach by string at run time, which
+    `make_variants` never renames (module docstring)."""
+    return _ScopeAnalysis(_parse(code), io.StringIO(code).readlines(), _tokenize(code)).dynamic_names()
+
+
 def _parse(code: str) -> ast.Module:
     try:
         return ast.parse(code)
@@ -196,6 +236,35 @@ class _Renamable:
     positions: list[Position]
 
 
+@dataclass(frozen=True)
+class _NamespaceRead:
+    """A run-time read of a namespace at `scope`: the enclosing function's, the module's, or
+    every function's (a frame's f_locals); `builtin` is the callee that makes it one only if it
+    is the builtin of that name."""
+
+    scope: _Scope
+    builtin: str | None = None
+    function_namespace: bool = False
+    module_namespace: bool = False
+    every_function: bool = False
+
+
+def _enclosing_function(scope: _Scope) -> _Scope:
+    """The function (or module, or class body) whose namespace a read in `scope` sees; a
+    comprehension counts as its function's."""
+    while scope.kind == "comprehension":
+        scope = scope.parent
+    return scope
+
+
+def _within(scope: _Scope, outer: _Scope) -> bool:
+    while scope is not None:
+        if scope is outer:
+            return True
+        scope = scope.parent
+    return False
+
+
 class _ScopeAnalysis(ast.NodeVisitor):
     """Resolves each identifier occurrence to its binding and finds which bindings may be renamed."""
 
@@ -213,6 +282,11 @@ class _ScopeAnalysis(ast.NodeVisitor):
         self._parameter_scopes: dict[str, list[_Scope]] = defaultdict(list)
         self._bind_events: Counter[Binding] = Counter()
         self._self_documenting = False
+        # Run-time name lookups, resolved once every binding is known (`_dynamic_bindings`).
+        self._string_names: set[str] = set()
+        self._namespace_reads: list[_NamespaceRead] = []
+        self._introspections: list[tuple[_Scope, str | None, bool]] = []  # (scope, name or None: unknown, whole?)
+        self._not_functions: list[tuple[_Scope, str]] = []  # imports and classes: their __name__ is no def's
         self.visit(tree)
 
     def renamables(self, reserved: frozenset[str]) -> tuple[dict[str, _Renamable], set[Binding]]:
@@ -220,14 +294,17 @@ class _ScopeAnalysis(ast.NodeVisitor):
         bindings they cover. A name can have renamable and frozen bindings at once."""
         frozen = {binding for scope, name in self._frozen_requests if (binding := self._resolve(scope, name))}
         positions: dict[Binding, list[Position]] = defaultdict(list)
+        referenced: list[tuple[_Scope, Binding]] = []
         for scope, name, position in [*self._occurrences, *self._keyword_occurrences()]:
             binding = self._resolve(scope, name)
             if binding is None:
                 continue
+            referenced.append((scope, binding))
             if position is None or binding[0].kind == "class":
                 frozen.add(binding)
             else:
                 positions[binding].append(position)
+        frozen |= self._dynamic_bindings(referenced)
         by_name: dict[str, _Renamable] = {}
         renamable_bindings = set()
         for binding, places in sorted(positions.items(), key=lambda item: min(item[1])):
@@ -237,6 +314,49 @@ class _ScopeAnalysis(ast.NodeVisitor):
             renamable_bindings.add(binding)
             by_name.setdefault(name, _Renamable([])).positions.extend(places)
         return by_name, renamable_bindings
+
+    def dynamic_names(self) -> frozenset[str]:
+        """The names of every binding the program may reach by string (module docstring)."""
+        referenced = [(scope, binding) for scope, name, _ in self._occurrences
+                      if (binding := self._resolve(scope, name)) is not None]
+        return frozenset(name for _, name in self._dynamic_bindings(referenced))
+
+    def _dynamic_bindings(self, referenced: Sequence[tuple[_Scope, Binding]]) -> set[Binding]:
+        """The bindings a run-time lookup may reach, among those `referenced` (scope of an
+        occurrence, the binding it resolves to)."""
+        whole: set[_Scope] = set()  # functions left alone whole
+        module_read = False
+        for read in self._namespace_reads:
+            if read.builtin is not None and self._resolve(read.scope, read.builtin) is not None:
+                continue  # the program's own function of that name, not the builtin
+            function = _enclosing_function(read.scope)
+            if read.function_namespace and function.kind != "module":
+                whole.add(function)
+            module_read |= read.module_namespace or (read.function_namespace and function.kind == "module")
+            if read.every_function:
+                whole.update(self._definition_scopes.values())
+        frozen: set[Binding] = set()
+        not_functions = {binding for scope, name in self._not_functions if (binding := self._resolve(scope, name))}
+        for scope, name, is_code in self._introspections:
+            binding = self._resolve(scope, name) if name is not None else None
+            if binding in not_functions or binding is None and name is not None and hasattr(builtins, name):
+                continue  # a module's, class's or builtin's name: never renamed
+            definitions = self._definitions.get(binding, []) if binding is not None else []
+            if len(definitions) == 1 and self._bind_events[binding] == 1:
+                frozen.add(binding)
+                if is_code:
+                    whole.add(self._definition_scopes[definitions[0]])
+            else:  # which function it is is known only at run time: every one
+                frozen.update(self._definitions)
+                if is_code:
+                    whole.update(self._definition_scopes.values())
+        for scope, binding in referenced:
+            owner = binding[0]
+            if binding[1] in self._string_names or (module_read and owner is self.module) or any(
+                    _within(owner, function) or (owner.kind != "module" and _within(scope, function))
+                    for function in whole):  # a function's own names and the closure's it uses
+                frozen.add(binding)
+        return frozen
 
     def _keyword_occurrences(self) -> list[tuple[_Scope, str, Position | None]]:
         """Keyword arguments of calls to names bound in the module, as occurrences of parameters.
@@ -359,6 +479,7 @@ class _ScopeAnalysis(ast.NodeVisitor):
             self.visit(expression)
         self._bind(self._scope, node.name)
         self._frozen_requests.append((self._scope, node.name))
+        self._not_functions.append((self._scope, node.name))
         with self._new_scope("class"):
             for statement in node.body:
                 self.visit(statement)
@@ -395,6 +516,7 @@ class _ScopeAnalysis(ast.NodeVisitor):
                 name = alias.asname or alias.name.split(".")[0]
                 self._bind(self._scope, name)
                 self._frozen_requests.append((self._scope, name))
+                self._not_functions.append((self._scope, name))
 
     visit_ImportFrom = visit_Import
 
@@ -424,6 +546,64 @@ class _ScopeAnalysis(ast.NodeVisitor):
                 if keyword.arg is not None:
                     position = self._locate(keyword.arg, keyword.lineno, keyword.col_offset)
                     self._keywords.append((self._scope, node.func.id, keyword.arg, position))
+        self._record_lookup_call(node)
+
+    # -- run-time name lookups (module docstring) ----------------------------
+
+    def _record_lookup_call(self, node: ast.Call) -> None:
+        func = node.func
+        callee = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        if isinstance(func, ast.Name):
+            if callee in _FUNCTION_NAMESPACE_READS and not node.args and not node.keywords:
+                self._namespace_reads.append(_NamespaceRead(self._scope, callee, function_namespace=True))
+            elif callee == "globals":
+                self._namespace_reads.append(_NamespaceRead(self._scope, callee, module_namespace=True))
+            elif callee in _CODE_RUNNERS or callee == "compile":
+                self._record_code_run(node, callee)
+        if callee in _MODULE_IMPORTERS and any(isinstance(a, ast.Name) and a.id == "__name__" for a in node.args):
+            self._namespace_reads.append(_NamespaceRead(self._scope, module_namespace=True))
+        if callee in _INTROSPECTORS and node.args:
+            self._record_introspection(node.args[0], is_code=True)
+
+    def _record_code_run(self, node: ast.Call, callee: str) -> None:
+        """eval / exec / compile: the names in literal code; for other code run in the caller's
+        own namespaces, those namespaces (compile's code runs later, through eval or exec)."""
+        code = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "source"), None)
+        if isinstance(code, ast.Constant) and isinstance(code.value, str | bytes):
+            text = code.value if isinstance(code.value, str) else code.value.decode("latin-1")
+            self._string_names.update(re.findall(_IDENTIFIER, text))
+            return
+        own_namespaces = len(node.args) > 1 or any(k.arg in ("globals", "locals") for k in node.keywords)
+        if callee != "compile" and not own_namespaces:
+            self._namespace_reads.append(
+                _NamespaceRead(self._scope, callee, function_namespace=True, module_namespace=True))
+
+    def _record_introspection(self, receiver: ast.expr, *, is_code: bool) -> None:
+        """`receiver.__name__` (or its code, `is_code`): the name of a function, or None where
+        the receiver is no plain name. A class's name (``type(x).__name__``) is never renamed."""
+        if isinstance(receiver, ast.Name):
+            self._introspections.append((self._scope, receiver.id, is_code))
+        elif not (isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "type"
+                  or isinstance(receiver, ast.Attribute) and receiver.attr == "__class__"):
+            self._introspections.append((self._scope, None, is_code))
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        self.generic_visit(node)
+        if node.attr in _NAME_ATTRIBUTES or node.attr in _CODE_ATTRIBUTES:
+            self._record_introspection(node.value, is_code=node.attr in _CODE_ATTRIBUTES)
+        elif node.attr == "f_locals":  # some frame's locals: any function's, or the module's
+            self._namespace_reads.append(_NamespaceRead(self._scope, module_namespace=True, every_function=True))
+        elif node.attr == "f_globals" or node.attr == "modules" and isinstance(node.value, ast.Name) \
+                and node.value.id == "sys":
+            self._namespace_reads.append(_NamespaceRead(self._scope, module_namespace=True))
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and node.value.isidentifier():
+            self._string_names.add(node.value)
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+            self.generic_visit(node)  # a docstring or other bare string is text the program never looks up
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
         """In f"{x=}" the name is also output text, so renaming `x` would change the string."""
@@ -431,7 +611,8 @@ class _ScopeAnalysis(ast.NodeVisitor):
         for value in node.values:
             documented = isinstance(previous, ast.Constant) and str(previous.value).rstrip().endswith("=")
             self._self_documenting, outer = documented or self._self_documenting, self._self_documenting
-            self.visit(value)
+            if not isinstance(value, ast.Constant):  # literal text between fields is part of no name
+                self.visit(value)
             self._self_documenting = outer
             previous = value
 

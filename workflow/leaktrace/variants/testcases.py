@@ -15,19 +15,34 @@ example's was) and both the call and its output fit the docstring verbatim
 exact: only the example's lines change, the code outside docstrings stays
 byte-identical (checked on the AST), and a program with no example the
 generator can replace is left as it is.
+
+A whole program run on standard input (APPS's stdin/stdout problems) has
+no function to call: its examples are the input and output blocks of its
+module docstring, as APPS's problem statements write them (a line
+``Input`` / ``Sample Input`` / ``-----Sample Input 1-----``, the input's
+lines, then ``Output`` and the output's lines; a plain ``-----Input-----``
+heads the format's description, not an example). New inputs are the
+sample's own test inputs first, then the example's with its integers moved
+(`similar_value`); the original runs on each in the sandbox, and an input is
+used only if the original ends with status 0 and prints an output that fits
+the docstring, and only for an example whose shown output is what the
+original prints on its shown input (APPS's strict comparison).
 """
 
 from __future__ import annotations
 
 import ast
-import math
+import functools
 import random
 import re
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from leaktrace.sandbox import SandboxLimits, SandboxResult, run_many
+from leaktrace.data.io_tests import IoTests
+from leaktrace.sandbox import SandboxLimits, run_python, run_stdio
+from leaktrace.sandbox.runner import in_parallel
+from leaktrace.sandbox.stdio import outputs_match
 
 _INLINE_SEPARATOR = re.compile(r"\s*(==|➞|=>|->)\s*")
 _DOCTEST = re.compile(r"(?P<indent>\s*)>>> (?P<source>.*?)\s*$")
@@ -39,8 +54,10 @@ _OK = "ok"  # the outcome of a call that returned (else "raised")
 _DECIMALS = 4
 _FRACTION = re.compile(r"\d\.(\d+)")
 # A run makes about a hundred calls on inputs the size of the examples'; one
-# that takes longer met an input too large for the program (the sample keeps its examples).
-TIMEOUT_S = 2.0
+# that takes longer met an input too large for the program (the sample keeps its
+# examples). The limit is CPU time, so that which inputs a run keeps does not
+# depend on how loaded the machine is; the wall clock keeps the sandbox's.
+CPU_S = 2
 RESULT = "__leaktrace_result"  # the variable the appended caller leaves the outcomes in
 # Appended to the original program: calls the entry point on each input, catching what it raises.
 _CALLER = """
@@ -105,6 +122,7 @@ def find_examples(code: str, entry_point: str) -> list[Example]:
 
 
 def _docstring_node(definition: ast.AST | None) -> ast.Constant | None:
+    """The docstring of a module, function or class, if it has one."""
     if definition is None or not definition.body:
         return None
     first = definition.body[0]
@@ -291,7 +309,11 @@ def rewrite_examples(code: str, entry_point: str, examples: Sequence[Example],
         else:
             block = [f"{example.indent}{example.head}{call}{example.separator}{new.output!r}{newline}"]
         lines[example.start:example.end] = block
-    text = "".join(lines)
+    return _docstrings_only_changed(code, "".join(lines))
+
+
+def _docstrings_only_changed(code: str, text: str) -> str:
+    """`text`, the rewrite of `code`; ValueError if it changed anything but docstring text."""
     try:
         same = _without_docstrings(text) == _without_docstrings(code)
     except SyntaxError:
@@ -304,7 +326,8 @@ def rewrite_examples(code: str, entry_point: str, examples: Sequence[Example],
 def _without_docstrings(code: str) -> str:
     tree = ast.parse(code)
     for node in ast.walk(tree):
-        docstring = _docstring_node(node) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) else None
+        docstring = _docstring_node(node) if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
+                                                        | ast.ClassDef) else None
         if docstring is not None:
             docstring.value = ""
     return ast.dump(tree)
@@ -323,7 +346,7 @@ class Transformed:
 
 @dataclass(frozen=True)
 class Plan:
-    """What tau_t needs computed for one program: its examples, the candidate
+    """What tau_t needs computed for one function: its examples, the candidate
     inputs for each example of each variant, and the program that computes
     every input's outcome under the original (None when there is nothing to do)."""
 
@@ -333,8 +356,13 @@ class Plan:
     program: str | None
 
 
-def plan_test_cases(code: str, entry_point: str, test: str, n_variants: int, rng: random.Random) -> Plan:
-    """Examples and candidate inputs for `n_variants` variants of the original `code`, each with inputs of its own."""
+def plan_test_cases(code: str, entry_point: str | None, test: str | IoTests, n_variants: int,
+                    rng: random.Random) -> Plan | ProgramPlan:
+    """Examples and candidate inputs for `n_variants` variants of the original `code`, each with inputs of
+    its own: a function's (HumanEval-style `test`), or a whole program's (no entry point, `test` its
+    standard inputs and outputs)."""
+    if entry_point is None:
+        return _plan_program(code, test, n_variants, rng)
     examples = find_examples(code, entry_point)
     if not examples or not n_variants:
         return Plan(examples, [], {}, None)
@@ -346,21 +374,25 @@ def plan_test_cases(code: str, entry_point: str, test: str, n_variants: int, rng
     return Plan(examples, candidates, inputs, program)
 
 
-def run_plans(plans: Sequence[Plan], limits: SandboxLimits, *, workers: int) -> list[SandboxResult | None]:
-    """The sandbox's run of each plan's program (None for a plan with nothing to run), `workers` at a time."""
-    todo = [i for i, plan in enumerate(plans) if plan.program is not None]
-    results: list[SandboxResult | None] = [None] * len(plans)
-    limits = replace(limits, timeout_s=min(limits.timeout_s, TIMEOUT_S), cpu_s=min(limits.cpu_s, math.ceil(TIMEOUT_S)))
-    ran = run_many([plans[i].program for i in todo], limits, workers=workers, result_expr=RESULT)
-    for i, result in zip(todo, ran, strict=True):
-        results[i] = result
-    return results
+def run_plans(plans: Sequence[Plan | ProgramPlan], limits: SandboxLimits, *, workers: int) -> list:
+    """What the sandbox computed for each plan, `workers` at a time: a function plan's run
+    (a SandboxResult), a whole program's outputs by input (`_run_program_plan`), None for
+    a plan with nothing to run. A function's run, or each input of a whole program, gets
+    at most CPU_S of CPU time."""
+    limits = replace(limits, cpu_s=min(limits.cpu_s, CPU_S))
+    calls = [functools.partial(_run_program_plan, plan, limits) if isinstance(plan, ProgramPlan)
+             else functools.partial(run_python, plan.program, limits, result_expr=RESULT)
+             for plan in plans if plan.program is not None]
+    ran = iter(in_parallel(calls, workers))
+    return [next(ran) if plan.program is not None else None for plan in plans]
 
 
-def apply_plan(plan: Plan, result: SandboxResult | None, variants: Sequence[tuple[str, str]]) -> Transformed:
-    """tau_t on each (text, entry point) variant, with the outcomes of the plan's run."""
+def apply_plan(plan: Plan | ProgramPlan, result, variants: Sequence[tuple[str, str | None]]) -> Transformed:
+    """tau_t on each (text, entry point) variant, with what `run_plans` computed for the plan."""
     if plan.program is None:
         return Transformed([None] * len(variants), "no examples")
+    if isinstance(plan, ProgramPlan):
+        return _apply_program_plan(plan, result, variants)
     if result.status != "ok":
         return Transformed([None] * len(variants), f"sandbox {result.status}")
     by_input = dict(zip(plan.inputs, map(tuple, result.return_value), strict=True))
@@ -374,3 +406,175 @@ def apply_plan(plan: Plan, result: SandboxResult | None, variants: Sequence[tupl
             continue
         texts.append(rewrite_examples(text, name, own, replacements))
     return Transformed(texts, "transformed" if any(texts) else "no usable input")
+
+
+# ---------------------------------------------------------------------------
+# Whole programs: examples in the module docstring, run on standard input
+
+# An example's header: "Input", "Sample Input 2", "Example Output:", "-----Sample Input-----"; a header
+# between dashes names an example only with "sample" or "example" ("-----Input-----" heads the format).
+_EXAMPLE_HEADER = re.compile(r"\s*(?P<dashes>-*)\s*(?P<label>(?:(?:sample|example)s?\s+)?(?P<kind>input|output)"
+                             r"(?:\s*#?\d+)?)\s*:?\s*-*\s*$", re.IGNORECASE)
+_SECTION = re.compile(r"\s*-{3,}.*-{3,}\s*$")  # "-----Note-----": a block ends there
+_MAX_BLOCK_LINES = 20
+_INTEGER = re.compile(r"(?<![\w.])-?\d+(?![\w.])")
+# At most this many sandbox runs per program: a run stops at the first input the program fails on.
+_PROGRAM_RUNS = 4
+
+
+@dataclass(frozen=True)
+class ProgramExample:
+    """An input block (lines ``input_start``..``input_end``, 0-based, end exclusive) and the
+    output block after it in a whole program's docstring, with their texts."""
+
+    input_start: int
+    input_end: int
+    output_start: int
+    output_end: int
+    input: str
+    shown: str
+
+
+@dataclass(frozen=True)
+class ProgramPlan:
+    """What tau_t needs computed for one whole program: the original's output on every input."""
+
+    examples: list[ProgramExample]
+    candidates: list[list[list[str]]]  # [variant][example] -> candidate inputs
+    inputs: list[str]  # the old examples' and every candidate, distinct
+    program: str | None
+
+
+def _example_header(line: str) -> str | None:
+    """"input" or "output" if `line` heads an example's block."""
+    match = _EXAMPLE_HEADER.fullmatch(line.rstrip("\n"))
+    if match is None or (match["dashes"] and not re.match(r"(sample|example)", match["label"], re.IGNORECASE)):
+        return None
+    return match["kind"].lower()
+
+
+def find_program_examples(code: str) -> list[ProgramExample]:
+    """The input/output examples in the module docstring of a whole program."""
+    docstring = _docstring_node(ast.parse(code))
+    if docstring is None:
+        return []
+    lines = code.splitlines(keepends=True)
+    last = docstring.end_lineno - 1  # the closing line holds the quotes: blocks end above it
+
+    def block_end(start: int) -> int:
+        end = start
+        while end < last and _example_header(lines[end]) is None and not _SECTION.fullmatch(lines[end].rstrip("\n")):
+            end += 1
+        while end > start and not lines[end - 1].strip():
+            end -= 1  # blank lines before the next header belong to no block
+        return end
+
+    examples, i = [], docstring.lineno  # the opening line holds the quotes: blocks start below
+    while i < last:
+        if _example_header(lines[i]) != "input":
+            i += 1
+            continue
+        input_end = block_end(i + 1)
+        output_header = input_end
+        while output_header < last and not lines[output_header].strip():
+            output_header += 1
+        if output_header >= last or _example_header(lines[output_header]) != "output":
+            i = max(input_end, i + 1)
+            continue
+        output_end = block_end(output_header + 1)
+        block = lines[i + 1:input_end], lines[output_header + 1:output_end]
+        if all(0 < len(part) <= _MAX_BLOCK_LINES and _fits_block("".join(part)) for part in block):
+            examples.append(ProgramExample(i + 1, input_end, output_header + 1, output_end, "".join(block[0]),
+                                           "".join(block[1])))
+        i = output_end
+    return examples
+
+
+def _fits_block(text: str) -> bool:
+    """Whether `text` can stand verbatim in a docstring as a block of lines."""
+    lines = text.splitlines()
+    return bool(text.strip()) and len(lines) <= _MAX_BLOCK_LINES and "\\" not in text and '"""' not in text \
+        and "'''" not in text and all(len(line) <= 200 for line in lines)
+
+
+def program_candidate_inputs(example: ProgramExample, test_inputs: Sequence[str], rng: random.Random) -> list[str]:
+    """New standard inputs for `example`: the sample's own test inputs of about its size first
+    (drawn in random order), then the example's input with its integers moved; never the example's."""
+    size = len(example.input.splitlines())
+    own = [text for text in test_inputs if text != example.input and _fits_block(text)
+           and len(text.splitlines()) <= 2 * size + 2]
+    candidates = rng.sample(own, min(len(own), CANDIDATES_PER_EXAMPLE))
+    for _ in range(4 * CANDIDATES_PER_EXAMPLE):
+        if len(candidates) >= CANDIDATES_PER_EXAMPLE:
+            break
+        moved = _INTEGER.sub(lambda m: str(similar_value(int(m.group()), rng)), example.input)
+        if moved != example.input and moved not in candidates:
+            candidates.append(moved)
+    return candidates
+
+
+def _plan_program(code: str, tests: IoTests, n_variants: int, rng: random.Random) -> ProgramPlan:
+    examples = find_program_examples(code)
+    if not examples or not n_variants:
+        return ProgramPlan(examples, [], [], None)
+    candidates = [[program_candidate_inputs(example, tests.inputs, rng) for example in examples]
+                  for _ in range(n_variants)]
+    inputs = [e.input for e in examples] + [text for per_variant in candidates for options in per_variant
+                                            for text in options]
+    return ProgramPlan(examples, candidates, list(dict.fromkeys(inputs)), code)
+
+
+def _run_program_plan(plan: ProgramPlan, limits: SandboxLimits) -> dict[str, str | None]:
+    """The original's standard output on each input of the plan, None where it did not end
+    with status 0 (or was not run: after `_PROGRAM_RUNS` runs the rest stays unknown)."""
+    outputs: dict[str, str | None] = {}
+    todo = list(plan.inputs)
+    for _ in range(_PROGRAM_RUNS):
+        if not todo:
+            break
+        result = run_stdio(plan.program, todo, limits)
+        if result.status != "ok" or not result.return_value:
+            break
+        for text, outcome in zip(todo, result.return_value):
+            outputs[text] = outcome[2].decode("utf-8", "replace") if outcome[0] == "code" and outcome[1] == 0 else None
+        todo = todo[len(result.return_value):]
+    return outputs
+
+
+def _normalised(output: str) -> str:
+    """An output as a docstring shows it: lines without trailing spaces, no blank lines at the end."""
+    return "".join(line.rstrip() + "\n" for line in output.strip("\n").splitlines())
+
+
+def _apply_program_plan(plan: ProgramPlan, outputs: dict[str, str | None],
+                        variants: Sequence[tuple[str, str | None]]) -> Transformed:
+    shows = [outputs.get(e.input) is not None and outputs_match(outputs[e.input], e.shown) for e in plan.examples]
+    if not any(shows):
+        return Transformed([None] * len(variants), "examples not the original's output")
+    texts = []
+    for (text, _), per_variant in zip(variants, plan.candidates, strict=True):
+        own = find_program_examples(text)
+        if [(e.input, e.shown) for e in own] != [(e.input, e.shown) for e in plan.examples]:
+            texts.append(None)
+            continue
+        replacements = []
+        for shown, options in zip(shows, per_variant, strict=True):
+            pick = next(((new, _normalised(outputs[new])) for new in options if shown and outputs.get(new)
+                         and outputs[new].strip() and _fits_block(outputs[new])), None)
+            replacements.append(pick)
+        texts.append(None if all(r is None for r in replacements) else _rewrite_program_examples(text, own, replacements))
+    return Transformed(texts, "transformed" if any(texts) else "no usable input")
+
+
+def _rewrite_program_examples(code: str, examples: Sequence[ProgramExample],
+                              replacements: Sequence[tuple[str, str] | None]) -> str:
+    """`code` with each example's input and output blocks replaced; raises ValueError if
+    anything but docstring text would change."""
+    lines = code.splitlines(keepends=True)
+    for example, new in sorted(zip(examples, replacements, strict=True), key=lambda pair: -pair[0].input_start):
+        if new is None:
+            continue
+        new_input, new_output = (part if part.endswith("\n") else part + "\n" for part in new)
+        lines[example.output_start:example.output_end] = [new_output]
+        lines[example.input_start:example.input_end] = [new_input]
+    return _docstrings_only_changed(code, "".join(lines))
