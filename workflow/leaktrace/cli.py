@@ -421,6 +421,7 @@ def _aggregate(a):
     (("--similarity",), {"type": Path, "nargs": "+", "required": True, "help": "the similarity families' tables"}),
     path("--samples", required=False),
     path("--llm-filter", required=False),
+    path("--functions", required=False),
     SETTINGS,
     SEED,
     path("--output-dir"),
@@ -428,7 +429,8 @@ def _aggregate(a):
 def _counterfactual_aggregate(a):
     from leaktrace.stages.counterfactual_aggregate import counterfactual_aggregate
 
-    counterfactual_aggregate(a.similarity, a.settings, a.seed, a.output_dir, samples=a.samples, llm_filter=a.llm_filter)
+    counterfactual_aggregate(a.similarity, a.settings, a.seed, a.output_dir, samples=a.samples, llm_filter=a.llm_filter,
+                             functions=a.functions)
 
 
 @command("contamination")
