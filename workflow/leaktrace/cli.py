@@ -368,11 +368,13 @@ def _llm_filter(a):
 
 @command("counterfactual-execution")
 @_args(path("--generations"), path("--functions"), path("--benchmark", required=False), SETTINGS, SEED,
-       (("--workers",), {"type": int, "default": 1, "help": "sandbox runs in parallel"}), path("--output"))
+       (("--workers",), {"type": int, "default": 1, "help": "sandbox runs in parallel"}), path("--output"),
+       path("--screen", required=False))  # the judges' table: HyClone's Stage-1 screen gates Stage 2
 def _counterfactual_execution(a):
     from leaktrace.stages.counterfactual_execution import counterfactual_execution
 
-    counterfactual_execution(a.generations, a.functions, a.benchmark, a.settings, a.seed, a.output, workers=a.workers)
+    counterfactual_execution(a.generations, a.functions, a.benchmark, a.settings, a.seed, a.output, workers=a.workers,
+                             screen=a.screen)
 
 
 @command("serve")
