@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -30,7 +30,6 @@ VALUE_COLUMNS = ["sample_id", "metric", "target", "reference", "delta"]
 OUTCOME_COLUMNS = ["target_outcome", "reference_outcome"]
 OK = "ok"
 YES = "YES"
-SCREENED_OUT = "screen:"  # the prefix of an execution outcome the HyClone screen decided
 
 _side_columns = [(f"{side}_{stat}", pa.float64()) for side in fm.SIDES for stat in ("mean", "std", "low", "high")]
 SUMMARY_SCHEMA = pa.schema(
