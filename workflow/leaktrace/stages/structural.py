@@ -4,10 +4,11 @@ syntax-only and dataflow-only components, and TSED, of each model's
 generated function against the ground-truth function.
 
 Both functions are whole definitions, signature plus body, dedented (a
-method's ``def`` at column 0): the App. E values of the paper reproduce only
-that way (README, "Structural similarity"). A metric needs a syntax tree, so
-a function that tree-sitter cannot parse without error gets no score: the
-row's value is null and its outcome says whose code failed
+method's ``def`` at column 0): the paper's App. E values reproduce best that
+way (CodeBLEU's dataflow match on 13 of 14; README, "App. E of the paper").
+A metric needs a syntax tree, so a function that tree-sitter cannot parse
+without error gets no score: the row's value is null and its outcome says
+whose code failed
 (``parse_error:ground_truth`` for both models, ``parse_error:generation`` for
 one). CodeBLEU's dataflow component is null with outcome ``no_dataflow`` when
 the ground truth has no dataflow edge; CodeBLEU itself is then the mean of
