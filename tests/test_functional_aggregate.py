@@ -321,3 +321,22 @@ def test_stage_when_the_filter_removes_every_sample(tmp_path, testbed_tables):
                      "--functions", functions) == 0
     assert pq.read_table(tmp_path / "out" / "table1.parquet").num_rows == 0
     assert "the 0 of 24 samples it labelled YES are analysed" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_stage_names_the_execution_similarity_and_says_whether_the_screen_gated_it(tmp_path, testbed_tables):
+    text, *_ = testbed_tables
+    ids = sorted(pq.read_table(text).column("sample_id").to_pylist())
+    screened_out = {"target": None, "reference": None, "delta": None, "target_outcome": "screen:no_clone",
+                    "reference_outcome": "screen:no_clone"}
+    execution = write([{"sample_id": s, "metric": "execution", **screened_out} for s in ids], tmp_path / "similarity_execution.parquet")
+    assert run_stage(tmp_path / "ungated", [text, execution]) == 0
+    report = (tmp_path / "ungated" / "report.md").read_text()
+    assert "Execution sim. (tests + hypothesis inputs)" in report and "HyClone similarity" not in report
+    assert "no HyClone screen is configured" in report
+    table1 = [r for r in pq.read_table(tmp_path / "ungated" / "table1.parquet").to_pylist() if r["metric"] == "execution"
+              and r["group"] == "all"]
+    assert [(r["convention"], r["n"], r["target_mean"]) for r in table1] == [(fm.MISSING_AS_ZERO, 24, 0.0), (fm.COMPLETE_CASES, 0, None)]
+    screen = write([{"sample_id": s, "metric": "hyclone_screen", "target": 0.0, "reference": 0.0, "delta": 0.0,
+                     "target_outcome": "ok", "reference_outcome": "ok"} for s in ids], tmp_path / "similarity_judges.parquet")
+    assert run_stage(tmp_path / "gated", [text, screen, execution]) == 0
+    assert "Stage 2 ran only on the pairs HyClone's Stage-1 screen passed" in (tmp_path / "gated" / "report.md").read_text()

@@ -103,7 +103,8 @@ def correlation_heatmap(matrix: pd.DataFrame, path: Path, title: str) -> None:
         return
     names = [label(m) for m in matrix.columns]
     size = 1.2 + 0.55 * len(names)
-    fig, ax = plt.subplots(figsize=(size + 1.5, size))
+    margin = 0.07 * max(map(len, names))  # room for the longest label, rotated below and beside
+    fig, ax = plt.subplots(figsize=(size + 1.5 + margin, size + margin))
     values = matrix.to_numpy(dtype=float)
     image = ax.imshow(values, vmin=-1, vmax=1, cmap="RdBu_r")
     for (i, j), value in np.ndenumerate(values):
