@@ -340,3 +340,11 @@ def test_stage_names_the_execution_similarity_and_says_whether_the_screen_gated_
                      "target_outcome": "ok", "reference_outcome": "ok"} for s in ids], tmp_path / "similarity_judges.parquet")
     assert run_stage(tmp_path / "gated", [text, screen, execution]) == 0
     assert "Stage 2 ran only on the pairs HyClone's Stage-1 screen passed" in (tmp_path / "gated" / "report.md").read_text()
+
+
+def test_a_functions_table_without_body_lines_is_bad_input(tmp_path, testbed_tables, caplog):
+    text, *_ = testbed_tables
+    functions = tmp_path / "functions.parquet"
+    pq.write_table(pa.Table.from_pylist([{"sample_id": "x0", "signature": "def f():\n", "context": ""}]), functions)
+    assert run_stage(tmp_path / "out", [text], "--functions", functions) == 2
+    assert "functions.parquet" in caplog.text and "['body_lines'] missing" in caplog.text

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from leaktrace.artifacts import read_records, read_table, write_table
 from leaktrace.errors import InputError
@@ -119,10 +120,19 @@ class FilterVerdict:
                 f"paper's 7,422 functions are its YES); removed: {causes}.")
 
 
+def _records(path: Path, columns: list[str], what: str) -> list[dict]:
+    """The rows of ``path``, or an error naming the file and the columns it lacks."""
+    names = pq.read_schema(path).names if Path(path).exists() else columns  # read_records names a missing file
+    missing = set(columns) - set(names)
+    if missing:
+        raise InputError(str(path), None, f"{what} needs the columns {columns}; {sorted(missing)} missing")
+    return read_records(path, columns)
+
+
 def read_filter(llm_filter: Path, sample_ids: set[str]) -> FilterVerdict:
     """YES (with its severity) is kept; NO, an unparseable answer or a failed
     call (by outcome) and a sample the filter has no row for are removed."""
-    answers = {r["sample_id"]: r for r in read_records(llm_filter, ["sample_id", "label", "severity", "outcome"])}
+    answers = {r["sample_id"]: r for r in _records(llm_filter, ["sample_id", "label", "severity", "outcome"], "App. B's filter table")}
     severity, removed = {}, Counter()
     for sample_id in sorted(sample_ids):
         answer = answers.get(sample_id)
@@ -144,7 +154,7 @@ def read_lengths(functions: Path | None) -> pd.DataFrame:
     columns = ["sample_id", *fm.LENGTH_BUCKETS]
     if functions is None:
         return pd.DataFrame(columns=columns)
-    rows = read_records(functions, ["sample_id", "signature", "context", "body_lines"])
+    rows = _records(functions, ["sample_id", "signature", "context", "body_lines"], "a functions table")
     return pd.DataFrame([{"sample_id": r["sample_id"], "signature_chars": len(r["signature"].strip()),
                           "context_chars": len(r["context"] or ""), "body_lines": r["body_lines"]} for r in rows], columns=columns)
 
