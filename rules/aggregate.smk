@@ -59,12 +59,14 @@ rule aggregate:
 
 def counterfactual_aggregate_inputs(wildcards):
     """The source's similarity tables, its testbed split (none for a corpus
-    source: no member / non-member tables) and the LLM filter's table."""
+    source: no member / non-member tables), the LLM filter's table (only its
+    YES are analysed) and the functions table (App. H's lengths)."""
     samples = counterfactual_samples(wildcards.benchmark)
     return {
         "similarity": similarity_family_files(wildcards.benchmark),
         "samples": [samples] if samples else [],
         "llm_filter": llm_filter_files(wildcards.benchmark),
+        "functions": counterfactual_functions(wildcards.benchmark),
     }
 
 
@@ -84,6 +86,8 @@ rule counterfactual_aggregate:
                                    caption="../report/functional_target_vs_reference.rst", category="Counterfactual"),
         correlation=report(f"{RESULTS}/aggregate/{{benchmark}}/functional/correlation.png",
                            caption="../report/functional_correlation.rst", category="Counterfactual"),
+        length=report(f"{RESULTS}/aggregate/{{benchmark}}/functional/length.png",
+                      caption="../report/functional_length.rst", category="Counterfactual"),
     params:
         settings=settings("similarity", "aggregate"),
         seed=config["seed"],
@@ -97,5 +101,5 @@ rule counterfactual_aggregate:
     conda:
         CPU_ENV
     shell:
-        "{LEAKTRACE} counterfactual-aggregate --similarity {input.similarity} {params.optional}"
+        "{LEAKTRACE} counterfactual-aggregate --similarity {input.similarity} {params.optional} --functions {input.functions}"
         " --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir} 2> {log}"

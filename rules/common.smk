@@ -512,13 +512,14 @@ def leakage_fragments(benchmark):
 # its own way (the judges with llm.judge), and writes
 # counterfactual/{benchmark}/similarity_<family>.parquet; the text family
 # (similarity.parquet, of rule counterfactual) is always there. The App. B
-# LLM filter's table, where its rule exists, adds severity buckets.
+# LLM filter's table, where its rule exists, keeps its YES samples and adds
+# severity buckets.
 SIMILARITY_FAMILY_RULES = {"structural": "counterfactual_structural", "judges": "counterfactual_judges",
                            "execution": "counterfactual_execution"}
 LLM_FILTER_RULE = "counterfactual_llm_filter"
 FUNCTIONAL_OUTPUTS = ("table1.parquet", "member_difference.parquet", "table2.parquet", "verbatim.parquet", "severity.parquet",
-                      "outcomes.parquet", "correlation.parquet", "report.md", "delta_vs_bleu.png", "target_vs_reference.png",
-                      "correlation.png")
+                      "length.parquet", "outcomes.parquet", "correlation.parquet", "report.md", "delta_vs_bleu.png",
+                      "target_vs_reference.png", "correlation.png", "length.png")
 
 
 def similarity_family_files(benchmark):

@@ -80,9 +80,16 @@ rule counterfactual_structural:
         " --settings {params.settings:q} --processes {threads} --output {output} 2> {log}"
 
 
-# Execution similarity (HyClone Stage 2 without an LLM): sandboxed, CPU only,
-# seconds; its own rule so a change to similarity.execution re-runs only it.
-# A benchmark source also gives its tests' inputs; a corpus source has none.
+# Execution similarity (HyClone's Stage 2 with LLM-free inputs): sandboxed,
+# CPU only, seconds; its own rule so a change to similarity.execution re-runs
+# only it. A benchmark source also gives its tests' inputs; a corpus source
+# has none. With HyClone's Stage-1 screen configured (llm.judge and the
+# hyclone_screen metric) the judges' table gates it: Stage 2 runs on the
+# screen's candidates only, as in the paper.
+def hyclone_screened():
+    return config["llm"]["judge"] is not None and "hyclone_screen" in config["similarity"]["judges"]["metrics"]
+
+
 def counterfactual_execution_inputs(wildcards):
     name = wildcards.benchmark
     inputs = {"generations": f"{RESULTS}/counterfactual/{name}/generations.parquet",
@@ -90,6 +97,8 @@ def counterfactual_execution_inputs(wildcards):
     source = counterfactual_source(name)
     if "benchmark" in source:
         inputs["benchmark"] = f"{RESULTS}/data/benchmarks/{source['benchmark']}.parquet"
+    if hyclone_screened():
+        inputs["screen"] = f"{RESULTS}/counterfactual/{name}/similarity_judges.parquet"
     return inputs
 
 
@@ -102,6 +111,7 @@ rule counterfactual_execution:
         settings=settings("similarity", "execution"),
         seed=config["seed"],
         benchmark=lambda w, input: f"--benchmark {input.benchmark}" if "benchmark" in input.keys() else "",
+        screen=lambda w, input: f"--screen {input.screen}" if "screen" in input.keys() else "",
     log:
         f"{RESULTS}/logs/counterfactual_execution/{{benchmark}}.log",
     benchmark:
@@ -111,7 +121,7 @@ rule counterfactual_execution:
         CPU_ENV
     shell:
         "{LEAKTRACE} counterfactual-execution --generations {input.generations} --functions {input.functions}"
-        " {params.benchmark} --settings {params.settings:q} --seed {params.seed}"
+        " {params.benchmark} {params.screen} --settings {params.settings:q} --seed {params.seed}"
         " --workers {threads} --output {output} 2> {log}"
 
 

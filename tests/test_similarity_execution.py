@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from leaktrace.artifacts import write_table
+from leaktrace.errors import InputError
 from leaktrace.sandbox import SandboxUnavailable, isolation_level, values
 from leaktrace.similarity.execution import (
     ExecutionSettings,
@@ -26,8 +27,9 @@ from leaktrace.similarity.execution import (
     same_output,
 )
 from leaktrace.similarity.inputs import calls_in_test
+from leaktrace.similarity.table import SIMILARITY_FAMILY_SCHEMA
 from leaktrace.stages.counterfactual import GENERATIONS_SCHEMA
-from leaktrace.stages.counterfactual_execution import counterfactual_execution
+from leaktrace.stages.counterfactual_execution import counterfactual_execution, read_screen
 from leaktrace.stages.filter import FUNCTIONS_SCHEMA
 
 # A hanging function costs ten calls' time. Not less: CPU timers fire late in some virtual machines (0.1 s came
@@ -177,3 +179,38 @@ def test_the_stage_writes_the_long_format_with_outcomes(tmp_path):
     rows = table.to_pylist()
     assert [r["metric"] for r in rows] == ["execution", "execution_clone", "execution_s_a", "execution_s_b"]
     assert all(r["target"] is None and r["target_outcome"] == "parse_error:generation" for r in rows)
+
+
+def _screen_table(path, rows):
+    write_table([{"sample_id": sid, "metric": "hyclone_screen", "target": t, "reference": r,
+                  "delta": None if t is None or r is None else t - r,
+                  "target_outcome": "ok" if t is not None else "unparseable_answer",
+                  "reference_outcome": "ok" if r is not None else "unparseable_answer"} for sid, t, r in rows],
+                SIMILARITY_FAMILY_SCHEMA, path)
+    return path
+
+
+def test_hyclone_screen_gates_stage_2_model_by_model(tmp_path, isolated):
+    """The paper runs Stage 2 on Stage 1's candidates only: here the screen passes s1's target (run: a clone),
+    not s1's reference (0.0) and has no answer for s2's target; s2's reference passes and runs."""
+    generations = [{"sample_id": sid, "model": model, "prompt_tokens": 3, "generated": body, "function": body, "parsed": True}
+                   for sid in ("s1", "s2") for model, body in (("target", GENERATIONS["same"]), ("reference", GENERATIONS["same"]))]
+    write_table(generations, GENERATIONS_SCHEMA, tmp_path / "generations.parquet")
+    write_table([{"sample_id": sid, "kept": True, "reason": None, "body_lines": 1, "n_chars": 10, "context": CONTEXT,
+                  "signature": SIGNATURE, "continuation": TRUTH} for sid in ("s1", "s2")], FUNCTIONS_SCHEMA,
+                tmp_path / "functions.parquet")
+    screen = _screen_table(tmp_path / "similarity_judges.parquet", [("s1", 1.0, 0.0), ("s2", None, 1.0)])
+    out = tmp_path / "similarity_execution.parquet"
+    counterfactual_execution(tmp_path / "generations.parquet", tmp_path / "functions.parquet", None, {}, 7, out, screen=screen)
+    rows = {(r["sample_id"], r["metric"]): r for r in pq.read_table(out).to_pylist()}
+    s1, s2 = rows[("s1", "execution")], rows[("s2", "execution")]
+    assert (s1["target"], s1["target_outcome"]) == (1.0, "ok")
+    assert (s1["reference"], s1["reference_outcome"]) == (None, "screen:no_clone")
+    assert (s2["target"], s2["target_outcome"]) == (None, "screen:unparseable_answer")
+    assert (s2["reference"], s2["reference_outcome"]) == (1.0, "ok")
+
+
+def test_a_screen_table_without_the_screen_is_bad_input(tmp_path):
+    write_table([], SIMILARITY_FAMILY_SCHEMA, tmp_path / "similarity_judges.parquet")
+    with pytest.raises(InputError, match="no 'hyclone_screen' rows"):
+        read_screen(tmp_path / "similarity_judges.parquet")

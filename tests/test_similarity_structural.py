@@ -4,6 +4,7 @@ App. E examples, and the counterfactual_structural stage's table."""
 
 import json
 import math
+import re
 import textwrap
 from pathlib import Path
 
@@ -94,28 +95,36 @@ def test_remove_comments_and_docstrings():
 # --- TSED -------------------------------------------------------------------
 
 class _AptedNode:
-    def __init__(self, node):
-        self.name = node.type if node.named_child_count else f"{node.type}:{node.text.decode()}"
-        self.children = [_AptedNode(child) for child in node.named_children]
+    def __init__(self, node, leaf_text):
+        self.name = f"{node.type}:{node.text.decode()}" if leaf_text and not node.named_child_count else node.type
+        self.children = [_AptedNode(child, leaf_text) for child in node.named_children]
 
 
 def test_tree_edit_distance_equals_apted():
-    """Zhang & Shasha (numba) and the apted package compute the same distance (small pairs: apted is slow)."""
+    """Zhang & Shasha (numba) and the apted package compute the same distance (small pairs: apted is slow),
+    with node-type labels and with labelled leaves."""
     small = [p for p in FIXTURES if len(p["reference"]) + len(p["candidate"]) < 150]
     assert len(small) >= 10  # the edge cases
     for p in small:
         reference, candidate = p["reference"].strip(), p["candidate"].strip()
-        expected = APTED(_AptedNode(parse_tree(reference)), _AptedNode(parse_tree(candidate)),
-                         PerEditOperationConfig(*PAPER_COSTS)).compute_edit_distance()
-        assert tree_edit_distance(reference, candidate)[0] == pytest.approx(expected, abs=1e-9), p["name"]
+        for leaf_text in (False, True):
+            expected = APTED(_AptedNode(parse_tree(reference), leaf_text), _AptedNode(parse_tree(candidate), leaf_text),
+                             PerEditOperationConfig(*PAPER_COSTS)).compute_edit_distance()
+            got = tree_edit_distance(reference, candidate, leaf_text=leaf_text)[0]
+            assert got == pytest.approx(expected, abs=1e-9), (p["name"], leaf_text)
 
 
 def test_tsed_by_hand():
-    # module > expression_statement > assignment > (identifier:x, integer:1): 5 nodes; one rename.
-    assert tree_edit_distance("x = 1", "y = 1") == (1.0, 5)
-    assert tsed("x = 1", "y = 1") == pytest.approx(0.8)
+    # module > expression_statement > assignment > (identifier, integer): 5 nodes, the same types: renaming is free
+    assert tree_edit_distance("x = 1", "y = 2") == (0.0, 5) and tsed("x = 1", "y = 2") == 1.0
+    # with labelled leaves, x -> y is one rename
+    assert tree_edit_distance("x = 1", "y = 1", leaf_text=True) == (1.0, 5)
+    assert tsed("x = 1", "y = 1", leaf_text=True) == pytest.approx(0.8)
     # one more statement: 4 inserted nodes at 0.8 each, M = 9
     assert tsed("x = 1", "x = 1\nz = 2") == pytest.approx((9 - 3.2) / 9)
+    # module > return_statement > integer: expression_statement renamed to return_statement (1.0), assignment
+    # and identifier deleted (2 x 1.0), integer kept; d = 3, M = 5
+    assert tsed("x = 1", "return 1") == pytest.approx(0.4)
     assert tsed("x = 1", "x = 1") == 1.0
 
 
@@ -126,38 +135,76 @@ def test_tsed_is_not_symmetric_in_its_costs():
 
 # --- App. E of the paper ------------------------------------------------------
 
+# App. E as printed is reflowed for the page. One reflow is undone before scoring, by a rule fixed in
+# advance and applied to every listing: a string literal broken over two lines (a line ending in a literal,
+# the next starting with one of the same prefix and quote) is one literal. Example 3's reference as printed
+# is not even valid Python (its URL's second half is an indented line of its own); with the literal joined,
+# Example 3's target scores the paper's CodeBLEU syntax 1.00.
+_LITERAL_END = re.compile(r"""(?<![\w"'])(f?)(["'])[^"'\n]*\2$""")
+_LITERAL_START = re.compile(r"""^\s*(f?)(["'])(?!\2\2)""")
+METRIC_ORDER = ("bleu", "edit_similarity", "lcs", "codebleu", "codebleu_syntax", "codebleu_dataflow", "tsed")
+
+
+def joined_literals(code: str) -> str:
+    out: list[str] = []
+    for line in code.split("\n"):
+        end = _LITERAL_END.search(out[-1]) if out else None
+        start = _LITERAL_START.match(line)
+        if end and start and end.groups() == start.groups():
+            out[-1] = out[-1][:-1] + line[start.end():]
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def test_joined_literals_undo_exactly_the_broken_literals():
+    assert joined_literals('    x = f"a "\n        f"{b}"\ny = 1') == '    x = f"a {b}"\ny = 1'
+    assert joined_literals('x = "a"\n"""doc"""') == 'x = "a"\n"""doc"""'  # a docstring is no continuation
+    assert joined_literals('x = "a"\nf"b"') == 'x = "a"\nf"b"'  # other prefixes: left alone
+    changed = sorted(f"{path.parent.name}/{path.name}" for path in APP_E.glob("*/*.txt")
+                     if joined_literals(path.read_text()) != path.read_text())
+    assert changed == ["example1/target.txt", "example3/reference.txt", "example3/target.txt"]
+
+
 def _app_e():
-    documented = json.loads((APP_E / "documented.json").read_text())
     for example in sorted(path for path in APP_E.iterdir() if path.is_dir()):
         paper = json.loads((example / "paper.json").read_text())
         signature = (example / "signature.txt").read_text()
-        truth = textwrap.indent((example / "ground_truth.txt").read_text(), "    ")
+        truth = textwrap.indent(joined_literals((example / "ground_truth.txt").read_text()), "    ")
         for model in ("target", "reference"):
-            generated = textwrap.indent((example / f"{model}.txt").read_text(), "    ")
-            yield example.name, model, signature, truth, generated, paper, documented.get(example.name, {}).get(model, {})
+            generated = textwrap.indent(joined_literals((example / f"{model}.txt").read_text()), "    ")
+            yield example.name, model, signature, truth, generated, paper
 
 
-def test_app_e_examples():
-    """Every metric of the paper's App. E within 0.02 of the paper, or of the value the README documents
-    (README, "Structural similarity": why those differ)."""
-    compared = documented_count = 0
-    for name, model, signature, truth, generated, paper, documented in _app_e():
+def test_app_e_against_the_papers_printed_values(capsys):
+    """Every text and structural metric of the paper's seven App. E examples against the value the paper
+    PRINTS, within 0.02. The values this does not reproduce are listed, each with its reason, in
+    tests/data/app_e/unreproduced.json (and the README, "App. E of the paper"); they are asserted to miss,
+    so a change that reproduces one fails here until the list is updated, and no value is pinned at ours."""
+    unreproduced = json.loads((APP_E / "unreproduced.json").read_text())
+    assert set(unreproduced["values"].values()) <= set(unreproduced["reasons"])
+    within = dict.fromkeys(METRIC_ORDER, 0)
+    stale, missed = [], []
+    for name, model, signature, truth, generated, paper in _app_e():
         assert parses(whole_function(signature, truth)) and parses(whole_function(signature, generated))
         values = {metric: TEXT_METRICS[metric](truth, generated) for metric in ("bleu", "edit_similarity", "lcs")}
         structural = structural_scores(whole_function(signature, truth), whole_function(signature, generated),
                                        (0.25,) * 4, PAPER_COSTS)
         values.update({metric: score.value for metric, score in structural.items()})
         for metric, value in values.items():
-            printed = paper[metric][model]
-            if metric in documented:
-                assert abs(documented[metric] - printed) > 0.02, (name, model, metric, "documented but agrees")
-                assert value == pytest.approx(documented[metric], abs=0.0005), (name, model, metric)
-                documented_count += 1
-            else:
-                assert value == pytest.approx(printed, abs=0.02), (name, model, metric)
-            compared += 1
-    assert compared == 7 * 2 * 7
-    assert documented_count == 42
+            key, ok = f"{name}/{model}/{metric}", abs(value - paper[metric][model]) <= 0.02
+            within[metric] += ok
+            if ok and key in unreproduced["values"]:
+                stale.append(key)
+            elif not ok and key not in unreproduced["values"]:
+                missed.append(f"{key}: {value:.3f}, paper {paper[metric][model]}")
+    with capsys.disabled():
+        print(f"\nApp. E: {sum(within.values())} of 98 printed values reproduced within 0.02; per metric (of 14): "
+              + ", ".join(f"{metric} {count}" for metric, count in within.items()))
+    assert not missed, missed
+    assert not stale, f"reproduced now, remove from unreproduced.json: {stale}"
+    assert within == {"bleu": 11, "edit_similarity": 9, "lcs": 10, "codebleu": 7, "codebleu_syntax": 7,
+                      "codebleu_dataflow": 13, "tsed": 5}
 
 
 # --- the stage --------------------------------------------------------------
@@ -196,7 +243,8 @@ def _stage_inputs(tmp_path):
 
 def _run(tmp_path, processes):
     output = tmp_path / f"structural-{processes}.parquet"
-    settings = json.dumps({"codebleu_weights": [0.25] * 4, "tsed_costs": {"delete": 1.0, "insert": 0.8, "rename": 1.0}})
+    settings = json.dumps({"codebleu_weights": [0.25] * 4, "tsed_costs": {"delete": 1.0, "insert": 0.8, "rename": 1.0},
+                           "tsed_leaf_text": False})
     assert main(["counterfactual-structural", "--generations", str(tmp_path / "generations.parquet"),
                  "--functions", str(tmp_path / "functions.parquet"), "--settings", settings,
                  "--processes", str(processes), "--output", str(output)]) in (0, None)

@@ -368,11 +368,13 @@ def _llm_filter(a):
 
 @command("counterfactual-execution")
 @_args(path("--generations"), path("--functions"), path("--benchmark", required=False), SETTINGS, SEED,
-       (("--workers",), {"type": int, "default": 1, "help": "sandbox runs in parallel"}), path("--output"))
+       (("--workers",), {"type": int, "default": 1, "help": "sandbox runs in parallel"}), path("--output"),
+       path("--screen", required=False))  # the judges' table: HyClone's Stage-1 screen gates Stage 2
 def _counterfactual_execution(a):
     from leaktrace.stages.counterfactual_execution import counterfactual_execution
 
-    counterfactual_execution(a.generations, a.functions, a.benchmark, a.settings, a.seed, a.output, workers=a.workers)
+    counterfactual_execution(a.generations, a.functions, a.benchmark, a.settings, a.seed, a.output, workers=a.workers,
+                             screen=a.screen)
 
 
 @command("serve")
@@ -421,6 +423,7 @@ def _aggregate(a):
     (("--similarity",), {"type": Path, "nargs": "+", "required": True, "help": "the similarity families' tables"}),
     path("--samples", required=False),
     path("--llm-filter", required=False),
+    path("--functions", required=False),
     SETTINGS,
     SEED,
     path("--output-dir"),
@@ -428,7 +431,8 @@ def _aggregate(a):
 def _counterfactual_aggregate(a):
     from leaktrace.stages.counterfactual_aggregate import counterfactual_aggregate
 
-    counterfactual_aggregate(a.similarity, a.settings, a.seed, a.output_dir, samples=a.samples, llm_filter=a.llm_filter)
+    counterfactual_aggregate(a.similarity, a.settings, a.seed, a.output_dir, samples=a.samples, llm_filter=a.llm_filter,
+                             functions=a.functions)
 
 
 @command("contamination")

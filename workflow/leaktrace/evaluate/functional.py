@@ -3,15 +3,31 @@ tables of the counterfactual stage (one row per sample and metric: target,
 reference, delta and each side's outcome): Table 1 (mean ± std with
 bootstrap intervals), Table 2 (counterfactual functional memorization at
 τ_text and τ_func), the exact and near-verbatim counterfactual counts, Δ by
-severity bucket (App. G), Pearson correlations (App. D.3) and failures by
-cause; in testbed mode each split by member / non-member, with the
-member-minus-non-member difference of Δ.
+severity bucket (App. G) and by length (App. H), Pearson correlations
+(App. D.3) and failures by cause; in testbed mode each split by member /
+non-member, with the member-minus-non-member difference of Δ.
 
-A value is null when it could not be computed (its outcome says why). A
-mean uses the known values; a count needs every value it compares to be
-known, so a failed generation, parse or judge answer never counts as
-memorized nor as not memorized: counts are over evaluated samples, shares
-over all samples of the group (as the paper's percentages)."""
+A value is null when it could not be computed (its outcome says why). Every
+mean is over complete cases: the samples where both the target's and the
+reference's value are known, so target, reference and Δ are averaged over
+the same samples and mean Δ = mean target − mean reference. A count needs
+every value it compares to be known, so a failed generation, parse or judge
+answer never counts as memorized nor as not memorized: counts are over
+evaluated samples, shares over all samples of the group (as the paper's
+percentages).
+
+The execution metrics (HyClone's screen, the execution similarity and its
+clone decision) also get the paper's convention, ``missing = 0``: a pair
+with no value (it did not run, the screen did not pass it, the answer was
+unparseable) counts as 0. The paper's HyClone rows are computed that way:
+Stage 1's .037 ± .189 is 276 candidates over all 7,422 functions (276 /
+7,422 = .0372, and a 0/1 variable with that mean has std .189), and the
+HyClone similarity's .005 ± .066 is over all 7,422 too, though only 42
+target pairs ran (over the 42, with 30 at ≥ 0.75, the mean would exceed
+0.5); its Table 2 count (21 counterfactual clones of 30 target clones, with
+12 reference clones among 21 reference pairs that ran) needs a reference
+that did not run to count as "not a clone". Both conventions are reported,
+each row labelled."""
 
 from __future__ import annotations
 
@@ -40,8 +56,14 @@ LABELS = {
     "exact_match": "Exact match", "bleu": "BLEU", "edit_similarity": "Edit sim. score", "lcs": "LCS score",
     "codebleu": "CodeBLEU (equal)", "codebleu_syntax": "CodeBLEU (syntax)", "codebleu_dataflow": "CodeBLEU (DFG)",
     "tsed": "TSED", "judge_song": "Song et al.", "judge_nikiema": "Nikiema et al.", "judge_paper": "Ours (func. equiv.)",
-    "hyclone_screen": "HyClone Stage 1", "execution": "HyClone similarity",
+    "hyclone_screen": "HyClone Stage 1 (LLM screen)", "execution": "Execution sim. (tests + hypothesis inputs)",
+    "execution_clone": "Execution clone (S_a, S_b ≥ 0.8)", "execution_s_a": "Execution S_a", "execution_s_b": "Execution S_b",
 }
+# Metrics whose missing value the paper counts as 0 (module docstring): the
+# execution family's, where "no value" means "not shown to be a clone".
+ZERO_WHEN_MISSING = ("hyclone_screen", "execution", "execution_clone")
+COMPLETE_CASES = "complete cases"
+MISSING_AS_ZERO = "missing = 0"
 TEXT_METRIC = "bleu"  # SIM_text of Table 2 and the x axis of Figure 2
 EXACT_METRIC = "exact_match"
 LENIENT_JUDGE = "judge_nikiema"  # the paper's "unique (excl. Nikiema)" leaves it out
@@ -92,20 +114,51 @@ def _std(values: np.ndarray) -> float | None:
     return float(values.std(ddof=1)) if len(values) > 1 else None
 
 
+def complete_cases(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows whose target and reference values are both known (their Δ is then known too)."""
+    return rows[rows["target"].notna() & rows["reference"].notna()]
+
+
+def missing_as_zero(rows: pd.DataFrame) -> pd.DataFrame:
+    """The paper's convention for the execution metrics: an unknown value is 0, Δ recomputed."""
+    target, reference = rows["target"].fillna(0.0), rows["reference"].fillna(0.0)
+    return rows.assign(target=target, reference=reference, delta=target - reference)
+
+
+def conventions(metric: str, rows: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """(convention, rows it keeps) for one metric's rows: the paper's missing = 0
+    first where it applies, then complete cases."""
+    chosen = [(COMPLETE_CASES, complete_cases(rows))]
+    if metric in ZERO_WHEN_MISSING:
+        chosen.insert(0, (MISSING_AS_ZERO, missing_as_zero(rows)))
+    return chosen
+
+
+def side_stats(rows: pd.DataFrame) -> dict:
+    """Mean and std of target, reference and Δ over ``rows`` (complete cases)."""
+    out = {}
+    for side in SIDES:
+        values = rows[side].to_numpy(dtype=float)
+        out |= {f"{side}_mean": float(values.mean()) if len(values) else None, f"{side}_std": _std(values)}
+    return out
+
+
 def summary_rows(sim: pd.DataFrame, n_resamples: int, seed: int) -> list[dict]:
-    """Table 1: per group and metric, mean ± std of target, reference and Δ
-    over the known values, each with a bootstrap interval of the mean."""
+    """Table 1: per group, metric and convention, mean ± std of target,
+    reference and Δ over the same n samples, each with a bootstrap interval
+    of the mean; ``n_samples`` is the group's size."""
     rows = []
     for group, part in groups(sim):
+        n_samples = part["sample_id"].nunique()
         for metric in metric_order(part["metric"].unique()):
-            sel = part[part["metric"] == metric]
-            row = {"group": group, "metric": metric, "kind": KIND_OF.get(metric, "other"), "n": len(sel)}
-            for side in SIDES:
-                values = sel[side].dropna().to_numpy(dtype=float)
-                low, high = mean_interval(values, n_resamples, derive_seed(seed, "table1", group, metric, side))
-                row |= {f"{side}_n": len(values), f"{side}_mean": float(values.mean()) if len(values) else None,
-                        f"{side}_std": _std(values), f"{side}_low": low, f"{side}_high": high}
-            rows.append(row)
+            for convention, chosen in conventions(metric, part[part["metric"] == metric]):
+                row = {"group": group, "metric": metric, "kind": KIND_OF.get(metric, "other"), "convention": convention,
+                       "n_samples": n_samples, "n": len(chosen), **side_stats(chosen)}
+                for side in SIDES:
+                    values = chosen[side].to_numpy(dtype=float)
+                    row[f"{side}_low"], row[f"{side}_high"] = mean_interval(
+                        values, n_resamples, derive_seed(seed, "table1", group, metric, convention, side))
+                rows.append(row)
     return rows
 
 
@@ -158,24 +211,42 @@ def functional_memorized(part: pd.DataFrame, tau_text: float, tau_func: float) -
     return pd.DataFrame(out, index=target.index, columns=metrics)
 
 
+def with_missing_as_zero(part: pd.DataFrame) -> pd.DataFrame:
+    """``part`` with the execution metrics' unknown values set to 0 (the paper's convention)."""
+    out = part.copy()
+    chosen = out["metric"].isin(ZERO_WHEN_MISSING)
+    out.loc[chosen, list(SIDES)] = missing_as_zero(out.loc[chosen])[list(SIDES)]
+    return out
+
+
 def memorization_rows(sim: pd.DataFrame, tau_text: float, tau_func: float) -> list[dict]:
     """Table 2: per group, counterfactually functionally memorized samples
-    per functional metric, then the samples memorized under any metric, and
-    under any but the lenient Nikiema judge. ``n_evaluated``: samples whose
-    values were all known (for the unique rows, known for at least one
-    metric); ``share``: count over all samples of the group."""
+    per functional metric (the execution metrics twice: missing = 0, as the
+    paper counts them, and complete cases), then the samples memorized under
+    any metric, and under any but the lenient Nikiema judge (with the
+    execution metrics' missing = 0). ``n_evaluated``: samples whose values
+    were all known (for the unique rows, known for at least one metric);
+    ``share``: count over all samples of the group."""
     rows = []
     for group, part in groups(sim):
         n_samples = part["sample_id"].nunique()
         flags = functional_memorized(part, tau_text, tau_func)
+        paper_flags = functional_memorized(with_missing_as_zero(part), tau_text, tau_func)
         for metric in flags.columns:
-            rows.append({"group": group, "metric": metric, "kind": KIND_OF[metric], "count": int(flags[metric].sum()),
-                         "n_evaluated": int(flags[metric].notna().sum()), "n_samples": n_samples})
+            chosen = [(COMPLETE_CASES, flags)]
+            if metric in ZERO_WHEN_MISSING:
+                chosen.insert(0, (MISSING_AS_ZERO, paper_flags))
+            for convention, table in chosen:
+                rows.append({"group": group, "metric": metric, "kind": KIND_OF[metric], "convention": convention,
+                             "count": int(table[metric].sum()), "n_evaluated": int(table[metric].notna().sum()),
+                             "n_samples": n_samples})
         for name, columns in ((UNIQUE_ANY, list(flags.columns)), (UNIQUE_EXCLUDING_LENIENT, [c for c in flags.columns if c != LENIENT_JUDGE])):
             if columns:
-                chosen = flags[columns]
-                rows.append({"group": group, "metric": name, "kind": "unique", "count": int(chosen.fillna(False).any(axis=1).sum()),
-                             "n_evaluated": int(chosen.notna().any(axis=1).sum()), "n_samples": n_samples})
+                table = paper_flags[columns]
+                convention = MISSING_AS_ZERO if set(columns) & set(ZERO_WHEN_MISSING) else COMPLETE_CASES
+                rows.append({"group": group, "metric": name, "kind": "unique", "convention": convention,
+                             "count": int(table.fillna(False).any(axis=1).sum()),
+                             "n_evaluated": int(table.notna().any(axis=1).sum()), "n_samples": n_samples})
     for row in rows:
         row["share"] = row["count"] / row["n_samples"] if row["n_samples"] else None
     return rows
@@ -208,13 +279,21 @@ def severity_bucket(severity: float | None) -> str | None:
     return next((name for name, low, high in SEVERITY_BUCKETS if low <= severity <= high), None)
 
 
+def pearson(x: pd.Series, y: pd.Series) -> float | None:
+    """Pearson r of two aligned series; None below three pairs or when either is constant."""
+    if len(x) < 3 or x.nunique() < 2 or y.nunique() < 2:
+        return None
+    return float(np.corrcoef(x.to_numpy(dtype=float), y.to_numpy(dtype=float))[0, 1])
+
+
 def severity_rows(sim: pd.DataFrame, severity: dict[str, int]) -> list[dict]:
     """App. G: per group, severity bucket (low 1-3, medium 4-7, high 8-10)
-    and metric, mean ± std of target, reference and Δ; the ``all`` bucket
-    carries the Pearson r between severity and Δ. Samples without a
-    severity (the filter said NO, or its answer was unparseable) are left out."""
+    and metric, mean ± std of target, reference and Δ over complete cases;
+    the ``all`` bucket carries the Pearson r between severity and Δ. Samples
+    without a severity (the filter said NO, or its answer was unparseable)
+    are left out."""
     rated = sim[sim["sample_id"].isin(severity.keys())].assign(severity=lambda d: d["sample_id"].map(severity).astype(float))
-    rated = rated.assign(bucket=rated["severity"].map(severity_bucket))
+    rated = complete_cases(rated.assign(bucket=rated["severity"].map(severity_bucket)))
     rows = []
     for group, part in groups(rated):
         for metric in metric_order(part["metric"].unique()):
@@ -223,15 +302,48 @@ def severity_rows(sim: pd.DataFrame, severity: dict[str, int]) -> list[dict]:
                 chosen = sel if bucket == ALL else sel[sel["bucket"] == bucket]
                 if not len(chosen):
                     continue
-                row = {"group": group, "bucket": bucket, "metric": metric, "n": len(chosen), "severity_delta_r": None}
-                for side in SIDES:
-                    values = chosen[side].dropna().to_numpy(dtype=float)
-                    row |= {f"{side}_mean": float(values.mean()) if len(values) else None, f"{side}_std": _std(values)}
-                if bucket == ALL:
-                    known = chosen.dropna(subset=["delta"])
-                    if len(known) > 2 and known["delta"].nunique() > 1 and known["severity"].nunique() > 1:
-                        row["severity_delta_r"] = float(np.corrcoef(known["severity"], known["delta"])[0, 1])
-                rows.append(row)
+                rows.append({"group": group, "bucket": bucket, "metric": metric, "n": len(chosen), **side_stats(chosen),
+                             "severity_delta_r": pearson(chosen["severity"], chosen["delta"]) if bucket == ALL else None})
+    return rows
+
+
+# App. H's length buckets, (name, low, high) inclusive: the signature's
+# characters and the preceding file context's characters (H.1), the ground
+# truth's body lines (H.2). The paper's functions have 10-50 body lines; a
+# testbed's may have fewer, which get a bucket of their own.
+LENGTH_BUCKETS: dict[str, tuple[tuple[str, float, float], ...]] = {
+    "signature_chars": (("short", 0, 50), ("medium", 51, 100), ("long", 101, np.inf)),
+    "context_chars": (("minimal", 0, 99), ("short", 100, 2000), ("medium", 2001, 5000), ("long", 5001, np.inf)),
+    "body_lines": (("under 10", 0, 9), ("short", 10, 15), ("medium", 16, 25), ("long", 26, 50), ("over 50", 51, np.inf)),
+}
+# App. H's four panels: BLEU, edit similarity and the Song and our judges.
+LENGTH_METRICS = ("bleu", "edit_similarity", "judge_song", "judge_paper")
+
+
+def length_bucket(kind: str, length: float) -> str:
+    return next(name for name, low, high in LENGTH_BUCKETS[kind] if low <= length <= high)
+
+
+def length_rows(sim: pd.DataFrame, lengths: pd.DataFrame) -> list[dict]:
+    """App. H: per group, length kind (``LENGTH_BUCKETS``), bucket and metric,
+    mean ± std of target, reference and Δ over complete cases; the ``all``
+    bucket carries the Pearson r of the length with the target's, the
+    reference's similarity and with Δ. ``lengths``: sample_id and one column
+    per length kind; a sample without lengths is left out."""
+    rows = []
+    known = complete_cases(sim.merge(lengths, on="sample_id", how="inner"))
+    for group, part in groups(known):
+        for kind in LENGTH_BUCKETS:
+            buckets = part[kind].map(lambda value, kind=kind: length_bucket(kind, value))
+            for metric in metric_order(part["metric"].unique()):
+                chosen_metric = part["metric"] == metric
+                for bucket in [name for name, _, _ in LENGTH_BUCKETS[kind]] + [ALL]:
+                    chosen = part[chosen_metric] if bucket == ALL else part[chosen_metric & (buckets == bucket)]
+                    if not len(chosen):
+                        continue
+                    correlations = {f"r_{side}": pearson(chosen[kind], chosen[side]) if bucket == ALL else None for side in SIDES}
+                    rows.append({"group": group, "length": kind, "bucket": bucket, "metric": metric, "n": len(chosen),
+                                 **side_stats(chosen), **correlations})
     return rows
 
 

@@ -1,8 +1,8 @@
 """The functional-memorization paper's figures: Δ against the target's BLEU
 per functional metric (Figure 2 / App. D.2), target against reference
-similarity per metric (Figure 4) and the Pearson correlations of all
-metrics (App. D.3). Agg PNGs carry no timestamp, so the same tables give
-the same bytes."""
+similarity per metric (Figure 4), the Pearson correlations of all metrics
+(App. D.3) and similarity and Δ by length (App. H, Figures 9-14). Agg PNGs
+carry no timestamp, so the same tables give the same bytes."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from leaktrace.evaluate.functional import SPLITS, TEXT_METRIC, label
+from leaktrace.evaluate.functional import ALL, LENGTH_BUCKETS, LENGTH_METRICS, SPLITS, TEXT_METRIC, label, metric_order
 from leaktrace.report.plots import plt, save
 
 SPLIT_COLOURS = {"member": "tab:red", "non-member": "tab:blue", None: "tab:grey"}
@@ -103,7 +103,8 @@ def correlation_heatmap(matrix: pd.DataFrame, path: Path, title: str) -> None:
         return
     names = [label(m) for m in matrix.columns]
     size = 1.2 + 0.55 * len(names)
-    fig, ax = plt.subplots(figsize=(size + 1.5, size))
+    margin = 0.07 * max(map(len, names))  # room for the longest label, rotated below and beside
+    fig, ax = plt.subplots(figsize=(size + 1.5 + margin, size + margin))
     values = matrix.to_numpy(dtype=float)
     image = ax.imshow(values, vmin=-1, vmax=1, cmap="RdBu_r")
     for (i, j), value in np.ndenumerate(values):
@@ -113,5 +114,41 @@ def correlation_heatmap(matrix: pd.DataFrame, path: Path, title: str) -> None:
     ax.set_yticks(range(len(names)), names, fontsize=8)
     ax.set_title(title, fontsize=10)
     fig.colorbar(image, ax=ax, shrink=0.8, label="Pearson r")
+    fig.tight_layout()
+    save(fig, path)
+
+
+LENGTH_TITLES = {"signature_chars": "signature (characters)", "context_chars": "preceding context (characters)",
+                 "body_lines": "ground-truth body (lines)"}
+SIDE_STYLES = (("target", "tab:red", "target"), ("reference", "tab:green", "reference"), ("delta", "black", "Δ"))
+
+
+def length_panels(rows: list[dict], path: Path) -> None:
+    """App. H (Figures 9-14 in one): a row of panels per length kind, a panel
+    per metric (the paper's four where present, else the first four), each
+    bucket's mean target, reference and Δ with ±1 std error bars; the title
+    carries Pearson r of the length with Δ."""
+    present = {r["metric"] for r in rows}
+    metrics = [m for m in LENGTH_METRICS if m in present] or metric_order(present)[:4]
+    kinds = [kind for kind in LENGTH_BUCKETS if any(r["length"] == kind for r in rows)]
+    if not metrics or not kinds:
+        _empty(path, "no length to group by in this run")
+        return
+    fig, axes = plt.subplots(len(kinds), len(metrics), figsize=(3.4 * len(metrics), 2.9 * len(kinds)), squeeze=False)
+    for row_axes, kind in zip(axes, kinds, strict=True):
+        buckets = [name for name, _, _ in LENGTH_BUCKETS[kind]]
+        for ax, metric in zip(row_axes, metrics, strict=True):
+            chosen = {r["bucket"]: r for r in rows if r["length"] == kind and r["metric"] == metric}
+            shown = [b for b in buckets if b in chosen]
+            for offset, (side, colour, name) in zip((-0.2, 0.0, 0.2), SIDE_STYLES, strict=True):
+                xs = [buckets.index(b) + offset for b in shown]
+                ax.errorbar(xs, [chosen[b][f"{side}_mean"] for b in shown], yerr=[chosen[b][f"{side}_std"] or 0.0 for b in shown],
+                            fmt="o", color=colour, ms=4, capsize=2, lw=1, label=name)
+            ax.axhline(0, color="grey", lw=0.8)
+            ax.set_xticks(range(len(buckets)), [f"{b}\nn={chosen[b]['n']}" if b in chosen else b for b in buckets], fontsize=7)
+            ax.set(ylim=(-1.05, 1.05), xlim=(-0.6, len(buckets) - 0.4))
+            r = chosen.get(ALL, {}).get("r_delta")
+            ax.set_title(f"{label(metric)} by {LENGTH_TITLES[kind]}\nr(length, Δ) = {'–' if r is None else f'{r:.2f}'}", fontsize=8)
+    axes[0][0].legend(fontsize=7, loc="lower left")
     fig.tight_layout()
     save(fig, path)

@@ -1,5 +1,6 @@
 """Execution-based similarity without an LLM: HyClone's Stage 2
-(functional-memorization paper, App. C.2).
+(functional-memorization paper, App. C.2) with inputs drawn without an LLM,
+so not HyClone itself; its tables and reports call it "execution similarity".
 
 For a ground-truth function a and a generated function b with the same
 signature, inputs I_a come from a (the benchmark's own test inputs where

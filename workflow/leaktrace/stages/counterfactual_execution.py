@@ -1,20 +1,68 @@
-"""counterfactual_execution: execution similarity (HyClone Stage 2, no LLM) of
-each model's counterfactual generation to its ground-truth function, in the
-similarity families' long format; coverage by cause goes to the log (the
-outcome columns hold it per pair)."""
+"""counterfactual_execution: execution similarity of each model's
+counterfactual generation to its ground-truth function (HyClone's Stage 2,
+App. C.2, with inputs from the benchmark's tests and hypothesis instead of an
+LLM's: leaktrace's stand-in, not HyClone), in the similarity families' long
+format; coverage by cause goes to the log (the outcome columns hold it per
+pair).
+
+Given HyClone's Stage-1 screen (the judges' table with its
+``hyclone_screen`` metric), Stage 2 runs as the paper runs it, only on the
+screen's candidates, model by model: a pair the screen did not call a
+likely clone is not executed and has outcome ``screen:no_clone`` (or
+``screen:<cause>`` where the screen has no answer)."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
 
+from dataclasses import replace
+
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.similarity.execution import METRICS, ExecutionSettings, Sample, coverage, execution_scores, pair_metrics
-from leaktrace.similarity.table import SIMILARITY_FAMILY_SCHEMA
+from leaktrace.errors import InputError
+from leaktrace.similarity.execution import (METRICS, ExecutionSettings, PairScore, Sample, coverage, execution_scores,
+                                            pair_metrics)
+from leaktrace.similarity.table import OK, SIMILARITY_FAMILY_SCHEMA
 
 log = logging.getLogger(__name__)
 
 MODELS = ("target", "reference")
+SCREEN_METRIC = "hyclone_screen"
+NOT_A_CANDIDATE = "screen:no_clone"
+
+
+def read_screen(screen: Path) -> dict[tuple[str, str], str]:
+    """(sample_id, model) -> "ok" where HyClone's Stage 1 called the pair a
+    likely clone (1.0), else the cause Stage 2 stops at: ``screen:no_clone``
+    (0.0) or ``screen:<the judge's outcome>`` (no answer)."""
+    verdicts = {}
+    for r in read_records(screen, ["sample_id", "metric", "target", "reference", "target_outcome", "reference_outcome"]):
+        if r["metric"] != SCREEN_METRIC:
+            continue
+        for model in MODELS:
+            value = r[model]
+            verdicts[(r["sample_id"], model)] = (OK if value == 1.0 else NOT_A_CANDIDATE if value == 0.0
+                                                 else f"screen:{r[f'{model}_outcome']}")
+    if not verdicts:
+        raise InputError(str(screen), None, f"no {SCREEN_METRIC!r} rows: Stage 2 cannot be gated by a screen that did not run")
+    return verdicts
+
+
+def screened(samples: list[Sample], verdicts: dict[tuple[str, str], str]) -> tuple[list[Sample], dict[tuple[str, str], PairScore]]:
+    """The samples with only the generations the screen passed (a sample
+    with none is left out), and the pairs it stopped with their cause."""
+    kept, stopped = [], {}
+    for sample in samples:
+        passed = {}
+        for model, body in sample.generations.items():
+            verdict = verdicts.get((sample.sample_id, model), "screen:no_answer")
+            if verdict == OK:
+                passed[model] = body
+            else:
+                stopped[(sample.sample_id, model)] = PairScore(verdict)
+        if passed:
+            kept.append(replace(sample, generations=passed))
+    return kept, stopped
 
 
 def load_samples(generations: Path, functions: Path, benchmark: Path | None) -> list[Sample]:
@@ -36,11 +84,15 @@ def load_samples(generations: Path, functions: Path, benchmark: Path | None) -> 
 
 
 def counterfactual_execution(generations: Path, functions: Path, benchmark: Path | None, settings: dict, seed: int,
-                             output: Path, *, workers: int = 1) -> None:
+                             output: Path, *, workers: int = 1, screen: Path | None = None) -> None:
+    """``screen``: the judges' table with HyClone's Stage 1, which gates Stage 2."""
     options = ExecutionSettings(**settings)
     samples = load_samples(generations, functions, benchmark)
-    report = execution_scores(samples, options, seed, workers=workers)
-    scores = report.scores
+    to_run, stopped = (samples, {}) if screen is None else screened(samples, read_screen(screen))
+    if screen is not None:
+        log.info("HyClone's screen passed %d of %d pairs to Stage 2", 2 * len(samples) - len(stopped), 2 * len(samples))
+    report = execution_scores(to_run, options, seed, workers=workers)
+    scores = {**report.scores, **stopped}
     log.info("execution similarity: %s", report.summary())
     rows = []
     for sample in samples:

@@ -4,10 +4,11 @@ syntax-only and dataflow-only components, and TSED, of each model's
 generated function against the ground-truth function.
 
 Both functions are whole definitions, signature plus body, dedented (a
-method's ``def`` at column 0): the App. E values of the paper reproduce only
-that way (README, "Structural similarity"). A metric needs a syntax tree, so
-a function that tree-sitter cannot parse without error gets no score: the
-row's value is null and its outcome says whose code failed
+method's ``def`` at column 0): the paper's App. E values reproduce best that
+way (CodeBLEU's dataflow match on 13 of 14; README, "App. E of the paper").
+A metric needs a syntax tree, so a function that tree-sitter cannot parse
+without error gets no score: the row's value is null and its outcome says
+whose code failed
 (``parse_error:ground_truth`` for both models, ``parse_error:generation`` for
 one). CodeBLEU's dataflow component is null with outcome ``no_dataflow`` when
 the ground truth has no dataflow edge; CodeBLEU itself is then the mean of
@@ -42,8 +43,10 @@ def whole_function(signature: str, body: str) -> str:
     return textwrap.dedent(signature + body)
 
 
-def structural_scores(truth: str, generated: str, weights: tuple[float, ...], costs: EditCosts) -> dict[str, Score]:
-    """Every structural metric of one generation against the ground truth, both whole functions."""
+def structural_scores(truth: str, generated: str, weights: tuple[float, ...], costs: EditCosts, *,
+                      leaf_text: bool = False) -> dict[str, Score]:
+    """Every structural metric of one generation against the ground truth, both whole functions;
+    ``leaf_text``: TSED's stricter trees (``leaktrace.similarity.tsed``)."""
     if not parses(truth):
         return {metric: Score(None, PARSE_ERROR_GROUND_TRUTH) for metric in METRICS}
     if not parses(generated):
@@ -54,13 +57,13 @@ def structural_scores(truth: str, generated: str, weights: tuple[float, ...], co
         "codebleu": Score(components.total(weights)),
         "codebleu_syntax": Score(components.syntax),
         "codebleu_dataflow": dataflow,
-        "tsed": Score(tsed(truth, generated, costs)),
+        "tsed": Score(tsed(truth, generated, costs, leaf_text=leaf_text)),
     }
 
 
-def _sample_rows(job: tuple[str, str, dict[str, str], tuple[float, ...], EditCosts]) -> list[dict]:
-    sample_id, truth, generated, weights, costs = job
-    scores = {model: structural_scores(truth, generated[model], weights, costs) for model in MODELS}
+def _sample_rows(job: tuple[str, str, dict[str, str], tuple[float, ...], EditCosts, bool]) -> list[dict]:
+    sample_id, truth, generated, weights, costs, leaf_text = job
+    scores = {model: structural_scores(truth, generated[model], weights, costs, leaf_text=leaf_text) for model in MODELS}
     return [family_row(sample_id, metric, scores["target"][metric], scores["reference"][metric]) for metric in METRICS]
 
 
@@ -68,7 +71,7 @@ def structural_similarity(generations: Path, functions: Path, settings: dict, ou
     """Score every sample of ``generations`` (both models) against its ground truth in ``functions``.
 
     ``settings``: ``similarity.structural`` (CodeBLEU's weights, TSED's edit
-    costs). Rows follow the order of the samples in ``generations``, then
+    costs and whether its leaves are labelled by their text). Rows follow the order of the samples in ``generations``, then
     METRICS, whatever ``processes``.
     """
     generated: dict[str, dict[str, str]] = {}
@@ -81,11 +84,12 @@ def structural_similarity(generations: Path, functions: Path, settings: dict, ou
         raise ValueError(f"{len(missing)} generated samples have no ground truth in {functions}: {missing[:5]}")
     weights = tuple(settings["codebleu_weights"])
     costs = EditCosts(**settings["tsed_costs"])
+    leaf_text = settings["tsed_leaf_text"]
     jobs = []
     for sample_id, by_model in generated.items():
         signature = truth[sample_id]["signature"]
         jobs.append((sample_id, whole_function(signature, truth[sample_id]["continuation"]),
-                     {model: whole_function(signature, by_model[model]) for model in MODELS}, weights, costs))
+                     {model: whole_function(signature, by_model[model]) for model in MODELS}, weights, costs, leaf_text))
     if processes > 1 and len(jobs) > 1:
         tsed("x = 1", "x = 1")  # compile the distance here, so the forked workers inherit it
         with ProcessPoolExecutor(processes) as pool:
