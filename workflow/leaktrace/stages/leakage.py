@@ -56,6 +56,8 @@ PAIR_SCHEMA = pa.schema([
     ("containment_corpus", pa.float64()), ("code_containment", pa.float64()), ("code_containment_corpus", pa.float64()),
     ("statement", pa.float64()), ("statement_words", pa.int64()), ("alignment", pa.float64()), ("shape", pa.float64()),
     ("execution", pa.string()), ("execution_note", pa.string()), ("decided_by", pa.string()),
+    # the learned verifier's own values (leaktrace.leakage.features) and its probability of a duplicate
+    ("tokens", pa.int64()), ("lines", pa.float64()), ("lines_corpus", pa.float64()), ("score", pa.float64()),
 ])
 ACCOUNTING_SCHEMA = pa.schema([("part", pa.int32()), ("kind", pa.string()), ("reason", pa.string()), ("count", pa.int64())])
 SUMMARY_SCHEMA = pa.schema([
