@@ -131,8 +131,8 @@ def test_the_model_file_predicts_as_scikit_learn(family, setting):
             "model": combiner._export(family, fitted)}
     model = combiner.Combiner(json.loads(combiner.dumps(spec)))
     test = rng.random((200, len(FEATURES)))
-    ours = np.array([model.probability(list(x)) for x in test])
-    np.testing.assert_allclose(ours, fitted.predict_proba(test)[:, 1], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(model.probabilities(test), fitted.predict_proba(test)[:, 1], rtol=1e-9, atol=1e-12)
+    assert model.probability(list(test[0])) == model.probabilities(test)[0]
     with pytest.raises(ValueError, match="not a verifier model file"):
         combiner.Combiner({"format": "other"}, "m.json")
 

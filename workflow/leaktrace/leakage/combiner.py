@@ -45,8 +45,9 @@ THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(1, 20))
 INNER_FOLDS = 4
 SHIPPED = Path(__file__).resolve().parents[3] / "resources" / "verify" / "verifier.json"
 class Combiner:
-    """A model file, ready to score one pair's features (pure Python: a few
-    hundred comparisons a pair, no per-call array overhead)."""
+    """A model file, ready to score pairs' features. A boosted model's trees
+    are walked all at once, level by level (arrays of pairs x trees): a few
+    array operations for a whole batch of pairs, whatever the number of trees."""
 
     def __init__(self, spec: dict, source: str = "<model>"):
         if spec.get("format") != FORMAT:
@@ -56,26 +57,51 @@ class Combiner:
         self.spec = spec
         self.family = spec["family"]
         self.threshold = float(spec["threshold"])
-        self.model = spec["model"]
+        model = spec["model"]
+        if self.family == "logistic_regression":
+            self._mean, self._scale = np.array(model["mean"]), np.array(model["scale"])
+            self._coef, self._intercept = np.array(model["coef"]), float(model["intercept"])
+            return
+        trees = model["trees"]
+        width = max(len(t["left"]) for t in trees)
+
+        def padded(key, dtype, fill):
+            out = np.full((len(trees), width), fill, dtype=dtype)
+            for i, t in enumerate(trees):
+                out[i, : len(t[key])] = t[key]
+            return out
+
+        self._left, self._right = padded("left", np.int64, -1), padded("right", np.int64, -1)
+        self._feature, self._split = padded("feature", np.int64, 0), padded("threshold", np.float64, 0.0)
+        self._value = padded("value", np.float64, 0.0)
+        self._rows = np.arange(len(trees))
+        self._init, self._rate = float(model["init"]), float(model["learning_rate"])
+        self._depth = max(_depth(t["left"], t["right"]) for t in trees)
+
+    def probabilities(self, X) -> np.ndarray:
+        """The probability of a duplicate of each row of features (one array pass for all rows)."""
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        if self.family == "logistic_regression":
+            raw = ((X - self._mean) / self._scale) @ self._coef + self._intercept
+        else:
+            x32 = X.astype(np.float32).astype(np.float64)  # scikit-learn's trees read float32 features
+            trees, rows = self._rows[None, :], np.arange(len(X))[:, None]
+            node = np.zeros((len(X), len(self._rows)), dtype=np.int64)
+            for _ in range(self._depth):
+                left = self._left[trees, node]
+                go_left = x32[rows, self._feature[trees, node]] <= self._split[trees, node]
+                node = np.where(left < 0, node, np.where(go_left, left, self._right[trees, node]))
+            raw = self._init + self._rate * self._value[trees, node].sum(axis=1)
+        return 1.0 / (1.0 + np.exp(-raw))
 
     def probability(self, x: list[float]) -> float:
-        m = self.model
-        if self.family == "logistic_regression":
-            raw = m["intercept"] + sum((v - mu) / sd * c for v, mu, sd, c in zip(x, m["mean"], m["scale"], m["coef"], strict=True))
-        else:
-            x32 = [float(v) for v in np.asarray(x, dtype=np.float32)]
-            total = 0.0
-            for tree in m["trees"]:
-                left, right, feature, threshold = tree["left"], tree["right"], tree["feature"], tree["threshold"]
-                node = 0
-                while left[node] >= 0:
-                    node = left[node] if x32[feature[node]] <= threshold[node] else right[node]
-                total += tree["value"][node]
-            raw = m["init"] + m["learning_rate"] * total
-        return 1.0 / (1.0 + math.exp(-raw))
+        return float(self.probabilities([x])[0])
 
-    def duplicate(self, x: list[float]) -> bool:
-        return self.probability(x) >= self.threshold
+
+def _depth(left: list[int], right: list[int], node: int = 0) -> int:
+    if left[node] < 0:
+        return 0
+    return 1 + max(_depth(left, right, left[node]), _depth(left, right, right[node]))
 
 
 @cache

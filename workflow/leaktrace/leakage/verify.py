@@ -257,6 +257,18 @@ class Verifier:
 
     def features(self, bench: Side, corpus: Side) -> Verdict:
         """The values behind a decision, execution not yet run, decided without it."""
+        return self.verdicts([(bench, corpus)])[0]
+
+    def verdicts(self, pairs: list[tuple[Side, Side]]) -> list[Verdict]:
+        """:meth:`features` of many pairs (the learned verifier scores them in one batch)."""
+        values = [self._values(bench, corpus) for bench, corpus in pairs]
+        if self.combiner is not None and values:
+            scores = self.combiner.probabilities([vector(vars(v)) for v in values])
+            values = [replace(v, score=float(p)) for v, p in zip(values, scores, strict=True)]
+        return [self.decided(v) for v in values]
+
+    def _values(self, bench: Side, corpus: Side) -> Verdict:
+        """The values behind a decision, undecided."""
         inter = len(bench.shingles & corpus.shingles)
         union = len(bench.shingles | corpus.shingles)
         jaccard = inter / union if union else 0.0
@@ -289,9 +301,7 @@ class Verifier:
                     statement, bench.prose_words, similarity, alignment(bench.blind_code, corpus.blind_code),
                     shape_similarity(bench.shape, corpus.shape), in_lines, in_corpus_lines, layout_equal, renamed_equal,
                     aligned, literals_equal, flagged, None, note, None, "none", False, "none")
-        if self.combiner is not None:
-            v = replace(v, score=self.combiner.probability(vector(vars(v))))
-        return self.decided(v)
+        return v
 
     def decided(self, v: Verdict) -> Verdict:
         clone, duplicate, rule = decide(v, self.s, self.combiner.threshold if self.combiner else None)

@@ -69,16 +69,15 @@ def settings_for(preset: str, execute: bool, **overrides) -> VerifySettings:
 
 def verify_records(pairs: list[dict], verifier: Verifier, *, always_execute: bool = False) -> list[Verdict]:
     """Each pair's verdict (a benchmark sample's side is computed once, however many pairs it is in)."""
-    items = []
+    sides = []
     benches: dict[tuple, Side] = {}
     for p in pairs:
         lang = p.get("language")
         key = (p["bench_text"], lang, p.get("tests"), p.get("entry_point"))
         if key not in benches:
             benches[key] = verifier.side(p["bench_text"], lang, test=p.get("tests"), entry_point=p.get("entry_point"))
-        bench = benches[key]
-        corpus = verifier.side(p["corpus_text"], lang)
-        items.append((bench, corpus, verifier.features(bench, corpus)))
+        sides.append((benches[key], verifier.side(p["corpus_text"], lang)))
+    items = [(bench, corpus, v) for (bench, corpus), v in zip(sides, verifier.verdicts(sides), strict=True)]
     return verifier.execute(items, always=always_execute)
 
 
