@@ -115,7 +115,7 @@ def test_verify_pairs_command(tmp_path):
     assert cli(["verify-pairs", str(good), str(out)]) == 0
     rows = pq.read_table(out).to_pylist()
     assert [(r["id"], r["clone_type"], r["duplicate"], r["decided_by"]) for r in rows] == [
-        ("gcd", "type-1", True, "model"), ("3", "none", False, "model")]
+        ("gcd", "type-1", True, "layout"), ("3", "none", False, "model")]  # an exact copy by definition
     assert rows[0]["score"] > 0.9 > 0.1 > rows[1]["score"]
     assert {"jaccard", "statement", "alignment", "shape", "lines", "score", "execution", "execution_note"} <= set(rows[0])
 
@@ -151,7 +151,7 @@ def test_a_unit_that_copies_one_sample_is_not_a_looser_duplicate_of_another():
     m = _verifier(model="shipped")
     unit = m.side(HUMANEVAL["HumanEval/7"].code, "python")
     copy, lookalike = (m.verify(m.side(HUMANEVAL[t].code, "python"), unit) for t in ("HumanEval/7", "HumanEval/29"))
-    assert (copy.decided_by, copy.duplicate, copy.clone_type) == ("model", True, "type-1")
+    assert (copy.decided_by, copy.duplicate, copy.clone_type) == ("layout", True, "type-1")
     loose = replace(lookalike, duplicate=True, decided_by="model", clone_type="type-3")
     assert supersede([copy, loose]) == [copy, replace(loose, duplicate=False, decided_by="copy_of_other")]
 

@@ -169,10 +169,10 @@ def test_verifier_on_java_c_and_cpp(model):
 
     java = fixtures("java")[0][1]
     exact = verdict(java, java, "java")
-    assert (exact.duplicate, exact.clone_type, exact.decided_by) == (True, "type-1", "layout" if model == "rules" else "model")
+    assert (exact.duplicate, exact.clone_type, exact.decided_by) == (True, "type-1", "layout")
     renamed = cfamily.mutate("T2b", C_CODE, "c", random.Random(5)).text
     copy = verdict(C_CODE, renamed, "c")
-    assert (copy.duplicate, copy.clone_type, copy.decided_by) == (True, "type-2", "renamed" if model == "rules" else "model")
+    assert (copy.duplicate, copy.clone_type, copy.decided_by) == (True, "type-2", "renamed")
     assert not copy.layout_equal
     cpp = dict((task, code) for task, code, _ in fixtures("cpp"))
     other = verdict(cpp["bfs_distances"], cpp["to_upper"], "cpp")

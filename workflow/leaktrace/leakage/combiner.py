@@ -97,6 +97,9 @@ class Combiner:
     def probability(self, x: list[float]) -> float:
         return float(self.probabilities([x])[0])
 
+    def duplicate(self, x: list[float]) -> bool:
+        return self.probability(x) >= self.threshold
+
 
 def _depth(left: list[int], right: list[int], node: int = 0) -> int:
     if left[node] < 0:

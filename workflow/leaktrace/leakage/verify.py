@@ -30,9 +30,11 @@ decision is kept in the verdict (and in ``pairs.parquet``):
 
 The decision (:func:`decide`). With a model (``model``, the presets' default:
 the one shipped, fitted on LessLeak-Bench's human labels by a rule stated in
-advance, :mod:`~leaktrace.leakage.combiner`): ``model``, a duplicate when
-``score`` reaches the model's threshold; ``execution``, where both sides ran,
-overrides it (pass: duplicate, fail: not). ``clone_type`` names the form:
+advance, :mod:`~leaktrace.leakage.combiner`): ``layout`` and ``renamed`` for
+what the annotation guideline defines as duplicates (:func:`by_definition`:
+an exact or a consistently renamed copy); else ``execution`` where both
+sides ran (pass: duplicate, fail: not); else ``model``, a duplicate when
+``score`` reaches the model's threshold. ``clone_type`` names the form:
 Type-1 (identical layout streams), Type-2 (identical renamed streams),
 Type-3 (structure or similarity above their thresholds), else Type-4 for a
 duplicate and none otherwise. With ``model: rules``, the first rule that
@@ -90,6 +92,7 @@ CLONE_TYPES = ("type-1", "type-2", "type-3", "type-4")
 RULES = ("model", "layout", "renamed", "structure", "statement", "execution", "judge", "copy_of_other", "none")
 LOOSE_RULES = ("structure", "statement", "execution")
 CODE_NGRAM = 3  # the verifier's own code n-grams (code_containment*), whatever the preset's shingles
+COPY_MIN_TOKENS = 20  # the default preset's min_tokens: a smaller unit is not even scanned
 
 
 @dataclass(frozen=True)
@@ -173,6 +176,8 @@ def decide(v: Verdict, s: VerifySettings, threshold: float | None = None) -> tup
     differs = v.execution == "fail"  # both run, and the corpus code fails the benchmark's tests
     if v.score is not None:
         form = "type-1" if v.layout_equal else "type-2" if v.renamed_equal else "type-3" if structural else None
+        if by_definition(v):
+            return form, True, "layout" if v.layout_equal else "renamed"
         if v.execution in ("pass", "fail"):
             return (form or "type-4", True, "execution") if v.execution == "pass" else (form or "none", False, "execution")
         duplicate = v.score >= threshold
@@ -190,6 +195,16 @@ def decide(v: Verdict, s: VerifySettings, threshold: float | None = None) -> tup
     if v.execution == "pass":
         return form or "type-4", True, "execution"
     return form or "none", False, "none"
+
+
+def by_definition(v: Verdict) -> bool:
+    """A duplicate by the annotation guideline's own words, whatever a model
+    says: an exact copy ("identical except for variations in formatting or
+    comments": identical layout streams) or a renamed one ("renamed
+    identifiers ... while preserving the same logic": identical renamed
+    streams, literals equal), of at least ``COPY_MIN_TOKENS`` tokens left
+    after boilerplate (a class header alone matches anything)."""
+    return v.tokens >= COPY_MIN_TOKENS and (v.layout_equal or (v.renamed_equal and v.literals_equal))
 
 
 def _copy(v: Verdict) -> bool:
