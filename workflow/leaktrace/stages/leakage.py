@@ -177,7 +177,7 @@ def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: in
                 continue
             counts["candidate_units"] += 1
             sides: dict = {}  # the unit lexed as its language, and as text against a text-only sample
-            pairs = []
+            compared = []  # (benchmark side, unit side) of each candidate sample, in sample order
             for sid in sorted(cands):
                 if sid not in bench_sides:
                     row = bench_row[sid]
@@ -186,8 +186,8 @@ def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: in
                 as_lang = TEXT if bench_lang[sid] == TEXT else lang
                 if as_lang not in sides:
                     sides[as_lang] = verifier.side(unit.text, as_lang)
-                pairs.append((bench_sides[sid], sides[as_lang]))
-            verdicts = verifier.execute([(b, c, v) for (b, c), v in zip(pairs, verifier.verdicts(pairs), strict=True)])
+                compared.append((bench_sides[sid], sides[as_lang]))
+            verdicts = verifier.execute([(b, c, v) for (b, c), v in zip(compared, verifier.verdicts(compared), strict=True)])
             for sid, v in zip(sorted(cands), supersede(verdicts), strict=True):
                 pairs.append({
                     "sample_id": sid, "doc_id": doc_id, "location": location, "unit": unit.name,
