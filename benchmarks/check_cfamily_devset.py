@@ -1,8 +1,10 @@
-"""The verifier on the Java, C and C++ part of its development set
+"""The verifier on the Java, C and C++ part of the generated development set
 (:func:`leaktrace.leakage.devset.build_cfamily`): held-out precision / recall
-/ F1 per language and clone type, for the verifier with its shipped
-thresholds and for LessLeak's automated criterion (2-gram Jaccard >= 0.7 on
-their tokens); then what the tuning rule of ``benchmarks/verify_devset.py``
+/ F1 per language and clone type, for the rules (``model: rules``) with
+their shipped thresholds, for the learned verifier (shipped model, fitted on
+LessLeak-Bench's human labels: here a regression check on generated pairs)
+and for LessLeak's automated criterion (2-gram Jaccard >= 0.7 on their
+tokens); then what the rules' tuning rule of ``benchmarks/verify_devset.py``
 (highest dev-half F1 over its grid) would choose on these languages, alone
 and together with the Python set, and the held-out F1 of both. The shipped
 thresholds are not changed here.
@@ -30,7 +32,8 @@ from pathlib import Path
 
 import numpy as np
 from leaktrace.artifacts import read_records
-from leaktrace.leakage import devset
+from leaktrace.leakage import combiner, devset
+from leaktrace.leakage.features import vector
 from leaktrace.leakage.verify import RULES, Verdict, Verifier, decide
 from leaktrace.mutate.statements import line_similarity
 from leaktrace.stages.verify_pairs import settings_for, verify_records
@@ -86,8 +89,9 @@ def main() -> None:
     rows = devset.build_cfamily()
     devset.write_jsonl(rows, a.out / "cfamily_devset.jsonl")
     t1 = time.perf_counter()
-    shipped = settings_for("default", execute=False)
+    shipped = settings_for("default", execute=False, model="rules")
     verdicts = verify_records(rows, Verifier(shipped))
+    learned = combiner.load()
     t2 = time.perf_counter()
     counts = {x: sum(r["language"] == x for r in rows) for x in devset.CFAMILY}
     print(f"C-family dev set: {len(rows)} pairs ({sum(r['duplicate'] for r in rows)} duplicates), "
@@ -103,7 +107,9 @@ def main() -> None:
     held_rows = [rows[i] for i in held]
     decisions = [decide(verdicts[i], shipped) for i in held]
     methods = {"2-gram Jaccard >= 0.7": np.array([lessleak_jaccard(r) >= 0.7 for r in held_rows]),
-               "verifier (shipped)": np.array([d[1] for d in decisions])}
+               "rules (shipped)": np.array([d[1] for d in decisions]),
+               "learned (shipped)": np.array([decide(replace(verdicts[i], score=learned.probability(vector(verdicts[i].as_row()))),
+                                                     shipped, learned.threshold)[1] for i in held])}
     print(f"\nheld-out half, shipped thresholds (structure {shipped.structure}, overlap {shipped.overlap}, "
           f"statement {shipped.statement}), no execution:")
     per_type(held_rows, methods)

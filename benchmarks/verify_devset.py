@@ -1,8 +1,10 @@
-"""The verifier against its labelled development set
+"""The rules (``model: rules``) against the generated development set
 (:mod:`leaktrace.leakage.devset`: the Python and text part, ``build``, and
 the Java, C and C++ part, ``build_cfamily``): thresholds chosen on the
 ``dev`` half of both parts together, precision / recall / F1 on the
-``held-out`` half, before and after.
+``held-out`` half, before and after; and the learned verifier as shipped
+(fitted on LessLeak-Bench's human labels, ``verify_human_labels.py``), here
+a regression check on generated pairs.
 
 Rule stated in advance: every setting of the grid below is scored on the dev
 half; the chosen one has the highest F1 there, ties broken by the higher
@@ -14,7 +16,8 @@ Compared on the held-out half:
 - ``before``: the verifier as it was (Type-1, Type-2 with equal literals or
   flagged, Type-3 at similarity 0.8 and flagged), from the same values;
 - ``after``: :func:`leaktrace.leakage.verify.decide` with the chosen thresholds
-  (execution in the sandbox where both sides run).
+  (execution in the sandbox where both sides run);
+- ``learned``: the shipped model at its threshold, execution off.
 
 Per clone type: recall over the pairs of that true type, precision over the
 pairs predicted duplicate with that predicted type.
@@ -37,7 +40,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.leakage import devset
+from leaktrace.leakage import combiner, devset
+from leaktrace.leakage.features import vector
 from leaktrace.leakage.execution import Executor
 from leaktrace.leakage.tokens import shingle_set
 from leaktrace.leakage.verify import RULES, Verdict, Verifier, decide
@@ -132,7 +136,7 @@ def main() -> None:
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     cfamily_rows = [json.loads(line) for line in cfamily_path.read_text().splitlines()]
     t1 = time.perf_counter()
-    shipped = settings_for("default", execute=True)
+    shipped = settings_for("default", execute=True, model="rules")
     cached = a.cache / "devset_verdicts.parquet"
     if a.reuse and cached.exists():
         verdicts = [Verdict(**{k: r[k] for k in Verdict.__dataclass_fields__}) for r in read_records(cached)]
@@ -171,6 +175,10 @@ def main() -> None:
     methods = {}
     for name, decisions in (("before", [before(v) for v in verdicts]), ("after", [decide(v, chosen)[:2] for v in verdicts])):
         methods[name] = (np.array([d[1] for d in decisions])[held], np.array([d[0] for d in decisions])[held])
+    learned = combiner.load()  # the learned verifier as shipped, execution off: a regression check on generated pairs
+    decisions = [decide(replace(v, execution=None, score=learned.probability(vector(v.as_row()))), chosen, learned.threshold)
+                 for v in verdicts]
+    methods["learned"] = (np.array([d[1] for d in decisions])[held], np.array([d[0] for d in decisions])[held])
     methods = {"lessleak": (lessleak[held], np.full(held.sum(), "none")), **methods}  # no clone type: no per-type precision
     print("\nheld-out half:")
     table(held_rows, methods)

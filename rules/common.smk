@@ -503,8 +503,8 @@ def leakage_fragments(benchmark):
     scans = [name for name, scan in config["leakage"]["scans"].items() if benchmark in scanned_benchmarks(scan)]
     return [f"{RESULTS}/leakage/{name}/report.md" for name in scans] + (
         [f"{RESULTS}/leakage/{name}/rq4/{benchmark}.md" for name in scans] if benchmark in TESTBED_BENCHMARKS else []) + (
-        [f"{RESULTS}/leakage/{rq3['scan']}/rq3/{benchmark}.md"]
-        if (rq3 := config["leakage"]["rq3"])["enabled"] and rq3["scan"] in scans and benchmark in TESTBED_BENCHMARKS else [])
+        [f"{RESULTS}/leakage/{RQ3['scan']}/rq3/{benchmark}.md"]
+        if benchmark in TESTBED_BENCHMARKS and benchmark in rq3_benchmarks() else [])
 
 
 # --- the functional-memorization study (issue 9): each similarity family is a
@@ -546,7 +546,7 @@ def functional_fragments(benchmark):
 
 def get_final_output():
     return [path for benchmark in TESTBED_BENCHMARKS for path in aggregate_outputs(benchmark)] + audit_outputs() \
-        + leakage_outputs() + mutate_outputs() + counterfactual_outputs() \
+        + leakage_outputs() + rq3_outputs() + mutate_outputs() + counterfactual_outputs() \
         + [path for name in TESTBED_BENCHMARKS + list(COUNTERFACTUAL_SOURCES) for path in functional_outputs(name)]
 
 

@@ -234,24 +234,37 @@ rule leakage_rq4:
 
 
 # LessLeak's RQ3 (`leakage.rq3.enabled`, a switch of its own: it generates n
-# completions a problem and model): pass@k of testbed models on the leaked and
-# the non-leaked part of each testbed benchmark the scan `leakage.rq3.scan`
-# reads, every completion run against the problem's tests in the sandbox.
+# completions a problem and model): pass@k of testbed (or audit) models on the
+# leaked and the non-leaked part of each benchmark of `leakage.rq3.benchmarks`
+# (default: each testbed benchmark) the scan `leakage.rq3.scan` reads, every
+# completion run against the problem's tests in the sandbox.
 RQ3 = config["leakage"]["rq3"]
 RQ3_MODELS = RQ3["models"] or ["reference", f"target-r{RATIOS[0]}-s{SEEDS[0]}-e{EPOCHS[-1]}"]
 
 
 def rq3_benchmarks():
-    """The testbed benchmarks RQ3 runs on ([] when it is off or nothing is in
-    the testbed, as in the scan-only experiment files)."""
-    if not RQ3["enabled"] or not TESTBED_BENCHMARKS:
+    """The benchmarks RQ3 runs on ([] when it is off, or when it names none and
+    nothing is in the testbed, as in the scan-only experiment files)."""
+    if not RQ3["enabled"] or (RQ3["benchmarks"] is None and not TESTBED_BENCHMARKS):
         return []
     if RQ3["scan"] not in LEAKAGE_SCANS:
         raise ValueError(f"leakage.rq3.scan: no scan named {RQ3['scan']!r} under leakage.scans")
-    unknown = [m for m in RQ3_MODELS if m not in MODELS]
+    unknown = [m for m in RQ3_MODELS if m not in MODELS and m not in AUDIT_OWN]
     if unknown:
-        raise ValueError(f"leakage.rq3.models: {unknown} are not testbed models ({MODELS})")
-    return [b for b in scanned_benchmarks(LEAKAGE_SCANS[RQ3["scan"]]) if b in TESTBED_BENCHMARKS]
+        raise ValueError(f"leakage.rq3.models: {unknown} are neither testbed models ({MODELS}) nor audit models with "
+                         f"a path of their own ({sorted(AUDIT_OWN)})")
+    scanned = scanned_benchmarks(LEAKAGE_SCANS[RQ3["scan"]])
+    if RQ3["benchmarks"] is None:
+        return [b for b in scanned if b in TESTBED_BENCHMARKS]
+    missing = [b for b in RQ3["benchmarks"] if b not in scanned]
+    if missing:
+        raise ValueError(f"leakage.rq3.benchmarks: {missing} are not read by scan {RQ3['scan']!r} ({scanned})")
+    return list(RQ3["benchmarks"])
+
+
+def rq3_outputs():
+    """RQ3's tables of the benchmarks outside the testbed (a testbed benchmark's join its aggregate report)."""
+    return [f"{RESULTS}/leakage/{RQ3['scan']}/rq3/{b}.md" for b in rq3_benchmarks() if b not in TESTBED_BENCHMARKS]
 
 
 if rq3_benchmarks():
@@ -263,7 +276,8 @@ if rq3_benchmarks():
         output:
             f"{RESULTS}/leakage/rq3/{{benchmark}}/{{model}}.parquet",
         params:
-            settings=json.dumps({k: RQ3[k] for k in ("n", "temperature", "max_new_tokens", "workers", "sandbox")}, sort_keys=True),
+            settings=json.dumps({k: RQ3[k] for k in ("prompt", "n", "temperature", "max_new_tokens", "workers", "sandbox")},
+                                sort_keys=True),
             batch=settings("score", "tokens"),
             model=scored_model_settings,
             adapter=adapter_args,

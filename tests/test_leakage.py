@@ -35,7 +35,7 @@ from leaktrace.leakage.verify import Verifier, VerifySettings
 from leaktrace.sandbox import SandboxLimits, isolation_level
 
 HUMANEVAL = load_humaneval(shipped_humaneval_path(), "humaneval")
-LESSLEAK = MinHashScheme(tokenizer="lessleak", ngram=2, num_perm=256, hash="sha1", scheme="legacy")
+LESSLEAK = MinHashScheme(tokenizer="lessleak", ngram=2, num_perm=256, hash="sha1", scheme="legacy", seed=42)
 TEXTS = [s.code for s in HUMANEVAL[:25]] + ["", "x", "a b", "déjà vu = 3  # ünï\n\t€ ok", "\x01\x7f weird ;; bytes"]
 
 
@@ -64,7 +64,7 @@ def test_lessleak_preset_is_lessleaks_step():
     assert s.minhash == LESSLEAK and (s.bands, s.rows) == (25, 10) and s.verify.jaccard == 0.7
     # by hand: LessLeak hashes the UTF-8 of each space-joined 2-gram with sha1_hash32
     from datasketch.hashfunc import sha1_hash32
-    m = MinHash(num_perm=256, scheme="legacy", hashfunc=sha1_hash32)
+    m = MinHash(num_perm=256, seed=42, scheme="legacy", hashfunc=sha1_hash32)
     m.update_batch([s.encode() for s in shingles(lessleak_tokens(TEXTS[0]), 2)])
     signer = Signer(LESSLEAK)
     assert np.array_equal(signer.signatures([signer.shingle_hashes(TEXTS[0])[1]])[0], m.hashvalues)
@@ -133,24 +133,30 @@ LOOKALIKES = [(0, 20), (4, 21), (7, 22), (7, 29), (15, 60), (16, 23), (22, 29), 
               (33, 37), (34, 40), (34, 58), (40, 43), (41, 46), (41, 53), (41, 59), (41, 60), (42, 62), (55, 63), (56, 61)]
 
 
-def test_no_two_humaneval_problems_are_duplicates_once_their_tests_run():
+# the learned verifier (issue 32) calls 6 such pairs duplicates without their tests, 4 of them among the 22
+LEARNED_LOOKALIKES = [(7, 29), (16, 60), (30, 42), (40, 43), (52, 57), (56, 61)]
+
+
+@pytest.mark.parametrize("model, lookalikes", [("rules", LOOKALIKES), ("shipped", LEARNED_LOOKALIKES)])
+def test_no_two_humaneval_problems_are_duplicates_once_their_tests_run(model, lookalikes):
     """Issue 13 changed this: the verifier now counts code of one structure
     with overlapping tokens (rule ``structure``) and a shared problem statement
     (rule ``statement``), with thresholds chosen on its dev set. Without
     tests, 22 pairs of short look-alike problems among the first 80 pass
-    those rules; with the benchmark's tests in the sandbox the corpus code
-    fails them and none is a duplicate."""
-    settings = resolve("s", {}).verify
+    those rules (6 are duplicates to the learned verifier); with the
+    benchmark's tests in the sandbox the corpus code fails them and none is
+    a duplicate."""
+    settings = replace(resolve("s", {}).verify, model=model)
     v = Verifier(settings)
     sides = [v.side(s.code, "python") for s in HUMANEVAL[:80]]
     found = [(i, j) for i in range(80) for j in range(i + 1, 80) if v.verify(sides[i], sides[j]).duplicate]
-    assert found == LOOKALIKES
+    assert found == lookalikes
     try:
         isolation_level(SandboxLimits(isolation="weak"))
     except Exception as err:  # noqa: BLE001 - no sandbox on this platform
         pytest.skip(f"no sandbox: {err}")
     runs = Verifier(replace(settings, execute=True), Executor(SandboxLimits(timeout_s=5, cpu_s=5, isolation="weak")))
-    for i, j in LOOKALIKES:
+    for i, j in lookalikes:
         s = HUMANEVAL[i]
         v = runs.verify(runs.side(s.code, "python", test=s.test, entry_point=s.entry_point), runs.side(HUMANEVAL[j].code, "python"))
         assert (v.execution, v.duplicate) == ("fail", False)

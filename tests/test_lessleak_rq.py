@@ -159,3 +159,57 @@ def test_rq3_runs_the_tiny_model_in_the_sandbox_and_splits_by_the_scan(tmp_path)
     rows = pq.read_table(tmp_path / "rq3.parquet").to_pylist()
     assert [(r["k"], r["leaked"], r["non_leaked"], r["ratio"]) for r in rows] == [(1, 1.0, 0.0, None), (5, None, None, None)]
     assert "1 leaked and 1 non-leaked problems" in (tmp_path / "rq3.md").read_text()
+
+
+def test_rq3_instruction_prompt_runs_whole_programs_against_apps_tests(tmp_path, monkeypatch):
+    """LessLeak's RQ3 prompt on APPS-style problems: the problem text as the
+    instruction, the response (cut at the next ###, its fenced block) run as
+    a whole program against standard input/output cases, or called."""
+    import json
+
+    import leaktrace.stages.leakage_rq3_runs as runs_stage
+    from leaktrace.artifacts import write_table
+    from leaktrace.stages.ingest import GENERIC_BENCHMARK_SCHEMA
+
+    stdin = {"inputs": ["1 2\n", "5 7\n"], "outputs": ["3\n", "12\n"]}
+    calls = {"fn_name": "twice", "inputs": [[2], [5]], "outputs": [4, 10]}
+    problems = [
+        {"sample_id": "apps/1", "benchmark": "apps", "text": "Read a and b, print a + b.", "code": "a, b = map(int, input().split())\nprint(a + b)\n",
+         "test": json.dumps(stdin), "test_format": "io"},
+        {"sample_id": "apps/2", "benchmark": "apps", "text": "Write twice(x).", "code": "def twice(x):\n    return 2 * x\n",
+         "test": json.dumps(calls), "test_format": "io"},
+        {"sample_id": "apps/3", "benchmark": "apps", "text": "No tests.", "code": "pass\n", "test": "", "test_format": "io"},
+    ]
+    write_table(problems, GENERIC_BENCHMARK_SCHEMA, tmp_path / "bench.parquet")
+    answers = {  # per problem: draw 0 right, draw 1 wrong
+        "Read a and b, print a + b.": ["```python\na, b = map(int, input().split())\nprint(a + b)\n```\n### Instruction: more",
+                                       "print(3)\n### Instruction: more"],
+        "Write twice(x).": ["def twice(x):\n    return x + x\n", "def twice(x):\n    return x\n"],
+    }
+    texts, draws = [], []
+
+    class Model:
+        max_length = 4096
+
+        def encode(self, text):
+            texts.append(text)
+            return [len(texts) - 1]
+
+        def sample(self, prompts, *, max_new_tokens, temperature, seed, stops):
+            assert not stops[0]("print(1)") and stops[0]("x\n### Instruction")
+            draws.append(seed)
+            instruction = [texts[p[0]].split("### Instruction: ", 1)[1].split(" ### Response:")[0] for p in prompts]
+            return [answers[i][len(draws) - 1] for i in instruction]
+
+    monkeypatch.setattr(runs_stage, "generation_model", lambda *args: Model())
+    settings = {"prompt": "instruction", "n": 2, "temperature": 0.8, "max_new_tokens": 64, "workers": 1,
+                "sandbox": {"isolation": "weak"}}
+    generate_and_run(tmp_path / "bench.parquet", {}, None, "m", settings, {"batch_size": 4}, 0, tmp_path / "runs.parquet")
+    assert texts == ["### Instruction: Read a and b, print a + b. ### Response:", "### Instruction: Write twice(x). ### Response:"]
+    assert len(set(draws)) == 2  # each draw its own seed
+    runs = pq.read_table(tmp_path / "runs.parquet").to_pylist()
+    assert [(r["sample_id"], r["draw"], r["status"]) for r in runs] == [
+        ("apps/1", 0, "ok"), ("apps/1", 1, "wrong"), ("apps/2", 0, "ok"), ("apps/2", 1, "wrong")]
+    assert runs[0]["completion"] == "a, b = map(int, input().split())\nprint(a + b)\n"
+    with pytest.raises(ValueError, match="leakage.rq3.prompt: 'chat' is not one of"):
+        generate_and_run(tmp_path / "bench.parquet", {}, None, "m", {**settings, "prompt": "chat"}, {}, 0, tmp_path / "x.parquet")

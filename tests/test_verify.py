@@ -1,8 +1,10 @@
-"""The verifier's decision as LessLeak's annotators make it: the same problem
-statement over another solution, near-identical files a few lines apart,
-containment both ways, structure, execution equivalence in the sandbox,
-thresholds that move decisions, and `verify-pairs` with its bad input. The
-figures on the labelled development set come from benchmarks/verify_devset.py."""
+"""The verifier's rules (``model: rules``): the same problem statement over
+another solution, near-identical files a few lines apart, containment both
+ways, structure, execution equivalence in the sandbox, thresholds that move
+decisions; and `verify-pairs` (the learned verifier by default) with its bad
+input. The rules' figures on generated pairs come from
+benchmarks/verify_devset.py; the learned verifier's tests are in
+test_verify_human.py."""
 
 import json
 from dataclasses import replace
@@ -12,6 +14,7 @@ import pytest
 from leaktrace.cli import main as cli
 from leaktrace.data.corpora import stdlib_root
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
+from leaktrace.leakage import combiner
 from leaktrace.leakage.devset import ALTERNATIVES, _edit_lines, half_of
 from leaktrace.leakage.execution import Executor, callable_as
 from leaktrace.leakage.verify import Verifier, decide, supersede
@@ -24,8 +27,8 @@ ALT = {r["task_id"]: r["code"] for r in map(json.loads, ALTERNATIVES.read_text()
 LIMITS = SandboxLimits(timeout_s=5, cpu_s=5, isolation="weak")
 
 
-def _verifier(execute=False):
-    return Verifier(settings_for("default", execute), Executor(LIMITS) if execute else None)
+def _verifier(execute=False, model="rules"):
+    return Verifier(settings_for("default", execute, model=model), Executor(LIMITS) if execute else None)
 
 
 def _pair(v, bench, corpus, language="python", **run):
@@ -112,8 +115,9 @@ def test_verify_pairs_command(tmp_path):
     assert cli(["verify-pairs", str(good), str(out)]) == 0
     rows = pq.read_table(out).to_pylist()
     assert [(r["id"], r["clone_type"], r["duplicate"], r["decided_by"]) for r in rows] == [
-        ("gcd", "type-1", True, "layout"), ("3", "none", False, "none")]
-    assert {"jaccard", "statement", "alignment", "shape", "execution", "execution_note"} <= set(rows[0])
+        ("gcd", "type-1", True, "layout"), ("3", "none", False, "model")]  # an exact copy by definition
+    assert rows[0]["score"] > 0.9 > 0.1 > rows[1]["score"]
+    assert {"jaccard", "statement", "alignment", "shape", "lines", "score", "execution", "execution_note"} <= set(rows[0])
 
 
 @pytest.mark.parametrize("line, message", [
@@ -143,6 +147,13 @@ def test_a_unit_that_copies_one_sample_is_not_a_looser_duplicate_of_another():
     kept, dropped = supersede([copy, lookalike])
     assert kept == copy and (dropped.duplicate, dropped.decided_by) == (False, "copy_of_other")
     assert supersede([lookalike]) == [lookalike]
+    # the learned verifier: its exact copy (Type-1 form) supersedes its looser duplicates (Type-3/4 form) the same way
+    m = _verifier(model="shipped")
+    unit = m.side(HUMANEVAL["HumanEval/7"].code, "python")
+    copy, lookalike = (m.verify(m.side(HUMANEVAL[t].code, "python"), unit) for t in ("HumanEval/7", "HumanEval/29"))
+    assert (copy.decided_by, copy.duplicate, copy.clone_type) == ("layout", True, "type-1")
+    loose = replace(lookalike, duplicate=True, decided_by="model", clone_type="type-3")
+    assert supersede([copy, loose]) == [copy, replace(loose, duplicate=False, decided_by="copy_of_other")]
 
 
 def test_verify_pairs_with_the_llm_judge(tmp_path, monkeypatch):
@@ -163,7 +174,7 @@ def test_verify_pairs_with_the_llm_judge(tmp_path, monkeypatch):
     assert cli(["verify-pairs", str(pairs), str(tmp_path / "out.parquet"), "--judge", '{"model": "any"}']) == 0
     rows = pq.read_table(tmp_path / "out.parquet").to_pylist()
     assert [(r["judge_label"], r["duplicate"], r["decided_by"]) for r in rows] == [
-        ("not_related", False, "judge"), ("unparsed", True, "renamed")]
+        ("not_related", False, "judge"), ("unparsed", rows[1]["score"] >= combiner.load().threshold, "model")]
 
 
 def test_without_a_sandbox_the_rules_decide_and_say_why(monkeypatch):

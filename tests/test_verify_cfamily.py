@@ -160,8 +160,9 @@ def test_builder_counts_and_labels(tmp_path):
     assert pairs == build_cfamily(languages=("c",), root=tmp_path, names=NAMES)  # deterministic
 
 
-def test_verifier_on_java_c_and_cpp():
-    v = Verifier(settings_for("default", execute=False))
+@pytest.mark.parametrize("model", ["shipped", "rules"])
+def test_verifier_on_java_c_and_cpp(model):
+    v = Verifier(settings_for("default", execute=False, model=model))
 
     def verdict(bench, corpus, language):
         return v.verify(v.side(bench, language), v.side(corpus, language))
@@ -171,7 +172,8 @@ def test_verifier_on_java_c_and_cpp():
     assert (exact.duplicate, exact.clone_type, exact.decided_by) == (True, "type-1", "layout")
     renamed = cfamily.mutate("T2b", C_CODE, "c", random.Random(5)).text
     copy = verdict(C_CODE, renamed, "c")
-    assert (copy.duplicate, copy.clone_type, copy.decided_by) == (True, "type-2", "renamed") and not copy.layout_equal
+    assert (copy.duplicate, copy.clone_type, copy.decided_by) == (True, "type-2", "renamed")
+    assert not copy.layout_equal
     cpp = dict((task, code) for task, code, _ in fixtures("cpp"))
     other = verdict(cpp["bfs_distances"], cpp["to_upper"], "cpp")
-    assert (other.duplicate, other.decided_by) == (False, "none")
+    assert (other.duplicate, other.decided_by) == (False, "none" if model == "rules" else "model")

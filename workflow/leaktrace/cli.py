@@ -642,6 +642,8 @@ def _mutate(a):
 @_args((("input",), {"type": Path, "help": "JSONL: bench_text, corpus_text, optional id, language, tests, entry_point"}),
        (("output",), {"type": Path, "help": "Parquet: one verdict a pair, with its clone type and the values behind it"}),
        (("--preset",), {"default": "default", "choices": ["default", "lessleak"], "help": "tokeniser and thresholds"}),
+       (("--model",), {"default": None, "help": "the verifier: shipped (the preset's: the learned one), rules, or a "
+                                                "model file from train-verifier"}),
        (("--execute",), {"action": "store_true", "help": "run pairs with tests in the sandbox (execution equivalence)"}),
        (("--isolation",), {"default": "full", "choices": ["full", "weak"], "help": "the sandbox's isolation"}),
        (("--workers",), {"type": int, "default": 1}),
@@ -650,8 +652,18 @@ def _verify_pairs(a):
     from leaktrace.sandbox import SandboxLimits
     from leaktrace.stages.verify_pairs import verify_pairs
 
-    verify_pairs(a.input, a.output, preset=a.preset, execute=a.execute, limits=SandboxLimits(isolation=a.isolation),
-                 workers=a.workers, judge=a.judge)
+    verify_pairs(a.input, a.output, preset=a.preset, model=a.model, execute=a.execute,
+                 limits=SandboxLimits(isolation=a.isolation), workers=a.workers, judge=a.judge)
+
+
+@command("train-verifier")
+@_args((("input",), {"type": Path, "help": "JSONL(.gz): verify-pairs' fields plus benchmark, bench_id and dup (0/1)"}),
+       (("output",), {"type": Path, "help": "the model file (JSON)"}),
+       (("--seed",), {"type": int, "default": 0, "help": "the cross-validation folds' and the model's seed"}))
+def _train_verifier(a):
+    from leaktrace.stages.train_verifier import train_verifier
+
+    train_verifier(a.input, a.output, a.seed)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,6 +33,7 @@ from leaktrace.leakage.tokens import (
     shingles,
     token_hashes_rolling64,
     tokenize,
+    tokenizer_shingles,
 )
 
 HASHES = ("rolling64", "sha1", "xxh32")
@@ -77,10 +78,10 @@ class MinHashScheme:
         """What to feed ``MinHash.update_batch``: token tuples for ``rolling64``
         (its hash is defined on tokens), UTF-8 shingle strings otherwise
         (LessLeak: ``" ".join(ngram).encode("utf-8")`` hashed with sha1_hash32)."""
-        tokens = tokenize(text, self.tokenizer)
         if self.hash == "rolling64":
+            tokens = tokenize(text, self.tokenizer)
             return [tuple(tokens[s:e]) for s, e in ngram_spans(len(tokens), self.ngram)]
-        return [s.encode("utf-8") for s in shingles(tokens, self.ngram)]
+        return [s.encode("utf-8") for s in tokenizer_shingles(text, self.tokenizer, self.ngram)]
 
     def datasketch_minhash(self, text: str) -> MinHash:
         """The reference: datasketch's own MinHash of ``text`` (slow; for tests
@@ -125,7 +126,7 @@ class Signer:
             if len(cache) > self.CACHE_LIMIT:
                 cache.clear()  # bounded: memory never grows with the corpus
             values = []
-            for sh in shingles(tokens, s.ngram):
+            for sh in shingles(tokens, s.ngram, short=s.tokenizer != "lessleak"):
                 h = cache.get(sh)
                 if h is None:
                     h = cache[sh] = fn(sh.encode("utf-8"))

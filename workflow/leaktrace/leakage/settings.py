@@ -10,10 +10,13 @@ from leaktrace.leakage.minhash import MinHashScheme
 from leaktrace.leakage.units import GRANULARITIES
 from leaktrace.leakage.verify import VerifySettings
 
-# The verifier's other thresholds (VerifySettings' defaults: chosen on the
-# development half of its labelled set, benchmarks/verify_devset.py, README);
-# execution is off unless a scan asks for it.
-VERIFY = {key: getattr(VerifySettings, key) for key in ("structure", "overlap", "statement", "statement_min_words", "execute")}
+# The verifier: the learned one shipped in resources/verify (chosen on
+# LessLeak-Bench's human labels, benchmarks/verify_human_labels.py, README);
+# `model: null` brings back the rules, whose thresholds are VerifySettings'
+# defaults (chosen on generated pairs, benchmarks/verify_devset.py).
+# Execution is off unless a scan asks for it.
+VERIFY = {**{key: getattr(VerifySettings, key) for key in ("structure", "overlap", "statement", "statement_min_words", "execute")},
+          "model": "shipped"}
 
 PRESETS: dict[str, dict] = {
     # Recall-oriented: 32 x 4 bands flag 99.98% of pairs at Jaccard 0.7 and 87% at
@@ -21,16 +24,22 @@ PRESETS: dict[str, dict] = {
     "default": {
         "tokenizer": "code", "ngram": 3, "num_perm": 128, "hash": "rolling64", "scheme": "affine32", "seed": 1,
         "lsh": {"threshold": 0.5, "false_negative_weight": 0.9, "bands": None, "rows": None},
-        "verify": {"jaccard": 0.7, "containment": 0.8, "type3_similarity": 0.8, **VERIFY},
+        "verify": {"jaccard": 0.7, "containment": 0.8, "flag": "shingles", "type3_similarity": 0.8, **VERIFY},
         "granularity": "function", "min_tokens": 20,
     },
-    # LessLeak-Bench's automated step: re.split("[^A-Za-z_0-9]") tokens, 2-gram
-    # shingles, SHA-1 (32 bits), datasketch's legacy scheme, 256 permutations,
-    # 25 x 10 bands (their threshold 0.7), exact Jaccard 0.7, whole files.
+    # LessLeak-Bench's automated step as its released script
+    # (minhash_lsh/*/minhash_deduplication.py, run with --ngram_size 2
+    # --min_ngram_size 2 --threshold 0.7): re.split("[^A-Za-z_0-9]") tokens,
+    # 2-gram shingles (none for a one-token document), SHA-1 (32 bits), the
+    # permutations drawn by numpy.random.RandomState(42) as datasketch's legacy
+    # scheme draws them with seed 42, 256 permutations, 25 x 10 bands (its
+    # optimal_param(0.7, 256)), whole files; a candidate is flagged when the
+    # Jaccard of the two texts' token sets (blank tokens dropped) reaches 0.7,
+    # containment not used.
     "lessleak": {
-        "tokenizer": "lessleak", "ngram": 2, "num_perm": 256, "hash": "sha1", "scheme": "legacy", "seed": 1,
+        "tokenizer": "lessleak", "ngram": 2, "num_perm": 256, "hash": "sha1", "scheme": "legacy", "seed": 42,
         "lsh": {"threshold": 0.7, "false_negative_weight": 0.5, "bands": 25, "rows": 10},
-        "verify": {"jaccard": 0.7, "containment": 0.8, "type3_similarity": 0.8, **VERIFY},
+        "verify": {"jaccard": 0.7, "containment": None, "flag": "tokens", "type3_similarity": 0.8, **VERIFY},
         "granularity": "file", "min_tokens": 1,
     },
 }

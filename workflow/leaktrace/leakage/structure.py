@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
+from itertools import chain
 
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel, LCSseq
@@ -28,8 +29,8 @@ _SKIP = (ast.expr_context, ast.Load, ast.Store, ast.Del)
 def as_text(*streams: list[str]) -> list[str]:
     """Map tokens to single characters (one vocabulary for all streams) so that
     rapidfuzz compares token sequences at C speed."""
-    vocab: dict[str, str] = {}
-    return ["".join(vocab.setdefault(t, chr(0x10000 + len(vocab))) for t in s) for s in streams]
+    vocab = {t: chr(0x10000 + i) for i, t in enumerate(dict.fromkeys(chain.from_iterable(streams)))}
+    return ["".join(map(vocab.__getitem__, s)) for s in streams]
 
 
 def best_window(bench: str, corpus: str) -> tuple[int, int] | None:

@@ -14,7 +14,10 @@ Two tokenisers:
 
 Shingles are n-grams of consecutive tokens joined by one space (LessLeak:
 2-grams). A document with fewer than n (but at least one) tokens has one
-shingle made of all its tokens; an empty document has none.
+shingle made of all its tokens, except under the ``lessleak`` tokenizer,
+where it has none (LessLeak's script drops documents shorter than its
+``min_ngram_size``, which its runs set to the n-gram size); an empty
+document has none.
 
 The ``rolling64`` shingle hash (the default) is defined on token hashes so it
 can be vectorised: a token's hash is the MurmurHash3 64-bit finaliser of
@@ -61,24 +64,38 @@ def tokenize(text: str, tokenizer: str) -> list[str]:
     raise ValueError(f"unknown tokenizer {tokenizer!r}; known: {', '.join(TOKENIZERS)}")
 
 
-def ngram_spans(n_tokens: int, n: int) -> list[tuple[int, int]]:
-    """[start, end) token spans of the shingles of a document of ``n_tokens``."""
+def ngram_spans(n_tokens: int, n: int, *, short: bool = True) -> list[tuple[int, int]]:
+    """[start, end) token spans of the shingles of a document of ``n_tokens``
+    (one of all its tokens when it has fewer than n, unless ``short`` is False)."""
     if n_tokens == 0:
         return []
     if n_tokens < n:
-        return [(0, n_tokens)]
+        return [(0, n_tokens)] if short else []
     return [(i, i + n) for i in range(n_tokens - n + 1)]
 
 
-def shingles(tokens: Sequence[str], n: int) -> list[str]:
+def shingles(tokens: Sequence[str], n: int, *, short: bool = True) -> list[str]:
     """Space-joined n-grams, in document order (duplicates kept)."""
     if n < 1:
         raise ValueError(f"shingle size must be at least 1, got {n}")
-    return [" ".join(tokens[s:e]) for s, e in ngram_spans(len(tokens), n)]
+    if len(tokens) < n:
+        return [" ".join(tokens)] if tokens and short else []
+    return list(map(" ".join, zip(*(tokens[i:] for i in range(n)))))
+
+
+def tokenizer_shingles(text: str, tokenizer: str, n: int) -> list[str]:
+    """The shingles of ``text`` under ``tokenizer``'s rule for short documents (see above)."""
+    return shingles(tokenize(text, tokenizer), n, short=tokenizer != "lessleak")
 
 
 def shingle_set(text: str, tokenizer: str, n: int) -> set[str]:
-    return set(shingles(tokenize(text, tokenizer), n))
+    return set(tokenizer_shingles(text, tokenizer, n))
+
+
+def token_set(text: str, tokenizer: str) -> set[str]:
+    """The distinct non-blank tokens of ``text``: what LessLeak's script
+    compares (``jaccard_similarity``) to confirm a MinHash candidate."""
+    return {t for t in tokenize(text, tokenizer) if t.strip()}
 
 
 # --- the rolling64 hash, pure Python (the definition) -----------------------

@@ -3,24 +3,42 @@ a pair is a duplicate when it is an exact copy or semantically equivalent
 (renamed identifiers, small additions or deletions, the same functionality
 written differently), and a benchmark sample mixes problem text with code.
 
-Every value behind a decision is kept in the verdict (and in ``pairs.parquet``):
+Boilerplate (licence headers, generated-file banners, imports, package
+lines, StarCoder's metadata: :mod:`~leaktrace.leakage.boilerplate`) is
+removed before anything is compared, except for the automated flag, which
+reads the texts as LessLeak's MinHash step did. Every value behind a
+decision is kept in the verdict (and in ``pairs.parquet``):
 
-- text overlap: shingle ``jaccard``, ``containment`` of the benchmark in the
-  corpus side and ``containment_corpus`` of the corpus side in the benchmark
-  (``flagged``: LessLeak's automated criterion, Jaccard or containment above
-  its threshold);
+- the automated flag: shingle ``jaccard`` and ``containment`` of the
+  benchmark in the corpus side on the texts as given (``flagged``: the
+  preset's criterion: Jaccard or containment above its threshold; the
+  ``lessleak`` preset: Jaccard alone, as LessLeak's released script);
+  ``containment_corpus``, the corpus side in the benchmark;
 - code overlap, problem text left out: ``code_containment`` and
-  ``code_containment_corpus`` (token n-grams of the code, comments and prose
+  ``code_containment_corpus`` (token 3-grams of the code, comments and prose
   strings removed: :mod:`~leaktrace.leakage.statement`);
 - problem-text overlap: ``statement``, the share of the benchmark's prose word
   3-grams found anywhere in the corpus text, over ``statement_words`` words;
+- edits: ``lines`` and ``lines_corpus``, the longest common subsequence of
+  the two sides' lines over each side's (:mod:`~leaktrace.leakage.features`);
 - structure: ``similarity`` (the Indel similarity of the blind streams on the
   best-matching window), ``alignment`` and ``shape``
   (:mod:`~leaktrace.leakage.structure`);
 - ``execution``: the corpus code against the benchmark's tests in the
-  sandbox, where both sides run (:mod:`~leaktrace.leakage.execution`).
+  sandbox, where both sides run (:mod:`~leaktrace.leakage.execution`);
+- ``score``: the learned verifier's probability of a duplicate.
 
-The decision (:func:`decide`), first rule that holds:
+The decision (:func:`decide`). With a model (``model``, the presets' default:
+the one shipped, fitted on LessLeak-Bench's human labels by a rule stated in
+advance, :mod:`~leaktrace.leakage.combiner`): ``layout`` and ``renamed`` for
+what the annotation guideline defines as duplicates (:func:`by_definition`:
+an exact or a consistently renamed copy); else ``execution`` where both
+sides ran (pass: duplicate, fail: not); else ``model``, a duplicate when
+``score`` reaches the model's threshold. ``clone_type`` names the form:
+Type-1 (identical layout streams), Type-2 (identical renamed streams),
+Type-3 (structure or similarity above their thresholds), else Type-4 for a
+duplicate and none otherwise. With ``model: rules``, the first rule that
+holds:
 
 1. ``layout``: the layout streams are identical (modulo whitespace, layout,
    comments; in Python also imports): Type-1;
@@ -40,14 +58,15 @@ The decision (:func:`decide`), first rule that holds:
    against by prefix: related, not duplicates;
 5. ``execution``: both sides pass the benchmark's tests: Type-2 or Type-3
    by its form, else Type-4;
-6. otherwise no duplicate (and in a scan, :func:`supersede`: a unit that is
-   as a whole a copy of one sample is not a looser duplicate of another); ``clone_type`` still names the form (Type-2 or
+6. otherwise no duplicate; ``clone_type`` still names the form (Type-2 or
    Type-3 by structure) so that "related but not duplicate" pairs are visible.
 
-Thresholds were chosen on the development half of a labelled set built from
+In a scan, either way, :func:`supersede`: a unit that is as a whole a copy
+of one sample is not a looser duplicate of another. The rules' thresholds
+were chosen on the development half of a labelled set generated from
 HumanEval and the standard library (:mod:`~leaktrace.leakage.devset`,
 ``benchmarks/verify_devset.py``). The optional LLM judge (:mod:`judge`)
-overrides the rules where it answers.
+overrides either where it answers.
 """
 
 from __future__ import annotations
@@ -57,18 +76,23 @@ from dataclasses import dataclass, fields, replace
 
 from rapidfuzz.distance import Indel
 
+from leaktrace.leakage import combiner
+from leaktrace.leakage.boilerplate import strip_boilerplate
 from leaktrace.leakage.execution import Executor, Program, callable_as, runnable
+from leaktrace.leakage.features import line_overlap, lines, vector
 from leaktrace.leakage.lexer import Token, blind_stream, keywords_for, layout_stream, lex, renamed_stream
 from leaktrace.leakage.statement import split_prose, word_shingles, words
 from leaktrace.leakage.structure import ALIGN_MARGIN, alignment, as_text, ast_shape, best_window, shape_similarity
-from leaktrace.leakage.tokens import shingle_set, shingles
+from leaktrace.leakage.tokens import shingle_set, shingles, token_set
 from leaktrace.sandbox import SandboxUnavailable
 
 log = logging.getLogger(__name__)
 
 CLONE_TYPES = ("type-1", "type-2", "type-3", "type-4")
-RULES = ("layout", "renamed", "structure", "statement", "execution", "judge", "copy_of_other", "none")
+RULES = ("model", "layout", "renamed", "structure", "statement", "execution", "judge", "copy_of_other", "none")
 LOOSE_RULES = ("structure", "statement", "execution")
+CODE_NGRAM = 3  # the verifier's own code n-grams (code_containment*), whatever the preset's shingles
+COPY_MIN_TOKENS = 20  # the default preset's min_tokens: a smaller unit is not even scanned
 
 
 @dataclass(frozen=True)
@@ -76,20 +100,22 @@ class VerifySettings:
     tokenizer: str
     ngram: int
     jaccard: float = 0.7
-    containment: float = 0.8
+    containment: float | None = 0.8  # None: the flag is Jaccard alone
+    flag: str = "shingles"  # what the flag's Jaccard compares: "shingles" (the preset's), "tokens" (LessLeak's script)
     type3_similarity: float = 0.8  # the form: Type-3 when similarity (or structure) reaches it
     structure: float = 0.75
     overlap: float = 0.3
     statement: float = 0.6
     statement_min_words: int = 12
     execute: bool = False
+    model: str = "rules"  # "rules", or the learned verifier's model file ("shipped": resources/verify/verifier.json)
 
 
 @dataclass
 class Side:
     """What verification needs of one text, computed once."""
 
-    shingles: set[str]  # of the whole text (problem text and code)
+    shingles: set[str]  # the automated flag's: of the whole text as given (boilerplate included), or its tokens (flag tokens)
     tokens: list[Token]  # of the code (or of the text of a text-only sample), comments removed
     language: str | None
     code_shingles: set[str]  # token n-grams of the code, prose strings removed
@@ -98,6 +124,7 @@ class Side:
     words: set[str]  # word 3-grams of the whole text: where a statement is looked for
     blind_code: list[str]  # blind stream of the code, prose strings removed
     shape: list[str] | None
+    lines: list[str]  # the lines that carry something (leaktrace.leakage.features.lines)
     code: str  # what runs (the code, or the text)
     test: str | None = None
     entry_point: str | None = None
@@ -109,6 +136,7 @@ class Side:
 
 @dataclass(frozen=True)
 class Verdict:
+    tokens: int  # the benchmark side's code tokens, boilerplate removed
     jaccard: float
     containment: float
     containment_corpus: float
@@ -119,6 +147,8 @@ class Verdict:
     similarity: float
     alignment: float
     shape: float | None
+    lines: float  # LCS of the two sides' lines over the benchmark's lines
+    lines_corpus: float  # ... over the corpus side's lines
     layout_equal: bool
     renamed_equal: bool
     aligned: bool
@@ -126,6 +156,7 @@ class Verdict:
     flagged: bool  # LessLeak's automated criterion: exact Jaccard (or containment) above threshold
     execution: str | None  # pass, fail, reference_fails; None: not run (execution_note says why)
     execution_note: str | None
+    score: float | None  # the learned verifier's probability of a duplicate (None: the rules decide)
     clone_type: str  # type-1, type-2, type-3, type-4 or none
     duplicate: bool
     decided_by: str  # the rule (RULES) that made the decision
@@ -134,12 +165,23 @@ class Verdict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def decide(v: Verdict, s: VerifySettings) -> tuple[str, bool, str]:
-    """(clone type, duplicate, rule) from a verdict's values under ``s``'s thresholds."""
+def decide(v: Verdict, s: VerifySettings, threshold: float | None = None) -> tuple[str, bool, str]:
+    """(clone type, duplicate, rule) from a verdict's values: the learned
+    verifier's ``score`` against ``threshold`` where there is a score
+    (execution, where it ran, overrides it), else the rules under ``s``'s
+    thresholds."""
     structure = max(v.alignment, v.shape or 0.0)
     structural = structure >= s.structure or v.similarity >= s.type3_similarity
     overlap = max(v.containment, v.containment_corpus, v.code_containment, v.code_containment_corpus)
     differs = v.execution == "fail"  # both run, and the corpus code fails the benchmark's tests
+    if v.score is not None:
+        form = "type-1" if v.layout_equal else "type-2" if v.renamed_equal else "type-3" if structural else None
+        if by_definition(v):
+            return form, True, "layout" if v.layout_equal else "renamed"
+        if v.execution in ("pass", "fail"):
+            return (form or "type-4", True, "execution") if v.execution == "pass" else (form or "none", False, "execution")
+        duplicate = v.score >= threshold
+        return (form or "type-4") if duplicate else (form or "none"), duplicate, "model"
     if v.layout_equal:
         return "type-1", True, "layout"
     if v.renamed_equal:
@@ -155,49 +197,93 @@ def decide(v: Verdict, s: VerifySettings) -> tuple[str, bool, str]:
     return form or "none", False, "none"
 
 
+def by_definition(v: Verdict) -> bool:
+    """A duplicate by the annotation guideline's own words, whatever a model
+    says: an exact copy ("identical except for variations in formatting or
+    comments": identical layout streams) or a renamed one ("renamed
+    identifiers ... while preserving the same logic": identical renamed
+    streams, literals equal), of at least ``COPY_MIN_TOKENS`` tokens left
+    after boilerplate (a class header alone matches anything)."""
+    return v.tokens >= COPY_MIN_TOKENS and (v.layout_equal or (v.renamed_equal and v.literals_equal))
+
+
+def _copy(v: Verdict) -> bool:
+    """Type-1, or Type-2 with equal literals or flagged texts: nothing for execution to add."""
+    return v.layout_equal or (v.renamed_equal and (v.literals_equal or v.flagged))
+
+
+def _exact(v: Verdict) -> bool:
+    """An exact or renamed copy, as a whole (no window)."""
+    return not v.aligned and (v.decided_by in ("layout", "renamed") or (
+        v.decided_by == "model" and v.duplicate and v.clone_type in ("type-1", "type-2")))
+
+
+def _loose(v: Verdict) -> bool:
+    return v.decided_by in LOOSE_RULES or (v.decided_by == "model" and v.duplicate and v.clone_type in ("type-3", "type-4"))
+
+
 def supersede(verdicts: list[Verdict]) -> list[Verdict]:
     """The verdicts of one corpus unit against the samples it is a candidate
     of: when the unit as a whole (no window) is an exact or renamed copy of
     one sample, its looser matches with other samples are not duplicates
     (``copy_of_other``). A unit holds one solution: a copy of HumanEval/7 is
     not also a duplicate of its look-alike /29 because they share a shape."""
-    if not any(v.decided_by in ("layout", "renamed") and not v.aligned for v in verdicts):
+    if not any(_exact(v) for v in verdicts):
         return verdicts
-    return [replace(v, duplicate=False, decided_by="copy_of_other") if v.decided_by in LOOSE_RULES else v
-            for v in verdicts]
+    return [replace(v, duplicate=False, decided_by="copy_of_other") if _loose(v) else v for v in verdicts]
 
 
 class Verifier:
     def __init__(self, settings: VerifySettings, executor: Executor | None = None):
         self.s = settings
         self.executor = executor if settings.execute else None
+        self.combiner = None if settings.model == "rules" else combiner.load(settings.model)
 
     def side(self, text: str, language: str | None, code: str | None = None, *, test: str | None = None,
              entry_point: str | None = None) -> Side:
-        """``text``'s shingles; the tokens of ``code`` when given (a benchmark
-        sample's problem text and code are shingled together, its clone type
-        judged on its code), else of ``text``. Problem text outside ``code``
-        (a statement before it) counts as prose."""
+        """``text``'s shingles (the automated flag's, on the text as given);
+        everything else after boilerplate is removed (licence headers,
+        imports, ...: :mod:`~leaktrace.leakage.boilerplate`): the tokens of
+        ``code`` when given (a benchmark sample's problem text and code are
+        compared together, its clone type judged on its code), else of
+        ``text``. Problem text outside ``code`` (a statement before it)
+        counts as prose."""
         code = text if code is None else code
-        tokens = lex(code, language, comments=True)
+        clean_text = strip_boilerplate(text)
+        clean_code = clean_text if code == text else strip_boilerplate(code)
+        tokens = lex(clean_code, language, comments=True)
         prose, code_tokens = split_prose(tokens)
-        if language == "text":
-            prose, code_tokens = words(code), []
+        if language == "text":  # its words are its prose, and the tokens compared as code
+            prose = words(clean_code)
         elif code != text:
-            prose = words(text.replace(code, " ")) + prose
+            prose = words(clean_text.replace(clean_code, " ")) + prose
         kw = keywords_for(language)
         return Side(
-            shingles=shingle_set(text, self.s.tokenizer, self.s.ngram),
+            shingles=(token_set(text, self.s.tokenizer) if self.s.flag == "tokens"
+                      else shingle_set(text, self.s.tokenizer, self.s.ngram)),
             tokens=[t for t in tokens if t.kind != "comment"], language=language,
-            code_shingles=set(shingles([t.text for t in code_tokens], self.s.ngram)),
-            prose=word_shingles(prose), prose_words=len(prose), words=word_shingles(words(text)),
+            code_shingles=set(shingles([t.text for t in code_tokens], CODE_NGRAM)),
+            prose=word_shingles(prose), prose_words=len(prose), words=word_shingles(words(clean_text)),
             blind_code=blind_stream(code_tokens, kw),
-            shape=ast_shape(code) if language in (None, "python") else None,
+            shape=ast_shape(clean_code) if language in (None, "python") else None,
+            lines=lines(clean_text, language),
             code=code, test=test, entry_point=entry_point,
         )
 
     def features(self, bench: Side, corpus: Side) -> Verdict:
         """The values behind a decision, execution not yet run, decided without it."""
+        return self.verdicts([(bench, corpus)])[0]
+
+    def verdicts(self, pairs: list[tuple[Side, Side]]) -> list[Verdict]:
+        """:meth:`features` of many pairs (the learned verifier scores them in one batch)."""
+        values = [self._values(bench, corpus) for bench, corpus in pairs]
+        if self.combiner is not None and values:
+            scores = self.combiner.probabilities([vector(vars(v)) for v in values])
+            values = [replace(v, score=float(p)) for v, p in zip(values, scores, strict=True)]
+        return [self.decided(v) for v in values]
+
+    def _values(self, bench: Side, corpus: Side) -> Verdict:
+        """The values behind a decision, undecided."""
         inter = len(bench.shingles & corpus.shingles)
         union = len(bench.shingles | corpus.shingles)
         jaccard = inter / union if union else 0.0
@@ -207,7 +293,7 @@ class Verifier:
         code_containment = code_inter / len(bench.code_shingles) if bench.code_shingles else 0.0
         code_containment_corpus = code_inter / len(corpus.code_shingles) if corpus.code_shingles else 0.0
         statement = len(bench.prose & corpus.words) / len(bench.prose) if bench.prose else 0.0
-        flagged = jaccard >= self.s.jaccard or containment >= self.s.containment
+        flagged = jaccard >= self.s.jaccard or (self.s.containment is not None and containment >= self.s.containment)
         kw = bench.keywords
         b_tokens, c_tokens = bench.tokens, corpus.tokens
         b_blind = blind_stream(b_tokens, kw)
@@ -225,14 +311,15 @@ class Verifier:
             t.text for t in c_tokens if t.kind in ("string", "number")]
         note = runnable(bench.language, bench.test, bench.entry_point) or (
             None if self.executor else "execution not enabled")
-        v = Verdict(jaccard, containment, containment_corpus, code_containment, code_containment_corpus, statement,
-                    bench.prose_words, similarity, alignment(bench.blind_code, corpus.blind_code),
-                    shape_similarity(bench.shape, corpus.shape), layout_equal, renamed_equal, aligned, literals_equal,
-                    flagged, None, note, "none", False, "none")
-        return self.decided(v)
+        in_lines, in_corpus_lines = line_overlap(bench.lines, corpus.lines)
+        v = Verdict(len(b_tokens), jaccard, containment, containment_corpus, code_containment, code_containment_corpus,
+                    statement, bench.prose_words, similarity, alignment(bench.blind_code, corpus.blind_code),
+                    shape_similarity(bench.shape, corpus.shape), in_lines, in_corpus_lines, layout_equal, renamed_equal,
+                    aligned, literals_equal, flagged, None, note, None, "none", False, "none")
+        return v
 
     def decided(self, v: Verdict) -> Verdict:
-        clone, duplicate, rule = decide(v, self.s)
+        clone, duplicate, rule = decide(v, self.s, self.combiner.threshold if self.combiner else None)
         return replace(v, clone_type=clone, duplicate=duplicate, decided_by=rule)
 
     def program(self, bench: Side, corpus: Side) -> tuple[Program, Program] | str:
@@ -247,7 +334,7 @@ class Verifier:
 
     def execute(self, items: list[tuple[Side, Side, Verdict]], *, always: bool = False) -> list[Verdict]:
         """Verdicts with execution run where the pair is runnable and (unless
-        ``always``) not already an exact or renamed copy (layout, renamed)."""
+        ``always``) not already an exact or renamed copy (:func:`_copy`)."""
         out = [v for _, _, v in items]
         if self.executor is None:
             return out
@@ -256,7 +343,7 @@ class Verifier:
             prog = self.program(bench, corpus)
             if isinstance(prog, str):
                 out[i] = replace(v, execution_note=prog)
-            elif v.decided_by in ("layout", "renamed") and not always:
+            elif _copy(v) and not always:
                 out[i] = replace(v, execution_note="decided without execution")
             else:
                 todo.append(i)

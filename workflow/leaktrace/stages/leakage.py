@@ -56,6 +56,8 @@ PAIR_SCHEMA = pa.schema([
     ("containment_corpus", pa.float64()), ("code_containment", pa.float64()), ("code_containment_corpus", pa.float64()),
     ("statement", pa.float64()), ("statement_words", pa.int64()), ("alignment", pa.float64()), ("shape", pa.float64()),
     ("execution", pa.string()), ("execution_note", pa.string()), ("decided_by", pa.string()),
+    # the learned verifier's own values (leaktrace.leakage.features) and its probability of a duplicate
+    ("tokens", pa.int64()), ("lines", pa.float64()), ("lines_corpus", pa.float64()), ("score", pa.float64()),
 ])
 ACCOUNTING_SCHEMA = pa.schema([("part", pa.int32()), ("kind", pa.string()), ("reason", pa.string()), ("count", pa.int64())])
 SUMMARY_SCHEMA = pa.schema([
@@ -175,7 +177,7 @@ def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: in
                 continue
             counts["candidate_units"] += 1
             sides: dict = {}  # the unit lexed as its language, and as text against a text-only sample
-            verdicts = {}
+            compared = []  # (benchmark side, unit side) of each candidate sample, in sample order
             for sid in sorted(cands):
                 if sid not in bench_sides:
                     row = bench_row[sid]
@@ -184,8 +186,9 @@ def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: in
                 as_lang = TEXT if bench_lang[sid] == TEXT else lang
                 if as_lang not in sides:
                     sides[as_lang] = verifier.side(unit.text, as_lang)
-                verdicts[sid] = verifier.verify(bench_sides[sid], sides[as_lang])
-            for sid, v in zip(verdicts, supersede(list(verdicts.values())), strict=True):
+                compared.append((bench_sides[sid], sides[as_lang]))
+            verdicts = verifier.execute([(b, c, v) for (b, c), v in zip(compared, verifier.verdicts(compared), strict=True)])
+            for sid, v in zip(sorted(cands), supersede(verdicts), strict=True):
                 pairs.append({
                     "sample_id": sid, "doc_id": doc_id, "location": location, "unit": unit.name,
                     "start_line": unit.start_line, "end_line": unit.end_line, "language": lang, "part": part,

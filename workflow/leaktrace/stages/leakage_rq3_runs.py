@@ -2,17 +2,33 @@
 completes every problem of a benchmark with tests n times, sampled at the
 configured temperature through the pipeline's generation path
 (``llm.generator`` included), and each completion runs against the
-problem's tests in the sandbox."""
+problem's tests in the sandbox.
+
+Two prompts (``prompt``):
+
+- ``completion``: the problem's prompt (a signature and docstring), completed
+  and cut at Codex's stop sequences; prompt + completion runs against
+  HumanEval-style tests;
+- ``instruction``: LessLeak's RQ3 (Sec. 5.3: zero-shot, "### Instruction:
+  [instruction input from APPS data sample] ### Response:"), the problem's
+  text as the instruction; the response, cut at a new ``###`` heading, is a
+  whole program (the first fenced code block when it has one) and runs
+  against the problem's tests in any format: APPS's standard input/output
+  cases (every case) or calls, or HumanEval's ``check``."""
 
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.data.io_tests import IoTests
+from leaktrace.data.samples import sample_tests
 from leaktrace.sandbox import SandboxLimits, run_tests
+from leaktrace.sandbox.stdio import run_io_tests_many
 from leaktrace.seeding import derive_seed
 from leaktrace.stages.score import generation_model
 
@@ -20,6 +36,10 @@ log = logging.getLogger(__name__)
 
 # Codex's stop sequences for HumanEval completions: a new top-level statement ends the function.
 STOPS = ("\nclass ", "\ndef ", "\n#", "\nif ", "\nprint(")
+PROMPTS = ("completion", "instruction")
+INSTRUCTION = "### Instruction: {instruction} ### Response:"
+RESPONSE_END = "###"  # a base model that goes on writes the next instruction
+_FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|$)", re.DOTALL)
 
 RUNS_SCHEMA = pa.schema([
     ("sample_id", pa.string()), ("model", pa.string()), ("draw", pa.int32()), ("completion", pa.string()),
@@ -36,30 +56,65 @@ def _stop(text: str) -> bool:
     return any(s in text for s in STOPS)
 
 
+def response_code(text: str) -> str:
+    """The program in an instruction-prompt response: cut at a new ``###``
+    heading; its first fenced code block if it has one, else all of it."""
+    text = text.split(RESPONSE_END, 1)[0]
+    fenced = _FENCE.search(text)
+    return fenced.group(1) if fenced else text.strip("\n")
+
+
+def _instruction_stop(text: str) -> bool:
+    return RESPONSE_END in text
+
+
+def _problems(rows: list[dict], prompt: str, source: str) -> list[tuple[dict, str, object, str | None]]:
+    """(row, prompt text, tests, entry point) of every problem the prompt can be run on."""
+    if prompt == "completion":
+        return [(r, r["prompt"], r["test"], r["entry_point"]) for r in rows
+                if r.get("test") and r.get("entry_point") and r.get("prompt")]
+    out = []
+    for r in rows:
+        if r.get("text") and (r.get("test") or "").strip():
+            tests, entry_point = sample_tests(r, source)
+            out.append((r, INSTRUCTION.format(instruction=r["text"]), tests, entry_point))
+    return out
+
+
 def generate_and_run(benchmark: Path, model: dict, adapter: str | None, name: str, settings: dict, batch: dict, seed: int,
                      output: Path, *, generator: dict | None = None, cache_dir: Path | None = None) -> None:
-    """``settings``: n, temperature, max_new_tokens, workers and sandbox
-    (SandboxLimits' fields). Every problem with tests and an entry point is
-    completed n times, draw j sampled with its own seed (so a backend's
-    response cache keeps the draws apart)."""
-    problems = [r for r in read_records(benchmark) if r.get("test") and r.get("entry_point") and r.get("prompt")]
+    """``settings``: prompt (default completion), n, temperature,
+    max_new_tokens, workers and sandbox (SandboxLimits' fields). Every
+    problem the prompt can run on is completed n times, draw j sampled with
+    its own seed (so a backend's response cache keeps the draws apart)."""
+    prompt = settings.get("prompt", "completion")
+    if prompt not in PROMPTS:
+        raise ValueError(f"leakage.rq3.prompt: {prompt!r} is not one of {', '.join(PROMPTS)}")
+    problems = _problems(read_records(benchmark), prompt, str(benchmark))
     lm = generation_model(model, adapter, batch, generator, cache_dir, "LessLeak RQ3 generation")
-    prompts = [lm.encode(r["prompt"]) for r in problems]
+    prompts = [lm.encode(text) for _, text, _, _ in problems]
     max_new_tokens = min(settings["max_new_tokens"], lm.max_length - 1 - max(map(len, prompts), default=0))
     if max_new_tokens < 1:
         raise ValueError(f"the longest prompt fills the model's {lm.max_length}-token context")
+    stop, cut = (_stop, _cut) if prompt == "completion" else (_instruction_stop, response_code)
     rows = []
     for draw in range(settings["n"]):
         texts = lm.sample(prompts, max_new_tokens=max_new_tokens, temperature=settings["temperature"],
-                          seed=derive_seed(seed, "rq3", name, draw), stops=[_stop] * len(prompts))
-        rows += [{"sample_id": r["sample_id"], "model": name, "draw": draw, "completion": _cut(t)} for r, t in zip(problems, texts, strict=True)]
-    by_id = {r["sample_id"]: r for r in problems}
-    results = run_tests([(by_id[r["sample_id"]]["prompt"] + r["completion"], by_id[r["sample_id"]]["test"],
-                          by_id[r["sample_id"]]["entry_point"]) for r in rows],
-                        SandboxLimits(**settings.get("sandbox", {})), workers=settings.get("workers", 1))
-    for row, result in zip(rows, results, strict=True):
-        row["status"] = result.status
+                          seed=derive_seed(seed, "rq3", name, draw), stops=[stop] * len(prompts))
+        rows += [{"sample_id": r["sample_id"], "model": name, "draw": draw, "completion": cut(t)}
+                 for (r, _, _, _), t in zip(problems, texts, strict=True)]
+    by_id = {r["sample_id"]: (r, tests, entry_point) for r, _, tests, entry_point in problems}
+    limits = SandboxLimits(**settings.get("sandbox", {}))
+    workers = settings.get("workers", 1)
+    programs = [(by_id[row["sample_id"]][0]["prompt"] + row["completion"] if prompt == "completion" else row["completion"],
+                 *by_id[row["sample_id"]][1:]) for row in rows]
+    io = [i for i, (_, tests, _) in enumerate(programs) if isinstance(tests, IoTests)]
+    calls = [i for i, (_, tests, _) in enumerate(programs) if not isinstance(tests, IoTests)]
+    results = dict(zip(io, run_io_tests_many([programs[i][:2] for i in io], limits, workers=workers), strict=True))
+    results |= dict(zip(calls, run_tests([programs[i] for i in calls], limits, workers=workers), strict=True))
+    for i, row in enumerate(rows):
+        row["status"] = results[i].status
     rows.sort(key=lambda r: (r["sample_id"], r["draw"]))
     write_table(rows, RUNS_SCHEMA, output)
-    log.info("rq3 %s: %d problems x %d draws, %d completions pass", name, len(problems), settings["n"],
+    log.info("rq3 %s (%s prompt): %d problems x %d draws, %d completions pass", name, prompt, len(problems), settings["n"],
              sum(r["status"] == "ok" for r in rows))

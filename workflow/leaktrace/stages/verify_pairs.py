@@ -1,15 +1,16 @@
 """verify-pairs: the scan's verifier on candidate pairs found elsewhere (a
 user's own MinHash step, another tool's output).
 
-Input: JSONL, one object a line with ``bench_text`` and ``corpus_text``
-(strings) and optional ``id``, ``language`` (of both sides; ``text`` for
-problem text; absent: guessed per text), ``tests`` and ``entry_point`` (the
-benchmark's, for execution equivalence). Output: one row per pair with its
-verdict, its clone type, the rule that decided it and every value behind it
-(:class:`~leaktrace.leakage.verify.Verdict`)."""
+Input: JSONL (or JSONL.gz), one object a line with ``bench_text`` and
+``corpus_text`` (strings) and optional ``id``, ``language`` (of both sides;
+``text`` for problem text; absent: guessed per text), ``tests`` and
+``entry_point`` (the benchmark's, for execution equivalence). Output: one row
+per pair with its verdict, its clone type, the rule that decided it and
+every value behind it (:class:`~leaktrace.leakage.verify.Verdict`)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 from dataclasses import fields
@@ -22,7 +23,7 @@ from leaktrace.errors import InputError
 from leaktrace.leakage.execution import Executor
 from leaktrace.leakage.lexer import LANGUAGES
 from leaktrace.leakage.settings import PRESETS
-from leaktrace.leakage.verify import RULES, Verdict, Verifier, VerifySettings
+from leaktrace.leakage.verify import RULES, Side, Verdict, Verifier, VerifySettings
 from leaktrace.sandbox import SandboxLimits
 
 log = logging.getLogger(__name__)
@@ -34,9 +35,11 @@ OPTIONAL = ("id", "language", "tests", "entry_point")
 
 
 def read_pairs(path: Path) -> list[dict]:
-    """The pairs of a JSONL file; a malformed line or a missing or mistyped field is an error naming the line."""
+    """The pairs of a JSONL file (gzipped when its name ends in .gz); a
+    malformed line or a missing or mistyped field is an error naming the line."""
     pairs = []
-    with open(path, encoding="utf-8") as f:
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
             if not line.strip():
                 continue
@@ -65,19 +68,27 @@ def settings_for(preset: str, execute: bool, **overrides) -> VerifySettings:
 
 
 def verify_records(pairs: list[dict], verifier: Verifier, *, always_execute: bool = False) -> list[Verdict]:
-    items = []
+    """Each pair's verdict (a benchmark sample's side is computed once, however many pairs it is in)."""
+    sides = []
+    benches: dict[tuple, Side] = {}
     for p in pairs:
         lang = p.get("language")
-        bench = verifier.side(p["bench_text"], lang, test=p.get("tests"), entry_point=p.get("entry_point"))
-        corpus = verifier.side(p["corpus_text"], lang)
-        items.append((bench, corpus, verifier.features(bench, corpus)))
+        key = (p["bench_text"], lang, p.get("tests"), p.get("entry_point"))
+        if key not in benches:
+            benches[key] = verifier.side(p["bench_text"], lang, test=p.get("tests"), entry_point=p.get("entry_point"))
+        sides.append((benches[key], verifier.side(p["corpus_text"], lang)))
+    items = [(bench, corpus, v) for (bench, corpus), v in zip(sides, verifier.verdicts(sides), strict=True)]
     return verifier.execute(items, always=always_execute)
 
 
-def verify_pairs(input_path: Path, output: Path, *, preset: str = "default", execute: bool = False,
+def verify_pairs(input_path: Path, output: Path, *, preset: str = "default", model: str | None = None, execute: bool = False,
                  limits: SandboxLimits = SandboxLimits(), workers: int = 1, judge: dict | None = None) -> None:
     pairs = read_pairs(input_path)
-    verifier = Verifier(settings_for(preset, execute), Executor(limits, workers) if execute else None)
+    settings = settings_for(preset, execute, **({"model": model} if model else {}))
+    try:
+        verifier = Verifier(settings, Executor(limits, workers) if execute else None)
+    except ValueError as err:  # a model file that is missing or not one
+        raise InputError(str(model), None, str(err)) from None
     verdicts = verify_records(pairs, verifier)
     rows = [{"id": p["id"], "language": p.get("language"), **v.as_row(), "judge_label": None}
             for p, v in zip(pairs, verdicts, strict=True)]
