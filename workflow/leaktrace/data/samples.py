@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 
 from leaktrace.data.io_tests import CallTests, IoTests, call_test, parse_io_tests
+from leaktrace.data.script_tests import SCRIPT_FORMAT, check_code, script_problem
 from leaktrace.errors import InputError
 
 KINDS = ("code", "text", "both")
@@ -59,23 +60,39 @@ def test_format_of(row: dict) -> str:
 
 def sample_tests(row: dict, source: str, max_io_cases: int | None = None) -> tuple[str | IoTests, str | None]:
     """What the sandbox runs for a runnable sample, and its entry point:
-    HumanEval-style ``check`` code and the function it calls, or for APPS-style
-    tests either the stdin/stdout cases of a whole program (no entry point)
-    or a ``check`` built from the calls of a call-based problem
+    HumanEval-style ``check`` code and the function it calls (a test script
+    that calls the solution by name is made into one:
+    :mod:`leaktrace.data.script_tests`), or for APPS-style tests either the
+    stdin/stdout cases of a whole program (no entry point) or a ``check``
+    built from the calls of a call-based problem
     (:mod:`leaktrace.data.io_tests`), at most ``max_io_cases`` cases."""
     if test_format_of(row) == "check":
         return row["test"], row["entry_point"]
+    if test_format_of(row) == SCRIPT_FORMAT:
+        return check_code(row["test"], row["entry_point"]), row["entry_point"]
     tests = parse_io_tests(row["test"], source, row["sample_id"], max_io_cases)
     if isinstance(tests, CallTests):
         return call_test(tests), tests.fn_name
     return tests, None
 
 
+def check_test(row: dict, source: str = "the benchmark") -> tuple[str | None, str | None]:
+    """The HumanEval-style ``check`` code and entry point of a sample whose
+    tests are, or become, one (check, script, call-based input/output
+    tests); (None, None) for a whole program's stdin/stdout cases, a sample
+    without tests, or one :func:`not_runnable` refuses."""
+    if not row.get("test") or not_runnable(row, source):
+        return None, None
+    tests, entry_point = sample_tests(row, source)
+    return (tests, entry_point) if isinstance(tests, str) else (None, None)
+
+
 def not_runnable(row: dict, source: str = "the benchmark") -> str | None:
-    """Why a sample cannot go through the testbed (variants run in the
-    sandbox against its tests: HumanEval-style, a ``check(candidate)``
-    function called with the entry point, or APPS-style input/output cases),
-    or None when it can. Malformed input/output tests are an InputError."""
+    """Why a sample cannot go through the testbed or the audit (variants run
+    in the sandbox against its tests: HumanEval-style, a ``check(candidate)``
+    function called with the entry point; a script that calls the solution
+    by name; or APPS-style input/output cases), or None when it can.
+    Malformed input/output tests are an InputError."""
     kind = kind_of(row)
     if kind == "text":
         return "it is problem text only, with no code"
@@ -84,6 +101,13 @@ def not_runnable(row: dict, source: str = "the benchmark") -> str | None:
         return f"its code is {language}, not Python"
     if test_format_of(row) == "io":
         return _io_not_runnable(row, source)
+    if test_format_of(row) == SCRIPT_FORMAT:
+        return script_problem(row.get("test") or "", row.get("entry_point"))
+    if test_format_of(row) == "exec":
+        return ("its tests exec the solution's source inside the test (DS-1000's test_execution(code)), so the "
+                "solution would run outside the sandbox's program process; no sandbox path runs such tests")
+    if test_format_of(row) == "unittest":
+        return unittest_problem(row)
     if not row.get("entry_point"):
         return "it has no entry point"
     try:
@@ -119,5 +143,5 @@ def require_runnable(rows: list[dict], benchmark: str, stage: str) -> None:
         reason = not_runnable(row, benchmark)
         if reason:
             raise InputError(benchmark, row["sample_id"],
-                             f"the {stage} stage needs runnable Python with HumanEval-style or input/output tests, "
+                             f"the {stage} stage needs runnable Python with HumanEval-style, script or input/output tests, "
                              f"and {reason}; scan such a benchmark for leakage only (benchmarks.<name>.testbed: false)")

@@ -23,6 +23,8 @@ PRESETS: dict[str, dict] = {
         "lsh": {"threshold": 0.5, "false_negative_weight": 0.9, "bands": None, "rows": None},
         "verify": {"jaccard": 0.7, "containment": 0.8, "type3_similarity": 0.8, **VERIFY},
         "granularity": "function", "min_tokens": 20,
+        # a second channel over identifier-normalised shingles, so renamed copies are candidates (leakage/renamed.py)
+        "renamed": True,
     },
     # LessLeak-Bench's automated step: re.split("[^A-Za-z_0-9]") tokens, 2-gram
     # shingles, SHA-1 (32 bits), datasketch's legacy scheme, 256 permutations,
@@ -32,6 +34,7 @@ PRESETS: dict[str, dict] = {
         "lsh": {"threshold": 0.7, "false_negative_weight": 0.5, "bands": 25, "rows": 10},
         "verify": {"jaccard": 0.7, "containment": 0.8, "type3_similarity": 0.8, **VERIFY},
         "granularity": "file", "min_tokens": 1,
+        "renamed": False,  # LessLeak's scan has the raw channel only
     },
 }
 
@@ -50,9 +53,11 @@ class ScanSettings:
     huge: str
     language: str
     batch_size: int
+    renamed: bool = False  # the identifier-normalised candidate channel (leakage/renamed.py)
 
     def describe(self) -> str:
-        return f"{self.minhash.describe()}, LSH {self.bands} x {self.rows}, {self.granularity} granularity"
+        channels = ", raw and identifier-normalised channels" if self.renamed else ""
+        return f"{self.minhash.describe()}, LSH {self.bands} x {self.rows}{channels}, {self.granularity} granularity"
 
 
 def resolve(name: str, scan: dict) -> ScanSettings:
@@ -93,4 +98,5 @@ def resolve(name: str, scan: dict) -> ScanSettings:
         name=name, preset=preset_name, minhash=minhash, bands=bands, rows=rows, verify=verify,
         granularity=granularity, min_tokens=pick("min_tokens"), max_bytes=scan.get("max_bytes", 1_000_000),
         huge=scan.get("huge", "chunk"), language=scan.get("language", "python"), batch_size=scan.get("batch_size", 256),
+        renamed=bool(pick("renamed")),
     )
