@@ -107,7 +107,8 @@ def not_runnable(row: dict, source: str = "the benchmark") -> str | None:
         return ("its tests exec the solution's source inside the test (DS-1000's test_execution(code)), so the "
                 "solution would run outside the sandbox's program process; no sandbox path runs such tests")
     if test_format_of(row) == "unittest":
-        return unittest_problem(row)
+        return ("its tests are unittest classes that hold the solution's objects (ClassEval), which the sandbox's "
+                "function-test path cannot pass between processes")
     if not row.get("entry_point"):
         return "it has no entry point"
     try:
