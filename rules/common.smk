@@ -331,8 +331,9 @@ SHAMS = sham_models()
 
 
 def counterfactual_source(name):
-    """A counterfactual source's config: a configured one, else the testbed
-    benchmark of that name (its split, the testbed's target and base model)."""
+    """A counterfactual source's config: a configured one (a benchmark, any
+    configured one, or a corpus sample), else the testbed benchmark of that
+    name (its split, the testbed's target and base model)."""
     if name in COUNTERFACTUAL_SOURCES:
         return COUNTERFACTUAL_SOURCES[name]
     if name in TESTBED_BENCHMARKS:
@@ -345,9 +346,15 @@ def _check_counterfactual_sources():
         if name in BENCHMARKS:
             raise ValueError(f"counterfactual.sources.{name}: the name of a benchmark, which is a source of its own; "
                              "choose another name")
+        if "benchmark" in source and source["benchmark"] not in BENCHMARKS:
+            raise ValueError(f"counterfactual.sources.{name}: benchmark {source['benchmark']!r} is not under `benchmarks` "
+                             f"({', '.join(BENCHMARKS)})")
         if "benchmark" in source and source["benchmark"] not in TESTBED_BENCHMARKS:
-            raise ValueError(f"counterfactual.sources.{name}: benchmark {source['benchmark']!r} is not one the testbed "
-                             f"runs on ({TESTBED_BENCHMARKS})")
+            for role in ("target", "reference"):
+                if (source.get(role) or config["counterfactual"][role]) is None:
+                    raise ValueError(f"counterfactual.sources.{name}: benchmark {source['benchmark']!r} is not a testbed "
+                                     f"benchmark, so there is no trained target; set counterfactual.{role} (or the "
+                                     f"source's own {role}): a model spec, or the name of an audit.models entry")
         if "corpus" in source:
             if source["corpus"]["kind"] == "training_mix":
                 raise ValueError(f"counterfactual.sources.{name}: a training_mix source is the testbed's own data; "
@@ -372,9 +379,25 @@ def counterfactual_functions(name):
 
 
 def counterfactual_samples(name):
-    """The testbed split behind a benchmark source; None for a corpus (no split)."""
+    """The testbed split behind a testbed benchmark source; None for another
+    benchmark or a corpus (no member / non-member split)."""
     source = counterfactual_source(name)
-    return f"{RESULTS}/filter/{source['benchmark']}.samples.parquet" if "benchmark" in source else None
+    if "benchmark" in source and source["benchmark"] in TESTBED_BENCHMARKS:
+        return f"{RESULTS}/filter/{source['benchmark']}.samples.parquet"
+    return None
+
+
+def counterfactual_model_spec(spec, where):
+    """A counterfactual model as the config gives it: a spec, or the name of
+    an audit.models entry with a path of its own (its spec)."""
+    if not isinstance(spec, str):
+        return spec
+    entry = AUDIT_MODELS.get(spec)
+    if entry is None or "path" not in entry:
+        own = [n for n, e in AUDIT_MODELS.items() if "path" in e]
+        raise ValueError(f"{where}: {spec!r} names no audit.models entry with a path of its own "
+                         f"(entries with a path: {', '.join(own) or 'none'})")
+    return entry
 
 
 def counterfactual_models(name):
@@ -384,7 +407,7 @@ def counterfactual_models(name):
     source = counterfactual_source(name)
     models = []
     for role in ("target", "reference"):
-        spec = source.get(role) or config["counterfactual"][role]
+        spec = counterfactual_model_spec(source.get(role) or config["counterfactual"][role], f"counterfactual {name} {role}")
         if spec is None:
             adapter = adapter_dir(source["benchmark"], *counterfactual_target()) if role == "target" else None
             models.append({**BASE_MODEL_CONFIG, **({"adapter": adapter} if adapter else {})})

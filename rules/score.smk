@@ -16,8 +16,9 @@ def method_settings(family):
 
 
 def reference_tokens(wildcards):
-    """Ref's evidence: the originals under the reference model (`ref-model`)."""
-    if not REF_MODEL or wildcards.model == "ref-model":
+    """Ref's evidence: the originals under the reference model (`ref-model`);
+    none for that model itself, or for an audited model that is it."""
+    if not REF_MODEL or wildcards.model == "ref-model" or _model_config(wildcards.model)[0]["path"] == REF_MODEL:
         return []
     return [f"{RESULTS}/score/{wildcards.benchmark}/ref-model/tokens.parquet"]
 
