@@ -10,7 +10,8 @@ import sys
 from snakemake.utils import validate
 
 from leaktrace import forkserver
-from leaktrace.configuration import drop_removed_entries
+from leaktrace.configuration import drop_removed_entries, validate_config
+from leaktrace.failures import failure_summary
 from leaktrace.models.backend import is_hub_id
 from leaktrace.seeding import derive_seed
 
@@ -19,7 +20,8 @@ from leaktrace.seeding import derive_seed
 # collection (benchmarks, corpora, score.methods, leakage.scans, leakage.clean):
 # see leaktrace/configuration.py.
 drop_removed_entries(config)
-validate(config, schema="../config/schema.yaml", set_default=True)
+# A config that fails the schema stops here with one or two lines naming the key (not the whole schema).
+validate_config(config, os.path.join(workflow.basedir, "config", "schema.yaml"), validate)
 
 RESULTS = f"results/{config['run']}"
 # Rules call the package CLI with the interpreter that runs Snakemake (the
@@ -68,6 +70,10 @@ onsuccess:
 
 onerror:
     stop_fork_server()
+    # Each failed job's own error line, under the console's last words (its log file holds it).
+    summary = failure_summary(log)
+    if summary:
+        print(summary, file=sys.stderr)
 
 
 # Every model spec the config names (the base model, the `llm` roles, the
