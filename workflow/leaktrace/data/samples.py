@@ -11,6 +11,7 @@ that table as a dict."""
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from leaktrace.data.io_tests import CallTests, IoTests, call_test, parse_io_tests
 from leaktrace.data.script_tests import SCRIPT_FORMAT, check_code, script_problem
@@ -58,7 +59,15 @@ def test_format_of(row: dict) -> str:
     return row.get("test_format") or "check"
 
 
-def sample_tests(row: dict, source: str, max_io_cases: int | None = None) -> tuple[str | IoTests, str | None]:
+@dataclass(frozen=True)
+class UnittestTests:
+    """Tests written as unittest.TestCase classes (ClassEval), run by
+    :func:`leaktrace.sandbox.run_unittest` with the program's objects held by reference."""
+
+    code: str
+
+
+def sample_tests(row: dict, source: str, max_io_cases: int | None = None) -> tuple[str | IoTests | UnittestTests, str | None]:
     """What the sandbox runs for a runnable sample, and its entry point:
     HumanEval-style ``check`` code and the function it calls (a test script
     that calls the solution by name is made into one:
@@ -70,6 +79,8 @@ def sample_tests(row: dict, source: str, max_io_cases: int | None = None) -> tup
         return row["test"], row["entry_point"]
     if test_format_of(row) == SCRIPT_FORMAT:
         return check_code(row["test"], row["entry_point"]), row["entry_point"]
+    if test_format_of(row) == "unittest":
+        return UnittestTests(row["test"]), row["entry_point"]
     tests = parse_io_tests(row["test"], source, row["sample_id"], max_io_cases)
     if isinstance(tests, CallTests):
         return call_test(tests), tests.fn_name
@@ -107,8 +118,7 @@ def not_runnable(row: dict, source: str = "the benchmark") -> str | None:
         return ("its tests exec the solution's source inside the test (DS-1000's test_execution(code)), so the "
                 "solution would run outside the sandbox's program process; no sandbox path runs such tests")
     if test_format_of(row) == "unittest":
-        return ("its tests are unittest classes that hold the solution's objects (ClassEval), which the sandbox's "
-                "function-test path cannot pass between processes")
+        return _unittest_not_runnable(row)
     if not row.get("entry_point"):
         return "it has no entry point"
     try:
@@ -117,6 +127,23 @@ def not_runnable(row: dict, source: str = "the benchmark") -> str | None:
         return "its tests are not Python"
     if not any(isinstance(n, ast.FunctionDef) and n.name == "check" for n in tree.body):
         return "its tests define no HumanEval-style check(candidate) function"
+    return None
+
+
+def _unittest_not_runnable(row: dict) -> str | None:
+    """A unittest sample runs when its tests define a TestCase class and its
+    code defines the entry point (ClassEval's class_name) at module level."""
+    try:
+        tests, code = ast.parse(row.get("test") or ""), ast.parse(row.get("code") or "")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return "its tests or its code are not Python"
+    bases = [b for n in tests.body if isinstance(n, ast.ClassDef) for b in n.bases]
+    if not any(isinstance(b, ast.Attribute) and b.attr == "TestCase" or isinstance(b, ast.Name) and b.id == "TestCase"
+               for b in bases):
+        return "its tests define no unittest.TestCase class"
+    entry_point = row.get("entry_point")
+    if not entry_point or not any(isinstance(n, ast.ClassDef | ast.FunctionDef) and n.name == entry_point for n in code.body):
+        return f"its code does not define its entry point {entry_point!r} at module level"
     return None
 
 

@@ -10,6 +10,8 @@ from leaktrace.sandbox.runner import (
     run_stdio,
     run_test,
     run_tests,
+    run_unittest,
+    run_unittests,
 )
 
 __all__ = [
@@ -22,4 +24,6 @@ __all__ = [
     "run_stdio",
     "run_test",
     "run_tests",
+    "run_unittest",
+    "run_unittests",
 ]

@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.data.samples import require_runnable, sample_tests
+from leaktrace.data.samples import UnittestTests, require_runnable, sample_tests
 from leaktrace.errors import InputError
 from leaktrace.models.backend import Capability, Sampling
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
@@ -183,6 +183,8 @@ def _add_test_case_sets(samples: list[dict], tests: list[tuple], sets: list[dict
             if own.get(kind):
                 if tests[i][1] is None:
                     outcomes["skipped: a whole program, no function to call"] += 1
+                elif isinstance(tests[i][0], UnittestTests):
+                    outcomes["skipped: unittest classes, no function examples to recompute"] += 1
                 else:
                     bases.append((i, kind))
     plans = [plan_test_cases(samples[i]["code"], tests[i][1], tests[i][0], len(sets[i][kind][:k]),
