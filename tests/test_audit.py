@@ -21,22 +21,12 @@ from leaktrace.errors import InputError
 from leaktrace.stages.audit_contamination import SCHEMA, audit_contamination
 from repo_copy import REPO, fresh_copy
 
-AUDIT_CONFIG = "config/experiments/audit.yaml"
-RUN = "results/audit"
+AUDIT_CONFIG = "config/experiments/audit.yaml"  # run once for all tests by the audit_run fixture (conftest.py)
 
 
 def snakemake(workdir: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", *args], cwd=workdir, capture_output=True,
                           text=True, timeout=timeout)
-
-
-@pytest.fixture(scope="module")
-def audit_run(tmp_path_factory):
-    """The shipped audit config, run once in a fresh copy (its outputs are shared by the tests below)."""
-    workdir = fresh_copy(tmp_path_factory.mktemp("audit"))
-    result = snakemake(workdir, "--configfile", AUDIT_CONFIG)
-    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
-    return workdir / RUN
 
 
 def test_the_scan_finds_both_planted_copies_and_nothing_else(audit_run):
