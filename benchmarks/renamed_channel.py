@@ -7,6 +7,9 @@ leaktrace/mutate/): T1 (reformatted), T2 (every name renamed at random, the
 function's own name too), T3 at 0.9, 0.7 and 0.5 (statements rewritten,
 names kept), and runs the scan (index, one shard, gather) on it with the
 raw channel alone and with both channels, on the default preset otherwise.
+The benchmark is HumanEval as released (long docstrings, which survive a
+renaming) and, with ``--short``, HumanEval with its docstrings removed: short
+functions, as MBPP's are, where a renaming changes most shingles.
 Prints side by side, per clone type: the share of planted copies that are
 an LSH candidate of their own sample (candidate recall) and the share the
 verifier then calls a duplicate; the candidates and duplicates among the
@@ -15,12 +18,13 @@ costs the verifier); and the wall time of the shard job and of the
 signature + query step alone. Copies whose mutation did not apply (a
 function with nothing to rename) are left out and counted.
 
-    .venv/bin/python benchmarks/renamed_channel.py [--stdlib-files 1500] [--seed 0]
+    .venv/bin/python benchmarks/renamed_channel.py [--stdlib-files 1500] [--seed 0] [--short]
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import io
 import random
 import re
@@ -31,14 +35,14 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-from leaktrace.artifacts import read_records
+from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.corpora import iter_stdlib_code
 from leaktrace.leakage.lsh import BandIndex
 from leaktrace.leakage.minhash import Signer
 from leaktrace.leakage.renamed import normalised_shingle_hashes
 from leaktrace.leakage.settings import resolve
 from leaktrace.mutate.registry import Mutation, apply_mutation
-from leaktrace.stages.ingest import ingest_benchmark
+from leaktrace.stages.ingest import BENCHMARK_SCHEMA, ingest_benchmark
 from leaktrace.stages.leakage import build_index, gather, scan_shard
 
 KINDS = ("T1", "T2", "T3-0.9", "T3-0.7", "T3-0.5")
@@ -50,6 +54,20 @@ def _rename_function(code: str, old: str, new: str) -> str:
     for tok in tokenize.generate_tokens(io.StringIO(code).readline):
         out.append((tok.type, new if tok.type == tokenize.NAME and tok.string == old else tok.string))
     return tokenize.untokenize(out)
+
+
+def without_docstring(code: str, entry_point: str) -> str:
+    """``code`` with the entry point's docstring lines removed (formatting kept elsewhere)."""
+    tree = ast.parse(code)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == entry_point and ast.get_docstring(node) is not None:
+            first = node.body[0]
+            lines = code.splitlines(keepends=True)
+            body = lines[: first.lineno - 1] + lines[first.end_lineno:]
+            if len(node.body) == 1:  # a function that is only its docstring keeps a body
+                body.insert(first.lineno - 1, " " * first.col_offset + "pass\n")
+            return "".join(body)
+    return code
 
 
 def plant(samples: list[dict], root: Path, seed: int) -> tuple[dict[str, int], Counter]:
@@ -103,11 +121,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--stdlib-files", type=int, default=1500)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--short", action="store_true", help="HumanEval's functions without their docstrings")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         ingest_benchmark("humaneval", {"format": "humaneval"}, work / "humaneval.parquet")
         samples = read_records(work / "humaneval.parquet")
+        if args.short:
+            samples = [{**s, "code": without_docstring(s["code"], s["entry_point"])} for s in samples]
+            write_table(samples, BENCHMARK_SCHEMA, work / "humaneval.parquet")
         corpus = work / "corpus"
         planted, skipped = plant(samples, corpus, args.seed)
         stdlib = [d for d in iter_stdlib_code()][: args.stdlib_files]
@@ -133,7 +155,7 @@ def main() -> None:
         texts = [d.text for d in stdlib]
         bench = [s["code"] for s in samples]
         timing = {renamed: channel_seconds(texts, bench, renamed) for renamed in (False, True)}
-    print(f"HumanEval's {len(samples)} solutions planted per clone type beside {len(stdlib)} standard-library files "
+    print(f"HumanEval's {len(samples)} solutions{' without docstrings' if args.short else ''} planted per clone type beside {len(stdlib)} standard-library files "
           f"(mutations that did not apply, left out: {dict(skipped) or 'none'})\n")
     print(f"{'clone type':<10} {'planted':>7} | {'candidate recall':^23} | {'duplicate recall':^23}")
     print(f"{'':<10} {'':>7} | {'raw':>10} {'raw+renamed':>12} | {'raw':>10} {'raw+renamed':>12}")

@@ -41,7 +41,7 @@ def _check_audit_config():
                              f"({REFERENCE_MODEL}), a reference trained for the base model, not for it; name Ref's "
                              "reference in score.methods.ref.model (a smaller model of the audited model's family, "
                              "same tokenizer), or leave Ref out (score: {methods: {ref: null}})")
-    if AUDIT_BENCHMARKS and AUDIT_MODELS and not AUDIT_CONTROL_IDS:
+    if AUDIT_BENCHMARKS and AUDIT_OWN and not AUDIT_CONTROL_IDS:  # testbed models have the testbed's tests
         print("leaktrace: audit: no control ids (contamination.held_out_ids), so the audit's dataset-level test "
               "is not run", file=sys.stderr)
 
@@ -115,6 +115,8 @@ rule audit_contamination:
     benchmark:
         f"{RESULTS}/benchmarks/audit/audit_contamination.tsv"
     threads: 1
+    resources:
+        **cpu_job(),
     conda:
         CPU_ENV
     shell:
