@@ -15,7 +15,8 @@ def _check_audit_config():
     """Before any job: every audited benchmark is configured and can run its
     tests (so can the testbed's and the functional-memorisation sources'),
     and Ref never silently compares a model of the user's with the shipped
-    tiny reference model, which was trained for the shipped base model."""
+    tiny reference model, which was trained for the pipeline's own models
+    (those under resources/models/, and the base model)."""
     unknown = [b for b in AUDIT_BENCHMARKS if b not in BENCHMARKS]
     if unknown:
         raise ValueError(f"audit.benchmarks: {', '.join(map(repr, unknown))} not under `benchmarks` "
@@ -35,7 +36,9 @@ def _check_audit_config():
         if warning:
             print(f"leaktrace: {warning}", file=sys.stderr)
     if REF_SETTINGS and not REF_SETTINGS["model"] and AUDIT_BENCHMARKS:
-        foreign = [name for name, spec in AUDIT_MODELS.items() if "path" in spec and fetched(spec["path"]) != BASE_MODEL]
+        shipped = os.path.realpath(os.path.join(workflow.basedir, "resources", "models")) + os.sep
+        foreign = [name for name, spec in AUDIT_MODELS.items() if "path" in spec and fetched(spec["path"]) != BASE_MODEL
+                   and not os.path.realpath(spec["path"]).startswith(shipped)]  # the pipeline's own models: their family
         if foreign:
             raise ValueError(f"score.methods.ref: audit model {foreign[0]!r} would be compared with reference_model.path "
                              f"({REFERENCE_MODEL}), a reference trained for the base model, not for it; name Ref's "

@@ -110,10 +110,13 @@ def test_samples_that_cannot_run_are_named_at_planning(tmp_path):
 
 
 def test_refs_reference_is_never_silently_the_shipped_one(tmp_path):
-    config = overlay(tmp_path, {"score": {"methods": {"ref": {"model": None, "oracle": False}}}})
+    """A model of the user's (not one of the pipeline's own, under resources/models/) with Ref's reference unset."""
+    models = yaml.safe_load((REPO / AUDIT_CONFIG).read_text())["audit"]["models"]
+    config = overlay(tmp_path, {"score": {"methods": {"ref": {"model": None, "oracle": False}}},
+                                "audit": {"models": [*models, {"name": "mine", "path": "/models/my-coder"}]}})
     result = snakemake(REPO, "-n", "--configfile", str(config), timeout=300)
     assert result.returncode != 0
-    assert ("score.methods.ref: audit model 'model-b' would be compared with reference_model.path "
+    assert ("score.methods.ref: audit model 'mine' would be compared with reference_model.path "
             "(resources/models/leaktrace-tiny-ref), a reference trained for the base model") in result.stdout + result.stderr
 
 
