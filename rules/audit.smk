@@ -1,22 +1,75 @@
 # Audit mode (SrDetection Fig. 2, Table 9): SrDetection's leakage rate of every
 # configured model on every configured benchmark, gray-box and black-box, with
-# no training. Testbed models reuse the testbed's scores.
+# no training, and, given control ids (contamination.held_out_ids), the
+# dataset-level test of each model against them. Testbed models reuse the
+# testbed's scores.
+
+from leaktrace.data.planning import runnability_message
+
+
+AUDIT_BENCHMARKS = config["audit"]["benchmarks"]
+AUDIT_CONTROL_IDS = config["contamination"]["held_out_ids"]
+
+
+def _check_audit_config():
+    """Before any job: every audited benchmark is configured and can run its
+    tests (so can the testbed's and the functional-memorisation sources'),
+    and Ref never silently compares a model of the user's with the shipped
+    tiny reference model, which was trained for the pipeline's own models
+    (those under resources/models/, and the base model)."""
+    unknown = [b for b in AUDIT_BENCHMARKS if b not in BENCHMARKS]
+    if unknown:
+        raise ValueError(f"audit.benchmarks: {', '.join(map(repr, unknown))} not under `benchmarks` "
+                         f"(configured: {', '.join(BENCHMARKS)})")
+    purposes = {}
+    for b in TESTBED_BENCHMARKS:
+        purposes.setdefault(b, []).append("the testbed")
+    for b in AUDIT_BENCHMARKS if AUDIT_MODELS else []:
+        purposes.setdefault(b, []).append("the audit")
+    for name, source in COUNTERFACTUAL_SOURCES.items():
+        if "benchmark" in source:
+            purposes.setdefault(source["benchmark"], []).append(f"functional memorisation ({name})")
+    for b, uses in purposes.items():
+        error, warning = runnability_message(b, config["benchmarks"][b], " and ".join(dict.fromkeys(uses)))
+        if error:
+            raise ValueError(error)
+        if warning:
+            print(f"leaktrace: {warning}", file=sys.stderr)
+    if REF_SETTINGS and not REF_SETTINGS["model"] and AUDIT_BENCHMARKS:
+        shipped = os.path.realpath(os.path.join(workflow.basedir, "resources", "models")) + os.sep
+        foreign = [name for name, spec in AUDIT_MODELS.items() if "path" in spec and fetched(spec["path"]) != BASE_MODEL
+                   and not os.path.realpath(spec["path"]).startswith(shipped)]  # the pipeline's own models: their family
+        if foreign:
+            raise ValueError(f"score.methods.ref: audit model {foreign[0]!r} would be compared with reference_model.path "
+                             f"({REFERENCE_MODEL}), a reference trained for the base model, not for it; name Ref's "
+                             "reference in score.methods.ref.model (a smaller model of the audited model's family, "
+                             "same tokenizer), or leave Ref out (score: {methods: {ref: null}})")
+    if AUDIT_BENCHMARKS and AUDIT_OWN and not AUDIT_CONTROL_IDS:  # testbed models have the testbed's tests
+        print("leaktrace: audit: no control ids (contamination.held_out_ids), so the audit's dataset-level test "
+              "is not run", file=sys.stderr)
+
+
+_check_audit_config()
 
 
 def audit_scores(wildcards):
-    return [f"{RESULTS}/score/{b}/{audit_model(name)}/scores.parquet" for b in config["audit"]["benchmarks"] for name in AUDIT_MODELS]
+    return [f"{RESULTS}/score/{b}/{audit_model(name)}/scores.parquet" for b in AUDIT_BENCHMARKS for name in AUDIT_MODELS]
 
 
 def audit_arguments(wildcards, input):
     """``MODEL:BENCHMARK=PATH`` arguments, in the order of audit_scores."""
-    names = [(name, b) for b in config["audit"]["benchmarks"] for name in AUDIT_MODELS]
+    names = [(name, b) for b in AUDIT_BENCHMARKS for name in AUDIT_MODELS]
     return " ".join(f"{name}:{b}={path}" for (name, b), path in zip(names, input.scores, strict=True))
 
 
+AUDIT_CONTAMINATION_OUTPUTS = (f"{RESULTS}/audit/dataset_inference.parquet", f"{RESULTS}/audit/dataset_inference.md")
+
+
 def audit_outputs():
-    if not (config["audit"]["benchmarks"] and AUDIT_MODELS):
+    if not (AUDIT_BENCHMARKS and AUDIT_MODELS):
         return []
-    return [f"{RESULTS}/audit/{name}" for name in ("leakage_rates.parquet", "leakage_rates.md", "heatmap.png")]
+    return [f"{RESULTS}/audit/{name}" for name in ("leakage_rates.parquet", "leakage_rates.md", "heatmap.png")] \
+        + (list(AUDIT_CONTAMINATION_OUTPUTS) if AUDIT_CONTROL_IDS else [])
 
 
 rule audit:
@@ -37,3 +90,39 @@ rule audit:
         CPU_ENV
     shell:
         "{LEAKTRACE} audit --scores {params.scores} --output-dir {RESULTS}/audit 2> {log}"
+
+
+def audit_contamination_settings():
+    """The contamination slice the audit's test reads, with Ref's reference named."""
+    block = config["contamination"]
+    ref = (REF_SETTINGS["model"] or REFERENCE_MODEL) if REF_SETTINGS else None
+    return json.dumps({"dataset_inference": block["dataset_inference"], "calibration": {"seeds": block["calibration"]["seeds"]},
+                       "alpha": block["alpha"], "ref_model": ref}, sort_keys=True)
+
+
+rule audit_contamination:
+    input:
+        scores=audit_scores,
+        benchmarks=expand(f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet", benchmark=AUDIT_BENCHMARKS),
+        control_ids=AUDIT_CONTROL_IDS or [],
+    output:
+        table=AUDIT_CONTAMINATION_OUTPUTS[0],
+        report=report(AUDIT_CONTAMINATION_OUTPUTS[1], caption="../report/audit.rst", category="Audit"),
+    params:
+        scores=audit_arguments,
+        benchmarks=lambda wildcards, input: " ".join(f"{b}={p}" for b, p in zip(AUDIT_BENCHMARKS, input.benchmarks, strict=True)),
+        settings=audit_contamination_settings(),
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/audit/audit_contamination.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/audit/audit_contamination.tsv"
+    threads: 1
+    resources:
+        **cpu_job(),
+    conda:
+        CPU_ENV
+    shell:
+        "{LEAKTRACE} audit-contamination --scores {params.scores} --benchmarks {params.benchmarks}"
+        " --control-ids {input.control_ids} --settings {params.settings:q} --seed {params.seed}"
+        " --output {output.table} --report {output.report} 2> {log}"

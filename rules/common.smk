@@ -10,7 +10,8 @@ import sys
 from snakemake.utils import validate
 
 from leaktrace import forkserver
-from leaktrace.configuration import drop_removed_entries
+from leaktrace.configuration import drop_removed_entries, validate_config
+from leaktrace.failures import failure_summary
 from leaktrace.models.backend import is_hub_id
 from leaktrace.seeding import derive_seed
 
@@ -19,7 +20,8 @@ from leaktrace.seeding import derive_seed
 # collection (benchmarks, corpora, score.methods, leakage.scans, leakage.clean):
 # see leaktrace/configuration.py.
 drop_removed_entries(config)
-validate(config, schema="../config/schema.yaml", set_default=True)
+# A config that fails the schema stops here with one or two lines naming the key (not the whole schema).
+validate_config(config, os.path.join(workflow.basedir, "config", "schema.yaml"), validate)
 
 RESULTS = f"results/{config['run']}"
 # Rules call the package CLI with the interpreter that runs Snakemake (the
@@ -68,6 +70,10 @@ onsuccess:
 
 onerror:
     stop_fork_server()
+    # Each failed job's own error line, under the console's last words (its log file holds it).
+    summary = failure_summary(log)
+    if summary:
+        print(summary, file=sys.stderr)
 
 
 # Every model spec the config names (the base model, the `llm` roles, the
@@ -331,8 +337,9 @@ SHAMS = sham_models()
 
 
 def counterfactual_source(name):
-    """A counterfactual source's config: a configured one, else the testbed
-    benchmark of that name (its split, the testbed's target and base model)."""
+    """A counterfactual source's config: a configured one (a benchmark, any
+    configured one, or a corpus sample), else the testbed benchmark of that
+    name (its split, the testbed's target and base model)."""
     if name in COUNTERFACTUAL_SOURCES:
         return COUNTERFACTUAL_SOURCES[name]
     if name in TESTBED_BENCHMARKS:
@@ -345,9 +352,15 @@ def _check_counterfactual_sources():
         if name in BENCHMARKS:
             raise ValueError(f"counterfactual.sources.{name}: the name of a benchmark, which is a source of its own; "
                              "choose another name")
+        if "benchmark" in source and source["benchmark"] not in BENCHMARKS:
+            raise ValueError(f"counterfactual.sources.{name}: benchmark {source['benchmark']!r} is not under `benchmarks` "
+                             f"({', '.join(BENCHMARKS)})")
         if "benchmark" in source and source["benchmark"] not in TESTBED_BENCHMARKS:
-            raise ValueError(f"counterfactual.sources.{name}: benchmark {source['benchmark']!r} is not one the testbed "
-                             f"runs on ({TESTBED_BENCHMARKS})")
+            for role in ("target", "reference"):
+                if (source.get(role) or config["counterfactual"][role]) is None:
+                    raise ValueError(f"counterfactual.sources.{name}: benchmark {source['benchmark']!r} is not a testbed "
+                                     f"benchmark, so there is no trained target; set counterfactual.{role} (or the "
+                                     f"source's own {role}): a model spec, or the name of an audit.models entry")
         if "corpus" in source:
             if source["corpus"]["kind"] == "training_mix":
                 raise ValueError(f"counterfactual.sources.{name}: a training_mix source is the testbed's own data; "
@@ -372,9 +385,25 @@ def counterfactual_functions(name):
 
 
 def counterfactual_samples(name):
-    """The testbed split behind a benchmark source; None for a corpus (no split)."""
+    """The testbed split behind a testbed benchmark source; None for another
+    benchmark or a corpus (no member / non-member split)."""
     source = counterfactual_source(name)
-    return f"{RESULTS}/filter/{source['benchmark']}.samples.parquet" if "benchmark" in source else None
+    if "benchmark" in source and source["benchmark"] in TESTBED_BENCHMARKS:
+        return f"{RESULTS}/filter/{source['benchmark']}.samples.parquet"
+    return None
+
+
+def counterfactual_model_spec(spec, where):
+    """A counterfactual model as the config gives it: a spec, or the name of
+    an audit.models entry with a path of its own (its spec)."""
+    if not isinstance(spec, str):
+        return spec
+    entry = AUDIT_MODELS.get(spec)
+    if entry is None or "path" not in entry:
+        own = [n for n, e in AUDIT_MODELS.items() if "path" in e]
+        raise ValueError(f"{where}: {spec!r} names no audit.models entry with a path of its own "
+                         f"(entries with a path: {', '.join(own) or 'none'})")
+    return entry
 
 
 def counterfactual_models(name):
@@ -384,7 +413,7 @@ def counterfactual_models(name):
     source = counterfactual_source(name)
     models = []
     for role in ("target", "reference"):
-        spec = source.get(role) or config["counterfactual"][role]
+        spec = counterfactual_model_spec(source.get(role) or config["counterfactual"][role], f"counterfactual {name} {role}")
         if spec is None:
             adapter = adapter_dir(source["benchmark"], *counterfactual_target()) if role == "target" else None
             models.append({**BASE_MODEL_CONFIG, **({"adapter": adapter} if adapter else {})})

@@ -15,9 +15,16 @@ def method_settings(family):
     return json.dumps(METHODS.get(family), sort_keys=True)
 
 
+def _is_ref_model(model):
+    """An audited model of its own that is Ref's reference model itself (no adapter on it)."""
+    spec = AUDIT_OWN.get(model)
+    return spec is not None and not spec.get("adapter") and spec["path"] == REF_MODEL
+
+
 def reference_tokens(wildcards):
-    """Ref's evidence: the originals under the reference model (`ref-model`)."""
-    if not REF_MODEL or wildcards.model == "ref-model":
+    """Ref's evidence: the originals under the reference model (`ref-model`);
+    none for that model itself, or for an audited model that is it."""
+    if not REF_MODEL or wildcards.model == "ref-model" or _is_ref_model(wildcards.model):
         return []
     return [f"{RESULTS}/score/{wildcards.benchmark}/ref-model/tokens.parquet"]
 

@@ -21,7 +21,8 @@ VARIANTS_TABLE = f"{RESULTS}/variants/{{benchmark}}.parquet"
 GENERATION = pool_settings(config["variants"])
 if NATURAL["enabled"]:
     AUDITED_PATHS = [config["base_model"]["path"], *(m["path"] for m in config["audit"]["models"] if "path" in m),
-                     *((config["counterfactual"][side] or {}).get("path") for side in ("target", "reference"))]
+                     *((counterfactual_model_spec(config["counterfactual"][side], f"counterfactual.{side}") or {}).get("path")
+                       for side in ("target", "reference"))]
     SELECTION_MODEL = fetched(check_selection_model(NATURAL["model"] or config["reference_model"]["path"], AUDITED_PATHS))
 
 

@@ -78,3 +78,19 @@ def micro_run(tmp_path_factory):
     effective = workdir / "micro-effective.yaml"
     effective.write_text(yaml.safe_dump(config))
     return workdir, effective
+
+
+@pytest.fixture(scope="session")
+def audit_run(tmp_path_factory):
+    """The README's audit command (repo_copy.AUDIT_COMMAND, config/experiments/audit.yaml),
+    literally, from the root of a fresh copy: its results directory. Shared by
+    tests/test_audit.py and the README test."""
+    import shlex
+    import subprocess
+
+    from repo_copy import AUDIT_COMMAND, fresh_copy
+
+    workdir = fresh_copy(tmp_path_factory.mktemp("audit"))
+    result = subprocess.run(shlex.split(AUDIT_COMMAND), cwd=workdir, capture_output=True, text=True, timeout=2400)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    return workdir / "results" / "audit"

@@ -71,11 +71,37 @@ CASES = {
                         "test_list": ["assert remove('aba', 'a') == 'b'", "assert remove('', 'a') == ''"],
                         "test_setup_code": "", "challenge_test_list": []}],
              {"task_id": "11", "kind": "both", "text": "Write a function to remove a character.", "prompt": "",
-              "test": "assert remove('aba', 'a') == 'b'\nassert remove('', 'a') == ''"}),
+              "test": "\nassert remove('aba', 'a') == 'b'\nassert remove('', 'a') == ''", "entry_point": "remove",
+              "test_format": "script"}),
+    "mbpp-sanitized": ("json", [{"source_file": "Benchmark Questions Verification V2.ipynb", "task_id": 12,
+                                 "prompt": "Write a function to find the hypotenuse.",
+                                 "code": "import math\ndef hypot(a, b):\n    return math.sqrt(a * a + b * b)\n",
+                                 "test_imports": ["import math"], "test_list": ["assert math.isclose(hypot(3, 4), 5)"]}],
+                       {"task_id": "12", "kind": "both", "test": "import math\nassert math.isclose(hypot(3, 4), 5)",
+                        "entry_point": "hypot", "test_format": "script"}),
+    "mbppplus-evalplus": ("jsonl", [{"task_id": "Mbpp/3", "prompt": "\"\"\"\nWrite a function to add one.\n\"\"\"\n",
+                                     "entry_point": "add_one", "canonical_solution": "\ndef add_one(x):\n    return x + 1\n",
+                                     "base_input": [[1], [2]], "plus_input": [[-5]], "atol": 0,
+                                     "contract": "\n    assert isinstance(x, int)\n", "assertion": "\nassert add_one(1) == 2\n"}],
+                          {"task_id": "Mbpp/3", "kind": "both", "entry_point": "add_one", "test": "\nassert add_one(1) == 2\n",
+                           "code": "\ndef add_one(x):\n    return x + 1\n", "test_format": "script"}),
+    "cruxeval": ("jsonl", [{"code": "def f(text):\n    return text[::-1]\n", "input": "'abc'", "output": "'cba'",
+                            "id": "sample_0"}],
+                 {"task_id": "sample_0", "kind": "code", "entry_point": "f", "test": "assert f('abc') == 'cba'",
+                  "test_format": "script"}),
+    "humaneval-x": ("jsonl.gz", [{"task_id": "CPP/0", "prompt": "#include<stdio.h>\n/* Add two numbers. */\nint add(int a, int b){\n",
+                                  "declaration": "#include<stdio.h>\nint add(int a, int b){\n",
+                                  "canonical_solution": "    return a + b;\n}\n", "test": "int main(){}\n",
+                                  "example_test": ""},
+                                 {"task_id": "Java/0", "prompt": "class Solution {\n    public int add(int a, int b) {\n",
+                                  "declaration": "class Solution {\n", "canonical_solution": "        return a + b;\n    }\n}\n",
+                                  "test": "public class Main {}\n", "example_test": ""}],
+                    {"task_id": "CPP/0", "kind": "both", "language": "cpp"}),
     "mbppplus": ("parquet", [{"task_id": 2, "code": "def similar(a, b):\n    return set(a) & set(b)\n",
                               "prompt": "Write a function to find the shared elements.", "source_file": "mbpp.jsonl",
                               "test_imports": [], "test_list": ["assert similar([1], [1]) == {1}"], "test": "inputs = []\n"}],
-                 {"task_id": "2", "kind": "both", "text": "Write a function to find the shared elements.", "test": "inputs = []\n"}),
+                 {"task_id": "2", "kind": "both", "text": "Write a function to find the shared elements.", "test": "inputs = []\n",
+                  "entry_point": "similar"}),
     "apps": ("jsonl", [{"problem_id": 7, "question": "Read n and print n squared.",
                         "solutions": json.dumps(["n = int(input())\nprint(n * n)\n", "print(int(input()) ** 2)\n"]),
                         "input_output": json.dumps({"inputs": ["3\n"], "outputs": ["9\n"]}), "difficulty": "introductory",
@@ -143,7 +169,7 @@ def test_apps_without_solutions_is_a_text_sample(tmp_path):
 
 def test_fields_override_a_preset_and_limit_stops_reading(tmp_path):
     path = write(tmp_path / "b.jsonl", "jsonl", [{"task_id": i, "text": f"Problem {i}.", "code": f"x = {i}\n",
-                                                  "test_list": [], "lang": "Python3"} for i in range(5)])
+                                                  "test_list": [], "test_setup_code": "", "lang": "Python3"} for i in range(5)])
     samples = load_benchmark({"format": "jsonl", "preset": "mbpp", "path": str(path),
                               "fields": {"text": None, "language": "lang"}}, "b", limit=2)
     assert [(s.task_id, s.kind, s.language, s.text) for s in samples] == [("0", "code", "python", ""), ("1", "code", "python", "")]
@@ -296,10 +322,13 @@ def test_code_text_and_mixed_samples_in_python_java_cpp_are_scanned_as_they_are(
 
 def test_testbed_stages_refuse_samples_they_cannot_run(tmp_path):
     fmt, records, _ = CASES["mbpp"]
+    # two functions, and asserts that call neither: no entry point to infer
+    records = [{**records[0], "code": "def a():\n    return 1\n\ndef b():\n    return 2\n", "test_list": ["assert 1 == 1"]}]
     ingest_benchmark("mbpp", {"format": "jsonl", "preset": "mbpp", "path": str(write(tmp_path / "m.jsonl", fmt, records))},
                      tmp_path / "mbpp.parquet")
     with pytest.raises(InputError, match=r"mbpp\.parquet, record mbpp/11: the filter stage needs runnable Python with "
-                                         r"HumanEval-style or input/output tests, and it has no entry point; scan "
+                                         r"HumanEval-style, script or input/output tests, and it has no entry point \(the "
+                                         r"release names none, and neither its tests nor its code show one\); scan "
                                          r"such a benchmark"):
         filter_functions(tmp_path / "mbpp.parquet", {}, tmp_path / "functions.parquet")
     assert not (tmp_path / "functions.parquet").exists()

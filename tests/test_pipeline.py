@@ -64,7 +64,7 @@ def test_unknown_key_stops_the_run_naming_it(tmp_path):
     config = write_config(tmp_path, {"score": {"methods": {"min_k": {"ratio": [0.2]}}}})
     result = snakemake(tmp_path, "-n", "--configfile", str(config))
     assert result.returncode != 0
-    assert "'ratio' was unexpected" in result.stdout + result.stderr
+    assert "config score.methods.min_k: unknown key 'ratio'; allowed keys: ratios" in result.stdout + result.stderr
 
 
 def test_wrong_type_stops_the_run_naming_it(tmp_path):

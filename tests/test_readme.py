@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from repo_copy import MICRO_COMMAND, REPO, fresh_copy
+from repo_copy import AUDIT_COMMAND, MICRO_COMMAND, REPO, fresh_copy
 
 TIMEOUT = 300
 
@@ -41,6 +41,8 @@ def how_to_check(command: str) -> tuple[str, list[str]] | None:
     words = shlex.split(command)
     if command == MICRO_COMMAND:
         return "run for real by the micro-run fixture", words
+    if command == AUDIT_COMMAND:
+        return "run for real by the audit-run fixture", words
     if words[:2] in (["make", "test"], ["make", "test-all"]):  # the suite itself: its recipe, printed
         return "make -n", ["make", "-n", "-o", ".venv/.installed", *words[1:]]
     if words[0] == "make":
@@ -61,7 +63,7 @@ def how_to_check(command: str) -> tuple[str, list[str]] | None:
 
 def test_every_readme_command_has_a_check():
     commands = readme_commands()
-    assert MICRO_COMMAND in commands and "make run" in commands and "make test" in commands
+    assert MICRO_COMMAND in commands and AUDIT_COMMAND in commands and "make run" in commands and "make test" in commands
     assert [c for c in commands if how_to_check(c) is None] == []
 
 
@@ -119,6 +121,15 @@ def test_readme_speed_script_flags_exist(command):
     assert script.is_file(), f"{command!r}: no {words[1]}"
     used = {w.split("=")[0] for w in words[2:] if w.startswith("--")}
     assert used <= parser_flags(script), f"{command!r}: {sorted(used - parser_flags(script))} not declared by {words[1]}"
+
+
+def test_readme_audit_command_writes_what_the_readme_shows(audit_run):
+    """The README's "Audit your own model" names these outputs; the run (shared
+    with tests/test_audit.py, which checks their contents) wrote each."""
+    text = (REPO / "README.md").read_text()
+    for name in ("audit/leakage_rates.md", "audit/dataset_inference.md", "leakage/my-corpus/report.md",
+                 "aggregate/mbpp-audit-fm/functional/report.md"):
+        assert f"results/audit/{name}" in text and (audit_run / name).is_file(), name
 
 
 def test_readme_report_command_builds_the_report_with_every_caption(micro_run):

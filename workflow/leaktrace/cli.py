@@ -313,6 +313,22 @@ def _audit(a):
     audit(scores, a.output_dir)
 
 
+@command("audit-contamination")
+@_args((("--scores",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH"}),
+       (("--benchmarks",), {"nargs": "+", "required": True, "help": "BENCHMARK=PATH of the ingested tables"}),
+       path("--control-ids"), SETTINGS, SEED, path("--output"), path("--report"))
+def _audit_contamination(a):
+    from leaktrace.stages.audit_contamination import audit_contamination
+
+    scores = {}
+    for key, value in _named_paths(a.scores).items():
+        model, sep, benchmark = key.partition(":")
+        if not sep:
+            raise argparse.ArgumentTypeError(f"expected MODEL:BENCHMARK=PATH, got {key}={value}")
+        scores[(model, benchmark)] = value
+    audit_contamination(scores, _named_paths(a.benchmarks), a.control_ids, a.settings, a.seed, a.output, a.report)
+
+
 @command("sample-corpus-functions")
 @_args((("--name",), {"required": True, "help": "the counterfactual source's name (keys the seed)"}),
        (("--source",), {"type": _json, "required": True, "help": "the corpus source as JSON (a leakage-scan source)"}),

@@ -29,3 +29,61 @@ def drop_removed_entries(config: dict) -> list[str]:
             del collection[name]
             removed.append(".".join((*path, name)))
     return removed
+
+
+def schema_error_message(error) -> str:
+    """One or two lines for a config that fails ``config/schema.yaml``: the
+    offending key's dotted path, what is wrong, and the allowed values or
+    keys where the schema lists them (never the whole schema, which is what
+    jsonschema's own message prints)."""
+    from jsonschema.exceptions import best_match
+
+    forms = ""
+    while error.validator in ("oneOf", "anyOf", "allOf") and error.context:
+        branches = error.validator_value if isinstance(error.validator_value, list) else []
+        if error.validator != "allOf" and branches and all(isinstance(b, dict) and "properties" in b for b in branches):
+            forms = "; the allowed forms: " + " or ".join("{" + ", ".join(b["properties"]) + "}" for b in branches)
+        error = best_match(error.context)
+    where = ".".join(str(p) for p in error.absolute_path) or "the config"
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    message = error.message if len(error.message) <= 300 else error.message[:300] + "..."
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = sorted(schema.get("properties", {}))
+        extra = sorted(k for k in error.instance if k not in schema.get("properties", {}))
+        return f"config {where}: unknown key {', '.join(map(repr, extra))}" + (forms or f"; allowed keys: {', '.join(allowed)}")
+    if error.validator == "minProperties":
+        entry = schema.get("additionalProperties")
+        keys = sorted(entry.get("properties", {})) if isinstance(entry, dict) else []
+        shape = f" (each a name mapped to {{{', '.join(keys)}}})" if keys else ""
+        return (f"config {where}: is empty; it needs at least {error.validator_value} entr"
+                f"{'y' if error.validator_value == 1 else 'ies'}{shape}. Was every entry removed (set to null)?")
+    if error.validator == "enum":
+        allowed = ", ".join("null" if v is None else str(v) for v in error.validator_value)
+        return f"config {where}: {error.instance!r} is not allowed; allowed values: {allowed}"
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = [k for k in error.validator_value if k not in error.instance]
+        return f"config {where}: missing key {', '.join(map(repr, missing))} (required: {', '.join(error.validator_value)}){forms}"
+    description = schema.get("description")
+    return f"config {where}: {message}" + (f"\n  ({where}: {description})" if description else "")
+
+
+def validate_config(config: dict, schema: str, validate) -> None:
+    """``validate`` (Snakemake's, which fills the schema's defaults) on
+    ``config``; a failure is a ValueError of :func:`schema_error_message`
+    (Snakemake's own error prints the whole schema)."""
+    import copy
+
+    import yaml
+    from jsonschema.exceptions import best_match
+    from jsonschema.validators import validator_for
+
+    original = copy.deepcopy(config)
+    try:
+        validate(config, schema=schema, set_default=True)
+    except Exception:
+        with open(schema) as handle:
+            loaded = yaml.safe_load(handle)
+        error = best_match(validator_for(loaded)(loaded).iter_errors(original))
+        if error is None:
+            raise
+        raise ValueError(schema_error_message(error)) from None

@@ -12,8 +12,17 @@ a nested object, a number indexes a list, and a string holding JSON is
 decoded when the path goes on into it (APPS keeps its solutions as a JSON
 list in a string: ``solutions.0``). A list of strings (MBPP's ``test_list``)
 is joined by line breaks; a list of paths is concatenated (HumanEval's code is
-``[prompt, canonical_solution]``). An empty or null value is an absent one; a
-field the record does not have at all is an error.
+``[prompt, canonical_solution]``). A string with ``{path}`` placeholders is a
+template, each placeholder filled with what that path holds (CRUXEval's test
+is ``assert f({input}) == {output}``; MBPP's is its setup code, a line
+break, its asserts). An empty or null value is an absent one; a field the
+record does not have at all is an error.
+
+A preset with ``language_from_id`` reads each sample's language from its
+id's prefix (HumanEval-X: ``CPP/0`` is C++, ``Java/0`` Java). Where the
+release names no entry point, the ingest infers one
+(:func:`leaktrace.data.script_tests.infer_entry_point`: the first function
+the tests call that the solution defines, else the solution's only one).
 
 A benchmark must be whole, so as in :mod:`leaktrace.data.humaneval` every
 problem with the file or a record (unreadable, not UTF-8, malformed, a mapped
@@ -28,6 +37,7 @@ import csv
 import gzip
 import io
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,12 +47,14 @@ import pyarrow.parquet as pq
 
 from leaktrace.data.humaneval import GZIP_MAGIC, MAX_RECORD_BYTES, check_file, decode_object, json_lines
 from leaktrace.data.io_tests import TEST_FORMATS
+from leaktrace.data.script_tests import SCRIPT_FORMAT, infer_entry_point
 from leaktrace.errors import InputError
 
 FORMATS = ("jsonl", "json", "parquet", "csv", "huggingface")
 FIELDS = ("id", "text", "prompt", "solution", "tests", "entry_point", "language")
 
-# Field names as each benchmark's release spells them (sources in the comments).
+# Field names as each benchmark's release spells them (sources in the comments). Each preset reads its
+# release alone, with no `fields`; tests/data/formats/ holds a small file of each layout, written for the tests.
 PRESETS: dict[str, dict] = {
     # openai/human-eval data/HumanEval.jsonl.gz and the Hugging Face card of openai_humaneval:
     # task_id, prompt, canonical_solution, test, entry_point. The prompt is the code's prefix and holds the problem.
@@ -54,12 +66,39 @@ PRESETS: dict[str, dict] = {
     "humanevalplus": {"language": "python", "fields": {
         "id": "task_id", "text": "prompt", "prompt": "prompt", "solution": "canonical_solution", "tests": "test",
         "entry_point": "entry_point"}},
+    # HumanEval-X (THUDM/CodeGeeX, codegeex/benchmark/humaneval-x/<lang>/data/humaneval_<lang>.jsonl.gz and the
+    # Hugging Face card of THUDM/humaneval-x): task_id ("CPP/0", "Java/0", "Go/0", "JavaScript/0", "Python/0"),
+    # prompt (the code's prefix: includes, comment, signature), declaration, canonical_solution, test (a main
+    # that checks the function), example_test. The language is the id's prefix.
+    "humaneval-x": {"language": None, "language_from_id": True, "fields": {
+        "id": "task_id", "text": "prompt", "prompt": "prompt", "solution": "canonical_solution", "tests": "test"}},
     # MBPP: google-research/mbpp mbpp.jsonl and the Hugging Face card of mbpp (full): task_id (int), text,
-    # code, test_list (assert statements), test_setup_code, challenge_test_list. No entry point field.
-    "mbpp": {"language": "python", "fields": {"id": "task_id", "text": "text", "solution": "code", "tests": "test_list"}},
-    # MBPP+: the Hugging Face card of evalplus/mbppplus: task_id (int), code, prompt (the problem statement),
-    # source_file, test_imports, test_list, test (the plus tests as a script).
-    "mbppplus": {"language": "python", "fields": {"id": "task_id", "text": "prompt", "solution": "code", "tests": "test"}},
+    # code, test_list (assert statements), test_setup_code, challenge_test_list. No entry point field: the
+    # function the asserts call.
+    "mbpp": {"language": "python", "test_format": SCRIPT_FORMAT, "fields": {
+        "id": "task_id", "text": "text", "solution": "code", "tests": "{test_setup_code}\n{test_list}"}},
+    # MBPP sanitized: google-research/mbpp sanitized-mbpp.json (a JSON array) and the Hugging Face card of
+    # mbpp (config sanitized): source_file, task_id (int), prompt (the problem statement), code, test_imports
+    # (import lines), test_list.
+    "mbpp-sanitized": {"language": "python", "test_format": SCRIPT_FORMAT, "fields": {
+        "id": "task_id", "text": "prompt", "solution": "code", "tests": "{test_imports}\n{test_list}"}},
+    # MBPP+ on the Hugging Face hub: the card of evalplus/mbppplus: task_id (int), code, prompt (the problem
+    # statement), source_file, test_imports, test_list, test (the plus tests as a script that calls the
+    # function by name).
+    "mbppplus": {"language": "python", "test_format": SCRIPT_FORMAT, "fields": {
+        "id": "task_id", "text": "prompt", "solution": "code", "tests": "test"}},
+    # MBPP+ as EvalPlus releases it (MbppPlus.jsonl; evalplus tools/mbpp/init_plus.py writes it): task_id
+    # ("Mbpp/2"), prompt (the problem statement in quotes), entry_point, canonical_solution, base_input,
+    # plus_input (argument lists whose expected outputs EvalPlus computes by running the canonical solution),
+    # atol, contract (input checks), assertion (MBPP's asserts, with their imports). The asserts are its tests.
+    "mbppplus-evalplus": {"language": "python", "test_format": SCRIPT_FORMAT, "fields": {
+        "id": "task_id", "text": "prompt", "solution": "canonical_solution", "tests": "assertion",
+        "entry_point": "entry_point"}},
+    # CRUXEval: facebookresearch/cruxeval data/cruxeval.jsonl and the Hugging Face card of cruxeval-org/cruxeval:
+    # code (a function f), input (its arguments as Python source), output (the value as Python source), id
+    # ("sample_0"). The test is the benchmark's own assertion, `assert f(input) == output`.
+    "cruxeval": {"language": "python", "test_format": SCRIPT_FORMAT, "fields": {
+        "id": "id", "solution": "code", "tests": "assert f({input}) == {output}"}},
     # APPS: the Hugging Face card of codeparrot/apps: problem_id (int), question, solutions (a JSON list of
     # Python solutions in a string, empty for some problems), input_output (JSON: inputs, outputs, fn_name),
     # difficulty, url, starter_code. The first solution is the sample's code; its tests are input/output
@@ -68,13 +107,13 @@ PRESETS: dict[str, dict] = {
         "id": "problem_id", "text": "question", "solution": "solutions.0", "tests": "input_output"}},
     # DS-1000 (simplified format): xlang-ai/DS-1000 data/ds1000.jsonl.gz and the Hugging Face card of
     # xlangai/DS-1000: prompt, reference_code, metadata {problem_id, library_problem_id, library, ...},
-    # code_context (defines test_execution(code) and test_string(code)).
-    "ds1000": {"language": "python", "fields": {
+    # code_context (defines test_execution(code) and test_string(code), which exec the solution's source).
+    "ds1000": {"language": "python", "test_format": "exec", "fields": {
         "id": "metadata.problem_id", "text": "prompt", "solution": "reference_code", "tests": "code_context"}},
     # ClassEval: the Hugging Face card of FudanSELab/ClassEval (and ClassEval_data.json, a JSON array):
     # task_id, skeleton (the class with its docstrings, the problem given to a model), test, solution_code,
     # import_statement, class_description, methods_info, class_name, test_classes, class_constructor, fields.
-    "classeval": {"language": "python", "fields": {
+    "classeval": {"language": "python", "test_format": "unittest", "fields": {
         "id": "task_id", "text": "skeleton", "solution": "solution_code", "tests": "test", "entry_point": "class_name"}},
     # CodeSearchNet-style function records, as the Hugging Face card of code_search_net has them:
     # repository_name, func_path_in_repository, func_name, whole_func_string, language, func_code_string,
@@ -275,10 +314,16 @@ def _resolve(record: object, path: str) -> object:
     return value
 
 
+_PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
+
+
 def _string(record: object, spec: str | list[str], key: str) -> str:
-    """The string a mapped key names ("" when absent); lists of strings joined."""
+    """The string a mapped key names ("" when absent); lists of strings
+    joined; a template's placeholders filled."""
     if isinstance(spec, list):
         return "".join(_string(record, part, key) for part in spec)
+    if _PLACEHOLDER.search(spec):
+        return _PLACEHOLDER.sub(lambda m: _string(record, m.group(1), key), spec)
     value = _resolve(record, spec)
     if value is None:
         return ""
@@ -305,8 +350,14 @@ def problem_docstring(text: str) -> str:
     return f'"""\n{body}\n"""\n'
 
 
+def _id_language(task_id: str) -> str | None:
+    """HumanEval-X's language: its id's prefix (``CPP/0`` -> cpp)."""
+    prefix, slash, _ = task_id.partition("/")
+    return _language(prefix) if slash else None
+
+
 def _sample(record: object, fields: dict, language: str | None, benchmark: str, tests_format: str, *,
-            problem_in_code: bool = False) -> Sample:
+            problem_in_code: bool = False, language_from_id: bool = False) -> Sample:
     got = {key: _string(record, spec, key) for key, spec in fields.items()}
     for key, value in got.items():
         try:
@@ -324,12 +375,17 @@ def _sample(record: object, fields: dict, language: str | None, benchmark: str, 
     if not (has_code or has_text):
         raise _FieldError("neither problem text nor code: " + ", ".join(
             f"{k} {fields[k]!r}" for k in ("text", "prompt", "solution") if k in fields) + " empty")
+    tests = got.get("tests", "")
+    entry_point = got.get("entry_point") or None
+    if entry_point is None and has_code and tests.strip() and tests_format in ("check", SCRIPT_FORMAT):
+        entry_point = infer_entry_point(prompt + solution, tests if tests_format == SCRIPT_FORMAT else None)
     return Sample(
         sample_id=f"{benchmark}/{task_id}", benchmark=benchmark, task_id=task_id, prompt=prompt, solution=solution,
-        test=got.get("tests", ""), entry_point=got.get("entry_point") or None, text=text,
+        test=tests, entry_point=entry_point, text=text,
         kind="both" if has_code and has_text else "code" if has_code else "text",
-        language=_language(got.get("language")) or _language(language),
-        test_format=tests_format if got.get("tests") else None,
+        language=_language(got.get("language")) or (_id_language(task_id) if language_from_id else None)
+        or _language(language),
+        test_format=tests_format if tests.strip() else None,
     )
 
 
@@ -357,13 +413,14 @@ def load_benchmark(settings: dict, benchmark: str, limit: int | None = None) -> 
     a streamed dataset is read no further)."""
     fields, language = field_mapping(settings)
     tests_format = test_format(settings)
+    from_id = bool(PRESETS.get(settings.get("preset"), {}).get("language_from_id"))
     name = source_name(settings)
     samples: list[Sample] = []
     seen: set[str] = set()
     for label, record in _records(settings):
         try:
             sample = _sample(record, fields, language, benchmark, tests_format,
-                             problem_in_code=bool(settings.get("problem_in_code")))
+                             problem_in_code=bool(settings.get("problem_in_code")), language_from_id=from_id)
         except _FieldError as err:
             raise InputError(name, label, str(err)) from None
         if sample.task_id in seen:

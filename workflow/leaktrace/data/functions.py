@@ -38,11 +38,11 @@ class FunctionAnatomy:
         return self.signature + self.continuation
 
 
-def _find_function(tree: ast.Module, name: str) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool]:
-    """The first definition named ``name``, preferring module level; also
-    whether it is defined inside a class."""
+def _find_function(tree: ast.Module, name: str) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, bool]:
+    """The first definition named ``name``, preferring module level (a class
+    there too: ClassEval's entry point); also whether it is defined inside a class."""
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
             return node, False
     for parent in ast.walk(tree):
         for node in getattr(parent, "body", []):

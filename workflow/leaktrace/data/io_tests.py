@@ -22,7 +22,10 @@ from dataclasses import dataclass
 
 from leaktrace.errors import InputError
 
-TEST_FORMATS = ("check", "io")  # HumanEval's check(candidate) code; APPS's input_output JSON
+# HumanEval's check(candidate) code; APPS's input_output JSON; a script that calls the solution by name
+# (MBPP's asserts, CRUXEval's: leaktrace/data/script_tests.py); unittest classes (ClassEval); a test that
+# execs the solution's source (DS-1000's test_execution(code)), which no sandbox path runs.
+TEST_FORMATS = ("check", "io", "script", "unittest", "exec")
 
 
 @dataclass(frozen=True)

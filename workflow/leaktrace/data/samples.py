@@ -11,8 +11,10 @@ that table as a dict."""
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from leaktrace.data.io_tests import CallTests, IoTests, call_test, parse_io_tests
+from leaktrace.data.script_tests import SCRIPT_FORMAT, check_code, script_problem
 from leaktrace.errors import InputError
 
 KINDS = ("code", "text", "both")
@@ -57,25 +59,51 @@ def test_format_of(row: dict) -> str:
     return row.get("test_format") or "check"
 
 
-def sample_tests(row: dict, source: str, max_io_cases: int | None = None) -> tuple[str | IoTests, str | None]:
+@dataclass(frozen=True)
+class UnittestTests:
+    """Tests written as unittest.TestCase classes (ClassEval), run by
+    :func:`leaktrace.sandbox.run_unittest` with the program's objects held by reference."""
+
+    code: str
+
+
+def sample_tests(row: dict, source: str, max_io_cases: int | None = None) -> tuple[str | IoTests | UnittestTests, str | None]:
     """What the sandbox runs for a runnable sample, and its entry point:
-    HumanEval-style ``check`` code and the function it calls, or for APPS-style
-    tests either the stdin/stdout cases of a whole program (no entry point)
-    or a ``check`` built from the calls of a call-based problem
+    HumanEval-style ``check`` code and the function it calls (a test script
+    that calls the solution by name is made into one:
+    :mod:`leaktrace.data.script_tests`), or for APPS-style tests either the
+    stdin/stdout cases of a whole program (no entry point) or a ``check``
+    built from the calls of a call-based problem
     (:mod:`leaktrace.data.io_tests`), at most ``max_io_cases`` cases."""
     if test_format_of(row) == "check":
         return row["test"], row["entry_point"]
+    if test_format_of(row) == SCRIPT_FORMAT:
+        return check_code(row["test"], row["entry_point"]), row["entry_point"]
+    if test_format_of(row) == "unittest":
+        return UnittestTests(row["test"]), row["entry_point"]
     tests = parse_io_tests(row["test"], source, row["sample_id"], max_io_cases)
     if isinstance(tests, CallTests):
         return call_test(tests), tests.fn_name
     return tests, None
 
 
+def check_test(row: dict, source: str = "the benchmark") -> tuple[str | None, str | None]:
+    """The HumanEval-style ``check`` code and entry point of a sample whose
+    tests are, or become, one (check, script, call-based input/output
+    tests); (None, None) for a whole program's stdin/stdout cases, a sample
+    without tests, or one :func:`not_runnable` refuses."""
+    if not row.get("test") or not_runnable(row, source):
+        return None, None
+    tests, entry_point = sample_tests(row, source)
+    return (tests, entry_point) if isinstance(tests, str) else (None, None)
+
+
 def not_runnable(row: dict, source: str = "the benchmark") -> str | None:
-    """Why a sample cannot go through the testbed (variants run in the
-    sandbox against its tests: HumanEval-style, a ``check(candidate)``
-    function called with the entry point, or APPS-style input/output cases),
-    or None when it can. Malformed input/output tests are an InputError."""
+    """Why a sample cannot go through the testbed or the audit (variants run
+    in the sandbox against its tests: HumanEval-style, a ``check(candidate)``
+    function called with the entry point; a script that calls the solution
+    by name; or APPS-style input/output cases), or None when it can.
+    Malformed input/output tests are an InputError."""
     kind = kind_of(row)
     if kind == "text":
         return "it is problem text only, with no code"
@@ -84,6 +112,13 @@ def not_runnable(row: dict, source: str = "the benchmark") -> str | None:
         return f"its code is {language}, not Python"
     if test_format_of(row) == "io":
         return _io_not_runnable(row, source)
+    if test_format_of(row) == SCRIPT_FORMAT:
+        return script_problem(row.get("test") or "", row.get("entry_point"))
+    if test_format_of(row) == "exec":
+        return ("its tests exec the solution's source inside the test (DS-1000's test_execution(code)), so the "
+                "solution would run outside the sandbox's program process; no sandbox path runs such tests")
+    if test_format_of(row) == "unittest":
+        return _unittest_not_runnable(row)
     if not row.get("entry_point"):
         return "it has no entry point"
     try:
@@ -92,6 +127,23 @@ def not_runnable(row: dict, source: str = "the benchmark") -> str | None:
         return "its tests are not Python"
     if not any(isinstance(n, ast.FunctionDef) and n.name == "check" for n in tree.body):
         return "its tests define no HumanEval-style check(candidate) function"
+    return None
+
+
+def _unittest_not_runnable(row: dict) -> str | None:
+    """A unittest sample runs when its tests define a TestCase class and its
+    code defines the entry point (ClassEval's class_name) at module level."""
+    try:
+        tests, code = ast.parse(row.get("test") or ""), ast.parse(row.get("code") or "")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return "its tests or its code are not Python"
+    bases = [b for n in tests.body if isinstance(n, ast.ClassDef) for b in n.bases]
+    if not any(isinstance(b, ast.Attribute) and b.attr == "TestCase" or isinstance(b, ast.Name) and b.id == "TestCase"
+               for b in bases):
+        return "its tests define no unittest.TestCase class"
+    entry_point = row.get("entry_point")
+    if not entry_point or not any(isinstance(n, ast.ClassDef | ast.FunctionDef) and n.name == entry_point for n in code.body):
+        return f"its code does not define its entry point {entry_point!r} at module level"
     return None
 
 
@@ -119,5 +171,5 @@ def require_runnable(rows: list[dict], benchmark: str, stage: str) -> None:
         reason = not_runnable(row, benchmark)
         if reason:
             raise InputError(benchmark, row["sample_id"],
-                             f"the {stage} stage needs runnable Python with HumanEval-style or input/output tests, "
+                             f"the {stage} stage needs runnable Python with HumanEval-style, script or input/output tests, "
                              f"and {reason}; scan such a benchmark for leakage only (benchmarks.<name>.testbed: false)")

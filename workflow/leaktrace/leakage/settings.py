@@ -26,6 +26,8 @@ PRESETS: dict[str, dict] = {
         "lsh": {"threshold": 0.5, "false_negative_weight": 0.9, "bands": None, "rows": None},
         "verify": {"jaccard": 0.7, "containment": 0.8, "flag": "shingles", "type3_similarity": 0.8, **VERIFY},
         "granularity": "function", "min_tokens": 20,
+        # a second channel over identifier-normalised shingles, so renamed copies are candidates (leakage/renamed.py)
+        "renamed": True,
     },
     # LessLeak-Bench's automated step as its released script
     # (minhash_lsh/*/minhash_deduplication.py, run with --ngram_size 2
@@ -41,6 +43,7 @@ PRESETS: dict[str, dict] = {
         "lsh": {"threshold": 0.7, "false_negative_weight": 0.5, "bands": 25, "rows": 10},
         "verify": {"jaccard": 0.7, "containment": None, "flag": "tokens", "type3_similarity": 0.8, **VERIFY},
         "granularity": "file", "min_tokens": 1,
+        "renamed": False,  # LessLeak's scan has the raw channel only
     },
 }
 
@@ -59,9 +62,11 @@ class ScanSettings:
     huge: str
     language: str
     batch_size: int
+    renamed: bool = False  # the identifier-normalised candidate channel (leakage/renamed.py)
 
     def describe(self) -> str:
-        return f"{self.minhash.describe()}, LSH {self.bands} x {self.rows}, {self.granularity} granularity"
+        channels = ", raw and identifier-normalised channels" if self.renamed else ""
+        return f"{self.minhash.describe()}, LSH {self.bands} x {self.rows}{channels}, {self.granularity} granularity"
 
 
 def resolve(name: str, scan: dict) -> ScanSettings:
@@ -102,4 +107,5 @@ def resolve(name: str, scan: dict) -> ScanSettings:
         name=name, preset=preset_name, minhash=minhash, bands=bands, rows=rows, verify=verify,
         granularity=granularity, min_tokens=pick("min_tokens"), max_bytes=scan.get("max_bytes", 1_000_000),
         huge=scan.get("huge", "chunk"), language=scan.get("language", "python"), batch_size=scan.get("batch_size", 256),
+        renamed=bool(pick("renamed")),
     )

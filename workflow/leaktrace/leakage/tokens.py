@@ -169,14 +169,9 @@ def _fmix64_np(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> _U64(33))
 
 
-def token_hashes_rolling64(data: bytes) -> np.ndarray:
-    """``rolling64_token_hash`` of every ``code`` token of UTF-8 ``data``, in order,
-    computed with prefix sums instead of a loop over tokens."""
-    b = np.frombuffer(data, dtype=np.uint8)
+def code_token_spans(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[start, end) byte offsets of every ``code`` token of the UTF-8 bytes ``b``."""
     n = len(b)
-    if n == 0:
-        return np.empty(0, dtype=np.uint64)
-    _POWERS.ensure(n + 1)
     cls = _BYTE_CLASS[b]
     word = cls == 1
     other = cls == 2
@@ -186,6 +181,19 @@ def token_hashes_rolling64(data: bytes) -> np.ndarray:
     next_word[:-1] = word[1:]
     starts = np.flatnonzero((word & ~prev_word) | other)
     ends = np.flatnonzero((word & ~next_word) | other) + 1
+    return starts, ends
+
+
+def token_hashes_rolling64(data: bytes, spans: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """``rolling64_token_hash`` of every ``code`` token of UTF-8 ``data``, in order,
+    computed with prefix sums instead of a loop over tokens (``spans``: the
+    tokens' :func:`code_token_spans`, when the caller has them)."""
+    b = np.frombuffer(data, dtype=np.uint8)
+    n = len(b)
+    if n == 0:
+        return np.empty(0, dtype=np.uint64)
+    _POWERS.ensure(n + 1)
+    starts, ends = spans if spans is not None else code_token_spans(b)
     prefix = np.zeros(n + 1, dtype=np.uint64)
     with np.errstate(over="ignore"):
         np.cumsum(b.astype(np.uint64) * _POWERS.fwd[:n], out=prefix[1:])

@@ -11,6 +11,8 @@ from leaktrace.sandbox.runner import (
     run_stdio,
     run_test,
     run_tests,
+    run_unittest,
+    run_unittests,
 )
 
 __all__ = [
@@ -24,4 +26,6 @@ __all__ = [
     "run_stdio",
     "run_test",
     "run_tests",
+    "run_unittest",
+    "run_unittests",
 ]

@@ -49,7 +49,19 @@ its process with status 0 before the test runs: fit for checking that a
 mutation of a benchmark's own solution still passes, not for judging code a
 model wrote.
 
-Only builtin and small stdlib modules are imported: start-up time is per run.
+Tests written as unittest classes (ClassEval) hold the program's objects
+(`_run_unittest`): there every value the program returns that is not a plain
+builtin stays in the program process, in a table of held objects, and the
+test gets a `Remote` for it, through which each attribute read, attribute
+write, call and operator (len, in, [], iteration, ...) is one more request
+of the same protocol, answered and recorded like a call. Comparisons (==,
+<, ...) of such an object are refused: the program would answer them, so an
+object equal to anything would pass. Arguments may be plain values or, at
+the top level, such remotes (sent as references). The program still sees
+only values and references, never the test.
+
+Only builtin and small stdlib modules are imported: start-up time is per run
+(unittest only in a run of unittest classes).
 """
 
 from __future__ import annotations
@@ -58,6 +70,7 @@ import _signal
 import builtins
 import importlib
 import marshal
+import operator
 import os
 import random
 import select
@@ -180,6 +193,7 @@ def _program_process(setup: dict, requests: int, replies: int) -> None:
         os._exit(1)
     _flush()
     _send(replies, ("loaded",))
+    held: list = []  # objects a unittest run's test holds by reference (Remote)
     while True:
         request = _receive(requests, None)
         if request is _END:
@@ -191,6 +205,8 @@ def _program_process(setup: dict, requests: int, replies: int) -> None:
         elif kind == "call":
             _, name, arguments, keywords = request
             reply = _outcome(lambda: namespace[name](*arguments, **keywords))
+        elif kind in _REFERENCE_REQUESTS:
+            reply = _held_outcome(lambda: _REFERENCE_REQUESTS[kind](request, namespace, held), held)
         else:
             reply = _outcome(lambda: eval(request[1], namespace))
         _flush()
@@ -221,6 +237,73 @@ def _outcome(thunk) -> tuple:
         encode(value)
     except UnserialisableValue:
         return ("unserialisable", type(value).__name__)
+    return ("return", value)
+
+
+# -- program objects held by reference (unittest runs) ----------------------------------------------
+
+# What a Remote's operators ask for; each is applied to the held object in the program process.
+_OPERATORS = {
+    "len": len, "bool": bool, "str": str, "repr": repr, "iter": iter, "next": next, "hash": hash,
+    "contains": operator.contains, "getitem": operator.getitem, "setitem": operator.setitem,
+    "delitem": operator.delitem, "isinstance": lambda instance, cls: isinstance(instance, cls),
+}
+
+
+def _resolve(reference: tuple, namespace: dict, held: list) -> object:
+    """("name", n): a name of the program's namespace; ("held", i): a held object."""
+    kind, key = reference
+    return namespace[key] if kind == "name" else held[key]
+
+
+def _arguments(values_: tuple, references: dict, namespace: dict, held: list) -> list:
+    """The request's arguments, held objects put where the test passed remotes."""
+    out = list(values_)
+    for index, reference in references.items():
+        out[index] = _resolve(reference, namespace, held)
+    return out
+
+
+def _reference_call(request: tuple, namespace: dict, held: list) -> object:
+    _, reference, arguments, references, keywords, keyword_references = request
+    keywords = dict(keywords)
+    for key, ref in keyword_references.items():
+        keywords[key] = _resolve(ref, namespace, held)
+    return _resolve(reference, namespace, held)(*_arguments(arguments, references, namespace, held), **keywords)
+
+
+def _reference_getattr(request: tuple, namespace: dict, held: list) -> object:
+    _, reference, name = request
+    return getattr(_resolve(reference, namespace, held), name)
+
+
+def _reference_setattr(request: tuple, namespace: dict, held: list) -> None:
+    _, reference, name, value, value_reference = request
+    setattr(_resolve(reference, namespace, held), name,
+            value if value_reference is None else _resolve(value_reference, namespace, held))
+
+
+def _reference_operator(request: tuple, namespace: dict, held: list) -> object:
+    _, name, reference, arguments, references = request
+    return _OPERATORS[name](_resolve(reference, namespace, held), *_arguments(arguments, references, namespace, held))
+
+
+_REFERENCE_REQUESTS = {"ref_call": _reference_call, "ref_getattr": _reference_getattr, "ref_setattr": _reference_setattr,
+                       "ref_op": _reference_operator}
+
+
+def _held_outcome(thunk, held: list) -> tuple:
+    """Like `_outcome`, except that a value that is not an exact builtin one
+    is kept in `held` and answered as ("object", its index)."""
+    try:
+        value = thunk()
+    except Exception as exc:
+        return ("raise", type(exc).__name__, _message(exc))
+    try:
+        encode(value)
+    except UnserialisableValue:
+        held.append(value)
+        return ("object", len(held) - 1)
     return ("return", value)
 
 
@@ -504,6 +587,8 @@ def _harness_process(setup: dict, trust: dict, connection: ProgramConnection) ->
             raise ProgramFailure("the program broke the harness protocol (no load report)")
         elif trust["mode"] == "test":
             report.update(_run_test(connection, trust["test"], trust["entry_point"], trust["names"]))
+        elif trust["mode"] == "unittest":
+            report.update(_run_unittest(connection, trust["test"], trust["names"]))
         elif trust["mode"] == "expression":
             report.update(_evaluate(connection, trust["expression"]))
     except ProgramFailure as failure:
@@ -571,6 +656,159 @@ def _run_test(connection: ProgramConnection, test: str, entry_point: str, names:
         outcome, error = "TypeError", unserialisable[0]
     record = encode({"calls": calls, "test": outcome})
     return {"status": "ok" if outcome == "passed" else "wrong", "error": error, "record": record}
+
+
+class Remote:
+    """An object of the program held by reference: its attribute reads and
+    writes, calls and operators are requests (`_RemoteSession.request`).
+    Its own state lives in one slot so that no attribute of the program's
+    object can shadow it."""
+
+    __slots__ = ("_remote",)
+
+    def __init__(self, session: "_RemoteSession", reference: tuple, label: str):
+        object.__setattr__(self, "_remote", (session, reference, label))
+
+    def _ask(self, message: tuple, label: str):
+        session, reference, own = object.__getattribute__(self, "_remote")
+        return session.request(message, f"{own}{label}")
+
+    def _operator(self, name: str, *arguments):
+        session, reference, own = object.__getattribute__(self, "_remote")
+        values_, references = _as_arguments(arguments)
+        return session.request(("ref_op", name, reference, values_, references), f"{name}({own})")
+
+    def __getattr__(self, name: str):
+        return self._ask(("ref_getattr", object.__getattribute__(self, "_remote")[1], name), f".{name}")
+
+    def __setattr__(self, name: str, value) -> None:
+        value_reference = _reference_of(value)
+        self._ask(("ref_setattr", object.__getattribute__(self, "_remote")[1], name,
+                   None if value_reference else value, value_reference), f".{name}=")
+
+    def __call__(self, *args, **kwargs):
+        values_, references = _as_arguments(args)
+        keywords = {k: v for k, v in kwargs.items() if _reference_of(v) is None}
+        keyword_references = {k: _reference_of(v) for k, v in kwargs.items() if _reference_of(v) is not None}
+        return self._ask(("ref_call", object.__getattribute__(self, "_remote")[1], values_, references, keywords,
+                          keyword_references), "()")
+
+    def __instancecheck__(self, instance) -> bool:  # isinstance(x, SomeClassOfTheProgram)
+        reference = _reference_of(instance)
+        if reference is None:
+            return False
+        session, own, label = object.__getattribute__(self, "_remote")
+        return bool(session.request(("ref_op", "isinstance", reference, (None,), {0: own}), f"isinstance({label})"))
+
+    __len__ = lambda self: self._operator("len")  # noqa: E731 (one line each: the operators a test uses)
+    __bool__ = lambda self: self._operator("bool")  # noqa: E731
+    __str__ = lambda self: self._operator("str")  # noqa: E731
+    __repr__ = lambda self: self._operator("repr")  # noqa: E731
+    __iter__ = lambda self: self._operator("iter")  # noqa: E731
+    __next__ = lambda self: self._operator("next")  # noqa: E731
+    __hash__ = lambda self: self._operator("hash")  # noqa: E731
+    __contains__ = lambda self, item: self._operator("contains", item)  # noqa: E731
+    __getitem__ = lambda self, key: self._operator("getitem", key)  # noqa: E731
+    __setitem__ = lambda self, key, value: self._operator("setitem", key, value)  # noqa: E731
+    __delitem__ = lambda self, key: self._operator("delitem", key)  # noqa: E731
+
+    def _compared(self, other):
+        """Comparisons are never the program's to answer: an object whose
+        ``__eq__`` says yes to anything would pass every assertEqual. A test
+        compares exact builtin values (what methods and attributes return)."""
+        label = object.__getattribute__(self, "_remote")[2]
+        raise TypeError(f"the test compares the program's object {label} itself; only exact builtin values are "
+                        "compared (a method's or an attribute's value)")
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _compared
+
+
+def _reference_of(value) -> tuple | None:
+    return object.__getattribute__(value, "_remote")[1] if type(value) is Remote else None
+
+
+def _as_arguments(arguments: tuple) -> tuple[tuple, dict]:
+    """Positional arguments as (plain values, None where a remote was; {index: its reference})."""
+    references = {i: _reference_of(a) for i, a in enumerate(arguments) if _reference_of(a) is not None}
+    return tuple(None if i in references else a for i, a in enumerate(arguments)), references
+
+
+class _RemoteSession:
+    """The harness's side of a unittest run: sends each request, records it
+    with what came back, and turns a held object into a Remote."""
+
+    def __init__(self, connection: ProgramConnection):
+        self.connection = connection
+        self.calls: list[bytes] = []
+
+    def request(self, message: tuple, label: str):
+        encode(message)  # a value the program could not receive (a remote nested in a list): the test's own problem
+        reply = self.connection.request(message)
+        if type(reply) is tuple and len(reply) == 2 and reply[0] == "object" and type(reply[1]) is int:
+            self.calls.append(encode((label, message[2:], ("object",))))
+            return Remote(self, ("held", reply[1]), f"#{reply[1]}")
+        kind = _reply_kind(reply)
+        self.calls.append(encode((label, message[2:], reply[:2])))
+        if kind == "return":
+            return reply[1]
+        if kind == "unserialisable":
+            raise TypeError(f"{label} returned a {reply[1]}, which is not an exact builtin value")
+        raise _exception(reply[1], reply[2])
+
+
+def _run_unittest(connection: ProgramConnection, test: str, names: list[str]) -> dict:
+    """Run every unittest.TestCase class the test defines, the program's
+    names bound as remotes; status ok only if at least one test ran and all
+    passed. The record holds every request and reply, and each test's outcome."""
+    import unittest
+
+    session = _RemoteSession(connection)
+    described = connection.request(("names", names))
+    if type(described) is not dict:
+        raise ProgramFailure("the program broke the harness protocol (names)")
+    namespace: dict = {"__name__": "__test__", "__builtins__": builtins}
+    for name in names:
+        description = described.get(name)
+        if description in (("callable",), ("other",)):
+            namespace[name] = Remote(session, ("name", name), name)
+        elif type(description) is tuple and description:
+            _bind(namespace, name, description, None)
+    random.seed(0)
+    outcomes: list[tuple[str, str]] = []
+    error = None
+    try:
+        exec(compile(test, "test.py", "exec"), namespace)
+        suite = unittest.TestSuite()
+        for value in list(namespace.values()):
+            if isinstance(value, type) and issubclass(value, unittest.TestCase) and value is not unittest.TestCase:
+                suite.addTests(unittest.defaultTestLoader.loadTestsFromTestCase(value))
+        ids = [case.id() for case in _cases(suite)]  # before the run, which lets go of each test it ran
+        result = unittest.TestResult()
+        suite.run(result)
+        failed = {test_case.id(): text for test_case, text in result.failures + result.errors}
+        outcomes = [(case, "failed" if case in failed else "passed") for case in ids]
+        if failed:
+            first = min(failed)
+            outcome, error = "failed", f"{first}: {failed[first].strip().splitlines()[-1]}"
+        elif not result.testsRun:
+            outcome, error = "no tests", "the test defines no unittest.TestCase with a test method"
+        else:
+            outcome = "passed"
+    except ProgramFailure:
+        raise
+    except BaseException as exc:
+        outcome, error = type(exc).__name__, describe(exc)
+    if connection.failure is not None:
+        raise connection.failure
+    record = encode({"calls": session.calls, "test": outcome, "tests": outcomes})
+    return {"status": "ok" if outcome == "passed" else "wrong", "error": error, "record": record}
+
+
+def _cases(suite) -> list:
+    out = []
+    for item in suite:
+        out += _cases(item) if hasattr(item, "__iter__") else [item]
+    return out
 
 
 def _bind(namespace: dict, name: str, description: object, proxy) -> None:

@@ -3,7 +3,7 @@
 Variant validation, test-case transformation and clone detection execute code
 the pipeline did not write, so every execution goes through `run_python` (run a
 program, optionally evaluate an expression in it), `run_test` (run a
-benchmark's test against a program) or `run_stdio` (a whole program on
+benchmark's test against a program; `run_unittest` for unittest classes) or `run_stdio` (a whole program on
 standard inputs, one fresh process per input). Each run gets (see DESIGN.md, "Executing
 untrusted code"):
 
@@ -190,6 +190,21 @@ def run_test(code: str, test: str, entry_point: str, limits: SandboxLimits = San
     protocol); the result's `record` holds every call the test made."""
     trust = {"mode": "test", "test": test, "entry_point": entry_point, "names": _names_from_program(test)}
     return _run(code, trust, limits)
+
+
+def run_unittest(code: str, test: str, limits: SandboxLimits = SandboxLimits()) -> SandboxResult:
+    """Run the unittest.TestCase classes of `test` against the program
+    (ClassEval's protocol), the program's objects held by reference
+    (`harness.Remote`); the result's `record` holds every request the test
+    made and what came back, and each test's outcome."""
+    trust = {"mode": "unittest", "test": test, "names": _names_from_program(test)}
+    return _run(code, trust, limits)
+
+
+def run_unittests(items: Sequence[tuple[str, str]], limits: SandboxLimits = SandboxLimits(), *,
+                  workers: int) -> list[SandboxResult]:
+    """`run_unittest` on each (code, test), `workers` at a time; results keep input order."""
+    return in_parallel([functools.partial(run_unittest, *item, limits) for item in items], workers)
 
 
 def run_stdio(code: str, inputs: Sequence[str], limits: SandboxLimits = SandboxLimits(), *,

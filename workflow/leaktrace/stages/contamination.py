@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +26,7 @@ from leaktrace.contamination.combine import COMBINATION
 from leaktrace.contamination.dataset_inference import MIN_PER_SET, dataset_inference, p_value_curve, smallest_n
 from leaktrace.contamination.features import feature_matrix, score_lookup, shared_methods
 from leaktrace.contamination.variant_preference import preference_test
+from leaktrace.data.sample_ids import match_ids, read_id_list
 from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.errors import InputError
 from leaktrace.report.plots import p_value_curves
@@ -83,11 +84,11 @@ CALIBRATION_SCHEMA = pa.schema(
 NULL, POWER = "null", "power"
 
 
-def read_ids(path: Path) -> list[str]:
-    """A held-out id list: one sample id per line (blank lines and # comments ignored)."""
-    if not path.exists():
-        raise InputError(str(path), None, "id list does not exist")
-    return [line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
+def read_ids(path: Path, sample_ids: Collection[str]) -> set[str]:
+    """The samples a held-out id list names (one id per line, ``mbpp/11`` or
+    ``11``: :func:`leaktrace.data.sample_ids.match_ids`; an id that names no
+    sample is an error)."""
+    return match_ids(read_id_list(path), sample_ids, str(path))
 
 
 def run_di(suspect_lookup: dict, suspect_ids: Sequence[str], validation_lookup: dict, validation_ids: Sequence[str],
@@ -275,7 +276,7 @@ def contamination(samples: Path, scores: dict[str, Path], settings: dict, seed: 
             elif validation == HELD_OUT:
                 if held_out_ids is None:
                     raise ValueError("contamination.validation lists held_out but contamination.held_out_ids is not set")
-                held = set(read_ids(held_out_ids))
+                held = read_ids(held_out_ids, [r["sample_id"] for r in records])
                 scored = set().union(*lookup.values())
                 row, points = run_di(lookup, sorted(scored - held), lookup, sorted(scored & held), di, settings["alpha"],
                                        model_seed)
@@ -400,7 +401,7 @@ def dataset_inference_tables(scores: Path, settings: dict, seed: int, output: Pa
                 validation_set = sorted(set().union(*validation.values()))
                 kind = "validation scores"
             else:
-                held = set(read_ids(validation_ids))
+                held = read_ids(validation_ids, suspect_ids)
                 validation, validation_set = suspect, sorted(set(suspect_ids) & held)
                 suspect_ids = sorted(set(suspect_ids) - held)
                 kind = HELD_OUT

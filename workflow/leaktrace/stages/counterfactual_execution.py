@@ -14,11 +14,11 @@ likely clone is not executed and has outcome ``screen:no_clone`` (or
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
-from dataclasses import replace
-
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.data.samples import check_test
 from leaktrace.errors import InputError
 from leaktrace.similarity.execution import (METRICS, ExecutionSettings, PairScore, Sample, coverage, execution_scores,
                                             pair_metrics)
@@ -72,8 +72,8 @@ def load_samples(generations: Path, functions: Path, benchmark: Path | None) -> 
     for g in read_records(generations, ["sample_id", "model", "function", "parsed"]):
         produced.setdefault(g["sample_id"], {})[g["model"]] = g["function"] if g["parsed"] else None
     tests = {}
-    if benchmark is not None:
-        tests = {r["sample_id"]: r["test"] for r in read_records(benchmark, ["sample_id", "test"])}
+    if benchmark is not None:  # HumanEval-style check code (a test script made into one: data/script_tests.py)
+        tests = {r["sample_id"]: check_test(r, str(benchmark))[0] for r in read_records(benchmark)}
     samples = []
     for f in read_records(functions, ["sample_id", "context", "signature", "continuation"]):
         if f["sample_id"] in produced:

@@ -27,10 +27,11 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from leaktrace.artifacts import read_records, read_table, write_table
-from leaktrace.data.samples import TEXT, clone_text, document, language_of_sample
+from leaktrace.data.samples import TEXT, check_test, clone_text, document, language_of_sample
 from leaktrace.errors import InputError
 from leaktrace.leakage.lsh import BandIndex
 from leaktrace.leakage.minhash import Signer
+from leaktrace.leakage.renamed import normalised_shingle_hashes
 from leaktrace.leakage.settings import ScanSettings, resolve
 from leaktrace.leakage.sources import LargeFile, check_document, iter_source
 from leaktrace.leakage.units import Unit, huge_units, language_of, split_units
@@ -44,6 +45,8 @@ log = logging.getLogger(__name__)
 INDEX_SCHEMA = pa.schema([
     ("sample_id", pa.string()), ("n_tokens", pa.int64()), ("n_shingles", pa.int64()), ("indexed", pa.bool_()),
     ("skip_reason", pa.string()), ("signature", pa.list_(pa.uint64())),
+    # the identifier-normalised channel's signature of the sample's code (null: the channel is off, or no code)
+    ("renamed_signature", pa.list_(pa.uint64())),
 ])
 PAIR_SCHEMA = pa.schema([
     ("sample_id", pa.string()), ("doc_id", pa.string()), ("location", pa.string()), ("unit", pa.string()),
@@ -112,6 +115,12 @@ def build_index(benchmark: Path | list[Path], settings: dict, output: Path) -> N
     sigs = signer.signatures(hashes)
     for row, sig in zip(rows, sigs, strict=True):
         row["signature"] = sig.astype(np.uint64).tolist() if row["indexed"] else None
+        row["renamed_signature"] = None
+    if s.renamed:
+        hashes = [_renamed_hashes(signer, clone_text(sample), language_of_sample(sample, s.language), s) for sample in samples]
+        for row, h, sig in zip(rows, hashes, signer.signatures([h if h is not None else np.empty(0, np.uint32) for h in hashes]),
+                               strict=True):
+            row["renamed_signature"] = sig.astype(np.uint64).tolist() if row["indexed"] and h is not None else None
     write_table(rows, INDEX_SCHEMA, output)
     log.info("index %s: %d of %d samples indexed (%s)", s.name, sum(r["indexed"] for r in rows), len(rows), s.describe())
     for r in rows:
@@ -119,12 +128,22 @@ def build_index(benchmark: Path | list[Path], settings: dict, output: Path) -> N
             log.warning("benchmark sample %s not indexed: %s", r["sample_id"], r["skip_reason"])
 
 
-def _load_index(index: Path, s: ScanSettings, signer: Signer) -> BandIndex:
+def _renamed_hashes(signer: Signer, code: str, language: str | None, s: ScanSettings) -> np.ndarray | None:
+    """The shingle hashes of the identifier-normalised channel, None when the
+    text is not code or is shorter than ``min_tokens`` tokens."""
+    n_tokens, h = normalised_shingle_hashes(signer, code, language)
+    return h if n_tokens and n_tokens >= s.min_tokens else None
+
+
+def _load_index(index: Path, s: ScanSettings, signer: Signer, column: str = "signature") -> BandIndex:
+    """The LSH bands of one channel's signatures (``signature``, or ``renamed_signature``)."""
     table = read_records(index)
-    keep = [r for r in table if r["indexed"]]
+    if table and column not in table[0]:
+        raise InputError(str(index), None, f"index has no {column} column: rebuild it (rule leakage_index)")
+    keep = [r for r in table if r["indexed"] and r[column] is not None]
     bands = BandIndex(s.bands, s.rows)
     if keep:
-        sigs = np.array([r["signature"] for r in keep], dtype=np.uint64).astype(signer.dtype)
+        sigs = np.array([r[column] for r in keep], dtype=np.uint64).astype(signer.dtype)
         if sigs.shape[1] != s.minhash.num_perm:
             raise InputError(str(index), None, f"index has {sigs.shape[1]} permutations, settings ask for {s.minhash.num_perm}")
         bands.insert([r["sample_id"] for r in keep], sigs)
@@ -155,6 +174,7 @@ def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: in
     s = _scan_settings(settings)
     signer = Signer(s.minhash)
     bands = _load_index(index, s, signer)
+    renamed_bands = _load_index(index, s, signer, "renamed_signature") if s.renamed else None
     verifier = Verifier(s.verify, Executor(_sandbox_limits(settings)) if s.verify.execute else None)
     bench_rows = _samples(benchmark)
     bench_row = {r["sample_id"]: r for r in bench_rows}
@@ -171,8 +191,12 @@ def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: in
     def flush() -> None:
         if not batch:
             return
-        sigs = signer.signatures([b[-1] for b in batch])
-        for (doc_id, location, unit, lang, _), cands in zip(batch, bands.query(sigs), strict=True):
+        found = bands.query(signer.signatures([b[-2] for b in batch]))
+        if renamed_bands is not None:
+            renamed_only = [r - c for c, r in zip(found, _query_renamed(signer, renamed_bands, [b[-1] for b in batch]), strict=True)]
+            counts["renamed_channel_units"] += sum(bool(r) for r in renamed_only)
+            found = [c | r for c, r in zip(found, renamed_only, strict=True)]
+        for (doc_id, location, unit, lang, _, _), cands in zip(batch, found, strict=True):
             if not cands:
                 continue
             counts["candidate_units"] += 1
@@ -180,9 +204,9 @@ def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: in
             compared = []  # (benchmark side, unit side) of each candidate sample, in sample order
             for sid in sorted(cands):
                 if sid not in bench_sides:
-                    row = bench_row[sid]
+                    test, entry_point = check_test(bench_row[sid])
                     bench_sides[sid] = verifier.side(bench_text[sid], bench_lang[sid], bench_clone[sid],
-                                                     test=row.get("test"), entry_point=row.get("entry_point"))
+                                                     test=test, entry_point=entry_point)
                 as_lang = TEXT if bench_lang[sid] == TEXT else lang
                 if as_lang not in sides:
                     sides[as_lang] = verifier.side(unit.text, as_lang)
@@ -217,7 +241,8 @@ def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: in
                     skips["too_short"] += 1
                     continue
                 counts["units"] += 1
-                batch.append((doc.doc_id, doc.location, unit, lang, h))
+                renamed = _renamed_hashes(signer, unit.text, lang, s) if renamed_bands is not None else None
+                batch.append((doc.doc_id, doc.location, unit, lang, h, renamed))
                 if len(batch) >= s.batch_size:
                     flush()
         except (OSError, UnicodeDecodeError) as err:  # a huge file that changed or failed while it was read from disk
@@ -227,12 +252,23 @@ def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: in
     flush()
     write_table(pairs, PAIR_SCHEMA, pairs_out)
     rows = [{"part": part, "kind": "count", "reason": k, "count": counts[k]}
-            for k in ("documents", "units", "chunked_units", "candidate_units")]
+            for k in ("documents", "units", "chunked_units", "candidate_units")
+            + (("renamed_channel_units",) if renamed_bands is not None else ())]
     rows += [{"part": part, "kind": "skip", "reason": k, "count": v} for k, v in sorted(skips.items())]
     rows += [{"part": part, "kind": "whole_file", "reason": k, "count": v} for k, v in sorted(whole.items())]
     write_table(rows, ACCOUNTING_SCHEMA, accounting_out)
     log.info("scan %s part %d: %d documents, %d units, %d candidate pairs, %d duplicates; skipped %s",
              s.name, part, counts["documents"], counts["units"], len(pairs), sum(p["duplicate"] for p in pairs), dict(skips))
+
+
+def _query_renamed(signer: Signer, bands: BandIndex, hashes: list[np.ndarray | None]) -> list[set]:
+    """The renamed channel's candidates of each unit (none for a unit it cannot normalise)."""
+    out: list[set] = [set() for _ in hashes]
+    present = [i for i, h in enumerate(hashes) if h is not None]
+    if present:
+        for i, cands in zip(present, bands.query(signer.signatures([hashes[i] for i in present])), strict=True):
+            out[i] = cands
+    return out
 
 
 def _judge(pairs: list[dict], judge: dict, bench_text: dict[str, str]) -> None:

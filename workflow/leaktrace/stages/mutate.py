@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.data.samples import check_test
 from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.detect.evidence import SampleEvidence
 from leaktrace.detect.recall import prefix_shots, select_prefix_samples
@@ -135,10 +136,13 @@ def make_mutations_table(benchmark: Path, samples: Path, variants: Path, lexicon
     neighbours = _rename_variants(variants, evaluated, settings["neighbors"])
     rows, programs, originals = [], [], []
     for s in (s for s in read_records(benchmark) if s["sample_id"] in evaluated):
+        test, _ = check_test(s, str(benchmark))  # check code (a test script made into one); None: stdin/stdout or unittest
+        if test is None:
+            continue
         base = len(programs)
-        programs.append((s["code"], s["test"], s["entry_point"]))
+        programs.append((s["code"], test, s["entry_point"]))
         originals.append(base)
-        protected = reserved_names(s["test"])
+        protected = reserved_names(test)
         for mutation in mutations:
             rng = rng_for(seed, "mutate", mutation.name, s["sample_id"])
             row = {"sample_id": s["sample_id"], "mutation": mutation.name, "neighbor": 0, "target": mutation.target}
@@ -151,7 +155,7 @@ def make_mutations_table(benchmark: Path, samples: Path, variants: Path, lexicon
                 continue
             rows.append({**row, "text": mutated.text, "similarity": mutated.similarity, "reached": mutated.reached,
                          "details": json.dumps(mutated.details, sort_keys=True), "_program": len(programs)})
-            programs.append((mutated.text, s["test"], mutated.entry_point))
+            programs.append((mutated.text, test, mutated.entry_point))
             originals.append(base)
             for variant_id, renames in neighbours.get(s["sample_id"], []):
                 replayed = replay_renames(mutated.text, mutated.entry_point, _neighbour_renames(renames, mutated),
@@ -164,7 +168,7 @@ def make_mutations_table(benchmark: Path, samples: Path, variants: Path, lexicon
                 rows.append({**neighbour, "text": replayed.text, "details": json.dumps({"renames": replayed.renames},
                                                                                         sort_keys=True),
                              "_program": len(programs)})
-                programs.append((replayed.text, s["test"], replayed.entry_point))
+                programs.append((replayed.text, test, replayed.entry_point))
                 originals.append(base)
     limits = SandboxLimits(**settings["sandbox"])
     try:

@@ -38,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.data.samples import require_runnable, sample_tests
+from leaktrace.data.samples import UnittestTests, require_runnable, sample_tests
 from leaktrace.errors import InputError
 from leaktrace.models.backend import Capability, Sampling
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
@@ -49,7 +49,7 @@ from leaktrace.variants.natural import SELECTED_KINDS, choose_natural, first_var
 from leaktrace.variants.llm_renaming import ask_for_renamings, renamings_from_answer
 from leaktrace.variants.renaming import Variant, make_variants
 from leaktrace.variants.synonyms import WordAlternatives
-from leaktrace.variants.testcases import apply_plan, plan_test_cases, run_plans
+from leaktrace.variants.testcases import Plan, apply_plan, plan_test_cases, run_plans
 from leaktrace.variants.validate import reserved_names, validate_variants
 
 log = logging.getLogger(__name__)
@@ -185,12 +185,16 @@ def _compose_test_cases(samples: list[dict], tests: list[tuple], sets: list[dict
     take a few, `testcases.run_plans`). The first `untransformed` headline variants are kept
     as they were before, as set `untransformed_kind`, where tau_t changed one of them."""
     members = [[(kind, member) for kind in COMPOSED_KINDS for member in own.get(kind, [])] for own in sets]
-    plans = [plan_test_cases(s["code"], entry_point, test, len(found), rng_for(seed, "test-cases", s["sample_id"]))
+    # unittest classes (ClassEval) have no function whose examples tau_t could recompute: an empty plan
+    plans = [Plan([], [], {}, None) if isinstance(test, UnittestTests)
+             else plan_test_cases(s["code"], entry_point, test, len(found), rng_for(seed, "test-cases", s["sample_id"]))
              for s, (test, entry_point), found in zip(samples, tests, members, strict=True)]
     outcomes, changed = Counter(), Counter()
-    for own, plan, result, found in zip(sets, plans, run_plans(plans, limits, workers=workers), members, strict=True):
+    for own, plan, result, found, (test, _) in zip(sets, plans, run_plans(plans, limits, workers=workers), members, tests,
+                                                   strict=True):
         transformed = apply_plan(plan, result, [(v.text, v.entry_point) for _, (_, v) in found])
-        outcomes[transformed.outcome if found else "no variants"] += 1
+        outcomes["unittest classes: no function examples" if isinstance(test, UnittestTests)
+                 else transformed.outcome if found else "no variants"] += 1
         before = list(own.get("rename", []))
         for kind in COMPOSED_KINDS:
             if kind in own:

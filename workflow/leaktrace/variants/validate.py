@@ -30,14 +30,15 @@ import tokenize
 from collections.abc import Sequence
 
 from leaktrace.data.io_tests import IoTests
-from leaktrace.sandbox import SandboxLimits, SandboxResult, run_tests
+from leaktrace.data.samples import UnittestTests
+from leaktrace.sandbox import SandboxLimits, SandboxResult, run_tests, run_unittests
 from leaktrace.sandbox.stdio import run_io_tests_many
 from leaktrace.sandbox.values import decode
 
 _SHOWN_CHARS = 120
 
 
-def reserved_names(test: str | IoTests) -> frozenset[str]:
+def reserved_names(test: str | IoTests | UnittestTests) -> frozenset[str]:
     """Identifiers in a sample's test code, to pass to `make_variants` as `reserved`.
 
     The test takes from the program the names it uses (HumanEval/38's test
@@ -47,18 +48,22 @@ def reserved_names(test: str | IoTests) -> frozenset[str]:
     """
     if isinstance(test, IoTests):
         return frozenset()
+    if isinstance(test, UnittestTests):
+        test = test.code
     tokens = tokenize.generate_tokens(io.StringIO(test).readline)
     return frozenset(tok.string for tok in tokens if tok.type == token.NAME and not keyword.iskeyword(tok.string))
 
 
 def validate_variants(
-    items: Sequence[tuple[str, str | IoTests, str | None]], originals: Sequence[int], limits: SandboxLimits, *,
+    items: Sequence[tuple[str, str | IoTests | UnittestTests, str | None]], originals: Sequence[int], limits: SandboxLimits, *,
     workers: int
 ) -> list[tuple[bool, str | None]]:
     """(valid, reason if not) for each (code, tests, entry point) triple, in order:
-    tests HumanEval-style (``check`` code, with the entry point it calls) or
-    APPS-style stdin/stdout cases of a whole program (entry point None),
-    whose record holds each case's output (`leaktrace.sandbox.stdio`).
+    tests HumanEval-style (``check`` code, with the entry point it calls),
+    unittest classes (every request of the test on the program's objects is
+    recorded: `leaktrace.sandbox.harness.Remote`), or APPS-style stdin/stdout
+    cases of a whole program (entry point None), whose record holds each
+    case's output (`leaktrace.sandbox.stdio`).
 
     `originals[i]` is the index of item i's original; an original points to itself.
     """
@@ -66,10 +71,14 @@ def validate_variants(
         raise ValueError(f"{len(items)} items but {len(originals)} original indices")
     syntax = [_syntax_error(code) for code, _, _ in items]
     runnable = [i for i, error in enumerate(syntax) if error is None]
-    checked = [i for i in runnable if not isinstance(items[i][1], IoTests)]
+    checked = [i for i in runnable if isinstance(items[i][1], str)]
     on_stdin = [i for i in runnable if isinstance(items[i][1], IoTests)]
+    unittests = [i for i in runnable if isinstance(items[i][1], UnittestTests)]
     results: list[SandboxResult | None] = [None] * len(items)
     for i, result in zip(checked, run_tests([items[i] for i in checked], limits, workers=workers), strict=True):
+        results[i] = result
+    ran = run_unittests([(items[i][0], items[i][1].code) for i in unittests], limits, workers=workers) if unittests else []
+    for i, result in zip(unittests, ran, strict=True):
         results[i] = result
     if on_stdin:
         ran = run_io_tests_many([items[i][:2] for i in on_stdin], limits, workers=workers)

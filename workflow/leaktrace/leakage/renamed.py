@@ -1,0 +1,102 @@
+"""The scan's second candidate channel: MinHash over identifier-normalised
+token shingles, so a renamed copy is a candidate.
+
+Renaming a short function's names changes most of its raw shingles: a
+5-line function copied with new names has a raw 3-gram Jaccard near 0.05
+with its original, far below any LSH threshold that does not compare nearly
+every pair. Type-2 clone detectors compare code with its identifiers
+normalised instead (CCFinder's parameterised tokens, NiCad's blind
+renaming). Here, on the scan's ``code`` tokens (leakage/tokens.py) after
+comments are removed and every string literal is replaced by ``STR`` (a
+docstring is one token), every word token that starts like a name and is
+not a keyword, a builtin or an attribute (a name after a ``.``: an API the
+copy still calls) becomes ``ID``; numbers stay. A renamed copy is then the
+same token sequence as its original. The channel's signatures go through
+the scan's MinHash scheme and LSH bands; a unit is a candidate of a sample
+when either channel says so, and the verifier decides as before.
+
+:func:`normalised_code` is the definition (a string of tokens);
+:func:`normalised_shingle_hashes` computes the same shingle hashes for the
+``rolling64`` hash with NumPy (the raw channel's speed; tests check the two
+agree). Only code is normalised: problem text would become a run of ``ID``."""
+
+from __future__ import annotations
+
+import builtins
+import re
+
+import numpy as np
+
+from leaktrace.data.samples import TEXT
+from leaktrace.leakage.lexer import C_KEYWORDS, PYTHON_KEYWORDS
+from leaktrace.leakage.minhash import Signer
+from leaktrace.leakage.tokens import (
+    code_token_spans,
+    code_tokens,
+    rolling64_shingle_hashes,
+    rolling64_token_hash,
+    token_hashes_rolling64,
+)
+
+KEPT_NAMES = PYTHON_KEYWORDS | C_KEYWORDS | frozenset(dir(builtins)) | {"ID", "STR"}
+_KEPT_HASHES = np.array(sorted(rolling64_token_hash(name) for name in KEPT_NAMES), dtype=np.uint64)
+_ID_HASH = np.uint64(rolling64_token_hash("ID"))
+_DOT_HASH = np.uint64(rolling64_token_hash("."))
+
+# Comments and string literals, as the verifier's lexer reads them (leakage/lexer.py): Python, and C-like
+# languages (Java, JavaScript, C, C++, Go, Rust, ...). Whichever starts first wins, so a # or // inside a
+# string stays in the string.
+_PYTHON_SKIPPED = re.compile(
+    r"(?P<comment>\#[^\n]*)"
+    r"|(?P<string>[rRbBuUfF]{0,2}(?:\"\"\"[\s\S]*?(?:\"\"\"|$)|'''[\s\S]*?(?:'''|$)|\"(?:\\.|[^\"\\\n])*\"?|'(?:\\.|[^'\\\n])*'?))"
+)
+_C_SKIPPED = re.compile(
+    r"(?P<comment>//[^\n]*|/\*[\s\S]*?(?:\*/|$))"
+    r"|(?P<string>\"(?:\\.|[^\"\\\n])*\"?|'(?:\\.|[^'\\\n])*'?|`(?:\\.|[^`\\])*`?)"
+)
+_FIRST_NAME_BYTE = np.zeros(256, dtype=bool)  # a letter, "_" or a non-ASCII byte: a name, not a number
+_FIRST_NAME_BYTE[list(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")] = True
+_FIRST_NAME_BYTE[128:] = True
+
+
+def _strip(code: str, language: str | None) -> str:
+    """Comments removed, each string literal replaced by `` STR ``."""
+    python = language == "python" or language is None and "/*" not in code and "//" not in code
+    pattern = _PYTHON_SKIPPED if python else _C_SKIPPED
+    return pattern.sub(lambda m: " STR " if m.lastgroup == "string" else " ", code)
+
+
+def normalised_code(code: str, language: str | None) -> str:
+    """The definition: ``code``'s tokens as the channel shingles them, joined by spaces."""
+    if language == TEXT:
+        return ""
+    out: list[str] = []
+    previous = ""
+    for token in code_tokens(_strip(code, language)):
+        is_name = (token[0].isalpha() or token[0] == "_" or ord(token[0]) > 127) and token not in KEPT_NAMES
+        out.append("ID" if is_name and previous != "." else token)
+        previous = token
+    return " ".join(out)
+
+
+def normalised_shingle_hashes(signer: Signer, code: str, language: str | None) -> tuple[int, np.ndarray]:
+    """(number of tokens, sorted unique shingle hashes) of ``normalised_code``
+    under ``signer``'s scheme: vectorised for ``rolling64``, through the
+    definition for the other hashes."""
+    if signer.scheme.hash != "rolling64":
+        return signer.shingle_hashes(normalised_code(code, language))
+    if language == TEXT:
+        return 0, np.empty(0, dtype=np.uint32)
+    data = _strip(code, language).encode("utf-8")
+    b = np.frombuffer(data, dtype=np.uint8)
+    if len(b) == 0:
+        return 0, np.empty(0, dtype=np.uint32)
+    starts, ends = code_token_spans(b)
+    th = token_hashes_rolling64(data, (starts, ends))
+    after_dot = np.zeros(len(th), dtype=bool)
+    after_dot[1:] = th[:-1] == _DOT_HASH
+    kept = _KEPT_HASHES[np.minimum(np.searchsorted(_KEPT_HASHES, th), len(_KEPT_HASHES) - 1)] == th
+    names = _FIRST_NAME_BYTE[b[starts]] & ~kept & ~after_dot
+    th = np.where(names, _ID_HASH, th)
+    hashes = np.unique(rolling64_shingle_hashes(th, signer.scheme.ngram))
+    return len(th), hashes

@@ -1,0 +1,132 @@
+"""audit-contamination: the dataset-level test of every audited model on
+every audited benchmark, against the user's control ids.
+
+No testbed knows which samples an audited model saw, so the validation set
+is the user's: control ids (``contamination.held_out_ids``), samples the
+model cannot have seen (problems released after its training cutoff, or
+written for the audit). Dataset inference (Maini et al. 2024;
+:mod:`leaktrace.contamination.dataset_inference`) asks whether the other
+samples (the suspect set) score higher on the detectors than the controls.
+Beside each p-value stands its null, measured on this model and benchmark:
+the same test on random halves of the control set against each other, over
+``contamination.calibration.seeds`` seeds (both halves unseen, so every
+rejection is a false positive), with its Clopper-Pearson interval and
+binomial verdict (:mod:`leaktrace.contamination.calibration`). Ref's
+reference model, when Ref is among the features, is named in the table."""
+
+from __future__ import annotations
+
+import logging
+import random
+from pathlib import Path
+
+import pyarrow as pa
+
+from leaktrace.artifacts import read_records, write_table
+from leaktrace.contamination.calibration import false_positive_rate
+from leaktrace.contamination.dataset_inference import MIN_PER_SET, dataset_inference
+from leaktrace.contamination.features import feature_matrix, score_lookup, shared_methods
+from leaktrace.data.sample_ids import match_ids, read_id_list
+from leaktrace.report.tables import markdown_table
+from leaktrace.seeding import derive_seed
+from leaktrace.stages.contamination import run_di
+
+log = logging.getLogger(__name__)
+
+SCHEMA = pa.schema([
+    ("model", pa.string()),
+    ("benchmark", pa.string()),
+    ("test", pa.string()),  # dataset_inference
+    ("n_suspect", pa.int32()),  # scored samples not among the control ids
+    ("n_control", pa.int32()),  # scored control samples
+    ("n_control_unscored", pa.int32()),  # control ids of samples the audit dropped (not runnable, no valid variants)
+    ("features", pa.string()),  # the detectors used, comma-separated
+    ("ref_model", pa.string()),  # Ref's reference model, when ref is a feature
+    ("p_value", pa.float64()),
+    ("alpha", pa.float64()),
+    # the null: the test on random halves of the control set, one per seed
+    ("null", pa.string()),
+    ("null_seeds", pa.int32()),
+    ("null_rejected", pa.int32()),
+    ("null_rate", pa.float64()),  # its false-positive rate at alpha
+    ("null_rate_low", pa.float64()),  # Clopper-Pearson 95%
+    ("null_rate_high", pa.float64()),
+    ("null_verdict", pa.string()),
+    ("note", pa.string()),  # why a p-value or its null is missing
+])
+
+NULL_SCENARIO = "random halves of the control set"
+
+
+def _halves(ids: list[str], seed: int) -> tuple[list[str], list[str]]:
+    shuffled = sorted(ids)
+    random.Random(seed).shuffle(shuffled)
+    return shuffled[: len(shuffled) // 2], shuffled[len(shuffled) // 2 :]
+
+
+def model_row(model: str, benchmark: str, lookup: dict, control_ids: set[str], settings: dict, seed: int) -> dict:
+    """The test of one model on one benchmark, with its null."""
+    di, alpha, seeds = settings["dataset_inference"], settings["alpha"], settings["calibration"]["seeds"]
+    scored = set().union(*lookup.values()) if lookup else set()
+    control = sorted(scored & control_ids)
+    suspect = sorted(scored - control_ids)
+    row = {"model": model, "benchmark": benchmark, "test": "dataset_inference", "n_suspect": len(suspect),
+           "n_control": len(control), "n_control_unscored": len(control_ids - scored), "alpha": alpha, "null": NULL_SCENARIO}
+    if min(len(suspect), len(control)) < MIN_PER_SET:
+        return row | {"note": f"dataset inference needs at least {MIN_PER_SET} suspect and {MIN_PER_SET} control samples"}
+    found, _ = run_di(lookup, suspect, lookup, control, di, alpha, seed, curve=False)
+    row |= {"features": found["features"], "p_value": found["p_value"],
+            "ref_model": settings.get("ref_model") if "ref" in found["features"].split(",") else None}
+    if len(control) // 2 < MIN_PER_SET:
+        return row | {"note": f"no null: halves of the {len(control)} control samples are below {MIN_PER_SET}"}
+    methods = shared_methods([lookup], [control])
+    ps = []
+    for k in range(seeds):
+        s = derive_seed(seed, "null", k)
+        a, b = _halves(control, s)
+        ps.append(dataset_inference(feature_matrix(lookup, a, methods), feature_matrix(lookup, b, methods),
+                                    n_splits=di["n_splits"], seed=s).p_value)
+    rate = false_positive_rate(ps, alpha)
+    return row | {"null_seeds": rate["n_seeds"], "null_rejected": rate["n_rejected"], "null_rate": rate["rate"],
+                  "null_rate_low": rate["rate_low"], "null_rate_high": rate["rate_high"], "null_verdict": rate["verdict"]}
+
+
+def audit_contamination(scores: dict[tuple[str, str], Path], benchmarks: dict[str, Path], control_ids: Path, settings: dict,
+                        seed: int, output: Path, report: Path) -> None:
+    """``scores``: (audit model, benchmark) -> scores.parquet; ``benchmarks``:
+    benchmark -> its ingested table (every sample, to match the ids)."""
+    everything = {r["sample_id"] for path in benchmarks.values() for r in read_records(path, ["sample_id"])}
+    matched = match_ids(read_id_list(control_ids), everything, str(control_ids))
+    exclude = set(settings["dataset_inference"]["exclude_methods"])
+    rows = []
+    for (model, benchmark), path in scores.items():
+        lookup = score_lookup(read_records(path, ["sample_id", "method", "score"]), exclude)
+        mine = {sid for sid in matched if sid.startswith(f"{benchmark}/")}
+        rows.append(model_row(model, benchmark, lookup, mine, settings, derive_seed(seed, "audit-contamination", model, benchmark)))
+        if rows[-1]["n_control_unscored"]:
+            log.info("%s on %s: %d control ids name samples the audit did not score", model, benchmark,
+                     rows[-1]["n_control_unscored"])
+    write_table(rows, SCHEMA, output)
+    report.write_text(render(rows, settings["alpha"]))
+    log.info("audit contamination: %d p-values", len(rows))
+
+
+def render(rows: list[dict], alpha: float) -> str:
+    def fmt(value, spec=".3g"):
+        return "–" if value is None else format(value, spec)
+
+    table = [{**r, "p": fmt(r["p_value"]), "ref model": r.get("ref_model") or "–",
+              "null FPR [95% CI]": "–" if r.get("null_rate") is None
+              else f"{r['null_rate']:.3f} [{r['null_rate_low']:.3f}, {r['null_rate_high']:.3f}] ({r['null_rejected']}/{r['null_seeds']})",
+              "null verdict": r.get("null_verdict") or r.get("note") or "–"} for r in rows]
+    return (
+        "# Audit: dataset-level test against the control ids\n\n"
+        "Dataset inference (Maini et al. 2024): the detectors' scores as features, a logistic regression fitted on "
+        "half of the suspect samples (those not among the control ids) and half of the controls, a one-sided Welch "
+        "t-test on the other halves; the splits combined as twice the median p-value. A small p-value says the "
+        "suspect samples score as the model's training data would, relative to the controls. Its null, beside it: "
+        f"the same test on {NULL_SCENARIO} (no half was seen), over seeds; its false-positive rate at α = {alpha} "
+        "should be near α, or the p-value is not evidence.\n\n"
+        + markdown_table(table, ["model", "benchmark", "n_suspect", "n_control", "features", "ref model", "p",
+                                 "null FPR [95% CI]", "null verdict"])
+    )
