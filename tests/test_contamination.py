@@ -4,7 +4,7 @@ powerful under a shift, and the pieces that feed them."""
 
 import numpy as np
 import pytest
-from leaktrace.contamination.calibration import ABOVE, WITHIN, false_positive_rate
+from leaktrace.calibration.rates import ABOVE, WITHIN, false_positive_rate
 from leaktrace.contamination.combine import twice_median
 from leaktrace.contamination.dataset_inference import dataset_inference, p_value_curve, smallest_n
 from leaktrace.contamination.features import feature_matrix, score_lookup, shared_methods
@@ -255,7 +255,7 @@ def test_exchangeability_stage_scores_shards_under_a_model(tmp_path, tiny_model_
 
 
 def test_a_test_that_fails_its_calibration_is_marked_beside_its_p_values():
-    from leaktrace.contamination.calibration import ABOVE, WITHIN
+    from leaktrace.calibration.rates import ABOVE, WITHIN
     from leaktrace.stages.contamination import render_section
 
     rows = [{"model": "m", "epoch": 1, "ratio": 1.0, "seed": 0, "test": t, "validation": v, "reference": r, "n_suspect": 10,
@@ -291,7 +291,7 @@ def test_the_sham_reference_cancels_the_shift_of_fine_tuning(tmp_path):
     preference moved by fine-tuning only (and on the sham, which its
     calibration flags), the sham-referenced one does not."""
     import pyarrow.parquet as pq
-    from leaktrace.contamination.calibration import ABOVE, WITHIN
+    from leaktrace.calibration.rates import ABOVE, WITHIN
     from leaktrace.stages.contamination import contamination
 
     target, sham = "target-r5-s0-e5", "sham-r5-s0-e5"

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.contamination.calibration import ABOVE, false_positive_rate, rejection_rate
+from leaktrace.calibration.rates import ABOVE, false_positive_rate, rejection_rate
 from leaktrace.contamination.combine import COMBINATION
 from leaktrace.contamination.dataset_inference import MIN_PER_SET, dataset_inference, p_value_curve, smallest_n
 from leaktrace.contamination.features import feature_matrix, score_lookup, shared_methods
