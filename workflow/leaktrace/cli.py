@@ -303,7 +303,9 @@ def _veilprobe_fit(a):
 
 
 @command("audit")
-@_args((("--scores",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH"}), path("--output-dir"))
+@_args((("--scores",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH"}),
+       (("--variants",), {"nargs": "+", "required": True, "help": "BENCHMARK=PATH of its variants table"}),
+       path("--held-out-ids", required=False), SETTINGS, path("--output-dir"))
 def _audit(a):
     from leaktrace.stages.audit import audit
 
@@ -313,7 +315,7 @@ def _audit(a):
         if not sep:
             raise argparse.ArgumentTypeError(f"expected MODEL:BENCHMARK=PATH, got {key}={value}")
         scores[(model, benchmark)] = value
-    audit(scores, a.output_dir)
+    audit(scores, _named_paths(a.variants), a.settings, a.output_dir, a.held_out_ids)
 
 
 @command("sample-corpus-functions")

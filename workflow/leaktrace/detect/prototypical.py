@@ -17,7 +17,8 @@ Many networks train at once (``fit_many``): cross-fitting fits one per fold,
 and the calibration checks refit them for every re-drawn split. Their
 weights are stacked and the loss is the sum of theirs, so each network's
 gradient is its own and Adam, which acts element by element, updates each
-as if it trained alone. A network that sees only some feature columns
+as if it trained alone; its initialisation and its episodes come from its
+own seed, so a network ends as it would alone, whatever trains beside it. A network that sees only some feature columns
 (VeilProbe's t-test mask) has the other rows of its first layer multiplied
 by zero, which gives the outputs and gradients of zeroed features."""
 
@@ -113,19 +114,24 @@ def _fit_chunk(features: torch.Tensor, tasks: Sequence[ProtoTask], shots: int, s
     classes = [_class_indices(t) for t in tasks]
     width = max(len(c) for pair in classes for c in pair)
     padded = np.zeros((len(tasks), 2, width), dtype=np.int64)
-    valid = np.zeros((len(tasks), 2, width), dtype=bool)
     for i, pair in enumerate(classes):
         for c, rows in enumerate(pair):
-            padded[i, c, : len(rows)], valid[i, c, : len(rows)] = rows, True
+            padded[i, c, : len(rows)] = rows
     mask = torch.as_tensor(np.stack([np.ones(dim, bool) if t.mask is None else np.asarray(t.mask, bool) for t in tasks]),
                            dtype=torch.float32)
     params = _stacked(tasks, dim, settings)
     optimizer = torch.optim.Adam(params, lr=settings.learning_rate, weight_decay=settings.weight_decay)
-    rng = np.random.default_rng([t.seed for t in tasks])
+    steps = settings.epochs * settings.episodes
+    # each network's episodes from its own seed: a random order of each class per step, padding last
+    keys = np.full((len(tasks), steps, 2, width), np.inf)
+    for i, (task, pair) in enumerate(zip(tasks, classes, strict=True)):
+        rng = np.random.default_rng(task.seed)
+        for c, rows in enumerate(pair):
+            keys[i, :, c, : len(rows)] = rng.random((steps, len(rows)))
+    order = np.argsort(keys, axis=-1)[..., : 2 * shots]  # (N, steps, 2, 2 shots)
     targets = torch.arange(2).repeat_interleave(shots).repeat(len(tasks))
-    for _ in range(settings.epochs * settings.episodes):
-        keys = np.where(valid, rng.random(valid.shape), np.inf)  # a random order of each class, padding last
-        picks = np.take_along_axis(padded, np.argsort(keys, axis=-1)[..., : 2 * shots], axis=-1)  # (N, 2, 2 shots)
+    for step in range(steps):
+        picks = np.take_along_axis(padded, order[:, step], axis=-1)  # (N, 2, 2 shots)
         z = _embed(params, mask, features[torch.as_tensor(picks.reshape(len(tasks), -1))]).view(len(tasks), 2, 2 * shots, -1)
         prototypes = z[:, :, :shots].mean(dim=2)
         queries = z[:, :, shots:].reshape(len(tasks), 2 * shots, -1)

@@ -102,7 +102,7 @@ def _folds(by_method: dict[str, dict[str, dict]], methods: list[str], split: dic
     controls = [sid for sid in sorted(split) if sid in samples and split[sid][1] == "calibration" and not split[sid][0]]
     scores = np.array([[by_method[m][sid]["score"] for sid in ids] for m in methods], dtype=float).reshape(len(methods), -1)
     exceed = np.stack([exceedances(*row_conformal_inputs(by_method[m], controls, ids)) for m in methods]
-                      ).reshape(len(methods), len(controls), -1)
+                      ).reshape(len(methods), len(controls), len(ids))
     return Folds(evaluation_labels=np.array([split[sid][0] for sid in ids], dtype=bool), evaluation_scores=scores,
                  exceedances=exceed, alpha=alpha)
 
