@@ -34,7 +34,8 @@ def calibration_fold_rows(method: str, model: str, rows: dict[str, dict], contro
     control, test, fit = row_conformal_inputs(rows, list(controls), list(tested))
     p = p_values(exceedances(control, test, fit))
     ks = ks_uniform(randomised_p_values(control, test, rng, fit))
-    note = f"{len(controls)} calibration-fold non-members as controls, {len(tested)} evaluation-fold non-members tested"
+    note = (f"{len(controls)} calibration-fold non-members as controls (smallest p-value 1/{len(controls) + 1}), "
+            f"{len(tested)} evaluation-fold non-members tested")
     return [count_row(method, model, CALIBRATION_FOLD, a, int((p <= a).sum()), len(tested), **ks, note=note) for a in alphas]
 
 

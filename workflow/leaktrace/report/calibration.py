@@ -21,7 +21,7 @@ NULL_TEXT = {
     REMEMBERSHIP: "dataset inference on random member / non-member assignments (within each fold, the split's class "
                   "sizes), the learned features refitted on each, under models that never saw the split",
     REAL_ORDER: "the sharded exchangeability test on the benchmark's own order under models that never saw it",
-}
+}  # in the report's order; another family's null follows, described by its rows' note
 
 
 def _interval(row: dict) -> str:
@@ -56,7 +56,8 @@ def calibration_section(rows: Sequence[dict]) -> str:
              "are dependent, and `ks_p` is a guide.\n"]
     if not rows:
         return parts[0] + "\n_(no calibration rows)_\n"
-    for null in dict.fromkeys(r["null"] for r in rows):
+    order = [*NULL_TEXT, *sorted({r["null"] for r in rows} - set(NULL_TEXT))]
+    for null in [n for n in order if any(r["null"] == n for r in rows)]:
         chosen = [r for r in rows if r["null"] == null]
         table = [{**r, "rate [95% CI]": _interval(r), "rejections": "–" if r["rejections"] is None else r["rejections"]}
                  for r in chosen]
