@@ -4,7 +4,8 @@
 # under every scored testbed model, dataset inference on re-randomised
 # memberships under the unexposed ones. No forward pass: the learned
 # detectors' classifiers are refitted from their features, all fits of a
-# model as one batch. Two rules, so they run side by side.
+# model as one batch. One job per model and check, so each starts as soon as
+# its model is scored and a change re-runs only the models it touches.
 
 LEARNED_FAMILIES = [family for family in ("dpdllm", "veilprobe") if family in METHODS]
 
@@ -18,30 +19,18 @@ def membership_calibration_models():
     return unexposed_models(scored=True)
 
 
-def learned_pairs(models):
-    """(model, family) of every learned detector fitted under ``models`` (testbed models only)."""
-    return [(m, family) for m in models if m in MODELS for family in LEARNED_FAMILIES]
+def calibration_inputs(wildcards):
+    """The split, the model's scores and its learned detectors' features (testbed models only)."""
+    scored = f"{RESULTS}/score/{wildcards.benchmark}/{wildcards.model}"
+    families = LEARNED_FAMILIES if wildcards.model in MODELS else []
+    return {"samples": f"{RESULTS}/filter/{wildcards.benchmark}.samples.parquet", "scores": f"{scored}/scores.parquet",
+            "learned": [f"{scored}/{family}/features.parquet" for family in families]}
 
 
-def calibration_inputs(models):
-    def inputs(wildcards):
-        score_dir = f"{RESULTS}/score/{wildcards.benchmark}"
-        return {"samples": f"{RESULTS}/filter/{wildcards.benchmark}.samples.parquet",
-                "scores": [f"{score_dir}/{m}/scores.parquet" for m in models()],
-                "learned": [f"{score_dir}/{m}/{family}/features.parquet" for m, family in learned_pairs(models())]}
-
-    return inputs
-
-
-def calibration_arguments(models):
-    """--scores MODEL=PATH ... and --learned MODEL:FAMILY=PATH ..."""
-
-    def arguments(wildcards, input):
-        scores = " ".join(f"{m}={p}" for m, p in zip(models(), input.scores, strict=True))
-        learned = " ".join(f"{m}:{f}={p}" for (m, f), p in zip(learned_pairs(models()), input.learned, strict=True))
-        return f"--scores {scores}" + (f" --learned {learned}" if learned else "")
-
-    return arguments
+def learned_arguments(wildcards, input):
+    families = LEARNED_FAMILIES if wildcards.model in MODELS else []
+    pairs = " ".join(f"{wildcards.model}:{f}={p}" for f, p in zip(families, input.learned, strict=True))
+    return f"--learned {pairs}" if pairs else ""
 
 
 def calibration_settings(*keys, dataset_inference=False):
@@ -54,7 +43,8 @@ def calibration_settings(*keys, dataset_inference=False):
 
 
 def calibration_results(benchmark):
-    return [f"{RESULTS}/calibration/{benchmark}/{name}.parquet" for name in ("conformal", "dataset_inference")]
+    return [f"{RESULTS}/calibration/{benchmark}/conformal/{m}.parquet" for m in conformal_calibration_models()] \
+        + [f"{RESULTS}/calibration/{benchmark}/dataset_inference/{m}.parquet" for m in membership_calibration_models()]
 
 
 CALIBRATION_ROW_FILES.append(calibration_results)
@@ -62,45 +52,45 @@ CALIBRATION_ROW_FILES.append(calibration_results)
 
 rule calibration_conformal:
     input:
-        unpack(calibration_inputs(conformal_calibration_models)),
+        unpack(calibration_inputs),
     output:
-        f"{RESULTS}/calibration/{{benchmark}}/conformal.parquet",
+        f"{RESULTS}/calibration/{{benchmark}}/conformal/{{model}}.parquet",
     params:
-        arguments=calibration_arguments(conformal_calibration_models),
+        learned=learned_arguments,
         settings=calibration_settings("alphas", "cross_fit_folds", "repartitions"),
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/calibration_conformal/{{benchmark}}.log",
+        f"{RESULTS}/logs/calibration_conformal/{{benchmark}}/{{model}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/calibration_conformal/{{benchmark}}.tsv"
+        f"{RESULTS}/benchmarks/calibration_conformal/{{benchmark}}/{{model}}.tsv"
     threads: 1
     conda:
         MODEL_ENV
     resources:
-        **cpu_job(seconds_per_row=0.01),
+        **cpu_job(seconds_per_row=0.05),
     shell:
-        "{LEAKTRACE} calibration-conformal --samples {input.samples} {params.arguments} --settings {params.settings:q}"
-        " --seed {params.seed} --output {output} 2> {log}"
+        "{LEAKTRACE} calibration-conformal --samples {input.samples} --scores {wildcards.model}={input.scores}"
+        " {params.learned} --settings {params.settings:q} --seed {params.seed} --output {output} 2> {log}"
 
 
 rule calibration_membership:
     input:
-        unpack(calibration_inputs(membership_calibration_models)),
+        unpack(calibration_inputs),
     output:
-        f"{RESULTS}/calibration/{{benchmark}}/dataset_inference.parquet",
+        f"{RESULTS}/calibration/{{benchmark}}/dataset_inference/{{model}}.parquet",
     params:
-        arguments=calibration_arguments(membership_calibration_models),
+        learned=learned_arguments,
         settings=calibration_settings("alphas", "cross_fit_folds", "memberships", dataset_inference=True),
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/calibration_membership/{{benchmark}}.log",
+        f"{RESULTS}/logs/calibration_membership/{{benchmark}}/{{model}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/calibration_membership/{{benchmark}}.tsv"
+        f"{RESULTS}/benchmarks/calibration_membership/{{benchmark}}/{{model}}.tsv"
     threads: 1
     conda:
         MODEL_ENV
     resources:
-        **cpu_job(seconds_per_row=0.01),
+        **cpu_job(seconds_per_row=0.05),
     shell:
-        "{LEAKTRACE} calibration-membership --samples {input.samples} {params.arguments} --settings {params.settings:q}"
-        " --seed {params.seed} --output {output} 2> {log}"
+        "{LEAKTRACE} calibration-membership --samples {input.samples} --scores {wildcards.model}={input.scores}"
+        " {params.learned} --settings {params.settings:q} --seed {params.seed} --output {output} 2> {log}"

@@ -121,3 +121,11 @@ class VeilprobeFitter:
         fitted = fit_many(self.features, proto, self.settings)
         self.states = fitted.states
         return fitted.scores, fitted.decisions
+
+
+def veilprobe_fitter(rows: Sequence[dict], params: dict, seed: int) -> VeilprobeFitter:
+    """VeilProbe's t-test and networks (``params``: the family's) on its feature rows (h(s), h(r) per sample)."""
+    original = np.array([r["original"] for r in rows], dtype=np.float64)
+    perturbed = np.array([r["perturbed"] for r in rows], dtype=np.float64)
+    proto = ProtoSettings(epochs=params["proto_epochs"], seed=derive_seed(seed, "veilprobe-protonet") % 2**32)
+    return VeilprobeFitter(original, perturbed, params["p_value"], proto)

@@ -32,10 +32,9 @@ from leaktrace.artifacts import read_records, write_table
 from leaktrace.detect.cross_fit import UNLABELLED, CrossFit, cross_fit, stratified_share
 from leaktrace.detect.dpdllm import FEATURES, ContinuationStats, continuation_features, dpdllm_fitter, feature_matrix
 from leaktrace.detect.mapping_model import MappingSettings, hidden_features, new_mapping_model, train_mapping
-from leaktrace.detect.prototypical import ProtoSettings
 from leaktrace.detect.registry import family_params
 from leaktrace.detect.srdetection_blackbox import _TokenBudget, split_prefix_suffix
-from leaktrace.detect.veilprobe import VeilprobeFitter, key_token_scores, perturb_key_tokens
+from leaktrace.detect.veilprobe import key_token_scores, perturb_key_tokens, veilprobe_fitter
 from leaktrace.seeding import derive_seed
 from leaktrace.stages.score import SCORES_SCHEMA, _language_model, _valid_texts, model_spec
 from leaktrace.train.lora import LoraSettings, train_lora
@@ -228,14 +227,6 @@ def veilprobe_features(blackbox: Path, perturbed: Path, model: dict, settings: d
     write_table([{"sample_id": s, "original": o.tolist(), "perturbed": p.tolist()} for s, o, p in zip(ids, original, perturbed_h, strict=True)],
                 VEILPROBE_FEATURES_SCHEMA, output)
     log.info("VeilProbe mapping model: %d pairs, loss by epoch %s", len(ids), ", ".join(f"{x:.3f}" for x in losses))
-
-
-def veilprobe_fitter(rows: list[dict], params: dict, seed: int) -> VeilprobeFitter:
-    """VeilProbe's t-test and network (``params``: the family's) on the feature rows."""
-    original = np.array([r["original"] for r in rows], dtype=np.float64)
-    perturbed = np.array([r["perturbed"] for r in rows], dtype=np.float64)
-    proto = ProtoSettings(epochs=params["proto_epochs"], seed=derive_seed(seed, "veilprobe-protonet") % 2**32)
-    return VeilprobeFitter(original, perturbed, params["p_value"], proto)
 
 
 def fit_veilprobe(features: Path, samples: Path, settings: dict, folds: int, seed: int, output: Path, model_dir: Path) -> None:

@@ -25,8 +25,8 @@ from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.detect.dpdllm import dpdllm_fitter
 from leaktrace.detect.dpdllm import feature_matrix as dpdllm_features
 from leaktrace.detect.registry import family_params
+from leaktrace.detect.veilprobe import veilprobe_fitter
 from leaktrace.seeding import derive_seed
-from leaktrace.stages.baselines import veilprobe_fitter
 
 log = logging.getLogger(__name__)
 
