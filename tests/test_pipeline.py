@@ -283,9 +283,10 @@ def test_scoring_only_change_reruns_only_scoring_and_aggregation(micro_run):
     other.write_text(yaml.safe_dump(changed))
     result = snakemake(workdir, "-n", "--configfile", str(other))
     assert result.returncode == 0, result.stderr
-    # every reader of the score tables: the report, the audit, the p-values, the robustness study and RQ4
-    assert planned_jobs(result.stdout) == {"detector_scores", "aggregate", "audit", "contamination", "mutation_study",
-                                           "leakage_rq4", "all"}
+    # every reader of the score tables: the report, the audit, the p-values, the calibration checks, the robustness
+    # study and RQ4
+    assert planned_jobs(result.stdout) == {"detector_scores", "aggregate", "audit", "contamination", "calibration_conformal",
+                                           "calibration_membership", "mutation_study", "leakage_rq4", "all"}
     assert "Params have changed since last execution" in result.stdout
 
 

@@ -261,6 +261,9 @@ def real_order_rows(results: dict[str, dict], alphas: list[float]) -> list[dict]
     and pooled over them: a null only if the order carries nothing a model
     can prefer unseen, i.e. was randomised at release."""
     tested = {m: r for m, r in results.items() if is_unexposed(m) and r["p_value"] is not None}
+    untestable = sorted(m for m, r in results.items() if is_unexposed(m) and r["p_value"] is None)
+    if untestable:
+        log.warning("exchangeability on the real order: no p-value under %s (fewer than two shards fit)", ", ".join(untestable))
     rows = []
     for alpha in alphas:
         for model, r in tested.items():
