@@ -75,12 +75,17 @@ def classify(model: GaussianNB, features: np.ndarray) -> tuple[np.ndarray, np.nd
     return model.predict_proba(features)[:, member], model.predict(features) == 1
 
 
-def dpdllm_fitter(features: np.ndarray):
-    """``fit_many`` of ``cross_fit``: one classifier per task, each scoring every row of ``features``."""
+class DpdllmFitter:
+    """``fit_many`` of ``cross_fit``: one classifier per task, each scoring
+    every row of ``features``; the fitted classifiers are kept (``classifiers``)."""
 
-    def fit_many(tasks: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-        outputs = [classify(fit_classifier(features[train], labels), features) for train, labels in tasks]
-        return (np.array([s for s, _ in outputs], dtype=np.float64).reshape(len(tasks), len(features)),
-                np.array([d for _, d in outputs], dtype=bool).reshape(len(tasks), len(features)))
+    def __init__(self, features: np.ndarray):
+        self.features = features
+        self.classifiers: list[GaussianNB] = []
 
-    return fit_many
+    def __call__(self, tasks: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+        self.classifiers = [fit_classifier(self.features[train], labels) for train, labels in tasks]
+        outputs = [classify(c, self.features) for c in self.classifiers]
+        n = len(self.features)
+        return (np.array([s for s, _ in outputs], dtype=np.float64).reshape(len(tasks), n),
+                np.array([d for _, d in outputs], dtype=bool).reshape(len(tasks), n))

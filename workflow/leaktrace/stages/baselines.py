@@ -30,7 +30,7 @@ import torch
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.detect.cross_fit import UNLABELLED, CrossFit, cross_fit, stratified_share
-from leaktrace.detect.dpdllm import FEATURES, ContinuationStats, continuation_features, dpdllm_fitter, feature_matrix
+from leaktrace.detect.dpdllm import FEATURES, ContinuationStats, DpdllmFitter, continuation_features, feature_matrix
 from leaktrace.detect.mapping_model import MappingSettings, hidden_features, new_mapping_model, train_mapping
 from leaktrace.detect.registry import family_params
 from leaktrace.detect.srdetection_blackbox import _TokenBudget, split_prefix_suffix
@@ -165,9 +165,12 @@ def fit_dpdllm(features: Path, samples: Path, folds: int, seed: int, output: Pat
     rows = read_records(features)
     ids = [r["sample_id"] for r in rows]
     labels = calibration_labels(samples, set(ids))
-    fitted = cross_fitted(ids, labels, dpdllm_fitter(feature_matrix(rows)), folds, derive_seed(seed, "dpdllm-folds"))
+    fitter = DpdllmFitter(feature_matrix(rows))
+    fitted = cross_fitted(ids, labels, fitter, folds, derive_seed(seed, "dpdllm-folds"))
+    full = fitter.classifiers[-1]  # the fit on the whole calibration fold, which scores the other samples
     model_dir.mkdir(parents=True, exist_ok=True)
-    _write_ids(model_dir, list(labels), features=list(FEATURES), fits=_fits(ids, fitted))
+    _write_ids(model_dir, list(labels), features=list(FEATURES), fits=_fits(ids, fitted), classes=full.classes_.tolist(),
+               class_prior=full.class_prior_.tolist(), theta=full.theta_.tolist(), var=full.var_.tolist())
     write_table(_score_rows("dpdllm", ids, fitted), SCORES_SCHEMA, output)
     log.info("DPDLLM: naive Bayes cross-fitted over %d folds of %d calibration samples, scored %d", len(fitted.fold_scores),
              len(labels), len(ids))

@@ -22,7 +22,7 @@ from leaktrace.calibration.membership import membership_rows
 from leaktrace.calibration.table import write_rows
 from leaktrace.contamination.features import score_lookup
 from leaktrace.data.split import RECALL_PREFIX
-from leaktrace.detect.dpdllm import dpdllm_fitter
+from leaktrace.detect.dpdllm import DpdllmFitter
 from leaktrace.detect.dpdllm import feature_matrix as dpdllm_features
 from leaktrace.detect.registry import family_params
 from leaktrace.detect.veilprobe import veilprobe_fitter
@@ -45,7 +45,7 @@ def refit_of(family: str, features: Path, settings: dict, seed: int) -> tuple[Re
     ids = [r["sample_id"] for r in rows]
     folds = settings["calibration"]["cross_fit_folds"]
     if family == "dpdllm":
-        return Refit(dpdllm_fitter(dpdllm_features(rows)), len(ids), folds), ids
+        return Refit(DpdllmFitter(dpdllm_features(rows)), len(ids), folds), ids
     if family == "veilprobe":
         params = family_params("veilprobe", settings.get("veilprobe"))
         return Refit(veilprobe_fitter(rows, params, seed), len(ids), folds, params["labelled_fraction"]), ids
