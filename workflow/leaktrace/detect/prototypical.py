@@ -18,9 +18,10 @@ and the calibration checks refit them for every re-drawn split. Their
 weights are stacked and the loss is the sum of theirs, so each network's
 gradient is its own and Adam, which acts element by element, updates each
 as if it trained alone; its initialisation and its episodes come from its
-own seed, so a network ends as it would alone, whatever trains beside it. A network that sees only some feature columns
-(VeilProbe's t-test mask) has the other rows of its first layer multiplied
-by zero, which gives the outputs and gradients of zeroed features."""
+own seed, so a network ends as it would alone, whatever trains beside it.
+A network that sees only some feature columns (VeilProbe's t-test mask)
+multiplies only those in its first layer: the outputs and gradients of
+zeroed features, at the cost of the columns it sees."""
 
 from __future__ import annotations
 
@@ -89,22 +90,44 @@ def _class_indices(task: ProtoTask) -> list[np.ndarray]:
     return by_class
 
 
-def _stacked(tasks: Sequence[ProtoTask], dim: int, settings: ProtoSettings) -> list[torch.Tensor]:
+def _columns(tasks: Sequence[ProtoTask], dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the columns every task sees, each task's other columns (N, m) padded
+    with ``dim``, the index of an all-zero column): a network's first layer
+    multiplies only the columns it sees, which for VeilProbe is h(s) and the
+    few difference dimensions its t-test keeps."""
+    masks = np.stack([np.ones(dim, bool) if t.mask is None else np.asarray(t.mask, bool) for t in tasks])
+    if masks.shape[1] != dim:
+        raise ValueError(f"a mask of {masks.shape[1]} columns for features of {dim}")
+    shared = np.flatnonzero(masks.all(axis=0))
+    own = [np.flatnonzero(m & ~masks.all(axis=0)) for m in masks]
+    padded = np.full((len(tasks), max(1, max(len(o) for o in own))), dim, dtype=np.int64)
+    for i, o in enumerate(own):
+        padded[i, : len(o)] = o
+    return shared, padded
+
+
+def _stacked(tasks: Sequence[ProtoTask], dim: int, shared: np.ndarray, own: np.ndarray, settings: ProtoSettings) -> list[torch.Tensor]:
     """Each network's initial weights as _Embedding(seed) has them, stacked:
-    per linear layer (N, in, out) and (N, 1, out); the first layer's masked rows zeroed in use."""
-    layers: list[list[torch.Tensor]] = [[] for _ in range(6)]
-    for task in tasks:
+    per linear layer (N, in, out) and (N, 1, out), the first layer's rows of
+    the shared columns and of the task's own (zero rows for the padding)."""
+    layers: list[list[torch.Tensor]] = [[] for _ in range(7)]
+    for task, columns in zip(tasks, own, strict=True):
         torch.manual_seed(task.seed)
         linear = [m for m in _Embedding(dim, settings.hidden, settings.bottleneck).layers if isinstance(m, nn.Linear)]
-        for k, m in enumerate(linear):
-            layers[2 * k].append(m.weight.detach().T)
-            layers[2 * k + 1].append(m.bias.detach()[None])
+        first = torch.cat([linear[0].weight.detach().T, torch.zeros(1, settings.hidden)])  # the padding column's row: 0
+        layers[0].append(first[torch.as_tensor(shared)])
+        layers[1].append(first[torch.as_tensor(columns)])
+        layers[2].append(linear[0].bias.detach()[None])
+        for k, m in enumerate(linear[1:], start=1):
+            layers[1 + 2 * k].append(m.weight.detach().T)
+            layers[2 + 2 * k].append(m.bias.detach()[None])
     return [torch.stack(p).clone().requires_grad_(True) for p in layers]
 
 
-def _embed(params: list[torch.Tensor], mask: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    w1, b1, w2, b2, w3, b3 = params
-    h = torch.relu(torch.baddbmm(b1, x, w1 * mask[:, :, None]))
+def _embed(params: list[torch.Tensor], shared: torch.Tensor, own: torch.Tensor) -> torch.Tensor:
+    """The embeddings of inputs given as (N, rows, shared columns) and (N, rows, own columns)."""
+    w_shared, w_own, b1, w2, b2, w3, b3 = params
+    h = torch.relu(torch.baddbmm(torch.baddbmm(b1, shared, w_shared), own, w_own))
     h = torch.relu(torch.baddbmm(b2, h, w2))
     return torch.baddbmm(b3, h, w3)
 
@@ -117,9 +140,11 @@ def _fit_chunk(features: torch.Tensor, tasks: Sequence[ProtoTask], shots: int, s
     for i, pair in enumerate(classes):
         for c, rows in enumerate(pair):
             padded[i, c, : len(rows)] = rows
-    mask = torch.as_tensor(np.stack([np.ones(dim, bool) if t.mask is None else np.asarray(t.mask, bool) for t in tasks]),
-                           dtype=torch.float32)
-    params = _stacked(tasks, dim, settings)
+    shared, own = _columns(tasks, dim)
+    x_shared = features[:, torch.as_tensor(shared)]
+    x_all = torch.cat([features, torch.zeros(n, 1)], dim=1)
+    own_t = torch.as_tensor(own)
+    params = _stacked(tasks, dim, shared, own, settings)
     # fused: one kernel per step for every network's update, six times faster than the loop over tensors on a CPU
     optimizer = torch.optim.Adam(params, lr=settings.learning_rate, weight_decay=settings.weight_decay, fused=True)
     steps = settings.epochs * settings.episodes
@@ -132,8 +157,8 @@ def _fit_chunk(features: torch.Tensor, tasks: Sequence[ProtoTask], shots: int, s
     order = np.argsort(keys, axis=-1)[..., : 2 * shots]  # (N, steps, 2, 2 shots)
     targets = torch.arange(2).repeat_interleave(shots).repeat(len(tasks))
     for step in range(steps):
-        picks = np.take_along_axis(padded, order[:, step], axis=-1)  # (N, 2, 2 shots)
-        z = _embed(params, mask, features[torch.as_tensor(picks.reshape(len(tasks), -1))]).view(len(tasks), 2, 2 * shots, -1)
+        picks = torch.as_tensor(np.take_along_axis(padded, order[:, step], axis=-1).reshape(len(tasks), -1))  # (N, 4 shots)
+        z = _embed(params, x_shared[picks], x_all[picks[:, :, None], own_t[:, None, :]]).view(len(tasks), 2, 2 * shots, -1)
         prototypes = z[:, :, :shots].mean(dim=2)
         queries = z[:, :, shots:].reshape(len(tasks), 2 * shots, -1)
         distances = torch.cdist(queries, prototypes) ** 2
@@ -143,17 +168,19 @@ def _fit_chunk(features: torch.Tensor, tasks: Sequence[ProtoTask], shots: int, s
         loss.sum().backward()
         optimizer.step()
     with torch.no_grad():
-        z = _embed(params, mask, features.expand(len(tasks), n, dim))
+        z = _embed(params, x_shared.expand(len(tasks), n, len(shared)), x_all[:, own_t].permute(1, 0, 2))
         prototypes = torch.stack([torch.stack([z[i, torch.as_tensor(c)].mean(dim=0) for c in pair])
                                   for i, pair in enumerate(classes)])
         distances = torch.cdist(z, prototypes)
         scores = F.softmax(-distances, dim=-1)[..., 1].numpy().astype(np.float64)
         decisions = (distances[..., 1] < distances[..., 0]).numpy()
-        masked = [p.detach().clone() for p in params]
-        masked[0] = masked[0] * mask[:, :, None]
+        first = torch.zeros(len(tasks), dim + 1, settings.hidden)  # a masked column's row: 0
+        first[:, torch.as_tensor(shared)] = params[0].detach()
+        first.scatter_(1, own_t[:, :, None].expand(-1, -1, settings.hidden), params[1].detach())
+    weights = [first[:, :dim], params[2], *params[3:]]
     names = ["layers.0.weight", "layers.0.bias", "layers.2.weight", "layers.2.bias", "layers.4.weight", "layers.4.bias"]
-    states = [{**{name: (p[i].T if name.endswith("weight") else p[i, 0]).contiguous() for name, p in zip(names, masked, strict=True)},
-               "prototypes": prototypes[i]} for i in range(len(tasks))]
+    states = [{**{name: (p[i].T if name.endswith("weight") else p[i, 0]).detach().clone().contiguous()
+                  for name, p in zip(names, weights, strict=True)}, "prototypes": prototypes[i]} for i in range(len(tasks))]
     return Fitted(scores, decisions, states)
 
 
