@@ -42,7 +42,9 @@ def test_the_audit_table_has_a_rate_per_model_and_detector(audit_run):
     rates = read_records(audit_run / "audit/leakage_rates.parquet")
     assert {(r["model"], r["detector"]) for r in rates} == {(m, d) for m in ("model-a", "model-b")
                                                             for d in ("gray-box", "black-box")}
-    assert all(r["n_samples"] == 20 and r["rate_low"] <= r["leakage_rate"] <= r["rate_high"] for r in rates)
+    # the 8 control ids are the null, the other 12 the audited samples
+    assert all(r["n_samples"] == 12 and r["rate_low"] <= r["leakage_rate"] <= r["rate_high"] for r in rates)
+    assert all((r["null"], r["null_n"]) == ("control set", 8) and 0 <= r["p_value"] <= 1 for r in rates)
 
 
 def test_each_model_gets_a_dataset_level_p_value_with_its_null(audit_run):
@@ -65,7 +67,7 @@ def test_functional_memorisation_compares_the_two_models(audit_run):
     assert {g["model"] for g in generations} == {"target", "reference"} and len(generations) == 40
     table1 = read_records(audit_run / "aggregate/mbpp-audit-fm/functional/table1.parquet")
     assert {r["metric"] for r in table1} >= {"exact_match", "bleu", "codebleu", "tsed"}
-    assert all(r["n"] == 20 for r in table1)
+    assert all(r["n_samples"] == 20 and 0 < r["n"] <= 20 for r in table1)  # complete cases: n of the 20 with the metric defined
     assert (audit_run / "aggregate/mbpp-audit-fm/functional/report.md").exists()
 
 

@@ -35,6 +35,7 @@ from leaktrace.artifacts import read_records, write_table
 from leaktrace.calibration.conformal import conformal_p_values
 from leaktrace.calibration.rates import clopper_pearson
 from leaktrace.detect.registry import family_params
+from leaktrace.data.sample_ids import match_ids, read_id_list
 from leaktrace.report.plots import leakage_heatmap
 from leaktrace.report.tables import markdown_table
 from leaktrace.stages.aggregate import detector_variant_counts
@@ -115,12 +116,13 @@ def compared_variants(variants: Path, settings: dict) -> dict[str, dict[str, int
             for method in AUDIT_METHODS if method in settings}
 
 
-def read_control(path: Path | None) -> set[str]:
+def read_control(path: Path | None, variants: dict[str, Path]) -> set[str]:
+    """The control samples the id list names, among the audited benchmarks'
+    samples (``mbpp/11`` or ``11``: :func:`leaktrace.data.sample_ids.match_ids`)."""
     if path is None:
         return set()
-    from leaktrace.stages.contamination import read_ids
-
-    return set(read_ids(path))
+    samples = {r["sample_id"] for table in variants.values() for r in read_records(table, ["sample_id"])}
+    return match_ids(read_id_list(path), samples, str(path))
 
 
 def audit(scores: dict[tuple[str, str], Path], variants: dict[str, Path], settings: dict, out_dir: Path,
@@ -128,7 +130,7 @@ def audit(scores: dict[tuple[str, str], Path], variants: dict[str, Path], settin
     """``scores`` maps (audit model name, benchmark) to that model's
     scores.parquet; ``variants`` each benchmark to its variants table;
     ``settings``: ``alpha`` and ``methods`` (score.methods)."""
-    control = read_control(held_out_ids)
+    control = read_control(held_out_ids, variants)
     counts = {benchmark: compared_variants(path, settings["methods"]) for benchmark, path in variants.items()}
     rows = []
     for (model, benchmark), path in scores.items():

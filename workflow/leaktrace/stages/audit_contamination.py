@@ -11,7 +11,7 @@ Beside each p-value stands its null, measured on this model and benchmark:
 the same test on random halves of the control set against each other, over
 ``contamination.calibration.seeds`` seeds (both halves unseen, so every
 rejection is a false positive), with its Clopper-Pearson interval and
-binomial verdict (:mod:`leaktrace.contamination.calibration`). Ref's
+binomial verdict (:mod:`leaktrace.calibration.rates`). Ref's
 reference model, when Ref is among the features, is named in the table."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.contamination.calibration import false_positive_rate
+from leaktrace.calibration.rates import false_positive_rate
 from leaktrace.contamination.dataset_inference import MIN_PER_SET, dataset_inference
 from leaktrace.contamination.features import feature_matrix, score_lookup, shared_methods
 from leaktrace.data.sample_ids import match_ids, read_id_list
