@@ -4,15 +4,19 @@ own training mix and the config's training settings: what a `train_lora`
 job does (every epoch up to the last of ``train.epochs``, one torch thread,
 the first training seed), twice, once each way. Prints the share of each
 epoch's batch cells that are padding (the orders the loop draws, from the
-same seeded generator) and the job's wall time, and their ratio.
+same seeded generator), the job's wall time and its CPU time (one
+thread: the time the job computed, which other processes on a shared
+machine disturb far less than the wall clock), and their ratios.
 
     .venv/bin/python benchmarks/lora_padding.py                     # the default run's mix
     .venv/bin/python benchmarks/lora_padding.py --mix results/micro/train/humaneval/ratio-1/mix.parquet \\
         --config config/micro.yaml --epochs 1
 
-The arms run one after the other (``--order`` picks which goes first; on a
-shared machine run both orders). Both train the same sequences for the same
-number of optimizer steps; only which sequences share a batch differs."""
+The arms run one after the other, ``--repeats`` times in the order random,
+grouped, grouped, random, ... so a drift in the machine's load falls on both
+alike; each run's figures are printed as it ends. Both arms train the same
+sequences for the same number of optimizer steps; only which sequences
+share a batch differs."""
 
 from __future__ import annotations
 
@@ -60,7 +64,7 @@ def main() -> None:
     parser.add_argument("--mix", type=Path, default=ROOT / "results/default/train/humaneval/ratio-5/mix.parquet")
     parser.add_argument("--config", type=Path, default=ROOT / "config/config.yaml")
     parser.add_argument("--epochs", type=int, help="train this many epochs (default: the last of train.epochs)")
-    parser.add_argument("--order", choices=["random-first", "grouped-first"], default="random-first")
+    parser.add_argument("--repeats", type=int, default=1, help="runs of each arm, alternating (ABBA...)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     torch.set_num_threads(1)  # base_model.threads: a job's thread
@@ -76,26 +80,27 @@ def main() -> None:
     limit = context_limit(load_model_config(spec), model["max_length"])
     lengths = [min(len(tokenizer(t, add_special_tokens=False)["input_ids"]) + 2, limit) for t in texts]
 
-    arms = [False, True] if args.order == "random-first" else [True, False]
-    results = {}
-    for grouped in arms:
+    arms = [grouped for k in range(args.repeats) for grouped in ((False, True) if k % 2 == 0 else (True, False))]
+    label = {False: "random", True: "length-grouped"}
+    print(f"LoRA job on {args.mix} ({len(texts)} sequences, batch {train['batch_size']}, {epochs[0]} epochs, 1 thread)")
+    print("| run | batches | padding share (mean over epochs) | wall time | CPU time |")
+    print("| --- | --- | --- | --- | --- |", flush=True)
+    results: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
+    for run, grouped in enumerate(arms, start=1):
         settings = LoraSettings.from_config({**train, "group_by_length": grouped}, max_length=model["max_length"], seed=seed,
                                             epochs=epochs, checkpoint_every=0)
-        padding = epoch_padding(lengths, settings)
+        padding = float(np.mean(epoch_padding(lengths, settings)))
         with tempfile.TemporaryDirectory() as tmp:
-            start = time.perf_counter()
+            wall, cpu = time.perf_counter(), time.process_time()
             train_lora(spec, texts, settings, lambda e: Path(tmp) / f"epoch-{e}")
-            results[grouped] = (time.perf_counter() - start, padding)
-
-    print(f"LoRA job on {args.mix} ({len(texts)} sequences, batch {train['batch_size']}, {epochs[0]} epochs, 1 thread), "
-          f"arms in the order {args.order}")
-    print("| batches | padding share (mean over epochs) | job wall time |")
-    print("| --- | --- | --- |")
-    for grouped, label in ((False, "random"), (True, "length-grouped")):
-        seconds, padding = results[grouped]
-        print(f"| {label} | {np.mean(padding):.1%} | {seconds:.1f} s |")
-    print(f"length-grouped / random: time {results[True][0] / results[False][0]:.2f}, "
-          f"padded cells {(1 - np.mean(results[False][1])) / (1 - np.mean(results[True][1])):.2f}")
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        results[grouped].append((wall, cpu))
+        print(f"| {run} | {label[grouped]} | {padding:.1%} | {wall:.1f} s | {cpu:.1f} s |", flush=True)
+    pad = {g: float(np.mean(epoch_padding(lengths, LoraSettings.from_config(
+        {**train, "group_by_length": g}, max_length=model["max_length"], seed=seed, epochs=epochs)))) for g in (False, True)}
+    mean = {g: np.mean(results[g], axis=0) for g in (False, True)}
+    print(f"length-grouped / random: wall time {mean[True][0] / mean[False][0]:.2f}, CPU time {mean[True][1] / mean[False][1]:.2f}, "
+          f"batch cells (tokens and padding) {(1 - pad[False]) / (1 - pad[True]):.2f}")
 
 
 if __name__ == "__main__":

@@ -37,11 +37,6 @@ def twin_outputs(benchmark):
     return [f"{RESULTS}/aggregate/{benchmark}/{name}" for name in ("twin.parquet", "twin.md", "twin.png")] if TWINS else []
 
 
-for _twin in TWINS:
-    if twin_target(_twin) not in TARGETS:
-        raise ValueError(f"the twin {_twin} has no target {twin_target(_twin)} among the testbed's targets {TARGETS}")
-
-
 rule twin:
     input:
         unpack(twin_inputs),
