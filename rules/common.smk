@@ -354,13 +354,16 @@ SHAMS = sham_models()
 def twin_models():
     """The complement twins (contamination.twin; rules/train.smk, twin_mix and
     train_control): the counterfactual target's ratio and the first training
-    seed, trained on the target's non-members, scored at every epoch of
-    train.epochs as `twin-r{ratio}-s{seed}-e{epoch}`, each the null of the
-    target of the same name (rules/twin.smk)."""
+    seed, trained on the target's non-members, scored at `twin_epochs` (null:
+    the counterfactual target's epoch) as `twin-r{ratio}-s{seed}-e{epoch}`,
+    each the null of the target of the same name (rules/twin.smk)."""
     if not config["contamination"]["twin"]:
         return []
-    ratio, seed, _ = counterfactual_target()
-    return [f"twin-r{ratio}-s{seed}-e{e}" for e in EPOCHS]
+    ratio, seed, epoch = counterfactual_target()
+    epochs = config["contamination"]["twin_epochs"] or [epoch]
+    if set(epochs) - set(EPOCHS):
+        raise ValueError(f"contamination.twin_epochs {sorted(set(epochs) - set(EPOCHS))} are not among train.epochs {EPOCHS}")
+    return [f"twin-r{ratio}-s{seed}-e{e}" for e in sorted(epochs)]
 
 
 TWINS = twin_models()

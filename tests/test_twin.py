@@ -184,3 +184,16 @@ def test_label_fitted_families_are_exactly_those_whose_methods_read_a_fitted_cla
             continue
         methods = family.build(family_params(name, None), None)
         assert family.label_fitted == any(m.needs_learned for m in methods) == (name in ("dpdllm", "veilprobe")), name
+
+
+def test_twin_epochs_outside_the_training_epochs_stop_the_plan_naming_the_key(tmp_path):
+    from test_pipeline import snakemake, write_config
+
+    config = write_config(tmp_path, {"contamination": {"twin_epochs": [1, 2]}})  # micro trains epoch 1 only
+    result = snakemake(tmp_path, "-n", "--configfile", str(config))
+    assert result.returncode != 0
+    assert "contamination.twin_epochs [2] are not among train.epochs [1]" in result.stdout + result.stderr
+    off = write_config(tmp_path, {"contamination": {"twin": False}})
+    planned = snakemake(tmp_path, "-n", "--configfile", str(off))
+    assert planned.returncode == 0, planned.stderr[-2000:]
+    assert "twin_mix" not in planned.stdout and "rule twin:" not in planned.stdout
