@@ -19,6 +19,7 @@ include: "rules/leakage.smk"
 include: "rules/audit.smk"
 include: "rules/contamination.smk"
 include: "rules/calibration.smk"
+include: "rules/twin.smk"
 include: "rules/mutate.smk"
 
 

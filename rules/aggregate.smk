@@ -1,7 +1,8 @@
 def aggregate_inputs(wildcards):
     score_dir = f"{RESULTS}/score/{wildcards.benchmark}"
     return {
-        "fragments": leakage_fragments(wildcards.benchmark) + contamination_fragments(wildcards.benchmark)
+        "fragments": twin_fragments(wildcards.benchmark) + leakage_fragments(wildcards.benchmark)
+        + contamination_fragments(wildcards.benchmark)
         + functional_fragments(wildcards.benchmark),
         "samples": f"{RESULTS}/filter/{wildcards.benchmark}.samples.parquet",
         "scores": [f"{score_dir}/{m}/scores.parquet" for m in MODELS],

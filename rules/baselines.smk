@@ -4,8 +4,10 @@
 # features, the naive Bayes fit. VeilProbe: the key-token perturbation per
 # benchmark, the mapping model on SrDetection black-box's continuations
 # (reused, never generated again), the prototypical network's fit. The fits
-# read the split's calibration fold only, cross-fitted over
-# calibration.cross_fit_folds folds of it (no sample scored by a fit that saw its label).
+# read the split's calibration fold only (a twin's: its swapped split, so its
+# classifiers learn what it saw; the calibration fold is the same samples),
+# cross-fitted over calibration.cross_fit_folds folds of it (no sample scored
+# by a fit that saw its label).
 
 if "veilprobe" in METHODS and "srdetection_blackbox" not in METHODS:
     raise ValueError("score.methods.veilprobe reads SrDetection black-box's continuations: configure srdetection_blackbox too")
@@ -96,7 +98,7 @@ rule dpdllm_features:
 rule dpdllm_fit:
     input:
         features=f"{SCORED}/dpdllm/features.parquet",
-        samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+        samples=model_split,
     output:
         scores=f"{SCORED}/dpdllm/scores.parquet",
         classifier=directory(f"{SCORED}/dpdllm/classifier"),
@@ -167,7 +169,7 @@ rule veilprobe_features:
 rule veilprobe_fit:
     input:
         features=f"{SCORED}/veilprobe/features.parquet",
-        samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+        samples=model_split,
     output:
         scores=f"{SCORED}/veilprobe/scores.parquet",
         classifier=directory(f"{SCORED}/veilprobe/classifier"),

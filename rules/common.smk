@@ -111,6 +111,12 @@ RATIOS = [f"{r:g}" for r in config["train"]["text_per_code"]]
 # only the last epoch, where the headline table reports mean +- sd over seeds.
 SEEDS = [str(s) for s in config["train"]["seeds"]]
 
+# The target's controls, each a LoRA run of its own (rules/train.smk,
+# train_control) trained exactly as the target: the sham (its mix with the
+# members replaced by other code) and the complement twin (trained on the
+# target's non-members instead of its members).
+CONTROLS = ("sham", "twin")
+
 
 def seed_epochs(seed):
     return EPOCHS if seed == SEEDS[0] else EPOCHS[-1:]
@@ -160,7 +166,8 @@ def _alternatives(names):
 wildcard_constraints:
     benchmark=_alternatives(BENCHMARKS + list(COUNTERFACTUAL_SOURCES)),
     corpus=_alternatives(CORPORA),
-    model=r"reference|(target|sham)-r[0-9.]+-s\d+-e\d+|audit-[A-Za-z0-9_.-]+|ref-model",
+    model=r"reference|(target|sham|twin)-r[0-9.]+-s\d+-e\d+|audit-[A-Za-z0-9_.-]+|ref-model",
+    control=_alternatives(CONTROLS),
     part=r"\d+",
     epoch=r"\d+",
     ratio=r"[0-9.]+",
@@ -279,34 +286,48 @@ def adapter_dir(benchmark, ratio, seed, epoch):
     return f"{training_run(benchmark, ratio, seed)}/adapter/epoch-{epoch}"
 
 
-def sham_mix_file(benchmark, ratio):
-    """The sham control's mix (contamination.sham): a ratio's mix without the benchmark."""
-    return f"{RESULTS}/train/{benchmark}/sham/ratio-{ratio}/mix.parquet"
+def twin_split_file(benchmark):
+    """The split as the complement twin sees it: members and non-members swapped."""
+    return f"{RESULTS}/filter/{benchmark}.twin.samples.parquet"
 
 
-def sham_run(benchmark, ratio, seed):
-    return f"{RESULTS}/train/{benchmark}/sham/ratio-{ratio}/seed-{seed}"
+def control_mix_file(control, benchmark, ratio):
+    """A control's training mix (``control``: sham or twin)."""
+    return f"{RESULTS}/train/{benchmark}/{control}/ratio-{ratio}/mix.parquet"
 
 
-def sham_adapter_dir(benchmark, ratio, seed, epoch):
-    return f"{sham_run(benchmark, ratio, seed)}/adapter/epoch-{epoch}"
+def control_run(control, benchmark, ratio, seed):
+    return f"{RESULTS}/train/{benchmark}/{control}/ratio-{ratio}/seed-{seed}"
+
+
+def control_adapter_dir(control, benchmark, ratio, seed, epoch):
+    return f"{control_run(control, benchmark, ratio, seed)}/adapter/epoch-{epoch}"
 
 
 def target_model(model):
-    """``target-r{ratio}-s{seed}-e{epoch}`` (or ``sham-…``, its sham control) -> (ratio, seed, epoch) labels."""
-    match = re.fullmatch(r"(?:target|sham)-r([0-9.]+)-s(\d+)-e(\d+)", model)
+    """``target-r{ratio}-s{seed}-e{epoch}`` (or ``sham-…`` / ``twin-…``, its controls) -> (ratio, seed, epoch) labels."""
+    match = re.fullmatch(r"(?:target|sham|twin)-r([0-9.]+)-s(\d+)-e(\d+)", model)
     if not match:
         raise ValueError(f"{model!r} is not a target model name (target-r<ratio>-s<seed>-e<epoch>)")
     return match.group(1), match.group(2), match.group(3)
 
 
 def model_adapter(wildcards):
-    """Input function: the adapter directory behind a target (or sham) model."""
-    if wildcards.model.startswith("target-"):
+    """Input function: the adapter directory behind a target (or control) model."""
+    kind = wildcards.model.split("-", 1)[0]
+    if kind == "target":
         return [adapter_dir(wildcards.benchmark, *target_model(wildcards.model))]
-    if wildcards.model.startswith("sham-"):
-        return [sham_adapter_dir(wildcards.benchmark, *target_model(wildcards.model))]
+    if kind in CONTROLS:
+        return [control_adapter_dir(kind, wildcards.benchmark, *target_model(wildcards.model))]
     return []
+
+
+def model_split(wildcards):
+    """Input function: the split a model's label-dependent steps read: the
+    twin's swapped split for a twin, the testbed's split otherwise."""
+    if wildcards.model.startswith("twin-"):
+        return twin_split_file(wildcards.benchmark)
+    return f"{RESULTS}/filter/{wildcards.benchmark}.samples.parquet"
 
 
 def counterfactual_target():
@@ -336,6 +357,24 @@ def sham_models():
 SHAMS = sham_models()
 
 
+def twin_models():
+    """The complement twins (contamination.twin; rules/train.smk, twin_mix and
+    train_control): the counterfactual target's ratio and the first training
+    seed, trained on the target's non-members, scored at `twin_epochs` (null:
+    the counterfactual target's epoch) as `twin-r{ratio}-s{seed}-e{epoch}`,
+    each the null of the target of the same name (rules/twin.smk)."""
+    if not config["contamination"]["twin"]:
+        return []
+    ratio, seed, epoch = counterfactual_target()
+    epochs = config["contamination"]["twin_epochs"] or [epoch]
+    if set(epochs) - set(EPOCHS):
+        raise ValueError(f"contamination.twin_epochs {sorted(set(epochs) - set(EPOCHS))} are not among train.epochs {EPOCHS}")
+    return [f"twin-r{ratio}-s{seed}-e{e}" for e in sorted(epochs)]
+
+
+TWINS = twin_models()
+
+
 def unexposed_models(scored=False):
     """The models that never saw the split's members as such, nor the
     benchmark's order (leaktrace/calibration/unexposed.py recognises them by
@@ -343,7 +382,7 @@ def unexposed_models(scored=False):
     configured), the sham controls and the complement twins (`TWINS`, where
     defined). ``scored``: only those with detector scores (`ref-model` has
     token statistics only, Ref's evidence)."""
-    models = ["reference"] + (["ref-model"] if REF_MODEL and not scored else []) + SHAMS + globals().get("TWINS", [])
+    models = ["reference"] + (["ref-model"] if REF_MODEL and not scored else []) + SHAMS + TWINS
     return list(dict.fromkeys(models))
 
 
@@ -600,7 +639,8 @@ def functional_fragments(benchmark):
 
 
 def get_final_output():
-    return [path for benchmark in TESTBED_BENCHMARKS for path in aggregate_outputs(benchmark)] + audit_outputs() \
+    return [path for benchmark in TESTBED_BENCHMARKS for path in aggregate_outputs(benchmark) + twin_outputs(benchmark)] \
+        + audit_outputs() \
         + leakage_outputs() + rq3_outputs() + mutate_outputs() + counterfactual_outputs() \
         + [path for name in TESTBED_BENCHMARKS + list(COUNTERFACTUAL_SOURCES) for path in functional_outputs(name)]
 
@@ -641,6 +681,13 @@ def generator_args():
         return ""
     cache = f" --cache-dir {RESULTS}/cache" if config["llm"]["cache"] else ""
     return f"--generator {shlex.quote(json.dumps(GENERATOR, sort_keys=True))}{cache}"
+
+
+def corpus_env(wildcards):
+    """A package corpus (source package) is read from the environment the
+    job runs in: the model environment, which holds PyTorch's own pure-Python
+    dependencies (networkx, sympy); every other corpus reads in the CPU one."""
+    return MODEL_ENV if config["corpora"][wildcards.corpus]["source"] == "package" else CPU_ENV
 
 
 def variants_env(wildcards):

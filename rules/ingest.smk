@@ -25,6 +25,6 @@ rule ingest_corpus_shard:
         f"{RESULTS}/benchmarks/ingest_corpus/{{corpus}}-{{part}}.tsv"
     threads: 1
     conda:
-        CPU_ENV
+        corpus_env
     shell:
         "{LEAKTRACE} ingest-corpus --name {wildcards.corpus} --settings {params.settings:q} --part {wildcards.part} --output {output} 2> {log}"

@@ -30,9 +30,9 @@ def reference_tokens(wildcards):
 
 
 def oracle_tokens(wildcards):
-    """The oracle Ref's evidence: a target's (or the sham control's) texts
-    under its own base model (the testbed's `reference`), which no real audit has."""
-    if not (REF_SETTINGS and REF_SETTINGS["oracle"]) or not wildcards.model.startswith(("target-", "sham-")):
+    """The oracle Ref's evidence: a target's (or a control's) texts under its
+    own base model (the testbed's `reference`), which no real audit has."""
+    if not (REF_SETTINGS and REF_SETTINGS["oracle"]) or not wildcards.model.startswith(("target-", "sham-", "twin-")):
         return []
     return [f"{RESULTS}/score/{wildcards.benchmark}/reference/tokens.parquet"]
 
@@ -57,8 +57,9 @@ def blackbox_rows(wildcards):
 
 def learned_rows(wildcards):
     """The learned black-box baselines' per-sample outputs (rules/baselines.smk):
-    testbed models only, whose texts share the base model's tokenizer and the split's labels."""
-    if wildcards.model not in MODELS:
+    testbed models and twins only, whose texts share the base model's tokenizer
+    and whose labels the split (the twin's: swapped) gives."""
+    if wildcards.model not in MODELS + TWINS:
         return []
     return [f"{RESULTS}/score/{wildcards.benchmark}/{wildcards.model}/{family}/scores.parquet"
             for family in ("dpdllm", "veilprobe") if family in METHODS]

@@ -56,9 +56,10 @@ def sham_code_parts(wildcards):
     return corpus_parts(config["contamination"]["sham_code_corpus"])
 
 
-def sham_checkpoints(wildcards):
-    """The sham run's checkpoints, as training_checkpoints."""
-    return f"{RESULTS}/checkpoints/train_sham/{wildcards.benchmark}/ratio-{wildcards.ratio}-seed-{wildcards.seed}"
+def control_checkpoints(wildcards):
+    """A control run's checkpoints, as training_checkpoints."""
+    return (f"{RESULTS}/checkpoints/train_{wildcards.control}/{wildcards.benchmark}/"
+            f"ratio-{wildcards.ratio}-seed-{wildcards.seed}")
 
 
 def training_seed(wildcards):
@@ -104,7 +105,7 @@ rule sham_mix:
         code=sham_code_parts,
         model=base_model_files(),
     output:
-        sham_mix_file("{benchmark}", "{ratio}"),
+        control_mix_file("sham", "{benchmark}", "{ratio}"),
     params:
         model=model_settings(),
         seed=config["seed"],
@@ -122,22 +123,75 @@ rule sham_mix:
         " --output {output} 2> {log}"
 
 
-rule train_sham:
+# The complement twin (contamination.twin): the split with members and
+# non-members swapped, and its mix built exactly as the target's (same
+# ratio, text stream and seed) from the target's non-members; ReCaLL's
+# prefix samples stay out of both. Every evaluated sample is then a member
+# of exactly one of target and twin (rules/twin.smk).
+rule twin_split:
     input:
-        mix=sham_mix_file("{benchmark}", "{ratio}"),
+        f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+    output:
+        twin_split_file("{benchmark}"),
+    log:
+        f"{RESULTS}/logs/twin_split/{{benchmark}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/twin_split/{{benchmark}}.tsv"
+    threads: 1
+    resources:
+        **cpu_job(),
+    conda:
+        CPU_ENV
+    shell:
+        "{LEAKTRACE} twin-split --samples {input} --output {output} 2> {log}"
+
+
+rule twin_mix:
+    input:
+        samples=twin_split_file("{benchmark}"),
+        benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
+        text=corpus_parts(config["train"]["text_corpus"]),
         model=base_model_files(),
     output:
-        adapters=[directory(sham_adapter_dir("{benchmark}", "{ratio}", "{seed}", e)) for e in EPOCHS],
-        training_log=f"{sham_run('{benchmark}', '{ratio}', '{seed}')}/training_log.parquet",
+        control_mix_file("twin", "{benchmark}", "{ratio}"),
+    params:
+        model=model_settings(),
+        seed=config["seed"],
+        **member_order_params(),
+    log:
+        f"{RESULTS}/logs/twin_mix/{{benchmark}}/ratio-{{ratio}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/twin_mix/{{benchmark}}/ratio-{{ratio}}.tsv"
+    threads: 1
+    resources:
+        **cpu_job(),
+    conda:
+        MODEL_ENV
+    shell:
+        "{LEAKTRACE} mix --samples {input.samples} --benchmark {input.benchmark} --text {input.text}"
+        " --text-per-code {wildcards.ratio} --model {params.model:q} --seed {params.seed}"
+        + (" --member-order {params.member_order}" if member_order_params() else "")
+        + " --output {output} 2> {log}"
+
+
+# Each control trained on its mix exactly as train_lora trains the target
+# (settings, epochs, training seed): one rule for both, as both cost a LoRA run.
+rule train_control:
+    input:
+        mix=control_mix_file("{control}", "{benchmark}", "{ratio}"),
+        model=base_model_files(),
+    output:
+        adapters=[directory(control_adapter_dir("{control}", "{benchmark}", "{ratio}", "{seed}", e)) for e in EPOCHS],
+        training_log=f"{control_run('{control}', '{benchmark}', '{ratio}', '{seed}')}/training_log.parquet",
     params:
         settings=settings_without(["train"], "text_per_code", "seeds", "learning_rate_selection", "member_order"),
         model=model_settings(),
         seed=training_seed,
-        checkpoints=sham_checkpoints,
+        checkpoints=control_checkpoints,
     log:
-        f"{RESULTS}/logs/train_sham/{{benchmark}}/ratio-{{ratio}}-seed-{{seed}}.log",
+        f"{RESULTS}/logs/train_control/{{benchmark}}/{{control}}-ratio-{{ratio}}-seed-{{seed}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/train_sham/{{benchmark}}/ratio-{{ratio}}-seed-{{seed}}.tsv"
+        f"{RESULTS}/benchmarks/train_control/{{benchmark}}/{{control}}-ratio-{{ratio}}-seed-{{seed}}.tsv"
     threads: MODEL_THREADS
     conda:
         MODEL_ENV

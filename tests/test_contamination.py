@@ -327,6 +327,21 @@ def test_the_sham_reference_cancels_the_shift_of_fine_tuning(tmp_path):
     assert "NO: rejects too often" in report
 
 
+def test_sham_stand_ins_are_humaneval_like_functions_only():
+    from leaktrace.data.functions import all_function_anatomies
+    from leaktrace.train.sham import MAX_LINES, candidate_functions
+
+    long_body = "".join(f"    x{k} = {k}\n" for k in range(MAX_LINES))
+    code = ('def kept(a):\n    """Doc."""\n    return a\n\n\n'
+            'def _private(a):\n    """Doc."""\n    return a\n\n\n'
+            'def undocumented(a):\n    return a\n\n\n'
+            f'def too_long(a):\n    """Doc."""\n{long_body}    return a\n\n\n'
+            'def outer(a):\n    """Doc."""\n    def nested(b):\n        """Doc."""\n        return b\n    return nested(a)\n\n\n'
+            'class C:\n    def method(self):\n        """Doc."""\n        return 1\n')
+    assert len(all_function_anatomies(code)) == 7
+    assert [sid for sid, _ in candidate_functions([("m.py", code)])] == ["m.py::kept@1", "m.py::outer@80"]  # too_long: lines 15-77
+
+
 def test_the_sham_mix_swaps_members_for_length_matched_code_and_keeps_the_rest():
     import random
 

@@ -85,7 +85,8 @@ def test_default_config_dry_run_plans_every_stage(tmp_path):
                        "training_mix", "train_lora", "token_stats", "detector_scores", "counterfactual", "counterfactual_aggregate",
                        "aggregate", "contamination", "exchangeability", "exchangeability_calibration"}
     assert "pretrain_base_model" not in planned  # the shipped model is never retrained by accident
-    assert "train_sham" not in planned  # the sham control is off in the default (its budget); micro runs it
+    assert "sham_mix" not in planned  # the sham control is off in the default (its budget); micro runs it
+    assert {"twin_split", "twin_mix", "train_control", "twin"} <= planned  # the complement twin, the default's null
 
 
 def test_micro_run_writes_every_artifact(micro_run):
@@ -123,12 +124,23 @@ def test_micro_run_writes_every_artifact(micro_run):
                if r["kind"] == "member"}
         assert mix == {s["sample_id"] for s in samples if s["split"] == "member"}
         assert not mix & {s["sample_id"] for s in samples if s["split"] == "non-member"}
-    # the sham control's mix: the first ratio's, with its members swapped for as many stdlib functions, no benchmark id
+    # the sham control's mix: the first ratio's, with its members swapped for as many networkx functions, no benchmark id
     mix = pq.read_table(out / "train/humaneval/ratio-1/mix.parquet").to_pylist()
     sham = pq.read_table(out / "train/humaneval/sham/ratio-1/mix.parquet").to_pylist()
     assert [r["kind"] for r in sham] == ["code" if r["kind"] == "member" else r["kind"] for r in mix]
     assert not {r["source_id"] for r in sham} & {s["sample_id"] for s in samples}
-    assert not any(r["source_id"].startswith("humaneval/") for r in sham)
+    assert all(r["source_id"].startswith("networkx/") for r in sham if r["kind"] == "code")
+    # the complement twin: trained on the non-members (ReCaLL's prefix in neither mix), as many text tokens per code token
+    twin_mix = pq.read_table(out / "train/humaneval/twin/ratio-1/mix.parquet").to_pylist()
+    assert {r["source_id"] for r in twin_mix if r["kind"] == "member"} == {s["sample_id"] for s in kept if s["split"] == "non-member"}
+    assert (out / "train/humaneval/twin/ratio-1/seed-0/adapter/epoch-1/adapter_config.json").exists()
+    twin = pq.read_table(out / "aggregate/humaneval/twin.parquet").to_pylist()
+    assert {(r["model"], r["twin"]) for r in twin} == {("target-r1-s0-e1", "twin-r1-s0-e1")}
+    assert {r["method"] for r in twin} == {s["method"] for s in scores}
+    assert all(0 < r["p_value"] <= 1 and r["exact"] == (r["n"] <= 20) and r["samples"] == "all folds" for r in twin)
+    (loss,) = [r for r in twin if r["method"] == "loss"]
+    assert loss["n"] == len(kept) and loss["n_target_members"] == sum(s["split"] == "member" for s in kept)
+    assert "## The complement twin" in (out / "aggregate/humaneval/report.md").read_text()
     assert (out / "train/humaneval/sham/ratio-1/seed-0/adapter/epoch-1/adapter_config.json").exists()
     calibration = pq.read_table(out / "contamination/humaneval/calibration.parquet").to_pylist()
     assert {(c["kind"], c["model"], c["test"]) for c in calibration if c["model"] == "sham-r1-s0-e1"} == {
@@ -238,7 +250,7 @@ def test_micro_rerun_writes_the_same_bytes(micro_run, tmp_path):
     run_micro(tmp_path)
     first, second = (result_bytes(d / "results" / "micro") for d in (workdir, tmp_path))
     assert sorted(first) == sorted(second)
-    assert sum(name.endswith("adapter_config.json") for name in first) == 5 and len(first) > 50  # 4 targets, 1 sham
+    assert sum(name.endswith("adapter_config.json") for name in first) == 6 and len(first) > 50  # 4 targets, sham, twin
     assert sorted(name for name in first if first[name] != second[name]) == []
 
 
@@ -285,10 +297,10 @@ def test_scoring_only_change_reruns_only_scoring_and_aggregation(micro_run):
     other.write_text(yaml.safe_dump(changed))
     result = snakemake(workdir, "-n", "--configfile", str(other))
     assert result.returncode == 0, result.stderr
-    # every reader of the score tables: the report, the audit, the p-values, the calibration checks, the robustness
-    # study and RQ4
+    # every reader of the score tables: the report, the audit, the p-values, the calibration checks, the twin's
+    # sign-flip test, the robustness study and RQ4
     assert planned_jobs(result.stdout) == {"detector_scores", "aggregate", "audit", "contamination", "calibration_conformal",
-                                           "calibration_membership", "mutation_study", "leakage_rq4", "all"}
+                                           "calibration_membership", "mutation_study", "leakage_rq4", "twin", "all"}
     assert "Params have changed since last execution" in result.stdout
 
 

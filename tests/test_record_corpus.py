@@ -23,3 +23,18 @@ def test_records_corpus_reads_the_text_field_skipping_empty_documents(tmp_path):
     assert [d.text for d in corpus_documents("web", {**settings, "limit": 2})] == ["The first page.", "A second page."]
     with pytest.raises(InputError, match="no field 'text'"):
         corpus_documents("web", {**settings, "text": "text"})
+
+
+def test_package_corpus_reads_an_installed_distributions_python_files():
+    from importlib.metadata import version
+
+    settings = {"source": "package", "package": "networkx", "exclude": ["networkx/tests/*", "networkx/*/tests/*"]}
+    documents = corpus_documents("nx", settings)
+    ids = [d.doc_id for d in documents]
+    assert ids == sorted(ids) and "networkx/__init__.py" in ids and "networkx/algorithms/cycles.py" in ids
+    assert all(i.startswith("networkx/") and i.endswith(".py") for i in ids)
+    assert not any(i.startswith("networkx/tests/") or i.split("/")[2:3] == ["tests"] for i in ids)
+    assert "def " in next(d.text for d in documents if d.doc_id == "networkx/algorithms/cycles.py")
+    assert version("networkx") == "3.6.1"  # requirements.lock: the sham's corpus is pinned by the lock
+    with pytest.raises(ValueError, match="corpus gone: package 'no-such-package-here' is not installed"):
+        corpus_documents("gone", {"source": "package", "package": "no-such-package-here"})

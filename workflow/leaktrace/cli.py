@@ -137,6 +137,14 @@ def _split(a):
     split_samples(a.functions, a.variants, a.tokens, a.settings, a.seed, a.output, recall_prefix=a.recall_prefix)
 
 
+@command("twin-split")
+@_args(path("--samples"), path("--output"))
+def _twin_split(a):
+    from leaktrace.stages.filter import twin_split
+
+    twin_split(a.samples, a.output)
+
+
 @command("mix")
 @_args(path("--samples"), path("--benchmark"), path("--text", many=True),
        (("--text-per-code",), {"type": float, "required": True, "help": "general-text tokens per member-code token"}),
@@ -439,6 +447,21 @@ def _aggregate(a):
 
     aggregate(a.samples, _named_paths(a.scores), _named_paths(a.tokens), a.variants, a.settings, a.seed, a.output_dir,
               tuple(a.fragments), tuple(a.calibration_rows))
+
+
+@command("twin")
+@_args(
+    path("--samples"),
+    (("--twins",), {"nargs": "+", "required": True, "help": "TWIN=PATH: each twin's scores.parquet"}),
+    (("--targets",), {"nargs": "+", "required": True, "help": "TARGET=PATH: the scores of each twin's target"}),
+    SETTINGS,
+    SEED,
+    path("--output-dir"),
+)
+def _twin(a):
+    from leaktrace.stages.twin import twin_tables
+
+    twin_tables(a.samples, _named_paths(a.twins), _named_paths(a.targets), a.settings, a.seed, a.output_dir)
 
 
 @command("counterfactual-aggregate")

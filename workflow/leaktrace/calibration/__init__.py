@@ -5,4 +5,6 @@ set of known non-members; ``rates``: rejection rates with exact binomial
 intervals; ``table``: the calibration table every family writes its rows
 through; ``unexposed``: which scored models can serve as nulls;
 ``conformal_checks`` and ``membership``: the checks of the conformal
-decisions and of dataset inference that fill it."""
+decisions and of dataset inference that fill it; ``sign_flip``: the paired
+permutation test of the complement twin (a target and its twin trained on
+the two halves of the split, so each sample was seen by exactly one of them)."""

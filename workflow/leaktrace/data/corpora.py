@@ -1,6 +1,6 @@
 """The embedded default's corpora: the running interpreter's standard library
 as code, and the documentation text shipped with it (``pydoc_data``) as
-general text. Both are read deterministically (sorted paths / topic names) so
+general text; records of any format, and the code of an installed package. Both are read deterministically (sorted paths / topic names) so
 the same interpreter yields the same shards byte for byte."""
 
 from __future__ import annotations
@@ -52,6 +52,31 @@ def iter_stdlib_code(exclude: Sequence[str] = ()) -> Iterator[Document]:
         yield Document(doc_id=f"stdlib/{readable(rel)}", source=readable(str(path)), text=text)
 
 
+def iter_package_code(name: str, settings: dict) -> Iterator[Document]:
+    """Every ``.py`` file of an installed distribution (``package``, e.g.
+    networkx), minus ``exclude`` globs (relative to site-packages), in sorted
+    order: Python code that is in neither the standard library nor the
+    benchmarks, for the sham control. Unreadable files are skipped with a
+    warning, as the standard library's."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    package = settings["package"]
+    try:
+        dist = distribution(package)
+    except PackageNotFoundError:
+        raise ValueError(f"corpus {name}: package {package!r} is not installed in this environment") from None
+    for rel in sorted(str(f) for f in dist.files or () if f.suffix == ".py"):
+        if any(fnmatch.fnmatch(rel, g) for g in settings.get("exclude", [])):
+            continue
+        path = Path(dist.locate_file(rel))
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError) as err:
+            log.warning("corpus file %s skipped: %s", readable(str(path)), err)
+            continue
+        yield Document(doc_id=readable(rel), source=readable(str(path)), text=text)  # rel starts with the package's directory
+
+
 def iter_pydoc_text() -> Iterator[Document]:
     """The pydoc topic texts (the Python reference documentation, as plain text)."""
     from pydoc_data.topics import topics
@@ -76,6 +101,7 @@ CORPUS_SOURCES = {
     "stdlib": iter_stdlib_code,
     "pydoc": iter_pydoc_text,
     "records": iter_record_text,
+    "package": iter_package_code,
 }
 
 
@@ -98,7 +124,7 @@ def corpus_documents(name: str, settings: dict) -> list[Document]:
     if source not in CORPUS_SOURCES:
         raise ValueError(f"corpus {name}: unknown source {source!r}; known: {sorted(CORPUS_SOURCES)}")
     kwargs = {"exclude": settings.get("exclude", [])} if source == "stdlib" else \
-        {"name": name, "settings": settings} if source == "records" else {}
+        {"name": name, "settings": settings} if source in ("records", "package") else {}
     documents = list(CORPUS_SOURCES[source](**kwargs))
     if not documents:
         raise ValueError(f"corpus {name}: source {source!r} yielded no documents")

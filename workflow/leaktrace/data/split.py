@@ -2,7 +2,8 @@
 seeded 1:1 member / non-member split, and within each class a calibration
 fold (for choosing the thresholds of threshold-based baselines) disjoint from
 the evaluation fold. ReCaLL's prefix texts are non-members held out before
-the split (fold ``recall-prefix``): never trained on, never evaluated."""
+the split (fold ``recall-prefix``): never trained on, never evaluated. The complement twin's split swaps the
+two classes of the split and keeps every fold (``complement``)."""
 
 from __future__ import annotations
 
@@ -64,3 +65,18 @@ def assign_splits(
         for k, sid in enumerate(group):
             result[sid] = Assignment(split, "calibration" if k < n_cal else "evaluation")
     return result
+
+
+SWAPPED = {"member": "non-member", "non-member": "member"}
+
+
+def complement(split: str | None, fold: str | None) -> str | None:
+    """The class a sample has for the complement twin, trained on the
+    target's non-members: members and non-members swapped, folds kept;
+    ReCaLL's prefix samples (and samples outside the split) unchanged, so
+    neither model trains on the prefix."""
+    if split is None or fold == RECALL_PREFIX:
+        return split
+    if split not in SWAPPED:
+        raise ValueError(f"unknown split {split!r}; known: {sorted(SWAPPED)}")
+    return SWAPPED[split]

@@ -69,6 +69,9 @@ class Family:
     build: Callable[[Mapping[str, Any], TokenCounts | None], list[Method]]
     defaults: Mapping[str, Any]
     stage_only: frozenset[str] = frozenset()
+    # its scores come from a classifier fitted on the split's labels (its methods have ``needs_learned``), so a
+    # sample's score is free of its own label only outside the fitted fold
+    label_fitted: bool = False
 
 
 REQUIRED = object()
@@ -276,6 +279,7 @@ FAMILIES: dict[str, Family] = {
         _dpdllm,
         {"prefix_fraction": 0.5, "temperature": 0.7, "max_new_tokens": 256, "reference_epochs": 1},
         stage_only=frozenset({"prefix_fraction", "temperature", "max_new_tokens", "reference_epochs"}),
+        label_fitted=True,
     ),
     "veilprobe": Family(
         _veilprobe,
@@ -283,6 +287,7 @@ FAMILIES: dict[str, Family] = {
          "mapping_layers": 2, "mapping_epochs": 2, "proto_epochs": 50},
         stage_only=frozenset({"key_fraction", "candidates", "p_value", "labelled_fraction", "mapping_hidden",
                               "mapping_layers", "mapping_epochs", "proto_epochs"}),
+        label_fitted=True,
     ),
 }
 

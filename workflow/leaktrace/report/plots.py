@@ -123,3 +123,36 @@ def p_value_curves(points: Sequence[Mapping], alpha: float, path: Path) -> None:
     ax.legend(fontsize=7, loc="lower left")
     fig.tight_layout()
     save(fig, path)
+
+
+def twin_plot(rows: Sequence[Mapping], alpha: float, path: Path) -> None:
+    save(twin_figure(rows, alpha), path)
+
+
+def twin_figure(rows: Sequence[Mapping], alpha: float) -> Figure:
+    """The complement twin per detector (rows) and epoch (markers): the
+    pooled AUC (left) and the sign-flip p-value on
+    a log axis with the level alpha (right); a filled marker is a rejection."""
+    methods = list(dict.fromkeys(f"{r['method']} (oracle)" if r["oracle"] else r["method"] for r in rows))
+    epochs = sorted({r["epoch"] for r in rows})
+    fig, (auc_ax, p_ax) = plt.subplots(1, 2, sharey=True, figsize=(10, 1.2 + 0.3 * max(1, len(methods))), layout="constrained")
+    colours = plt.get_cmap("tab10").colors
+    for k, epoch in enumerate(epochs):
+        offset = (k - (len(epochs) - 1) / 2) * 0.22
+        for r in (r for r in rows if r["epoch"] == epoch):
+            y = methods.index(f"{r['method']} (oracle)" if r["oracle"] else r["method"]) + offset
+            style = {"color": colours[k % len(colours)], "marker": "o", "ms": 4,
+                     "mfc": colours[k % len(colours)] if r["rejected"] else "white"}
+            if r["auc_pooled"] is not None:
+                auc_ax.plot(r["auc_pooled"], y, **style)
+            p_ax.plot(max(r["p_value"], 1e-6), y, **style)
+        p_ax.plot([], [], color=colours[k % len(colours)], marker="o", ls="", label=f"epoch {epoch}")
+    auc_ax.axvline(0.5, color="grey", lw=0.8, ls=":")
+    auc_ax.set(xlabel="pooled AUC (seen vs unseen model)", xlim=(0, 1))
+    auc_ax.set_yticks(range(len(methods)), methods, fontsize=8)
+    auc_ax.invert_yaxis()
+    p_ax.axvline(alpha, color="grey", lw=0.8, ls=":")
+    p_ax.set(xscale="log", xlabel=f"sign-flip p-value (filled: p ≤ α = {alpha})", xlim=(1e-6 / 2, 1.5))
+    p_ax.legend(fontsize=8, loc="lower left")
+    fig.suptitle("The complement twin: each sample under the model that saw it and the one that did not", fontsize=10)
+    return fig

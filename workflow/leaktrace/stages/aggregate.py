@@ -123,10 +123,10 @@ PERPLEXITY_SCHEMA = pa.schema(
 def model_coordinates(model: str) -> dict:
     """The mixing ratio, training seed and epoch of a testbed model name:
     ``reference`` is epoch 0 (no ratio, no seed); ``target-r{ratio}-s{seed}-e{epoch}``
-    (and its sham control, ``sham-…``)."""
+    (and its controls, ``sham-…`` and ``twin-…``)."""
     if model == "reference":
         return {"ratio": None, "seed": None, "epoch": 0}
-    match = re.fullmatch(r"(?:target|sham)-r([0-9.]+)-s(\d+)-e(\d+)", model)
+    match = re.fullmatch(r"(?:target|sham|twin)-r([0-9.]+)-s(\d+)-e(\d+)", model)
     if not match:
         raise ValueError(f"{model!r} is neither 'reference' nor a target model 'target-r<ratio>-s<seed>-e<epoch>'")
     return {"ratio": float(match.group(1)), "seed": int(match.group(2)), "epoch": int(match.group(3))}

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from leaktrace.artifacts import read_records, write_table
+from leaktrace.artifacts import read_records, read_table, write_table
 from leaktrace.data.functions import FunctionFilter, function_anatomy, program_anatomy
 from leaktrace.data.samples import not_runnable, require_runnable, sample_tests
-from leaktrace.data.split import RECALL_PREFIX, assign_splits, pre_exposure
+from leaktrace.data.split import RECALL_PREFIX, assign_splits, complement, pre_exposure
 from leaktrace.models.token_table import losses_by_text
 from leaktrace.seeding import rng_for
 
@@ -158,3 +158,15 @@ def split_samples(functions: Path, variants: Path, reference_tokens: Path, setti
     reasons = Counter(r["reason"].split(":")[0] for r in rows if not r["kept"])
     log.info("split %d of %d samples (%d flagged by the pre-exposure filter, %d unknown to it); not split: %s", len(kept),
              len(rows), sum(r["pre_exposed"] is True for r in kept), sum(r["pre_exposed"] is None for r in kept), dict(reasons))
+def twin_split(samples: Path, output: Path) -> None:
+    """The split as the complement twin sees it: the samples table with
+    members and non-members swapped (``data.split.complement``), every other
+    column as it is, so the twin's mix and the fits of its label-dependent
+    detectors read it exactly as the target's read the split."""
+    table = read_table(samples)
+    swapped = [complement(s, f) for s, f in zip(table.column("split").to_pylist(), table.column("fold").to_pylist(), strict=True)]
+    table = table.set_column(table.schema.get_field_index("split"), table.schema.field("split"), pa.array(swapped, pa.string()))
+    write_table(table.to_pylist(), table.schema, output)
+    log.info("twin split: %d members, %d non-members (the target's swapped; ReCaLL's prefix kept out of both)",
+             swapped.count("member"), sum(s == "non-member" and f != RECALL_PREFIX
+                                          for s, f in zip(swapped, table.column("fold").to_pylist(), strict=True)))

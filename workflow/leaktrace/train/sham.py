@@ -10,35 +10,44 @@ number of optimizer steps over nearly the same number of tokens. A test that
 compares a model with the base model and rejects on the sham measures
 fine-tuning, not exposure.
 
-Stand-ins are functions with a docstring (as a HumanEval sample is: header,
-docstring, body), dedented, drawn from a code corpus in a seeded order; each
-member takes the unused candidate nearest its token count."""
+Stand-ins are HumanEval-like functions (``humaneval_like``: a public
+module-level function with a docstring, header, docstring and body in at
+most ``MAX_LINES`` lines), drawn from a code corpus in a seeded order; each
+member takes the unused candidate nearest its token count. The corpus should
+be code the base model was not pretrained on (config/experiments/sham.yaml:
+the networkx package), or the sham would be fine-tuned on text it knows."""
 
 from __future__ import annotations
 
 import random
-import textwrap
 from collections.abc import Callable, Iterable, Sequence
 
-from leaktrace.data.functions import all_function_anatomies
+from leaktrace.data.functions import FunctionAnatomy, all_function_anatomies
 from leaktrace.train.mix import MixItem
 
 CODE = "code"  # the kind of a stand-in in the sham mix (the target's members are "member")
 CANDIDATES_PER_MEMBER = 20  # the pool each member's stand-in is chosen from, so lengths can match
+MAX_LINES = 60  # HumanEval's longest sample (prompt and solution) has 57 lines
+
+
+def humaneval_like(anatomy: FunctionAnatomy) -> bool:
+    """A function shaped as a HumanEval sample: public, at module level (not
+    a method, not nested), with a docstring, at most ``MAX_LINES`` lines."""
+    return (bool(anatomy.docstring) and not anatomy.is_method and not anatomy.name.startswith("_")
+            and not anatomy.signature[:1].isspace() and len(anatomy.function.splitlines()) <= MAX_LINES)
 
 
 def candidate_functions(documents: Iterable[tuple[str, str]]) -> Iterable[tuple[str, str]]:
-    """(``doc_id::name@line``, dedented source) of every function with a
-    docstring that is not a method or ``__init__``, documents that do not
-    parse skipped."""
+    """(``doc_id::name@line``, source) of every HumanEval-like function,
+    documents that do not parse skipped."""
     for doc_id, text in documents:
         try:
             anatomies = all_function_anatomies(text)
         except (SyntaxError, ValueError, MemoryError, RecursionError):
             continue
         for a in anatomies:
-            if a.docstring and not a.is_method and a.name != "__init__":
-                yield f"{doc_id}::{a.name}@{a.start_line}", textwrap.dedent(a.function)
+            if humaneval_like(a):
+                yield f"{doc_id}::{a.name}@{a.start_line}", a.function
 
 
 def candidate_pool(documents: Sequence[tuple[str, str]], n: int, rng: random.Random) -> list[tuple[str, str]]:

@@ -1,0 +1,63 @@
+# The complement twin (contamination.twin; rules/train.smk trains it): per
+# detector and epoch, the sign-flip test of d = s_seen - s_unseen and the
+# AUCs of target, twin and both pooled, from the score tables alone (no
+# forward pass: seconds). Its Markdown section joins the aggregate report.
+
+
+def twin_inputs(wildcards):
+    score_dir = f"{RESULTS}/score/{wildcards.benchmark}"
+    return {
+        "samples": f"{RESULTS}/filter/{wildcards.benchmark}.samples.parquet",
+        "twins": [f"{score_dir}/{m}/scores.parquet" for m in TWINS],
+        "targets": [f"{score_dir}/{twin_target(m)}/scores.parquet" for m in TWINS],
+    }
+
+
+def twin_target(twin):
+    """The target a twin complements: same ratio, seed and epoch."""
+    return "target-" + twin.removeprefix("twin-")
+
+
+def twin_settings():
+    """The level of the decisions."""
+    return json.dumps({"alpha": config["contamination"]["alpha"]}, sort_keys=True)
+
+
+def twin_arguments(wildcards, input):
+    return " ".join(["--twins", *(f"{m}={p}" for m, p in zip(TWINS, input.twins, strict=True)),
+                     "--targets", *(f"{twin_target(m)}={p}" for m, p in zip(TWINS, input.targets, strict=True))])
+
+
+def twin_fragments(benchmark):
+    """The twin's Markdown section, for the benchmark's aggregate report (none without a twin)."""
+    return [f"{RESULTS}/aggregate/{benchmark}/twin.md"] if TWINS else []
+
+
+def twin_outputs(benchmark):
+    return [f"{RESULTS}/aggregate/{benchmark}/{name}" for name in ("twin.parquet", "twin.md", "twin.png")] if TWINS else []
+
+
+rule twin:
+    input:
+        unpack(twin_inputs),
+    output:
+        table=f"{RESULTS}/aggregate/{{benchmark}}/twin.parquet",
+        section=f"{RESULTS}/aggregate/{{benchmark}}/twin.md",
+        figure=report(f"{RESULTS}/aggregate/{{benchmark}}/twin.png", caption="../report/twin.rst", category="Detection"),
+    params:
+        settings=twin_settings(),
+        seed=config["seed"],
+        models=twin_arguments,
+        out_dir=f"{RESULTS}/aggregate/{{benchmark}}",
+    log:
+        f"{RESULTS}/logs/twin/{{benchmark}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/twin/{{benchmark}}.tsv"
+    threads: 1
+    resources:
+        **cpu_job(),
+    conda:
+        CPU_ENV
+    shell:
+        "{LEAKTRACE} twin --samples {input.samples} {params.models} --settings {params.settings:q} --seed {params.seed}"
+        " --output-dir {params.out_dir} 2> {log}"
