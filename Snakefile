@@ -18,6 +18,7 @@ include: "rules/aggregate.smk"
 include: "rules/leakage.smk"
 include: "rules/audit.smk"
 include: "rules/contamination.smk"
+include: "rules/calibration.smk"
 include: "rules/mutate.smk"
 
 

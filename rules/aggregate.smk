@@ -7,14 +7,16 @@ def aggregate_inputs(wildcards):
         "scores": [f"{score_dir}/{m}/scores.parquet" for m in MODELS],
         "tokens": [f"{score_dir}/{m}/tokens.parquet" for m in MODELS],
         "variants": f"{RESULTS}/variants/{wildcards.benchmark}.parquet",
+        "calibration_rows": calibration_row_files(wildcards.benchmark),
     }
 
 
 def aggregate_settings():
     """The aggregate config slice, with SrDetection gray-box's score settings
-    (its variant counts) for the null check."""
+    (its variant counts) for the null check and the decisions' level."""
     methods = config["score"]["methods"]
-    return json.dumps({**config["aggregate"], "srdetection_graybox": methods.get("srdetection_graybox")}, sort_keys=True)
+    return json.dumps({**config["aggregate"], "srdetection_graybox": methods.get("srdetection_graybox"),
+                       "alpha": config["calibration"]["alpha"]}, sort_keys=True)
 
 
 def named_inputs(kind):
@@ -34,6 +36,8 @@ rule aggregate:
         across_seeds=f"{RESULTS}/aggregate/{{benchmark}}/across_seeds.parquet",
         null_check=f"{RESULTS}/aggregate/{{benchmark}}/null_check.parquet",
         perplexity=f"{RESULTS}/aggregate/{{benchmark}}/perplexity.parquet",
+        calibration=report(f"{RESULTS}/aggregate/{{benchmark}}/calibration.parquet", caption="../report/calibration.rst",
+                           category="Calibration"),
         report_md=report(f"{RESULTS}/aggregate/{{benchmark}}/report.md", caption="../report/tables.rst", category="Tables"),
         roc=report(f"{RESULTS}/aggregate/{{benchmark}}/roc.png", caption="../report/roc.rst", category="Detection"),
         roc_reference=report(f"{RESULTS}/aggregate/{{benchmark}}/roc_reference.png", caption="../report/roc_reference.rst",
@@ -53,7 +57,8 @@ rule aggregate:
         CPU_ENV
     shell:
         "{LEAKTRACE} aggregate --samples {input.samples} --scores {params.scores} --tokens {params.tokens}"
-        " --variants {input.variants} --fragments {input.fragments} --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir}"
+        " --variants {input.variants} --fragments {input.fragments} --calibration-rows {input.calibration_rows}"
+        " --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir}"
         " 2> {log}"
 
 

@@ -4,7 +4,8 @@
 # features, the naive Bayes fit. VeilProbe: the key-token perturbation per
 # benchmark, the mapping model on SrDetection black-box's continuations
 # (reused, never generated again), the prototypical network's fit. The fits
-# read the split's calibration fold only.
+# read the split's calibration fold only, cross-fitted over
+# calibration.cross_fit_folds folds of it (no sample scored by a fit that saw its label).
 
 if "veilprobe" in METHODS and "srdetection_blackbox" not in METHODS:
     raise ValueError("score.methods.veilprobe reads SrDetection black-box's continuations: configure srdetection_blackbox too")
@@ -99,6 +100,9 @@ rule dpdllm_fit:
     output:
         scores=f"{SCORED}/dpdllm/scores.parquet",
         classifier=directory(f"{SCORED}/dpdllm/classifier"),
+    params:
+        folds=config["calibration"]["cross_fit_folds"],
+        seed=config["seed"],
     log:
         f"{RESULTS}/logs/dpdllm_fit/{{benchmark}}/{{model}}.log",
     benchmark:
@@ -107,7 +111,8 @@ rule dpdllm_fit:
     conda:
         CONDA_ENV
     shell:
-        "{LEAKTRACE} dpdllm-fit --features {input.features} --samples {input.samples} --output {output.scores}"
+        "{LEAKTRACE} dpdllm-fit --features {input.features} --samples {input.samples} --folds {params.folds}"
+        " --seed {params.seed} --output {output.scores}"
         " --model-dir {output.classifier} 2> {log}"
 
 
@@ -168,6 +173,7 @@ rule veilprobe_fit:
         classifier=directory(f"{SCORED}/veilprobe/classifier"),
     params:
         settings=lambda wildcards: method_slice("veilprobe", "p_value", "labelled_fraction", "proto_epochs"),
+        folds=config["calibration"]["cross_fit_folds"],
         seed=config["seed"],
     log:
         f"{RESULTS}/logs/veilprobe_fit/{{benchmark}}/{{model}}.log",
@@ -178,4 +184,4 @@ rule veilprobe_fit:
         CONDA_ENV
     shell:
         "{LEAKTRACE} veilprobe-fit --features {input.features} --samples {input.samples} --settings {params.settings:q}"
-        " --seed {params.seed} --output {output.scores} --model-dir {output.classifier} 2> {log}"
+        " --folds {params.folds} --seed {params.seed} --output {output.scores} --model-dir {output.classifier} 2> {log}"

@@ -330,6 +330,32 @@ def sham_models():
 SHAMS = sham_models()
 
 
+def unexposed_models(scored=False):
+    """The models that never saw the split's members as such, nor the
+    benchmark's order (leaktrace/calibration/unexposed.py recognises them by
+    name): the base model, Ref's reference model (`ref-model`, where Ref is
+    configured), the sham controls and the complement twins (`TWINS`, where
+    defined). ``scored``: only those with detector scores (`ref-model` has
+    token statistics only, Ref's evidence)."""
+    models = ["reference"] + (["ref-model"] if REF_MODEL and not scored else []) + SHAMS + globals().get("TWINS", [])
+    return list(dict.fromkeys(models))
+
+
+def held_out_argument(wildcards, input):
+    """--held-out-ids of a rule with the input `held_out` (contamination.held_out_ids, the known-unseen control set)."""
+    return f"--held-out-ids {input.held_out[0]}" if input.held_out else ""
+
+
+# Row files of the calibration table (leaktrace/calibration/table.py): each
+# family that checks a null appends a function benchmark -> its row files;
+# the aggregate joins them into aggregate/<benchmark>/calibration.parquet.
+CALIBRATION_ROW_FILES = []
+
+
+def calibration_row_files(benchmark):
+    return [path for rows in CALIBRATION_ROW_FILES for path in rows(benchmark)]
+
+
 def counterfactual_source(name):
     """A counterfactual source's config: a configured one, else the testbed
     benchmark of that name (its split, the testbed's target and base model)."""
@@ -479,7 +505,7 @@ def counterfactual_outputs():
 def aggregate_outputs(benchmark):
     base = f"{RESULTS}/aggregate/{benchmark}"
     return [f"{base}/{name}" for name in ("detection.parquet", "perplexity.parquet", "across_seeds.parquet",
-                                              "null_check.parquet", "report.md", "roc.png")]
+                                              "null_check.parquet", "calibration.parquet", "report.md", "roc.png")]
 
 
 LEAKAGE_OUTPUTS = ("pairs.parquet", "summary.parquet", "sources.parquet", "accounting.parquet", "membership.parquet",

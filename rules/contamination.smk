@@ -20,22 +20,27 @@ def contamination_inputs(wildcards):
     }
 
 
-def contamination_models(block, default_shams=False):
+def contamination_models(block, default_shams=False, default=None):
     """The testbed models (sham controls included) a block of
-    `contamination` names; null: the base model and the counterfactual
-    stage's target (and, with ``default_shams``, the sham controls)."""
+    `contamination` names; null: ``default``, else the base model and the
+    counterfactual stage's target (and, with ``default_shams``, the sham controls)."""
     models = config["contamination"][block]["models"]
     if models is None:
-        return ["reference", "target-r{}-s{}-e{}".format(*counterfactual_target())] + (SHAMS if default_shams else [])
-    unknown = [m for m in models if m not in MODELS + SHAMS]
+        return default or ["reference", "target-r{}-s{}-e{}".format(*counterfactual_target())] + (SHAMS if default_shams else [])
+    known = list(dict.fromkeys(MODELS + unexposed_models()))
+    unknown = [m for m in models if m not in known]
     if unknown:
-        raise ValueError(f"contamination.{block}.models {unknown} are not testbed models: {MODELS + SHAMS}")
+        raise ValueError(f"contamination.{block}.models {unknown} are not testbed models: {known}")
     return models
 
 
 def exchangeability_models():
-    """The testbed models the sharded exchangeability test scores (its own forward passes)."""
-    return contamination_models("exchangeability")
+    """The testbed models the sharded exchangeability test scores (its own
+    forward passes): by default the counterfactual target and every
+    unexposed model (the base model, `ref-model`, shams, twins), under which
+    the benchmark's real order is a null (the calibration table's `real order` rows)."""
+    target = "target-r{}-s{}-e{}".format(*counterfactual_target())
+    return contamination_models("exchangeability", default=list(dict.fromkeys(["reference", target] + unexposed_models())))
 
 
 def exchangeability_calibration_models():
@@ -50,6 +55,7 @@ def contamination_settings():
     the calibrated models resolved."""
     block = {k: v for k, v in config["contamination"].items() if k != "exchangeability"}
     block["calibration"] = {**block["calibration"], "models": contamination_models("calibration", default_shams=True)}
+    block["alphas"] = config["calibration"]["alphas"]  # the calibration table's levels (its `real order` rows)
     return json.dumps(block, sort_keys=True)
 
 
@@ -76,13 +82,12 @@ def exchangeability_calibration_arguments(wildcards, input):
     return " ".join(f"{m}={p}" for m, p in pairs)
 
 
-def held_out_argument(wildcards, input):
-    return f"--held-out-ids {input.held_out[0]}" if input.held_out else ""
-
-
 def contamination_fragments(benchmark):
     """The Markdown section of this benchmark's contamination tests, for its aggregate report."""
     return [f"{RESULTS}/contamination/{benchmark}/report.md"]
+
+
+CALIBRATION_ROW_FILES.append(lambda benchmark: [f"{RESULTS}/contamination/{benchmark}/calibration_rows.parquet"])
 
 
 rule contamination:
@@ -92,6 +97,7 @@ rule contamination:
         p_values=f"{RESULTS}/contamination/{{benchmark}}/p_values.parquet",
         curve=f"{RESULTS}/contamination/{{benchmark}}/p_value_curve.parquet",
         calibration=f"{RESULTS}/contamination/{{benchmark}}/calibration.parquet",
+        calibration_rows=f"{RESULTS}/contamination/{{benchmark}}/calibration_rows.parquet",
         figure=report(f"{RESULTS}/contamination/{{benchmark}}/p_value_curve.png", caption="../report/p_value_curve.rst",
                       category="Contamination"),
         section=f"{RESULTS}/contamination/{{benchmark}}/report.md",

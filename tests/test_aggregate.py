@@ -7,6 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from leaktrace.artifacts import write_table
+from leaktrace.calibration.table import REAL_ORDER, count_row, write_rows
 from leaktrace.evaluate.detection import detection_rows, subset_samples
 from leaktrace.evaluate.null_check import null_check
 from leaktrace.evaluate.seeds import across_seeds
@@ -30,11 +31,11 @@ def test_model_coordinates():
         model_coordinates("target-r5-e3")
 
 
-# A toy split. Calibration: members 0.9, 0.7, non-members 0.8, 0.4. Their
-# thresholds 0.55 (tp 2, fp 1) and 0.85 (tp 1, fp 0) both give macro F1
-# (4/5 + 2/3) / 2, the best; the lower one is kept. Evaluation: members 0.6,
-# 0.5, 0.9, non-members 0.3, 0.56, 0.1 and 0.2 (flagged pre-exposed).
-# A prefix sample scoring 100 must be in neither fold.
+# A toy split. Calibration: members 0.9, 0.7, non-members 0.8, 0.4 (the
+# control set). Evaluation: members 0.6, 0.5, 0.9, non-members 0.3, 0.56,
+# 0.1 and 0.2 (flagged pre-exposed). A prefix sample scoring 100 must be in
+# neither fold. Conformal p-values (1 + #{controls >= x}) / 3: 0.9 -> 1/3;
+# 0.6, 0.5, 0.56 -> 2/3 (0.8 reaches them); 0.3, 0.1, 0.2 -> 1.
 TOY = [  # sample, member, fold, pre-exposed, loss score
     ("c1", True, "calibration", False, 0.9), ("c2", True, "calibration", False, 0.7),
     ("c3", False, "calibration", False, 0.8), ("c4", False, "calibration", False, 0.4),
@@ -43,6 +44,7 @@ TOY = [  # sample, member, fold, pre-exposed, loss score
     ("e7", False, "evaluation", True, 0.2),
     ("p1", False, "recall-prefix", False, 100.0),
 ]
+ALPHA = 0.7  # flags p <= 2/3: e1, e2, e3 and e5
 
 
 def _toy(flip_evaluation_labels=False):
@@ -66,29 +68,48 @@ def test_subsets_exclude_the_prefix_and_filtered_drops_pre_exposed():
         subset_samples([{k: v for k, v in s.items() if k != "pre_exposed"} for s in samples], "all")
 
 
+def _rows(scores, samples, alpha=ALPHA, min_per_class=2, n_resamples=200):
+    return detection_rows(scores, samples, n_resamples=n_resamples, seed=1, alpha=alpha, min_per_class=min_per_class)
+
+
 def test_detection_rows_on_a_toy_table():
     scores, samples = _toy()
-    rows, curves = detection_rows(scores, samples, n_resamples=200, seed=1)
+    rows, curves = _rows(scores, samples)
     by = {(r["subset"], r["method"]): r for r in rows}
     loss = by[("all", "loss")]
-    assert loss["threshold"] == pytest.approx(0.55)
-    assert (loss["n_calibration"], loss["n_eval"], loss["n_eval_non_members"]) == (4, 7, 4)  # prefix excluded
-    # >= 0.55: tp e1 e3, fn e2, fp e5, tn e4 e6 e7: F1 (4/6 + 6/8) / 2
-    assert loss["macro_f1"] == pytest.approx((4 / 6 + 6 / 8) / 2)
-    assert (loss["precision"], loss["recall"]) == (pytest.approx(2 / 3), pytest.approx(2 / 3))
+    assert (loss["n_control"], loss["n_eval"], loss["n_eval_non_members"], loss["alpha"]) == (2, 7, 4, ALPHA)  # prefix excluded
+    # flagged: tp e1 e2 e3, fp e5, tn e4 e6 e7: F1 (6/7 + 6/7) / 2; FPR 1/4
+    assert loss["macro_f1"] == pytest.approx(6 / 7) and loss["fpr"] == pytest.approx(1 / 4)
+    assert (loss["precision"], loss["recall"]) == (pytest.approx(3 / 4), pytest.approx(1.0))
     assert loss["auc"] == pytest.approx(11 / 12)  # 0.5 loses to 0.56 only
     assert loss["tpr_at_1fpr"] is None and loss["tpr_at_5fpr"] is None  # 4 non-members: below 1/4, not estimable
     filtered = by[("filtered", "loss")]  # without e7 (a true negative)
-    assert (filtered["n_eval"], filtered["macro_f1"]) == (6, pytest.approx((4 / 6 + 4 / 6) / 2))
-    gray = by[("all", "srdetection_graybox")]
-    assert gray["threshold"] is None and gray["macro_f1"] == pytest.approx((4 / 6 + 6 / 8) / 2)
+    assert (filtered["n_eval"], filtered["macro_f1"]) == (6, pytest.approx((6 / 7 + 4 / 5) / 2))
+    strict = {(r["subset"], r["method"]): r for r in _rows(scores, samples, alpha=0.5)[0]}[("all", "loss")]
+    assert (strict["recall"], strict["fpr"]) == (pytest.approx(1 / 3), 0.0)  # p <= 0.5: e3 alone
+    gray = by[("all", "srdetection_graybox")]  # its own flag (score > 0.55) is not the decision: the p-value is
+    assert gray["macro_f1"] == pytest.approx(6 / 7)
     for method in ("srdetection_graybox", "srdetection_graybox_n1"):
         row = by[("all", method)]
         assert (row["delta_auc"], row["delta_auc_low"], row["delta_auc_high"], row["beats_auc_share"]) == (0, 0, 0, 0)
         assert (row["delta_macro_f1"], row["delta_macro_f1_low"], row["delta_macro_f1_high"]) == (0, 0, 0)
     assert loss["delta_auc"] == pytest.approx(0.0) and loss["delta_macro_f1"] == pytest.approx(0.0)
     assert set(curves["filtered"]) == {"loss", "srdetection_graybox", "srdetection_graybox_n1"} and len(curves["filtered"]["loss"][0]) == 6
-    assert rows == detection_rows(scores, samples, n_resamples=200, seed=1)[0]  # seeded
+    assert rows == _rows(scores, samples)[0]  # seeded
+
+
+def test_a_learned_detector_is_cross_conformal_over_its_folds():
+    scores, samples = _toy()
+    # fold 0 held out c3, fold 1 c4; under fit 0 e1 scores 0.85 (above c3's 0.8), under fit 1 0.3 (below c4's 0.4)
+    fold_scores = {"c3": [0.8, 0.5], "c4": [0.1, 0.4], "e1": [0.85, 0.3]}
+    learned = [{**s, "method": "dpdllm", "family": "dpdllm", "decision": False,
+                "fold": {"c3": 0, "c4": 1}.get(s["sample_id"], -1 if s["sample_id"] not in ("c1", "c2") else 0),
+                "fold_scores": fold_scores.get(s["sample_id"], [s["score"], s["score"]])}
+               for s in scores if s["method"] == "loss"]
+    by = {(r["subset"], r["method"]): r for r in _rows(scores + learned, samples, alpha=0.5)[0]}
+    # e1: c3 under fit 0 (0.8 < 0.85) no, c4 under fit 1 (0.4 >= 0.3) yes: p = 2/3, not flagged at 0.5;
+    # e3 (0.9 under both) p = 1/3, flagged
+    assert by[("all", "dpdllm")]["recall"] == pytest.approx(1 / 3)
 
 
 def test_a_method_of_less_coverage_is_evaluated_on_its_own_samples_and_shrinks_no_other():
@@ -96,33 +117,40 @@ def test_a_method_of_less_coverage_is_evaluated_on_its_own_samples_and_shrinks_n
     # a generator-specific instance that scored neither e1 nor e5 (a member and a non-member)
     scores += [{**s, "method": "srdetection_graybox_ast_tt"} for s in scores
                if s["method"] == "srdetection_graybox" and s["sample_id"] not in ("e1", "e5")]
-    by = {(r["subset"], r["method"]): r for r in detection_rows(scores, samples, n_resamples=50, seed=1)[0]}
-    alone = {(r["subset"], r["method"]): r for r in detection_rows(_toy()[0], samples, n_resamples=50, seed=1)[0]}
+    by = {(r["subset"], r["method"]): r for r in _rows(scores, samples, n_resamples=50)[0]}
+    alone = {(r["subset"], r["method"]): r for r in _rows(_toy()[0], samples, n_resamples=50)[0]}
     for method in ("loss", "srdetection_graybox"):
         assert by[("all", method)] == alone[("all", method)]  # the same 7 evaluation samples, the same figures
     ast_tt = by[("all", "srdetection_graybox_ast_tt")]
-    # its 5 samples: members e2 (0.5 -> flagged no), e3 (flagged); non-members e4, e6, e7 (not flagged)
+    # its 5 samples: members e2 (p 2/3), e3 (1/3) flagged; non-members e4, e6, e7 (p 1) not
     assert (ast_tt["n_eval"], ast_tt["n_eval_non_members"]) == (5, 3)
-    assert ast_tt["macro_f1"] == pytest.approx((2 / 3 + 6 / 7) / 2)
+    assert ast_tt["macro_f1"] == pytest.approx(1.0)
     # paired with the baseline restricted to the same samples, whose scores are identical: Δ 0
     assert (ast_tt["delta_auc"], ast_tt["delta_macro_f1"]) == (0, 0)
 
 
-def test_a_filtered_subset_without_a_class_gives_rows_without_figures():
+def test_a_filtered_subset_short_of_samples_says_why():
     scores, samples = _toy()
-    samples = [{**s, "pre_exposed": s["sample_id"] in ("c1", "c2")} for s in samples]  # no calibration member left
-    rows = {(r["subset"], r["method"]): r for r in detection_rows(scores, samples, n_resamples=20, seed=1)[0]}
-    assert rows[("filtered", "loss")] == {"subset": "filtered", "method": "loss", "family": "loss", "oracle": False}
-    assert rows[("all", "loss")]["threshold"] == pytest.approx(0.55)
-    samples = [{**s, "split": "non-member"} if s["fold"] == "calibration" else s for s in samples]
-    with pytest.raises(ValueError, match="subset 'all': the calibration fold needs members and non-members"):
-        detection_rows(scores, samples, n_resamples=20, seed=1)
+    samples = [{**s, "pre_exposed": True if s["sample_id"] in ("c3", "c4") else None if s["sample_id"] == "e1" else s["pre_exposed"]}
+               for s in samples]  # no control left, one sample unknown
+    rows = {(r["subset"], r["method"]): r for r in _rows(scores, samples, n_resamples=20)[0]}
+    assert rows[("filtered", "loss")].get("n_eval") is None
+    assert rows[("filtered", "loss")]["note"].startswith("not evaluated: the calibration fold has no non-member")
+    rows = {(r["subset"], r["method"]): r for r in _rows(scores, samples, n_resamples=20, min_per_class=20)[0]}
+    note = rows[("filtered", "loss")]["note"]
+    assert note == ("not evaluated: the pre-exposure filter clears 4 members and 3 non-members, fewer than 20 per class "
+                    "(3 of the 11 samples flagged pre-exposed, 1 unknown for want of a valid filter variant)")
+    assert rows[("all", "loss")]["macro_f1"] == pytest.approx(6 / 7)
+    samples = [{**s, "split": "member"} if s["fold"] == "calibration" else s for s in samples]
+    with pytest.raises(ValueError, match="subset 'all': the calibration fold has no non-member"):
+        _rows(scores, samples, n_resamples=20)
 
 
-def test_threshold_is_unchanged_when_evaluation_labels_flip():
-    flipped = detection_rows(*_toy(flip_evaluation_labels=True), n_resamples=20, seed=1)[0]
-    assert [r["threshold"] for r in flipped if r["method"] == "loss"] == [pytest.approx(0.55)] * 2
+def test_decisions_do_not_move_when_evaluation_labels_flip():
+    flipped = _rows(*_toy(flip_evaluation_labels=True), n_resamples=20)[0]
     loss = next(r for r in flipped if r["method"] == "loss" and r["subset"] == "all")
+    # the same four flagged (e1, e2, e3, e5), now one member and three non-members
+    assert (loss["fpr"], loss["recall"]) == (pytest.approx(3 / 3), pytest.approx(1 / 4))
     assert loss["auc"] == pytest.approx(1 - 11 / 12)
 
 
@@ -206,11 +234,25 @@ def _scores(decisions: dict[str, list[bool]]) -> list[dict]:
             for method, ds in decisions.items() for i, d in enumerate(ds)]
 
 
-def test_leakage_rate_is_the_flagged_share_with_a_wilson_interval():
-    (gray,) = leakage_rates("m", "b", _scores({"srdetection_graybox": [True, False, False, False], "loss": [True] * 4}))
+def test_leakage_rate_beside_the_chance_rate_of_each_samples_own_variant_count():
+    scores = _scores({"srdetection_graybox": [True, False, False, False], "loss": [True] * 4})
+    counts = {"srdetection_graybox": {"b/0": 3, "b/1": 1, "b/2": 9, "b/3": 4}}
+    (gray,) = leakage_rates("m", "b", scores, counts, set(), 0.05)
     assert (gray["detector"], gray["n_samples"], gray["n_flagged"], gray["leakage_rate"]) == ("gray-box", 4, 1, 0.25)
-    # Wilson interval for 1 of 4 at 95%
-    assert gray["rate_low"] == pytest.approx(0.0456, abs=1e-3) and gray["rate_high"] == pytest.approx(0.6994, abs=1e-3)
+    assert gray["rate_low"] == pytest.approx(0.00631, abs=1e-4) and gray["rate_high"] == pytest.approx(0.80589, abs=1e-4)
+    # chances 1/4, 1/2, 1/10, 1/5: mean 0.2625; P(at least one flag) = 1 - 3/4 * 1/2 * 9/10 * 4/5 = 0.73
+    assert (gray["null"], gray["null_rate"], gray["p_value"]) == ("chance 1/(n_i + 1)", pytest.approx(0.2625), pytest.approx(0.73))
+    assert gray["calibration"].startswith("uncalibrated") and gray.get("n_flagged_at_alpha") is None
+
+
+def test_leakage_rate_beside_a_control_sets_rate_with_fisher_and_conformal_decisions():
+    scores = _scores({"srdetection_graybox": [True, True, True, False, False, False]})
+    (gray,) = leakage_rates("m", "b", scores, {}, {"b/3", "b/4", "b/5", "b/9"}, 0.25)
+    # suspect 3 of 3 flagged, control 0 of 3: Fisher's one-sided p = 1 / C(6, 3) = 0.05
+    assert (gray["n_samples"], gray["null"], gray["null_n"], gray["null_rate"]) == (3, "control set", 3, 0.0)
+    assert gray["null_high"] == pytest.approx(0.7076, abs=1e-4) and gray["p_value"] == pytest.approx(0.05)
+    # every suspect scores above the 3 controls: conformal p = 1/4 <= 0.25
+    assert gray["n_flagged_at_alpha"] == 3 and gray["calibration"].startswith("control set: 3 known-unseen")
 
 
 def test_audit_writes_table_and_heatmap_and_refuses_scores_without_srdetection(tmp_path):
@@ -219,15 +261,29 @@ def test_audit_writes_table_and_heatmap_and_refuses_scores_without_srdetection(t
         path = tmp_path / f"{model}.parquet"
         write_table(_scores({"srdetection_graybox": flags, "srdetection_blackbox": flags[::-1]}), SCORES_SCHEMA, path)
         paths[(model, "humaneval")] = path
-    audit(paths, tmp_path / "audit")
-    rates = {(r["model"], r["detector"]): r["leakage_rate"] for r in pq.read_table(tmp_path / "audit" / "leakage_rates.parquet").to_pylist()}
+    pq.write_table(pa.Table.from_pylist([{"sample_id": f"b/{i}", "kind": "rename", "valid": True} for i in range(3) for _ in range(4)]),
+                   tmp_path / "variants.parquet")
+    settings = {"alpha": 0.05, "methods": {"srdetection_graybox": {"n_variants": 3}, "srdetection_blackbox": {}}}
+    audit(paths, {"humaneval": tmp_path / "variants.parquet"}, settings, tmp_path / "audit")
+    rows = pq.read_table(tmp_path / "audit" / "leakage_rates.parquet").to_pylist()
+    rates = {(r["model"], r["detector"]): r["leakage_rate"] for r in rows}
     assert rates == {("base", "gray-box"): pytest.approx(1 / 3), ("base", "black-box"): pytest.approx(1 / 3),
                      ("lora", "gray-box"): 1.0, ("lora", "black-box"): 1.0}
+    # gray-box compares at most 3 of the 4 variants (chance 1/4), black-box all 4 (1/5)
+    assert {r["detector"]: r["null_rate"] for r in rows if r["model"] == "base"} == {"gray-box": 0.25, "black-box": pytest.approx(0.2)}
     assert (tmp_path / "audit" / "heatmap.png").stat().st_size > 1000
-    assert "| lora | humaneval | gray-box | 3 | 3 |" in (tmp_path / "audit" / "leakage_rates.md").read_text()
+    table = (tmp_path / "audit" / "leakage_rates.md").read_text()
+    assert "| lora | humaneval | gray-box | 3 | 3 |" in table and "| uncalibrated: no control set" in table
+    held_out = tmp_path / "held_out.txt"
+    held_out.write_text("b/0\n")
+    audit(paths, {"humaneval": tmp_path / "variants.parquet"}, settings, tmp_path / "audit-held", held_out)
+    assert {r["null_n"] for r in pq.read_table(tmp_path / "audit-held" / "leakage_rates.parquet").to_pylist()} == {1}
     write_table(_scores({"loss": [True]}), SCORES_SCHEMA, tmp_path / "loss.parquet")
     with pytest.raises(ValueError, match="no SrDetection scores"):
-        audit({("x", "humaneval"): tmp_path / "loss.parquet"}, tmp_path / "bad")
+        audit({("x", "humaneval"): tmp_path / "loss.parquet"}, {"humaneval": tmp_path / "variants.parquet"}, settings,
+              tmp_path / "bad")
+
+
 def write_synthetic_run(root, *, n_samples, models, methods, seed=0):
     """Inputs of the aggregate stage: ``models`` scoring every sample with
     ``methods`` (target members shifted up by 0.8), 30% of each class in the
@@ -260,13 +316,16 @@ def write_synthetic_run(root, *, n_samples, models, methods, seed=0):
     return scores, tokens
 
 
+AGGREGATE_SETTINGS = {"bootstrap_resamples": 50, "srdetection_graybox": {"n_variants": 10, "sensitivity": [1]}, "alpha": 0.1,
+                      "filtered_min_per_class": 5}
+
+
 def test_aggregate_writes_both_subsets_seeds_and_the_null_check(tmp_path):
     models = ["reference"] + [f"target-r5-s{seed}-e{epoch}" for seed in (0, 1) for epoch in (1, 3)]
     methods = ["loss", "ref_oracle", "srdetection_graybox", "srdetection_graybox_n1"]
     scores, tokens = write_synthetic_run(tmp_path, n_samples=41, models=models, methods=methods)
     out = tmp_path / "aggregate"
-    aggregate(tmp_path / "samples.parquet", scores, tokens, tmp_path / "variants.parquet",
-              {"bootstrap_resamples": 50, "srdetection_graybox": {"n_variants": 10, "sensitivity": [1]}}, 7, out)
+    aggregate(tmp_path / "samples.parquet", scores, tokens, tmp_path / "variants.parquet", AGGREGATE_SETTINGS, 7, out)
     detection = pq.read_table(out / "detection.parquet").to_pylist()
     assert len(detection) == len(models) * len(methods) * 2
     assert {(r["subset"], r["n_eval"]) for r in detection} == {("all", 28), ("filtered", 22)}
@@ -284,6 +343,13 @@ def test_aggregate_writes_both_subsets_seeds_and_the_null_check(tmp_path):
     assert "| ref_oracle (oracle) |" in report and "| n/e |" in report
     assert "| method | n eval | AUC | TPR at 5% FPR | macro F1 | seed 0 | seed 1 |" in report
     before = {p.name: p.read_bytes() for p in out.glob("*.parquet")}
-    aggregate(tmp_path / "samples.parquet", scores, tokens, tmp_path / "variants.parquet",
-              {"bootstrap_resamples": 50, "srdetection_graybox": {"n_variants": 10, "sensitivity": [1]}}, 7, out)
+    aggregate(tmp_path / "samples.parquet", scores, tokens, tmp_path / "variants.parquet", AGGREGATE_SETTINGS, 7, out)
     assert before == {p.name: p.read_bytes() for p in out.glob("*.parquet")}
+    # other families' row files join the calibration table, which the report shows
+    write_rows([count_row("exchangeability", "reference", REAL_ORDER, 0.05, 1, 1)], tmp_path / "rows.parquet")
+    aggregate(tmp_path / "samples.parquet", scores, tokens, tmp_path / "variants.parquet", AGGREGATE_SETTINGS, 7, out,
+              calibration_rows=(tmp_path / "rows.parquet",))
+    (row,) = pq.read_table(out / "calibration.parquet").to_pylist()
+    assert (row["method"], row["null"], row["rejections"], row["holds"]) == ("exchangeability", "real order", 1, True)
+    report = (out / "report.md").read_text()
+    assert "### Null: real order" in report and "randomised at release" in report

@@ -1,6 +1,7 @@
 """SrDetection's black-box baselines (DPDLLM, VeilProbe) end to end on the
-tiny model, and the guarantee their learned parts rest on: the classifiers
-never see an evaluation-fold label."""
+tiny model, and the guarantees their learned parts rest on: the classifiers
+never see an evaluation-fold label, and no sample is scored by a classifier
+that saw its own (cross-fitting, checked by ids)."""
 
 import json
 
@@ -11,7 +12,7 @@ import pytest
 from leaktrace.artifacts import read_records
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.detect.dpdllm import ContinuationStats, continuation_features
-from leaktrace.detect.prototypical import ProtoSettings, fit_prototypical
+from leaktrace.detect.prototypical import ProtoSettings, ProtoTask, fit_many, fit_prototypical
 from leaktrace.detect.registry import configured_methods
 from leaktrace.detect.veilprobe import perturb_key_tokens, significant_dimensions
 from leaktrace.stages import baselines
@@ -48,6 +49,21 @@ def _permuted_evaluation(out, name):
     return out / name
 
 
+FOLDS = 5  # the calibration fold's 4 members and 4 non-members allow 4
+
+
+def assert_cross_fitted(model_dir, rows):
+    """Every sample's score came from a fit whose training ids exclude it."""
+    fits = {fit["fold"]: set(fit["sample_ids"]) for fit in json.loads((model_dir / "trained_on.json").read_text())["fits"]}
+    assert sorted(fits) == [-1, 0, 1, 2, 3] and fits[-1] == {f"s{i:02d}" for i in range(N // 2)}
+    for row in rows:
+        assert row["sample_id"] not in fits[row["fold"]]
+        assert len(row["fold_scores"]) == 4
+        if row["fold"] >= 0:  # a calibration sample reports the fold's score that held it out
+            assert row["score"] == row["fold_scores"][row["fold"]]
+    assert {r["fold"] for r in rows if r["sample_id"] >= f"s{N // 2:02d}"} == {-1}  # the evaluation fold: the full fit
+
+
 def test_dpdllm_end_to_end_and_blind_to_evaluation_labels(inputs, tiny_model_dir):
     out, model = inputs
     settings = {"max_new_tokens": 8, "reference_epochs": 1}
@@ -64,9 +80,9 @@ def test_dpdllm_end_to_end_and_blind_to_evaluation_labels(inputs, tiny_model_dir
     features = read_records(out / "feat.parquet")
     assert len(features) == N and all(0 < f["mean_prob"] <= f["mean_max_prob"] <= 1 and f["perplexity"] >= 1 for f in features)
 
-    baselines.fit_dpdllm(out / "feat.parquet", out / "samples.parquet", out / "dpdllm.parquet", out / "dpdllm-model")
+    baselines.fit_dpdllm(out / "feat.parquet", out / "samples.parquet", FOLDS, 1, out / "dpdllm.parquet", out / "dpdllm-model")
     permuted = _permuted_evaluation(out, "samples-permuted.parquet")
-    baselines.fit_dpdllm(out / "feat.parquet", permuted, out / "dpdllm-p.parquet", out / "dpdllm-model-p")
+    baselines.fit_dpdllm(out / "feat.parquet", permuted, FOLDS, 1, out / "dpdllm-p.parquet", out / "dpdllm-model-p")
     assert (out / "dpdllm.parquet").read_bytes() == (out / "dpdllm-p.parquet").read_bytes()
     fitted = json.loads((out / "dpdllm-model/trained_on.json").read_text())
     assert fitted == json.loads((out / "dpdllm-model-p/trained_on.json").read_text())
@@ -74,6 +90,7 @@ def test_dpdllm_end_to_end_and_blind_to_evaluation_labels(inputs, tiny_model_dir
 
     # the scores stage passes the classifier's rows through as a threshold-free method
     rows = read_records(out / "dpdllm.parquet")
+    assert_cross_fitted(out / "dpdllm-model", rows)
     assert {r["sample_id"] for r in rows} == {f"s{i:02d}" for i in range(N)}
     (method,) = configured_methods({"dpdllm": {}})
     assert method.threshold_free and method.needs_learned and method.score(rows[0]) == rows[0]["score"]
@@ -93,12 +110,14 @@ def test_veilprobe_end_to_end_and_blind_to_evaluation_labels(inputs):
     baselines.veilprobe_features(out / "blackbox.parquet", out / "perturbed.parquet", model, settings, 1, out / "vfeat.parquet",
                                  out / "mapping")
     assert json.loads((out / "mapping/trained_on.json").read_text())["sample_ids"] == [f"s{i:02d}" for i in range(N)]
-    baselines.fit_veilprobe(out / "vfeat.parquet", out / "samples.parquet", settings, 1, out / "veil.parquet", out / "veil-model")
+    baselines.fit_veilprobe(out / "vfeat.parquet", out / "samples.parquet", settings, FOLDS, 1, out / "veil.parquet",
+                            out / "veil-model")
     permuted = _permuted_evaluation(out, "samples-permuted-v.parquet")
-    baselines.fit_veilprobe(out / "vfeat.parquet", permuted, settings, 1, out / "veil-p.parquet", out / "veil-model-p")
+    baselines.fit_veilprobe(out / "vfeat.parquet", permuted, settings, FOLDS, 1, out / "veil-p.parquet", out / "veil-model-p")
     assert (out / "veil.parquet").read_bytes() == (out / "veil-p.parquet").read_bytes()
     assert (out / "veil-model/trained_on.json").read_text() == (out / "veil-model-p/trained_on.json").read_text()
     assert (out / "veil-model/protonet.pt").read_bytes() == (out / "veil-model-p/protonet.pt").read_bytes()
+    assert_cross_fitted(out / "veil-model", read_records(out / "veil.parquet"))
 
     # the rows reach scores.parquet like any detector's
     tokens = out / "tokens.parquet"
@@ -109,6 +128,7 @@ def test_veilprobe_end_to_end_and_blind_to_evaluation_labels(inputs):
                   learned=(out / "veil.parquet",))
     scores = read_records(out / "scores.parquet")
     assert {r["method"] for r in scores} == {"loss", "veilprobe"} and sum(r["method"] == "veilprobe" for r in scores) == N
+    assert all(len(r["fold_scores"]) == 4 for r in scores if r["method"] == "veilprobe")  # the cross-fit reaches scores.parquet
 
 
 def test_dpdllm_features_follow_their_definitions():
@@ -135,9 +155,29 @@ def test_t_test_keeps_separating_dimensions_and_protonet_learns_them():
     x[labels, 0] += 3
     mask = significant_dimensions(x, labels, 0.01)
     assert mask[0] and mask.sum() <= 2
-    net = fit_prototypical(x, labels, ProtoSettings(epochs=5, seed=0))
-    scores, decisions = net.member_scores(x)
+    fitted = fit_prototypical(x, labels, ProtoSettings(epochs=5, seed=0))
+    scores, decisions = fitted.scores[0], fitted.decisions[0]
     assert (decisions == labels).mean() > 0.9 and scores[labels].mean() > scores[~labels].mean()
+
+
+def test_networks_trained_together_train_as_they_would_alone():
+    """The batched fit: each network's gradient is its own, so a network
+    trained beside others ends where it ends trained alone."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(30, 6))
+    settings = ProtoSettings(hidden=8, bottleneck=4, epochs=3, episodes=2)
+    tasks = [ProtoTask(np.arange(20), np.repeat([True, False], 10), seed=3, mask=np.r_[np.ones(3, bool), np.zeros(3, bool)]),
+             ProtoTask(np.arange(10, 30), np.tile([True, False], 10), seed=4)]
+    together = fit_many(x, tasks, settings)
+    alone = [fit_many(x, [task], settings) for task in tasks]
+    assert together.scores.shape == (2, 30)
+    for i in range(2):
+        assert np.allclose(together.scores[i], alone[i].scores[0], atol=1e-6)
+        assert (together.decisions[i] == alone[i].decisions[0]).all()
+    # a masked column does not reach the output: changing it changes no score
+    shifted = x.copy()
+    shifted[:, 4] += 100.0
+    assert np.allclose(fit_many(shifted, tasks[:1], settings).scores, alone[0].scores)
 
 
 def test_scores_command_takes_every_learned_file():

@@ -4,7 +4,7 @@ powerful under a shift, and the pieces that feed them."""
 
 import numpy as np
 import pytest
-from leaktrace.contamination.calibration import ABOVE, WITHIN, false_positive_rate
+from leaktrace.calibration.rates import ABOVE, WITHIN, false_positive_rate
 from leaktrace.contamination.combine import twice_median
 from leaktrace.contamination.dataset_inference import dataset_inference, p_value_curve, smallest_n
 from leaktrace.contamination.features import feature_matrix, score_lookup, shared_methods
@@ -139,7 +139,7 @@ def _testbed(tmp_path, n=60, signal=1.5, models=None):
     return tmp_path / "samples.parquet", paths
 
 
-SETTINGS = {"validation": ["testbed", "variants"], "held_out_ids": None, "alpha": ALPHA,
+SETTINGS = {"validation": ["testbed", "variants"], "held_out_ids": None, "alpha": ALPHA, "alphas": [0.05, 0.1],
             "dataset_inference": {"n_splits": 3, "exclude_methods": ["ref_oracle"], "curve_sizes": [8, 16], "curve_draws": 2},
             "variant_preference": {"method": "neighbor", "reference": "reference", "n_resamples": 199},
             "calibration": {"seeds": 10}}
@@ -161,8 +161,9 @@ def test_contamination_stage_writes_p_values_curves_and_calibration(tmp_path):
     curve = pq.read_table(out / "p_value_curve.parquet").to_pylist()
     assert {c["n"] for c in curve if c["model"] == "reference"} == {8, 16, 30}
     calibration = pq.read_table(out / "calibration.parquet").to_pylist()
+    # dataset inference under the base model is calibration.membership's null (re-randomised memberships)
     assert {(c["kind"], c["model"], c["test"], c["reference"]) for c in calibration} == {
-        ("null", "reference", "dataset_inference", None), ("null", "target-r5-s0-e3", "dataset_inference", None),
+        ("null", "target-r5-s0-e3", "dataset_inference", None),
         ("power", "target-r5-s0-e3", "dataset_inference", None), ("null", "target-r5-s0-e3", "variant_preference", "reference"),
         ("power", "target-r5-s0-e3", "variant_preference", "reference")}
     assert all(c["n_seeds"] == 10 for c in calibration)
@@ -255,7 +256,7 @@ def test_exchangeability_stage_scores_shards_under_a_model(tmp_path, tiny_model_
 
 
 def test_a_test_that_fails_its_calibration_is_marked_beside_its_p_values():
-    from leaktrace.contamination.calibration import ABOVE, WITHIN
+    from leaktrace.calibration.rates import ABOVE, WITHIN
     from leaktrace.stages.contamination import render_section
 
     rows = [{"model": "m", "epoch": 1, "ratio": 1.0, "seed": 0, "test": t, "validation": v, "reference": r, "n_suspect": 10,
@@ -291,7 +292,7 @@ def test_the_sham_reference_cancels_the_shift_of_fine_tuning(tmp_path):
     preference moved by fine-tuning only (and on the sham, which its
     calibration flags), the sham-referenced one does not."""
     import pyarrow.parquet as pq
-    from leaktrace.contamination.calibration import ABOVE, WITHIN
+    from leaktrace.calibration.rates import ABOVE, WITHIN
     from leaktrace.stages.contamination import contamination
 
     target, sham = "target-r5-s0-e5", "sham-r5-s0-e5"
@@ -313,11 +314,9 @@ def test_the_sham_reference_cancels_the_shift_of_fine_tuning(tmp_path):
     assert by_base[(sham, "testbed")]["p_value"] > 0.05 and by_base[(target, "testbed")]["p_value"] < 0.01  # DI sees exposure only
     rows = {(c["kind"], c["model"], c["test"], c["reference"]): c for c in calibration}
     assert rows[("null", sham, "variant_preference", "reference")]["verdict"] == ABOVE
-    assert rows[("null", sham, "dataset_inference", None)]["verdict"] == WITHIN
     assert rows[("null", target, "variant_preference", sham)]["verdict"] == WITHIN
     assert rows[("power", target, "variant_preference", "reference")]["rate"] == 1.0
-    nulls = ("base model, random halves of all samples", "sham, random halves of all samples",
-             "sham vs base, random halves of all samples", "target, random halves of non-members",
+    nulls = ("sham vs base, random halves of all samples", "target, random halves of non-members",
              "target vs base, random halves of non-members", "target vs sham, random halves of non-members")
     exposures = ("target, half the members vs half the non-members", "target vs base, random halves of members",
                  "target vs sham, random halves of members")
@@ -352,3 +351,19 @@ def test_the_sham_mix_swaps_members_for_length_matched_code_and_keeps_the_rest()
     assert all('"""Doc of' in i.text and "def method" not in i.text for i in sham if i.kind == CODE)  # functions, no methods
     assert [abs(s.n_tokens - m.n_tokens) <= 15 for s, m in zip(sham[::2], mix[::2], strict=True)] == [True, True]
     assert sham == sham_mix(mix, docs, count, random.Random(3))
+
+
+def test_real_order_rows_under_the_unexposed_models_only():
+    from leaktrace.stages.contamination import real_order_rows
+
+    def result(p):
+        return {"samples": "members", "n_examples": 36, "n_shards": 4, "n_permutations": 5, "mean_difference": 1.0, "p_value": p}
+
+    rows = real_order_rows({"reference": result(0.009), "ref-model": result(0.4), "target-r5-s0-e5": result(0.001),
+                            "sham-r5-s0-e5": result(None)}, [0.05, 0.01])
+    by = {(r["model"], r["alpha"]): r for r in rows}
+    assert set(by) == {(m, a) for m in ("reference", "ref-model", "pooled unexposed models") for a in (0.05, 0.01)}
+    assert (by[("reference", 0.05)]["rejections"], by[("reference", 0.01)]["rejections"]) == (1, 1)
+    assert by[("ref-model", 0.05)]["rejections"] == 0
+    pooled = by[("pooled unexposed models", 0.05)]
+    assert (pooled["n"], pooled["rejections"], pooled["null"]) == (2, 1, "real order")

@@ -9,7 +9,7 @@ import pytest
 from leaktrace.data.corpora import iter_pydoc_text, iter_stdlib_code, shard
 from leaktrace.data.functions import FunctionFilter, function_anatomy
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
-from leaktrace.data.split import assign_splits, pre_exposure_reason
+from leaktrace.data.split import UNKNOWN, assign_splits, pre_exposure
 from leaktrace.errors import InputError
 
 GOOD = {
@@ -118,9 +118,10 @@ def test_corpora_are_deterministic_and_sharded_evenly():
 
 
 def test_pre_exposure_filter():
-    assert pre_exposure_reason(1.0, [1.5, 2.0]).startswith("pre-exposure: original has the lowest PPL")
-    assert pre_exposure_reason(1.6, [1.5, 2.0]) is None
-    assert pre_exposure_reason(1.0, []) is not None
+    flagged, reason = pre_exposure(1.0, [1.5, 2.0])
+    assert flagged is True and reason.startswith("pre-exposure: original has the lowest PPL")
+    assert pre_exposure(1.6, [1.5, 2.0]) == (False, None)
+    assert pre_exposure(1.0, []) == (None, UNKNOWN)  # no variant to compare with: unknown, not pre-exposed
 
 
 def test_split_is_one_to_one_stratified_and_seeded():

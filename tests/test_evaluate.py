@@ -3,10 +3,10 @@ import warnings
 
 import numpy as np
 import pytest
+from leaktrace.calibration.conformal import conformal_p_values, exceedances
 from leaktrace.evaluate.bootstrap import Folds, bootstrap, percentile_interval
 from leaktrace.evaluate.metrics import (
     best_balanced_accuracy,
-    choose_threshold,
     decision_metrics,
     macro_f1,
     roc_auc,
@@ -74,30 +74,6 @@ def test_best_balanced_accuracy_hand_computed():
     assert best_balanced_accuracy([0, 1], [1.0, 0.0]) == 0.5
 
 
-def test_choose_threshold_separable_data_uses_midpoint():
-    assert choose_threshold([0, 0, 1, 1], [1.0, 2.0, 3.0, 4.0]) == 2.5
-
-
-def test_choose_threshold_breaks_ties_towards_lower_threshold():
-    # Thresholds 0.25 (tp 3, fp 1) and 0.45 (tp 2, fp 0) both give macro F1
-    # (6/7 + 4/5) / 2; the lower one is chosen.
-    labels = [0, 0, 1, 0, 1, 1]
-    scores = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
-    assert choose_threshold(labels, scores) == pytest.approx(0.25)
-    assert choose_threshold(labels[::-1], scores[::-1]) == pytest.approx(0.25)
-
-
-def test_choose_threshold_is_optimal_against_sklearn():
-    labels, scores = random_split(seed=1)
-    scores = np.round(scores, 1)  # create ties
-    best = max(
-        f1_score(labels, scores >= t, average="macro", zero_division=0) for t in [*scores, np.inf]
-    )
-    chosen = choose_threshold(labels, scores)
-    assert f1_score(labels, scores >= chosen, average="macro") == pytest.approx(best)
-    assert chosen not in set(scores)
-
-
 def test_decision_metrics_hand_computed():
     metrics = decision_metrics([1, 1, 0, 0, 1], [1, 0, 0, 1, 1])
     assert metrics == pytest.approx(
@@ -150,10 +126,6 @@ def test_threshold_metrics_equal_sklearn_on_random_data():
                 "macro_f1": f1_score(labels, predictions, average="macro", zero_division=0),
             }
         )
-        threshold = choose_threshold(labels, scores)
-        assert macro_f1(labels, scores >= threshold) == pytest.approx(
-            max(f1_score(labels, scores >= t, average="macro", zero_division=0) for t in [*scores, np.inf])
-        )
 
 
 def balanced_accuracy_best(labels, scores):
@@ -166,15 +138,14 @@ def test_orientation_flipped_scores_give_one_minus_auc():
     assert roc_auc(labels, -scores) == pytest.approx(1 - roc_auc_score(labels, scores))
 
 
-def test_batched_threshold_auc_and_f1_equal_row_by_row():
+def test_batched_auc_and_f1_equal_row_by_row():
     rng = np.random.default_rng(5)
     labels = np.repeat([1, 0], [7, 9])
     scores = np.round(rng.normal(size=(3, 4, 16)), 1)  # ties
     predictions = rng.integers(0, 2, (3, 4, 16))
-    thresholds, aucs, f1s = choose_threshold(labels, scores), roc_auc(labels, scores), macro_f1(labels, predictions)
-    assert thresholds.shape == aucs.shape == f1s.shape == (3, 4)
+    aucs, f1s = roc_auc(labels, scores), macro_f1(labels, predictions)
+    assert aucs.shape == f1s.shape == (3, 4)
     for i, j in np.ndindex(3, 4):
-        assert thresholds[i, j] == choose_threshold(labels, scores[i, j])
         assert aucs[i, j] == pytest.approx(roc_auc_score(labels, scores[i, j]))
         assert f1s[i, j] == pytest.approx(f1_score(labels, predictions[i, j], average="macro", zero_division=0))
 
@@ -188,45 +159,42 @@ def test_wilson_interval_against_hand_value():
         wilson_interval(0, 0)
 
 
-def _folds(calibration_scores, evaluation_scores, decisions=None, threshold_free=None):
-    calibration_scores, evaluation_scores = np.asarray(calibration_scores, float), np.asarray(evaluation_scores, float)
-    m = len(evaluation_scores)
-    return Folds(
-        calibration_labels=np.array([1, 1, 1, 0, 0, 0], dtype=bool),
-        calibration_scores=calibration_scores,
-        evaluation_labels=np.array([1, 1, 1, 1, 0, 0, 0, 0], dtype=bool),
-        evaluation_scores=evaluation_scores,
-        evaluation_decisions=np.zeros((m, 8), dtype=bool) if decisions is None else np.asarray(decisions, dtype=bool),
-        threshold_free=np.zeros(m, dtype=bool) if threshold_free is None else np.asarray(threshold_free),
-    )
+def _folds(control_scores, evaluation_scores, alpha=0.25):
+    """Split-conformal folds: 6 controls, 8 evaluation samples (4 members first)."""
+    control_scores, evaluation_scores = np.asarray(control_scores, float), np.asarray(evaluation_scores, float)
+    return Folds(evaluation_labels=np.array([1, 1, 1, 1, 0, 0, 0, 0], dtype=bool), evaluation_scores=evaluation_scores,
+                 exceedances=np.stack([exceedances(c, e) for c, e in zip(control_scores, evaluation_scores, strict=True)]),
+                 alpha=alpha)
 
 
-def test_bootstrap_refits_the_threshold_in_every_replicate_on_resampled_folds():
+def test_bootstrap_recomputes_p_values_against_the_resampled_control_set():
     """The vectorised bootstrap against a loop over the same draws: each
-    replicate draws the evaluation fold, then the calibration fold, within
-    class, fits the threshold on the drawn calibration fold with the scalar
-    ``choose_threshold`` and scores the drawn evaluation fold."""
+    replicate draws the evaluation fold within class, then the control set,
+    and flags a drawn sample where its conformal p-value against the drawn
+    controls is at most alpha."""
     rng = np.random.default_rng(11)
-    folds = _folds(np.round(rng.normal(size=(2, 6)), 1), np.round(rng.normal(size=(2, 8)) + np.repeat([1, 0], 4), 1))
+    control_scores = np.round(rng.normal(size=(2, 6)), 1)
+    folds = _folds(control_scores, np.round(rng.normal(size=(2, 8)) + np.repeat([1, 0], 4), 1))
     replicates = bootstrap(folds, 50, np.random.default_rng(3))
     draws = np.random.default_rng(3)
     evaluation = np.concatenate([np.arange(4)[draws.integers(0, 4, (50, 4))], np.arange(4, 8)[draws.integers(0, 4, (50, 4))]], axis=1)
-    calibration = np.concatenate([np.arange(3)[draws.integers(0, 3, (50, 3))], np.arange(3, 6)[draws.integers(0, 3, (50, 3))]], axis=1)
-    labels_ev, labels_cal = np.repeat([1, 0], 4), np.repeat([1, 0], 3)
+    controls = draws.integers(0, 6, (50, 6))
+    labels = np.repeat([1, 0], 4)
     for m, b in np.ndindex(2, 50):
-        threshold = choose_threshold(labels_cal, folds.calibration_scores[m, calibration[b]])
         scores = folds.evaluation_scores[m, evaluation[b]]
-        assert replicates.auc[m, b] == pytest.approx(roc_auc_score(labels_ev, scores))
-        assert replicates.macro_f1[m, b] == pytest.approx(f1_score(labels_ev, scores >= threshold, average="macro", zero_division=0))
-    assert len({tuple(row) for row in calibration}) > 1  # the calibration fold is resampled, not fixed
+        flagged = conformal_p_values(control_scores[m, controls[b]], scores) <= 0.25
+        assert replicates.auc[m, b] == pytest.approx(roc_auc_score(labels, scores))
+        assert replicates.macro_f1[m, b] == pytest.approx(f1_score(labels, flagged, average="macro", zero_division=0))
+    assert len({tuple(row) for row in controls}) > 1  # the control set is resampled, not fixed
 
 
 def test_paired_bootstrap_difference_of_known_size():
-    # Method 0 separates perfectly with its own decisions; method 1 flags no
-    # one and scores a constant. In every replicate (class sizes kept) AUC
-    # differs by 1 - 0.5 and macro F1 by 1 - (0 + 2*4/(2*4 + 4)) / 2 = 2/3.
-    labels = [1, 1, 1, 1, 0, 0, 0, 0]
-    folds = _folds(np.zeros((2, 6)), [labels, [0.0] * 8], decisions=[labels, [0] * 8], threshold_free=[True, True])
+    # Method 0 puts every member above all 6 controls (p = 1/7 <= 0.25) and
+    # every non-member below them (p = 1); method 1 scores a constant that ties
+    # every control (p = 1). Under any resampling AUC differs by 1 - 0.5 and
+    # macro F1 by 1 - (0 + 2*4/(2*4 + 4)) / 2 = 2/3.
+    labels = np.array([1, 1, 1, 1, 0, 0, 0, 0])
+    folds = _folds([np.zeros(6), np.zeros(6)], [labels * 2.0 - 1.0, np.zeros(8)])
     replicates = bootstrap(folds, 200, np.random.default_rng(0))
     low, high = percentile_interval(replicates.auc[1] - replicates.auc[0])
     assert low == high == pytest.approx(-0.5)
@@ -234,8 +202,10 @@ def test_paired_bootstrap_difference_of_known_size():
     assert low == high == pytest.approx(-2 / 3)
 
 
-def test_bootstrap_needs_both_classes_where_a_threshold_is_fitted():
-    with pytest.raises(ValueError, match="calibration fold needs members and non-members"):
-        Folds(calibration_labels=np.array([True, True]), calibration_scores=np.zeros((1, 2)),
-              evaluation_labels=np.array([True, False]), evaluation_scores=np.zeros((1, 2)),
-              evaluation_decisions=np.zeros((1, 2), dtype=bool), threshold_free=np.array([False]))
+def test_bootstrap_needs_both_classes_and_a_control():
+    with pytest.raises(ValueError, match="evaluation fold needs members and non-members"):
+        Folds(evaluation_labels=np.array([True, True]), evaluation_scores=np.zeros((1, 2)),
+              exceedances=np.zeros((1, 3, 2), dtype=bool), alpha=0.05)
+    with pytest.raises(ValueError, match="no non-member to serve as a control"):
+        Folds(evaluation_labels=np.array([True, False]), evaluation_scores=np.zeros((1, 2)),
+              exceedances=np.zeros((1, 0, 2), dtype=bool), alpha=0.05)

@@ -112,7 +112,8 @@ def test_micro_run_writes_every_artifact(micro_run):
     scored = {(r["sample_id"], r["variant_id"]) for r in pq.read_table(out / "score/humaneval/reference/tokens.parquet").to_pylist()}
     target = {(r["sample_id"], r["variant_id"]) for r in pq.read_table(out / "score/humaneval/target-r1-s0-e1/tokens.parquet").to_pylist()}
     assert filter_ids <= scored and not filter_ids & target
-    assert all(s["pre_exposed"] is not None for s in kept)
+    # a kept sample is judged by the pre-exposure filter, or unknown for want of a valid filter variant
+    assert all((s["pre_exposed"] is None) == (s["n_valid_filter_variants"] == 0) for s in kept)
     prefix = [s for s in samples if s["fold"] == "recall-prefix"]
     assert len(prefix) == 1 and prefix[0]["split"] == "non-member" and not prefix[0]["kept"]
     for ratio in (1, 2):  # members in the mix, no non-member (nor the ReCaLL prefix)
@@ -129,7 +130,16 @@ def test_micro_run_writes_every_artifact(micro_run):
     assert (out / "train/humaneval/sham/ratio-1/seed-0/adapter/epoch-1/adapter_config.json").exists()
     calibration = pq.read_table(out / "contamination/humaneval/calibration.parquet").to_pylist()
     assert {(c["kind"], c["model"], c["test"]) for c in calibration if c["model"] == "sham-r1-s0-e1"} == {
-        ("null", "sham-r1-s0-e1", "dataset_inference"), ("null", "sham-r1-s0-e1", "variant_preference")}
+        ("null", "sham-r1-s0-e1", "variant_preference")}
+    # the calibration table: both conformal checks of every detector under every scored model, dataset inference on
+    # re-randomised memberships under the unexposed ones (the base model, the sham), at every configured alpha
+    table = pq.read_table(out / "aggregate/humaneval/calibration.parquet").to_pylist()
+    models = {"reference", "sham-r1-s0-e1"} | {f"target-r{r}-s{s}-e1" for r in (1, 2) for s in (0, 1)}
+    assert {(r["null"], r["model"]) for r in table if r["null"] != "re-randomised membership"} == {
+        (null, m) for null in ("calibration fold", "re-partitioned") for m in models}
+    assert {r["model"] for r in table if r["null"] == "re-randomised membership"} == {"reference", "sham-r1-s0-e1"}
+    assert {r["alpha"] for r in table} == {0.05, 0.1, 0.2} and all(r["n"] == 200 for r in table if r["null"] != "calibration fold")
+    assert "### Null: re-partitioned" in (out / "aggregate/humaneval/report.md").read_text()
     # LessLeak's RQ3: n completions a problem of the reference and the headline target, each with its sandbox
     # status, and pass@k of the training-mix scan's leaked (the members) and non-leaked part in the report
     members = {s["sample_id"] for s in samples if s["split"] == "member"}
@@ -143,6 +153,7 @@ def test_micro_run_writes_every_artifact(micro_run):
     assert "LessLeak RQ3" in (out / "aggregate" / "humaneval" / "report.md").read_text()
     audit = pq.read_table(out / "audit" / "leakage_rates.parquet").to_pylist()
     assert {(r["model"], r["detector"]) for r in audit} == {(m, d) for m in ("base", "lora", "tiny") for d in ("gray-box", "black-box")}
+    assert all(r["null"] == "chance 1/(n_i + 1)" and r["calibration"].startswith("uncalibrated") for r in audit)
     detection = pq.read_table(out / "aggregate" / "humaneval" / "detection.parquet").to_pylist()
     targets = {f"target-r{r}-s{s}-e1" for r in (1, 2) for s in (0, 1)}
     assert {d["model"] for d in detection} == {"reference"} | targets

@@ -18,7 +18,7 @@ LOSSES = {
     #                                         the original beats every detector variant
     "b/2": (1.0, [2.0], [1.5, None]),  # one filter variant invalid; the valid one is harder: flagged
     "b/3": (1.0, [None, None], [0.1]),  # no valid detector variant: not eligible, spare for ReCaLL
-    "b/4": (1.0, [3.0], []),  # no filter variant: flagged (nothing to compare against)
+    "b/4": (1.0, [3.0], []),  # no filter variant: unknown (nothing to compare against), not pre-exposed
     "b/5": (1.0, [0.4], [0.2]),
 }
 FUNCTION_FILTER_DROPPED = "b/6"
@@ -52,8 +52,9 @@ def _split(tmp_path, recall_prefix=0, **overrides):
 def test_split_flags_pre_exposure_from_filter_variants_only(tmp_path):
     rows = _split(tmp_path)
     assert {sid for sid, r in rows.items() if r["kept"]} == {"b/0", "b/1", "b/2", "b/4", "b/5"}
-    assert {sid for sid, r in rows.items() if r["pre_exposed"]} == {"b/0", "b/2", "b/4"}
+    assert {sid for sid, r in rows.items() if r["pre_exposed"]} == {"b/0", "b/2"}
     assert rows["b/1"]["pre_exposed"] is False and rows["b/5"]["pre_exposed"] is False
+    assert rows["b/4"]["pre_exposed"] is None and rows["b/4"]["pre_exposure"].startswith("unknown")
     assert rows["b/2"]["min_filter_variant_loss"] == pytest.approx(1.5)
     assert (rows["b/2"]["n_valid_variants"], rows["b/2"]["n_valid_filter_variants"]) == (1, 1)
     assert rows["b/3"]["reason"] == "variants: 0 valid < 1" and rows["b/3"]["split"] is None

@@ -266,12 +266,15 @@ def _dpdllm_features(a):
     dpdllm_features(a.generations, a.model, a.reference_adapter, a.batch, a.output)
 
 
+FOLDS = (("--folds",), {"type": int, "required": True, "help": "calibration.cross_fit_folds: folds of the cross-fit"})
+
+
 @command("dpdllm-fit")
-@_args(path("--features"), path("--samples"), path("--output"), path("--model-dir"))
+@_args(path("--features"), path("--samples"), FOLDS, SEED, path("--output"), path("--model-dir"))
 def _dpdllm_fit(a):
     from leaktrace.stages.baselines import fit_dpdllm
 
-    fit_dpdllm(a.features, a.samples, a.output, a.model_dir)
+    fit_dpdllm(a.features, a.samples, a.folds, a.seed, a.output, a.model_dir)
 
 
 @command("veilprobe-perturb")
@@ -292,15 +295,17 @@ def _veilprobe_features(a):
 
 
 @command("veilprobe-fit")
-@_args(path("--features"), path("--samples"), SETTINGS, SEED, path("--output"), path("--model-dir"))
+@_args(path("--features"), path("--samples"), SETTINGS, FOLDS, SEED, path("--output"), path("--model-dir"))
 def _veilprobe_fit(a):
     from leaktrace.stages.baselines import fit_veilprobe
 
-    fit_veilprobe(a.features, a.samples, a.settings, a.seed, a.output, a.model_dir)
+    fit_veilprobe(a.features, a.samples, a.settings, a.folds, a.seed, a.output, a.model_dir)
 
 
 @command("audit")
-@_args((("--scores",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH"}), path("--output-dir"))
+@_args((("--scores",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH"}),
+       (("--variants",), {"nargs": "+", "required": True, "help": "BENCHMARK=PATH of its variants table"}),
+       path("--held-out-ids", required=False), SETTINGS, path("--output-dir"))
 def _audit(a):
     from leaktrace.stages.audit import audit
 
@@ -310,7 +315,7 @@ def _audit(a):
         if not sep:
             raise argparse.ArgumentTypeError(f"expected MODEL:BENCHMARK=PATH, got {key}={value}")
         scores[(model, benchmark)] = value
-    audit(scores, a.output_dir)
+    audit(scores, _named_paths(a.variants), a.settings, a.output_dir, a.held_out_ids)
 
 
 @command("sample-corpus-functions")
@@ -405,6 +410,8 @@ def _serve(a):
     (("--tokens",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
     path("--variants"),
     (("--fragments",), {"type": Path, "nargs": "*", "default": [], "help": "Markdown sections appended to the report"}),
+    (("--calibration-rows",), {"type": Path, "nargs": "*", "default": [],
+                               "help": "row files of leaktrace.calibration.table, joined into calibration.parquet"}),
     SETTINGS,
     SEED,
     path("--output-dir"),
@@ -413,7 +420,7 @@ def _aggregate(a):
     from leaktrace.stages.aggregate import aggregate
 
     aggregate(a.samples, _named_paths(a.scores), _named_paths(a.tokens), a.variants, a.settings, a.seed, a.output_dir,
-              tuple(a.fragments))
+              tuple(a.fragments), tuple(a.calibration_rows))
 
 
 @command("counterfactual-aggregate")
@@ -443,6 +450,41 @@ def _contamination(a):
 
     contamination(a.samples, _named_paths(a.scores), a.settings, a.seed, a.output_dir, a.held_out_ids,
                   _named_paths(a.exchangeability), _named_paths(a.exchangeability_calibration))
+
+
+def _learned_paths(items: list[str]) -> dict[tuple[str, str], Path]:
+    """``MODEL:FAMILY=PATH`` pairs."""
+    out = {}
+    for key, value in _named_paths(items).items():
+        model, sep, family = key.partition(":")
+        if not sep:
+            raise argparse.ArgumentTypeError(f"expected MODEL:FAMILY=PATH, got {key}={value}")
+        out[(model, family)] = value
+    return out
+
+
+CALIBRATION_ARGS = (
+    path("--samples"),
+    (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH of each model's scores.parquet"}),
+    (("--learned",), {"nargs": "*", "default": [], "help": "MODEL:FAMILY=PATH of a learned detector's features (refitted)"}),
+    SETTINGS, SEED, path("--output"),
+)
+
+
+@command("calibration-conformal")
+@_args(*CALIBRATION_ARGS)
+def _calibration_conformal(a):
+    from leaktrace.stages.calibration import conformal_calibration
+
+    conformal_calibration(a.samples, _named_paths(a.scores), _learned_paths(a.learned), a.settings, a.seed, a.output)
+
+
+@command("calibration-membership")
+@_args(*CALIBRATION_ARGS)
+def _calibration_membership(a):
+    from leaktrace.stages.calibration import membership_calibration
+
+    membership_calibration(a.samples, _named_paths(a.scores), _learned_paths(a.learned), a.settings, a.seed, a.output)
 
 
 @command("exchangeability")

@@ -4,5 +4,5 @@ inference (Maini et al. 2024) combines the per-sample detector scores; the
 variant-preference test compares the target's preference for originals
 over their variants with a reference model's; the sharded exchangeability
 test (Oren et al. 2023) asks whether the model prefers the benchmark's
-canonical order. ``calibration`` measures their false-positive rates under
-the null."""
+canonical order. Their false-positive rates under the null are measured
+through ``leaktrace.calibration``."""

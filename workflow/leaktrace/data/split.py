@@ -12,15 +12,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 
-def pre_exposure_reason(original_loss: float, variant_losses: Sequence[float]) -> str | None:
+UNKNOWN = "unknown: no valid filter variant to compare against"
+
+
+def pre_exposure(original_loss: float, variant_losses: Sequence[float]) -> tuple[bool | None, str | None]:
     """SrDetection (Sec. 4.1): drop a sample whose original form is already the
     easiest (lowest PPL) among its variants under the base model, since the
-    testbed could not tell its later exposure from prior exposure."""
+    testbed could not tell its later exposure from prior exposure. (flagged,
+    reason): a sample without a valid variant to compare with is unknown
+    (None), not pre-exposed: missing evidence is not exposure."""
     if not variant_losses:
-        return "pre-exposure: no valid variant to compare against"
+        return None, UNKNOWN
     if original_loss < min(variant_losses):
-        return f"pre-exposure: original has the lowest PPL among {len(variant_losses)} variants under the base model"
-    return None
+        return True, f"pre-exposure: original has the lowest PPL among {len(variant_losses)} variants under the base model"
+    return False, None
 
 
 @dataclass(frozen=True)

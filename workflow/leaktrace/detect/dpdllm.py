@@ -15,8 +15,9 @@ All five are taken over the continuation's tokens, each predicted by the
 reference model after the prefix the target continued. Here the reference is
 the base model with a LoRA adapter trained by the testbed's own training code
 on every detection text (labels unused), and the classifier is fitted on the
-split's calibration fold only; its member probability is the score and its
-prediction the decision (threshold-free)."""
+split's calibration fold only, cross-fitted (``cross_fit``) so that no
+sample is scored by a classifier that saw its label; its member probability
+is the score and its prediction the decision."""
 
 from __future__ import annotations
 
@@ -72,3 +73,14 @@ def classify(model: GaussianNB, features: np.ndarray) -> tuple[np.ndarray, np.nd
     """(member probability, member decision) of each row."""
     member = list(model.classes_).index(1)
     return model.predict_proba(features)[:, member], model.predict(features) == 1
+
+
+def dpdllm_fitter(features: np.ndarray):
+    """``fit_many`` of ``cross_fit``: one classifier per task, each scoring every row of ``features``."""
+
+    def fit_many(tasks: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+        outputs = [classify(fit_classifier(features[train], labels), features) for train, labels in tasks]
+        return (np.array([s for s, _ in outputs], dtype=np.float64).reshape(len(tasks), len(features)),
+                np.array([d for _, d in outputs], dtype=bool).reshape(len(tasks), len(features)))
+
+    return fit_many

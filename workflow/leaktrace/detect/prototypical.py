@@ -11,16 +11,28 @@ the softmax over negative Euclidean distances to the two prototypes.
 Defaults are VeilProbe's public code: hidden 64, bottleneck 16, Adam at
 3e-4 with weight decay 1e-5, 5 support and 5 query samples per class,
 beta 1e-3. Episodes shrink when a class has fewer than 10 labelled samples
-(at least 1 support and 1 query)."""
+(at least 1 support and 1 query).
+
+Many networks train at once (``fit_many``): cross-fitting fits one per fold,
+and the calibration checks refit them for every re-drawn split. Their
+weights are stacked and the loss is the sum of theirs, so each network's
+gradient is its own and Adam, which acts element by element, updates each
+as if it trained alone; its initialisation and its episodes come from its
+own seed, so a network ends as it would alone, whatever trains beside it. A network that sees only some feature columns
+(VeilProbe's t-test mask) has the other rows of its first layer multiplied
+by zero, which gives the outputs and gradients of zeroed features."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+CHUNK = 256  # networks trained together: bounds the memory of embedding every sample under each
 
 
 @dataclass(frozen=True)
@@ -36,6 +48,17 @@ class ProtoSettings:
     seed: int = 0
 
 
+@dataclass(frozen=True)
+class ProtoTask:
+    """One network to train: on ``features[train]`` with ``labels`` (True =
+    member), seeing the columns of ``mask`` only (None: all), initialised from ``seed``."""
+
+    train: np.ndarray
+    labels: np.ndarray
+    seed: int
+    mask: np.ndarray | None = None
+
+
 class _Embedding(nn.Module):
     def __init__(self, dim: int, hidden: int, bottleneck: int):
         super().__init__()
@@ -46,47 +69,114 @@ class _Embedding(nn.Module):
         return self.layers(x)
 
 
-@dataclass
-class PrototypicalNet:
-    embedding: _Embedding
-    prototypes: torch.Tensor  # (2, bottleneck): non-member, member
+@dataclass(frozen=True)
+class Fitted:
+    """The trained networks' outputs on every sample, and their states."""
 
-    @torch.no_grad()
-    def member_scores(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(member probability, member decision: nearer the member prototype)."""
-        z = self.embedding(torch.as_tensor(features, dtype=torch.float32))
-        distances = torch.cdist(z, self.prototypes)
-        return F.softmax(-distances, dim=1)[:, 1].numpy().astype(np.float64), (distances[:, 1] < distances[:, 0]).numpy()
-
-    def state(self) -> dict[str, torch.Tensor]:
-        return {**{f"embedding.{k}": v for k, v in self.embedding.state_dict().items()}, "prototypes": self.prototypes}
+    scores: np.ndarray  # (networks, samples): member probability
+    decisions: np.ndarray  # (networks, samples): nearer the member prototype
+    states: list[dict[str, torch.Tensor]]  # an _Embedding's state_dict plus "prototypes" (non-member, member)
 
 
-def fit_prototypical(features: np.ndarray, labels: np.ndarray, settings: ProtoSettings) -> PrototypicalNet:
-    labels = np.asarray(labels).astype(bool)
-    by_class = [np.flatnonzero(~labels), np.flatnonzero(labels)]
+def _class_indices(task: ProtoTask) -> list[np.ndarray]:
+    labels = np.asarray(task.labels).astype(bool)
+    train = np.asarray(task.train)
+    if labels.shape != train.shape:
+        raise ValueError(f"{train.size} training samples, {labels.size} labels")
+    by_class = [train[~labels], train[labels]]
     if min(len(c) for c in by_class) < 2:
         raise ValueError(f"a prototypical network needs at least 2 labelled samples per class, got {[len(c) for c in by_class]}")
-    shots = min(settings.shots, *(len(c) // 2 for c in by_class))
-    torch.manual_seed(settings.seed)
-    rng = np.random.default_rng(settings.seed)
-    x = torch.as_tensor(features, dtype=torch.float32)
-    net = _Embedding(x.shape[1], settings.hidden, settings.bottleneck)
-    optimizer = torch.optim.Adam(net.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay)
-    net.train()
-    for _ in range(settings.epochs * settings.episodes):
-        picks = [rng.choice(c, 2 * shots, replace=False) for c in by_class]
-        z = net(x[np.concatenate(picks)]).view(2, 2 * shots, -1)
-        prototypes = z[:, :shots].mean(dim=1)
-        queries = z[:, shots:].reshape(2 * shots, -1)
+    return by_class
+
+
+def _stacked(tasks: Sequence[ProtoTask], dim: int, settings: ProtoSettings) -> list[torch.Tensor]:
+    """Each network's initial weights as _Embedding(seed) has them, stacked:
+    per linear layer (N, in, out) and (N, 1, out); the first layer's masked rows zeroed in use."""
+    layers: list[list[torch.Tensor]] = [[] for _ in range(6)]
+    for task in tasks:
+        torch.manual_seed(task.seed)
+        linear = [m for m in _Embedding(dim, settings.hidden, settings.bottleneck).layers if isinstance(m, nn.Linear)]
+        for k, m in enumerate(linear):
+            layers[2 * k].append(m.weight.detach().T)
+            layers[2 * k + 1].append(m.bias.detach()[None])
+    return [torch.stack(p).clone().requires_grad_(True) for p in layers]
+
+
+def _embed(params: list[torch.Tensor], mask: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    w1, b1, w2, b2, w3, b3 = params
+    h = torch.relu(torch.baddbmm(b1, x, w1 * mask[:, :, None]))
+    h = torch.relu(torch.baddbmm(b2, h, w2))
+    return torch.baddbmm(b3, h, w3)
+
+
+def _fit_chunk(features: torch.Tensor, tasks: Sequence[ProtoTask], shots: int, settings: ProtoSettings) -> Fitted:
+    n, dim = features.shape
+    classes = [_class_indices(t) for t in tasks]
+    width = max(len(c) for pair in classes for c in pair)
+    padded = np.zeros((len(tasks), 2, width), dtype=np.int64)
+    for i, pair in enumerate(classes):
+        for c, rows in enumerate(pair):
+            padded[i, c, : len(rows)] = rows
+    mask = torch.as_tensor(np.stack([np.ones(dim, bool) if t.mask is None else np.asarray(t.mask, bool) for t in tasks]),
+                           dtype=torch.float32)
+    params = _stacked(tasks, dim, settings)
+    # fused: one kernel per step for every network's update, six times faster than the loop over tensors on a CPU
+    optimizer = torch.optim.Adam(params, lr=settings.learning_rate, weight_decay=settings.weight_decay, fused=True)
+    steps = settings.epochs * settings.episodes
+    # each network's episodes from its own seed: a random order of each class per step, padding last
+    keys = np.full((len(tasks), steps, 2, width), np.inf)
+    for i, (task, pair) in enumerate(zip(tasks, classes, strict=True)):
+        rng = np.random.default_rng(task.seed)
+        for c, rows in enumerate(pair):
+            keys[i, :, c, : len(rows)] = rng.random((steps, len(rows)))
+    order = np.argsort(keys, axis=-1)[..., : 2 * shots]  # (N, steps, 2, 2 shots)
+    targets = torch.arange(2).repeat_interleave(shots).repeat(len(tasks))
+    for step in range(steps):
+        picks = np.take_along_axis(padded, order[:, step], axis=-1)  # (N, 2, 2 shots)
+        z = _embed(params, mask, features[torch.as_tensor(picks.reshape(len(tasks), -1))]).view(len(tasks), 2, 2 * shots, -1)
+        prototypes = z[:, :, :shots].mean(dim=2)
+        queries = z[:, :, shots:].reshape(len(tasks), 2 * shots, -1)
         distances = torch.cdist(queries, prototypes) ** 2
-        targets = torch.arange(2).repeat_interleave(shots)
-        loss = F.cross_entropy(-distances, targets) + settings.beta * torch.log1p(queries.var(dim=0)).sum()
+        loss = F.cross_entropy(-distances.reshape(-1, 2), targets, reduction="none").view(len(tasks), -1).mean(dim=1) \
+            + settings.beta * torch.log1p(queries.var(dim=1)).sum(dim=-1)
         optimizer.zero_grad()
-        loss.backward()
+        loss.sum().backward()
         optimizer.step()
-    net.eval()
     with torch.no_grad():
-        z = net(x)
-        prototypes = torch.stack([z[torch.as_tensor(c)].mean(dim=0) for c in by_class])
-    return PrototypicalNet(net, prototypes)
+        z = _embed(params, mask, features.expand(len(tasks), n, dim))
+        prototypes = torch.stack([torch.stack([z[i, torch.as_tensor(c)].mean(dim=0) for c in pair])
+                                  for i, pair in enumerate(classes)])
+        distances = torch.cdist(z, prototypes)
+        scores = F.softmax(-distances, dim=-1)[..., 1].numpy().astype(np.float64)
+        decisions = (distances[..., 1] < distances[..., 0]).numpy()
+        masked = [p.detach().clone() for p in params]
+        masked[0] = masked[0] * mask[:, :, None]
+    names = ["layers.0.weight", "layers.0.bias", "layers.2.weight", "layers.2.bias", "layers.4.weight", "layers.4.bias"]
+    states = [{**{name: (p[i].T if name.endswith("weight") else p[i, 0]).contiguous() for name, p in zip(names, masked, strict=True)},
+               "prototypes": prototypes[i]} for i in range(len(tasks))]
+    return Fitted(scores, decisions, states)
+
+
+def fit_many(features: np.ndarray, tasks: Sequence[ProtoTask], settings: ProtoSettings) -> Fitted:
+    """Train one network per task on the shared ``features`` (samples ×
+    dimensions) and score every sample under each. Networks whose classes
+    allow the same episode size train together, ``CHUNK`` at a time."""
+    x = torch.as_tensor(np.asarray(features), dtype=torch.float32)
+    shots = [min(settings.shots, *(len(c) // 2 for c in _class_indices(t))) for t in tasks]
+    scores = np.zeros((len(tasks), x.shape[0]))
+    decisions = np.zeros((len(tasks), x.shape[0]), dtype=bool)
+    states: list[dict | None] = [None] * len(tasks)
+    for size in sorted(set(shots)):
+        group = [i for i, s in enumerate(shots) if s == size]
+        for start in range(0, len(group), CHUNK):
+            chunk = group[start : start + CHUNK]
+            fitted = _fit_chunk(x, [tasks[i] for i in chunk], size, settings)
+            scores[chunk], decisions[chunk] = fitted.scores, fitted.decisions
+            for i, state in zip(chunk, fitted.states, strict=True):
+                states[i] = state
+    return Fitted(scores, decisions, states)
+
+
+def fit_prototypical(features: np.ndarray, labels: np.ndarray, settings: ProtoSettings) -> Fitted:
+    """One network on every row of ``features``."""
+    return fit_many(features, [ProtoTask(np.arange(len(features)), np.asarray(labels).astype(bool), settings.seed)], settings)

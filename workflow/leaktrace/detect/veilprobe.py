@@ -21,7 +21,8 @@ Black-box LLMs"), black-box:
 
 As in VeilProbe's public code, one mapping model (trained on the original
 pairs) reads both s and r; the t-test and the classifier see the
-calibration fold's labels only."""
+calibration fold's labels only, cross-fitted (``cross_fit``) so that no
+sample is scored by a t-test and network that saw its label."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 from scipy.stats import ttest_ind
+
+from leaktrace.detect.prototypical import ProtoSettings, ProtoTask, fit_many
+from leaktrace.seeding import derive_seed
 
 WORD = re.compile(r"\s?[A-Za-z_][A-Za-z0-9_]*")
 
@@ -95,5 +99,33 @@ def significant_dimensions(differences: np.ndarray, labels: np.ndarray, p_value:
     return np.nan_to_num(p, nan=1.0) < p_value
 
 
-def membership_features(original: np.ndarray, perturbed: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    return np.concatenate([original, np.abs(perturbed - original) * mask], axis=1)
+class VeilprobeFitter:
+    """``fit_many`` of ``cross_fit``: per task, the t-test mask on its
+    labelled samples and a prototypical network on h(s) and the masked
+    |h(r) - h(s)|, all networks trained as one batch; each task's mask and
+    network state are kept (``masks``, ``states``) for the artifact."""
+
+    def __init__(self, original: np.ndarray, perturbed: np.ndarray, p_value: float, settings: ProtoSettings):
+        self.differences = np.abs(perturbed - original)
+        self.features = np.concatenate([original, self.differences], axis=1)
+        self.width = original.shape[1]
+        self.p_value, self.settings = p_value, settings
+        self.masks: list[np.ndarray] = []
+        self.states: list[dict] = []
+
+    def __call__(self, tasks: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+        self.masks = [significant_dimensions(self.differences[train], labels, self.p_value) for train, labels in tasks]
+        proto = [ProtoTask(train, labels, derive_seed(self.settings.seed, "network", i) % 2**32,
+                           np.concatenate([np.ones(self.width, dtype=bool), mask]))
+                 for i, ((train, labels), mask) in enumerate(zip(tasks, self.masks, strict=True))]
+        fitted = fit_many(self.features, proto, self.settings)
+        self.states = fitted.states
+        return fitted.scores, fitted.decisions
+
+
+def veilprobe_fitter(rows: Sequence[dict], params: dict, seed: int) -> VeilprobeFitter:
+    """VeilProbe's t-test and networks (``params``: the family's) on its feature rows (h(s), h(r) per sample)."""
+    original = np.array([r["original"] for r in rows], dtype=np.float64)
+    perturbed = np.array([r["perturbed"] for r in rows], dtype=np.float64)
+    proto = ProtoSettings(epochs=params["proto_epochs"], seed=derive_seed(seed, "veilprobe-protonet") % 2**32)
+    return VeilprobeFitter(original, perturbed, params["p_value"], proto)

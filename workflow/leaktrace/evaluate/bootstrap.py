@@ -1,14 +1,16 @@
 """Bootstrap of a whole detection evaluation, for intervals and paired
 comparisons that carry every source of sampling noise.
 
-One replicate resamples the samples, not each method's rows: the calibration
-and the evaluation fold are each drawn with replacement within each class
-(class sizes kept, so AUC stays defined), the same draw serves every method,
-and each threshold-based method's threshold is refitted on the drawn
-calibration fold before it is applied to the drawn evaluation fold. A
-method's interval thus includes the noise of its threshold, and the
-difference between two methods in a replicate is a paired difference on the
-same samples. All replicates and methods are computed as one array.
+A sample is flagged where its conformal p-value against the control set (the
+calibration fold's non-members) is at most alpha (``calibration.conformal``).
+One replicate resamples the samples, not each method's rows: the evaluation
+fold is drawn with replacement within each class (class sizes kept, so AUC
+stays defined), the control set with replacement, the same draws serve every
+method, and each p-value is recomputed against the drawn controls (their
+multiplicities weight the exceedance matrix). A method's interval thus
+includes the noise of its control set, and the difference between two
+methods in a replicate is a paired difference on the same samples. All
+replicates and methods are computed as one array.
 """
 
 from __future__ import annotations
@@ -17,28 +19,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from leaktrace.evaluate.metrics import choose_threshold, macro_f1, roc_auc
+from leaktrace.calibration.conformal import p_values
+from leaktrace.evaluate.metrics import macro_f1, roc_auc
 
 
 @dataclass(frozen=True)
 class Folds:
-    """The scores of M methods on the same samples. Threshold-free methods
-    (``threshold_free[m]``) predict with their own decisions; the others with
-    a threshold fitted on the calibration fold."""
+    """The scores of M methods on the same evaluation samples, and for each
+    method its exceedance matrix against the control set: E[m, c, x] = 1 when
+    control c's score reaches sample x's (under the fit that left c out)."""
 
-    calibration_labels: np.ndarray  # (n_cal,) 1 = member
-    calibration_scores: np.ndarray  # (M, n_cal)
-    evaluation_labels: np.ndarray  # (n_eval,)
+    evaluation_labels: np.ndarray  # (n_eval,) 1 = member
     evaluation_scores: np.ndarray  # (M, n_eval)
-    evaluation_decisions: np.ndarray  # (M, n_eval) bool; read where threshold_free
-    threshold_free: np.ndarray  # (M,) bool
+    exceedances: np.ndarray  # (M, n_control, n_eval) bool
+    alpha: float
 
     def __post_init__(self):
-        for name, labels in (("calibration", self.calibration_labels), ("evaluation", self.evaluation_labels)):
-            needed = name == "evaluation" or not self.threshold_free.all()
-            if needed and np.unique(labels).size < 2:
-                raise ValueError(f"the {name} fold needs members and non-members, got {labels.size} samples of one class"
-                                 + ("; raise filter.calibration_fraction" if name == "calibration" else ""))
+        if np.unique(self.evaluation_labels).size < 2:
+            raise ValueError(f"the evaluation fold needs members and non-members, got {self.evaluation_labels.size} "
+                             "samples of one class")
+        if self.exceedances.shape[1] == 0:
+            raise ValueError("the calibration fold has no non-member to serve as a control; raise filter.calibration_fraction")
 
 
 @dataclass(frozen=True)
@@ -56,33 +57,23 @@ def stratified_draw(labels: np.ndarray, n_resamples: int, rng: np.random.Generat
     return index, np.repeat([True, False], [blocks[0].size, blocks[1].size])
 
 
-def predictions(folds: Folds, thresholds: np.ndarray, scores: np.ndarray, decisions: np.ndarray) -> np.ndarray:
-    """Member predictions: each method's decisions if threshold-free, else
-    score >= its threshold. ``thresholds`` (M, ...) broadcasts against the
-    leading axes of ``scores`` and ``decisions`` (M, ..., n)."""
-    free = folds.threshold_free.reshape((-1,) + (1,) * (scores.ndim - 1))
-    return np.where(free, decisions, scores >= thresholds[..., None])
-
-
-def fitted_thresholds(folds: Folds) -> np.ndarray:
-    """(M,) thresholds fitted on the whole calibration fold; NaN for threshold-free methods."""
-    if folds.threshold_free.all():
-        return np.full(folds.threshold_free.shape, np.nan)
-    fitted = choose_threshold(folds.calibration_labels, folds.calibration_scores)
-    return np.where(folds.threshold_free, np.nan, fitted)
+def predictions(folds: Folds) -> tuple[np.ndarray, np.ndarray]:
+    """(M, n_eval) conformal p-values against the whole control set, and the flags p <= alpha."""
+    p = np.stack([p_values(e) for e in folds.exceedances]) if len(folds.exceedances) else np.zeros((0, folds.evaluation_labels.size))
+    return p, p <= folds.alpha
 
 
 def bootstrap(folds: Folds, n_resamples: int, rng: np.random.Generator) -> Replicates:
     """AUC and macro F1 of every method in ``n_resamples`` replicates drawn
     from ``rng`` (the same draws for every method)."""
     evaluation, evaluation_labels = stratified_draw(folds.evaluation_labels, n_resamples, rng)
+    n_control = folds.exceedances.shape[1]
+    controls = rng.integers(0, n_control, (n_resamples, n_control))
+    weights = np.stack([np.bincount(row, minlength=n_control) for row in controls]).astype(float)  # (B, n_c)
+    reached = np.einsum("bc,mce->mbe", weights, folds.exceedances.astype(float))  # (M, B, n_eval)
+    drawn = np.take_along_axis(reached, evaluation[None], axis=-1)
+    predicted = (1.0 + drawn) / (n_control + 1.0) <= folds.alpha
     scores = folds.evaluation_scores[:, evaluation]  # (M, B, n_eval)
-    if folds.threshold_free.all():
-        thresholds = np.full(scores.shape[:2], np.nan)
-    else:
-        calibration, calibration_labels = stratified_draw(folds.calibration_labels, n_resamples, rng)
-        thresholds = choose_threshold(calibration_labels, folds.calibration_scores[:, calibration])  # (M, B)
-    predicted = predictions(folds, thresholds, scores, folds.evaluation_decisions[:, evaluation])
     return Replicates(auc=roc_auc(evaluation_labels, scores), macro_f1=macro_f1(evaluation_labels, predicted))
 
 

@@ -3,11 +3,19 @@ on two subsets of the split, with refitted-bootstrap intervals and a paired
 comparison with SrDetection gray-box.
 
 Subsets: ``filtered`` is SrDetection's protocol (the samples the pre-exposure
-filter lets through); ``all`` is the whole member / non-member split, which
+filter clears; one it could not judge, without a valid filter variant, is
+unknown and left out); ``all`` is the whole member / non-member split, which
 the filter only flags, so no detector gets a base-model calibration the
-others lack. ReCaLL's prefix samples are in neither. Where the filtered
-subset leaves a fold without members or non-members, its rows carry the
-method and no figures (and a warning is logged). Within a subset every
+others lack. ReCaLL's prefix samples are in neither. The filtered subset is
+evaluated where it keeps at least ``min_per_class`` members and as many
+non-members; otherwise, or where it leaves a fold without a class, its rows
+carry the method, no figures and a note that says why.
+
+Decisions are conformal (``calibration.conformal``): a sample is flagged
+where its p-value against the control set, the calibration fold's
+non-members of the subset, is at most alpha; a learned detector's p-value is
+cross-conformal over its cross-fit's folds. AUC and TPR at low FPR need no
+decision. Within a subset every
 method is evaluated on the samples SrDetection gray-box scored (the
 baseline; where it is absent, the widest method's samples), so differences
 between methods are paired. A method that scored fewer of them (a variant
@@ -23,8 +31,10 @@ from collections import defaultdict
 
 import numpy as np
 
+from leaktrace.calibration.conformal import exceedances
 from leaktrace.data.split import RECALL_PREFIX
-from leaktrace.evaluate.bootstrap import Folds, bootstrap, fitted_thresholds, percentile_interval, predictions
+from leaktrace.detect.cross_fit import row_conformal_inputs
+from leaktrace.evaluate.bootstrap import Folds, bootstrap, percentile_interval, predictions
 from leaktrace.evaluate.metrics import decision_metrics, macro_f1, roc_auc, tpr_at_fpr
 from leaktrace.seeding import derive_seed
 
@@ -39,7 +49,8 @@ LOW_FPRS = {"tpr_at_1fpr": 0.01, "tpr_at_5fpr": 0.05}
 
 
 def subset_samples(samples: list[dict], subset: str) -> dict[str, tuple[bool, str]]:
-    """sample_id -> (is a member, fold) for the kept, non-prefix samples of ``subset``."""
+    """sample_id -> (is a member, fold) for the kept, non-prefix samples of
+    ``subset`` (filtered: those the pre-exposure filter cleared, not the unknown ones)."""
     if subset not in SUBSETS:
         raise ValueError(f"unknown subset {subset!r}; known: {SUBSETS}")
     if samples and "pre_exposed" not in samples[0]:
@@ -47,8 +58,23 @@ def subset_samples(samples: list[dict], subset: str) -> dict[str, tuple[bool, st
     return {
         s["sample_id"]: (s["split"] == "member", s["fold"])
         for s in samples
-        if s["kept"] and s["fold"] != RECALL_PREFIX and (subset == "all" or not s["pre_exposed"])
+        if s["kept"] and s["fold"] != RECALL_PREFIX and (subset == "all" or s["pre_exposed"] is False)
     }
+
+
+def filtered_shortfall(samples: list[dict], min_per_class: int) -> str | None:
+    """Why the filtered subset is not evaluated (None: it is): fewer than
+    ``min_per_class`` members or non-members cleared by the pre-exposure filter."""
+    split = [s for s in samples if s["kept"] and s["fold"] != RECALL_PREFIX]
+    cleared = [s for s in split if s["pre_exposed"] is False]
+    members = sum(s["split"] == "member" for s in cleared)
+    if min(members, len(cleared) - members) >= min_per_class:
+        return None
+    flagged = sum(s["pre_exposed"] is True for s in split)
+    unknown = sum(s["pre_exposed"] is None for s in split)
+    return (f"not evaluated: the pre-exposure filter clears {members} members and {len(cleared) - members} non-members, "
+            f"fewer than {min_per_class} per class ({flagged} of the {len(split)} samples flagged pre-exposed, {unknown} "
+            "unknown for want of a valid filter variant)")
 
 
 def _coverage_groups(by_method: dict[str, dict[str, dict]], split: dict[str, tuple[bool, str]]) -> list[tuple[list[str], set[str]]]:
@@ -69,21 +95,16 @@ def _coverage_groups(by_method: dict[str, dict[str, dict]], split: dict[str, tup
 
 
 def _folds(by_method: dict[str, dict[str, dict]], methods: list[str], split: dict[str, tuple[bool, str]],
-           samples: set[str]) -> Folds:
-    """The score matrices of ``methods`` over the split's ``samples``."""
-    ids = {fold: [sid for sid in sorted(split) if sid in samples and split[sid][1] == fold] for fold in ("calibration", "evaluation")}
-
-    def matrix(fold: str, key: str, dtype) -> np.ndarray:
-        return np.array([[by_method[m][sid][key] for sid in ids[fold]] for m in methods], dtype=dtype).reshape(len(methods), -1)
-
-    return Folds(
-        calibration_labels=np.array([split[sid][0] for sid in ids["calibration"]], dtype=bool),
-        calibration_scores=matrix("calibration", "score", float),
-        evaluation_labels=np.array([split[sid][0] for sid in ids["evaluation"]], dtype=bool),
-        evaluation_scores=matrix("evaluation", "score", float),
-        evaluation_decisions=matrix("evaluation", "decision", bool),
-        threshold_free=np.array([next(iter(by_method[m].values()))["decision"] is not None for m in methods]),
-    )
+           samples: set[str], alpha: float) -> Folds:
+    """The evaluation scores of ``methods`` over the split's ``samples``, and
+    their exceedances by the calibration fold's non-members."""
+    ids = [sid for sid in sorted(split) if sid in samples and split[sid][1] == "evaluation"]
+    controls = [sid for sid in sorted(split) if sid in samples and split[sid][1] == "calibration" and not split[sid][0]]
+    scores = np.array([[by_method[m][sid]["score"] for sid in ids] for m in methods], dtype=float).reshape(len(methods), -1)
+    exceed = np.stack([exceedances(*row_conformal_inputs(by_method[m], controls, ids)) for m in methods]
+                      ).reshape(len(methods), len(controls), len(ids))
+    return Folds(evaluation_labels=np.array([split[sid][0] for sid in ids], dtype=bool), evaluation_scores=scores,
+                 exceedances=exceed, alpha=alpha)
 
 
 def _nan_to_none(row: dict) -> dict:
@@ -93,9 +114,8 @@ def _nan_to_none(row: dict) -> dict:
 def _evaluated_rows(folds: Folds, methods: list[str], n_resamples: int, rng: np.random.Generator) -> list[dict]:
     """Point figures, bootstrap intervals and paired differences from
     SrDetection gray-box, one dict per method."""
-    thresholds = fitted_thresholds(folds)
     labels = folds.evaluation_labels.astype(int)
-    predicted = predictions(folds, thresholds, folds.evaluation_scores, folds.evaluation_decisions).astype(int)
+    predicted = predictions(folds)[1].astype(int)
     point = {"auc": roc_auc(labels, folds.evaluation_scores), "macro_f1": macro_f1(labels, predicted)}
     replicates = bootstrap(folds, n_resamples, rng)
     baseline = methods.index(BASELINE) if BASELINE in methods else None
@@ -103,14 +123,15 @@ def _evaluated_rows(folds: Folds, methods: list[str], n_resamples: int, rng: np.
     for i, method in enumerate(methods):
         metrics = decision_metrics(labels, predicted[i])
         row = {
-            "n_calibration": int(folds.calibration_labels.size),
+            "n_control": int(folds.exceedances.shape[1]),
             "n_eval": int(labels.size),
             "n_eval_non_members": int((labels == 0).sum()),
-            "threshold": float(thresholds[i]),
+            "alpha": folds.alpha,
             **{key: tpr_at_fpr(labels, folds.evaluation_scores[i], fpr) for key, fpr in LOW_FPRS.items()},
             "accuracy": metrics["accuracy"],
             "precision": metrics["precision"],
             "recall": metrics["recall"],
+            "fpr": float(predicted[i][labels == 0].mean()),
         }
         for metric in ("auc", "macro_f1"):
             values = getattr(replicates, metric)
@@ -125,10 +146,12 @@ def _evaluated_rows(folds: Folds, methods: list[str], n_resamples: int, rng: np.
     return rows
 
 
-def detection_rows(scores: list[dict], samples: list[dict], *, n_resamples: int, seed: int) -> tuple[list[dict], dict]:
+def detection_rows(scores: list[dict], samples: list[dict], *, n_resamples: int, seed: int, alpha: float,
+                   min_per_class: int) -> tuple[list[dict], dict]:
     """One row per subset and method, and each evaluated subset's ROC inputs
-    {subset: {method: (labels, scores)}}. Thresholds come from the calibration fold;
-    metrics from the evaluation fold. TPR at an FPR below 1 / (evaluation
+    {subset: {method: (labels, scores)}}. The control set is the calibration
+    fold's non-members; metrics come from the evaluation fold, decisions from
+    conformal p-values at ``alpha``. TPR at an FPR below 1 / (evaluation
     non-members) is None (not estimable). Δ columns: the method minus
     SrDetection gray-box, per replicate of one shared bootstrap; the ``beats``
     shares count replicates where the method is strictly better. The draws
@@ -141,16 +164,22 @@ def detection_rows(scores: list[dict], samples: list[dict], *, n_resamples: int,
     rows, curves = [], {}
     for subset in SUBSETS:
         split = subset_samples(samples, subset)
-        if not split or not methods:
+        if not methods:
             continue
         evaluated: dict[str, dict] = {}
-        for group, (group_methods, group_samples) in enumerate(_coverage_groups(by_method, split)):
+        notes: dict[str, str] = {}
+        shortfall = filtered_shortfall(samples, min_per_class) if subset == "filtered" else None
+        if shortfall:
+            log.warning("subset %r %s", subset, shortfall)
+            notes = dict.fromkeys(methods, shortfall)
+        for group, (group_methods, group_samples) in enumerate(_coverage_groups(by_method, split) if split and not shortfall else []):
             try:
-                folds = _folds(by_method, group_methods, split, group_samples)
+                folds = _folds(by_method, group_methods, split, group_samples, alpha)
             except ValueError as err:
                 if subset == "all" and group == 0:  # the split itself is too small: a configuration error
                     raise ValueError(f"subset {subset!r}: {err}") from None
                 log.warning("subset %r not evaluated for %s: %s", subset, ", ".join(group_methods), err)
+                notes |= {m: f"not evaluated: {err}" for m in (group_methods if group == 0 else group_methods[:1])}
                 continue
             # the main group's draws depend on the seed and the subset only, so models are resampled alike
             rng = np.random.default_rng(derive_seed(seed, "bootstrap", subset, *(group_methods[:1] if group else ())))
@@ -163,7 +192,7 @@ def detection_rows(scores: list[dict], samples: list[dict], *, n_resamples: int,
         for m in methods:
             name = {"subset": subset, "method": m, "family": next(iter(by_method[m].values()))["family"],
                     "oracle": m in ORACLE_METHODS}
-            rows.append(_nan_to_none(name | evaluated[m]) if m in evaluated else name)
+            rows.append(_nan_to_none(name | evaluated[m]) if m in evaluated else name | {"note": notes.get(m)})
         if subset in curves:
             curves[subset] = {m: curves[subset][m] for m in methods if m in curves[subset]}
     return rows, curves

@@ -4,10 +4,11 @@ Labels are 1 for a member (the positive class) and 0 for a non-member; every
 score is oriented so that higher means "more likely a member". The metrics are
 the ones the seed papers report: ROC AUC and TPR at a fixed low FPR
 (threshold-free; MIMIR, CodeSnitch), accuracy / precision / recall / macro F1
-at a threshold (SrDetection Tables 1-2) and CodeSnitch's best balanced
+of decisions (SrDetection Tables 1-2; here the decision is a conformal
+p-value at alpha, ``evaluate.bootstrap``) and CodeSnitch's best balanced
 accuracy. Threshold-free metrics need both classes; with only one present they
 return NaN rather than raise, so a degenerate split shows up as a missing
-value in a results table. ``roc_auc``, ``choose_threshold`` and ``macro_f1``
+value in a results table. ``roc_auc`` and ``macro_f1``
 also take scores (or predictions) with leading batch axes over one label
 vector, which is how the bootstrap evaluates every replicate at once.
 """
@@ -89,34 +90,6 @@ def _macro_f1(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray) ->
         return np.divide(2 * hits, denominator, out=np.zeros(np.shape(hits)), where=denominator > 0)
 
     return (f1(tp, fp + fn) + f1(tn, fn + fp)) / 2
-
-
-def choose_threshold(labels: ArrayLike, scores: ArrayLike) -> float | np.ndarray:
-    """Threshold for ``score >= threshold -> member`` that maximises macro F1.
-
-    Fit it on a calibration split disjoint from the one it is applied to; the
-    seed papers do not say how their thresholds were set. Every split of the
-    sorted scores is tried: the lowest score (everyone a member), the midpoint
-    between each pair of adjacent distinct scores (so a threshold never sits
-    on a score, and the same split on nearby data behaves the same), and
-    +inf (no one a member). Ties in macro F1 go to the lowest threshold.
-    ``scores`` of shape (..., n) give a threshold per leading index.
-    """
-    labels = np.asarray(labels).astype(bool)
-    scores = np.asarray(scores, dtype=float)
-    order = np.argsort(scores, axis=-1, kind="stable")
-    ordered = np.take_along_axis(scores, order, axis=-1)
-    n_pos, n_neg = int(labels.sum()), int((~labels).sum())
-    # Split k (0..n) predicts "member" for sorted positions k..n-1; count the members below it.
-    members_below = np.cumsum(np.concatenate([np.zeros_like(order[..., :1]), labels[order]], axis=-1), axis=-1)
-    tp = n_pos - members_below
-    fp = n_neg - (np.arange(labels.size + 1) - members_below)
-    edge = np.ones_like(ordered[..., :1], dtype=bool)
-    possible = np.concatenate([edge, ordered[..., 1:] > ordered[..., :-1], edge], axis=-1)  # no split inside a tie
-    f1 = np.where(possible, _macro_f1(tp, fp, fn=n_pos - tp, tn=n_neg - fp), -np.inf)
-    thresholds = np.concatenate([ordered[..., :1], (ordered[..., 1:] + ordered[..., :-1]) / 2, np.full_like(ordered[..., :1], np.inf)], axis=-1)
-    best = np.take_along_axis(thresholds, np.argmax(f1, axis=-1)[..., None], axis=-1)[..., 0]
-    return float(best) if scores.ndim == 1 else best
 
 
 def _confusion(labels: ArrayLike, predictions: ArrayLike) -> tuple[np.ndarray, ...]:

@@ -31,6 +31,11 @@ def with_interval(value: float | None, low: float | None, high: float | None) ->
     return "–" if value is None else f"{value:.3f} [{low:.3f}, {high:.3f}]"
 
 
+def summary_alpha(detection: Sequence[dict]) -> str:
+    """The decisions' level, as the rows give it."""
+    return next((f"{r['alpha']:g}" for r in detection if r.get("alpha") is not None), "n/e")
+
+
 def mean_sd(mean: float | None, sd: float | None) -> str:
     if mean is None:
         return "n/e"
@@ -43,12 +48,14 @@ def sample_summary(samples: Sequence[dict]) -> str:
     for s in samples:
         if not s["kept"]:
             dropped[s["reason"].split(":")[0]] += 1
-    pre_exposed = [s for s in kept if s["pre_exposed"]]
+    pre_exposed = [s for s in kept if s["pre_exposed"] is True]
+    unknown = [s for s in kept if s["pre_exposed"] is None]
     return (
         f"{len(samples)} samples; {len(kept)} in the member / non-member split "
         f"({sum(s['split'] == 'member' for s in kept)} members, {sum(s['split'] == 'non-member' for s in kept)} non-members), "
         f"of which {len(pre_exposed)} are flagged pre-exposed ({sum(s['split'] == 'member' for s in pre_exposed)} members) "
-        f"and left out of the filtered subset; {sum(s['fold'] == RECALL_PREFIX for s in samples)} non-members held out "
+        f"and {len(unknown)} unknown to the pre-exposure filter (no valid filter variant to compare with), both left out "
+        f"of the filtered subset; {sum(s['fold'] == RECALL_PREFIX for s in samples)} non-members held out "
         f"as ReCaLL's prefix; dropped: {', '.join(f'{k} {v}' for k, v in sorted(dropped.items())) or 'none'}.\n"
     )
 
@@ -98,7 +105,8 @@ def headline_sections(detection: Sequence[dict], seeds: Sequence[dict]) -> list[
             rows.append(row)
         parts += [
             f"\n## Headline: epoch {epoch}, mixing ratio 1:{ratio:g}, {SUBSET_TITLES[subset]}\n\n"
-            f"Mean ± sd across {len(seed_ids)} training seeds; per seed: AUC / TPR at 5% FPR / macro F1. `n eval`: "
+            f"Mean ± sd across {len(seed_ids)} training seeds; per seed: AUC / TPR at 5% FPR / macro F1 (of conformal "
+            f"decisions at α = {summary_alpha(detection)}). `n eval`: "
             "evaluation samples; a method with fewer (a variant generator that covers only some samples) is "
             "evaluated on its own samples and compared with SrDetection gray-box on those.\n",
             markdown_table(rows, ["method", "n eval", "AUC", "TPR at 5% FPR", "macro F1", *[f"seed {s}" for s in seed_ids]]),
@@ -116,16 +124,18 @@ def detection_sections(detection: Sequence[dict]) -> list[str]:
             if not rows:
                 continue
             if rows[0]["n_eval"] is None:
-                parts.append(f"\n## Detection under {model}, {subset} subset\n\nNot evaluated: a fold of this subset "
-                             "has no members or no non-members.\n")
+                reason = rows[0].get("note") or "a fold of this subset has no members or no non-members"
+                parts.append(f"\n## Detection under {model}, {subset} subset\n\n{reason[0].upper()}{reason[1:]}.\n")
                 continue
             parts += [
                 f"\n## Detection under {model}, {subset} subset\n\n"
-                f"Evaluation fold of {rows[0]['n_eval']} samples ({rows[0]['n_eval_non_members']} non-members); thresholds "
-                f"fitted on the calibration fold ({rows[0]['n_calibration']} samples); a method scored on fewer samples "
-                "(column n eval) is evaluated on its own and compared with the baseline on those. 95% bootstrap CIs refit the threshold "
-                f"in every replicate; Δ is the method minus {BASELINE} on the same replicates (paired), 'beats' the share of "
-                "replicates where the method is higher. Accuracy, precision and recall are in detection.parquet.\n",
+                f"Evaluation fold of {rows[0]['n_eval']} samples ({rows[0]['n_eval_non_members']} non-members). A sample is "
+                f"flagged where its conformal p-value against the calibration fold's {rows[0]['n_control']} non-members is "
+                f"at most α = {rows[0]['alpha']:g} (cross-conformal for the cross-fitted DPDLLM and VeilProbe); FPR is the share of "
+                "the evaluation fold's non-members flagged, which a calibrated detector keeps near α or below. A method scored "
+                "on fewer samples (column n eval) is evaluated on its own and compared with the baseline on those. 95% bootstrap "
+                f"CIs resample the control set too; Δ is the method minus {BASELINE} on the same replicates (paired), 'beats' the "
+                "share of replicates where the method is higher. Accuracy, precision and recall are in detection.parquet.\n",
                 markdown_table(
                     [{"method": method_label(r), "n eval": "–" if r.get("n_eval") is None else f"{r['n_eval']} ({r['n_eval_non_members']})",
                       "AUC [95% CI]": with_interval(r["auc"], r["auc_low"], r["auc_high"]),
@@ -134,9 +144,9 @@ def detection_sections(detection: Sequence[dict]) -> list[str]:
                       "Δ AUC [95% CI]": with_interval(r["delta_auc"], r["delta_auc_low"], r["delta_auc_high"]),
                       "beats (AUC)": r["beats_auc_share"],
                       "Δ macro F1 [95% CI]": with_interval(r["delta_macro_f1"], r["delta_macro_f1_low"], r["delta_macro_f1_high"]),
-                      "beats (F1)": r["beats_macro_f1_share"], "threshold": r["threshold"]} for r in rows],
-                    ["method", "n eval", "AUC [95% CI]", "TPR at 1% FPR", "TPR at 5% FPR", "macro F1 [95% CI]", "Δ AUC [95% CI]",
-                     "beats (AUC)", "Δ macro F1 [95% CI]", "beats (F1)", "threshold"],
+                      "beats (F1)": r["beats_macro_f1_share"], "FPR at α": estimate(r.get("fpr"))} for r in rows],
+                    ["method", "n eval", "AUC [95% CI]", "TPR at 1% FPR", "TPR at 5% FPR", "FPR at α", "macro F1 [95% CI]",
+                     "Δ AUC [95% CI]", "beats (AUC)", "Δ macro F1 [95% CI]", "beats (F1)"],
                 ),
             ]
     return parts

@@ -1,11 +1,13 @@
 """aggregate: the papers' tables from the per-model scores — every detector
 per model (mixing ratio × seed × epoch) on the filtered and the unfiltered
-split, with refitted-bootstrap intervals and a paired comparison with
-SrDetection gray-box; the figures across training seeds; the null check of
-SrDetection's variants under the base model; perplexity of members and
-non-members per model — as Parquet and Markdown, with ROC curves of the
-headline target and of the base model. Other stages' sections (leakage
-scans, contamination, the functional-memorization tables of
+split, decisions from conformal p-values, with bootstrap intervals and a
+paired comparison with SrDetection gray-box; the figures across training
+seeds; the null check of SrDetection's variants under the base model;
+perplexity of members and non-members per model — as Parquet and Markdown,
+with ROC curves of the headline target and of the base model; and the
+calibration table, joined from the row files of every family that checks a
+null (``calibration.table``). Other stages' sections (leakage scans,
+contamination, the functional-memorization tables of
 counterfactual_aggregate) are appended as fragments."""
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import numpy as np
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.calibration.table import SCHEMA as CALIBRATION_SCHEMA
+from leaktrace.calibration.table import combined_rows
 from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.detect.registry import (family_params, generator_instance_name, is_sensitivity_instance,
                                        sensitivity_instance_name)
@@ -26,6 +30,7 @@ from leaktrace.evaluate.detection import ORACLE_METHODS, detection_rows
 from leaktrace.evaluate.null_check import null_check
 from leaktrace.evaluate.seeds import across_seeds
 from leaktrace.models.token_table import losses_by_text
+from leaktrace.report.calibration import calibration_section
 from leaktrace.report.plots import roc_plot
 from leaktrace.report.results import SUBSET_TITLES, method_label, render_report
 
@@ -48,10 +53,10 @@ DETECTION_SCHEMA = pa.schema(
         ("method", pa.string()),
         ("family", pa.string()),
         ("oracle", pa.bool_()),  # Ref against the target's own base model: a best case no audit has
-        ("n_calibration", pa.int32()),
+        ("n_control", pa.int32()),  # the calibration fold's non-members: the conformal p-values' control set
         ("n_eval", pa.int32()),
         ("n_eval_non_members", pa.int32()),
-        ("threshold", pa.float64()),  # null for threshold-free methods
+        ("alpha", pa.float64()),  # decisions: flagged where the conformal p-value is <= alpha
         ("auc", pa.float64()),
         ("auc_low", pa.float64()),
         ("auc_high", pa.float64()),
@@ -60,6 +65,7 @@ DETECTION_SCHEMA = pa.schema(
         ("accuracy", pa.float64()),
         ("precision", pa.float64()),
         ("recall", pa.float64()),
+        ("fpr", pa.float64()),  # the share of the evaluation fold's non-members flagged at alpha
         ("macro_f1", pa.float64()),
         ("macro_f1_low", pa.float64()),
         ("macro_f1_high", pa.float64()),
@@ -72,6 +78,7 @@ DETECTION_SCHEMA = pa.schema(
         ("delta_macro_f1_low", pa.float64()),
         ("delta_macro_f1_high", pa.float64()),
         ("beats_macro_f1_share", pa.float64()),
+        ("note", pa.string()),  # why a row has no figures
     ]
 )
 
@@ -188,10 +195,12 @@ def perplexity_rows(model: str, tokens: Path, split: dict[str, tuple[str, str]])
 
 
 def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], variants: Path, settings: dict, seed: int,
-              out_dir: Path, fragments: tuple[Path, ...] = ()) -> None:
+              out_dir: Path, fragments: tuple[Path, ...] = (), calibration_rows: tuple[Path, ...] = ()) -> None:
     """``settings``: the aggregate config slice, with ``srdetection_graybox``
-    (that family's score settings) for the null check. ``fragments``:
-    Markdown sections of other stages (the leakage scans) appended to the report."""
+    (that family's score settings) for the null check and ``alpha`` (the
+    decisions' level). ``fragments``: Markdown sections of other stages (the
+    leakage scans) appended to the report. ``calibration_rows``: row files of
+    ``calibration.table``, joined into calibration.parquet."""
     records = read_records(samples)
     # Perplexity and the counterfactual table use the whole split; ReCaLL's prefix samples are no part of it.
     split = {r["sample_id"]: (r["split"], r["fold"]) for r in records if r["kept"] and r["fold"] != RECALL_PREFIX}
@@ -199,7 +208,8 @@ def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], v
     detection, curves = [], {}
     for model, path in scores.items():
         try:
-            rows, curves[model] = detection_rows(read_records(path), records, n_resamples=settings["bootstrap_resamples"], seed=seed)
+            rows, curves[model] = detection_rows(read_records(path), records, n_resamples=settings["bootstrap_resamples"], seed=seed,
+                                                 alpha=settings["alpha"], min_per_class=settings["filtered_min_per_class"])
         except ValueError as err:
             raise ValueError(f"evaluating {model} ({path}): {err}") from None
         detection += [{name: row.get(name) for name in DETECTION_SCHEMA.names} | {"model": model, **model_coordinates(model)}
@@ -224,6 +234,10 @@ def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], v
     for model, name in ((headline_model(list(scores)), "roc.png"), (NULL_CHECK_MODEL, "roc_reference.png")):
         roc_figure(model, curves.get(model, {}), families, out_dir / name)
 
+    calibration = combined_rows(calibration_rows)
+    write_table(calibration, CALIBRATION_SCHEMA, out_dir / "calibration.parquet")
+
     extra = tuple(path.read_text() for path in fragments)
-    (out_dir / "report.md").write_text(render_report(records, detection, seeds, null_rows, perplexity, extra))
+    (out_dir / "report.md").write_text(render_report(records, detection, seeds, null_rows, perplexity,
+                                                     (calibration_section(calibration), *extra)))
     log.info("aggregate tables in %s", out_dir)

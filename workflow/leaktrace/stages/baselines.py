@@ -10,9 +10,13 @@
   states; the t-test filter and the prototypical network.
 
 Every learned component is saved with the ids of the samples it was trained
-on. The classifiers read the labels of the split's calibration fold only;
-their scores (member probability) and decisions (the classifier's) for every
-sample go to ``score_methods`` like any detector's."""
+on. The classifiers read the labels of the split's calibration fold only,
+cross-fitted over ``folds`` folds of it (``detect.cross_fit``): a
+calibration sample is scored by the fit that held its fold out, every other
+sample by the fit on the whole fold, and no sample by a fit that saw its
+label. Their scores (member probability), decisions (the classifier's) and
+every fold's score of every sample go to ``score_methods`` like any
+detector's."""
 
 from __future__ import annotations
 
@@ -25,17 +29,12 @@ import pyarrow as pa
 import torch
 
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.detect.dpdllm import FEATURES, ContinuationStats, classify, continuation_features, feature_matrix, fit_classifier
+from leaktrace.detect.cross_fit import UNLABELLED, CrossFit, cross_fit, stratified_share
+from leaktrace.detect.dpdllm import FEATURES, ContinuationStats, continuation_features, dpdllm_fitter, feature_matrix
 from leaktrace.detect.mapping_model import MappingSettings, hidden_features, new_mapping_model, train_mapping
-from leaktrace.detect.prototypical import ProtoSettings, fit_prototypical
 from leaktrace.detect.registry import family_params
 from leaktrace.detect.srdetection_blackbox import _TokenBudget, split_prefix_suffix
-from leaktrace.detect.veilprobe import (
-    key_token_scores,
-    membership_features,
-    perturb_key_tokens,
-    significant_dimensions,
-)
+from leaktrace.detect.veilprobe import key_token_scores, perturb_key_tokens, veilprobe_fitter
 from leaktrace.seeding import derive_seed
 from leaktrace.stages.score import SCORES_SCHEMA, _language_model, _valid_texts, model_spec
 from leaktrace.train.lora import LoraSettings, train_lora
@@ -65,22 +64,19 @@ def _write_ids(directory: Path, ids: list[str], **extra) -> None:
     (directory / "trained_on.json").write_text(json.dumps({"sample_ids": ids, **extra}, indent=1, sort_keys=True) + "\n")
 
 
-def _calibration(samples: Path, scored: set[str], labelled_fraction: float = 1.0, seed: int = 0) -> dict[str, bool]:
+def calibration_labels(samples: Path, scored: set[str]) -> dict[str, bool]:
     """sample_id -> is a member, for the calibration fold's kept samples that
-    have features (a stratified, seeded share of them when ``labelled_fraction`` < 1).
-    Nothing else of the split is read."""
+    have features. Nothing else of the split is read."""
     rows = [r for r in read_records(samples, ["sample_id", "split", "fold", "kept"])
             if r["kept"] and r["fold"] == "calibration" and r["sample_id"] in scored]
-    labels = {r["sample_id"]: r["split"] == "member" for r in rows}
-    if labelled_fraction >= 1:
-        return labels
-    rng = np.random.default_rng(seed)
-    chosen = {}
-    for member in (True, False):
-        ids = sorted(s for s, m in labels.items() if m == member)
-        keep = max(2, round(labelled_fraction * len(ids)))
-        chosen |= {s: member for s in rng.permutation(ids)[:keep].tolist()}
-    return dict(sorted(chosen.items()))
+    return {r["sample_id"]: r["split"] == "member" for r in rows}
+
+
+def labelled_share(labels: dict[str, bool], labelled_fraction: float, seed: int) -> dict[str, bool]:
+    """A stratified, seeded share of ``labels`` (all of them at 1; at least 2 per class)."""
+    ids = sorted(labels)
+    chosen = stratified_share(np.array([labels[s] for s in ids]), labelled_fraction, np.random.default_rng(seed))
+    return {ids[i]: labels[ids[i]] for i in chosen}
 
 
 # --- DPDLLM -----------------------------------------------------------------
@@ -146,24 +142,35 @@ def dpdllm_features(generations: Path, model: dict, reference_adapter: Path, bat
              len(empty), ", ".join(empty))
 
 
-def _score_rows(method: str, ids: list[str], scores: np.ndarray, decisions: np.ndarray) -> list[dict]:
-    return [{"sample_id": sid, "method": method, "family": method, "score": float(s), "decision": bool(d)}
-            for sid, s, d in zip(ids, scores, decisions, strict=True)]
+def _score_rows(method: str, ids: list[str], fitted: CrossFit) -> list[dict]:
+    return [{"sample_id": sid, "method": method, "family": method, "score": float(fitted.scores[i]),
+             "decision": bool(fitted.decisions[i]), "fold": int(fitted.fold[i]),
+             "fold_scores": fitted.fold_scores[:, i].tolist()} for i, sid in enumerate(ids)]
 
 
-def fit_dpdllm(features: Path, samples: Path, output: Path, model_dir: Path) -> None:
+def _fits(ids: list[str], fitted: CrossFit) -> list[dict]:
+    """trained_on.json's record of every fit: the ids it was trained on."""
+    k = len(fitted.fold_scores)
+    return [{"fit": f"fold {f}" if f < k else "full", "fold": f if f < k else UNLABELLED,
+             "sample_ids": [ids[i] for i in train]} for f, train in enumerate(fitted.trained_on)]
+
+
+def cross_fitted(ids: list[str], labels: dict[str, bool], fit_many, folds: int, seed: int) -> CrossFit:
+    index = {sid: i for i, sid in enumerate(ids)}
+    return cross_fit(np.array([index[s] for s in labels], dtype=np.int64), np.array(list(labels.values()), dtype=bool),
+                     len(ids), fit_many, folds, seed)
+
+
+def fit_dpdllm(features: Path, samples: Path, folds: int, seed: int, output: Path, model_dir: Path) -> None:
     rows = read_records(features)
     ids = [r["sample_id"] for r in rows]
-    labels = _calibration(samples, set(ids))
-    x = feature_matrix(rows)
-    train = [ids.index(sid) for sid in labels]
-    classifier = fit_classifier(x[train], np.array(list(labels.values())))
-    scores, decisions = classify(classifier, x)
+    labels = calibration_labels(samples, set(ids))
+    fitted = cross_fitted(ids, labels, dpdllm_fitter(feature_matrix(rows)), folds, derive_seed(seed, "dpdllm-folds"))
     model_dir.mkdir(parents=True, exist_ok=True)
-    _write_ids(model_dir, list(labels), features=list(FEATURES), classes=classifier.classes_.tolist(),
-               class_prior=classifier.class_prior_.tolist(), theta=classifier.theta_.tolist(), var=classifier.var_.tolist())
-    write_table(_score_rows("dpdllm", ids, scores, decisions), SCORES_SCHEMA, output)
-    log.info("DPDLLM: naive Bayes fitted on %d calibration samples, scored %d", len(train), len(ids))
+    _write_ids(model_dir, list(labels), features=list(FEATURES), fits=_fits(ids, fitted))
+    write_table(_score_rows("dpdllm", ids, fitted), SCORES_SCHEMA, output)
+    log.info("DPDLLM: naive Bayes cross-fitted over %d folds of %d calibration samples, scored %d", len(fitted.fold_scores),
+             len(labels), len(ids))
 
 
 # --- VeilProbe --------------------------------------------------------------
@@ -222,24 +229,21 @@ def veilprobe_features(blackbox: Path, perturbed: Path, model: dict, settings: d
     log.info("VeilProbe mapping model: %d pairs, loss by epoch %s", len(ids), ", ".join(f"{x:.3f}" for x in losses))
 
 
-def fit_veilprobe(features: Path, samples: Path, settings: dict, seed: int, output: Path, model_dir: Path) -> None:
+def fit_veilprobe(features: Path, samples: Path, settings: dict, folds: int, seed: int, output: Path, model_dir: Path) -> None:
     params = family_params("veilprobe", settings)
     torch.set_num_threads(1)
     rows = read_records(features)
     ids = [r["sample_id"] for r in rows]
-    original = np.array([r["original"] for r in rows], dtype=np.float64)
-    perturbed = np.array([r["perturbed"] for r in rows], dtype=np.float64)
-    labels = _calibration(samples, set(ids), params["labelled_fraction"], derive_seed(seed, "veilprobe-labelled"))
-    train = np.array([ids.index(sid) for sid in labels])
-    y = np.array(list(labels.values()))
-    mask = significant_dimensions(np.abs(perturbed[train] - original[train]), y, params["p_value"])
-    x = membership_features(original, perturbed, mask)
-    proto = ProtoSettings(epochs=params["proto_epochs"], seed=derive_seed(seed, "veilprobe-protonet") % 2**32)
-    net = fit_prototypical(x[train], y, proto)
-    scores, decisions = net.member_scores(x)
+    labels = labelled_share(calibration_labels(samples, set(ids)), params["labelled_fraction"],
+                            derive_seed(seed, "veilprobe-labelled"))
+    fitter = veilprobe_fitter(rows, params, seed)
+    fitted = cross_fitted(ids, labels, fitter, folds, derive_seed(seed, "veilprobe-folds"))
     model_dir.mkdir(parents=True, exist_ok=True)
-    torch.save(net.state(), model_dir / "protonet.pt")
-    _write_ids(model_dir, list(labels), significant_dimensions=np.flatnonzero(mask).tolist())
-    write_table(_score_rows("veilprobe", ids, scores, decisions), SCORES_SCHEMA, output)
-    log.info("VeilProbe: %d of %d difference dimensions pass the t-test; prototypical network on %d calibration samples",
-             int(mask.sum()), mask.size, len(train))
+    torch.save(fitter.states[-1], model_dir / "protonet.pt")  # the full fit's, which scores the unlabelled samples
+    fits = [fit | {"significant_dimensions": np.flatnonzero(mask).tolist()}
+            for fit, mask in zip(_fits(ids, fitted), fitter.masks, strict=True)]
+    _write_ids(model_dir, list(labels), fits=fits)
+    write_table(_score_rows("veilprobe", ids, fitted), SCORES_SCHEMA, output)
+    log.info("VeilProbe: %d of %d difference dimensions pass the t-test on the calibration fold; prototypical networks "
+             "cross-fitted over %d folds of %d calibration samples", int(fitter.masks[-1].sum()), fitter.masks[-1].size,
+             len(fitted.fold_scores), len(labels))

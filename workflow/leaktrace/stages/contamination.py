@@ -3,11 +3,14 @@ score tables alone (no forward pass). Dataset inference against known
 non-members (the testbed's split) or a held-out id list, the
 variant-preference test against a reference model (audit mode), the
 p-value as a function of the number of samples, and the calibration of each
-test: its false-positive rate under nulls the testbed knows to be true (the
-base model and the sham control on random halves of all samples, each
-target on random halves of its non-members, the exchangeability test on
-random orders) and its power on a target's members. Also the
-``dataset-inference`` command on tables a user brings."""
+test: its false-positive rate under nulls the testbed knows to be true (each
+target on random halves of its non-members, the sham control's variant
+preference, the exchangeability test on random orders) and its power on a
+target's members. Dataset inference's null under the unexposed models is
+``calibration.membership``'s (re-randomised memberships, learned features
+refitted); the exchangeability test on the benchmark's real order under the
+unexposed models goes to the calibration table (``calibration_rows``). Also
+the ``dataset-inference`` command on tables a user brings."""
 
 from __future__ import annotations
 
@@ -21,7 +24,9 @@ import numpy as np
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.contamination.calibration import ABOVE, false_positive_rate, rejection_rate
+from leaktrace.calibration.rates import ABOVE, false_positive_rate, rejection_rate
+from leaktrace.calibration.table import REAL_ORDER, count_row, write_rows
+from leaktrace.calibration.unexposed import is_unexposed
 from leaktrace.contamination.combine import COMBINATION
 from leaktrace.contamination.dataset_inference import MIN_PER_SET, dataset_inference, p_value_curve, smallest_n
 from leaktrace.contamination.features import feature_matrix, score_lookup, shared_methods
@@ -162,21 +167,22 @@ class Scenario:
 
 def calibration_scenarios(models: Sequence[str], references: Sequence[str], everyone: list[str], members: list[str],
                           non_members: list[str]) -> list[Scenario]:
-    """The nulls and the exposures each calibrated model gives. Base model:
-    DI on halves of all samples. Sham control (never saw the benchmark): DI
-    on halves of all samples, and its variant preference against each
-    reference that is not itself (against the base model: a null for that
-    test although the sham was fine-tuned; a second sham against the first:
-    a null for the sham-referenced test). Target: DI on halves of its
+    """The nulls and the exposures each calibrated model gives. Sham control
+    (never saw the benchmark): its variant preference against each reference
+    that is not itself (against the base model: a null for that test
+    although the sham was fine-tuned; a second sham against the first: a
+    null for the sham-referenced test). Target: DI on halves of its
     non-members (null) and half its members against half its non-members
     (power); its variant preference against each reference, on halves of the
-    non-members (null) and of the members (power)."""
+    non-members (null) and of the members (power). Dataset inference under a
+    model that never saw the split (base model, sham) is calibrated on
+    re-randomised memberships with its learned features refitted
+    (``calibration.membership``), which random halves of all samples are not."""
     scenarios = []
     for model in models:
         if model == BASE_MODEL:
-            scenarios.append(Scenario("base model, random halves of all samples", NULL, model, DI, everyone))
-        elif is_sham(model):
-            scenarios.append(Scenario("sham, random halves of all samples", NULL, model, DI, everyone))
+            continue
+        if is_sham(model):
             scenarios += [Scenario(f"sham vs {_role(ref)}, random halves of all samples", NULL, model, PREFERENCE, everyone,
                                    reference=ref) for ref in references if ref != model]
         else:
@@ -249,6 +255,24 @@ def exchangeability_calibration_rows(paths: dict[str, Path], alpha: float) -> li
     return rows
 
 
+def real_order_rows(results: dict[str, dict], alphas: list[float]) -> list[dict]:
+    """The exchangeability test on the benchmark's real order under each
+    unexposed model (``results``: model -> the exchangeability stage's row),
+    and pooled over them: a null only if the order carries nothing a model
+    can prefer unseen, i.e. was randomised at release."""
+    tested = {m: r for m, r in results.items() if is_unexposed(m) and r["p_value"] is not None}
+    rows = []
+    for alpha in alphas:
+        for model, r in tested.items():
+            note = f"{r['n_shards']} shards x {r['n_permutations']} permutations of {r['n_examples']} examples ({r['samples']}); p = {r['p_value']:.3g}"
+            rows.append(count_row(EXCHANGEABILITY, model, REAL_ORDER, alpha, int(r["p_value"] <= alpha), 1, note=note))
+        if len(tested) > 1:
+            rejected = sum(r["p_value"] <= alpha for r in tested.values())
+            rows.append(count_row(EXCHANGEABILITY, "pooled unexposed models", REAL_ORDER, alpha, rejected, len(tested),
+                                  note=f"the real order under {', '.join(tested)}"))
+    return rows
+
+
 def contamination(samples: Path, scores: dict[str, Path], settings: dict, seed: int, out_dir: Path,
                   held_out_ids: Path | None = None, exchangeability: dict[str, Path] | None = None,
                   exchangeability_calibration: dict[str, Path] | None = None) -> None:
@@ -286,8 +310,10 @@ def contamination(samples: Path, scores: dict[str, Path], settings: dict, seed: 
                 row["reference"], points = pref["reference"], []
             rows.append(base | {"validation": validation} | row)
             curve += [{"model": model, "validation": validation, "n": n, "p_value": p} for n, p in points]
+    real_order = {}
     for model, path in (exchangeability or {}).items():
         (result,) = read_records(path)
+        real_order[model] = result
         rows.append({"model": model, **model_coordinates(model), "test": EXCHANGEABILITY, "validation": PERMUTATIONS,
                      "n_suspect": result["n_examples"], "p_value": result["p_value"], "mean_difference": result["mean_difference"],
                      "features": f"{result['n_shards']} shards x {result['n_permutations']} permutations ({result['samples']})"})
@@ -296,6 +322,7 @@ def contamination(samples: Path, scores: dict[str, Path], settings: dict, seed: 
     write_table(rows, P_VALUES_SCHEMA, out_dir / "p_values.parquet")
     write_table(curve, CURVE_SCHEMA, out_dir / "p_value_curve.parquet")
     write_table(calibration, CALIBRATION_SCHEMA, out_dir / "calibration.parquet")
+    write_rows(real_order_rows(real_order, settings["alphas"]), out_dir / "calibration_rows.parquet")
     p_value_curves(curve, settings["alpha"], out_dir / "p_value_curve.png")
     (out_dir / "report.md").write_text(render_section(rows, calibration, settings["alpha"]))
     log.info("contamination: %d p-values, %d calibration rows in %s", len(rows), len(calibration), out_dir)

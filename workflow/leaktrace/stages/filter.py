@@ -13,7 +13,7 @@ import pyarrow as pa
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.functions import FunctionFilter, function_anatomy, program_anatomy
 from leaktrace.data.samples import not_runnable, require_runnable, sample_tests
-from leaktrace.data.split import RECALL_PREFIX, assign_splits, pre_exposure_reason
+from leaktrace.data.split import RECALL_PREFIX, assign_splits, pre_exposure
 from leaktrace.models.token_table import losses_by_text
 from leaktrace.seeding import rng_for
 
@@ -42,8 +42,9 @@ SAMPLES_SCHEMA = pa.schema(
         # SrDetection's pre-exposure filter, judged on its own variants (kind
         # "filter"), never the ones the detectors score: it flags, it does not
         # decide the split, so every method is reported with and without it.
+        # null: unknown (no valid filter variant to judge by), left out of the filtered protocol too
         ("pre_exposed", pa.bool_()),
-        ("pre_exposure", pa.string()),  # the filter's reason when it flags
+        ("pre_exposure", pa.string()),  # the filter's reason when it flags, or why it could not judge
         ("original_loss", pa.float64()),
         ("min_filter_variant_loss", pa.float64()),
         ("n_valid_variants", pa.int32()),  # detector variants
@@ -131,8 +132,8 @@ def split_samples(functions: Path, variants: Path, reference_tokens: Path, setti
                 filter_losses = [losses[(sid, vid)] for vid in filter_variants]
                 row["original_loss"] = losses[(sid, 0)]
                 row["min_filter_variant_loss"] = min(filter_losses, default=None)
-                row["pre_exposure"] = pre_exposure_reason(losses[(sid, 0)], filter_losses) if settings["pre_exposure"] else None
-                row["pre_exposed"] = row["pre_exposure"] is not None
+                row["pre_exposed"], row["pre_exposure"] = pre_exposure(losses[(sid, 0)], filter_losses) \
+                    if settings["pre_exposure"] else (False, None)
         rows.append(row)
     prefix = set(rng_for(seed, "split", "recall-prefix").sample(sorted(spare), min(recall_prefix, len(spare))))
     if len(eligible) < 2:
@@ -155,5 +156,5 @@ def split_samples(functions: Path, variants: Path, reference_tokens: Path, setti
     write_table(rows, SAMPLES_SCHEMA, output)
     kept = [r for r in rows if r["kept"]]
     reasons = Counter(r["reason"].split(":")[0] for r in rows if not r["kept"])
-    log.info("split %d of %d samples (%d flagged by the pre-exposure filter); not split: %s", len(kept), len(rows),
-             sum(r["pre_exposed"] for r in kept), dict(reasons))
+    log.info("split %d of %d samples (%d flagged by the pre-exposure filter, %d unknown to it); not split: %s", len(kept),
+             len(rows), sum(r["pre_exposed"] is True for r in kept), sum(r["pre_exposed"] is None for r in kept), dict(reasons))

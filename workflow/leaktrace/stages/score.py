@@ -33,7 +33,11 @@ SCORES_SCHEMA = pa.schema(
         ("method", pa.string()),
         ("family", pa.string()),
         ("score", pa.float64()),
-        ("decision", pa.bool_()),  # only for threshold-free methods
+        ("decision", pa.bool_()),  # the detector's own flag (SrDetection's, a classifier's), read by the audit; null: none
+        # learned detectors (DPDLLM, VeilProbe; detect/cross_fit.py): the cross-fit fold that held the sample out
+        # and scored it, -1 where the full fit scored it (a sample outside the labelled calibration fold)
+        ("fold", pa.int32()),
+        ("fold_scores", pa.list_(pa.float64())),  # learned detectors: each fold's fit's score of the sample
     ]
 )
 
@@ -252,7 +256,8 @@ def score_methods(tokens: Path, variants: Path, settings: dict, output: Path, *,
                       "decision": m.decide(e)} for e in evidence if e.variants]
     learned_rows = {(r["method"], r["sample_id"]): r for path in learned for r in read_records(path)}
     for m in (m for m in methods if m.needs_learned):
-        rows += [{"sample_id": sid, "method": m.name, "family": m.family, "score": m.score(learned_rows[(m.name, sid)]),
-                  "decision": m.decide(learned_rows[(m.name, sid)])} for sid in sorted(originals) if (m.name, sid) in learned_rows]
+        rows += [{"sample_id": sid, "method": m.name, "family": m.family, "score": m.score(row), "decision": m.decide(row),
+                  "fold": row["fold"], "fold_scores": row["fold_scores"]}
+                 for sid in sorted(originals) if (row := learned_rows.get((m.name, sid))) is not None]
     write_table(sorted(rows, key=lambda r: (r["sample_id"], r["method"])), SCORES_SCHEMA, output)
     log.info("%d scores for %d samples and %d methods", len(rows), len(originals), len(methods))

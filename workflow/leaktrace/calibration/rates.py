@@ -20,15 +20,22 @@ from scipy.stats import binomtest
 WITHIN, ABOVE = "within binomial margin", "above binomial margin"
 
 
+def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The exact binomial interval of a rate k / n (0 of 20: [0, 0.168])."""
+    if n < 1 or not 0 <= k <= n:
+        raise ValueError(f"a rate needs 0 <= k <= n and n >= 1, got k={k}, n={n}")
+    interval = binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
+    return float(interval.low), float(interval.high)
+
+
 def rejection_rate(p_values: Sequence[float], alpha: float) -> dict:
     """The share of ``p_values`` below ``alpha``, with its Clopper-Pearson 95% interval."""
     if not p_values:
         raise ValueError("no p-values")
     rejected = sum(p < alpha for p in p_values)
     n = len(p_values)
-    interval = binomtest(rejected, n, alpha).proportion_ci(confidence_level=0.95, method="exact")
-    return {"n_seeds": n, "n_rejected": rejected, "rate": rejected / n, "rate_low": float(interval.low),
-            "rate_high": float(interval.high)}
+    low, high = clopper_pearson(rejected, n)
+    return {"n_seeds": n, "n_rejected": rejected, "rate": rejected / n, "rate_low": low, "rate_high": high}
 
 
 def false_positive_rate(p_values: Sequence[float], alpha: float, margin_level: float = 0.05) -> dict:

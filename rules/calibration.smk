@@ -1,0 +1,96 @@
+# The calibration table's rows of the per-sample detectors and of dataset
+# inference (leaktrace/stages/calibration.py, issue 31): conformal decisions
+# checked on the calibration fold and over re-partitions of the non-members
+# under every scored testbed model, dataset inference on re-randomised
+# memberships under the unexposed ones. No forward pass: the learned
+# detectors' classifiers are refitted from their features, all fits of a
+# model as one batch. One job per model and check, so each starts as soon as
+# its model is scored and a change re-runs only the models it touches.
+
+LEARNED_FAMILIES = [family for family in ("dpdllm", "veilprobe") if family in METHODS]
+
+
+def conformal_calibration_models():
+    """Every testbed model with detector scores: the base model, every target, the sham controls and twins."""
+    return list(dict.fromkeys(MODELS + unexposed_models(scored=True)))
+
+
+def membership_calibration_models():
+    return unexposed_models(scored=True)
+
+
+def calibration_inputs(wildcards):
+    """The split, the model's scores and its learned detectors' features (testbed models only)."""
+    scored = f"{RESULTS}/score/{wildcards.benchmark}/{wildcards.model}"
+    families = LEARNED_FAMILIES if wildcards.model in MODELS else []
+    return {"samples": f"{RESULTS}/filter/{wildcards.benchmark}.samples.parquet", "scores": f"{scored}/scores.parquet",
+            "learned": [f"{scored}/{family}/features.parquet" for family in families]}
+
+
+def learned_arguments(wildcards, input):
+    families = LEARNED_FAMILIES if wildcards.model in MODELS else []
+    pairs = " ".join(f"{wildcards.model}:{f}={p}" for f, p in zip(families, input.learned, strict=True))
+    return f"--learned {pairs}" if pairs else ""
+
+
+def calibration_settings(*keys, dataset_inference=False):
+    """The calibration slice's ``keys``, the learned detectors' settings (VeilProbe's) and, for
+    ``dataset_inference``, that test's."""
+    block = {"calibration": {k: config["calibration"][k] for k in keys}, "veilprobe": METHODS.get("veilprobe")}
+    if dataset_inference:
+        block["dataset_inference"] = config["contamination"]["dataset_inference"]
+    return json.dumps(block, sort_keys=True)
+
+
+def calibration_results(benchmark):
+    return [f"{RESULTS}/calibration/{benchmark}/conformal/{m}.parquet" for m in conformal_calibration_models()] \
+        + [f"{RESULTS}/calibration/{benchmark}/dataset_inference/{m}.parquet" for m in membership_calibration_models()]
+
+
+CALIBRATION_ROW_FILES.append(calibration_results)
+
+
+rule calibration_conformal:
+    input:
+        unpack(calibration_inputs),
+    output:
+        f"{RESULTS}/calibration/{{benchmark}}/conformal/{{model}}.parquet",
+    params:
+        learned=learned_arguments,
+        settings=calibration_settings("alphas", "cross_fit_folds", "repartitions"),
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/calibration_conformal/{{benchmark}}/{{model}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/calibration_conformal/{{benchmark}}/{{model}}.tsv"
+    threads: 1
+    conda:
+        MODEL_ENV
+    resources:
+        **cpu_job(seconds_per_row=0.05),
+    shell:
+        "{LEAKTRACE} calibration-conformal --samples {input.samples} --scores {wildcards.model}={input.scores}"
+        " {params.learned} --settings {params.settings:q} --seed {params.seed} --output {output} 2> {log}"
+
+
+rule calibration_membership:
+    input:
+        unpack(calibration_inputs),
+    output:
+        f"{RESULTS}/calibration/{{benchmark}}/dataset_inference/{{model}}.parquet",
+    params:
+        learned=learned_arguments,
+        settings=calibration_settings("alphas", "cross_fit_folds", "memberships", dataset_inference=True),
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/calibration_membership/{{benchmark}}/{{model}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/calibration_membership/{{benchmark}}/{{model}}.tsv"
+    threads: 1
+    conda:
+        MODEL_ENV
+    resources:
+        **cpu_job(seconds_per_row=0.05),
+    shell:
+        "{LEAKTRACE} calibration-membership --samples {input.samples} --scores {wildcards.model}={input.scores}"
+        " {params.learned} --settings {params.settings:q} --seed {params.seed} --output {output} 2> {log}"
