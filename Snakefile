@@ -20,6 +20,7 @@ include: "rules/audit.smk"
 include: "rules/contamination.smk"
 include: "rules/calibration.smk"
 include: "rules/mutate.smk"
+include: "rules/watermark.smk"
 
 
 # Each job's SLURM partition, and cluster.one_job's group (rules/cluster.smk).

@@ -2,7 +2,7 @@ def aggregate_inputs(wildcards):
     score_dir = f"{RESULTS}/score/{wildcards.benchmark}"
     return {
         "fragments": leakage_fragments(wildcards.benchmark) + contamination_fragments(wildcards.benchmark)
-        + functional_fragments(wildcards.benchmark),
+        + functional_fragments(wildcards.benchmark) + watermark_fragments(wildcards.benchmark),
         "samples": f"{RESULTS}/filter/{wildcards.benchmark}.samples.parquet",
         "scores": [f"{score_dir}/{m}/scores.parquet" for m in MODELS],
         "tokens": [f"{score_dir}/{m}/tokens.parquet" for m in MODELS],
