@@ -21,6 +21,7 @@ include: "rules/contamination.smk"
 include: "rules/calibration.smk"
 include: "rules/twin.smk"
 include: "rules/mutate.smk"
+include: "rules/watermark.smk"
 
 
 # Each job's SLURM partition, and cluster.one_job's group (rules/cluster.smk).

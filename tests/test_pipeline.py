@@ -2,6 +2,7 @@
 default config, and an end-to-end run of the micro config, after which a
 scoring-only config change re-runs only scoring and aggregation."""
 
+import json
 import re
 import subprocess
 import sys
@@ -87,6 +88,7 @@ def test_default_config_dry_run_plans_every_stage(tmp_path):
     assert "pretrain_base_model" not in planned  # the shipped model is never retrained by accident
     assert "sham_mix" not in planned  # the sham control is off in the default (its budget); micro runs it
     assert {"twin_split", "twin_mix", "train_control", "twin"} <= planned  # the complement twin, the default's null
+    assert "train_watermark" not in planned  # so is the randomized publication
 
 
 def test_micro_run_writes_every_artifact(micro_run):
@@ -184,6 +186,39 @@ def test_micro_run_writes_every_artifact(micro_run):
     assert "## Detection" in (out / "aggregate" / "humaneval" / "report.md").read_text()
 
 
+def test_micro_randomized_publication_trains_on_the_release_and_tests_it(micro_run):
+    """The release in HumanEval's layout, the watermark target's mix the first
+    ratio's with the members' published forms in place of their originals
+    (every other chunk as it was), a test per model, and the random
+    publications' rows in the calibration table and the report."""
+    workdir, _ = micro_run
+    out = workdir / "results" / "micro"
+    release = out / "watermark/humaneval/release"
+    published = {r["task_id"]: r for r in map(json.loads, (release / "published.jsonl").read_text().splitlines())}
+    assert len(published) == 16 and set(json.loads((release / "commitment.json").read_text())) >= {
+        "seed_sha256", "forms_sha256", "published_sha256"}
+    code = {f"humaneval/{tid}": r["prompt"] + r["canonical_solution"] for tid, r in published.items()}
+    mix = pq.read_table(out / "train/humaneval/ratio-1/mix.parquet").to_pylist()
+    watermark = pq.read_table(out / "train/humaneval/watermark/ratio-1/mix.parquet").to_pylist()
+    assert [(r["kind"], r["source_id"]) for r in watermark] == [(r["kind"], r["source_id"]) for r in mix]
+    assert all(r["text"] == code[r["source_id"]] for r in watermark if r["kind"] == "member")
+    assert all(a["text"] == b["text"] for a, b in zip(mix, watermark, strict=True) if a["kind"] == "text")
+    originals = {r["sample_id"]: r["code"] for r in pq.read_table(out / "data/benchmarks/humaneval.parquet").to_pylist()}
+    assert all(r["text"] != originals[r["source_id"]] for r in watermark if r["kind"] == "member")
+    assert (out / "train/humaneval/watermark/ratio-1/seed-0/adapter/epoch-1/adapter_config.json").exists()
+    for model in ("reference", "sham-r1-s0-e1", "target-r1-s0-e1", "wm-r1-s0-e1"):
+        (result,) = pq.read_table(out / f"watermark/humaneval/test/{model}/result.parquet").to_pylist()
+        assert result["testable"] >= 12 and 0 < result["p_value"] <= 1 and result["method"] == "exact convolution"
+    table = pq.read_table(out / "aggregate/humaneval/calibration.parquet").to_pylist()
+    rows = [r for r in table if r["null"] == "random publication"]
+    assert {(r["model"], r["alpha"]) for r in rows} == {(m, a) for m in ("reference", "sham-r1-s0-e1", "target-r1-s0-e1")
+                                                        for a in (0.01, 0.05, 0.1)}
+    assert all(r["n"] == 200 and r["holds"] for r in rows)
+    report = (out / "aggregate/humaneval/report.md").read_text()
+    assert "## Randomized publication" in report and "wm-r1-s0-e1" in report
+    assert (out / "watermark/humaneval/p_values.png").stat().st_size > 1000
+
+
 def test_micro_leakage_scan_finds_every_member_and_no_non_member(micro_run, tmp_path):
     workdir, _ = micro_run
     out = workdir / "results" / "micro" / "leakage"
@@ -250,7 +285,7 @@ def test_micro_rerun_writes_the_same_bytes(micro_run, tmp_path):
     run_micro(tmp_path)
     first, second = (result_bytes(d / "results" / "micro") for d in (workdir, tmp_path))
     assert sorted(first) == sorted(second)
-    assert sum(name.endswith("adapter_config.json") for name in first) == 6 and len(first) > 50  # 4 targets, sham, twin
+    assert sum(name.endswith("adapter_config.json") for name in first) == 7 and len(first) > 50  # 4 targets, sham, twin, wm
     assert sorted(name for name in first if first[name] != second[name]) == []
 
 

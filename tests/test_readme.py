@@ -22,6 +22,9 @@ import pytest
 from repo_copy import AUDIT_COMMAND, MICRO_COMMAND, REPO, fresh_copy
 
 TIMEOUT = 300
+# The randomized publication's commands (README, "Benchmarks that can prove their own leakage"): run as
+# written, in the README's order, on the shipped five-problem HumanEval file and the shipped model.
+MAINTAINER_COMMANDS = ("publish", "watermark-test")
 
 
 def readme_commands() -> list[str]:
@@ -53,6 +56,8 @@ def how_to_check(command: str) -> tuple[str, list[str]] | None:
         return "report of the micro run", [*words, "--configfile", "config/micro.yaml"]
     if words[0] == ".venv/bin/python" and words[1].startswith("benchmarks/"):
         return "flags against the script's parser", words
+    if words[:3] == [".venv/bin/python", "-m", "leaktrace"] and words[3] in MAINTAINER_COMMANDS:
+        return "run for real: a maintainer's release", words  # in order, by test_readme_maintainer_commands_run
     if words[:3] == [".venv/bin/python", "-m", "leaktrace"]:  # a command on a user's own files
         return "flags against the command's --help", [*words[:4], "--help"]
     if words[0].startswith("scripts/slurm-") or words[0] == "benchmarks/gpu_checks.sh":
@@ -94,6 +99,20 @@ def test_readme_command_works_as_written(command, copy):
     assert result.returncode == 0, f"{command!r} ({how}) failed:\n{output[-3000:]}"
     if how == "dry run":
         assert "Job stats" in output or "Nothing to be done" in output, output[-2000:]
+
+
+def test_readme_maintainer_commands_run_as_written(copy):
+    """Publish, then test the release under the shipped model: each command
+    as the README writes it, from the fresh copy's root, in its order."""
+    commands = checked_by("run for real: a maintainer's release")
+    assert [shlex.split(c)[3] for c in commands] == list(MAINTAINER_COMMANDS)
+    for command in commands:
+        result = subprocess.run(shlex.split(command), cwd=copy, capture_output=True, text=True, timeout=TIMEOUT)
+        assert result.returncode == 0, f"{command!r} failed:\n{result.stderr[-3000:]}"
+    release = copy / shlex.split(commands[0])[5]
+    assert (release / "published.jsonl").is_file() and (release / "commitment.json").is_file()
+    assert (release / "private" / "secret.key").stat().st_mode & 0o077 == 0
+    assert list((release / "private" / "tests").glob("*/result.parquet"))
 
 
 @pytest.mark.parametrize("command", checked_by("flags against the command's --help"))

@@ -747,6 +747,97 @@ def _train_verifier(a):
     train_verifier(a.input, a.output, a.seed)
 
 
+def _model_argument(text: str) -> dict:
+    """A model as JSON ({"path", "dtype", "device", "max_length"}) or a bare path or hub id (float32 on the CPU)."""
+    spec = _json(text) if text.lstrip().startswith("{") else {"path": text}
+    if not isinstance(spec, dict) or "path" not in spec:
+        raise argparse.ArgumentTypeError(f"a model is a path or a JSON object with a path, got {text!r}")
+    return {"dtype": "float32", "device": "cpu", **spec}
+
+
+@command("publish")
+@_args((("input",), {"type": Path, "help": "a benchmark file: JSONL (.gz), JSON, Parquet or CSV"}),
+       (("out_dir",), {"type": Path, "help": "the release: published.jsonl and commitment.json to publish, private/ to keep"}),
+       (("--forms",), {"type": int, "required": True, "help": "K: each problem gets K + 1 equivalent forms, one published"}),
+       (("--seed-file",), {"type": Path, "default": None,
+                           "help": "the secret (256 random bits in hex), created 0600 where absent; default OUT_DIR/private/secret.key"}),
+       (("--include-original",), {"action": "store_true",
+                                  "help": "the original is one of the K + 1 forms (only for an original never made public)"}),
+       (("--preset",), {"default": "humaneval", "help": "the input's field names (leaktrace/data/benchmarks.py PRESETS)"}),
+       (("--format",), {"default": None, "choices": ["jsonl", "json", "parquet", "csv"], "help": "default: from the name"}),
+       (("--fields",), {"type": _json, "default": None, "help": "field mapping overrides as JSON, e.g. '{\"id\": \"name\"}'"}),
+       (("--limit",), {"type": int, "default": None, "help": "the first N problems only"}),
+       (("--transforms",), {"nargs": "+", "default": ["rename", "test_cases", "T3"], "choices": ["rename", "test_cases", "T3", "T1"],
+                            "help": "how forms are made, applied in this order"}),
+       (("--candidates",), {"type": int, "default": None, "help": "candidate forms validated per problem; default 2 (K + 1)"}),
+       (("--names-per-form",), {"type": int, "default": None, "help": "names each renaming changes; default every name"}),
+       (("--t3-target",), {"type": float, "default": 0.9, "help": "T3's target line similarity"}),
+       path("--lexicon", required=False),
+       (("--seed",), {"type": int, "default": 0, "help": "the forms' generation seed (not the secret)"}),
+       (("--workers",), {"type": int, "default": 1, "help": "sandbox runs at a time"}),
+       (("--isolation",), {"default": "full", "choices": ["full", "weak"], "help": "the sandbox's isolation"}),
+       (("--sandbox",), {"type": _json, "default": {}, "help": "other SandboxLimits fields as JSON"}),
+       (("--secret-from-seed",), {"type": int, "default": None,
+                                  "help": "testbed only: derive the secret from this run seed (reproducible, so no secret)"}))
+def _publish(a):
+    from leaktrace.sandbox import SandboxLimits
+    from leaktrace.stages.watermark import publish
+    from leaktrace.watermark.forms import FormSettings
+    from leaktrace.watermark.release import layout
+
+    try:
+        settings = FormSettings(forms=a.forms, candidates=a.candidates or 2 * (a.forms + 1), transforms=tuple(a.transforms),
+                                names_per_form=a.names_per_form, t3_target=a.t3_target, include_original=a.include_original)
+    except ValueError as err:
+        raise InputError("arguments", None, str(err)) from None
+    reader = layout(a.input, a.format, {"preset": a.preset, "fields": a.fields})
+    publish(a.input, a.out_dir, reader, settings, seed=a.seed, limits=SandboxLimits(**{"isolation": a.isolation, **a.sandbox}),
+            workers=a.workers, seed_file=a.seed_file, lexicon=a.lexicon, limit=a.limit, testbed_seed=a.secret_from_seed)
+
+
+@command("watermark-test")
+@_args((("out_dir",), {"type": Path, "help": "the release directory publish wrote"}),
+       (("--model",), {"type": _model_argument, "required": True, "help": "a path or hub id, or JSON {path, dtype, device, max_length}"}),
+       ADAPTER,
+       (("--name",), {"default": None, "help": "the model's name in the results; default its path"}),
+       path("--published", required=False), path("--commitment", required=False),
+       (("--seed-file",), {"type": Path, "default": None, "help": "default OUT_DIR/private/secret.key"}),
+       (("--batch-size",), {"type": int, "default": 32}),
+       (("--token-budget",), {"type": int, "default": None, "help": "padded tokens per batch (texts sorted by length)"}),
+       (("--seed",), {"type": int, "default": 0, "help": "breaks loss ties"}),
+       (("--output-dir",), {"type": Path, "default": None, "help": "default OUT_DIR/private/tests/<name>"}))
+def _watermark_test(a):
+    from leaktrace.stages.watermark import test_release
+
+    name = a.name or a.model["path"]
+    output_dir = a.output_dir or a.out_dir / "private" / "tests" / name.replace("/", "--")
+    test_release(a.out_dir, a.model, _adapter(a), name, {"batch_size": a.batch_size, "token_budget": a.token_budget},
+                 a.seed, output_dir, published=a.published, commitment=a.commitment, seed_file=a.seed_file)
+
+
+@command("watermark-calibration")
+@_args((("--tokens",), {"nargs": "+", "required": True, "help": "MODEL=PATH: the forms' token pass under each unexposed model"}),
+       (("--alphas",), {"type": float, "nargs": "+", "required": True}),
+       (("--draws",), {"type": int, "required": True, "help": "random publications per model"}),
+       SEED, path("--output"), path("--counts"))
+def _watermark_calibration(a):
+    from leaktrace.stages.watermark import calibrate
+
+    calibrate(_named_paths(a.tokens), a.alphas, a.draws, a.seed, a.output, a.counts)
+
+
+@command("watermark-report")
+@_args((("--results",), {"nargs": "+", "required": True, "help": "MODEL=PATH of each test's result.parquet"}),
+       (("--ranks",), {"nargs": "+", "required": True, "help": "MODEL=PATH of each test's ranks.parquet"}),
+       path("--calibration"), path("--counts"), path("--commitment"), path("--p-values", required=False),
+       SETTINGS, path("--output-dir"))
+def _watermark_report(a):
+    from leaktrace.stages.watermark import report
+
+    report(_named_paths(a.results), _named_paths(a.ranks), a.calibration, a.counts, a.commitment, a.settings,
+           a.output_dir, p_values=a.p_values)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="leaktrace", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)

@@ -408,14 +408,15 @@ def record_texts(settings: dict, field: str, limit: int | None = None) -> Iterat
                 return
 
 
-def load_benchmark(settings: dict, benchmark: str, limit: int | None = None) -> list[Sample]:
-    """The samples of a configured benchmark (the first ``limit`` when given:
-    a streamed dataset is read no further)."""
+def benchmark_records(settings: dict, benchmark: str, limit: int | None = None) -> list[tuple[dict, Sample]]:
+    """Each record of a configured benchmark as its file holds it, beside its
+    sample (the first ``limit`` when given: a streamed dataset is read no
+    further): what a writer needs to give a record back in its own layout."""
     fields, language = field_mapping(settings)
     tests_format = test_format(settings)
     from_id = bool(PRESETS.get(settings.get("preset"), {}).get("language_from_id"))
     name = source_name(settings)
-    samples: list[Sample] = []
+    found: list[tuple[dict, Sample]] = []
     seen: set[str] = set()
     for label, record in _records(settings):
         try:
@@ -426,9 +427,41 @@ def load_benchmark(settings: dict, benchmark: str, limit: int | None = None) -> 
         if sample.task_id in seen:
             raise InputError(name, f"{label} ({sample.task_id})", "duplicate id")
         seen.add(sample.task_id)
-        samples.append(sample)
-        if limit and len(samples) >= limit:
+        found.append((record, sample))
+        if limit and len(found) >= limit:
             break
-    if not samples:
+    if not found:
         raise InputError(name, None, "benchmark has no records")
-    return samples
+    return found
+
+
+def load_benchmark(settings: dict, benchmark: str, limit: int | None = None) -> list[Sample]:
+    """The samples of a configured benchmark (the first ``limit`` when given:
+    a streamed dataset is read no further)."""
+    return [sample for _, sample in benchmark_records(settings, benchmark, limit)]
+
+
+def assign_field(record: dict, path: str, value: str) -> dict:
+    """A copy of ``record`` with the string at a mapped field's ``path`` set
+    to ``value``: the inverse of reading it, through nested objects, list
+    indices and JSON held in a string (APPS's ``solutions.0``, re-encoded)."""
+    if not isinstance(path, str):
+        raise ValueError(f"field {path!r} joins several fields; a value cannot be written back into it")
+    return _assigned(record, path.split("."), value, path)
+
+
+def _assigned(value: object, parts: list[str], new: str, path: str) -> object:
+    if not parts:
+        return new
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value)
+        except (ValueError, RecursionError):
+            raise ValueError(f"field {path!r}: a string that is not JSON, so has no {parts[0]!r}") from None
+        return json.dumps(_assigned(decoded, parts, new, path), ensure_ascii=False)
+    head, rest = parts[0], parts[1:]
+    if isinstance(value, dict) and head in value:
+        return {**value, head: _assigned(value[head], rest, new, path)}
+    if isinstance(value, list) and head.isdigit() and int(head) < len(value):
+        return [*value[: int(head)], _assigned(value[int(head)], rest, new, path), *value[int(head) + 1:]]
+    raise ValueError(f"field {path!r}: the record has no {head!r} to write into")

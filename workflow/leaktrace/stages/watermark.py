@@ -1,0 +1,282 @@
+"""watermark: randomized publication of a benchmark and its exact rank test.
+
+``publish``: K + 1 forms of each problem proven equivalent in the sandbox,
+the forms table written, then one form per problem chosen by the secret's
+keyed draw, the release written in the input's layout, and the commitment.
+``test_release``: the commitment checked, every form of every testable
+problem scored in one batched pass (the detectors' token pass), the
+published form's rank and p per problem, and the benchmark's exact
+p-value. ``calibrate``: random publications re-drawn over the forms scored
+under unexposed models, the calibration table's rows. ``report``: the
+testbed's section: p per model and epoch beside dataset inference and the
+variant-preference test of the targets trained on the originals, the
+calibration, the per-problem p-values' histogram."""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from leaktrace.artifacts import read_records, write_table
+from leaktrace.calibration.table import write_rows
+from leaktrace.data.benchmarks import benchmark_records
+from leaktrace.errors import InputError
+from leaktrace.models.token_table import read_token_stats, write_token_stats
+from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
+from leaktrace.seeding import derive_seed
+from leaktrace.stages.score import model_spec
+from leaktrace.variants.lexicon import IdentifierLexicon
+from leaktrace.variants.naming import NameProposer
+from leaktrace.variants.synonyms import WordAlternatives
+from leaktrace.watermark.calibration import calibration_rows
+from leaktrace.watermark.choice import choose, read_secret, secret_for, testbed_secret
+from leaktrace.watermark.commitment import check_commitment, read_commitment, write_commitment
+from leaktrace.watermark.forms import FormSettings, make_forms
+from leaktrace.watermark.ranks import published_rank, rank_sum_test
+from leaktrace.watermark.release import published_record, read_problems, release_reader, write_jsonl
+
+log = logging.getLogger(__name__)
+
+PUBLISHED, COMMITMENT, PRIVATE = "published.jsonl", "commitment.json", "private"
+FORMS, SECRET = "forms.parquet", "secret.key"
+
+FORMS_SCHEMA = pa.schema(
+    [
+        ("problem_id", pa.string()),  # the record's id (what the keyed choice reads)
+        ("candidate", pa.int32()),  # generation order; 0 = the original
+        ("form", pa.int32()),  # index among the problem's forms, which the choice draws from; null: not a form
+        ("generator", pa.string()),  # the transforms that changed it, joined by "+"; "original"
+        ("text", pa.string()),  # the whole code
+        ("prompt", pa.string()),  # what the record's prompt field holds for this form ("" without one)
+        ("solution", pa.string()),
+        ("valid", pa.bool_()),  # same test record as the original's (the original: passes its tests); null: not run
+        ("invalid_reason", pa.string()),
+        ("isolation", pa.string()),  # the sandbox's: full or weak
+    ]
+)
+
+RANKS_SCHEMA = pa.schema(
+    [
+        ("problem_id", pa.string()),
+        ("forms", pa.int32()),  # m: the problem's forms
+        ("rank", pa.int32()),  # the published form's, 1 = lowest loss
+        ("p_value", pa.float64()),  # rank / m
+        ("loss", pa.float64()),  # the published form's per-token loss
+        ("lowest_other", pa.float64()),  # the lowest loss among the other forms
+    ]
+)
+
+RESULT_SCHEMA = pa.schema(
+    [
+        ("model", pa.string()),
+        ("problems", pa.int32()),  # problems in the release
+        ("testable", pa.int32()),  # with at least two forms
+        ("rank_sum", pa.int64()),
+        ("expected", pa.float64()),  # the rank sum's mean under the null
+        ("p_value", pa.float64()),
+        ("method", pa.string()),  # exact convolution | normal approximation
+        ("rank_one", pa.int32()),  # problems whose published form has the lowest loss
+        ("truncated", pa.int32()),  # forms cut to the model's context
+    ]
+)
+
+COUNTS_SCHEMA = pa.schema([("model", pa.string()), ("forms", pa.int32()), ("rank", pa.int32()), ("count", pa.int64())])
+
+
+def _private(out_dir: Path) -> Path:
+    return out_dir / PRIVATE
+
+
+def publish(source: Path, out_dir: Path, reader: dict, settings: FormSettings, *, seed: int, limits: SandboxLimits,
+            workers: int, seed_file: Path | None = None, lexicon: Path | None = None, limit: int | None = None,
+            testbed_seed: int | None = None) -> None:
+    """Forms, then the choice, then the release and the commitment, in that order."""
+    if (out_dir / COMMITMENT).exists():
+        raise InputError(str(out_dir / COMMITMENT), None, "this directory holds a release already; a benchmark is "
+                         "released once (a second draw of the same problems breaks the guarantee)")
+    records, problems = read_problems(source, reader, "release", limit)
+    counts = IdentifierLexicon.from_records(read_records(lexicon)).word_counts if lexicon else Counter()
+    names = NameProposer(WordAlternatives(counts), counts)
+    try:
+        isolation = isolation_level(limits)
+    except SandboxUnavailable as error:
+        raise InputError("sandbox", None, str(error)) from None
+    rows = make_forms(problems, names, settings, seed, limits, workers, isolation)
+    forms_path = _private(out_dir) / FORMS
+    write_table(rows, FORMS_SCHEMA, forms_path)
+    secret = secret_for(seed_file or _private(out_dir) / SECRET,
+                        derived=None if testbed_seed is None else testbed_secret(testbed_seed, source.name))
+    forms = _forms_by_problem(rows)
+    published = []
+    for record, problem in zip(records, problems, strict=True):
+        own = forms[problem.problem_id]
+        chosen = own[choose(secret, problem.problem_id, len(own))]
+        published.append(published_record(record, reader, chosen["prompt"], chosen["solution"]))
+    write_jsonl(published, out_dir / PUBLISHED)
+    sizes = Counter(len(own) for own in forms.values())
+    commitment = write_commitment(out_dir / COMMITMENT, secret=secret, forms=forms_path, published=out_dir / PUBLISHED,
+                                  details={"layout": release_reader(reader), "problems": len(problems), "forms": settings.size,
+                                           "problems_by_forms": {str(m): n for m, n in sorted(sizes.items())},
+                                           "choice": "HMAC-SHA256(secret, problem id), rejection sampling to a uniform "
+                                                     "index among the problem's forms"})
+    log.info("published %d problems (%d with %d forms; by forms %s) to %s; commitment %s", len(problems),
+             sizes[settings.size], settings.size, dict(sorted(sizes.items())), out_dir / PUBLISHED, commitment["forms_sha256"])
+
+
+def _forms_by_problem(rows: list[dict]) -> dict[str, list[dict]]:
+    """problem id -> its forms in form order."""
+    forms: dict[str, list[dict]] = defaultdict(list)
+    for row in sorted((r for r in rows if r["form"] is not None), key=lambda r: r["form"]):
+        forms[row["problem_id"]].append(row)
+    return forms
+
+
+def checked_release(out_dir: Path, *, published: Path | None = None, commitment: Path | None = None,
+                    seed_file: Path | None = None) -> tuple[dict[str, list[dict]], dict[str, int]]:
+    """(problem id -> forms, problem id -> published form) of a committed
+    release, after checking that the secret, the forms table and the
+    published file are those committed to and that each published record
+    holds the form the secret chooses."""
+    published = published or out_dir / PUBLISHED
+    commitment_path = commitment or out_dir / COMMITMENT
+    secret_file = seed_file or _private(out_dir) / SECRET
+    forms_path = _private(out_dir) / FORMS
+    committed = read_commitment(commitment_path)
+    secret = read_secret(secret_file)
+    check_commitment(committed, commitment_path, secret=secret, secret_file=secret_file, forms=forms_path,
+                     published=published)
+    forms = _forms_by_problem(read_records(forms_path))
+    chosen = {pid: choose(secret, pid, len(own)) for pid, own in forms.items()}
+    released = {s.task_id: s.code for _, s in benchmark_records({**committed["layout"], "path": str(published)}, "release")}
+    if set(released) != set(forms):
+        raise InputError(str(published), None, f"holds problems {sorted(set(released) ^ set(forms))[:5]} that the "
+                                               "forms table does not (or the reverse)")
+    for pid, code in released.items():
+        if code != forms[pid][chosen[pid]]["text"]:
+            raise InputError(str(published), pid, "is not the form the secret chooses")
+    return forms, chosen
+
+
+def test_release(out_dir: Path, model: dict, adapter: str | None, name: str, batch: dict, seed: int, output_dir: Path, *,
+                 published: Path | None = None, commitment: Path | None = None, seed_file: Path | None = None) -> None:
+    """Score every form of every testable problem under ``model`` and test the published forms' ranks."""
+    from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
+
+    forms, chosen = checked_release(out_dir, published=published, commitment=commitment, seed_file=seed_file)
+    keys = [(pid, row["form"], "text") for pid, own in forms.items() if len(own) >= 2 for row in own]
+    texts = [forms[pid][form]["text"] for pid, form, _ in keys]
+    lm = HFLanguageModel(model_spec(model, adapter), batch_size=batch["batch_size"], token_budget=batch.get("token_budget"),
+                         max_length=model.get("max_length"))
+    stats = lm.score(texts, moments=[False] * len(texts))
+    output_dir.mkdir(parents=True, exist_ok=True)
+    write_token_stats(keys, stats, output_dir / "tokens.parquet")
+    losses = _losses(keys, stats)
+    ranks, sizes, rows = [], [], []
+    for pid, own in forms.items():
+        if len(own) < 2:
+            continue
+        values = losses[pid]
+        rank = published_rank(values, chosen[pid], random.Random(derive_seed(seed, "watermark-ties", pid)))
+        others = np.delete(values, chosen[pid])
+        rows.append({"problem_id": pid, "forms": len(own), "rank": rank, "p_value": rank / len(own),
+                     "loss": float(values[chosen[pid]]), "lowest_other": float(others.min())})
+        ranks.append(rank)
+        sizes.append(len(own))
+    result = rank_sum_test(ranks, sizes)
+    write_table(rows, RANKS_SCHEMA, output_dir / "ranks.parquet")
+    write_table([{"model": name, "problems": len(forms), "testable": result.problems, "rank_sum": result.rank_sum,
+                  "expected": result.expected, "p_value": result.p_value, "method": result.method,
+                  "rank_one": sum(r == 1 for r in ranks), "truncated": sum(s.truncated for s in stats)}],
+                RESULT_SCHEMA, output_dir / "result.parquet")
+    log.info("%s: %d testable problems, rank sum %d (expected %.1f under the null), p = %.4g (%s); published form "
+             "ranked first in %d", name, result.problems, result.rank_sum, result.expected, result.p_value,
+             result.method, sum(r == 1 for r in ranks))
+
+
+def _losses(keys: list[tuple[str, int, str]], stats: list) -> dict[str, np.ndarray]:
+    """problem id -> each form's per-token loss (mean negative log-probability), in form order."""
+    losses: dict[str, list[float]] = defaultdict(list)
+    for (pid, form, _), s in sorted(zip(keys, stats, strict=True), key=lambda item: (item[0][0], item[0][1])):
+        if len(s.logprobs) == 0:
+            raise InputError("scores", pid, f"form {form} has no scored token")
+        losses[pid].append(-float(np.mean(s.logprobs, dtype=np.float64)))
+    return {pid: np.asarray(values) for pid, values in losses.items()}
+
+
+def calibrate(tokens: Mapping[str, Path], alphas: list[float], draws: int, seed: int, output: Path,
+              counts_output: Path) -> None:
+    """The calibration table's rows of each unexposed model's scored forms (its ``tokens``), and the rank counts."""
+    rows, counts = [], []
+    for model, path in tokens.items():
+        stats = read_token_stats(path)
+        losses = _losses(list(stats), list(stats.values()))
+        own_rows, own_counts = calibration_rows(model, [losses[pid] for pid in sorted(losses)], alphas, draws,
+                                                np.random.default_rng(derive_seed(seed, "watermark-calibration", model)))
+        rows += own_rows
+        counts += [{"model": model, "forms": m, "rank": r, "count": n} for (m, r), n in sorted(own_counts.items())]
+        log.info("%s: %s", model, ", ".join(f"α {r['alpha']:g}: {r['rejections']}/{r['n']}" for r in own_rows))
+    write_rows(rows, output)
+    write_table(counts, COUNTS_SCHEMA, counts_output)
+
+
+SUMMARY_SCHEMA = pa.schema(
+    [
+        *RESULT_SCHEMA,
+        ("ratio", pa.float64()),
+        ("seed", pa.int32()),
+        ("epoch", pa.int32()),  # 0: the base model
+        ("sibling", pa.string()),  # a watermark target's twin in training trained on the originals (target-…)
+        ("dataset_inference_p", pa.float64()),  # the sibling's, from the contamination table
+        ("variant_preference_p", pa.float64()),
+    ]
+)
+_NAME = re.compile(r"(wm|target|sham|twin)-r([0-9.]+)-s(\d+)-e(\d+)")
+
+
+def _coordinates(model: str) -> dict:
+    match = _NAME.fullmatch(model)
+    if not match:
+        return {"ratio": None, "seed": None, "epoch": 0 if model == "reference" else None, "sibling": None}
+    kind, ratio, seed, epoch = match.groups()
+    return {"ratio": float(ratio), "seed": int(seed), "epoch": int(epoch),
+            "sibling": f"target-r{ratio}-s{seed}-e{epoch}" if kind == "wm" else None}
+
+
+def _contamination_p(p_values: Path | None) -> dict[tuple[str, str], float]:
+    """(model, test) -> p of dataset inference (testbed validation) and the variant-preference test."""
+    if p_values is None:
+        return {}
+    return {(r["model"], r["test"]): r["p_value"] for r in read_records(p_values, ["model", "test", "validation", "p_value"])
+            if (r["test"], r["validation"]) in (("dataset_inference", "testbed"), ("variant_preference", "variants"))}
+
+
+def report(results: Mapping[str, Path], ranks: Mapping[str, Path], calibration: Path, counts: Path, commitment: Path,
+           settings: dict, out_dir: Path, *, p_values: Path | None = None) -> None:
+    """The testbed's section: p per model beside the originals' targets' dataset-level tests, and the calibration."""
+    from leaktrace.report.watermark import p_value_histograms, watermark_section
+
+    contamination = _contamination_p(p_values)
+    summary = []
+    for model, path in results.items():
+        (row,) = read_records(path)
+        own = {**row, **_coordinates(model)}
+        own["dataset_inference_p"] = contamination.get((own["sibling"], "dataset_inference"))
+        own["variant_preference_p"] = contamination.get((own["sibling"], "variant_preference"))
+        summary.append(own)
+    write_table(summary, SUMMARY_SCHEMA, out_dir / "summary.parquet")
+    sizes = {int(m): n for m, n in read_commitment(commitment)["problems_by_forms"].items()}
+    rows = read_records(calibration)
+    null_counts: dict[str, dict[tuple[int, int], int]] = defaultdict(dict)
+    for r in read_records(counts):
+        null_counts[r["model"]][(r["forms"], r["rank"])] = r["count"]
+    releases = {model: read_records(path) for model, path in ranks.items()}
+    p_value_histograms(null_counts, releases, sizes, settings["forms"] + 1, out_dir / "p_values.png")
+    (out_dir / "report.md").write_text(watermark_section(summary, rows, sizes, settings, str(out_dir / "p_values.png")))
+    log.info("watermark report: %d models, %d calibration rows", len(summary), len(rows))
