@@ -31,14 +31,13 @@ WATERMARK_TARGETS = [f"wm-r{watermark_ratio()}-s{s}-e{e}" for s in watermark_see
 def watermark_null_models():
     """The models that never saw the release, which the release is tested under
     and its random publications re-drawn under: the base model, the sham
-    controls, the complement twins (`TWINS`, where rules define them: issue
-    31's i31-twin) and the headline target, trained on the public originals
+    controls, the complement twins (`TWINS`, rules/common.smk) and the headline target, trained on the public originals
     but never on the release; or `watermark.nulls`."""
     nulls = WATERMARK["nulls"]
     if nulls is None:
-        return list(dict.fromkeys(["reference"] + SHAMS + globals().get("TWINS", [])
+        return list(dict.fromkeys(["reference"] + SHAMS + TWINS
                                   + ["target-r{}-s{}-e{}".format(*counterfactual_target())]))
-    known = MODELS + SHAMS + globals().get("TWINS", [])
+    known = MODELS + SHAMS + TWINS
     unknown = [m for m in nulls if m not in known]
     if unknown:
         raise ValueError(f"watermark.nulls {unknown} are not scored testbed models: {known}")
