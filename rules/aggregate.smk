@@ -51,6 +51,8 @@ rule aggregate:
     threads: 1
     conda:
         CPU_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} aggregate --samples {input.samples} --scores {params.scores} --tokens {params.tokens}"
         " --variants {input.variants} --fragments {input.fragments} --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir}"
@@ -96,6 +98,8 @@ rule counterfactual_aggregate:
     threads: 1
     conda:
         CPU_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} counterfactual-aggregate --similarity {input.similarity} {params.optional}"
         " --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir} 2> {log}"

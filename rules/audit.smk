@@ -35,5 +35,7 @@ rule audit:
     threads: 1
     conda:
         CPU_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} audit --scores {params.scores} --output-dir {RESULTS}/audit 2> {log}"

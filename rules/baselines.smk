@@ -87,6 +87,9 @@ rule dpdllm_features:
     threads: 1
     conda:
         CONDA_ENV
+    resources:
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], model=lambda wildcards: BASE_MODEL_CONFIG,
+                    texts=["generations"], passes=2),  # the base model and the reference adapter
     shell:
         "{LEAKTRACE} dpdllm-features --generations {input.generations} --model {params.model:q}"
         " --reference-adapter {input.reference}/adapter --batch {params.batch:q} --output {output} 2> {log}"
@@ -106,6 +109,8 @@ rule dpdllm_fit:
     threads: 1
     conda:
         CONDA_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} dpdllm-fit --features {input.features} --samples {input.samples} --output {output.scores}"
         " --model-dir {output.classifier} 2> {log}"
@@ -130,6 +135,8 @@ rule veilprobe_perturb:
     threads: 1
     conda:
         CONDA_ENV
+    resources:
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], model=lambda wildcards: BASE_MODEL_CONFIG),
     shell:
         "{LEAKTRACE} veilprobe-perturb --variants {input.variants} --model {params.model:q} --settings {params.settings:q}"
         " --blackbox {params.blackbox:q} --batch {params.batch:q} --seed {params.seed} --output {output} 2> {log}"
@@ -154,6 +161,8 @@ rule veilprobe_features:
     threads: 1
     conda:
         CONDA_ENV
+    resources:
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], model=lambda wildcards: BASE_MODEL_CONFIG),
     shell:
         "{LEAKTRACE} veilprobe-features --blackbox {input.blackbox} --perturbed {input.perturbed} --model {params.model:q}"
         " --settings {params.settings:q} --seed {params.seed} --output {output.features} --mapping-dir {output.mapping} 2> {log}"
@@ -176,6 +185,8 @@ rule veilprobe_fit:
     threads: 1
     conda:
         CONDA_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} veilprobe-fit --features {input.features} --samples {input.samples} --settings {params.settings:q}"
         " --seed {params.seed} --output {output.scores} --model-dir {output.classifier} 2> {log}"

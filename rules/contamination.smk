@@ -110,6 +110,8 @@ rule contamination:
     threads: 1
     conda:
         CPU_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} contamination --samples {input.samples} --scores {params.scores} {params.held_out}"
         " --exchangeability {params.exchangeability} --exchangeability-calibration {params.exchangeability_calibration}"

@@ -119,7 +119,7 @@ rule recall_tokens:
     conda:
         MODEL_ENV
     resources:
-        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], passes=1 + METHODS.get("recall", {}).get("n_shots", 0)),
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], passes=1 + METHODS.get("recall", {}).get("n_shots", 0), texts=["variants"]),
     shell:
         "{LEAKTRACE} recall-tokens --variants {input.variants} --samples {input.samples} --model {params.model:q}"
         " {params.adapter} --settings {params.settings:q} --batch {params.batch:q} --seed {params.seed} --output {output} 2> {log}"
@@ -205,6 +205,8 @@ rule detector_scores:
     threads: 1
     conda:
         MODEL_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} scores --tokens {input.tokens} --variants {input.variants} {params.reference} {params.oracle} {params.prefixed}"
         " {params.counts} {params.blackbox} {params.learned} --model {params.model:q} --settings {params.settings:q} --output {output} 2> {log}"

@@ -171,7 +171,7 @@ rule select_learning_rate:
         MODEL_ENV
     resources:
         **model_job("train", batch_size=config["train"]["batch_size"],
-                    passes=max(EPOCHS) * len(config["train"]["learning_rate_selection"]["grid"])),
+                    passes=max(EPOCHS) * len(config["train"]["learning_rate_selection"]["grid"]), texts=["mix"]),
     shell:
         "{LEAKTRACE} select-lr --mix {input.mix} --text {input.text} --model {params.model:q} --settings {params.settings:q}"
         " --seed {params.seed} --output {output} 2> {log}"
