@@ -38,7 +38,8 @@ rule dpdllm_reference:
     conda:
         CONDA_ENV
     resources:
-        **model_job("train", batch_size=config["train"]["batch_size"], passes=METHODS.get("dpdllm", {}).get("reference_epochs", 1)),
+        **model_job("train", batch_size=config["train"]["batch_size"], originals=True,
+                    passes=METHODS.get("dpdllm", {}).get("reference_epochs", 1)),
     shell:
         "{LEAKTRACE} dpdllm-reference --variants {input.variants} --model {params.model:q}"
         " --train {params.train:q} --settings {params.settings:q} --seed {params.seed} --output-dir {output} 2> {log}"
@@ -64,7 +65,10 @@ rule dpdllm_generations:
     conda:
         CONDA_ENV
     resources:
-        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], generate=METHODS.get("dpdllm", {}).get("max_new_tokens", 0)),
+        # the prefix of each original, and a continuation of it
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], originals=True,
+                    passes=METHODS.get("dpdllm", {}).get("prefix_fraction", 1),
+                    generate=METHODS.get("dpdllm", {}).get("max_new_tokens", 0)),
     shell:
         "{LEAKTRACE} dpdllm-generations --variants {input.variants} --model {params.model:q} {params.adapter}"
         " --settings {params.settings:q} --batch {params.batch:q} --seed {params.seed} --output {output} 2> {log}"
@@ -136,7 +140,10 @@ rule veilprobe_perturb:
     conda:
         CONDA_ENV
     resources:
-        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], model=lambda wildcards: BASE_MODEL_CONFIG),
+        # a forward and a backward pass of each original (gradient saliency), in batches padded to
+        # their longest: sized as training on full-context sequences
+        **model_job("train", batch_size=config["score"]["tokens"]["batch_size"], model=lambda wildcards: BASE_MODEL_CONFIG,
+                    originals=True, padded=True),
     shell:
         "{LEAKTRACE} veilprobe-perturb --variants {input.variants} --model {params.model:q} --settings {params.settings:q}"
         " --blackbox {params.blackbox:q} --batch {params.batch:q} --seed {params.seed} --output {output} 2> {log}"

@@ -52,17 +52,26 @@ def _partition(gpus):
     return (CLUSTER["gpu_partition"] if gpus else CLUSTER["cpu_partition"]) or ""
 
 
-def model_job(kind, *, batch_size, passes=1, generate=None, generator=None, model=None, gpus=None, texts=None,
-              sandbox=None):
-    """Resources of a job that runs a model: ``kind`` train or forward,
-    ``passes`` over the tokens of its ``texts`` inputs (names of its inputs;
-    None: every Parquet input), plus ``generate`` new tokens per row of those
-    inputs (decoded in batches of ``batch_size``); ``generator``: the
-    `llm.generator` role a generating job runs through; ``model``: wildcards
-    -> the job's model spec (default: ``_job_model``); ``gpus``: the GPUs of
-    a job that runs on more than one (DDP training: one process per GPU, each
-    holding the weights in host memory first); ``sandbox``: as cpu_job's.
-    Memory and time as leaktrace.jobsize says."""
+def _value(setting, wildcards):
+    return setting(wildcards) if callable(setting) else setting
+
+
+def model_job(kind, *, batch_size, texts=None, originals=False, padded=False, passes=1, sequences=None, generate=None,
+              sandbox=None, generator=None, model=None, gpus=None):
+    """Resources of a job that runs a model: ``kind`` forward, or train (a
+    backward pass too: training, or gradients of the input); ``passes`` over
+    the tokens of its ``texts`` (names of its inputs; None: every Parquet
+    input), of their ``originals`` only (variant_id 0) when that is true,
+    each as long as the context when ``padded`` (batches padded to their
+    longest text), or over ``sequences`` full-context sequences instead;
+    ``generate`` new tokens
+    per text (decoded in batches of ``batch_size``); ``sandbox``: as
+    cpu_job's. ``originals``, ``passes`` and ``sequences`` may be functions of
+    the wildcards. ``generator``: the `llm.generator` role a generating job
+    runs through; ``model``: wildcards -> the job's model spec (default:
+    ``_job_model``); ``gpus``: the GPUs of a job that runs on more than one
+    (DDP training: one process per GPU, each holding the weights in host
+    memory first). Memory and time as leaktrace.jobsize says."""
     job_model = model or _job_model
     count = gpus
 
@@ -74,25 +83,31 @@ def model_job(kind, *, batch_size, passes=1, generate=None, generator=None, mode
         config_file = f"{spec['path']}/config.json"
         if not os.path.exists(config_file):  # a hub model not fetched yet: Snakemake waits for it
             raise FileNotFoundError(2, "not made yet", config_file)
-        return spec, jobsize.model_size(spec["path"])
+        model = jobsize.model_size(spec["path"])
+        return spec, model, min(model.max_positions, spec.get("max_length") or model.max_positions)
 
     def mem_mb(wildcards, attempt):
         # The model, the batch and the context, not the data: known before the
         # job's inputs exist, so a group (cluster.one_job) is sized with it.
-        spec, model = size(wildcards)
-        context = min(model.max_positions, spec.get("max_length") or model.max_positions)
+        spec, model, context = size(wildcards)
         return jobsize.model_memory_mb(model, RATES, dtype=spec["dtype"], batch_size=batch_size, context=context,
                                        on_gpu=bool(job_gpus(wildcards)), training=kind == "train",
                                        processes=max(1, job_gpus(wildcards)), attempt=attempt)
 
     def runtime(wildcards, input, threads, attempt):
-        spec, model = size(wildcards)
+        spec, model, context = size(wildcards)
         data = jobsize.tables_shape(_parquet_inputs(input))
-        scored = jobsize.tables_shape(_parquet_inputs(input, texts)) if texts else data
+        passed = jobsize.tables_shape(_parquet_inputs(input, texts)) if texts else data
+        if _value(originals, wildcards):
+            passed = passed.only_originals()
+        if sequences is not None:
+            tokens = _value(sequences, wildcards) * context
+        else:
+            tokens = passed.rows * context if padded else passed.tokens
         rate = RATES.flops_per_s_gpu * job_gpus(wildcards) or RATES.flops_per_s_cpu_core * threads
         seconds = jobsize.data_seconds(data, RATES) + jobsize.model_seconds(
-            model, RATES, kind=kind, tokens=scored.tokens * passes, generated=(generate or 0) * scored.rows,
-            batch_size=batch_size, flops_per_s=rate)
+            model, RATES, kind=kind, tokens=tokens * _value(passes, wildcards), generated=(generate or 0) * passed.rows,
+            batch_size=batch_size, context=context, flops_per_s=rate)
         seconds += _sandbox_seconds(input, sandbox, threads, wildcards)
         return jobsize.runtime_min(seconds, RATES, attempt=attempt)
 
@@ -124,7 +139,7 @@ def pretrain_job(block):
     def runtime(wildcards, threads, attempt):
         shape = settings()
         seconds = jobsize.model_seconds(jobsize.llama_size(**shape), RATES, kind="train", tokens=shape["tokens"],
-                                        generated=0, batch_size=shape["batch_size"],
+                                        generated=0, batch_size=shape["batch_size"], context=shape["context_length"],
                                         flops_per_s=RATES.flops_per_s_cpu_core * threads)
         return jobsize.runtime_min(seconds, RATES, attempt=attempt)
 
@@ -140,20 +155,24 @@ def _sandbox_seconds(input, sandbox, threads, wildcards):
     return jobsize.sandbox_seconds(_per_row(input, sandbox, wildcards), threads, RATES)
 
 
-def cpu_job(*, sandbox=None, per_row=None):
+def cpu_job(*, sandbox=None, per_row=None, tokenize=None):
     """Resources of a CPU job: memory for the interpreter and its Parquet
     inputs, time to read them, plus ``sandbox`` ({input name: sandboxed runs
     per row of it}: programs run against their tests, shared by the job's
-    ``threads`` workers) and ``per_row`` ({input name: seconds per row of
-    it}: calls of an LLM); a count may be a function of the wildcards.
-    Memory and time as leaktrace.jobsize says."""
+    ``threads`` workers), ``per_row`` ({input name: seconds per row of it}:
+    calls of an LLM; a count may be a function of the wildcards) and
+    ``tokenize`` (names of inputs whose text it tokenises). Memory and time
+    as leaktrace.jobsize says."""
 
-    def mem_mb(wildcards, input, attempt):
-        return jobsize.cpu_memory_mb(jobsize.tables_shape(_parquet_inputs(input)), RATES, attempt=attempt)
+    def mem_mb(wildcards, input, threads, attempt):
+        return jobsize.cpu_memory_mb(jobsize.tables_shape(_parquet_inputs(input)), RATES, processes=threads,
+                                     attempt=attempt)
 
     def runtime(wildcards, input, threads, attempt):
         seconds = jobsize.data_seconds(jobsize.tables_shape(_parquet_inputs(input)), RATES)
         seconds += _sandbox_seconds(input, sandbox, threads, wildcards) + _per_row(input, per_row, wildcards)
+        if tokenize:
+            seconds += jobsize.tables_shape(_parquet_inputs(input, tokenize)).tokens * RATES.token_s
         return jobsize.runtime_min(seconds, RATES, attempt=attempt)
 
     return {"mem_mb": mem_mb, "runtime": runtime}  # the CPU partition: place_jobs

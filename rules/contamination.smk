@@ -120,6 +120,8 @@ rule contamination:
 
 # Oren et al.'s sharded test: the one stage of this block with forward passes
 # (shards and their permutations through the batched token scorer).
+EXCHANGEABILITY = config["contamination"]["exchangeability"]
+
 rule exchangeability:
     input:
         benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
@@ -141,8 +143,9 @@ rule exchangeability:
     conda:
         MODEL_ENV
     resources:
+        # n_shards shards, each at most a context long, in their order and n_permutations others
         **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"],
-                    passes=1 + config["contamination"]["exchangeability"]["n_permutations"]),
+                    sequences=EXCHANGEABILITY["n_shards"] * (1 + EXCHANGEABILITY["n_permutations"])),
     shell:
         "{LEAKTRACE} exchangeability --benchmark {input.benchmark} --samples {input.samples} --model {params.model:q}"
         " {params.adapter} --settings {params.settings:q} --batch {params.batch:q} --seed {params.seed} --output {output} 2> {log}"
@@ -174,8 +177,8 @@ rule exchangeability_calibration:
         MODEL_ENV
     resources:
         **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"],
-                    passes=config["contamination"]["exchangeability"]["calibration_seeds"]
-                    * (1 + config["contamination"]["exchangeability"]["n_permutations"])),
+                    sequences=EXCHANGEABILITY["calibration_seeds"] * EXCHANGEABILITY["n_shards"]
+                    * (1 + EXCHANGEABILITY["n_permutations"])),
     shell:
         "{LEAKTRACE} exchangeability-calibration --benchmark {input.benchmark} --samples {input.samples}"
         " --model {params.model:q} {params.adapter} --settings {params.settings:q} --batch {params.batch:q}"

@@ -51,8 +51,9 @@ rule counterfactual:
     conda:
         MODEL_ENV
     resources:
-        **model_job("forward", batch_size=config["counterfactual"]["batch_size"],
-                    generate=config["counterfactual"]["max_new_tokens"], generator=GENERATOR,
+        # a continuation of each function's context, under each of the two models
+        **model_job("forward", batch_size=config["counterfactual"]["batch_size"], texts=["functions"], passes=2,
+                    generate=2 * config["counterfactual"]["max_new_tokens"], generator=GENERATOR,
                     model=counterfactual_job_model),
     shell:
         "{LEAKTRACE} counterfactual --functions {input.functions} {params.models}"
@@ -110,7 +111,8 @@ rule counterfactual_execution:
         f"{RESULTS}/benchmarks/counterfactual_execution/{{benchmark}}.tsv"
     threads: 2
     resources:
-        **cpu_job(sandbox={"generations": 1}),
+        # each generation executed on drawn inputs, many to a sandbox run
+        **cpu_job(per_row={"generations": 0.05}),
     conda:
         CPU_ENV
     shell:

@@ -23,7 +23,7 @@ rule training_mix:
         f"{RESULTS}/benchmarks/training_mix/{{benchmark}}/ratio-{{ratio}}.tsv"
     threads: 1
     resources:
-        **cpu_job(),
+        **cpu_job(tokenize=["samples", "benchmark", "text"]),
     conda:
         MODEL_ENV
     shell:
@@ -114,7 +114,7 @@ rule sham_mix:
         f"{RESULTS}/benchmarks/sham_mix/{{benchmark}}/ratio-{{ratio}}.tsv"
     threads: 1
     resources:
-        **cpu_job(),
+        **cpu_job(tokenize=["mix", "code"]),
     conda:
         MODEL_ENV
     shell:

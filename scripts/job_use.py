@@ -29,8 +29,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import yaml
+
+from leaktrace.jobsize import parquet_shape
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "tests" / "data" / "cluster"
@@ -60,30 +61,32 @@ def fresh_copy(destination: Path) -> None:
     (destination / ".venv").symlink_to(REPO / ".venv", target_is_directory=True)
 
 
+def head() -> str:
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
+                           text=True).stdout.strip()
+    return f"{commit}{' with uncommitted changes' if dirty else ''}"
+
+
 def measure(work: Path) -> None:
+    commit = head()
     fresh_copy(work)
     before = load()
     start = datetime.datetime.now(datetime.timezone.utc)
     env = {**os.environ, "PYTHONPATH": str(work / "workflow")}
     subprocess.run(MEASURE, cwd=work, env=env, check=True)
     note = f"{before} at the start, {load()} at the end; {start:%Y-%m-%d %H:%M} UTC"
-    extract(work, " ".join(MEASURE), note)
+    extract(work, " ".join(MEASURE), note, commit)
 
 
-def parquet_shape(path: Path) -> tuple[int, int]:
-    meta = pq.read_metadata(path)
-    return meta.num_rows, sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-
-
-def extract(run_dir: Path, command: str, note: str = "") -> None:
+def extract(run_dir: Path, command: str, note: str = "", commit: str = "") -> None:
     run = yaml.safe_load((run_dir / CONFIG).read_text()).get("run", "default")
     results = Path("results") / run
     benchmarks = sorted((run_dir / results / "benchmarks").rglob("*.tsv"))
     if not benchmarks:
         sys.exit(f"no benchmark file under {run_dir / results / 'benchmarks'}: not a finished run")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout
     header = [f"# from {run_dir}: {command}",
-              f"# measured {note or 'on ' + datetime.date.today().isoformat()}; repository at {commit.strip()}",
+              f"# measured {note or 'on ' + datetime.date.today().isoformat()}; repository at {commit or head()}",
               f"# machine: {machine()}",
               f"# regenerate: .venv/bin/python scripts/job_use.py measure (README, \"SLURM\")"]
     OUT.mkdir(parents=True, exist_ok=True)
@@ -97,12 +100,14 @@ def extract(run_dir: Path, command: str, note: str = "") -> None:
                 row = next(csv.DictReader(tsv, delimiter="\t"))
             writer.writerow([str(path.relative_to(run_dir)), row["s"], row["max_rss"]])
     with open(OUT / "default_inputs.tsv", "w", newline="") as handle:
-        handle.write("# Rows and uncompressed bytes (Parquet footer) of every Parquet file of the run: what the\n"
-                     "# jobs' requests are computed from.\n" + "\n".join(header) + "\n")
+        handle.write("# Rows, uncompressed bytes (Parquet footer) and originals (rows of variant_id 0) of every\n"
+                     "# Parquet file of the run (leaktrace.jobsize.parquet_shape): what the jobs' requests are\n"
+                     "# computed from.\n" + "\n".join(header) + "\n")
         writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
-        writer.writerow(["path", "rows", "bytes"])
+        writer.writerow(["path", "rows", "bytes", "originals"])
         for path in sorted((run_dir / results).rglob("*.parquet")):
-            writer.writerow([str(path.relative_to(run_dir)), *parquet_shape(path)])
+            shape = parquet_shape(path)
+            writer.writerow([str(path.relative_to(run_dir)), shape.rows, shape.bytes, shape.originals])
     print(f"{len(benchmarks)} jobs: {OUT / 'default_use.tsv'}, {OUT / 'default_inputs.tsv'}")
 
 
@@ -115,13 +120,14 @@ def main() -> None:
     done.add_argument("run_dir", type=Path)
     done.add_argument("--command", required=True, help="the command that made the run")
     done.add_argument("--note", default="", help="when and under what load it ran")
+    done.add_argument("--commit", default="", help="the commit the run's copy was made from (default: HEAD)")
     args = parser.parse_args()
     if args.command == "measure":
         work = args.work or Path(tempfile.mkdtemp(prefix="leaktrace-job-use."))
         work.mkdir(parents=True, exist_ok=True)
         measure(work)
     else:
-        extract(args.run_dir.resolve(), args.command, args.note)
+        extract(args.run_dir.resolve(), args.command, args.note, args.commit)
 
 
 if __name__ == "__main__":

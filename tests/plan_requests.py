@@ -27,7 +27,8 @@ def read_tsv(path: Path) -> list[dict]:
 
 
 def recorded_shapes(table: Path):
-    shapes = {row["path"]: jobsize.TableShape(int(row["rows"]), int(row["bytes"])) for row in read_tsv(table)}
+    shapes = {row["path"]: jobsize.TableShape(int(row["rows"]), int(row["bytes"]), int(row["originals"]))
+              for row in read_tsv(table)}
 
     def parquet_shape(path):
         key = os.path.normpath(path)

@@ -12,12 +12,15 @@ Every job is a fresh interpreter: ``start_s`` of start-up (imports) and
   tests), the runs shared by the job's workers;
 - runs a model: weights in the run's dtype (loaded in host memory first even
   for a GPU job, once per process), and on a CPU float32 logits of a whole
-  batch three times over (logits, log-softmax, moments) and, training, the
-  activations of every layer; time as the FLOPs of the tokens it passes (2 per
-  parameter and token forward, 6 training) at a sustained throughput, plus
-  ``token_s`` a token for what is not FLOPs (tokenising, batching, the Python
-  loop: what a small model's pass is made of), and for each generated token
-  a decoding step of its batch (``decode_step_s``).
+  batch three times over (logits, log-softmax, moments; six times with a
+  backward pass) and, training, the activations of every layer; time as the
+  FLOPs of the tokens it passes (2 per
+  parameter and token forward, plus attention over the context; three times
+  that training) at a sustained throughput, plus ``token_s`` a token for what
+  is not FLOPs (tokenising, batching, the Python loop: what a small model's
+  pass is made of), and for each generated token a decoding step of its batch
+  (``decode_step_s``);
+- tokenises text without a model: ``token_s`` a token.
 
 Times are multiplied by ``safety`` and by the attempt (a job that ran out of
 its limit is retried with twice the time and memory: the profile's
@@ -46,6 +49,9 @@ FLOPS_PER_TOKEN = {"train": 6, "forward": 2}
 # activations kept per layer, token and hidden unit, in units of the dtype
 # (attention inputs, MLP intermediates, norms: a generous figure for a decoder)
 TRAIN_ACTIVATIONS = 34
+# float32 logits of a batch held at once: logits, log-softmax and the moments
+# of a forward pass; with a backward pass, their gradients too
+LOGIT_COPIES = {False: 3, True: 6}
 
 
 @dataclass(frozen=True)
@@ -86,25 +92,36 @@ class Rates:
 class TableShape:
     rows: int
     bytes: int  # uncompressed
+    originals: int  # rows of the benchmark's own functions (variant_id 0) in a table of variants; else every row
 
     @property
     def tokens(self) -> int:
         return self.bytes // BYTES_PER_TOKEN
 
+    def only_originals(self) -> TableShape:
+        """The originals' share of the table (their bytes in proportion to their rows)."""
+        share = self.originals / self.rows if self.rows else 0
+        return TableShape(self.originals, round(self.bytes * share), self.originals)
+
 
 def parquet_shape(path: str | Path) -> TableShape:
-    """Rows and uncompressed bytes of a Parquet file, from its footer. A file
-    not made yet raises FileNotFoundError naming it: Snakemake then defers the
+    """Rows and uncompressed bytes of a Parquet file, from its footer, and its
+    originals (its ``variant_id`` column, when it has one, is read). A file not
+    made yet raises FileNotFoundError naming it: Snakemake then defers the
     estimate until the job's inputs exist (``<TBD>`` in a dry run)."""
     if not Path(path).exists():
         raise FileNotFoundError(errno.ENOENT, "not made yet", str(path))
-    meta = pq.read_metadata(path)
-    return TableShape(meta.num_rows, sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)))
+    file = pq.ParquetFile(path)
+    meta = file.metadata
+    originals = meta.num_rows
+    if "variant_id" in file.schema_arrow.names:
+        originals = int((file.read(columns=["variant_id"]).column(0).to_numpy(zero_copy_only=False) == 0).sum())
+    return TableShape(meta.num_rows, sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)), originals)
 
 
 def tables_shape(paths: Iterable[str | Path]) -> TableShape:
     shapes = [parquet_shape(p) for p in paths]
-    return TableShape(sum(s.rows for s in shapes), sum(s.bytes for s in shapes))
+    return TableShape(sum(s.rows for s in shapes), sum(s.bytes for s in shapes), sum(s.originals for s in shapes))
 
 
 def parameter_count(model_dir: str | Path) -> int:
@@ -151,9 +168,11 @@ def data_memory_mb(data: TableShape, rates: Rates) -> float:
     return data.bytes * rates.data_copies / 1e6
 
 
-def cpu_memory_mb(data: TableShape, rates: Rates, *, attempt: int = 1) -> int:
-    """A CPU job's memory: the interpreter and its tables, rounded up to 100 MB."""
-    return _round_mb((rates.base_mb + data_memory_mb(data, rates)) * attempt)
+def cpu_memory_mb(data: TableShape, rates: Rates, *, processes: int = 1, attempt: int = 1) -> int:
+    """A CPU job's memory: an interpreter for each of its ``processes`` (a job
+    with several threads runs them as worker processes: sandbox runs, process
+    pools) and its tables, rounded up to 100 MB."""
+    return _round_mb((rates.base_mb * processes + data_memory_mb(data, rates)) * attempt)
 
 
 def model_memory_mb(model: ModelSize, rates: Rates, *, dtype: str, batch_size: int, context: int, on_gpu: bool,
@@ -167,7 +186,7 @@ def model_memory_mb(model: ModelSize, rates: Rates, *, dtype: str, batch_size: i
     width = DTYPE_BYTES[dtype]
     need = model.parameters * width * processes
     if not on_gpu:
-        need += 3 * batch_size * context * model.vocab_size * 4
+        need += LOGIT_COPIES[training] * batch_size * context * model.vocab_size * 4
         if training:
             need += TRAIN_ACTIVATIONS * batch_size * context * model.hidden_size * model.num_layers * width
     return _round_mb((rates.base_mb + need * 1.25 / 1e6) * attempt)
@@ -186,9 +205,18 @@ def sandbox_seconds(runs: int, workers: int, rates: Rates) -> float:
     return runs * rates.sandbox_run_s / max(1, workers)
 
 
+def flops_per_token(model: ModelSize, kind: str, context: int) -> float:
+    """FLOPs of a token through the model (Kaplan et al. 2020): 2 per parameter
+    and, for attention over up to ``context`` tokens, 2 x layers x context x
+    hidden, forward; three times that training (the backward pass is twice
+    the forward)."""
+    forward = 2 * model.parameters + 2 * model.num_layers * context * model.hidden_size
+    return forward * FLOPS_PER_TOKEN[kind] / FLOPS_PER_TOKEN["forward"]
+
+
 def model_seconds(model: ModelSize, rates: Rates, *, kind: str, tokens: int, generated: int, batch_size: int,
-                  flops_per_s: float) -> float:
+                  context: int, flops_per_s: float) -> float:
     """Seconds of ``tokens`` passed through the model (``kind`` train or
     forward) and ``generated`` new tokens decoded in batches of ``batch_size``."""
-    flops = FLOPS_PER_TOKEN[kind] * model.parameters * tokens + FLOPS_PER_TOKEN["forward"] * model.parameters * generated
+    flops = flops_per_token(model, kind, context) * tokens + flops_per_token(model, "forward", context) * generated
     return flops / flops_per_s + (tokens + generated) * rates.token_s + generated * rates.decode_step_s / batch_size
