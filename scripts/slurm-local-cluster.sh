@@ -235,9 +235,8 @@ cmd_run() {
     local args=("$@")
     ((${#args[@]})) || args=(--configfile config/micro.yaml)
     cd "$ROOT"
-    # --cores: the node's CPUs, which bound what its SLURM jobs hold at once (a group's size among them)
-    PYTHONPATH=$ROOT/workflow${PYTHONPATH:+:$PYTHONPATH} "$SNAKEMAKE" --workflow-profile config/profiles/slurm \
-        --cores "$(nproc)" "${args[@]}"
+    # the README's command as written: a one-job group is sized to the node by the executor
+    PYTHONPATH=$ROOT/workflow${PYTHONPATH:+:$PYTHONPATH} "$SNAKEMAKE" --workflow-profile config/profiles/slurm "${args[@]}"
 }
 
 case ${1:-} in
