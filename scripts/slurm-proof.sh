@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The SLURM profile, proven: the same config run locally and through
-# config/profiles/slurm, both with `--cores` = this machine's CPUs (on one
-# node, what the SLURM jobs may hold at once), each in its own fresh
+# The SLURM profile, proven: the same config run locally (`--cores` = this
+# machine's CPUs) and through config/profiles/slurm as the README writes it
+# (no --cores: the cluster's nodes bound the jobs), each in its own fresh
 # copy of the repository (so no result can depend on the directory it was
 # made in), timed; every Parquet file and LoRA adapter compared byte for byte
 # (scripts/compare_results.py); the SLURM run must take at most 1.5x the
@@ -85,7 +85,7 @@ slurm_run() {  # slurm_run LABEL
         killer=$!
     fi
     seconds=$(cd "$dir" && PYTHONPATH=$dir/workflow timed "$WORK/slurm-$1.log" \
-        "$SNAKEMAKE" --workflow-profile config/profiles/slurm --configfile "$CONFIG" "${OVERLAY[@]}" --cores "$(nproc)")
+        "$SNAKEMAKE" --workflow-profile config/profiles/slurm --configfile "$CONFIG" "${OVERLAY[@]}")
     ratio=$(awk "BEGIN {printf \"%.2f\", $seconds / $LOCAL_S}")
     "$PYTHON" "$ROOT/scripts/compare_results.py" "$WORK/local/results/$RUN" "$dir/results/$RUN" >"$WORK/compare-$1.txt" || verdict=differs
     if ((KILL_RESUME)); then
