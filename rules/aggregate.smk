@@ -56,6 +56,8 @@ rule aggregate:
     threads: 1
     conda:
         CPU_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} aggregate --samples {input.samples} --scores {params.scores} --tokens {params.tokens}"
         " --variants {input.variants} --fragments {input.fragments} --calibration-rows {input.calibration_rows}"
@@ -106,6 +108,8 @@ rule counterfactual_aggregate:
     threads: 1
     conda:
         CPU_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} counterfactual-aggregate --similarity {input.similarity} {params.optional} --functions {input.functions}"
         " --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir} 2> {log}"

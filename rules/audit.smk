@@ -111,6 +111,8 @@ rule audit:
     threads: 1
     conda:
         CPU_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} audit --scores {params.scores} --variants {params.variants} {params.held_out}"
         " --settings {params.settings:q} --output-dir {RESULTS}/audit 2> {log}"

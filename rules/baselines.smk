@@ -41,7 +41,8 @@ rule dpdllm_reference:
     conda:
         CONDA_ENV
     resources:
-        **model_job("train", batch_size=config["train"]["batch_size"], passes=METHODS.get("dpdllm", {}).get("reference_epochs", 1)),
+        **model_job("train", batch_size=config["train"]["batch_size"], originals=True,
+                    passes=METHODS.get("dpdllm", {}).get("reference_epochs", 1)),
     shell:
         "{LEAKTRACE} dpdllm-reference --variants {input.variants} --model {params.model:q}"
         " --train {params.train:q} --settings {params.settings:q} --seed {params.seed} --output-dir {output} 2> {log}"
@@ -67,7 +68,10 @@ rule dpdllm_generations:
     conda:
         CONDA_ENV
     resources:
-        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], generate=METHODS.get("dpdllm", {}).get("max_new_tokens", 0)),
+        # the prefix of each original, and a continuation of it
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], originals=True,
+                    passes=METHODS.get("dpdllm", {}).get("prefix_fraction", 1),
+                    generate=METHODS.get("dpdllm", {}).get("max_new_tokens", 0)),
     shell:
         "{LEAKTRACE} dpdllm-generations --variants {input.variants} --model {params.model:q} {params.adapter}"
         " --settings {params.settings:q} --batch {params.batch:q} --seed {params.seed} --output {output} 2> {log}"
@@ -90,6 +94,9 @@ rule dpdllm_features:
     threads: 1
     conda:
         CONDA_ENV
+    resources:
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], model=lambda wildcards: BASE_MODEL_CONFIG,
+                    texts=["generations"], passes=2),  # the base model and the reference adapter
     shell:
         "{LEAKTRACE} dpdllm-features --generations {input.generations} --model {params.model:q}"
         " --reference-adapter {input.reference}/adapter --batch {params.batch:q} --output {output} 2> {log}"
@@ -112,6 +119,8 @@ rule dpdllm_fit:
     threads: 1
     conda:
         CONDA_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} dpdllm-fit --features {input.features} --samples {input.samples} --folds {params.folds}"
         " --seed {params.seed} --output {output.scores}"
@@ -137,6 +146,11 @@ rule veilprobe_perturb:
     threads: 1
     conda:
         CONDA_ENV
+    resources:
+        # a forward and a backward pass of each original (gradient saliency), in batches padded to
+        # their longest: sized as training on full-context sequences
+        **model_job("train", batch_size=config["score"]["tokens"]["batch_size"], model=lambda wildcards: BASE_MODEL_CONFIG,
+                    originals=True, padded=True),
     shell:
         "{LEAKTRACE} veilprobe-perturb --variants {input.variants} --model {params.model:q} --settings {params.settings:q}"
         " --blackbox {params.blackbox:q} --batch {params.batch:q} --seed {params.seed} --output {output} 2> {log}"
@@ -161,6 +175,8 @@ rule veilprobe_features:
     threads: 1
     conda:
         CONDA_ENV
+    resources:
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], model=lambda wildcards: BASE_MODEL_CONFIG),
     shell:
         "{LEAKTRACE} veilprobe-features --blackbox {input.blackbox} --perturbed {input.perturbed} --model {params.model:q}"
         " --settings {params.settings:q} --seed {params.seed} --output {output.features} --mapping-dir {output.mapping} 2> {log}"
@@ -184,6 +200,8 @@ rule veilprobe_fit:
     threads: 1
     conda:
         CONDA_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} veilprobe-fit --features {input.features} --samples {input.samples} --settings {params.settings:q}"
         " --folds {params.folds} --seed {params.seed} --output {output.scores} --model-dir {output.classifier} 2> {log}"

@@ -7,20 +7,13 @@
 # the submit host (which may reach the hub) into a cache that every job reads
 # with HF_HUB_OFFLINE=1. Outside SLURM these resources change nothing.
 
-import math
 import os
+from dataclasses import asdict
 
 from leaktrace import jobsize
 
 CLUSTER = config["cluster"]
-
-
-def _require(paths):
-    """Resources read input files; before they exist Snakemake defers the
-    evaluation (a FileNotFoundError naming an input)."""
-    for path in paths:
-        if not os.path.exists(path):
-            raise FileNotFoundError(2, "not made yet", path)
+RATES = jobsize.Rates.from_config(CLUSTER)
 
 
 def _job_model(wildcards):
@@ -39,22 +32,46 @@ def _job_gpus(wildcards, generator=None, job_model=_job_model):
     return config["base_model"]["gpus"] if spec.get("device") == "auto" else 1
 
 
-def _parquet_inputs(input):
-    return [str(p) for p in input if str(p).endswith(".parquet")]
+def _parquet_inputs(input, names=None):
+    """The Parquet files among the job's inputs, or among its inputs named ``names``."""
+    if names is None:
+        files = list(input)
+    else:
+        unknown = [name for name in names if name not in input.keys()]
+        if unknown:
+            raise ValueError(f"resources name inputs {unknown} the rule does not have (its inputs: {list(input.keys())})")
+        files = [f for name in names for f in ([input[name]] if isinstance(input[name], str) else input[name])]
+    return [str(p) for p in files if str(p).endswith(".parquet")]
+
+
+def _rows(input, name):
+    return jobsize.tables_shape(_parquet_inputs(input, [name])).rows
 
 
 def _partition(gpus):
     return (CLUSTER["gpu_partition"] if gpus else CLUSTER["cpu_partition"]) or ""
 
 
-def model_job(kind, *, batch_size, passes=1, generate=None, generator=None, model=None, gpus=None):
-    """Resources of a job that runs a model: ``kind`` train or forward,
-    ``passes`` over its Parquet inputs' tokens, plus ``generate`` new tokens
-    per row of those inputs (greedy decoding, one forward token each);
-    ``generator``: the `llm.generator` role a generating job runs through;
-    ``model``: wildcards -> the job's model spec (default: ``_job_model``);
-    ``gpus``: the GPUs of a job that runs on more than one (DDP training: one
-    process per GPU, each holding the weights in host memory first)."""
+def _value(setting, wildcards):
+    return setting(wildcards) if callable(setting) else setting
+
+
+def model_job(kind, *, batch_size, texts=None, originals=False, padded=False, passes=1, sequences=None, generate=None,
+              sandbox=None, generator=None, model=None, gpus=None):
+    """Resources of a job that runs a model: ``kind`` forward, or train (a
+    backward pass too: training, or gradients of the input); ``passes`` over
+    the tokens of its ``texts`` (names of its inputs; None: every Parquet
+    input), of their ``originals`` only (variant_id 0) when that is true,
+    each as long as the context when ``padded`` (batches padded to their
+    longest text), or over ``sequences`` full-context sequences instead;
+    ``generate`` new tokens
+    per text (decoded in batches of ``batch_size``); ``sandbox``: as
+    cpu_job's. ``originals``, ``passes`` and ``sequences`` may be functions of
+    the wildcards. ``generator``: the `llm.generator` role a generating job
+    runs through; ``model``: wildcards -> the job's model spec (default:
+    ``_job_model``); ``gpus``: the GPUs of a job that runs on more than one
+    (DDP training: one process per GPU, each holding the weights in host
+    memory first). Memory and time as leaktrace.jobsize says."""
     job_model = model or _job_model
     count = gpus
 
@@ -63,28 +80,36 @@ def model_job(kind, *, batch_size, passes=1, generate=None, generator=None, mode
 
     def size(wildcards):
         spec = job_model(wildcards)
-        _require([f"{spec['path']}/config.json"])
-        return spec, jobsize.model_size(spec["path"])
+        config_file = f"{spec['path']}/config.json"
+        if not os.path.exists(config_file):  # a hub model not fetched yet: Snakemake waits for it
+            raise FileNotFoundError(2, "not made yet", config_file)
+        model = jobsize.model_size(spec["path"])
+        return spec, model, min(model.max_positions, spec.get("max_length") or model.max_positions)
 
-    def mem_mb(wildcards):
+    def mem_mb(wildcards, attempt):
         # The model, the batch and the context, not the data: known before the
         # job's inputs exist, so a group (cluster.one_job) is sized with it.
-        spec, model = size(wildcards)
-        context = min(model.max_positions, spec.get("max_length") or model.max_positions)
-        return jobsize.memory_mb(model, dtype=spec["dtype"], batch_size=batch_size, context=context,
-                                 on_gpu=bool(job_gpus(wildcards)), training=kind == "train",
-                                 overhead_mb=CLUSTER["overhead_mb"], processes=max(1, job_gpus(wildcards)))
+        spec, model, context = size(wildcards)
+        return jobsize.model_memory_mb(model, RATES, dtype=spec["dtype"], batch_size=batch_size, context=context,
+                                       on_gpu=bool(job_gpus(wildcards)), training=kind == "train",
+                                       processes=max(1, job_gpus(wildcards)), attempt=attempt)
 
-    def runtime(wildcards, input, threads):
-        spec, model = size(wildcards)
-        parquet = _parquet_inputs(input)
-        _require(parquet)
-        tokens = jobsize.parquet_tokens(parquet) * passes
-        if generate:
-            tokens += generate * sum(jobsize.parquet_rows(p) for p in parquet)
-        rate = CLUSTER["flops_per_s"]["gpu"] * job_gpus(wildcards) or CLUSTER["flops_per_s"]["cpu_core"] * threads
-        return jobsize.runtime_min(model, tokens=tokens, kind=kind, passes=1, flops_per_s=rate,
-                                   safety=CLUSTER["safety"], minimum=CLUSTER["min_runtime"])
+    def runtime(wildcards, input, threads, attempt):
+        spec, model, context = size(wildcards)
+        data = jobsize.tables_shape(_parquet_inputs(input))
+        passed = jobsize.tables_shape(_parquet_inputs(input, texts)) if texts else data
+        if _value(originals, wildcards):
+            passed = passed.only_originals()
+        if sequences is not None:
+            tokens = _value(sequences, wildcards) * context
+        else:
+            tokens = passed.rows * context if padded else passed.tokens
+        rate = RATES.flops_per_s_gpu * job_gpus(wildcards) or RATES.flops_per_s_cpu_core * threads
+        seconds = jobsize.data_seconds(data, RATES) + jobsize.model_seconds(
+            model, RATES, kind=kind, tokens=tokens * _value(passes, wildcards), generated=(generate or 0) * passed.rows,
+            batch_size=batch_size, context=context, flops_per_s=rate)
+        seconds += _sandbox_seconds(input, sandbox, threads, wildcards)
+        return jobsize.runtime_min(seconds, RATES, attempt=attempt)
 
     return {
         "mem_mb": mem_mb,
@@ -95,24 +120,60 @@ def model_job(kind, *, batch_size, passes=1, generate=None, generator=None, mode
     }
 
 
-def cpu_job(seconds_per_row=0.0):
-    """Resources of a CPU job that streams its Parquet inputs: memory a
-    multiple of their uncompressed size, time their size at the configured
-    rate per core (plus ``seconds_per_row`` per input row: sandboxed runs)."""
+def pretrain_job(block):
+    """Resources of pretraining the model of a config block (base_model,
+    reference_model) from its shape and token budget (pretrain.settings; a
+    key it leaves out has the trainer's default, read only when such a job is
+    planned: the trainer imports PyTorch)."""
 
-    def data_bytes(input):
-        parquet = _parquet_inputs(input)
-        _require(parquet)
-        return jobsize.parquet_tokens(parquet) * jobsize.BYTES_PER_TOKEN, parquet
+    def settings():
+        from leaktrace.train.pretrain import PretrainSettings
 
-    def mem_mb(wildcards, input):
-        size, _ = data_bytes(input)
-        return CLUSTER["overhead_mb"] + 100 * math.ceil(10 * size / 1e8)
+        return asdict(PretrainSettings(**config[block]["pretrain"]["settings"]))
 
-    def runtime(wildcards, input, threads):
-        size, parquet = data_bytes(input)
-        seconds = size / CLUSTER["cpu_bytes_per_s"] + seconds_per_row * sum(jobsize.parquet_rows(p) for p in parquet)
-        return max(CLUSTER["min_runtime"], math.ceil(seconds * CLUSTER["safety"] / (60 * threads)))
+    def mem_mb(wildcards, attempt):
+        shape = settings()
+        return jobsize.model_memory_mb(jobsize.llama_size(**shape), RATES, dtype="float32", batch_size=shape["batch_size"],
+                                       context=shape["context_length"], on_gpu=False, training=True, attempt=attempt)
+
+    def runtime(wildcards, threads, attempt):
+        shape = settings()
+        seconds = jobsize.model_seconds(jobsize.llama_size(**shape), RATES, kind="train", tokens=shape["tokens"],
+                                        generated=0, batch_size=shape["batch_size"], context=shape["context_length"],
+                                        flops_per_s=RATES.flops_per_s_cpu_core * threads)
+        return jobsize.runtime_min(seconds, RATES, attempt=attempt)
+
+    return {"mem_mb": mem_mb, "runtime": runtime}
+
+
+def _per_row(input, counts, wildcards):
+    """Sum over ``counts`` ({input name: count per row, or wildcards -> count}) of rows x count."""
+    return sum(_rows(input, name) * (per(wildcards) if callable(per) else per) for name, per in (counts or {}).items())
+
+
+def _sandbox_seconds(input, sandbox, threads, wildcards):
+    return jobsize.sandbox_seconds(_per_row(input, sandbox, wildcards), threads, RATES)
+
+
+def cpu_job(*, sandbox=None, per_row=None, tokenize=None):
+    """Resources of a CPU job: memory for the interpreter and its Parquet
+    inputs, time to read them, plus ``sandbox`` ({input name: sandboxed runs
+    per row of it}: programs run against their tests, shared by the job's
+    ``threads`` workers), ``per_row`` ({input name: seconds per row of it}:
+    calls of an LLM; a count may be a function of the wildcards) and
+    ``tokenize`` (names of inputs whose text it tokenises). Memory and time
+    as leaktrace.jobsize says."""
+
+    def mem_mb(wildcards, input, threads, attempt):
+        return jobsize.cpu_memory_mb(jobsize.tables_shape(_parquet_inputs(input)), RATES, processes=threads,
+                                     attempt=attempt)
+
+    def runtime(wildcards, input, threads, attempt):
+        seconds = jobsize.data_seconds(jobsize.tables_shape(_parquet_inputs(input)), RATES)
+        seconds += _sandbox_seconds(input, sandbox, threads, wildcards) + _per_row(input, per_row, wildcards)
+        if tokenize:
+            seconds += jobsize.tables_shape(_parquet_inputs(input, tokenize)).tokens * RATES.token_s
+        return jobsize.runtime_min(seconds, RATES, attempt=attempt)
 
     return {"mem_mb": mem_mb, "runtime": runtime}  # the CPU partition: place_jobs
 
@@ -186,6 +247,8 @@ rule fetch_hub_model:
         f"{RESULTS}/logs/fetch_hub_model/{{hub_model}}.log",
     conda:
         CPU_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE_ONLINE} fetch-model --model {params.repo} {params.revision} --output-dir {params.out_dir} 2> {log}"
 

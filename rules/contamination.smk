@@ -116,6 +116,8 @@ rule contamination:
     threads: 1
     conda:
         CPU_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} contamination --samples {input.samples} --scores {params.scores} {params.held_out}"
         " --exchangeability {params.exchangeability} --exchangeability-calibration {params.exchangeability_calibration}"
@@ -124,6 +126,8 @@ rule contamination:
 
 # Oren et al.'s sharded test: the one stage of this block with forward passes
 # (shards and their permutations through the batched token scorer).
+EXCHANGEABILITY = config["contamination"]["exchangeability"]
+
 rule exchangeability:
     input:
         benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
@@ -145,8 +149,9 @@ rule exchangeability:
     conda:
         MODEL_ENV
     resources:
+        # n_shards shards, each at most a context long, in their order and n_permutations others
         **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"],
-                    passes=1 + config["contamination"]["exchangeability"]["n_permutations"]),
+                    sequences=EXCHANGEABILITY["n_shards"] * (1 + EXCHANGEABILITY["n_permutations"])),
     shell:
         "{LEAKTRACE} exchangeability --benchmark {input.benchmark} --samples {input.samples} --model {params.model:q}"
         " {params.adapter} --settings {params.settings:q} --batch {params.batch:q} --seed {params.seed} --output {output} 2> {log}"
@@ -178,8 +183,8 @@ rule exchangeability_calibration:
         MODEL_ENV
     resources:
         **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"],
-                    passes=config["contamination"]["exchangeability"]["calibration_seeds"]
-                    * (1 + config["contamination"]["exchangeability"]["n_permutations"])),
+                    sequences=EXCHANGEABILITY["calibration_seeds"] * EXCHANGEABILITY["n_shards"]
+                    * (1 + EXCHANGEABILITY["n_permutations"])),
     shell:
         "{LEAKTRACE} exchangeability-calibration --benchmark {input.benchmark} --samples {input.samples}"
         " --model {params.model:q} {params.adapter} --settings {params.settings:q} --batch {params.batch:q}"

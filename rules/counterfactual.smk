@@ -51,8 +51,9 @@ rule counterfactual:
     conda:
         MODEL_ENV
     resources:
-        **model_job("forward", batch_size=config["counterfactual"]["batch_size"],
-                    generate=config["counterfactual"]["max_new_tokens"], generator=GENERATOR,
+        # a continuation of each function's context, under each of the two models
+        **model_job("forward", batch_size=config["counterfactual"]["batch_size"], texts=["functions"], passes=2,
+                    generate=2 * config["counterfactual"]["max_new_tokens"], generator=GENERATOR,
                     model=counterfactual_job_model),
     shell:
         "{LEAKTRACE} counterfactual --functions {input.functions} {params.models}"
@@ -75,6 +76,8 @@ rule counterfactual_structural:
     threads: 2
     conda:
         CPU_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} counterfactual-structural --generations {input.generations} --functions {input.functions}"
         " --settings {params.settings:q} --processes {threads} --output {output} 2> {log}"
@@ -117,6 +120,9 @@ rule counterfactual_execution:
     benchmark:
         f"{RESULTS}/benchmarks/counterfactual_execution/{{benchmark}}.tsv"
     threads: 2
+    resources:
+        # each generation executed on drawn inputs, many to a sandbox run
+        **cpu_job(per_row={"generations": 0.05}),
     conda:
         CPU_ENV
     shell:
@@ -137,11 +143,11 @@ def judge_args():
     return f"--judge {shlex.quote(json.dumps(JUDGE, sort_keys=True))}{cache}"
 
 
-def judge_job(seconds_per_row):
-    """Resources of a judging job: sized as a CPU job on its input rows (an
-    estimate of ``seconds_per_row`` per row of its Parquet inputs for the
-    calls), on the GPU partition where the judge runs here on a GPU."""
-    return {**cpu_job(seconds_per_row=seconds_per_row), "gpu": JUDGE_GPU, "slurm_partition": _partition(JUDGE_GPU)}
+def judge_job(**seconds_per_row):
+    """Resources of a judging job: sized as a CPU job, plus an estimate of the
+    calls' seconds per row of the named inputs (``generations=...``), on the
+    GPU partition where the judge runs here on a GPU."""
+    return {**cpu_job(per_row=seconds_per_row), "gpu": JUDGE_GPU, "slurm_partition": _partition(JUDGE_GPU)}
 
 
 if JUDGE is not None:
@@ -164,7 +170,7 @@ if JUDGE is not None:
         conda:
             MODEL_ENV
         resources:
-            **judge_job(seconds_per_row=2 * len(config["similarity"]["judges"]["metrics"])),
+            **judge_job(generations=2 * len(config["similarity"]["judges"]["metrics"])),
         shell:
             "{LEAKTRACE} counterfactual-judges --generations {input.generations} --functions {input.functions}"
             " --settings {params.settings:q} {params.judge} --output {output.similarity} --answers {output.answers}"
@@ -175,7 +181,7 @@ if JUDGE is not None and config["similarity"]["filter"]["enabled"]:
 
     rule counterfactual_llm_filter:
         input:
-            lambda w: counterfactual_functions(w.benchmark),
+            functions=lambda w: counterfactual_functions(w.benchmark),
         output:
             f"{RESULTS}/counterfactual/{{benchmark}}/llm_filter.parquet",
         params:
@@ -189,7 +195,7 @@ if JUDGE is not None and config["similarity"]["filter"]["enabled"]:
         conda:
             MODEL_ENV
         resources:
-            **judge_job(seconds_per_row=5),  # 8,000 characters of file per call
+            **judge_job(functions=5),  # 8,000 characters of file per call
         shell:
-            "{LEAKTRACE} llm-filter --functions {input} --settings {params.settings:q} {params.judge}"
+            "{LEAKTRACE} llm-filter --functions {input.functions} --settings {params.settings:q} {params.judge}"
             " --output {output} 2> {log}"

@@ -12,6 +12,8 @@ rule filter_functions:
     threads: 1
     conda:
         CPU_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} filter-functions --benchmark {input} --settings {params.settings:q} --output {output} 2> {log}"
 
@@ -37,6 +39,8 @@ rule split_samples:
     threads: 1
     conda:
         CPU_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} split --functions {input.functions} --variants {input.variants} --tokens {input.tokens}"
         " --settings {params.settings:q} --seed {params.seed} --recall-prefix {params.recall_prefix} --output {output} 2> {log}"

@@ -10,6 +10,8 @@ rule ingest_benchmark:
     threads: 1
     conda:
         CPU_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} ingest-benchmark --name {wildcards.benchmark} --settings {params.settings:q} --output {output} 2> {log}"
 
@@ -26,5 +28,7 @@ rule ingest_corpus_shard:
     threads: 1
     conda:
         corpus_env
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} ingest-corpus --name {wildcards.corpus} --settings {params.settings:q} --part {wildcards.part} --output {output} 2> {log}"

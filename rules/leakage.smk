@@ -105,6 +105,8 @@ rule leakage_index:
     threads: 1
     conda:
         CPU_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} leakage-index --scan {wildcards.scan} --benchmark {input} --settings {params.settings:q}"
         " --output {output} 2> {log}"
@@ -153,7 +155,10 @@ rule leakage_gather:
     conda:
         leakage_gather_env
     resources:
+        # a judge's call per candidate pair (5 s; none without a judge)
+        **cpu_job(per_row={"pairs": lambda w: 5 if config["leakage"]["scans"][w.scan].get("judge", {}).get("model") else 0}),
         gpu=leakage_judge_gpu,
+        slurm_partition=lambda wildcards: _partition(leakage_judge_gpu(wildcards)),
     shell:
         "{LEAKTRACE_ONLINE} leakage-gather --scan {wildcards.scan} --index {input.index} --benchmark {input.benchmark}"
         " --pairs {input.pairs} --accounting {input.accounting} --settings {params.settings:q} {params.samples}"
@@ -181,6 +186,8 @@ if LEAKAGE_CLEAN:
             CPU_ENV
         wildcard_constraints:
             benchmark=_alternatives(LEAKAGE_CLEAN),
+        resources:
+            **cpu_job(),
         shell:
             "{LEAKTRACE} ingest-benchmark --name {wildcards.benchmark} --settings {params.settings:q} --output {output} 2> {log}"
 
@@ -198,6 +205,8 @@ if LEAKAGE_CLEAN:
             CPU_ENV
         wildcard_constraints:
             benchmark=_alternatives(LEAKAGE_CLEAN),
+        resources:
+            **cpu_job(),
         shell:
             "cp {input} {output} 2> {log}"
 
@@ -227,6 +236,8 @@ rule leakage_rq4:
     threads: 1
     conda:
         CPU_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} leakage-rq4 --scan {wildcards.scan} --benchmark {wildcards.benchmark} --pairs {input.pairs}"
         " --samples {input.samples} --scores {params.scores} --settings {params.settings:q} --seed {params.seed}"
@@ -292,7 +303,7 @@ if rq3_benchmarks():
             MODEL_ENV
         resources:
             **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], generate=RQ3["n"] * RQ3["max_new_tokens"],
-                        generator=GENERATOR),
+                        generator=GENERATOR, texts=["benchmark"], sandbox={"benchmark": RQ3["n"]}),
         shell:
             "{LEAKTRACE} leakage-rq3-runs --benchmark {input.benchmark} --model {params.model:q} {params.adapter}"
             " --name {wildcards.model} {params.generator} --settings {params.settings:q} --batch {params.batch:q}"
@@ -317,6 +328,8 @@ if rq3_benchmarks():
         threads: 1
         conda:
             CPU_ENV
+        resources:
+            **cpu_job(),
         shell:
             "{LEAKTRACE} leakage-rq3 --scan {wildcards.scan} --benchmark {wildcards.benchmark} --pairs {input.pairs}"
             " --runs {params.runs} --settings {params.settings:q} --seed {params.seed} --output {output.table}"

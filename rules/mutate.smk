@@ -83,7 +83,8 @@ rule mutations:
         f"{RESULTS}/benchmarks/mutations/{{benchmark}}.tsv"
     threads: 2
     resources:
-        **cpu_job(seconds_per_row=1 + len(MUTATE["kinds"]) + len(MUTATE["t3_targets"])),  # sandboxed runs per sample
+        # sandboxed runs per sample: the original and each mutation
+        **cpu_job(sandbox={"samples": 1 + len(MUTATE["kinds"]) + len(MUTATE["t3_targets"])}),
     conda:
         CPU_ENV
     shell:
@@ -117,7 +118,7 @@ rule mutation_tokens:
     conda:
         MODEL_ENV
     resources:
-        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"]),
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], texts=["mutations"]),
     shell:
         "{LEAKTRACE} mutation-tokens --mutations {input.mutations} --variants {input.variants} --samples {input.samples}"
         " --corpus {input.corpus} --model {params.model:q} {params.adapter} {params.recall} {params.neighbors} --batch {params.batch:q}"
@@ -147,6 +148,8 @@ rule mutation_study:
     threads: 1
     conda:
         CPU_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} mutation-study --mutations {input.mutations} --samples {input.samples} --variants {input.variants}"
         " --tokens {input.tokens} --mutated-tokens {input.mutated} {params.optional} --corpus {input.corpus}"

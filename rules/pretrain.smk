@@ -34,7 +34,7 @@ rule pretrain_base_model:
     conda:
         MODEL_ENV
     resources:
-        runtime=60,
+        **pretrain_job("base_model"),
     shell:
         "{LEAKTRACE} pretrain --corpora {params.corpora:q} --settings {params.settings:q}"
         " --output-dir {params.out_dir} --log {output.training_log} 2> {log}"
@@ -54,3 +54,5 @@ if REFERENCE_MODEL:
             f"{RESULTS}/logs/pretrain_reference_model.log",
         benchmark:
             f"{RESULTS}/benchmarks/pretrain_reference_model.tsv"
+        resources:
+            **pretrain_job("reference_model"),

@@ -99,7 +99,8 @@ rule token_stats:
     conda:
         MODEL_ENV
     resources:
-        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"]),
+        # Ref's reference model scores the originals only (token_pass_texts)
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], originals=lambda w: w.model == "ref-model"),
     shell:
         "{LEAKTRACE} tokens --variants {input.variants} --model {params.model:q} {params.adapter} {params.texts}"
         " --settings {params.settings:q} --output {output} 2> {log}"
@@ -127,7 +128,8 @@ rule recall_tokens:
     conda:
         MODEL_ENV
     resources:
-        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], passes=1 + METHODS.get("recall", {}).get("n_shots", 0)),
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], texts=["variants"], originals=True,
+                    passes=1 + METHODS.get("recall", {}).get("n_shots", 0)),  # each original after its shots
     shell:
         "{LEAKTRACE} recall-tokens --variants {input.variants} --samples {input.samples} --model {params.model:q}"
         " {params.adapter} --settings {params.settings:q} --batch {params.batch:q} --seed {params.seed} --output {output} 2> {log}"
@@ -149,7 +151,7 @@ rule token_counts:
         f"{RESULTS}/benchmarks/token_counts/{{corpus}}.tsv"
     threads: 1
     resources:
-        **cpu_job(),
+        **cpu_job(tokenize=["corpus"]),
     conda:
         MODEL_ENV
     shell:
@@ -178,8 +180,10 @@ rule blackbox_generations:
     conda:
         MODEL_ENV
     resources:
-        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], generate=METHODS.get("srdetection_blackbox", {}).get("max_new_tokens", 0),
-                    generator=GENERATOR),
+        # the prefix of each text, and a continuation of it
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"],
+                    passes=METHODS.get("srdetection_blackbox", {}).get("prefix_fraction", 1),
+                    generate=METHODS.get("srdetection_blackbox", {}).get("max_new_tokens", 0), generator=GENERATOR),
     shell:
         "{LEAKTRACE} blackbox --variants {input.variants} --model {params.model:q} {params.adapter} {params.generator}"
         " --settings {params.settings:q} --batch {params.batch:q} --output {output} 2> {log}"
@@ -213,6 +217,8 @@ rule detector_scores:
     threads: 1
     conda:
         MODEL_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} scores --tokens {input.tokens} --variants {input.variants} {params.reference} {params.oracle} {params.prefixed}"
         " {params.counts} {params.blackbox} {params.learned} --model {params.model:q} --settings {params.settings:q} --output {output} 2> {log}"

@@ -23,7 +23,7 @@ rule training_mix:
         f"{RESULTS}/benchmarks/training_mix/{{benchmark}}/ratio-{{ratio}}.tsv"
     threads: 1
     resources:
-        **cpu_job(),
+        **cpu_job(tokenize=["samples", "benchmark", "text"]),
     conda:
         MODEL_ENV
     shell:
@@ -115,7 +115,7 @@ rule sham_mix:
         f"{RESULTS}/benchmarks/sham_mix/{{benchmark}}/ratio-{{ratio}}.tsv"
     threads: 1
     resources:
-        **cpu_job(),
+        **cpu_job(tokenize=["mix", "code"]),
     conda:
         MODEL_ENV
     shell:
@@ -225,7 +225,7 @@ rule select_learning_rate:
         MODEL_ENV
     resources:
         **model_job("train", batch_size=config["train"]["batch_size"],
-                    passes=max(EPOCHS) * len(config["train"]["learning_rate_selection"]["grid"])),
+                    passes=max(EPOCHS) * len(config["train"]["learning_rate_selection"]["grid"]), texts=["mix"]),
     shell:
         "{LEAKTRACE} select-lr --mix {input.mix} --text {input.text} --model {params.model:q} --settings {params.settings:q}"
         " --seed {params.seed} --output {output} 2> {log}"

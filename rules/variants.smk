@@ -40,6 +40,8 @@ rule lexicon:
     threads: 1
     conda:
         CPU_ENV
+    resources:
+        **cpu_job(),
     shell:
         "{LEAKTRACE} lexicon --code {input} --settings {params.settings:q} --output {output} 2> {log}"
 
@@ -61,7 +63,8 @@ rule variants:
         f"{RESULTS}/benchmarks/variants/{{benchmark}}.tsv"
     threads: 2
     resources:
-        **cpu_job(seconds_per_row=1 + GENERATION["n"] + GENERATION["n_filter"]),
+        # sandboxed runs per function: the original, each variant, the test-case set
+        **cpu_job(sandbox={"functions": 1 + GENERATION["n"] + GENERATION["n_filter"] + bool(GENERATION["test_cases"])}),
         gpu=VARIANT_LLM_GPU,  # the llm.variant_llm role's model, where it runs here on a GPU
     conda:
         variants_env
@@ -92,7 +95,7 @@ if NATURAL["enabled"]:
         conda:
             MODEL_ENV
         resources:
-            **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"]),
+            **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], texts=["pool"]),
         shell:
             "{LEAKTRACE} natural-variants --pool {input.pool} --model {params.model:q} --batch {params.batch:q}"
             " --settings {params.settings:q} --seed {params.seed} --output {output} 2> {log}"

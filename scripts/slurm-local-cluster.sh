@@ -2,7 +2,8 @@
 # A local single-node SLURM cluster for proving the SLURM profile
 # (config/profiles/slurm): Debian's slurm-wlm and munge, started as the
 # current user's daemons with their configuration in a state directory, and
-# stopped by their PIDs.
+# stopped by their PIDs. Nothing is written outside that directory: jobs find
+# the cluster through SLURM_CONF (`env` below), which sbatch passes on.
 #
 #   scripts/slurm-local-cluster.sh up [--accounting]   start munged, slurmctld, slurmd
 #                                                    (--accounting: also mariadbd and slurmdbd,
@@ -17,8 +18,9 @@
 # partitions, `cpu` (the default) and `gpu` (no GPU behind it); give them to a
 # run with `--config cluster='{cpu_partition: cpu, gpu_partition: gpu}'`.
 # State: $LEAKTRACE_SLURM_DIR (default ${TMPDIR:-/tmp}/leaktrace-slurm-$UID).
-# `up` installs the Debian packages it needs with apt-get when they are
-# missing (root only).
+# Root is needed only to install the Debian packages (`up` runs apt-get when
+# they are missing; otherwise it asks for them) and for --accounting, whose
+# clients reach munged only at its system socket, /run/munge.
 
 set -euo pipefail
 
@@ -47,7 +49,7 @@ install_packages() {
         command -v slurmdbd >/dev/null || missing+=(slurmdbd)
         command -v mariadbd >/dev/null || missing+=(mariadb-server)
     fi
-    ((${#missing[@]} == 0)) && return
+    ((${#missing[@]} == 0)) && return 0
     if [[ $(id -u) != 0 ]]; then
         log "missing ${missing[*]}: install them (apt-get install ${missing[*]}) and run again"
         exit 1
@@ -169,33 +171,13 @@ PartitionName=gpu Nodes=localhost MaxTime=INFINITE State=UP
 EOF
 }
 
-# The executor plugin's job step (snakemake-executor-plugin-slurm-jobstep
-# 0.6.1) strips every SLURM_* variable, SLURM_CONF among them, before its
-# nested srun, so inside a job only the default path finds the cluster: link
-# it to ours, as root, unless a configuration of another cluster is there.
-SYSTEM_CONF=/etc/slurm/slurm.conf
-
-link_system_conf() {
-    if [[ -e $SYSTEM_CONF || -L $SYSTEM_CONF ]] && [[ $(readlink "$SYSTEM_CONF") != "$STATE/etc/slurm.conf" ]]; then
-        log "$SYSTEM_CONF belongs to another cluster; jobs would not find this one"
-        exit 1
-    fi
-    if [[ $(id -u) != 0 ]]; then
-        log "jobs find the cluster only at $SYSTEM_CONF: run up as root, or link it to $STATE/etc/slurm.conf"
-        exit 1
-    fi
-    mkdir -p "$(dirname "$SYSTEM_CONF")"
-    ln -sfn "$STATE/etc/slurm.conf" "$SYSTEM_CONF"
-}
-
-unlink_system_conf() {
-    [[ -L $SYSTEM_CONF && $(readlink "$SYSTEM_CONF") == "$STATE/etc/slurm.conf" ]] && rm -f "$SYSTEM_CONF"
-    return 0
-}
-
 cmd_up() {
     local accounting=no
     [[ ${1:-} == --accounting ]] && accounting=yes
+    if [[ $accounting == yes && $(id -u) != 0 ]]; then
+        log "--accounting needs root: sacct and sacctmgr reach munged only at /run/munge"
+        exit 1
+    fi
     if [[ -f $STATE/slurmctld.pid ]] && kill -0 "$(cat "$STATE/slurmctld.pid")" 2>/dev/null; then
         log "already up ($STATE); run down first"
         exit 1
@@ -205,7 +187,6 @@ cmd_up() {
     mkdir -p "$STATE/etc" "$STATE/ctld" "$STATE/slurmd" "$STATE/log"
     export SLURM_CONF=$STATE/etc/slurm.conf
     write_slurm_conf "$accounting"
-    link_system_conf
     start_munge
     [[ $accounting == yes ]] && start_database
     slurmctld -i
@@ -245,7 +226,6 @@ cmd_down() {
     stop_pidfile "$STATE/slurmdbd.pid"
     stop_pidfile "$STATE/mariadbd.pid"
     stop_pidfile "$STATE/munge/munged.pid"
-    unlink_system_conf
     log "down"
 }
 
@@ -255,9 +235,8 @@ cmd_run() {
     local args=("$@")
     ((${#args[@]})) || args=(--configfile config/micro.yaml)
     cd "$ROOT"
-    # --cores: the node's CPUs, which bound what its SLURM jobs hold at once (a group's size among them)
-    PYTHONPATH=$ROOT/workflow${PYTHONPATH:+:$PYTHONPATH} "$SNAKEMAKE" --workflow-profile config/profiles/slurm \
-        --cores "$(nproc)" "${args[@]}"
+    # the README's command as written: a one-job group is sized to the node by the executor
+    PYTHONPATH=$ROOT/workflow${PYTHONPATH:+:$PYTHONPATH} "$SNAKEMAKE" --workflow-profile config/profiles/slurm "${args[@]}"
 }
 
 case ${1:-} in

@@ -4,6 +4,7 @@ run through config/profiles/slurm on whatever cluster `sinfo` answers,
 against a local run (scripts/slurm-proof.sh)."""
 
 import asyncio
+import dataclasses
 import os
 import re
 import shutil
@@ -15,8 +16,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import yaml
 
 from leaktrace import jobsize
+from plan_requests import planned_jobs, read_tsv
+from repo_copy import fresh_copy
 from test_pipeline import BASE_MODEL, REPO, snakemake, write_config
 
 
@@ -28,19 +32,108 @@ def test_parameter_count_reads_the_safetensors_headers():
     assert jobsize.parameter_count(BASE_MODEL) == expected
 
 
+RATES = jobsize.Rates.from_config(yaml.safe_load((REPO / "config" / "config.yaml").read_text())["cluster"])
+
+
 def test_memory_and_runtime_scale_with_the_model_and_the_data():
+    rates = dataclasses.replace(RATES, base_mb=1000, safety=4, min_runtime=1, start_s=15, token_s=0, decode_step_s=0)
     tiny = jobsize.model_size(BASE_MODEL)
     big = jobsize.ModelSize(parameters=7_000_000_000, vocab_size=49152, hidden_size=4096, num_layers=32, max_positions=4096)
-    common = {"batch_size": 8, "context": 512, "overhead_mb": 2000}
-    assert jobsize.memory_mb(tiny, dtype="float32", on_gpu=False, training=False, **common) < 4000
-    # 7B bfloat16 weights alone are 14 GB of host memory
-    assert jobsize.memory_mb(big, dtype="bfloat16", on_gpu=True, training=False, **common) > 2000 + 14_000
-    assert (jobsize.memory_mb(tiny, dtype="float32", on_gpu=False, training=True, **common)
-            > jobsize.memory_mb(tiny, dtype="float32", on_gpu=False, training=False, **common))
-    timing = {"kind": "forward", "passes": 1, "flops_per_s": 1e14, "safety": 4, "minimum": 10}
-    assert jobsize.runtime_min(tiny, tokens=10_000, **timing) == 10  # the floor
-    # 1e9 tokens through 7B parameters at 1e14 FLOP/s: 1.4e5 s, x4
-    assert jobsize.runtime_min(big, tokens=1_000_000_000, **timing) == 9334
+    common = {"batch_size": 8, "context": 512}
+    # the tiny model's weights are 7 MB; its batch's float32 logits 3 x 8 x 512 x 4096 x 4 B = 201 MB, x1.25
+    assert jobsize.model_memory_mb(tiny, rates, dtype="float32", on_gpu=False, training=False, **common) == 1000 + 300
+    # 7B bfloat16 weights alone are 14 GB of host memory (x1.25), twice for two DDP processes, twice on a retry
+    assert jobsize.model_memory_mb(big, rates, dtype="bfloat16", on_gpu=True, training=False, **common) == 1000 + 17_500
+    assert jobsize.model_memory_mb(big, rates, dtype="bfloat16", on_gpu=True, training=False, processes=2, attempt=2,
+                                   **common) == 2 * (1000 + 35_000)
+    assert (jobsize.model_memory_mb(tiny, rates, dtype="float32", on_gpu=False, training=True, **common)
+            > jobsize.model_memory_mb(tiny, rates, dtype="float32", on_gpu=False, training=False, **common))
+    # 1e9 tokens through 7B parameters (2 FLOPs each) and attention over 512 positions of 32 layers of 4096
+    # (2 x 32 x 512 x 4096 = 134,217,728) at 1e14 FLOP/s: 141,342 s; plus 15 s of start-up, x4, in minutes
+    seconds = jobsize.model_seconds(big, rates, kind="forward", tokens=10**9, generated=0, batch_size=8, context=512,
+                                    flops_per_s=1e14)
+    assert seconds == pytest.approx(141_342.177_28) and jobsize.runtime_min(seconds, rates) == 9424
+    assert jobsize.flops_per_token(big, "train", 512) == 3 * jobsize.flops_per_token(big, "forward", 512)
+    assert jobsize.runtime_min(0, rates) == 1 and jobsize.runtime_min(0, rates, attempt=2) == 2  # 15 s x4 = 1 min
+    # sandboxed runs are shared by the workers; a table is held data_copies times
+    assert jobsize.sandbox_seconds(3444, 2, dataclasses.replace(rates, sandbox_run_s=0.1)) == pytest.approx(172.2)
+    table = jobsize.TableShape(rows=1335, bytes=903_427, originals=164)
+    assert jobsize.cpu_memory_mb(table, dataclasses.replace(rates, data_copies=20)) == 1000 + 100  # 18 MB, rounded up
+    assert jobsize.cpu_memory_mb(table, dataclasses.replace(rates, data_copies=20), processes=2) == 2000 + 100
+    assert table.only_originals() == jobsize.TableShape(rows=164, bytes=110_983, originals=164)
+
+
+def test_a_pretrained_models_size_is_known_from_its_shape():
+    shipped = jobsize.model_size(BASE_MODEL)
+    settings = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["base_model"]["pretrain"]["settings"]
+    assert jobsize.llama_size(**settings) == shipped
+
+
+TARGET_RULES = {"all", "learning_rate_selection"}  # rules that only name files: no job work, no request
+USE = REPO / "tests" / "data" / "cluster" / "default_use.tsv"
+INPUTS = REPO / "tests" / "data" / "cluster" / "default_inputs.tsv"
+REGENERATE = "`.venv/bin/python scripts/job_use.py measure` (README, \"SLURM\")"
+
+
+def test_every_job_of_the_default_run_asks_for_what_it_used_and_at_most_ten_times_that(tmp_path):
+    """Each job's request (mem_mb, runtime), computed by the rules from the
+    inputs the recorded default run had (tests/plan_requests.py), against what
+    the job used in that run (scripts/job_use.py): at least the wall time and
+    peak RSS, at most 10x them; a runtime of one minute, SLURM's smallest,
+    is never too much. A job of the default DAG with no measured use, or
+    whose inputs the recorded run lacks (a new rule), fails here by name."""
+    config = write_config(tmp_path, {}, base="config.yaml")
+    result = subprocess.run([sys.executable, str(REPO / "tests" / "plan_requests.py"), str(INPUTS), "--snakefile",
+                             str(REPO / "Snakefile"), "--directory", str(tmp_path), "--cores", "2", "--configfile",
+                             str(config), "--dry-run"], capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    used = {row["benchmark"]: row for row in read_tsv(USE)}
+    jobs = [job for job in planned_jobs(result.stdout) if job["rule"] not in TARGET_RULES]
+    assert len(jobs) > 90
+    problems = []
+    for job in jobs:
+        label, asks = f"rule {job['rule']} ({job['benchmark']})", job["resources"]
+        if job["benchmark"] not in used:
+            problems.append(f"{label}: no measured use in {USE.relative_to(REPO)}; measure it with {REGENERATE}")
+            continue
+        if not (asks.get("mem_mb", "").isdigit() and asks.get("runtime", "").isdigit()):
+            problems.append(f"{label}: asks for mem_mb={asks.get('mem_mb')}, runtime={asks.get('runtime')}: every job "
+                            f"asks for both, from inputs the recorded run has ({INPUTS.relative_to(REPO)})")
+            continue
+        seconds, rss = float(used[job["benchmark"]]["s"]), float(used[job["benchmark"]]["max_rss_mb"])
+        runtime_s, mem_mb = 60 * int(asks["runtime"]), int(asks["mem_mb"])
+        if not seconds <= runtime_s <= max(10 * seconds, 60):
+            problems.append(f"{label}: runtime {asks['runtime']} min for {seconds:.0f} s of use")
+        if not rss <= mem_mb <= 10 * rss:
+            problems.append(f"{label}: mem_mb {mem_mb} for {rss:.0f} MB of use")
+    assert not problems, "\n".join(problems)
+
+
+def experiment_configs() -> list[str]:
+    return ["config/micro.yaml", *sorted(str(p.relative_to(REPO)) for p in (REPO / "config" / "experiments").glob("*.yaml"))]
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory):
+    return fresh_copy(tmp_path_factory.mktemp("cluster"))
+
+
+@pytest.mark.parametrize("configfile", experiment_configs())
+def test_every_job_of_every_shipped_config_asks_for_memory_and_time(configfile, copy):
+    """What a job asks for may wait for its inputs (<TBD> in a dry run), but
+    every job asks: one that does not gets a whole node's memory and no time
+    limit. The shipped models' pretraining and the learning-rate selection
+    (make targets outside `all`) are planned with the micro config."""
+    targets = ["all", "pretrain_base_model", "pretrain_reference_model", "learning_rate_selection"] \
+        if configfile == "config/micro.yaml" else []
+    result = subprocess.run([".venv/bin/snakemake", "--cores", "2", "--configfile", configfile, "--dry-run", *targets],
+                            cwd=copy, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    jobs = [job for job in planned_jobs(result.stdout) if job["rule"] not in TARGET_RULES]
+    assert jobs and (not targets or {"pretrain_base_model", "select_learning_rate"} <= {job["rule"] for job in jobs})
+    missing = sorted({f"rule {job['rule']}: no {', '.join(k for k in ('mem_mb', 'runtime') if k not in job['resources'])}"
+                      for job in jobs if not {"mem_mb", "runtime"} <= job["resources"].keys()})
+    assert not missing, f"{configfile}: give these resources from cpu_job() or model_job() (rules/cluster.smk): {missing}"
 
 
 def resources_of(output: str, rule: str) -> list[str]:
@@ -176,3 +269,117 @@ def test_a_pinned_corpus_refuses_other_content():
     assert len(corpus_documents("pydoc", {**settings, "sha256": digest})) > 0
     with pytest.raises(ValueError, match="another Python release"):
         corpus_documents("pydoc", {**settings, "sha256": "0" * 64})
+
+
+SINFO = """cpu*|2|23081|(null)|infinite
+gpu|16|128000|gpu:h100:4(S:0-1)|2-00:00:00
+gpu|8|64000|gpu:a100:2|2-00:00:00
+short|4|8000|(null)|30:00
+"""
+
+
+def test_partition_limits_are_read_from_sinfo():
+    from snakemake_executor_plugin_leaktrace_slurm.partitions import minutes, parse_sinfo
+
+    partitions = parse_sinfo(SINFO)
+    assert partitions[None] is partitions["cpu"] and partitions["cpu"].max_minutes is None
+    assert (partitions["gpu"].cpus, partitions["gpu"].mem_mb, partitions["gpu"].gpus) == (16, 128000, 4)
+    assert partitions["gpu"].max_minutes == 2880 and partitions["short"].max_minutes == 30
+    assert [minutes(t) for t in ("1:30:00", "45", "45:30", "3-12", "1-00:00:01", "UNLIMITED")] == [90, 45, 46, 5040, 1441, None]
+
+
+def test_a_request_no_node_of_its_partition_can_meet_is_named_with_the_limit():
+    from snakemake_executor_plugin_leaktrace_slurm.partitions import parse_sinfo, request_problems
+
+    partitions = parse_sinfo(SINFO)
+    assert request_problems({"cpus": 2, "mem_mb": 5700, "gpus": 0, "runtime_min": 20}, partitions["cpu"]) == []
+    # the micro config's one-job group as Snakemake sized it without --cores
+    assert request_problems({"cpus": 17, "mem_mb": 41100, "gpus": 0, "runtime_min": 20}, partitions["cpu"]) == [
+        "it asks for 17 CPUs, the partition's largest node has 2 (sinfo)",
+        "it asks for 41100 MB of memory, the partition's largest node has 23081 (sinfo)"]
+    assert request_problems({"cpus": 1, "mem_mb": 100, "runtime_min": 31}, partitions["short"]) == [
+        "it asks for 31 min, the partition's time limit is 30 min (sinfo)"]
+    # 4 GPUs exist, 100 GB exists, but not on one node with 12 CPUs... the H100 node has all three
+    assert request_problems({"cpus": 12, "mem_mb": 100_000, "gpus": 4}, partitions["gpu"]) == []
+    assert request_problems({"cpus": 12, "mem_mb": 100_000, "gpus": 3, "runtime_min": None},
+                            parse_sinfo("gpu|16|64000|gpu:4|infinite\ngpu|16|128000|gpu:2|infinite\n")["gpu"]) == [
+        "no single node of the partition has 12 CPUs, 100000 MB of memory, 3 GPUs"]
+
+
+def fake_job(name, threads=1, group=False, **resources):
+    """What the executor reads of a Snakemake job."""
+    requested = SimpleNamespace(**resources, get=lambda key, default=None: resources.get(key, default))
+    return SimpleNamespace(name=name, groupid=name, threads=threads, is_group=lambda: group, wildcards_dict={"seed": 0},
+                           resources=requested)
+
+
+def test_the_executor_stops_the_run_on_a_job_too_large_for_its_partition():
+    from snakemake_interface_common.exceptions import WorkflowError
+
+    from snakemake_executor_plugin_leaktrace_slurm import Executor
+    from snakemake_executor_plugin_leaktrace_slurm.partitions import parse_sinfo
+
+    executor = object.__new__(Executor)
+    executor._node_limits = parse_sinfo(SINFO)
+    with pytest.raises(WorkflowError, match=r"rule train_lora \(seed=0\) cannot run on partition 'short': it asks for "
+                                            r"64000 MB of memory, the partition's largest node has 8000 \(sinfo\)"):
+        executor.run_jobs([fake_job("train_lora", mem_mb=64000, runtime=10, slurm_partition="short")])
+
+
+def test_slurm_job_names_carry_the_rule_and_status_asks_for_every_name():
+    from snakemake_executor_plugin_leaktrace_slurm import Executor, job_name
+
+    executor = object.__new__(Executor)
+    executor._submitting = threading.local()
+    executor.run_uuid = "0f1e2d3c-aaaa-bbbb-cccc-000000000000"  # what the slurm plugin sets
+    executor._status_names = "train_lora-0f1e2d3c,variants-0f1e2d3c"
+    assert job_name(fake_job("variants"), executor._run_id) == "variants-0f1e2d3c"
+    assert job_name(fake_job("leaktrace", group=True), executor._run_id) == "leaktrace-0f1e2d3c"
+    assert executor.run_uuid == "train_lora-0f1e2d3c,variants-0f1e2d3c"  # squeue/sacct --name
+    executor._submitting.job = fake_job("train_lora")  # inside run_job, in the submitting thread
+    assert executor.run_uuid == "train_lora-0f1e2d3c"
+    names = []
+    other = threading.Thread(target=lambda: names.append(executor.run_uuid))  # the status checks' thread
+    other.start()
+    other.join()
+    assert names == ["train_lora-0f1e2d3c,variants-0f1e2d3c"]
+
+
+def test_no_account_skips_the_slurm_plugins_account_guess_unless_the_job_names_one():
+    from snakemake_executor_plugin_leaktrace_slurm import Executor
+
+    executor = object.__new__(Executor)
+    executor.workflow = SimpleNamespace(executor_settings=SimpleNamespace(no_account=True))
+    executor.logger = None
+    assert list(executor.get_account_arg(fake_job("variants"))) == [""]
+    executor._fallback_account_arg = None
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("snakemake_executor_plugin_slurm.validate_account", lambda account, logger: account)
+        assert list(executor.get_account_arg(fake_job("variants", slurm_account="lab"))) == [" -A lab"]
+
+
+def test_a_group_is_sized_to_one_node_of_its_partition():
+    from snakemake.common.tbdstring import TBDString
+    from snakemake_interface_common.exceptions import WorkflowError
+
+    from snakemake_executor_plugin_leaktrace_slurm import Executor
+    from snakemake_executor_plugin_leaktrace_slurm.partitions import parse_sinfo
+
+    executor = object.__new__(Executor)
+    executor.logger = SimpleNamespace(info=lambda message: None)
+    # eight model jobs that could run at once: 16 CPUs and 45,600 MB were Snakemake's size without --cores
+    members = [SimpleNamespace(**{**vars(fake_job("token_stats", threads=2)), "pipe_group": None,
+                                  "resources": {"_cores": 2, "mem_mb": 5700, "runtime": 3}}) for _ in range(8)]
+    group = SimpleNamespace(groupid="leaktrace", toposorted=[members], jobs=members, is_group=lambda: True)
+    executor._fit_group(group, parse_sinfo(SINFO)["cpu"])
+    assert (group._resources["_cores"], group._resources["mem_mb"], group._resources["runtime"]) == (2, 5700, 24)
+    members[0].resources["runtime"] = TBDString()  # its inputs are made inside the group
+    executor._fit_group(group, parse_sinfo(SINFO)["cpu"])
+    assert group._resources["runtime"] == "infinite"
+    executor._fit_group(group, parse_sinfo(SINFO)["gpu"])
+    assert group._resources["runtime"] == 2880
+    members[1].resources["mem_mb"] = 64_000
+    with pytest.raises(WorkflowError, match=r"group 'leaktrace' \(8 jobs\) cannot run on partition 'cpu': its rule "
+                                            r"token_stats \(seed=0\): it asks for 64000 MB of memory, the partition's "
+                                            r"largest node has 23081 \(sinfo\)"):
+        executor._fit_group(group, parse_sinfo(SINFO)["cpu"])
