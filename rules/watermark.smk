@@ -144,7 +144,7 @@ rule watermark_publish:
         f"{RESULTS}/benchmarks/watermark_publish/{{benchmark}}.tsv"
     threads: 2
     resources:
-        **cpu_job(seconds_per_row=WATERMARK["candidates"]),  # sandboxed runs per problem
+        **cpu_job(),
     conda:
         CPU_ENV
     shell:
@@ -302,6 +302,8 @@ rule watermark_report:
     benchmark:
         f"{RESULTS}/benchmarks/watermark_report/{{benchmark}}.tsv"
     threads: 1
+    resources:
+        **cpu_job(),
     conda:
         CPU_ENV
     shell:
