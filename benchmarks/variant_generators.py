@@ -7,7 +7,7 @@ Wilson 95% CI, beside the mean of 1 / (n_i + 1)) for the AST set, the AST
 set cut to 3, the ast+tt set, and both sets cut to 3 on the samples that
 have tau_t variants. Timings of both stages are printed too.
 
-    .venv/bin/python benchmarks/variant_generators.py results/<run>/variants/lexicon.parquet OUT_DIR
+    .venv/bin/python benchmarks/variant_generators.py results/<run>/variants/lexicon.parquet OUT_DIR [--limit K]
 """
 
 from __future__ import annotations
@@ -42,9 +42,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("lexicon", type=Path)
     parser.add_argument("out", type=Path)
+    parser.add_argument("--limit", type=int, default=None, help="only the first LIMIT HumanEval problems (default: all)")
     a = parser.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
-    problems = load_humaneval(shipped_humaneval_path(), "humaneval")
+    problems = load_humaneval(shipped_humaneval_path(), "humaneval")[: a.limit]
     pq.write_table(pa.Table.from_pylist([{"sample_id": p.sample_id, "code": p.code, "test": p.test,
                                           "entry_point": p.entry_point} for p in problems]), a.out / "benchmark.parquet")
     pq.write_table(pa.Table.from_pylist([{"sample_id": p.sample_id, "kept": True} for p in problems]),
