@@ -3,7 +3,7 @@ two fresh copies of the repository, one with the fork server and one with
 `fork_server=false`, one after the other; prints each wall time, their ratio,
 and whether every artifact of the two runs has the same bytes.
 
-    .venv/bin/python benchmarks/fork_server.py [--config config/micro.yaml] [--first server|plain]
+    .venv/bin/python benchmarks/fork_server.py [--config config/micro.yaml] [--first server|plain] [--target FILE]
 
 Each copy holds what git tracks and links the running `.venv` (tests/repo_copy.py). Run it on an
 otherwise idle machine: the two runs are sequential, so a change of load between
@@ -24,10 +24,10 @@ sys.path.insert(0, str(REPO / "tests"))
 from repo_copy import fresh_copy  # noqa: E402 - the tests' fresh copy: tracked files, the running .venv linked
 
 
-def run(copy: Path, config: str, fork_server: bool) -> float:
+def run(copy: Path, config: str, fork_server: bool, targets: list[str]) -> float:
     (copy / "fork-server.yaml").write_text(f"fork_server: {str(fork_server).lower()}\n")
     started = time.perf_counter()
-    result = subprocess.run([".venv/bin/snakemake", "--cores", "2", "--configfile", config, "fork-server.yaml"],
+    result = subprocess.run([".venv/bin/snakemake", "--cores", "2", "--configfile", config, "fork-server.yaml", *targets],
                             cwd=copy, capture_output=True, text=True)
     if result.returncode != 0:
         sys.exit(f"the run with fork_server={str(fork_server).lower()} failed:\n{result.stderr[-3000:]}")
@@ -44,6 +44,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="config/micro.yaml")
     parser.add_argument("--first", choices=("server", "plain"), default="server")
+    parser.add_argument("--target", action="append", default=[],
+                        help="a file or rule for Snakemake to make, with what it needs (repeat; default: the whole config)")
     args = parser.parse_args()
     order = [True, False] if args.first == "server" else [False, True]
     with tempfile.TemporaryDirectory(prefix="fork-server-bench-") as scratch:
@@ -52,7 +54,7 @@ def main() -> None:
             copy = Path(scratch) / ("server" if fork_server else "plain")
             copy.mkdir()
             fresh_copy(copy)
-            seconds[fork_server] = run(copy, args.config, fork_server)
+            seconds[fork_server] = run(copy, args.config, fork_server, args.target)
             outputs[fork_server] = artifacts(copy)
             print(f"fork_server={str(fork_server).lower()}: {seconds[fork_server]:.0f} s", flush=True)
     print(f"ratio (without / with): {seconds[False] / seconds[True]:.2f}")

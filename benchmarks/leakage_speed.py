@@ -9,7 +9,7 @@ indexed against (a) with ``--benchmarks`` indexed at once (a scan of several
 benchmarks streams the corpus once through one index; here HumanEval's
 signatures repeated under new ids, the worst case: every hit is a hit on all).
 
-    .venv/bin/python benchmarks/leakage_speed.py [--naive-files 300] [--benchmarks 10]
+    .venv/bin/python benchmarks/leakage_speed.py [--naive-files 300] [--benchmarks 10] [--files N]
 """
 
 from __future__ import annotations
@@ -91,8 +91,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--naive-files", type=int, default=300, help="files for the (slow) naive loop")
     ap.add_argument("--benchmarks", type=int, default=10, help="benchmarks indexed at once for the one-pass line")
+    ap.add_argument("--files", type=int, default=None, help="only the first FILES standard-library files (default: all)")
     args = ap.parse_args()
-    texts = _texts()
+    texts = _texts()[: args.files]
     sample = texts[:: max(1, len(texts) // args.naive_files)][: args.naive_files]
     print(f"standard library: {len(texts)} .py files, {sum(map(len, texts)) / 1e6:.1f} MB; naive loop on {len(sample)} of them"
           f" ({os.cpu_count()} cores)")

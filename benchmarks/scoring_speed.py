@@ -15,11 +15,12 @@ Prints, in one run, texts per second for
 
 Texts per second counts the texts of (a), so the three are comparable: (b)
 counts the texts of its sample subset. (a) and (c) both include tokenisation.
-Detectors that need another pass (Ref, ReCaLL) or generations (SrDetection
-black-box) are listed as left out; with ``--recall`` the ReCaLL prefixed
+Detectors that need another model's pass (Ref, Ref's oracle), the prefixed
+pass (ReCaLL), generations (SrDetection black-box) or a fitted classifier
+(DPDLLM, VeilProbe) are listed as left out; with ``--recall`` the ReCaLL prefixed
 pass is timed too.
 
-    .venv/bin/python benchmarks/scoring_speed.py [--adapter DIR] [--naive-samples 30] [--recall] [--all-gray-box]
+    .venv/bin/python benchmarks/scoring_speed.py [--adapter DIR] [--naive-samples 30] [--limit N] [--recall] [--all-gray-box]
 
 The naive loop is given vectorised statistics (no per-token Python loop, as
 some reference scripts have), so the comparison measures batching and the
@@ -66,7 +67,11 @@ def load_texts() -> tuple[dict[str, str], dict[str, list[tuple[int, str]]], str]
 
 
 def gray_box_methods(methods: list[Method]) -> tuple[list[Method], list[str]]:
-    kept = [m for m in methods if not (m.needs_reference or m.needs_prefixed or m.needs_generations)]
+    """The methods that need only the target's own pass, and the rest: another
+    model's pass (Ref, Ref's oracle), the prefixed pass (ReCaLL), generations
+    (SrDetection black-box) or a fitted classifier (DPDLLM, VeilProbe)."""
+    kept = [m for m in methods if not (m.needs_reference or m.needs_oracle_reference or m.needs_prefixed
+                                       or m.needs_generations or m.needs_learned)]
     return kept, [m.name for m in methods if m not in kept]
 
 
@@ -164,6 +169,7 @@ def main() -> None:
     parser.add_argument("--adapter", default=None, help="a PEFT adapter directory (e.g. results/default/train/humaneval/adapter/epoch-5)")
     parser.add_argument("--config", default=str(ROOT / "config/config.yaml"))
     parser.add_argument("--naive-samples", type=int, default=30, help="samples for the naive loop (0: all)")
+    parser.add_argument("--limit", type=int, default=None, help="only the first LIMIT samples in (a) and (c) (default: all)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--recall", action="store_true", help="also time the ReCaLL prefixed pass")
     parser.add_argument("--all-gray-box", action="store_true",
@@ -180,7 +186,7 @@ def main() -> None:
     lm = HFLanguageModel(ModelSpec(str(MODEL), adapter=args.adapter, device=args.device),
                          batch_size=tokens["batch_size"], max_length=config["base_model"].get("max_length"), progress=False)
     originals, variants, source = load_texts()
-    sample_ids = sorted(originals)
+    sample_ids = sorted(originals)[: args.limit]
     counts = count_tokens(lm.tokenizer, originals.values()) if "dc_pdd" in settings else None
     methods, left_out = gray_box_methods(configured_methods(settings, token_counts=counts))
     lowercase = any(m.needs_lowercase for m in methods)
@@ -191,7 +197,7 @@ def main() -> None:
     print(f"model: {lm.name} on {args.device}, {torch.get_num_threads()} threads, batch {lm.batch_size}")
     print(f"methods in (a) and (b): {', '.join(m.name for m in methods)}")
     if left_out:
-        print(f"left out (need another pass or generations): {', '.join(left_out)}")
+        print(f"left out (need another model's or the prefixed pass, generations or a fitted classifier): {', '.join(left_out)}")
 
     lm.score(texts[:4])  # warm-up
     floor = bare(lm, texts)

@@ -73,16 +73,16 @@ def random_llama(size: str, out: Path) -> Path:
     return out
 
 
-def texts(repeat: int) -> list[str]:
-    codes = [s.code for s in load_humaneval(shipped_humaneval_path(), "humaneval")]
+def texts(repeat: int, limit: int | None = None) -> list[str]:
+    codes = [s.code for s in load_humaneval(shipped_humaneval_path(), "humaneval")][:limit]
     return (codes + [c.lower() for c in codes]) * repeat
 
 
 def one_pass(model_dir: str, dtype: str, device: str, batch_size: int, token_budget: int | None, max_length: int,
-             repeat: int, threads: int) -> dict:
+             repeat: int, threads: int, limit: int | None) -> dict:
     """One pass in this (fresh) process: its tokens/s, peak memory, batches, log-probabilities."""
     torch.set_num_threads(threads)
-    corpus = texts(repeat)
+    corpus = texts(repeat, limit)
     lm = HFLanguageModel(ModelSpec(model_dir, dtype=dtype, device=device), batch_size=batch_size,
                          token_budget=token_budget, max_length=max_length, progress=False)
     lm.score(corpus[:8])  # warm-up: kernels, the split-head probe
@@ -118,6 +118,7 @@ def main() -> None:
     parser.add_argument("--max-rows", type=int, default=1024, help="the new pass's cap on texts per batch")
     parser.add_argument("--max-length", type=int, default=512)
     parser.add_argument("--repeat", type=int, default=2 if on_gpu else 1, help="copies of the 328 texts")
+    parser.add_argument("--limit", type=int, default=None, help="only the first LIMIT HumanEval problems (default: all 164)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--model", help="a model directory to score with instead of --size's")
     parser.add_argument("--new-only", action="store_true", help="only the new pass (a large model's float32 pass "
@@ -140,12 +141,12 @@ def main() -> None:
             # a fresh process per pass: its own peak memory, nothing cached from the other
             with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
                 results[name] = pool.submit(one_pass, model_dir, dtype, device, rows, token_budget, args.max_length,
-                                            args.repeat, args.threads).result()
+                                            args.repeat, args.threads, args.limit).result()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     where = torch.cuda.get_device_name() if on_gpu else "CPU (no GPU here: the tiny model, the new pass in float32)"
     print(f"scoring throughput on {where}, model {args.model or args.size}, {args.threads} torch thread(s), max_length "
-          f"{args.max_length}, {len(texts(args.repeat))} texts")
+          f"{args.max_length}, {len(texts(args.repeat, args.limit))} texts")
     reference = next(iter(results.values()))
     print(f"{'pass':<44} {'tokens/s':>10} {'peak MB':>9} {'batches':>8} {'padding':>8} {'max |dlogp|':>12}")
     for name, r in results.items():

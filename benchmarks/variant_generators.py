@@ -10,7 +10,7 @@ headline set, the headline cut to 3, and, on the samples tau_t changed, the
 headline and the same renamings without tau_t (all of them, and the first
 3). Timings of both stages are printed too.
 
-    .venv/bin/python benchmarks/variant_generators.py results/<run>/variants/lexicon.parquet OUT_DIR
+    .venv/bin/python benchmarks/variant_generators.py results/<run>/variants/lexicon.parquet OUT_DIR [--limit K]
 
 The token pass runs on one torch thread, as the default config's model jobs
 do (on 2 shared cores more threads only contend).
@@ -50,9 +50,10 @@ def main() -> None:
     parser.add_argument("lexicon", type=Path)
     parser.add_argument("out", type=Path)
     parser.add_argument("--names", type=int, default=1, help="names per variant (the default config's 1)")
+    parser.add_argument("--limit", type=int, default=None, help="only the first LIMIT HumanEval problems (default: all)")
     a = parser.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
-    problems = load_humaneval(shipped_humaneval_path(), "humaneval")
+    problems = load_humaneval(shipped_humaneval_path(), "humaneval")[: a.limit]
     pq.write_table(pa.Table.from_pylist([{"sample_id": p.sample_id, "code": p.code, "test": p.test,
                                           "entry_point": p.entry_point} for p in problems]), a.out / "benchmark.parquet")
     pq.write_table(pa.Table.from_pylist([{"sample_id": p.sample_id, "kept": True} for p in problems]),

@@ -22,7 +22,7 @@ Compared on the held-out half:
 Per clone type: recall over the pairs of that true type, precision over the
 pairs predicted duplicate with that predicted type.
 
-    .venv/bin/python benchmarks/verify_devset.py [--cache results/verify] [--rebuild] [--workers 2] [--all] [--reuse]
+    .venv/bin/python benchmarks/verify_devset.py [--cache results/verify] [--rebuild] [--workers 2] [--all] [--reuse] [--limit N]
 
 ``--reuse`` reuses the Python part's cached values (its sandbox runs take
 minutes); the Java/C/C++ part's are computed each time (seconds).
@@ -124,6 +124,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--all", action="store_true", help="print every setting of the grid with its dev-half figures")
     ap.add_argument("--reuse", action="store_true", help="reuse the cached verdicts (values only: decisions are recomputed)")
+    ap.add_argument("--limit", type=int, default=None, help="only every k-th pair of each part, k chosen to keep about "
+                    "LIMIT pairs in all (default: all)")
     a = ap.parse_args()
     a.cache.mkdir(parents=True, exist_ok=True)
     path = a.cache / "devset.jsonl"
@@ -135,9 +137,12 @@ def main() -> None:
         devset.write_jsonl(devset.build_cfamily(), cfamily_path)
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     cfamily_rows = [json.loads(line) for line in cfamily_path.read_text().splitlines()]
+    if a.limit:
+        step = max(1, (len(rows) + len(cfamily_rows)) // a.limit)
+        rows, cfamily_rows = rows[::step], cfamily_rows[::step]
     t1 = time.perf_counter()
     shipped = settings_for("default", execute=True, model="rules")
-    cached = a.cache / "devset_verdicts.parquet"
+    cached = a.cache / (f"devset_verdicts-limit-{a.limit}.parquet" if a.limit else "devset_verdicts.parquet")
     if a.reuse and cached.exists():
         verdicts = [Verdict(**{k: r[k] for k in Verdict.__dataclass_fields__}) for r in read_records(cached)]
     else:
