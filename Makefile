@@ -10,7 +10,7 @@ CONFIG ?= config/config.yaml
 # Extra snakemake flags for every target, e.g. SNAKEMAKE_FLAGS=--dry-run (the README test uses it).
 SNAKEMAKE_FLAGS ?=
 
-.PHONY: run test test-all dry-run base-model reference-model select-lr report clean
+.PHONY: run test test-all dry-run base-model reference-model select-lr report docs clean
 
 $(STAMP): pyproject.toml requirements.lock
 	python3 -m venv $(VENV)
@@ -43,6 +43,9 @@ select-lr: $(STAMP)  ## the LoRA learning rate by the rule in config.yaml (no de
 
 report: $(STAMP)
 	$(VENV)/bin/snakemake $(SNAKEMAKE_FLAGS) --cores $(CORES) --configfile $(CONFIG) --report results/report.html
+
+docs: $(STAMP)  ## the documentation site, offline, into site/ (open site/index.html)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 clean:
 	rm -rf results .snakemake

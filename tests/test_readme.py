@@ -1,6 +1,9 @@
-"""The README is executable: every command in its ``bash`` blocks runs here,
-literally, from the repository root of a fresh copy, so a README command can
-never rot. The smoke run runs for real (it is the micro run the
+"""The README is executable, and so is the documentation under docs/: every
+command in their ``bash`` blocks runs here, literally, from the repository
+root of a fresh copy, so a documented command can never rot. A guide that has
+the reader write files (code blocks with a ``title``: a file to create, or a
+unified diff to apply) is followed as written: its files are made in a fresh
+copy of its own, and then its commands run there. The smoke run runs for real (it is the micro run the
 pipeline tests share, see tests/test_pipeline.py); a command that would train,
 score or install runs as a dry run of exactly that command; a speed script's
 flags are checked against its argument parser, a ``python -m leaktrace``
@@ -12,6 +15,7 @@ new README command needs a rule here."""
 from __future__ import annotations
 
 import ast
+import os
 import re
 import shlex
 import subprocess
@@ -27,16 +31,44 @@ TIMEOUT = 300
 MAINTAINER_COMMANDS = ("publish", "watermark-test")
 
 
-def readme_commands() -> list[str]:
-    """Every command line of the README's ``bash`` blocks, comments removed."""
-    text = (REPO / "README.md").read_text()
+DOCS = REPO / "docs"
+# A fenced block with a title is a file the reader writes (```python title="path"```),
+# or, in a ```diff block, a change the reader applies (a unified diff).
+FILE_BLOCK = re.compile(r'^```(\w+) title="([^"]+)"\n(.*?)^```', re.DOTALL | re.MULTILINE)
+
+
+def documentation_pages() -> list[Path]:
+    """The pages of the documentation site (docs/, less its build hooks)."""
+    return sorted(p for p in DOCS.rglob("*.md") if "hooks" not in p.relative_to(DOCS).parts)
+
+
+def document_commands(path: Path) -> list[str]:
+    """Every command line of a document's ``bash`` blocks, comments removed."""
     commands = []
-    for block in re.findall(r"^```bash\n(.*?)^```", text, re.DOTALL | re.MULTILINE):
+    for block in re.findall(r"^```bash\n(.*?)^```", path.read_text(), re.DOTALL | re.MULTILINE):
         for line in block.splitlines():
             words = shlex.split(line, comments=True)
             if words:
                 commands.append(shlex.join(words))
     return commands
+
+
+def guide_files(path: Path) -> list[tuple[str, str, str]]:
+    """(language, path, text) of each file a page has the reader write or change."""
+    return FILE_BLOCK.findall(path.read_text())
+
+
+def guides() -> list[Path]:
+    """The pages that have the reader write files: followed in a copy of their own."""
+    return [p for p in documentation_pages() if guide_files(p)]
+
+
+def readme_commands() -> list[str]:
+    """Every command of the README and of the documentation pages that need no
+    files of the reader's, each once, in order."""
+    commands = [c for path in [REPO / "README.md", *documentation_pages()] if path not in guides()
+                for c in document_commands(path)]
+    return list(dict.fromkeys(commands))
 
 
 def how_to_check(command: str) -> tuple[str, list[str]] | None:
@@ -46,7 +78,8 @@ def how_to_check(command: str) -> tuple[str, list[str]] | None:
         return "run for real by the micro-run fixture", words
     if command == AUDIT_COMMAND:
         return "run for real by the audit-run fixture", words
-    if words[:2] in (["make", "test"], ["make", "test-all"]):  # the suite itself: its recipe, printed
+    if words[:2] in (["make", "test"], ["make", "test-all"], ["make", "docs"], ["make", ".venv/.installed"]):
+        # the suite, the site (tests/test_docs.py builds it) and the environment itself: the recipe, printed
         return "make -n", ["make", "-n", "-o", ".venv/.installed", *words[1:]]
     if words[0] == "make":
         return "dry run", ["make", "-o", ".venv/.installed", *words[1:], "SNAKEMAKE_FLAGS=--dry-run"]
@@ -58,6 +91,8 @@ def how_to_check(command: str) -> tuple[str, list[str]] | None:
         return "flags against the script's parser", words
     if words[:3] == [".venv/bin/python", "-m", "leaktrace"] and words[3] in MAINTAINER_COMMANDS:
         return "run for real: a maintainer's release", words  # in order, by test_readme_maintainer_commands_run
+    if words[:3] == [".venv/bin/python", "-m", "pytest"]:  # a guide's tests (of files it had the reader write)
+        return "pytest, run for real", words
     if words[:3] == [".venv/bin/python", "-m", "leaktrace"]:  # a command on a user's own files
         return "flags against the command's --help", [*words[:4], "--help"]
     if words[0].startswith("scripts/slurm-") or words[0] == "benchmarks/gpu_checks.sh":
@@ -69,7 +104,8 @@ def how_to_check(command: str) -> tuple[str, list[str]] | None:
 def test_every_readme_command_has_a_check():
     commands = readme_commands()
     assert MICRO_COMMAND in commands and AUDIT_COMMAND in commands and "make run" in commands and "make test" in commands
-    assert [c for c in commands if how_to_check(c) is None] == []
+    guide_commands = [c for page in guides() for c in document_commands(page)]
+    assert [c for c in commands + guide_commands if how_to_check(c) is None] == []
 
 
 @pytest.fixture(scope="module")
@@ -91,14 +127,36 @@ def checked_by(how: str) -> list[str]:
     return [c for c in readme_commands() if how_to_check(c) and how_to_check(c)[0] == how]
 
 
-@pytest.mark.parametrize("command", checked_by("dry run") + checked_by("make -n"))
-def test_readme_command_works_as_written(command, copy):
+def check_command(command: str, cwd: Path, env: dict[str, str] | None = None) -> None:
+    """Run or check one documented command as ``how_to_check`` says, from ``cwd``."""
     how, argv = how_to_check(command)
-    result = subprocess.run(argv, cwd=copy, capture_output=True, text=True, timeout=TIMEOUT)
+    words = shlex.split(command)
+    if how == "script for other hardware: syntax and usage":
+        result = subprocess.run(["bash", "-n", words[0]], cwd=cwd, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        usage = (cwd / words[0]).read_text().split("\nset -")[0]  # the header comment
+        assert all(word in usage for word in words[1:]), f"{command!r}: not in {words[0]}'s usage"
+        return
+    if how == "flags against the script's parser":
+        script = cwd / words[1]
+        assert script.is_file(), f"{command!r}: no {words[1]}"
+        used = {w.split("=")[0] for w in words[2:] if w.startswith("--")}
+        assert used <= parser_flags(script), f"{command!r}: {sorted(used - parser_flags(script))} not declared by {words[1]}"
+        return
+    assert how != "report of the micro run", f"{command!r}: the report is checked on the micro run only"
+    result = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT)
     output = result.stdout + result.stderr
     assert result.returncode == 0, f"{command!r} ({how}) failed:\n{output[-3000:]}"
     if how == "dry run":
         assert "Job stats" in output or "Nothing to be done" in output, output[-2000:]
+    if how == "flags against the command's --help":
+        used = {w.split("=")[0] for w in words[4:] if w.startswith("--")}
+        assert all(flag in result.stdout for flag in used), f"{command!r}: {used} not all in --help:\n{result.stdout}"
+
+
+@pytest.mark.parametrize("command", checked_by("dry run") + checked_by("make -n") + checked_by("pytest, run for real"))
+def test_readme_command_works_as_written(command, copy):
+    check_command(command, copy)
 
 
 def test_readme_maintainer_commands_run_as_written(copy):
@@ -117,29 +175,44 @@ def test_readme_maintainer_commands_run_as_written(copy):
 
 @pytest.mark.parametrize("command", checked_by("flags against the command's --help"))
 def test_readme_cli_command_flags_exist(command, copy):
-    _, argv = how_to_check(command)
-    result = subprocess.run(argv, cwd=copy, capture_output=True, text=True, timeout=TIMEOUT)
-    assert result.returncode == 0, result.stderr[-2000:]
-    used = {w.split("=")[0] for w in shlex.split(command)[4:] if w.startswith("--")}
-    assert all(flag in result.stdout for flag in used), f"{command!r}: {used} not all in --help:\n{result.stdout}"
+    check_command(command, copy)
 
 
 @pytest.mark.parametrize("command", checked_by("script for other hardware: syntax and usage"))
 def test_readme_hardware_script_parses_and_documents_its_arguments(command):
-    words = shlex.split(command)
-    result = subprocess.run(["bash", "-n", words[0]], cwd=REPO, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    usage = (REPO / words[0]).read_text().split("\nset -")[0]  # the header comment
-    assert all(word in usage for word in words[1:]), f"{command!r}: not in {words[0]}'s usage"
+    check_command(command, REPO)
 
 
 @pytest.mark.parametrize("command", checked_by("flags against the script's parser"))
 def test_readme_speed_script_flags_exist(command):
-    words = shlex.split(command)
-    script = REPO / words[1]
-    assert script.is_file(), f"{command!r}: no {words[1]}"
-    used = {w.split("=")[0] for w in words[2:] if w.startswith("--")}
-    assert used <= parser_flags(script), f"{command!r}: {sorted(used - parser_flags(script))} not declared by {words[1]}"
+    check_command(command, REPO)
+
+
+def follow_guide(page: Path, destination: Path) -> Path:
+    """A fresh copy of the repository with a guide's files written and its
+    changes applied (``git apply``, which needs no repository), in its order."""
+    copy = fresh_copy(destination)
+    for language, name, text in guide_files(page):
+        if language == "diff":
+            result = subprocess.run(["git", "apply", "--recount", "-"], cwd=copy, input=text, capture_output=True, text=True)
+            assert result.returncode == 0, f"{page.name}: its change to {name} does not apply:\n{result.stderr}"
+            continue
+        target = copy / name
+        assert not target.exists(), f"{page.name}: {name} would overwrite a file of the repository"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    return copy
+
+
+@pytest.mark.parametrize("page", guides(), ids=lambda page: page.stem)
+def test_guide_runs_as_written_from_a_fresh_copy(page, tmp_path):
+    """Follow a guide: write its files, apply its changes, run its commands
+    (dry runs where they train, as above). The copy's own package is imported
+    (PYTHONPATH), as a clone's editable install would import it."""
+    copy = follow_guide(page, tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(copy / "workflow")}
+    for command in document_commands(page):
+        check_command(command, copy, env)
 
 
 def test_readme_audit_command_writes_what_the_readme_shows(audit_run):

@@ -4,7 +4,7 @@ once, and each job is a fork of it.
 Every Snakemake job is a fresh ``python -m leaktrace``, and most of them import
 PyTorch, transformers and pandas before they do a second's work. On a machine
 that keeps little in its page cache that import is tens of seconds a job, more
-than the work itself (README, "Running it"). On a local run the Snakefile starts
+than the work itself (docs/architecture.md, "The fork server"). On a local run the Snakefile starts
 this server (``onstart``); the CLI hands its job to the server when one is
 listening, and runs it itself when none is or the server declines.
 
