@@ -26,12 +26,11 @@ import pytest
 from repo_copy import AUDIT_COMMAND, MICRO_COMMAND, REPO, fresh_copy
 
 TIMEOUT = 300
-# The randomized publication's commands (README, "Benchmarks that can prove their own leakage"): run as
-# written, in the README's order, on the shipped five-problem HumanEval file and the shipped model.
-MAINTAINER_COMMANDS = ("publish", "watermark-test")
-
-
 DOCS = REPO / "docs"
+# The randomized publication's commands (docs/guides/publish-a-benchmark.md, "Publish, then test a model"): run
+# as written, in the guide's order, on the shipped five-problem HumanEval file and the shipped model.
+MAINTAINER_COMMANDS = ("publish", "watermark-test")
+MAINTAINER_GUIDE = DOCS / "guides" / "publish-a-benchmark.md"
 # A fenced block with a title is a file the reader writes (```python title="path"```),
 # or, in a ```diff block, a change the reader applies (a unified diff).
 FILE_BLOCK = re.compile(r'^```(\w+) title="([^"]+)"\n(.*?)^```', re.DOTALL | re.MULTILINE)
@@ -161,9 +160,10 @@ def test_readme_command_works_as_written(command, copy):
 
 def test_readme_maintainer_commands_run_as_written(copy):
     """Publish, then test the release under the shipped model: each command
-    as the README writes it, from the fresh copy's root, in its order."""
+    as the publishing guide writes it, from the fresh copy's root, in its order."""
     commands = checked_by("run for real: a maintainer's release")
     assert [shlex.split(c)[3] for c in commands] == list(MAINTAINER_COMMANDS)
+    assert commands == [c for c in document_commands(MAINTAINER_GUIDE) if c in commands], "the guide's commands, in its order"
     for command in commands:
         result = subprocess.run(shlex.split(command), cwd=copy, capture_output=True, text=True, timeout=TIMEOUT)
         assert result.returncode == 0, f"{command!r} failed:\n{result.stderr[-3000:]}"
