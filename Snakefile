@@ -1,5 +1,5 @@
 # leaktrace: audit code language models for benchmark leakage and memorisation.
-# `snakemake --cores N` runs what config/config.yaml asks for; see README.md.
+# `snakemake --cores N` runs what config/config.yaml asks for; see docs/ (make docs).
 
 configfile: "config/config.yaml"
 
@@ -31,7 +31,7 @@ place_jobs()
 report: "report/workflow.rst"
 
 
-# The image of every rule under `--sdm apptainer` (README, "SLURM"): built from
+# The image of every rule under `--sdm apptainer` (docs/guides/slurm.md): built from
 # envs/leaktrace.def with `apptainer build leaktrace.sif envs/leaktrace.def`.
 container: "leaktrace.sif"
 

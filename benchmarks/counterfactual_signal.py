@@ -1,6 +1,6 @@
 """Members' against non-members' counterfactual delta, with a bootstrap CI of
 the difference, and the counterfactual memorisation counts, for one
-counterfactual run (README, "A real functional-memorisation signal").
+counterfactual run (docs/results.md, "A real functional-memorisation signal").
 
     .venv/bin/python benchmarks/counterfactual_signal.py results/counterfactual-signal [--similarity-dir DIR]
     .venv/bin/python benchmarks/counterfactual_signal.py results/counterfactual-signal --sweep 20 30 [--overlay FILE]

@@ -1,5 +1,5 @@
 # Randomized publication (issue 36; workflow/leaktrace/stages/watermark.py,
-# README "Benchmarks that can prove their own leakage"): the testbed's
+# docs/guides/publish-a-benchmark.md): the testbed's
 # benchmark published as a maintainer would (K + 1 forms per problem proven
 # equivalent in the sandbox, one chosen by a keyed draw), watermark targets
 # trained through the target's own mix and LoRA rules on the members'

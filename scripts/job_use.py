@@ -88,7 +88,7 @@ def extract(run_dir: Path, command: str, note: str = "", commit: str = "") -> No
     header = [f"# from {run_dir}: {command}",
               f"# measured {note or 'on ' + datetime.date.today().isoformat()}; repository at {commit or head()}",
               f"# machine: {machine()}",
-              f"# regenerate: .venv/bin/python scripts/job_use.py measure (README, \"SLURM\")"]
+              f"# regenerate: .venv/bin/python scripts/job_use.py measure (docs/guides/slurm.md)"]
     OUT.mkdir(parents=True, exist_ok=True)
     with open(OUT / "default_use.tsv", "w", newline="") as handle:
         handle.write("# Each job's wall seconds and peak RSS (Snakemake's benchmark: s, max_rss), every job a fresh\n"

@@ -72,7 +72,7 @@ def test_a_pretrained_models_size_is_known_from_its_shape():
 TARGET_RULES = {"all", "learning_rate_selection"}  # rules that only name files: no job work, no request
 USE = REPO / "tests" / "data" / "cluster" / "default_use.tsv"
 INPUTS = REPO / "tests" / "data" / "cluster" / "default_inputs.tsv"
-REGENERATE = "`.venv/bin/python scripts/job_use.py measure` (README, \"SLURM\")"
+REGENERATE = "`.venv/bin/python scripts/job_use.py measure` (docs/guides/slurm.md)"
 
 
 def test_every_job_of_the_default_run_asks_for_what_it_used_and_at_most_ten_times_that(tmp_path):

@@ -7,7 +7,7 @@ held-out programs in tests/data/dynamic_names.yaml (written before the
 detection, not used to develop it) behaves exactly as its original in the
 sandbox (2 seeds, 314 distinct texts). Before the detection, 459 of the 757
 texts these mutations and variants made of those programs over 5 seeds broke
-(README, "Names reached by string").
+(docs/methods/variants.md, "Names reached by string").
 """
 
 import importlib

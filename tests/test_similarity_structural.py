@@ -179,7 +179,7 @@ def _app_e():
 def test_app_e_against_the_papers_printed_values(capsys):
     """Every text and structural metric of the paper's seven App. E examples against the value the paper
     PRINTS, within 0.02. The values this does not reproduce are listed, each with its reason, in
-    tests/data/app_e/unreproduced.json (and the README, "App. E of the paper"); they are asserted to miss,
+    tests/data/app_e/unreproduced.json (and the docs/methods/similarity.md, "App. E of the paper"); they are asserted to miss,
     so a change that reproduces one fails here until the list is updated, and no value is pinned at ours."""
     unreproduced = json.loads((APP_E / "unreproduced.json").read_text())
     assert set(unreproduced["values"].values()) <= set(unreproduced["reasons"])

@@ -139,7 +139,7 @@ class Executor(slurm.Executor):
                 raise WorkflowError(f"{self._describe(job)} cannot run on partition {limits.partition!r}: "
                                     + "; ".join(problems) + ". SLURM would leave it PENDING for ever: set "
                                     "cluster.cpu_partition / cluster.gpu_partition to a partition with larger "
-                                    "nodes, or lower what the config asks of the job (README, \"SLURM\").")
+                                    "nodes, or lower what the config asks of the job (docs/guides/slurm.md).")
         super().run_jobs(jobs)
 
     def _limits(self, job) -> Optional[NodeLimits]:

@@ -11,7 +11,7 @@ from leaktrace.leakage.units import GRANULARITIES
 from leaktrace.leakage.verify import VerifySettings
 
 # The verifier: the learned one shipped in resources/verify (chosen on
-# LessLeak-Bench's human labels, benchmarks/verify_human_labels.py, README);
+# LessLeak-Bench's human labels, benchmarks/verify_human_labels.py, docs/methods/verification.md);
 # `model: null` brings back the rules, whose thresholds are VerifySettings'
 # defaults (chosen on generated pairs, benchmarks/verify_devset.py).
 # Execution is off unless a scan asks for it.

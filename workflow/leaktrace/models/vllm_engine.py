@@ -6,7 +6,7 @@ Written against vLLM 0.33.0's ``LLM.__init__/generate/chat``,
 ``SamplingParams`` and ``LoRARequest`` (read from the wheel). vLLM cannot run
 on the machines this was written on: the tests drive this module with a
 stand-in engine whose calls are bound to those signatures, recorded in
-``tests/data/vllm_api.json`` (README, "LLM backends")."""
+``tests/data/vllm_api.json`` (docs/guides/gpus-and-servers.md, "LLM backends")."""
 
 from __future__ import annotations
 

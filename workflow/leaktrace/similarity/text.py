@@ -36,7 +36,7 @@ def bleu(x: str, y: str) -> float:
     Whitespace tokens are what the paper's BLEU evidently used: nltk BLEU over
     them reproduces its App. E values within 0.02 on 11 of 14 generations
     (tests/test_similarity_structural.py; Examples 3, 5 and 7's targets miss:
-    README, "App. E of the paper"), against 3 of 14 for tokens split at
+    docs/methods/similarity.md, "App. E of the paper"), against 3 of 14 for tokens split at
     operators, which score higher (0.86 for its 0.77 on Example 1). Its
     τ_text = 0.75 is set on that scale.
 

@@ -5,7 +5,7 @@ generated function against the ground-truth function.
 
 Both functions are whole definitions, signature plus body, dedented (a
 method's ``def`` at column 0): the paper's App. E values reproduce best that
-way (CodeBLEU's dataflow match on 13 of 14; README, "App. E of the paper").
+way (CodeBLEU's dataflow match on 13 of 14; docs/methods/similarity.md, "App. E of the paper").
 A metric needs a syntax tree, so a function that tree-sitter cannot parse
 without error gets no score: the row's value is null and its outcome says
 whose code failed

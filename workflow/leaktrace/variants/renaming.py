@@ -128,7 +128,7 @@ def make_variants(
     follows (`i`, `result`): with every name changed at once the original is
     the most natural text of its set for almost any model, so a model that
     never saw it "prefers" it. Fewer names per variant keep variants nearer
-    their original's naturalness (README, "How many names a variant renames").
+    their original's naturalness (docs/methods/variants.md, "How many names a variant renames").
     """
     if names_per_variant is not None and names_per_variant < 1:
         raise ValueError(f"names_per_variant must be at least 1, got {names_per_variant}")
