@@ -122,13 +122,15 @@ PERPLEXITY_SCHEMA = pa.schema(
 
 def model_coordinates(model: str) -> dict:
     """The mixing ratio, training seed and epoch of a testbed model name:
-    ``reference`` is epoch 0 (no ratio, no seed); ``target-r{ratio}-s{seed}-e{epoch}``
+    ``reference`` (the base model) and ``ref-model`` (Ref's smaller reference
+    model) are epoch 0 (no ratio, no seed); ``target-r{ratio}-s{seed}-e{epoch}``
     (and its controls, ``sham-…`` and ``twin-…``)."""
-    if model == "reference":
+    if model in ("reference", "ref-model"):
         return {"ratio": None, "seed": None, "epoch": 0}
     match = re.fullmatch(r"(?:target|sham|twin)-r([0-9.]+)-s(\d+)-e(\d+)", model)
     if not match:
-        raise ValueError(f"{model!r} is neither 'reference' nor a target model 'target-r<ratio>-s<seed>-e<epoch>'")
+        raise ValueError(f"{model!r} is neither 'reference', 'ref-model' nor a testbed model "
+                         "'target|sham|twin-r<ratio>-s<seed>-e<epoch>'")
     return {"ratio": float(match.group(1)), "seed": int(match.group(2)), "epoch": int(match.group(3))}
 
 
