@@ -67,7 +67,7 @@ rule calibration_conformal:
     conda:
         MODEL_ENV
     resources:
-        **cpu_job(per_row={"samples": 0.05}),  # cross-fitted learned detectors per sample
+        **cpu_job(per_row={"learned": 0.2}),  # the learned detectors refitted per re-partition, per scored sample
     shell:
         "{LEAKTRACE} calibration-conformal --samples {input.samples} --scores {wildcards.model}={input.scores}"
         " {params.learned} --settings {params.settings:q} --seed {params.seed} --output {output} 2> {log}"
@@ -90,7 +90,7 @@ rule calibration_membership:
     conda:
         MODEL_ENV
     resources:
-        **cpu_job(per_row={"samples": 0.05}),  # cross-fitted learned detectors per sample
+        **cpu_job(per_row={"learned": 0.2}),  # the learned detectors refitted per re-partition, per scored sample
     shell:
         "{LEAKTRACE} calibration-membership --samples {input.samples} --scores {wildcards.model}={input.scores}"
         " {params.learned} --settings {params.settings:q} --seed {params.seed} --output {output} 2> {log}"

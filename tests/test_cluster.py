@@ -184,7 +184,8 @@ def test_multi_gpu_training_runs_under_accelerate_launch_and_checkpoints_outside
     checkpoints = {re.search(r"--checkpoint-dir (\S+)", c).group(1) for c in commands}
     assert len(checkpoints) == len(commands) and all(c.startswith(("results/micro/checkpoints/train_lora/",
                                                                    "results/micro/checkpoints/train_sham/",
-                                                                   "results/micro/checkpoints/train_twin/")) for c in checkpoints)
+                                                                   "results/micro/checkpoints/train_twin/",
+                                                                   "results/micro/checkpoints/train_watermark/")) for c in checkpoints)
     # a preempted job is requeued by SLURM and resumes from those checkpoints
     profile = (REPO / "config" / "profiles" / "slurm" / "config.yaml").read_text()
     assert re.search(r"^leaktrace-slurm-requeue: true$", profile, re.MULTILINE)
