@@ -27,7 +27,7 @@ from repo_copy import fresh_copy  # noqa: E402 - the tests' fresh copy: tracked 
 def run(copy: Path, config: str, fork_server: bool, targets: list[str]) -> float:
     (copy / "fork-server.yaml").write_text(f"fork_server: {str(fork_server).lower()}\n")
     started = time.perf_counter()
-    result = subprocess.run([".venv/bin/snakemake", "--cores", "2", "--configfile", config, "fork-server.yaml", *targets],
+    result = subprocess.run([".venv/bin/snakemake", *targets, "--cores", "2", "--configfile", config, "fork-server.yaml"],
                             cwd=copy, capture_output=True, text=True)
     if result.returncode != 0:
         sys.exit(f"the run with fork_server={str(fork_server).lower()} failed:\n{result.stderr[-3000:]}")

@@ -46,6 +46,21 @@ from leaktrace.variants.natural import generation_settings
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def configured(path: Path) -> dict:
+    """The config as a run sees it: `path` laid over config/config.yaml (an overlay names only what it changes)."""
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+
+    def merge(base: dict, extra: dict) -> None:
+        for key, value in extra.items():
+            if isinstance(value, dict) and isinstance(base.get(key), dict):
+                merge(base[key], value)
+            else:
+                base[key] = value
+
+    merge(config, yaml.safe_load(path.read_text()) or {})
+    return config
+
+
 def drawn_sets(run: Path, benchmark: str, variants: dict, k: int | None, seed: int, workers: int, folder: Path) -> dict:
     """sample_id -> the texts of its valid detector variants, drawn and validated by the variants stage
     itself with names_per_variant k, None for every name (its seed, lexicon, sandbox and tau_t composition; no
@@ -108,7 +123,7 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--out", type=Path, default=None, help="folder for per-sample values (names_per_variant.parquet)")
     args = parser.parse_args()
-    config = yaml.safe_load(args.config.read_text())
+    config = configured(args.config)
     seed, n, base = config["seed"], config["variants"]["n"], config["base_model"]["path"]
 
     own = str(config["variants"].get("names_per_variant") or "all")  # the run's own sets, the comparisons' reference

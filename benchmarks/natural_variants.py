@@ -38,7 +38,7 @@ from scipy.stats import binomtest
 
 from leaktrace.artifacts import read_records
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
-from leaktrace.data.split import pre_exposure_reason
+from leaktrace.data.split import pre_exposure
 from leaktrace.evaluate.null_check import null_check
 from leaktrace.models.backend import ModelSpec
 from leaktrace.stages.variants import VARIANT_SETS, make_variants_table, select_natural_variants
@@ -71,7 +71,7 @@ def _summary(name: str, rows: list[dict], base: dict[tuple[str, str], float], ke
     counts = {s: len(sets[(s, "rename")]) for s in eligible}
     check = null_check(decisions, counts)
     exact = binomtest(check["n_flagged"], check["n_samples"]).proportion_ci(0.95, method="exact")
-    filtered = [s for s in eligible if pre_exposure_reason(loss[s], [base[(s, t)] for t in sets[(s, "filter")]])]
+    filtered = [s for s in eligible if pre_exposure(loss[s], [base[(s, t)] for t in sets[(s, "filter")]])[0]]
     return {"table": name, "eligible": len(eligible), "full_n": sum(c == n for c in counts.values()), **check,
             "cp_low": float(exact.low), "cp_high": float(exact.high), "pre_exposed": len(filtered),
             "with_filter_variants": sum(bool(sets[(s, "filter")]) for s in eligible)}

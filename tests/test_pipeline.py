@@ -150,11 +150,13 @@ def test_micro_run_writes_every_artifact(micro_run):
     # the calibration table: both conformal checks of every detector under every scored model, dataset inference on
     # re-randomised memberships under the unexposed ones (the base model, the sham), at every configured alpha
     table = pq.read_table(out / "aggregate/humaneval/calibration.parquet").to_pylist()
-    models = {"reference", "sham-r1-s0-e1"} | {f"target-r{r}-s{s}-e1" for r in (1, 2) for s in (0, 1)}
-    assert {(r["null"], r["model"]) for r in table if r["null"] != "re-randomised membership"} == {
-        (null, m) for null in ("calibration fold", "re-partitioned") for m in models}
-    assert {r["model"] for r in table if r["null"] == "re-randomised membership"} == {"reference", "sham-r1-s0-e1"}
-    assert {r["alpha"] for r in table} == {0.05, 0.1, 0.2} and all(r["n"] == 200 for r in table if r["null"] != "calibration fold")
+    models = {"reference", "sham-r1-s0-e1", "twin-r1-s0-e1"} | {f"target-r{r}-s{s}-e1" for r in (1, 2) for s in (0, 1)}
+    conformal = {(r["null"], r["model"]) for r in table if r["null"] in ("calibration fold", "re-partitioned")}
+    assert conformal == {(null, m) for null in ("calibration fold", "re-partitioned") for m in models}
+    assert {r["model"] for r in table if r["null"] == "re-randomised membership"} == {"reference", "sham-r1-s0-e1",
+                                                                                      "twin-r1-s0-e1"}
+    checked = [r for r in table if r["null"] != "random publication"]  # the watermark's own levels: its test below
+    assert {r["alpha"] for r in checked} == {0.05, 0.1, 0.2} and all(r["n"] == 200 for r in checked if r["null"] != "calibration fold")
     assert "### Null: re-partitioned" in (out / "aggregate/humaneval/report.md").read_text()
     # LessLeak's RQ3: n completions a problem of the reference and the headline target, each with its sandbox
     # status, and pass@k of the training-mix scan's leaked (the members) and non-leaked part in the report
@@ -200,9 +202,11 @@ def test_micro_randomized_publication_trains_on_the_release_and_tests_it(micro_r
     code = {f"humaneval/{tid}": r["prompt"] + r["canonical_solution"] for tid, r in published.items()}
     mix = pq.read_table(out / "train/humaneval/ratio-1/mix.parquet").to_pylist()
     watermark = pq.read_table(out / "train/humaneval/watermark/ratio-1/mix.parquet").to_pylist()
-    assert [(r["kind"], r["source_id"]) for r in watermark] == [(r["kind"], r["source_id"]) for r in mix]
+    # the same members; the general text is drawn by the same rule (tokens per member-code token), so its amount,
+    # and with it the shuffled order, follows the published forms' lengths, not the originals'
+    assert sorted(r["source_id"] for r in watermark if r["kind"] == "member") == sorted(r["source_id"] for r in mix if r["kind"] == "member")
     assert all(r["text"] == code[r["source_id"]] for r in watermark if r["kind"] == "member")
-    assert all(a["text"] == b["text"] for a, b in zip(mix, watermark, strict=True) if a["kind"] == "text")
+    assert {r["kind"] for r in watermark} == {r["kind"] for r in mix}
     originals = {r["sample_id"]: r["code"] for r in pq.read_table(out / "data/benchmarks/humaneval.parquet").to_pylist()}
     assert all(r["text"] != originals[r["source_id"]] for r in watermark if r["kind"] == "member")
     assert (out / "train/humaneval/watermark/ratio-1/seed-0/adapter/epoch-1/adapter_config.json").exists()
@@ -211,8 +215,8 @@ def test_micro_randomized_publication_trains_on_the_release_and_tests_it(micro_r
         assert result["testable"] >= 12 and 0 < result["p_value"] <= 1 and result["method"] == "exact convolution"
     table = pq.read_table(out / "aggregate/humaneval/calibration.parquet").to_pylist()
     rows = [r for r in table if r["null"] == "random publication"]
-    assert {(r["model"], r["alpha"]) for r in rows} == {(m, a) for m in ("reference", "sham-r1-s0-e1", "target-r1-s0-e1")
-                                                        for a in (0.01, 0.05, 0.1)}
+    assert {(r["model"], r["alpha"]) for r in rows} == {(m, a) for m in ("reference", "sham-r1-s0-e1", "twin-r1-s0-e1",
+                                                                         "target-r1-s0-e1") for a in (0.01, 0.05, 0.1)}
     assert all(r["n"] == 200 and r["holds"] for r in rows)
     report = (out / "aggregate/humaneval/report.md").read_text()
     assert "## Randomized publication" in report and "wm-r1-s0-e1" in report
@@ -335,7 +339,8 @@ def test_scoring_only_change_reruns_only_scoring_and_aggregation(micro_run):
     # every reader of the score tables: the report, the audit, the p-values, the calibration checks, the twin's
     # sign-flip test, the robustness study and RQ4
     assert planned_jobs(result.stdout) == {"detector_scores", "aggregate", "audit", "contamination", "calibration_conformal",
-                                           "calibration_membership", "mutation_study", "leakage_rq4", "twin", "all"}
+                                           "calibration_membership", "mutation_study", "leakage_rq4", "twin",
+                                           "watermark_report", "all"}
     assert "Params have changed since last execution" in result.stdout
 
 
