@@ -69,9 +69,10 @@ def load_texts() -> tuple[dict[str, str], dict[str, list[tuple[int, str]]], str]
 def gray_box_methods(methods: list[Method]) -> tuple[list[Method], list[str]]:
     """The methods that need only the target's own pass, and the rest: another
     model's pass (Ref, Ref's oracle), the prefixed pass (ReCaLL), generations
-    (SrDetection black-box) or a fitted classifier (DPDLLM, VeilProbe)."""
+    (SrDetection black-box), a fitted classifier (DPDLLM, VeilProbe) or another
+    generator's variant set (``srdetection_graybox_ast``: texts this timing does not build)."""
     kept = [m for m in methods if not (m.needs_reference or m.needs_oracle_reference or m.needs_prefixed
-                                       or m.needs_generations or m.needs_learned)]
+                                       or m.needs_generations or m.needs_learned or m.variant_generator)]
     return kept, [m.name for m in methods if m not in kept]
 
 
@@ -197,7 +198,7 @@ def main() -> None:
     print(f"model: {lm.name} on {args.device}, {torch.get_num_threads()} threads, batch {lm.batch_size}")
     print(f"methods in (a) and (b): {', '.join(m.name for m in methods)}")
     if left_out:
-        print(f"left out (need another model's or the prefixed pass, generations or a fitted classifier): {', '.join(left_out)}")
+        print(f"left out (need another model's or the prefixed pass, generations, a fitted classifier or another generator's variants): {', '.join(left_out)}")
 
     lm.score(texts[:4])  # warm-up
     floor = bare(lm, texts)
