@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import yaml
+from snakemake.utils import update_config
 from sklearn.metrics import roc_auc_score
 
 from leaktrace.artifacts import read_records
@@ -49,15 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def configured(path: Path) -> dict:
     """The config as a run sees it: `path` laid over config/config.yaml (an overlay names only what it changes)."""
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-
-    def merge(base: dict, extra: dict) -> None:
-        for key, value in extra.items():
-            if isinstance(value, dict) and isinstance(base.get(key), dict):
-                merge(base[key], value)
-            else:
-                base[key] = value
-
-    merge(config, yaml.safe_load(path.read_text()) or {})
+    update_config(config, yaml.safe_load(path.read_text()) or {})
     return config
 
 

@@ -310,6 +310,17 @@ def _veilprobe_fit(a):
     fit_veilprobe(a.features, a.samples, a.settings, a.folds, a.seed, a.output, a.model_dir)
 
 
+def _model_benchmark_paths(values: list[str]) -> dict[tuple[str, str], Path]:
+    """``MODEL:BENCHMARK=PATH`` arguments -> {(model, benchmark): path}."""
+    paths = {}
+    for key, value in _named_paths(values).items():
+        model, sep, benchmark = key.partition(":")
+        if not sep:
+            raise argparse.ArgumentTypeError(f"expected MODEL:BENCHMARK=PATH, got {key}={value}")
+        paths[(model, benchmark)] = value
+    return paths
+
+
 @command("audit")
 @_args((("--scores",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH"}),
        (("--variants",), {"nargs": "+", "required": True, "help": "BENCHMARK=PATH of its variants table"}),
@@ -317,13 +328,7 @@ def _veilprobe_fit(a):
 def _audit(a):
     from leaktrace.stages.audit import audit
 
-    scores = {}
-    for key, value in _named_paths(a.scores).items():
-        model, sep, benchmark = key.partition(":")
-        if not sep:
-            raise argparse.ArgumentTypeError(f"expected MODEL:BENCHMARK=PATH, got {key}={value}")
-        scores[(model, benchmark)] = value
-    audit(scores, _named_paths(a.variants), a.settings, a.output_dir, a.held_out_ids)
+    audit(_model_benchmark_paths(a.scores), _named_paths(a.variants), a.settings, a.output_dir, a.held_out_ids)
 
 
 @command("audit-contamination")
@@ -333,13 +338,8 @@ def _audit(a):
 def _audit_contamination(a):
     from leaktrace.stages.audit_contamination import audit_contamination
 
-    scores = {}
-    for key, value in _named_paths(a.scores).items():
-        model, sep, benchmark = key.partition(":")
-        if not sep:
-            raise argparse.ArgumentTypeError(f"expected MODEL:BENCHMARK=PATH, got {key}={value}")
-        scores[(model, benchmark)] = value
-    audit_contamination(scores, _named_paths(a.benchmarks), a.control_ids, a.settings, a.seed, a.output, a.report)
+    audit_contamination(_model_benchmark_paths(a.scores), _named_paths(a.benchmarks), a.control_ids, a.settings, a.seed,
+                        a.output, a.report)
 
 
 @command("sample-corpus-functions")
