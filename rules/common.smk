@@ -198,6 +198,13 @@ def settings_without(keys, *drop):
 MODEL_THREADS = config["base_model"]["threads"]
 BASE_MODEL_CONFIG = {**{k: config["base_model"][k] for k in ("path", "dtype", "device", "max_length")}, "path": BASE_MODEL}
 
+# Snakemake's `priority` of the jobs on the way to the LoRA runs (the lexicon, the
+# variants, the base model's token pass that the pre-exposure filter reads, the split,
+# the mixes, the runs themselves): everything scored under a target waits on that
+# chain, so where several jobs are ready it goes first and the long leaves (LessLeak's
+# RQ3 runs, the corpus scans, the mutation study) fill the other cores.
+TRAINING_PATH = 1
+
 
 def model_settings():
     """What every model-loading stage needs to know about the base model."""

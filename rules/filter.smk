@@ -37,6 +37,7 @@ rule split_samples:
     benchmark:
         f"{RESULTS}/benchmarks/split_samples/{{benchmark}}.tsv"
     threads: 1
+    priority: TRAINING_PATH
     conda:
         CPU_ENV
     resources:

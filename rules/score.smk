@@ -96,6 +96,7 @@ rule token_stats:
     benchmark:
         f"{RESULTS}/benchmarks/token_stats/{{benchmark}}/{{model}}.tsv"
     threads: MODEL_THREADS
+    priority: TRAINING_PATH
     conda:
         MODEL_ENV
     resources:
@@ -150,6 +151,7 @@ rule token_counts:
     benchmark:
         f"{RESULTS}/benchmarks/token_counts/{{corpus}}.tsv"
     threads: 1
+    priority: TRAINING_PATH
     resources:
         **cpu_job(tokenize=["corpus"]),
     conda:

@@ -22,6 +22,7 @@ rule training_mix:
     benchmark:
         f"{RESULTS}/benchmarks/training_mix/{{benchmark}}/ratio-{{ratio}}.tsv"
     threads: 1
+    priority: TRAINING_PATH
     resources:
         **cpu_job(tokenize=["samples", "benchmark", "text"]),
     conda:
@@ -86,6 +87,7 @@ rule train_lora:
     benchmark:
         f"{RESULTS}/benchmarks/train_lora/{{benchmark}}/ratio-{{ratio}}-seed-{{seed}}.tsv"
     threads: MODEL_THREADS
+    priority: TRAINING_PATH
     conda:
         MODEL_ENV
     resources:
@@ -138,6 +140,7 @@ rule twin_split:
     benchmark:
         f"{RESULTS}/benchmarks/twin_split/{{benchmark}}.tsv"
     threads: 1
+    priority: TRAINING_PATH
     resources:
         **cpu_job(),
     conda:
@@ -163,6 +166,7 @@ rule twin_mix:
     benchmark:
         f"{RESULTS}/benchmarks/twin_mix/{{benchmark}}/ratio-{{ratio}}.tsv"
     threads: 1
+    priority: TRAINING_PATH
     resources:
         **cpu_job(),
     conda:
@@ -193,6 +197,7 @@ rule train_control:
     benchmark:
         f"{RESULTS}/benchmarks/train_control/{{benchmark}}/{{control}}-ratio-{{ratio}}-seed-{{seed}}.tsv"
     threads: MODEL_THREADS
+    priority: TRAINING_PATH
     conda:
         MODEL_ENV
     resources:

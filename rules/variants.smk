@@ -38,6 +38,7 @@ rule lexicon:
     benchmark:
         f"{RESULTS}/benchmarks/lexicon.tsv"
     threads: 1
+    priority: TRAINING_PATH
     conda:
         CPU_ENV
     resources:
@@ -62,6 +63,7 @@ rule variants:
     benchmark:
         f"{RESULTS}/benchmarks/variants/{{benchmark}}.tsv"
     threads: 2
+    priority: TRAINING_PATH
     resources:
         # sandboxed runs per function: the original, each variant, the test-case set
         **cpu_job(sandbox={"functions": 1 + GENERATION["n"] + GENERATION["n_filter"] + bool(GENERATION["test_cases"])}),

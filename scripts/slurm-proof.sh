@@ -4,8 +4,11 @@
 # (no --cores: the cluster's nodes bound the jobs), each in its own fresh
 # copy of the repository (so no result can depend on the directory it was
 # made in), timed; every Parquet file and LoRA adapter compared byte for byte
-# (scripts/compare_results.py); the SLURM run must take at most 1.5x the
-# local run. Prints a table and writes it to $WORK/summary.tsv.
+# (scripts/compare_results.py); as one SLURM job per group the SLURM run must
+# take at most 1.5x the local run. A job per job starts a fresh interpreter
+# per job where the local run forks its jobs from one (leaktrace/forkserver.py),
+# so there the ratio is reported, not bounded. Prints a table and writes it to
+# $WORK/summary.tsv.
 #
 #   scripts/slurm-proof.sh                        on the cluster `sinfo` answers now
 #   scripts/slurm-proof.sh --local-cluster MODE   on scripts/slurm-local-cluster.sh's cluster,
@@ -100,7 +103,7 @@ slurm_run() {  # slurm_run LABEL
             verdict="$verdict, no LoRA job was killed"
         fi
     fi
-    awk "BEGIN {exit !($ratio > $MAX_RATIO)}" && verdict="$verdict, too slow"
+    [[ $SHAPE == "one job per group" ]] && awk "BEGIN {exit !($ratio > $MAX_RATIO)}" && verdict="$verdict, too slow"
     printf "%s\t%.0f\t%.0f\t%s\t%s\t%s\n" "${label:-$1}" "$LOCAL_S" "$seconds" "$ratio" "$(tail -n 1 "$WORK/compare-$1.txt")" \
         "$verdict" >>"$WORK/summary.tsv"
     [[ $verdict == ok ]] || FAILED=1

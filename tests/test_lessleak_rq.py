@@ -213,3 +213,49 @@ def test_rq3_instruction_prompt_runs_whole_programs_against_apps_tests(tmp_path,
     assert runs[0]["completion"] == "a, b = map(int, input().split())\nprint(a + b)\n"
     with pytest.raises(ValueError, match="leakage.rq3.prompt: 'chat' is not one of"):
         generate_and_run(tmp_path / "bench.parquet", {}, None, "m", {**settings, "prompt": "chat"}, {}, 0, tmp_path / "x.parquet")
+
+
+def test_rq3_runs_each_distinct_program_once_and_every_draw_reads_its_status(tmp_path, monkeypatch):
+    """A memorising model draws the same completion again: that program runs
+    once in the sandbox, and every draw of it gets its status; the same text
+    under another problem (other tests) is another program."""
+    import leaktrace.stages.leakage_rq3_runs as runs_stage
+    from leaktrace.artifacts import write_table
+    from leaktrace.stages.ingest import BENCHMARK_SCHEMA
+
+    problems = [{"sample_id": f"HumanEval/{i}", "benchmark": "humaneval", "task_id": f"HumanEval/{i}", "prompt": f"def f{i}(a):\n",
+                 "solution": "    return a\n", "code": f"def f{i}(a):\n    return a\n",
+                 "test": f"def check(candidate):\n    assert candidate({i}) == {i}\n", "entry_point": f"f{i}"} for i in (0, 1)]
+    write_table(problems, BENCHMARK_SCHEMA, tmp_path / "bench.parquet")
+    draws = iter([["    return a\n", "    return 0\n"], ["    return a\n", "    return a\n"], ["    return 1\n", "    return 0\n"]])
+
+    class Model:
+        max_length = 4096
+
+        def encode(self, text):
+            return [0]
+
+        def sample(self, prompts, **kwargs):
+            return next(draws)
+
+    ran = []
+
+    class Result:
+        def __init__(self, status):
+            self.status = status
+
+    def run_tests(programs, limits, *, workers):
+        ran.extend(code for code, _, _ in programs)
+        return [Result("ok" if code.endswith("return a\n") else "wrong") for code, _, _ in programs]
+
+    monkeypatch.setattr(runs_stage, "generation_model", lambda *args: Model())
+    monkeypatch.setattr(runs_stage, "run_tests", run_tests)
+    settings = {"n": 3, "temperature": 0.8, "max_new_tokens": 8, "workers": 1, "sandbox": {"isolation": "weak"}}
+    generate_and_run(tmp_path / "bench.parquet", {}, None, "m", settings, {}, 0, tmp_path / "runs.parquet")
+    assert sorted(ran) == sorted([
+        "def f0(a):\n    return a\n", "def f0(a):\n    return 1\n",
+        "def f1(a):\n    return 0\n", "def f1(a):\n    return a\n"])
+    runs = pq.read_table(tmp_path / "runs.parquet").to_pylist()
+    assert [(r["sample_id"], r["draw"], r["status"]) for r in runs] == [
+        ("HumanEval/0", 0, "ok"), ("HumanEval/0", 1, "ok"), ("HumanEval/0", 2, "wrong"),
+        ("HumanEval/1", 0, "wrong"), ("HumanEval/1", 1, "ok"), ("HumanEval/1", 2, "wrong")]

@@ -2,7 +2,9 @@
 completes every problem of a benchmark with tests n times, sampled at the
 configured temperature through the pipeline's generation path
 (``llm.generator`` included), and each completion runs against the
-problem's tests in the sandbox.
+problem's tests in the sandbox, once per distinct program (a memorising
+model draws the same completion again and again: the default run's target
+drew 368 distinct completions in 1,640 draws).
 
 Two prompts (``prompt``):
 
@@ -106,15 +108,19 @@ def generate_and_run(benchmark: Path, model: dict, adapter: str | None, name: st
     by_id = {r["sample_id"]: (r, tests, entry_point) for r, _, tests, entry_point in problems}
     limits = SandboxLimits(**settings.get("sandbox", {}))
     workers = settings.get("workers", 1)
-    programs = [(by_id[row["sample_id"]][0]["prompt"] + row["completion"] if prompt == "completion" else row["completion"],
-                 *by_id[row["sample_id"]][1:]) for row in rows]
+    # a completion drawn more than once is one program against the same tests: it runs once
+    distinct: dict[tuple[str, str], int] = {}
+    for row in rows:
+        code = by_id[row["sample_id"]][0]["prompt"] + row["completion"] if prompt == "completion" else row["completion"]
+        row["_program"] = distinct.setdefault((row["sample_id"], code), len(distinct))
+    programs = [(code, *by_id[sample_id][1:]) for sample_id, code in distinct]
     io = [i for i, (_, tests, _) in enumerate(programs) if isinstance(tests, IoTests)]
     calls = [i for i, (_, tests, _) in enumerate(programs) if not isinstance(tests, IoTests)]
     results = dict(zip(io, run_io_tests_many([programs[i][:2] for i in io], limits, workers=workers), strict=True))
     results |= dict(zip(calls, run_tests([programs[i] for i in calls], limits, workers=workers), strict=True))
-    for i, row in enumerate(rows):
-        row["status"] = results[i].status
+    for row in rows:
+        row["status"] = results[row.pop("_program")].status
     rows.sort(key=lambda r: (r["sample_id"], r["draw"]))
     write_table(rows, RUNS_SCHEMA, output)
-    log.info("rq3 %s (%s prompt): %d problems x %d draws, %d completions pass", name, prompt, len(problems), settings["n"],
-             sum(r["status"] == "ok" for r in rows))
+    log.info("rq3 %s (%s prompt): %d problems x %d draws, %d distinct programs run, %d completions pass", name, prompt,
+             len(problems), settings["n"], len(distinct), sum(r["status"] == "ok" for r in rows))
