@@ -144,6 +144,30 @@ def test_inputs_are_the_benchmark_tests_then_seeded_draws_the_same_in_another_pr
     assert other.stdout.strip() == values.encode(calls).hex()
 
 
+def test_draws_do_not_depend_on_the_modules_the_process_imported(tmp_path):
+    """Hypothesis mixes into its draws constants from every "local" module
+    the process has imported (outside site-packages and the standard
+    library): a fresh interpreter and a fork of the fork server drew other
+    inputs (the default run's SLURM proof, 2026-11-27). Draws of one seed
+    before and after importing a module full of other constants are equal."""
+    (tmp_path / "constant_pool.py").write_text(
+        "VALUES = [" + ", ".join(str(7919 * k + 13) for k in range(200)) + "]\n"
+        "WORDS = [" + ", ".join(repr(f"zq{k}x") for k in range(200)) + "]\n")
+    script = ("import sys\n"
+              "from hypothesis import strategies as st\n"
+              "from leaktrace.sandbox import values\n"
+              "from leaktrace.similarity.inputs import draw\n"
+              "strategy = st.tuples(st.integers(-10**7, 10**7), st.text(max_size=8), st.lists(st.integers(0, 10**7), max_size=4))\n"
+              "before = draw(strategy, 300, 11)\n"
+              f"sys.path.insert(0, {str(tmp_path)!r})\n"
+              "import constant_pool\n"
+              "after = draw(strategy, 300, 11)\n"
+              "print(len(before), values.encode(before) == values.encode(after))\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "workflow")}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True).stdout.split()
+    assert int(out[0]) > 250 and out[1] == "True"
+
+
 def test_outputs_are_the_same_within_tolerance_and_by_exception_type():
     def returned(value):
         return ("return", value, "", None)

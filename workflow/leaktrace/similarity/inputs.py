@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from hypothesis.control import BuildContext
 from hypothesis.errors import StopTest, UnsatisfiedAssumption
 from hypothesis.internal.conjecture.data import ConjectureData
+from hypothesis.internal.conjecture.providers import HypothesisProvider
 
 from leaktrace.sandbox import values
 
@@ -388,6 +389,22 @@ def _simple(name: str, alphabet: str) -> st.SearchStrategy | None:
     return None
 
 
+class _SeedOnlyProvider(HypothesisProvider):
+    """Hypothesis's provider without its constants: with a small probability
+    it makes a choice a constant, from its own list or from the literals of
+    every "local" module the process has imported (anything outside
+    site-packages and the standard library, this package among them when it
+    runs from a checkout). A job's drawn inputs then depended on what its
+    process had imported: a fresh interpreter (a SLURM job) and a fork of the
+    fork server (a local run) drew other inputs for the same seed. Here a
+    choice never is a constant, so a draw depends on its seed alone; the
+    strategies add the values that matter (observed arguments, the
+    functions' literals) themselves."""
+
+    def _maybe_draw_constant(self, choice_type, constraints, *, p=0.05):
+        return None
+
+
 def draw(strategy: st.SearchStrategy, count: int, draw_seed: int) -> list:
     """Up to ``count`` distinct values of ``strategy`` (exact builtin values),
     the same ones on every run for the same seed.
@@ -397,11 +414,12 @@ def draw(strategy: st.SearchStrategy, count: int, draw_seed: int) -> list:
     strategies), without the test engine around it: ``@given`` with
     ``max_examples`` spends about 9 ms per example on mutation and
     bookkeeping, a plain draw well under 2 ms. A draw that overruns or that
-    a filter rejects is skipped."""
+    a filter rejects is skipped. No choice is one of Hypothesis's constants
+    (``_SeedOnlyProvider``)."""
     source = random.Random(draw_seed)
     drawn = []
     for _ in range(count):
-        data = ConjectureData(random=source, max_choices=_MAX_CHOICES)
+        data = ConjectureData(random=source, max_choices=_MAX_CHOICES, provider=_SeedOnlyProvider)
         try:
             with BuildContext(data, is_final=True, wrapped_test=None):
                 drawn.append(data.draw(strategy))
