@@ -23,8 +23,8 @@ run: $(STAMP)  ## the whole pipeline on the embedded default config
 	$(VENV)/bin/snakemake $(SNAKEMAKE_FLAGS) --cores $(CORES) --configfile $(CONFIG)
 	@echo "Tables and plots: results/$$($(PY) -c "import yaml;print(yaml.safe_load(open('$(CONFIG)')).get('run','default'))")/aggregate/"
 
-test: $(STAMP)  ## unit, stage, DAG and micro end-to-end tests (what CI runs)
-	$(PY) -m pytest -m "not slow and not cluster"
+test: $(STAMP)  ## unit, stage, DAG and micro end-to-end tests (what CI runs); the 15 slowest listed (budget: 10 min)
+	$(PY) -m pytest -m "not slow and not cluster" --durations=15
 
 test-all: $(STAMP)  ## everything, including the full default run
 	$(PY) -m pytest
