@@ -39,7 +39,7 @@ SMOKE = {
     "check_cfamily_devset.py": Smoke(("--out", "smoke-verify"), r"held-out F1"),
     "counterfactual_signal.py": Smoke((RUN, "--resamples", "20"), r"\| metric \| n \(m / nm\) \|", uses_run=True),
     "execution_speed.py": Smoke(("--pairs", "2", "--workers", "1"), r"ms per pair"),
-    "fork_server.py": Smoke(("--target", "lexicon"), r"ratio \(without / with\): \d", in_repository=True),
+    "fork_server.py": Smoke(("--target", "lexicon"), r"ratio \(without / with\): \d", in_repository=True, slow=True),
     "generation_throughput.py": Smoke(("--prompts", "2", "--new-tokens", "2", "--batch-size", "2"), r"new tokens/s"),
     "input_memory.py": Smoke(("--skip-mb", "1", "--chunk-mb", "1"), r"peak RSS MB", slow=True),
     "leakage_speed.py": Smoke(("--naive-files", "2", "--benchmarks", "2", "--files", "20"), r"files/s/core"),
