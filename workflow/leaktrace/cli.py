@@ -310,14 +310,15 @@ def _veilprobe_fit(a):
     fit_veilprobe(a.features, a.samples, a.settings, a.folds, a.seed, a.output, a.model_dir)
 
 
-def _model_benchmark_paths(values: list[str]) -> dict[tuple[str, str], Path]:
-    """``MODEL:BENCHMARK=PATH`` arguments -> {(model, benchmark): path}."""
+def _paired_paths(values: list[str], second: str) -> dict[tuple[str, str], Path]:
+    """``MODEL:<second>=PATH`` arguments (``second`` names the key's second
+    part, e.g. BENCHMARK) -> {(model, that part): path}."""
     paths = {}
     for key, value in _named_paths(values).items():
-        model, sep, benchmark = key.partition(":")
+        model, sep, part = key.partition(":")
         if not sep:
-            raise argparse.ArgumentTypeError(f"expected MODEL:BENCHMARK=PATH, got {key}={value}")
-        paths[(model, benchmark)] = value
+            raise argparse.ArgumentTypeError(f"expected MODEL:{second}=PATH, got {key}={value}")
+        paths[(model, part)] = value
     return paths
 
 
@@ -328,7 +329,7 @@ def _model_benchmark_paths(values: list[str]) -> dict[tuple[str, str], Path]:
 def _audit(a):
     from leaktrace.stages.audit import audit
 
-    audit(_model_benchmark_paths(a.scores), _named_paths(a.variants), a.settings, a.output_dir, a.held_out_ids)
+    audit(_paired_paths(a.scores, "BENCHMARK"), _named_paths(a.variants), a.settings, a.output_dir, a.held_out_ids)
 
 
 @command("audit-contamination")
@@ -338,7 +339,7 @@ def _audit(a):
 def _audit_contamination(a):
     from leaktrace.stages.audit_contamination import audit_contamination
 
-    audit_contamination(_model_benchmark_paths(a.scores), _named_paths(a.benchmarks), a.control_ids, a.settings, a.seed,
+    audit_contamination(_paired_paths(a.scores, "BENCHMARK"), _named_paths(a.benchmarks), a.control_ids, a.settings, a.seed,
                         a.output, a.report)
 
 
@@ -495,17 +496,6 @@ def _contamination(a):
                   _named_paths(a.exchangeability), _named_paths(a.exchangeability_calibration))
 
 
-def _learned_paths(items: list[str]) -> dict[tuple[str, str], Path]:
-    """``MODEL:FAMILY=PATH`` pairs."""
-    out = {}
-    for key, value in _named_paths(items).items():
-        model, sep, family = key.partition(":")
-        if not sep:
-            raise argparse.ArgumentTypeError(f"expected MODEL:FAMILY=PATH, got {key}={value}")
-        out[(model, family)] = value
-    return out
-
-
 CALIBRATION_ARGS = (
     path("--samples"),
     (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH of each model's scores.parquet"}),
@@ -519,7 +509,7 @@ CALIBRATION_ARGS = (
 def _calibration_conformal(a):
     from leaktrace.stages.calibration import conformal_calibration
 
-    conformal_calibration(a.samples, _named_paths(a.scores), _learned_paths(a.learned), a.settings, a.seed, a.output)
+    conformal_calibration(a.samples, _named_paths(a.scores), _paired_paths(a.learned, "FAMILY"), a.settings, a.seed, a.output)
 
 
 @command("calibration-membership")
@@ -527,7 +517,7 @@ def _calibration_conformal(a):
 def _calibration_membership(a):
     from leaktrace.stages.calibration import membership_calibration
 
-    membership_calibration(a.samples, _named_paths(a.scores), _learned_paths(a.learned), a.settings, a.seed, a.output)
+    membership_calibration(a.samples, _named_paths(a.scores), _paired_paths(a.learned, "FAMILY"), a.settings, a.seed, a.output)
 
 
 @command("exchangeability")
