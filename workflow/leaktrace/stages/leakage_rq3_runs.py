@@ -109,17 +109,16 @@ def generate_and_run(benchmark: Path, model: dict, adapter: str | None, name: st
     limits = SandboxLimits(**settings.get("sandbox", {}))
     workers = settings.get("workers", 1)
     # a completion drawn more than once is one program against the same tests: it runs once
-    distinct: dict[tuple[str, str], int] = {}
-    for row in rows:
-        code = by_id[row["sample_id"]][0]["prompt"] + row["completion"] if prompt == "completion" else row["completion"]
-        row["_program"] = distinct.setdefault((row["sample_id"], code), len(distinct))
+    keys = [(row["sample_id"], by_id[row["sample_id"]][0]["prompt"] + row["completion"] if prompt == "completion"
+             else row["completion"]) for row in rows]
+    distinct = {key: i for i, key in enumerate(dict.fromkeys(keys))}
     programs = [(code, *by_id[sample_id][1:]) for sample_id, code in distinct]
     io = [i for i, (_, tests, _) in enumerate(programs) if isinstance(tests, IoTests)]
     calls = [i for i, (_, tests, _) in enumerate(programs) if not isinstance(tests, IoTests)]
     results = dict(zip(io, run_io_tests_many([programs[i][:2] for i in io], limits, workers=workers), strict=True))
     results |= dict(zip(calls, run_tests([programs[i] for i in calls], limits, workers=workers), strict=True))
-    for row in rows:
-        row["status"] = results[row.pop("_program")].status
+    for row, key in zip(rows, keys, strict=True):
+        row["status"] = results[distinct[key]].status
     rows.sort(key=lambda r: (r["sample_id"], r["draw"]))
     write_table(rows, RUNS_SCHEMA, output)
     log.info("rq3 %s (%s prompt): %d problems x %d draws, %d distinct programs run, %d completions pass", name, prompt,
