@@ -36,7 +36,7 @@ from leaktrace.leakage import combiner, devset
 from leaktrace.leakage.features import vector
 from leaktrace.leakage.verify import RULES, Verdict, Verifier, decide
 from leaktrace.mutate.statements import line_similarity
-from leaktrace.stages.verify_pairs import settings_for, verify_records
+from leaktrace.leakage.pairs import settings_for, verify_records
 from verify_devset import TYPES, fmt, lessleak_jaccard, prf, tune
 
 

@@ -41,7 +41,8 @@ from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.data.split import pre_exposure
 from leaktrace.evaluate.null_check import null_check
 from leaktrace.models.backend import ModelSpec
-from leaktrace.stages.variants import VARIANT_SETS, make_variants_table, select_natural_variants
+from leaktrace.stages.variants import make_variants_table, select_natural_variants
+from leaktrace.variants.kinds import VARIANT_SETS
 from leaktrace.variants.natural import choose_natural
 
 ROOT = Path(__file__).resolve().parents[1]

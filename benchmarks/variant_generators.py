@@ -31,7 +31,8 @@ from leaktrace.detect.evidence import SampleEvidence
 from leaktrace.detect.srdetection_graybox import srdetection_flag
 from leaktrace.evaluate.null_check import null_check
 from leaktrace.models.token_table import read_token_stats
-from leaktrace.stages.aggregate import detector_variant_counts, null_check_rows
+from leaktrace.stages.aggregate import null_check_rows
+from leaktrace.variants.kinds import detector_variant_counts
 from leaktrace.stages.score import score_methods, score_tokens
 from leaktrace.stages.variants import make_variants_table
 

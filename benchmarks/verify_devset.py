@@ -46,7 +46,8 @@ from leaktrace.leakage.execution import Executor
 from leaktrace.leakage.tokens import shingle_set
 from leaktrace.leakage.verify import RULES, Verdict, Verifier, decide
 from leaktrace.sandbox import SandboxLimits
-from leaktrace.stages.verify_pairs import SCHEMA, settings_for, verify_records
+from leaktrace.leakage.pairs import settings_for, verify_records
+from leaktrace.stages.verify_pairs import SCHEMA
 
 GRID = {  # 1.0 on structure or statement: that rule only for perfect matches
     "structure": [round(x, 2) for x in np.arange(0.60, 1.001, 0.05)],

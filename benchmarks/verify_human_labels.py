@@ -42,7 +42,7 @@ from leaktrace.leakage import combiner
 from leaktrace.leakage.tokens import shingle_set, token_set
 from leaktrace.seeding import derive_seed
 from leaktrace.stages.train_verifier import labels_and_groups, read_labelled
-from leaktrace.stages.verify_pairs import settings_for, verify_records
+from leaktrace.leakage.pairs import settings_for, verify_records
 from leaktrace.leakage.features import vector
 from leaktrace.leakage.verify import Verifier, by_definition, decide
 from sklearn.metrics import balanced_accuracy_score, matthews_corrcoef

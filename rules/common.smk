@@ -13,6 +13,7 @@ from leaktrace import forkserver
 from leaktrace.configuration import drop_removed_entries, validate_config
 from leaktrace.failures import failure_summary
 from leaktrace.models.backend import is_hub_id
+from leaktrace.models.naming import BASE_MODEL, CONTROLS, REF_MODEL, TRAINED_MODEL, trained_model_labels
 from leaktrace.seeding import derive_seed
 
 
@@ -111,11 +112,10 @@ RATIOS = [f"{r:g}" for r in config["train"]["text_per_code"]]
 # only the last epoch, where the headline table reports mean +- sd over seeds.
 SEEDS = [str(s) for s in config["train"]["seeds"]]
 
-# The target's controls, each a LoRA run of its own (rules/train.smk,
-# train_control) trained exactly as the target: the sham (its mix with the
-# members replaced by other code) and the complement twin (trained on the
-# target's non-members instead of its members).
-CONTROLS = ("sham", "twin")
+# The target's controls (CONTROLS, models/naming.py), each a LoRA run of its
+# own (rules/train.smk, train_control) trained exactly as the target: the sham
+# (its mix with the members replaced by other code) and the complement twin
+# (trained on the target's non-members instead of its members).
 
 
 def seed_epochs(seed):
@@ -311,21 +311,13 @@ def control_adapter_dir(control, benchmark, ratio, seed, epoch):
     return f"{control_run(control, benchmark, ratio, seed)}/adapter/epoch-{epoch}"
 
 
-def target_model(model):
-    """``target-r{ratio}-s{seed}-e{epoch}`` (or ``sham-…`` / ``twin-…``, its controls) -> (ratio, seed, epoch) labels."""
-    match = re.fullmatch(r"(?:target|sham|twin)-r([0-9.]+)-s(\d+)-e(\d+)", model)
-    if not match:
-        raise ValueError(f"{model!r} is not a target model name (target-r<ratio>-s<seed>-e<epoch>)")
-    return match.group(1), match.group(2), match.group(3)
-
-
 def model_adapter(wildcards):
     """Input function: the adapter directory behind a target (or control) model."""
     kind = wildcards.model.split("-", 1)[0]
     if kind == "target":
-        return [adapter_dir(wildcards.benchmark, *target_model(wildcards.model))]
+        return [adapter_dir(wildcards.benchmark, *trained_model_labels(wildcards.model))]
     if kind in CONTROLS:
-        return [control_adapter_dir(kind, wildcards.benchmark, *target_model(wildcards.model))]
+        return [control_adapter_dir(kind, wildcards.benchmark, *trained_model_labels(wildcards.model))]
     return []
 
 

@@ -63,7 +63,7 @@ def watermark_run(benchmark, ratio, seed):
 
 def watermark_model(model):
     """``wm-r{ratio}-s{seed}-e{epoch}`` -> (ratio, seed, epoch) labels."""
-    return target_model(model.replace("wm-", "target-", 1))
+    return trained_model_labels(model.replace("wm-", "target-", 1))
 
 
 def watermark_test_files(wildcards):

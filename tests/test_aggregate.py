@@ -14,14 +14,11 @@ from leaktrace.evaluate.seeds import across_seeds
 from leaktrace.models.backend import TokenStats
 from leaktrace.models.token_table import write_token_stats
 from leaktrace.report.results import pivot, sensitivity_sections
-from leaktrace.stages.aggregate import (
-    aggregate,
-    detector_variant_counts,
-    model_coordinates,
-    null_check_rows,
-)
+from leaktrace.models.naming import model_coordinates
+from leaktrace.stages.aggregate import aggregate, null_check_rows
+from leaktrace.variants.kinds import detector_variant_counts
 from leaktrace.stages.audit import audit, leakage_rates
-from leaktrace.stages.score import SCORES_SCHEMA
+from leaktrace.detect.scores import SCORES_SCHEMA
 
 
 def test_model_coordinates():

@@ -412,7 +412,7 @@ def test_the_schema_takes_a_model_spec_per_role_and_never_a_key():
 
 def test_generating_stages_run_through_the_generator_role_and_match_transformers(lm, served, tmp_path):
     from leaktrace.detect.srdetection_blackbox import continuation_overlaps
-    from leaktrace.stages.score import generation_model
+    from leaktrace.models.configured import generation_model
 
     base = {"path": TINY, "dtype": "float32", "device": "cpu", "max_length": 256}
     assert isinstance(generation_model(base, None, {"batch_size": 4}, None, None, "t"), HFLanguageModel)  # the default

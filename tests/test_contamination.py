@@ -120,7 +120,7 @@ def _testbed(tmp_path, n=60, signal=1.5, models=None):
     ``models``: name -> shift(split, method) of each model's scores."""
     from leaktrace.artifacts import write_table
     from leaktrace.stages.filter import SAMPLES_SCHEMA
-    from leaktrace.stages.score import SCORES_SCHEMA
+    from leaktrace.detect.scores import SCORES_SCHEMA
 
     rng = np.random.default_rng(0)
     ids = [f"s{i:03d}" for i in range(n)]

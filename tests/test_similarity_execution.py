@@ -30,7 +30,7 @@ from leaktrace.similarity.inputs import calls_in_test
 from leaktrace.similarity.table import SIMILARITY_FAMILY_SCHEMA
 from leaktrace.stages.counterfactual import GENERATIONS_SCHEMA
 from leaktrace.stages.counterfactual_execution import counterfactual_execution, read_screen
-from leaktrace.stages.filter import FUNCTIONS_SCHEMA
+from leaktrace.data.functions import FUNCTIONS_SCHEMA
 
 # A hanging function costs ten calls' time. Not less: CPU timers fire late in some virtual machines (0.1 s came
 # at 0.1-0.3 s, 0.25 s at 0.5-0.6 s here), so one call past its limit, or a spurious one, could spend a small

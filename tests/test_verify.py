@@ -20,7 +20,7 @@ from leaktrace.leakage.execution import Executor, callable_as
 from leaktrace.leakage.verify import Verifier, decide, supersede
 from leaktrace.sandbox import SandboxLimits, isolation_level
 from leaktrace.seeding import rng_for
-from leaktrace.stages.verify_pairs import settings_for
+from leaktrace.leakage.pairs import settings_for
 
 HUMANEVAL = {s.task_id: s for s in load_humaneval(shipped_humaneval_path(), "humaneval")}
 ALT = {r["task_id"]: r["code"] for r in map(json.loads, ALTERNATIVES.read_text().splitlines())}

@@ -11,9 +11,10 @@ from collections import Counter
 
 import pytest
 from leaktrace.leakage.devset import CFAMILY, build_cfamily, fixtures, half_of
-from leaktrace.leakage.lexer import C_KEYWORDS, lex, layout_stream, renamed_stream
+from leaktrace.languages import C_KEYWORDS
+from leaktrace.leakage.lexer import layout_stream, lex, renamed_stream
 from leaktrace.mutate import cfamily
-from leaktrace.stages.verify_pairs import settings_for
+from leaktrace.leakage.pairs import settings_for
 from leaktrace.leakage.verify import Verifier
 from leaktrace.variants.naming import NameProposer
 

@@ -21,7 +21,7 @@ from leaktrace.leakage.minhash import Signer
 from leaktrace.leakage.settings import resolve
 from leaktrace.leakage.verify import Verifier
 from leaktrace.stages.train_verifier import labels_and_groups, read_labelled, train_verifier
-from leaktrace.stages.verify_pairs import settings_for
+from leaktrace.leakage.pairs import settings_for
 
 DEV = combiner.SHIPPED.parent / "lessleak-human-pairs-dev.jsonl.gz"
 

@@ -21,6 +21,16 @@ from scipy.stats import ttest_1samp
 SEPARATOR = "\n\n"  # between the examples of a shard
 MIN_SHARDS = 2  # the t-test across shards needs two
 
+# Tokens kept free in each shard: joining examples can tokenise a little
+# differently from the examples alone; a shard whose any order is still cut
+# by the context is left out.
+JOIN_MARGIN = 16
+
+
+def shard_budget(max_length: int) -> int:
+    """Tokens of a shard's examples (separators included) under a context of ``max_length``."""
+    return max_length - 1 - JOIN_MARGIN
+
 
 def pack_shards(lengths: Sequence[int], budget: int, n_shards: int | None = None, min_examples: int = 2) -> list[list[int]]:
     """Consecutive example indices grouped greedily into shards of at most

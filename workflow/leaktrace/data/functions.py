@@ -13,9 +13,27 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 # Lines as ``ast`` numbers them: ended by \r\n, \r or \n only (str.splitlines
 # also splits at \f, \x1c, \u2028, ..., which old corpus files do contain).
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+# The filter's table (``filter/{benchmark}.functions.parquet``): every sample, kept or why not,
+# with its anatomy's pieces; the counterfactual corpus functions extend it.
+FUNCTIONS_SCHEMA = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("kept", pa.bool_()),
+        ("reason", pa.string()),
+        ("body_lines", pa.int32()),
+        ("n_chars", pa.int32()),
+        ("context", pa.string()),
+        ("signature", pa.string()),
+        ("continuation", pa.string()),
+    ]
+)
 
 
 def _source_lines(code: str) -> list[str]:

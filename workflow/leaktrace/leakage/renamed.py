@@ -28,7 +28,7 @@ import re
 import numpy as np
 
 from leaktrace.data.samples import TEXT
-from leaktrace.leakage.lexer import C_KEYWORDS, PYTHON_KEYWORDS
+from leaktrace.languages import C_KEYWORDS, PYTHON_KEYWORDS
 from leaktrace.leakage.minhash import Signer
 from leaktrace.leakage.tokens import (
     code_token_spans,

@@ -3,7 +3,7 @@ verifier's development set (:mod:`leaktrace.leakage.devset`).
 
 CodeSnitch's mutations (the rest of :mod:`leaktrace.mutate`) rewrite Python
 through its syntax tree; these work on the scan's own tokens
-(:data:`leaktrace.leakage.lexer.C_LIKE`), so they take any function cut out
+(:data:`leaktrace.languages.C_LIKE`), so they take any function cut out
 of a file, and each kind changes only what its clone type allows:
 
 - ``T1``: comments dropped (each with probability one half) and one or two
@@ -44,7 +44,7 @@ import re
 import string
 from dataclasses import dataclass
 
-from leaktrace.leakage.lexer import C_KEYWORDS, C_LIKE
+from leaktrace.languages import C_KEYWORDS, C_LIKE
 from leaktrace.mutate.formatting import clang_style, reformat_clang
 from leaktrace.mutate.statements import line_similarity
 from leaktrace.variants.naming import NameProposer

@@ -32,7 +32,7 @@ import tree_sitter
 import tree_sitter_cpp
 import tree_sitter_java
 
-from leaktrace.leakage.lexer import C_KEYWORDS
+from leaktrace.languages import C_KEYWORDS
 from leaktrace.mutate.cfamily import LIBRARY
 
 LANGUAGES = ("java", "cpp")

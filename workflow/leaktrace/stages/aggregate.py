@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from pathlib import Path
 
 import numpy as np
@@ -29,22 +28,17 @@ from leaktrace.detect.registry import (family_params, generator_instance_name, i
 from leaktrace.evaluate.detection import ORACLE_METHODS, detection_rows
 from leaktrace.evaluate.null_check import null_check
 from leaktrace.evaluate.seeds import across_seeds
+from leaktrace.models.naming import BASE_MODEL, COORDINATES, headline_model, model_coordinates
 from leaktrace.models.token_table import losses_by_text
 from leaktrace.report.calibration import calibration_section
 from leaktrace.report.plots import roc_plot
 from leaktrace.report.results import SUBSET_TITLES, method_label, render_report
+from leaktrace.variants.kinds import detector_variant_counts
 
 log = logging.getLogger(__name__)
 
 NULL_CHECK_FAMILY = "srdetection_graybox"
-NULL_CHECK_MODEL = "reference"  # the base model: never trained on the benchmark
-
-COORDINATES = [
-    ("model", pa.string()),
-    ("ratio", pa.float64()),  # general-text tokens per code token; null for the reference
-    ("seed", pa.int32()),  # the LoRA training seed; null for the reference
-    ("epoch", pa.int32()),  # 0 for the reference (the base model)
-]
+NULL_CHECK_MODEL = BASE_MODEL  # never trained on the benchmark
 
 DETECTION_SCHEMA = pa.schema(
     [
@@ -120,30 +114,6 @@ PERPLEXITY_SCHEMA = pa.schema(
 )
 
 
-def model_coordinates(model: str) -> dict:
-    """The mixing ratio, training seed and epoch of a testbed model name:
-    ``reference`` (the base model) and ``ref-model`` (Ref's smaller reference
-    model) are epoch 0 (no ratio, no seed); ``target-r{ratio}-s{seed}-e{epoch}``
-    (and its controls, ``sham-…`` and ``twin-…``)."""
-    if model in ("reference", "ref-model"):
-        return {"ratio": None, "seed": None, "epoch": 0}
-    match = re.fullmatch(r"(?:target|sham|twin)-r([0-9.]+)-s(\d+)-e(\d+)", model)
-    if not match:
-        raise ValueError(f"{model!r} is neither 'reference', 'ref-model' nor a testbed model "
-                         "'target|sham|twin-r<ratio>-s<seed>-e<epoch>'")
-    return {"ratio": float(match.group(1)), "seed": int(match.group(2)), "epoch": int(match.group(3))}
-
-
-def detector_variant_counts(variants: list[dict], kind: str = "rename") -> dict[str, int]:
-    """sample_id -> valid variants a detector compares the original with: the
-    main set ("rename"), or another generator's set (its kind, e.g. "ast+tt")."""
-    counts = {v["sample_id"]: 0 for v in variants}
-    for v in variants:
-        if v["valid"] and v["kind"] == kind:
-            counts[v["sample_id"]] += 1
-    return counts
-
-
 def null_check_rows(scores: list[dict], samples: list[dict], variant_counts: dict[str, int], graybox: dict | None,
                     generator_counts: dict[str, dict[str, int]] | None = None) -> list[dict]:
     """The null check of every SrDetection gray-box instance (the main one,
@@ -167,15 +137,6 @@ def null_check_rows(scores: list[dict], samples: list[dict], variant_counts: dic
         compared = {sid: min(n, counts_of[method].get(sid, 0)) for sid in decisions}
         rows.append({"model": NULL_CHECK_MODEL, "method": method, "n_variants": n, **null_check(decisions, compared)})
     return rows
-
-
-def headline_model(models: list[str]) -> str | None:
-    """The headline's target: the first mixing ratio and seed at its last epoch."""
-    targets = [(m, model_coordinates(m)) for m in models if m != NULL_CHECK_MODEL]
-    if not targets:
-        return None
-    first = targets[0][1]
-    return max((c["epoch"], m) for m, c in targets if (c["ratio"], c["seed"]) == (first["ratio"], first["seed"]))[1]
 
 
 def roc_figure(model: str | None, curves: dict[str, dict], families: dict[str, str], path: Path) -> None:

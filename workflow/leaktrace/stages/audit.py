@@ -38,7 +38,7 @@ from leaktrace.detect.registry import family_params
 from leaktrace.data.sample_ids import match_ids, read_id_list
 from leaktrace.report.plots import leakage_heatmap
 from leaktrace.report.tables import markdown_table
-from leaktrace.stages.aggregate import detector_variant_counts
+from leaktrace.variants.kinds import detector_variant_counts
 
 log = logging.getLogger(__name__)
 

@@ -25,11 +25,11 @@ import pyarrow as pa
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.calibration.rates import false_positive_rate
 from leaktrace.contamination.dataset_inference import MIN_PER_SET, dataset_inference
+from leaktrace.contamination.dataset_inference_row import dataset_inference_row
 from leaktrace.contamination.features import feature_matrix, score_lookup, shared_methods
 from leaktrace.data.sample_ids import match_ids, read_id_list
 from leaktrace.report.tables import markdown_table
 from leaktrace.seeding import derive_seed
-from leaktrace.stages.contamination import run_di
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def model_row(model: str, benchmark: str, lookup: dict, control_ids: set[str], s
            "n_control": len(control), "n_control_unscored": len(control_ids - scored), "alpha": alpha, "null": NULL_SCENARIO}
     if min(len(suspect), len(control)) < MIN_PER_SET:
         return row | {"note": f"dataset inference needs at least {MIN_PER_SET} suspect and {MIN_PER_SET} control samples"}
-    found, _ = run_di(lookup, suspect, lookup, control, di, alpha, seed, curve=False)
+    found, _ = dataset_inference_row(lookup, suspect, lookup, control, di, alpha, seed, curve=False)
     row |= {"features": found["features"], "p_value": found["p_value"],
             "ref_model": settings.get("ref_model") if "ref" in found["features"].split(",") else None}
     if len(control) // 2 < MIN_PER_SET:

@@ -36,7 +36,9 @@ from leaktrace.detect.registry import family_params
 from leaktrace.detect.srdetection_blackbox import _TokenBudget, split_prefix_suffix
 from leaktrace.detect.veilprobe import key_token_scores, perturb_key_tokens, veilprobe_fitter
 from leaktrace.seeding import derive_seed
-from leaktrace.stages.score import SCORES_SCHEMA, _language_model, _valid_texts, model_spec
+from leaktrace.detect.scores import SCORES_SCHEMA
+from leaktrace.models.configured import language_model, model_spec
+from leaktrace.variants.kinds import valid_texts
 from leaktrace.train.lora import LoraSettings, train_lora
 
 log = logging.getLogger(__name__)
@@ -51,7 +53,7 @@ VEILPROBE_FEATURES_SCHEMA = pa.schema([("sample_id", pa.string()), ("original", 
 
 
 def _originals(variants: Path) -> list[tuple[str, str]]:
-    return sorted((v["sample_id"], v["text"]) for v in _valid_texts(variants) if v["variant_id"] == 0)
+    return sorted((v["sample_id"], v["text"]) for v in valid_texts(variants) if v["variant_id"] == 0)
 
 
 def _prefix(lm, text: str, prefix_fraction: float) -> tuple[list[int], list[int]]:
@@ -98,7 +100,7 @@ def dpdllm_generations(variants: Path, model: dict, adapter: str | None, setting
     """The target's sampled continuation of the first ``prefix_fraction`` of
     every original, as long as its true suffix (at most ``max_new_tokens``)."""
     params = family_params("dpdllm", settings)
-    lm = _language_model(model, adapter, batch)
+    lm = language_model(model, adapter, batch)
     originals = _originals(variants)
     prefixes, budgets = [], []
     for _, text in originals:
@@ -126,7 +128,7 @@ def _continuation_pass(model, bos_id: int, prefix: list[int], continuation: list
 def dpdllm_features(generations: Path, model: dict, reference_adapter: Path, batch: dict, output: Path) -> None:
     """Features of every non-empty continuation under the reference model,
     after the prefix it continued; empty continuations have none."""
-    lm = _language_model(model, str(reference_adapter), batch)
+    lm = language_model(model, str(reference_adapter), batch)
     rows, empty = [], []
     for g in read_records(generations):
         if not g["generated_ids"]:
@@ -183,7 +185,7 @@ def veilprobe_perturb(variants: Path, model: dict, settings: dict, blackbox: dic
     tokens replaced, the base model as proxy."""
     params = family_params("veilprobe", settings)
     torch.set_num_threads(1)  # small matrices: one thread is faster than two contending ones
-    lm = _language_model(model, None, batch)
+    lm = language_model(model, None, batch)
     rng = np.random.default_rng(derive_seed(seed, "veilprobe-perturb"))
     originals = _originals(variants)
     splits = [_prefix(lm, text, blackbox["prefix_fraction"]) for _, text in originals]

@@ -28,22 +28,22 @@ from leaktrace.calibration.rates import ABOVE, false_positive_rate, rejection_ra
 from leaktrace.calibration.table import REAL_ORDER, count_row, write_rows
 from leaktrace.calibration.unexposed import is_unexposed
 from leaktrace.contamination.combine import COMBINATION
-from leaktrace.contamination.dataset_inference import MIN_PER_SET, dataset_inference, p_value_curve, smallest_n
+from leaktrace.contamination.dataset_inference import MIN_PER_SET, dataset_inference
+from leaktrace.contamination.dataset_inference_row import DI, dataset_inference_row
 from leaktrace.contamination.features import feature_matrix, score_lookup, shared_methods
 from leaktrace.contamination.variant_preference import preference_test
 from leaktrace.data.sample_ids import match_ids, read_id_list
 from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.errors import InputError
+from leaktrace.models.naming import BASE_MODEL, COORDINATES, model_coordinates
 from leaktrace.report.plots import p_value_curves
 from leaktrace.report.tables import markdown_table
 from leaktrace.seeding import derive_seed
-from leaktrace.stages.aggregate import COORDINATES, model_coordinates
 
 log = logging.getLogger(__name__)
 
-DI, PREFERENCE, EXCHANGEABILITY = "dataset_inference", "variant_preference", "exchangeability"
+PREFERENCE, EXCHANGEABILITY = "variant_preference", "exchangeability"
 TESTBED, HELD_OUT, VARIANTS, PERMUTATIONS = "testbed", "held_out", "variants", "permutations"
-BASE_MODEL = "reference"  # the testbed's base model: never trained on the benchmark
 
 P_VALUES_SCHEMA = pa.schema(
     [
@@ -94,21 +94,6 @@ def read_ids(path: Path, sample_ids: Collection[str]) -> set[str]:
     ``11``: :func:`leaktrace.data.sample_ids.match_ids`; an id that names no
     sample is an error)."""
     return match_ids(read_id_list(path), sample_ids, str(path))
-
-
-def run_di(suspect_lookup: dict, suspect_ids: Sequence[str], validation_lookup: dict, validation_ids: Sequence[str],
-           di: dict, alpha: float, seed: int, *, curve: bool = True) -> tuple[dict, list[tuple[int, float]]]:
-    """Dataset inference of one suspect set against one validation set, with its p-value curve."""
-    methods = shared_methods([suspect_lookup, validation_lookup], [suspect_ids, validation_ids])
-    suspect = feature_matrix(suspect_lookup, suspect_ids, methods)
-    validation = feature_matrix(validation_lookup, validation_ids, methods)
-    result = dataset_inference(suspect, validation, n_splits=di["n_splits"], seed=seed)
-    points = p_value_curve(suspect, validation, di["curve_sizes"], n_draws=di["curve_draws"], n_splits=di["n_splits"],
-                           seed=derive_seed(seed, "curve")) if curve else []
-    row = {"test": DI, "n_suspect": len(suspect_ids), "n_validation": len(validation_ids), "features": ",".join(methods),
-           "p_value": result.p_value, "combination": COMBINATION,
-           "smallest_n": smallest_n(points, alpha) if curve else None}
-    return row, points
 
 
 def run_preference(target: dict, reference: dict, sample_ids: Sequence[str], settings: dict, seed: int) -> dict:
@@ -299,13 +284,13 @@ def contamination(samples: Path, scores: dict[str, Path], settings: dict, seed: 
         model_seed = derive_seed(seed, "contamination", model)
         for validation in settings["validation"]:
             if validation == TESTBED:
-                row, points = run_di(lookup, members, lookup, non_members, di, settings["alpha"], model_seed)
+                row, points = dataset_inference_row(lookup, members, lookup, non_members, di, settings["alpha"], model_seed)
             elif validation == HELD_OUT:
                 if held_out_ids is None:
                     raise ValueError("contamination.validation lists held_out but contamination.held_out_ids is not set")
                 held = read_ids(held_out_ids, [r["sample_id"] for r in records])
                 scored = set().union(*lookup.values())
-                row, points = run_di(lookup, sorted(scored - held), lookup, sorted(scored & held), di, settings["alpha"],
+                row, points = dataset_inference_row(lookup, sorted(scored - held), lookup, sorted(scored & held), di, settings["alpha"],
                                        model_seed)
             elif model in (pref["reference"], BASE_MODEL):
                 continue  # the reference against itself, or the base model against a fine-tuned reference
@@ -435,7 +420,7 @@ def dataset_inference_tables(scores: Path, settings: dict, seed: int, output: Pa
                 validation, validation_set = suspect, sorted(set(suspect_ids) & held)
                 suspect_ids = sorted(set(suspect_ids) - held)
                 kind = HELD_OUT
-            row, points = run_di(suspect, suspect_ids, validation, validation_set, settings["dataset_inference"],
+            row, points = dataset_inference_row(suspect, suspect_ids, validation, validation_set, settings["dataset_inference"],
                                  settings["alpha"], seed)
             row["validation"] = kind
     except ValueError as err:

@@ -26,12 +26,11 @@ from pathlib import Path, PurePosixPath
 import pyarrow as pa
 
 from leaktrace.artifacts import write_table
-from leaktrace.data.functions import FunctionFilter, all_function_anatomies
+from leaktrace.data.functions import FUNCTIONS_SCHEMA, FunctionFilter, all_function_anatomies
 from leaktrace.errors import InputError
 from leaktrace.leakage.sources import check_document, iter_source
 from leaktrace.leakage.units import language_of
 from leaktrace.seeding import derive_seed
-from leaktrace.stages.filter import FUNCTIONS_SCHEMA
 
 log = logging.getLogger(__name__)
 

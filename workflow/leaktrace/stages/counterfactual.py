@@ -16,7 +16,7 @@ import pyarrow as pa
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.similarity.function_parse import function_end_reached, parse_generated_function
 from leaktrace.similarity.text import TEXT_METRICS
-from leaktrace.stages.score import generation_model
+from leaktrace.models.configured import generation_model
 
 log = logging.getLogger(__name__)
 

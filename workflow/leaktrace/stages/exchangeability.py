@@ -14,21 +14,12 @@ import numpy as np
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.contamination.exchangeability import MIN_SHARDS, SEPARATOR, pack_shards, permutations, shard_text, sharded_test
+from leaktrace.contamination.exchangeability import (MIN_SHARDS, SEPARATOR, pack_shards, permutations, shard_budget,
+                                                     shard_text, sharded_test)
 from leaktrace.seeding import derive_seed
-from leaktrace.stages.score import _language_model
+from leaktrace.models.configured import language_model
 
 log = logging.getLogger(__name__)
-
-# Tokens kept free in each shard: joining examples can tokenise a little
-# differently from the examples alone; a shard whose any order is still cut
-# by the context is left out.
-JOIN_MARGIN = 16
-
-
-def shard_budget(max_length: int) -> int:
-    """Tokens of a shard's examples (separators included) under a context of ``max_length``."""
-    return max_length - 1 - JOIN_MARGIN
 
 EXCHANGEABILITY_SCHEMA = pa.schema(
     [
@@ -104,7 +95,7 @@ def _sharded_row(groups: list[list], shards: list[list[int]], lm, settings: dict
 def exchangeability(benchmark: Path, samples: Path, model: dict, adapter: str | None, settings: dict, batch: dict, seed: int,
                     output: Path) -> None:
     examples = canonical_examples(benchmark, samples, settings["samples"])
-    lm = _language_model(model, adapter, batch)
+    lm = language_model(model, adapter, batch)
     (row,) = order_tests(lm, examples, [list(range(len(examples)))], settings, seed, [("exchangeability",)])
     write_table([row], EXCHANGEABILITY_SCHEMA, output)
 
@@ -116,7 +107,7 @@ def exchangeability_calibration(benchmark: Path, samples: Path, model: dict, ada
     taken as the canonical one. Its false-positive rate, beside the real
     order's p-value, says whether a low p-value is the order or the test."""
     examples = canonical_examples(benchmark, samples, settings["samples"])
-    lm = _language_model(model, adapter, batch)
+    lm = language_model(model, adapter, batch)
     keys = [("exchangeability-calibration", c) for c in range(settings["calibration_seeds"])]
     orderings = [np.random.default_rng(derive_seed(seed, *key)).permutation(len(examples)).tolist() for key in keys]
     rows = order_tests(lm, examples, orderings, settings, seed, keys)

@@ -11,26 +11,13 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, read_table, write_table
-from leaktrace.data.functions import FunctionFilter, function_anatomy, program_anatomy
+from leaktrace.data.functions import FUNCTIONS_SCHEMA, FunctionFilter, function_anatomy, program_anatomy
 from leaktrace.data.samples import not_runnable, require_runnable, sample_tests
 from leaktrace.data.split import RECALL_PREFIX, assign_splits, complement, pre_exposure
 from leaktrace.models.token_table import losses_by_text
 from leaktrace.seeding import rng_for
 
 log = logging.getLogger(__name__)
-
-FUNCTIONS_SCHEMA = pa.schema(
-    [
-        ("sample_id", pa.string()),
-        ("kept", pa.bool_()),
-        ("reason", pa.string()),
-        ("body_lines", pa.int32()),
-        ("n_chars", pa.int32()),
-        ("context", pa.string()),
-        ("signature", pa.string()),
-        ("continuation", pa.string()),
-    ]
-)
 
 SAMPLES_SCHEMA = pa.schema(
     [

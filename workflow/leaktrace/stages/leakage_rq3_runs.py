@@ -32,7 +32,7 @@ from leaktrace.data.samples import sample_tests
 from leaktrace.sandbox import SandboxLimits, run_tests
 from leaktrace.sandbox.stdio import run_io_tests_many
 from leaktrace.seeding import derive_seed
-from leaktrace.stages.score import generation_model
+from leaktrace.models.configured import generation_model
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ import pyarrow as pa
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.evaluate.leak_detection import leak_detection_rows
+from leaktrace.models.naming import BASE_MODEL, headline_model
 from leaktrace.report.tables import markdown_table
-from leaktrace.stages.aggregate import NULL_CHECK_MODEL, headline_model
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ def _markdown(scan: str, benchmark: str, rows: list[dict], top_k: list[int]) -> 
               f"{next((r['n_evaluated'] for r in rows if r['k']), 0)} (the larger class under-sampled, as LessLeak's "
               "AutoDetectLeak-Bench), where chance is 0.5; 95% bootstrap intervals.", ""]
     models = list(dict.fromkeys(r["model"] for r in rows))
-    for model in dict.fromkeys(m for m in (NULL_CHECK_MODEL, headline_model(models)) if m in models):
+    for model in dict.fromkeys(m for m in (BASE_MODEL, headline_model(models)) if m in models):
         mine = {(r["method"], r["metric"], r["k"]): r for r in rows if r["model"] == model}
         table = [{"detector": method, "AUC": _cell(mine.get((method, "auc", None))),
                   **{f"P@{k}": _cell(mine.get((method, "precision_at_k", k))) for k in ks}}

@@ -41,7 +41,6 @@ from leaktrace.mutate.renaming import NAME_KINDS, NAME_SOURCES
 from leaktrace.report.mutation_plots import setting_heatmaps, t2_drop_plot
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import rng_for
-from leaktrace.stages.score import model_spec
 from leaktrace.variants.lexicon import IdentifierLexicon
 from leaktrace.variants.naming import NameProposer
 from leaktrace.variants.renaming import replay_renames
@@ -249,13 +248,6 @@ def scored_mutations(mutations: Path, *, neighbours: bool = False) -> list[dict]
             and (r["neighbor"] == 0 or neighbours)]
 
 
-def _language_model(model: dict, adapter: str | None, batch: dict):
-    from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
-
-    return HFLanguageModel(model_spec(model, adapter), batch_size=batch["batch_size"], token_budget=batch.get("token_budget"),
-                           max_length=model.get("max_length"))
-
-
 def ood_prefix_texts(corpus: list[Path], k: int, seed: int, min_chars: int = 200, max_chars: int = 1500) -> list[str]:
     """`k` top-level functions of a code corpus, one from each of `k` files drawn by seed:
     ReCaLL's out-of-distribution prefix. Files are parsed in the drawn order until `k` have a
@@ -284,7 +276,9 @@ def score_mutations(mutations: Path, variants: Path, samples: Path, corpus: list
     or k for its neighbour after the original's variant k, with `neighbours`); with ReCaLL
     configured, each text also after the in-distribution prefix, and every original after an
     out-of-distribution one of as many shots."""
-    lm = _language_model(model, adapter, batch)
+    from leaktrace.models.configured import language_model  # imports torch: only where a model runs
+
+    lm = language_model(model, adapter, batch)
     everything = scored_mutations(mutations, neighbours=neighbours)
     keys = [(r["sample_id"], r["neighbor"], r["mutation"]) for r in everything]
     stats = lm.score([r["text"] for r in everything])

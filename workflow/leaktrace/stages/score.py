@@ -19,28 +19,15 @@ from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.detect.evidence import SampleEvidence
 from leaktrace.detect.recall import prefix_shots, select_prefix_samples
 from leaktrace.detect.registry import Method, configured_methods, family_params
+from leaktrace.detect.scores import SCORES_SCHEMA
 from leaktrace.detect.srdetection_blackbox import continuation_overlaps, generation_evidence
-from leaktrace.models.backend import ModelSpec, TokenStats
+from leaktrace.models.backend import TokenStats
+from leaktrace.models.configured import generation_model, language_model, model_spec
 from leaktrace.models.token_counts import count_tokens, read_token_counts, write_token_counts
 from leaktrace.models.token_table import read_token_stats, write_token_stats
-from leaktrace.stages.variants import VARIANT_SETS
+from leaktrace.variants.kinds import DETECTOR_KINDS, VARIANT_SETS, valid_texts
 
 log = logging.getLogger(__name__)
-
-SCORES_SCHEMA = pa.schema(
-    [
-        ("sample_id", pa.string()),
-        ("method", pa.string()),
-        ("family", pa.string()),
-        ("score", pa.float64()),
-        ("decision", pa.bool_()),  # the detector's own flag (SrDetection's, a classifier's), read by the audit; null: none
-        # learned detectors (DPDLLM, VeilProbe; detect/cross_fit.py): the cross-fit fold that held the sample out
-        # and scored it, -1 where the full fit scored it (a sample outside the labelled calibration fold)
-        ("fold", pa.int32()),
-        ("fold_scores", pa.list_(pa.float64())),  # learned detectors: each fold's fit's score of the sample
-    ]
-)
-
 
 BLACKBOX_SCHEMA = pa.schema(
     [
@@ -56,63 +43,19 @@ BLACKBOX_SCHEMA = pa.schema(
 )
 
 
-def model_spec(model: dict, adapter: str | None) -> ModelSpec:
-    return ModelSpec(name_or_path=model["path"], adapter=adapter, dtype=model["dtype"], device=model["device"],
-                     revision=model.get("revision"))
-
-
-DETECTOR_KINDS = ("original", "rename")  # the texts detectors see; kind "filter" is the pre-exposure filter's own
-
-
-def _valid_texts(variants: Path, kinds: tuple[str, ...] = DETECTOR_KINDS) -> list[dict]:
-    return [v for v in read_records(variants, ["sample_id", "variant_id", "kind", "text", "valid"])
-            if v["valid"] and v["kind"] in kinds]
-
-
-def _language_model(model: dict, adapter: str | None, batch: dict):
-    """The model, scoring at most its trained context capped by ``model["max_length"]``
-    (the limit training used too)."""
-    from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
-
-    return HFLanguageModel(model_spec(model, adapter), batch_size=batch["batch_size"], token_budget=batch.get("token_budget"),
-                           max_length=model.get("max_length"))
-
-
-def generation_model(model: dict, adapter: str | None, batch: dict, generator: dict | None, cache_dir: Path | None,
-                     purpose: str):
-    """The model a generating stage runs: with no ``llm.generator`` role, the
-    base model (and adapter) in process through transformers, as always;
-    with one, the base model (or the role's model) and the adapter through
-    the role's backend, behind the response cache."""
-    if generator is None:
-        return _language_model(model, adapter, batch)
-    from leaktrace.models.backend import Capability
-    from leaktrace.models.generation import BackendGenerator
-    from leaktrace.models.select import open_model
-
-    needs = {Capability.GENERATE} | ({Capability.ADAPTERS} if adapter else set())
-    role = {"dtype": model["dtype"], "device": model["device"], "max_length": model.get("max_length"), **generator,
-            "model": generator.get("model") or model["path"], "adapter": adapter}
-    if not generator.get("model") and model.get("revision"):
-        role["revision"] = model["revision"]
-    if role["backend"] == "vllm":  # the target's adapter and the reference share one engine
-        role["vllm"] = {"enable_lora": True, **role.get("vllm", {})}
-    return BackendGenerator(open_model(role, needs, purpose, cache_dir), model_spec(model, None), model.get("max_length"))
-
-
 def score_tokens(variants: Path, model: dict, adapter: str | None, settings: dict, output: Path, *,
                  originals_only: bool = False, filter_variants: bool = False) -> None:
     """Every valid original and detector variant (other generators' too), and
     each original lowercased; with ``originals_only`` just the originals (a
     reference model for Ref); with ``filter_variants`` the pre-exposure
     filter's variants too (the base model, whose pass the filter reads)."""
-    texts = _valid_texts(variants, DETECTOR_KINDS + VARIANT_SETS + (("filter",) if filter_variants else ()))
+    texts = valid_texts(variants, DETECTOR_KINDS + VARIANT_SETS + (("filter",) if filter_variants else ()))
     if originals_only:
         texts = [v for v in texts if v["variant_id"] == 0]
     jobs = [(v["sample_id"], v["variant_id"], "text", v["text"]) for v in texts]
     if not originals_only:
         jobs += [(v["sample_id"], 0, "lowercase", v["text"].lower()) for v in texts if v["variant_id"] == 0]
-    lm = _language_model(model, adapter, settings)
+    lm = language_model(model, adapter, settings)
     # Min-K%++ reads mu and sigma of the originals only: the variants and
     # lowercased texts need their log-probabilities alone.
     stats = lm.score([text for *_, text in jobs], moments=[vid == 0 and view == "text" for _, vid, view, _ in jobs])
@@ -128,9 +71,9 @@ def score_prefixed(variants: Path, samples: Path, model: dict, adapter: str | No
     the model's context beside it (``prefix_shots``, ``prefix_tokens``)."""
     params = family_params("recall", settings)
     held_out = [r["sample_id"] for r in read_records(samples, ["sample_id", "fold"]) if r["fold"] == RECALL_PREFIX]
-    originals = {v["sample_id"]: v["text"] for v in _valid_texts(variants) if v["variant_id"] == 0}
+    originals = {v["sample_id"]: v["text"] for v in valid_texts(variants) if v["variant_id"] == 0}
     chosen = select_prefix_samples(held_out, params["n_shots"], seed)
-    lm = _language_model(model, adapter, batch)
+    lm = language_model(model, adapter, batch)
     targets = sorted(originals)
     stats = lm.score_conditioned(prefix_shots([originals[sid] for sid in chosen]), [originals[sid] for sid in targets],
                                  max_prefix_tokens=params["max_prefix_tokens"])
@@ -161,7 +104,7 @@ def blackbox_generations(variants: Path, model: dict, adapter: str | None, setti
     through the ``llm.generator`` role's backend when there is one."""
     params = family_params("srdetection_blackbox", settings)
     n_max = max([params["n_variants"], *params["sensitivity"]])
-    texts = [(v["sample_id"], v["variant_id"], v["text"]) for v in _valid_texts(variants) if v["variant_id"] <= n_max]
+    texts = [(v["sample_id"], v["variant_id"], v["text"]) for v in valid_texts(variants) if v["variant_id"] <= n_max]
     lm = generation_model(model, adapter, batch, generator, cache_dir, "SrDetection black-box generation")
     rows = continuation_overlaps(lm, texts, prefix_fraction=params["prefix_fraction"], ngram=params["ngram"],
                                  max_new_tokens=params["max_new_tokens"])
@@ -210,7 +153,7 @@ def score_methods(tokens: Path, variants: Path, settings: dict, output: Path, *,
     if unconditioned:
         log.info("recall skipped for %d texts that fill the context alone: %s", len(unconditioned), ", ".join(unconditioned))
     conditioned = {key: s for key, s in prefixed_stats.items() if s.prefix_tokens}
-    texts = _valid_texts(variants, DETECTOR_KINDS + VARIANT_SETS)
+    texts = valid_texts(variants, DETECTOR_KINDS + VARIANT_SETS)
     originals = {v["sample_id"]: v["text"] for v in texts if v["variant_id"] == 0}
     detector_variants = {(v["sample_id"], v["variant_id"]) for v in texts if v["kind"] == "rename"}
     set_of = {(v["sample_id"], v["variant_id"]): v["kind"] for v in texts if v["kind"] in VARIANT_SETS}

@@ -25,7 +25,7 @@ from leaktrace.leakage import combiner
 from leaktrace.leakage.features import vector
 from leaktrace.leakage.verify import Verifier
 from leaktrace.seeding import derive_seed
-from leaktrace.stages.verify_pairs import read_pairs, settings_for, verify_records
+from leaktrace.leakage.pairs import read_pairs, settings_for, verify_records
 
 log = logging.getLogger(__name__)
 

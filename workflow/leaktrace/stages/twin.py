@@ -33,11 +33,11 @@ from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.detect.registry import FAMILIES
 from leaktrace.evaluate.detection import ORACLE_METHODS
 from leaktrace.evaluate.metrics import roc_auc
+from leaktrace.models.naming import COORDINATES, model_coordinates
 from leaktrace.report.plots import twin_plot
 from leaktrace.report.results import method_label
 from leaktrace.report.tables import markdown_table
 from leaktrace.seeding import derive_seed
-from leaktrace.stages.aggregate import COORDINATES, model_coordinates
 
 log = logging.getLogger(__name__)
 

@@ -50,6 +50,7 @@ from leaktrace.variants.llm_renaming import ask_for_renamings, renamings_from_an
 from leaktrace.variants.renaming import Variant, make_variants
 from leaktrace.variants.synonyms import WordAlternatives
 from leaktrace.variants.testcases import Plan, apply_plan, plan_test_cases, run_plans
+from leaktrace.variants.kinds import VARIANT_SETS
 from leaktrace.variants.validate import reserved_names, validate_variants
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,6 @@ log = logging.getLogger(__name__)
 # Other generators' detector variants, one set (kind) each, scored by SrDetection's per-generator instances only:
 # the headline's first renamings without tau_t ("ast" or, with an LLM renamer, "llm"), and with an LLM renamer
 # the AST renamer's set made as the headline is ("ast+tt"; "ast" without tau_t).
-VARIANT_SETS = ("ast", "ast+tt", "llm")
 COMPOSED_KINDS = ("rename", "filter", "ast+tt")  # the sets tau_t is composed into
 
 LEXICON_SCHEMA = pa.schema([("kind", pa.string()), ("name", pa.string()), ("count", pa.int64())])
@@ -152,13 +152,11 @@ def select_natural_variants(pool: Path, model: dict, batch: dict, settings: dict
     n and n_filter raised to the pool size), keeping per sample the n detector
     and n_filter filter variants whose per-token loss under the selection
     ``model`` is nearest the original's (``variants/natural.py``)."""
-    from leaktrace.models.hf import HFLanguageModel  # imports torch: only where matching is on
-    from leaktrace.stages.score import model_spec
+    from leaktrace.models.configured import language_model  # imports torch: only where a model runs
 
     rows = read_records(pool)
     scored = [r for r in rows if r["kind"] == "original" or r["valid"] and r["kind"] in SELECTED_KINDS]
-    lm = HFLanguageModel(model_spec(model, None), batch_size=batch["batch_size"], token_budget=batch.get("token_budget"),
-                         max_length=model.get("max_length"))
+    lm = language_model(model, None, batch)
     stats = lm.score([r["text"] for r in scored], moments=[False] * len(scored))
     losses = {(r["sample_id"], r["variant_id"]): -float(np.mean(s.logprobs, dtype=np.float64))
               for r, s in zip(scored, stats, strict=True)}

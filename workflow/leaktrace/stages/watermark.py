@@ -31,7 +31,6 @@ from leaktrace.errors import InputError
 from leaktrace.models.token_table import read_token_stats, write_token_stats
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import derive_seed
-from leaktrace.stages.score import model_spec
 from leaktrace.variants.lexicon import IdentifierLexicon
 from leaktrace.variants.naming import NameProposer
 from leaktrace.variants.synonyms import WordAlternatives
@@ -167,13 +166,12 @@ def checked_release(out_dir: Path, *, published: Path | None = None, commitment:
 def test_release(out_dir: Path, model: dict, adapter: str | None, name: str, batch: dict, seed: int, output_dir: Path, *,
                  published: Path | None = None, commitment: Path | None = None, seed_file: Path | None = None) -> None:
     """Score every form of every testable problem under ``model`` and test the published forms' ranks."""
-    from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
+    from leaktrace.models.configured import language_model  # imports torch: only where a model runs
 
     forms, chosen = checked_release(out_dir, published=published, commitment=commitment, seed_file=seed_file)
     keys = [(pid, row["form"], "text") for pid, own in forms.items() if len(own) >= 2 for row in own]
     texts = [forms[pid][form]["text"] for pid, form, _ in keys]
-    lm = HFLanguageModel(model_spec(model, adapter), batch_size=batch["batch_size"], token_budget=batch.get("token_budget"),
-                         max_length=model.get("max_length"))
+    lm = language_model(model, adapter, batch)
     stats = lm.score(texts, moments=[False] * len(texts))
     output_dir.mkdir(parents=True, exist_ok=True)
     write_token_stats(keys, stats, output_dir / "tokens.parquet")
