@@ -5,12 +5,13 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-CORES ?= 2
+# Cores for snakemake: all the machine's unless set (make run CORES=2).
+CORES ?= all
 CONFIG ?= config/config.yaml
 # Extra snakemake flags for every target, e.g. SNAKEMAKE_FLAGS=--dry-run (the README test uses it).
 SNAKEMAKE_FLAGS ?=
 
-.PHONY: run test test-all dry-run base-model reference-model select-lr report docs clean
+.PHONY: run test lint format test-all dry-run base-model reference-model select-lr report docs clean
 
 $(STAMP): pyproject.toml requirements.lock
 	python3 -m venv $(VENV)
@@ -23,8 +24,16 @@ run: $(STAMP)  ## the whole pipeline on the embedded default config
 	$(VENV)/bin/snakemake $(SNAKEMAKE_FLAGS) --cores $(CORES) --configfile $(CONFIG)
 	@echo "Tables and plots: results/$$($(PY) -c "import yaml;print(yaml.safe_load(open('$(CONFIG)')).get('run','default'))")/aggregate/"
 
-test: $(STAMP)  ## unit, stage, DAG and micro end-to-end tests (what CI runs); the 15 slowest listed (budget: 10 min)
+test: $(STAMP) lint  ## lint, then unit, stage, DAG and micro end-to-end tests (what CI runs); the 15 slowest listed (budget: 8 min)
 	$(PY) -m pytest -m "not slow and not cluster" --durations=15
+
+lint: $(STAMP)  ## ruff's lint and format check (configured in pyproject.toml)
+	$(VENV)/bin/ruff check
+	$(VENV)/bin/ruff format --check
+
+format: $(STAMP)  ## ruff's fixes and formatting, in place
+	$(VENV)/bin/ruff check --fix
+	$(VENV)/bin/ruff format
 
 test-all: $(STAMP)  ## everything, including the full default run
 	$(PY) -m pytest
