@@ -243,9 +243,9 @@ def test_readme_report_command_builds_the_report_with_every_caption(micro_run):
 
 def experiment_files() -> list[str]:
     """Every experiment file, less those a README command already dry-runs
-    whole (``--cores 2 --configfile <file>``) whose plan is not checked here."""
+    whole (``--cores all --configfile <file>``) whose plan is not checked here."""
     planned_by_readme = {words[4] for words in map(shlex.split, checked_by("dry run"))
-                         if words[:4] == [".venv/bin/snakemake", "--cores", "2", "--configfile"] and len(words) == 5}
+                         if words[:4] == [".venv/bin/snakemake", "--cores", "all", "--configfile"] and len(words) == 5}
     return sorted(name for p in (REPO / "config" / "experiments").glob("*.yaml")
                   if (name := str(p.relative_to(REPO))) not in planned_by_readme or name in PLANS)
 
