@@ -40,7 +40,7 @@ import torch
 import yaml
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.detect.evidence import SampleEvidence
-from leaktrace.detect.recall import prefix_shots
+from leaktrace.detect.recall_relative_ll import prefix_shots
 from leaktrace.detect.registry import Method, configured_methods
 from leaktrace.models.backend import ModelSpec, TokenStats
 from leaktrace.models.batching import token_batches

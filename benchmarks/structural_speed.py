@@ -43,7 +43,7 @@ from leaktrace.similarity.codebleu import codebleu
 from leaktrace.similarity.function_parse import parse_generated_function
 from leaktrace.similarity.python_tree import parse_tree
 from leaktrace.similarity.tsed import PAPER_COSTS, tsed
-from leaktrace.stages.structural import whole_function
+from leaktrace.stages.counterfactual_structural import whole_function
 
 SETTINGS = {"codebleu_weights": [0.25] * 4, "tsed_costs": PAPER_COSTS._asdict(), "tsed_leaf_text": False}
 GENERATIONS_SCHEMA = pa.schema([("sample_id", pa.string()), ("model", pa.string()), ("prompt_tokens", pa.int32()),

@@ -5,7 +5,7 @@
 # control ids, the dataset-level test of each model against them. Testbed
 # models reuse the testbed's scores.
 
-from leaktrace.data.planning import runnability_message
+from leaktrace.data.runnability import runnability_message
 
 
 AUDIT_BENCHMARKS = config["audit"]["benchmarks"]

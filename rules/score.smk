@@ -56,7 +56,7 @@ def blackbox_rows(wildcards):
 
 
 def learned_rows(wildcards):
-    """The learned black-box baselines' per-sample outputs (rules/baselines.smk):
+    """The learned black-box baselines' per-sample outputs (rules/dpdllm_veilprobe.smk):
     testbed models and twins only, whose texts share the base model's tokenizer
     and whose labels the split (the twin's: swapped) gives."""
     if wildcards.model not in MODELS + TWINS:

@@ -14,7 +14,7 @@ from leaktrace.data.samples import not_runnable, sample_tests
 from leaktrace.errors import InputError
 from leaktrace.sandbox import SandboxLimits, run_test
 from leaktrace.sandbox.stdio import outputs_match, run_io_tests
-from leaktrace.stages.filter import filter_functions
+from leaktrace.stages.function_filter import filter_functions
 from leaktrace.stages.ingest import ingest_benchmark
 from leaktrace.variants.validate import validate_variants
 

@@ -17,7 +17,7 @@ from leaktrace.data.benchmarks import PRESETS, load_benchmark
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.data.samples import document, not_runnable
 from leaktrace.errors import InputError
-from leaktrace.stages.filter import filter_functions
+from leaktrace.stages.function_filter import filter_functions
 from leaktrace.stages.ingest import BENCHMARK_SCHEMA, GENERIC_BENCHMARK_SCHEMA, ingest_benchmark
 from leaktrace.stages.leakage import build_index, gather, scan_shard
 

@@ -119,7 +119,7 @@ def _testbed(tmp_path, n=60, signal=1.5, models=None):
     signal) and a target whose members score higher on loss and neighbor;
     ``models``: name -> shift(split, method) of each model's scores."""
     from leaktrace.artifacts import write_table
-    from leaktrace.stages.filter import SAMPLES_SCHEMA
+    from leaktrace.stages.split import SAMPLES_SCHEMA
     from leaktrace.detect.scores import SCORES_SCHEMA
 
     rng = np.random.default_rng(0)
@@ -234,7 +234,7 @@ def test_exchangeability_stage_scores_shards_under_a_model(tmp_path, tiny_model_
     import pyarrow.parquet as pq
     from leaktrace.artifacts import write_table
     from leaktrace.stages.exchangeability import exchangeability
-    from leaktrace.stages.filter import SAMPLES_SCHEMA
+    from leaktrace.stages.split import SAMPLES_SCHEMA
     from leaktrace.stages.ingest import BENCHMARK_SCHEMA
 
     from conftest import TRAINING_TEXT

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from leaktrace.data.functions import all_function_anatomies, function_anatomy
 from leaktrace.errors import InputError
-from leaktrace.stages.corpus_functions import sample_corpus_functions
+from leaktrace.stages.counterfactual_corpus_functions import sample_corpus_functions
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = REPO / "resources" / "models" / "leaktrace-tiny"

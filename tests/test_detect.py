@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from leaktrace.detect.dc_pdd import first_occurrences
 from leaktrace.detect.evidence import SampleEvidence, lowest_k_mean
-from leaktrace.detect.recall import prefix_shots, select_prefix_samples
+from leaktrace.detect.recall_relative_ll import prefix_shots, select_prefix_samples
 from leaktrace.detect.registry import configured_methods
 from leaktrace.detect.srdetection_blackbox import (
     GenerationEvidence,

@@ -220,7 +220,7 @@ METRICS = ["judge_song", "judge_nikiema", "judge_paper", "hyclone_screen"]
 
 
 def test_judges_on_the_tiny_model_count_every_answer_unparseable_and_never_ask_twice(tmp_path, chat_tiny, monkeypatch):
-    from leaktrace.stages.judges import counterfactual_judges
+    from leaktrace.stages.counterfactual_judges import counterfactual_judges
 
     generations, functions = _tables(tmp_path)
     settings = {"metrics": METRICS, "max_new_tokens": 6}
@@ -250,7 +250,7 @@ def test_judges_on_the_tiny_model_count_every_answer_unparseable_and_never_ask_t
 
 
 def test_llm_filter_on_the_tiny_model_counts_unparseable_answers(tmp_path, chat_tiny, monkeypatch):
-    from leaktrace.stages.llm_filter import llm_filter
+    from leaktrace.stages.counterfactual_llm_filter import llm_filter
 
     _, functions = _tables(tmp_path)
     calls = _Counting(monkeypatch)
@@ -288,7 +288,7 @@ class _Scripted:
 
 
 def test_scores_outcomes_and_deltas_per_metric(tmp_path, monkeypatch):
-    import leaktrace.stages.judges as stage
+    import leaktrace.stages.counterfactual_judges as stage
 
     monkeypatch.setattr(stage, "open_model", lambda role, needs, purpose, cache_dir: _Scripted())
     generations, functions = _tables(tmp_path)
@@ -305,7 +305,7 @@ def test_scores_outcomes_and_deltas_per_metric(tmp_path, monkeypatch):
 
 
 def test_a_generation_without_its_ground_truth_is_bad_input(tmp_path, monkeypatch):
-    import leaktrace.stages.judges as stage
+    import leaktrace.stages.counterfactual_judges as stage
     from leaktrace.errors import InputError
 
     monkeypatch.setattr(stage, "open_model", lambda role, needs, purpose, cache_dir: _Scripted())

@@ -20,7 +20,7 @@ from leaktrace.similarity.table import SIMILARITY_FAMILY_SCHEMA, Score, family_r
 from leaktrace.similarity.text import TEXT_METRICS
 from leaktrace.similarity.tsed import PAPER_COSTS, tree_edit_distance, tsed
 from leaktrace.stages.counterfactual import GENERATIONS_SCHEMA
-from leaktrace.stages.structural import METRICS, structural_scores, whole_function
+from leaktrace.stages.counterfactual_structural import METRICS, structural_scores, whole_function
 
 DATA = Path(__file__).parent / "data"
 FIXTURES = json.loads((DATA / "codebleu_fixtures.json").read_text())["pairs"]

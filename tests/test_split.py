@@ -7,7 +7,7 @@ import pytest
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.models.backend import TokenStats
 from leaktrace.models.token_table import write_token_stats
-from leaktrace.stages.filter import split_samples
+from leaktrace.stages.split import split_samples
 
 SETTINGS = {"pre_exposure": True, "min_valid_variants": 1, "member_fraction": 0.5, "calibration_fraction": 0.0}
 

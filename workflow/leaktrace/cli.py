@@ -100,7 +100,7 @@ def _lexicon(a):
 @command("filter-functions")
 @_args(path("--benchmark"), SETTINGS, path("--output"))
 def _filter_functions(a):
-    from leaktrace.stages.filter import filter_functions
+    from leaktrace.stages.function_filter import filter_functions
 
     filter_functions(a.benchmark, a.settings, a.output)
 
@@ -132,7 +132,7 @@ def _natural_variants(a):
        (("--recall-prefix",), {"type": int, "default": 0, "help": "non-members held out as ReCaLL's prefix"}),
        path("--output"))
 def _split(a):
-    from leaktrace.stages.filter import split_samples
+    from leaktrace.stages.split import split_samples
 
     split_samples(a.functions, a.variants, a.tokens, a.settings, a.seed, a.output, recall_prefix=a.recall_prefix)
 
@@ -140,7 +140,7 @@ def _split(a):
 @command("twin-split")
 @_args(path("--samples"), path("--output"))
 def _twin_split(a):
-    from leaktrace.stages.filter import twin_split
+    from leaktrace.stages.split import twin_split
 
     twin_split(a.samples, a.output)
 
@@ -253,7 +253,7 @@ def _scores(a):
 @_args(path("--variants"), MODEL, (("--train",), {"type": _json, "required": True, "help": "the train config slice"}),
        SETTINGS, SEED, path("--output-dir"))
 def _dpdllm_reference(a):
-    from leaktrace.stages.baselines import train_dpdllm_reference
+    from leaktrace.stages.dpdllm_veilprobe import train_dpdllm_reference
 
     train_dpdllm_reference(a.variants, a.model, a.train, a.settings, a.seed, a.output_dir)
 
@@ -261,7 +261,7 @@ def _dpdllm_reference(a):
 @command("dpdllm-generations")
 @_args(path("--variants"), MODEL, ADAPTER, SETTINGS, BATCH, SEED, path("--output"))
 def _dpdllm_generations(a):
-    from leaktrace.stages.baselines import dpdllm_generations
+    from leaktrace.stages.dpdllm_veilprobe import dpdllm_generations
 
     dpdllm_generations(a.variants, a.model, _adapter(a), a.settings, a.batch, a.seed, a.output)
 
@@ -269,7 +269,7 @@ def _dpdllm_generations(a):
 @command("dpdllm-features")
 @_args(path("--generations"), MODEL, path("--reference-adapter"), BATCH, path("--output"))
 def _dpdllm_features(a):
-    from leaktrace.stages.baselines import dpdllm_features
+    from leaktrace.stages.dpdllm_veilprobe import dpdllm_features
 
     dpdllm_features(a.generations, a.model, a.reference_adapter, a.batch, a.output)
 
@@ -280,7 +280,7 @@ FOLDS = (("--folds",), {"type": int, "required": True, "help": "calibration.cros
 @command("dpdllm-fit")
 @_args(path("--features"), path("--samples"), FOLDS, SEED, path("--output"), path("--model-dir"))
 def _dpdllm_fit(a):
-    from leaktrace.stages.baselines import fit_dpdllm
+    from leaktrace.stages.dpdllm_veilprobe import fit_dpdllm
 
     fit_dpdllm(a.features, a.samples, a.folds, a.seed, a.output, a.model_dir)
 
@@ -289,7 +289,7 @@ def _dpdllm_fit(a):
 @_args(path("--variants"), MODEL, SETTINGS, (("--blackbox",), {"type": _json, "required": True,
        "help": "the srdetection_blackbox slice (its prefix split)"}), BATCH, SEED, path("--output"))
 def _veilprobe_perturb(a):
-    from leaktrace.stages.baselines import veilprobe_perturb
+    from leaktrace.stages.dpdllm_veilprobe import veilprobe_perturb
 
     veilprobe_perturb(a.variants, a.model, a.settings, a.blackbox, a.batch, a.seed, a.output)
 
@@ -297,7 +297,7 @@ def _veilprobe_perturb(a):
 @command("veilprobe-features")
 @_args(path("--blackbox"), path("--perturbed"), MODEL, SETTINGS, SEED, path("--output"), path("--mapping-dir"))
 def _veilprobe_features(a):
-    from leaktrace.stages.baselines import veilprobe_features
+    from leaktrace.stages.dpdllm_veilprobe import veilprobe_features
 
     veilprobe_features(a.blackbox, a.perturbed, a.model, a.settings, a.seed, a.output, a.mapping_dir)
 
@@ -305,7 +305,7 @@ def _veilprobe_features(a):
 @command("veilprobe-fit")
 @_args(path("--features"), path("--samples"), SETTINGS, FOLDS, SEED, path("--output"), path("--model-dir"))
 def _veilprobe_fit(a):
-    from leaktrace.stages.baselines import fit_veilprobe
+    from leaktrace.stages.dpdllm_veilprobe import fit_veilprobe
 
     fit_veilprobe(a.features, a.samples, a.settings, a.folds, a.seed, a.output, a.model_dir)
 
@@ -348,7 +348,7 @@ def _audit_contamination(a):
        (("--source",), {"type": _json, "required": True, "help": "the corpus source as JSON (a leakage-scan source)"}),
        path("--inputs", many=True, required=False), SETTINGS, SEED, path("--functions"), path("--accounting"))
 def _sample_corpus_functions(a):
-    from leaktrace.stages.corpus_functions import sample_corpus_functions
+    from leaktrace.stages.counterfactual_corpus_functions import sample_corpus_functions
 
     sample_corpus_functions(a.name, a.source, a.settings, a.seed, a.functions, a.accounting, inputs=a.inputs)
 
@@ -372,7 +372,7 @@ def _counterfactual(a):
 @_args(path("--generations"), path("--functions"), SETTINGS, (("--processes",), {"type": int, "default": 1}),
        path("--output"))
 def _counterfactual_structural(a):
-    from leaktrace.stages.structural import structural_similarity
+    from leaktrace.stages.counterfactual_structural import structural_similarity
 
     structural_similarity(a.generations, a.functions, a.settings, a.output, processes=a.processes)
 
@@ -383,7 +383,7 @@ JUDGE = (("--judge",), {"type": _json, "required": True, "help": "the llm.judge 
 @command("counterfactual-judges")
 @_args(path("--generations"), path("--functions"), JUDGE, SETTINGS, CACHE_DIR, path("--output"), path("--answers"))
 def _counterfactual_judges(a):
-    from leaktrace.stages.judges import counterfactual_judges
+    from leaktrace.stages.counterfactual_judges import counterfactual_judges
 
     counterfactual_judges(a.generations, a.functions, a.judge, a.settings, a.output, a.answers, cache_dir=a.cache_dir)
 
@@ -391,7 +391,7 @@ def _counterfactual_judges(a):
 @command("llm-filter")
 @_args(path("--functions"), JUDGE, SETTINGS, CACHE_DIR, path("--output"))
 def _llm_filter(a):
-    from leaktrace.stages.llm_filter import llm_filter
+    from leaktrace.stages.counterfactual_llm_filter import llm_filter
 
     llm_filter(a.functions, a.judge, a.settings, a.output, cache_dir=a.cache_dir)
 

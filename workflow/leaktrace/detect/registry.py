@@ -27,7 +27,7 @@ from leaktrace.detect.lowercase import lowercase_score
 from leaktrace.detect.min_k import min_k_score
 from leaktrace.detect.min_k_plus_plus import min_k_plus_plus_score
 from leaktrace.detect.neighbor import neighbor_score
-from leaktrace.detect.recall import recall_score
+from leaktrace.detect.recall_relative_ll import recall_score
 from leaktrace.detect.ref import ref_oracle_score, ref_score
 from leaktrace.detect.srdetection_blackbox import blackbox_flag, blackbox_gap
 from leaktrace.detect.srdetection_graybox import srdetection_flag, srdetection_gap

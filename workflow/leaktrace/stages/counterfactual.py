@@ -2,7 +2,7 @@
 and up to P tokens of preceding context, decode greedily, parse the function
 out of the output, and compare it with the ground-truth continuation
 (functional-memorisation paper, Sec. 3). The functions come from a testbed
-benchmark (its kept samples) or a corpus sample (stages/corpus_functions.py);
+benchmark (its kept samples) or a corpus sample (stages/counterfactual_corpus_functions.py);
 the two models are any two (a hub id or path, a revision, an adapter)."""
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.samples import check_test
 from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.detect.evidence import SampleEvidence
-from leaktrace.detect.recall import prefix_shots, select_prefix_samples
+from leaktrace.detect.recall_relative_ll import prefix_shots, select_prefix_samples
 from leaktrace.detect.registry import configured_methods, family_params
 from leaktrace.errors import InputError
 from leaktrace.evaluate.metrics import best_balanced_accuracy, roc_auc

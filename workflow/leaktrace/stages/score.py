@@ -17,7 +17,7 @@ import pyarrow as pa
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.detect.evidence import SampleEvidence
-from leaktrace.detect.recall import prefix_shots, select_prefix_samples
+from leaktrace.detect.recall_relative_ll import prefix_shots, select_prefix_samples
 from leaktrace.detect.registry import Method, configured_methods, family_params
 from leaktrace.detect.scores import SCORES_SCHEMA
 from leaktrace.detect.srdetection_blackbox import continuation_overlaps, generation_evidence

@@ -1,4 +1,4 @@
-# SrDetection's black-box baselines (stages/baselines.py), one rule per step
+# SrDetection's black-box baselines (stages/dpdllm_veilprobe.py), one rule per step
 # that costs something, each re-run only by the settings it reads. DPDLLM:
 # a reference adapter per benchmark, the target's sampled continuations, their
 # features, the naive Bayes fit. VeilProbe: the key-token perturbation per

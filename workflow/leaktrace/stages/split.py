@@ -1,6 +1,7 @@
-"""filter: function-level filters, then (after variants and the reference
-model's token pass) the pre-exposure filter and the member / non-member split.
-Every sample keeps a row; dropped ones say why."""
+"""split: after the variants and the base model's token pass, SrDetection's
+pre-exposure filter and the member / non-member split of the kept samples
+(with ReCaLL's held-out prefix fold); and the split as the complement twin
+sees it. Every sample keeps a row; dropped ones say why."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, read_table, write_table
-from leaktrace.data.functions import FUNCTIONS_SCHEMA, FunctionFilter, function_anatomy, program_anatomy
-from leaktrace.data.samples import not_runnable, require_runnable, sample_tests
 from leaktrace.data.split import RECALL_PREFIX, assign_splits, complement, pre_exposure
 from leaktrace.models.token_table import losses_by_text
 from leaktrace.seeding import rng_for
@@ -38,44 +37,6 @@ SAMPLES_SCHEMA = pa.schema(
         ("n_valid_filter_variants", pa.int32()),
     ]
 )
-
-
-def filter_functions(benchmark: Path, settings: dict, output: Path) -> None:
-    """A sample the testbed cannot run is dropped with the reason (the
-    benchmark is refused when none can run: it is not a testbed benchmark);
-    a whole program (APPS's stdin/stdout problems) is filtered as one body
-    (``data.functions.program_anatomy``)."""
-    rule = FunctionFilter(**settings)
-    samples = read_records(benchmark)
-    unrunnable = {s["sample_id"]: not_runnable(s, str(benchmark)) for s in samples}
-    if all(unrunnable.values()):
-        require_runnable(samples, str(benchmark), "filter")
-    rows = []
-    for sample in samples:
-        if unrunnable[sample["sample_id"]]:
-            rows.append({"sample_id": sample["sample_id"], "kept": False,
-                         "reason": f"not runnable: {unrunnable[sample['sample_id']]}", "body_lines": None,
-                         "n_chars": None, "context": None, "signature": None, "continuation": None})
-            continue
-        _, entry_point = sample_tests(sample, str(benchmark))
-        anatomy = program_anatomy(sample["code"]) if entry_point is None else function_anatomy(sample["code"], entry_point)
-        reason = rule.reason_to_drop(anatomy)
-        rows.append(
-            {
-                "sample_id": sample["sample_id"],
-                "kept": reason is None,
-                "reason": reason,
-                "body_lines": anatomy.body_lines,
-                "n_chars": len(anatomy.function),
-                "context": anatomy.context,
-                "signature": anatomy.signature,
-                "continuation": anatomy.continuation,
-            }
-        )
-    write_table(rows, FUNCTIONS_SCHEMA, output)
-    log.info("function filter kept %d of %d samples", sum(r["kept"] for r in rows), len(rows))
-    if any(unrunnable.values()):
-        log.info("not runnable, by reason: %s", dict(Counter(r for r in unrunnable.values() if r)))
 
 
 def split_samples(functions: Path, variants: Path, reference_tokens: Path, settings: dict, seed: int, output: Path, *,
