@@ -249,7 +249,7 @@ def test_rq3_runs_each_distinct_program_once_and_every_draw_reads_its_status(tmp
         return [Result("ok" if code.endswith("return a\n") else "wrong") for code, _, _ in programs]
 
     monkeypatch.setattr(runs_stage, "generation_model", lambda *args: Model())
-    monkeypatch.setattr(runs_stage, "run_tests", run_tests)
+    monkeypatch.setattr(runs_stage, "run_sample_tests", run_tests)
     settings = {"n": 3, "temperature": 0.8, "max_new_tokens": 8, "workers": 1, "sandbox": {"isolation": "weak"}}
     generate_and_run(tmp_path / "bench.parquet", {}, None, "m", settings, {}, 0, tmp_path / "runs.parquet")
     assert sorted(ran) == sorted([
@@ -259,3 +259,76 @@ def test_rq3_runs_each_distinct_program_once_and_every_draw_reads_its_status(tmp
     assert [(r["sample_id"], r["draw"], r["status"]) for r in runs] == [
         ("HumanEval/0", 0, "ok"), ("HumanEval/0", 1, "ok"), ("HumanEval/0", 2, "wrong"),
         ("HumanEval/1", 0, "wrong"), ("HumanEval/1", 1, "ok"), ("HumanEval/1", 2, "wrong")]
+
+
+# A ClassEval-format sample (the shape the classeval preset ingests): the skeleton is the problem text,
+# the tests are unittest classes, there is no prompt; and a DS-1000-style sample whose tests exec the source.
+SKELETON = ('class Counter:\n    """Counts events by name."""\n\n    def __init__(self):\n        """Start empty."""\n\n'
+            '    def add(self, name):\n        """Count one event; return its count so far."""\n\n'
+            '    def top(self):\n        """The most frequent name, or None."""\n')
+UNITTEST = ("import unittest\n\n\nclass CounterTest(unittest.TestCase):\n    def test_add(self):\n        c = Counter()\n"
+            "        c.add('a')\n        self.assertEqual(c.add('a'), 2)\n\n    def test_top(self):\n        c = Counter()\n"
+            "        for name in ['a', 'b', 'b']:\n            c.add(name)\n        self.assertEqual(c.top(), 'b')\n"
+            "        self.assertIsNone(Counter().top())\n")
+TOP = "        return max(self.counts, key=self.counts.get) if self.counts else None\n"
+INIT_AND_ADD = ("\n    def __init__(self):\n        self.counts = {}\n\n    def add(self, name):\n"
+                "        self.counts[name] = self.counts.get(name, 0) + 1\n        return self.counts[name]\n")
+RIGHT_CLASS = "class Counter:" + INIT_AND_ADD + "\n    def top(self):\n" + TOP
+
+
+def _classeval_bench(path):
+    from leaktrace.artifacts import write_table
+    from leaktrace.stages.ingest import GENERIC_BENCHMARK_SCHEMA
+
+    rows = [{"sample_id": "ClassEval_0", "benchmark": "classeval", "task_id": "ClassEval_0", "prompt": "",
+             "solution": RIGHT_CLASS, "code": RIGHT_CLASS, "test": UNITTEST, "entry_point": "Counter", "text": SKELETON,
+             "kind": "both", "language": "python", "test_format": "unittest"},
+            {"sample_id": "ds/0", "benchmark": "ds", "task_id": "ds/0", "prompt": "", "solution": "result = 1\n",
+             "code": "result = 1\n", "test": "def test_execution(solution):\n    exec(solution)\n", "entry_point": "",
+             "text": "Set result.", "kind": "both", "language": "python", "test_format": "exec"}]
+    write_table(rows, GENERIC_BENCHMARK_SCHEMA, path)
+
+
+@pytest.mark.parametrize("prompt, answers", [
+    # the skeleton continued: its last method's body, then (draw 0) the methods it left empty, defined again
+    ("completion", [TOP + INIT_AND_ADD, TOP]),
+    # the whole class in a fenced block (draw 0), or one whose add counts nothing (draw 1)
+    ("instruction", [f"```python\n{RIGHT_CLASS}```\n### Instruction: more",
+                     RIGHT_CLASS.replace("return self.counts[name]", "return 0")]),
+])
+def test_rq3_runs_unittest_benchmarks_in_both_prompt_modes(tmp_path, monkeypatch, prompt, answers):
+    """ClassEval's unittest classes reached run_tests as check code and
+    crashed instruction mode (compile() arg 1 must be a string, issue 49);
+    completion mode ran nothing (ClassEval has no prompt). Both now run the
+    unittest classes in the sandbox: the right class passes, the wrong one
+    fails; a sample whose tests exec the source is left out."""
+    import leaktrace.stages.leakage_rq3_runs as runs_stage
+
+    _classeval_bench(tmp_path / "bench.parquet")
+    texts, draws = [], []
+
+    class Model:
+        max_length = 4096
+
+        def encode(self, text):
+            texts.append(text)
+            return [len(texts) - 1]
+
+        def sample(self, prompts, *, max_new_tokens, temperature, seed, stops):
+            draws.append(seed)
+            return [answers[len(draws) - 1] for _ in prompts]
+
+    monkeypatch.setattr(runs_stage, "generation_model", lambda *args: Model())
+    settings = {"prompt": prompt, "n": 2, "temperature": 0.8, "max_new_tokens": 64, "workers": 1,
+                "sandbox": {"isolation": "weak", "timeout_s": 20}}
+    generate_and_run(tmp_path / "bench.parquet", {}, None, "m", settings, {}, 0, tmp_path / "runs.parquet")
+    assert texts == [SKELETON if prompt == "completion" else f"### Instruction: {SKELETON} ### Response:"]
+    runs = pq.read_table(tmp_path / "runs.parquet").to_pylist()
+    assert [(r["sample_id"], r["draw"], r["status"]) for r in runs] == [("ClassEval_0", 0, "ok"), ("ClassEval_0", 1, "wrong")]
+
+
+def test_the_sample_runner_refuses_tests_of_no_known_form():
+    from leaktrace.sandbox.sample_runs import run_sample_tests
+
+    with pytest.raises(TypeError, match="item 0: tests must be check code .*not dict"):
+        run_sample_tests([("x = 1\n", {"inputs": []}, None)], workers=1)

@@ -60,6 +60,13 @@ object equal to anything would pass. Arguments may be plain values or, at
 the top level, such remotes (sent as references). The program still sees
 only values and references, never the test.
 
+A run of calls (`runner.run_calls`, execution similarity's driver) keeps
+the jobs in the harness too: the program is only the code that runs them,
+and the harness sends one call (a function's job) at a time, the next only
+after the program answered the last, so the program process never holds
+another job's program, inputs or results while one runs (its request loop
+lets go of each request and reply before it reads the next).
+
 Only builtin and small stdlib modules are imported: start-up time is per run
 (unittest only in a run of unittest classes).
 """
@@ -214,6 +221,10 @@ def _program_process(setup: dict, requests: int, replies: int) -> None:
             _send(replies, reply)
         except UnserialisableValue:  # a value the program put in its namespace, under a name the test uses
             _send(replies, {})
+        # Nothing of this request or its reply stays in this frame while the next runs: a run of
+        # calls (`_run_calls`) hands the program one job at a time, and the next job's code must
+        # not find the last one's arguments or results here (sys._getframe, gc).
+        request = reply = arguments = keywords = None
 
 
 def _describe_name(value: object) -> tuple:
@@ -591,6 +602,8 @@ def _harness_process(setup: dict, trust: dict, connection: ProgramConnection) ->
             report.update(_run_unittest(connection, trust["test"], trust["names"]))
         elif trust["mode"] == "expression":
             report.update(_evaluate(connection, trust["expression"]))
+        elif trust["mode"] == "calls":
+            report.update(_run_calls(connection, trust["calls"]))
     except ProgramFailure as failure:
         report.update(status="error", error=_ended(str(failure), failure.exit), program_exit=failure.exit)
     _write(setup["report_fd"], report)
@@ -605,6 +618,25 @@ def _evaluate(connection: ProgramConnection, expression: str) -> dict:
     if kind == "raise":
         return {"status": "error", "error": f"{reply[1]}: {reply[2]}" if reply[2] else reply[1]}
     return {"status": "error", "error": f"the expression's value, a {reply[1]}, is not an exact builtin value"}
+
+
+def _run_calls(connection: ProgramConnection, calls: list) -> dict:
+    """Call the program's functions one after another, each (name, arguments)
+    sent only when the one before has answered, so the program process holds
+    one call's arguments at a time (the rest stay here, in the trusted
+    process); the value is every call's return value, in order. The first
+    call that raises or returns something not an exact builtin value ends
+    the run with status error."""
+    returned = []
+    for name, arguments in calls:
+        reply = connection.request(("call", name, tuple(arguments), {}))
+        kind = _reply_kind(reply)
+        if kind == "raise":
+            return {"status": "error", "error": f"{name}: {reply[1]}: {reply[2]}" if reply[2] else f"{name}: {reply[1]}"}
+        if kind == "unserialisable":
+            return {"status": "error", "error": f"{name} returned a {reply[1]}, which is not an exact builtin value"}
+        returned.append(reply[1])
+    return {"value": (tuple(returned),)}
 
 
 def _run_test(connection: ProgramConnection, test: str, entry_point: str, names: list[str]) -> dict:

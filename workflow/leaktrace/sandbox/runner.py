@@ -2,7 +2,8 @@
 
 Variant validation, test-case transformation and clone detection execute code
 the pipeline did not write, so every execution goes through `run_python` (run a
-program, optionally evaluate an expression in it), `run_test` (run a
+program, optionally evaluate an expression in it), `run_calls` (call a
+program's functions one job at a time), `run_test` (run a
 benchmark's test against a program; `run_unittest` for unittest classes) or `run_stdio` (a whole program on
 standard inputs, one fresh process per input). Each run gets (see DESIGN.md, "Executing
 untrusted code"):
@@ -182,6 +183,17 @@ def run_python(code: str, limits: SandboxLimits = SandboxLimits(), *, result_exp
     """Run `code` as a script; if `result_expr` is given, evaluate it in the
     program's namespace afterwards and return its value (exact builtin types)."""
     trust = {"mode": "load"} if result_expr is None else {"mode": "expression", "expression": result_expr}
+    return _run(code, trust, limits)
+
+
+def run_calls(code: str, calls: Sequence[tuple[str, tuple]], limits: SandboxLimits = SandboxLimits()) -> SandboxResult:
+    """Run `code`, then call its functions in turn, each (name, arguments) of
+    `calls` (exact builtin values) sent to the program only after the one
+    before returned: the program process never holds the arguments of any
+    call but the one running, nor what the others returned (they stay in the
+    harness). A result of status "ok" holds in `return_value` a tuple of the
+    calls' return values; the first call that raises makes it an error."""
+    trust = {"mode": "calls", "calls": [(name, tuple(arguments)) for name, arguments in calls]}
     return _run(code, trust, limits)
 
 

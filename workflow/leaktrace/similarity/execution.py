@@ -12,7 +12,12 @@ used (a seeded sample, in source order, where there are more). Drawn inputs are 
 where their own function returns (valid inputs, as HyClone asks its LLM
 for), the first N of them in draw order; when a function returns on none,
 its first N draws are used as they are. Test inputs are always kept.
-Both functions run on both sets in the sandbox (`execution_driver`), and
+Both functions run on both sets in the sandbox (`execution_driver`), each
+in a process that holds only its own program and inputs: ground truths and
+generations run in separate sandbox runs, and within a run the harness hands
+the driver one function at a time, so a generation that walks the stack,
+searches gc or looks for the ground truth's source finds nothing of the
+ground truth's; outputs are compared here, after. Then
 
     S_a = share of I_a on which a and b give the same output, S_b likewise,
     clone iff S_a >= 0.8 and S_b >= 0.8, similarity = (S_a + S_b) / 2.
@@ -66,7 +71,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from leaktrace import threadsafe_ast
-from leaktrace.sandbox import SandboxLimits, isolation_level, run_python, values
+from leaktrace.sandbox import SandboxLimits, isolation_level, run_calls, values
 from leaktrace.seeding import derive_seed
 from leaktrace.similarity import inputs as inputs_module
 from leaktrace.similarity.inputs import Call, Callee, NotCallable, locate
@@ -134,14 +139,21 @@ class Execution:
     sandbox_cpu_s: float  # the drivers' and their children's CPU time, as they report it
 
 
-def execute(functions: Sequence[Function], settings: ExecutionSettings, *, workers: int) -> Execution:
+def execute(functions: Sequence[Function], settings: ExecutionSettings, *, workers: int,
+            groups: Sequence[int] | None = None) -> Execution:
     """Every function on its inputs, ``batch_size`` per sandbox run, ``workers`` runs
-    at a time. A batch whose run fails (a function killed the driver) is run
+    at a time; functions of different ``groups`` (a number per function) never
+    share a run. A batch whose run fails (a function killed the driver) is run
     again one function per run, so one hostile function costs only its own result."""
     if functions:  # refuse early, with the reason, where full isolation is asked for and missing
         isolation_level(_limits(settings, settings.batch_size))
-    batches = [list(range(start, min(start + settings.batch_size, len(functions))))
-               for start in range(0, len(functions), settings.batch_size)]
+    groups = [0] * len(functions) if groups is None else list(groups)
+    if len(groups) != len(functions):
+        raise ValueError(f"{len(functions)} functions but {len(groups)} groups")
+    batches = []
+    for group in sorted(set(groups)):
+        members = [i for i, g in enumerate(groups) if g == group]
+        batches += [members[start:start + settings.batch_size] for start in range(0, len(members), settings.batch_size)]
     results: list[Executed | None] = [None] * len(functions)
 
     def run(batch: list[int]) -> tuple[int, float]:
@@ -169,19 +181,20 @@ def _run_batch(functions: Sequence[Function], settings: ExecutionSettings) -> tu
     function; a single function's failed run is its outcome, ``sandbox:<status>``)
     and the CPU seconds the run reported."""
     limits = _limits(settings, len(functions))
-    jobs = {
-        "settings": {"call_cpu_s": settings.call_cpu_s, "function_cpu_s": settings.function_cpu_s,
-                     "memory_mb": settings.function_memory_mb, "full_isolation": isolation_level(limits) == "full"},
-        "preload": _stdlib_imports(functions),
-        "items": [{"program": f.program, "name": f.callee.name, "owner": list(f.callee.owner),
-                   "binding": f.callee.binding, "constructors": [values.encode(c) for c in f.constructors],
-                   "inputs": [values.encode(c) for c in f.inputs]} for f in functions],
-    }
-    program = (_DRIVER.read_text(encoding="utf-8") + f"\n_VALUES_SOURCE = {Path(values.__file__).read_text()!r}\n"
-               f"_JOBS = {values.encode(jobs)!r}\n")
-    result = run_python(program, limits, result_expr="_run()")
-    replies, cpu = result.return_value if type(result.return_value) is tuple else (None, 0.0)
-    if result.status != "ok" or type(replies) is not list or len(replies) != len(functions):
+    driver_settings = {"call_cpu_s": settings.call_cpu_s, "function_cpu_s": settings.function_cpu_s,
+                       "memory_mb": settings.function_memory_mb, "full_isolation": isolation_level(limits) == "full"}
+    # One call per function: the harness holds the batch and hands the driver one job at a time.
+    calls = [("_preload", (_stdlib_imports(functions),))]
+    calls += [("_run_item", ({"program": f.program, "name": f.callee.name, "owner": list(f.callee.owner),
+                              "binding": f.callee.binding, "constructors": [values.encode(c) for c in f.constructors],
+                              "inputs": [values.encode(c) for c in f.inputs]}, driver_settings)) for f in functions]
+    calls.append(("_cpu", ()))
+    program = _DRIVER.read_text(encoding="utf-8") + f"\n_VALUES_SOURCE = {Path(values.__file__).read_text()!r}\n"
+    result = run_calls(program, calls, limits)
+    returned = result.return_value if type(result.return_value) is tuple and len(result.return_value) == len(calls) else None
+    cpu = returned[-1] if returned is not None and type(returned[-1]) is float else 0.0
+    replies = returned[1:-1] if returned is not None else None
+    if result.status != "ok" or replies is None:
         return (None if len(functions) > 1 else [Executed(f"sandbox:{result.status}", ())]), cpu
     return [_executed(reply, len(f.inputs)) for reply, f in zip(replies, functions, strict=True)], cpu
 
@@ -416,7 +429,9 @@ def execution_scores(samples: Sequence[Sample], settings: ExecutionSettings, see
         for model, function in plan.generations.items():
             functions.append(function)
             slots.append((i, model))
-    execution = execute(functions, settings, workers=workers)
+    # Ground truths (group 0) and generations (group 1) run in sandbox runs of their own: no
+    # generation's process ever holds a ground truth's program or outputs, even as freed memory.
+    execution = execute(functions, settings, workers=workers, groups=[int(model is not None) for _, model in slots])
     executed_s = time.perf_counter() - started
     by_slot = dict(zip(slots, execution.results, strict=True))
     scores = {}

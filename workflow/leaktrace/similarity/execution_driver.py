@@ -48,13 +48,22 @@ generators give their first items, other objects their class name and
 attributes. Random state is reset before every call; a coroutine (an async
 def's call) is run to its result, a property is read.
 
+Each function runs holding only its own job. The driver never holds a
+batch: the sandbox's harness keeps the jobs and calls the driver once per
+function (`leaktrace.sandbox.runner.run_calls`), the next call sent only
+after the last one answered, so when a child forks, the driver's memory
+holds this function's program and inputs and nothing of the others' (no
+frame, no object gc can find, no source to exec); what the child sends back
+goes on to the harness before the next function starts. Ground truths and
+generations never share a run at all (`leaktrace.similarity.execution`).
+
 Stdlib only, no ``from __future__``: this file is the start of the program's
-source. The caller appends ``_VALUES_SOURCE`` (the values module's source)
-and ``_JOBS`` (the functions and inputs, values-encoded, and the standard
-library modules their programs import, which the driver imports once before
-forking: children share them instead of importing them again), then evaluates
-``_run()``: each function's (status, detail, outputs), and the CPU seconds
-the run took (the driver and the children it reaped).
+source. The caller appends ``_VALUES_SOURCE`` (the values module's source),
+then calls ``_preload(names)`` (the standard library modules the batch's
+programs import, imported once before forking: children share them instead
+of importing them again), ``_run_item(item, settings)`` for each function
+(its (status, detail, outputs)) and ``_cpu()`` (the CPU seconds the run took:
+the driver and the children it reaped).
 """
 
 import builtins
@@ -91,17 +100,19 @@ _CAUSES = {"timeout", "forked", "exited", "killed", "missing_import", "load_erro
 _CODEC = {"__name__": "leaktrace_values"}
 
 
-def _run():
-    exec(_VALUES_SOURCE, _CODEC)  # noqa: F821 - appended by the caller
-    jobs = _decode(_JOBS)  # noqa: F821 - appended by the caller
-    for name in jobs["preload"]:  # imported once here, not once per child
+def _preload(names):
+    """Import the modules once here, not once per child."""
+    if "decode" not in _CODEC:
+        exec(_VALUES_SOURCE, _CODEC)  # noqa: F821 - appended by the caller
+    for name in names:
         try:
             __import__(name)
         except BaseException:  # noqa: B036 - the child will meet the same failure and report it
             pass
-    results = [_run_item(item, jobs["settings"]) for item in jobs["items"]]
-    cpu = sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
-    return results, cpu
+
+
+def _cpu():
+    return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
 
 
 def _decode(data):

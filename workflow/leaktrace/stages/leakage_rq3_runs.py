@@ -8,15 +8,23 @@ drew 368 distinct completions in 1,640 draws).
 
 Two prompts (``prompt``):
 
-- ``completion``: the problem's prompt (a signature and docstring), completed
-  and cut at Codex's stop sequences; prompt + completion runs against
-  HumanEval-style tests;
+- ``completion``: the problem's prompt (a signature and docstring; for a
+  unittest-format sample without one, ClassEval's, its class skeleton, the
+  problem text), completed and cut at Codex's stop sequences; prompt +
+  completion runs against the problem's tests. A skeleton's completion
+  fills its last method, so a class whose skeleton leaves other methods
+  without a body fails their tests: completion mode measures less than
+  ClassEval's own whole-class generation, which the instruction prompt is;
 - ``instruction``: LessLeak's RQ3 (Sec. 5.3: zero-shot, "### Instruction:
   [instruction input from APPS data sample] ### Response:"), the problem's
   text as the instruction; the response, cut at a new ``###`` heading, is a
-  whole program (the first fenced code block when it has one) and runs
-  against the problem's tests in any format: APPS's standard input/output
-  cases (every case) or calls, or HumanEval's ``check``."""
+  whole program (the first fenced code block when it has one).
+
+Either way the program runs against the problem's tests in any format
+(`leaktrace.sandbox.sample_runs`): APPS's standard input/output cases
+(every case) or calls, HumanEval's ``check``, or unittest classes
+(ClassEval). Problems whose tests no sandbox path runs (DS-1000's, which
+exec the solution's source) are left out, and the log says how many."""
 
 from __future__ import annotations
 
@@ -27,10 +35,9 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.data.io_tests import IoTests
-from leaktrace.data.samples import sample_tests
-from leaktrace.sandbox import SandboxLimits, run_tests
-from leaktrace.sandbox.stdio import run_io_tests_many
+from leaktrace.data.samples import sample_tests, test_format_of
+from leaktrace.sandbox import SandboxLimits
+from leaktrace.sandbox.sample_runs import run_sample_tests
 from leaktrace.seeding import derive_seed
 from leaktrace.models.configured import generation_model
 
@@ -70,14 +77,27 @@ def _instruction_stop(text: str) -> bool:
     return RESPONSE_END in text
 
 
+UNRUNNABLE_FORMATS = ("exec",)  # DS-1000's tests exec the solution's source: no sandbox path runs them
+
+
+def completion_prompt(row: dict) -> str | None:
+    """The code a completion continues: the sample's prompt, or a unittest
+    sample's problem text (ClassEval's class skeleton) where it has none."""
+    if row.get("prompt"):
+        return row["prompt"]
+    return (row.get("text") or None) if test_format_of(row) == "unittest" else None
+
+
 def _problems(rows: list[dict], prompt: str, source: str) -> list[tuple[dict, str, object, str | None]]:
     """(row, prompt text, tests, entry point) of every problem the prompt can be run on."""
-    if prompt == "completion":
-        return [(r, r["prompt"], r["test"], r["entry_point"]) for r in rows
-                if r.get("test") and r.get("entry_point") and r.get("prompt")]
     out = []
     for r in rows:
-        if r.get("text") and (r.get("test") or "").strip():
+        if not (r.get("test") or "").strip() or test_format_of(r) in UNRUNNABLE_FORMATS:
+            continue
+        if prompt == "completion" and completion_prompt(r) and r.get("entry_point"):
+            tests, entry_point = sample_tests(r, source)
+            out.append((r, completion_prompt(r), tests, entry_point))
+        elif prompt == "instruction" and r.get("text"):
             tests, entry_point = sample_tests(r, source)
             out.append((r, INSTRUCTION.format(instruction=r["text"]), tests, entry_point))
     return out
@@ -92,7 +112,12 @@ def generate_and_run(benchmark: Path, model: dict, adapter: str | None, name: st
     prompt = settings.get("prompt", "completion")
     if prompt not in PROMPTS:
         raise ValueError(f"leakage.rq3.prompt: {prompt!r} is not one of {', '.join(PROMPTS)}")
-    problems = _problems(read_records(benchmark), prompt, str(benchmark))
+    records = read_records(benchmark)
+    problems = _problems(records, prompt, str(benchmark))
+    left_out = sum(test_format_of(r) in UNRUNNABLE_FORMATS and bool((r.get("test") or "").strip()) for r in records)
+    if left_out:
+        log.warning("rq3 %s: %d problems left out: their tests exec the solution's source, which no sandbox path runs",
+                    name, left_out)
     lm = generation_model(model, adapter, batch, generator, cache_dir, "LessLeak RQ3 generation")
     prompts = [lm.encode(text) for _, text, _, _ in problems]
     max_new_tokens = min(settings["max_new_tokens"], lm.max_length - 1 - max(map(len, prompts), default=0))
@@ -109,14 +134,11 @@ def generate_and_run(benchmark: Path, model: dict, adapter: str | None, name: st
     limits = SandboxLimits(**settings.get("sandbox", {}))
     workers = settings.get("workers", 1)
     # a completion drawn more than once is one program against the same tests: it runs once
-    keys = [(row["sample_id"], by_id[row["sample_id"]][0]["prompt"] + row["completion"] if prompt == "completion"
-             else row["completion"]) for row in rows]
+    keys = [(row["sample_id"], completion_prompt(by_id[row["sample_id"]][0]) + row["completion"]
+             if prompt == "completion" else row["completion"]) for row in rows]
     distinct = {key: i for i, key in enumerate(dict.fromkeys(keys))}
     programs = [(code, *by_id[sample_id][1:]) for sample_id, code in distinct]
-    io = [i for i, (_, tests, _) in enumerate(programs) if isinstance(tests, IoTests)]
-    calls = [i for i, (_, tests, _) in enumerate(programs) if not isinstance(tests, IoTests)]
-    results = dict(zip(io, run_io_tests_many([programs[i][:2] for i in io], limits, workers=workers), strict=True))
-    results |= dict(zip(calls, run_tests([programs[i] for i in calls], limits, workers=workers), strict=True))
+    results = run_sample_tests(programs, limits, workers=workers)
     for row, key in zip(rows, keys, strict=True):
         row["status"] = results[distinct[key]].status
     rows.sort(key=lambda r: (r["sample_id"], r["draw"]))

@@ -1,0 +1,49 @@
+"""Programs run against a benchmark sample's tests, whatever form the tests
+take (`leaktrace.data.samples.sample_tests`): HumanEval-style ``check`` code
+with its entry point (`runner.run_test`), unittest.TestCase classes
+(ClassEval: `runner.run_unittest`) or a whole program's standard
+input/output cases (APPS: `stdio.run_io_tests`). One place that knows every
+form, so that a path running model output against tests (RQ3's
+completions) takes every benchmark the ingest reads, not only the first
+form it was written for (issue 49: ClassEval's unittest classes reached
+`run_tests` as a check and crashed it)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from leaktrace.data.io_tests import IoTests
+from leaktrace.data.samples import UnittestTests
+from leaktrace.sandbox.runner import SandboxLimits, SandboxResult, run_tests, run_unittests
+from leaktrace.sandbox.stdio import run_io_tests_many
+
+SampleTests = str | IoTests | UnittestTests
+
+
+def run_sample_tests(items: Sequence[tuple[str, SampleTests, str | None]], limits: SandboxLimits = SandboxLimits(), *,
+                     workers: int) -> list[SandboxResult]:
+    """Each (code, tests, entry point) run in the sandbox, ``workers`` runs at
+    a time, one program per run; results keep input order. The entry point
+    is the function a ``check`` calls (None for standard-input cases; a
+    unittest run ignores it: its tests name what they use)."""
+    kinds = {"check": [], "unittest": [], "io": []}
+    for i, (_, tests, _) in enumerate(items):
+        if isinstance(tests, IoTests):
+            kinds["io"].append(i)
+        elif isinstance(tests, UnittestTests):
+            kinds["unittest"].append(i)
+        elif isinstance(tests, str):
+            kinds["check"].append(i)
+        else:
+            raise TypeError(f"item {i}: tests must be check code (str), IoTests or UnittestTests, "
+                            f"not {type(tests).__name__}")
+    results: list[SandboxResult | None] = [None] * len(items)
+    ran = (run_tests([items[i] for i in kinds["check"]], limits, workers=workers) if kinds["check"] else [],
+           run_unittests([(items[i][0], items[i][1].code) for i in kinds["unittest"]], limits, workers=workers)
+           if kinds["unittest"] else [],
+           run_io_tests_many([(items[i][0], items[i][1]) for i in kinds["io"]], limits, workers=workers)
+           if kinds["io"] else [])
+    for indices, outcomes in zip(kinds.values(), ran, strict=True):
+        for i, result in zip(indices, outcomes, strict=True):
+            results[i] = result
+    return results  # type: ignore[return-value]
