@@ -369,7 +369,10 @@ def test_a_huge_file_under_chunk_is_split_from_disk_never_parsed_whole(index, tm
     root.mkdir()
     text = filler(512 << 10) + "\n" + HUMANEVAL_0 + "\n" + filler(512 << 10)
     (root / "huge.py").write_bytes(text.encode())
-    monkeypatch.setattr(Path, "open", lambda self, *a, **kw: Recorded(real_open(self, *a, **kw)))
+    monkeypatch.setattr(Path, "open", lambda self, *a, **kw: Recorded(real_open(self, *a, **kw)) if root in self.parents
+                        else real_open(self, *a, **kw))  # only the corpus file's reads (not the verifier's model file)
+    real_open_regular = sources.open_regular
+    monkeypatch.setattr(sources, "open_regular", lambda path: Recorded(real_open_regular(path)))
     monkeypatch.setattr(units.ast, "parse", lambda text, *a, **kw: sizes["parse"].append(len(text.encode())) or real_parse(text))
     totals, pairs = scan(index, tmp_path, {"kind": "files", "root": str(root), "glob": "*.py"})
     assert totals[("count", "chunked_units")] == 1 and not skipped(totals)
@@ -491,3 +494,96 @@ def test_fuzz_corrupt_parquet(cut, flip, parts):
         assert set(skips) <= {"not_parquet", "unreadable"} and skips["not_parquet"] <= 1
         if skips["not_parquet"]:
             assert not docs
+
+
+# --- nothing outside the corpus root is read (issue 49, item 6) ---
+
+
+def linked_corpus(tmp_path):
+    """A root with a.py, a link to a file inside it, a link to a file outside
+    it, a link to a directory outside it and a link into /proc."""
+    root, outside = tmp_path / "corpus", tmp_path / "outside"
+    (root / "sub").mkdir(parents=True)
+    (outside / "tree").mkdir(parents=True)
+    (root / "sub" / "a.py").write_text("def a():\n    return 1\n")
+    (outside / "secret.py").write_text("SECRET = 'outside the root'\n")
+    (outside / "tree" / "t.py").write_text("T = 'in a tree outside the root'\n")
+    (root / "inside.py").symlink_to(root / "sub" / "a.py")
+    (root / "out.py").symlink_to(outside / "secret.py")
+    (root / "outdir").symlink_to(outside / "tree")
+    (root / "proc.py").symlink_to("/proc/self/status")
+    (root / "null.py").symlink_to("/dev/null")
+    return root
+
+
+def read_files(source):
+    skips = Counter()
+    docs = {d.doc_id: d.data for d in iter_source(source, 0, 1, [], skips)}
+    return docs, dict(skips)
+
+
+def test_a_link_out_of_the_corpus_root_is_skipped_unread_and_logged(tmp_path, caplog):
+    root = linked_corpus(tmp_path)
+    docs, skips = read_files({"kind": "files", "root": str(root), "glob": "**/*.py"})
+    assert docs == {"inside.py": b"def a():\n    return 1\n", "sub/a.py": b"def a():\n    return 1\n"}  # a link inside: read
+    assert skips == {"outside_root": 1, "linked_directory": 1, "system_path": 2}
+    assert f"{root}/out.py leads outside the corpus root (to {tmp_path}/outside/secret.py)" in caplog.text
+    assert "linked directory " + str(root / "outdir") + " skipped" in caplog.text
+
+
+def test_follow_links_reads_outside_links_but_never_proc_or_devices(tmp_path):
+    root = linked_corpus(tmp_path)
+    docs, skips = read_files({"kind": "files", "root": str(root), "glob": "**/*.py", "follow_links": True})
+    assert sorted(docs) == ["inside.py", "out.py", "outdir/t.py", "sub/a.py"]
+    assert docs["out.py"] == b"SECRET = 'outside the root'\n"
+    assert skips == {"system_path": 2}
+
+
+def test_a_directory_link_that_holds_the_root_is_never_walked(tmp_path):
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "a.py").write_text("A = 1\n")
+    (root / "parent").symlink_to(tmp_path)  # would repeat the corpus, and walk everything beside it
+    (root / "proc").symlink_to("/proc")
+    for follow in (False, True):
+        docs, skips = read_files({"kind": "files", "root": str(root), "glob": "**/*.py", "follow_links": follow})
+        assert sorted(docs) == ["a.py"] and skips == {"linked_directory": 1, "system_path": 1}
+
+
+def test_a_jsonl_glob_reads_nothing_outside_its_directory(tmp_path):
+    data, outside = tmp_path / "data", tmp_path / "elsewhere"
+    data.mkdir(), outside.mkdir()
+    (data / "a.jsonl").write_text(json.dumps({"content": "inside"}) + "\n")
+    (outside / "b.jsonl").write_text(json.dumps({"content": "outside"}) + "\n")
+    (data / "b.jsonl").symlink_to(outside / "b.jsonl")
+    source = {"kind": "jsonl", "paths": [f"{data}/*.jsonl"], "content": "content"}
+    docs, skips = read_files(source)
+    assert list(docs.values()) == ["inside"] and skips == {"outside_root": 1}
+    docs, skips = read_files({**source, "follow_links": True})
+    assert sorted(docs.values()) == ["inside", "outside"] and skips == {}
+    docs, skips = read_files({**source, "paths": [str(data / "b.jsonl")]})  # named without wildcards: its own root
+    assert list(docs.values()) == ["outside"] and skips == {}
+
+
+def test_a_corpus_root_in_proc_is_an_error():
+    with pytest.raises(InputError, match=r"/proc/self: the corpus root lies in /proc, /sys, /dev: never read"):
+        list(iter_source({"kind": "files", "root": "/proc/self", "glob": "*"}, 0, 1, [], Counter()))
+
+
+def test_a_fifo_is_skipped_without_hanging_even_behind_a_link_or_swapped_in(tmp_path):
+    import signal
+
+    root = tmp_path / "corpus"
+    root.mkdir()
+    os.mkfifo(root / "fifo.py")
+    (root / "to-fifo.py").symlink_to(root / "fifo.py")
+    previous = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("reading a FIFO blocked"))
+    signal.alarm(10)
+    try:
+        docs, skips = read_files({"kind": "files", "root": str(root), "glob": "*.py", "follow_links": True})
+        assert docs == {} and skips == {"not_regular": 2}
+        with pytest.raises(OSError, match="not a regular file"):  # a file swapped for a FIFO after its check
+            sources.open_regular(root / "fifo.py")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

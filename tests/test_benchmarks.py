@@ -190,8 +190,9 @@ def test_the_humaneval_preset_reads_the_shipped_file_as_the_humaneval_format_doe
 
 BAD = {
     "missing mapped field": ("jsonl", [{"task_id": 1, "code": "x = 1\n", "test_list": []}], "mbpp",
-                             "record line 1: no field 'text'"),
-    "wrong type": ("jsonl", [{"task_id": 1, "text": "t", "code": {"a": 1}, "test_list": []}], "mbpp",
+                             "record line 1: the record does not match preset 'mbpp': it lacks the field(s) "
+                             "test_setup_code, text (it has: code, task_id, test_list)"),
+    "wrong type": ("jsonl", [{"task_id": 1, "text": "t", "code": {"a": 1}, "test_list": [], "test_setup_code": ""}], "mbpp",
                    "record line 1: field 'code' (the solution) is dict, expected a string or a list of strings"),
     "id of the wrong type": ("json", [{"instance_id": 1.5, "problem_statement": "x"}], "swe-bench",
                              "record 1: field 'instance_id' (the id) is float"),
@@ -236,10 +237,11 @@ def test_an_empty_or_unreadable_file_is_an_error(tmp_path, fmt):
 def test_a_bad_benchmark_is_one_line_on_stderr_from_the_cli(tmp_path):
     from test_cli import assert_one_line_error, run_cli
 
-    bench = write(tmp_path / "bench.jsonl", "jsonl", [{"task_id": 1, "text": "t", "test_list": []}])
-    settings = json.dumps({"format": "jsonl", "preset": "mbpp", "path": str(bench)})
+    bench = write(tmp_path / "bench.jsonl", "jsonl", [{"task_id": 1, "text": "t", "test_list": [], "test_setup_code": ""}])
+    settings = json.dumps({"preset": "mbpp", "path": str(bench)})  # the preset implies the format
     result = run_cli("ingest-benchmark", "--name", "b", "--settings", settings, "--output", str(tmp_path / "out.parquet"))
-    assert_one_line_error(result, f"{bench}, record line 1: no field 'code'")
+    assert_one_line_error(result, f"{bench}, record line 1: the record does not match preset 'mbpp': it lacks the "
+                                  "field(s) code (it has: task_id, test_list, test_setup_code, text)")
     assert not (tmp_path / "out.parquet").exists()
 
 

@@ -82,3 +82,135 @@ def test_each_runnable_release_runs_its_tests_in_the_sandbox(preset):
     verdicts = validate_variants(items, originals, LIMITS, workers=2)
     assert [v for v, _ in verdicts[0::2]] == [True] * len(samples), verdicts[0::2]
     assert [v for v, _ in verdicts[1::2]] == [False] * len(samples), verdicts[1::2]
+
+
+# --- a preset reads its release by itself (issue 49, item 4): no `format`, no `fields` ---
+
+# preset -> (file, ids): every shipped preset, each file in its release's layout
+PRESET_FILES = {
+    "humaneval": ("humaneval.jsonl.gz", ["HumanEval/0", "HumanEval/1"]),
+    "humanevalplus": ("humanevalplus.jsonl", ["HumanEval/0", "HumanEval/1"]),
+    "humaneval-x": ("humaneval-x.jsonl.gz", ["CPP/0", "Java/0"]),
+    "mbpp": ("mbpp.jsonl", ["601", "602"]),
+    "mbpp-sanitized": ("mbpp-sanitized.json", ["603", "604"]),
+    "mbppplus": ("mbppplus.jsonl", ["605"]),
+    "mbppplus-evalplus": ("mbppplus-evalplus.jsonl", ["Mbpp/606", "Mbpp/607"]),
+    "cruxeval": ("cruxeval.jsonl", ["sample_0", "sample_1"]),
+    "apps": ("apps.jsonl", ["4000", "4001"]),
+    "ds1000": ("ds1000.jsonl.gz", ["900"]),
+    "classeval": ("classeval.json", ["ClassEval_900"]),
+    "codesearchnet": ("codesearchnet.jsonl", ["https://github.com/example/shop/blob/0000000/shop/tax.py#L1-L3",
+                                              "example/shop/shop/cart.py:Cart.total"]),
+    "codesearchnet-original": ("codesearchnet-original.jsonl.gz", [
+        "https://github.com/example/calc/blob/0000000/src/Calc.java#L3-L5", "example/calc/src/Calc.java:Calc.add",
+        "example/calc/src/Calc.java:Calc.add#2"]),
+    "swe-bench": ("swe-bench.jsonl", ["example__shop-1"]),
+    "text": ("text.jsonl", ["note-1", "note-2"]),
+}
+
+
+def test_every_shipped_preset_has_a_release_file_here():
+    from leaktrace.data.benchmarks import PRESETS
+
+    assert set(PRESET_FILES) == set(PRESETS)
+
+
+@pytest.mark.parametrize("preset", PRESET_FILES)
+def test_each_preset_reads_its_release_with_only_preset_and_path(preset):
+    file, ids = PRESET_FILES[preset]
+    samples = load_benchmark({"preset": preset, "path": str(FORMATS / file)}, preset)
+    assert [s.task_id for s in samples] == ids
+    assert all(s.code or s.text for s in samples)
+
+
+def test_the_mbppplus_preset_reads_both_of_its_releases_layouts():
+    """The hub's (code, test) and EvalPlus's MbppPlus.jsonl (canonical_solution, assertion, entry_point)."""
+    hub = load_benchmark({"preset": "mbppplus", "path": str(FORMATS / "mbppplus.jsonl")}, "m")
+    evalplus = load_benchmark({"preset": "mbppplus", "path": str(FORMATS / "mbppplus-evalplus.jsonl")}, "m")
+    assert [(s.entry_point, s.solution.startswith("def clamp")) for s in hub] == [("clamp", True)]
+    assert [s.entry_point for s in evalplus] == ["reverse_words", "mean"]
+    assert evalplus[1].test == "\nimport math\nassert math.isclose(mean([1, 2]), 1.5)\n"
+    assert [not_runnable({**vars(s), "code": s.code}) for s in hub + evalplus] == [None] * 3
+
+
+def test_codesearchnet_reads_its_dumps_with_or_without_urls():
+    """Without a url the id is repository/path:function; a repeat (Java overloads) gets #2."""
+    found = load_benchmark({"preset": "codesearchnet-original", "path": str(FORMATS / "codesearchnet-original.jsonl.gz")},
+                           "c")
+    assert [(s.language, s.entry_point, s.text) for s in found] == [
+        ("java", "Calc.square", "Square of x."), ("java", "Calc.add", "Sum of two ints."),
+        ("java", "Calc.add", "Sum of two longs.")]
+    hub = load_benchmark({"preset": "codesearchnet", "path": str(FORMATS / "codesearchnet.jsonl")}, "c")
+    assert [(s.kind, s.entry_point) for s in hub] == [("both", "add_tax"), ("code", "Cart.total")]
+
+
+def test_the_preset_implies_the_format_and_format_humaneval_never_hides_a_preset(tmp_path):
+    from leaktrace.data.benchmarks import benchmark_format
+
+    assert benchmark_format({}) == "humaneval"  # the shipped HumanEval
+    assert benchmark_format({"preset": "humaneval", "path": "h.jsonl.gz"}) == "humaneval"
+    assert benchmark_format({"preset": "humaneval", "path": "h.parquet"}) == "parquet"
+    assert benchmark_format({"preset": "mbpp", "path": "m.JSONL"}) == "jsonl"
+    assert benchmark_format({"preset": "classeval", "path": "ClassEval_data.json"}) == "json"
+    assert benchmark_format({"preset": "swe-bench", "path": "test-00000-of-00001.parquet"}) == "parquet"
+    assert benchmark_format({"preset": "mbpp", "dataset": "mbpp"}) == "huggingface"
+    assert benchmark_format({"preset": "mbpp", "path": "m.txt", "format": "jsonl"}) == "jsonl"
+    with pytest.raises(ValueError, match=r"format humaneval reads HumanEval's own file and would ignore preset 'mbpp'"):
+        benchmark_format({"preset": "mbpp", "path": "m.jsonl", "format": "humaneval"})
+    with pytest.raises(ValueError, match=r"cannot tell the format of m\.txt from its name: set format"):
+        benchmark_format({"preset": "mbpp", "path": "m.txt"})
+
+
+def test_a_preset_that_does_not_match_its_file_names_the_preset_the_file_and_the_missing_fields():
+    from leaktrace.errors import InputError
+
+    path = FORMATS / "mbpp.jsonl"
+    with pytest.raises(InputError) as err:
+        load_benchmark({"preset": "classeval", "path": str(path)}, "c")
+    assert str(err.value).startswith(
+        f"{path}, record line 1: the record does not match preset 'classeval': it lacks the field(s) class_name, "
+        "skeleton, solution_code, test (it has: challenge_test_list, code, task_id, test_list, test_setup_code, text)")
+    with pytest.raises(InputError, match=r"does not match preset 'mbppplus': it lacks the field\(s\) layout 1: prompt, "
+                                         r"test; layout 2: assertion, canonical_solution, entry_point, prompt \(it has"):
+        load_benchmark({"preset": "mbppplus", "path": str(path)}, "m")
+
+
+def test_ingest_reads_a_preset_with_only_preset_and_path(tmp_path):
+    from leaktrace.artifacts import read_records
+    from leaktrace.stages.ingest import ingest_benchmark
+
+    ingest_benchmark("mbpp", {"preset": "mbpp", "path": str(FORMATS / "mbpp.jsonl")}, tmp_path / "b.parquet")
+    rows = read_records(tmp_path / "b.parquet")
+    assert [(r["task_id"], r["entry_point"], r["test_format"]) for r in rows] == [("601", "gcd", "script"),
+                                                                                  ("602", "hypotenuse", "script")]
+
+
+def test_config_validation_fills_the_implied_format(tmp_path):
+    from leaktrace.configuration import imply_benchmark_formats
+
+    config = {"benchmarks": {"h": {"format": None, "preset": None, "path": None},
+                             "m": {"format": None, "preset": "mbpp", "path": "mbpp.jsonl"}}}
+    imply_benchmark_formats(config)
+    assert {k: v["format"] for k, v in config["benchmarks"].items()} == {"h": "humaneval", "m": "jsonl"}
+    with pytest.raises(ValueError, match=r"config benchmarks.x: format humaneval reads"):
+        imply_benchmark_formats({"benchmarks": {"x": {"format": "humaneval", "preset": "cruxeval", "path": "c.jsonl"}}})
+
+
+def test_humaneval_x_tests_are_main_programs_run_with_a_toolchain_or_said_not_to_run():
+    """C++ and Java tests are main() programs (test format "main"), not check code: the audit
+    says it cannot run them; built with the solution they pass where g++/javac are installed,
+    and where not the verdict is None with the reason, never a pass."""
+    from leaktrace.mutate.compiled import validate_compiled
+    from leaktrace.sandbox import toolchains
+
+    samples = load_benchmark({"preset": "humaneval-x", "path": str(FORMATS / "humaneval-x.jsonl.gz")}, "x")
+    assert [(s.language, s.test_format) for s in samples] == [("cpp", "main"), ("java", "main")]
+    assert all("its tests are a main() program" in not_runnable({**vars(s), "code": s.code}) for s in samples)
+    programs = [(s.language, s.code, s.test) for s in samples]
+    programs += [(s.language, s.code.replace("a > b ? a : b", "a").replace("Math.max(a, b)", "a"), s.test) for s in samples]
+    verdicts = validate_compiled(programs, [0, 1, 2, 3], LIMITS, workers=2)
+    for (language, _, _), (ok, why), wrong_one in zip(programs, verdicts, [False, False, True, True]):
+        if toolchains.missing(language) is not None:
+            assert ok is None and why.startswith("unvalidated: ")
+        else:
+            assert ok is (not wrong_one), why

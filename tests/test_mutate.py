@@ -591,3 +591,53 @@ def test_a_mutation_that_breaks_the_test_is_invalid_and_no_compiler_means_unvali
     monkeypatch.setattr(toolchains, "missing", lambda language: "g++ is not installed")
     assert compiled.validate_compiled([("cpp", record["code"], record["test"])], [0], SandboxLimits()) == [
         (None, "unvalidated: g++ is not installed")]
+
+
+# ---------------------------------------------------------------------------
+# Unchanged is not valid (issue 49, item 8)
+
+
+def test_normalised_code_ignores_layout_and_comments_but_not_names_or_blocks():
+    from leaktrace.variants.validate import is_unchanged
+
+    code = "def f(x):\n    return x+1  # one more\n"
+    assert is_unchanged(code, "def f(x):\n  return (x +\n          1)\n") is False  # brackets are tokens
+    assert is_unchanged(code, "def f(x):\n  return x + 1\n\n\n")  # spacing, indent width, blank lines, comment
+    assert not is_unchanged(code, "def f(y):\n    return y+1\n")  # a rename
+    assert not is_unchanged("if a:\n    b()\n    c()\n", "if a:\n    b()\nc()\n")  # a statement left its block
+    assert not is_unchanged(code, "def f(x):\n  return x + 1\n", layout=True)  # T1: the layout is the change
+    assert is_unchanged(code, "def f(x):\n    return x+1  # one more   \r\n\n", layout=True)
+    assert is_unchanged("int f() { return 1; }", "int f()\n{\n  return 1;\n}\n", "cpp")
+    assert not is_unchanged(code, None)
+
+
+def test_a_mutation_that_changes_nothing_is_unchanged_not_valid(tmp_path):
+    """The test calls the function with keyword arguments: its parameters are an API, so T2 may
+    rename nothing and returns the code as it was; a real renaming is valid."""
+    from leaktrace.cli import main
+
+    api = {"id": "api", "code": "def lookup(table, key):\n    return table[key]\n", "language": "python",
+           "tests": "def check(candidate):\n    assert candidate(table={'a': 1}, key='a') == 1\n", "entry_point": "lookup"}
+    sample = SAMPLES[29]
+    real = {"id": "real", "code": sample.code, "language": "python", "tests": sample.test, "entry_point": sample.entry_point}
+    source, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in (api, real)))
+    assert main(["mutate", "--kind", "T2b", str(source), str(output)]) == 0
+    rows = {r["id"]: r for r in map(json.loads, output.read_text().splitlines())}
+    assert rows["api"]["code"] == api["code"]
+    assert (rows["api"]["status"], rows["api"]["valid"], rows["api"]["validation"]) == ("unchanged", False, None)
+    assert rows["real"]["code"] != sample.code and (rows["real"]["status"], rows["real"]["valid"]) == ("valid", True)
+
+
+def test_regression_the_study_table_counts_unchanged_apart():
+    from leaktrace.stages.mutate import study_report
+
+    def row(status, reached=True):
+        return {"mutation": "T2b", "valid": status == "valid", "status": status, "reached": reached, "similarity": 1.0,
+                "invalid_reason": "sandbox: failed" if status == "invalid" else None, "text": "x", "details": "{}"}
+
+    table = [row("valid"), row("valid"), row("unchanged", reached=False), row("invalid")]
+    report = study_report([], table, [Mutation.parse("T2b")], [], [])
+    assert "| mutation | samples | valid | unchanged | invalid | at target | scored |" in report
+    assert "| T2b | 4 | 2 | 1 | 1 | 3 | 2 | 1.000 |" in report
+    assert "Invalid, by reason: sandbox 1" in report

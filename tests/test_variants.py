@@ -606,3 +606,30 @@ def test_stage_stores_filter_variants_after_the_detector_ids(tmp_path):
         composed, renamed = rows[k]["text"].splitlines(), rows[k + 5]["text"].splitlines()
         assert rows[k]["renames"] == rows[k + 5]["renames"]
         assert [i for i, (a, b) in enumerate(zip(renamed, composed, strict=True)) if a != b] == [2, 3]
+
+
+def test_a_variant_with_the_original_s_code_tokens_is_unchanged_not_valid(tmp_path, monkeypatch):
+    """A renamer that only re-lays the code out (or renames nothing) made no variant: status
+    ``unchanged`` and not valid, though it passes the tests; a real renaming is ``valid``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from leaktrace.artifacts import read_records
+    from leaktrace.stages import variants as stage
+    from leaktrace.variants.renaming import Variant
+
+    code = "def double(value):\n    return value * 2\n"
+    test = "def check(candidate):\n    assert candidate(3) == 6\n"
+    made = [Variant("def double(value):\n    return value*2  # twice\n", "double", {}),
+            Variant("def double(number):\n    return number * 2\n", "double", {"value": "number"})]
+    monkeypatch.setattr(stage, "make_variants", lambda *a, n, **kw: made[:n])
+    pq.write_table(pa.Table.from_pylist([{"sample_id": "s", "code": code, "test": test, "entry_point": "double"}]),
+                   tmp_path / "benchmark.parquet")
+    pq.write_table(pa.Table.from_pylist([{"sample_id": "s", "kept": True}]), tmp_path / "functions.parquet")
+    pq.write_table(pa.Table.from_pylist([{"kind": "variable", "name": "number", "count": 4}]), tmp_path / "lexicon.parquet")
+    settings = {"n": 2, "n_filter": 0, "test_cases": {"compose": False, "untransformed": 0},
+                "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024}}
+    stage.make_variants_table(tmp_path / "benchmark.parquet", tmp_path / "functions.parquet", tmp_path / "lexicon.parquet",
+                              settings, 7, 1, tmp_path / "variants.parquet")
+    rows = read_records(tmp_path / "variants.parquet")
+    assert [(r["variant_id"], r["status"], r["valid"]) for r in rows] == [
+        (0, "valid", True), (1, "unchanged", False), (2, "valid", True)]

@@ -87,3 +87,19 @@ def validate_config(config: dict, schema: str, validate) -> None:
         if error is None:
             raise
         raise ValueError(schema_error_message(error)) from None
+    imply_benchmark_formats(config)
+
+
+def imply_benchmark_formats(config: dict) -> None:
+    """Each benchmark's ``format`` where the config leaves it null: the one
+    its preset and file imply (``data.benchmarks.benchmark_format``), so the
+    rules (which benchmarks the testbed runs on, how a release is written)
+    see the reader the ingest uses."""
+    from leaktrace.data.benchmarks import benchmark_format
+
+    for name, settings in (config.get("benchmarks") or {}).items():
+        if isinstance(settings, dict):
+            try:
+                settings["format"] = benchmark_format(settings)
+            except ValueError as err:
+                raise ValueError(f"config benchmarks.{name}: {err}") from None

@@ -155,3 +155,48 @@ jsonl("swe-bench.jsonl", [
      "FAIL_TO_PASS": "[\"tests/test_cart.py::test_remove_last\"]", "PASS_TO_PASS": "[]",
      "environment_setup_commit": "0" * 40},
 ])
+
+# HumanEval+ (the Hugging Face card of evalplus/humanevalplus): HumanEval's five fields, more tests
+jsonl("humanevalplus.jsonl", [
+    {"task_id": "HumanEval/0", "prompt": "def triple(x: int) -> int:\n    \"\"\"Return three times x.\"\"\"\n",
+     "canonical_solution": "    return 3 * x\n", "entry_point": "triple",
+     "test": "def check(candidate):\n    for x in range(-50, 50):\n        assert candidate(x) == 3 * x\n"},
+    {"task_id": "HumanEval/1", "prompt": "def first_char(text: str) -> str:\n    \"\"\"The first character of text, or ''.\"\"\"\n",
+     "canonical_solution": "    return text[:1]\n", "entry_point": "first_char",
+     "test": "def check(candidate):\n    assert candidate('abc') == 'a'\n    assert candidate('') == ''\n"},
+])
+
+# CodeSearchNet on the hub (code_search_net): one record with its func_code_url, one from a dump without it
+CSN_FUNC = "def add_tax(price, rate=0.2):\n    \"\"\"Price with tax added.\"\"\"\n    return price * (1 + rate)\n"
+jsonl("codesearchnet.jsonl", [
+    {"repository_name": "example/shop", "func_path_in_repository": "shop/tax.py", "func_name": "add_tax",
+     "whole_func_string": CSN_FUNC, "language": "python", "func_code_string": CSN_FUNC,
+     "func_code_tokens": ["def", "add_tax"], "func_documentation_string": "Price with tax added.",
+     "func_documentation_tokens": ["Price", "with", "tax", "added", "."], "split_name": "test",
+     "func_code_url": "https://github.com/example/shop/blob/0000000/shop/tax.py#L1-L3"},
+    {"repository_name": "example/shop", "func_path_in_repository": "shop/cart.py", "func_name": "Cart.total",
+     "whole_func_string": "def total(self):\n    return sum(self.items)\n", "language": "python",
+     "func_code_string": "def total(self):\n    return sum(self.items)\n", "func_code_tokens": ["def", "total"],
+     "func_documentation_string": "", "func_documentation_tokens": [], "split_name": "test"},
+])
+
+# CodeSearchNet's original release (github/CodeSearchNet, <language>/final/jsonl/<split>/*.jsonl.gz); the last two
+# come from a dump without url, two overloads of one Java method
+JAVA_ADD = "public int add(int a, int b) {\n    return a + b;\n}"
+jsonl("codesearchnet-original.jsonl.gz", [
+    {"repo": "example/calc", "path": "src/Calc.java", "func_name": "Calc.square",
+     "original_string": "public int square(int x) {\n    return x * x;\n}", "language": "java",
+     "code": "public int square(int x) {\n    return x * x;\n}", "code_tokens": ["public", "int", "square"],
+     "docstring": "Square of x.", "docstring_tokens": ["Square", "of", "x", "."], "sha": "0" * 40,
+     "url": "https://github.com/example/calc/blob/0000000/src/Calc.java#L3-L5", "partition": "test"},
+    {"repo": "example/calc", "path": "src/Calc.java", "func_name": "Calc.add", "original_string": JAVA_ADD,
+     "language": "java", "code": JAVA_ADD, "code_tokens": ["public", "int", "add"], "docstring": "Sum of two ints.",
+     "docstring_tokens": ["Sum"], "sha": "0" * 40, "partition": "test"},
+    {"repo": "example/calc", "path": "src/Calc.java", "func_name": "Calc.add",
+     "original_string": JAVA_ADD.replace("int", "long"), "language": "java", "code": JAVA_ADD.replace("int", "long"),
+     "code_tokens": ["public", "long", "add"], "docstring": "Sum of two longs.", "docstring_tokens": ["Sum"],
+     "sha": "0" * 40, "partition": "test"},
+], gz=True)
+
+# Text only (any records with an id and a text field)
+jsonl("text.jsonl", [{"id": "note-1", "text": "A note about sorting."}, {"id": "note-2", "text": "Another about search."}])

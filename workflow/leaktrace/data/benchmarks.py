@@ -18,6 +18,17 @@ is ``assert f({input}) == {output}``; MBPP's is its setup code, a line
 break, its asserts). An empty or null value is an absent one; a field the
 record does not have at all is an error.
 
+A preset reads its release by itself: with no ``format`` the preset
+implies it (:func:`benchmark_format`: ``humaneval``'s own reader for a
+HumanEval JSONL file, else the file's suffix: .jsonl, .json, .parquet,
+.csv, each optionally .gz). A preset may know several layouts of one
+release (``layouts``: MBPP+ on the hub and EvalPlus's MbppPlus.jsonl;
+CodeSearchNet's dumps with and without their url field); each record is
+read by the first layout whose fields it has, and a record that has the
+fields of none is an error naming the preset, the file and the fields it
+lacks. An id made from a template (CodeSearchNet without urls) that repeats
+gets ``#2``, ``#3``... in file order.
+
 A preset with ``language_from_id`` reads each sample's language from its
 id's prefix (HumanEval-X: ``CPP/0`` is C++, ``Java/0`` Java). Where the
 release names no entry point, the ingest infers one
@@ -39,7 +50,7 @@ import io
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -70,7 +81,10 @@ PRESETS: dict[str, dict] = {
     # Hugging Face card of THUDM/humaneval-x): task_id ("CPP/0", "Java/0", "Go/0", "JavaScript/0", "Python/0"),
     # prompt (the code's prefix: includes, comment, signature), declaration, canonical_solution, test (a main
     # that checks the function), example_test. The language is the id's prefix.
-    "humaneval-x": {"language": None, "language_from_id": True, "fields": {
+    # Its C++, Java, JavaScript and Go tests are main() programs (test format "main", built and run with the
+    # solution where a toolchain exists: mutate/compiled.py); its Python tests are HumanEval's check code.
+    "humaneval-x": {"language": None, "language_from_id": True, "test_format": "main", "python_test_format": "check",
+                    "fields": {
         "id": "task_id", "text": "prompt", "prompt": "prompt", "solution": "canonical_solution", "tests": "test"}},
     # MBPP: google-research/mbpp mbpp.jsonl and the Hugging Face card of mbpp (full): task_id (int), text,
     # code, test_list (assert statements), test_setup_code, challenge_test_list. No entry point field: the
@@ -85,8 +99,11 @@ PRESETS: dict[str, dict] = {
     # MBPP+ on the Hugging Face hub: the card of evalplus/mbppplus: task_id (int), code, prompt (the problem
     # statement), source_file, test_imports, test_list, test (the plus tests as a script that calls the
     # function by name).
+    # The preset reads EvalPlus's layout too (below): a file of either is read with `preset: mbppplus` alone.
     "mbppplus": {"language": "python", "test_format": SCRIPT_FORMAT, "fields": {
-        "id": "task_id", "text": "prompt", "solution": "code", "tests": "test"}},
+        "id": "task_id", "text": "prompt", "solution": "code", "tests": "test"}, "layouts": [{
+            "id": "task_id", "text": "prompt", "solution": "canonical_solution", "tests": "assertion",
+            "entry_point": "entry_point"}]},
     # MBPP+ as EvalPlus releases it (MbppPlus.jsonl; evalplus tools/mbpp/init_plus.py writes it): task_id
     # ("Mbpp/2"), prompt (the problem statement in quotes), entry_point, canonical_solution, base_input,
     # plus_input (argument lists whose expected outputs EvalPlus computes by running the canonical solution),
@@ -118,17 +135,27 @@ PRESETS: dict[str, dict] = {
     # CodeSearchNet-style function records, as the Hugging Face card of code_search_net has them:
     # repository_name, func_path_in_repository, func_name, whole_func_string, language, func_code_string,
     # func_code_tokens, func_documentation_string, func_documentation_tokens, split_name, func_code_url.
+    # Some dumps lack func_code_url (url): the id is then repository, path and function name.
+    # The preset reads the original release's layout (below) too.
     "codesearchnet": {"language": "python", "fields": {
         "id": "func_code_url", "text": "func_documentation_string", "solution": "whole_func_string",
-        "entry_point": "func_name", "language": "language"}},
+        "entry_point": "func_name", "language": "language"}, "layouts": [
+        {"id": "{repository_name}/{func_path_in_repository}:{func_name}", "text": "func_documentation_string",
+         "solution": "whole_func_string", "entry_point": "func_name", "language": "language"},
+        {"id": "url", "text": "docstring", "solution": "original_string", "entry_point": "func_name", "language": "language"},
+        {"id": "{repo}/{path}:{func_name}", "text": "docstring", "solution": "original_string", "entry_point": "func_name",
+         "language": "language"}]},
     # The same records in CodeSearchNet's original JSONL release (github/CodeSearchNet README, "Data Details"):
     # repo, path, func_name, original_string, language, code, code_tokens, docstring, docstring_tokens, sha,
     # url, partition.
     "codesearchnet-original": {"language": "python", "fields": {
         "id": "url", "text": "docstring", "solution": "original_string", "entry_point": "func_name",
-        "language": "language"}},
+        "language": "language"}, "layouts": [
+        {"id": "{repo}/{path}:{func_name}", "text": "docstring", "solution": "original_string", "entry_point": "func_name",
+         "language": "language"}]},
     # Text only, for issue and bug-report benchmarks: the Hugging Face card of princeton-nlp/SWE-bench:
     # instance_id, problem_statement (the issue), repo, base_commit, patch, test_patch, hints_text, ...
+    # Only the issue text is read (leakage scans): its tests are a repository's test suite, never run here.
     "swe-bench": {"language": "python", "fields": {"id": "instance_id", "text": "problem_statement"}},
     # Text only, any records with an id and a text field.
     "text": {"language": None, "fields": {"id": "id", "text": "text"}},
@@ -154,6 +181,34 @@ class Sample:
     @property
     def code(self) -> str:
         return self.prompt + self.solution
+
+
+_SUFFIXES = {".jsonl": "jsonl", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
+
+
+def benchmark_format(settings: dict) -> str:
+    """The reader of a benchmark: its ``format``, else the one its preset
+    implies: with a hub ``dataset`` and no ``path``, huggingface; for preset
+    humaneval (or none), HumanEval's own reader where the file is JSONL (or
+    none is given: the shipped HumanEval); else the file's suffix (.jsonl,
+    .json, .parquet, .csv, each optionally followed by .gz). ``format:
+    humaneval`` with another preset is an error: that reader knows HumanEval's
+    fields only and would ignore the preset."""
+    fmt, preset, path = settings.get("format"), settings.get("preset"), settings.get("path")
+    if fmt == "humaneval" and preset not in (None, "humaneval"):
+        raise ValueError(f"format humaneval reads HumanEval's own file and would ignore preset {preset!r}: leave "
+                         f"format out (the file's suffix decides) or set one of {', '.join(FORMATS)}")
+    if fmt:
+        return fmt
+    if settings.get("dataset") and not path:
+        return "huggingface"
+    suffixes = [x.lower() for x in Path(path).suffixes if x.lower() != ".gz"] if path else []
+    implied = _SUFFIXES.get(suffixes[-1]) if suffixes else None
+    if preset in (None, "humaneval") and (path is None or implied == "jsonl"):
+        return "humaneval"
+    if implied is None:
+        raise ValueError(f"cannot tell the format of {path} from its name: set format ({', '.join(FORMATS)})")
+    return implied
 
 
 def test_format(settings: dict) -> str:
@@ -182,6 +237,45 @@ def field_mapping(settings: dict) -> tuple[dict, str | None]:
                          "(set a preset or fields)")
     language = settings.get("language") or preset["language"]
     return fields, language
+
+
+def field_mappings(settings: dict) -> list[dict]:
+    """Every field mapping a record of the benchmark may be read with, in
+    order: the preset's own (:func:`field_mapping`), then its other layouts,
+    each overridden by ``fields`` as the first is."""
+    first, _ = field_mapping(settings)
+    own = settings.get("fields") or {}
+    others = [{k: v for k, v in {**layout, **own}.items() if v}
+              for layout in PRESETS.get(settings.get("preset"), {}).get("layouts", [])]
+    return [first, *others]
+
+
+def _record_fields(spec: str | list[str]) -> set[str]:
+    """The record's top-level fields a mapped key reads."""
+    if isinstance(spec, list):
+        return set().union(*(_record_fields(part) for part in spec))
+    if _PLACEHOLDER.search(spec):
+        return set().union(*(_record_fields(m) for m in _PLACEHOLDER.findall(spec)))
+    return {spec.split(".")[0]}
+
+
+def _mapping_for(record: object, mappings: list[dict], settings: dict, name: str, label: str) -> dict:
+    """The first mapping whose fields the record has; none: an error naming
+    the preset (or the mapping), the file and the fields the record lacks."""
+    if not isinstance(record, dict):
+        return mappings[0]
+    missing = []
+    for mapping in mappings:
+        lacks = sorted(set().union(*(_record_fields(spec) for spec in mapping.values())) - set(record))
+        if not lacks:
+            return mapping
+        missing.append(lacks)
+    preset = settings.get("preset")
+    what = f"preset {preset!r}" if preset else "the field mapping"
+    layouts = "; ".join(f"layout {k + 1}: {', '.join(lacks)}" for k, lacks in enumerate(missing)) \
+        if len(missing) > 1 else ", ".join(missing[0])
+    raise InputError(name, label, f"the record does not match {what}: it lacks the field(s) {layouts} (it has: "
+                     f"{', '.join(sorted(map(str, record)))}); set `fields` to map them, or another preset")
 
 
 # --- records: (label, record) from each format -------------------------------------------------
@@ -265,13 +359,19 @@ def _huggingface_records(settings: dict) -> Iterator[tuple[str, object]]:
 
 def source_name(settings: dict) -> str:
     """How errors name where the records came from."""
-    if settings["format"] == "huggingface":
+    if benchmark_format(settings) == "huggingface":
         return f"hf://{settings['dataset']}" + (f" ({settings['path']})" if settings.get("path") else "")
     return str(settings["path"])
 
 
 def _records(settings: dict) -> Iterator[tuple[str, object]]:
-    fmt = settings["format"]
+    fmt = benchmark_format(settings)
+    if fmt == "humaneval":  # the generic reader of HumanEval's JSONL (the strict one is data/humaneval.py)
+        fmt = "jsonl"
+        if not settings.get("path"):
+            from leaktrace.data.humaneval import shipped_humaneval_path
+
+            settings = {**settings, "path": str(shipped_humaneval_path())}
     if fmt == "huggingface":
         if not settings.get("dataset"):
             raise ValueError("a huggingface benchmark needs `dataset` (a hub id, or a builder such as json with `path`)")
@@ -357,7 +457,7 @@ def _id_language(task_id: str) -> str | None:
 
 
 def _sample(record: object, fields: dict, language: str | None, benchmark: str, tests_format: str, *,
-            problem_in_code: bool = False, language_from_id: bool = False) -> Sample:
+            problem_in_code: bool = False, language_from_id: bool = False, python_tests: str | None = None) -> Sample:
     got = {key: _string(record, spec, key) for key, spec in fields.items()}
     for key, value in got.items():
         try:
@@ -379,12 +479,15 @@ def _sample(record: object, fields: dict, language: str | None, benchmark: str, 
     entry_point = got.get("entry_point") or None
     if entry_point is None and has_code and tests.strip() and tests_format in ("check", SCRIPT_FORMAT):
         entry_point = infer_entry_point(prompt + solution, tests if tests_format == SCRIPT_FORMAT else None)
+    sample_language = (_language(got.get("language")) or (_id_language(task_id) if language_from_id else None)
+                       or _language(language))
+    if python_tests and sample_language == "python":  # HumanEval-X: main() programs, but check code for Python
+        tests_format = python_tests
     return Sample(
         sample_id=f"{benchmark}/{task_id}", benchmark=benchmark, task_id=task_id, prompt=prompt, solution=solution,
         test=tests, entry_point=entry_point, text=text,
         kind="both" if has_code and has_text else "code" if has_code else "text",
-        language=_language(got.get("language")) or (_id_language(task_id) if language_from_id else None)
-        or _language(language),
+        language=sample_language,
         test_format=tests_format if tests.strip() else None,
     )
 
@@ -412,18 +515,28 @@ def benchmark_records(settings: dict, benchmark: str, limit: int | None = None) 
     """Each record of a configured benchmark as its file holds it, beside its
     sample (the first ``limit`` when given: a streamed dataset is read no
     further): what a writer needs to give a record back in its own layout."""
-    fields, language = field_mapping(settings)
+    _, language = field_mapping(settings)
+    mappings = field_mappings(settings)
     tests_format = test_format(settings)
-    from_id = bool(PRESETS.get(settings.get("preset"), {}).get("language_from_id"))
+    preset = PRESETS.get(settings.get("preset"), {})
+    from_id = bool(preset.get("language_from_id"))
+    python_tests = None if settings.get("test_format") else preset.get("python_test_format")
     name = source_name(settings)
     found: list[tuple[dict, Sample]] = []
     seen: set[str] = set()
     for label, record in _records(settings):
+        fields = _mapping_for(record, mappings, settings, name, label)
         try:
             sample = _sample(record, fields, language, benchmark, tests_format,
-                             problem_in_code=bool(settings.get("problem_in_code")), language_from_id=from_id)
+                             problem_in_code=bool(settings.get("problem_in_code")), language_from_id=from_id,
+                             python_tests=python_tests)
         except _FieldError as err:
             raise InputError(name, label, str(err)) from None
+        if sample.task_id in seen and _PLACEHOLDER.search(str(fields["id"])):  # an id made from fields: made unique
+            k = 2
+            while f"{sample.task_id}#{k}" in seen:
+                k += 1
+            sample = replace(sample, task_id=f"{sample.task_id}#{k}", sample_id=f"{sample.sample_id}#{k}")
         if sample.task_id in seen:
             raise InputError(name, f"{label} ({sample.task_id})", "duplicate id")
         seen.add(sample.task_id)

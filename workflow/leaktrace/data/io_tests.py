@@ -24,8 +24,10 @@ from leaktrace.errors import InputError
 
 # HumanEval's check(candidate) code; APPS's input_output JSON; a script that calls the solution by name
 # (MBPP's asserts, CRUXEval's: leaktrace/data/script_tests.py); unittest classes (ClassEval); a test that
-# execs the solution's source (DS-1000's test_execution(code)), which no sandbox path runs.
-TEST_FORMATS = ("check", "io", "script", "unittest", "exec")
+# execs the solution's source (DS-1000's test_execution(code)), which no sandbox path runs; a main() program
+# placed after the solution (HumanEval-X's C++, Java, JavaScript, Go), built and run only where a toolchain is
+# installed (leaktrace/mutate/compiled.py, `leaktrace mutate`), never by the audit or the testbed.
+TEST_FORMATS = ("check", "io", "script", "unittest", "exec", "main")
 
 
 @dataclass(frozen=True)

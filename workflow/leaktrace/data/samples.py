@@ -108,6 +108,10 @@ def not_runnable(row: dict, source: str = "the benchmark") -> str | None:
     if kind == "text":
         return "it is problem text only, with no code"
     language = row.get("language") or "python"
+    if language != "python" and test_format_of(row) == "main":
+        return (f"its code is {language}, not Python, and its tests are a main() program built with the solution: "
+                "the audit and the testbed run Python only (`leaktrace mutate` builds and runs C++ and Java with "
+                "their main() where g++ and javac are installed, and says so where they are not)")
     if language != "python":
         return f"its code is {language}, not Python"
     if test_format_of(row) == "io":

@@ -18,6 +18,19 @@ nothing, a content column the data does not have, a pipeline artifact
 (``corpus``, ``training_mix``) that cannot be read. Names that UTF-8 cannot
 hold are kept escaped (:func:`~leaktrace.data.names.readable`).
 
+Nothing outside the corpus is read. A ``files`` corpus is its ``root``; a
+``jsonl``/``parquet`` glob's corpus is its longest directory without
+wildcards (a path named without wildcards is its own root). A link whose
+target (every link resolved) lies outside that root is skipped
+(``outside_root``) and a link to a directory is not walked, unless the
+corpus sets ``follow_links: true``: then file links are read wherever they
+lead and links to directories outside the root are walked once each (not
+links found inside them, nor one whose target holds the root: no loops,
+no file twice). Whatever the option, ``/proc``, ``/sys`` and ``/dev``
+(``system_path``), device files, FIFOs and sockets (``not_regular``) are
+never opened; a file is opened non-blocking and checked again as a regular
+file on its descriptor, so a FIFO put in a file's place cannot hang a scan.
+
 Memory: a ``files`` document is sized with ``stat`` before it is read; one
 above ``max_bytes`` is never read here (:class:`LargeFile`: skipped unread
 under ``huge: skip``, classified and windowed from disk by the scan under
@@ -52,11 +65,37 @@ log = logging.getLogger(__name__)
 SOURCE_KINDS = ("corpus", "training_mix", "files", "jsonl", "parquet", "huggingface")
 SKIP_REASONS = (
     "empty", "binary", "non_utf8", "huge", "too_short", "bad_record",  # a document's content
-    "unreadable", "not_regular", "dangling_link", "symlink_loop",  # a file
+    "unreadable", "not_regular", "dangling_link", "symlink_loop", "outside_root", "system_path",  # a file
     "unreadable_directory", "linked_directory", "not_parquet",  # a directory or a whole file of records
 )
 BLOCK = 64 << 10  # bytes read at a time when a file is streamed
 PARQUET_BATCH = 1024  # rows read at a time from a Parquet row group
+SYSTEM_ROOTS = ("/proc", "/sys", "/dev")  # pseudo-files and devices: never read, whatever follow_links says
+
+
+def _inside(path: str, root: str) -> bool:
+    """Whether the resolved ``path`` is ``root`` or lies below it (both resolved)."""
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _system(real: str) -> bool:
+    return any(_inside(real, r) for r in SYSTEM_ROOTS)
+
+
+def open_regular(path: Path | str) -> BinaryIO:
+    """``path`` opened for reading only if it is a regular file: opened
+    non-blocking (a FIFO does not wait for a writer) and checked on the
+    descriptor, so a file swapped for a FIFO or a device after it was
+    checked is refused (``OSError``, errno ``EINVAL``) instead of read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 @dataclass(frozen=True)
@@ -73,7 +112,7 @@ class LargeFile:
         decoder = codecs.getincrementaldecoder("utf-8")()
         text = binary = utf8_error = False
         try:
-            with self.path.open("rb") as fh:
+            with open_regular(self.path) as fh:
                 while block := fh.read(BLOCK):
                     text = text or bool(block.strip())
                     binary = binary or b"\x00" in block
@@ -153,73 +192,123 @@ def _matches(parts: tuple[str, ...], pattern: tuple[str, ...], prefix: bool = Fa
     return fnmatch.fnmatchcase(parts[0], pattern[0]) and _matches(parts[1:], pattern[1:], prefix)
 
 
-def _walk(root: Path, pattern: tuple[str, ...]) -> list[tuple[Path, str | None]]:
+def _walk(root: Path, pattern: tuple[str, ...], follow_links: bool = False) -> list[tuple[Path, str | None]]:
     """Every entry under ``root`` a document could come from, sorted: (path,
     None) for a non-directory that matches ``pattern``, (path, reason) for a
     directory the walk cannot enter although matches could lie below it:
-    ``unreadable_directory``, or ``linked_directory`` (links to directories
-    are not followed: a loop cannot trap the scan or repeat its files, as it
-    does ``glob.glob``, and a tree outside the root is not the corpus; links
-    to files are read). Unlike ``Path.glob``, which drops unreadable
-    directories silently, nothing is lost unseen."""
+    ``unreadable_directory``, ``system_path``, or ``linked_directory``. Links
+    to directories are not followed (a loop cannot trap the scan or repeat
+    its files, as it does ``glob.glob``, and a tree outside the root is not
+    the corpus); with ``follow_links``, one whose target lies outside the
+    root, neither holds the root nor overlaps a tree already walked, is
+    walked as if it were a directory of the root, links inside it again not
+    followed. Unlike ``Path.glob``, which drops unreadable directories
+    silently, nothing is lost unseen."""
     entries: list[tuple[Path, str | None]] = []
+    links: list[tuple[Path, tuple[str, ...]]] = []
 
     def unreadable(err: OSError) -> None:
         if _matches(Path(err.filename).relative_to(root).parts, pattern, prefix=True):
             log.warning("unreadable directory %s: %s", readable(err.filename), err.strerror)
             entries.append((Path(err.filename), "unreadable_directory"))
 
-    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):
-        here = Path(dirpath).relative_to(root).parts
-        for name in dirnames:
-            if os.path.islink(os.path.join(dirpath, name)) and _matches(here + (name,), pattern, prefix=True):
-                entries.append((Path(dirpath, name), "linked_directory"))
-        dirnames[:] = [d for d in dirnames if _matches(here + (d,), pattern, prefix=True)]
-        entries += [(Path(dirpath, name), None) for name in filenames if _matches(here + (name,), pattern)]
-    return sorted(entries)
+    def walk(top: Path, base: tuple[str, ...]) -> None:
+        for dirpath, dirnames, filenames in os.walk(top, onerror=unreadable):
+            here = base + Path(dirpath).relative_to(top).parts
+            for name in dirnames:
+                if os.path.islink(os.path.join(dirpath, name)) and _matches(here + (name,), pattern, prefix=True):
+                    links.append((Path(dirpath, name), here + (name,)))
+            dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))
+                           and _matches(here + (d,), pattern, prefix=True)]
+            entries.extend((Path(dirpath, name), None) for name in filenames if _matches(here + (name,), pattern))
+
+    walk(root, ())
+    found, links = sorted(links), []
+    real_root, walked = os.path.realpath(root), []
+    for link, parts in found:
+        target = os.path.realpath(link)
+        if _system(target):
+            entries.append((link, "system_path"))
+        elif (follow_links and not _inside(target, real_root) and not _inside(real_root, target)
+              and not any(_inside(target, t) or _inside(t, target) for t in walked)):
+            walked.append(target)
+            walk(link, parts)
+        else:
+            entries.append((link, "linked_directory"))
+    return sorted(entries + [(link, "linked_directory") for link, _ in links])
 
 
-def _expand(pattern: str) -> list[tuple[Path, str | None]]:
-    """A glob as :func:`_walk` expands it, from its longest directory without wildcards."""
+def _expand(pattern: str, follow_links: bool = False) -> tuple[Path, list[tuple[Path, str | None]]]:
+    """A glob's root (its longest directory without wildcards; the path itself
+    when it has none) and its matches as :func:`_walk` expands them."""
     parts = PurePosixPath(pattern).parts
     fixed = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[")), len(parts))
     root = Path(*parts[:fixed])
     if fixed == len(parts):
-        return [(root, None)] if os.path.lexists(root) else []
-    return _walk(root, parts[fixed:]) if root.is_dir() else []
+        return root, [(root, None)] if os.path.lexists(root) else []
+    return root, _walk(root, parts[fixed:], follow_links) if root.is_dir() else []
 
 
 def _problem_name(problem: str) -> str:
     return problem.replace("_", " ")
 
 
-def _file_problem(path: Path) -> tuple[os.stat_result | None, str | None]:
-    """The file's ``stat`` (links followed) or why it cannot be a document."""
+def _file_problem(path: Path, root: str, follow_links: bool) -> tuple[os.stat_result | None, str | None, str]:
+    """The file's ``stat`` (links followed), or why it cannot be a document,
+    and its resolved path. ``root`` is the corpus root, resolved: a link that
+    leads out of it is ``outside_root`` unless ``follow_links``."""
     try:
-        st = path.stat()
+        path.stat()
     except FileNotFoundError:
-        return None, "dangling_link" if path.is_symlink() else "unreadable"
+        return None, "dangling_link" if path.is_symlink() else "unreadable", str(path)
     except OSError as err:
-        return None, "symlink_loop" if err.errno == errno.ELOOP else "unreadable"
-    return (st, None) if stat.S_ISREG(st.st_mode) else (None, "not_regular")
+        return None, "symlink_loop" if err.errno == errno.ELOOP else "unreadable", str(path)
+    real = os.path.realpath(path)
+    if _system(real):
+        return None, "system_path", real
+    if not follow_links and not _inside(real, root):
+        return None, "outside_root", real
+    try:
+        st = os.stat(real)
+    except OSError:
+        return None, "unreadable", real
+    return (st, None, real) if stat.S_ISREG(st.st_mode) else (None, "not_regular", real)
 
 
-def _globbed(patterns: list[str], what: str, part: int, n_parts: int, skips: Counter) -> list[Path]:
-    """The regular files the globs match, sorted; every other match (a
-    dangling link, a link loop, a FIFO, an unreadable directory, ...) is
+def _log_skip(problem: str, path: Path, real: str) -> None:
+    if problem == "outside_root":
+        log.warning("%s leads outside the corpus root (to %s): skipped unread (the corpus's follow_links: true reads it)",
+                    readable(str(path)), readable(real))
+    elif problem == "system_path":
+        log.warning("%s is or leads into %s: skipped unread", readable(str(path)), readable(real))
+    elif problem not in ("unreadable", "unreadable_directory"):  # those are logged with their cause
+        log.warning("%s %s skipped", _problem_name(problem), readable(str(path)))
+
+
+def _globbed(patterns: list[str], what: str, part: int, n_parts: int, skips: Counter,
+             follow_links: bool = False) -> list[tuple[Path, str]]:
+    """The regular files the globs match, sorted, each with its resolved path
+    (the one to open); every other match (a dangling link, a link loop, a
+    link out of its glob's root, a FIFO, an unreadable directory, ...) is
     counted as a skip by shard ``k % n_parts`` of its place ``k`` in the list."""
-    entries = sorted(dict(e for pattern in patterns for e in _expand(pattern)).items())
-    if not entries:
+    found: dict[Path, tuple[str | None, str]] = {}
+    for pattern in patterns:
+        root, matches = _expand(pattern, follow_links)
+        real_root = os.path.realpath(root)
+        if _system(real_root):
+            raise InputError(pattern, None, f"the corpus lies in {', '.join(SYSTEM_ROOTS)}: never read")
+        found.update((path, (problem, real_root)) for path, problem in matches)
+    if not found:
         raise InputError(", ".join(patterns), None, f"no {what} files match")
     files = []
-    for k, (path, problem) in enumerate(entries):
+    for k, (path, (problem, real_root)) in enumerate(sorted(found.items())):
+        real = str(path)
         if problem is None:
-            _, problem = _file_problem(path)
+            _, problem, real = _file_problem(path, real_root, follow_links)
         if problem is None:
-            files.append(path)
+            files.append((path, real))
         elif k % n_parts == part:
-            if problem != "unreadable_directory":
-                log.warning("%s %s skipped", _problem_name(problem), readable(str(path)))
+            _log_skip(problem, path, real)
             skips[problem] += 1
     return files
 
@@ -228,9 +317,12 @@ def _file_docs(source: dict, part: int, n_parts: int, skips: Counter, max_bytes:
     root = Path(source["root"])
     if not root.is_dir():
         raise InputError(str(root), None, "corpus root is not a directory")
-    entries = _walk(root, PurePosixPath(source["glob"]).parts)
+    real_root, follow_links = os.path.realpath(root), bool(source.get("follow_links", False))
+    if _system(real_root):
+        raise InputError(str(root), None, f"the corpus root lies in {', '.join(SYSTEM_ROOTS)}: never read")
+    entries = _walk(root, PurePosixPath(source.get("glob", "**/*")).parts, follow_links)
     if not entries:
-        raise InputError(str(root), None, f"no files match {source['glob']!r}")
+        raise InputError(str(root), None, f"no files match {source.get('glob', '**/*')!r}")
     for k, (path, problem) in enumerate(entries):
         if k % n_parts != part:
             continue
@@ -238,26 +330,28 @@ def _file_docs(source: dict, part: int, n_parts: int, skips: Counter, max_bytes:
         name = readable(rel)
         if name != rel:
             log.warning("file name %s is not UTF-8: recorded with escapes", name)
-        st = None
+        st, real = None, str(path)
         if problem is None:
-            st, problem = _file_problem(path)
+            st, problem, real = _file_problem(path, real_root, follow_links)
         if problem is None and max_bytes is not None and st.st_size > max_bytes:
-            yield RawDocument(name, readable(str(path)), LargeFile(path, st.st_size))
+            yield RawDocument(name, readable(str(path)), LargeFile(Path(real), st.st_size))
             continue
         if problem is None:
             try:
-                with path.open("rb") as fh:  # read at most max_bytes + 1: a file that grew since stat stays bounded
+                with open_regular(real) as fh:  # read at most max_bytes + 1: a file that grew since stat stays bounded
                     data = fh.read() if max_bytes is None else fh.read(max_bytes + 1)
             except OSError as err:
-                log.warning("unreadable %s: %s", readable(str(path)), err.strerror)
-                problem = "unreadable"
+                if err.errno == errno.EINVAL:  # swapped for a FIFO or a device since it was checked
+                    problem = "not_regular"
+                else:
+                    log.warning("unreadable %s: %s", readable(str(path)), err.strerror)
+                    problem = "unreadable"
             else:
                 if max_bytes is not None and len(data) > max_bytes:
-                    data = LargeFile(path, len(data))
+                    data = LargeFile(Path(real), len(data))
                 yield RawDocument(name, readable(str(path)), data)
                 continue
-        if problem not in ("unreadable", "unreadable_directory"):  # those are logged with their cause
-            log.warning("%s %s skipped", _problem_name(problem), readable(str(path)))
+        _log_skip(problem, path, real)
         skips[problem] += 1
 
 
@@ -285,10 +379,10 @@ def _jsonl_docs(source: dict, part: int, n_parts: int, skips: Counter, max_bytes
     content, id_column = source["content"], source.get("id")
     cap = max_bytes if huge == "skip" else None
     line_no = 0
-    for path in _globbed(source["paths"], "JSONL", part, n_parts, skips):
+    for path, real in _globbed(source["paths"], "JSONL", part, n_parts, skips, bool(source.get("follow_links", False))):
         where = readable(str(path))
         try:
-            fh = path.open("rb")
+            fh = open_regular(real)
         except OSError as err:
             log.warning("unreadable %s: %s", where, err.strerror)
             skips["unreadable"] += int(line_no % n_parts == part)
@@ -332,11 +426,12 @@ def _jsonl_docs(source: dict, part: int, n_parts: int, skips: Counter, max_bytes
                 yield RawDocument(doc_id, f"{where}:{k}", record[content])
 
 
-def _open_parquet(path: Path, dirty: bool, skips: Counter, count: bool) -> pq.ParquetFile | None:
-    """The file opened, or, in a dirty corpus, None when it is not Parquet
-    (counted once, by the shard ``count`` names); in a pipeline artifact that is an error."""
+def _open_parquet(path: Path, dirty: bool, skips: Counter, count: bool, real: str | None = None) -> pq.ParquetFile | None:
+    """The file opened (at ``real``, its resolved path, when given), or, in a
+    dirty corpus, None when it is not Parquet (counted once, by the shard
+    ``count`` names); in a pipeline artifact that is an error."""
     try:
-        return pq.ParquetFile(path)
+        return pq.ParquetFile(real or path)
     except (pa.ArrowException, OSError, UnicodeDecodeError) as err:  # the last: a corrupt column name
         if not dirty:
             raise InputError(str(path), None, f"not a readable Parquet file: {err}") from None
@@ -402,8 +497,9 @@ def iter_source(source: dict, part: int, n_parts: int, inputs: list[Path], skips
         yield from _jsonl_docs(source, part, n_parts, skips, max_bytes, huge)
     elif kind == "parquet":
         unit = 0
-        for k, path in enumerate(_globbed(source["paths"], "Parquet", part, n_parts, skips)):
-            pf = _open_parquet(path, True, skips, count=k % n_parts == part)
+        follow_links = bool(source.get("follow_links", False))
+        for k, (path, real) in enumerate(_globbed(source["paths"], "Parquet", part, n_parts, skips, follow_links)):
+            pf = _open_parquet(path, True, skips, count=k % n_parts == part, real=real)
             if pf is None:
                 continue
             yield from _parquet_docs(pf, path, source["content"], source.get("id"), source.get("location"), part, n_parts,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import write_table
-from leaktrace.data.benchmarks import load_benchmark, source_name
+from leaktrace.data.benchmarks import benchmark_format, load_benchmark, source_name
 from leaktrace.data.corpora import corpus_documents, shard
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 
@@ -40,7 +40,7 @@ GENERIC_BENCHMARK_SCHEMA = pa.schema(
 CORPUS_SCHEMA = pa.schema([("doc_id", pa.string()), ("source", pa.string()), ("text", pa.string())])
 
 def ingest_benchmark(name: str, settings: dict, output: Path) -> None:
-    fmt = settings.get("format", "humaneval")
+    fmt = benchmark_format(settings)  # a preset implies it where the config leaves it out
     if fmt != "humaneval":
         samples = load_benchmark(settings, name, settings.get("limit"))
         rows = [{**vars(s), "code": s.code} for s in samples]

@@ -4,7 +4,10 @@ Three steps. `make_mutations_table`: every configured mutation of every
 evaluated sample (seeded per sample and mutation), each run against the
 sample's tests in the sandbox with the variants' differential validation;
 invalid ones are kept with their reason and never scored, as are T3 texts
-that could not reach their target; the names T2 renamed are counted by kind
+that could not reach their target; a mutated text (or neighbour) that leaves
+the code unchanged (``variants.validate.is_unchanged``: T1 compared by its
+lines, the others by their code tokens) is status ``unchanged``, never
+``valid``, not run and never scored; the names T2 renamed are counted by kind
 and source (`rename_count_rows`). `score_mutations`: the mutated texts are
 more texts of the one-pass token cache, under the keys (sample, 0,
 mutation name), with their ReCaLL prefixed pass (views ``prefixed:<name>``)
@@ -45,7 +48,7 @@ from leaktrace.variants.lexicon import IdentifierLexicon
 from leaktrace.variants.naming import NameProposer
 from leaktrace.variants.renaming import replay_renames
 from leaktrace.variants.synonyms import WordAlternatives
-from leaktrace.variants.validate import reserved_names, validate_variants
+from leaktrace.variants.validate import is_unchanged, reserved_names, validate_variants, variant_status
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +72,7 @@ MUTATIONS_SCHEMA = pa.schema(
         ("valid", pa.bool_()),
         ("invalid_reason", pa.string()),
         ("isolation", pa.string()),
+        ("status", pa.string()),  # valid, invalid, or unchanged (the code is the original's: not valid, counted apart)
     ]
 )
 
@@ -150,10 +154,14 @@ def make_mutations_table(benchmark: Path, samples: Path, variants: Path, lexicon
                                          protected=protected)
             except ValueError as error:  # a sample this mutation cannot take
                 rows.append({**row, "text": None, "similarity": None, "reached": False, "details": "{}",
-                             "valid": False, "invalid_reason": f"mutation: {error}"})
+                             "valid": False, "invalid_reason": f"mutation: {error}", "status": "invalid"})
                 continue
-            rows.append({**row, "text": mutated.text, "similarity": mutated.similarity, "reached": mutated.reached,
-                         "details": json.dumps(mutated.details, sort_keys=True), "_program": len(programs)})
+            row |= {"text": mutated.text, "similarity": mutated.similarity, "reached": mutated.reached,
+                    "details": json.dumps(mutated.details, sort_keys=True)}
+            if is_unchanged(s["code"], mutated.text, "python", layout=mutation.kind == "T1"):
+                rows.append({**row, "valid": False, "invalid_reason": None, "status": "unchanged"})
+                continue
+            rows.append({**row, "_program": len(programs)})
             programs.append((mutated.text, test, mutated.entry_point))
             originals.append(base)
             for variant_id, renames in neighbours.get(s["sample_id"], []):
@@ -161,8 +169,13 @@ def make_mutations_table(benchmark: Path, samples: Path, variants: Path, lexicon
                                           reserved=protected)
                 neighbour = {**row, "neighbor": variant_id, "similarity": None, "reached": mutated.reached}
                 if replayed is None:
-                    rows.append({**neighbour, "text": None, "details": "{}", "valid": False,
+                    rows.append({**neighbour, "text": None, "details": "{}", "valid": False, "status": "invalid",
                                  "invalid_reason": "neighbor: no name of the variant's renaming is in the mutated text"})
+                    continue
+                if is_unchanged(mutated.text, replayed.text, "python"):
+                    rows.append({**neighbour, "text": replayed.text, "details": json.dumps(
+                        {"renames": replayed.renames}, sort_keys=True), "valid": False, "invalid_reason": None,
+                                 "status": "unchanged"})
                     continue
                 rows.append({**neighbour, "text": replayed.text, "details": json.dumps({"renames": replayed.renames},
                                                                                         sort_keys=True),
@@ -179,6 +192,7 @@ def make_mutations_table(benchmark: Path, samples: Path, variants: Path, lexicon
         row["isolation"] = isolation
         if "_program" in row:
             row["valid"], row["invalid_reason"] = verdicts[row.pop("_program")]
+            row["status"] = variant_status(row["valid"], False)
     write_table(rows, MUTATIONS_SCHEMA, output)
     texts = [r for r in rows if r["neighbor"] == 0]
     counts = rename_count_rows(texts)
@@ -186,8 +200,10 @@ def make_mutations_table(benchmark: Path, samples: Path, variants: Path, lexicon
     log.info("renamed names per sample: %s", {m: round(sum(r["names"] for r in counts if r["mutation"] == m)
                                                         / max(1, next(r["samples"] for r in counts if r["mutation"] == m)), 2)
                                                for m in dict.fromkeys(r["mutation"] for r in counts)})
-    log.info("%d samples, %d mutations each; valid by mutation: %s; valid neighbours: %d of %d", len(evaluated),
-             len(mutations), {m.name: sum(r["valid"] for r in texts if r["mutation"] == m.name) for m in mutations},
+    log.info("%d samples, %d mutations each; valid (unchanged) by mutation: %s; valid neighbours: %d of %d",
+             len(evaluated), len(mutations),
+             {m.name: f"{sum(r['valid'] for r in texts if r['mutation'] == m.name)} "
+                      f"({sum(r['status'] == 'unchanged' for r in texts if r['mutation'] == m.name)})" for m in mutations},
              sum(r["valid"] for r in rows if r["neighbor"]), sum(1 for r in rows if r["neighbor"]))
 
 
@@ -488,15 +504,21 @@ def study_report(rows: list[dict], table: list[dict], mutations: list[Mutation],
                  drops: list[dict]) -> str:
     """The study's Markdown: validity, then an AUC table (method x condition) per analysis."""
     lines = ["## CodeSnitch robustness study", "", "Mutated samples that pass their tests in the sandbox "
-             "(differential validation) and, for T3, reach their target within one line; only these are scored.", "",
-             "| mutation | samples | valid | at target | scored | mean similarity |", "| --- | --- | --- | --- | --- | --- |"]
+             "(differential validation) and, for T3, reach their target within one line; only these are scored. "
+             "Unchanged: the mutation left the code as it was (T1: the same lines up to trailing whitespace; the "
+             "others: the same code tokens), counted apart, neither valid nor invalid, never scored.", "",
+             "| mutation | samples | valid | unchanged | invalid | at target | scored | mean similarity |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for m in mutations:
         own = [r for r in table if r["mutation"] == m.name]
         scored = [r for r in own if r["valid"] and r["reached"]]
         similarity = [r["similarity"] for r in own if r["similarity"] is not None]
-        lines.append(f"| {m.name} | {len(own)} | {sum(r['valid'] for r in own)} | {sum(r['reached'] for r in own)} | "
+        unchanged = sum(r.get("status") == "unchanged" for r in own)
+        lines.append(f"| {m.name} | {len(own)} | {sum(bool(r['valid']) for r in own)} | {unchanged} | "
+                     f"{sum(not r['valid'] for r in own) - unchanged} | {sum(r['reached'] for r in own)} | "
                      f"{len(scored)} | {_cell(float(np.mean(similarity)) if similarity else None)} |")
-    reasons = Counter((r["invalid_reason"] or "").split(":")[0] for r in table if not r["valid"])
+    reasons = Counter((r["invalid_reason"] or "").split(":")[0] for r in table
+                      if not r["valid"] and r.get("status") != "unchanged")
     if reasons:
         lines += ["", "Invalid, by reason: " + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))]
     lines += rename_table(rename_count_rows(table))
@@ -569,16 +591,19 @@ def mutate_jsonl(kind: str, target: float | None, seed: int, input_path: Path, o
         tests, entry_point = record.get("tests"), record.get("entry_point")
         compiled = language.lower() in ("java", "cpp", "c++")
         row = {"id": record["id"], "mutation": mutation.name, "valid": None, "invalid_reason": None,
-               "validation": None}
+               "validation": None, "status": None}
         try:
             protected = (test_names(tests) if compiled else reserved_names(tests)) if tests else ()
             mutated = apply_mutation(mutation, record["code"], language, entry_point,
                                      rng_for(seed, "mutate", mutation.name, record["id"]), names=names, protected=protected)
         except (ValueError, SyntaxError) as error:
             out.append({**row, "code": None, "similarity": None, "reached": False, "valid": False,
-                        "invalid_reason": f"mutation: {error}"})
+                        "invalid_reason": f"mutation: {error}", "status": "invalid"})
             continue
         row |= {"code": mutated.text, "similarity": mutated.similarity, "reached": mutated.reached, **mutated.details}
+        if is_unchanged(record["code"], mutated.text, language, layout=mutation.kind == "T1"):
+            out.append({**row, "valid": False, "status": "unchanged"})  # not run: nothing was mutated
+            continue
         if tests and entry_point and language.lower() == "python":
             row["_program"] = len(programs)
             originals += [len(programs), len(programs)]
@@ -598,6 +623,9 @@ def mutate_jsonl(kind: str, target: float | None, seed: int, input_path: Path, o
         elif "_build" in row:
             row["valid"], row["invalid_reason"] = build_verdicts[row.pop("_build") + 1]
             row["validation"] = "unvalidated" if row["valid"] is None else "sandbox"
+        if row["status"] is None:
+            row["status"] = variant_status(row["valid"], False)
     output.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in out), encoding="utf-8")
-    log.info("%s: %d of %d mutated; %d validated, %d valid", mutation.name, sum(r["code"] is not None for r in out),
-             len(out), sum(r["valid"] is not None for r in out), sum(bool(r["valid"]) for r in out))
+    log.info("%s: %d of %d mutated; %d unchanged; %d validated, %d valid", mutation.name,
+             sum(r["code"] is not None for r in out), len(out), sum(r["status"] == "unchanged" for r in out),
+             sum(r["valid"] is not None and r["status"] != "unchanged" for r in out), sum(bool(r["valid"]) for r in out))

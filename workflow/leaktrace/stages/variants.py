@@ -19,7 +19,9 @@ variant ("ast", "llm", each with "+tt" where tau_t changed it). The original
 is run against its tests in the sandbox and stored as ``variant_id`` 0; a
 variant is valid iff it behaves exactly as the original under them: the
 HumanEval-style test's calls, or, for an APPS-style whole program, its
-output on each of the first ``io_cases`` standard inputs. Every
+output on each of the first ``io_cases`` standard inputs; a variant whose
+code tokens are the original's (``variants.validate.is_unchanged``) is
+status ``unchanged``, not valid, whatever the sandbox says. Every
 row records the sandbox's isolation level (``full``, or ``weak`` where the
 config allowed running without namespaces or cgroups). With
 ``variants.natural`` on, the sets "rename" and "filter" are drawn as a larger
@@ -51,7 +53,7 @@ from leaktrace.variants.renaming import Variant, make_variants
 from leaktrace.variants.synonyms import WordAlternatives
 from leaktrace.variants.testcases import Plan, apply_plan, plan_test_cases, run_plans
 from leaktrace.variants.kinds import VARIANT_SETS
-from leaktrace.variants.validate import reserved_names, validate_variants
+from leaktrace.variants.validate import is_unchanged, reserved_names, validate_variants, variant_status
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +77,7 @@ VARIANTS_SCHEMA = pa.schema(
         ("valid", pa.bool_()),
         ("invalid_reason", pa.string()),
         ("isolation", pa.string()),  # the sandbox's: "full" or "weak"
+        ("status", pa.string()),  # valid, invalid, or unchanged (the original's code tokens: not valid, counted apart)
     ]
 )
 
@@ -137,13 +140,15 @@ def make_variants_table(
     original_of = {row["sample_id"]: i for i, row in enumerate(rows) if row["variant_id"] == 0}
     originals = [original_of[row["sample_id"]] for row in rows]
     verdicts = validate_variants(programs, originals, limits, workers=workers)
-    for row, (valid, reason) in zip(rows, verdicts, strict=True):
-        row["valid"], row["invalid_reason"], row["isolation"] = valid, reason, isolation
+    for row, (valid, reason), original in zip(rows, verdicts, originals, strict=True):
+        unchanged = row["variant_id"] != 0 and is_unchanged(rows[original]["text"], row["text"], "python")
+        row["valid"], row["invalid_reason"], row["isolation"] = valid and not unchanged, reason, isolation
+        row["status"] = variant_status(valid, unchanged)
     write_table(rows, VARIANTS_SCHEMA, output)
-    failures = Counter((r["invalid_reason"] or "").split(":")[0] for r in rows if not r["valid"])
-    log.info("%d samples, %d detector and %d filter variants, %d invalid (%s); other sets: %s", len(samples),
-             sum(r["kind"] == "rename" for r in rows), sum(r["kind"] == "filter" for r in rows),
-             sum(not r["valid"] for r in rows), dict(failures),
+    failures = Counter((r["invalid_reason"] or "").split(":")[0] for r in rows if r["status"] == "invalid")
+    log.info("%d samples, %d detector and %d filter variants, %d invalid (%s), %d unchanged; other sets: %s",
+             len(samples), sum(r["kind"] == "rename" for r in rows), sum(r["kind"] == "filter" for r in rows),
+             sum(r["status"] == "invalid" for r in rows), dict(failures), sum(r["status"] == "unchanged" for r in rows),
              dict(Counter(r["kind"] for r in rows if r["kind"] in VARIANT_SETS)))
 
 

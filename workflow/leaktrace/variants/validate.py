@@ -18,6 +18,11 @@ another order counts as a difference. The entry point is recorded as
 run on standard input (APPS) is recorded as one "call" per case, its
 output as the value (`leaktrace.sandbox.stdio`): a renamed variant must
 write byte for byte what its original wrote on every input.
+
+A variant or mutation that leaves the code unchanged is not valid either: it
+passes trivially and measures nothing. :func:`is_unchanged` compares the
+normalised texts, and :func:`variant_status` reports such a one as
+``unchanged`` (never ``valid``), counted apart from valid and invalid ones.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from __future__ import annotations
 import ast
 import io
 import keyword
+import re
 import token
 import tokenize
 from collections.abc import Sequence
@@ -36,6 +42,45 @@ from leaktrace.sandbox.stdio import run_io_tests_many
 from leaktrace.sandbox.values import decode
 
 _SHOWN_CHARS = 120
+STATUSES = ("valid", "invalid", "unchanged", "unvalidated")
+# Python tokens that are layout or commentary, not code
+_LAYOUT_TOKENS = {token.COMMENT, token.NL, token.ENCODING, token.ENDMARKER}
+_CODE_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def normalised_code(code: str, language: str = "python", *, layout: bool = False) -> tuple[str, ...]:
+    """The text two versions of a program are compared by. With ``layout``
+    (for a mutation whose change is the layout, T1): the lines with line
+    endings unified, trailing whitespace and leading/trailing blank lines
+    dropped. Otherwise the code tokens: for Python, ``tokenize``'s tokens
+    without comments and blank lines, indentation kept as INDENT/DEDENT/
+    NEWLINE markers (so spacing, line breaks inside brackets and comments do
+    not count, a statement moved in or out of a block does); for other
+    languages, or Python that does not tokenize, runs of word characters and
+    single punctuation characters (so only whitespace does not count)."""
+    lines = code.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if layout:
+        return tuple("\n".join(line.rstrip() for line in lines).strip("\n").split("\n"))
+    if language.lower() == "python":
+        try:
+            return tuple(tok.string if tok.type not in (token.NEWLINE, token.INDENT, token.DEDENT) else token.tok_name[tok.type]
+                         for tok in tokenize.generate_tokens(io.StringIO("\n".join(lines)).readline)
+                         if tok.type not in _LAYOUT_TOKENS)
+        except (tokenize.TokenError, SyntaxError):  # IndentationError is a SyntaxError
+            pass
+    return tuple(_CODE_TOKEN.findall(code))
+
+
+def is_unchanged(original: str, text: str | None, language: str = "python", *, layout: bool = False) -> bool:
+    """Whether ``text`` is ``original`` under :func:`normalised_code` (a missing text is not unchanged)."""
+    return text is not None and normalised_code(original, language, layout=layout) == normalised_code(
+        text, language, layout=layout)
+
+
+def variant_status(valid: bool | None, unchanged: bool) -> str:
+    """``unchanged`` (whatever the sandbox said), else ``valid``, ``invalid``,
+    or ``unvalidated`` (not run: no tests or no toolchain)."""
+    return "unchanged" if unchanged else "unvalidated" if valid is None else "valid" if valid else "invalid"
 
 
 def reserved_names(test: str | IoTests | UnittestTests) -> frozenset[str]:
