@@ -263,4 +263,7 @@ def test_report_section_names_failed_rows_counts_unjudged_ones_and_shows_ks_only
     assert "**Does not hold** (1 of 1 rows): m under reference at α = 0.1" in fold and "ks_p" not in fold
     assert "| ks_d | ks_p |" in text[text.index("### Null: re-randomised"):text.index("### Null: real order")]
     order = text[text.index("### Null: real order"):]
-    assert "1 of 2 rows cannot be judged" in order and "real order under ref-model, which never saw it" in order
+    assert "1 of 2 rows cannot be judged" in order and "real order at some α under ref-model" in order
+    assert "(Bonferroni, p = 0.3) that is within chance" in order  # the pooled row holds: no structure claimed
+    failing = [*rows[1:2], count_row("exchangeability", POOLED_UNEXPOSED, REAL_ORDER, 0.05, 1, 1, pooled_models([0.001], 0.05))]
+    assert "this benchmark's order carries structure" in calibration_section(failing)

@@ -51,6 +51,13 @@ def _real_order(rows: Sequence[dict]) -> str:
     rejecting = sorted({r["model"] for r in rows if r["rejections"] and r["model"] != POOLED_UNEXPOSED})
     if not rejecting:
         return ""
+    pooled = [r for r in rows if r["model"] == POOLED_UNEXPOSED and r.get("holds_p") is not None]
+    if pooled and all(r["holds"] for r in pooled):
+        return (f"Exchangeability rejects the benchmark's real order at some α under {', '.join(rejecting)}, which never "
+                f"saw it; pooled over the unexposed models (Bonferroni, p = {pooled[0]['holds_p']:.3g}) that is within "
+                "chance, so structure in the order is not established either way. The test is valid only for a "
+                "benchmark whose order was randomised at release; without that, its p-values on this benchmark are "
+                "not evidence of contamination.\n\n")
     return (f"Exchangeability rejects the benchmark's real order under {', '.join(rejecting)}, which never saw it: "
             "the test is valid only for a benchmark whose order was randomised at release, and this benchmark's order "
             "carries structure a model can prefer without having seen it (e.g. related problems next to each other). "
