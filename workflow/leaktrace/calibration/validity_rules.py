@@ -107,7 +107,7 @@ def repartition_expected_rate(scores: np.ndarray, n_controls: int, alpha: float)
     k = flag_rank(alpha, n_controls)
     if k == 0:
         return 0.0
-    at_or_above = (scores[None, :] >= scores[:, None]).sum(axis=1) - 1  # G_x: the others scoring >= s(x)
+    at_or_above = scores.size - np.searchsorted(np.sort(scores), scores, side="left") - 1  # G_x: the others scoring >= s(x)
     return float(np.mean(hypergeom.cdf(k - 1, scores.size - 1, at_or_above, n_controls)))
 
 

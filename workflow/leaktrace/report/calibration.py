@@ -65,17 +65,17 @@ def _real_order(rows: Sequence[dict]) -> str:
 
 
 def calibration_section(rows: Sequence[dict]) -> str:
-    parts = ["\n## Calibration: false-positive rates under nulls the testbed knows to be true\n\n"
-             "`calibration.parquet`, one row per (method, model, null, α): `n` null draws (a count) or partitions "
-             "(an average), the rate of decisions at α among them with its 95% interval (Clopper-Pearson for a count, "
-             "normal over partitions for an average), and `holds`: whether the row's `rule` finds the rate consistent "
-             f"with `expected_rate` at level {LEVEL} (one-sided), a test chosen for how the row's draws depend on each "
-             "other, whose false-alarm rate under exact exchangeability is at most that level: `binomial` for "
-             "independent draws (the Clopper-Pearson interval reaches down to α), `beta-binomial` for flags sharing "
-             "one control set, `mean vs expectation` for re-partitions (with the mean's Monte Carlo error), "
-             "`Bonferroni over models` for models scoring one data set; empty where a row is one draw. `holds_p`: "
-             "the rule's p-value. `ks_d`, `ks_p`: a KS test of null p-values against U(0, 1), only where the draws "
-             "are independent given the data (not for conformal p-values, which share a control set or a pool).\n"]
+    parts = [("\n## Calibration: false-positive rates under nulls the testbed knows to be true\n\n"
+              "`calibration.parquet`, one row per (method, model, null, α): `n` null draws (a count) or partitions "
+              "(an average), the rate of decisions at α among them with its 95% interval (Clopper-Pearson for a count, "
+              "normal over partitions for an average), and `holds`: whether the row's `rule` finds the rate consistent "
+              f"with `expected_rate` at level {LEVEL} (one-sided), a test chosen for how the row's draws depend on each "
+              "other, whose false-alarm rate under exact exchangeability is at most that level: `binomial` for "
+              "independent draws (the Clopper-Pearson interval reaches down to α), `beta-binomial` for flags sharing "
+              "one control set, `mean vs expectation` for re-partitions (with the mean's Monte Carlo error), "
+              "`Bonferroni over models` for models scoring one data set; empty where a row is one draw. `holds_p`: "
+              "the rule's p-value. `ks_d`, `ks_p`: a KS test of null p-values against U(0, 1), only where the draws "
+              "are independent given the data (not for conformal p-values, which share a control set or a pool).\n")]
     if not rows:
         return parts[0] + "\n_(no calibration rows)_\n"
     order = [*NULL_TEXT, *sorted({r["null"] for r in rows} - set(NULL_TEXT))]
