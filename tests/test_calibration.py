@@ -3,6 +3,8 @@ hand values and under exchangeability, the Clopper-Pearson figures of the
 reference, the calibration table's rules, cross-fitting that never scores a
 sample with a fit that saw its label, and the checks that use them."""
 
+import math
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -14,8 +16,10 @@ from leaktrace.calibration.rates import clopper_pearson
 from leaktrace.calibration.table import (AVERAGE, CALIBRATION_FOLD, COUNT, REPARTITIONED, SCHEMA, average_row, combined_rows,
                                          count_row, write_rows)
 from leaktrace.calibration.unexposed import is_unexposed, unexposed_models
+from leaktrace.calibration.validity_rules import repartition_expected_rate
 from leaktrace.detect.cross_fit import UNLABELLED, Problem, assign_folds, cross_fit, cross_fit_many, row_conformal_inputs
 from leaktrace.errors import InputError
+from scipy.stats import binomtest
 
 CONTROL = np.array([0.1, 0.4, 0.4, 0.7, 0.9])
 
@@ -64,9 +68,15 @@ def test_count_and_average_rows_hold_by_their_rules():
     assert count_row("m", "reference", CALIBRATION_FOLD, 0.05, 6, 46)["holds"]
     row = count_row("m", "reference", CALIBRATION_FOLD, 0.05, 8, 46)
     assert not row["holds"] and row["kind"] == COUNT and row["ci_low"] > 0.05
-    assert average_row("m", "reference", REPARTITIONED, 0.05, [0.05, 0.07])["holds"]  # mean 0.06 = alpha + 0.01
-    row = average_row("m", "reference", REPARTITIONED, 0.05, [0.05, 0.075])
-    assert not row["holds"] and row["kind"] == AVERAGE and row["rejections"] is None and row["n"] == 2
+    assert (row["rule"], row["expected_rate"], row["holds_p"]) == ("binomial", 0.05, pytest.approx(binomtest(8, 46, 0.05, "greater").pvalue))
+    # an average against its expectation with its Monte Carlo error: [0.05, 0.07] has mean 0.06, standard error
+    # 0.01, so t = 1 on one degree of freedom, p = 1/4: the excess is noise; 200 partitions at 0.06 +- 0.01 are not
+    row = average_row("m", "reference", REPARTITIONED, 0.05, [0.05, 0.07])
+    assert row["holds"] and row["holds_p"] == pytest.approx(0.25) and row["rule"] == "mean vs expectation"
+    row = average_row("m", "reference", REPARTITIONED, 0.05, [0.05, 0.07] * 100)
+    assert not row["holds"] and row["kind"] == AVERAGE and row["rejections"] is None and row["n"] == 200
+    assert average_row("m", "reference", REPARTITIONED, 0.05, [0.05, 0.07] * 100, expected_rate=0.06)["holds"]
+    assert average_row("m", "reference", REPARTITIONED, 0.05, [0.05])["holds"] is None  # one partition: unjudgeable
 
 
 def test_row_files_join_sorted_and_a_stranger_file_or_a_repeated_key_is_named(tmp_path):
@@ -138,11 +148,26 @@ def test_row_conformal_inputs_read_a_cross_fit_from_score_rows():
 
 def test_calibration_fold_check_counts_flags_among_evaluation_non_members():
     rows = {f"c{i}": {"score": float(i)} for i in range(9)} | {f"t{i}": {"score": 7.5 + i} for i in range(4)}
-    out = calibration_fold_rows("m", "reference", rows, [f"c{i}" for i in range(9)], [f"t{i}" for i in range(4)],
-                                [0.1, 0.2], np.random.default_rng(0))
+    out = calibration_fold_rows("m", "reference", rows, [f"c{i}" for i in range(9)], [f"t{i}" for i in range(4)], [0.1, 0.2])
     # t0 (7.5) is reached by one control (8): p = 2/10; t1..t3 by none: p = 1/10
     assert [(r["alpha"], r["rejections"], r["n"]) for r in out] == [(0.1, 3, 4), (0.2, 4, 4)]
-    assert not out[0]["holds"]
+    # the flags share the 9 controls: k = 1 at 0.1, the count is BetaBinomial(4, 1, 9), P(X >= 3) = 36/2860 + 9/6435
+    assert out[0]["rule"] == "beta-binomial" and out[0]["expected_rate"] == pytest.approx(0.1)
+    assert out[0]["holds_p"] == pytest.approx(2 / 143) and not out[0]["holds"] and out[0].get("ks_p") is None
+
+
+def test_calibration_fold_check_holds_where_only_chance_flags():
+    """6 of 45 flagged at 0.05 with 19 shared controls. As independent flags
+    (Binomial(45, 0.05): the Clopper-Pearson interval [0.0505, 0.268] above
+    0.05) the row would fail; the flags share the controls, whose FPR is
+    Beta(1, 19), and the count's beta-binomial P(X >= 6) holds: with k = 1,
+    X >= 6 iff the top 6 of all 64 scores are tested ones, C(45, 6) / C(64, 6)
+    = 0.109."""
+    rows = {f"c{i}": {"score": float(i)} for i in range(19)}
+    rows |= {f"t{i}": {"score": 18.5 if i < 6 else 0.5} for i in range(45)}  # above every control (p = 1/20), or below 18
+    (row,) = calibration_fold_rows("m", "reference", rows, [f"c{i}" for i in range(19)], [f"t{i}" for i in range(45)], [0.05])
+    assert row["rejections"] == 6 and row["ci_low"] > 0.05 and row["holds"]
+    assert row["holds_p"] == pytest.approx(math.comb(45, 6) / math.comb(64, 6))
 
 
 def test_repartitioned_check_holds_for_a_label_free_score():
@@ -150,7 +175,20 @@ def test_repartitioned_check_holds_for_a_label_free_score():
     rows = repartitioned_rows("loss", "reference", scores, 19, 200, [0.05, 0.1, 0.2], seed=3)
     assert all(r["holds"] and r["n"] == 200 for r in rows)
     assert [r["rate"] for r in rows] == pytest.approx([0.05, 0.1, 0.2], abs=0.02)
-    assert rows[0]["ks_p"] > 1e-3
+    # continuous scores: the exact expectation over partitions is k / (m + 1) = alpha with 19 controls
+    assert [r["expected_rate"] for r in rows] == pytest.approx([0.05, 0.1, 0.2])
+    assert all(r["rule"] == "mean vs expectation" and r.get("ks_p") is None for r in rows)
+
+
+def test_repartitioned_check_judges_tied_scores_against_their_lower_exact_expectation():
+    """Two score levels, 30 non-members each: a tested sample on the lower
+    level is never flagged (every control scores >= it), so the exact
+    expectation over partitions is far below alpha, and the mean is judged
+    against it, not against alpha."""
+    scores = np.repeat([0.0, 1.0], 30)
+    (row,) = repartitioned_rows("loss", "reference", scores, 19, 200, [0.2], seed=3)
+    assert row["expected_rate"] == pytest.approx(repartition_expected_rate(scores, 19, 0.2)) and row["expected_rate"] < 0.01
+    assert row["holds"] and row["rate"] <= row["ci_high"] and row["ci_low"] <= row["expected_rate"] + 0.01
 
 
 def _memorising(features):
@@ -208,3 +246,24 @@ def test_cross_fit_many_without_the_full_fit_leaves_unlabelled_samples_unscored(
     problems = [Problem(np.arange(8), np.array([1, 0] * 4, dtype=bool), seed=s) for s in (1, 2)]
     fits = cross_fit_many(problems, 12, recorder, n_folds=2, full=False)
     assert len(recorder.tasks) == 4 and np.isnan(fits[0].scores[8:]).all() and not np.isnan(fits[0].scores[:8]).any()
+
+
+def test_report_section_names_failed_rows_counts_unjudged_ones_and_shows_ks_only_for_independent_draws():
+    from leaktrace.calibration.table import POOLED_UNEXPOSED, REAL_ORDER, REMEMBERSHIP
+    from leaktrace.calibration.validity_rules import pooled_models, unjudgeable
+    from leaktrace.report.calibration import calibration_section
+
+    flags = {f"c{i}": {"score": float(i)} for i in range(9)} | {f"t{i}": {"score": 7.5 + i} for i in range(4)}
+    rows = calibration_fold_rows("m", "reference", flags, [f"c{i}" for i in range(9)], [f"t{i}" for i in range(4)], [0.1])
+    rows += [count_row("exchangeability", "ref-model", REAL_ORDER, 0.05, 1, 1, unjudgeable(0.05)),
+             count_row("exchangeability", POOLED_UNEXPOSED, REAL_ORDER, 0.05, 1, 1, pooled_models([0.3], 0.05)),
+             count_row("dataset_inference", "reference", REMEMBERSHIP, 0.05, 10, 200, ks_d=0.05, ks_p=0.6)]
+    text = calibration_section(rows)
+    fold = text[text.index("### Null: calibration fold"):text.index("### Null: re-randomised")]
+    assert "**Does not hold** (1 of 1 rows): m under reference at α = 0.1" in fold and "ks_p" not in fold
+    assert "| ks_d | ks_p |" in text[text.index("### Null: re-randomised"):text.index("### Null: real order")]
+    order = text[text.index("### Null: real order"):]
+    assert "1 of 2 rows cannot be judged" in order and "real order at some α under ref-model" in order
+    assert "(Bonferroni, p = 0.3) that is within chance" in order  # the pooled row holds: no structure claimed
+    failing = [*rows[1:2], count_row("exchangeability", POOLED_UNEXPOSED, REAL_ORDER, 0.05, 1, 1, pooled_models([0.001], 0.05))]
+    assert "this benchmark's order carries structure" in calibration_section(failing)

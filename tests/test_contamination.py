@@ -380,5 +380,11 @@ def test_real_order_rows_under_the_unexposed_models_only():
     assert set(by) == {(m, a) for m in ("reference", "ref-model", "pooled unexposed models") for a in (0.05, 0.01)}
     assert (by[("reference", 0.05)]["rejections"], by[("reference", 0.01)]["rejections"]) == (1, 1)
     assert by[("ref-model", 0.05)]["rejections"] == 0
+    assert all(by[(m, a)]["holds"] is None for m in ("reference", "ref-model") for a in (0.05, 0.01))  # one draw each
     pooled = by[("pooled unexposed models", 0.05)]
     assert (pooled["n"], pooled["rejections"], pooled["null"]) == (2, 1, "real order")
+    # the models score one order, so their p-values are dependent: Bonferroni, 2 x 0.009 = 0.018 < 0.025, at every alpha
+    assert pooled["rule"] == "Bonferroni over models" and pooled["holds_p"] == pytest.approx(0.018)
+    assert not pooled["holds"] and not by[("pooled unexposed models", 0.01)]["holds"]
+    (alone,) = real_order_rows({"reference": result(0.3)}, [0.05])[1:]  # one model: its pooled row is judged by its own p
+    assert alone["model"] == "pooled unexposed models" and alone["holds"] and alone["holds_p"] == pytest.approx(0.3)

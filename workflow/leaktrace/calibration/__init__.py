@@ -3,7 +3,7 @@ p-value) with the null it was calibrated against and that null's measured
 false-positive rate. ``conformal``: per-sample p-values against a control
 set of known non-members; ``rates``: rejection rates with exact binomial
 intervals; ``table``: the calibration table every family writes its rows
-through; ``unexposed``: which scored models can serve as nulls;
+through; ``validity_rules``: the tests that decide whether a row holds; ``unexposed``: which scored models can serve as nulls;
 ``conformal_checks`` and ``membership``: the checks of the conformal
 decisions and of dataset inference that fill it; ``sign_flip``: the paired
 permutation test of the complement twin (a target and its twin trained on

@@ -81,7 +81,7 @@ def conformal_calibration(samples: Path, scores: dict[str, Path], learned: dict[
                 log.warning("%s under %s: %d controls, %d tested non-members; not checked", method, model, len(controls), len(tested))
                 continue
             key = derive_seed(seed, "calibration", model, method)
-            rows += calibration_fold_rows(method, model, by_sample, controls, tested, alphas, np.random.default_rng(key))
+            rows += calibration_fold_rows(method, model, by_sample, controls, tested, alphas)
             if method in LEARNED:
                 if (model, method) not in learned:
                     log.warning("%s under %s: no features given, so the re-partitioned check (which refits it) is left out",

@@ -25,8 +25,9 @@ import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.calibration.rates import ABOVE, false_positive_rate, rejection_rate
-from leaktrace.calibration.table import REAL_ORDER, count_row, write_rows
+from leaktrace.calibration.table import POOLED_UNEXPOSED, REAL_ORDER, count_row, write_rows
 from leaktrace.calibration.unexposed import is_unexposed
+from leaktrace.calibration.validity_rules import pooled_models, unjudgeable
 from leaktrace.contamination.combine import COMBINATION
 from leaktrace.contamination.dataset_inference import MIN_PER_SET, dataset_inference
 from leaktrace.contamination.dataset_inference_row import DI, dataset_inference_row
@@ -245,7 +246,9 @@ def real_order_rows(results: dict[str, dict], alphas: list[float]) -> list[dict]
     """The exchangeability test on the benchmark's real order under each
     unexposed model (``results``: model -> the exchangeability stage's row),
     and pooled over them: a null only if the order carries nothing a model
-    can prefer unseen, i.e. was randomised at release."""
+    can prefer unseen, i.e. was randomised at release. One model's row is a
+    single draw and cannot be judged; the pooled row is, by Bonferroni over
+    the models' p-values (they score one order, so they are dependent)."""
     tested = {m: r for m, r in results.items() if is_unexposed(m) and r["p_value"] is not None}
     untestable = sorted(m for m, r in results.items() if is_unexposed(m) and r["p_value"] is None)
     if untestable:
@@ -254,11 +257,14 @@ def real_order_rows(results: dict[str, dict], alphas: list[float]) -> list[dict]
     for alpha in alphas:
         for model, r in tested.items():
             note = f"{r['n_shards']} shards x {r['n_permutations']} permutations of {r['n_examples']} examples ({r['samples']}); p = {r['p_value']:.3g}"
-            rows.append(count_row(EXCHANGEABILITY, model, REAL_ORDER, alpha, int(r["p_value"] <= alpha), 1, note=note))
-        if len(tested) > 1:
+            rows.append(count_row(EXCHANGEABILITY, model, REAL_ORDER, alpha, int(r["p_value"] <= alpha), 1, unjudgeable(alpha),
+                                  note=note + "; one draw: judged only pooled over the models"))
+        if tested:
             rejected = sum(r["p_value"] <= alpha for r in tested.values())
-            rows.append(count_row(EXCHANGEABILITY, "pooled unexposed models", REAL_ORDER, alpha, rejected, len(tested),
-                                  note=f"the real order under {', '.join(tested)}"))
+            ps = [r["p_value"] for r in tested.values()]
+            rows.append(count_row(EXCHANGEABILITY, POOLED_UNEXPOSED, REAL_ORDER, alpha, rejected, len(tested), pooled_models(ps, alpha),
+                                  note=f"the real order under {', '.join(tested)}; one order, so the models' p-values are "
+                                       f"dependent: judged by Bonferroni, {len(ps)} x min p = {min(1.0, len(ps) * min(ps)):.3g}"))
     return rows
 
 
