@@ -4,7 +4,7 @@ def aggregate_inputs(wildcards):
         "fragments": twin_fragments(wildcards.benchmark) + leakage_fragments(wildcards.benchmark)
         + contamination_fragments(wildcards.benchmark)
         + functional_fragments(wildcards.benchmark) + watermark_fragments(wildcards.benchmark),
-        "samples": f"{RESULTS}/filter/{wildcards.benchmark}.samples.parquet",
+        "samples": split_file(wildcards.benchmark),
         "scores": [f"{score_dir}/{m}/scores.parquet" for m in MODELS],
         "tokens": [f"{score_dir}/{m}/tokens.parquet" for m in MODELS],
         "variants": f"{RESULTS}/variants/{wildcards.benchmark}.parquet",

@@ -23,7 +23,7 @@ def calibration_inputs(wildcards):
     """The split, the model's scores and its learned detectors' features (testbed models only)."""
     scored = f"{RESULTS}/score/{wildcards.benchmark}/{wildcards.model}"
     families = LEARNED_FAMILIES if wildcards.model in MODELS else []
-    return {"samples": f"{RESULTS}/filter/{wildcards.benchmark}.samples.parquet", "scores": f"{scored}/scores.parquet",
+    return {"samples": split_file(wildcards.benchmark), "scores": f"{scored}/scores.parquet",
             "learned": [f"{scored}/{family}/features.parquet" for family in families]}
 
 

@@ -293,6 +293,12 @@ def adapter_dir(benchmark, ratio, seed, epoch):
     return f"{training_run(benchmark, ratio, seed)}/adapter/epoch-{epoch}"
 
 
+def split_file(benchmark="{benchmark}"):
+    """The testbed's split (``split_samples``): members, non-members, folds and
+    the pre-exposure flag; the default is the rule wildcard."""
+    return f"{RESULTS}/filter/{benchmark}.samples.parquet"
+
+
 def twin_split_file(benchmark):
     """The split as the complement twin sees it: members and non-members swapped."""
     return f"{RESULTS}/filter/{benchmark}.twin.samples.parquet"
@@ -326,7 +332,7 @@ def model_split(wildcards):
     twin's swapped split for a twin, the testbed's split otherwise."""
     if wildcards.model.startswith("twin-"):
         return twin_split_file(wildcards.benchmark)
-    return f"{RESULTS}/filter/{wildcards.benchmark}.samples.parquet"
+    return split_file(wildcards.benchmark)
 
 
 def counterfactual_target():
@@ -400,175 +406,6 @@ def calibration_row_files(benchmark):
     return [path for rows in CALIBRATION_ROW_FILES for path in rows(benchmark)]
 
 
-def counterfactual_source(name):
-    """A counterfactual source's config: a configured one (a benchmark, any
-    configured one, or a corpus sample), else the testbed benchmark of that
-    name (its split, the testbed's target and base model)."""
-    if name in COUNTERFACTUAL_SOURCES:
-        return COUNTERFACTUAL_SOURCES[name]
-    if name in TESTBED_BENCHMARKS:
-        return {"benchmark": name}
-    raise ValueError(f"{name!r} is neither a testbed benchmark nor under counterfactual.sources")
-
-
-def _check_counterfactual_sources():
-    for name, source in COUNTERFACTUAL_SOURCES.items():
-        if name in BENCHMARKS:
-            raise ValueError(f"counterfactual.sources.{name}: the name of a benchmark, which is a source of its own; "
-                             "choose another name")
-        if "benchmark" in source and source["benchmark"] not in BENCHMARKS:
-            raise ValueError(f"counterfactual.sources.{name}: benchmark {source['benchmark']!r} is not under `benchmarks` "
-                             f"({', '.join(BENCHMARKS)})")
-        if "benchmark" in source and source["benchmark"] not in TESTBED_BENCHMARKS:
-            for role in ("target", "reference"):
-                if (source.get(role) or config["counterfactual"][role]) is None:
-                    raise ValueError(f"counterfactual.sources.{name}: benchmark {source['benchmark']!r} is not a testbed "
-                                     f"benchmark, so there is no trained target; set counterfactual.{role} (or the "
-                                     f"source's own {role}): a model spec, or the name of an audit.models entry")
-        if "corpus" in source:
-            if source["corpus"]["kind"] == "training_mix":
-                raise ValueError(f"counterfactual.sources.{name}: a training_mix source is the testbed's own data; "
-                                 "sample a corpus, or name the benchmark")
-            if source["corpus"]["kind"] == "corpus" and source["corpus"]["name"] not in CORPORA:
-                raise ValueError(f"counterfactual.sources.{name}: corpus {source['corpus']['name']!r} is not under `corpora`")
-            for role in ("target", "reference"):
-                if (source.get(role) or config["counterfactual"][role]) is None:
-                    raise ValueError(f"counterfactual.sources.{name}: a corpus source has no testbed target; set "
-                                     f"counterfactual.{role} (or the source's own {role})")
-        counterfactual_models(name)  # a revision on a local directory stops the run here, before the DAG
-
-
-def counterfactual_functions(name):
-    """The functions table a counterfactual source's generations are made
-    from: the testbed filter's for a benchmark, the corpus sample's otherwise.
-    (The similarity rules read the ground truth from it.)"""
-    source = counterfactual_source(name)
-    if "benchmark" in source:
-        return f"{RESULTS}/filter/{source['benchmark']}.functions.parquet"
-    return f"{RESULTS}/counterfactual/{name}/functions.parquet"
-
-
-def counterfactual_samples(name):
-    """The testbed split behind a testbed benchmark source; None for another
-    benchmark or a corpus (no member / non-member split)."""
-    source = counterfactual_source(name)
-    if "benchmark" in source and source["benchmark"] in TESTBED_BENCHMARKS:
-        return f"{RESULTS}/filter/{source['benchmark']}.samples.parquet"
-    return None
-
-
-def counterfactual_model_spec(spec, where):
-    """A counterfactual model as the config gives it: a spec, or the name of
-    an audit.models entry with a path of its own (its spec)."""
-    if not isinstance(spec, str):
-        return spec
-    entry = AUDIT_MODELS.get(spec)
-    if entry is None or "path" not in entry:
-        own = [n for n, e in AUDIT_MODELS.items() if "path" in e]
-        raise ValueError(f"{where}: {spec!r} names no audit.models entry with a path of its own "
-                         f"(entries with a path: {', '.join(own) or 'none'})")
-    return entry
-
-
-def counterfactual_models(name):
-    """(target, reference): each path (hub ids fetched), dtype, device,
-    max_length and, where it has one, adapter; the testbed's pair unless the
-    source or the counterfactual block names its own."""
-    source = counterfactual_source(name)
-    models = []
-    for role in ("target", "reference"):
-        spec = counterfactual_model_spec(source.get(role) or config["counterfactual"][role], f"counterfactual {name} {role}")
-        if spec is None:
-            adapter = adapter_dir(source["benchmark"], *counterfactual_target()) if role == "target" else None
-            models.append({**BASE_MODEL_CONFIG, **({"adapter": adapter} if adapter else {})})
-        else:
-            model = {"path": fetched(spec["path"], spec.get("revision")), "dtype": spec.get("dtype", "float32"),
-                     "device": spec.get("device", "cpu"), "max_length": spec.get("max_length")}
-            models.append({**model, **({"adapter": spec["adapter"]} if spec.get("adapter") else {})})
-    return tuple(models)
-
-
-_check_counterfactual_sources()
-
-
-def counterfactual_inputs(wildcards):
-    """Input function of the counterfactual rule: the functions table, the
-    split (benchmark sources), the models' files and adapters."""
-    name = wildcards.benchmark
-    inputs = {"functions": counterfactual_functions(name)}
-    if counterfactual_samples(name):
-        inputs["samples"] = counterfactual_samples(name)
-    files = []
-    for model in counterfactual_models(name):
-        files += shipped_model_files(model["path"]) if model["path"] in (BASE_MODEL, REFERENCE_MODEL) \
-            else _fetched_files(model["path"]) or local_model_files(model["path"])
-        files += [model["adapter"]] if "adapter" in model else []
-    inputs["models"] = sorted(set(files))
-    return inputs
-
-
-def counterfactual_model_args(wildcards):
-    """The counterfactual command's --samples (benchmark sources), --target and --reference."""
-    target, reference = counterfactual_models(wildcards.benchmark)
-    samples = counterfactual_samples(wildcards.benchmark)
-    return " ".join(([f"--samples {samples}"] if samples else [])
-                    + [f"--{role} {shlex.quote(json.dumps(model, sort_keys=True))}"
-                       for role, model in (("target", target), ("reference", reference))])
-
-
-def counterfactual_generator_args(wildcards):
-    """generator_args(), except that a source with models of its own runs
-    them through the `llm.generator` backend, never the role's `model`."""
-    source = counterfactual_source(wildcards.benchmark)
-    own = any(source.get(role) or config["counterfactual"][role] for role in ("target", "reference"))
-    if GENERATOR is None or not own or not GENERATOR.get("model"):
-        return generator_args()
-    cache = f" --cache-dir {RESULTS}/cache" if config["llm"]["cache"] else ""
-    role = {k: v for k, v in GENERATOR.items() if k not in ("model", "revision", "adapter")}
-    return f"--generator {shlex.quote(json.dumps(role, sort_keys=True))}{cache}"
-
-
-def counterfactual_job_model(wildcards):
-    """path/dtype/device of the counterfactual job's target, for its resources."""
-    return counterfactual_models(wildcards.benchmark)[0]
-
-
-def counterfactual_corpus_source(wildcards):
-    source = counterfactual_source(wildcards.benchmark)
-    if "corpus" not in source:
-        raise ValueError(f"counterfactual source {wildcards.benchmark!r} is a benchmark, not a corpus")
-    return source
-
-
-def counterfactual_corpus_inputs(wildcards):
-    """Pipeline artifacts a corpus source reads: the ingested corpus's shards (kind corpus)."""
-    corpus = counterfactual_corpus_source(wildcards)["corpus"]
-    return corpus_parts(corpus["name"]) if corpus["kind"] == "corpus" else []
-
-
-def counterfactual_corpus_json(wildcards):
-    return json.dumps(counterfactual_corpus_source(wildcards)["corpus"], sort_keys=True)
-
-
-def counterfactual_corpus_input_args(wildcards):
-    """The sampling command's --inputs (the ingested corpus shards), if any."""
-    inputs = counterfactual_corpus_inputs(wildcards)
-    return f"--inputs {' '.join(inputs)}" if inputs else ""
-
-
-def counterfactual_sampling_settings(wildcards):
-    """A corpus source's sampling settings (not its models: a model change never resamples)."""
-    source = counterfactual_corpus_source(wildcards)
-    return json.dumps({k: v for k, v in source.items() if k not in ("target", "reference", "corpus")}, sort_keys=True)
-
-
-def counterfactual_outputs():
-    """The generations of every configured counterfactual source (the testbed
-    benchmarks' are the aggregate's inputs already)."""
-    return [f"{RESULTS}/counterfactual/{name}/{table}.parquet" for name in COUNTERFACTUAL_SOURCES
-            for table in ("generations", "similarity")]
-
-
 def aggregate_outputs(benchmark):
     base = f"{RESULTS}/aggregate/{benchmark}"
     return [f"{base}/{name}" for name in ("detection.parquet", "perplexity.parquet", "across_seeds.parquet",
@@ -598,43 +435,6 @@ def leakage_fragments(benchmark):
         [f"{RESULTS}/leakage/{name}/rq4/{benchmark}.md" for name in scans] if benchmark in TESTBED_BENCHMARKS else []) + (
         [f"{RESULTS}/leakage/{RQ3['scan']}/rq3/{benchmark}.md"]
         if benchmark in TESTBED_BENCHMARKS and benchmark in rq3_benchmarks() else [])
-
-
-# --- the functional-memorization study (issue 9): each similarity family is a
-# rule of its own in rules/counterfactual.smk, which the config switches on
-# its own way (the judges with llm.judge), and writes
-# counterfactual/{benchmark}/similarity_<family>.parquet; the text family
-# (similarity.parquet, of rule counterfactual) is always there. The App. B
-# LLM filter's table, where its rule exists, keeps its YES samples and adds
-# severity buckets.
-SIMILARITY_FAMILY_RULES = {"structural": "counterfactual_structural", "judges": "counterfactual_judges",
-                           "execution": "counterfactual_execution"}
-LLM_FILTER_RULE = "counterfactual_llm_filter"
-FUNCTIONAL_OUTPUTS = ("table1.parquet", "member_difference.parquet", "table2.parquet", "verbatim.parquet", "severity.parquet",
-                      "length.parquet", "outcomes.parquet", "correlation.parquet", "report.md", "delta_vs_bleu.png",
-                      "target_vs_reference.png", "correlation.png", "length.png")
-
-
-def similarity_family_files(benchmark):
-    """The similarity tables of the family rules this config defines, text
-    family first (an input function's helper: every rules file is read by then)."""
-    base = f"{RESULTS}/counterfactual/{benchmark}"
-    return [f"{base}/similarity.parquet"] + [f"{base}/similarity_{family}.parquet" for family, rule in SIMILARITY_FAMILY_RULES.items()
-                                             if workflow.is_rule(rule)]
-
-
-def llm_filter_files(benchmark):
-    """The App. B filter's table (sample_id, label, severity, reasoning, outcome), where its rule exists."""
-    return [f"{RESULTS}/counterfactual/{benchmark}/llm_filter.parquet"] if workflow.is_rule(LLM_FILTER_RULE) else []
-
-
-def functional_outputs(benchmark):
-    return [f"{RESULTS}/aggregate/{benchmark}/functional/{name}" for name in FUNCTIONAL_OUTPUTS]
-
-
-def functional_fragments(benchmark):
-    """The functional-memorization Markdown fragment, for the benchmark's aggregate report."""
-    return [f"{RESULTS}/aggregate/{benchmark}/functional/report.md"]
 
 
 def get_final_output():

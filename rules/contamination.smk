@@ -12,7 +12,7 @@ def contamination_inputs(wildcards):
     score_dir = f"{RESULTS}/score/{wildcards.benchmark}"
     held_out = config["contamination"]["held_out_ids"]
     return {
-        "samples": f"{RESULTS}/filter/{wildcards.benchmark}.samples.parquet",
+        "samples": split_file(wildcards.benchmark),
         "scores": [f"{score_dir}/{m}/scores.parquet" for m in MODELS + SHAMS],
         "held_out": [held_out] if held_out else [],
         "exchangeability": exchangeability_results(wildcards),
@@ -131,7 +131,7 @@ EXCHANGEABILITY = config["contamination"]["exchangeability"]
 rule exchangeability:
     input:
         benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
-        samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+        samples=split_file(),
         model=scored_model_files,
     output:
         f"{RESULTS}/contamination/{{benchmark}}/exchangeability/{{model}}.parquet",
@@ -164,7 +164,7 @@ rule exchangeability:
 rule exchangeability_calibration:
     input:
         benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
-        samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+        samples=split_file(),
         model=scored_model_files,
     output:
         f"{RESULTS}/contamination/{{benchmark}}/exchangeability/calibration/{{model}}.parquet",

@@ -26,7 +26,7 @@ rule split_samples:
         variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
         tokens=f"{RESULTS}/score/{{benchmark}}/reference/tokens.parquet",
     output:
-        f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+        split_file(),
     params:
         settings=settings("filter", "split"),
         seed=config["seed"],

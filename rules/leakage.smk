@@ -83,7 +83,7 @@ def leakage_gather_inputs(wildcards):
     }
     scan = LEAKAGE_SCANS[wildcards.scan]
     if scan["corpus"]["kind"] == "training_mix":
-        inputs["samples"] = f"{RESULTS}/filter/{scan['benchmark']}.samples.parquet"
+        inputs["samples"] = split_file(scan['benchmark'])
     return inputs
 
 
@@ -219,7 +219,7 @@ if LEAKAGE_CLEAN:
 rule leakage_rq4:
     input:
         pairs=f"{RESULTS}/leakage/{{scan}}/pairs.parquet",
-        samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+        samples=split_file(),
         scores=[f"{RESULTS}/score/{{benchmark}}/{m}/scores.parquet" for m in MODELS],
     output:
         table=f"{RESULTS}/leakage/{{scan}}/rq4/{{benchmark}}.parquet",

@@ -41,7 +41,7 @@ def mutation_study_inputs(wildcards):
     base = f"{RESULTS}/mutate/{wildcards.benchmark}"
     inputs = {
         "mutations": f"{base}/mutations.parquet",
-        "samples": f"{RESULTS}/filter/{wildcards.benchmark}.samples.parquet",
+        "samples": split_file(wildcards.benchmark),
         "variants": f"{RESULTS}/variants/{wildcards.benchmark}.parquet",
         "tokens": f"{score_dir}/{wildcards.model}/tokens.parquet",
         "mutated": f"{base}/{wildcards.model}/tokens.parquet",
@@ -68,7 +68,7 @@ def study_optional_args(wildcards, input):
 rule mutations:
     input:
         benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
-        samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+        samples=split_file(),
         variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
         lexicon=f"{RESULTS}/variants/lexicon.parquet",
     output:
@@ -98,7 +98,7 @@ rule mutation_tokens:
     input:
         mutations=f"{RESULTS}/mutate/{{benchmark}}/mutations.parquet",
         variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
-        samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+        samples=split_file(),
         corpus=corpus_parts(MUTATE["ood_corpus"]),
         model=scored_model_files,
     output:

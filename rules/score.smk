@@ -111,7 +111,7 @@ rule token_stats:
 rule recall_tokens:
     input:
         variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
-        samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+        samples=split_file(),
         model=scored_model_files,
     output:
         f"{RESULTS}/score/{{benchmark}}/{{model}}/prefixed.parquet",

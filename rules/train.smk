@@ -7,7 +7,7 @@ def member_order_params():
 
 rule training_mix:
     input:
-        samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+        samples=split_file(),
         benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
         text=corpus_parts(config["train"]["text_corpus"]),
         model=base_model_files(),
@@ -132,7 +132,7 @@ rule sham_mix:
 # of exactly one of target and twin (rules/twin.smk).
 rule twin_split:
     input:
-        f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+        split_file(),
     output:
         twin_split_file("{benchmark}"),
     log:
@@ -149,7 +149,7 @@ rule twin_split:
         "{LEAKTRACE} twin-split --samples {input} --output {output} 2> {log}"
 
 
-rule twin_mix:
+use rule training_mix as twin_mix with:
     input:
         samples=twin_split_file("{benchmark}"),
         benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
@@ -157,25 +157,10 @@ rule twin_mix:
         model=base_model_files(),
     output:
         control_mix_file("twin", "{benchmark}", "{ratio}"),
-    params:
-        model=model_settings(),
-        seed=config["seed"],
-        **member_order_params(),
     log:
         f"{RESULTS}/logs/twin_mix/{{benchmark}}/ratio-{{ratio}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/twin_mix/{{benchmark}}/ratio-{{ratio}}.tsv"
-    threads: 1
-    priority: TRAINING_PATH
-    resources:
-        **cpu_job(),
-    conda:
-        MODEL_ENV
-    shell:
-        "{LEAKTRACE} mix --samples {input.samples} --benchmark {input.benchmark} --text {input.text}"
-        " --text-per-code {wildcards.ratio} --model {params.model:q} --seed {params.seed}"
-        + (" --member-order {params.member_order}" if member_order_params() else "")
-        + " --output {output} 2> {log}"
 
 
 # Each control trained on its mix exactly as train_lora trains the target

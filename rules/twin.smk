@@ -7,7 +7,7 @@
 def twin_inputs(wildcards):
     score_dir = f"{RESULTS}/score/{wildcards.benchmark}"
     return {
-        "samples": f"{RESULTS}/filter/{wildcards.benchmark}.samples.parquet",
+        "samples": split_file(wildcards.benchmark),
         "twins": [f"{score_dir}/{m}/scores.parquet" for m in TWINS],
         "targets": [f"{score_dir}/{twin_target(m)}/scores.parquet" for m in TWINS],
     }

@@ -169,7 +169,7 @@ use rule ingest_benchmark as watermark_ingest with:
 # The target's mix, with the members' published forms in place of their originals.
 use rule training_mix as watermark_mix with:
     input:
-        samples=f"{RESULTS}/filter/{{benchmark}}.samples.parquet",
+        samples=split_file(),
         benchmark=f"{RESULTS}/watermark/{{benchmark}}/release.parquet",
         text=corpus_parts(config["train"]["text_corpus"]),
         model=base_model_files(),
