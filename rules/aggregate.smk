@@ -1,3 +1,9 @@
+def aggregate_outputs(benchmark):
+    base = f"{RESULTS}/aggregate/{benchmark}"
+    return [f"{base}/{name}" for name in ("detection.parquet", "perplexity.parquet", "across_seeds.parquet",
+                                              "null_check.parquet", "calibration.parquet", "report.md", "roc.png")]
+
+
 def aggregate_inputs(wildcards):
     score_dir = f"{RESULTS}/score/{wildcards.benchmark}"
     return {

@@ -4,6 +4,32 @@
 # and, for a scan of the testbed's training mix, recall/precision against the
 # member split. The corpus is never indexed.
 
+
+LEAKAGE_OUTPUTS = ("pairs.parquet", "summary.parquet", "sources.parquet", "accounting.parquet", "membership.parquet",
+                   "clean.parquet", "report.md")
+
+
+def leakage_outputs():
+    """The gathered outputs of every configured leakage scan (rules/leakage.smk);
+    ``report.md`` is the Markdown fragment for the aggregate report."""
+    return [f"{RESULTS}/leakage/{scan}/{name}" for scan in config["leakage"]["scans"] for name in LEAKAGE_OUTPUTS]
+
+
+def scanned_benchmarks(scan):
+    """The benchmarks a leakage scan reads: its `benchmark`, or its list `benchmarks`."""
+    return scan.get("benchmarks") or [scan["benchmark"]]
+
+
+def leakage_fragments(benchmark):
+    """The Markdown fragments of this benchmark's leakage scans (and, on a testbed
+    benchmark, their RQ4 against its detectors and, when on, RQ3), for its aggregate report."""
+    scans = [name for name, scan in config["leakage"]["scans"].items() if benchmark in scanned_benchmarks(scan)]
+    return [f"{RESULTS}/leakage/{name}/report.md" for name in scans] + (
+        [f"{RESULTS}/leakage/{name}/rq4/{benchmark}.md" for name in scans] if benchmark in TESTBED_BENCHMARKS else []) + (
+        [f"{RESULTS}/leakage/{RQ3['scan']}/rq3/{benchmark}.md"]
+        if benchmark in TESTBED_BENCHMARKS and benchmark in rq3_benchmarks() else [])
+
+
 LEAKAGE_SCANS = config["leakage"]["scans"]
 LEAKAGE_CLEAN = config["leakage"]["clean"]
 
