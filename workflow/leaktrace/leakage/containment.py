@@ -70,6 +70,7 @@ class ContainmentIndex:
         self.matrix = sparse.csr_matrix((np.ones(len(every), dtype=np.int32), (where.ravel(), columns)),
                                         shape=(len(self.hashes), len(kept)))
         self.size_of = dict(zip(self.keys, self.sizes.tolist(), strict=True))
+        self.set_of = dict(kept)
 
     def query(self, sets: list[np.ndarray]) -> list[dict]:
         """For each corpus unit's distinct shingle hashes, {key: containment}

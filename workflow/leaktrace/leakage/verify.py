@@ -208,12 +208,16 @@ def problem_text_found(v: Verdict, s: VerifySettings) -> bool:
     return v.statement_words >= s.statement_min_words and v.statement >= s.statement and v.execution != "fail"
 
 
-def leak_kind(v: Verdict) -> str | None:
-    """``code`` (a duplicate of the solution), ``input`` (the problem text
-    only: an input leak, rule ``statement`` or :attr:`Verdict.input_leak`), or None."""
-    if v.duplicate and v.decided_by != "statement":
+def leak_kind(v: Verdict, s: VerifySettings) -> str | None:
+    """What a pair leaks: ``code`` (a duplicate of the solution), ``input``
+    (the problem text without the solution: :attr:`Verdict.input_leak`, or a
+    duplicate that is no exact or renamed copy, whose problem text is found
+    and whose code overlaps less than ``overlap``), or None."""
+    if not v.duplicate:
+        return "input" if v.input_leak else None
+    if v.decided_by in ("layout", "renamed") or not problem_text_found(v, s):
         return "code"
-    return "input" if v.input_leak or (v.duplicate and v.decided_by == "statement") else None
+    return "input" if max(v.code_containment, v.code_containment_corpus) < s.overlap else "code"
 
 
 def by_definition(v: Verdict) -> bool:
@@ -241,7 +245,7 @@ def _loose(v: Verdict) -> bool:
     return v.decided_by in LOOSE_RULES or (v.decided_by == "model" and v.duplicate and v.clone_type in ("type-3", "type-4"))
 
 
-def supersede(verdicts: list[Verdict]) -> list[Verdict]:
+def supersede(verdicts: list[Verdict], s: VerifySettings | None = None) -> list[Verdict]:
     """The verdicts of one corpus unit against the samples it is a candidate
     of: when the unit as a whole (no window) is an exact or renamed copy of
     one sample, its looser matches with other samples are not duplicates
@@ -249,15 +253,16 @@ def supersede(verdicts: list[Verdict]) -> list[Verdict]:
     not also a duplicate of its look-alike /29 because they share a shape,
     nor an input leak of any sample. Of the input leaks of one unit (its
     problem text found, not its code), only the problem whose text is found
-    most completely stays: look-alike problems share docstring templates."""
+    most completely stays (given the settings ``s`` that tell them):
+    look-alike problems share docstring templates."""
     if any(_exact(v) for v in verdicts):
         verdicts = [replace(v, duplicate=False, decided_by="copy_of_other", input_leak=False) if _loose(v)
                     else replace(v, input_leak=False) for v in verdicts]
-    inputs = [v.statement for v in verdicts if leak_kind(v) == "input"]
+    inputs = [v.statement for v in verdicts if s is not None and leak_kind(v, s) == "input"]
     if len(inputs) < 2:
         return verdicts
     top = max(inputs)  # one problem text: the statement found most completely
-    return [v if leak_kind(v) != "input" or v.statement == top
+    return [v if leak_kind(v, s) != "input" or v.statement == top
             else replace(v, duplicate=False, decided_by="copy_of_other") if v.duplicate else replace(v, input_leak=False)
             for v in verdicts]
 
