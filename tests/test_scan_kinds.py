@@ -181,3 +181,14 @@ def test_regression_the_channels_propose_nothing_in_unrelated_code(tmp_path):
     pairs, summary = _scan(tmp_path, samples, files, "*.py")
     assert summary["leaked_count"] == 0 and not any(p["duplicate"] for p in pairs)
     assert np.all([p["channel"] in ("lsh", "containment", "statement") for p in pairs])
+
+
+def test_a_copy_of_one_sample_is_no_input_leak_of_its_lookalike(tmp_path):
+    """HumanEval/7 and /29 share their docstring's template: a file holding a
+    copy of /7 (after another function, so its document is read apart from
+    its units) leaks /7's code and nothing of /29."""
+    samples = [{**_sample(str(i), HUMANEVAL[i].code), "entry_point": HUMANEVAL[i].entry_point} for i in (7, 29)]
+    text = "def other(a):\n    return [x * 2 for x in a if x > 0] + [len(a)]\n\n\n" + HUMANEVAL[7].code
+    pairs, summary = _scan(tmp_path, samples, {"copy.py": text}, "*.py")
+    assert [(p["sample_id"], p["leak"]) for p in pairs if p["duplicate"]] == [("b/7", "code")]
+    assert summary["leaked_count"] == 1

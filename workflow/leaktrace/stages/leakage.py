@@ -268,7 +268,8 @@ def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: in
     pairs: list[dict] = []
     batch: list[_Entry] = []
     # the document whose units are being flushed and the samples they are code duplicates of (its problem-text entry comes last)
-    code_found: dict = {"doc": None, "samples": set()}
+    # and the lines of those copies (a problem text found inside a copy of another sample's code is that copy's)
+    code_found: dict = {"doc": None, "samples": set(), "lines": []}
 
     def compared_unit(e: _Entry, key: tuple[str, str], channel: str) -> Unit | None:
         """The unit a candidate is verified on: the unit, or in a unit much
@@ -306,7 +307,7 @@ def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: in
                 cands[i].update((k, channel) for k in added)
         for e, keys in zip(batch, cands, strict=True):
             if code_found["doc"] != e.doc_id:
-                code_found.update(doc=e.doc_id, samples=set())
+                code_found.update(doc=e.doc_id, samples=set(), lines=[])
             if e.hashes is None:  # a document's problem-text entry: not again what its units are copies of
                 keys = {k: c for k, c in keys.items() if k[0] not in code_found["samples"]}
             if not keys:
@@ -317,7 +318,8 @@ def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: in
             for key in sorted(keys):
                 sid = key[0]
                 unit = compared_unit(e, key, keys[key])
-                if unit is None:
+                if unit is None or (e.hashes is None and any(a <= unit.end_line and unit.start_line <= b
+                                                             for a, b in code_found["lines"])):
                     continue
                 as_lang = TEXT if bench_lang[sid] == TEXT else e.lang
                 if (as_lang, unit.start_line, unit.end_line) not in sides:
@@ -332,8 +334,9 @@ def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: in
             for (sid, (part_name, unit, channel, _)), v in zip(best.items(), supersede([b[3] for b in best.values()], s.verify),
                                                                 strict=True):
                 leak = leak_kind(v, s.verify)
-                if leak == "code":
+                if leak == "code" and e.hashes is not None:
                     code_found["samples"].add(sid)
+                    code_found["lines"].append((unit.start_line, unit.end_line))
                 pairs.append({
                     "sample_id": sid, "doc_id": e.doc_id, "location": e.location, "unit": unit.name,
                     "start_line": unit.start_line, "end_line": unit.end_line, "language": e.lang, "part": part,
