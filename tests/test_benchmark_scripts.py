@@ -54,6 +54,7 @@ SMOKE = {
                                  uses_run=True, slow=True),
     "renamed_channel.py": Smoke(("--stdlib-files", "20", "--short"), r"cost of the renamed channel: shard job x[\d.]+", slow=True),
     "sandbox_speed.py": Smoke(("--runs", "2"), r"runs/s", in_repository=True),
+    "scan_kinds.py": Smoke(("--stdlib-files", "5", "--samples", "2"), r"precision of all duplicate pairs: \d+/\d+", slow=True),
     "scoring_speed.py": Smoke(("--naive-samples", "2", "--limit", "4"), r"\(a\) / \(b\) = [\d.]+x faster"),
     "scoring_throughput.py": Smoke(("--repeat", "1", "--limit", "8"), r"tokens/s", slow=True),
     "stdio_speed.py": Smoke(("--cases", "2", "--runs", "1"), r"ms a problem"),

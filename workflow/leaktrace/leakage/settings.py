@@ -28,6 +28,12 @@ PRESETS: dict[str, dict] = {
         "granularity": "function", "min_tokens": 20,
         # a second channel over identifier-normalised shingles, so renamed copies are candidates (leakage/renamed.py)
         "renamed": True,
+        # a benchmark sample (its whole solution, or one of its functions) inside a longer unit: containment of
+        # its code 3-grams in one window of the unit at least this (leakage/containment.py); false: off
+        "containment_channel": 0.6,
+        # the problem text (docstring, statement) in comments, docstrings, notebooks, Markdown or JSON: an input
+        # leak (the verifier's statement thresholds make the candidate and the decision)
+        "statement_channel": True,
     },
     # LessLeak-Bench's automated step as its released script
     # (minhash_lsh/*/minhash_deduplication.py, run with --ngram_size 2
@@ -44,6 +50,7 @@ PRESETS: dict[str, dict] = {
         "verify": {"jaccard": 0.7, "containment": None, "flag": "tokens", "type3_similarity": 0.8, **VERIFY},
         "granularity": "file", "min_tokens": 1,
         "renamed": False,  # LessLeak's scan has the raw channel only
+        "containment_channel": None, "statement_channel": False,  # nor these
     },
 }
 
@@ -63,9 +70,15 @@ class ScanSettings:
     language: str
     batch_size: int
     renamed: bool = False  # the identifier-normalised candidate channel (leakage/renamed.py)
+    containment_channel: float | None = None  # the windowed-containment channel's threshold (leakage/containment.py)
+    statement_channel: bool = False  # the problem-text channel (input leaks)
 
     def describe(self) -> str:
         channels = ", raw and identifier-normalised channels" if self.renamed else ""
+        if self.containment_channel is not None:
+            channels += f", containment over windows >= {self.containment_channel}"
+        if self.statement_channel:
+            channels += ", problem-text channel"
         return f"{self.minhash.describe()}, LSH {self.bands} x {self.rows}{channels}, {self.granularity} granularity"
 
 
@@ -98,6 +111,11 @@ def resolve(name: str, scan: dict) -> ScanSettings:
             pick("lsh", "false_negative_weight"),
         )
         verify = VerifySettings(minhash.tokenizer, minhash.ngram, **{key: pick("verify", key) for key in preset["verify"]})
+        containment_channel = pick("containment_channel")  # null: the preset's; false: off
+        if containment_channel is False:
+            containment_channel = None
+        if containment_channel is not None and (isinstance(containment_channel, bool) or not 0 < containment_channel <= 1):
+            raise ValueError(f"containment_channel must be in (0, 1], false (off) or null (the preset's), got {containment_channel}")
         granularity = pick("granularity")
         if granularity not in GRANULARITIES:
             raise ValueError(f"unknown granularity {granularity!r}; known: {', '.join(GRANULARITIES)}")
@@ -107,5 +125,6 @@ def resolve(name: str, scan: dict) -> ScanSettings:
         name=name, preset=preset_name, minhash=minhash, bands=bands, rows=rows, verify=verify,
         granularity=granularity, min_tokens=pick("min_tokens"), max_bytes=scan.get("max_bytes", 1_000_000),
         huge=scan.get("huge", "chunk"), language=scan.get("language", "python"), batch_size=scan.get("batch_size", 256),
-        renamed=bool(pick("renamed")),
+        renamed=bool(pick("renamed")), containment_channel=containment_channel,
+        statement_channel=bool(pick("statement_channel")),
     )

@@ -36,6 +36,17 @@ def is_prose(token: Token) -> bool:
     return token.kind == "comment" or (token.kind == "string" and len(token.text.split()) >= PROSE_MIN_WORDS)
 
 
+def problem_words(text: str, code: str, tokens: list[Token], language: str | None, text_language: str) -> list[str]:
+    """The words of a text's problem statement: its prose tokens (``tokens``,
+    lexed from ``code`` with comments), and the words of ``text`` outside
+    ``code`` (a statement before the solution); every word of a text-only
+    sample (``language`` is ``text_language``)."""
+    if language == text_language:
+        return words(code)
+    prose, _ = split_prose(tokens)
+    return words(text.replace(code, " ")) + prose if code != text else prose
+
+
 def split_prose(tokens: list[Token]) -> tuple[list[str], list[Token]]:
     """(the words of the prose tokens, in order; the code tokens, comments and prose strings removed)."""
     prose: list[str] = []

@@ -11,6 +11,12 @@ between top-level statements into segments of at most ``max_bytes``, each
 parsed on its own, and whatever cannot be split so is cut into overlapping
 windows (:func:`windows`) so that nothing is dropped: any piece of code up to
 half a window long lies entirely inside one window.
+
+A benchmark sample is compared as its whole solution and, when it holds more
+than one top-level definition or lines outside its definitions (MBPP/1's
+``R = 3``, ``C = 3`` before its function), as each definition too
+(:func:`benchmark_parts`): a corpus file split into functions then has a unit
+that is a verbatim copy of a part, whatever the layout around it.
 """
 
 from __future__ import annotations
@@ -151,6 +157,21 @@ def split_units(text: str, language: str | None, granularity: str) -> tuple[list
     if not units:
         return [_whole(text)], "no_definitions"
     return units, None
+
+
+def benchmark_parts(code: str, language: str | None) -> list[Unit]:
+    """A benchmark solution as the scan compares it: whole (name None, its
+    module-level lines included), then each top-level definition, when
+    there is more than one or the solution has lines outside them other
+    than imports and comments; a solution that does not split is whole alone."""
+    whole = _whole(code)
+    units, why = split_units(code, language, "function")
+    if why:
+        return [whole]
+    inside = {n for u in units for n in range(u.start_line, u.end_line + 1)}
+    outside = [line for n, line in enumerate(code.splitlines(), 1) if n not in inside and line.strip()
+               and not line.lstrip().startswith(("import ", "from ", "#", "//", "package "))]
+    return [whole] + units if len(units) > 1 or outside else [whole]
 
 
 def _bounded_lines(handle: io.TextIOBase, limit: int) -> Iterator[tuple[int, str]]:

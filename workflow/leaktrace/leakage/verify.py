@@ -72,7 +72,7 @@ overrides either where it answers.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 from rapidfuzz.distance import Indel
 
@@ -81,7 +81,7 @@ from leaktrace.leakage.boilerplate import strip_boilerplate
 from leaktrace.leakage.execution import Executor, Program, callable_as, runnable
 from leaktrace.leakage.features import line_overlap, lines, vector
 from leaktrace.leakage.lexer import Token, blind_stream, keywords_for, layout_stream, lex, renamed_stream
-from leaktrace.leakage.statement import split_prose, word_shingles, words
+from leaktrace.leakage.statement import problem_words, split_prose, word_shingles, words
 from leaktrace.leakage.structure import ALIGN_MARGIN, alignment, as_text, ast_shape, best_window, shape_similarity
 from leaktrace.leakage.tokens import shingle_set, shingles, token_set
 from leaktrace.sandbox import SandboxUnavailable
@@ -128,6 +128,7 @@ class Side:
     code: str  # what runs (the code, or the text)
     test: str | None = None
     entry_point: str | None = None
+    problem: list[str] = field(default_factory=list)  # the problem text's words, in order (the statement channel's)
 
     @property
     def keywords(self) -> frozenset[str]:
@@ -160,6 +161,9 @@ class Verdict:
     clone_type: str  # type-1, type-2, type-3, type-4 or none
     duplicate: bool
     decided_by: str  # the rule (RULES) that made the decision
+    # an input leak: not a duplicate of the code, but the problem text is there
+    # (``statement`` rule's thresholds; LessLeak counts it as leakage)
+    input_leak: bool = False
 
     def as_row(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -197,6 +201,25 @@ def decide(v: Verdict, s: VerifySettings, threshold: float | None = None) -> tup
     return form or "none", False, "none"
 
 
+def problem_text_found(v: Verdict, s: VerifySettings) -> bool:
+    """The ``statement`` rule's test: at least ``statement_min_words`` words of
+    problem text, ``statement`` of its word 3-grams in the corpus text, and
+    no failing run of the corpus code against the benchmark's tests."""
+    return v.statement_words >= s.statement_min_words and v.statement >= s.statement and v.execution != "fail"
+
+
+def leak_kind(v: Verdict, s: VerifySettings) -> str | None:
+    """What a pair leaks: ``code`` (a duplicate of the solution), ``input``
+    (the problem text without the solution: :attr:`Verdict.input_leak`, or a
+    duplicate that is no exact or renamed copy, whose problem text is found
+    and whose code overlaps less than ``overlap``), or None."""
+    if not v.duplicate:
+        return "input" if v.input_leak else None
+    if v.decided_by in ("layout", "renamed") or not problem_text_found(v, s):
+        return "code"
+    return "input" if max(v.code_containment, v.code_containment_corpus) < s.overlap else "code"
+
+
 def by_definition(v: Verdict) -> bool:
     """A duplicate by the annotation guideline's own words, whatever a model
     says: an exact copy ("identical except for variations in formatting or
@@ -222,15 +245,26 @@ def _loose(v: Verdict) -> bool:
     return v.decided_by in LOOSE_RULES or (v.decided_by == "model" and v.duplicate and v.clone_type in ("type-3", "type-4"))
 
 
-def supersede(verdicts: list[Verdict]) -> list[Verdict]:
+def supersede(verdicts: list[Verdict], s: VerifySettings | None = None) -> list[Verdict]:
     """The verdicts of one corpus unit against the samples it is a candidate
     of: when the unit as a whole (no window) is an exact or renamed copy of
     one sample, its looser matches with other samples are not duplicates
     (``copy_of_other``). A unit holds one solution: a copy of HumanEval/7 is
-    not also a duplicate of its look-alike /29 because they share a shape."""
-    if not any(_exact(v) for v in verdicts):
+    not also a duplicate of its look-alike /29 because they share a shape,
+    nor an input leak of any sample. Of the input leaks of one unit (its
+    problem text found, not its code), only the problem whose text is found
+    most completely stays (given the settings ``s`` that tell them):
+    look-alike problems share docstring templates."""
+    if any(_exact(v) for v in verdicts):
+        verdicts = [replace(v, duplicate=False, decided_by="copy_of_other", input_leak=False) if _loose(v)
+                    else replace(v, input_leak=False) for v in verdicts]
+    inputs = [v.statement for v in verdicts if s is not None and leak_kind(v, s) == "input"]
+    if len(inputs) < 2:
         return verdicts
-    return [replace(v, duplicate=False, decided_by="copy_of_other") if _loose(v) else v for v in verdicts]
+    top = max(inputs)  # one problem text: the statement found most completely
+    return [v if leak_kind(v, s) != "input" or v.statement == top
+            else replace(v, duplicate=False, decided_by="copy_of_other") if v.duplicate else replace(v, input_leak=False)
+            for v in verdicts]
 
 
 class Verifier:
@@ -252,11 +286,9 @@ class Verifier:
         clean_text = strip_boilerplate(text)
         clean_code = clean_text if code == text else strip_boilerplate(code)
         tokens = lex(clean_code, language, comments=True)
-        prose, code_tokens = split_prose(tokens)
-        if language == "text":  # its words are its prose, and the tokens compared as code
-            prose = words(clean_code)
-        elif code != text:
-            prose = words(clean_text.replace(clean_code, " ")) + prose
+        _, code_tokens = split_prose(tokens)
+        # a text-only sample's words are its prose, and its tokens are compared as code
+        prose = problem_words(clean_text, clean_code, tokens, language, "text")
         kw = keywords_for(language)
         return Side(
             shingles=(token_set(text, self.s.tokenizer) if self.s.flag == "tokens"
@@ -267,7 +299,7 @@ class Verifier:
             blind_code=blind_stream(code_tokens, kw),
             shape=ast_shape(clean_code) if language in (None, "python") else None,
             lines=lines(clean_text, language),
-            code=code, test=test, entry_point=entry_point,
+            code=code, test=test, entry_point=entry_point, problem=prose,
         )
 
     def features(self, bench: Side, corpus: Side) -> Verdict:
@@ -320,7 +352,8 @@ class Verifier:
 
     def decided(self, v: Verdict) -> Verdict:
         clone, duplicate, rule = decide(v, self.s, self.combiner.threshold if self.combiner else None)
-        return replace(v, clone_type=clone, duplicate=duplicate, decided_by=rule)
+        return replace(v, clone_type=clone, duplicate=duplicate, decided_by=rule,
+                       input_leak=not duplicate and problem_text_found(v, self.s))
 
     def program(self, bench: Side, corpus: Side) -> tuple[Program, Program] | str:
         """The two programs of a runnable pair, or why it is not runnable."""

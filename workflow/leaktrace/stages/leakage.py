@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,14 +30,16 @@ from tqdm import tqdm
 from leaktrace.artifacts import read_records, read_table, write_table
 from leaktrace.data.samples import TEXT, check_test, clone_text, document, language_of_sample
 from leaktrace.errors import InputError
+from leaktrace.leakage.containment import NGRAM as CONTAINMENT_NGRAM
+from leaktrace.leakage.containment import SLACK, WINDOW, ContainmentIndex, best_span, cut, hash_set, positional
 from leaktrace.leakage.lsh import BandIndex
 from leaktrace.leakage.minhash import Signer
 from leaktrace.leakage.renamed import normalised_shingle_hashes
 from leaktrace.leakage.settings import ScanSettings, resolve
 from leaktrace.leakage.sources import LargeFile, check_document, iter_source
-from leaktrace.leakage.units import Unit, huge_units, language_of, split_units
+from leaktrace.leakage.units import Unit, benchmark_parts, huge_units, language_of, split_units
 from leaktrace.leakage.execution import Executor
-from leaktrace.leakage.verify import Verifier, supersede
+from leaktrace.leakage.verify import Side, Verdict, Verifier, VerifySettings, leak_kind, supersede
 from leaktrace.report.tables import markdown_table
 from leaktrace.sandbox import SandboxLimits
 
@@ -61,6 +64,9 @@ PAIR_SCHEMA = pa.schema([
     ("execution", pa.string()), ("execution_note", pa.string()), ("decided_by", pa.string()),
     # the learned verifier's own values (leaktrace.leakage.features) and its probability of a duplicate
     ("tokens", pa.int64()), ("lines", pa.float64()), ("lines_corpus", pa.float64()), ("score", pa.float64()),
+    # what leaked (code: a duplicate of the solution; input: its problem text only), the channel that made the pair a
+    # candidate (lsh, containment, statement), and the part of the sample compared (null: its whole solution)
+    ("leak", pa.string()), ("channel", pa.string()), ("bench_part", pa.string()),
 ])
 ACCOUNTING_SCHEMA = pa.schema([("part", pa.int32()), ("kind", pa.string()), ("reason", pa.string()), ("count", pa.int64())])
 SUMMARY_SCHEMA = pa.schema([
@@ -69,6 +75,7 @@ SUMMARY_SCHEMA = pa.schema([
     ("skipped", pa.int64()), ("lsh_candidates", pa.int64()), ("candidates", pa.int64()),
     ("verified_duplicates", pa.int64()), ("type1", pa.int64()), ("type2", pa.int64()), ("type3", pa.int64()),
     ("leaked_count", pa.int64()), ("leaked_ratio", pa.float64()), ("type4", pa.int64()),
+    ("input_leaks", pa.int64()),  # duplicates that are the problem text only (leak "input"), not among type1..type4
 ])
 SOURCES_SCHEMA = pa.schema([("location", pa.string()), ("duplicates", pa.int64()), ("samples", pa.int64())])
 MEMBERSHIP_SCHEMA = pa.schema([
@@ -169,6 +176,65 @@ def _sandbox_limits(settings: dict) -> SandboxLimits:
     return SandboxLimits(**((settings.get("verify") or {}).get("sandbox") or {}))
 
 
+@dataclass
+class _Entry:
+    """One thing a scan compares: a corpus unit (its code channels' hashes
+    set) or, for the problem-text channel, a whole document (``hashes`` None)."""
+
+    doc_id: str
+    location: str
+    unit: Unit
+    lang: str | None
+    hashes: np.ndarray | None = None  # the preset's shingle hashes (the MinHash channels)
+    renamed: np.ndarray | None = None  # the identifier-normalised channel's
+    contained: np.ndarray | None = None  # the containment channel's shingle set
+    prose: np.ndarray | None = None  # the problem-text channel's (lowercased) shingle set
+    n_tokens: int = 0  # the unit's tokens: a candidate in a unit longer than its sample is verified on its span
+
+
+def _channels(s: ScanSettings, bench_rows: list[dict], bench_lang: dict, bench_clone: dict, side_of) -> tuple:
+    """The containment channel's index over every sample's whole solution and
+    its definitions (:func:`~leaktrace.leakage.units.benchmark_parts`), keyed
+    (sample id, part name; "" for the whole), with the parts; and the
+    problem-text channel's index over the samples with a problem text of at
+    least ``statement_min_words`` words, keyed (sample id, "")."""
+    parts: dict[tuple[str, str], Unit] = {}
+    contained = statements = None
+    if s.containment_channel is not None:
+        keys, sets = [], []
+        for r in bench_rows:
+            sid = r["sample_id"]
+            for u in benchmark_parts(bench_clone[sid], bench_lang[sid]) if bench_lang[sid] != TEXT else [Unit(bench_clone[sid], None, 1, 1)]:
+                hashes, starts, _, _ = positional(u.text)
+                if len(starts) < s.min_tokens:
+                    continue
+                key = (sid, "" if u.name is None and u.text == bench_clone[sid] else u.name or f"line {u.start_line}")
+                parts[key] = u
+                keys.append(key)
+                sets.append(np.unique(hashes))
+        contained = ContainmentIndex(keys, sets, s.containment_channel)
+    if s.statement_channel:
+        keys, sets = [], []
+        for r in bench_rows:
+            words = side_of(r["sample_id"]).problem
+            if len(words) >= s.verify.statement_min_words:
+                keys.append((r["sample_id"], ""))
+                sets.append(hash_set(" ".join(words), lower=True))
+        statements = ContainmentIndex(keys, sets, s.verify.statement)
+    return contained, statements, parts
+
+
+_RANK = {"type-1": 0, "type-2": 1, "type-3": 2, "type-4": 3}
+
+
+def _best(found: list[tuple[str, Unit, str, Verdict]], s: VerifySettings) -> tuple[str, Unit, str, Verdict]:
+    """Of one sample's verdicts against one unit (its whole solution, its
+    parts, each on its span), the one that says most: a code duplicate, then
+    an input leak, the lowest clone type, the whole before a part."""
+    return min(found, key=lambda f: (leak_kind(f[3], s) != "code", leak_kind(f[3], s) is None,
+                                     _RANK.get(f[3].clone_type, 4), f[0] != "", f[1].start_line, f[0]))
+
+
 def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: int, n_parts: int, inputs: list[Path], settings: dict,
                pairs_out: Path, accounting_out: Path) -> None:
     s = _scan_settings(settings)
@@ -182,42 +248,101 @@ def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: in
     bench_lang = {r["sample_id"]: language_of_sample(r, s.language) for r in bench_rows}
     bench_clone = {r["sample_id"]: clone_text(r) for r in bench_rows}
     bench_sides: dict = {}
+
+    def side_of(sid: str, part_name: str = "") -> Side:
+        if (sid, part_name) not in bench_sides:
+            if part_name:
+                bench_sides[sid, part_name] = verifier.side(parts[sid, part_name].text, bench_lang[sid])
+            else:
+                test, entry_point = check_test(bench_row[sid])
+                bench_sides[sid, ""] = verifier.side(bench_text[sid], bench_lang[sid], bench_clone[sid], test=test,
+                                                     entry_point=entry_point)
+        return bench_sides[sid, part_name]
+
+    contained, statements, parts = _channels(s, bench_rows, bench_lang, bench_clone, side_of)
+    # the containment channel reuses the preset's hashes when they are its shingles (the default preset's)
+    same_hashes = (s.minhash.tokenizer, s.minhash.ngram, s.minhash.hash) == ("code", CONTAINMENT_NGRAM, "rolling64")
     skips: Counter = Counter()
     counts: Counter = Counter()
     whole: Counter = Counter()
     pairs: list[dict] = []
-    batch: list[tuple] = []
+    batch: list[_Entry] = []
+    # the document whose units are being flushed and the samples they are code duplicates of (its problem-text entry comes last)
+    # and the lines of those copies (a problem text found inside a copy of another sample's code is that copy's)
+    code_found: dict = {"doc": None, "samples": set(), "lines": []}
+
+    def compared_unit(e: _Entry, key: tuple[str, str], channel: str) -> Unit | None:
+        """The unit a candidate is verified on: the unit, or in a unit much
+        longer than the sample's part, its matched span (None: no window holds
+        enough of a containment or problem-text candidate)."""
+        index, lower = (statements, True) if channel == "statement" else (contained, False)
+        if index is None or key not in index.set_of or e.n_tokens <= WINDOW * index.size_of[key] + SLACK:
+            return e.unit
+        span = best_span(index.set_of[key], e.unit.text, lower)
+        if span is None or span.containment < index.threshold:
+            return e.unit if channel == "lsh" else None  # a MinHash candidate is verified whole: its own evidence
+        return cut(e.unit, span)
 
     def flush() -> None:
         if not batch:
             return
-        found = bands.query(signer.signatures([b[-2] for b in batch]))
-        if renamed_bands is not None:
-            renamed_only = [r - c for c, r in zip(found, _query_renamed(signer, renamed_bands, [b[-1] for b in batch]), strict=True)]
-            counts["renamed_channel_units"] += sum(bool(r) for r in renamed_only)
-            found = [c | r for c, r in zip(found, renamed_only, strict=True)]
-        for (doc_id, location, unit, lang, _, _), cands in zip(batch, found, strict=True):
-            if not cands:
+        cands: list[dict[tuple[str, str], str]] = [{} for _ in batch]  # key: the channel that proposed it
+        code = [i for i, e in enumerate(batch) if e.hashes is not None]
+        if code:
+            found = bands.query(signer.signatures([batch[i].hashes for i in code]))
+            if renamed_bands is not None:
+                renamed_only = [r - c for c, r in zip(found, _query_renamed(signer, renamed_bands, [batch[i].renamed for i in code]),
+                                                       strict=True)]
+                counts["renamed_channel_units"] += sum(bool(r) for r in renamed_only)
+                found = [c | r for c, r in zip(found, renamed_only, strict=True)]
+            for i, sids in zip(code, found, strict=True):
+                cands[i].update(((sid, ""), "lsh") for sid in sids)
+        for index, attribute, channel in ((contained, "contained", "containment"), (statements, "prose", "statement")):
+            idx = [i for i, e in enumerate(batch) if getattr(e, attribute) is not None]
+            if index is None or not idx:
+                continue
+            for i, keys in zip(idx, index.query([getattr(batch[i], attribute) for i in idx]), strict=True):
+                added = [k for k in keys if k not in cands[i]]
+                counts[f"{channel}_channel_units"] += bool(added)
+                cands[i].update((k, channel) for k in added)
+        for e, keys in zip(batch, cands, strict=True):
+            if code_found["doc"] != e.doc_id:
+                code_found.update(doc=e.doc_id, samples=set(), lines=[])
+            if e.hashes is None:  # a document's problem-text entry: not again what its units are copies of
+                keys = {k: c for k, c in keys.items() if k[0] not in code_found["samples"]}
+            if not keys:
                 continue
             counts["candidate_units"] += 1
-            sides: dict = {}  # the unit lexed as its language, and as text against a text-only sample
-            compared = []  # (benchmark side, unit side) of each candidate sample, in sample order
-            for sid in sorted(cands):
-                if sid not in bench_sides:
-                    test, entry_point = check_test(bench_row[sid])
-                    bench_sides[sid] = verifier.side(bench_text[sid], bench_lang[sid], bench_clone[sid],
-                                                     test=test, entry_point=entry_point)
-                as_lang = TEXT if bench_lang[sid] == TEXT else lang
-                if as_lang not in sides:
-                    sides[as_lang] = verifier.side(unit.text, as_lang)
-                compared.append((bench_sides[sid], sides[as_lang]))
+            sides: dict = {}  # a unit (or span) lexed as its language, and as text against a text-only sample
+            compared, meta = [], []
+            for key in sorted(keys):
+                sid = key[0]
+                unit = compared_unit(e, key, keys[key])
+                if unit is None or (e.hashes is None and any(a <= unit.end_line and unit.start_line <= b
+                                                             for a, b in code_found["lines"])):
+                    continue
+                as_lang = TEXT if bench_lang[sid] == TEXT else e.lang
+                if (as_lang, unit.start_line, unit.end_line) not in sides:
+                    sides[as_lang, unit.start_line, unit.end_line] = verifier.side(unit.text, as_lang)
+                compared.append((side_of(*key), sides[as_lang, unit.start_line, unit.end_line]))
+                meta.append((key, unit, keys[key]))
             verdicts = verifier.execute([(b, c, v) for (b, c), v in zip(compared, verifier.verdicts(compared), strict=True)])
-            for sid, v in zip(sorted(cands), supersede(verdicts), strict=True):
+            by_sample: dict[str, list] = defaultdict(list)
+            for (key, unit, channel), v in zip(meta, verdicts, strict=True):
+                by_sample[key[0]].append((key[1], unit, channel, v))
+            best = {sid: _best(found, s.verify) for sid, found in sorted(by_sample.items())}
+            for (sid, (part_name, unit, channel, _)), v in zip(best.items(), supersede([b[3] for b in best.values()], s.verify),
+                                                                strict=True):
+                leak = leak_kind(v, s.verify)
+                if leak == "code" and e.hashes is not None:
+                    code_found["samples"].add(sid)
+                    code_found["lines"].append((unit.start_line, unit.end_line))
                 pairs.append({
-                    "sample_id": sid, "doc_id": doc_id, "location": location, "unit": unit.name,
-                    "start_line": unit.start_line, "end_line": unit.end_line, "language": lang, "part": part,
-                    **{k: value for k, value in v.as_row().items() if k != "duplicate"},
-                    "rule_duplicate": v.duplicate, "judge_label": None, "duplicate": v.duplicate, "text": unit.text,
+                    "sample_id": sid, "doc_id": e.doc_id, "location": e.location, "unit": unit.name,
+                    "start_line": unit.start_line, "end_line": unit.end_line, "language": e.lang, "part": part,
+                    **{k: value for k, value in v.as_row().items() if k not in ("duplicate", "input_leak")},
+                    "rule_duplicate": leak is not None, "judge_label": None, "duplicate": leak is not None, "text": unit.text,
+                    "leak": leak, "channel": channel, "bench_part": part_name or None,
                 })
         batch.clear()
 
@@ -234,6 +359,9 @@ def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: in
             counts["chunked_units"] += 1
         elif why_whole:
             whole[why_whole] += 1
+        # the problem-text channel reads a whole document (a statement may lie outside every function), a
+        # huge one window by window
+        doc_prose = s.statement_channel and why_whole != "huge"
         try:
             for unit in units:
                 n_tokens, h = signer.shingle_hashes(unit.text)
@@ -242,18 +370,32 @@ def scan_shard(index: Path, benchmark: Path | list[Path], source: dict, part: in
                     continue
                 counts["units"] += 1
                 renamed = _renamed_hashes(signer, unit.text, lang, s) if renamed_bands is not None else None
-                batch.append((doc.doc_id, doc.location, unit, lang, h, renamed))
+                entry = _Entry(doc.doc_id, doc.location, unit, lang, h, renamed, n_tokens=n_tokens)
+                if contained is not None:
+                    entry.contained = h if same_hashes else hash_set(unit.text)
+                if s.statement_channel and (not doc_prose or unit.text == text):
+                    entry.prose = hash_set(unit.text, lower=True)
+                    doc_prose = doc_prose and unit.text != text
+                batch.append(entry)
                 if len(batch) >= s.batch_size:
                     flush()
         except (OSError, UnicodeDecodeError) as err:  # a huge file that changed or failed while it was read from disk
             log.warning("%s became unreadable while it was split (%s): the units read before are scanned, the file is "
                         "counted as unreadable", doc.location, err)
             skips["unreadable"] += 1
+        if doc_prose:
+            hashes, starts, _, _ = positional(text, lower=True)
+            batch.append(_Entry(doc.doc_id, doc.location, Unit(text, None, 1, 1 + text.count("\n")), lang,
+                                prose=np.unique(hashes), n_tokens=len(starts)))
+            if len(batch) >= s.batch_size:
+                flush()
     flush()
     write_table(pairs, PAIR_SCHEMA, pairs_out)
     rows = [{"part": part, "kind": "count", "reason": k, "count": counts[k]}
             for k in ("documents", "units", "chunked_units", "candidate_units")
-            + (("renamed_channel_units",) if renamed_bands is not None else ())]
+            + (("renamed_channel_units",) if renamed_bands is not None else ())
+            + (("containment_channel_units",) if contained is not None else ())
+            + (("statement_channel_units",) if statements is not None else ())]
     rows += [{"part": part, "kind": "skip", "reason": k, "count": v} for k, v in sorted(skips.items())]
     rows += [{"part": part, "kind": "whole_file", "reason": k, "count": v} for k, v in sorted(whole.items())]
     write_table(rows, ACCOUNTING_SCHEMA, accounting_out)
@@ -340,7 +482,7 @@ def _markdown(summaries: list[dict], types: Counter, sources: list[dict], accoun
         averages = language_averages(summaries)
         lines += ["Per language (LessLeak's RQ1: the mean of the benchmarks' leaked ratios; pooled: leaked / size):", "",
                   markdown_table(averages, list(averages[0]))]
-    lines += ["Duplicates by clone type: " + (", ".join(f"{k} {v}" for k, v in sorted(types.items())) or "none") + ".", ""]
+    lines += ["Duplicates by clone type (an input leak: the problem text without its solution): " + (", ".join(f"{k} {v}" for k, v in sorted(types.items())) or "none") + ".", ""]
     if sources:
         lines.append(markdown_table([{**r, "source": f"`{r['location']}`"} for r in sources[:10]], ["source", "duplicates", "samples"]))
     skipped = [r for r in accounting if r["kind"] in ("skip", "whole_file") and r["count"]]
@@ -402,7 +544,7 @@ def gather(index: Path, benchmark: Path | list[Path], pair_parts: list[Path], ac
         dup_count[p["location"]] += 1
     sources = sorted(({"location": loc, "duplicates": dup_count[loc], "samples": len(ids)} for loc, ids in per_source.items()),
                      key=lambda r: (-r["duplicates"], r["location"]))
-    types = Counter(p["clone_type"] for p in dups)
+    types = Counter("input leak" if p.get("leak") == "input" else p["clone_type"] for p in dups)
     corpus = settings["corpus"]
     corpus_name = (corpus.get("name") or corpus.get("dataset") or corpus.get("root") or ", ".join(corpus.get("paths") or [])
                    or corpus["kind"].replace("_", " "))
@@ -411,7 +553,7 @@ def gather(index: Path, benchmark: Path | list[Path], pair_parts: list[Path], ac
         ids = {r["sample_id"] for r in rows}
         mine = [p for p in pairs if p["sample_id"] in ids]
         found = [p for p in mine if p["duplicate"]]
-        kinds = Counter(p["clone_type"] for p in found)
+        kinds = Counter("input" if p.get("leak") == "input" else p["clone_type"] for p in found)
         summaries.append({
             "scan": s.name, "benchmark": name, "language": _language(rows, s.language), "corpus": corpus_name,
             "scheme": s.describe(), "size": len(rows), "indexed": len(ids & indexed),
@@ -420,7 +562,7 @@ def gather(index: Path, benchmark: Path | list[Path], pair_parts: list[Path], ac
             "lsh_candidates": len(mine), "candidates": sum(p["flagged"] for p in mine), "verified_duplicates": len(found),
             "type1": kinds["type-1"], "type2": kinds["type-2"], "type3": kinds["type-3"],
             "leaked_count": len(ids & leaked), "leaked_ratio": len(ids & leaked) / len(rows) if rows else 0.0,
-            "type4": kinds["type-4"],
+            "type4": kinds["type-4"], "input_leaks": kinds["input"],
         })
     member = None
     if samples is not None:
