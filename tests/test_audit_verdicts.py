@@ -68,6 +68,7 @@ def test_an_identically_distributed_set_is_not_rejected():
 def test_the_blind_baseline_is_deterministic_and_its_fit_is_the_full_features_fit():
     labels = [True] * 3 + [False] * 3
     assert blind_baseline(PYTHON + SQL, labels, seed=4) == blind_baseline(PYTHON + SQL, labels, seed=4)
+    assert blind_baseline(PYTHON + SQL, labels, seed=2**62).auc == 1.0  # a derived seed (63 bits) is accepted
     x = feature_matrix(PYTHON + SQL)
     z = span_coordinates(x)
     assert np.allclose(z @ z.T, (x @ x.T).toarray())

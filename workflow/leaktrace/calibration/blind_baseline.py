@@ -35,6 +35,7 @@ both are valid; a small p says the control set differs from the suspects."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import re
@@ -42,6 +43,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 from scipy.sparse import csr_matrix, hstack
 from scipy.stats import norm
 from sklearn.feature_extraction.text import TfidfVectorizer
@@ -108,7 +110,7 @@ def span_coordinates(x: csr_matrix) -> np.ndarray:
 def out_of_fold_scores(x: np.ndarray, labels: np.ndarray, folds: int, seed: int) -> np.ndarray:
     """The logistic regression's decision score of every text, fitted without its fold."""
     scores = np.empty(labels.size)
-    for train, test in StratifiedKFold(folds, shuffle=True, random_state=seed).split(np.zeros(labels.size), labels):
+    for train, test in StratifiedKFold(folds, shuffle=True, random_state=seed % 2**32).split(np.zeros(labels.size), labels):
         fit = LogisticRegression(C=1.0, solver="liblinear").fit(x[train], labels[train])
         scores[test] = fit.decision_function(x[test])
     return np.round(scores, 9)  # solver noise never breaks a tie
@@ -191,3 +193,43 @@ def blind_baseline(texts: Sequence[str], is_suspect: Sequence[bool], *, seed: in
     low, high = delong_interval(scores[y], scores[~y])
     return BlindBaseline(auc=observed, ci_low=low, ci_high=high, p_value=p, exact=exact, n_labellings=count,
                          n_suspect=n, n_control=m, folds=folds)
+
+
+# The audit's table of blind baselines, one row per benchmark (results/<run>/audit/blind_baseline.parquet).
+TABLE_SCHEMA = pa.schema([
+    ("benchmark", pa.string()),
+    ("n_suspect", pa.int32()),
+    ("n_control", pa.int32()),
+    ("auc", pa.float64()),  # cross-validated, suspects positive
+    ("ci_low", pa.float64()),
+    ("ci_high", pa.float64()),
+    ("p_value", pa.float64()),  # permutation p-value of the set labels
+    ("exact", pa.bool_()),
+    ("n_labellings", pa.int32()),
+    ("folds", pa.int32()),
+    ("alpha", pa.float64()),
+    ("controls_exchangeable", pa.bool_()),  # p > alpha; null where it could not run
+    ("features", pa.string()),
+    ("interval", pa.string()),
+    ("note", pa.string()),
+])
+
+
+def table_row(benchmark: str, texts: Sequence[str], is_suspect: Sequence[bool], alpha: float, permutations: int,
+              seed: int) -> dict:
+    """The table row of one benchmark's blind baseline; not run (a note says
+    why) with fewer than MIN_PER_CLASS of either set."""
+    n = int(sum(is_suspect))
+    m = len(texts) - n
+    row = {"benchmark": benchmark, "n_suspect": n, "n_control": m, "alpha": alpha, "features": FEATURES, "interval": CI_METHOD}
+    if min(n, m) < MIN_PER_CLASS:
+        return row | {"note": f"not run: needs at least {MIN_PER_CLASS} suspects and {MIN_PER_CLASS} controls"}
+    result = blind_baseline(texts, is_suspect, seed=seed, permutations=permutations)
+    return row | dataclasses.asdict(result) | {"controls_exchangeable": result.p_value > alpha}
+
+
+def from_row(row: dict) -> BlindBaseline | None:
+    """A table row back as a result (None where it did not run)."""
+    if row.get("p_value") is None:
+        return None
+    return BlindBaseline(**{f.name: row[f.name] for f in dataclasses.fields(BlindBaseline)})

@@ -15,8 +15,8 @@ when the blind baseline rejects at alpha (:mod:`leaktrace.calibration.blind_base
 - "control set differs from the suspects (blind AUC a [lo, hi], p = …): not
   calibrated": its p-value is not evidence either way.
 
-Never "not trained" or "did not see": a test without evidence bounds what
-it could have detected, nothing more."""
+A test without evidence bounds the effect it could have detected, nothing
+more: no verdict claims the model was never exposed."""
 
 from __future__ import annotations
 
