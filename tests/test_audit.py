@@ -171,6 +171,14 @@ def test_refs_reference_is_never_silently_the_shipped_one(tmp_path):
             "(resources/models/leaktrace-tiny-ref), a reference trained for the base model") in result.stdout + result.stderr
 
 
+def test_the_contrasts_reference_must_be_an_audited_model(tmp_path):
+    config = overlay(tmp_path, {"audit": {"reference": {"model": "model-c", "method": "loss"}}})
+    result = snakemake(REPO, "-n", "--configfile", str(config), timeout=300)
+    assert result.returncode != 0
+    assert "audit.reference.model: 'model-c' is not an audit.models name (configured: model-a, model-b)" in \
+        result.stdout + result.stderr
+
+
 def test_functional_memorisation_on_a_non_testbed_benchmark_needs_two_models(tmp_path):
     config = overlay(tmp_path, {"counterfactual": {"sources": {"fm": {"benchmark": "mbpp-audit", "target": "model-a"}}}})
     result = snakemake(REPO, "-n", "--configfile", str(config), timeout=300)

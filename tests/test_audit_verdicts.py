@@ -213,6 +213,8 @@ def test_a_rejecting_blind_baseline_gates_every_test_that_assumes_exchangeable_c
     assert all(r["controls_exchangeable"] is False and r["blind_auc"] == 1.0 for r in rows)
     assert by_test["reference_contrast"]["verdict"].startswith("no evidence; this test would have detected AUC ≥ ")
     assert by_test["conformal_flags"]["conformal_rank"] == 1 and by_test["conformal_flags"]["pac_rank"] == 0
+    with pytest.raises(ValueError, match="audit.reference.method: 'zlib' has no finite score under m or ref on b"):
+        model_rows("m", "b", lookup, decisions, controls, blind, None, s, reference=("ref", lookup, "zlib"))
     # the same scores without a blind rejection: evidence
     ungated = {r["test"]: r for r in model_rows("m", "b", lookup, decisions, controls, None, None, s)}
     assert ungated["conformal_flags"]["verdict"].startswith("evidence of exposure (p = ")

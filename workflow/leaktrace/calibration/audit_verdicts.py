@@ -214,8 +214,11 @@ def model_rows(model: str, benchmark: str, lookup: dict[str, dict[str, float]], 
     rows += [leakage_row(method, decisions[method], control_ids, s, shift) for method in LEAKAGE_METHODS if method in decisions]
     if reference is not None:
         name, ref_lookup, method = reference
-        if method in lookup and method in ref_lookup:
-            rows.append(contrast_row(method, lookup[method], ref_lookup[method], name, control_ids, s))
+        missing = [who for who, table in ((model, lookup), (name, ref_lookup)) if method not in table]
+        if missing:
+            raise ValueError(f"audit.reference.method: {method!r} has no finite score under {' or '.join(missing)} on "
+                             f"{benchmark} (scored: {', '.join(sorted(lookup))})")
+        rows.append(contrast_row(method, lookup[method], ref_lookup[method], name, control_ids, s))
     common = {"model": model, "benchmark": benchmark, "alpha": s.alpha, **blind_columns(blind, s.alpha)}
     return [common | r for r in rows]
 

@@ -106,10 +106,11 @@ def model_row(model: str, benchmark: str, lookup: dict, control_ids: set[str], s
 
 
 def verdict_settings(settings: dict, seed: int) -> audit_verdicts.Settings:
-    v = settings.get("verdicts") or {}
-    return audit_verdicts.Settings(alpha=settings["alpha"], delta=v.get("pac_delta", 0.1),
-                                   inconclusive_auc=v.get("inconclusive_auc", 0.9),
-                                   inconclusive_rate=v.get("inconclusive_rate", 0.5), seed=seed)
+    """The verdict table's settings: ``settings["verdicts"]`` (audit.pac_delta,
+    inconclusive_auc, inconclusive_rate) at the test's alpha."""
+    v = settings["verdicts"]
+    return audit_verdicts.Settings(alpha=settings["alpha"], delta=v["pac_delta"], inconclusive_auc=v["inconclusive_auc"],
+                                   inconclusive_rate=v["inconclusive_rate"], seed=seed)
 
 
 def audit_contamination(scores: dict[tuple[str, str], Path], benchmarks: dict[str, Path], control_ids: Path, settings: dict,
@@ -135,6 +136,8 @@ def audit_contamination(scores: dict[tuple[str, str], Path], benchmarks: dict[st
         if rows[-1]["n_control_unscored"]:
             log.info("%s on %s: %d control ids name samples the audit did not score", model, benchmark,
                      rows[-1]["n_control_unscored"])
+        if verdicts is None:
+            continue
         decisions = {m: {r["sample_id"]: bool(r["decision"]) for r in found if r["method"] == m and r["decision"] is not None}
                      for m in audit_verdicts.LEAKAGE_METHODS}
         ref = None
