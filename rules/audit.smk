@@ -45,6 +45,10 @@ def _check_audit_config():
                              f"({REFERENCE_MODEL}), a reference trained for the base model, not for it; name Ref's "
                              "reference in score.methods.ref.model (a smaller model of the audited model's family, "
                              "same tokenizer), or leave Ref out (score: {methods: {ref: null}})")
+    reference = config["audit"]["reference"].get("model")
+    if reference and reference not in AUDIT_MODELS:
+        raise ValueError(f"audit.reference.model: {reference!r} is not an audit.models name "
+                         f"(configured: {', '.join(AUDIT_MODELS) or 'none'})")
     if AUDIT_BENCHMARKS and AUDIT_OWN and not AUDIT_CONTROL_IDS:  # testbed models have the testbed's tests
         print("leaktrace: audit: no control ids (contamination.held_out_ids), so the audit's dataset-level test "
               "is not run", file=sys.stderr)
@@ -63,14 +67,17 @@ def audit_arguments(wildcards, input):
     return " ".join(f"{name}:{b}={path}" for (name, b), path in zip(names, input.scores, strict=True))
 
 
-AUDIT_CONTAMINATION_OUTPUTS = (f"{RESULTS}/audit/dataset_inference.parquet", f"{RESULTS}/audit/dataset_inference.md")
+AUDIT_CONTAMINATION_OUTPUTS = (f"{RESULTS}/audit/dataset_inference.parquet", f"{RESULTS}/audit/dataset_inference.md",
+                               f"{RESULTS}/audit/verdicts.parquet", f"{RESULTS}/audit/verdicts.md")
+AUDIT_BLIND = f"{RESULTS}/audit/blind_baseline.parquet"
 
 
 def audit_inputs(wildcards):
     held_out = config["contamination"]["held_out_ids"]
     return {"scores": audit_scores(wildcards),
             "variants": [f"{RESULTS}/variants/{b}.parquet" for b in AUDIT_BENCHMARKS],
-            "held_out": [held_out] if held_out else []}
+            "held_out": [held_out] if held_out else [],
+            "blind": [AUDIT_BLIND] if held_out else []}
 
 
 def audit_variant_arguments(wildcards, input):
@@ -80,7 +87,8 @@ def audit_variant_arguments(wildcards, input):
 def audit_settings():
     """The decisions' level and the SrDetection detectors' settings (their variant counts)."""
     methods = config["score"]["methods"]
-    return json.dumps({"alpha": config["calibration"]["alpha"],
+    return json.dumps({"alpha": config["calibration"]["alpha"], "gate_alpha": config["contamination"]["alpha"],
+                       "inconclusive_rate": config["audit"]["inconclusive_rate"],
                        "methods": {m: methods[m] for m in ("srdetection_graybox", "srdetection_blackbox") if m in methods}},
                       sort_keys=True)
 
@@ -89,7 +97,7 @@ def audit_outputs():
     if not (AUDIT_BENCHMARKS and AUDIT_MODELS):
         return []
     return [f"{RESULTS}/audit/{name}" for name in ("leakage_rates.parquet", "leakage_rates.md", "heatmap.png")] \
-        + (list(AUDIT_CONTAMINATION_OUTPUTS) if AUDIT_CONTROL_IDS else [])
+        + ([*AUDIT_CONTAMINATION_OUTPUTS, AUDIT_BLIND] if AUDIT_CONTROL_IDS else [])
 
 
 rule audit:
@@ -103,6 +111,7 @@ rule audit:
         scores=audit_arguments,
         variants=audit_variant_arguments,
         held_out=held_out_argument,
+        blind=lambda wildcards, input: f"--blind {input.blind[0]}" if input.blind else "",
         settings=audit_settings(),
     log:
         f"{RESULTS}/logs/audit/audit.log",
@@ -114,26 +123,62 @@ rule audit:
     resources:
         **cpu_job(),
     shell:
-        "{LEAKTRACE} audit --scores {params.scores} --variants {params.variants} {params.held_out}"
+        "{LEAKTRACE} audit --scores {params.scores} --variants {params.variants} {params.held_out} {params.blind}"
         " --settings {params.settings:q} --output-dir {RESULTS}/audit 2> {log}"
 
 
 def audit_contamination_settings():
-    """The contamination slice the audit's test reads, with Ref's reference named."""
-    block = config["contamination"]
+    """The contamination slice the audit's test reads, with Ref's reference
+    named, and the verdict table's settings (audit.*)."""
+    block, audit = config["contamination"], config["audit"]
     ref = (REF_SETTINGS["model"] or REFERENCE_MODEL) if REF_SETTINGS else None
     return json.dumps({"dataset_inference": block["dataset_inference"], "calibration": {"seeds": block["calibration"]["seeds"]},
-                       "alpha": block["alpha"], "ref_model": ref}, sort_keys=True)
+                       "alpha": block["alpha"], "ref_model": ref,
+                       "verdicts": {k: audit[k] for k in ("pac_delta", "inconclusive_auc", "inconclusive_rate")},
+                       "reference": {"model": audit["reference"].get("model"),
+                                     "method": audit["reference"].get("method", "loss")}}, sort_keys=True)
+
+
+def ingested_audit_benchmarks():
+    return expand(f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet", benchmark=AUDIT_BENCHMARKS)
+
+
+rule audit_blind:
+    input:
+        benchmarks=ingested_audit_benchmarks(),
+        control_ids=AUDIT_CONTROL_IDS or [],
+    output:
+        AUDIT_BLIND,
+    params:
+        benchmarks=lambda wildcards, input: " ".join(f"{b}={p}" for b, p in zip(AUDIT_BENCHMARKS, input.benchmarks, strict=True)),
+        settings=json.dumps({"alpha": config["contamination"]["alpha"],
+                             "permutations": config["audit"]["blind_permutations"]}, sort_keys=True),
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/audit/audit_blind.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/audit/audit_blind.tsv"
+    threads: 1
+    resources:
+        **cpu_job(),
+    conda:
+        CPU_ENV
+    shell:
+        "{LEAKTRACE} audit-blind --benchmarks {params.benchmarks} --control-ids {input.control_ids}"
+        " --settings {params.settings:q} --seed {params.seed} --output {output} 2> {log}"
 
 
 rule audit_contamination:
     input:
         scores=audit_scores,
-        benchmarks=expand(f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet", benchmark=AUDIT_BENCHMARKS),
+        benchmarks=ingested_audit_benchmarks(),
         control_ids=AUDIT_CONTROL_IDS or [],
+        blind=AUDIT_BLIND,
     output:
         table=AUDIT_CONTAMINATION_OUTPUTS[0],
         report=report(AUDIT_CONTAMINATION_OUTPUTS[1], caption="../report/audit.rst", category="Audit"),
+        verdicts=AUDIT_CONTAMINATION_OUTPUTS[2],
+        verdicts_report=report(AUDIT_CONTAMINATION_OUTPUTS[3], caption="../report/audit.rst", category="Audit"),
     params:
         scores=audit_arguments,
         benchmarks=lambda wildcards, input: " ".join(f"{b}={p}" for b, p in zip(AUDIT_BENCHMARKS, input.benchmarks, strict=True)),
@@ -151,4 +196,5 @@ rule audit_contamination:
     shell:
         "{LEAKTRACE} audit-contamination --scores {params.scores} --benchmarks {params.benchmarks}"
         " --control-ids {input.control_ids} --settings {params.settings:q} --seed {params.seed}"
-        " --output {output.table} --report {output.report} 2> {log}"
+        " --output {output.table} --report {output.report} --blind {input.blind}"
+        " --verdicts {output.verdicts} --verdicts-report {output.verdicts_report} 2> {log}"

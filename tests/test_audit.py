@@ -9,6 +9,7 @@ The fixture's expected findings are the project's own planting (a regression
 test of the whole path); the dataset-level test's numbers are checked
 against what the scores give, and its null against its definition."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -60,6 +61,54 @@ def test_each_model_gets_a_dataset_level_p_value_with_its_null(audit_run):
     assert "ref" not in rows["model-b"]["features"].split(",") and rows["model-b"]["ref_model"] is None
     report = (audit_run / "audit/dataset_inference.md").read_text()
     assert "random halves of the control set" in report and "resources/models/leaktrace-tiny-ref" in report
+
+
+VERDICTS = [r"evidence of exposure \(p = [0-9.e+-]+\)",
+            r"no evidence; this test would have detected (AUC|flag rate) ≥ [0-9.]+ with 80% power",
+            r"inconclusive: too few samples to detect (AUC|flag rate) < [0-9.]+",
+            r"control set differs from the suspects \(blind AUC [0-9.]+ \[[0-9.]+, [0-9.]+\], p = [0-9.e+-]+\): not calibrated"]
+
+
+def test_every_audit_verdict_has_its_power_and_the_blind_baseline_gates_them(audit_run):
+    """Issue 44: the verdict table per model × benchmark, its wording, the gate
+    and the control ids each test used; the blind baseline ran once."""
+    (blind,) = read_records(audit_run / "audit/blind_baseline.parquet")
+    assert (blind["benchmark"], blind["n_suspect"], blind["n_control"], blind["n_labellings"]) == ("mbpp-audit", 12, 8, 1000)
+    assert blind["ci_low"] <= blind["auc"] <= blind["ci_high"] and 1 / 1001 <= blind["p_value"] <= 1
+    assert blind["controls_exchangeable"] == (blind["p_value"] > 0.05)
+    rows = read_records(audit_run / "audit/verdicts.parquet")
+    assert {"blind_auc", "blind_ci_low", "blind_ci_high", "blind_p", "controls_exchangeable", "detectable_effect", "verdict",
+            "n_controls_used", "n_controls_dropped", "controls_dropped"} <= set(rows[0])
+    tests = {(r["model"], r["test"]) for r in rows}
+    for model in ("model-a", "model-b"):
+        assert {(model, t) for t in ("blind_baseline", "dataset_inference", "conformal_flags", "leakage_rate")} <= tests
+    # the contrast against the declared reference (model-b), for model-a only, its assumption in its row
+    (contrast,) = [r for r in rows if r["test"] == "reference_contrast"]
+    assert contrast["model"] == "model-a" and "moves the target's and the reference's scores alike" in contrast["note"]
+    # every per-sample detector in model-a's scores gets conformal flags, SrDetection's included
+    methods = {s["method"] for s in read_records(audit_run / "score/mbpp-audit/audit-model-a/scores.parquet")}
+    assert {r["detector"] for r in rows if r["model"] == "model-a" and r["test"] == "conformal_flags"} == methods - {"ref_oracle"}
+    assert {"loss", "zlib", "srdetection_graybox", "srdetection_blackbox"} <= methods
+    shift = f"control set differs from the suspects (blind AUC {blind['auc']:.2f} [{blind['ci_low']:.2f}, " \
+            f"{blind['ci_high']:.2f}], p = {blind['p_value']:.2g}): not calibrated"
+    for r in rows:
+        assert r["blind_auc"] == blind["auc"] and r["blind_p"] == blind["p_value"]
+        assert r["n_controls_used"] + (r["n_controls_dropped"] or 0) == 8 and (r["n_controls_dropped"] == 0) == (not r["controls_dropped"])
+        if r["test"] == "blind_baseline":
+            continue
+        assert any(re.fullmatch(v, r["verdict"]) for v in VERDICTS), r["verdict"]
+        if r["assumes_exchangeable"] and not blind["controls_exchangeable"]:
+            assert r["verdict"] == shift and not r["counted_as_evidence"]
+    # 8 controls at alpha = 0.05: floor(0.05 * 9) = 0, so no conformal flag is possible and the verdict says so
+    flags = [r for r in rows if r["test"] == "conformal_flags"]
+    assert all(r["conformal_rank"] == 0 and r["statistic"] == 0 and r["detectable_effect"] is None for r in flags)
+    # the other tables carry the gate too
+    for r in read_records(audit_run / "audit/dataset_inference.parquet") + read_records(audit_run / "audit/leakage_rates.parquet"):
+        assert r["controls_exchangeable"] == blind["controls_exchangeable"] and any(re.fullmatch(v, r["verdict"]) for v in VERDICTS)
+    report = (audit_run / "audit/verdicts.md").read_text()
+    assert "P(FPR > α)" in report and "PAC" in report
+    for text in [report, (REPO / "docs/guides/audit-your-model.md").read_text()]:
+        assert not re.search(r"not trained|did not see|neither model saw", text)
 
 
 def test_functional_memorisation_compares_the_two_models(audit_run):
@@ -120,6 +169,14 @@ def test_refs_reference_is_never_silently_the_shipped_one(tmp_path):
     assert result.returncode != 0
     assert ("score.methods.ref: audit model 'mine' would be compared with reference_model.path "
             "(resources/models/leaktrace-tiny-ref), a reference trained for the base model") in result.stdout + result.stderr
+
+
+def test_the_contrasts_reference_must_be_an_audited_model(tmp_path):
+    config = overlay(tmp_path, {"audit": {"reference": {"model": "model-c", "method": "loss"}}})
+    result = snakemake(REPO, "-n", "--configfile", str(config), timeout=300)
+    assert result.returncode != 0
+    assert "audit.reference.model: 'model-c' is not an audit.models name (configured: model-a, model-b)" in \
+        result.stdout + result.stderr
 
 
 def test_functional_memorisation_on_a_non_testbed_benchmark_needs_two_models(tmp_path):

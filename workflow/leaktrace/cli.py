@@ -325,22 +325,32 @@ def _paired_paths(values: list[str], second: str) -> dict[tuple[str, str], Path]
 @command("audit")
 @_args((("--scores",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH"}),
        (("--variants",), {"nargs": "+", "required": True, "help": "BENCHMARK=PATH of its variants table"}),
-       path("--held-out-ids", required=False), SETTINGS, path("--output-dir"))
+       path("--held-out-ids", required=False), path("--blind", required=False), SETTINGS, path("--output-dir"))
 def _audit(a):
     from leaktrace.stages.audit import audit
 
-    audit(_paired_paths(a.scores, "BENCHMARK"), _named_paths(a.variants), a.settings, a.output_dir, a.held_out_ids)
+    audit(_paired_paths(a.scores, "BENCHMARK"), _named_paths(a.variants), a.settings, a.output_dir, a.held_out_ids, a.blind)
+
+
+@command("audit-blind")
+@_args((("--benchmarks",), {"nargs": "+", "required": True, "help": "BENCHMARK=PATH of the ingested tables"}),
+       path("--control-ids"), SETTINGS, SEED, path("--output"))
+def _audit_blind(a):
+    from leaktrace.stages.audit_blind import audit_blind
+
+    audit_blind(_named_paths(a.benchmarks), a.control_ids, a.settings, a.seed, a.output)
 
 
 @command("audit-contamination")
 @_args((("--scores",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH"}),
        (("--benchmarks",), {"nargs": "+", "required": True, "help": "BENCHMARK=PATH of the ingested tables"}),
-       path("--control-ids"), SETTINGS, SEED, path("--output"), path("--report"))
+       path("--control-ids"), SETTINGS, SEED, path("--output"), path("--report"), path("--blind", required=False),
+       path("--verdicts", required=False), path("--verdicts-report", required=False))
 def _audit_contamination(a):
     from leaktrace.stages.audit_contamination import audit_contamination
 
     audit_contamination(_paired_paths(a.scores, "BENCHMARK"), _named_paths(a.benchmarks), a.control_ids, a.settings, a.seed,
-                        a.output, a.report)
+                        a.output, a.report, a.blind, a.verdicts, a.verdicts_report)
 
 
 @command("sample-corpus-functions")

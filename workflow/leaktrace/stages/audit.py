@@ -20,7 +20,14 @@ The null, per model × benchmark × detector:
   variant count, and the p-value is its upper tail. The table then says
   "uncalibrated": the testbed's null check measures how far renamed
   variants are from exchangeable, and a rate above chance is not evidence
-  of exposure by itself."""
+  of exposure by itself.
+
+A control set can differ from the suspects in ways unrelated to exposure;
+where the audit's blind baseline (``audit/blind_baseline.parquet``, a
+text-only classifier) tells them apart at alpha, a control-set row's verdict
+reads "control set differs from the suspects (...): not calibrated"
+(:mod:`leaktrace.calibration.audit_verdicts`); otherwise it states the
+evidence or the flag rate the test would have detected with 80% power."""
 
 from __future__ import annotations
 
@@ -32,8 +39,12 @@ import pyarrow as pa
 from scipy.stats import fisher_exact, poisson_binom
 
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.calibration.audit_verdicts import RATE, gate
+from leaktrace.calibration.blind_baseline import BlindBaseline, from_row
 from leaktrace.calibration.conformal import conformal_p_values
+from leaktrace.calibration.power import detectable_fisher_rate
 from leaktrace.calibration.rates import clopper_pearson
+from leaktrace.calibration.verdict import verdict
 from leaktrace.detect.registry import family_params
 from leaktrace.data.sample_ids import match_ids, read_id_list
 from leaktrace.report.plots import leakage_heatmap
@@ -66,16 +77,22 @@ RATES_SCHEMA = pa.schema(
         ("alpha", pa.float64()),
         ("n_flagged_at_alpha", pa.int32()),  # conformal p-value against the control set <= alpha; null without one
         ("calibration", pa.string()),  # the control set used, or "uncalibrated: ..."
+        ("controls_exchangeable", pa.bool_()),  # the blind baseline did not reject; null: no control set or not run
+        ("detectable_effect", pa.float64()),  # the suspect flag rate Fisher's test detects with 80% power; null: none
+        ("verdict", pa.string()),  # with a control set: evidence, no evidence (its power), inconclusive or not calibrated
     ]
 )
 
 
 def leakage_rates(model: str, benchmark: str, scores: list[dict], variant_counts: dict[str, dict[str, int]],
-                  control: set[str], alpha: float) -> list[dict]:
+                  control: set[str], alpha: float, blind: BlindBaseline | None = None,
+                  inconclusive_rate: float = 0.5, gate_alpha: float | None = None) -> list[dict]:
     """One row per SrDetection detector present in ``scores``: the share of
     samples it flags, beside its null. ``variant_counts``: detector -> sample
     -> the variants it compared the original with; ``control``: the known-unseen
-    sample ids (empty: none)."""
+    sample ids (empty: none); ``blind``: the benchmark's blind baseline,
+    which gates at ``gate_alpha`` (the blind table's level; default ``alpha``)."""
+    gate_alpha = alpha if gate_alpha is None else gate_alpha
     rows = []
     for method, detector in AUDIT_METHODS.items():
         scored = {s["sample_id"]: s for s in scores if s["method"] == method}
@@ -93,6 +110,10 @@ def leakage_rates(model: str, benchmark: str, scores: list[dict], variant_counts
             null_low, null_high = clopper_pearson(held_flags, len(held))
             p = conformal_p_values(np.array([scored[s]["score"] for s in held]), np.array([scored[s]["score"] for s in suspect]))
             test = fisher_exact([[flagged, len(suspect) - flagged], [held_flags, len(held) - held_flags]], alternative="greater")
+            detectable = detectable_fisher_rate(len(suspect), len(held), held_flags / len(held), alpha)
+            row |= {"controls_exchangeable": None if blind is None else blind.p_value > gate_alpha,
+                    "detectable_effect": detectable,
+                    "verdict": verdict(float(test.pvalue), alpha, RATE, detectable, inconclusive_rate, gate(blind, gate_alpha))}
             row |= {"null": CONTROL, "null_n": len(held), "null_rate": held_flags / len(held), "null_low": null_low,
                     "null_high": null_high, "p_value": float(test.pvalue), "n_flagged_at_alpha": int((p <= alpha).sum()),
                     "calibration": f"control set: {len(held)} known-unseen samples (contamination.held_out_ids)"}
@@ -126,16 +147,19 @@ def read_control(path: Path | None, variants: dict[str, Path]) -> set[str]:
 
 
 def audit(scores: dict[tuple[str, str], Path], variants: dict[str, Path], settings: dict, out_dir: Path,
-          held_out_ids: Path | None = None) -> None:
+          held_out_ids: Path | None = None, blind: Path | None = None) -> None:
     """``scores`` maps (audit model name, benchmark) to that model's
     scores.parquet; ``variants`` each benchmark to its variants table;
-    ``settings``: ``alpha`` and ``methods`` (score.methods)."""
+    ``settings``: ``alpha``, ``methods`` (score.methods) and optionally
+    ``inconclusive_rate`` and ``gate_alpha``; ``blind``: the audit's blind-baseline table."""
     control = read_control(held_out_ids, variants)
+    baselines = {r["benchmark"]: from_row(r) for r in read_records(blind)} if blind else {}
     counts = {benchmark: compared_variants(path, settings["methods"]) for benchmark, path in variants.items()}
     rows = []
     for (model, benchmark), path in scores.items():
         found = leakage_rates(model, benchmark, read_records(path, ["sample_id", "method", "score", "decision"]),
-                              counts[benchmark], control, settings["alpha"])
+                              counts[benchmark], control, settings["alpha"], baselines.get(benchmark),
+                              settings.get("inconclusive_rate", 0.5), settings.get("gate_alpha"))
         if not found:
             raise ValueError(f"{path}: no SrDetection scores for {model} on {benchmark}; "
                              "configure score.methods.srdetection_graybox and/or srdetection_blackbox")
@@ -150,7 +174,7 @@ def audit(scores: dict[tuple[str, str], Path], variants: dict[str, Path], settin
           f"flagged at α (conformal)": "–" if r.get("n_flagged_at_alpha") is None else r["n_flagged_at_alpha"]}
          for r in rows],
         ["model", "benchmark", "detector", "n_samples", "n_flagged", "leakage rate [95% CI]", "null", "null rate", "p",
-         "flagged at α (conformal)", "calibration"],
+         "flagged at α (conformal)", "calibration", "verdict"],
     )
     (out_dir / "leakage_rates.md").write_text(
         "# SrDetection audit: leakage rate per model and benchmark\n\n"
@@ -163,7 +187,9 @@ def audit(scores: dict[tuple[str, str], Path], variants: dict[str, Path], settin
         "from each sample's own variant count, and the Poisson-binomial p-value of the count. A row without a "
         "control set is uncalibrated: renamed variants are not exchangeable with human-written originals even under "
         "a model that never saw them (the testbed's null check), so its rate and p-value are not evidence of "
-        "exposure.\n\n" + table
+        "exposure. A row with a control set has a verdict: \"not calibrated\" where the blind baseline (a "
+        "text-only classifier, `verdicts.md`) tells the controls from the suspects, else the evidence or the flag "
+        "rate the test would have detected with 80% power (the controls' own rate plugged in).\n\n" + table
     )
     leakage_heatmap(rows, out_dir / "heatmap.png")
     log.info("audit: %d rates for %d model-benchmark pairs", len(rows), len(scores))

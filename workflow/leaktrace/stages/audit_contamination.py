@@ -12,7 +12,15 @@ the same test on random halves of the control set against each other, over
 ``contamination.calibration.seeds`` seeds (both halves unseen, so every
 rejection is a false positive), with its Clopper-Pearson interval and
 binomial verdict (:mod:`leaktrace.calibration.rates`). Ref's
-reference model, when Ref is among the features, is named in the table."""
+reference model, when Ref is among the features, is named in the table.
+
+Those halves are exchangeable by construction and cannot see a control set
+that differs from the suspects, so beside them stands the blind baseline
+(``audit/blind_baseline.parquet``, rule ``audit_blind``), and the verdict
+table (``audit/verdicts.parquet``, :mod:`leaktrace.calibration.audit_verdicts`)
+gives every test of the audit, each per-sample detector's conformal flags
+included, its power, its control ids used and dropped, and its verdict,
+gated where the blind baseline rejects."""
 
 from __future__ import annotations
 
@@ -23,6 +31,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.calibration import audit_verdicts
+from leaktrace.calibration.blind_baseline import BlindBaseline, from_row
 from leaktrace.calibration.rates import false_positive_rate
 from leaktrace.contamination.dataset_inference import MIN_PER_SET, dataset_inference
 from leaktrace.contamination.dataset_inference_row import dataset_inference_row
@@ -53,6 +63,10 @@ SCHEMA = pa.schema([
     ("null_rate_high", pa.float64()),
     ("null_verdict", pa.string()),
     ("note", pa.string()),  # why a p-value or its null is missing
+    # the gate and the power (audit/verdicts.parquet has the rest)
+    ("controls_exchangeable", pa.bool_()),  # false: the blind baseline rejected at alpha; null: not run
+    ("detectable_effect", pa.float64()),  # the AUC detected with 80% power; null: none
+    ("verdict", pa.string()),
 ])
 
 NULL_SCENARIO = "random halves of the control set"
@@ -91,24 +105,57 @@ def model_row(model: str, benchmark: str, lookup: dict, control_ids: set[str], s
                   "null_rate_low": rate["rate_low"], "null_rate_high": rate["rate_high"], "null_verdict": rate["verdict"]}
 
 
+def verdict_settings(settings: dict, seed: int) -> audit_verdicts.Settings:
+    """The verdict table's settings: ``settings["verdicts"]`` (audit.pac_delta,
+    inconclusive_auc, inconclusive_rate) at the test's alpha."""
+    v = settings["verdicts"]
+    return audit_verdicts.Settings(alpha=settings["alpha"], delta=v["pac_delta"], inconclusive_auc=v["inconclusive_auc"],
+                                   inconclusive_rate=v["inconclusive_rate"], seed=seed)
+
+
 def audit_contamination(scores: dict[tuple[str, str], Path], benchmarks: dict[str, Path], control_ids: Path, settings: dict,
-                        seed: int, output: Path, report: Path) -> None:
+                        seed: int, output: Path, report: Path, blind: Path | None = None, verdicts: Path | None = None,
+                        verdicts_report: Path | None = None) -> None:
     """``scores``: (audit model, benchmark) -> scores.parquet; ``benchmarks``:
-    benchmark -> its ingested table (every sample, to match the ids)."""
+    benchmark -> its ingested table (every sample, to match the ids);
+    ``blind``: the audit's blind-baseline table; ``verdicts`` and
+    ``verdicts_report``: where the verdict table goes (with ``settings``'
+    ``verdicts`` and ``reference``: {model, method} slices)."""
     everything = {r["sample_id"] for path in benchmarks.values() for r in read_records(path, ["sample_id"])}
     matched = match_ids(read_id_list(control_ids), everything, str(control_ids))
     exclude = set(settings["dataset_inference"]["exclude_methods"])
-    rows = []
-    for (model, benchmark), path in scores.items():
-        lookup = score_lookup(read_records(path, ["sample_id", "method", "score"]), exclude)
+    baselines: dict[str, BlindBaseline | None] = {r["benchmark"]: from_row(r) for r in read_records(blind)} if blind else {}
+    reference = settings.get("reference") or {}
+    records = {key: read_records(path, ["sample_id", "method", "score", "decision"]) for key, path in scores.items()}
+    rows, table = [], []
+    for (model, benchmark), found in records.items():
+        lookup = score_lookup(found, exclude)
         mine = {sid for sid in matched if sid.startswith(f"{benchmark}/")}
-        rows.append(model_row(model, benchmark, lookup, mine, settings, derive_seed(seed, "audit-contamination", model, benchmark)))
+        model_seed = derive_seed(seed, "audit-contamination", model, benchmark)
+        rows.append(model_row(model, benchmark, lookup, mine, settings, model_seed))
         if rows[-1]["n_control_unscored"]:
             log.info("%s on %s: %d control ids name samples the audit did not score", model, benchmark,
                      rows[-1]["n_control_unscored"])
+        if verdicts is None:
+            continue
+        decisions = {m: {r["sample_id"]: bool(r["decision"]) for r in found if r["method"] == m and r["decision"] is not None}
+                     for m in audit_verdicts.LEAKAGE_METHODS}
+        ref = None
+        if reference.get("model") and reference["model"] != model and (reference["model"], benchmark) in records:
+            ref = (reference["model"], score_lookup(records[(reference["model"], benchmark)], exclude), reference["method"])
+        mine_rows = audit_verdicts.model_rows(model, benchmark, lookup, {m: d for m, d in decisions.items() if d}, mine,
+                                              baselines.get(benchmark), rows[-1], verdict_settings(settings, model_seed), ref)
+        (di,) = [r for r in mine_rows if r["test"] == "dataset_inference"]
+        rows[-1] |= {"controls_exchangeable": di["controls_exchangeable"], "detectable_effect": di["detectable_effect"],
+                     "verdict": di["verdict"]}
+        table += mine_rows
     write_table(rows, SCHEMA, output)
     report.write_text(render(rows, settings["alpha"]))
-    log.info("audit contamination: %d p-values", len(rows))
+    if verdicts is not None:
+        write_table(table, audit_verdicts.SCHEMA, verdicts)
+        delta = verdict_settings(settings, seed).delta
+        (verdicts_report or verdicts.with_suffix(".md")).write_text(audit_verdicts.render(table, settings["alpha"], delta))
+    log.info("audit contamination: %d p-values, %d verdicts", len(rows), len(table))
 
 
 def render(rows: list[dict], alpha: float) -> str:
@@ -118,7 +165,7 @@ def render(rows: list[dict], alpha: float) -> str:
     table = [{**r, "p": fmt(r["p_value"]), "ref model": r.get("ref_model") or "–",
               "null FPR [95% CI]": "–" if r.get("null_rate") is None
               else f"{r['null_rate']:.3f} [{r['null_rate_low']:.3f}, {r['null_rate_high']:.3f}] ({r['null_rejected']}/{r['null_seeds']})",
-              "null verdict": r.get("null_verdict") or r.get("note") or "–"} for r in rows]
+              "null verdict": r.get("null_verdict") or r.get("note") or "–", "verdict": r.get("verdict") or "–"} for r in rows]
     return (
         "# Audit: dataset-level test against the control ids\n\n"
         "Dataset inference (Maini et al. 2024): the detectors' scores as features, a logistic regression fitted on "
@@ -126,7 +173,10 @@ def render(rows: list[dict], alpha: float) -> str:
         "t-test on the other halves; the splits combined as twice the median p-value. A small p-value says the "
         "suspect samples score as the model's training data would, relative to the controls. Its null, beside it: "
         f"the same test on {NULL_SCENARIO} (no half was seen), over seeds; its false-positive rate at α = {alpha} "
-        "should be near α, or the p-value is not evidence.\n\n"
+        "should be near α, or the p-value is not evidence. Those halves are exchangeable by construction, so they "
+        "cannot see a control set that differs from the suspects: the verdict reads \"not calibrated\" where the "
+        "blind baseline (a text-only classifier, `verdicts.md`) tells the two sets apart, and otherwise states the "
+        "smallest AUC the test detects with 80% power.\n\n"
         + markdown_table(table, ["model", "benchmark", "n_suspect", "n_control", "features", "ref model", "p",
-                                 "null FPR [95% CI]", "null verdict"])
+                                 "null FPR [95% CI]", "null verdict", "verdict"])
     )

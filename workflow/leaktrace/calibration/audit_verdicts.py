@@ -1,0 +1,267 @@
+"""The audit's verdict table: per model × benchmark, every test against the
+user's control set, each with its p-value, its power, the blind baseline
+beside it and a verdict worded by :mod:`leaktrace.calibration.verdict`.
+
+Rows (``test``):
+
+- ``blind_baseline``: the text-only classifier of suspects against
+  controls (no model): whether the control set differs from the suspects;
+- ``dataset_inference``: the dataset-level test (assumes exchangeable controls);
+- ``conformal_flags``, one per per-sample detector: its suspects flagged
+  by conformal p-values against the controls at alpha, the count's exact
+  null (negative hypergeometric, :mod:`leaktrace.calibration.power`), and
+  beside it the training-conditional (PAC) flags, FPR <= alpha with
+  probability >= 1 - delta (:mod:`leaktrace.calibration.conditional`)
+  (assumes exchangeable controls);
+- ``leakage_rate``, SrDetection's gray-box and black-box decisions: Fisher's
+  exact test of the suspects' flag share against the controls' (assumes
+  exchangeable controls);
+- ``reference_contrast``, where a reference model is configured: d =
+  s_target - s_reference on one detector, suspects against controls
+  (:mod:`leaktrace.calibration.reference_contrast`): its assumption is
+  written in its row, and it is not gated.
+
+The gate: where the blind baseline rejects at alpha, every row that assumes
+exchangeable controls gets the shift verdict and ``counted_as_evidence``
+false. Each row says how many control ids it used and why any were dropped."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+from scipy.stats import fisher_exact
+
+from leaktrace.calibration.blind_baseline import BlindBaseline
+from leaktrace.calibration.conditional import flags_at_rank, fpr_exceed_probability, min_controls, pac_rank
+from leaktrace.calibration.power import (conformal_rank, dataset_inference_detectable_auc, detectable_auc,
+                                         detectable_fisher_rate, detectable_flag_rate, flag_count_p)
+from leaktrace.calibration.reference_contrast import ASSUMPTION, contrasts, reference_contrast
+from leaktrace.calibration.verdict import shift_text, shift_verdict, verdict
+from leaktrace.report.tables import markdown_table
+
+AUC, RATE = "AUC", "flag rate"
+LEAKAGE_METHODS = ("srdetection_graybox", "srdetection_blackbox")
+
+SCHEMA = pa.schema([
+    ("model", pa.string()),
+    ("benchmark", pa.string()),
+    ("test", pa.string()),  # blind_baseline | dataset_inference | conformal_flags | leakage_rate | reference_contrast
+    ("detector", pa.string()),  # the per-sample detector, or what the test uses
+    ("n_suspect", pa.int32()),
+    ("n_controls_used", pa.int32()),  # control ids the test actually used
+    ("n_controls_dropped", pa.int32()),  # control ids of this benchmark it could not use
+    ("controls_dropped", pa.string()),  # why
+    ("statistic", pa.float64()),  # AUC (blind), flagged count (conformal), flag share (leakage), mean d gap (contrast)
+    ("p_value", pa.float64()),
+    ("alpha", pa.float64()),
+    ("effect", pa.string()),  # the scale of detectable_effect: AUC | flag rate
+    ("detectable_effect", pa.float64()),  # smallest effect detected with 80% power; null: none reachable
+    ("blind_auc", pa.float64()),
+    ("blind_ci_low", pa.float64()),  # DeLong 95%
+    ("blind_ci_high", pa.float64()),
+    ("blind_p", pa.float64()),  # permutation p-value
+    ("controls_exchangeable", pa.bool_()),  # false: the blind baseline rejected at alpha; null: it could not run
+    ("assumes_exchangeable", pa.bool_()),  # the test's null needs exchangeable controls (gated)
+    ("verdict", pa.string()),
+    ("counted_as_evidence", pa.bool_()),
+    ("conformal_rank", pa.int32()),  # k = floor(alpha (m + 1)): flagged above the k-th largest control
+    ("fpr_exceed_probability", pa.float64()),  # marginal flags: P(FPR > alpha) over the control draw
+    ("delta", pa.float64()),
+    ("pac_rank", pa.int32()),  # the (alpha, delta) rule's rank; 0 flags nothing
+    ("n_flagged_pac", pa.int32()),
+    ("note", pa.string()),
+])
+
+
+@dataclass(frozen=True)
+class Settings:
+    alpha: float
+    delta: float  # the PAC guarantee's 1 - confidence
+    inconclusive_auc: float  # an AUC above this at 80% power is "inconclusive"
+    inconclusive_rate: float  # likewise a flag rate
+    seed: int
+
+
+def blind_columns(blind: BlindBaseline | None, alpha: float) -> dict:
+    if blind is None:
+        return {"controls_exchangeable": None}
+    return {"blind_auc": blind.auc, "blind_ci_low": blind.ci_low, "blind_ci_high": blind.ci_high, "blind_p": blind.p_value,
+            "controls_exchangeable": blind.p_value > alpha}
+
+
+def gate(blind: BlindBaseline | None, alpha: float) -> str | None:
+    """The shift verdict when the blind baseline rejected, else None."""
+    if blind is None or blind.p_value > alpha:
+        return None
+    return shift_text(blind.auc, blind.ci_low, blind.ci_high, blind.p_value)
+
+
+def blind_row(blind: BlindBaseline, s: Settings) -> dict:
+    detectable = detectable_auc(blind.n_suspect, blind.n_control, s.alpha)
+    how = "every labelling" if blind.exact else f"{blind.n_labellings} random labellings"
+    return {"test": "blind_baseline", "detector": "text only (no model)", "n_suspect": blind.n_suspect,
+            "n_controls_used": blind.n_control, "n_controls_dropped": 0, "statistic": blind.auc, "p_value": blind.p_value, "effect": AUC,
+            "detectable_effect": detectable, "assumes_exchangeable": False, "counted_as_evidence": False,
+            "verdict": shift_verdict(blind.auc, blind.ci_low, blind.ci_high, blind.p_value, s.alpha, detectable,
+                                     s.inconclusive_auc),
+            "note": f"{blind.folds}-fold cross-validated AUC of a text-only classifier; permutation p over {how}"}
+
+
+def _dropped(control_ids: set[str], used: set[str], why: str) -> dict:
+    dropped = sorted(control_ids - used)
+    return {"n_controls_used": len(used & control_ids), "n_controls_dropped": len(dropped),
+            "controls_dropped": f"{len(dropped)} {why}, e.g. {', '.join(dropped[:3])}" if dropped else None}
+
+
+def conformal_row(method: str, scores: dict[str, float], control_ids: set[str], s: Settings, shift: str | None) -> dict:
+    controls = sorted(set(scores) & control_ids)
+    suspects = sorted(set(scores) - control_ids)
+    row = {"test": "conformal_flags", "detector": method, "n_suspect": len(suspects), "effect": RATE,
+           "assumes_exchangeable": True, "delta": s.delta,
+           **_dropped(control_ids, set(controls), f"control ids without a finite {method} score")}
+    m, n = len(controls), len(suspects)
+    if not (m and n):
+        return row | {"verdict": verdict(None, s.alpha, RATE, None, s.inconclusive_rate, shift), "counted_as_evidence": False,
+                      "note": "no suspect or no control scored"}
+    c, t = np.array([scores[i] for i in controls]), np.array([scores[i] for i in suspects])
+    k, k_pac = conformal_rank(m, s.alpha), pac_rank(m, s.alpha, s.delta)
+    flagged = int(flags_at_rank(c, t, k).sum())
+    p = flag_count_p(flagged, n, m, k)
+    detectable = detectable_flag_rate(n, m, s.alpha, k=k)
+    note = (f"flagged {flagged} of {n} at alpha (above the {k}-th largest of {m} controls)" if k else
+            f"{m} controls are too few to flag anything at alpha = {s.alpha} (needs {conformal_rank_needs(s.alpha)})")
+    note += (f"; PAC (FPR <= alpha with probability >= {1 - s.delta:g}): above the {k_pac}-th largest" if k_pac else
+             f"; PAC flags nothing below {min_controls(s.alpha, s.delta)} controls")
+    return row | {"statistic": float(flagged), "p_value": p, "detectable_effect": detectable, "conformal_rank": k,
+                  "fpr_exceed_probability": fpr_exceed_probability(k, m, s.alpha) if k else None, "pac_rank": k_pac,
+                  "n_flagged_pac": int(flags_at_rank(c, t, k_pac).sum()),
+                  "verdict": verdict(p, s.alpha, RATE, detectable, s.inconclusive_rate, shift),
+                  "counted_as_evidence": shift is None and p is not None and p <= s.alpha, "note": note}
+
+
+def conformal_rank_needs(alpha: float) -> str:
+    """How many controls a conformal flag at alpha needs: floor(alpha (m + 1)) >= 1."""
+    return f"at least {math.ceil(1 / alpha - 1 - 1e-9)}"
+
+
+def leakage_row(method: str, decisions: dict[str, bool], control_ids: set[str], s: Settings, shift: str | None) -> dict:
+    controls = sorted(set(decisions) & control_ids)
+    suspects = sorted(set(decisions) - control_ids)
+    row = {"test": "leakage_rate", "detector": method, "n_suspect": len(suspects), "effect": RATE,
+           "assumes_exchangeable": True, **_dropped(control_ids, set(controls), f"control ids without a {method} decision")}
+    if not (controls and suspects):
+        return row | {"verdict": verdict(None, s.alpha, RATE, None, s.inconclusive_rate, shift), "counted_as_evidence": False,
+                      "note": "no suspect or no control decided"}
+    x, y = sum(decisions[i] for i in suspects), sum(decisions[i] for i in controls)
+    n, m = len(suspects), len(controls)
+    p = float(fisher_exact([[x, n - x], [y, m - y]], alternative="greater").pvalue)
+    detectable = detectable_fisher_rate(n, m, y / m, s.alpha)
+    return row | {"statistic": x / n, "p_value": p, "detectable_effect": detectable,
+                  "verdict": verdict(p, s.alpha, RATE, detectable, s.inconclusive_rate, shift),
+                  "counted_as_evidence": shift is None and p <= s.alpha,
+                  "note": f"{x} of {n} suspects flagged against {y} of {m} controls (Fisher exact, one-sided; power with "
+                          "the controls' rate plugged in)"}
+
+
+def dataset_inference_row(found: dict, s: Settings, shift: str | None) -> dict:
+    """``found``: the audit's dataset-inference row (n_suspect, n_control,
+    n_control_unscored, features, p_value, note)."""
+    n, m, p = found["n_suspect"], found["n_control"], found.get("p_value")
+    detectable = dataset_inference_detectable_auc(n, m, s.alpha)
+    return {"test": "dataset_inference", "detector": found.get("features") or "", "n_suspect": n, "n_controls_used": m,
+            "n_controls_dropped": found["n_control_unscored"],
+            "controls_dropped": f"{found['n_control_unscored']} control ids of samples the audit did not score"
+            if found["n_control_unscored"] else None,
+            "p_value": p, "effect": AUC, "detectable_effect": detectable, "assumes_exchangeable": True,
+            "verdict": verdict(p, s.alpha, AUC, detectable, s.inconclusive_auc, shift),
+            "counted_as_evidence": shift is None and p is not None and p <= s.alpha,
+            "note": found.get("note") or "power: Mann-Whitney approximation on the held-out halves at alpha / 2"}
+
+
+def contrast_row(method: str, target: dict[str, float], reference: dict[str, float], reference_name: str,
+                 control_ids: set[str], s: Settings) -> dict:
+    both = set(target) & set(reference)
+    controls, suspects = sorted(both & control_ids), sorted(both - control_ids)
+    row = {"test": "reference_contrast", "detector": method, "n_suspect": len(suspects), "effect": AUC,
+           "assumes_exchangeable": False,
+           **_dropped(control_ids, set(controls), f"control ids without a {method} score under both models")}
+    note = f"d = {method}(target) - {method}({reference_name}); {ASSUMPTION}"
+    if not (controls and suspects):
+        return row | {"verdict": verdict(None, s.alpha, AUC, None, s.inconclusive_auc), "counted_as_evidence": False,
+                      "note": note}
+    result = reference_contrast(contrasts(target, reference, suspects), contrasts(target, reference, controls), seed=s.seed)
+    detectable = detectable_auc(len(suspects), len(controls), s.alpha)
+    return row | {"statistic": result.mean_difference, "p_value": result.p_value, "detectable_effect": detectable,
+                  "verdict": verdict(result.p_value, s.alpha, AUC, detectable, s.inconclusive_auc),
+                  "counted_as_evidence": result.p_value <= s.alpha, "note": note}
+
+
+def model_rows(model: str, benchmark: str, lookup: dict[str, dict[str, float]], decisions: dict[str, dict[str, bool]],
+               control_ids: set[str], blind: BlindBaseline | None, di: dict | None, s: Settings,
+               reference: tuple[str, dict[str, dict[str, float]], str] | None = None) -> list[dict]:
+    """Every row of one model on one benchmark. ``lookup``: method -> sample
+    -> finite score; ``decisions``: SrDetection method -> sample -> flagged;
+    ``control_ids``: this benchmark's control samples; ``reference``:
+    (its name, its lookup, the contrast's method) or None."""
+    shift = gate(blind, s.alpha)
+    rows = [blind_row(blind, s)] if blind is not None else []
+    if di is not None:
+        rows.append(dataset_inference_row(di, s, shift))
+    rows += [conformal_row(method, lookup[method], control_ids, s, shift) for method in sorted(lookup)]
+    rows += [leakage_row(method, decisions[method], control_ids, s, shift) for method in LEAKAGE_METHODS if method in decisions]
+    if reference is not None:
+        name, ref_lookup, method = reference
+        missing = [who for who, table in ((model, lookup), (name, ref_lookup)) if method not in table]
+        if missing:
+            raise ValueError(f"audit.reference.method: {method!r} has no finite score under {' or '.join(missing)} on "
+                             f"{benchmark} (scored: {', '.join(sorted(lookup))})")
+        rows.append(contrast_row(method, lookup[method], ref_lookup[method], name, control_ids, s))
+    common = {"model": model, "benchmark": benchmark, "alpha": s.alpha, **blind_columns(blind, s.alpha)}
+    return [common | r for r in rows]
+
+
+def _fmt(value, spec: str = ".3g") -> str:
+    return "–" if value is None else format(value, spec)
+
+
+def render(rows: list[dict], alpha: float, delta: float) -> str:
+    """The Markdown report of the verdict table."""
+    main = [{**r, "controls used (dropped)": f"{r['n_controls_used']} ({r.get('n_controls_dropped') or 0})",
+             "p": _fmt(r.get("p_value")),
+             "80%-power effect": "–" if r.get("detectable_effect") is None else f"{r['effect']} ≥ {r['detectable_effect']:.2f}",
+             "evidence": "yes" if r.get("counted_as_evidence") else "no"} for r in rows]
+    conformal = [{**r, "k": r.get("conformal_rank"), "P(FPR > α)": _fmt(r.get("fpr_exceed_probability")),
+                  "flagged": _fmt(r.get("statistic"), ".0f"), "PAC k": r.get("pac_rank"),
+                  "PAC flagged": r.get("n_flagged_pac")} for r in rows if r["test"] == "conformal_flags"]
+    notes = sorted({f"- {r['model']} / {r['benchmark']} / {r['test']} {r['detector']}: {r['controls_dropped']}"
+                    for r in rows if r.get("controls_dropped")})
+    contrast = sorted({f"- {r['model']} / {r['benchmark']}: {r['note']}" for r in rows if r["test"] == "reference_contrast"})
+    return (
+        "# Audit verdicts: every test against the control set, with its power and the blind baseline\n\n"
+        "The blind baseline (row `blind_baseline`) is a text-only classifier, no model, that tries to tell the suspects "
+        "from the controls (character 3-5-gram TF-IDF and six length and code features, logistic regression, "
+        "cross-validated AUC with DeLong's 95% interval and a permutation p-value). Where it rejects at "
+        f"α = {alpha}, the control set differs from the suspects, and every test whose null assumes them "
+        "exchangeable (dataset inference, the conformal flags, the leakage-rate test) reads \"control set differs "
+        "from the suspects (…): not calibrated\" and is not counted as evidence; the reference-model contrast, "
+        "where a reference is configured, rests on another assumption (written below) and is not gated. Each "
+        "verdict states the smallest effect the test detects with 80% power for its samples (AUC: Mann-Whitney "
+        "normal approximation; flag rate: the exact null of the flag count, or Fisher's test's exact power). "
+        "Without evidence a test only bounds the effect it could have detected; it is no proof that the model was "
+        "never exposed.\n\n"
+        + markdown_table(main, ["model", "benchmark", "test", "detector", "n_suspect", "controls used (dropped)", "p",
+                                "80%-power effect", "verdict", "evidence"])
+        + "\n## Per-sample flags: marginal and training-conditional\n\n"
+        "A suspect is flagged at α when fewer than k = ⌊α (m + 1)⌋ of the m controls score at least as high "
+        "(conformal p-value ≤ α). That holds the false-positive rate at α on average over the control draw; "
+        "P(FPR > α) is the chance, over that draw, that this control set's rate exceeds α (Beta(k, m + 1 − k)). "
+        f"The PAC rule flags above the PAC k-th largest control instead, so that FPR ≤ α with probability ≥ {1 - delta:g} "
+        "(Vovk 2012; Bates et al. 2023); PAC k = 0 flags nothing.\n\n"
+        + markdown_table(conformal, ["model", "benchmark", "detector", "n_suspect", "n_controls_used", "k", "flagged",
+                                     "P(FPR > α)", "PAC k", "PAC flagged"])
+        + "\n## Control ids dropped\n\n" + ("\n".join(notes) if notes else "None: every test used every control id.")
+        + "\n" + ("\n## Reference-model contrast\n\n" + "\n".join(contrast) + "\n" if contrast else "")
+    )

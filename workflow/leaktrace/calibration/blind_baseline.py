@@ -1,0 +1,235 @@
+"""The blind baseline: can the suspects be told from the controls by their
+text alone, with no model?
+
+A user's control set (problems released after a cutoff, problems written
+for the audit) may differ from the suspects in ways unrelated to exposure:
+topic, length, style, era. Every model-based test against that control set
+then mixes membership with that shift (Duan et al. 2024, MIMIR; Das, Zhang
+& Tramèr 2024, "Blind baselines beat membership inference attacks for
+foundation models"). This classifier measures the shift.
+
+The feature set is fixed here, before any data is seen, and never tuned:
+
+- character 3- to 5-grams of the raw text (case kept: casing is a code
+  cue), TF-IDF with sublinear term frequency, L2-normalised per text;
+- six simple features, standardised over all texts: log(1 + characters),
+  log(1 + lines), mean line length, the share of comment lines (first
+  non-blank character ``#``), the share of whitespace characters, and
+  log(1 + the number of lines that start a ``def`` or ``class``).
+
+Both are fitted without the labels (on all texts), so they are the same
+under every relabelling. A logistic regression (scikit-learn, liblinear,
+C = 1; fitted on the texts' coordinates in the span of their features, the
+same fit: ``span_coordinates``) is cross-fitted over stratified folds (``min(5, smaller class)``,
+seeded); the statistic is the AUC of the pooled out-of-fold scores, suspect
+= positive. Its 95% interval is DeLong's (normal, from the out-of-fold
+scores' placement values; it ignores the fits' own variability), clipped to
+[0, 1]. Its p-value is a permutation test of the set labels: the whole
+procedure (the same folds' seed, refitted) on relabelled data. When the
+distinct labellings C(n + m, n) number at most ``permutations`` every one
+is enumerated and p = #{T >= T_obs} / C(n + m, n) (the observed one
+counted); otherwise ``permutations`` random labellings give
+p = (1 + #{T >= T_obs}) / (R + 1) (Phipson & Smyth 2010). Under
+exchangeable suspects and controls each labelling is equally likely, so
+both are valid; a small p says the control set differs from the suspects."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+from scipy.sparse import csr_matrix, hstack
+from scipy.stats import norm
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold
+
+PERMUTATIONS = 1000  # random labellings, when there are more distinct ones than this
+MAX_FOLDS = 5
+MIN_PER_CLASS = 2  # a stratified fold needs one of each class outside it
+FEATURES = ("char 3-5-gram TF-IDF (sublinear tf, case kept) + log chars, log lines, mean line length, "
+            "comment-line share, whitespace share, log def/class lines")
+CI_METHOD = "DeLong 95% (out-of-fold scores)"
+_DEF = re.compile(r"^\s*(async\s+def|def|class)\s", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class BlindBaseline:
+    auc: float  # cross-validated AUC, suspects positive
+    ci_low: float  # DeLong 95%, clipped to [0, 1]
+    ci_high: float
+    p_value: float  # one-sided permutation p-value of the set labels
+    exact: bool  # every distinct labelling enumerated
+    n_labellings: int  # the labellings counted (the enumeration's size, or the random ones)
+    n_suspect: int
+    n_control: int
+    folds: int
+
+
+def simple_features(text: str) -> list[float]:
+    """The six numeric features of one text (see the module docstring)."""
+    lines = text.splitlines() or [""]
+    stripped = [line.lstrip() for line in lines]
+    nonblank = [s for s in stripped if s]
+    return [
+        math.log1p(len(text)),
+        math.log1p(len(lines)),
+        float(np.mean([len(line) for line in lines])),
+        sum(s.startswith("#") for s in nonblank) / max(len(nonblank), 1),
+        sum(c.isspace() for c in text) / max(len(text), 1),
+        math.log1p(len(_DEF.findall(text))),
+    ]
+
+
+def feature_matrix(texts: Sequence[str]) -> csr_matrix:
+    """The fixed features of every text, fitted without labels."""
+    tfidf = TfidfVectorizer(analyzer="char", ngram_range=(3, 5), lowercase=False, sublinear_tf=True).fit_transform(texts)
+    simple = np.array([simple_features(t) for t in texts], dtype=float)
+    sd = simple.std(axis=0)
+    simple = (simple - simple.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+    return hstack([tfidf, csr_matrix(simple)], format="csr")
+
+
+def span_coordinates(x: csr_matrix) -> np.ndarray:
+    """Z (N, N) with Z Z^T = X X^T: the texts' coordinates in the span of
+    their own feature vectors. An L2-penalised linear fit's weights lie in the
+    span of its training rows, so fitting on Z is the same fit as on X (the
+    same objective at its optimum, the same scores), in N dimensions instead
+    of tens of thousands: what makes a thousand refits cheap."""
+    gram = (x @ x.T).toarray()
+    values, vectors = np.linalg.eigh(gram)
+    return vectors * np.sqrt(np.clip(values, 0.0, None))
+
+
+def out_of_fold_scores(x: np.ndarray, labels: np.ndarray, folds: int, seed: int) -> np.ndarray:
+    """The logistic regression's decision score of every text, fitted without its fold."""
+    scores = np.empty(labels.size)
+    for train, test in StratifiedKFold(folds, shuffle=True, random_state=seed % 2**32).split(np.zeros(labels.size), labels):
+        fit = LogisticRegression(C=1.0, solver="liblinear").fit(x[train], labels[train])
+        scores[test] = fit.decision_function(x[test])
+    return np.round(scores, 9)  # solver noise never breaks a tie
+
+
+def _psi(positive: np.ndarray, negative: np.ndarray) -> np.ndarray:
+    """psi[i, j] = 1 if positive i scores above negative j, 1/2 if tied, else 0."""
+    return (positive[:, None] > negative[None, :]) + 0.5 * (positive[:, None] == negative[None, :])
+
+
+def auc(positive: Sequence[float], negative: Sequence[float]) -> float:
+    """The Mann-Whitney AUC: P(positive > negative) + P(tie) / 2."""
+    return float(_psi(np.asarray(positive, float), np.asarray(negative, float)).mean())
+
+
+def delong_interval(positive: Sequence[float], negative: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """DeLong et al. (1988): AUC +- z sqrt(var(V10) / n + var(V01) / m), the
+    placement values V10_i = mean_j psi(x_i, y_j), V01_j = mean_i psi(x_i, y_j)
+    (sample variances), clipped to [0, 1]."""
+    positive, negative = np.asarray(positive, float), np.asarray(negative, float)
+    if positive.size < 2 or negative.size < 2:
+        raise ValueError(f"DeLong's interval needs at least 2 of each class, got {positive.size} and {negative.size}")
+    psi = _psi(positive, negative)
+    var = psi.mean(axis=1).var(ddof=1) / positive.size + psi.mean(axis=0).var(ddof=1) / negative.size
+    half = norm.ppf(0.5 + confidence / 2) * math.sqrt(var)
+    centre = psi.mean()
+    return float(max(0.0, centre - half)), float(min(1.0, centre + half))
+
+
+def labellings(n_total: int, n_positive: int, permutations: int, seed: int) -> tuple[list[np.ndarray], bool]:
+    """Every labelling with ``n_positive`` positives when there are at most
+    ``permutations`` of them (exact), else ``permutations`` seeded random ones."""
+    if math.comb(n_total, n_positive) <= permutations:
+        out = []
+        for chosen in itertools.combinations(range(n_total), n_positive):
+            y = np.zeros(n_total, dtype=bool)
+            y[list(chosen)] = True
+            out.append(y)
+        return out, True
+    rng = np.random.default_rng(seed)
+    base = np.zeros(n_total, dtype=bool)
+    base[:n_positive] = True
+    return [rng.permutation(base) for _ in range(permutations)], False
+
+
+def permutation_p(statistic: Callable[[np.ndarray], float], labels: Sequence[bool], permutations: int = PERMUTATIONS,
+                  seed: int = 0) -> tuple[float, float, bool, int]:
+    """(T_obs, one-sided p, exact, labellings counted) of ``statistic`` (of a
+    boolean label vector) over relabellings that keep the class sizes."""
+    y = np.asarray(labels, dtype=bool)
+    observed = statistic(y)
+    draws, exact = labellings(y.size, int(y.sum()), permutations, seed)
+    values = np.array([statistic(d) for d in draws])
+    at_least = int(np.sum(values >= observed - 1e-12))
+    p = at_least / len(draws) if exact else (1 + at_least) / (len(draws) + 1)
+    return float(observed), float(p), exact, len(draws)
+
+
+def blind_baseline(texts: Sequence[str], is_suspect: Sequence[bool], *, seed: int,
+                   permutations: int = PERMUTATIONS) -> BlindBaseline:
+    """The blind baseline of ``texts`` labelled suspect (True) or control (False)."""
+    y = np.asarray(is_suspect, dtype=bool)
+    if len(texts) != y.size:
+        raise ValueError(f"{len(texts)} texts but {y.size} labels")
+    n, m = int(y.sum()), int((~y).sum())
+    if min(n, m) < MIN_PER_CLASS:
+        raise ValueError(f"the blind baseline needs at least {MIN_PER_CLASS} suspects and {MIN_PER_CLASS} controls, "
+                         f"got {n} and {m}")
+    if permutations < 1:
+        raise ValueError(f"permutations must be >= 1, got {permutations}")
+    x = span_coordinates(feature_matrix(list(texts)))
+    folds = min(MAX_FOLDS, n, m)
+
+    def statistic(labels: np.ndarray) -> float:
+        scores = out_of_fold_scores(x, labels, folds, seed)
+        return auc(scores[labels], scores[~labels])
+
+    observed, p, exact, count = permutation_p(statistic, y, permutations, seed)
+    scores = out_of_fold_scores(x, y, folds, seed)
+    low, high = delong_interval(scores[y], scores[~y])
+    return BlindBaseline(auc=observed, ci_low=low, ci_high=high, p_value=p, exact=exact, n_labellings=count,
+                         n_suspect=n, n_control=m, folds=folds)
+
+
+# The audit's table of blind baselines, one row per benchmark (results/<run>/audit/blind_baseline.parquet).
+TABLE_SCHEMA = pa.schema([
+    ("benchmark", pa.string()),
+    ("n_suspect", pa.int32()),
+    ("n_control", pa.int32()),
+    ("auc", pa.float64()),  # cross-validated, suspects positive
+    ("ci_low", pa.float64()),
+    ("ci_high", pa.float64()),
+    ("p_value", pa.float64()),  # permutation p-value of the set labels
+    ("exact", pa.bool_()),
+    ("n_labellings", pa.int32()),
+    ("folds", pa.int32()),
+    ("alpha", pa.float64()),
+    ("controls_exchangeable", pa.bool_()),  # p > alpha; null where it could not run
+    ("features", pa.string()),
+    ("interval", pa.string()),
+    ("note", pa.string()),
+])
+
+
+def table_row(benchmark: str, texts: Sequence[str], is_suspect: Sequence[bool], alpha: float, permutations: int,
+              seed: int) -> dict:
+    """The table row of one benchmark's blind baseline; not run (a note says
+    why) with fewer than MIN_PER_CLASS of either set."""
+    n = int(sum(is_suspect))
+    m = len(texts) - n
+    row = {"benchmark": benchmark, "n_suspect": n, "n_control": m, "alpha": alpha, "features": FEATURES, "interval": CI_METHOD}
+    if min(n, m) < MIN_PER_CLASS:
+        return row | {"note": f"not run: needs at least {MIN_PER_CLASS} suspects and {MIN_PER_CLASS} controls"}
+    result = blind_baseline(texts, is_suspect, seed=seed, permutations=permutations)
+    return row | dataclasses.asdict(result) | {"controls_exchangeable": result.p_value > alpha}
+
+
+def from_row(row: dict) -> BlindBaseline | None:
+    """A table row back as a result (None where it did not run)."""
+    if row.get("p_value") is None:
+        return None
+    return BlindBaseline(**{f.name: row[f.name] for f in dataclasses.fields(BlindBaseline)})
