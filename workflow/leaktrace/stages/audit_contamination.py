@@ -39,6 +39,7 @@ from leaktrace.contamination.dataset_inference_row import dataset_inference_row
 from leaktrace.contamination.features import feature_matrix, score_lookup, shared_methods
 from leaktrace.data.sample_ids import match_ids, read_id_list
 from leaktrace.report.tables import markdown_table
+from leaktrace.report.audit_verdicts import render as render_verdicts
 from leaktrace.seeding import derive_seed
 
 log = logging.getLogger(__name__)
@@ -154,7 +155,7 @@ def audit_contamination(scores: dict[tuple[str, str], Path], benchmarks: dict[st
     if verdicts is not None:
         write_table(table, audit_verdicts.SCHEMA, verdicts)
         delta = verdict_settings(settings, seed).delta
-        (verdicts_report or verdicts.with_suffix(".md")).write_text(audit_verdicts.render(table, settings["alpha"], delta))
+        (verdicts_report or verdicts.with_suffix(".md")).write_text(render_verdicts(table, settings["alpha"], delta))
     log.info("audit contamination: %d p-values, %d verdicts", len(rows), len(table))
 
 
