@@ -45,7 +45,7 @@ from leaktrace.similarity.python_tree import parse_tree
 from leaktrace.similarity.tsed import PAPER_COSTS, tsed
 from leaktrace.stages.counterfactual_structural import whole_function
 
-SETTINGS = {"codebleu_weights": [0.25] * 4, "tsed_costs": PAPER_COSTS._asdict(), "tsed_leaf_text": False}
+SETTINGS = {"codebleu_weights": [0.25] * 4, "tsed_costs": PAPER_COSTS._asdict(), "tsed_leaf_text": False, "tsed_nodes": "all"}
 GENERATIONS_SCHEMA = pa.schema([("sample_id", pa.string()), ("model", pa.string()), ("prompt_tokens", pa.int32()),
                                 ("generated", pa.string()), ("function", pa.string()), ("parsed", pa.bool_())])
 FUNCTIONS_SCHEMA = pa.schema([("sample_id", pa.string()), ("signature", pa.string()), ("continuation", pa.string())])

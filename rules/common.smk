@@ -409,7 +409,7 @@ def calibration_row_files(benchmark):
 def get_final_output():
     return [path for benchmark in TESTBED_BENCHMARKS for path in aggregate_outputs(benchmark) + twin_outputs(benchmark)] \
         + audit_outputs() \
-        + leakage_outputs() + rq3_outputs() + mutate_outputs() + counterfactual_outputs() \
+        + leakage_outputs() + rq3_outputs() + rq4_ranking_outputs() + mutate_outputs() + counterfactual_outputs() \
         + [path for name in TESTBED_BENCHMARKS + list(COUNTERFACTUAL_SOURCES) for path in functional_outputs(name)]
 
 

@@ -344,19 +344,23 @@ rule counterfactual_execution:
 # filter run the llm.judge role: with it null (the default) neither rule exists.
 JUDGE = config["llm"]["judge"]
 JUDGE_GPU = 1 if JUDGE and on_gpu(JUDGE) else 0
+# App. B's filter has a model of its own in the paper (a smaller LLaMA than the judges'):
+# similarity.filter.judge, else llm.judge
+FILTER_JUDGE = config["similarity"]["filter"]["judge"] or JUDGE
 
 
-def judge_args():
-    """The --judge and --cache-dir options of the judging stages."""
+def judge_args(judge=None):
+    """The --judge and --cache-dir options of the judging stages (``judge``: another role than llm.judge)."""
     cache = f" --cache-dir {RESULTS}/cache" if config["llm"]["cache"] else ""
-    return f"--judge {shlex.quote(json.dumps(JUDGE, sort_keys=True))}{cache}"
+    return f"--judge {shlex.quote(json.dumps(judge or JUDGE, sort_keys=True))}{cache}"
 
 
-def judge_job(**seconds_per_row):
+def judge_job(judge=None, **seconds_per_row):
     """Resources of a judging job: sized as a CPU job, plus an estimate of the
     calls' seconds per row of the named inputs (``generations=...``), on the
-    GPU partition where the judge runs here on a GPU."""
-    return {**cpu_job(per_row=seconds_per_row), "gpu": JUDGE_GPU, "slurm_partition": _partition(JUDGE_GPU)}
+    GPU partition where the judge (``judge``, else llm.judge) runs here on a GPU."""
+    gpu = 1 if (judge or JUDGE) and on_gpu(judge or JUDGE) else 0
+    return {**cpu_job(per_row=seconds_per_row), "gpu": gpu, "slurm_partition": _partition(gpu)}
 
 
 if JUDGE is not None:
@@ -386,7 +390,7 @@ if JUDGE is not None:
             " 2> {log}"
 
 
-if JUDGE is not None and config["similarity"]["filter"]["enabled"]:
+if FILTER_JUDGE is not None and config["similarity"]["filter"]["enabled"]:
 
     rule counterfactual_llm_filter:
         input:
@@ -394,8 +398,8 @@ if JUDGE is not None and config["similarity"]["filter"]["enabled"]:
         output:
             f"{RESULTS}/counterfactual/{{benchmark}}/llm_filter.parquet",
         params:
-            settings=settings("similarity", "filter"),
-            judge=judge_args(),
+            settings=settings_without(("similarity", "filter"), "judge"),
+            judge=judge_args(FILTER_JUDGE),
         log:
             f"{RESULTS}/logs/counterfactual_llm_filter/{{benchmark}}.log",
         benchmark:
@@ -404,7 +408,7 @@ if JUDGE is not None and config["similarity"]["filter"]["enabled"]:
         conda:
             MODEL_ENV
         resources:
-            **judge_job(functions=5),  # 8,000 characters of file per call
+            **judge_job(FILTER_JUDGE, functions=5),  # 8,000 characters of file per call
         shell:
             "{LEAKTRACE} llm-filter --functions {input.functions} --settings {params.settings:q} {params.judge}"
             " --output {output} 2> {log}"

@@ -270,6 +270,90 @@ rule leakage_rq4:
         " --output {output.table} --markdown {output.markdown} 2> {log}"
 
 
+# LessLeak's RQ4 as the paper runs it (`leakage.rq4.ranking`, on where it names
+# a scan): every sample the scan labelled, pooled over its benchmarks, scored
+# by each of `models` (perplexity, one job a model), then deduplicated,
+# balanced to `size` and ranked by ascending perplexity: the share leaked in
+# the top k (rule leakage_rq4_ranking). Needs no testbed.
+RQ4_RANKING = config["leakage"]["rq4"]["ranking"]
+
+
+def rq4_ranking_models():
+    """The models the ranking scores ([] when it is off)."""
+    if RQ4_RANKING["scan"] is None:
+        return []
+    if RQ4_RANKING["scan"] not in LEAKAGE_SCANS:
+        raise ValueError(f"leakage.rq4.ranking.scan: no scan named {RQ4_RANKING['scan']!r} under leakage.scans")
+    models = RQ4_RANKING["models"]
+    unknown = [m for m in models if m not in MODELS and m not in AUDIT_OWN]
+    if not models or unknown:
+        raise ValueError(f"leakage.rq4.ranking.models: {unknown or 'none'} given; name testbed models ({MODELS}) or audit "
+                         f"models with a path of their own ({sorted(AUDIT_OWN)})")
+    return list(models)
+
+
+def rq4_ranking_outputs():
+    if not rq4_ranking_models():
+        return []
+    return [f"{RESULTS}/leakage/{RQ4_RANKING['scan']}/rq4/ranking.md"]
+
+
+if rq4_ranking_models():
+
+    rule leakage_rq4_perplexity:
+        input:
+            benchmarks=leakage_benchmark,
+            model=scored_model_files,
+        output:
+            f"{RESULTS}/leakage/{{scan}}/rq4/perplexity/{{model}}.parquet",
+        params:
+            benchmarks=lambda wildcards, input: " ".join(
+                f"{b}={p}" for b, p in zip(scanned_benchmarks(LEAKAGE_SCANS[wildcards.scan]), input.benchmarks, strict=True)),
+            batch=settings("score", "tokens"),
+            model=scored_model_settings,
+            adapter=adapter_args,
+        log:
+            f"{RESULTS}/logs/leakage_rq4_perplexity/{{scan}}/{{model}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/leakage_rq4_perplexity/{{scan}}/{{model}}.tsv"
+        threads: MODEL_THREADS
+        conda:
+            MODEL_ENV
+        resources:
+            **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], texts=["benchmarks"]),
+        shell:
+            "{LEAKTRACE} leakage-rq4-perplexity --benchmarks {params.benchmarks} --model {params.model:q} {params.adapter}"
+            " --name {wildcards.model} --batch {params.batch:q} --output {output} 2> {log}"
+
+    rule leakage_rq4_ranking:
+        input:
+            pairs=f"{RESULTS}/leakage/{{scan}}/pairs.parquet",
+            perplexity=[f"{RESULTS}/leakage/{{scan}}/rq4/perplexity/{m}.parquet" for m in rq4_ranking_models()],
+        output:
+            table=f"{RESULTS}/leakage/{{scan}}/rq4/ranking.parquet",
+            markdown=f"{RESULTS}/leakage/{{scan}}/rq4/ranking.md",
+        params:
+            settings=json.dumps({"size": RQ4_RANKING["size"], "top_k": RQ4_RANKING["top_k"],
+                                 "bootstrap_resamples": config["aggregate"]["bootstrap_resamples"]}, sort_keys=True),
+            benchmarks=lambda wildcards: " ".join(scanned_benchmarks(LEAKAGE_SCANS[wildcards.scan])),
+            perplexity=lambda wildcards, input: " ".join(
+                f"{m}={p}" for m, p in zip(rq4_ranking_models(), input.perplexity, strict=True)),
+            seed=config["seed"],
+        log:
+            f"{RESULTS}/logs/leakage_rq4_ranking/{{scan}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/leakage_rq4_ranking/{{scan}}.tsv"
+        threads: 1
+        conda:
+            CPU_ENV
+        resources:
+            **cpu_job(),
+        shell:
+            "{LEAKTRACE} leakage-rq4-ranking --scan {wildcards.scan} --pairs {input.pairs} --benchmarks {params.benchmarks}"
+            " --perplexity {params.perplexity} --settings {params.settings:q} --seed {params.seed}"
+            " --output {output.table} --markdown {output.markdown} 2> {log}"
+
+
 # LessLeak's RQ3 (`leakage.rq3.enabled`, a switch of its own: it generates n
 # completions a problem and model): pass@k of testbed (or audit) models on the
 # leaked and the non-leaked part of each benchmark of `leakage.rq3.benchmarks`

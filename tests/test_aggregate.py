@@ -97,6 +97,36 @@ def test_detection_rows_on_a_toy_table():
     assert rows == _rows(scores, samples)[0]  # seeded
 
 
+def test_srdetection_under_its_own_rule_beside_the_conformal_decision():
+    scores, samples = _toy()
+    by = {(r["subset"], r["method"]): r for r in _rows(scores, samples)[0]}
+    gray = by[("all", "srdetection_graybox")]
+    # own rule score > 0.55: e1 (0.6), e3 (0.9) members flagged, e2 (0.5) missed; e5 (0.56) non-member flagged,
+    # e4, e6, e7 not: tp 2, fn 1, fp 1, tn 3. Member P = R = 2/3, non-member P = R = 3/4.
+    assert gray["own_rule_accuracy"] == pytest.approx(5 / 7)
+    assert gray["own_rule_macro_precision"] == pytest.approx(17 / 24) and gray["own_rule_macro_recall"] == pytest.approx(17 / 24)
+    assert gray["own_rule_macro_f1"] == pytest.approx((2 / 3 + 3 / 4) / 2) and gray["own_rule_member_f1"] == pytest.approx(2 / 3)
+    assert gray["own_rule_fpr"] == pytest.approx(1 / 4)
+    assert gray["own_rule_macro_f1_low"] <= gray["own_rule_macro_f1"] <= gray["own_rule_macro_f1_high"]
+    assert gray["macro_f1"] == pytest.approx(6 / 7)  # the conformal decision, unchanged beside it
+    # filtered subset (e7 out): tp 2, fn 1, fp 1, tn 2: member F1 2/3, non-member F1 2/3
+    assert by[("filtered", "srdetection_graybox")]["own_rule_macro_f1"] == pytest.approx(2 / 3)
+    assert by[("all", "loss")].get("own_rule_macro_f1") is None  # a score-only detector has no own rule
+
+
+def test_own_rule_section_names_both_decisions():
+    from leaktrace.report.own_rule import own_rule_sections
+
+    scores, samples = _toy()
+    rows = [r | {"model": "target-r5-s0-e5"} for r in _rows(scores, samples)[0]]
+    text = "".join(own_rule_sections(rows))
+    assert "## Detectors under their own decision rule (all subset)" in text and "PPL_0 < min_i PPL_i" in text
+    line = next(l for l in text.splitlines() if l.startswith("| target-r5-s0-e5 | srdetection_graybox | 7 (4) |"))
+    assert "| 0.714 | 0.708 | 0.708 | 0.708 [" in line and "| 0.250 | 0.857 [" in line
+    assert "| loss |" not in text
+    assert own_rule_sections([r for r in rows if r["method"] == "loss"]) == []
+
+
 def test_a_learned_detector_is_cross_conformal_over_its_folds():
     scores, samples = _toy()
     # fold 0 held out c3, fold 1 c4; under fit 0 e1 scores 0.85 (above c3's 0.8), under fit 1 0.3 (below c4's 0.4)
@@ -189,9 +219,10 @@ def test_null_check_counts_detector_variants_only_and_caps_them_per_instance():
     assert (tt["n_samples"], tt["n_flagged"], tt["expected_rate"]) == (1, 0, pytest.approx(1 / 2))  # a: 1 variant
 
 
-def _seed_row(seed, auc, f1, tpr, method="loss", epoch=5, subset="filtered"):
+def _seed_row(seed, auc, f1, tpr, method="loss", epoch=5, subset="filtered", own_f1=None):
     return {"model": f"target-r5-s{seed}-e{epoch}", "ratio": 5.0, "seed": seed, "epoch": epoch, "subset": subset, "n_eval": 10,
-            "method": method, "family": method, "oracle": method == "ref_oracle", "auc": auc, "macro_f1": f1, "tpr_at_5fpr": tpr}
+            "method": method, "family": method, "oracle": method == "ref_oracle", "auc": auc, "macro_f1": f1, "tpr_at_5fpr": tpr,
+            "own_rule_macro_f1": own_f1}
 
 
 def test_across_seeds_mean_and_sample_sd():
@@ -203,6 +234,9 @@ def test_across_seeds_mean_and_sample_sd():
     assert summary["auc_mean"] == pytest.approx(0.8) and summary["auc_sd"] == pytest.approx(0.1)
     assert summary["macro_f1_mean"] == pytest.approx(0.7) and summary["macro_f1_sd"] == pytest.approx(0.1)
     assert summary["tpr_at_5fpr_mean"] is None  # one seed not estimable
+    assert summary["own_rule_macro_f1_mean"] is None  # a detector without its own decision
+    (own,) = across_seeds([_seed_row(s, 0.7, 0.5, 0.1, method="srdetection_graybox", own_f1=f) for s, f in ((0, 0.654), (1, 0.688))])
+    assert own["own_rule_macro_f1_mean"] == pytest.approx(0.671) and own["own_rule_macro_f1_sd"] == pytest.approx(0.034 / 2 ** 0.5)
     with pytest.raises(ValueError, match="repeat"):
         across_seeds([_seed_row(0, 0.7, 0.6, 0.2)] * 2)
 
@@ -340,7 +374,12 @@ def test_aggregate_writes_both_subsets_seeds_and_the_null_check(tmp_path):
     assert report.index("## Null check") < report.index("## Headline: epoch 3, mixing ratio 1:5, filtered split") \
         < report.index("## Headline: epoch 3, mixing ratio 1:5, unfiltered split") < report.index("## Detection under reference")
     assert "| ref_oracle (oracle) |" in report and "| n/e |" in report
-    assert "| method | n eval | AUC | TPR at 5% FPR | macro F1 | seed 0 | seed 1 |" in report
+    assert "| method | n eval | AUC | TPR at 5% FPR | macro F1 | macro F1, own rule | seed 0 | seed 1 |" in report
+    assert report.index("## Detection under reference") < report.index("## Detectors under their own decision rule (filtered subset)")
+    own = [r for r in detection if r["own_rule_macro_f1"] is not None]
+    assert {r["method"] for r in own} == {"srdetection_graybox", "srdetection_graybox_n1"}  # loss and Ref record no decision
+    assert all(r["own_rule_macro_f1_low"] <= r["own_rule_macro_f1"] <= r["own_rule_macro_f1_high"] for r in own)
+    assert {r["own_rule_macro_f1_mean"] is None for r in seeds if r["method"] == "loss"} == {True}
     before = {p.name: p.read_bytes() for p in out.glob("*.parquet")}
     aggregate(tmp_path / "samples.parquet", scores, tokens, tmp_path / "variants.parquet", AGGREGATE_SETTINGS, 7, out)
     assert before == {p.name: p.read_bytes() for p in out.glob("*.parquet")}

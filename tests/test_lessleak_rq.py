@@ -332,3 +332,91 @@ def test_the_sample_runner_refuses_tests_of_no_known_form():
 
     with pytest.raises(TypeError, match="item 0: tests must be check code .*not dict"):
         run_sample_tests([("x = 1\n", {"inputs": []}, None)], workers=1)
+
+
+# --- RQ4 as the paper runs it: perplexity ranking of the pooled, deduplicated, balanced labelled samples
+
+
+def _ppl_rows(model: str, losses: dict[str, float], digests: dict[str, str] | None = None) -> list[dict]:
+    return [{"sample_id": sid, "benchmark": sid.split("/")[0], "model": model, "digest": (digests or {}).get(sid, sid),
+             "n_tokens": 5, "truncated": False, "loss": loss, "perplexity": float(np.exp(loss))} for sid, loss in losses.items()]
+
+
+def test_deduplicated_keeps_one_sample_per_document_leaked_if_any_is():
+    from leaktrace.evaluate.leak_detection import deduplicated
+
+    kept, leaked = deduplicated({"b/2": "x", "a/1": "x", "a/3": "y", "a/4": "z"}, {"b/2", "a/4"})
+    assert kept == ["a/1", "a/3", "a/4"] and leaked == {"a/1", "a/4"}
+
+
+def test_balanced_caps_each_class_at_per_class():
+    labels = np.array([True] * 4 + [False] * 6)
+    keep = balanced([str(i) for i in range(10)], labels, np.random.default_rng(0), per_class=2)
+    assert labels[keep].sum() == 2 and (~labels[keep]).sum() == 2
+
+
+def test_rq4_ranking_on_hand_perplexities(tmp_path):
+    from leaktrace.stages.leakage_rq4 import ranking_population, rq4_ranking
+    from leaktrace.stages.leakage_rq4_perplexity import PERPLEXITY_SCHEMA
+    from leaktrace.artifacts import write_table
+
+    # leaked: a/0, a/1, b/0 (b/0 a copy of a/0's document: deduplicated away); clean: a/2, b/1, b/2
+    losses = {"a/0": 1.0, "a/1": 3.0, "a/2": 2.0, "b/0": 1.0, "b/1": 4.0, "b/2": 0.5}
+    digests = {"b/0": "a/0"}
+    _write(tmp_path / "pairs.parquet", {"sample_id": ["a/0", "a/1", "b/0", "b/1"], "duplicate": [True, True, True, False]})
+    write_table(_ppl_rows("m", losses, digests), PERPLEXITY_SCHEMA, tmp_path / "m.parquet")
+    ids, leaked, counts = ranking_population({"m": _ppl_rows("m", losses, digests)}, {"a/0", "a/1", "b/0"}, None, 0)
+    assert counts == {"scored": 6, "leaked_scored": 3, "distinct": 5, "leaked_distinct": 2, "balanced": 4}
+    assert leaked == {"a/0", "a/1"} and len(ids) == 4
+    settings = {"size": None, "top_k": [1, 2, 4, 100], "bootstrap_resamples": 50}
+    rq4_ranking("s", ["a", "b"], tmp_path / "pairs.parquet", {"m": tmp_path / "m.parquet"}, settings, 0,
+                tmp_path / "rq4.parquet", tmp_path / "rq4.md")
+    rows = {(r["metric"], r["k"]): r for r in pq.read_table(tmp_path / "rq4.parquet").to_pylist()}
+    clean = sorted(set(ids) - leaked)  # two of a/2 (2.0), b/1 (4.0), b/2 (0.5), drawn by the seed
+    order = sorted(ids, key=lambda i: losses[i])  # ascending perplexity
+    for k in (1, 2, 4):
+        assert rows["precision_at_k", k]["value"] == pytest.approx(sum(i in leaked for i in order[:k]) / k)
+    assert rows["precision_at_k", 4]["value"] == 0.5 and ("precision_at_k", 100) not in rows
+    assert rows["auc", None]["n"] == 4 and len(clean) == 2
+    text = (tmp_path / "rq4.md").read_text()
+    assert "6 samples scored by every model (3 leaked), 5 distinct documents (2 leaked)" in text and "k = 100 exceed" in text
+
+
+def test_rq4_ranking_caps_the_balanced_set_and_refuses_models_that_scored_different_texts():
+    from leaktrace.stages.leakage_rq4 import ranking_population
+
+    losses = {f"a/{i}": float(i) for i in range(10)}
+    ids, leaked, counts = ranking_population({"m": _ppl_rows("m", losses)}, {f"a/{i}" for i in range(5)}, 4, 0)
+    assert counts["balanced"] == 4 and len(leaked) == 2
+    with pytest.raises(ValueError, match="scored different texts"):
+        ranking_population({"m": _ppl_rows("m", losses), "n": _ppl_rows("n", losses, {"a/0": "other"})}, set(), None, 0)
+
+
+def test_rq4_perplexity_runs_the_tiny_model_over_pooled_benchmarks(tmp_path):
+    from leaktrace.artifacts import write_table
+    from leaktrace.stages.ingest import BENCHMARK_SCHEMA
+    from leaktrace.stages.leakage_rq4 import rq4_ranking
+    from leaktrace.stages.leakage_rq4_perplexity import perplexities
+
+    def problem(bench, i, body):
+        code = f"def f{i}(x):\n    return {body}\n"
+        return {"sample_id": f"{bench}/{i}", "benchmark": bench, "task_id": f"{bench}/{i}", "prompt": f"def f{i}(x):\n",
+                "solution": f"    return {body}\n", "code": code, "test": "", "entry_point": f"f{i}"}
+
+    for bench, bodies in (("a", ["x + 1", "x * 2", "x - 3"]), ("b", ["x ** 2", "x // 2", "x + 1"])):
+        write_table([problem(bench, i, b) for i, b in enumerate(bodies)], BENCHMARK_SCHEMA, tmp_path / f"{bench}.parquet")
+    model = {"path": "resources/models/leaktrace-tiny", "dtype": "float32", "device": "cpu", "max_length": 256}
+    perplexities({"a": tmp_path / "a.parquet", "b": tmp_path / "b.parquet"}, model, None, "reference", {"batch_size": 4},
+                 tmp_path / "ppl.parquet")
+    rows = pq.read_table(tmp_path / "ppl.parquet").to_pylist()
+    assert [r["sample_id"] for r in rows] == ["a/0", "a/1", "a/2", "b/0", "b/1", "b/2"]
+    assert all(r["perplexity"] == pytest.approx(np.exp(r["loss"])) and r["loss"] > 0 and r["n_tokens"] > 0 for r in rows)
+    assert len({r["digest"] for r in rows}) == 6  # f0 of a and f2 of b differ in their names
+    _write(tmp_path / "pairs.parquet", {"sample_id": ["a/0", "b/1", "b/2"], "duplicate": [True, True, True]})
+    rq4_ranking("s", ["a", "b"], tmp_path / "pairs.parquet", {"reference": tmp_path / "ppl.parquet"},
+                {"size": 1300, "top_k": [1, 3, 6, 7], "bootstrap_resamples": 20}, 0, tmp_path / "rq4.parquet", tmp_path / "rq4.md")
+    by = {(r["metric"], r["k"]): r for r in pq.read_table(tmp_path / "rq4.parquet").to_pylist()}
+    leaked = {"a/0", "b/1", "b/2"}
+    order = sorted(rows, key=lambda r: r["loss"])
+    assert by["precision_at_k", 3]["value"] == pytest.approx(sum(r["sample_id"] in leaked for r in order[:3]) / 3)
+    assert by["precision_at_k", 6]["value"] == 0.5 and ("precision_at_k", 7) not in by

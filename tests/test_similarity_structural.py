@@ -95,9 +95,10 @@ def test_remove_comments_and_docstrings():
 # --- TSED -------------------------------------------------------------------
 
 class _AptedNode:
-    def __init__(self, node, leaf_text):
-        self.name = f"{node.type}:{node.text.decode()}" if leaf_text and not node.named_child_count else node.type
-        self.children = [_AptedNode(child, leaf_text) for child in node.named_children]
+    def __init__(self, node, leaf_text, nodes="named"):
+        children = node.named_children if nodes == "named" else node.children
+        self.name = f"{node.type}:{node.text.decode()}" if leaf_text and not children else node.type
+        self.children = [_AptedNode(child, leaf_text, nodes) for child in children]
 
 
 def test_tree_edit_distance_equals_apted():
@@ -108,24 +109,37 @@ def test_tree_edit_distance_equals_apted():
     for p in small:
         reference, candidate = p["reference"].strip(), p["candidate"].strip()
         for leaf_text in (False, True):
-            expected = APTED(_AptedNode(parse_tree(reference), leaf_text), _AptedNode(parse_tree(candidate), leaf_text),
-                             PerEditOperationConfig(*PAPER_COSTS)).compute_edit_distance()
-            got = tree_edit_distance(reference, candidate, leaf_text=leaf_text)[0]
-            assert got == pytest.approx(expected, abs=1e-9), (p["name"], leaf_text)
+            for nodes in ("named", "all"):
+                expected = APTED(_AptedNode(parse_tree(reference), leaf_text, nodes),
+                                 _AptedNode(parse_tree(candidate), leaf_text, nodes),
+                                 PerEditOperationConfig(*PAPER_COSTS)).compute_edit_distance()
+                got = tree_edit_distance(reference, candidate, leaf_text=leaf_text, nodes=nodes)[0]
+                assert got == pytest.approx(expected, abs=1e-9), (p["name"], leaf_text, nodes)
 
 
 def test_tsed_by_hand():
-    # module > expression_statement > assignment > (identifier, integer): 5 nodes, the same types: renaming is free
-    assert tree_edit_distance("x = 1", "y = 2") == (0.0, 5) and tsed("x = 1", "y = 2") == 1.0
+    # named nodes: module > expression_statement > assignment > (identifier, integer): 5 nodes, the same types:
+    # renaming is free
+    named = {"nodes": "named"}
+    assert tree_edit_distance("x = 1", "y = 2", **named) == (0.0, 5) and tsed("x = 1", "y = 2", **named) == 1.0
     # with labelled leaves, x -> y is one rename
-    assert tree_edit_distance("x = 1", "y = 1", leaf_text=True) == (1.0, 5)
-    assert tsed("x = 1", "y = 1", leaf_text=True) == pytest.approx(0.8)
+    assert tree_edit_distance("x = 1", "y = 1", leaf_text=True, **named) == (1.0, 5)
+    assert tsed("x = 1", "y = 1", leaf_text=True, **named) == pytest.approx(0.8)
     # one more statement: 4 inserted nodes at 0.8 each, M = 9
-    assert tsed("x = 1", "x = 1\nz = 2") == pytest.approx((9 - 3.2) / 9)
+    assert tsed("x = 1", "x = 1\nz = 2", **named) == pytest.approx((9 - 3.2) / 9)
     # module > return_statement > integer: expression_statement renamed to return_statement (1.0), assignment
     # and identifier deleted (2 x 1.0), integer kept; d = 3, M = 5
-    assert tsed("x = 1", "return 1") == pytest.approx(0.4)
-    assert tsed("x = 1", "x = 1") == 1.0
+    assert tsed("x = 1", "return 1", **named) == pytest.approx(0.4)
+    assert tsed("x = 1", "x = 1", **named) == 1.0
+    # every node (the default): the anonymous "=" is a node too, labelled by its text: 6 nodes, renaming still free
+    assert tree_edit_distance("x = 1", "y = 2") == (0.0, 6)
+    # module > return_statement > ("return", integer): expression_statement -> return_statement and
+    # identifier -> "return" renamed (2 x 1.0), assignment and "=" deleted (2 x 1.0); d = 4, M = 6
+    assert tree_edit_distance("x = 1", "return 1") == (4.0, 6) and tsed("x = 1", "return 1") == pytest.approx(1 / 3)
+    # one more statement: 5 inserted nodes (expression_statement, assignment, identifier, "=", integer), M = 11
+    assert tsed("x = 1", "x = 1\nz = 2") == pytest.approx((11 - 4.0) / 11)
+    with pytest.raises(ValueError, match="TSED nodes must be one of"):
+        tsed("x = 1", "x = 1", nodes="anonymous")
 
 
 def test_tsed_is_not_symmetric_in_its_costs():
@@ -204,7 +218,7 @@ def test_app_e_against_the_papers_printed_values(capsys):
     assert not missed, missed
     assert not stale, f"reproduced now, remove from unreproduced.json: {stale}"
     assert within == {"bleu": 11, "edit_similarity": 9, "lcs": 10, "codebleu": 7, "codebleu_syntax": 7,
-                      "codebleu_dataflow": 13, "tsed": 5}
+                      "codebleu_dataflow": 13, "tsed": 9}
 
 
 # --- the stage --------------------------------------------------------------
@@ -244,7 +258,7 @@ def _stage_inputs(tmp_path):
 def _run(tmp_path, processes):
     output = tmp_path / f"structural-{processes}.parquet"
     settings = json.dumps({"codebleu_weights": [0.25] * 4, "tsed_costs": {"delete": 1.0, "insert": 0.8, "rename": 1.0},
-                           "tsed_leaf_text": False})
+                           "tsed_leaf_text": False, "tsed_nodes": "all"})
     assert main(["counterfactual-structural", "--generations", str(tmp_path / "generations.parquet"),
                  "--functions", str(tmp_path / "functions.parquet"), "--settings", settings,
                  "--processes", str(processes), "--output", str(output)]) in (0, None)

@@ -643,6 +643,25 @@ def _leakage_rq4(a):
     rq4(a.scan, a.benchmark, a.pairs, a.samples, _named_paths(a.scores), a.settings, a.seed, a.output, a.markdown)
 
 
+@command("leakage-rq4-perplexity")
+@_args((("--benchmarks",), {"nargs": "+", "required": True, "help": "NAME=PATH of every benchmark the scan read"}), MODEL,
+       ADAPTER, (("--name",), {"required": True, "help": "the model's name in the tables"}), BATCH, path("--output"))
+def _leakage_rq4_perplexity(a):
+    from leaktrace.stages.leakage_rq4_perplexity import perplexities
+
+    perplexities(_named_paths(a.benchmarks), a.model, _adapter(a), a.name, a.batch, a.output)
+
+
+@command("leakage-rq4-ranking")
+@_args(SCAN, path("--pairs"), (("--benchmarks",), {"nargs": "+", "required": True, "help": "the scan's benchmarks"}),
+       (("--perplexity",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}), SETTINGS, SEED, path("--output"),
+       path("--markdown"))
+def _leakage_rq4_ranking(a):
+    from leaktrace.stages.leakage_rq4 import rq4_ranking
+
+    rq4_ranking(a.scan, a.benchmarks, a.pairs, _named_paths(a.perplexity), a.settings, a.seed, a.output, a.markdown)
+
+
 @command("leakage-rq3-runs")
 @_args(path("--benchmark"), MODEL, ADAPTER, (("--name",), {"required": True, "help": "the model's name in the tables"}),
        SETTINGS, BATCH, SEED, GENERATOR, CACHE_DIR, path("--output"))

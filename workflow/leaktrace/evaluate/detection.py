@@ -15,7 +15,13 @@ Decisions are conformal (``calibration.conformal``): a sample is flagged
 where its p-value against the control set, the calibration fold's
 non-members of the subset, is at most alpha; a learned detector's p-value is
 cross-conformal over its cross-fit's folds. AUC and TPR at low FPR need no
-decision. Within a subset every
+decision. Beside them, a detector that records its own decision (the
+scores' ``decision``: SrDetection's self-referential rule, gray-box PPL_0 <
+min_i PPL_i and black-box NGO_0 > max_i NGO_i, which is how the SrDetection
+paper's Tables 1-2 decide; a learned classifier's own threshold) is also
+evaluated under it, on the same evaluation samples: the ``own_rule_*``
+columns, with a stratified bootstrap interval of their macro F1 (no control
+set: the rule needs none). Within a subset every
 method is evaluated on the samples SrDetection gray-box scored (the
 baseline; where it is absent, the widest method's samples), so differences
 between methods are paired. A method that scored fewer of them (a variant
@@ -34,7 +40,7 @@ import numpy as np
 from leaktrace.calibration.conformal import exceedances
 from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.detect.cross_fit import row_conformal_inputs
-from leaktrace.evaluate.bootstrap import Folds, bootstrap, percentile_interval, predictions
+from leaktrace.evaluate.bootstrap import Folds, bootstrap, percentile_interval, predictions, stratified_draw
 from leaktrace.evaluate.metrics import decision_metrics, macro_f1, roc_auc, tpr_at_fpr
 from leaktrace.seeding import derive_seed
 
@@ -94,11 +100,34 @@ def _coverage_groups(by_method: dict[str, dict[str, dict]], split: dict[str, tup
     return groups
 
 
+def _evaluation_ids(split: dict[str, tuple[bool, str]], samples: set[str]) -> list[str]:
+    return [sid for sid in sorted(split) if sid in samples and split[sid][1] == "evaluation"]
+
+
+def own_rule_row(method_scores: dict[str, dict], ids: list[str], labels: np.ndarray, n_resamples: int,
+                 rng: np.random.Generator) -> dict:
+    """Accuracy, macro precision / recall / F1 (SrDetection's Tables 1-2 define
+    them so: "F1-Macro"), member-class F1 and FPR of the detector's own
+    decisions on the evaluation samples ``ids``, with a percentile interval of
+    the macro F1 from ``n_resamples`` draws within each class. Empty where the
+    method records no decision for one of them (a score-only detector)."""
+    decisions = [method_scores[sid]["decision"] for sid in ids]
+    if not ids or any(d is None for d in decisions):
+        return {}
+    predicted = np.array(decisions, dtype=bool)
+    metrics = decision_metrics(labels, predicted)
+    index, drawn_labels = stratified_draw(labels, n_resamples, rng)
+    low, high = percentile_interval(macro_f1(drawn_labels, predicted[index]))
+    return {"own_rule_" + key: metrics[key] for key in ("accuracy", "macro_precision", "macro_recall", "macro_f1", "member_f1")} | {
+        "own_rule_macro_f1_low": float(low), "own_rule_macro_f1_high": float(high),
+        "own_rule_fpr": float(predicted[~labels.astype(bool)].mean())}
+
+
 def _folds(by_method: dict[str, dict[str, dict]], methods: list[str], split: dict[str, tuple[bool, str]],
            samples: set[str], alpha: float) -> Folds:
     """The evaluation scores of ``methods`` over the split's ``samples``, and
     their exceedances by the calibration fold's non-members."""
-    ids = [sid for sid in sorted(split) if sid in samples and split[sid][1] == "evaluation"]
+    ids = _evaluation_ids(split, samples)
     controls = [sid for sid in sorted(split) if sid in samples and split[sid][1] == "calibration" and not split[sid][0]]
     scores = np.array([[by_method[m][sid]["score"] for sid in ids] for m in methods], dtype=float).reshape(len(methods), -1)
     exceed = np.stack([exceedances(*row_conformal_inputs(by_method[m], controls, ids)) for m in methods]
@@ -182,9 +211,12 @@ def detection_rows(scores: list[dict], samples: list[dict], *, n_resamples: int,
             # the main group's draws depend on the seed and the subset only, so models are resampled alike
             rng = np.random.default_rng(derive_seed(seed, "bootstrap", subset, *(group_methods[:1] if group else ())))
             own = group_methods if group == 0 else group_methods[:1]
+            ids = _evaluation_ids(split, group_samples)
             for method, row in zip(group_methods, _evaluated_rows(folds, group_methods, n_resamples, rng), strict=True):
                 if method in own:
-                    evaluated[method] = row
+                    # its own draws, so adding the column moved no other figure
+                    rule_rng = np.random.default_rng(derive_seed(seed, "own_rule", subset, method))
+                    evaluated[method] = row | own_rule_row(by_method[method], ids, folds.evaluation_labels, n_resamples, rule_rng)
                     curves.setdefault(subset, {})[method] = (
                         folds.evaluation_labels.astype(int), folds.evaluation_scores[group_methods.index(method)])
         for m in methods:

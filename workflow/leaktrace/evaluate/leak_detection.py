@@ -7,7 +7,8 @@ detector of the model scored: ROC AUC on all of them, and the paper's
 measure, the share of leaked samples among the top k of the ranking (their
 ascending perplexity is our descending score: higher = more likely a member)
 on a leaked / non-leaked set balanced by random under-sampling of the larger
-class (their AutoDetectLeak-Bench). Intervals: a percentile bootstrap drawn
+class (their AutoDetectLeak-Bench, deduplicated first: ``deduplicated``).
+Intervals: a percentile bootstrap drawn
 within each class (class sizes kept), the same draws for every detector.
 """
 
@@ -22,13 +23,26 @@ from leaktrace.evaluate.metrics import roc_auc
 from leaktrace.seeding import derive_seed
 
 
-def balanced(ids: list[str], labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def balanced(ids: list[str], labels: np.ndarray, rng: np.random.Generator, per_class: int | None = None) -> np.ndarray:
     """Positions of a class-balanced subset: every sample of the smaller
-    class and as many of the larger one, drawn without replacement."""
+    class and as many of the larger one, drawn without replacement; with
+    ``per_class``, at most that many of each (LessLeak's 1,300: 650 a class)."""
     pos, neg = np.flatnonzero(labels), np.flatnonzero(~labels)
-    n = min(pos.size, neg.size)
+    n = min(pos.size, neg.size) if per_class is None else min(pos.size, neg.size, per_class)
     keep = [rows if rows.size == n else np.sort(rng.choice(rows, n, replace=False)) for rows in (pos, neg)]
     return np.sort(np.concatenate(keep))
+
+
+def deduplicated(digests: dict[str, str], leaked: set[str]) -> tuple[list[str], set[str]]:
+    """LessLeak's deduplication before balancing: one sample per distinct
+    document (``digests``: sample id -> a digest of its text), the first id in
+    sorted order; a kept sample is leaked where any sample of its document is.
+    Returns the kept ids (sorted) and the leaked among them."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for sid in sorted(digests):
+        groups[digests[sid]].append(sid)
+    kept = sorted(ids[0] for ids in groups.values())
+    return kept, {ids[0] for ids in groups.values() if any(i in leaked for i in ids)}
 
 
 def precision_at_k(labels: np.ndarray, scores: np.ndarray, ks: list[int]) -> np.ndarray:

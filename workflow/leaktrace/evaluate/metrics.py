@@ -4,8 +4,9 @@ Labels are 1 for a member (the positive class) and 0 for a non-member; every
 score is oriented so that higher means "more likely a member". The metrics are
 the ones the seed papers report: ROC AUC and TPR at a fixed low FPR
 (threshold-free; MIMIR, CodeSnitch), accuracy and macro precision / recall / F1
-of decisions (SrDetection Tables 1-2; member-class ones beside them; here the
-decision is a conformal p-value at alpha, ``evaluate.bootstrap``) and CodeSnitch's best balanced
+of decisions (averaged as SrDetection's Tables 1-2 average them; member-class
+ones beside them; ``evaluate.detection`` applies them to the conformal decision
+at alpha and to each detector's own, SrDetection's rule) and CodeSnitch's best balanced
 accuracy. Threshold-free metrics need both classes; with only one present they
 return NaN rather than raise, so a degenerate split shows up as a missing
 value in a results table. ``roc_auc`` and ``macro_f1``

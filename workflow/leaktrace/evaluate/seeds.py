@@ -9,7 +9,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-SUMMARISED = ("auc", "tpr_at_5fpr", "macro_f1")
+# own_rule_macro_f1: SrDetection's macro F1 under its own rule (None for a detector without one)
+SUMMARISED = ("auc", "tpr_at_5fpr", "macro_f1", "own_rule_macro_f1")
 
 
 def _mean_sd(values: list[float | None]) -> tuple[float | None, float | None]:
@@ -40,6 +41,8 @@ def across_seeds(detection: Sequence[dict]) -> list[dict]:
         out = {"ratio": ratio, "epoch": epoch, "subset": subset, "method": method, "family": rows[0]["family"],
                "oracle": rows[0]["oracle"], "n_seeds": len(rows), "n_eval": rows[0]["n_eval"]}
         for metric in SUMMARISED:
-            out[f"{metric}_mean"], out[f"{metric}_sd"] = _mean_sd([r[metric] for r in rows])
+            # own_rule_macro_f1 may be absent from a row: the detector records no decision of its own
+            out[f"{metric}_mean"], out[f"{metric}_sd"] = _mean_sd([r.get(metric) if metric.startswith("own_rule") else r[metric]
+                                                                   for r in rows])
         summary.append(out)
     return summary

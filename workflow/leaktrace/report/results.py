@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.evaluate.detection import BASELINE, SUBSETS
+from leaktrace.report.own_rule import own_rule_sections
 from leaktrace.report.tables import markdown_table, mean_pm_std
 
 SUBSET_TITLES = {
@@ -97,7 +98,9 @@ def headline_sections(detection: Sequence[dict], seeds: Sequence[dict]) -> list[
         for s in summary:
             row = {"method": method_label(s), "n eval": s["n_eval"], "AUC": mean_sd(s["auc_mean"], s["auc_sd"]),
                    "TPR at 5% FPR": mean_sd(s["tpr_at_5fpr_mean"], s["tpr_at_5fpr_sd"]),
-                   "macro F1": mean_sd(s["macro_f1_mean"], s["macro_f1_sd"])}
+                   "macro F1": mean_sd(s["macro_f1_mean"], s["macro_f1_sd"]),
+                   "macro F1, own rule": "–" if s["own_rule_macro_f1_mean"] is None
+                   else mean_sd(s["own_rule_macro_f1_mean"], s["own_rule_macro_f1_sd"])}
             for seed in seed_ids:
                 r = per_seed.get((s["method"], seed))
                 row[f"seed {seed}"] = "–" if r is None or r["n_eval"] is None else \
@@ -106,17 +109,19 @@ def headline_sections(detection: Sequence[dict], seeds: Sequence[dict]) -> list[
         parts += [
             f"\n## Headline: epoch {epoch}, mixing ratio 1:{ratio:g}, {SUBSET_TITLES[subset]}\n\n"
             f"Mean ± sd across {len(seed_ids)} training seeds; per seed: AUC / TPR at 5% FPR / macro F1 (of conformal "
-            f"decisions at α = {summary_alpha(detection)}). `n eval`: "
+            f"decisions at α = {summary_alpha(detection)}); `macro F1, own rule`: of the detector's own decision, SrDetection's "
+            "PPL_0 < min PPL_i / NGO_0 > max NGO_i as its paper's Tables 1-2 (– for a detector without one). `n eval`: "
             "evaluation samples; a method with fewer (a variant generator that covers only some samples) is "
             "evaluated on its own samples and compared with SrDetection gray-box on those.\n",
-            markdown_table(rows, ["method", "n eval", "AUC", "TPR at 5% FPR", "macro F1", *[f"seed {s}" for s in seed_ids]]),
+            markdown_table(rows, ["method", "n eval", "AUC", "TPR at 5% FPR", "macro F1", "macro F1, own rule",
+                                  *[f"seed {s}" for s in seed_ids]]),
         ]
     return parts
 
 
 def detection_sections(detection: Sequence[dict]) -> list[str]:
-    """Per model and subset, one row per method (SrDetection Tables 1-2 with
-    the threshold-free figures first and the paired comparison)."""
+    """Per model and subset, one row per method: the threshold-free figures
+    first, the conformal decisions' macro F1 and the paired comparison."""
     parts = []
     for model in dict.fromkeys(r["model"] for r in detection):
         for subset in SUBSETS:
@@ -135,7 +140,9 @@ def detection_sections(detection: Sequence[dict]) -> list[str]:
                 "the evaluation fold's non-members flagged, which a calibrated detector keeps near α or below. A method scored "
                 "on fewer samples (column n eval) is evaluated on its own and compared with the baseline on those. 95% bootstrap "
                 f"CIs resample the control set too; Δ is the method minus {BASELINE} on the same replicates (paired), 'beats' the "
-                "share of replicates where the method is higher. Accuracy and macro precision and recall (SrDetection's Tables 1-2), and member-class precision, recall and F1, are in detection.parquet.\n",
+                "share of replicates where the method is higher. Accuracy, macro precision and recall of these conformal decisions, and "
+                "member-class precision, recall and F1, are in detection.parquet; SrDetection under its own rule (its paper's "
+                "Tables 1-2) is in the section 'Detectors under their own decision rule'.\n",
                 markdown_table(
                     [{"method": method_label(r), "n eval": "–" if r.get("n_eval") is None else f"{r['n_eval']} ({r['n_eval_non_members']})",
                       "AUC [95% CI]": with_interval(r["auc"], r["auc_low"], r["auc_high"]),
@@ -203,6 +210,7 @@ def render_report(samples: Sequence[dict], detection: Sequence[dict], seeds: Seq
         *null_check_section(null_check),
         *headline_sections(detection, seeds),
         *detection_sections(detection),
+        *own_rule_sections(detection),
         *sensitivity_sections(seeds),
         "\n## Perplexity of the original samples\n",
         markdown_table(perplexity, ["model", "split", "n", "mean_ppl", "median_ppl"], digits=2),

@@ -27,7 +27,7 @@ from leaktrace.detect.registry import (family_params, generator_instance_name, i
                                        sensitivity_instance_name)
 from leaktrace.evaluate.detection import ORACLE_METHODS, detection_rows
 from leaktrace.evaluate.null_check import null_check
-from leaktrace.evaluate.seeds import across_seeds
+from leaktrace.evaluate.seeds import SUMMARISED, across_seeds
 from leaktrace.models.naming import BASE_MODEL, COORDINATES, headline_model, model_coordinates
 from leaktrace.models.token_table import losses_by_text
 from leaktrace.report.calibration import calibration_section
@@ -56,8 +56,9 @@ DETECTION_SCHEMA = pa.schema(
         ("auc_high", pa.float64()),
         ("tpr_at_1fpr", pa.float64()),  # null: not estimable (1% < 1 / evaluation non-members)
         ("tpr_at_5fpr", pa.float64()),
+        # of the conformal decisions at alpha (every method alike): not SrDetection's rule, see own_rule_* below
         ("accuracy", pa.float64()),
-        ("macro_precision", pa.float64()),  # SrDetection's Tables 1-2: averaged over members and non-members
+        ("macro_precision", pa.float64()),  # averaged over members and non-members, as SrDetection's Tables 1-2 average
         ("macro_recall", pa.float64()),
         ("fpr", pa.float64()),  # the share of the evaluation fold's non-members flagged at alpha
         ("macro_f1", pa.float64()),
@@ -66,6 +67,17 @@ DETECTION_SCHEMA = pa.schema(
         ("member_precision", pa.float64()),  # the member class alone
         ("member_recall", pa.float64()),
         ("member_f1", pa.float64()),
+        # the detector's own decision (scores' ``decision``), on the same evaluation samples: SrDetection's rule
+        # (gray-box PPL_0 < min_i PPL_i, black-box NGO_0 > max_i NGO_i), the decisions of its paper's Tables 1-2;
+        # a learned classifier's own threshold; null for a detector that records no decision
+        ("own_rule_accuracy", pa.float64()),
+        ("own_rule_macro_precision", pa.float64()),
+        ("own_rule_macro_recall", pa.float64()),
+        ("own_rule_macro_f1", pa.float64()),
+        ("own_rule_macro_f1_low", pa.float64()),  # 95% percentile interval, evaluation fold resampled within each class
+        ("own_rule_macro_f1_high", pa.float64()),
+        ("own_rule_member_f1", pa.float64()),
+        ("own_rule_fpr", pa.float64()),  # share of the evaluation fold's non-members the rule flags
         # the method minus SrDetection gray-box, paired bootstrap; null without SrDetection gray-box
         ("delta_auc", pa.float64()),
         ("delta_auc_low", pa.float64()),
@@ -89,7 +101,7 @@ SEEDS_SCHEMA = pa.schema(
         ("oracle", pa.bool_()),
         ("n_seeds", pa.int32()),
         ("n_eval", pa.int32()),
-        *[(f"{metric}_{stat}", pa.float64()) for metric in ("auc", "tpr_at_5fpr", "macro_f1") for stat in ("mean", "sd")],
+        *[(f"{metric}_{stat}", pa.float64()) for metric in SUMMARISED for stat in ("mean", "sd")],
     ]
 )
 

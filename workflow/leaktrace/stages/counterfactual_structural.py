@@ -44,9 +44,10 @@ def whole_function(signature: str, body: str) -> str:
 
 
 def structural_scores(truth: str, generated: str, weights: tuple[float, ...], costs: EditCosts, *,
-                      leaf_text: bool = False) -> dict[str, Score]:
+                      leaf_text: bool = False, nodes: str = "all") -> dict[str, Score]:
     """Every structural metric of one generation against the ground truth, both whole functions;
-    ``leaf_text``: TSED's stricter trees (``leaktrace.similarity.tsed``)."""
+    ``leaf_text``: TSED's stricter trees, ``nodes``: which of tree-sitter's nodes TSED's trees hold
+    (``leaktrace.similarity.tsed``)."""
     if not parses(truth):
         return {metric: Score(None, PARSE_ERROR_GROUND_TRUTH) for metric in METRICS}
     if not parses(generated):
@@ -57,13 +58,14 @@ def structural_scores(truth: str, generated: str, weights: tuple[float, ...], co
         "codebleu": Score(components.total(weights)),
         "codebleu_syntax": Score(components.syntax),
         "codebleu_dataflow": dataflow,
-        "tsed": Score(tsed(truth, generated, costs, leaf_text=leaf_text)),
+        "tsed": Score(tsed(truth, generated, costs, leaf_text=leaf_text, nodes=nodes)),
     }
 
 
-def _sample_rows(job: tuple[str, str, dict[str, str], tuple[float, ...], EditCosts, bool]) -> list[dict]:
-    sample_id, truth, generated, weights, costs, leaf_text = job
-    scores = {model: structural_scores(truth, generated[model], weights, costs, leaf_text=leaf_text) for model in MODELS}
+def _sample_rows(job: tuple[str, str, dict[str, str], tuple[float, ...], EditCosts, bool, str]) -> list[dict]:
+    sample_id, truth, generated, weights, costs, leaf_text, nodes = job
+    scores = {model: structural_scores(truth, generated[model], weights, costs, leaf_text=leaf_text, nodes=nodes)
+              for model in MODELS}
     return [family_row(sample_id, metric, scores["target"][metric], scores["reference"][metric]) for metric in METRICS]
 
 
@@ -71,7 +73,7 @@ def structural_similarity(generations: Path, functions: Path, settings: dict, ou
     """Score every sample of ``generations`` (both models) against its ground truth in ``functions``.
 
     ``settings``: ``similarity.structural`` (CodeBLEU's weights, TSED's edit
-    costs and whether its leaves are labelled by their text). Rows follow the order of the samples in ``generations``, then
+    costs, whether its leaves are labelled by their text and which nodes its trees hold). Rows follow the order of the samples in ``generations``, then
     METRICS, whatever ``processes``.
     """
     generated: dict[str, dict[str, str]] = {}
@@ -84,12 +86,12 @@ def structural_similarity(generations: Path, functions: Path, settings: dict, ou
         raise ValueError(f"{len(missing)} generated samples have no ground truth in {functions}: {missing[:5]}")
     weights = tuple(settings["codebleu_weights"])
     costs = EditCosts(**settings["tsed_costs"])
-    leaf_text = settings["tsed_leaf_text"]
+    leaf_text, nodes = settings["tsed_leaf_text"], settings["tsed_nodes"]
     jobs = []
     for sample_id, by_model in generated.items():
         signature = truth[sample_id]["signature"]
         jobs.append((sample_id, whole_function(signature, truth[sample_id]["continuation"]),
-                     {model: whole_function(signature, by_model[model]) for model in MODELS}, weights, costs, leaf_text))
+                     {model: whole_function(signature, by_model[model]) for model in MODELS}, weights, costs, leaf_text, nodes))
     if processes > 1 and len(jobs) > 1:
         tsed("x = 1", "x = 1")  # compile the distance here, so the forked workers inherit it
         with ProcessPoolExecutor(processes) as pool:

@@ -4,20 +4,28 @@ every gray-box detector the testbed scored on the scanned benchmark, per
 model: AUC and the paper's precision among the top k of the ranking, with
 bootstrap intervals (:mod:`leaktrace.evaluate.leak_detection`). With the
 testbed's training mix as the corpus, a known corpus measures how well
-corpus-free detection finds real leakage."""
+corpus-free detection finds real leakage.
+
+``rq4_ranking`` is RQ4 as the paper runs it (Sec. 5.4, Fig. 5): the samples
+a scan labelled, pooled over its benchmarks and deduplicated, balanced by
+under-sampling to at most ``size`` (1,300: 650 leaked, 650 not), ranked by
+ascending perplexity under each model (``leakage_rq4_perplexity``), and the
+share leaked among the top k for k = 100 ... 1,000."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.split import RECALL_PREFIX
-from leaktrace.evaluate.leak_detection import leak_detection_rows
+from leaktrace.evaluate.leak_detection import balanced, deduplicated, leak_detection_rows
 from leaktrace.models.naming import BASE_MODEL, headline_model
 from leaktrace.report.tables import markdown_table
+from leaktrace.seeding import derive_seed
 
 log = logging.getLogger(__name__)
 
@@ -79,3 +87,61 @@ def rq4(scan: str, benchmark: str, pairs: Path, samples: Path, scores: dict[str,
     markdown.write_text(_markdown(scan, benchmark, rows, list(settings["top_k"])), encoding="utf-8")
     log.info("rq4 %s on %s: %d models, %d leaked of %d labelled samples", scan, benchmark, len(scores), len(leaked & population),
              len(population))
+
+
+def ranking_population(perplexity: dict[str, list[dict]], leaked: set[str], size: int | None,
+                       seed: int) -> tuple[list[str], set[str], dict[str, int]]:
+    """The samples the ranking is evaluated on: those every model scored,
+    one per distinct document, balanced by under-sampling to at most
+    ``size // 2`` a class (None: the smaller class whole). Returns the ids,
+    the leaked among them and the counts at each step."""
+    digests: dict[str, str] = {}
+    for rows in perplexity.values():
+        for r in rows:
+            if digests.setdefault(r["sample_id"], r["digest"]) != r["digest"]:
+                raise ValueError(f"{r['sample_id']}: the models scored different texts")
+    common = set.intersection(*({r["sample_id"] for r in rows} for rows in perplexity.values())) if perplexity else set()
+    ids, kept_leaked = deduplicated({sid: digests[sid] for sid in common}, leaked)
+    labels = np.array([i in kept_leaked for i in ids], dtype=bool)
+    keep = balanced(ids, labels, np.random.default_rng(derive_seed(seed, "rq4", "population")),
+                    None if size is None else size // 2) if 0 < labels.sum() < labels.size else np.arange(0)
+    chosen = [ids[i] for i in keep]
+    counts = {"scored": len(common), "leaked_scored": len(common & leaked), "distinct": len(ids),
+              "leaked_distinct": int(labels.sum()), "balanced": len(chosen)}
+    return chosen, kept_leaked & set(chosen), counts
+
+
+def rq4_ranking(scan: str, benchmarks: list[str], pairs: Path, perplexity: dict[str, Path], settings: dict, seed: int,
+                output: Path, markdown: Path) -> None:
+    """``settings``: ``size`` (the balanced set's size, None: as large as the
+    smaller class allows), ``top_k`` and ``bootstrap_resamples``. Rows as
+    RQ4_SCHEMA, benchmark "pooled", method "perplexity" (score: minus the
+    log-perplexity, so the top k are the lowest perplexities)."""
+    leaked = {p["sample_id"] for p in read_records(pairs, ["sample_id", "duplicate"]) if p["duplicate"]}
+    tables = {model: read_records(path) for model, path in perplexity.items()}
+    population, population_leaked, counts = ranking_population(tables, leaked, settings.get("size"), seed)
+    rows = []
+    for model, table in tables.items():
+        scores = [{"sample_id": r["sample_id"], "method": "perplexity", "family": "loss", "score": -r["loss"]} for r in table]
+        found = leak_detection_rows(scores, population_leaked, set(population), top_k=list(settings["top_k"]),
+                                    n_resamples=settings["bootstrap_resamples"], seed=seed)
+        rows += [{"scan": scan, "benchmark": "pooled", "model": model, **r} for r in found]
+    write_table(rows, RQ4_SCHEMA, output)
+    ks = [k for k in settings["top_k"] if any(r["k"] == k for r in rows)]
+    left_out = [k for k in settings["top_k"] if k not in ks]
+    lines = [f"### LessLeak RQ4: perplexity ranking against scan `{scan}`'s labels ({', '.join(benchmarks)}, pooled)", "",
+             f"{counts['scored']} samples scored by every model ({counts['leaked_scored']} leaked), {counts['distinct']} distinct "
+             f"documents ({counts['leaked_distinct']} leaked); balanced by random under-sampling to {counts['balanced']} "
+             f"(the paper's AutoDetectLeak-Bench: 1,300). Ranked by ascending perplexity; P@k is the share leaked among the "
+             "k lowest (chance 0.5 on the balanced set), with 95% bootstrap intervals; AUC over the balanced set.", ""]
+    if left_out:
+        lines += [f"k = {', '.join(map(str, left_out))} exceed the balanced set and are left out.", ""]
+    if not rows or rows[0]["value"] is None:
+        lines += ["One class only after balancing: nothing to evaluate.", ""]
+    else:
+        cells = {(r["model"], r["metric"], r["k"]): r for r in rows}
+        table = [{"model": model, "AUC": _cell(cells.get((model, "auc", None))),
+                  **{f"P@{k}": _cell(cells.get((model, "precision_at_k", k))) for k in ks}} for model in tables]
+        lines += [markdown_table(table, ["model", "AUC", *[f"P@{k}" for k in ks]])]
+    markdown.write_text("\n".join(lines), encoding="utf-8")
+    log.info("rq4 ranking %s: %s", scan, counts)
