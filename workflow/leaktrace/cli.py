@@ -450,6 +450,19 @@ def _aggregate(a):
               tuple(a.fragments), tuple(a.calibration_rows))
 
 
+@command("verdict")
+@_args(
+    (("--tables",), {"type": Path, "nargs": "*", "default": [], "help": "the run's final outputs; the verdict reads its tables"}),
+    path("--results"),
+    SETTINGS,
+    path("--output"),
+)
+def _verdict(a):
+    from leaktrace.stages.verdict import verdict
+
+    verdict(tuple(a.tables), a.results, a.settings, a.output)
+
+
 @command("twin")
 @_args(
     path("--samples"),
