@@ -569,10 +569,15 @@ def counterfactual_outputs():
             for table in ("generations", "similarity")]
 
 
+# The aggregate report's family pages beside its summary report.md (report/results.py FAMILIES, calibration added).
+AGGREGATE_PAGES = ("detection", "calibration", "functional", "scans", "mutations", "contamination", "watermark")
+
+
 def aggregate_outputs(benchmark):
     base = f"{RESULTS}/aggregate/{benchmark}"
     return [f"{base}/{name}" for name in ("detection.parquet", "perplexity.parquet", "across_seeds.parquet",
-                                              "null_check.parquet", "calibration.parquet", "report.md", "roc.png")]
+                                              "null_check.parquet", "calibration.parquet", "report.md", "roc.png")] \
+        + [f"{base}/{page}.md" for page in AGGREGATE_PAGES]
 
 
 LEAKAGE_OUTPUTS = ("pairs.parquet", "summary.parquet", "sources.parquet", "accounting.parquet", "membership.parquet",

@@ -89,3 +89,12 @@ def calibration_section(rows: Sequence[dict]) -> str:
                   _failures(chosen), _real_order(chosen) if null == REAL_ORDER else "",
                   markdown_table(table, columns + ks)]
     return "".join(parts)
+
+
+def calibration_lines(rows: Sequence[dict]) -> list[str]:
+    """One line per null for the summary: whether its rows hold, and which do not."""
+    if not rows:
+        return ["_(no calibration rows)_\n"]
+    order = [*NULL_TEXT, *sorted({r["null"] for r in rows} - set(NULL_TEXT))]
+    return [f"- **{null}**: {_failures([r for r in rows if r['null'] == null]).strip()}\n"
+            for null in order if any(r["null"] == null for r in rows)]

@@ -195,17 +195,55 @@ def sensitivity_sections(seeds: Sequence[dict]) -> list[str]:
     return parts
 
 
-def render_report(samples: Sequence[dict], detection: Sequence[dict], seeds: Sequence[dict], null_check: Sequence[dict],
-                  perplexity: Sequence[dict], extra_sections: tuple[str, ...] = ()) -> str:
-    parts = [
+# The family pages beside report.md, in the summary's order: (title, what it holds, where it is off).
+FAMILIES = {
+    "detection": ("Detection", "every detector per model and subset, the sensitivity tables, perplexity, the complement "
+                  "twin", None),
+    "calibration": ("Calibration", "the null check of SrDetection's variants and the calibration table (false-positive "
+                    "rates under nulls the testbed knows to be true)", None),
+    "functional": ("Functional memorisation", "the counterfactual similarities of target and reference", "counterfactual"),
+    "scans": ("Leakage scans", "the near-duplicate scans of this benchmark (LessLeak's Table 2, sources, RQ3, RQ4)",
+              "leakage.scans"),
+    "mutations": ("Mutations", "the mutation study's tables per model", "mutate.kinds"),
+    "contamination": ("Contamination", "the dataset-level tests (a p-value per model), their calibration and power",
+                      "contamination"),
+    "watermark": ("Randomized publication", "the watermark rank-sum test of the published release", "watermark"),
+}
+
+
+def render_pages(samples: Sequence[dict], detection: Sequence[dict], seeds: Sequence[dict], null_check: Sequence[dict],
+                 perplexity: Sequence[dict], calibration_text: str, calibration_lines: Sequence[str],
+                 fragments: dict[str, Sequence[str]]) -> dict[str, str]:
+    """``report.md`` (a summary) and one page per family of ``FAMILIES``
+    (file name ``<family>.md``): every section the aggregate writes is on
+    exactly one page. ``fragments``: other stages' Markdown sections by family."""
+    unknown = sorted(set(fragments) - set(FAMILIES))
+    if unknown:
+        raise ValueError(f"report fragments of unknown families {unknown}; known: {', '.join(FAMILIES)}")
+    sections = {
+        "detection": [*headline_sections(detection, seeds), *detection_sections(detection), *sensitivity_sections(seeds),
+                      "\n## Perplexity of the original samples\n",
+                      markdown_table(perplexity, ["model", "split", "n", "mean_ppl", "median_ppl"], digits=2)],
+        "calibration": [*null_check_section(null_check), calibration_text],
+    }
+    pages = {}
+    for family, (title, holds, switch) in FAMILIES.items():
+        body = [*sections.get(family, []), *fragments.get(family, [])]
+        if not body:
+            body = [f"\n_Nothing of this family in this run (`{switch}` is off or empty for this benchmark)._\n"]
+        pages[family] = "\n".join([f"# {title}\n", f"[Summary](report.md) · [Verdict](../../verdict.md). {holds[0].upper()}{holds[1:]}.\n",
+                                    *body])
+    listing = markdown_table([{"page": f"[{FAMILIES[f][0]}]({f}.md)", "what it holds": FAMILIES[f][1],
+                               "sections": pages[f].count("\n## ")} for f in FAMILIES], ["page", "what it holds", "sections"])
+    summary = [
         "# leaktrace results\n",
+        "The answer per model comes first on the run's [verdict page](../../verdict.md). This page is a summary; every "
+        "table is on one of the family pages below, each beside this file.\n",
         sample_summary(samples),
+        listing,
         *null_check_section(null_check),
+        "\n## Calibration, in one line per null ([the table](calibration.md))\n\n" + "".join(calibration_lines),
         *headline_sections(detection, seeds),
-        *detection_sections(detection),
-        *sensitivity_sections(seeds),
-        "\n## Perplexity of the original samples\n",
-        markdown_table(perplexity, ["model", "split", "n", "mean_ppl", "median_ppl"], digits=2),
-        *extra_sections,
     ]
-    return "\n".join(parts)
+    pages["report"] = "\n".join(summary)
+    return pages
