@@ -106,7 +106,7 @@ def headline_sections(detection: Sequence[dict], seeds: Sequence[dict]) -> list[
         parts += [
             f"\n## Headline: epoch {epoch}, mixing ratio 1:{ratio:g}, {SUBSET_TITLES[subset]}\n\n"
             f"Mean ± sd across {len(seed_ids)} training seeds; per seed: AUC / TPR at 5% FPR / macro F1 (of conformal "
-            f"decisions at α = {summary_alpha(detection)}). `n eval`: "
+            f"decisions at α = calibration.alpha = {summary_alpha(detection)}). `n eval`: "
             "evaluation samples; a method with fewer (a variant generator that covers only some samples) is "
             "evaluated on its own samples and compared with SrDetection gray-box on those.\n",
             markdown_table(rows, ["method", "n eval", "AUC", "TPR at 5% FPR", "macro F1", *[f"seed {s}" for s in seed_ids]]),
@@ -131,7 +131,7 @@ def detection_sections(detection: Sequence[dict]) -> list[str]:
                 f"\n## Detection under {model}, {subset} subset\n\n"
                 f"Evaluation fold of {rows[0]['n_eval']} samples ({rows[0]['n_eval_non_members']} non-members). A sample is "
                 f"flagged where its conformal p-value against the calibration fold's {rows[0]['n_control']} non-members is "
-                f"at most α = {rows[0]['alpha']:g} (cross-conformal for the cross-fitted DPDLLM and VeilProbe); FPR is the share of "
+                f"at most α = calibration.alpha = {rows[0]['alpha']:g} (cross-conformal for the cross-fitted DPDLLM and VeilProbe); FPR is the share of "
                 "the evaluation fold's non-members flagged, which a calibrated detector keeps near α or below. A method scored "
                 "on fewer samples (column n eval) is evaluated on its own and compared with the baseline on those. 95% bootstrap "
                 f"CIs resample the control set too; Δ is the method minus {BASELINE} on the same replicates (paired), 'beats' the "
