@@ -290,8 +290,10 @@ def contamination_tests(p_rows: list[dict], calibration: list[dict], cal_rows: l
                               "suspects and validation samples exchangeable under the model", why, power,
                               r["p_value"], valid, detects))
         elif r["test"] == "variant_preference":
+            # every null scenario of the test against the same reference (a sham's against the base model too):
+            # a test that rejects too often there is not calibrated for any model compared with that reference
             nulls = [c for c in cal_rows if c["kind"] == "null" and c["test"] == "variant_preference"
-                     and model in (c["model"], c["reference"])]
+                     and (c["model"] == model or c["reference"] == r["reference"])]
             failing = [c for c in nulls if c.get("verdict") == "above binomial margin"]
             valid = None if not nulls else not failing
             why = (f"its null rejects too often ({failing[0]['scenario']}: {failing[0]['n_rejected']} of "
