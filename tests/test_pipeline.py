@@ -337,10 +337,10 @@ def test_scoring_only_change_reruns_only_scoring_and_aggregation(micro_run):
     result = snakemake(workdir, "-n", "--configfile", str(other))
     assert result.returncode == 0, result.stderr
     # every reader of the score tables: the report, the audit, the p-values, the calibration checks, the twin's
-    # sign-flip test, the robustness study and RQ4
+    # sign-flip test, the robustness study and RQ4; and the verdict page, which reads their tables
     assert planned_jobs(result.stdout) == {"detector_scores", "aggregate", "audit", "contamination", "calibration_conformal",
                                            "calibration_membership", "mutation_study", "leakage_rq4", "twin",
-                                           "watermark_report", "all"}
+                                           "watermark_report", "verdict", "all"}
     assert "Params have changed since last execution" in result.stdout
 
 
@@ -352,7 +352,7 @@ def test_a_functional_threshold_change_reruns_only_the_functional_aggregate(micr
     other.write_text(yaml.safe_dump(changed))
     result = snakemake(workdir, "-n", "--configfile", str(other))
     assert result.returncode == 0, result.stderr
-    assert planned_jobs(result.stdout) == {"counterfactual_aggregate", "aggregate", "all"}  # never the generations
+    assert planned_jobs(result.stdout) == {"counterfactual_aggregate", "aggregate", "verdict", "all"}  # never the generations
 
 
 @pytest.mark.slow
