@@ -22,6 +22,7 @@ include: "rules/calibration.smk"
 include: "rules/twin.smk"
 include: "rules/mutate.smk"
 include: "rules/watermark.smk"
+include: "rules/verdict.smk"
 
 
 # Each job's SLURM partition, and cluster.one_job's group (rules/cluster.smk).
@@ -38,5 +39,6 @@ container: "leaktrace.sif"
 
 rule all:
     input:
+        VERDICT,  # verdict.md first: it needs every other final output
         get_final_output(),
     default_target: True

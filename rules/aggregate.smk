@@ -1,15 +1,32 @@
+# The aggregate report's family pages beside its summary report.md (report/results.py FAMILIES, calibration added).
+AGGREGATE_PAGES = ("detection", "calibration", "functional", "scans", "mutations", "contamination", "watermark")
+
+
 def aggregate_outputs(benchmark):
     base = f"{RESULTS}/aggregate/{benchmark}"
     return [f"{base}/{name}" for name in ("detection.parquet", "perplexity.parquet", "across_seeds.parquet",
-                                              "null_check.parquet", "calibration.parquet", "report.md", "roc.png")]
+                                              "null_check.parquet", "calibration.parquet", "report.md", "roc.png")] \
+        + [f"{base}/{page}.md" for page in AGGREGATE_PAGES]
+
+
+def report_fragments(benchmark):
+    """Other stages' Markdown sections by family page of the aggregate report
+    (report/results.py FAMILIES): ``{family: [paths]}``."""
+    return {"detection": twin_fragments(benchmark), "scans": leakage_fragments(benchmark),
+            "contamination": contamination_fragments(benchmark), "functional": functional_fragments(benchmark),
+            "watermark": watermark_fragments(benchmark), "mutations": mutation_fragments(benchmark)}
+
+
+def fragment_arguments(wildcards, input):
+    """``FAMILY=PATH`` of every fragment, for the aggregate command."""
+    return " ".join(f"{family}={path}" for family in report_fragments(wildcards.benchmark)
+                    for path in input[f"fragments_{family}"])
 
 
 def aggregate_inputs(wildcards):
     score_dir = f"{RESULTS}/score/{wildcards.benchmark}"
     return {
-        "fragments": twin_fragments(wildcards.benchmark) + leakage_fragments(wildcards.benchmark)
-        + contamination_fragments(wildcards.benchmark)
-        + functional_fragments(wildcards.benchmark) + watermark_fragments(wildcards.benchmark),
+        **{f"fragments_{family}": paths for family, paths in report_fragments(wildcards.benchmark).items()},
         "samples": split_file(wildcards.benchmark),
         "scores": [f"{score_dir}/{m}/scores.parquet" for m in MODELS],
         "tokens": [f"{score_dir}/{m}/tokens.parquet" for m in MODELS],
@@ -46,6 +63,8 @@ rule aggregate:
         calibration=report(f"{RESULTS}/aggregate/{{benchmark}}/calibration.parquet", caption="../report/calibration.rst",
                            category="Calibration"),
         report_md=report(f"{RESULTS}/aggregate/{{benchmark}}/report.md", caption="../report/tables.rst", category="Tables"),
+        **{f"page_{page}": report(f"{RESULTS}/aggregate/{{benchmark}}/{page}.md", caption="../report/tables.rst",
+                                  category="Tables") for page in AGGREGATE_PAGES},
         roc=report(f"{RESULTS}/aggregate/{{benchmark}}/roc.png", caption="../report/roc.rst", category="Detection"),
         roc_reference=report(f"{RESULTS}/aggregate/{{benchmark}}/roc_reference.png", caption="../report/roc_reference.rst",
                              category="Detection"),
@@ -55,6 +74,7 @@ rule aggregate:
         scores=named_inputs("scores"),
         tokens=named_inputs("tokens"),
         out_dir=f"{RESULTS}/aggregate/{{benchmark}}",
+        fragments=fragment_arguments,
     log:
         f"{RESULTS}/logs/aggregate/{{benchmark}}.log",
     benchmark:
@@ -66,7 +86,7 @@ rule aggregate:
         **cpu_job(),
     shell:
         "{LEAKTRACE} aggregate --samples {input.samples} --scores {params.scores} --tokens {params.tokens}"
-        " --variants {input.variants} --fragments {input.fragments} --calibration-rows {input.calibration_rows}"
+        " --variants {input.variants} --fragments {params.fragments} --calibration-rows {input.calibration_rows}"
         " --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir}"
         " 2> {log}"
 

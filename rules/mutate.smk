@@ -25,6 +25,12 @@ def mutate_outputs():
             for name in ("study.parquet", "prefix_overlap.parquet", "report.md", "heatmaps.png")]
 
 
+def mutation_fragments(benchmark):
+    """The mutation study's report of each studied model, for the benchmark's aggregate pages."""
+    return [f"{RESULTS}/mutate/{benchmark}/{m}/report.md" for m in mutate_models()] \
+        if MUTATE["kinds"] and benchmark in TESTBED_BENCHMARKS else []
+
+
 def mutate_settings():
     """The mutate block with the sandbox limits the variants use."""
     return json.dumps({**MUTATE, "sandbox": config["variants"]["sandbox"]}, sort_keys=True)

@@ -372,10 +372,17 @@ def test_aggregate_writes_both_subsets_seeds_and_the_null_check(tmp_path):
     assert null["srdetection_graybox_n1"]["expected_rate"] == 0.5
     report = (out / "report.md").read_text()
     assert report.index("## Null check") < report.index("## Headline: epoch 3, mixing ratio 1:5, filtered split") \
-        < report.index("## Headline: epoch 3, mixing ratio 1:5, unfiltered split") < report.index("## Detection under reference")
-    assert "| ref_oracle (oracle) |" in report and "| n/e |" in report
+        < report.index("## Headline: epoch 3, mixing ratio 1:5, unfiltered split")
     assert "| method | n eval | AUC | TPR at 5% FPR | macro F1 | macro F1, own rule | seed 0 | seed 1 |" in report
-    assert report.index("## Detection under reference") < report.index("## Detectors under their own decision rule (filtered subset)")
+    # the summary links one page per family, each beside it; the detection tables moved to theirs
+    detection_page = (out / "detection.md").read_text()
+    assert "## Detection under reference" in detection_page and "## Detection under" not in report
+    assert "| ref_oracle (oracle) |" in detection_page and "| n/e |" in detection_page
+    assert detection_page.index("## Detection under reference") \
+        < detection_page.index("## Detectors under their own decision rule (filtered subset)")
+    for family in ("detection", "calibration", "functional", "scans", "mutations", "contamination", "watermark"):
+        assert f"]({family}.md)" in report and (out / f"{family}.md").is_file(), family
+    assert "Nothing of this family in this run" in (out / "watermark.md").read_text()
     own = [r for r in detection if r["own_rule_macro_f1"] is not None]
     assert {r["method"] for r in own} == {"srdetection_graybox", "srdetection_graybox_n1"}  # loss and Ref record no decision
     assert all(r["own_rule_macro_f1_low"] <= r["own_rule_macro_f1"] <= r["own_rule_macro_f1_high"] for r in own)
@@ -389,5 +396,6 @@ def test_aggregate_writes_both_subsets_seeds_and_the_null_check(tmp_path):
               calibration_rows=(tmp_path / "rows.parquet",))
     (row,) = pq.read_table(out / "calibration.parquet").to_pylist()
     assert (row["method"], row["null"], row["rejections"], row["holds"]) == ("exchangeability", "real order", 1, True)
-    report = (out / "report.md").read_text()
+    report = (out / "calibration.md").read_text()
     assert "### Null: real order" in report and "randomised at release" in report
+    assert "- **real order**:" in (out / "report.md").read_text()

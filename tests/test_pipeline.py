@@ -142,7 +142,7 @@ def test_micro_run_writes_every_artifact(micro_run):
     assert all(0 < r["p_value"] <= 1 and r["exact"] == (r["n"] <= 20) and r["samples"] == "all folds" for r in twin)
     (loss,) = [r for r in twin if r["method"] == "loss"]
     assert loss["n"] == len(kept) and loss["n_target_members"] == sum(s["split"] == "member" for s in kept)
-    assert "## The complement twin" in (out / "aggregate/humaneval/report.md").read_text()
+    assert "## The complement twin" in (out / "aggregate/humaneval/detection.md").read_text()
     assert (out / "train/humaneval/sham/ratio-1/seed-0/adapter/epoch-1/adapter_config.json").exists()
     calibration = pq.read_table(out / "contamination/humaneval/calibration.parquet").to_pylist()
     assert {(c["kind"], c["model"], c["test"]) for c in calibration if c["model"] == "sham-r1-s0-e1"} == {
@@ -157,7 +157,7 @@ def test_micro_run_writes_every_artifact(micro_run):
                                                                                       "twin-r1-s0-e1"}
     checked = [r for r in table if r["null"] != "random publication"]  # the watermark's own levels: its test below
     assert {r["alpha"] for r in checked} == {0.05, 0.1, 0.2} and all(r["n"] == 200 for r in checked if r["null"] != "calibration fold")
-    assert "### Null: re-partitioned" in (out / "aggregate/humaneval/report.md").read_text()
+    assert "### Null: re-partitioned" in (out / "aggregate/humaneval/calibration.md").read_text()
     # LessLeak's RQ3: n completions a problem of the reference and the headline target, each with its sandbox
     # status, and pass@k of the training-mix scan's leaked (the members) and non-leaked part in the report
     members = {s["sample_id"] for s in samples if s["split"] == "member"}
@@ -168,7 +168,7 @@ def test_micro_run_writes_every_artifact(micro_run):
     rq3 = pq.read_table(out / "leakage/training-mix/rq3/humaneval.parquet").to_pylist()
     assert {(r["model"], r["k"]) for r in rq3} == {(m, k) for m in ("reference", "target-r1-s0-e1") for k in (1, 2)}
     assert {r["n_leaked"] for r in rq3} == {len(members)} and {r["n_non_leaked"] for r in rq3} == {16 - len(members)}
-    assert "LessLeak RQ3" in (out / "aggregate" / "humaneval" / "report.md").read_text()
+    assert "LessLeak RQ3" in (out / "aggregate" / "humaneval" / "scans.md").read_text()
     audit = pq.read_table(out / "audit" / "leakage_rates.parquet").to_pylist()
     assert {(r["model"], r["detector"]) for r in audit} == {(m, d) for m in ("base", "lora", "tiny") for d in ("gray-box", "black-box")}
     assert all(r["null"] == "chance 1/(n_i + 1)" and r["calibration"].startswith("uncalibrated") for r in audit)
@@ -181,11 +181,11 @@ def test_micro_run_writes_every_artifact(micro_run):
         for seed in (0, 1):
             assert (out / "train/humaneval" / f"ratio-{ratio}" / f"seed-{seed}" / "adapter/epoch-1/adapter_config.json").exists()
     report = (out / "aggregate" / "humaneval" / "report.md").read_text()
-    assert "by mixing ratio (epoch 1, all subset)" in report and "## Null check" in report
+    assert "## Null check" in report and "by mixing ratio (epoch 1, all subset)" in (out / "aggregate/humaneval/detection.md").read_text()
     (null,) = [r for r in pq.read_table(out / "aggregate/humaneval/null_check.parquet").to_pylist() if r["method"] == "srdetection_graybox"]
     assert 0 <= null["rate"] <= 1 and 0 < null["expected_rate"] <= 0.5
     assert (out / "aggregate" / "humaneval" / "roc.png").stat().st_size > 1000
-    assert "## Detection" in (out / "aggregate" / "humaneval" / "report.md").read_text()
+    assert "## Detection" in (out / "aggregate" / "humaneval" / "detection.md").read_text()
 
 
 def test_micro_randomized_publication_trains_on_the_release_and_tests_it(micro_run):
@@ -218,7 +218,7 @@ def test_micro_randomized_publication_trains_on_the_release_and_tests_it(micro_r
     assert {(r["model"], r["alpha"]) for r in rows} == {(m, a) for m in ("reference", "sham-r1-s0-e1", "twin-r1-s0-e1",
                                                                          "target-r1-s0-e1") for a in (0.01, 0.05, 0.1)}
     assert all(r["n"] == 200 and r["holds"] for r in rows)
-    report = (out / "aggregate/humaneval/report.md").read_text()
+    report = (out / "aggregate/humaneval/watermark.md").read_text()
     assert "## Randomized publication" in report and "wm-r1-s0-e1" in report
     assert (out / "watermark/humaneval/p_values.png").stat().st_size > 1000
 
@@ -236,7 +236,7 @@ def test_micro_leakage_scan_finds_every_member_and_no_non_member(micro_run, tmp_
     assert clean.schema == pq.read_table(workdir / "results/micro/data/benchmarks/humaneval.parquet").schema
     (summary,) = pq.read_table(out / "stdlib" / "summary.parquet").to_pylist()
     assert summary["documents"] > 100 and summary["units"] > summary["documents"]
-    report = (workdir / "results" / "micro" / "aggregate" / "humaneval" / "report.md").read_text()
+    report = (workdir / "results" / "micro" / "aggregate" / "humaneval" / "scans.md").read_text()
     assert "recall" in (out / "training-mix" / "report.md").read_text() and "training-mix" in report
     # cleaning the testbed with a scan of the training mix is refused (a cycle)
     bad = write_config(tmp_path, {"leakage": {"clean": {"humaneval": "training-mix"}}})
@@ -337,10 +337,10 @@ def test_scoring_only_change_reruns_only_scoring_and_aggregation(micro_run):
     result = snakemake(workdir, "-n", "--configfile", str(other))
     assert result.returncode == 0, result.stderr
     # every reader of the score tables: the report, the audit, the p-values, the calibration checks, the twin's
-    # sign-flip test, the robustness study and RQ4
+    # sign-flip test, the robustness study and RQ4; and the verdict page, which reads their tables
     assert planned_jobs(result.stdout) == {"detector_scores", "aggregate", "audit", "contamination", "calibration_conformal",
                                            "calibration_membership", "mutation_study", "leakage_rq4", "twin",
-                                           "watermark_report", "all"}
+                                           "watermark_report", "verdict", "all"}
     assert "Params have changed since last execution" in result.stdout
 
 
@@ -352,7 +352,7 @@ def test_a_functional_threshold_change_reruns_only_the_functional_aggregate(micr
     other.write_text(yaml.safe_dump(changed))
     result = snakemake(workdir, "-n", "--configfile", str(other))
     assert result.returncode == 0, result.stderr
-    assert planned_jobs(result.stdout) == {"counterfactual_aggregate", "aggregate", "all"}  # never the generations
+    assert planned_jobs(result.stdout) == {"counterfactual_aggregate", "aggregate", "verdict", "all"}  # never the generations
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ new README command needs a rule here."""
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import shlex
@@ -239,6 +240,12 @@ def test_readme_report_command_builds_the_report_with_every_caption(micro_run):
             continue
         first_words = " ".join(caption.read_text().split()[:6])
         assert first_words in html or first_words.replace("``", "") in html, f"{caption.name} missing from the report"
+    # the report opens on the verdict: its category sorts first in the menu (localeCompare), and holds verdict.md
+    categories = json.loads(re.search(r"var categories = (\{.*?\});\n", html, re.DOTALL).group(1))
+    first = sorted(categories, key=str.casefold)[0]
+    assert first == "1. Verdict (start here)", sorted(categories)
+    assert [Path(p).name for files in categories[first].values() for p in files] == ["verdict.md"]
+    assert "Start with the category" in html  # the front text says where to look
 
 
 def experiment_files() -> list[str]:

@@ -446,7 +446,8 @@ def _serve(a):
     (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
     (("--tokens",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
     path("--variants"),
-    (("--fragments",), {"type": Path, "nargs": "*", "default": [], "help": "Markdown sections appended to the report"}),
+    (("--fragments",), {"nargs": "*", "default": [],
+                        "help": "FAMILY=PATH: Markdown sections of other stages, each on its family's page"}),
     (("--calibration-rows",), {"type": Path, "nargs": "*", "default": [],
                                "help": "row files of leaktrace.calibration.table, joined into calibration.parquet"}),
     SETTINGS,
@@ -456,8 +457,22 @@ def _serve(a):
 def _aggregate(a):
     from leaktrace.stages.aggregate import aggregate
 
+    fragments = tuple((family, Path(p)) for family, _, p in (f.partition("=") for f in a.fragments))
     aggregate(a.samples, _named_paths(a.scores), _named_paths(a.tokens), a.variants, a.settings, a.seed, a.output_dir,
-              tuple(a.fragments), tuple(a.calibration_rows))
+              fragments, tuple(a.calibration_rows))
+
+
+@command("verdict")
+@_args(
+    (("--tables",), {"type": Path, "nargs": "*", "default": [], "help": "the run's final outputs; the verdict reads its tables"}),
+    path("--results"),
+    SETTINGS,
+    path("--output"),
+)
+def _verdict(a):
+    from leaktrace.stages.verdict import verdict
+
+    verdict(tuple(a.tables), a.results, a.settings, a.output)
 
 
 @command("twin")

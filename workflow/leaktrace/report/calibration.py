@@ -66,7 +66,8 @@ def _real_order(rows: Sequence[dict]) -> str:
 
 def calibration_section(rows: Sequence[dict]) -> str:
     parts = [("\n## Calibration: false-positive rates under nulls the testbed knows to be true\n\n"
-              "`calibration.parquet`, one row per (method, model, null, α): `n` null draws (a count) or partitions "
+              "`calibration.parquet`, one row per (method, model, null, α; α from calibration.alphas, the random "
+              "publication's from watermark.alphas): `n` null draws (a count) or partitions "
               "(an average), the rate of decisions at α among them with its 95% interval (Clopper-Pearson for a count, "
               "normal over partitions for an average), and `holds`: whether the row's `rule` finds the rate consistent "
               f"with `expected_rate` at level {LEVEL} (one-sided), a test chosen for how the row's draws depend on each "
@@ -89,3 +90,12 @@ def calibration_section(rows: Sequence[dict]) -> str:
                   _failures(chosen), _real_order(chosen) if null == REAL_ORDER else "",
                   markdown_table(table, columns + ks)]
     return "".join(parts)
+
+
+def calibration_lines(rows: Sequence[dict]) -> list[str]:
+    """One line per null for the summary: whether its rows hold, and which do not."""
+    if not rows:
+        return ["_(no calibration rows)_\n"]
+    order = [*NULL_TEXT, *sorted({r["null"] for r in rows} - set(NULL_TEXT))]
+    return [f"- **{null}**: {_failures([r for r in rows if r['null'] == null]).strip()}\n"
+            for null in order if any(r["null"] == null for r in rows)]

@@ -109,8 +109,9 @@ def headline_sections(detection: Sequence[dict], seeds: Sequence[dict]) -> list[
         parts += [
             f"\n## Headline: epoch {epoch}, mixing ratio 1:{ratio:g}, {SUBSET_TITLES[subset]}\n\n"
             f"Mean ± sd across {len(seed_ids)} training seeds; per seed: AUC / TPR at 5% FPR / macro F1 (of conformal "
-            f"decisions at α = {summary_alpha(detection)}); `macro F1, own rule`: of the detector's own decision, SrDetection's "
-            "PPL_0 < min PPL_i / NGO_0 > max NGO_i as its paper's Tables 1-2 (– for a detector without one). `n eval`: "
+            f"decisions at α = calibration.alpha = {summary_alpha(detection)}); `macro F1, own rule`: of the detector's own "
+            "decision, SrDetection's PPL_0 < min PPL_i / NGO_0 > max NGO_i as its paper's Tables 1-2 (– for a detector "
+            "without one). `n eval`: "
             "evaluation samples; a method with fewer (a variant generator that covers only some samples) is "
             "evaluated on its own samples and compared with SrDetection gray-box on those.\n",
             markdown_table(rows, ["method", "n eval", "AUC", "TPR at 5% FPR", "macro F1", "macro F1, own rule",
@@ -136,7 +137,7 @@ def detection_sections(detection: Sequence[dict]) -> list[str]:
                 f"\n## Detection under {model}, {subset} subset\n\n"
                 f"Evaluation fold of {rows[0]['n_eval']} samples ({rows[0]['n_eval_non_members']} non-members). A sample is "
                 f"flagged where its conformal p-value against the calibration fold's {rows[0]['n_control']} non-members is "
-                f"at most α = {rows[0]['alpha']:g} (cross-conformal for the cross-fitted DPDLLM and VeilProbe); FPR is the share of "
+                f"at most α = calibration.alpha = {rows[0]['alpha']:g} (cross-conformal for the cross-fitted DPDLLM and VeilProbe); FPR is the share of "
                 "the evaluation fold's non-members flagged, which a calibrated detector keeps near α or below. A method scored "
                 "on fewer samples (column n eval) is evaluated on its own and compared with the baseline on those. 95% bootstrap "
                 f"CIs resample the control set too; Δ is the method minus {BASELINE} on the same replicates (paired), 'beats' the "
@@ -202,18 +203,56 @@ def sensitivity_sections(seeds: Sequence[dict]) -> list[str]:
     return parts
 
 
-def render_report(samples: Sequence[dict], detection: Sequence[dict], seeds: Sequence[dict], null_check: Sequence[dict],
-                  perplexity: Sequence[dict], extra_sections: tuple[str, ...] = ()) -> str:
-    parts = [
+# The family pages beside report.md, in the summary's order: (title, what it holds, where it is off).
+FAMILIES = {
+    "detection": ("Detection", "every detector per model and subset, the sensitivity tables, perplexity, the complement "
+                  "twin", None),
+    "calibration": ("Calibration", "the null check of SrDetection's variants and the calibration table (false-positive "
+                    "rates under nulls the testbed knows to be true)", None),
+    "functional": ("Functional memorisation", "the counterfactual similarities of target and reference", "counterfactual"),
+    "scans": ("Leakage scans", "the near-duplicate scans of this benchmark (LessLeak's Table 2, sources, RQ3, RQ4)",
+              "leakage.scans"),
+    "mutations": ("Mutations", "the mutation study's tables per model", "mutate.kinds"),
+    "contamination": ("Contamination", "the dataset-level tests (a p-value per model), their calibration and power",
+                      "contamination"),
+    "watermark": ("Randomized publication", "the watermark rank-sum test of the published release", "watermark"),
+}
+
+
+def render_pages(samples: Sequence[dict], detection: Sequence[dict], seeds: Sequence[dict], null_check: Sequence[dict],
+                 perplexity: Sequence[dict], calibration_text: str, calibration_lines: Sequence[str],
+                 fragments: dict[str, Sequence[str]]) -> dict[str, str]:
+    """``report.md`` (a summary) and one page per family of ``FAMILIES``
+    (file name ``<family>.md``): every section the aggregate writes is on
+    exactly one page. ``fragments``: other stages' Markdown sections by family."""
+    unknown = sorted(set(fragments) - set(FAMILIES))
+    if unknown:
+        raise ValueError(f"report fragments of unknown families {unknown}; known: {', '.join(FAMILIES)}")
+    sections = {
+        "detection": [*headline_sections(detection, seeds), *detection_sections(detection), *own_rule_sections(detection),
+                      *sensitivity_sections(seeds),
+                      "\n## Perplexity of the original samples\n",
+                      markdown_table(perplexity, ["model", "split", "n", "mean_ppl", "median_ppl"], digits=2)],
+        "calibration": [*null_check_section(null_check), calibration_text],
+    }
+    pages = {}
+    for family, (title, holds, switch) in FAMILIES.items():
+        body = [*sections.get(family, []), *fragments.get(family, [])]
+        if not body:
+            body = [f"\n_Nothing of this family in this run (`{switch}` is off or empty for this benchmark)._\n"]
+        pages[family] = "\n".join([f"# {title}\n", f"[Summary](report.md) · [Verdict](../../verdict.md). {holds[0].upper()}{holds[1:]}.\n",
+                                    *body])
+    listing = markdown_table([{"page": f"[{FAMILIES[f][0]}]({f}.md)", "what it holds": FAMILIES[f][1],
+                               "sections": pages[f].count("\n## ")} for f in FAMILIES], ["page", "what it holds", "sections"])
+    summary = [
         "# leaktrace results\n",
+        "The answer per model comes first on the run's [verdict page](../../verdict.md). This page is a summary; every "
+        "table is on one of the family pages below, each beside this file.\n",
         sample_summary(samples),
+        listing,
         *null_check_section(null_check),
+        "\n## Calibration, in one line per null ([the table](calibration.md))\n\n" + "".join(calibration_lines),
         *headline_sections(detection, seeds),
-        *detection_sections(detection),
-        *own_rule_sections(detection),
-        *sensitivity_sections(seeds),
-        "\n## Perplexity of the original samples\n",
-        markdown_table(perplexity, ["model", "split", "n", "mean_ppl", "median_ppl"], digits=2),
-        *extra_sections,
     ]
-    return "\n".join(parts)
+    pages["report"] = "\n".join(summary)
+    return pages

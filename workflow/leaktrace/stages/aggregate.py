@@ -30,9 +30,9 @@ from leaktrace.evaluate.null_check import null_check
 from leaktrace.evaluate.seeds import SUMMARISED, across_seeds
 from leaktrace.models.naming import BASE_MODEL, COORDINATES, headline_model, model_coordinates
 from leaktrace.models.token_table import losses_by_text
-from leaktrace.report.calibration import calibration_section
+from leaktrace.report.calibration import calibration_lines, calibration_section
 from leaktrace.report.plots import roc_plot
-from leaktrace.report.results import SUBSET_TITLES, method_label, render_report
+from leaktrace.report.results import SUBSET_TITLES, method_label, render_pages
 from leaktrace.variants.kinds import detector_variant_counts
 
 log = logging.getLogger(__name__)
@@ -173,11 +173,12 @@ def perplexity_rows(model: str, tokens: Path, split: dict[str, tuple[str, str]])
 
 
 def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], variants: Path, settings: dict, seed: int,
-              out_dir: Path, fragments: tuple[Path, ...] = (), calibration_rows: tuple[Path, ...] = ()) -> None:
+              out_dir: Path, fragments: tuple[tuple[str, Path], ...] = (), calibration_rows: tuple[Path, ...] = ()) -> None:
     """``settings``: the aggregate config slice, with ``srdetection_graybox``
     (that family's score settings) for the null check and ``alpha`` (the
-    decisions' level). ``fragments``: Markdown sections of other stages (the
-    leakage scans) appended to the report. ``calibration_rows``: row files of
+    decisions' level). ``fragments``: (family, path) of other stages' Markdown
+    sections (the leakage scans, the twin, ...), each on its family's page
+    beside the summary ``report.md`` (``report.results.FAMILIES``). ``calibration_rows``: row files of
     ``calibration.table``, joined into calibration.parquet."""
     records = read_records(samples)
     # Perplexity and the counterfactual table use the whole split; ReCaLL's prefix samples are no part of it.
@@ -215,7 +216,11 @@ def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], v
     calibration = combined_rows(calibration_rows)
     write_table(calibration, CALIBRATION_SCHEMA, out_dir / "calibration.parquet")
 
-    extra = tuple(path.read_text() for path in fragments)
-    (out_dir / "report.md").write_text(render_report(records, detection, seeds, null_rows, perplexity,
-                                                     (calibration_section(calibration), *extra)))
+    by_family: dict[str, list[str]] = {}
+    for family, path in fragments:
+        by_family.setdefault(family, []).append(Path(path).read_text())
+    pages = render_pages(records, detection, seeds, null_rows, perplexity, calibration_section(calibration),
+                         calibration_lines(calibration), by_family)
+    for name, text in pages.items():
+        (out_dir / f"{name}.md").write_text(text)
     log.info("aggregate tables in %s", out_dir)

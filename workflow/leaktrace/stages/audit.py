@@ -182,7 +182,7 @@ def audit(scores: dict[tuple[str, str], Path], variants: dict[str, Path], settin
         "black-box, the model continues the original's prefix with more 7-gram overlap than every variant's "
         "(Clopper-Pearson 95% intervals). Beside it, its null: with a control set of known-unseen samples "
         "(`contamination.held_out_ids`) the share flagged among them, a one-sided Fisher exact p-value, and the "
-        f"samples flagged by conformal p-values against the control set at α = {settings['alpha']}; without one, the "
+        f"samples flagged by conformal p-values against the control set at α = calibration.alpha = {settings['alpha']}; without one, the "
         "chance that the original is strictly the best of its n_i + 1 forms if they were exchangeable, 1/(n_i + 1) "
         "from each sample's own variant count, and the Poisson-binomial p-value of the count. A row without a "
         "control set is uncalibrated: renamed variants are not exchangeable with human-written originals even under "

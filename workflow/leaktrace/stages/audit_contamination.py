@@ -173,11 +173,11 @@ def render(rows: list[dict], alpha: float) -> str:
         "half of the suspect samples (those not among the control ids) and half of the controls, a one-sided Welch "
         "t-test on the other halves; the splits combined as twice the median p-value. A small p-value says the "
         "suspect samples score as the model's training data would, relative to the controls. Its null, beside it: "
-        f"the same test on {NULL_SCENARIO} (no half was seen), over seeds; its false-positive rate at α = {alpha} "
-        "should be near α, or the p-value is not evidence. Those halves are exchangeable by construction, so they "
-        "cannot see a control set that differs from the suspects: the verdict reads \"not calibrated\" where the "
-        "blind baseline (a text-only classifier, `verdicts.md`) tells the two sets apart, and otherwise states the "
-        "smallest AUC the test detects with 80% power.\n\n"
+        f"the same test on {NULL_SCENARIO} (no half was seen), over seeds; its false-positive rate at α = "
+        f"contamination.alpha = {alpha} should be near α, or the p-value is not evidence. Those halves are exchangeable "
+        "by construction, so they cannot see a control set that differs from the suspects: the verdict reads \"not "
+        "calibrated\" where the blind baseline (a text-only classifier, `verdicts.md`) tells the two sets apart, and "
+        "otherwise states the smallest AUC the test detects with 80% power.\n\n"
         + markdown_table(table, ["model", "benchmark", "n_suspect", "n_control", "features", "ref model", "p",
                                  "null FPR [95% CI]", "null verdict", "verdict"])
     )

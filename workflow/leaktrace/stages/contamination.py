@@ -353,10 +353,10 @@ def render_section(rows: Sequence[dict], calibration: Sequence[dict], alpha: flo
         "only contamination that kept the benchmark's order. A `sham-…` model is the sham control: trained as the target "
         "on the same mix with every member replaced by non-benchmark code, so it was fine-tuned but never saw the "
         "benchmark. \"n for p<α\": the smallest suspect-set size whose p-value "
-        f"on the p-value-vs-n curve is below α = {alpha} and stays below it.\n\n"
+        f"on the p-value-vs-n curve is below α = contamination.alpha = {alpha} and stays below it.\n\n"
         + markdown_table(table, ["model", "epoch", "ratio", "seed", "test", "validation", "reference", "n_suspect",
                                  "n_validation", "p", "n for p<α", "mean_difference", "calibrated"])
-        + f"\n### Calibration under the null: false-positive rates (α = {alpha})\n\n"
+        + f"\n### Calibration under the null: false-positive rates (α = contamination.alpha = {alpha})\n\n"
         "The share of null draws with p < α over seeds, each seed a fresh random draw (Clopper-Pearson 95% CI); "
         "\"within binomial margin\" unless a one-sided exact binomial test rejects FPR = α at 5%. Seeds that re-split one "
         "set of samples are dependent, so the margin is a guide. The combination (2 x median) is conservative by "

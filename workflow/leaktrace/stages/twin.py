@@ -176,7 +176,7 @@ def render_section(rows: list[dict], alpha: float) -> str:
         "Detectors fitted on the calibration fold's labels (DPDLLM, VeilProbe) are paired on the evaluation fold, where "
         "neither model's classifier saw the sample's label; the others on every evaluated sample. AUC target / twin: each "
         "model on its own members against its non-members; pooled: both, every sample once as a member and once as a "
-        f"non-member. Rejections at α = {alpha}, unadjusted for the number of detectors: {summary or 'none'}.\n\n"
+        f"non-member. Rejections at α = contamination.alpha = {alpha}, unadjusted for the number of detectors: {summary or 'none'}.\n\n"
         + markdown_table(table, ["model", "twin", "detector", "samples", "n", "mean d", "p", "auc_target", "auc_twin",
                                  "auc_pooled"])
     )

@@ -1,0 +1,33 @@
+# The verdict page (issue 45): results/<run>/verdict.md, written by every run
+# from the tables its other rules wrote; the HTML report's first category.
+
+VERDICT = f"{RESULTS}/verdict.md"
+VERDICT_CATEGORY = "1. Verdict (start here)"  # the report sorts categories by name: this one comes first
+
+
+def verdict_tables():
+    """The run's final outputs and the testbed tables the verdict reads that
+    are no final output (the contamination tests', the watermark summary)."""
+    extra = [f"{RESULTS}/contamination/{b}/{name}" for b in TESTBED_BENCHMARKS
+             for name in ("p_values.parquet", "calibration.parquet")]
+    extra += [f"{watermark_dir(b)}/summary.parquet" for b in TESTBED_BENCHMARKS if b in watermark_benchmarks()]
+    return sorted(set(get_final_output() + extra))
+
+
+rule verdict:
+    input:
+        verdict_tables(),
+    output:
+        report(VERDICT, caption="../report/verdict.rst", category=VERDICT_CATEGORY),
+    params:
+        settings=json.dumps({"run": config["run"], "alpha": config["calibration"]["alpha"],
+                             "contamination_alpha": config["contamination"]["alpha"]}, sort_keys=True),
+    log:
+        f"{RESULTS}/logs/verdict.log",
+    threads: 1
+    conda:
+        CPU_ENV
+    resources:
+        **cpu_job(),
+    shell:
+        "{LEAKTRACE} verdict --tables {input} --results {RESULTS} --settings {params.settings:q} --output {output} 2> {log}"
