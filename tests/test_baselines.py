@@ -15,7 +15,7 @@ from leaktrace.detect.dpdllm import ContinuationStats, continuation_features
 from leaktrace.detect.prototypical import ProtoSettings, ProtoTask, fit_many, fit_prototypical
 from leaktrace.detect.registry import configured_methods
 from leaktrace.detect.veilprobe import perturb_key_tokens, significant_dimensions
-from leaktrace.stages import baselines
+from leaktrace.stages import dpdllm_veilprobe
 from leaktrace.stages.score import blackbox_generations, score_methods
 
 N = 16
@@ -69,20 +69,20 @@ def test_dpdllm_end_to_end_and_blind_to_evaluation_labels(inputs, tiny_model_dir
     settings = {"max_new_tokens": 8, "reference_epochs": 1}
     train = {"lora": {"rank": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj"]}, "learning_rate": 0.003,
              "batch_size": 8, "gradient_accumulation": 1, "warmup_steps": 1}
-    baselines.train_dpdllm_reference(out / "variants.parquet", model, train, settings, 1, out / "reference")
+    dpdllm_veilprobe.train_dpdllm_reference(out / "variants.parquet", model, train, settings, 1, out / "reference")
     assert json.loads((out / "reference/trained_on.json").read_text())["sample_ids"] == [f"s{i:02d}" for i in range(N)]
-    baselines.dpdllm_generations(out / "variants.parquet", model, None, settings, {"batch_size": 8}, 1, out / "gen.parquet")
-    baselines.dpdllm_generations(out / "variants.parquet", model, None, settings, {"batch_size": 8}, 1, out / "gen2.parquet")
+    dpdllm_veilprobe.dpdllm_generations(out / "variants.parquet", model, None, settings, {"batch_size": 8}, 1, out / "gen.parquet")
+    dpdllm_veilprobe.dpdllm_generations(out / "variants.parquet", model, None, settings, {"batch_size": 8}, 1, out / "gen2.parquet")
     assert (out / "gen.parquet").read_bytes() == (out / "gen2.parquet").read_bytes()  # seeded sampling
     generations = read_records(out / "gen.parquet")
     assert all(0 < len(g["generated_ids"]) <= 8 for g in generations)
-    baselines.dpdllm_features(out / "gen.parquet", model, out / "reference/adapter", {"batch_size": 8}, out / "feat.parquet")
+    dpdllm_veilprobe.dpdllm_features(out / "gen.parquet", model, out / "reference/adapter", {"batch_size": 8}, out / "feat.parquet")
     features = read_records(out / "feat.parquet")
     assert len(features) == N and all(0 < f["mean_prob"] <= f["mean_max_prob"] <= 1 and f["perplexity"] >= 1 for f in features)
 
-    baselines.fit_dpdllm(out / "feat.parquet", out / "samples.parquet", FOLDS, 1, out / "dpdllm.parquet", out / "dpdllm-model")
+    dpdllm_veilprobe.fit_dpdllm(out / "feat.parquet", out / "samples.parquet", FOLDS, 1, out / "dpdllm.parquet", out / "dpdllm-model")
     permuted = _permuted_evaluation(out, "samples-permuted.parquet")
-    baselines.fit_dpdllm(out / "feat.parquet", permuted, FOLDS, 1, out / "dpdllm-p.parquet", out / "dpdllm-model-p")
+    dpdllm_veilprobe.fit_dpdllm(out / "feat.parquet", permuted, FOLDS, 1, out / "dpdllm-p.parquet", out / "dpdllm-model-p")
     assert (out / "dpdllm.parquet").read_bytes() == (out / "dpdllm-p.parquet").read_bytes()
     fitted = json.loads((out / "dpdllm-model/trained_on.json").read_text())
     assert fitted == json.loads((out / "dpdllm-model-p/trained_on.json").read_text())
@@ -100,20 +100,20 @@ def test_veilprobe_end_to_end_and_blind_to_evaluation_labels(inputs):
     out, model = inputs
     settings = {"key_fraction": 0.2, "mapping_hidden": 16, "mapping_layers": 1, "mapping_epochs": 1, "proto_epochs": 5,
                 "p_value": 0.5}
-    baselines.veilprobe_perturb(out / "variants.parquet", model, settings, {"prefix_fraction": 0.5}, {"batch_size": 8}, 1,
+    dpdllm_veilprobe.veilprobe_perturb(out / "variants.parquet", model, settings, {"prefix_fraction": 0.5}, {"batch_size": 8}, 1,
                                  out / "perturbed.parquet")
     perturbed = read_records(out / "perturbed.parquet")
     assert any(r["replaced"] for r in perturbed)
     for r in perturbed:  # only the replaced positions change
         changed = [i for i, (a, b) in enumerate(zip(r["prefix_ids"], r["perturbed_ids"], strict=True)) if a != b]
         assert changed == r["replaced"]
-    baselines.veilprobe_features(out / "blackbox.parquet", out / "perturbed.parquet", model, settings, 1, out / "vfeat.parquet",
+    dpdllm_veilprobe.veilprobe_features(out / "blackbox.parquet", out / "perturbed.parquet", model, settings, 1, out / "vfeat.parquet",
                                  out / "mapping")
     assert json.loads((out / "mapping/trained_on.json").read_text())["sample_ids"] == [f"s{i:02d}" for i in range(N)]
-    baselines.fit_veilprobe(out / "vfeat.parquet", out / "samples.parquet", settings, FOLDS, 1, out / "veil.parquet",
+    dpdllm_veilprobe.fit_veilprobe(out / "vfeat.parquet", out / "samples.parquet", settings, FOLDS, 1, out / "veil.parquet",
                             out / "veil-model")
     permuted = _permuted_evaluation(out, "samples-permuted-v.parquet")
-    baselines.fit_veilprobe(out / "vfeat.parquet", permuted, settings, FOLDS, 1, out / "veil-p.parquet", out / "veil-model-p")
+    dpdllm_veilprobe.fit_veilprobe(out / "vfeat.parquet", permuted, settings, FOLDS, 1, out / "veil-p.parquet", out / "veil-model-p")
     assert (out / "veil.parquet").read_bytes() == (out / "veil-p.parquet").read_bytes()
     assert (out / "veil-model/trained_on.json").read_text() == (out / "veil-model-p/trained_on.json").read_text()
     assert (out / "veil-model/protonet.pt").read_bytes() == (out / "veil-model-p/protonet.pt").read_bytes()
