@@ -11,7 +11,6 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from leaktrace.models.token_table import losses_by_text
 
 REPO = Path(__file__).resolve().parents[1]
 BASE_MODEL = REPO / "resources" / "models" / "leaktrace-tiny"
@@ -93,6 +92,8 @@ def test_default_config_dry_run_plans_every_stage(tmp_path):
 
 
 def test_micro_run_writes_every_artifact(micro_run):
+    from leaktrace.models.token_table import losses_by_text
+
     workdir, _ = micro_run
     out = workdir / "results" / "micro"
     samples = pq.read_table(out / "filter" / "humaneval.samples.parquet").to_pylist()
