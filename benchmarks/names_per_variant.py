@@ -57,10 +57,10 @@ def configured(path: Path) -> dict:
 def drawn_sets(run: Path, benchmark: str, variants: dict, k: int | None, seed: int, workers: int, folder: Path) -> dict:
     """sample_id -> the texts of its valid detector variants, drawn and validated by the variants stage
     itself with names_per_variant k, None for every name (its seed, lexicon, sandbox and tau_t composition; no
-    filter or untransformed set)."""
+    untransformed set)."""
     own = variants.get("test_cases")  # a run from before tau_t was composed: an integer, renaming-only sets
     test_cases = {**own, "untransformed": 0} if isinstance(own, dict) else {"compose": False, "untransformed": 0}
-    settings = {**variants, "n_filter": 0, "test_cases": test_cases, "names_per_variant": k}
+    settings = {**variants, "test_cases": test_cases, "names_per_variant": k}
     output = folder / f"{benchmark}.names-{k}.parquet"
     make_variants_table(run / "data" / "benchmarks" / f"{benchmark}.parquet",
                         run / "filter" / f"{benchmark}.functions.parquet", run / "variants" / "lexicon.parquet",

@@ -1,8 +1,8 @@
 """SrDetection's null check under the base model: today's variants against naturalness-matched ones.
 
 The rule, fixed before any run (``variants/natural.py``): draw a pool of
-``pool`` renamings per set (detector and pre-exposure filter) with the
-stage's own generator, keep of the valid ones the n (n_filter) whose
+``pool`` renamings per sample with the
+stage's own generator, keep of the valid ones the n whose
 per-token loss under the SELECTION model (the shipped
 ``leaktrace-tiny-ref``, never the base model) is nearest the original's,
 ties broken by the run seed. The null check is then measured under the BASE
@@ -11,9 +11,9 @@ whose original has a lower loss than all its detector variants, with Wilson
 and Clopper-Pearson 95% intervals, beside the mean of 1 / (n_i + 1). A
 sample counts when the function filter kept it, its original passes its
 tests and it has at least ``split.min_valid_variants`` valid detector
-variants (the samples that enter the split). The pre-exposure filter's flags
-(original below all its filter variants under the base model) are counted on
-the same samples. For contrast only, the same rule with the base model as
+variants (the samples that enter the split). SrDetection's pre-exposure
+filter reads the same comparison (the same variants, the base model), so its
+flags are the samples counted here. For contrast only, the same rule with the base model as
 selection model (not held out: the measuring model picks the variants, so it
 is no evidence) is printed too. ``--limit K`` keeps the first K kept problems
 (HumanEval order), for a machine that cannot spare the full run.
@@ -38,7 +38,6 @@ from scipy.stats import binomtest
 
 from leaktrace.artifacts import read_records
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
-from leaktrace.data.split import pre_exposure
 from leaktrace.evaluate.null_check import null_check
 from leaktrace.models.backend import ModelSpec
 from leaktrace.stages.variants import make_variants_table, select_natural_variants
@@ -58,13 +57,13 @@ def _losses(model_path: str, texts: list[str], batch_size: int) -> list[float]:
 
 def _summary(name: str, rows: list[dict], base: dict[tuple[str, str], float], kept: set[str], n: int,
              min_valid: int) -> dict:
-    """Null check and pre-exposure flags of one variants table under the base model."""
+    """Null check of one variants table under the base model (its flags are the pre-exposure filter's)."""
     sets: dict[tuple[str, str], list[str]] = defaultdict(list)
     original = {}
     for r in rows:
         if r["kind"] == "original" and r["valid"]:
             original[r["sample_id"]] = r["text"]
-        elif r["valid"] and r["kind"] in ("rename", "filter"):
+        elif r["valid"] and r["kind"] == "rename":
             sets[(r["sample_id"], r["kind"])].append(r["text"])
     eligible = sorted(s for s in original if s in kept and len(sets[(s, "rename")]) >= min_valid)
     loss = {s: base[(s, original[s])] for s in eligible}
@@ -72,17 +71,14 @@ def _summary(name: str, rows: list[dict], base: dict[tuple[str, str], float], ke
     counts = {s: len(sets[(s, "rename")]) for s in eligible}
     check = null_check(decisions, counts)
     exact = binomtest(check["n_flagged"], check["n_samples"]).proportion_ci(0.95, method="exact")
-    filtered = [s for s in eligible if pre_exposure(loss[s], [base[(s, t)] for t in sets[(s, "filter")]])[0]]
     return {"table": name, "eligible": len(eligible), "full_n": sum(c == n for c in counts.values()), **check,
-            "cp_low": float(exact.low), "cp_high": float(exact.high), "pre_exposed": len(filtered),
-            "with_filter_variants": sum(bool(sets[(s, "filter")]) for s in eligible)}
+            "cp_low": float(exact.low), "cp_high": float(exact.high)}
 
 
 def _line(r: dict) -> str:
     return (f"{r['table']:44s} {r['eligible']:3d} samples ({r['full_n']:3d} with all n), mean n {r['mean_variants']:.1f}: "
             f"original beats all {r['n_flagged']:3d} = {r['rate']:.3f} Wilson [{r['rate_low']:.3f}, {r['rate_high']:.3f}] "
-            f"CP [{r['cp_low']:.3f}, {r['cp_high']:.3f}] vs 1/(n+1) {r['expected_rate']:.3f} ({r['verdict']}); "
-            f"pre-exposure filter flags {r['pre_exposed']} ({r['with_filter_variants']} have filter variants)")
+            f"CP [{r['cp_low']:.3f}, {r['cp_high']:.3f}] vs 1/(n+1) {r['expected_rate']:.3f} ({r['verdict']})")
 
 
 def main() -> None:
@@ -130,13 +126,13 @@ def main() -> None:
         print(f"selection under {selection_model}, pool {pool}: {time.perf_counter() - start:.1f} s", flush=True)
         tables[f"matched, pool {pool}, selection = ref model"] = read_records(a.out / f"natural-{pool}.parquet")
     texts = sorted({(r["sample_id"], r["text"]) for rows in [*tables.values(), *(p[1] for p in pools.values())]
-                    for r in rows if r["valid"] and r["kind"] in ("original", "rename", "filter")})
+                    for r in rows if r["valid"] and r["kind"] in ("original", "rename")})
     start = time.perf_counter()
     base = dict(zip(texts, _losses(base_model, [t for _, t in texts], batch["batch_size"]), strict=True))
     print(f"base-model pass over {len(texts)} texts: {time.perf_counter() - start:.1f} s", flush=True)
     for pool, (settings, rows) in pools.items():
         losses = {(r["sample_id"], r["variant_id"]): base[(r["sample_id"], r["text"])] for r in rows
-                  if r["valid"] and r["kind"] in ("original", "rename", "filter")}
+                  if r["valid"] and r["kind"] in ("original", "rename")}
         for r in rows:  # an original that fails its tests still needs a loss to be passed over
             losses.setdefault((r["sample_id"], r["variant_id"]), np.nan)
         tables[f"contrast: pool {pool}, selection = BASE (not held out)"] = choose_natural(rows, losses, settings, seed,

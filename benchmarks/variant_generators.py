@@ -59,7 +59,7 @@ def main() -> None:
                                           "entry_point": p.entry_point} for p in problems]), a.out / "benchmark.parquet")
     pq.write_table(pa.Table.from_pylist([{"sample_id": p.sample_id, "kept": True} for p in problems]),
                    a.out / "functions.parquet")
-    settings = {"n": 10, "n_filter": 0, "names_per_variant": a.names,
+    settings = {"n": 10, "names_per_variant": a.names,
                 "test_cases": {"compose": True, "untransformed": 10}, "sandbox": SANDBOX}
     variants = a.out / "variants.parquet"
     if variants.exists():  # a run cut short after the variants stage: score what it made

@@ -18,8 +18,9 @@ rule filter_functions:
         "{LEAKTRACE} filter-functions --benchmark {input} --settings {params.settings:q} --output {output} 2> {log}"
 
 
-# The pre-exposure filter reads the base model's token statistics of every
-# original and variant: the same cached pass the reference scores come from.
+# SrDetection's pre-exposure filter, before the split: it reads the base
+# model's token statistics of every original and detector variant, the same
+# cached pass the reference scores come from.
 rule split_samples:
     input:
         functions=f"{RESULTS}/filter/{{benchmark}}.functions.parquet",

@@ -67,10 +67,8 @@ def learned_rows(wildcards):
 
 def token_pass_texts(wildcards):
     """Which texts a model's token pass scores: Ref's reference model only the
-    originals; the base model the pre-exposure filter's variants too."""
-    if wildcards.model == "ref-model":
-        return "--originals-only"
-    return "--filter-variants" if wildcards.model == "reference" else ""
+    originals; every other model the originals and the detector variants."""
+    return "--originals-only" if wildcards.model == "ref-model" else ""
 
 
 def optional_args(flag, function):

@@ -66,7 +66,7 @@ rule variants:
     priority: TRAINING_PATH
     resources:
         # sandboxed runs per function: the original, each variant, the test-case set
-        **cpu_job(sandbox={"functions": 1 + GENERATION["n"] + GENERATION["n_filter"] + bool(GENERATION["test_cases"])}),
+        **cpu_job(sandbox={"functions": 1 + GENERATION["n"] + bool(GENERATION["test_cases"])}),
         gpu=VARIANT_LLM_GPU,  # the llm.variant_llm role's model, where it runs here on a GPU
     conda:
         variants_env

@@ -160,15 +160,15 @@ def test_a_method_of_less_coverage_is_evaluated_on_its_own_samples_and_shrinks_n
 
 def test_a_filtered_subset_short_of_samples_says_why():
     scores, samples = _toy()
-    samples = [{**s, "pre_exposed": True if s["sample_id"] in ("c3", "c4") else None if s["sample_id"] == "e1" else s["pre_exposed"]}
-               for s in samples]  # no control left, one sample unknown
+    samples = [{**s, "pre_exposed": True if s["sample_id"] in ("c3", "c4", "e1") else s["pre_exposed"]}
+               for s in samples]  # no control left
     rows = {(r["subset"], r["method"]): r for r in _rows(scores, samples, n_resamples=20)[0]}
     assert rows[("filtered", "loss")].get("n_eval") is None
     assert rows[("filtered", "loss")]["note"].startswith("not evaluated: the calibration fold has no non-member")
     rows = {(r["subset"], r["method"]): r for r in _rows(scores, samples, n_resamples=20, min_per_class=20)[0]}
     note = rows[("filtered", "loss")]["note"]
     assert note == ("not evaluated: the pre-exposure filter clears 4 members and 3 non-members, fewer than 20 per class "
-                    "(3 of the 11 samples flagged pre-exposed, 1 unknown for want of a valid filter variant)")
+                    "(4 of the 11 samples of the split flagged pre-exposed)")
     assert rows[("all", "loss")]["macro_f1"] == pytest.approx(6 / 7)
     samples = [{**s, "split": "member"} if s["fold"] == "calibration" else s for s in samples]
     with pytest.raises(ValueError, match="subset 'all': the calibration fold has no non-member"):
@@ -199,7 +199,6 @@ def test_null_check_share_beside_one_over_n_plus_one():
 def test_null_check_counts_detector_variants_only_and_caps_them_per_instance():
     variants = [{"sample_id": "a", "kind": "original", "valid": True}] + \
         [{"sample_id": "a", "kind": "rename", "valid": v} for v in (True, True, True, False)] + \
-        [{"sample_id": "a", "kind": "filter", "valid": True}] * 5 + \
         [{"sample_id": "a", "kind": "ast+tt", "valid": v} for v in (True, False)] + \
         [{"sample_id": "b", "kind": "original", "valid": True}, {"sample_id": "b", "kind": "rename", "valid": True}]
     counts = detector_variant_counts(variants)
@@ -217,6 +216,18 @@ def test_null_check_counts_detector_variants_only_and_caps_them_per_instance():
     assert rows["srdetection_graybox_n1"]["expected_rate"] == pytest.approx(1 / 2)  # capped at 1
     tt = rows["srdetection_graybox_ast_tt"]
     assert (tt["n_samples"], tt["n_flagged"], tt["expected_rate"]) == (1, 0, pytest.approx(1 / 2))  # a: 1 variant
+
+
+def test_null_check_keeps_the_samples_the_pre_exposure_filter_removed():
+    """With ``pre_exposure: remove`` a flagged sample leaves the split, yet the null check (the base
+    model's share of originals beating their variants) must still count it: without it the share is
+    0 by construction. An ineligible sample (never judged) stays out."""
+    samples = [{"sample_id": "a", "kept": True, "pre_exposed": False}, {"sample_id": "r", "kept": False, "pre_exposed": True},
+               {"sample_id": "x", "kept": False, "pre_exposed": None}]
+    scores = [{"sample_id": sid, "method": "srdetection_graybox", "decision": sid != "a"} for sid in ("a", "r", "x")]
+    rows = null_check_rows(scores, samples, {"a": 1, "r": 1, "x": 1}, {"n_variants": 10, "sensitivity": [], "generators": []})
+    [row] = [r for r in rows if r["method"] == "srdetection_graybox"]
+    assert (row["n_samples"], row["n_flagged"], row["expected_rate"]) == (2, 1, pytest.approx(1 / 2))
 
 
 def _seed_row(seed, auc, f1, tpr, method="loss", epoch=5, subset="filtered", own_f1=None):

@@ -170,16 +170,16 @@ def test_renamed_variants_of_a_whole_program_validate_against_the_same_cases(tmp
                    tmp_path / "functions.parquet")
     pq.write_table(pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in ("count", "value")]),
                    tmp_path / "lexicon.parquet")
-    settings = {"n": 2, "n_filter": 1, "test_cases": {"compose": True, "untransformed": 2}, "io_cases": 2,
+    settings = {"n": 2, "test_cases": {"compose": True, "untransformed": 2}, "io_cases": 2,
                 "sandbox": {"timeout_s": 5, "cpu_s": 5, "memory_mb": 256}}
     stage.make_variants_table(tmp_path / "apps.parquet", tmp_path / "functions.parquet", tmp_path / "lexicon.parquet",
                         settings, 7, 2, tmp_path / "variants.parquet")
     rows = read_records(tmp_path / "variants.parquet")
     sort = [r for r in rows if r["sample_id"] == "apps/2"]
     assert [(r["variant_id"], r["kind"], r["entry_point"], r["generator"]) for r in sort] == [
-        (0, "original", None, "original"), (1, "rename", None, "ast"), (2, "rename", None, "ast"),
-        (3, "filter", None, "ast")]  # no examples in the program: tau_t does not apply
-    assert all(r["valid"] for r in rows) and len({r["text"] for r in sort}) == 4
+        (0, "original", None, "original"), (1, "rename", None, "ast"), (2, "rename", None, "ast")]
+    # no examples in the program: tau_t does not apply
+    assert all(r["valid"] for r in rows) and len({r["text"] for r in sort}) == 3
     tests = IoTests(("3\n3 1 2\n",), ("1\n2\n3\n",))
     negated = SORT.replace("int(word)", "-int(word)")  # not the same program
     prints_more = SORT.replace("print(value)", "print(value, '')")  # right under the strict comparison, other bytes
@@ -226,7 +226,7 @@ def test_tau_t_replaces_the_examples_of_a_whole_program_that_holds_its_problem(t
     pq.write_table(pa.Table.from_pylist([{"sample_id": "apps/1", "kept": True}]), tmp_path / "functions.parquet")
     pq.write_table(pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in ("first", "second")]),
                    tmp_path / "lexicon.parquet")
-    settings = {"n": 1, "n_filter": 0, "test_cases": {"compose": True, "untransformed": 1}, "io_cases": 3,
+    settings = {"n": 1, "test_cases": {"compose": True, "untransformed": 1}, "io_cases": 3,
                 "names_per_variant": 1, "sandbox": {"timeout_s": 5, "cpu_s": 5, "memory_mb": 256}}
     stage.make_variants_table(tmp_path / "apps.parquet", tmp_path / "functions.parquet", tmp_path / "lexicon.parquet",
                               settings, 7, 2, tmp_path / "variants.parquet")

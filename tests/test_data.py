@@ -9,7 +9,7 @@ import pytest
 from leaktrace.data.corpora import iter_pydoc_text, iter_stdlib_code, shard
 from leaktrace.data.functions import FunctionFilter, function_anatomy
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
-from leaktrace.data.split import UNKNOWN, assign_splits, pre_exposure
+from leaktrace.data.split import assign_splits, pre_exposure
 from leaktrace.errors import InputError
 
 GOOD = {
@@ -121,7 +121,30 @@ def test_pre_exposure_filter():
     flagged, reason = pre_exposure(1.0, [1.5, 2.0])
     assert flagged is True and reason.startswith("pre-exposure: original has the lowest PPL")
     assert pre_exposure(1.6, [1.5, 2.0]) == (False, None)
-    assert pre_exposure(1.0, []) == (None, UNKNOWN)  # no variant to compare with: unknown, not pre-exposed
+    assert pre_exposure(1.0, [1.0, 2.0]) == (False, None)  # a tie is not the lowest: "already the easiest" is strict
+    with pytest.raises(ValueError, match="at least one valid variant"):  # an eligible sample always has one
+        pre_exposure(1.0, [])
+
+
+def test_strata_are_split_one_to_one_each():
+    """With strata (the pre-exposure flag under ``mark``), each is split at the member fraction on its own:
+    10 cleared -> 5 + 5, 6 flagged -> 3 + 3, whatever the shuffle; the cleared ones' calibration fold is
+    floor(5 * 0.4) = 2 per class. Without strata the same 16 ids split 8 + 8 with no such guarantee per stratum."""
+    ids = [f"b/{i:02d}" for i in range(16)]
+    strata = {sid: i >= 10 for i, sid in enumerate(ids)}
+    for seed in range(5):
+        a = assign_splits(ids, member_fraction=0.5, calibration_fraction=0.4, rng=random.Random(seed), strata=strata)
+        for flag, size in ((False, 10), (True, 6)):
+            group = [a[s] for s in ids if strata[s] is flag]
+            assert sum(x.split == "member" for x in group) == size // 2
+        cleared = [a[s] for s in ids if not strata[s]]
+        assert sum(x.fold == "calibration" and x.split == "member" for x in cleared) == 2
+    # one stratum is the unstratified split, draw for draw
+    same = {sid: 0 for sid in ids}
+    assert assign_splits(ids, member_fraction=0.5, calibration_fraction=0.4, rng=random.Random(1), strata=same) == \
+        assign_splits(ids, member_fraction=0.5, calibration_fraction=0.4, rng=random.Random(1))
+    with pytest.raises(ValueError, match="no stratum"):
+        assign_splits(ids, member_fraction=0.5, calibration_fraction=0.0, rng=random.Random(0), strata={"b/00": True})
 
 
 def test_split_is_one_to_one_stratified_and_seeded():

@@ -123,7 +123,7 @@ def test_stage_keeps_llm_renamings_that_pass_and_tops_up_with_the_ast_renamer(tm
     words = ["count", "tally", "items", "elems", "limit", "total", "sum", "item", "elem", "twice", "double", "x", "scale", "factor"]
     pq.write_table(pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in words]),
                    tmp_path / "lexicon.parquet")
-    settings = {"n": 2, "n_filter": 1, "test_cases": {"compose": True, "untransformed": 2}, "llm_max_new_tokens": 64,
+    settings = {"n": 2, "test_cases": {"compose": True, "untransformed": 2}, "llm_max_new_tokens": 64,
                 "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024, "isolation": "weak"}}
     with caplog.at_level(logging.INFO, logger="leaktrace.stages.variants"):
         stage.make_variants_table(tmp_path / "benchmark.parquet", tmp_path / "functions.parquet",
@@ -134,11 +134,11 @@ def test_stage_keeps_llm_renamings_that_pass_and_tops_up_with_the_ast_renamer(tm
     def kind_of(sid, kind):
         return [(r["variant_id"], r["generator"], r["text"]) for r in table if r["sample_id"] == sid and r["kind"] == kind]
 
-    # ids: 1-2 rename (the LLM's, tau_t composed), 3 filter, 6-7 ast+tt (the AST renamer's), 8-9 llm (without tau_t)
+    # ids: 1-2 rename (the LLM's, tau_t composed), 5-6 ast+tt (the AST renamer's), 7-8 llm (without tau_t)
     headline, untransformed = kind_of("s", "rename"), kind_of("s", "llm")
     assert [(i, g) for i, g, _ in headline] == [(1, "llm+tt"), (2, "ast+tt")]  # one version passed; topped up
-    assert untransformed[0] == (8, "llm", GOOD) and [g for _, g, _ in untransformed] == ["llm", "ast"]
-    assert [(i, g) for i, g, _ in kind_of("s", "ast+tt")] == [(6, "ast+tt"), (7, "ast+tt")]
+    assert untransformed[0] == (7, "llm", GOOD) and [g for _, g, _ in untransformed] == ["llm", "ast"]
+    assert [(i, g) for i, g, _ in kind_of("s", "ast+tt")] == [(5, "ast+tt"), (6, "ast+tt")]
     assert [g for _, g, _ in kind_of("e", "rename")] == ["ast", "ast"]  # its one version failed the test in the sandbox
     assert all(r["valid"] for r in table)
     assert len(model.prompts) == 2

@@ -22,7 +22,7 @@ from leaktrace.variants.natural import (
 from test_pipeline import REPO, snakemake, write_config
 
 NATURAL = {"enabled": True, "pool": 3, "rule": "nearest", "model": None}
-SETTINGS = {"n": 2, "n_filter": 1, "test_cases": {"compose": False, "untransformed": 0}, "natural": NATURAL}
+SETTINGS = {"n": 2, "test_cases": {"compose": False, "untransformed": 0}, "natural": NATURAL}
 OTHER_SETS = ("ast+tt", "llm", "llm+tt")
 
 
@@ -44,26 +44,24 @@ def test_equal_distances_are_ordered_by_the_seed_alone():
 
 
 def _pool_rows():
-    """One sample's pool (pool 3, n 2, n_filter 1): detector ids 1-3, filter 4-6, tau_t 7-8."""
+    """One sample's pool (pool 3, n 2): detector ids 1-3, then set "ast" 4-6 (none here), tau_t 7-8."""
     rows = [{"sample_id": "s", "variant_id": 0, "kind": "original", "text": "orig", "valid": True}]
     rows += [{"sample_id": "s", "variant_id": i, "kind": "rename", "text": f"r{i}", "valid": i != 2} for i in (1, 2, 3)]
-    rows += [{"sample_id": "s", "variant_id": i, "kind": "filter", "text": f"f{i}", "valid": True} for i in (4, 5, 6)]
     rows += [{"sample_id": "s", "variant_id": i, "kind": "ast+tt", "text": f"t{i}", "valid": True} for i in (7, 8)]
     return rows
 
 
 def test_the_table_keeps_the_picked_variants_renumbered_as_without_matching():
-    # original 2.0; rename 1: 2.5, 2 (invalid): 2.0, 3: 2.1; filter 4: 3.0, 5: 1.8, 6: 2.5
-    losses = {("s", 0): 2.0, ("s", 1): 2.5, ("s", 3): 2.125, ("s", 4): 3.0, ("s", 5): 1.75, ("s", 6): 2.5}
+    # original 2.0; rename 1: 2.5, 2 (invalid): 2.0, 3: 2.1
+    losses = {("s", 0): 2.0, ("s", 1): 2.5, ("s", 3): 2.125}
     chosen = choose_natural(_pool_rows(), losses, SETTINGS, 0, OTHER_SETS)
     assert [(r["variant_id"], r["kind"], r["text"]) for r in chosen] == [
-        (0, "original", "orig"), (1, "rename", "r1"), (2, "rename", "r3"), (3, "filter", "f5"),
-        (4, "ast+tt", "t7"), (5, "ast+tt", "t8"),
+        (0, "original", "orig"), (1, "rename", "r1"), (2, "rename", "r3"), (3, "ast+tt", "t7"), (4, "ast+tt", "t8"),
     ]
 
 
 def test_pool_settings_raise_n_to_the_pool_only_when_on():
-    assert pool_settings(SETTINGS) == {**SETTINGS, "n": 3, "n_filter": 3}
+    assert pool_settings(SETTINGS) == {**SETTINGS, "n": 3}
     off = {**SETTINGS, "natural": {**NATURAL, "enabled": False}}
     assert pool_settings(off) == off
     with pytest.raises(ValueError, match="pool"):
@@ -110,7 +108,7 @@ def test_off_the_variants_table_is_byte_identical(tmp_path):
     from leaktrace.stages.variants import make_variants_table
 
     _write_sample(tmp_path)
-    settings = {"n": 2, "n_filter": 0, "test_cases": {"compose": False, "untransformed": 0}, "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024}}
+    settings = {"n": 2, "test_cases": {"compose": False, "untransformed": 0}, "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024}}
     for name, given in (("without", settings), ("off", {**settings, "natural": {**NATURAL, "enabled": False}}),
                         ("all-names", {**settings, "names_per_variant": None}),
                         ("one-name", {**settings, "names_per_variant": 1})):
@@ -138,7 +136,7 @@ def test_selection_is_deterministic_and_keeps_n_of_the_pool(tmp_path, tiny_model
     assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
     chosen = read_records(tmp_path / "a.parquet")
     assert [(r["variant_id"], r["kind"]) for r in chosen] == [(0, "original"), (1, "rename"), (2, "rename"),
-                                                             (3, "filter"), (6, "ast+tt"), (7, "ast+tt")]  # after set "ast"
+                                                             (5, "ast+tt"), (6, "ast+tt")]  # after set "ast"
     assert {r["text"] for r in chosen if r["kind"] == "rename"} == {rows[1]["text"], rows[3]["text"]}  # the valid two
 
 

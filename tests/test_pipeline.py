@@ -92,6 +92,8 @@ def test_default_config_dry_run_plans_every_stage(tmp_path):
 
 
 def test_micro_run_writes_every_artifact(micro_run):
+    from leaktrace.models.token_table import losses_by_text
+
     workdir, _ = micro_run
     out = workdir / "results" / "micro"
     samples = pq.read_table(out / "filter" / "humaneval.samples.parquet").to_pylist()
@@ -100,9 +102,9 @@ def test_micro_run_writes_every_artifact(micro_run):
     assert {s["split"] for s in kept} == {"member", "non-member"}
     assert all(s["reason"] for s in samples if not s["kept"])
     variants = pq.read_table(out / "variants" / "humaneval.parquet").to_pylist()
-    ids = {kind: {v["variant_id"] for v in variants if v["kind"] == kind} for kind in ("original", "rename", "filter", "ast")}
-    assert ids["original"] == {0} and ids["rename"] <= {1, 2, 3} and ids["filter"] <= {4, 5, 6} and ids["filter"]
-    assert ids["ast"] and ids["ast"] <= {7, 8, 9}  # the first renamings again, without tau_t
+    ids = {kind: {v["variant_id"] for v in variants if v["kind"] == kind} for kind in ("original", "rename", "ast")}
+    assert ids["original"] == {0} and ids["rename"] <= {1, 2, 3} and {v["kind"] for v in variants} == {"original", "rename", "ast"}
+    assert ids["ast"] and ids["ast"] <= {4, 5, 6}  # the first renamings again, without tau_t
     # tau_t composed into the detector's renamings: the headline set is tau_t o tau_v o tau_f where tau_t applies
     assert {v["generator"] for v in variants if v["kind"] == "rename"} == {"ast", "ast+tt"}
     assert {v["isolation"] for v in variants} == {"full"}
@@ -112,13 +114,15 @@ def test_micro_run_writes_every_artifact(micro_run):
                                              "srdetection_graybox_ast", "srdetection_blackbox", "srdetection_blackbox_n1"}
     reference = {s["method"] for s in pq.read_table(out / "score" / "humaneval" / "reference" / "scores.parquet").to_pylist()}
     assert "ref" in reference and "ref_oracle" not in reference  # the oracle compares a target with its own base
-    # filter variants reach the base model's pass (the pre-exposure filter reads it) and no detector
-    filter_ids = {(v["sample_id"], v["variant_id"]) for v in variants if v["kind"] == "filter" and v["valid"]}
-    scored = {(r["sample_id"], r["variant_id"]) for r in pq.read_table(out / "score/humaneval/reference/tokens.parquet").to_pylist()}
-    target = {(r["sample_id"], r["variant_id"]) for r in pq.read_table(out / "score/humaneval/target-r1-s0-e1/tokens.parquet").to_pylist()}
-    assert filter_ids <= scored and not filter_ids & target
-    # a kept sample is judged by the pre-exposure filter, or unknown for want of a valid filter variant
-    assert all((s["pre_exposed"] is None) == (s["n_valid_filter_variants"] == 0) for s in kept)
+    # the pre-exposure filter (mark): every kept sample judged on its detector variants under the base model,
+    # flagged exactly where its original's loss is below all of theirs, the cleared ones split 1:1
+    rename = {(v["sample_id"], v["variant_id"]) for v in variants if v["kind"] == "rename" and v["valid"]}
+    loss = losses_by_text(out / "score/humaneval/reference/tokens.parquet")
+    for s in kept:
+        own = [loss[key] for key in rename if key[0] == s["sample_id"]]
+        assert s["pre_exposed"] is (loss[(s["sample_id"], 0)] < min(own)) and s["n_valid_variants"] == len(own)
+    cleared = [s["split"] for s in kept if s["pre_exposed"] is False]
+    assert abs(cleared.count("member") - cleared.count("non-member")) <= 1
     prefix = [s for s in samples if s["fold"] == "recall-prefix"]
     assert len(prefix) == 1 and prefix[0]["split"] == "non-member" and not prefix[0]["kept"]
     for ratio in (1, 2):  # members in the mix, no non-member (nor the ReCaLL prefix)

@@ -471,12 +471,13 @@ def test_names_per_variant_changes_that_many_names_and_no_more(problems):
         make_variants(code, "f", TOY_NAMES, n=1, rng=random.Random(0), names_per_variant=0)
 
 
-def test_filter_variants_are_disjoint_from_detector_variants(problems, names):
+def test_excluded_texts_are_never_drawn(problems, names):
+    """``exclude`` (the LLM renamer's top-up: AST renamings besides the LLM's passing ones) draws a disjoint set."""
     problem = problems["HumanEval/0"]
     detector = _variants(problem, names, n=10, seed=0)
-    pre_exposure = _variants(problem, names, n=10, seed=1, exclude=[v.text for v in detector])
-    assert len(detector) == len(pre_exposure) == 10
-    assert not {v.text for v in detector} & {v.text for v in pre_exposure}
+    other = _variants(problem, names, n=10, seed=1, exclude=[v.text for v in detector])
+    assert len(detector) == len(other) == 10
+    assert not {v.text for v in detector} & {v.text for v in other}
     # the same draw without the exclusion repeats some detector variants: the exclusion is what separates them
     assert {v.text for v in detector} & {v.text for v in _variants(problem, names, n=10, seed=1)}
 
@@ -566,7 +567,7 @@ def test_all_humaneval_variants_pass(problems, names):
 # -- the stage -------------------------------------------------------------------
 
 
-def test_stage_stores_filter_variants_after_the_detector_ids(tmp_path):
+def test_stage_stores_the_untransformed_set_after_the_detector_ids(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
     from leaktrace.artifacts import read_records
@@ -590,21 +591,21 @@ def test_stage_stores_filter_variants_after_the_detector_ids(tmp_path):
     words = ["count", "tally", "items", "elems", "limit", "total", "sum", "item", "elem"]
     pq.write_table(pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in words]),
                    tmp_path / "lexicon.parquet")
-    settings = {"n": 3, "n_filter": 2, "test_cases": {"compose": True, "untransformed": 2},
+    settings = {"n": 3, "test_cases": {"compose": True, "untransformed": 2},
                 "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024}}
     make_variants_table(tmp_path / "benchmark.parquet", tmp_path / "functions.parquet", tmp_path / "lexicon.parquet",
                         settings, 7, 2, tmp_path / "variants.parquet")
     rows = read_records(tmp_path / "variants.parquet")
-    # the headline and filter sets are tau_t o tau_v o tau_f; the first 2 renamings again without tau_t (ids 6-7)
+    # the headline set is tau_t o tau_v o tau_f; the first 2 renamings again without tau_t (ids 4-5)
     assert [(r["variant_id"], r["kind"], r["generator"]) for r in rows] == [
         (0, "original", "original"), (1, "rename", "ast+tt"), (2, "rename", "ast+tt"), (3, "rename", "ast+tt"),
-        (4, "filter", "ast+tt"), (5, "filter", "ast+tt"), (6, "ast", "ast"), (7, "ast", "ast"),
+        (4, "ast", "ast"), (5, "ast", "ast"),
     ]
     assert len({r["text"] for r in rows}) == len(rows) and all(r["valid"] for r in rows)
     # tau_t on top of renaming k: the same renames, only the example's two lines differ
     for k in (1, 2):
-        composed, renamed = rows[k]["text"].splitlines(), rows[k + 5]["text"].splitlines()
-        assert rows[k]["renames"] == rows[k + 5]["renames"]
+        composed, renamed = rows[k]["text"].splitlines(), rows[k + 3]["text"].splitlines()
+        assert rows[k]["renames"] == rows[k + 3]["renames"]
         assert [i for i, (a, b) in enumerate(zip(renamed, composed, strict=True)) if a != b] == [2, 3]
 
 
@@ -626,7 +627,7 @@ def test_a_variant_with_the_original_s_code_tokens_is_unchanged_not_valid(tmp_pa
                    tmp_path / "benchmark.parquet")
     pq.write_table(pa.Table.from_pylist([{"sample_id": "s", "kept": True}]), tmp_path / "functions.parquet")
     pq.write_table(pa.Table.from_pylist([{"kind": "variable", "name": "number", "count": 4}]), tmp_path / "lexicon.parquet")
-    settings = {"n": 2, "n_filter": 0, "test_cases": {"compose": False, "untransformed": 0},
+    settings = {"n": 2, "test_cases": {"compose": False, "untransformed": 0},
                 "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024}}
     stage.make_variants_table(tmp_path / "benchmark.parquet", tmp_path / "functions.parquet", tmp_path / "lexicon.parquet",
                               settings, 7, 1, tmp_path / "variants.parquet")

@@ -191,13 +191,11 @@ def _adapter(a) -> str | None:
 
 @command("tokens")
 @_args(path("--variants"), MODEL, ADAPTER, (("--originals-only",), {"action": "store_true"}),
-       (("--filter-variants",), {"action": "store_true", "help": "also the pre-exposure filter's variants"}),
        SETTINGS, path("--output"))
 def _tokens(a):
     from leaktrace.stages.score import score_tokens
 
-    score_tokens(a.variants, a.model, _adapter(a), a.settings, a.output, originals_only=a.originals_only,
-                 filter_variants=a.filter_variants)
+    score_tokens(a.variants, a.model, _adapter(a), a.settings, a.output, originals_only=a.originals_only)
 
 
 @command("recall-tokens")

@@ -3,10 +3,12 @@ on two subsets of the split, with refitted-bootstrap intervals and a paired
 comparison with SrDetection gray-box.
 
 Subsets: ``filtered`` is SrDetection's protocol (the samples the pre-exposure
-filter clears; one it could not judge, without a valid filter variant, is
-unknown and left out); ``all`` is the whole member / non-member split, which
-the filter only flags, so no detector gets a base-model calibration the
-others lack. ReCaLL's prefix samples are in neither. The filtered subset is
+filter clears, judged before the split on the detectors' own variants under
+the base model, split 1:1 among themselves); ``all`` is the whole member /
+non-member split, flagged samples included where the filter only marks them
+(``filter.split.pre_exposure: mark``): there no detector is scored on a
+selection made with SrDetection's own statistic under the base model. With
+``remove`` the two coincide. ReCaLL's prefix samples are in neither. The filtered subset is
 evaluated where it keeps at least ``min_per_class`` members and as many
 non-members; otherwise, or where it leaves a fold without a class, its rows
 carry the method, no figures and a note that says why.
@@ -56,7 +58,7 @@ LOW_FPRS = {"tpr_at_1fpr": 0.01, "tpr_at_5fpr": 0.05}
 
 def subset_samples(samples: list[dict], subset: str) -> dict[str, tuple[bool, str]]:
     """sample_id -> (is a member, fold) for the kept, non-prefix samples of
-    ``subset`` (filtered: those the pre-exposure filter cleared, not the unknown ones)."""
+    ``subset`` (filtered: those the pre-exposure filter cleared)."""
     if subset not in SUBSETS:
         raise ValueError(f"unknown subset {subset!r}; known: {SUBSETS}")
     if samples and "pre_exposed" not in samples[0]:
@@ -77,10 +79,8 @@ def filtered_shortfall(samples: list[dict], min_per_class: int) -> str | None:
     if min(members, len(cleared) - members) >= min_per_class:
         return None
     flagged = sum(s["pre_exposed"] is True for s in split)
-    unknown = sum(s["pre_exposed"] is None for s in split)
     return (f"not evaluated: the pre-exposure filter clears {members} members and {len(cleared) - members} non-members, "
-            f"fewer than {min_per_class} per class ({flagged} of the {len(split)} samples flagged pre-exposed, {unknown} "
-            "unknown for want of a valid filter variant)")
+            f"fewer than {min_per_class} per class ({flagged} of the {len(split)} samples of the split flagged pre-exposed)")
 
 
 def _coverage_groups(by_method: dict[str, dict[str, dict]], split: dict[str, tuple[bool, str]]) -> list[tuple[list[str], set[str]]]:

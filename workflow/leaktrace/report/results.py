@@ -50,13 +50,11 @@ def sample_summary(samples: Sequence[dict]) -> str:
         if not s["kept"]:
             dropped[s["reason"].split(":")[0]] += 1
     pre_exposed = [s for s in kept if s["pre_exposed"] is True]
-    unknown = [s for s in kept if s["pre_exposed"] is None]
     return (
         f"{len(samples)} samples; {len(kept)} in the member / non-member split "
         f"({sum(s['split'] == 'member' for s in kept)} members, {sum(s['split'] == 'non-member' for s in kept)} non-members), "
-        f"of which {len(pre_exposed)} are flagged pre-exposed ({sum(s['split'] == 'member' for s in pre_exposed)} members) "
-        f"and {len(unknown)} unknown to the pre-exposure filter (no valid filter variant to compare with), both left out "
-        f"of the filtered subset; {sum(s['fold'] == RECALL_PREFIX for s in samples)} non-members held out "
+        f"of which {len(pre_exposed)} are flagged pre-exposed ({sum(s['split'] == 'member' for s in pre_exposed)} members), "
+        f"left out of the filtered subset; {sum(s['fold'] == RECALL_PREFIX for s in samples)} non-members held out "
         f"as ReCaLL's prefix; dropped: {', '.join(f'{k} {v}' for k, v in sorted(dropped.items())) or 'none'}.\n"
     )
 

@@ -130,7 +130,9 @@ def null_check_rows(scores: list[dict], samples: list[dict], variant_counts: dic
                     generator_counts: dict[str, dict[str, int]] | None = None) -> list[dict]:
     """The null check of every SrDetection gray-box instance (the main one,
     the variant-count sensitivity ones and one per other variant generator)
-    under the base model, on all kept samples: instance ``_n{k}`` compares
+    under the base model, on all kept samples and those the pre-exposure
+    filter removed (``pre_exposure: remove``), so the check sees every
+    eligible sample whatever the filter did: instance ``_n{k}`` compares
     each sample with its first min(k, valid variants) variants; a generator's
     instance with its first n of that generator's (``generator_counts``)."""
     params = family_params(NULL_CHECK_FAMILY, graybox)
@@ -139,7 +141,7 @@ def null_check_rows(scores: list[dict], samples: list[dict], variant_counts: dic
     for generator in params["generators"]:
         name = generator_instance_name(NULL_CHECK_FAMILY, generator)
         instance_n[name], counts_of[name] = params["n_variants"], (generator_counts or {}).get(generator, {})
-    kept = {s["sample_id"] for s in samples if s["kept"]}
+    kept = {s["sample_id"] for s in samples if s["kept"] or s.get("pre_exposed") is True}
     rows = []
     for method, n in instance_n.items():
         decisions = {s["sample_id"]: s["decision"] for s in scores if s["method"] == method and s["sample_id"] in kept}

@@ -44,12 +44,12 @@ BLACKBOX_SCHEMA = pa.schema(
 
 
 def score_tokens(variants: Path, model: dict, adapter: str | None, settings: dict, output: Path, *,
-                 originals_only: bool = False, filter_variants: bool = False) -> None:
+                 originals_only: bool = False) -> None:
     """Every valid original and detector variant (other generators' too), and
     each original lowercased; with ``originals_only`` just the originals (a
-    reference model for Ref); with ``filter_variants`` the pre-exposure
-    filter's variants too (the base model, whose pass the filter reads)."""
-    texts = valid_texts(variants, DETECTOR_KINDS + VARIANT_SETS + (("filter",) if filter_variants else ()))
+    reference model for Ref). The base model's pass is also what SrDetection's
+    pre-exposure filter reads (the split stage)."""
+    texts = valid_texts(variants, DETECTOR_KINDS + VARIANT_SETS)
     if originals_only:
         texts = [v for v in texts if v["variant_id"] == 0]
     jobs = [(v["sample_id"], v["variant_id"], "text", v["text"]) for v in texts]

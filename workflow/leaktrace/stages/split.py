@@ -1,7 +1,7 @@
 """split: after the variants and the base model's token pass, SrDetection's
-pre-exposure filter and the member / non-member split of the kept samples
-(with ReCaLL's held-out prefix fold); and the split as the complement twin
-sees it. Every sample keeps a row; dropped ones say why."""
+pre-exposure filter and then the member / non-member split (with ReCaLL's
+held-out prefix fold); and the split as the complement twin sees it. Every
+sample keeps a row; dropped ones say why."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, read_table, write_table
-from leaktrace.data.split import RECALL_PREFIX, assign_splits, complement, pre_exposure
+from leaktrace.data.split import PRE_EXPOSURE_MODES, RECALL_PREFIX, assign_splits, complement, pre_exposure
 from leaktrace.models.token_table import losses_by_text
 from leaktrace.seeding import rng_for
 
@@ -25,73 +25,87 @@ SAMPLES_SCHEMA = pa.schema(
         ("reason", pa.string()),  # why a sample is not in the split
         ("split", pa.string()),
         ("fold", pa.string()),
-        # SrDetection's pre-exposure filter, judged on its own variants (kind
-        # "filter"), never the ones the detectors score: it flags, it does not
-        # decide the split, so every method is reported with and without it.
-        # null: unknown (no valid filter variant to judge by), left out of the filtered protocol too
+        # SrDetection's pre-exposure filter, judged before the split on the
+        # detectors' own variants (kind "rename") under the base model, as the
+        # paper's: true where the original beats every one of them. With
+        # pre_exposure "mark" a flagged sample stays in the split (the filtered
+        # protocol leaves it out); with "remove" it leaves the split (reason
+        # "pre-exposure: ..."). False for every eligible sample with the filter
+        # off; null for an ineligible one.
         ("pre_exposed", pa.bool_()),
-        ("pre_exposure", pa.string()),  # the filter's reason when it flags, or why it could not judge
+        ("pre_exposure", pa.string()),  # the filter's reason when it flags
         ("original_loss", pa.float64()),
-        ("min_filter_variant_loss", pa.float64()),
+        ("min_variant_loss", pa.float64()),  # the lowest loss among the detector variants, under the base model
         ("n_valid_variants", pa.int32()),  # detector variants
-        ("n_valid_filter_variants", pa.int32()),
     ]
 )
 
 
 def split_samples(functions: Path, variants: Path, reference_tokens: Path, settings: dict, seed: int, output: Path, *,
                   recall_prefix: int = 0) -> None:
-    """The member / non-member split over every eligible sample (a function
-    the function filters kept, whose original passes its own tests and has at
-    least ``min_valid_variants`` valid detector variants), then SrDetection's
-    pre-exposure flag from the base model's losses on the separate filter
-    variants. The split never looks at a model, so the flag cannot leak into
-    which samples are members.
+    """SrDetection's pre-exposure filter, then the member / non-member split.
+
+    A sample is eligible when the function filters kept it, its original
+    passes its own tests and it has at least ``min_valid_variants`` valid
+    detector variants. The filter compares each eligible original's loss
+    under the base model with its detector variants' (``data.split.pre_exposure``).
+    ``settings["pre_exposure"]``: ``"remove"`` drops a flagged sample before
+    the split (the paper's); ``"mark"`` keeps it, flagged, and draws the split
+    within the cleared and the flagged samples apart, so the cleared ones are
+    split 1:1 as in the paper and the whole split is evaluated beside them;
+    ``False`` judges nothing and splits every eligible sample.
 
     ``recall_prefix`` samples form ReCaLL's non-member prefix (split
     ``non-member``, fold ``recall-prefix``): never trained on, never evaluated.
-    They are drawn first from valid originals the variant-count filter dropped
-    (benchmark functions no evaluation uses); only if too few exist is the
-    rest held out of the eligible samples before the split."""
+    They are drawn first from valid originals no evaluation uses (the
+    variant-count filter's, and with ``remove`` the pre-exposure filter's);
+    only if too few exist is the rest held out of the eligible samples before the split."""
+    mode = settings["pre_exposure"]
+    if mode not in PRE_EXPOSURE_MODES:
+        raise ValueError(f"filter.split.pre_exposure must be one of {PRE_EXPOSURE_MODES}, got {mode!r}")
     losses = losses_by_text(reference_tokens)
     variant_rows = read_records(variants, ["sample_id", "variant_id", "kind", "valid"])
     valid = {(v["sample_id"], v["variant_id"]) for v in variant_rows if v["valid"]}
-    valid_of: dict[tuple[str, str], list[int]] = defaultdict(list)
+    detector_variants: dict[str, list[int]] = defaultdict(list)
     for v in variant_rows:
-        if v["valid"] and v["kind"] in ("rename", "filter"):
-            valid_of[(v["sample_id"], v["kind"])].append(v["variant_id"])
+        if v["valid"] and v["kind"] == "rename":
+            detector_variants[v["sample_id"]].append(v["variant_id"])
     rows, eligible, spare = [], [], []
     for f in read_records(functions, ["sample_id", "kept", "reason"]):
         sid = f["sample_id"]
-        detector_variants, filter_variants = valid_of[(sid, "rename")], valid_of[(sid, "filter")]
+        ids = detector_variants[sid]
         row = {"sample_id": sid, "kept": False, "reason": f["reason"], "split": None, "fold": None,
-               "pre_exposed": None, "pre_exposure": None, "original_loss": None, "min_filter_variant_loss": None,
-               "n_valid_variants": None, "n_valid_filter_variants": None}
+               "pre_exposed": None, "pre_exposure": None, "original_loss": None, "min_variant_loss": None,
+               "n_valid_variants": None}
         if f["kept"]:
-            row["n_valid_variants"], row["n_valid_filter_variants"] = len(detector_variants), len(filter_variants)
+            row["n_valid_variants"] = len(ids)
             if (sid, 0) not in valid:
                 row["reason"] = "original fails its own tests"
-            elif len(detector_variants) < settings["min_valid_variants"]:
-                row["reason"] = f"variants: {len(detector_variants)} valid < {settings['min_valid_variants']}"
+            elif len(ids) < settings["min_valid_variants"]:
+                row["reason"] = f"variants: {len(ids)} valid < {settings['min_valid_variants']}"
                 spare.append(sid)
             else:
-                row["kept"] = True
-                eligible.append(sid)
-                filter_losses = [losses[(sid, vid)] for vid in filter_variants]
-                row["original_loss"] = losses[(sid, 0)]
-                row["min_filter_variant_loss"] = min(filter_losses, default=None)
-                row["pre_exposed"], row["pre_exposure"] = pre_exposure(losses[(sid, 0)], filter_losses) \
-                    if settings["pre_exposure"] else (False, None)
+                variant_losses = [losses[(sid, vid)] for vid in ids]
+                row["original_loss"], row["min_variant_loss"] = losses[(sid, 0)], min(variant_losses)
+                row["pre_exposed"], row["pre_exposure"] = pre_exposure(losses[(sid, 0)], variant_losses) if mode else (False, None)
+                if mode == "remove" and row["pre_exposed"]:
+                    row["reason"] = row["pre_exposure"]
+                    spare.append(sid)
+                else:
+                    row["kept"] = True
+                    eligible.append(sid)
         rows.append(row)
     prefix = set(rng_for(seed, "split", "recall-prefix").sample(sorted(spare), min(recall_prefix, len(spare))))
     if len(eligible) < 2:
         raise ValueError(f"{functions}: only {len(eligible)} samples survive the filters; the split needs at least 2")
+    flagged = {r["sample_id"]: bool(r["pre_exposed"]) for r in rows if r["kept"]}
     assignments = assign_splits(
         eligible,
         member_fraction=settings["member_fraction"],
         calibration_fraction=settings["calibration_fraction"],
         rng=rng_for(seed, "split"),
         recall_prefix=recall_prefix - len(prefix),
+        strata=flagged if mode == "mark" else None,
     )
     for row in rows:
         sid = row["sample_id"]
@@ -103,9 +117,14 @@ def split_samples(functions: Path, variants: Path, reference_tokens: Path, setti
             row["split"], row["fold"] = "non-member", RECALL_PREFIX
     write_table(rows, SAMPLES_SCHEMA, output)
     kept = [r for r in rows if r["kept"]]
+    cleared = [r for r in kept if r["pre_exposed"] is False]
     reasons = Counter(r["reason"].split(":")[0] for r in rows if not r["kept"])
-    log.info("split %d of %d samples (%d flagged by the pre-exposure filter, %d unknown to it); not split: %s", len(kept),
-             len(rows), sum(r["pre_exposed"] is True for r in kept), sum(r["pre_exposed"] is None for r in kept), dict(reasons))
+    log.info("pre-exposure filter (%s): %d of %d eligible samples flagged; split %d of %d samples, %d members and %d "
+             "non-members cleared by the filter; not split: %s", mode, sum(r["pre_exposed"] is True for r in rows),
+             sum(r["pre_exposed"] is not None for r in rows), len(kept), len(rows),
+             sum(r["split"] == "member" for r in cleared), sum(r["split"] == "non-member" for r in cleared), dict(reasons))
+
+
 def twin_split(samples: Path, output: Path) -> None:
     """The split as the complement twin sees it: the samples table with
     members and non-members swapped (``data.split.complement``), every other

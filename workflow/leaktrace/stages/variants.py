@@ -6,10 +6,9 @@ Table 7's prompt, topped up by the AST renamer), then, with
 ``test_cases.compose``, the examples in the docstring replaced by new ones
 wherever tau_t applies (a function's doctests and prose examples; a whole
 program's input/output blocks). Kind "rename" (``variant_id`` 1..n) is
-that headline set, for the detectors; kind "filter" (ids n+1..n+n_filter),
-n_filter more made the same way by the AST renamer from a stream of their
-own and never equal to a detector variant, is SrDetection's pre-exposure
-filter's only; a sample may get fewer of either. Other generators' sets
+that headline set, for the detectors and for SrDetection's pre-exposure
+filter under the base model (the paper's: the same variants); a sample may
+get fewer. Other generators' sets
 follow, n ids each, scored only by SrDetection's per-generator instances:
 "ast" / "llm", the first ``test_cases.untransformed`` headline renamings
 without tau_t (where tau_t changed one of them), and with ``llm.variant_llm``
@@ -24,8 +23,8 @@ code tokens are the original's (``variants.validate.is_unchanged``) is
 status ``unchanged``, not valid, whatever the sandbox says. Every
 row records the sandbox's isolation level (``full``, or ``weak`` where the
 config allowed running without namespaces or cgroups). With
-``variants.natural`` on, the sets "rename" and "filter" are drawn as a larger
-pool and ``select_natural_variants`` keeps the n of each whose naturalness
+``variants.natural`` on, the set "rename" is drawn as a larger
+pool and ``select_natural_variants`` keeps the n whose naturalness
 under a selection model (never an audited one) is nearest the original's."""
 
 from __future__ import annotations
@@ -60,7 +59,7 @@ log = logging.getLogger(__name__)
 # Other generators' detector variants, one set (kind) each, scored by SrDetection's per-generator instances only:
 # the headline's first renamings without tau_t ("ast" or, with an LLM renamer, "llm"), and with an LLM renamer
 # the AST renamer's set made as the headline is ("ast+tt"; "ast" without tau_t).
-COMPOSED_KINDS = ("rename", "filter", "ast+tt")  # the sets tau_t is composed into
+COMPOSED_KINDS = ("rename", "ast+tt")  # the sets tau_t is composed into
 
 LEXICON_SCHEMA = pa.schema([("kind", pa.string()), ("name", pa.string()), ("count", pa.int64())])
 
@@ -68,8 +67,8 @@ VARIANTS_SCHEMA = pa.schema(
     [
         ("sample_id", pa.string()),
         ("variant_id", pa.int32()),  # 0 = the original
-        ("kind", pa.string()),  # "original", "rename" (the detectors' variants), "filter" (the pre-exposure
-        # filter's) or one of VARIANT_SETS (another generator's set, for SrDetection's per-generator instances)
+        ("kind", pa.string()),  # "original", "rename" (the detectors' and the pre-exposure filter's variants)
+        # or one of VARIANT_SETS (another generator's set, for SrDetection's per-generator instances)
         ("text", pa.string()),
         ("entry_point", pa.string()),
         ("renames", pa.string()),  # JSON object: old name -> new name
@@ -93,7 +92,7 @@ def make_variants_table(
     llm: dict | None = None, cache_dir: Path | None = None,
 ) -> None:
     """``llm``: the ``llm.variant_llm`` role (None: no LLM-made set); its answers cached under ``cache_dir``.
-    With ``natural`` enabled, n and n_filter are the pool size (``natural-variants`` then picks n of each)."""
+    With ``natural`` enabled, n is the pool size (``natural-variants`` then picks n)."""
     settings = pool_settings(settings)
     lexicon = IdentifierLexicon.from_records(read_records(lexicon_path))
     names = NameProposer(WordAlternatives(lexicon.word_counts), lexicon.word_counts)
@@ -114,10 +113,7 @@ def make_variants_table(
         detector = make_variants(s["code"], entry_point, names, n=settings["n"],
                                  rng=rng_for(seed, "variants", s["sample_id"]), reserved=reserved,
                                  names_per_variant=per_variant)
-        pre_exposure = make_variants(s["code"], entry_point, names, n=settings["n_filter"],
-                                     rng=rng_for(seed, "filter-variants", s["sample_id"]), reserved=reserved,
-                                     exclude=[v.text for v in detector], names_per_variant=per_variant)
-        sets.append({"rename": [("ast", v) for v in detector], "filter": [("ast", v) for v in pre_exposure]})
+        sets.append({"rename": [("ast", v) for v in detector]})
     test_cases = settings["test_cases"]
     if llm is not None:  # the LLM's renamings are the headline set; the AST renamer's another generator's
         for own, llm_set in zip(sets, _llm_sets(samples, tests, names, llm, settings, seed, limits, workers,
@@ -146,17 +142,17 @@ def make_variants_table(
         row["status"] = variant_status(valid, unchanged)
     write_table(rows, VARIANTS_SCHEMA, output)
     failures = Counter((r["invalid_reason"] or "").split(":")[0] for r in rows if r["status"] == "invalid")
-    log.info("%d samples, %d detector and %d filter variants, %d invalid (%s), %d unchanged; other sets: %s",
-             len(samples), sum(r["kind"] == "rename" for r in rows), sum(r["kind"] == "filter" for r in rows),
+    log.info("%d samples, %d detector variants, %d invalid (%s), %d unchanged; other sets: %s",
+             len(samples), sum(r["kind"] == "rename" for r in rows),
              sum(r["status"] == "invalid" for r in rows), dict(failures), sum(r["status"] == "unchanged" for r in rows),
              dict(Counter(r["kind"] for r in rows if r["kind"] in VARIANT_SETS)))
 
 
 def select_natural_variants(pool: Path, model: dict, batch: dict, settings: dict, seed: int, output: Path) -> None:
     """``variants.natural``: the variants table from the stage's pool (drawn with
-    n and n_filter raised to the pool size), keeping per sample the n detector
-    and n_filter filter variants whose per-token loss under the selection
-    ``model`` is nearest the original's (``variants/natural.py``)."""
+    n raised to the pool size), keeping per sample the n detector variants
+    whose per-token loss under the selection ``model`` is nearest the
+    original's (``variants/natural.py``)."""
     from leaktrace.models.configured import language_model  # imports torch: only where a model runs
 
     rows = read_records(pool)

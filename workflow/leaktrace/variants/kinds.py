@@ -1,7 +1,8 @@
 """The kinds of text in a variants table (``variants.parquet``) and which of
 them each reader takes: the original (variant 0), the detectors' renamings
-(``rename``), other generators' sets (:data:`VARIANT_SETS`, one SrDetection
-instance each) and the pre-exposure filter's own (``filter``)."""
+(``rename``, which SrDetection's pre-exposure filter reads too, under the
+base model) and other generators' sets (:data:`VARIANT_SETS`, one
+SrDetection instance each)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from leaktrace.artifacts import read_records
 
 VARIANT_SETS = ("ast", "ast+tt", "llm")  # other generators' variant sets
-DETECTOR_KINDS = ("original", "rename")  # the texts detectors see; kind "filter" is the pre-exposure filter's own
+DETECTOR_KINDS = ("original", "rename")  # the texts detectors (and the pre-exposure filter) see
 
 
 def valid_texts(variants: Path, kinds: tuple[str, ...] = DETECTOR_KINDS) -> list[dict]:

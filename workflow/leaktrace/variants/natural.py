@@ -24,7 +24,7 @@ from leaktrace.models.backend import is_hub_id
 from leaktrace.seeding import rng_for
 
 RULES = ("nearest",)
-SELECTED_KINDS = ("rename", "filter")  # the detector's and the pre-exposure filter's sets; other sets pass through
+SELECTED_KINDS = ("rename",)  # the detectors' set (the pre-exposure filter's too); other sets pass through
 
 
 def enabled(settings: Mapping) -> bool:
@@ -43,15 +43,14 @@ def generation_settings(variants: Mapping) -> dict:
 
 
 def pool_settings(settings: Mapping) -> dict:
-    """The settings the variants stage draws with: n and n_filter raised to the
-    pool size when matching is on (n_filter stays 0 if it is 0)."""
+    """The settings the variants stage draws with: n raised to the pool size
+    when matching is on."""
     if not enabled(settings):
         return dict(settings)
     pool = settings["natural"]["pool"]
-    if pool < max(settings["n"], settings["n_filter"]):
-        raise ValueError(f"variants.natural.pool ({pool}) must be at least variants.n ({settings['n']}) and "
-                         f"variants.n_filter ({settings['n_filter']})")
-    return {**settings, "n": pool, "n_filter": pool if settings["n_filter"] else 0}
+    if pool < settings["n"]:
+        raise ValueError(f"variants.natural.pool ({pool}) must be at least variants.n ({settings['n']})")
+    return {**settings, "n": pool}
 
 
 def _same_model(a: str, b: str) -> bool:
@@ -81,25 +80,23 @@ def select_nearest(original_loss: float, losses: Mapping[int, float], n: int, rn
 
 
 def first_variant_id(kind: str, settings: Mapping, other_sets: tuple[str, ...]) -> int:
-    """Ids 1..n are the detector's, n+1..n+n_filter the filter's, then n for each other set, however many each got."""
+    """Ids 1..n are the detectors', then n for each other set, however many each got."""
     if kind == "rename":
         return 1
-    if kind == "filter":
-        return settings["n"] + 1
-    return settings["n"] + settings["n_filter"] + other_sets.index(kind) * settings["n"] + 1
+    return settings["n"] + other_sets.index(kind) * settings["n"] + 1
 
 
 def choose_natural(rows: list[dict], losses: Mapping[tuple[str, int], float], settings: Mapping, seed: int,
                    other_sets: tuple[str, ...]) -> list[dict]:
-    """The variants table with, per sample, the n detector and n_filter filter
-    variants the rule picks from the pool (``losses``: (sample, variant id) ->
+    """The variants table with, per sample, the n detector variants the rule
+    picks from the pool (``losses``: (sample, variant id) ->
     the selection model's per-token loss, for the original and every valid
     pool variant), renumbered as the table without matching numbers them.
     Invalid and unpicked pool variants are dropped; other generators' sets
     keep their first n, renumbered."""
     if settings["natural"]["rule"] not in RULES:
         raise ValueError(f"variants.natural.rule {settings['natural']['rule']!r}: one of {RULES}")
-    wanted = {"rename": settings["n"], "filter": settings["n_filter"]}
+    wanted = {"rename": settings["n"]}
     by_set: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for row in rows:
         by_set[(row["sample_id"], row["kind"])].append(row)
