@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
 from leaktrace.artifacts import read_records
 from leaktrace.calibration.conformal_checks import Refit, calibration_fold_rows, refitted_repartitioned_rows, repartitioned_rows
@@ -72,7 +73,10 @@ def conformal_calibration(samples: Path, scores: dict[str, Path], learned: dict[
     split = read_split(samples)
     rows = []
     for model, path in scores.items():
-        for method, by_sample in _by_method(path).items():
+        methods = _by_method(path)
+        # progress in the job's log, with the time left: the refits of the learned detectors are most of it
+        for method, by_sample in tqdm(methods.items(), total=len(methods), desc=f"conformal checks under {model}",
+                                      unit="detector", mininterval=10):
             scored = [s for s in sorted(split) if s in by_sample]
             non_members = [s for s in scored if not split[s][0]]
             controls = [s for s in non_members if split[s][1] == "calibration"]
@@ -111,7 +115,8 @@ def membership_calibration(samples: Path, scores: dict[str, Path], learned: dict
     calibration, di = settings["calibration"], settings["dataset_inference"]
     split = read_split(samples)
     rows = []
-    for model, path in scores.items():
+    for model, path in tqdm(scores.items(), total=len(scores), desc="re-randomised memberships", unit="model",
+                            mininterval=10):
         records = read_records(path, ["sample_id", "method", "score", "fold_scores"])
         fitted = {r["method"] for r in records if r["fold_scores"] is not None}
         exclude = set(di["exclude_methods"]) | fitted
