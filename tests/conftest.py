@@ -9,11 +9,12 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 
 import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402
-from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.models.tokenizer import train_bpe_tokenizer
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import seed_everything
 from transformers import LlamaConfig, LlamaForCausalLM
+
+from helpers import TRAINING_TEXT, run_micro
 
 # Property tests check behaviour, not speed (speed is the benchmarks' job): no
 # per-example deadline, which a loaded CI machine broke (265 ms for a parse
@@ -31,7 +32,6 @@ def full_isolation():
         pytest.skip(str(error))
 
 
-TRAINING_TEXT = [s.code for s in load_humaneval(shipped_humaneval_path(), "h")[:40]]
 
 
 @pytest.fixture(scope="session")
@@ -47,19 +47,6 @@ def tiny_model_dir(tmp_path_factory):
     LlamaForCausalLM(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
-
-
-def run_micro(workdir):
-    """The README's smoke run (repo_copy.MICRO_COMMAND), literally,
-    from the root of a fresh copy of the repository."""
-    import shlex
-    import subprocess
-
-    from repo_copy import MICRO_COMMAND, fresh_copy
-
-    fresh_copy(workdir)
-    result = subprocess.run(shlex.split(MICRO_COMMAND), cwd=workdir, capture_output=True, text=True, timeout=2400)
-    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
 
 
 @pytest.fixture(scope="session")

@@ -235,7 +235,7 @@ def test_an_empty_or_unreadable_file_is_an_error(tmp_path, fmt):
 
 
 def test_a_bad_benchmark_is_one_line_on_stderr_from_the_cli(tmp_path):
-    from test_cli import assert_one_line_error, run_cli
+    from helpers import assert_one_line_error, run_cli
 
     bench = write(tmp_path / "bench.jsonl", "jsonl", [{"task_id": 1, "text": "t", "test_list": [], "test_setup_code": ""}])
     settings = json.dumps({"preset": "mbpp", "path": str(bench)})  # the preset implies the format

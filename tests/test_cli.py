@@ -3,14 +3,10 @@ message that names the file and the record, not a traceback."""
 
 import gzip
 import json
-import subprocess
-import sys
 
 import pytest
 
-
-def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "leaktrace", *args], capture_output=True, text=True, timeout=120)
+from helpers import assert_one_line_error, run_cli
 
 
 def ingest(benchmark, output):
@@ -40,16 +36,6 @@ def test_invalid_settings_json_is_a_usage_error(tmp_path):
     result = run_cli("ingest-benchmark", "--name", "b", "--settings", "{not json", "--output", str(tmp_path / "o.parquet"))
     assert result.returncode == 2
     assert "not valid JSON" in result.stderr
-
-
-def assert_one_line_error(result, *parts):
-    """Exit status 2, one line on stderr naming what is wrong, no traceback
-    (a scan's progress bar may come before it)."""
-    assert result.returncode == 2
-    lines = [line for line in result.stderr.splitlines() if line.strip() and not line.startswith("scan ")]
-    assert len(lines) == 1 and "bad input: " in lines[0] and "Traceback" not in result.stderr, result.stderr
-    for part in parts:
-        assert part in lines[0]
 
 
 GOOD = {"task_id": "T/0", "prompt": "def f(x):\n", "canonical_solution": "    return x\n", "test": "", "entry_point": "f"}

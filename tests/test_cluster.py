@@ -21,7 +21,7 @@ import yaml
 from leaktrace import jobsize
 from plan_requests import planned_jobs, read_tsv
 from repo_copy import fresh_copy
-from test_pipeline import BASE_MODEL, REPO, snakemake, write_config
+from helpers import BASE_MODEL, REPO, snakemake, write_config
 
 
 def test_parameter_count_reads_the_safetensors_headers():

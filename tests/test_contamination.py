@@ -237,7 +237,7 @@ def test_exchangeability_stage_scores_shards_under_a_model(tmp_path, tiny_model_
     from leaktrace.stages.split import SAMPLES_SCHEMA
     from leaktrace.stages.ingest import BENCHMARK_SCHEMA
 
-    from conftest import TRAINING_TEXT
+    from helpers import TRAINING_TEXT
 
     ids = [f"b/{i}" for i in range(12)]
     write_table([{"sample_id": sid, "code": code[:150]} for sid, code in zip(ids, TRAINING_TEXT, strict=False)], BENCHMARK_SCHEMA,

@@ -92,3 +92,17 @@ def test_the_checks_see_what_they_are_meant_to_see(tmp_path, monkeypatch):
     monkeypatch.setitem(globals(), "MODULES", {module_name(p): p for p in fake.rglob("*.py")})
     assert imports("leaktrace.stages.a") == {"leaktrace.stages.b"}
     assert imports("leaktrace.stages.b") == {"leaktrace.stages.a"}
+
+
+def test_no_test_module_imports_another():
+    """Shared test code lives in helper modules (tests/helpers.py, repo_copy.py, ...),
+    so a test module never imports a test module or conftest (a child process a
+    test starts may import the test's own module)."""
+    tests = Path(__file__).resolve().parent
+    found = []
+    for path in sorted(tests.glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            found += [(path.name, n) for n in names if n == "conftest" or (n.startswith("test_") and n != path.stem)]
+    assert found == [], found

@@ -19,7 +19,7 @@ from leaktrace.variants.natural import (
     pool_settings,
     select_nearest,
 )
-from test_pipeline import REPO, snakemake, write_config
+from helpers import REPO, snakemake, write_config
 
 NATURAL = {"enabled": True, "pool": 3, "rule": "nearest", "model": None}
 SETTINGS = {"n": 2, "test_cases": {"compose": False, "untransformed": 0}, "natural": NATURAL}

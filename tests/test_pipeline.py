@@ -4,56 +4,13 @@ scoring-only config change re-runs only scoring and aggregation."""
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
-BASE_MODEL = REPO / "resources" / "models" / "leaktrace-tiny"
-REFERENCE_MODEL = REPO / "resources" / "models" / "leaktrace-tiny-ref"
-
-
-def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    """Snakemake in ``workdir`` with the workdir's Snakefile when it is a copy
-    of the repository, else with the repository's."""
-    snakefile = workdir / "Snakefile" if (workdir / "Snakefile").exists() else REPO / "Snakefile"
-    return subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile), "--directory", str(workdir), "--cores", "2", *args],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-
-
-def write_config(workdir: Path, overrides: dict, base: str = "micro.yaml") -> Path:
-    config = yaml.safe_load((REPO / "config" / base).read_text())
-    absolute_model_paths(config)
-    _merge(config, overrides)
-    path = workdir / "config.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
-
-
-def absolute_model_paths(config: dict) -> None:
-    """The shipped models by absolute path, for runs from another directory."""
-    config["base_model"]["path"] = str(BASE_MODEL)
-    config.setdefault("reference_model", {})["path"] = str(REFERENCE_MODEL)
-    for model in config.get("audit", {}).get("models", []):
-        if model.get("path") == "resources/models/leaktrace-tiny":
-            model["path"] = str(BASE_MODEL)
-
-
-def _merge(into: dict, update: dict) -> None:
-    for key, value in update.items():
-        if isinstance(value, dict) and isinstance(into.get(key), dict):
-            _merge(into[key], value)
-        else:
-            into[key] = value
-
+from helpers import BASE_MODEL, REPO, absolute_model_paths, run_micro, snakemake, write_config
 
 def planned_jobs(dry_run_output: str) -> set[str]:
     """Rule names in the first "Job stats" table of ``snakemake -n`` output."""
@@ -287,7 +244,6 @@ def test_micro_rerun_writes_the_same_bytes(micro_run, tmp_path):
     interpreter hash seeds that differ between the runs (each run's fork
     server has its own). Slow: a second micro run is ten minutes on a 2-core
     machine with little page cache, beyond CI's share."""
-    from conftest import run_micro
 
     workdir, _ = micro_run
     run_micro(tmp_path)

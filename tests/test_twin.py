@@ -187,7 +187,7 @@ def test_label_fitted_families_are_exactly_those_whose_methods_read_a_fitted_cla
 
 
 def test_twin_epochs_outside_the_training_epochs_stop_the_plan_naming_the_key(tmp_path):
-    from test_pipeline import snakemake, write_config
+    from helpers import snakemake, write_config
 
     config = write_config(tmp_path, {"contamination": {"twin_epochs": [1, 2]}})  # micro trains epoch 1 only
     result = snakemake(tmp_path, "-n", "--configfile", str(config))

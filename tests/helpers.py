@@ -1,0 +1,80 @@
+"""What several test modules share: the repository's paths, Snakemake and the
+CLI run as a test runs them, a micro config written for a test's own
+directory, and the README's smoke run. Test modules import from here, never
+from each other."""
+
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
+from repo_copy import MICRO_COMMAND, fresh_copy
+
+REPO = Path(__file__).resolve().parents[1]
+BASE_MODEL = REPO / "resources" / "models" / "leaktrace-tiny"
+REFERENCE_MODEL = REPO / "resources" / "models" / "leaktrace-tiny-ref"
+
+
+def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    """Snakemake in ``workdir`` with the workdir's Snakefile when it is a copy
+    of the repository, else with the repository's."""
+    snakefile = workdir / "Snakefile" if (workdir / "Snakefile").exists() else REPO / "Snakefile"
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile), "--directory", str(workdir), "--cores", "2", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def write_config(workdir: Path, overrides: dict, base: str = "micro.yaml") -> Path:
+    config = yaml.safe_load((REPO / "config" / base).read_text())
+    absolute_model_paths(config)
+    _merge(config, overrides)
+    path = workdir / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def absolute_model_paths(config: dict) -> None:
+    """The shipped models by absolute path, for runs from another directory."""
+    config["base_model"]["path"] = str(BASE_MODEL)
+    config.setdefault("reference_model", {})["path"] = str(REFERENCE_MODEL)
+    for model in config.get("audit", {}).get("models", []):
+        if model.get("path") == "resources/models/leaktrace-tiny":
+            model["path"] = str(BASE_MODEL)
+
+
+def _merge(into: dict, update: dict) -> None:
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "leaktrace", *args], capture_output=True, text=True, timeout=120)
+
+
+def assert_one_line_error(result, *parts):
+    """Exit status 2, one line on stderr naming what is wrong, no traceback
+    (a scan's progress bar may come before it)."""
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip() and not line.startswith("scan ")]
+    assert len(lines) == 1 and "bad input: " in lines[0] and "Traceback" not in result.stderr, result.stderr
+    for part in parts:
+        assert part in lines[0]
+
+
+TRAINING_TEXT = [s.code for s in load_humaneval(shipped_humaneval_path(), "h")[:40]]
+
+
+def run_micro(workdir):
+    """The README's smoke run (repo_copy.MICRO_COMMAND), literally,
+    from the root of a fresh copy of the repository."""
+    fresh_copy(workdir)
+    result = subprocess.run(shlex.split(MICRO_COMMAND), cwd=workdir, capture_output=True, text=True, timeout=2400)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
