@@ -13,6 +13,7 @@ from leaktrace import forkserver
 from leaktrace.configuration import drop_removed_entries, validate_config
 from leaktrace.failures import failure_summary
 from leaktrace.models.backend import is_hub_id
+from leaktrace.plan_checks import check_plan
 from leaktrace.models.naming import BASE_MODEL, CONTROLS, REF_MODEL, TRAINED_MODEL, trained_model_labels
 from leaktrace.seeding import derive_seed
 
@@ -23,6 +24,21 @@ from leaktrace.seeding import derive_seed
 drop_removed_entries(config)
 # A config that fails the schema stops here with one or two lines naming the key (not the whole schema).
 validate_config(config, os.path.join(workflow.basedir, "config", "schema.yaml"), validate)
+
+
+# --- planning checks (issue 49): every user input (model paths, benchmark files, control ids,
+# corpus globs, output names) checked before any job starts or any output is deleted; all problems
+# in one error (leaktrace/plan_checks.py). The shipped models may be missing when a requested
+# target rebuilds them (`make base-model`, `make reference-model`).
+def _rebuilt_models():
+    targets = set(sys.argv)  # the command line's targets (Snakemake knows them only once this file is read)
+    return [config[block]["path"] for block, rule_name in (("base_model", "pretrain_base_model"),
+                                                             ("reference_model", "pretrain_reference_model"))
+            if rule_name in targets and config[block].get("path")]
+
+
+check_plan(config, buildable=_rebuilt_models())
+# --- end of planning checks
 
 RESULTS = f"results/{config['run']}"
 # Rules call the package CLI with the interpreter that runs Snakemake (the
