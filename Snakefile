@@ -6,6 +6,7 @@ configfile: "config/config.yaml"
 
 include: "rules/common.smk"
 include: "rules/cluster.smk"
+include: "rules/identity.smk"
 include: "rules/ingest.smk"
 include: "rules/pretrain.smk"
 include: "rules/variants.smk"

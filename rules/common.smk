@@ -272,7 +272,8 @@ def scored_model_files(wildcards):
         files = shipped_model_files(spec["path"])
     else:
         files = local_model_files(spec["path"])
-    return files + ([adapter] if adapter else []) + model_adapter(wildcards)
+    identity = model_identity_files(spec["path"], adapter)  # rules/identity.smk
+    return files + ([adapter] if adapter else []) + model_adapter(wildcards) + identity
 
 
 def audit_model(name):
@@ -293,7 +294,8 @@ def corpus_parts(corpus):
 
 
 def base_model_files():
-    return shipped_model_files(BASE_MODEL)
+    """The base model as rule input: its files and its identity (rules/identity.smk)."""
+    return shipped_model_files(BASE_MODEL) + model_identity_files(BASE_MODEL)
 
 
 def training_mix(benchmark, ratio):
@@ -519,6 +521,7 @@ def counterfactual_inputs(wildcards):
         files += shipped_model_files(model["path"]) if model["path"] in (BASE_MODEL, REFERENCE_MODEL) \
             else _fetched_files(model["path"]) or local_model_files(model["path"])
         files += [model["adapter"]] if "adapter" in model else []
+        files += model_identity_files(model["path"], model.get("adapter"))  # rules/identity.smk
     inputs["models"] = sorted(set(files))
     return inputs
 
