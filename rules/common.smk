@@ -7,14 +7,16 @@ import re
 import shlex
 import sys
 
+from snakemake.io import is_flagged
 from snakemake.utils import validate
 
 from leaktrace import forkserver
 from leaktrace.configuration import drop_removed_entries, validate_config
 from leaktrace.failures import failure_summary
 from leaktrace.models.backend import is_hub_id
-from leaktrace.plan_checks import check_plan
 from leaktrace.models.naming import BASE_MODEL, CONTROLS, REF_MODEL, TRAINED_MODEL, trained_model_labels
+from leaktrace.plan_checks import check_plan
+from leaktrace.rerun import withdraw_outputs
 from leaktrace.seeding import derive_seed
 
 
@@ -71,7 +73,22 @@ if USE_FORK_SERVER and RUNS_GROUP_JOB:
     start_fork_server()
 
 
+# --- no mixed state after a failed rerun (issue 49): before the first job, the old outputs of every
+# job this run will remake are removed (leaktrace/rerun.py; docs/architecture.md, "Reruns").
+def withdraw_planned_outputs():
+    if workflow.touch:
+        return
+    planned = [(str(f), is_flagged(f, "directory")) for job in workflow.dag.needrun_jobs()
+               for f in job.output if not is_flagged(f, "update") and not is_flagged(f, "protected")]
+    removed = withdraw_outputs(planned)
+    if removed:
+        print(f"leaktrace: removed {len(removed)} old outputs this run remakes (none is left beside newer ones if it "
+              "fails)", file=sys.stderr)
+# --- end of rerun outputs
+
+
 onstart:
+    withdraw_planned_outputs()
     if USE_FORK_SERVER:
         start_fork_server()
 
