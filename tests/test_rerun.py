@@ -16,6 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
+
 from leaktrace.rerun import withdraw_outputs
 
 REPO = Path(__file__).resolve().parents[1]
