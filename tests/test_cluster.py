@@ -219,8 +219,8 @@ def test_one_job_puts_every_job_but_the_submit_host_ones_in_one_slurm_job(tmp_pa
         return
     assert result.stdout.count("Group job leaktrace") == 1
     before, group = result.stdout.split("Group job leaktrace")
-    assert set(re.findall(r"^rule (\w+):", before, re.MULTILINE)) == {"fetch_hub_model", "ingest_benchmark",
-                                                                     "ingest_corpus_shard"}
+    assert set(re.findall(r"^rule (\w+):", before, re.MULTILINE)) == {"fetch_hub_model", "model_identity",
+                                                                     "ingest_benchmark", "ingest_corpus_shard"}
     grouped = re.findall(r"^    rule (\w+):", group, re.MULTILINE)
     # the bookkeeping rules too: a local job between two parts of the group would split it
     assert {"train_lora", "token_stats", "leakage_scan", "lexicon", "aggregate", "audit"} <= set(grouped)
