@@ -7,6 +7,7 @@ import re
 import shlex
 import sys
 
+from snakemake.io import is_flagged
 from snakemake.utils import validate
 
 from leaktrace import forkserver
@@ -14,6 +15,8 @@ from leaktrace.configuration import drop_removed_entries, validate_config
 from leaktrace.failures import failure_summary
 from leaktrace.models.backend import is_hub_id
 from leaktrace.models.naming import BASE_MODEL, CONTROLS, REF_MODEL, TRAINED_MODEL, trained_model_labels
+from leaktrace.plan_checks import check_plan
+from leaktrace.rerun import withdraw_outputs
 from leaktrace.seeding import derive_seed
 
 
@@ -23,6 +26,21 @@ from leaktrace.seeding import derive_seed
 drop_removed_entries(config)
 # A config that fails the schema stops here with one or two lines naming the key (not the whole schema).
 validate_config(config, os.path.join(workflow.basedir, "config", "schema.yaml"), validate)
+
+
+# --- planning checks (issue 49): every user input (model paths, benchmark files, control ids,
+# corpus globs, output names) checked before any job starts or any output is deleted; all problems
+# in one error (leaktrace/plan_checks.py). The shipped models may be missing when a requested
+# target rebuilds them (`make base-model`, `make reference-model`).
+def _rebuilt_models():
+    targets = set(sys.argv)  # the command line's targets (Snakemake knows them only once this file is read)
+    return [config[block]["path"] for block, rule_name in (("base_model", "pretrain_base_model"),
+                                                             ("reference_model", "pretrain_reference_model"))
+            if rule_name in targets and config[block].get("path")]
+
+
+check_plan(config, buildable=_rebuilt_models())
+# --- end of planning checks
 
 RESULTS = f"results/{config['run']}"
 # Rules call the package CLI with the interpreter that runs Snakemake (the
@@ -55,7 +73,22 @@ if USE_FORK_SERVER and RUNS_GROUP_JOB:
     start_fork_server()
 
 
+# --- no mixed state after a failed rerun (issue 49): before the first job, the old outputs of every
+# job this run will remake are removed (leaktrace/rerun.py; docs/architecture.md, "Reruns").
+def withdraw_planned_outputs():
+    if workflow.touch:
+        return
+    planned = [(str(f), is_flagged(f, "directory")) for job in workflow.dag.needrun_jobs()
+               for f in job.output if not is_flagged(f, "update") and not is_flagged(f, "protected")]
+    removed = withdraw_outputs(planned)
+    if removed:
+        print(f"leaktrace: removed {len(removed)} old outputs this run remakes (none is left beside newer ones if it "
+              "fails)", file=sys.stderr)
+# --- end of rerun outputs
+
+
 onstart:
+    withdraw_planned_outputs()
     if USE_FORK_SERVER:
         start_fork_server()
 
@@ -256,7 +289,8 @@ def scored_model_files(wildcards):
         files = shipped_model_files(spec["path"])
     else:
         files = local_model_files(spec["path"])
-    return files + ([adapter] if adapter else []) + model_adapter(wildcards)
+    identity = model_identity_files(spec["path"], adapter)  # rules/identity.smk
+    return files + ([adapter] if adapter else []) + model_adapter(wildcards) + identity
 
 
 def audit_model(name):
@@ -277,7 +311,8 @@ def corpus_parts(corpus):
 
 
 def base_model_files():
-    return shipped_model_files(BASE_MODEL)
+    """The base model as rule input: its files and its identity (rules/identity.smk)."""
+    return shipped_model_files(BASE_MODEL) + model_identity_files(BASE_MODEL)
 
 
 def training_mix(benchmark, ratio):

@@ -112,6 +112,7 @@ def counterfactual_inputs(wildcards):
         files += shipped_model_files(model["path"]) if model["path"] in (BASE_MODEL, REFERENCE_MODEL) \
             else _fetched_files(model["path"]) or local_model_files(model["path"])
         files += [model["adapter"]] if "adapter" in model else []
+        files += model_identity_files(model["path"], model.get("adapter"))  # rules/identity.smk
     inputs["models"] = sorted(set(files))
     return inputs
 

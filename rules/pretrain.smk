@@ -20,7 +20,7 @@ def pretrain_corpora(block):
 
 rule pretrain_base_model:
     output:
-        base_model_files(),
+        shipped_model_files(BASE_MODEL),
         training_log=f"{BASE_MODEL}/pretrain_log.parquet",
     params:
         corpora=pretrain_corpora("base_model"),

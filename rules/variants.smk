@@ -81,7 +81,7 @@ if NATURAL["enabled"]:
     rule natural_variants:
         input:
             pool=f"{RESULTS}/variants/{{benchmark}}.pool.parquet",
-            model=shipped_model_files(SELECTION_MODEL),
+            model=shipped_model_files(SELECTION_MODEL) + model_identity_files(SELECTION_MODEL),
         output:
             VARIANTS_TABLE,
         params:

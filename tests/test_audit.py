@@ -153,7 +153,8 @@ def test_samples_that_cannot_run_are_named_at_planning(tmp_path):
                      'def b():\\n    return 2\\n", "test_list": ["assert 1 == 1"], "test_setup_code": "", '
                      '"challenge_test_list": []}\n')
     config = overlay(tmp_path, {"benchmarks": {"humaneval": None, "mbpp-audit": {"format": "jsonl", "preset": "mbpp",
-                                                                               "path": str(bench)}}})
+                                                                               "path": str(bench)}},
+                                "contamination": {"held_out_ids": None}})  # the shipped ids name samples left out here
     result = snakemake(REPO, "-n", "--configfile", str(config), timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert ("benchmarks.mbpp-audit: 1 of 5 samples cannot run and are left out of the audit and functional "
@@ -163,8 +164,11 @@ def test_samples_that_cannot_run_are_named_at_planning(tmp_path):
 def test_refs_reference_is_never_silently_the_shipped_one(tmp_path):
     """A model of the user's (not one of the pipeline's own, under resources/models/) with Ref's reference unset."""
     models = yaml.safe_load((REPO / AUDIT_CONFIG).read_text())["audit"]["models"]
+    mine = tmp_path / "my-coder"  # a model directory of the user's (the planning checks refuse a missing one)
+    mine.mkdir()
+    (mine / "config.json").write_text("{}")
     config = overlay(tmp_path, {"score": {"methods": {"ref": {"model": None, "oracle": False}}},
-                                "audit": {"models": [*models, {"name": "mine", "path": "/models/my-coder"}]}})
+                                "audit": {"models": [*models, {"name": "mine", "path": str(mine)}]}})
     result = snakemake(REPO, "-n", "--configfile", str(config), timeout=300)
     assert result.returncode != 0
     assert ("score.methods.ref: audit model 'mine' would be compared with reference_model.path "

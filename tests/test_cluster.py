@@ -69,7 +69,8 @@ def test_a_pretrained_models_size_is_known_from_its_shape():
     assert jobsize.llama_size(**settings) == shipped
 
 
-TARGET_RULES = {"all", "learning_rate_selection"}  # rules that only name files: no job work, no request
+# rules that only name files, or write a few bytes from the Snakefile's process (model_identity): no job work
+TARGET_RULES = {"all", "learning_rate_selection", "model_identity"}
 USE = REPO / "tests" / "data" / "cluster" / "default_use.tsv"
 INPUTS = REPO / "tests" / "data" / "cluster" / "default_inputs.tsv"
 REGENERATE = "`.venv/bin/python scripts/job_use.py measure` (docs/guides/slurm.md)"
@@ -218,8 +219,8 @@ def test_one_job_puts_every_job_but_the_submit_host_ones_in_one_slurm_job(tmp_pa
         return
     assert result.stdout.count("Group job leaktrace") == 1
     before, group = result.stdout.split("Group job leaktrace")
-    assert set(re.findall(r"^rule (\w+):", before, re.MULTILINE)) == {"fetch_hub_model", "ingest_benchmark",
-                                                                     "ingest_corpus_shard"}
+    assert set(re.findall(r"^rule (\w+):", before, re.MULTILINE)) == {"fetch_hub_model", "model_identity",
+                                                                     "ingest_benchmark", "ingest_corpus_shard"}
     grouped = re.findall(r"^    rule (\w+):", group, re.MULTILINE)
     # the bookkeeping rules too: a local job between two parts of the group would split it
     assert {"train_lora", "token_stats", "leakage_scan", "lexicon", "aggregate", "audit"} <= set(grouped)
@@ -398,3 +399,44 @@ def test_a_group_is_sized_to_one_node_of_its_partition():
                                             r"token_stats \(seed=0\): it asks for 64000 MB of memory, the partition's "
                                             r"largest node has 23081 \(sinfo\)"):
         executor._fit_group(group, parse_sinfo(SINFO)["cpu"])
+
+
+def test_a_retry_gets_more_time_even_where_the_floor_set_the_first_attempts():
+    """The floor applies before the attempt's factor: 10 s of work x2 safety is
+    under a minute, so the first attempt asks for the 1-minute floor and the
+    retry for 2 minutes (the floor absorbed the doubling when applied last)."""
+    rates = dataclasses.replace(RATES, safety=2, min_runtime=1, start_s=0)
+    assert [jobsize.runtime_min(10, rates, attempt=a) for a in (1, 2, 3)] == [1, 2, 3]
+    rates = dataclasses.replace(rates, min_runtime=5)
+    assert [jobsize.runtime_min(10, rates, attempt=a) for a in (1, 2)] == [5, 10]
+    assert jobsize.runtime_min(600, rates, attempt=2) == 2 * 20  # above the floor: ceil(600 x 2 / 60) = 20, doubled
+
+
+def cluster_requests(*args: str, cwd: Path = REPO) -> list[list[str]]:
+    result = subprocess.run([sys.executable, "-m", "leaktrace.cluster_requests", *args], cwd=cwd, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return [line.split("\t") for line in result.stdout.splitlines()]
+
+
+def test_the_requests_of_a_dry_run_name_the_submit_host_the_rules_threads_and_the_group(tmp_path):
+    """python -m leaktrace.cluster_requests: per job where it runs, the rule's
+    threads uncapped by a dry run's --cores, and the group's request."""
+    config = write_config(tmp_path, {"cluster": {"one_job": True, "cpu_partition": "cpu"}})
+    table = cluster_requests("--node", "16,64000,0", "--", "--snakefile", str(REPO / "Snakefile"), "--directory",
+                             str(tmp_path), "--configfile", str(config))
+    split = table.index([""])
+    jobs = {row[0]: dict(zip(table[0], row, strict=True)) for row in table[1:split]}
+    groups = [dict(zip(table[split + 1], row, strict=True)) for row in table[split + 2:]]
+    assert {name.split("[")[0] for name, job in jobs.items() if job["where"] == "submit host"} == {
+        "ingest_benchmark", "ingest_corpus_shard", "model_identity"}
+    assert jobs["variants[benchmark=humaneval]"]["cpus"] == "2"  # threads: 2, whatever a dry run's --cores
+    assert jobs["ingest_benchmark[benchmark=humaneval]"]["runtime_min"].isdigit()  # no input: sized now
+    assert jobs["aggregate[benchmark=humaneval]"]["runtime_min"] == "sized at submission"  # from inputs made by the run
+    in_group = [job for job in jobs.values() if job["where"] != "submit host"]
+    assert all(job["where"] == "cpu" for job in in_group)
+    # one group of every other job, bounded by the node, asking for the partition's time limit: some of its
+    # jobs read inputs made inside it
+    assert groups == [{"group": "leaktrace", "jobs": str(len(in_group)), "where": "cpu", "cpus": groups[0]["cpus"],
+                       "mem_mb": groups[0]["mem_mb"], "gpus": "0", "runtime_min": "the partition time limit"}]
+    assert 2 <= int(groups[0]["cpus"]) <= 16 and int(groups[0]["mem_mb"]) <= 64000

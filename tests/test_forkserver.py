@@ -165,3 +165,21 @@ def test_a_killed_client_takes_its_job_with_it(server, tmp_path):
     running.kill()
     running.wait(timeout=30)
     assert _gone(job)
+
+
+def test_a_server_whose_client_never_stops_it_leaves_no_directory(tmp_path):
+    """The Snakemake inside a SLURM group allocation starts a server and runs no
+    `onsuccess` (no Server.stop): the server removes its private directory when
+    its parent exits."""
+    starter = ("import os, sys, time\nfrom leaktrace import forkserver\n"
+               "server = forkserver.start(dict(os.environ))\n"
+               "while not (server.directory / 'socket').exists(): time.sleep(0.05)\n"
+               "print(server.directory, flush=True)\nos._exit(0)\n")  # no stop, no atexit
+    started = subprocess.run([sys.executable, "-c", starter], env={**os.environ, "TMPDIR": str(tmp_path)},
+                             capture_output=True, text=True, timeout=120)
+    directory = Path(started.stdout.strip())
+    assert started.returncode == 0 and directory.parent == tmp_path and directory.name.startswith("leaktrace-fork-server-")
+    deadline = time.monotonic() + 120  # the server sees its parent gone between imports or within its poll
+    while directory.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not directory.exists() and list(tmp_path.iterdir()) == []

@@ -5,6 +5,7 @@ and each runnable one runs its own tests in the sandbox as the audit's
 variants stage does: the solutions pass, a wrong solution fails. Those that
 cannot run say why, in the words the planning check prints."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -214,3 +215,39 @@ def test_humaneval_x_tests_are_main_programs_run_with_a_toolchain_or_said_not_to
             assert ok is None and why.startswith("unvalidated: ")
         else:
             assert ok is (not wrong_one), why
+
+
+# --- the ingest report: every canonical solution against its own tests (issue 49, item 4) ---
+
+# preset -> samples the sandbox runs (the others: text only, C++/Java main() programs, DS-1000's exec tests)
+RUN_AT_INGEST = {"humaneval": 2, "humanevalplus": 2, "humaneval-x": 0, "mbpp": 2, "mbpp-sanitized": 2, "mbppplus": 1,
+                 "mbppplus-evalplus": 2, "cruxeval": 2, "apps": 2, "ds1000": 0, "classeval": 1, "codesearchnet": 0,
+                 "codesearchnet-original": 0, "swe-bench": 0, "text": 0}
+
+
+@pytest.mark.parametrize("preset", PRESET_FILES)
+def test_each_presets_canonical_solutions_pass_their_own_tests(preset, full_isolation):
+    """Regression test of the fixtures: the ingest runs them all and none fails."""
+    from leaktrace.sandbox.sample_runs import solution_failures
+
+    file, _ = PRESET_FILES[preset]
+    rows = [{**vars(s), "code": s.code} for s in load_benchmark({"preset": preset, "path": str(FORMATS / file)}, preset)]
+    assert solution_failures(rows, file) == (RUN_AT_INGEST[preset], [])
+
+
+def test_the_ingest_log_names_a_canonical_solution_that_fails_its_own_tests(tmp_path, caplog, full_isolation):
+    from leaktrace.stages.ingest import ingest_benchmark
+
+    lines = (FORMATS / "mbpp.jsonl").read_text().splitlines()
+    broken = json.loads(lines[0])
+    broken["code"] = broken["code"].replace("return", "return 1 + ", 1)  # gcd off by one
+    bench = tmp_path / "mbpp.jsonl"
+    bench.write_text("\n".join([json.dumps(broken), lines[1]]) + "\n")
+    with caplog.at_level("INFO", logger="leaktrace.stages.ingest"):
+        ingest_benchmark("mine", {"preset": "mbpp", "path": str(bench)}, tmp_path / "b.parquet")
+    assert "benchmark mine: 1 of 2 canonical solutions pass their own tests in the sandbox" in caplog.text
+    assert "benchmark mine: mine/601: the canonical solution fails its own tests: wrong: " in caplog.text
+    caplog.clear()
+    with caplog.at_level("INFO", logger="leaktrace.stages.ingest"):
+        ingest_benchmark("mine", {"preset": "mbpp", "path": str(bench), "check_solutions": False}, tmp_path / "c.parquet")
+    assert "canonical solutions" not in caplog.text

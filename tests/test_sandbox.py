@@ -288,3 +288,43 @@ def test_the_user_namespace_path_isolates_as_well(monkeypatch):
     forged = run_test("import os, signal\nos.kill(1, signal.SIGKILL)\ndef double(x):\n    return x + 1\n",
                       TEST, "double", FAST)
     assert (forged.status, forged.error) == ("wrong", "AssertionError")
+
+
+def test_date_time_and_type_values_round_trip_exactly():
+    import datetime
+
+    from leaktrace.sandbox.values import TypeName
+
+    east = datetime.timezone(datetime.timedelta(hours=5, minutes=30))
+    for value in (datetime.datetime(2024, 2, 29, 23, 59, 59, 999_999), datetime.datetime(2024, 1, 1, tzinfo=east),
+                  datetime.datetime(2021, 11, 7, 1, 30, fold=1), datetime.date(1, 1, 1), datetime.time(0, 0, tzinfo=east),
+                  datetime.timedelta(days=-3, microseconds=1), int, [datetime.date(2020, 1, 1), str]):
+        back = decode(encode(value))
+        assert back == value and type(back) is type(value) and encode(back) == encode(value)
+    assert decode(encode(datetime.datetime(2021, 11, 7, 1, 30, fold=1))).fold == 1  # equal to fold 0, but kept
+    # a date and the midnight datetime, a timedelta and its seconds: distinct bytes
+    assert encode(datetime.date(2020, 1, 1)) != encode(datetime.datetime(2020, 1, 1))
+    assert encode(datetime.timedelta(seconds=1)) != encode(1)
+    # a type that is not a builtin decodes to its name, equal to the real class, never imported
+    named = decode(encode(UnserialisableValue))
+    assert type(named) is TypeName and named == UnserialisableValue and named.qualname == "UnserialisableValue"
+    assert named != ValueError and decode(encode(type(None))) == type(None)  # NoneType: no builtins name, by name
+
+
+def test_date_values_that_are_not_exact_are_refused_and_malformed_ones_rejected():
+    import datetime
+    import zoneinfo
+
+    class Later(datetime.date):  # a subclass could answer comparisons of its own
+        pass
+
+    with pytest.raises(UnserialisableValue):
+        encode(Later(2020, 1, 1))
+    with pytest.raises(UnserialisableValue, match="only fixed offsets"):
+        encode(datetime.datetime(2020, 1, 1, tzinfo=zoneinfo.ZoneInfo("UTC")))
+    with pytest.raises(ValueError, match="malformed value"):
+        decode(b"a" + encode((2020, 13, 1)))  # month 13
+    with pytest.raises(ValueError, match="malformed value"):
+        decode(b"a" + encode((2020, True, 1)))  # a bool is not a field
+    with pytest.raises(ValueError, match="malformed value: type name"):
+        decode(b"k" + encode(("builtins",)))

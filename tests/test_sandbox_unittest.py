@@ -106,3 +106,81 @@ def test_a_program_cannot_end_the_run_to_pass():
 def test_a_test_without_test_cases_does_not_pass():
     result = run_unittest(STACK, "import unittest\n", LIMITS)
     assert result.status == "wrong" and "no unittest.TestCase" in result.error
+
+
+# --- what ClassEval's canonical solutions pass and return (issue 49, item 4) ---
+
+CALENDAR = """import datetime
+import sqlite3
+
+
+class Calendar:
+    def __init__(self, db_path):
+        self.db_path = db_path
+
+    def add(self, name, start, length):
+        with sqlite3.connect(self.db_path) as db:
+            db.execute("INSERT INTO events VALUES (?, ?, ?)", (name, start.isoformat(), length.total_seconds()))
+
+    def end(self, name):
+        with sqlite3.connect(self.db_path) as db:
+            start, seconds = db.execute("SELECT start, seconds FROM events WHERE name = ?", (name,)).fetchone()
+        return datetime.datetime.fromisoformat(start) + datetime.timedelta(seconds=seconds)
+
+    def day(self, moment):
+        return moment.date()
+
+    def kind(self):
+        return type(self.db_path)
+
+    def own_kind(self):
+        return Calendar
+
+    def archive(self, path):
+        with sqlite3.connect(path) as db:
+            db.execute("CREATE TABLE archive (name TEXT)")
+"""
+
+CALENDAR_TEST = """import datetime
+import os
+import sqlite3
+import unittest
+
+
+class CalendarTest(unittest.TestCase):
+    def setUp(self):
+        self.db_path = "calendar.db"  # made by the test, in the working directory it shares with the program
+        with sqlite3.connect(self.db_path) as db:
+            db.execute("CREATE TABLE events (name TEXT, start TEXT, seconds REAL)")
+
+    def tearDown(self):
+        os.remove(self.db_path)
+
+    def test_datetime_values_cross_both_ways(self):
+        calendar = Calendar(self.db_path)
+        calendar.add("talk", datetime.datetime(2024, 2, 28, 23, 30), datetime.timedelta(hours=1))
+        self.assertEqual(calendar.end("talk"), datetime.datetime(2024, 2, 29, 0, 30))
+        self.assertEqual(calendar.day(datetime.datetime(2024, 2, 29, 0, 30)), datetime.date(2024, 2, 29))
+
+    def test_types_cross_by_name(self):
+        self.assertEqual(Calendar(self.db_path).kind(), str)
+        self.assertEqual(Calendar(self.db_path).own_kind().qualname, "Calendar")
+
+    def test_a_database_the_program_made_is_the_tests_to_write(self):
+        Calendar(self.db_path).archive("archive.db")
+        with sqlite3.connect("archive.db") as db:
+            db.execute("INSERT INTO archive VALUES ('x')")
+        os.remove("archive.db")
+"""
+
+
+def test_datetime_type_and_shared_database_tests_pass(full_isolation):
+    result = run_unittest(CALENDAR, CALENDAR_TEST, LIMITS)
+    assert result.status == "ok", (result.error, result.stderr[-2000:])
+    assert [outcome for _, outcome in decode(result.record)["tests"]] == ["passed"] * 3
+
+
+def test_a_wrong_date_still_fails(full_isolation):
+    wrong = CALENDAR.replace("+ datetime.timedelta(seconds=seconds)", "")
+    result = run_unittest(wrong, CALENDAR_TEST, LIMITS)
+    assert result.status == "wrong" and "test_datetime_values_cross_both_ways" in result.error

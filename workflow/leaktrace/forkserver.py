@@ -32,6 +32,7 @@ exits when the process that started it does.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import importlib
 import json
@@ -126,6 +127,8 @@ def _signal_group(pid: int, number: int) -> None:
 
 # --- starting and stopping, from the Snakefile -------------------------------
 
+DIRECTORY_PREFIX = "leaktrace-fork-server-"
+
 @dataclass
 class Server:
     """The server process and its private directory, which `stop` removes."""
@@ -148,7 +151,7 @@ def start(job_environment: dict[str, str]) -> Server:
     """Start a server for jobs whose environment is `job_environment` (what the
     rules' commands run under, less the per-job variables), and point this
     process's children at it. It exits when this process does."""
-    directory = Path(tempfile.mkdtemp(prefix="leaktrace-fork-server-"))  # mode 0700: no other user can connect
+    directory = Path(tempfile.mkdtemp(prefix=DIRECTORY_PREFIX))  # mode 0700: no other user can connect
     path = str(directory / "socket")
     environment = _shared_part(job_environment) | {SOCKET_VARIABLE: path}
     process = subprocess.Popen([sys.executable, "-m", "leaktrace.forkserver", path, str(os.getpid())],
@@ -211,6 +214,12 @@ def serve(path: str, parent_pid: int, preload: Sequence[str]) -> Job | None:
                 _signal_group(pid, signal.SIGKILL)
             listener.close()
             Path(path).unlink(missing_ok=True)
+            # The private directory `start` made for the socket: removed by the server itself, since a
+            # client that never calls `Server.stop` (the Snakemake inside a SLURM group allocation runs no
+            # `onsuccess`) would leave one empty directory in the system temporary directory per allocation.
+            if Path(path).parent.name.startswith(DIRECTORY_PREFIX):
+                with contextlib.suppress(OSError):
+                    Path(path).parent.rmdir()
 
 
 def _accept(listener, selector, jobs, environment, compared, module_path) -> Job | None:

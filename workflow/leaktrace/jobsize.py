@@ -22,10 +22,11 @@ Every job is a fresh interpreter: ``start_s`` of start-up (imports) and
   (``decode_step_s``);
 - tokenises text without a model: ``token_s`` a token.
 
-Times are multiplied by ``safety`` and by the attempt (a job that ran out of
-its limit is retried with twice the time and memory: the profile's
-``retries``), and rounded up to whole minutes (SLURM's unit), at least
-``min_runtime``. Token counts are estimated from bytes (BYTES_PER_TOKEN, a low
+Times are multiplied by ``safety``, rounded up to whole minutes (SLURM's
+unit), at least ``min_runtime``, and then multiplied by the attempt (a job
+that ran out of its limit is retried with twice the time and memory: the
+profile's ``retries``), so a retry gets more time even where the floor set
+the first attempt's. Token counts are estimated from bytes (BYTES_PER_TOKEN, a low
 figure, so they err high)."""
 
 from __future__ import annotations
@@ -193,8 +194,10 @@ def model_memory_mb(model: ModelSize, rates: Rates, *, dtype: str, batch_size: i
 
 
 def runtime_min(work_s: float, rates: Rates, *, attempt: int = 1) -> int:
-    """Minutes to ask for a job whose work takes ``work_s`` seconds after start-up."""
-    return max(rates.min_runtime, math.ceil((rates.start_s + work_s) * rates.safety * attempt / 60))
+    """Minutes to ask for a job whose work takes ``work_s`` seconds after
+    start-up: the estimate with its floor, times the attempt (the floor
+    applies first, so a retry never gets the first attempt's time again)."""
+    return max(rates.min_runtime, math.ceil((rates.start_s + work_s) * rates.safety / 60)) * attempt
 
 
 def data_seconds(data: TableShape, rates: Rates) -> float:

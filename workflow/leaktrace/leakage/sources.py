@@ -249,6 +249,30 @@ def _expand(pattern: str, follow_links: bool = False) -> tuple[Path, list[tuple[
     return root, _walk(root, parts[fixed:], follow_links) if root.is_dir() else []
 
 
+def glob_has_match(root: Path | None, pattern: str) -> bool:
+    """Whether at least one file matches: ``pattern`` under ``root`` (a
+    ``files`` corpus), or, with ``root`` None, the glob ``pattern`` itself
+    (a ``jsonl``/``parquet`` path). Stops at the first file (planning checks
+    it: leaktrace/plan_checks.py); links to directories are not walked, as
+    in :func:`_walk`."""
+    if root is None:
+        parts = PurePosixPath(pattern).parts
+        fixed = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[")), len(parts))
+        root, pattern = Path(*parts[:fixed]) if fixed else Path("."), "/".join(parts[fixed:])
+        if not pattern:
+            return os.path.isfile(root)
+    if not root.is_dir():
+        return False
+    glob = PurePosixPath(pattern).parts
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath).relative_to(root).parts
+        if any(_matches(here + (name,), glob) and os.path.isfile(os.path.join(dirpath, name)) for name in filenames):
+            return True
+        dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))
+                             and _matches(here + (d,), glob, prefix=True))
+    return False
+
+
 def _problem_name(problem: str) -> str:
     return problem.replace("_", " ")
 

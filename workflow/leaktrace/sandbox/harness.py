@@ -49,6 +49,11 @@ its process with status 0 before the test runs: fit for checking that a
 mutation of a benchmark's own solution still passes, not for judging code a
 model wrote.
 
+The test runs in the program's working directory and group (not its uid),
+and before each request and each reply the files each process made there
+are opened to the group (`_share_files`), so a database a test's setUp makes
+is the program's to write, and one the program makes is the test's to read.
+
 Tests written as unittest classes (ClassEval) hold the program's objects
 (`_run_unittest`): there every value the program returns that is not a plain
 builtin stays in the program process, in a table of held objects, and the
@@ -124,6 +129,7 @@ def main(setup: dict, trust_offset: int, trust_length: int) -> None:
             isolation.build_root(setup["root"], setup["view"], setup["scratch_mb"], setup["uids"]["owner"])
         elif setup["uids"]["program"] is not None:
             os.chown(setup["root"], setup["uids"]["program"], setup["uids"]["program"])
+            os.chmod(setup["root"], 0o770)  # the harness's group too: the test shares the working directory
         if setup["stdio"]:
             _stdio_harness(setup, marshal.loads(os.pread(0, trust_length, trust_offset)))
         if setup["build"]:
@@ -217,6 +223,7 @@ def _program_process(setup: dict, requests: int, replies: int) -> None:
         else:
             reply = _outcome(lambda: eval(request[1], namespace))
         _flush()
+        _share_files()
         try:
             _send(replies, reply)
         except UnserialisableValue:  # a value the program put in its namespace, under a name the test uses
@@ -225,6 +232,42 @@ def _program_process(setup: dict, requests: int, replies: int) -> None:
         # calls (`_run_calls`) hands the program one job at a time, and the next job's code must
         # not find the last one's arguments or results here (sys._getframe, gc).
         request = reply = arguments = keywords = None
+
+
+_SHARED_ENTRIES = 1000  # entries of the working directory a share looks at, at most
+
+
+def _share_files(top: str = ".") -> None:
+    """Make the files and directories this process owns under the working
+    directory writable by its group (the harness and the program share one):
+    a file a test made (ClassEval's setUp creates the database the program
+    then writes) or one the program made is open to the other, whatever mode
+    the library that made it chose (SQLite's is 0644). Links are never
+    followed; each entry is opened without following and checked again."""
+    uid, stack, seen = os.getuid(), [top], 0
+    while stack and seen < _SHARED_ENTRIES:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries[:_SHARED_ENTRIES - seen]:
+            seen += 1
+            try:
+                fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                info = os.fstat(fd)
+                directory = (info.st_mode & 0o170000) == 0o040000
+                wanted = info.st_mode & 0o7777 | (0o070 if directory else 0o060)
+                if info.st_uid == uid and info.st_mode & 0o7777 != wanted:
+                    os.fchmod(fd, wanted)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+            if directory:
+                stack.append(entry.path)
 
 
 def _describe_name(value: object) -> tuple:
@@ -541,6 +584,7 @@ class ProgramConnection:
         if self.failure is not None:  # the test may have swallowed the first one
             raise self.failure
         try:
+            _share_files()
             _send(self.requests, message)
             return self.receive()
         except ProgramFailure as failure:
@@ -586,7 +630,11 @@ class ProgramConnection:
 
 def _harness_process(setup: dict, trust: dict, connection: ProgramConnection) -> None:
     _signal.signal(_signal.SIGINT, _signal.SIG_DFL)  # as the namespace's init, nothing in it can signal us
-    isolation.drop_privileges(setup["uids"]["harness"], drop_capabilities=setup["user_namespace"])
+    # The test runs in the program's working directory and group (not its uid: the program can neither signal
+    # nor trace the harness), so the files a test makes (ClassEval's databases) are the program's to open.
+    os.chdir(setup["workdir"])
+    isolation.drop_privileges(setup["uids"]["harness"], drop_capabilities=setup["user_namespace"],
+                              gid=setup["uids"]["program"])
     limits = setup["limits"]
     isolation.limit_resources(limits["cpu_s"], limits["memory_mb"] if setup["rlimit_memory"] else None, None, None)
     report = {"status": "ok", "error": None, "record": None, "value": None, "program_exit": None}

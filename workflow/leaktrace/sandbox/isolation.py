@@ -109,7 +109,9 @@ def build_root(new_root: str, view: list, scratch_mb: int, owner: int) -> None:
             binds.append((inside, entry[3]))
         elif kind == "mask":
             _mount("mask", inside, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555")
-    scratch = [(new_root + path, mode) for path, mode in (("/tmp", "0700"), ("/dev/shm", "1777"))]
+    # /tmp, the working directory, is the program's and its group's: the harness runs in that group, so a test
+    # shares files with the program there (ClassEval's tests make the database the program opens)
+    scratch = [(new_root + path, mode) for path, mode in (("/tmp", "0770"), ("/dev/shm", "1777"))]
     for path, _ in scratch:
         os.makedirs(path, exist_ok=True)
     _make_read_only(new_root, binds)
@@ -138,12 +140,17 @@ def _make_read_only(root: str, binds: list[tuple[str, int]]) -> None:
     _mount(None, root, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
-def drop_privileges(uid: int | None, *, drop_capabilities: bool) -> None:
-    """Become `uid` (from root), or give up the capabilities a user namespace
-    granted; then no_new_privs, so nothing executed can gain privileges again."""
+def drop_privileges(uid: int | None, *, drop_capabilities: bool, gid: int | None = None) -> None:
+    """Become `uid` (from root), in group `gid` (default: the uid's number),
+    or give up the capabilities a user namespace granted; then no_new_privs,
+    so nothing executed can gain privileges again. Files are created
+    group-writable (umask 002): the harness and the program share a group
+    and the working directory."""
+    os.umask(0o002)
     if uid is not None:
+        gid = uid if gid is None else gid
         os.setgroups([])
-        os.setresgid(uid, uid, uid)
+        os.setresgid(gid, gid, gid)
         os.setresuid(uid, uid, uid)
     if drop_capabilities:
         header = _CapabilityHeader(_CAPABILITY_VERSION_3, 0)

@@ -47,3 +47,21 @@ def run_sample_tests(items: Sequence[tuple[str, SampleTests, str | None]], limit
         for i, result in zip(indices, outcomes, strict=True):
             results[i] = result
     return results  # type: ignore[return-value]
+
+
+def solution_failures(rows: Sequence[dict], source: str, limits: SandboxLimits = SandboxLimits(), *,
+                      workers: int = 1, max_io_cases: int | None = None) -> tuple[int, list[tuple[str, str]]]:
+    """Each sample's own solution (its ``code``) run against its own tests:
+    (how many were run, [(sample id, why it failed)] in input order). Only
+    samples the sandbox can run are run (``not_runnable`` is None: code and
+    Python tests of a kind a sandbox path runs; DS-1000's ``exec`` tests are
+    not); the reason is the run's status with its error."""
+    from leaktrace.data.samples import not_runnable, sample_tests, test_format_of
+
+    runnable = [row for row in rows if row.get("code") and (row.get("test") or "").strip()
+                and test_format_of(row) != "exec" and not_runnable(row, source) is None]
+    items = [(row["code"], *sample_tests(row, source, max_io_cases)) for row in runnable]
+    results = run_sample_tests(items, limits, workers=workers)
+    failures = [(row["sample_id"], f"{result.status}: {(result.error or result.stderr or '').strip()[:300]}")
+                for row, result in zip(runnable, results, strict=True) if result.status != "ok"]
+    return len(runnable), failures

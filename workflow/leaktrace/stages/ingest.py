@@ -11,6 +11,8 @@ from leaktrace.artifacts import write_table
 from leaktrace.data.benchmarks import benchmark_format, load_benchmark, source_name
 from leaktrace.data.corpora import corpus_documents, shard
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
+from leaktrace.sandbox import SandboxUnavailable
+from leaktrace.sandbox.sample_runs import solution_failures
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +41,25 @@ GENERIC_BENCHMARK_SCHEMA = pa.schema(
 
 CORPUS_SCHEMA = pa.schema([("doc_id", pa.string()), ("source", pa.string()), ("text", pa.string())])
 
+def check_solutions(name: str, rows: list[dict], source: str) -> None:
+    """The ingest's report of the benchmark's own solutions: each sample the
+    sandbox can run is run against its own tests, and every solution that
+    fails them is logged with the reason (a preset read wrongly, or a
+    release's broken sample, shows here before any stage depends on it).
+    Where the sandbox cannot run (no namespaces or cgroup), that is logged
+    and nothing is checked."""
+    try:
+        checked, failures = solution_failures(rows, source)
+    except SandboxUnavailable as error:
+        log.warning("benchmark %s: canonical solutions not checked: %s", name, error)
+        return
+    log.info("benchmark %s: %d of %d canonical solutions pass their own tests in the sandbox (%d samples not run: "
+             "text only, no tests, or tests no sandbox path runs)", name, checked - len(failures), checked,
+             len(rows) - checked)
+    for sample_id, why in failures:
+        log.warning("benchmark %s: %s: the canonical solution fails its own tests: %s", name, sample_id, why)
+
+
 def ingest_benchmark(name: str, settings: dict, output: Path) -> None:
     fmt = benchmark_format(settings)  # a preset implies it where the config leaves it out
     if fmt != "humaneval":
@@ -48,6 +69,8 @@ def ingest_benchmark(name: str, settings: dict, output: Path) -> None:
         kinds = {k: sum(s.kind == k for s in samples) for k in ("code", "text", "both")}
         log.info("benchmark %s: %d samples (%s) from %s", name, len(rows),
                  ", ".join(f"{k} {n}" for k, n in kinds.items() if n), source_name(settings))
+        if settings.get("check_solutions", True):
+            check_solutions(name, rows, source_name(settings))
         return
     path = settings.get("path") or shipped_humaneval_path()
     samples = load_humaneval(path, name)
@@ -69,6 +92,8 @@ def ingest_benchmark(name: str, settings: dict, output: Path) -> None:
     ]
     write_table(rows, BENCHMARK_SCHEMA, output)
     log.info("benchmark %s: %d samples from %s", name, len(rows), path)
+    if settings.get("check_solutions", True):
+        check_solutions(name, rows, str(path))
 
 
 def ingest_corpus(name: str, settings: dict, part: int, output: Path) -> None:
