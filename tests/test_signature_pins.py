@@ -9,6 +9,7 @@ import hashlib
 
 import numpy as np
 import pytest
+
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.leakage.minhash import Signer
 from leaktrace.leakage.settings import resolve
@@ -53,8 +54,8 @@ def test_regression_signature_pinned_on_a_small_text(preset):
 @pytest.mark.parametrize("preset", ["default", "lessleak"])
 def test_regression_signatures_pinned_on_a_batch(preset):
     """Forty HumanEval solutions, all 164 in one text (under the default
-    scheme over Signer.CHUNK shingles: the large-document path), an empty
-    text, one token, two tokens."""
+    scheme over 8,192 shingles, the NumPy path's block size: its large-document
+    branch), an empty text, one token, two tokens."""
     bench = [s.code for s in load_humaneval(shipped_humaneval_path(), "humaneval")]
     texts = bench[:40] + ["\n".join(bench), "", "x", "a b"]
     signer = Signer(resolve(preset, {"preset": preset}).minhash)
@@ -62,7 +63,7 @@ def test_regression_signatures_pinned_on_a_batch(preset):
     sigs = signer.signatures([h for _, h in pairs])
     unique, sig_digest, hash_digest, tokens = PINNED_BATCH[preset]
     assert len(pairs[40][1]) == unique
-    assert preset != "default" or unique > Signer.CHUNK
+    assert preset != "default" or unique > 8192
     assert _digest(sigs, "<u8") == sig_digest
     assert _digest(np.concatenate([h for _, h in pairs]), "<u4") == hash_digest
     assert sum(n for n, _ in pairs) == tokens
