@@ -121,9 +121,7 @@ def min_affine32(hashes, offsets, a, b, out):  # pragma: no cover - compiled
             x = _U32(x * _F2)
             x = _U32(x ^ (x >> _S16))
             for p in range(P):
-                v = _U32(a[p] * x + b[p])
-                if v < sig[p]:
-                    sig[p] = v
+                sig[p] = min(sig[p], _U32(a[p] * x + b[p]))
 
 
 @njit(cache=True)
@@ -135,14 +133,11 @@ def min_legacy(hashes, offsets, a, b, out):  # pragma: no cover - compiled
         sig = out[d]
         for t in range(offsets[d], offsets[d + 1]):
             x = _U64(hashes[t])
-            for p in range(P):
+            for p in range(P):  # branch-free, so that LLVM vectorises it
                 v = a[p] * x + b[p]
                 r = (v & _MERSENNE) + (v >> _S61)
-                if r >= _MERSENNE:
-                    r -= _MERSENNE
-                r &= _MAX32
-                if r < sig[p]:
-                    sig[p] = r
+                r = min(r, r - _MERSENNE) & _MAX32  # r < 2p: r - p wraps above r unless r >= p
+                sig[p] = min(sig[p], r)
 
 
 @njit(cache=True)
@@ -157,3 +152,149 @@ def sorted_unique(h):  # pragma: no cover - compiled
             h[w] = h[i]
             w += 1
     return h[:w]
+
+
+# --- LessLeak's shingles: re.split("[^A-Za-z_0-9]") tokens, space-joined, sha1_hash32 ---------------------------
+
+_K1 = np.uint64(0x5A827999)
+_K2 = np.uint64(0x6ED9EBA1)
+_K3 = np.uint64(0x8F1BBCDC)
+_K4 = np.uint64(0xCA62C1D6)
+_W32 = np.uint64(0xFFFFFFFF)
+_FP_MULT = np.uint64(0x100000001B3)
+
+
+@njit(cache=True, inline="always")
+def _rotl32(x, n):  # pragma: no cover - compiled
+    return ((x << np.uint64(n)) | (x >> np.uint64(32 - n))) & _W32
+
+
+@njit(cache=True)
+def _sha1_hash32(msg, length, w):  # pragma: no cover - compiled
+    """datasketch's sha1_hash32 of msg[:length] (bytes as uint8): the first 4
+    bytes of the SHA-1 digest read little-endian. ``msg`` must have room for
+    the padding (length rounded up to 64 after 9 more bytes); ``w``: 80 uint64."""
+    total = ((length + 8) // 64 + 1) * 64
+    msg[length] = 0x80
+    for i in range(length + 1, total - 8):
+        msg[i] = 0
+    bits = np.uint64(length) * np.uint64(8)
+    for i in range(8):
+        msg[total - 1 - i] = np.uint8((bits >> np.uint64(8 * i)) & np.uint64(0xFF))
+    h0 = np.uint64(0x67452301)
+    h1 = np.uint64(0xEFCDAB89)
+    h2 = np.uint64(0x98BADCFE)
+    h3 = np.uint64(0x10325476)
+    h4 = np.uint64(0xC3D2E1F0)
+    for block in range(0, total, 64):
+        for i in range(16):
+            j = block + 4 * i
+            w[i] = ((np.uint64(msg[j]) << np.uint64(24)) | (np.uint64(msg[j + 1]) << np.uint64(16))
+                    | (np.uint64(msg[j + 2]) << np.uint64(8)) | np.uint64(msg[j + 3]))
+        for i in range(16, 80):
+            w[i] = _rotl32(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1)
+        a, b, c, d, e = h0, h1, h2, h3, h4
+        for i in range(20):  # four loops of 20 rounds: no branch inside a round
+            temp = (_rotl32(a, 5) + ((b & c) | ((b ^ _W32) & d)) + e + _K1 + w[i]) & _W32
+            e, d, c, b, a = d, c, _rotl32(b, 30), a, temp
+        for i in range(20, 40):
+            temp = (_rotl32(a, 5) + (b ^ c ^ d) + e + _K2 + w[i]) & _W32
+            e, d, c, b, a = d, c, _rotl32(b, 30), a, temp
+        for i in range(40, 60):
+            temp = (_rotl32(a, 5) + ((b & c) | (b & d) | (c & d)) + e + _K3 + w[i]) & _W32
+            e, d, c, b, a = d, c, _rotl32(b, 30), a, temp
+        for i in range(60, 80):
+            temp = (_rotl32(a, 5) + (b ^ c ^ d) + e + _K4 + w[i]) & _W32
+            e, d, c, b, a = d, c, _rotl32(b, 30), a, temp
+        h0 = (h0 + a) & _W32
+        h1 = (h1 + b) & _W32
+        h2 = (h2 + c) & _W32
+        h3 = (h3 + d) & _W32
+        h4 = (h4 + e) & _W32
+    # the digest's first 4 bytes are h0 big-endian; read little-endian they are h0 byte-swapped
+    return np.uint32(((h0 & np.uint64(0xFF)) << np.uint64(24)) | ((h0 & np.uint64(0xFF00)) << np.uint64(8))
+                     | ((h0 >> np.uint64(8)) & np.uint64(0xFF00)) | (h0 >> np.uint64(24)))
+
+
+@njit(cache=True, inline="always")
+def _is_word(c):  # pragma: no cover - compiled
+    return (48 <= c <= 57) or (65 <= c <= 90) or (97 <= c <= 122) or c == 95
+
+
+@njit(cache=True)
+def lessleak_shingle_hashes(cp, n):  # pragma: no cover - compiled
+    """(number of tokens, sha1_hash32 of every distinct shingle, unsorted) of
+    the text whose code points are ``cp``: the tokens of
+    ``re.split("[^A-Za-z_0-9]", text)`` (empty ones kept, so a text has one
+    more token than separators), their n-grams joined by one space, none when
+    there are fewer than n tokens. A shingle is the text from its first
+    token's start to its last token's end with each separator read as a space
+    (tokens are ASCII, so that is also its UTF-8); equal shingles are found
+    through a hash table and compared character by character, so each distinct
+    shingle is hashed once."""
+    L = cp.shape[0]
+    starts = np.empty(L + 1, dtype=np.int64)
+    ends = np.empty(L + 1, dtype=np.int64)
+    th = np.empty(L + 1, dtype=np.uint64)
+    m = 0
+    start = 0
+    poly = _ZERO
+    for i in range(L + 1):
+        if i == L or not _is_word(cp[i]):
+            starts[m] = start
+            ends[m] = i
+            th[m] = _fmix64(poly ^ _U64(i - start))
+            m += 1
+            start = i + 1
+            poly = _ZERO
+        else:
+            poly = poly * _FP_MULT + _U64(cp[i])
+    count = m - n + 1
+    if count <= 0:
+        return m, np.empty(0, dtype=np.uint32)
+    size = 1
+    while size < 2 * count:
+        size *= 2
+    mask = size - 1
+    table = np.full(size, -1, dtype=np.int64)
+    fps = np.empty(count, dtype=np.uint64)
+    distinct = np.empty(count, dtype=np.int64)
+    nd = 0
+    longest = 0
+    for i in range(count):
+        fp = th[i]
+        for j in range(1, n):
+            fp = fp * _NGRAM_MULT + th[i + j]
+        fps[i] = fp
+        slot = np.int64(fp >> _S32) & mask
+        while True:
+            other = table[slot]
+            if other < 0:
+                table[slot] = i
+                distinct[nd] = i
+                nd += 1
+                longest = max(longest, ends[i + n - 1] - starts[i])
+                break
+            if fps[other] == fp:
+                s1, s2, e1 = starts[i], starts[other], ends[i + n - 1]
+                same = e1 - s1 == ends[other + n - 1] - s2
+                k = 0
+                while same and k < e1 - s1:
+                    c1, c2 = cp[s1 + k], cp[s2 + k]
+                    same = c1 == c2 or not (_is_word(c1) or _is_word(c2))
+                    k += 1
+                if same:
+                    break
+            slot = (slot + 1) & mask
+    msg = np.empty(longest + 72, dtype=np.uint8)
+    w = np.empty(80, dtype=np.uint64)
+    out = np.empty(nd, dtype=np.uint32)
+    for r in range(nd):
+        i = distinct[r]
+        s = starts[i]
+        length = ends[i + n - 1] - s
+        for k in range(length):
+            c = cp[s + k]
+            msg[k] = np.uint8(c) if _is_word(c) else np.uint8(32)
+        out[r] = _sha1_hash32(msg, length, w)
+    return m, out

@@ -118,6 +118,9 @@ class Signer:
             th = kernels.code_token_hashes(np.frombuffer(text.encode("utf-8"), dtype=np.uint8), kernels.BYTE_CLASS)
             hashes = kernels.shingle_hashes_rolling64(th, s.ngram)
             n_tokens = len(th)
+        elif s.tokenizer == "lessleak" and s.hash == "sha1":
+            cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+            n_tokens, hashes = kernels.lessleak_shingle_hashes(cp, s.ngram)
         else:
             tokens = tokenize(text, s.tokenizer)
             n_tokens = len(tokens)
