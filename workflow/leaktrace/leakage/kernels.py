@@ -60,9 +60,11 @@ def _fmix64(h):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def code_token_hashes(b, byte_class):  # pragma: no cover - compiled
-    """``rolling64_token_hash`` of every ``code`` token of the UTF-8 bytes ``b``, in order."""
+    """(``rolling64_token_hash`` of every ``code`` token of the UTF-8 bytes
+    ``b``, in order; each token's first byte offset)."""
     n = b.shape[0]
     out = np.empty(n, dtype=np.uint64)
+    starts = np.empty(n, dtype=np.int64)
     m = 0
     i = 0
     while i < n:
@@ -70,6 +72,7 @@ def code_token_hashes(b, byte_class):  # pragma: no cover - compiled
         if c == 0:
             i += 1
             continue
+        starts[m] = i
         if c == 2:
             out[m] = _fmix64(_U64(b[i]) ^ _ONE)
             m += 1
@@ -84,7 +87,7 @@ def code_token_hashes(b, byte_class):  # pragma: no cover - compiled
             i += 1
         out[m] = _fmix64(poly ^ _U64(i - start))
         m += 1
-    return out[:m]
+    return out[:m], starts[:m]
 
 
 @njit(cache=True)

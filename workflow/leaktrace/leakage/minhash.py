@@ -115,7 +115,7 @@ class Signer:
         """(number of tokens, sorted unique 32-bit shingle hashes) of ``text``."""
         s = self.scheme
         if s.hash == "rolling64":
-            th = kernels.code_token_hashes(np.frombuffer(text.encode("utf-8"), dtype=np.uint8), kernels.BYTE_CLASS)
+            th, _ = kernels.code_token_hashes(np.frombuffer(text.encode("utf-8"), dtype=np.uint8), kernels.BYTE_CLASS)
             hashes = kernels.shingle_hashes_rolling64(th, s.ngram)
             n_tokens = len(th)
         elif s.tokenizer == "lessleak" and s.hash == "sha1":
