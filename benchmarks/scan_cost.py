@@ -7,7 +7,7 @@ CPU second and the process's peak resident memory are printed for each
 preset. The figures feed the Stack-v2-sized plan in
 docs/guides/scan-a-corpus.md.
 
-    .venv/bin/python benchmarks/scan_cost.py [--presets default lessleak]
+    .venv/bin/python benchmarks/scan_cost.py [--presets default lessleak] [--files N]
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from leaktrace.artifacts import read_records
 from leaktrace.data.corpora import iter_stdlib_code
 from leaktrace.data.humaneval import shipped_humaneval_path
@@ -30,10 +31,11 @@ from leaktrace.stages.leakage import build_index, scan_shard
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--presets", nargs="+", default=["default", "lessleak"])
+    ap.add_argument("--files", type=int, default=None, help="only the first FILES standard-library files (default: all)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        docs = list(iter_stdlib_code())
+        docs = list(iter_stdlib_code())[: args.files]
         pq.write_table(pa.table({"content": [d.text for d in docs], "path": [d.doc_id for d in docs]}), tmp / "stdlib.parquet")
         corpus = {"kind": "parquet", "paths": [str(tmp / "stdlib.parquet")], "content": "content", "id": "path",
                   "location": "path"}

@@ -13,7 +13,7 @@ generated C/C++ hard cases.
    model's inner out-of-fold probabilities on the training folds' C pairs);
    other languages keep the shared threshold, so Python is unchanged by
    construction. MCC per language comes with a 95% percentile interval from
-   2,000 bootstrap resamples of benchmark samples (every pair of a resampled
+   ``--bootstrap`` (2,000) resamples of benchmark samples (every pair of a resampled
    sample comes along).
 2. Hard cases of our own (:func:`leaktrace.leakage.devset.build_cfamily` on
    the C and C++ fixtures of ``resources/verify``), labelled by the rule
@@ -23,7 +23,7 @@ generated C/C++ hard cases.
    equivalent"); the most similar other task, another task's alternative
    implementation and a random other task are not. The shipped model decides.
 
-    .venv/bin/python benchmarks/verify_cfamily_cv.py [--folds 5] [--seeds 0 1 2]
+    .venv/bin/python benchmarks/verify_cfamily_cv.py [--folds 5] [--seeds 0 1 2] [--bootstrap 2000]
 """
 
 from __future__ import annotations
@@ -32,29 +32,28 @@ import argparse
 import time
 
 import numpy as np
+from sklearn.metrics import matthews_corrcoef
+from verify_human_labels import DATA
+
 from leaktrace.leakage import combiner, devset
 from leaktrace.leakage.features import vector
 from leaktrace.leakage.pairs import settings_for, verify_records
 from leaktrace.leakage.verify import Verifier, by_definition
 from leaktrace.seeding import derive_seed
 from leaktrace.stages.train_verifier import labels_and_groups, read_labelled
-from sklearn.metrics import matthews_corrcoef
-from verify_human_labels import DATA
-
-BOOTSTRAP = 2000
 
 
 def mcc(y: np.ndarray, pred: np.ndarray) -> float:
     return float(matthews_corrcoef(y, pred)) if 0 < y.sum() < len(y) else float("nan")
 
 
-def interval(y: np.ndarray, pred: np.ndarray, groups: np.ndarray, seed: int) -> tuple[float, float]:
+def interval(y: np.ndarray, pred: np.ndarray, groups: np.ndarray, seed: int, resamples: int) -> tuple[float, float]:
     """95% percentile interval of MCC over bootstrap resamples of the groups."""
     names, index = np.unique(groups, return_inverse=True)
     members = [np.flatnonzero(index == g) for g in range(len(names))]
     rng = np.random.default_rng(seed)
     values = []
-    for _ in range(BOOTSTRAP):
+    for _ in range(resamples):
         take = np.concatenate([members[g] for g in rng.integers(0, len(names), len(names))])
         values.append(mcc(y[take], pred[take]))
     lo, hi = np.nanpercentile(values, [2.5, 97.5])
@@ -86,6 +85,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples of benchmark samples per interval")
     a = ap.parse_args()
 
     start = time.process_time()
@@ -107,7 +107,7 @@ def main() -> None:
             cells = []
             for language in ("c", "python"):
                 k = lang == language
-                lo, hi = interval(y[k], pred[k], groups[k], derive_seed(seed, "bootstrap", language))
+                lo, hi = interval(y[k], pred[k], groups[k], derive_seed(seed, "bootstrap", language), a.bootstrap)
                 cells.append(f"{mcc(y[k], pred[k]):.3f} [{lo:.3f}, {hi:.3f}]")
             yc, pc = y[c_mask], pred[c_mask]
             counts = f"{int(np.sum(yc & pc))} / {int(np.sum(~yc & pc))} / {int(np.sum(yc & ~pc))} / {int(np.sum(~yc & ~pc))}"
@@ -121,7 +121,7 @@ def main() -> None:
     yh = np.array([p["duplicate"] for p in hard])
     ph = np.array([v.duplicate for v in got])
     gh = np.array([p["group"] for p in hard])
-    lo, hi = interval(yh, ph, gh, derive_seed(0, "bootstrap", "hard"))
+    lo, hi = interval(yh, ph, gh, derive_seed(0, "bootstrap", "hard"), a.bootstrap)
     print(f"\nHard cases (generated C and C++ pairs, shipped model; {time.process_time() - start:.0f} s of CPU): "
           f"{len(hard)} pairs of {len(set(gh))} functions, {int(yh.sum())} duplicates; MCC {mcc(yh, ph):.3f} [{lo:.3f}, {hi:.3f}]")
     print("\n| kind | language | pairs | called duplicate |\n| --- | --- | --- | --- |")

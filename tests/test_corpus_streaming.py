@@ -10,6 +10,7 @@ from collections import Counter
 import datasets  # noqa: F401  (pinned: the test fails, never skips, without it)
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from leaktrace.artifacts import read_records
 from leaktrace.leakage.sources import iter_source
 from leaktrace.stages.ingest import ingest_benchmark
