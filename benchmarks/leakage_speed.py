@@ -10,12 +10,22 @@ benchmarks streams the corpus once through one index; here HumanEval's
 signatures repeated under new ids, the worst case: every hit is a hit on all).
 
     .venv/bin/python benchmarks/leakage_speed.py [--naive-files 300] [--benchmarks 10] [--files N]
+        [--baseline ../main/workflow]
+
+Files per second per core are counted on CPU seconds (``time.process_time``),
+so a machine shared with other jobs does not deflate them; the wall-clock
+seconds are printed beside them. ``--baseline`` measures the batched path of
+another leaktrace source tree (e.g. main's ``workflow`` folder) in a child
+process of the same run, on the same files, for a before/after line.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
@@ -40,29 +50,39 @@ def _index(settings, signer, copies: int = 1):
     return index, bench
 
 
-def fast(preset: str, texts: list[str], batch: int = 256, benchmarks: int = 1) -> tuple[float, int]:
-    """Seconds for signatures + queries of ``texts`` against ``benchmarks``
-    copies of HumanEval in one index, and the number of candidate pairs."""
+def fast(preset: str, texts: list[str], batch: int = 256, benchmarks: int = 1) -> tuple[float, int, float]:
+    """CPU seconds for signatures + queries of ``texts`` against ``benchmarks``
+    copies of HumanEval in one index, the number of candidate pairs, and the
+    wall-clock seconds."""
     s = resolve(preset, {"preset": preset})
     signer = Signer(s.minhash)
     index, _ = _index(s, signer, benchmarks)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     found = 0
     for i in range(0, len(texts), batch):
         chunk = texts[i : i + batch]
         sigs = signer.signatures([signer.shingle_hashes(t)[1] for t in chunk])
         found += sum(len(c) for c in index.query(sigs))
-    return time.perf_counter() - t0, found
+    return time.process_time() - c0, found, time.perf_counter() - t0
 
 
-def naive(preset: str, texts: list[str]) -> tuple[float, int]:
+def baseline(tree: str, preset: str, files: int | None, sample: int | None) -> tuple[float, int, float]:
+    """:func:`fast` run with the leaktrace package of ``tree`` (a child process)."""
+    env = {**os.environ, "PYTHONPATH": os.path.abspath(tree)}
+    cmd = [sys.executable, __file__, "--only-fast", preset, "--naive-files", str(sample or 0)]
+    cmd += ["--files", str(files)] if files is not None else []
+    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
+    return tuple(json.loads(out.strip().splitlines()[-1]))
+
+
+def naive(preset: str, texts: list[str]) -> tuple[float, int, float]:
     s = resolve(preset, {"preset": preset})
     signer = Signer(s.minhash)
     _, bench = _index(s, signer)
     lsh = MinHashLSH(num_perm=s.minhash.num_perm, params=(s.bands, s.rows))
     for k, t in enumerate(bench):
         lsh.insert(k, s.minhash.datasketch_minhash(t))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     found = 0
     for t in texts:
         m = s.minhash
@@ -70,12 +90,12 @@ def naive(preset: str, texts: list[str]) -> tuple[float, int]:
         for value in m.datasketch_values(t):
             mh.update(value)
         found += len(lsh.query(mh))
-    return time.perf_counter() - t0, found
+    return time.process_time() - c0, found, time.perf_counter() - t0
 
 
 def _worker(args):
     preset, texts = args
-    return fast(preset, texts)[0]
+    return fast(preset, texts)[2]
 
 
 def parallel(preset: str, texts: list[str], workers: int) -> float:
@@ -92,30 +112,42 @@ def main() -> None:
     ap.add_argument("--naive-files", type=int, default=300, help="files for the (slow) naive loop")
     ap.add_argument("--benchmarks", type=int, default=10, help="benchmarks indexed at once for the one-pass line")
     ap.add_argument("--files", type=int, default=None, help="only the first FILES standard-library files (default: all)")
+    ap.add_argument("--baseline", default=None, help="another leaktrace source tree (its workflow/ folder) to measure too")
+    ap.add_argument("--only-fast", default=None, help=argparse.SUPPRESS)  # the child process of --baseline
+    ap.add_argument("--skip-scaling", action="store_true", help="leave out the index-size and worker-scaling lines")
     args = ap.parse_args()
     texts = _texts()[: args.files]
+    if args.only_fast:
+        fast(args.only_fast, texts[:20])  # warm-up (permutations, powers, compiled code)
+        print(json.dumps(fast(args.only_fast, texts)))
+        return
     sample = texts[:: max(1, len(texts) // args.naive_files)][: args.naive_files]
     print(f"standard library: {len(texts)} .py files, {sum(map(len, texts)) / 1e6:.1f} MB; naive loop on {len(sample)} of them"
-          f" ({os.cpu_count()} cores)")
-    print(f"{'scheme':<10} {'path':<28} {'files':>6} {'seconds':>8} {'files/s/core':>13}")
-    results = {}
+          f" ({os.cpu_count()} cores; files/s/core on CPU seconds, wall seconds beside them)")
+    print(f"{'scheme':<10} {'path':<28} {'files':>6} {'cpu s':>8} {'wall s':>8} {'files/s/core':>13}")
+
+    def line(preset: str, path: str, n: int, cpu: float, wall: float, extra: str = "") -> None:
+        print(f"{preset:<10} {path:<28} {n:>6} {cpu:>8.2f} {wall:>8.2f} {n / cpu:>13.0f}{extra}")
+
     for preset in ("default", "lessleak"):
-        fast(preset, texts[:20])  # warm-up (permutations, powers)
-        secs, _ = fast(preset, texts)
-        results[(preset, "fast")] = len(texts) / secs
-        print(f"{preset:<10} {'ours: batched + band query':<28} {len(texts):>6} {secs:>8.2f} {len(texts) / secs:>13.0f}")
-        secs_s, _ = fast(preset, sample)
-        secs_n, _ = naive(preset, sample)
-        results[(preset, "naive")] = len(sample) / secs_n
-        print(f"{preset:<10} {'ours, same files as naive':<28} {len(sample):>6} {secs_s:>8.2f} {len(sample) / secs_s:>13.0f}")
-        print(f"{preset:<10} {'naive MinHash()+update()':<28} {len(sample):>6} {secs_n:>8.2f} {len(sample) / secs_n:>13.0f}"
-              f"   -> ours is {secs_n / len(sample) / (secs_s / len(sample)):.1f}x faster")
+        fast(preset, texts[:20])  # warm-up (permutations, powers, compiled code)
+        cpu, _, wall = fast(preset, texts)
+        line(preset, "ours: batched + band query", len(texts), cpu, wall)
+        if args.baseline:
+            cpu_b, _, wall_b = baseline(args.baseline, preset, args.files, None)
+            line(preset, "baseline tree, same path", len(texts), cpu_b, wall_b, f"   -> ours is {cpu_b / cpu:.1f}x faster")
+        cpu_s, _, wall_s = fast(preset, sample)
+        cpu_n, _, wall_n = naive(preset, sample)
+        line(preset, "ours, same files as naive", len(sample), cpu_s, wall_s)
+        line(preset, "naive MinHash()+update()", len(sample), cpu_n, wall_n, f"   -> ours is {cpu_n / cpu_s:.1f}x faster")
+    if args.skip_scaling:
+        return
     for n in (1, args.benchmarks):
-        secs, found = fast("default", texts, benchmarks=n)
-        print(f"default, {n:>2} benchmark(s) indexed: {len(texts) / secs:.0f} files/s/core ({found} candidate pairs)")
+        cpu, found, _ = fast("default", texts, benchmarks=n)
+        print(f"default, {n:>2} benchmark(s) indexed: {len(texts) / cpu:.0f} files/s/core ({found} candidate pairs)")
     one = parallel("default", texts, 1)
     two = parallel("default", texts, 2)
-    print(f"default scaling: 1 worker {len(texts) / one:.0f} files/s, 2 workers {len(texts) / two:.0f} files/s "
+    print(f"default scaling (wall): 1 worker {len(texts) / one:.0f} files/s, 2 workers {len(texts) / two:.0f} files/s "
           f"(speed-up {one / two:.2f}x)")
 
 

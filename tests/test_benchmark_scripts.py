@@ -53,6 +53,7 @@ SMOKE = {
                                   "smoke-natural", "--pool", "10", "--limit", "2", "--workers", "1"), r"original beats all +\d+ = [\d.]+ Wilson",
                                  uses_run=True, slow=True),
     "renamed_channel.py": Smoke(("--stdlib-files", "20", "--short"), r"cost of the renamed channel: shard job x[\d.]+", slow=True),
+    "scan_cost.py": Smoke(("--files", "20", "--presets", "default"), r"files per CPU second"),
     "sandbox_speed.py": Smoke(("--runs", "2"), r"runs/s", in_repository=True),
     "scan_kinds.py": Smoke(("--stdlib-files", "5", "--samples", "2"), r"precision of all duplicate pairs: \d+/\d+", slow=True),
     "scoring_speed.py": Smoke(("--naive-samples", "2", "--limit", "4"), r"\(a\) / \(b\) = [\d.]+x faster"),
@@ -63,6 +64,7 @@ SMOKE = {
     "variant_generators.py": Smoke((f"{RUN}/variants/lexicon.parquet", "smoke-generators", "--limit", "2"),
                                    r"exchangeable", uses_run=True, slow=True),
     "verify_human_labels.py": Smoke(("--folds", "2"), r"cross-validated", slow=True),
+    "verify_cfamily_cv.py": Smoke(("--folds", "2", "--seeds", "0", "--bootstrap", "20"), r"Hard cases .* MCC", slow=True),
     "verify_devset.py": Smoke(("--cache", "smoke-verify", "--limit", "20", "--workers", "1"), r"held-out half", slow=True),
 }
 # Scripts that need hardware the tests never have: their own checks run where it is (pytest -m gpu).

@@ -350,7 +350,7 @@ def _huggingface_records(settings: dict) -> Iterator[tuple[str, object]]:
         import datasets
     except ImportError:
         raise InputError(settings["dataset"], None, "a huggingface benchmark needs the `datasets` package "
-                         "(pip install datasets); it is not part of the pinned environment") from None
+                         "(pinned in requirements.lock: pip install -c requirements.lock datasets)") from None
     ds = datasets.load_dataset(settings["dataset"], name=settings.get("config"), split=settings.get("split") or "test",
                                data_files=settings.get("path"), revision=settings.get("revision"), streaming=True)
     for k, record in enumerate(ds, 1):

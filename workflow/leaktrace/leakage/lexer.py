@@ -63,23 +63,25 @@ def layout_stream(tokens: list[Token]) -> list[str]:
 def renamed_stream(tokens: list[Token], keywords: frozenset[str]) -> list[str]:
     names: dict[str, str] = {}
     out = []
-    for t in tokens:
-        if t.kind == "name" and t.text not in keywords:
-            out.append(names.setdefault(t.text, f"${len(names)}"))
-        elif t.kind in ("string", "number"):
-            out.append("STR" if t.kind == "string" else "NUM")
+    append = out.append
+    for kind, text in tokens:
+        if kind == "name":
+            if text in keywords:
+                append(text)
+            else:
+                renamed = names.get(text)
+                if renamed is None:
+                    renamed = names[text] = f"${len(names)}"
+                append(renamed)
         else:
-            out.append(t.text)
+            append(_LITERAL.get(kind, text))
     return out
+
+
+_LITERAL = {"string": "STR", "number": "NUM"}
 
 
 def blind_stream(tokens: list[Token], keywords: frozenset[str]) -> list[str]:
-    out = []
-    for t in tokens:
-        if t.kind == "name" and t.text not in keywords:
-            out.append("ID")
-        elif t.kind in ("string", "number"):
-            out.append("STR" if t.kind == "string" else "NUM")
-        else:
-            out.append(t.text)
-    return out
+    # one comprehension, no method calls: the verifier computes this stream for both sides of every pair
+    return [("ID" if text not in keywords else text) if kind == "name" else
+            "STR" if kind == "string" else "NUM" if kind == "number" else text for kind, text in tokens]

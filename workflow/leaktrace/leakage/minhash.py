@@ -8,10 +8,11 @@ the 32-bit input hash, then ``a*h + b`` in uint32; ``legacy``: ``(h*a + b) %
 (2^61 - 1)`` in wrapping uint64, masked to 32 bits), so a signature from
 :class:`Signer` equals ``datasketch.MinHash(num_perm, seed, scheme=...,
 hashfunc=scheme.hashfunc())`` updated with :meth:`MinHashScheme.datasketch_values`
-(tests/test_leakage.py checks it). The speed comes from doing the per-shingle
-work in NumPy: hashing a document's tokens in a few vectorised passes
-(``rolling64``), deduplicating shingle hashes (the minimum is idempotent), and
-applying all permutations to a batch of documents at once.
+(tests/test_leakage.py checks it). The speed comes from compiled loops
+(leakage/kernels.py): tokenising and hashing a document in one pass over its
+bytes (``rolling64``), deduplicating shingle hashes (the minimum is
+idempotent), and applying all permutations to a batch of documents in one
+fused permute-and-minimum loop.
 """
 
 from __future__ import annotations
@@ -25,13 +26,12 @@ import numpy as np
 import xxhash
 from datasketch import MinHash
 
+from leaktrace.leakage import kernels
 from leaktrace.leakage.tokens import (
     TOKENIZERS,
     ngram_spans,
     rolling64_shingle_hash,
-    rolling64_shingle_hashes,
     shingles,
-    token_hashes_rolling64,
     tokenize,
     tokenizer_shingles,
 )
@@ -98,7 +98,6 @@ class MinHashScheme:
 class Signer:
     """Shingle hashes and signatures of many documents under one scheme."""
 
-    CHUNK = 8192  # shingles per permutation block (P x CHUNK values stay in cache)
     CACHE_LIMIT = 1 << 20  # per-shingle hash cache entries (string hashes only)
 
     def __init__(self, scheme: MinHashScheme):
@@ -116,75 +115,37 @@ class Signer:
         """(number of tokens, sorted unique 32-bit shingle hashes) of ``text``."""
         s = self.scheme
         if s.hash == "rolling64":
-            th = token_hashes_rolling64(text.encode("utf-8"))
-            hashes = rolling64_shingle_hashes(th, s.ngram)
+            th, _ = kernels.code_token_hashes(np.frombuffer(text.encode("utf-8"), dtype=np.uint8), kernels.BYTE_CLASS)
+            hashes = kernels.shingle_hashes_rolling64(th, s.ngram)
             n_tokens = len(th)
+        elif s.tokenizer == "lessleak" and s.hash == "sha1":
+            cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+            n_tokens, hashes = kernels.lessleak_shingle_hashes(cp, s.ngram)
         else:
             tokens = tokenize(text, s.tokenizer)
             n_tokens = len(tokens)
             cache, fn = self._cache, self._hashfunc
             if len(cache) > self.CACHE_LIMIT:
                 cache.clear()  # bounded: memory never grows with the corpus
-            values = []
-            for sh in shingles(tokens, s.ngram, short=s.tokenizer != "lessleak"):
-                h = cache.get(sh)
-                if h is None:
-                    h = cache[sh] = fn(sh.encode("utf-8"))
-                values.append(h)
+            distinct = set(shingles(tokens, s.ngram, short=s.tokenizer != "lessleak"))
+            values = list(map(cache.get, distinct))  # the lookups in C; misses hashed below
+            if None in values:
+                for i, (sh, h) in enumerate(zip(distinct, values)):
+                    if h is None:
+                        values[i] = cache[sh] = fn(sh.encode("utf-8"))
             hashes = np.array(values, dtype=np.uint32)
-        hashes.sort()
-        if len(hashes) > 1:
-            hashes = hashes[np.concatenate(([True], hashes[1:] != hashes[:-1]))]
-        return n_tokens, hashes
-
-    def _permute_min(self, h: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """Minimum over each segment (starting at ``offsets``) of every
-        permutation of the 32-bit hashes ``h``: shape (num_perm, n_segments)."""
-        with np.errstate(over="ignore"):
-            if self.scheme.scheme == "affine32":
-                x = h.astype(np.uint32)
-                x ^= x >> np.uint32(16)
-                x *= np.uint32(0x85EBCA6B)
-                x ^= x >> np.uint32(13)
-                x *= np.uint32(0xC2B2AE35)
-                x ^= x >> np.uint32(16)
-                v = self._a * x[None, :]
-                v += self._b
-            else:
-                v = self._a * h.astype(np.uint64)[None, :]
-                v += self._b
-                v %= _MERSENNE
-                v &= _MAX32
-        return np.minimum.reduceat(v, offsets, axis=1)
+        hashes.sort()  # NumPy's sort (SIMD) is several times faster than numba's
+        return n_tokens, kernels.sorted_unique(hashes)
 
     def signatures(self, hash_sets: Sequence[np.ndarray]) -> np.ndarray:
         """Signatures (n_docs x num_perm) of documents given by their shingle
         hashes; a document without shingles gets datasketch's empty signature."""
         out = np.full((len(hash_sets), self.scheme.num_perm), self.empty_value, dtype=self.dtype)
-        group: list[int] = []
-        size = 0
-
-        def flush() -> None:
-            nonlocal group, size
-            if group:
-                lengths = [len(hash_sets[i]) for i in group]
-                offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-                mins = self._permute_min(np.concatenate([hash_sets[i] for i in group]), offsets)
-                out[group] = mins.T
-            group, size = [], 0
-
-        for i, h in enumerate(hash_sets):
-            if len(h) == 0:
-                continue
-            if len(h) > self.CHUNK:  # one large document: its own blocks
-                sig = out[i]
-                for start in range(0, len(h), self.CHUNK):
-                    block = self._permute_min(h[start : start + self.CHUNK], np.zeros(1, dtype=np.intp))[:, 0]
-                    np.minimum(sig, block, out=sig)
-                continue
-            if size + len(h) > self.CHUNK:
-                flush()
-            group.append(i)
-            size += len(h)
-        flush()
+        if not len(hash_sets):
+            return out
+        offsets = np.zeros(len(hash_sets) + 1, dtype=np.int64)
+        np.cumsum([len(h) for h in hash_sets], out=offsets[1:])
+        hashes = np.concatenate([np.asarray(h, dtype=np.uint32) for h in hash_sets])
+        kernel = kernels.min_affine32 if self.scheme.scheme == "affine32" else kernels.min_legacy
+        kernel(hashes, offsets, self._a[:, 0], self._b[:, 0], out)
         return out

@@ -17,8 +17,9 @@ when either channel says so, and the verifier decides as before.
 
 :func:`normalised_code` is the definition (a string of tokens);
 :func:`normalised_shingle_hashes` computes the same shingle hashes for the
-``rolling64`` hash with NumPy (the raw channel's speed; tests check the two
-agree). Only code is normalised: problem text would become a run of ``ID``."""
+``rolling64`` hash with the raw channel's compiled tokeniser
+(leakage/kernels.py) and NumPy (tests check the two agree). Only code is
+normalised: problem text would become a run of ``ID``."""
 
 from __future__ import annotations
 
@@ -29,14 +30,9 @@ import numpy as np
 
 from leaktrace.data.samples import TEXT
 from leaktrace.languages import C_KEYWORDS, PYTHON_KEYWORDS
+from leaktrace.leakage import kernels
 from leaktrace.leakage.minhash import Signer
-from leaktrace.leakage.tokens import (
-    code_token_spans,
-    code_tokens,
-    rolling64_shingle_hashes,
-    rolling64_token_hash,
-    token_hashes_rolling64,
-)
+from leaktrace.leakage.tokens import code_tokens, rolling64_token_hash
 
 KEPT_NAMES = PYTHON_KEYWORDS | C_KEYWORDS | frozenset(dir(builtins)) | {"ID", "STR"}
 _KEPT_HASHES = np.array(sorted(rolling64_token_hash(name) for name in KEPT_NAMES), dtype=np.uint64)
@@ -91,12 +87,12 @@ def normalised_shingle_hashes(signer: Signer, code: str, language: str | None) -
     b = np.frombuffer(data, dtype=np.uint8)
     if len(b) == 0:
         return 0, np.empty(0, dtype=np.uint32)
-    starts, ends = code_token_spans(b)
-    th = token_hashes_rolling64(data, (starts, ends))
+    th, starts = kernels.code_token_hashes(b, kernels.BYTE_CLASS)
     after_dot = np.zeros(len(th), dtype=bool)
     after_dot[1:] = th[:-1] == _DOT_HASH
     kept = _KEPT_HASHES[np.minimum(np.searchsorted(_KEPT_HASHES, th), len(_KEPT_HASHES) - 1)] == th
     names = _FIRST_NAME_BYTE[b[starts]] & ~kept & ~after_dot
     th = np.where(names, _ID_HASH, th)
-    hashes = np.unique(rolling64_shingle_hashes(th, signer.scheme.ngram))
-    return len(th), hashes
+    hashes = kernels.shingle_hashes_rolling64(th, signer.scheme.ngram)
+    hashes.sort()
+    return len(th), kernels.sorted_unique(hashes)

@@ -541,7 +541,7 @@ def _huggingface_docs(source: dict, part: int, n_parts: int) -> Iterator[RawDocu
         from datasets.distributed import split_dataset_by_node
     except ImportError as err:
         raise InputError(source["dataset"], None, "a huggingface corpus source needs the `datasets` package "
-                         "(pip install datasets); it is not part of the pinned environment") from err
+                         "(pinned in requirements.lock: pip install -c requirements.lock datasets)") from err
     ds = datasets.load_dataset(source["dataset"], name=source.get("config"), data_dir=source.get("data_dir"),
                                split=source.get("split") or "train", streaming=True, revision=source.get("revision"))
     ds = split_dataset_by_node(ds, rank=part, world_size=n_parts)

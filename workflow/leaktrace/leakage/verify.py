@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
 
 from rapidfuzz.distance import Indel
 
@@ -133,6 +134,11 @@ class Side:
     @property
     def keywords(self) -> frozenset[str]:
         return keywords_for(self.language)
+
+    @cached_property
+    def blind(self) -> list[str]:
+        """The blind stream of ``tokens``, computed once however many pairs the side is in."""
+        return blind_stream(self.tokens, self.keywords)
 
 
 @dataclass(frozen=True)
@@ -317,7 +323,7 @@ class Verifier:
     def _values(self, bench: Side, corpus: Side) -> Verdict:
         """The values behind a decision, undecided."""
         inter = len(bench.shingles & corpus.shingles)
-        union = len(bench.shingles | corpus.shingles)
+        union = len(bench.shingles) + len(corpus.shingles) - inter
         jaccard = inter / union if union else 0.0
         containment = inter / len(bench.shingles) if bench.shingles else 0.0
         containment_corpus = inter / len(corpus.shingles) if corpus.shingles else 0.0
@@ -328,17 +334,21 @@ class Verifier:
         flagged = jaccard >= self.s.jaccard or (self.s.containment is not None and containment >= self.s.containment)
         kw = bench.keywords
         b_tokens, c_tokens = bench.tokens, corpus.tokens
-        b_blind = blind_stream(b_tokens, kw)
+        b_blind = bench.blind  # kw is the bench side's keywords
+        c_blind = corpus.blind if corpus.keywords == kw else blind_stream(c_tokens, kw)
         aligned = False
         if b_tokens and len(c_tokens) > ALIGN_MARGIN * len(b_tokens):
-            window = best_window(*as_text(b_blind, blind_stream(c_tokens, kw)))
+            window = best_window(*as_text(b_blind, c_blind))
             if window is not None:
                 c_tokens = c_tokens[window[0] : window[1]]
+                c_blind = c_blind[window[0] : window[1]]  # the stream maps token to token
                 aligned = True
-        b_text, c_text = as_text(b_blind, blind_stream(c_tokens, kw))
+        b_text, c_text = as_text(b_blind, c_blind)
         similarity = Indel.normalized_similarity(b_text, c_text) if b_tokens or c_tokens else 0.0
-        layout_equal = bool(b_tokens) and layout_stream(b_tokens) == layout_stream(c_tokens)
-        renamed_equal = bool(b_tokens) and renamed_stream(b_tokens, kw) == renamed_stream(c_tokens, kw)
+        # both streams map token to token, so sides of different lengths differ (no stream needed)
+        same_length = bool(b_tokens) and len(b_tokens) == len(c_tokens)
+        layout_equal = same_length and layout_stream(b_tokens) == layout_stream(c_tokens)
+        renamed_equal = same_length and renamed_stream(b_tokens, kw) == renamed_stream(c_tokens, kw)
         literals_equal = [t.text for t in b_tokens if t.kind in ("string", "number")] == [
             t.text for t in c_tokens if t.kind in ("string", "number")]
         note = runnable(bench.language, bench.test, bench.entry_point) or (

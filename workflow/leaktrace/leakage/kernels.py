@@ -1,0 +1,308 @@
+"""The signing path's inner loops, compiled with numba: one pass over a
+document's UTF-8 bytes for the ``rolling64`` shingle hashes, and one fused
+loop (permute, then keep the minimum) over a batch's shingle hashes for each
+MinHash scheme.
+
+Why compiled: profiling the NumPy path on the standard library put about half
+of the time in applying the permutations (a num_perm x shingles temporary,
+written and read three to five times, and for ``legacy`` a uint64 ``%``) and
+most of the rest in the dozen array passes that tokenise and hash a document;
+here each value is computed once, in registers. The arithmetic is the
+definition's (leakage/tokens.py, leakage/minhash.py), so the values are the
+same bit for bit: tests/test_leakage.py compares them with datasketch,
+tests/test_verify_human.py with LessLeak's released script, and
+tests/test_signature_pins.py pins them.
+
+``legacy``'s ``(a*h + b) mod (2^61 - 1)`` of a wrapped uint64 ``x`` is reduced
+as ``(x & p) + (x >> 61)`` followed by one conditional subtraction of p: x is
+``hi*2^61 + lo`` with ``2^61 = 1 (mod p)``, ``lo <= p`` and ``hi <= 7``, so the
+sum is below 2p.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_U64 = np.uint64
+_U32 = np.uint32
+_POLY_BASE = np.uint64(0x100000001B3)  # leakage/tokens.py POLY_BASE
+_NGRAM_MULT = np.uint64(0x9E3779B97F4A7C15)  # leakage/tokens.py NGRAM_MULT
+_M1 = np.uint64(0xFF51AFD7ED558CCD)
+_M2 = np.uint64(0xC4CEB9FE1A85EC53)
+_S33 = np.uint64(33)
+_S32 = np.uint64(32)
+_S61 = np.uint64(61)
+_MERSENNE = np.uint64((1 << 61) - 1)
+_MAX32 = np.uint64((1 << 32) - 1)
+_F1 = np.uint32(0x85EBCA6B)
+_F2 = np.uint32(0xC2B2AE35)
+_S16 = np.uint32(16)
+_S13 = np.uint32(13)
+_ONE = np.uint64(1)
+_ZERO = np.uint64(0)
+
+# byte classes of the ``code`` tokenizer: 0 whitespace, 1 word byte, 2 any other byte (a token alone)
+BYTE_CLASS = np.full(256, 2, dtype=np.uint8)
+BYTE_CLASS[list(b" \t\n\r\x0b\x0c")] = 0
+BYTE_CLASS[list(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")] = 1
+BYTE_CLASS[128:] = 1
+
+
+@njit(cache=True, inline="always")
+def _fmix64(h):  # pragma: no cover - compiled
+    h ^= h >> _S33
+    h *= _M1
+    h ^= h >> _S33
+    h *= _M2
+    return h ^ (h >> _S33)
+
+
+@njit(cache=True)
+def code_token_hashes(b, byte_class):  # pragma: no cover - compiled
+    """(``rolling64_token_hash`` of every ``code`` token of the UTF-8 bytes
+    ``b``, in order; each token's first byte offset)."""
+    n = b.shape[0]
+    out = np.empty(n, dtype=np.uint64)
+    starts = np.empty(n, dtype=np.int64)
+    m = 0
+    i = 0
+    while i < n:
+        c = byte_class[b[i]]
+        if c == 0:
+            i += 1
+            continue
+        starts[m] = i
+        if c == 2:
+            out[m] = _fmix64(_U64(b[i]) ^ _ONE)
+            m += 1
+            i += 1
+            continue
+        poly = _ZERO
+        power = _ONE
+        start = i
+        while i < n and byte_class[b[i]] == 1:
+            poly += _U64(b[i]) * power
+            power *= _POLY_BASE
+            i += 1
+        out[m] = _fmix64(poly ^ _U64(i - start))
+        m += 1
+    return out[:m], starts[:m]
+
+
+@njit(cache=True)
+def shingle_hashes_rolling64(token_hashes, n):  # pragma: no cover - compiled
+    """``rolling64`` shingle hashes (uint32, in document order) of a document's
+    token hashes: n-grams, or one shingle of all tokens when there are fewer."""
+    m = token_hashes.shape[0]
+    if m == 0:
+        return np.empty(0, dtype=np.uint32)
+    k = min(n, m)
+    count = m - k + 1
+    out = np.empty(count, dtype=np.uint32)
+    for i in range(count):
+        x = token_hashes[i]
+        for j in range(1, k):
+            x = x * _NGRAM_MULT + token_hashes[i + j]
+        out[i] = _U32(x >> _S32)
+    return out
+
+
+@njit(cache=True)
+def min_affine32(hashes, offsets, a, b, out):  # pragma: no cover - compiled
+    """out[d, p] = min over document d's hashes h of a[p] * fmix32(h) + b[p]
+    (uint32, wrapping); documents are hashes[offsets[d]:offsets[d + 1]]; rows
+    of documents without hashes are left as they are."""
+    P = a.shape[0]
+    for d in range(offsets.shape[0] - 1):
+        sig = out[d]
+        for t in range(offsets[d], offsets[d + 1]):
+            x = hashes[t]  # numba widens uint32 arithmetic to 64 bits: truncate after each step
+            x = _U32(x ^ (x >> _S16))
+            x = _U32(x * _F1)
+            x = _U32(x ^ (x >> _S13))
+            x = _U32(x * _F2)
+            x = _U32(x ^ (x >> _S16))
+            for p in range(P):
+                sig[p] = min(sig[p], _U32(a[p] * x + b[p]))
+
+
+@njit(cache=True)
+def min_legacy(hashes, offsets, a, b, out):  # pragma: no cover - compiled
+    """out[d, p] = min over document d's hashes h of ((a[p] * h + b[p]) mod
+    2^64 mod (2^61 - 1)) & (2^32 - 1), datasketch's legacy permutation. The
+    loop runs over a document's hashes for one permutation at a time (a
+    vectorised reduction, twice as fast here as updating all permutations per
+    hash, which suits affine32's cheaper arithmetic better)."""
+    P = a.shape[0]
+    for d in range(offsets.shape[0] - 1):
+        lo, hi = offsets[d], offsets[d + 1]
+        for p in range(P):
+            ap = a[p]
+            bp = b[p]
+            m = out[d, p]
+            for t in range(lo, hi):  # branch-free, so that LLVM vectorises it
+                v = ap * _U64(hashes[t]) + bp
+                r = (v & _MERSENNE) + (v >> _S61)
+                m = min(m, min(r, r - _MERSENNE) & _MAX32)  # r < 2p: r - p wraps above r unless r >= p
+            out[d, p] = m
+
+
+@njit(cache=True)
+def sorted_unique(h):  # pragma: no cover - compiled
+    """The distinct values of the sorted array ``h`` (a view of its start, overwritten in place)."""
+    n = h.shape[0]
+    if n < 2:
+        return h
+    w = 1
+    for i in range(1, n):
+        if h[i] != h[w - 1]:
+            h[w] = h[i]
+            w += 1
+    return h[:w]
+
+
+# --- LessLeak's shingles: re.split("[^A-Za-z_0-9]") tokens, space-joined, sha1_hash32 ---------------------------
+
+_K1 = np.uint64(0x5A827999)
+_K2 = np.uint64(0x6ED9EBA1)
+_K3 = np.uint64(0x8F1BBCDC)
+_K4 = np.uint64(0xCA62C1D6)
+_W32 = np.uint64(0xFFFFFFFF)
+_FP_MULT = np.uint64(0x100000001B3)
+
+
+@njit(cache=True, inline="always")
+def _rotl32(x, n):  # pragma: no cover - compiled
+    return ((x << np.uint64(n)) | (x >> np.uint64(32 - n))) & _W32
+
+
+@njit(cache=True)
+def _sha1_hash32(msg, length, w):  # pragma: no cover - compiled
+    """datasketch's sha1_hash32 of msg[:length] (bytes as uint8): the first 4
+    bytes of the SHA-1 digest read little-endian. ``msg`` must have room for
+    the padding (length rounded up to 64 after 9 more bytes); ``w``: 80 uint64."""
+    total = ((length + 8) // 64 + 1) * 64
+    msg[length] = 0x80
+    for i in range(length + 1, total - 8):
+        msg[i] = 0
+    bits = np.uint64(length) * np.uint64(8)
+    for i in range(8):
+        msg[total - 1 - i] = np.uint8((bits >> np.uint64(8 * i)) & np.uint64(0xFF))
+    h0 = np.uint64(0x67452301)
+    h1 = np.uint64(0xEFCDAB89)
+    h2 = np.uint64(0x98BADCFE)
+    h3 = np.uint64(0x10325476)
+    h4 = np.uint64(0xC3D2E1F0)
+    for block in range(0, total, 64):
+        for i in range(16):
+            j = block + 4 * i
+            w[i] = ((np.uint64(msg[j]) << np.uint64(24)) | (np.uint64(msg[j + 1]) << np.uint64(16))
+                    | (np.uint64(msg[j + 2]) << np.uint64(8)) | np.uint64(msg[j + 3]))
+        for i in range(16, 80):
+            w[i] = _rotl32(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1)
+        a, b, c, d, e = h0, h1, h2, h3, h4
+        for i in range(20):  # four loops of 20 rounds: no branch inside a round
+            temp = (_rotl32(a, 5) + ((b & c) | ((b ^ _W32) & d)) + e + _K1 + w[i]) & _W32
+            e, d, c, b, a = d, c, _rotl32(b, 30), a, temp
+        for i in range(20, 40):
+            temp = (_rotl32(a, 5) + (b ^ c ^ d) + e + _K2 + w[i]) & _W32
+            e, d, c, b, a = d, c, _rotl32(b, 30), a, temp
+        for i in range(40, 60):
+            temp = (_rotl32(a, 5) + ((b & c) | (b & d) | (c & d)) + e + _K3 + w[i]) & _W32
+            e, d, c, b, a = d, c, _rotl32(b, 30), a, temp
+        for i in range(60, 80):
+            temp = (_rotl32(a, 5) + (b ^ c ^ d) + e + _K4 + w[i]) & _W32
+            e, d, c, b, a = d, c, _rotl32(b, 30), a, temp
+        h0 = (h0 + a) & _W32
+        h1 = (h1 + b) & _W32
+        h2 = (h2 + c) & _W32
+        h3 = (h3 + d) & _W32
+        h4 = (h4 + e) & _W32
+    # the digest's first 4 bytes are h0 big-endian; read little-endian they are h0 byte-swapped
+    return np.uint32(((h0 & np.uint64(0xFF)) << np.uint64(24)) | ((h0 & np.uint64(0xFF00)) << np.uint64(8))
+                     | ((h0 >> np.uint64(8)) & np.uint64(0xFF00)) | (h0 >> np.uint64(24)))
+
+
+@njit(cache=True, inline="always")
+def _is_word(c):  # pragma: no cover - compiled
+    return (48 <= c <= 57) or (65 <= c <= 90) or (97 <= c <= 122) or c == 95
+
+
+@njit(cache=True)
+def lessleak_shingle_hashes(cp, n):  # pragma: no cover - compiled
+    """(number of tokens, sha1_hash32 of every distinct shingle, unsorted) of
+    the text whose code points are ``cp``: the tokens of
+    ``re.split("[^A-Za-z_0-9]", text)`` (empty ones kept, so a text has one
+    more token than separators), their n-grams joined by one space, none when
+    there are fewer than n tokens. A shingle is the text from its first
+    token's start to its last token's end with each separator read as a space
+    (tokens are ASCII, so that is also its UTF-8); equal shingles are found
+    through a hash table and compared character by character, so each distinct
+    shingle is hashed once."""
+    L = cp.shape[0]
+    starts = np.empty(L + 1, dtype=np.int64)
+    ends = np.empty(L + 1, dtype=np.int64)
+    th = np.empty(L + 1, dtype=np.uint64)
+    m = 0
+    start = 0
+    poly = _ZERO
+    for i in range(L + 1):
+        if i == L or not _is_word(cp[i]):
+            starts[m] = start
+            ends[m] = i
+            th[m] = _fmix64(poly ^ _U64(i - start))
+            m += 1
+            start = i + 1
+            poly = _ZERO
+        else:
+            poly = poly * _FP_MULT + _U64(cp[i])
+    count = m - n + 1
+    if count <= 0:
+        return m, np.empty(0, dtype=np.uint32)
+    size = 1
+    while size < 2 * count:
+        size *= 2
+    mask = size - 1
+    table = np.full(size, -1, dtype=np.int64)
+    fps = np.empty(count, dtype=np.uint64)
+    distinct = np.empty(count, dtype=np.int64)
+    nd = 0
+    longest = 0
+    for i in range(count):
+        fp = th[i]
+        for j in range(1, n):
+            fp = fp * _NGRAM_MULT + th[i + j]
+        fps[i] = fp
+        slot = np.int64(fp >> _S32) & mask
+        while True:
+            other = table[slot]
+            if other < 0:
+                table[slot] = i
+                distinct[nd] = i
+                nd += 1
+                longest = max(longest, ends[i + n - 1] - starts[i])
+                break
+            if fps[other] == fp:
+                s1, s2, e1 = starts[i], starts[other], ends[i + n - 1]
+                same = e1 - s1 == ends[other + n - 1] - s2
+                k = 0
+                while same and k < e1 - s1:
+                    c1, c2 = cp[s1 + k], cp[s2 + k]
+                    same = c1 == c2 or not (_is_word(c1) or _is_word(c2))
+                    k += 1
+                if same:
+                    break
+            slot = (slot + 1) & mask
+    msg = np.empty(longest + 72, dtype=np.uint8)
+    w = np.empty(80, dtype=np.uint64)
+    out = np.empty(nd, dtype=np.uint32)
+    for r in range(nd):
+        i = distinct[r]
+        s = starts[i]
+        length = ends[i + n - 1] - s
+        for k in range(length):
+            c = cp[s + k]
+            msg[k] = np.uint8(c) if _is_word(c) else np.uint8(32)
+        out[r] = _sha1_hash32(msg, length, w)
+    return m, out
