@@ -55,13 +55,24 @@ def solution_failures(rows: Sequence[dict], source: str, limits: SandboxLimits =
     (how many were run, [(sample id, why it failed)] in input order). Only
     samples the sandbox can run are run (``not_runnable`` is None: code and
     Python tests of a kind a sandbox path runs; DS-1000's ``exec`` tests are
-    not); the reason is the run's status with its error."""
+    not); the reason is the run's status with its error. A sample whose tests
+    cannot be read (malformed input/output JSON) fails with that reason; the
+    filter stops on it later, naming the record."""
     from leaktrace.data.samples import not_runnable, sample_tests, test_format_of
+    from leaktrace.errors import InputError
 
-    runnable = [row for row in rows if row.get("code") and (row.get("test") or "").strip()
-                and test_format_of(row) != "exec" and not_runnable(row, source) is None]
+    runnable, unreadable = [], []
+    for row in rows:
+        if not (row.get("code") and (row.get("test") or "").strip() and test_format_of(row) != "exec"):
+            continue
+        try:
+            if not_runnable(row, source) is None:
+                runnable.append(row)
+        except InputError as error:
+            unreadable.append((row["sample_id"], f"unreadable tests: {error.message}"))
     items = [(row["code"], *sample_tests(row, source, max_io_cases)) for row in runnable]
     results = run_sample_tests(items, limits, workers=workers)
     failures = [(row["sample_id"], f"{result.status}: {(result.error or result.stderr or '').strip()[:300]}")
                 for row, result in zip(runnable, results, strict=True) if result.status != "ok"]
-    return len(runnable), failures
+    position = {row["sample_id"]: i for i, row in enumerate(rows)}
+    return len(runnable) + len(unreadable), sorted(unreadable + failures, key=lambda f: position[f[0]])
