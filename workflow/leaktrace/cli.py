@@ -150,11 +150,13 @@ def _twin_split(a):
        (("--text-per-code",), {"type": float, "required": True, "help": "general-text tokens per member-code token"}),
        (("--member-order",), {"choices": ["shuffled", "canonical"], "default": "shuffled",
                               "help": "canonical: members packed in the benchmark's order"}),
+       (("--member-copies",), {"type": int, "default": 1,
+                               "help": "each member inserted this many times; the text drawn for one copy"}),
        MODEL, SEED, path("--output"))
 def _mix(a):
     from leaktrace.stages.train import make_mix
 
-    make_mix(a.samples, a.benchmark, a.text, a.text_per_code, a.model, a.seed, a.output, a.member_order)
+    make_mix(a.samples, a.benchmark, a.text, a.text_per_code, a.model, a.seed, a.output, a.member_order, a.member_copies)
 
 
 @command("sham-mix")
