@@ -86,9 +86,9 @@ def test_member_copies_repeat_each_member_in_the_same_text():
     assert sorted(i.source_id for i in four if i.kind == "text") == sorted(i.source_id for i in once if i.kind == "text")
     assert 200 <= sum(i.n_tokens for i in four if i.kind == "text") < 200 + 25
     canonical = build_mix(members, docs, rng=random.Random(0), member_order="canonical", member_copies=3,
-                          member_chunk_tokens=40, **kwargs)
+                          member_chunk_tokens=30, **kwargs)
     chunks = [i.source_id for i in canonical if i.kind == "member"]
-    assert len(chunks) == 3 * 5 and len(set(chunks)) == 5  # every packed chunk 3 times (one member per 40 words)
+    assert len(chunks) == 3 * 5 and len(set(chunks)) == 5  # every packed chunk 3 times (one member per 30-word chunk)
     for bad in (0, -1, 1.5):
         with pytest.raises(ValueError, match="member_copies"):
             build_mix(members, docs, rng=random.Random(0), member_copies=bad, **kwargs)
