@@ -24,6 +24,7 @@ include: "rules/twin.smk"
 include: "rules/mutate.smk"
 include: "rules/watermark.smk"
 include: "rules/verdict.smk"
+include: "rules/dose.smk"
 
 
 # Each job's SLURM partition, and cluster.one_job's group (rules/cluster.smk).
