@@ -172,7 +172,7 @@ def test_tiny_dose_run_writes_the_table(tmp_path):
                  "score": {"methods": {"srdetection_blackbox": None, "ref": None, "recall": None}}}
     config = write_config(tmp_path, overrides)
     target = "results/dose-micro/aggregate/humaneval/dose.parquet"
-    result = snakemake(tmp_path, "--configfile", str(config), target)
+    result = snakemake(tmp_path, target, "--configfile", str(config))
     assert result.returncode == 0, result.stderr[-3000:]
     rows = read_records(tmp_path / target)
     assert {(r["copies"], r["epochs"]) for r in rows} == {(1, 1), (2, 1)}
