@@ -32,7 +32,7 @@ def reference_tokens(wildcards):
 def oracle_tokens(wildcards):
     """The oracle Ref's evidence: a target's (or a control's) texts under its
     own base model (the testbed's `reference`), which no real audit has."""
-    if not (REF_SETTINGS and REF_SETTINGS["oracle"]) or not wildcards.model.startswith(("target-", "sham-", "twin-")):
+    if not (REF_SETTINGS and REF_SETTINGS["oracle"]) or not wildcards.model.startswith(("target-", "sham-", "twin-", "dose-")):
         return []
     return [f"{RESULTS}/score/{wildcards.benchmark}/reference/tokens.parquet"]
 
