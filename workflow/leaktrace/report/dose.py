@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from leaktrace.evaluate.dose import PER_SAMPLE, TESTS  # noqa: E402
+from leaktrace.evaluate.dose import DATASET_INFERENCE, EXCHANGEABILITY, PER_SAMPLE, TESTS, TWIN, WATERMARK  # noqa: E402
 from leaktrace.report.plots import save  # noqa: E402
 from leaktrace.report.tables import markdown_table  # noqa: E402
 
@@ -88,32 +88,41 @@ def dose_plot(rows: Sequence[Mapping], alpha: float, path: Path) -> None:
 
 
 def dose_figure(rows: Sequence[Mapping], alpha: float) -> Figure:
-    """Left: each per-sample detector's mean TPR against the dose; right:
-    each test's share of seeds with p <= alpha (per-sample detectors by their
-    Mann-Whitney p). The top row (more than one epoch) sits at the far right."""
+    """Left: each per-sample detector's mean TPR against the dose (one colour
+    per detector). Right: each test's share of seeds with p <= alpha: the
+    twin's sign-flip test per detector in that detector's colour, the
+    dataset-level tests in black. The top row (more than one epoch) sits at
+    the far right."""
     doses = _doses(rows)
     x = {d: i for i, d in enumerate(doses)}
-    fig, (tpr_ax, rate_ax) = plt.subplots(1, 2, figsize=(12, 4.5), layout="constrained")
-    colours = plt.get_cmap("tab20").colors
+    fig, (tpr_ax, rate_ax) = plt.subplots(1, 2, figsize=(13, 4.8), layout="constrained")
+    palette = plt.get_cmap("tab20").colors
+    methods = sorted({r["method"] for r in rows if r["test"] == PER_SAMPLE or r["test"] == TWIN})
+    colour = {m: palette[n % len(palette)] for n, m in enumerate(methods)}
+    black = {DATASET_INFERENCE: ("-", "s"), WATERMARK: ("--", "^"), EXCHANGEABILITY: (":", "D")}
+
+    def points(own: list[Mapping], key: str) -> list[tuple[int, float]]:
+        return [(x[(r["copies"], r["epochs"])], r[key]) for r in own if r[key] is not None]
+
     series = sorted({(r["test"], r["method"]) for r in rows}, key=lambda t: (TESTS.index(t[0]), t[1]))
-    for n, (test, method) in enumerate(series):
+    for test, method in series:
         own = sorted((r for r in rows if (r["test"], r["method"]) == (test, method)), key=lambda r: x[(r["copies"], r["epochs"])])
-        style = {"color": colours[n % len(colours)], "marker": "o", "ms": 3, "lw": 1,
-                 "ls": "-" if test == PER_SAMPLE else "--"}
-        label = method if test == PER_SAMPLE else f"{test}" + (f" ({method})" if method else "")
-        if test == PER_SAMPLE:
-            points = [(x[(r["copies"], r["epochs"])], r["tpr_mean"]) for r in own if r["tpr_mean"] is not None]
-            if points:
-                tpr_ax.plot(*zip(*points, strict=True), label=label, **style)
-        points = [(x[(r["copies"], r["epochs"])], r["detection_rate"]) for r in own if r["detection_rate"] is not None]
-        if points and (test != PER_SAMPLE or len(series) <= 20):
-            rate_ax.plot(*zip(*points, strict=True), label=label, **style)
+        if test == PER_SAMPLE and points(own, "tpr_mean"):
+            tpr_ax.plot(*zip(*points(own, "tpr_mean"), strict=True), color=colour[method], marker="o", ms=3, lw=1, label=method)
+        elif test == TWIN and points(own, "detection_rate"):
+            rate_ax.plot(*zip(*points(own, "detection_rate"), strict=True), color=colour[method], marker="o", ms=3, lw=0.8,
+                         alpha=0.7, label=f"twin sign-flip ({method})")
+        elif test in black and points(own, "detection_rate"):
+            ls, marker = black[test]
+            rate_ax.plot(*zip(*points(own, "detection_rate"), strict=True), color="black", ls=ls, marker=marker, ms=5, lw=1.5,
+                         label=test)
     labels = [dose_label(*d) for d in doses]
     for ax in (tpr_ax, rate_ax):
         ax.set_xticks(range(len(doses)), labels, rotation=30, fontsize=8)
         ax.set(ylim=(-0.03, 1.03), xlabel="copies of each member in the mix (one pass unless stated)")
+        if ax.has_data():
+            ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     tpr_ax.set(ylabel="mean TPR at the table's FPR", title="Per-sample detectors")
-    rate_ax.set(ylabel=f"share of seeds with p ≤ {alpha}", title="Every test")
-    rate_ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    rate_ax.set(ylabel=f"share of seeds with p ≤ {alpha}", title="Dataset-level tests (black) and the twin's, per detector")
     fig.suptitle("Exposure dose: how often each test detects k copies of the members", fontsize=10)
     return fig
