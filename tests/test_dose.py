@@ -5,9 +5,6 @@ score tables, and (slow) a tiny end-to-end run of the micro testbed."""
 import json
 import math
 import random
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -22,36 +19,7 @@ from leaktrace.evaluate.proportions import wilson_interval
 from leaktrace.models.naming import dose_labels, dose_model
 from leaktrace.stages.dose import dose_order, dose_table
 
-# The pipeline as tests run it: the same steps as tests/test_pipeline.py's helpers (kept here so that no test
-# module imports another; main's tests/helpers.py holds them once).
-REPO = Path(__file__).resolve().parents[1]
-
-
-def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",
-                           str(workdir), "--cores", "2", *args], capture_output=True, text=True, timeout=900)
-
-
-def _merge(into: dict, update: dict) -> None:
-    for key, value in update.items():
-        if isinstance(value, dict) and isinstance(into.get(key), dict):
-            _merge(into[key], value)
-        else:
-            into[key] = value
-
-
-def write_config(workdir: Path, overrides: dict, base: str = "micro.yaml") -> Path:
-    """``config/<base>`` with ``overrides`` merged in, the shipped models by absolute path."""
-    config = yaml.safe_load((REPO / "config" / base).read_text())
-    _merge(config, overrides)
-    config["base_model"]["path"] = str(REPO / "resources" / "models" / "leaktrace-tiny")
-    config.setdefault("reference_model", {})["path"] = str(REPO / "resources" / "models" / "leaktrace-tiny-ref")
-    for model in config.get("audit", {}).get("models", []):
-        if model.get("path") == "resources/models/leaktrace-tiny":
-            model["path"] = config["base_model"]["path"]
-    path = workdir / "config.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
+from helpers import REPO, snakemake, write_config
 
 
 def test_per_sample_result_by_hand():
