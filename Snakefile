@@ -23,7 +23,8 @@ include: "rules/calibration.smk"
 include: "rules/twin.smk"
 include: "rules/mutate.smk"
 include: "rules/watermark.smk"
-include: "rules/verdict.smk"
+include: "rules/dose.smk"
+include: "rules/verdict.smk"  # after every rule file: it reads get_final_output() as it is included
 
 
 # Each job's SLURM partition, and cluster.one_job's group (rules/cluster.smk).

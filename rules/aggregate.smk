@@ -12,7 +12,7 @@ def aggregate_outputs(benchmark):
 def report_fragments(benchmark):
     """Other stages' Markdown sections by family page of the aggregate report
     (report/results.py FAMILIES): ``{family: [paths]}``."""
-    return {"detection": twin_fragments(benchmark), "scans": leakage_fragments(benchmark),
+    return {"detection": twin_fragments(benchmark) + dose_fragments(benchmark), "scans": leakage_fragments(benchmark),
             "contamination": contamination_fragments(benchmark), "functional": functional_fragments(benchmark),
             "watermark": watermark_fragments(benchmark), "mutations": mutation_fragments(benchmark)}
 

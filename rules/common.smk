@@ -199,7 +199,8 @@ def _alternatives(names):
 wildcard_constraints:
     benchmark=_alternatives(BENCHMARKS + list(COUNTERFACTUAL_SOURCES)),
     corpus=_alternatives(CORPORA),
-    model=r"reference|(target|sham|twin)-r[0-9.]+-s\d+-e\d+|audit-[A-Za-z0-9_.-]+|ref-model",
+    model=r"reference|(target|sham|twin)-r[0-9.]+-s\d+-e\d+|audit-[A-Za-z0-9_.-]+|ref-model"
+          r"|dose(-twin|-wm|-ord)?-r[0-9.]+-c\d+-s\d+-e\d+",  # rules/dose.smk
     control=_alternatives(CONTROLS),
     part=r"\d+",
     epoch=r"\d+",
@@ -359,13 +360,15 @@ def model_adapter(wildcards):
         return [adapter_dir(wildcards.benchmark, *trained_model_labels(wildcards.model))]
     if kind in CONTROLS:
         return [control_adapter_dir(kind, wildcards.benchmark, *trained_model_labels(wildcards.model))]
+    if kind == "dose":
+        return [dose_adapter(wildcards.benchmark, wildcards.model)]  # rules/dose.smk
     return []
 
 
 def model_split(wildcards):
     """Input function: the split a model's label-dependent steps read: the
     twin's swapped split for a twin, the testbed's split otherwise."""
-    if wildcards.model.startswith("twin-"):
+    if wildcards.model.startswith(("twin-", "dose-twin-")):
         return twin_split_file(wildcards.benchmark)
     return split_file(wildcards.benchmark)
 
@@ -445,7 +448,8 @@ def get_final_output():
     return [path for benchmark in TESTBED_BENCHMARKS for path in aggregate_outputs(benchmark) + twin_outputs(benchmark)] \
         + audit_outputs() \
         + leakage_outputs() + rq3_outputs() + rq4_ranking_outputs() + mutate_outputs() + counterfactual_outputs() \
-        + [path for name in TESTBED_BENCHMARKS + list(COUNTERFACTUAL_SOURCES) for path in functional_outputs(name)]
+        + [path for name in TESTBED_BENCHMARKS + list(COUNTERFACTUAL_SOURCES) for path in functional_outputs(name)] \
+        + dose_outputs()
 
 
 def benchmark_settings(wildcards):

@@ -32,7 +32,7 @@ def reference_tokens(wildcards):
 def oracle_tokens(wildcards):
     """The oracle Ref's evidence: a target's (or a control's) texts under its
     own base model (the testbed's `reference`), which no real audit has."""
-    if not (REF_SETTINGS and REF_SETTINGS["oracle"]) or not wildcards.model.startswith(("target-", "sham-", "twin-")):
+    if not (REF_SETTINGS and REF_SETTINGS["oracle"]) or not wildcards.model.startswith(("target-", "sham-", "twin-", "dose-")):
         return []
     return [f"{RESULTS}/score/{wildcards.benchmark}/reference/tokens.parquet"]
 
@@ -57,9 +57,9 @@ def blackbox_rows(wildcards):
 
 def learned_rows(wildcards):
     """The learned black-box baselines' per-sample outputs (rules/dpdllm_veilprobe.smk):
-    testbed models and twins only, whose texts share the base model's tokenizer
-    and whose labels the split (the twin's: swapped) gives."""
-    if wildcards.model not in MODELS + TWINS:
+    testbed models, twins and the exposure-dose models scored by detector (rules/dose.smk),
+    whose texts share the base model's tokenizer and whose labels the split (the twin's: swapped) gives."""
+    if wildcards.model not in MODELS + TWINS and not wildcards.model.startswith(("dose-r", "dose-twin-")):
         return []
     return [f"{RESULTS}/score/{wildcards.benchmark}/{wildcards.model}/{family}/scores.parquet"
             for family in ("dpdllm", "veilprobe") if family in METHODS]

@@ -72,6 +72,28 @@ def test_canonical_mix_packs_members_consecutively_in_benchmark_order():
         build_mix(members, docs, member_order="sorted", **kwargs)
 
 
+def test_member_copies_repeat_each_member_in_the_same_text():
+    members = [(f"b/{i}", "code " * 20) for i in range(5)]  # 100 code tokens a copy
+    docs = [(f"doc{i}", "\n\n".join("text " * 10 for _ in range(6))) for i in range(4)]
+    kwargs = dict(text_per_code=2, count_tokens=count_words, chunk_tokens=25)
+    once = build_mix(members, docs, rng=random.Random(0), **kwargs)
+    assert once == build_mix(members, docs, rng=random.Random(0), member_copies=1, **kwargs)  # k = 1: as before
+    four = build_mix(members, docs, rng=random.Random(0), member_copies=4, **kwargs)
+    member_ids = [i.source_id for i in four if i.kind == "member"]
+    assert sorted(member_ids) == sorted(s for s, _ in members for _ in range(4))  # each member 4 times
+    assert sum(i.n_tokens for i in four if i.kind == "member") == 400
+    # the text is fixed: the same chunks (drawn for one copy's 100 tokens) whatever k is
+    assert sorted(i.source_id for i in four if i.kind == "text") == sorted(i.source_id for i in once if i.kind == "text")
+    assert 200 <= sum(i.n_tokens for i in four if i.kind == "text") < 200 + 25
+    canonical = build_mix(members, docs, rng=random.Random(0), member_order="canonical", member_copies=3,
+                          member_chunk_tokens=30, **kwargs)
+    chunks = [i.source_id for i in canonical if i.kind == "member"]
+    assert len(chunks) == 3 * 5 and len(set(chunks)) == 5  # every packed chunk 3 times (one member per 30-word chunk)
+    for bad in (0, -1, 1.5):
+        with pytest.raises(ValueError, match="member_copies"):
+            build_mix(members, docs, rng=random.Random(0), member_copies=bad, **kwargs)
+
+
 def test_mix_rejects_empty_inputs():
     with pytest.raises(ValueError, match="at least one member"):
         build_mix([], [("d", "t")], text_per_code=1, count_tokens=count_words, chunk_tokens=5, rng=random.Random(0))

@@ -150,11 +150,13 @@ def _twin_split(a):
        (("--text-per-code",), {"type": float, "required": True, "help": "general-text tokens per member-code token"}),
        (("--member-order",), {"choices": ["shuffled", "canonical"], "default": "shuffled",
                               "help": "canonical: members packed in the benchmark's order"}),
+       (("--member-copies",), {"type": int, "default": 1,
+                               "help": "each member inserted this many times; the text drawn for one copy"}),
        MODEL, SEED, path("--output"))
 def _mix(a):
     from leaktrace.stages.train import make_mix
 
-    make_mix(a.samples, a.benchmark, a.text, a.text_per_code, a.model, a.seed, a.output, a.member_order)
+    make_mix(a.samples, a.benchmark, a.text, a.text_per_code, a.model, a.seed, a.output, a.member_order, a.member_copies)
 
 
 @command("sham-mix")
@@ -471,6 +473,33 @@ def _verdict(a):
     from leaktrace.stages.verdict import verdict
 
     verdict(tuple(a.tables), a.results, a.settings, a.output)
+
+
+@command("dose-order")
+@_args(path("--benchmark"), SEED, path("--output"))
+def _dose_order(a):
+    from leaktrace.stages.dose import dose_order
+
+    dose_order(a.benchmark, a.seed, a.output)
+
+
+@command("dose")
+@_args(
+    path("--samples"),
+    (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH: each dose model's scores.parquet (the members' arm)"}),
+    (("--twins",), {"nargs": "+", "default": [], "help": "TWIN=PATH: each dose twin's scores.parquet"}),
+    (("--watermark",), {"nargs": "+", "default": [], "help": "MODEL=PATH: each watermark-arm model's rank-test result"}),
+    (("--exchangeability",), {"nargs": "+", "default": [], "help": "MODEL=PATH: each order-arm model's exchangeability result"}),
+    (("--blind",), {"type": Path, "action": "append", "default": [], "help": "the testbed's blind-baseline row file"}),
+    SETTINGS,
+    SEED,
+    path("--output-dir"),
+)
+def _dose(a):
+    from leaktrace.stages.dose import dose_table
+
+    dose_table(a.samples, _named_paths(a.scores), a.settings, a.seed, a.output_dir, twins=_named_paths(a.twins),
+               watermark=_named_paths(a.watermark), exchangeability=_named_paths(a.exchangeability), blind=a.blind)
 
 
 @command("twin")

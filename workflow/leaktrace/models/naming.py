@@ -53,3 +53,37 @@ def headline_model(models: list[str]) -> str | None:
         return None
     first = targets[0][1]
     return max((c["epoch"], m) for m, c in targets if (c["ratio"], c["seed"]) == (first["ratio"], first["seed"]))[1]
+
+
+# The exposure-dose experiment's models (rules/dose.smk): each member inserted
+# ``c`` times into the fixed mix of ratio ``r``, trained for ``e`` passes with
+# training seed ``s``: ``dose-r{r}-c{c}-s{s}-e{e}`` (members as the target's),
+# and its arms ``dose-twin-…`` (the non-members instead: the complement twin),
+# ``dose-wm-…`` (the members' randomly published forms) and ``dose-ord-…``
+# (the members packed in a randomised published order). A separate family,
+# so no testbed name changes.
+DOSE_ARMS = ("target", "twin", "wm", "ord")
+DOSE_MODEL = re.compile(r"dose(?:-(twin|wm|ord))?-r([0-9.]+)-c(\d+)-s(\d+)-e(\d+)")
+_TESTBED_ARM = {"target": "target", "twin": "twin", "wm": "wm"}  # testbed names that are a dose of one copy
+
+
+def dose_model(arm: str, ratio: str, copies: int, seed: str, epoch: int) -> str:
+    """The name of one dose model (``ratio`` and ``seed`` as their labels)."""
+    if arm not in DOSE_ARMS:
+        raise ValueError(f"dose arm {arm!r} is not one of {DOSE_ARMS}")
+    return f"dose{'' if arm == 'target' else '-' + arm}-r{ratio}-c{copies}-s{seed}-e{epoch}"
+
+
+def dose_labels(model: str) -> tuple[str, str, int, str, int]:
+    """(arm, ratio label, copies, seed label, epochs) of a dose model; a
+    testbed target, twin or watermark target (``wm-…``) is a dose of one copy
+    (the default's mix) at its epoch."""
+    match = DOSE_MODEL.fullmatch(model)
+    if match:
+        return match.group(1) or "target", match.group(2), int(match.group(3)), match.group(4), int(match.group(5))
+    kind = model.split("-", 1)[0]
+    if kind in _TESTBED_ARM:
+        ratio, seed, epoch = trained_model_labels(model.replace("wm-", "target-", 1))
+        return _TESTBED_ARM[kind], ratio, 1, seed, int(epoch)
+    raise ValueError(f"{model!r} is neither a dose model (dose[-twin|-wm|-ord]-r<ratio>-c<copies>-s<seed>-e<epoch>) "
+                     "nor a testbed target, twin or watermark target")

@@ -30,7 +30,7 @@ TRAIN_LOG_SCHEMA = pa.schema(
 
 
 def make_mix(samples: Path, benchmark: Path, text_parts: list[Path], text_per_code: float, model: dict, seed: int,
-             output: Path, member_order: str = "shuffled") -> None:
+             output: Path, member_order: str = "shuffled", member_copies: int = 1) -> None:
     members = {r["sample_id"] for r in read_records(samples, ["sample_id", "split"]) if r["split"] == "member"}
     rows = [r for r in read_records(benchmark) if r["sample_id"] in members]
     require_runnable(rows, str(benchmark), "training-mix")
@@ -49,13 +49,14 @@ def make_mix(samples: Path, benchmark: Path, text_parts: list[Path], text_per_co
         member_order=member_order,
         # canonical members packed as the exchangeability test packs its shards, so each shard is a sequence trained on
         member_chunk_tokens=shard_budget(context),
+        member_copies=member_copies,
     )
     write_table([vars(i) for i in items], MIX_SCHEMA, output)
     code_tokens = sum(i.n_tokens for i in items if i.kind == "member")
     text_tokens = sum(i.n_tokens for i in items if i.kind == "text")
     n_chunks = sum(i.kind == "member" for i in items)
-    log.info("mix: %d members (%s, %d chunks, %d tokens), %d text chunks (%d tokens)", len(codes), member_order, n_chunks,
-             code_tokens, len(items) - n_chunks, text_tokens)
+    log.info("mix: %d members (%s, x%d, %d chunks, %d tokens), %d text chunks (%d tokens)", len(codes), member_order,
+             member_copies, n_chunks, code_tokens, len(items) - n_chunks, text_tokens)
 
 
 def make_sham_mix(mix: Path, code_parts: list[Path], model: dict, seed: int, output: Path) -> None:

@@ -5,7 +5,12 @@ samples mixed with general text at a code:text ratio counted in tokens
 Members enter the mix one sample per training sequence (``shuffled``, the
 default), or packed in the benchmark's order into sequences of consecutive
 members (``canonical``): the benchmark inserted as one contiguous document,
-the contamination Oren et al.'s exchangeability test must detect."""
+the contamination Oren et al.'s exchangeability test must detect.
+
+``member_copies`` k > 1 inserts every member item k times into the same mix:
+the general text is drawn for one copy's tokens, so the text is fixed and
+only the dose of the members grows (the exposure-dose experiment, one pass
+over a mix holding each member k times; config/experiments/exposure-dose.yaml)."""
 
 from __future__ import annotations
 
@@ -71,15 +76,19 @@ def build_mix(
     rng: random.Random,
     member_order: str = "shuffled",
     member_chunk_tokens: int | None = None,
+    member_copies: int = 1,
 ) -> list[MixItem]:
     """Members as whole samples (``canonical``: packed in their given order
     into chunks of ``member_chunk_tokens``, default ``chunk_tokens``); general-text chunks drawn without replacement
     (reshuffled and reused only if the text runs out) until the text tokens
-    reach ``text_per_code`` times the code tokens. Returned in shuffled order."""
+    reach ``text_per_code`` times the code tokens of one copy; then every member
+    item ``member_copies`` times. Returned in shuffled order."""
     if not members:
         raise ValueError("the training mix needs at least one member sample")
     if member_order not in MEMBER_ORDERS:
         raise ValueError(f"member_order must be one of {MEMBER_ORDERS}, got {member_order!r}")
+    if not isinstance(member_copies, int) or member_copies < 1:
+        raise ValueError(f"member_copies must be a whole number >= 1, got {member_copies!r}")
     if member_order == "canonical":
         items = canonical_chunks(members, count_tokens, member_chunk_tokens or chunk_tokens)
     else:
@@ -100,5 +109,7 @@ def build_mix(
                 break
             items.append(chunk)
             drawn += chunk.n_tokens
+    n_member = sum(i.kind == "member" for i in items)
+    items = items[:n_member] * member_copies + items[n_member:]  # k = 1: the list unchanged (and its shuffle)
     rng.shuffle(items)
     return items
