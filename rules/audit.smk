@@ -152,7 +152,8 @@ rule audit_blind:
     params:
         benchmarks=lambda wildcards, input: " ".join(f"{b}={p}" for b, p in zip(AUDIT_BENCHMARKS, input.benchmarks, strict=True)),
         settings=json.dumps({"alpha": config["contamination"]["alpha"],
-                             "permutations": config["audit"]["blind_permutations"]}, sort_keys=True),
+                             "permutations": config["audit"]["blind_permutations"],
+                             "repeats": config["audit"]["blind_repeats"]}, sort_keys=True),
         seed=config["seed"],
     log:
         f"{RESULTS}/logs/audit/audit_blind.log",
