@@ -11,7 +11,8 @@ import pytest
 from scipy.stats import beta, binom, mannwhitneyu, norm
 from leaktrace.calibration.audit_verdicts import Settings, gate, model_rows
 from leaktrace.calibration.blind_baseline import (auc, blind_baseline, blind_scores, delong_interval, delong_variance,
-                                                  feature_matrix, out_of_fold_scores, permutation_p, span_coordinates)
+                                                  feature_matrix, fold_mean_auc, out_of_fold, permutation_p,
+                                                  span_coordinates)
 from leaktrace.calibration.conditional import flags_at_rank, fpr_exceed_probability, min_controls, pac_rank
 from leaktrace.calibration.power import (conformal_rank, detectable_auc, detectable_fisher_rate, detectable_flag_rate,
                                          fisher_power, flag_count_critical, flag_count_p)
@@ -74,29 +75,50 @@ def test_the_blind_baseline_is_deterministic_and_its_fit_is_the_full_features_fi
     assert np.allclose(z @ z.T, (x @ x.T).toarray())
 
 
-def test_the_statistic_is_the_mean_auc_over_repeated_splits_and_its_null_recomputes_it():
-    """Repeat r uses the folds of seed + r: the statistic is the mean of the
-    single splits' AUCs, the interval is centred on it with DeLong's variance
-    averaged over the repeats, and one repeat is the single split; the exact
-    null (C(8, 4) = 70 labellings) recomputes the mean for each labelling."""
+def test_the_statistic_is_the_mean_within_fold_auc_over_repeated_splits_and_its_null_recomputes_it():
+    """Repeat r uses the folds of seed + r: the statistic is the mean over
+    repeats and folds of the AUC within each fold, the interval is centred on
+    it with DeLong's variance of the pooled scores averaged over the repeats,
+    and one repeat is the single split; the exact null (C(8, 4) = 70
+    labellings) recomputes the mean for each labelling."""
     rng = np.random.default_rng(2)
     texts = [f"def f(x):\n    return x * {rng.integers(9)} - {rng.integers(50)}\n" for _ in range(4)] + \
             [f"def g(y):\n    # {rng.integers(9)}\n    return y + {rng.integers(50)}\n" for _ in range(4)]
     y = np.array([True] * 4 + [False] * 4)
     x = span_coordinates(feature_matrix(texts))
-    single = [out_of_fold_scores(x, y, 4, 7 + r) for r in range(3)]
-    aucs = [auc(s[y], s[~y]) for s in single]
-    result, scores = blind_scores(texts, y, seed=7, repeats=3)
-    assert result.repeats == 3 and result.auc == pytest.approx(np.mean(aucs)) and np.array_equal(scores, np.stack(single))
-    half = norm.ppf(0.975) * math.sqrt(np.mean([delong_variance(s[y], s[~y]) for s in single]))
-    assert (result.ci_low, result.ci_high) == pytest.approx((max(0, np.mean(aucs) - half), min(1, np.mean(aucs) + half)))
-    _, p, exact, count = permutation_p(
-        lambda lab: np.mean([auc(s[lab], s[~lab]) for s in (out_of_fold_scores(x, lab, 4, 7 + r) for r in range(3))]), y)
+
+    def by_hand(labels):
+        runs = [out_of_fold(x, labels, 4, 7 + r) for r in range(3)]
+        return np.mean([np.mean([auc(s[(f == k) & labels], s[(f == k) & ~labels]) for k in range(4)]) for s, f in runs]), runs
+
+    mean, runs = by_hand(y)
+    result, scores, folds = blind_scores(texts, y, seed=7, repeats=3)
+    assert result.repeats == 3 and result.auc == pytest.approx(mean)
+    assert np.array_equal(scores, np.stack([s for s, _ in runs])) and np.array_equal(folds, np.stack([f for _, f in runs]))
+    half = norm.ppf(0.975) * math.sqrt(np.mean([delong_variance(s[y], s[~y]) for s, _ in runs]))
+    assert (result.ci_low, result.ci_high) == pytest.approx((max(0, mean - half), min(1, mean + half)))
+    _, p, exact, count = permutation_p(lambda lab: by_hand(lab)[0], y)
     assert (result.p_value, result.exact, result.n_labellings) == (pytest.approx(p), True, 70) and exact
     one = blind_baseline(texts, y, seed=7, repeats=1)
-    assert one.auc == aucs[0] and (one.ci_low, one.ci_high) == pytest.approx(delong_interval(single[0][y], single[0][~y]))
+    s0, f0 = runs[0]
+    assert one.auc == pytest.approx(np.mean([auc(s0[(f0 == k) & y], s0[(f0 == k) & ~y]) for k in range(4)]))
     with pytest.raises(ValueError, match="repeats must be >= 1, got 0"):
         blind_baseline(texts, y, seed=7, repeats=0)
+
+
+def test_the_fold_mean_auc_by_hand_and_under_bootstrap_weights():
+    """Fold 0: suspects [3, 1], controls [2, 0]: AUC 3/4; fold 1: suspect
+    [5], controls [6, 4]: 1/2; mean 5/8 (pooled, the same scores give 6/12:
+    the within-fold mean never compares scores of two fits). Weights
+    [2, 0, 1, 1 | 1, 1, 1] (the suspect 1 left out, 3 twice): fold 0 is 1,
+    fold 1 1/2, mean 3/4; a fold without a weighted suspect is left out."""
+    scores = np.array([3, 1, 2, 0, 5, 6, 4], float)
+    fold_of = np.array([0, 0, 0, 0, 1, 1, 1])
+    labels = np.array([True, True, False, False, True, False, False])
+    assert fold_mean_auc(scores, fold_of, labels) == pytest.approx(5 / 8)
+    assert auc(scores[labels], scores[~labels]) == pytest.approx(1 / 2)
+    weights = np.array([[1, 1, 1, 1, 1, 1, 1], [2, 0, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 1, 1]], float)
+    assert fold_mean_auc(scores, fold_of, labels, weights) == pytest.approx([5 / 8, 3 / 4, 3 / 4])
 
 
 def test_delong_interval_by_hand():

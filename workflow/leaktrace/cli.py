@@ -341,6 +341,15 @@ def _audit_blind(a):
     audit_blind(_named_paths(a.benchmarks), a.control_ids, a.settings, a.seed, a.output)
 
 
+@command("testbed-blind")
+@_args((("--benchmark",), {"required": True, "help": "the benchmark's name"}), path("--benchmark-table"),
+       path("--samples"), SETTINGS, SEED, path("--output"), path("--scores-output"))
+def _testbed_blind(a):
+    from leaktrace.stages.testbed_blind import testbed_blind_stage
+
+    testbed_blind_stage(a.benchmark, a.benchmark_table, a.samples, a.settings, a.seed, a.output, a.scores_output)
+
+
 @command("audit-contamination")
 @_args((("--scores",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH"}),
        (("--benchmarks",), {"nargs": "+", "required": True, "help": "BENCHMARK=PATH of the ingested tables"}),
@@ -449,6 +458,8 @@ def _serve(a):
     (("--fragments",), {"type": Path, "nargs": "*", "default": [], "help": "Markdown sections appended to the report"}),
     (("--calibration-rows",), {"type": Path, "nargs": "*", "default": [],
                                "help": "row files of leaktrace.calibration.table, joined into calibration.parquet"}),
+    path("--blind", required=False),
+    path("--blind-scores", required=False),
     SETTINGS,
     SEED,
     path("--output-dir"),
@@ -456,8 +467,9 @@ def _serve(a):
 def _aggregate(a):
     from leaktrace.stages.aggregate import aggregate
 
+    blind = (a.blind, a.blind_scores) if a.blind and a.blind_scores else None
     aggregate(a.samples, _named_paths(a.scores), _named_paths(a.tokens), a.variants, a.settings, a.seed, a.output_dir,
-              tuple(a.fragments), tuple(a.calibration_rows))
+              tuple(a.fragments), tuple(a.calibration_rows), blind)
 
 
 @command("twin")

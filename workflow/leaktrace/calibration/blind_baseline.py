@@ -22,13 +22,21 @@ under every relabelling. A logistic regression (scikit-learn, liblinear,
 C = 1; fitted on the texts' coordinates in the span of their features, the
 same fit: ``span_coordinates``) is cross-fitted over stratified folds (``min(5, smaller class)``),
 and the fold assignment is repeated ``repeats`` times (fold seeds seed,
-seed + 1, ...): the statistic is the mean over the repeats of the AUC of
-each repeat's pooled out-of-fold scores, suspect = positive. One split's AUC
+seed + 1, ...): the statistic is the mean over the repeats and folds of the
+AUC within each fold (each fold's texts scored by one fit), suspect =
+positive. Not the AUC of the folds' scores pooled: fits differ in offset
+and scale, so pooling compares scores of different fits, whereas a fold's
+AUC compares texts the same fit scored, none of them in its training (over
+60 random labellings of 104 HumanEval problems, 5 folds: pooled mean 0.493,
+within-fold mean 0.505, both with sd 0.075; a single random split's AUC
+thus strays from 0.5 by 0.15 one time in twenty, which the permutation
+p-value accounts for and DeLong's interval, ignoring the fits' variability,
+does not: it is narrower than the null's spread). One split's AUC
 moves with its fold seed (on the shipped audit fixture, 20 texts, p went
 from 0.022 to 0.059 over fold seeds 0-4, so the gate's verdict flipped);
 the mean over repeated splits is the same test with less of that noise. Its
 95% interval is centred on that mean with DeLong's variance (normal, from
-the out-of-fold scores' placement values) averaged over the repeats; it
+the out-of-fold scores' placement values) averaged over the repeats (the pooled scores' placements: an approximation); it
 ignores the fits' own variability and is clipped to [0, 1]. Its p-value is
 a permutation test of the set labels: the whole procedure (the same fold
 seeds, every repeat refitted) on relabelled data. When the
@@ -115,18 +123,47 @@ def span_coordinates(x: csr_matrix) -> np.ndarray:
     return vectors * np.sqrt(np.clip(values, 0.0, None))
 
 
-def out_of_fold_scores(x: np.ndarray, labels: np.ndarray, folds: int, seed: int) -> np.ndarray:
-    """The logistic regression's decision score of every text, fitted without its fold."""
-    scores = np.empty(labels.size)
-    for train, test in StratifiedKFold(folds, shuffle=True, random_state=seed % 2**32).split(np.zeros(labels.size), labels):
+def out_of_fold(x: np.ndarray, labels: np.ndarray, folds: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The logistic regression's decision score of every text, fitted without
+    its fold, and each text's fold."""
+    scores, fold_of = np.empty(labels.size), np.empty(labels.size, dtype=int)
+    split = StratifiedKFold(folds, shuffle=True, random_state=seed % 2**32).split(np.zeros(labels.size), labels)
+    for k, (train, test) in enumerate(split):
         fit = LogisticRegression(C=1.0, solver="liblinear").fit(x[train], labels[train])
-        scores[test] = fit.decision_function(x[test])
-    return np.round(scores, 9)  # solver noise never breaks a tie
+        scores[test], fold_of[test] = fit.decision_function(x[test]), k
+    return np.round(scores, 9), fold_of  # solver noise never breaks a tie
 
 
-def repeated_out_of_fold_scores(x: np.ndarray, labels: np.ndarray, folds: int, seed: int, repeats: int) -> np.ndarray:
-    """(repeats, N) out-of-fold scores, repeat r over the folds of seed + r."""
-    return np.stack([out_of_fold_scores(x, labels, folds, seed + r) for r in range(repeats)])
+def out_of_fold_scores(x: np.ndarray, labels: np.ndarray, folds: int, seed: int) -> np.ndarray:
+    """The out-of-fold scores alone."""
+    return out_of_fold(x, labels, folds, seed)[0]
+
+
+def repeated_out_of_fold(x: np.ndarray, labels: np.ndarray, folds: int, seed: int, repeats: int) -> tuple[np.ndarray, np.ndarray]:
+    """(repeats, N) out-of-fold scores and folds, repeat r over the folds of seed + r."""
+    runs = [out_of_fold(x, labels, folds, seed + r) for r in range(repeats)]
+    return np.stack([s for s, _ in runs]), np.stack([f for _, f in runs])
+
+
+def fold_mean_auc(scores: np.ndarray, fold_of: np.ndarray, labels: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """The mean over folds of the AUC within each fold (each fold's scores
+    come from one fit), per row of ``weights`` (B, N): sample multiplicities,
+    a bootstrap's; None: each sample once (a scalar). A fold without a
+    weighted sample of either class is left out of the mean."""
+    scores, fold_of, labels = np.asarray(scores, float), np.asarray(fold_of), np.asarray(labels, bool)
+    w = np.ones((1, scores.size)) if weights is None else np.asarray(weights, float)
+    per_fold = []
+    for k in np.unique(fold_of):
+        pos, neg = np.flatnonzero((fold_of == k) & labels), np.flatnonzero((fold_of == k) & ~labels)
+        psi = _psi(scores[pos], scores[neg])
+        den = w[:, pos].sum(axis=1) * w[:, neg].sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            per_fold.append(np.einsum("bp,pn,bn->b", w[:, pos], psi, w[:, neg]) / den)
+    stacked = np.stack(per_fold)
+    counted = np.isfinite(stacked)
+    with np.errstate(invalid="ignore"):
+        out = np.where(counted, stacked, 0.0).sum(axis=0) / counted.sum(axis=0)  # nan where no fold counts
+    return float(out[0]) if weights is None else out
 
 
 def _psi(positive: np.ndarray, negative: np.ndarray) -> np.ndarray:
@@ -196,9 +233,9 @@ def blind_baseline(texts: Sequence[str], is_suspect: Sequence[bool], *, seed: in
 
 
 def blind_scores(texts: Sequence[str], is_suspect: Sequence[bool], *, seed: int, permutations: int = PERMUTATIONS,
-                 repeats: int = REPEATS) -> tuple[BlindBaseline, np.ndarray]:
-    """The blind baseline and its (repeats, N) out-of-fold scores of the
-    observed labelling, in the order of ``texts``."""
+                 repeats: int = REPEATS) -> tuple[BlindBaseline, np.ndarray, np.ndarray]:
+    """The blind baseline, its (repeats, N) out-of-fold scores of the
+    observed labelling and each score's fold, in the order of ``texts``."""
     y = np.asarray(is_suspect, dtype=bool)
     if len(texts) != y.size:
         raise ValueError(f"{len(texts)} texts but {y.size} labels")
@@ -214,14 +251,14 @@ def blind_scores(texts: Sequence[str], is_suspect: Sequence[bool], *, seed: int,
     folds = min(MAX_FOLDS, n, m)
 
     def statistic(labels: np.ndarray) -> float:
-        scores = repeated_out_of_fold_scores(x, labels, folds, seed, repeats)
-        return float(np.mean([auc(s[labels], s[~labels]) for s in scores]))
+        scores, fold_of = repeated_out_of_fold(x, labels, folds, seed, repeats)
+        return float(np.mean([fold_mean_auc(s, f, labels) for s, f in zip(scores, fold_of, strict=True)]))
 
     observed, p, exact, count = permutation_p(statistic, y, permutations, seed)
-    scores = repeated_out_of_fold_scores(x, y, folds, seed, repeats)
+    scores, fold_of = repeated_out_of_fold(x, y, folds, seed, repeats)
     low, high = _interval(observed, float(np.mean([delong_variance(s[y], s[~y]) for s in scores])))
     return BlindBaseline(auc=observed, ci_low=low, ci_high=high, p_value=p, exact=exact, n_labellings=count,
-                         n_suspect=n, n_control=m, folds=folds, repeats=repeats), scores
+                         n_suspect=n, n_control=m, folds=folds, repeats=repeats), scores, fold_of
 
 
 # The audit's table of blind baselines, one row per benchmark (results/<run>/audit/blind_baseline.parquet).
@@ -253,15 +290,15 @@ def table_row(benchmark: str, texts: Sequence[str], is_suspect: Sequence[bool], 
 
 
 def table_row_and_scores(benchmark: str, texts: Sequence[str], is_suspect: Sequence[bool], alpha: float, permutations: int,
-                         seed: int, repeats: int = REPEATS) -> tuple[dict, np.ndarray | None]:
-    """``table_row`` and the (repeats, N) out-of-fold scores (None where it did not run)."""
+                         seed: int, repeats: int = REPEATS) -> tuple[dict, tuple[np.ndarray, np.ndarray] | None]:
+    """``table_row`` and the (repeats, N) out-of-fold scores and their folds (None where it did not run)."""
     n = int(sum(is_suspect))
     m = len(texts) - n
     row = {"benchmark": benchmark, "n_suspect": n, "n_control": m, "alpha": alpha, "features": FEATURES, "interval": CI_METHOD}
     if min(n, m) < MIN_PER_CLASS:
         return row | {"note": f"not run: needs at least {MIN_PER_CLASS} suspects and {MIN_PER_CLASS} controls"}, None
-    result, scores = blind_scores(texts, is_suspect, seed=seed, permutations=permutations, repeats=repeats)
-    return row | dataclasses.asdict(result) | {"controls_exchangeable": result.p_value > alpha}, scores
+    result, scores, fold_of = blind_scores(texts, is_suspect, seed=seed, permutations=permutations, repeats=repeats)
+    return row | dataclasses.asdict(result) | {"controls_exchangeable": result.p_value > alpha}, (scores, fold_of)
 
 
 def from_row(row: dict) -> BlindBaseline | None:
