@@ -350,6 +350,15 @@ def _testbed_blind(a):
     testbed_blind_stage(a.benchmark, a.benchmark_table, a.samples, a.settings, a.seed, a.output, a.scores_output)
 
 
+@command("shifted-controls")
+@_args((("--benchmark",), {"required": True, "help": "the pool benchmark's name"}), path("--benchmark-table"),
+       path("--target"), path("--reference"), SETTINGS, SEED, path("--output"), path("--summary"), path("--report"))
+def _shifted_controls(a):
+    from leaktrace.stages.shifted_controls import shifted_controls
+
+    shifted_controls(a.benchmark, a.benchmark_table, a.target, a.reference, a.settings, a.seed, a.output, a.summary, a.report)
+
+
 @command("audit-contamination")
 @_args((("--scores",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH"}),
        (("--benchmarks",), {"nargs": "+", "required": True, "help": "BENCHMARK=PATH of the ingested tables"}),
