@@ -32,7 +32,40 @@ def aggregate_inputs(wildcards):
         "tokens": [f"{score_dir}/{m}/tokens.parquet" for m in MODELS],
         "variants": f"{RESULTS}/variants/{wildcards.benchmark}.parquet",
         "calibration_rows": calibration_row_files(wildcards.benchmark),
+        "blind": testbed_blind_files(wildcards.benchmark)[0],
+        "blind_scores": testbed_blind_files(wildcards.benchmark)[1],
     }
+
+
+def testbed_blind_files(benchmark="{benchmark}"):
+    """The testbed's blind baseline: its table row and its out-of-fold scores."""
+    return (f"{RESULTS}/calibration/{benchmark}/blind_baseline.parquet", f"{RESULTS}/calibration/{benchmark}/blind_scores.parquet")
+
+
+rule testbed_blind:
+    input:
+        benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
+        samples=split_file(),
+    output:
+        table=testbed_blind_files()[0],
+        scores=testbed_blind_files()[1],
+    params:
+        settings=json.dumps({"alpha": config["contamination"]["alpha"], "permutations": config["aggregate"]["blind_permutations"],
+                             "repeats": config["audit"]["blind_repeats"]}, sort_keys=True),
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/testbed_blind/{{benchmark}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/testbed_blind/{{benchmark}}.tsv"
+    threads: 1
+    conda:
+        CPU_ENV
+    resources:
+        **cpu_job(),
+    shell:
+        "{LEAKTRACE} testbed-blind --benchmark {wildcards.benchmark} --benchmark-table {input.benchmark}"
+        " --samples {input.samples} --settings {params.settings:q} --seed {params.seed} --output {output.table}"
+        " --scores-output {output.scores} 2> {log}"
 
 
 def aggregate_settings():
@@ -87,6 +120,7 @@ rule aggregate:
     shell:
         "{LEAKTRACE} aggregate --samples {input.samples} --scores {params.scores} --tokens {params.tokens}"
         " --variants {input.variants} --fragments {params.fragments} --calibration-rows {input.calibration_rows}"
+        " --blind {input.blind} --blind-scores {input.blind_scores}"
         " --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir}"
         " 2> {log}"
 

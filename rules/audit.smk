@@ -10,6 +10,7 @@ from leaktrace.data.runnability import runnability_message
 
 AUDIT_BENCHMARKS = config["audit"]["benchmarks"]
 AUDIT_CONTROL_IDS = config["contamination"]["held_out_ids"]
+SHIFTED = config["audit"]["shifted_controls"]
 
 
 def _check_audit_config():
@@ -57,6 +58,24 @@ def _check_audit_config():
 _check_audit_config()
 
 
+def _check_shifted_controls():
+    """The shifted-control experiment's benchmark is audited, and its target
+    and the contrast's reference are two audit models."""
+    if not SHIFTED.get("benchmark"):
+        return
+    if SHIFTED["benchmark"] not in AUDIT_BENCHMARKS:
+        raise ValueError(f"audit.shifted_controls.benchmark: {SHIFTED['benchmark']!r} is not in audit.benchmarks "
+                         f"({', '.join(AUDIT_BENCHMARKS) or 'none'})")
+    reference = config["audit"]["reference"].get("model")
+    if SHIFTED.get("target") not in AUDIT_MODELS or not reference or reference == SHIFTED.get("target"):
+        raise ValueError("audit.shifted_controls.target and audit.reference.model must name two audit.models "
+                         f"(configured: {', '.join(AUDIT_MODELS) or 'none'}; target {SHIFTED.get('target')!r}, reference "
+                         f"{reference!r})")
+
+
+_check_shifted_controls()
+
+
 def audit_scores(wildcards):
     return [f"{RESULTS}/score/{b}/{audit_model(name)}/scores.parquet" for b in AUDIT_BENCHMARKS for name in AUDIT_MODELS]
 
@@ -93,11 +112,15 @@ def audit_settings():
                       sort_keys=True)
 
 
+SHIFTED_OUTPUTS = tuple(f"{RESULTS}/audit/shifted_controls/{name}" for name in ("draws.parquet", "summary.parquet", "report.md"))
+
+
 def audit_outputs():
     if not (AUDIT_BENCHMARKS and AUDIT_MODELS):
         return []
     return [f"{RESULTS}/audit/{name}" for name in ("leakage_rates.parquet", "leakage_rates.md", "heatmap.png")] \
-        + ([*AUDIT_CONTAMINATION_OUTPUTS, AUDIT_BLIND] if AUDIT_CONTROL_IDS else [])
+        + ([*AUDIT_CONTAMINATION_OUTPUTS, AUDIT_BLIND] if AUDIT_CONTROL_IDS else []) \
+        + (list(SHIFTED_OUTPUTS) if SHIFTED.get("benchmark") else [])
 
 
 rule audit:
@@ -152,7 +175,8 @@ rule audit_blind:
     params:
         benchmarks=lambda wildcards, input: " ".join(f"{b}={p}" for b, p in zip(AUDIT_BENCHMARKS, input.benchmarks, strict=True)),
         settings=json.dumps({"alpha": config["contamination"]["alpha"],
-                             "permutations": config["audit"]["blind_permutations"]}, sort_keys=True),
+                             "permutations": config["audit"]["blind_permutations"],
+                             "repeats": config["audit"]["blind_repeats"]}, sort_keys=True),
         seed=config["seed"],
     log:
         f"{RESULTS}/logs/audit/audit_blind.log",
@@ -198,3 +222,40 @@ rule audit_contamination:
         " --control-ids {input.control_ids} --settings {params.settings:q} --seed {params.seed}"
         " --output {output.table} --report {output.report} --blind {input.blind}"
         " --verdicts {output.verdicts} --verdicts-report {output.verdicts_report} 2> {log}"
+
+
+rule shifted_controls:
+    input:
+        benchmark=lambda wildcards: f"{RESULTS}/data/benchmarks/{SHIFTED['benchmark']}.parquet",
+        target=lambda wildcards: f"{RESULTS}/score/{SHIFTED['benchmark']}/{audit_model(SHIFTED['target'])}/scores.parquet",
+        reference=lambda wildcards: f"{RESULTS}/score/{SHIFTED['benchmark']}/"
+                                    f"{audit_model(config['audit']['reference']['model'])}/scores.parquet",
+    output:
+        draws=SHIFTED_OUTPUTS[0],
+        summary=SHIFTED_OUTPUTS[1],
+        report=report(SHIFTED_OUTPUTS[2], caption="../report/audit.rst", category="Audit"),
+    params:
+        benchmark=SHIFTED.get("benchmark"),
+        settings=json.dumps({"alpha": config["contamination"]["alpha"], "delta": config["audit"]["pac_delta"],
+                             "inconclusive_auc": config["audit"]["inconclusive_auc"],
+                             "inconclusive_rate": config["audit"]["inconclusive_rate"],
+                             "dataset_inference": config["contamination"]["dataset_inference"],
+                             "exclude_methods": config["contamination"]["dataset_inference"]["exclude_methods"],
+                             "blind_permutations": SHIFTED["blind_permutations"], "blind_repeats": config["audit"]["blind_repeats"],
+                             "reference_method": config["audit"]["reference"].get("method", "loss"),
+                             "draws": SHIFTED["draws"], "n_suspect": SHIFTED["n_suspect"], "n_control": SHIFTED["n_control"]},
+                            sort_keys=True),
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/audit/shifted_controls.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/audit/shifted_controls.tsv"
+    threads: 1
+    resources:
+        **cpu_job(),
+    conda:
+        CPU_ENV
+    shell:
+        "{LEAKTRACE} shifted-controls --benchmark {params.benchmark} --benchmark-table {input.benchmark}"
+        " --target {input.target} --reference {input.reference} --settings {params.settings:q} --seed {params.seed}"
+        " --output {output.draws} --summary {output.summary} --report {output.report} 2> {log}"

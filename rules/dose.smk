@@ -75,9 +75,10 @@ def dose_fragments(benchmark):
 
 # Row files of the testbed's blind baseline (calibration/blind_baseline.py's table
 # rows: auc, ci_low, ci_high, p_value) shown beside the per-sample detectors: a
-# function benchmark -> paths, appended where such a row is produced (none yet;
-# it must not be an output of the aggregate rule, which reads dose.md).
-DOSE_BLIND_ROWS = []
+# function benchmark -> paths: the testbed's blind baseline (rule testbed_blind,
+# rules/aggregate.smk), over the same split the dose arms train on; it must not
+# be an output of the aggregate rule, which reads dose.md.
+DOSE_BLIND_ROWS = [lambda benchmark: [testbed_blind_files(benchmark)[0]]]
 
 
 def dose_run(arm, benchmark, ratio, copies, seed="{seed}"):

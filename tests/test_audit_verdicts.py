@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from scipy.stats import beta, binom, mannwhitneyu, norm
 from leaktrace.calibration.audit_verdicts import Settings, gate, model_rows
-from leaktrace.calibration.blind_baseline import (auc, blind_baseline, delong_interval, feature_matrix, permutation_p,
+from leaktrace.calibration.blind_baseline import (auc, blind_baseline, blind_scores, delong_interval, delong_variance,
+                                                  feature_matrix, fold_mean_auc, out_of_fold, permutation_p,
                                                   span_coordinates)
 from leaktrace.calibration.conditional import flags_at_rank, fpr_exceed_probability, min_controls, pac_rank
 from leaktrace.calibration.power import (conformal_rank, detectable_auc, detectable_fisher_rate, detectable_flag_rate,
@@ -45,11 +46,11 @@ def test_a_separable_set_gives_auc_one_and_the_smallest_p_its_labellings_allow()
     result = blind_baseline(PYTHON + SQL, [True] * 3 + [False] * 3, seed=0)
     assert (result.auc, result.exact, result.n_labellings, result.folds) == (1.0, True, 20, 3)
     assert result.p_value == pytest.approx(2 / 20) and (result.ci_low, result.ci_high) == (1.0, 1.0)
-    # 8 of each: C(16, 8) = 12870 labellings, 1000 random ones; separable: p = 1 / 1001
+    # 8 of each: C(16, 8) = 12870 labellings, 299 random ones; separable: p = 1 / 300
     python = [f"def f{i}(x):\n    return x + {i}\n" for i in range(8)]
     sql = [f"SELECT col{i} FROM t WHERE id = {i};" for i in range(8)]
-    big = blind_baseline(python + sql, [True] * 8 + [False] * 8, seed=0)
-    assert big.auc == 1.0 and not big.exact and big.n_labellings == 1000 and big.p_value == pytest.approx(1 / 1001)
+    big = blind_baseline(python + sql, [True] * 8 + [False] * 8, seed=0, permutations=299, repeats=2)
+    assert big.auc == 1.0 and not big.exact and big.n_labellings == 299 and big.p_value == pytest.approx(1 / 300)
 
 
 def test_an_identically_distributed_set_is_not_rejected():
@@ -58,7 +59,7 @@ def test_an_identically_distributed_set_is_not_rejected():
     samples often sits below 0.5: each fold's fit leans to the other class)."""
     rng = np.random.default_rng(5)
     texts = [f"def f(x):\n    return x * {rng.integers(100)} + {rng.integers(100)}\n" for _ in range(16)]
-    result = blind_baseline(texts, [i % 2 == 0 for i in range(16)], seed=1, permutations=200)
+    result = blind_baseline(texts, [i % 2 == 0 for i in range(16)], seed=1, permutations=200, repeats=2)
     assert result.p_value > 0.2 and result.auc < 0.8
     # identical texts: every score ties, AUC 1/2 under every labelling, so p = 1
     same = blind_baseline([PYTHON[0]] * 6, [True] * 3 + [False] * 3, seed=0)
@@ -72,6 +73,52 @@ def test_the_blind_baseline_is_deterministic_and_its_fit_is_the_full_features_fi
     x = feature_matrix(PYTHON + SQL)
     z = span_coordinates(x)
     assert np.allclose(z @ z.T, (x @ x.T).toarray())
+
+
+def test_the_statistic_is_the_mean_within_fold_auc_over_repeated_splits_and_its_null_recomputes_it():
+    """Repeat r uses the folds of seed + r: the statistic is the mean over
+    repeats and folds of the AUC within each fold, the interval is centred on
+    it with DeLong's variance of the pooled scores averaged over the repeats,
+    and one repeat is the single split; the exact null (C(8, 4) = 70
+    labellings) recomputes the mean for each labelling."""
+    rng = np.random.default_rng(2)
+    texts = [f"def f(x):\n    return x * {rng.integers(9)} - {rng.integers(50)}\n" for _ in range(4)] + \
+            [f"def g(y):\n    # {rng.integers(9)}\n    return y + {rng.integers(50)}\n" for _ in range(4)]
+    y = np.array([True] * 4 + [False] * 4)
+    x = span_coordinates(feature_matrix(texts))
+
+    def by_hand(labels):
+        runs = [out_of_fold(x, labels, 4, 7 + r) for r in range(3)]
+        return np.mean([np.mean([auc(s[(f == k) & labels], s[(f == k) & ~labels]) for k in range(4)]) for s, f in runs]), runs
+
+    mean, runs = by_hand(y)
+    result, scores, folds = blind_scores(texts, y, seed=7, repeats=3)
+    assert result.repeats == 3 and result.auc == pytest.approx(mean)
+    assert np.array_equal(scores, np.stack([s for s, _ in runs])) and np.array_equal(folds, np.stack([f for _, f in runs]))
+    half = norm.ppf(0.975) * math.sqrt(np.mean([delong_variance(s[y], s[~y]) for s, _ in runs]))
+    assert (result.ci_low, result.ci_high) == pytest.approx((max(0, mean - half), min(1, mean + half)))
+    _, p, exact, count = permutation_p(lambda lab: by_hand(lab)[0], y)
+    assert (result.p_value, result.exact, result.n_labellings) == (pytest.approx(p), True, 70) and exact
+    one = blind_baseline(texts, y, seed=7, repeats=1)
+    s0, f0 = runs[0]
+    assert one.auc == pytest.approx(np.mean([auc(s0[(f0 == k) & y], s0[(f0 == k) & ~y]) for k in range(4)]))
+    with pytest.raises(ValueError, match="repeats must be >= 1, got 0"):
+        blind_baseline(texts, y, seed=7, repeats=0)
+
+
+def test_the_fold_mean_auc_by_hand_and_under_bootstrap_weights():
+    """Fold 0: suspects [3, 1], controls [2, 0]: AUC 3/4; fold 1: suspect
+    [5], controls [6, 4]: 1/2; mean 5/8 (pooled, the same scores give 6/12:
+    the within-fold mean never compares scores of two fits). Weights
+    [2, 0, 1, 1 | 1, 1, 1] (the suspect 1 left out, 3 twice): fold 0 is 1,
+    fold 1 1/2, mean 3/4; a fold without a weighted suspect is left out."""
+    scores = np.array([3, 1, 2, 0, 5, 6, 4], float)
+    fold_of = np.array([0, 0, 0, 0, 1, 1, 1])
+    labels = np.array([True, True, False, False, True, False, False])
+    assert fold_mean_auc(scores, fold_of, labels) == pytest.approx(5 / 8)
+    assert auc(scores[labels], scores[~labels]) == pytest.approx(1 / 2)
+    weights = np.array([[1, 1, 1, 1, 1, 1, 1], [2, 0, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 1, 1]], float)
+    assert fold_mean_auc(scores, fold_of, labels, weights) == pytest.approx([5 / 8, 3 / 4, 3 / 4])
 
 
 def test_delong_interval_by_hand():
@@ -200,7 +247,7 @@ def test_a_rejecting_blind_baseline_gates_every_test_that_assumes_exchangeable_c
     decisions = {"srdetection_graybox": {sid: sid not in controls for sid in scores}}
     python = [f"def f{i}(x):\n    return x + {i}\n" for i in range(20)]
     sql = [f"SELECT col{i} FROM t WHERE id = {i};" for i in range(20)]
-    blind = blind_baseline(python + sql, [True] * 20 + [False] * 20, seed=0, permutations=100)
+    blind = blind_baseline(python + sql, [True] * 20 + [False] * 20, seed=0, permutations=100, repeats=2)
     s = Settings(alpha=0.05, delta=0.1, inconclusive_auc=0.9, inconclusive_rate=0.5, seed=0)
     assert gate(blind, 0.05).startswith("control set differs from the suspects (blind AUC 1.00 [1.00, 1.00], p = 0.0099)")
     rows = model_rows("m", "b", lookup, decisions, controls | {"b/99"}, blind, None, s, reference=("ref", lookup, "loss"))

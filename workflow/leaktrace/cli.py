@@ -341,6 +341,24 @@ def _audit_blind(a):
     audit_blind(_named_paths(a.benchmarks), a.control_ids, a.settings, a.seed, a.output)
 
 
+@command("testbed-blind")
+@_args((("--benchmark",), {"required": True, "help": "the benchmark's name"}), path("--benchmark-table"),
+       path("--samples"), SETTINGS, SEED, path("--output"), path("--scores-output"))
+def _testbed_blind(a):
+    from leaktrace.stages.testbed_blind import testbed_blind_stage
+
+    testbed_blind_stage(a.benchmark, a.benchmark_table, a.samples, a.settings, a.seed, a.output, a.scores_output)
+
+
+@command("shifted-controls")
+@_args((("--benchmark",), {"required": True, "help": "the pool benchmark's name"}), path("--benchmark-table"),
+       path("--target"), path("--reference"), SETTINGS, SEED, path("--output"), path("--summary"), path("--report"))
+def _shifted_controls(a):
+    from leaktrace.stages.shifted_controls import shifted_controls
+
+    shifted_controls(a.benchmark, a.benchmark_table, a.target, a.reference, a.settings, a.seed, a.output, a.summary, a.report)
+
+
 @command("audit-contamination")
 @_args((("--scores",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH"}),
        (("--benchmarks",), {"nargs": "+", "required": True, "help": "BENCHMARK=PATH of the ingested tables"}),
@@ -450,6 +468,8 @@ def _serve(a):
                         "help": "FAMILY=PATH: Markdown sections of other stages, each on its family's page"}),
     (("--calibration-rows",), {"type": Path, "nargs": "*", "default": [],
                                "help": "row files of leaktrace.calibration.table, joined into calibration.parquet"}),
+    path("--blind", required=False),
+    path("--blind-scores", required=False),
     SETTINGS,
     SEED,
     path("--output-dir"),
@@ -458,8 +478,9 @@ def _aggregate(a):
     from leaktrace.stages.aggregate import aggregate
 
     fragments = tuple((family, Path(p)) for family, _, p in (f.partition("=") for f in a.fragments))
+    blind = (a.blind, a.blind_scores) if a.blind and a.blind_scores else None
     aggregate(a.samples, _named_paths(a.scores), _named_paths(a.tokens), a.variants, a.settings, a.seed, a.output_dir,
-              fragments, tuple(a.calibration_rows))
+              fragments, tuple(a.calibration_rows), blind)
 
 
 @command("verdict")

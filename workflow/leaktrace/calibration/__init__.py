@@ -14,4 +14,5 @@ smallest effect each test detects with 80% power), ``conditional`` (the
 training-conditional, PAC, conformal flags), ``reference_contrast``
 (target minus an unexposed reference, suspects against controls),
 ``verdict`` (the wording and the shift gate) and ``audit_verdicts`` (the
-table that puts them together)."""
+table that puts them together); ``testbed_blind``: the blind baseline on the
+testbed's own member / non-member split, set beside every detector."""

@@ -15,6 +15,7 @@ replicates and methods are computed as one array.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +47,7 @@ class Folds:
 class Replicates:
     auc: np.ndarray  # (M, B)
     macro_f1: np.ndarray  # (M, B)
+    extra: np.ndarray | None = None  # (B,): ``extra``'s statistic on the same evaluation draws
 
 
 def stratified_draw(labels: np.ndarray, n_resamples: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -63,9 +65,14 @@ def predictions(folds: Folds) -> tuple[np.ndarray, np.ndarray]:
     return p, p <= folds.alpha
 
 
-def bootstrap(folds: Folds, n_resamples: int, rng: np.random.Generator) -> Replicates:
+def bootstrap(folds: Folds, n_resamples: int, rng: np.random.Generator,
+              extra: Callable[[np.ndarray], np.ndarray] | None = None) -> Replicates:
     """AUC and macro F1 of every method in ``n_resamples`` replicates drawn
-    from ``rng`` (the same draws for every method)."""
+    from ``rng`` (the same draws for every method); ``extra``, a statistic of
+    the evaluation samples that needs no control set (the blind baseline's),
+    is computed from each replicate's multiplicities of the evaluation
+    samples ((B, n_eval) -> (B,)) on the same draws, which draws nothing more
+    from ``rng``."""
     evaluation, evaluation_labels = stratified_draw(folds.evaluation_labels, n_resamples, rng)
     n_control = folds.exceedances.shape[1]
     controls = rng.integers(0, n_control, (n_resamples, n_control))
@@ -74,7 +81,9 @@ def bootstrap(folds: Folds, n_resamples: int, rng: np.random.Generator) -> Repli
     drawn = np.take_along_axis(reached, evaluation[None], axis=-1)
     predicted = (1.0 + drawn) / (n_control + 1.0) <= folds.alpha
     scores = folds.evaluation_scores[:, evaluation]  # (M, B, n_eval)
-    return Replicates(auc=roc_auc(evaluation_labels, scores), macro_f1=macro_f1(evaluation_labels, predicted))
+    n_eval = folds.evaluation_labels.size
+    drawn_extra = None if extra is None else extra(np.stack([np.bincount(row, minlength=n_eval) for row in evaluation]))
+    return Replicates(auc=roc_auc(evaluation_labels, scores), macro_f1=macro_f1(evaluation_labels, predicted), extra=drawn_extra)
 
 
 def percentile_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:

@@ -30,6 +30,15 @@ between methods are paired. A method that scored fewer of them (a variant
 generator that covers only some samples, e.g. AST+tau_t) is evaluated on its
 own samples beside the baseline restricted to the same ones, with its own
 ``n_eval``: it never shrinks the other methods' evaluation set.
+
+Beside every method stands the blind baseline (``calibration.blind_baseline``:
+a text-only classifier of members against non-members, no model), fitted on
+the evaluation fold by repeated cross-validation: its AUC on the same
+evaluation samples (the mean over its repeats and folds of the AUC within
+each fold; a replicate weights each sample by its multiplicity) and the method's AUC minus it, both on the replicates of
+the same bootstrap ("beats blind by ..."). On the testbed's random split it
+should sit near 0.5; a detector that does not beat it tells members from
+non-members no better than their text alone does.
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ from collections import defaultdict
 import numpy as np
 
 from leaktrace.calibration.conformal import exceedances
+from leaktrace.calibration.testbed_blind import blind_auc
 from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.detect.cross_fit import row_conformal_inputs
 from leaktrace.evaluate.bootstrap import Folds, bootstrap, percentile_interval, predictions, stratified_draw
@@ -140,14 +150,26 @@ def _nan_to_none(row: dict) -> dict:
     return {k: None if isinstance(v, float) and np.isnan(v) else v for k, v in row.items()}
 
 
-def _evaluated_rows(folds: Folds, methods: list[str], n_resamples: int, rng: np.random.Generator) -> list[dict]:
+def _evaluated_rows(folds: Folds, methods: list[str], n_resamples: int, rng: np.random.Generator,
+                    blind: tuple[np.ndarray, np.ndarray] | None = None) -> list[dict]:
     """Point figures, bootstrap intervals and paired differences from
-    SrDetection gray-box, one dict per method."""
+    SrDetection gray-box and from the blind baseline (``blind``: its (repeats,
+    n_eval) out-of-fold scores of the evaluation samples and their folds), one
+    dict per method."""
     labels = folds.evaluation_labels.astype(int)
     predicted = predictions(folds)[1].astype(int)
     point = {"auc": roc_auc(labels, folds.evaluation_scores), "macro_f1": macro_f1(labels, predicted)}
-    replicates = bootstrap(folds, n_resamples, rng)
+    replicates = None if blind is not None else bootstrap(folds, n_resamples, rng)
     baseline = methods.index(BASELINE) if BASELINE in methods else None
+    blind_columns = {}
+    if blind is not None:
+        blind_scores, blind_folds = blind
+        truth = labels.astype(bool)
+        replicates = bootstrap(folds, n_resamples, rng, lambda weights: blind_auc(blind_scores, blind_folds, truth, weights))
+        blind_point = float(blind_auc(blind_scores, blind_folds, truth))
+        blind_replicates = replicates.extra
+        low, high = percentile_interval(blind_replicates)
+        blind_columns = {"blind_auc": blind_point, "blind_auc_low": float(low), "blind_auc_high": float(high)}
     rows = []
     for i, method in enumerate(methods):
         metrics = decision_metrics(labels, predicted[i])
@@ -169,12 +191,26 @@ def _evaluated_rows(folds: Folds, methods: list[str], n_resamples: int, rng: np.
                 low, high = percentile_interval(delta)
                 row |= {f"delta_{metric}": float(point[metric][i] - point[metric][baseline]), f"delta_{metric}_low": float(low),
                         f"delta_{metric}_high": float(high), f"beats_{metric}_share": float(np.mean(delta > 0))}
+        if blind is not None:
+            delta = replicates.auc[i] - blind_replicates
+            low, high = percentile_interval(delta)
+            row |= blind_columns | {"delta_blind_auc": float(point["auc"][i] - blind_point), "delta_blind_auc_low": float(low),
+                                    "delta_blind_auc_high": float(high), "beats_blind_auc_share": float(np.mean(delta > 0))}
         rows.append(row)
     return rows
 
 
+def blind_matrix(blind: dict[str, list[tuple[float, int]]] | None, ids: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The blind baseline's (repeats, len(ids)) scores of ``ids`` and their
+    folds; None without a blind baseline or where it did not score one of them."""
+    if not blind or any(sid not in blind for sid in ids):
+        return None
+    pairs = np.array([blind[sid] for sid in ids], dtype=float)  # (n, repeats, 2)
+    return pairs[:, :, 0].T, pairs[:, :, 1].T.astype(int)
+
+
 def detection_rows(scores: list[dict], samples: list[dict], *, n_resamples: int, seed: int, alpha: float,
-                   min_per_class: int) -> tuple[list[dict], dict]:
+                   min_per_class: int, blind: dict[str, list[tuple[float, int]]] | None = None) -> tuple[list[dict], dict]:
     """One row per subset and method, and each evaluated subset's ROC inputs
     {subset: {method: (labels, scores)}}. The control set is the calibration
     fold's non-members; metrics come from the evaluation fold, decisions from
@@ -183,7 +219,9 @@ def detection_rows(scores: list[dict], samples: list[dict], *, n_resamples: int,
     SrDetection gray-box, per replicate of one shared bootstrap; the ``beats``
     shares count replicates where the method is strictly better. The draws
     depend on the seed and the subset (and, for a method of less coverage,
-    its name) only, so models are resampled alike."""
+    its name) only, so models are resampled alike. ``blind``: sample_id ->
+    the blind baseline's (out-of-fold score, fold) in each repeat (the
+    ``blind_*`` and ``delta_blind_auc*`` columns; absent: null)."""
     by_method: dict[str, dict[str, dict]] = defaultdict(dict)
     for s in scores:
         by_method[s["method"]][s["sample_id"]] = s
@@ -212,7 +250,8 @@ def detection_rows(scores: list[dict], samples: list[dict], *, n_resamples: int,
             rng = np.random.default_rng(derive_seed(seed, "bootstrap", subset, *(group_methods[:1] if group else ())))
             own = group_methods if group == 0 else group_methods[:1]
             ids = _evaluation_ids(split, group_samples)
-            for method, row in zip(group_methods, _evaluated_rows(folds, group_methods, n_resamples, rng), strict=True):
+            evaluated_rows = _evaluated_rows(folds, group_methods, n_resamples, rng, blind_matrix(blind, ids))
+            for method, row in zip(group_methods, evaluated_rows, strict=True):
                 if method in own:
                     # its own draws, so adding the column moved no other figure
                     rule_rng = np.random.default_rng(derive_seed(seed, "own_rule", subset, method))

@@ -141,7 +141,8 @@ def detection_sections(detection: Sequence[dict]) -> list[str]:
                 f"CIs resample the control set too; Δ is the method minus {BASELINE} on the same replicates (paired), 'beats' the "
                 "share of replicates where the method is higher. Accuracy, macro precision and recall of these conformal decisions, and "
                 "member-class precision, recall and F1, are in detection.parquet; SrDetection under its own rule (its paper's "
-                "Tables 1-2) is in the section 'Detectors under their own decision rule'.\n",
+                "Tables 1-2) is in the section 'Detectors under their own decision rule'. "
+                f"{blind_sentence(rows[0])}\n",
                 markdown_table(
                     [{"method": method_label(r), "n eval": "–" if r.get("n_eval") is None else f"{r['n_eval']} ({r['n_eval_non_members']})",
                       "AUC [95% CI]": with_interval(r["auc"], r["auc_low"], r["auc_high"]),
@@ -150,9 +151,11 @@ def detection_sections(detection: Sequence[dict]) -> list[str]:
                       "Δ AUC [95% CI]": with_interval(r["delta_auc"], r["delta_auc_low"], r["delta_auc_high"]),
                       "beats (AUC)": r["beats_auc_share"],
                       "Δ macro F1 [95% CI]": with_interval(r["delta_macro_f1"], r["delta_macro_f1_low"], r["delta_macro_f1_high"]),
-                      "beats (F1)": r["beats_macro_f1_share"], "FPR at α": estimate(r.get("fpr"))} for r in rows],
-                    ["method", "n eval", "AUC [95% CI]", "TPR at 1% FPR", "TPR at 5% FPR", "FPR at α", "macro F1 [95% CI]",
-                     "Δ AUC [95% CI]", "beats (AUC)", "Δ macro F1 [95% CI]", "beats (F1)"],
+                      "beats (F1)": r["beats_macro_f1_share"], "FPR at α": estimate(r.get("fpr")),
+                      "beats blind by [95% CI]": with_interval(r.get("delta_blind_auc"), r.get("delta_blind_auc_low"),
+                                                               r.get("delta_blind_auc_high"))} for r in rows],
+                    ["method", "n eval", "AUC [95% CI]", "beats blind by [95% CI]", "TPR at 1% FPR", "TPR at 5% FPR", "FPR at α",
+                     "macro F1 [95% CI]", "Δ AUC [95% CI]", "beats (AUC)", "Δ macro F1 [95% CI]", "beats (F1)"],
                 ),
             ]
     return parts
@@ -201,6 +204,32 @@ def sensitivity_sections(seeds: Sequence[dict]) -> list[str]:
     return parts
 
 
+def blind_sentence(row: dict) -> str:
+    """The blind baseline's AUC on a subset's evaluation samples, as the table's caption says it."""
+    if row.get("blind_auc") is None:
+        return "No blind baseline on these samples."
+    return (f"The blind baseline (a text-only classifier of members against non-members, no model) has AUC "
+            f"{with_interval(row['blind_auc'], row['blind_auc_low'], row['blind_auc_high'])} on these samples; 'beats blind by' "
+            "is each method's AUC minus it on the same replicates (paired).")
+
+
+def blind_section(rows: Sequence[dict]) -> list[str]:
+    """The testbed's blind baseline: members against non-members of the evaluation fold, by text alone."""
+    parts = []
+    for r in rows:
+        if r.get("p_value") is None:
+            parts.append(f"\n## Blind baseline of {r['benchmark']}\n\n{r.get('note') or 'not run'}.\n")
+            continue
+        how = "every labelling" if r["exact"] else f"{r['n_labellings']} random labellings"
+        parts.append(
+            f"\n## Blind baseline of {r['benchmark']}\n\nA classifier with no model ({r['features']}) tells the evaluation "
+            f"fold's {r['n_suspect']} members from its {r['n_control']} non-members with cross-validated AUC "
+            f"{r['auc']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] (mean of {r['repeats']} repeated {r['folds']}-fold "
+            f"splits; {r['interval']}), permutation p = {r['p_value']:.3g} over {how}. The split is random, so it should sit "
+            "near 0.5; each detector's AUC is set beside it below ('beats blind by').\n")
+    return parts
+
+
 # The family pages beside report.md, in the summary's order: (title, what it holds, where it is off).
 FAMILIES = {
     "detection": ("Detection", "every detector per model and subset, the sensitivity tables, perplexity, the complement "
@@ -219,15 +248,17 @@ FAMILIES = {
 
 def render_pages(samples: Sequence[dict], detection: Sequence[dict], seeds: Sequence[dict], null_check: Sequence[dict],
                  perplexity: Sequence[dict], calibration_text: str, calibration_lines: Sequence[str],
-                 fragments: dict[str, Sequence[str]]) -> dict[str, str]:
+                 fragments: dict[str, Sequence[str]], blind: Sequence[dict] = ()) -> dict[str, str]:
     """``report.md`` (a summary) and one page per family of ``FAMILIES``
     (file name ``<family>.md``): every section the aggregate writes is on
-    exactly one page. ``fragments``: other stages' Markdown sections by family."""
+    exactly one page. ``fragments``: other stages' Markdown sections by family;
+    ``blind``: the testbed's blind-baseline rows (on the detection page)."""
     unknown = sorted(set(fragments) - set(FAMILIES))
     if unknown:
         raise ValueError(f"report fragments of unknown families {unknown}; known: {', '.join(FAMILIES)}")
     sections = {
-        "detection": [*headline_sections(detection, seeds), *detection_sections(detection), *own_rule_sections(detection),
+        "detection": [*headline_sections(detection, seeds), *blind_section(blind), *detection_sections(detection),
+                      *own_rule_sections(detection),
                       *sensitivity_sections(seeds),
                       "\n## Perplexity of the original samples\n",
                       markdown_table(perplexity, ["model", "split", "n", "mean_ppl", "median_ppl"], digits=2)],

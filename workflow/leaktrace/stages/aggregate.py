@@ -22,6 +22,7 @@ import pyarrow as pa
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.calibration.table import SCHEMA as CALIBRATION_SCHEMA
 from leaktrace.calibration.table import combined_rows
+from leaktrace.calibration.testbed_blind import scores_by_sample
 from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.detect.registry import (family_params, generator_instance_name, is_sensitivity_instance,
                                        sensitivity_instance_name)
@@ -87,6 +88,16 @@ DETECTION_SCHEMA = pa.schema(
         ("delta_macro_f1_low", pa.float64()),
         ("delta_macro_f1_high", pa.float64()),
         ("beats_macro_f1_share", pa.float64()),
+        # the blind baseline (a text-only classifier of members against non-members, no model, fitted on the
+        # evaluation fold by repeated cross-validation) on the same evaluation samples, and the method's AUC minus
+        # it on the same bootstrap replicates ("beats blind by"); null without the testbed's blind baseline
+        ("blind_auc", pa.float64()),
+        ("blind_auc_low", pa.float64()),
+        ("blind_auc_high", pa.float64()),
+        ("delta_blind_auc", pa.float64()),
+        ("delta_blind_auc_low", pa.float64()),
+        ("delta_blind_auc_high", pa.float64()),
+        ("beats_blind_auc_share", pa.float64()),  # share of replicates with a higher AUC than the blind baseline
         ("note", pa.string()),  # why a row has no figures
     ]
 )
@@ -175,14 +186,18 @@ def perplexity_rows(model: str, tokens: Path, split: dict[str, tuple[str, str]])
 
 
 def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], variants: Path, settings: dict, seed: int,
-              out_dir: Path, fragments: tuple[tuple[str, Path], ...] = (), calibration_rows: tuple[Path, ...] = ()) -> None:
+              out_dir: Path, fragments: tuple[tuple[str, Path], ...] = (), calibration_rows: tuple[Path, ...] = (),
+              blind: tuple[Path, Path] | None = None) -> None:
     """``settings``: the aggregate config slice, with ``srdetection_graybox``
     (that family's score settings) for the null check and ``alpha`` (the
     decisions' level). ``fragments``: (family, path) of other stages' Markdown
     sections (the leakage scans, the twin, ...), each on its family's page
     beside the summary ``report.md`` (``report.results.FAMILIES``). ``calibration_rows``: row files of
-    ``calibration.table``, joined into calibration.parquet."""
+    ``calibration.table``, joined into calibration.parquet. ``blind``: the
+    testbed's blind baseline (its table, its out-of-fold scores) from the
+    testbed-blind stage, set beside every detector."""
     records = read_records(samples)
+    blind_rows, blind_scores = ([], None) if blind is None else (read_records(blind[0]), scores_by_sample(read_records(blind[1])))
     # Perplexity and the counterfactual table use the whole split; ReCaLL's prefix samples are no part of it.
     split = {r["sample_id"]: (r["split"], r["fold"]) for r in records if r["kept"] and r["fold"] != RECALL_PREFIX}
 
@@ -190,7 +205,8 @@ def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], v
     for model, path in scores.items():
         try:
             rows, curves[model] = detection_rows(read_records(path), records, n_resamples=settings["bootstrap_resamples"], seed=seed,
-                                                 alpha=settings["alpha"], min_per_class=settings["filtered_min_per_class"])
+                                                 alpha=settings["alpha"], min_per_class=settings["filtered_min_per_class"],
+                                                 blind=blind_scores)
         except ValueError as err:
             raise ValueError(f"evaluating {model} ({path}): {err}") from None
         detection += [{name: row.get(name) for name in DETECTION_SCHEMA.names} | {"model": model, **model_coordinates(model)}
@@ -222,7 +238,7 @@ def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], v
     for family, path in fragments:
         by_family.setdefault(family, []).append(Path(path).read_text())
     pages = render_pages(records, detection, seeds, null_rows, perplexity, calibration_section(calibration),
-                         calibration_lines(calibration), by_family)
+                         calibration_lines(calibration), by_family, blind_rows)
     for name, text in pages.items():
         (out_dir / f"{name}.md").write_text(text)
     log.info("aggregate tables in %s", out_dir)
