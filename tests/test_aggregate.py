@@ -20,6 +20,8 @@ from leaktrace.variants.kinds import detector_variant_counts
 from leaktrace.stages.audit import audit, leakage_rates
 from leaktrace.detect.scores import SCORES_SCHEMA
 
+from helpers import ALPHA, TOY, toy_split
+
 
 def test_model_coordinates():
     assert model_coordinates("reference") == {"ratio": None, "seed": None, "epoch": 0}
@@ -28,37 +30,8 @@ def test_model_coordinates():
         model_coordinates("target-r5-e3")
 
 
-# A toy split. Calibration: members 0.9, 0.7, non-members 0.8, 0.4 (the
-# control set). Evaluation: members 0.6, 0.5, 0.9, non-members 0.3, 0.56,
-# 0.1 and 0.2 (flagged pre-exposed). A prefix sample scoring 100 must be in
-# neither fold. Conformal p-values (1 + #{controls >= x}) / 3: 0.9 -> 1/3;
-# 0.6, 0.5, 0.56 -> 2/3 (0.8 reaches them); 0.3, 0.1, 0.2 -> 1.
-TOY = [  # sample, member, fold, pre-exposed, loss score
-    ("c1", True, "calibration", False, 0.9), ("c2", True, "calibration", False, 0.7),
-    ("c3", False, "calibration", False, 0.8), ("c4", False, "calibration", False, 0.4),
-    ("e1", True, "evaluation", False, 0.6), ("e2", True, "evaluation", False, 0.5), ("e3", True, "evaluation", False, 0.9),
-    ("e4", False, "evaluation", False, 0.3), ("e5", False, "evaluation", False, 0.56), ("e6", False, "evaluation", False, 0.1),
-    ("e7", False, "evaluation", True, 0.2),
-    ("p1", False, "recall-prefix", False, 100.0),
-]
-ALPHA = 0.7  # flags p <= 2/3: e1, e2, e3 and e5
-
-
-def _toy(flip_evaluation_labels=False):
-    samples = [{"sample_id": sid, "kept": True, "reason": None, "pre_exposed": pre,
-                "split": "member" if member != (flip_evaluation_labels and fold == "evaluation") else "non-member", "fold": fold}
-               for sid, member, fold, pre, _ in TOY]
-    scores = []
-    for sid, _, _, _, score in TOY:
-        scores.append({"sample_id": sid, "method": "loss", "family": "loss", "score": score, "decision": None})
-        for method in ("srdetection_graybox", "srdetection_graybox_n1"):  # identical: Δ 0 on every replicate
-            scores.append({"sample_id": sid, "method": method, "family": "srdetection_graybox", "score": score - 0.55,
-                           "decision": score > 0.55})
-    return scores, samples
-
-
 def test_subsets_exclude_the_prefix_and_filtered_drops_pre_exposed():
-    _, samples = _toy()
+    _, samples = toy_split()
     assert sorted(subset_samples(samples, "all")) == sorted(sid for sid, *_ in TOY[:-1])
     assert sorted(subset_samples(samples, "filtered")) == sorted(sid for sid, *_ in TOY[:-2])
     with pytest.raises(ValueError, match="no pre_exposed column"):
@@ -70,7 +43,7 @@ def _rows(scores, samples, alpha=ALPHA, min_per_class=2, n_resamples=200):
 
 
 def test_detection_rows_on_a_toy_table():
-    scores, samples = _toy()
+    scores, samples = toy_split()
     rows, curves = _rows(scores, samples)
     by = {(r["subset"], r["method"]): r for r in rows}
     loss = by[("all", "loss")]
@@ -98,7 +71,7 @@ def test_detection_rows_on_a_toy_table():
 
 
 def test_srdetection_under_its_own_rule_beside_the_conformal_decision():
-    scores, samples = _toy()
+    scores, samples = toy_split()
     by = {(r["subset"], r["method"]): r for r in _rows(scores, samples)[0]}
     gray = by[("all", "srdetection_graybox")]
     # own rule score > 0.55: e1 (0.6), e3 (0.9) members flagged, e2 (0.5) missed; e5 (0.56) non-member flagged,
@@ -117,7 +90,7 @@ def test_srdetection_under_its_own_rule_beside_the_conformal_decision():
 def test_own_rule_section_names_both_decisions():
     from leaktrace.report.own_rule import own_rule_sections
 
-    scores, samples = _toy()
+    scores, samples = toy_split()
     rows = [r | {"model": "target-r5-s0-e5"} for r in _rows(scores, samples)[0]]
     text = "".join(own_rule_sections(rows))
     assert "## Detectors under their own decision rule (all subset)" in text and "PPL_0 < min_i PPL_i" in text
@@ -128,7 +101,7 @@ def test_own_rule_section_names_both_decisions():
 
 
 def test_a_learned_detector_is_cross_conformal_over_its_folds():
-    scores, samples = _toy()
+    scores, samples = toy_split()
     # fold 0 held out c3, fold 1 c4; under fit 0 e1 scores 0.85 (above c3's 0.8), under fit 1 0.3 (below c4's 0.4)
     fold_scores = {"c3": [0.8, 0.5], "c4": [0.1, 0.4], "e1": [0.85, 0.3]}
     learned = [{**s, "method": "dpdllm", "family": "dpdllm", "decision": False,
@@ -142,12 +115,12 @@ def test_a_learned_detector_is_cross_conformal_over_its_folds():
 
 
 def test_a_method_of_less_coverage_is_evaluated_on_its_own_samples_and_shrinks_no_other():
-    scores, samples = _toy()
+    scores, samples = toy_split()
     # a generator-specific instance that scored neither e1 nor e5 (a member and a non-member)
     scores += [{**s, "method": "srdetection_graybox_ast_tt"} for s in scores
                if s["method"] == "srdetection_graybox" and s["sample_id"] not in ("e1", "e5")]
     by = {(r["subset"], r["method"]): r for r in _rows(scores, samples, n_resamples=50)[0]}
-    alone = {(r["subset"], r["method"]): r for r in _rows(_toy()[0], samples, n_resamples=50)[0]}
+    alone = {(r["subset"], r["method"]): r for r in _rows(toy_split()[0], samples, n_resamples=50)[0]}
     for method in ("loss", "srdetection_graybox"):
         assert by[("all", method)] == alone[("all", method)]  # the same 7 evaluation samples, the same figures
     ast_tt = by[("all", "srdetection_graybox_ast_tt")]
@@ -159,7 +132,7 @@ def test_a_method_of_less_coverage_is_evaluated_on_its_own_samples_and_shrinks_n
 
 
 def test_a_filtered_subset_short_of_samples_says_why():
-    scores, samples = _toy()
+    scores, samples = toy_split()
     samples = [{**s, "pre_exposed": True if s["sample_id"] in ("c3", "c4", "e1") else s["pre_exposed"]}
                for s in samples]  # no control left
     rows = {(r["subset"], r["method"]): r for r in _rows(scores, samples, n_resamples=20)[0]}
@@ -176,7 +149,7 @@ def test_a_filtered_subset_short_of_samples_says_why():
 
 
 def test_decisions_do_not_move_when_evaluation_labels_flip():
-    flipped = _rows(*_toy(flip_evaluation_labels=True), n_resamples=20)[0]
+    flipped = _rows(*toy_split(flip_evaluation_labels=True), n_resamples=20)[0]
     loss = next(r for r in flipped if r["method"] == "loss" and r["subset"] == "all")
     # the same four flagged (e1, e2, e3, e5), now one member and three non-members
     assert (loss["fpr"], loss["member_recall"]) == (pytest.approx(3 / 3), pytest.approx(1 / 4))

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 from scipy.stats import beta, binom, mannwhitneyu, norm
-from leaktrace.calibration.audit_verdicts import Settings, gate, model_rows
+from leaktrace.calibration.audit_verdicts import CONTRAST_UNDER_SHIFT, Settings, gate, model_rows
 from leaktrace.calibration.blind_baseline import (auc, blind_baseline, blind_scores, delong_interval, delong_variance,
                                                   feature_matrix, fold_mean_auc, out_of_fold, permutation_p,
                                                   span_coordinates)
@@ -239,7 +239,8 @@ def test_the_verdict_wording():
 def test_a_rejecting_blind_baseline_gates_every_test_that_assumes_exchangeable_controls():
     """Suspects score higher on a detector than the controls, and their texts
     differ: the conformal flags and the leakage rate say "not calibrated" and
-    count for nothing; the reference contrast (d = 0 everywhere) is not gated."""
+    count for nothing; so does the reference contrast (its assumption, that a
+    shift moves both models alike, failed in the shifted-control experiment)."""
     controls = {f"b/{i}" for i in range(20, 40)}
     scores = {f"b/{i}": float(i) for i in range(40)}  # every suspect... below every control: controls 20..39
     scores = {sid: (100.0 - v if sid in controls else 200.0 + v) for sid, v in scores.items()}
@@ -258,7 +259,8 @@ def test_a_rejecting_blind_baseline_gates_every_test_that_assumes_exchangeable_c
         assert row["verdict"] == gate(blind, 0.05) and not row["counted_as_evidence"] and row["p_value"] < 1e-5
         assert (row["n_controls_used"], row["n_controls_dropped"]) == (20, 1) and "b/99" in row["controls_dropped"]
     assert all(r["controls_exchangeable"] is False and r["blind_auc"] == 1.0 for r in rows)
-    assert by_test["reference_contrast"]["verdict"].startswith("no evidence; this test would have detected AUC ≥ ")
+    contrast = by_test["reference_contrast"]
+    assert contrast["verdict"] == gate(blind, 0.05) + CONTRAST_UNDER_SHIFT and not contrast["counted_as_evidence"]
     assert by_test["conformal_flags"]["conformal_rank"] == 1 and by_test["conformal_flags"]["pac_rank"] == 0
     with pytest.raises(ValueError, match="audit.reference.method: 'zlib' has no finite score under m or ref on b"):
         model_rows("m", "b", lookup, decisions, controls, blind, None, s, reference=("ref", lookup, "zlib"))

@@ -9,7 +9,7 @@ import pytest
 from leaktrace.calibration.testbed_blind import blind_auc, evaluation_samples, scores_by_sample, split_blind_baseline
 from leaktrace.evaluate.detection import detection_rows
 from leaktrace.report.results import blind_section, detection_sections
-from test_aggregate import _toy
+from helpers import toy_split
 
 BLIND_COLUMNS = ("blind_auc", "blind_auc_low", "blind_auc_high", "delta_blind_auc", "delta_blind_auc_low",
                  "delta_blind_auc_high", "beats_blind_auc_share")
@@ -17,7 +17,7 @@ MEMBERS = {"c1", "c2", "e1", "e2", "e3"}
 
 
 def _rows(blind):
-    scores, samples = _toy()
+    scores, samples = toy_split()
     return {(r["subset"], r["method"]): r for r in
             detection_rows(scores, samples, n_resamples=200, seed=1, alpha=0.7, min_per_class=2, blind=blind)[0]}
 
@@ -64,7 +64,7 @@ def test_the_testbed_blind_baseline_uses_the_evaluation_fold_only():
     """Members' texts are Python, non-members' SQL, on the evaluation fold
     only: AUC 1 with p = 1 / (permutations + 1); calibration and ReCaLL
     prefix samples are left out; its scores come back per sample and repeat."""
-    _, samples = _toy()
+    _, samples = toy_split()
     texts = {s["sample_id"]: (f"def f{i}(x):\n    return x + {i}\n" if s["split"] == "member" else f"SELECT c{i} FROM t;")
              for i, s in enumerate(samples)}
     assert [sid for sid, _ in evaluation_samples(samples)] == [f"e{i}" for i in range(1, 8)]
@@ -92,7 +92,7 @@ def test_regression_the_report_shows_the_blind_baseline_and_beats_blind_by():
     text = "\n".join(detection_sections(rows))
     assert "The blind baseline (a text-only classifier of members against non-members, no model) has AUC 1.000 [1.000, 1.000]" in text
     assert "| beats blind by [95% CI] |" in text and "| -0.083 [" in text
-    _, samples = _toy()
+    _, samples = toy_split()
     texts = {s["sample_id"]: "x = 1\n" * (1 + i % 3) for i, s in enumerate(samples)}
     row, _ = split_blind_baseline("toy", samples, texts, alpha=0.05, permutations=9, repeats=1, seed=3)
     assert blind_section([row])[0].startswith("\n## Blind baseline of toy\n\nA classifier with no model")

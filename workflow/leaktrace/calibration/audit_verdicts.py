@@ -19,7 +19,8 @@ Rows (``test``):
 - ``reference_contrast``, where a reference model is configured: d =
   s_target - s_reference on one detector, suspects against controls
   (:mod:`leaktrace.calibration.reference_contrast`): its assumption is
-  written in its row, and it is not gated.
+  written in its row; where the blind baseline rejects it is gated too
+  (the shifted-control experiment found that assumption false).
 
 The gate: where the blind baseline rejects at alpha, every row that assumes
 exchangeable controls gets the shift verdict and ``counted_as_evidence``
@@ -180,8 +181,18 @@ def dataset_inference_row(found: dict, s: Settings, shift: str | None) -> dict:
             "note": found.get("note") or "power: Mann-Whitney approximation on the held-out halves at alpha / 2"}
 
 
+# Where the blind baseline rejects, the contrast is gated too: its assumption (a shift moves both models'
+# scores alike) failed in the shifted-control experiment (docs/results.md): with docstring-free suspects a
+# never-exposed model's contrast rejected in 8 of 10 draws.
+CONTRAST_UNDER_SHIFT = ("; the contrast assumes the shift moves the target's and the reference's scores alike, which "
+                        "the shifted-control experiment found false")
+
+
 def contrast_row(method: str, target: dict[str, float], reference: dict[str, float], reference_name: str,
-                 control_ids: set[str], s: Settings) -> dict:
+                 control_ids: set[str], s: Settings, shift: str | None = None) -> dict:
+    """The reference-model contrast; ``shift``: the gate's text where the
+    blind baseline rejected (then its verdict is not counted as evidence)."""
+    gated = None if shift is None else shift + CONTRAST_UNDER_SHIFT
     both = set(target) & set(reference)
     controls, suspects = sorted(both & control_ids), sorted(both - control_ids)
     row = {"test": "reference_contrast", "detector": method, "n_suspect": len(suspects), "effect": AUC,
@@ -189,13 +200,13 @@ def contrast_row(method: str, target: dict[str, float], reference: dict[str, flo
            **_dropped(control_ids, set(controls), f"control ids without a {method} score under both models")}
     note = f"d = {method}(target) - {method}({reference_name}); {ASSUMPTION}"
     if not (controls and suspects):
-        return row | {"verdict": verdict(None, s.alpha, AUC, None, s.inconclusive_auc), "counted_as_evidence": False,
+        return row | {"verdict": verdict(None, s.alpha, AUC, None, s.inconclusive_auc, gated), "counted_as_evidence": False,
                       "note": note}
     result = reference_contrast(contrasts(target, reference, suspects), contrasts(target, reference, controls), seed=s.seed)
     detectable = detectable_auc(len(suspects), len(controls), s.alpha)
     return row | {"statistic": result.mean_difference, "p_value": result.p_value, "detectable_effect": detectable,
-                  "verdict": verdict(result.p_value, s.alpha, AUC, detectable, s.inconclusive_auc),
-                  "counted_as_evidence": result.p_value <= s.alpha, "note": note}
+                  "verdict": verdict(result.p_value, s.alpha, AUC, detectable, s.inconclusive_auc, gated),
+                  "counted_as_evidence": gated is None and result.p_value <= s.alpha, "note": note}
 
 
 def model_rows(model: str, benchmark: str, lookup: dict[str, dict[str, float]], decisions: dict[str, dict[str, bool]],
@@ -217,6 +228,6 @@ def model_rows(model: str, benchmark: str, lookup: dict[str, dict[str, float]], 
         if missing:
             raise ValueError(f"audit.reference.method: {method!r} has no finite score under {' or '.join(missing)} on "
                              f"{benchmark} (scored: {', '.join(sorted(lookup))})")
-        rows.append(contrast_row(method, lookup[method], ref_lookup[method], name, control_ids, s))
+        rows.append(contrast_row(method, lookup[method], ref_lookup[method], name, control_ids, s, shift))
     common = {"model": model, "benchmark": benchmark, "alpha": s.alpha, **blind_columns(blind, s.alpha)}
     return [common | r for r in rows]

@@ -32,7 +32,7 @@ def render(rows: list[dict], alpha: float, delta: float) -> str:
         f"α = {alpha}, the control set differs from the suspects, and every test whose null assumes them "
         "exchangeable (dataset inference, the conformal flags, the leakage-rate test) reads \"control set differs "
         "from the suspects (…): not calibrated\" and is not counted as evidence; the reference-model contrast, "
-        "where a reference is configured, rests on another assumption (written below) and is not gated. Each "
+        "where a reference is configured, rests on another assumption (written below), which the shifted-control experiment found false under a docstring shift, so it is gated too. Each "
         "verdict states the smallest effect the test detects with 80% power for its samples (AUC: Mann-Whitney "
         "normal approximation; flag rate: the exact null of the flag count, or Fisher's test's exact power). "
         "Without evidence a test only bounds the effect it could have detected; it is no proof that the model was "

@@ -14,7 +14,7 @@ READING = {
     "dataset_inference": "false-positive rate (naive)",
     "conformal_flags": "false-positive rate (naive; every detector's draws pooled)",
     "leakage_rate": "false-positive rate (naive)",
-    "reference_contrast": "false-positive rate (not gated)",
+    "reference_contrast": "false-positive rate (gated where the blind baseline rejects)",
 }
 
 
