@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import torch
+
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.models.backend import Capability, ModelSpec, Sampling
 from leaktrace.models.hf import HFLanguageModel

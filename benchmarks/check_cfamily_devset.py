@@ -31,13 +31,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from verify_devset import TYPES, fmt, lessleak_jaccard, prf, tune
+
 from leaktrace.artifacts import read_records
 from leaktrace.leakage import combiner, devset
 from leaktrace.leakage.features import vector
+from leaktrace.leakage.pairs import settings_for, verify_records
 from leaktrace.leakage.verify import RULES, Verdict, Verifier, decide
 from leaktrace.mutate.statements import line_similarity
-from leaktrace.leakage.pairs import settings_for, verify_records
-from verify_devset import TYPES, fmt, lessleak_jaccard, prf, tune
 
 
 def per_type(rows: list[dict], methods: dict[str, np.ndarray]) -> None:

@@ -31,6 +31,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 from datasketch import MinHash, MinHashLSH
+
 from leaktrace.data.corpora import iter_stdlib_code
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.leakage.lsh import BandIndex

@@ -35,8 +35,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import yaml
-from snakemake.utils import update_config
 from sklearn.metrics import roc_auc_score
+from snakemake.utils import update_config
 
 from leaktrace.artifacts import read_records
 from leaktrace.evaluate.null_check import null_check
@@ -164,8 +164,9 @@ def main() -> None:
     for name in settings:
         part = frame[(frame.model == "base") & (frame.names_per_variant == name)]
         check = null_check(dict(zip(part.sample_id, part.gap > 0)), dict(zip(part.sample_id, part.n_variants)))
+        interval = f"[{check['rate_low']:.3f}, {check['rate_high']:.3f}]"
         print(f"{name:<18}{check['n_samples']:>8}{check['mean_variants']:>8.1f}{check['rate']:>8.3f}"
-              f"{'[%.3f, %.3f]' % (check['rate_low'], check['rate_high']):>18}{check['expected_rate']:>9.3f}  {check['verdict']}")
+              f"{interval:>18}{check['expected_rate']:>9.3f}  {check['verdict']}")
     for label, _ in models[1:]:
         print(f"\n{label}: ROC AUC (members vs non-members); difference from the run's own ({own}) with a paired"
               " bootstrap 95% interval")

@@ -35,6 +35,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.corpora import iter_stdlib_code
 from leaktrace.leakage.lsh import BandIndex
@@ -43,7 +44,7 @@ from leaktrace.leakage.renamed import normalised_shingle_hashes
 from leaktrace.leakage.settings import resolve
 from leaktrace.mutate.registry import Mutation, apply_mutation
 from leaktrace.stages.ingest import BENCHMARK_SCHEMA, ingest_benchmark
-from leaktrace.stages.leakage import build_index, gather, scan_shard
+from leaktrace.stages.leakage import build_index, scan_shard
 
 KINDS = ("T1", "T2", "T3-0.9", "T3-0.7", "T3-0.5")
 

@@ -38,6 +38,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import torch
 import yaml
+
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.detect.evidence import SampleEvidence
 from leaktrace.detect.recall_relative_ll import prefix_shots

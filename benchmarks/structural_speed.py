@@ -37,6 +37,7 @@ from pathlib import Path
 
 import pyarrow as pa
 from apted import APTED, PerEditOperationConfig
+
 from leaktrace.artifacts import write_table
 from leaktrace.data.corpora import iter_stdlib_code
 from leaktrace.similarity.codebleu import codebleu

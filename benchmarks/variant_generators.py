@@ -32,9 +32,9 @@ from leaktrace.detect.srdetection_graybox import srdetection_flag
 from leaktrace.evaluate.null_check import null_check
 from leaktrace.models.token_table import read_token_stats
 from leaktrace.stages.aggregate import null_check_rows
-from leaktrace.variants.kinds import detector_variant_counts
 from leaktrace.stages.score import score_methods, score_tokens
 from leaktrace.stages.variants import make_variants_table
+from leaktrace.variants.kinds import detector_variant_counts
 
 MODEL = {"path": "resources/models/leaktrace-tiny", "dtype": "float32", "device": "cpu", "max_length": None}
 GRAYBOX = {"n_variants": 10, "sensitivity": [3], "generators": ["ast"]}

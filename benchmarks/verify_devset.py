@@ -39,14 +39,15 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.leakage import combiner, devset
-from leaktrace.leakage.features import vector
 from leaktrace.leakage.execution import Executor
+from leaktrace.leakage.features import vector
+from leaktrace.leakage.pairs import settings_for, verify_records
 from leaktrace.leakage.tokens import shingle_set
 from leaktrace.leakage.verify import RULES, Verdict, Verifier, decide
 from leaktrace.sandbox import SandboxLimits
-from leaktrace.leakage.pairs import settings_for, verify_records
 from leaktrace.stages.verify_pairs import SCHEMA
 
 GRID = {  # 1.0 on structure or statement: that rule only for perfect matches

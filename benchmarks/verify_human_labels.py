@@ -38,14 +38,15 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+from sklearn.metrics import balanced_accuracy_score, matthews_corrcoef
+
 from leaktrace.leakage import combiner
+from leaktrace.leakage.features import vector
+from leaktrace.leakage.pairs import settings_for, verify_records
 from leaktrace.leakage.tokens import shingle_set, token_set
+from leaktrace.leakage.verify import Verifier, by_definition, decide
 from leaktrace.seeding import derive_seed
 from leaktrace.stages.train_verifier import labels_and_groups, read_labelled
-from leaktrace.leakage.pairs import settings_for, verify_records
-from leaktrace.leakage.features import vector
-from leaktrace.leakage.verify import Verifier, by_definition, decide
-from sklearn.metrics import balanced_accuracy_score, matthews_corrcoef
 
 DATA = Path(__file__).resolve().parents[1] / "resources" / "verify" / "lessleak-human-pairs-dev.jsonl.gz"
 LANGUAGES = ("python", "java", "c")

@@ -72,7 +72,7 @@ def measure(work: Path) -> None:
     commit = head()
     fresh_copy(work)
     before = load()
-    start = datetime.datetime.now(datetime.timezone.utc)
+    start = datetime.datetime.now(datetime.UTC)
     env = {**os.environ, "PYTHONPATH": str(work / "workflow")}
     subprocess.run(MEASURE, cwd=work, env=env, check=True)
     note = f"{before} at the start, {load()} at the end; {start:%Y-%m-%d %H:%M} UTC"
@@ -88,7 +88,7 @@ def extract(run_dir: Path, command: str, note: str = "", commit: str = "") -> No
     header = [f"# from {run_dir}: {command}",
               f"# measured {note or 'on ' + datetime.date.today().isoformat()}; repository at {commit or head()}",
               f"# machine: {machine()}",
-              f"# regenerate: .venv/bin/python scripts/job_use.py measure (docs/guides/slurm.md)"]
+              "# regenerate: .venv/bin/python scripts/job_use.py measure (docs/guides/slurm.md)"]
     OUT.mkdir(parents=True, exist_ok=True)
     with open(OUT / "default_use.tsv", "w", newline="") as handle:
         handle.write("# Each job's wall seconds and peak RSS (Snakemake's benchmark: s, max_rss), every job a fresh\n"

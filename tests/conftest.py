@@ -8,13 +8,13 @@ import os
 os.environ["HF_HUB_OFFLINE"] = "1"
 
 import pytest  # noqa: E402
+from helpers import TRAINING_TEXT, run_micro
 from hypothesis import settings  # noqa: E402
+from transformers import LlamaConfig, LlamaForCausalLM
+
 from leaktrace.models.tokenizer import train_bpe_tokenizer
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import seed_everything
-from transformers import LlamaConfig, LlamaForCausalLM
-
-from helpers import TRAINING_TEXT, run_micro
 
 # Property tests check behaviour, not speed (speed is the benchmarks' job): no
 # per-example deadline, which a loaded CI machine broke (265 ms for a parse
@@ -54,8 +54,9 @@ def micro_run(tmp_path_factory):
     """(the copy the micro run ran in, the config it ran with: the default
     with config/micro.yaml laid over it, as Snakemake lays it, written out)."""
     import yaml
-    from leaktrace.configuration import drop_removed_entries
     from snakemake.utils import update_config
+
+    from leaktrace.configuration import drop_removed_entries
 
     workdir = tmp_path_factory.mktemp("micro")
     run_micro(workdir)

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import yaml
-from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from repo_copy import MICRO_COMMAND, fresh_copy
+
+from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 
 REPO = Path(__file__).resolve().parents[1]
 BASE_MODEL = REPO / "resources" / "models" / "leaktrace-tiny"

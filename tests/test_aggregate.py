@@ -6,21 +6,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers import ALPHA, TOY, toy_split
+
 from leaktrace.artifacts import write_table
 from leaktrace.calibration.table import REAL_ORDER, count_row, write_rows
+from leaktrace.detect.scores import SCORES_SCHEMA
 from leaktrace.evaluate.detection import detection_rows, subset_samples
 from leaktrace.evaluate.null_check import null_check
 from leaktrace.evaluate.seeds import across_seeds
 from leaktrace.models.backend import TokenStats
+from leaktrace.models.naming import model_coordinates
 from leaktrace.models.token_table import write_token_stats
 from leaktrace.report.results import pivot, sensitivity_sections
-from leaktrace.models.naming import model_coordinates
 from leaktrace.stages.aggregate import aggregate, null_check_rows
-from leaktrace.variants.kinds import detector_variant_counts
 from leaktrace.stages.audit import audit, leakage_rates
-from leaktrace.detect.scores import SCORES_SCHEMA
-
-from helpers import ALPHA, TOY, toy_split
+from leaktrace.variants.kinds import detector_variant_counts
 
 
 def test_model_coordinates():
@@ -94,7 +94,7 @@ def test_own_rule_section_names_both_decisions():
     rows = [r | {"model": "target-r5-s0-e5"} for r in _rows(scores, samples)[0]]
     text = "".join(own_rule_sections(rows))
     assert "## Detectors under their own decision rule (all subset)" in text and "PPL_0 < min_i PPL_i" in text
-    line = next(l for l in text.splitlines() if l.startswith("| target-r5-s0-e5 | srdetection_graybox | 7 (4) |"))
+    line = next(row for row in text.splitlines() if row.startswith("| target-r5-s0-e5 | srdetection_graybox | 7 (4) |"))
     assert "| 0.714 | 0.708 | 0.708 | 0.708 [" in line and "| 0.250 | 0.857 [" in line
     assert "| loss |" not in text
     assert own_rule_sections([r for r in rows if r["method"] == "loss"]) == []

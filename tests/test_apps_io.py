@@ -8,6 +8,7 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from leaktrace.artifacts import read_records
 from leaktrace.data.io_tests import CallTests, IoTests, call_test, parse_io_tests
 from leaktrace.data.samples import not_runnable, sample_tests

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from repo_copy import REPO, fresh_copy
+
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.sample_ids import match_ids
 from leaktrace.errors import InputError
 from leaktrace.stages.audit_contamination import SCHEMA, audit_contamination
-from repo_copy import REPO, fresh_copy
 
 AUDIT_CONFIG = "config/experiments/audit.yaml"  # run once for all tests by the audit_run fixture (conftest.py)
 

@@ -9,13 +9,30 @@ import math
 import numpy as np
 import pytest
 from scipy.stats import beta, binom, mannwhitneyu, norm
+
 from leaktrace.calibration.audit_verdicts import CONTRAST_UNDER_SHIFT, Settings, gate, model_rows
-from leaktrace.calibration.blind_baseline import (auc, blind_baseline, blind_scores, delong_interval, delong_variance,
-                                                  feature_matrix, fold_mean_auc, out_of_fold, permutation_p,
-                                                  span_coordinates)
+from leaktrace.calibration.blind_baseline import (
+    auc,
+    blind_baseline,
+    blind_scores,
+    delong_interval,
+    delong_variance,
+    feature_matrix,
+    fold_mean_auc,
+    out_of_fold,
+    permutation_p,
+    span_coordinates,
+)
 from leaktrace.calibration.conditional import flags_at_rank, fpr_exceed_probability, min_controls, pac_rank
-from leaktrace.calibration.power import (conformal_rank, detectable_auc, detectable_fisher_rate, detectable_flag_rate,
-                                         fisher_power, flag_count_critical, flag_count_p)
+from leaktrace.calibration.power import (
+    conformal_rank,
+    detectable_auc,
+    detectable_fisher_rate,
+    detectable_flag_rate,
+    fisher_power,
+    flag_count_critical,
+    flag_count_p,
+)
 from leaktrace.calibration.reference_contrast import ASSUMPTION, reference_contrast
 from leaktrace.calibration.verdict import shift_text, verdict
 

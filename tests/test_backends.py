@@ -17,6 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
 from leaktrace.cli import main
 from leaktrace.detect.registry import FAMILIES
 from leaktrace.models.backend import Capability, Completion, ModelSpec, PromptLogprobs, Sampling

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+
 from leaktrace.artifacts import read_records
 from leaktrace.data import humaneval
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path

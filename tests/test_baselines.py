@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from leaktrace.artifacts import read_records
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.detect.dpdllm import ContinuationStats, continuation_features

@@ -6,6 +6,7 @@ halving the batch, and the budgeted pass equal to the fixed-batch one."""
 import numpy as np
 import pytest
 import torch
+
 from leaktrace.models.backend import ModelSpec
 from leaktrace.models.batching import run_batches, token_batches
 from leaktrace.models.hf import HFLanguageModel

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from repo_copy import REPO, fresh_copy
 
 RUN = "{run}"  # replaced by the micro run's results folder (results/micro in its copy)

@@ -11,10 +11,11 @@ import types
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from leaktrace.artifacts import read_records, read_table
 from leaktrace.data import benchmarks
 from leaktrace.data.benchmarks import PRESETS, load_benchmark
-from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
+from leaktrace.data.humaneval import shipped_humaneval_path
 from leaktrace.data.samples import document, not_runnable
 from leaktrace.errors import InputError
 from leaktrace.stages.function_filter import filter_functions

@@ -8,18 +8,40 @@ import math
 import numpy as np
 import pyarrow as pa
 import pytest
+from scipy.stats import binomtest
+
 from leaktrace.artifacts import write_table
 from leaktrace.calibration.conformal import conformal_p_values, exceedances, p_values, randomised_p_values
-from leaktrace.calibration.conformal_checks import Refit, calibration_fold_rows, refitted_repartitioned_rows, repartitioned_rows
+from leaktrace.calibration.conformal_checks import (
+    Refit,
+    calibration_fold_rows,
+    refitted_repartitioned_rows,
+    repartitioned_rows,
+)
 from leaktrace.calibration.membership import membership_rows, shuffled_labels
 from leaktrace.calibration.rates import clopper_pearson
-from leaktrace.calibration.table import (AVERAGE, CALIBRATION_FOLD, COUNT, REPARTITIONED, SCHEMA, average_row, combined_rows,
-                                         count_row, write_rows)
+from leaktrace.calibration.table import (
+    AVERAGE,
+    CALIBRATION_FOLD,
+    COUNT,
+    REPARTITIONED,
+    SCHEMA,
+    average_row,
+    combined_rows,
+    count_row,
+    write_rows,
+)
 from leaktrace.calibration.unexposed import is_unexposed, unexposed_models
 from leaktrace.calibration.validity_rules import repartition_expected_rate
-from leaktrace.detect.cross_fit import UNLABELLED, Problem, assign_folds, cross_fit, cross_fit_many, row_conformal_inputs
+from leaktrace.detect.cross_fit import (
+    UNLABELLED,
+    Problem,
+    assign_folds,
+    cross_fit,
+    cross_fit_many,
+    row_conformal_inputs,
+)
 from leaktrace.errors import InputError
-from scipy.stats import binomtest
 
 CONTROL = np.array([0.1, 0.4, 0.4, 0.7, 0.9])
 

@@ -5,7 +5,6 @@ import gzip
 import json
 
 import pytest
-
 from helpers import assert_one_line_error, run_cli
 
 

@@ -17,11 +17,11 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
-
-from leaktrace import jobsize
+from helpers import BASE_MODEL, REPO, snakemake, write_config
 from plan_requests import planned_jobs, read_tsv
 from repo_copy import fresh_copy
-from helpers import BASE_MODEL, REPO, snakemake, write_config
+
+from leaktrace import jobsize
 
 
 def test_parameter_count_reads_the_safetensors_headers():

@@ -4,13 +4,14 @@ powerful under a shift, and the pieces that feed them."""
 
 import numpy as np
 import pytest
+from scipy.stats import ttest_ind
+from sklearn.linear_model import LogisticRegression
+
 from leaktrace.calibration.rates import ABOVE, WITHIN, false_positive_rate
 from leaktrace.contamination.combine import twice_median
 from leaktrace.contamination.dataset_inference import dataset_inference, p_value_curve, smallest_n
 from leaktrace.contamination.features import feature_matrix, score_lookup, shared_methods
 from leaktrace.contamination.variant_preference import preference_test
-from scipy.stats import ttest_ind
-from sklearn.linear_model import LogisticRegression
 
 ALPHA = 0.05
 
@@ -119,8 +120,8 @@ def _testbed(tmp_path, n=60, signal=1.5, models=None):
     signal) and a target whose members score higher on loss and neighbor;
     ``models``: name -> shift(split, method) of each model's scores."""
     from leaktrace.artifacts import write_table
-    from leaktrace.stages.split import SAMPLES_SCHEMA
     from leaktrace.detect.scores import SCORES_SCHEMA
+    from leaktrace.stages.split import SAMPLES_SCHEMA
 
     rng = np.random.default_rng(0)
     ids = [f"s{i:03d}" for i in range(n)]
@@ -147,6 +148,7 @@ SETTINGS = {"validation": ["testbed", "variants"], "held_out_ids": None, "alpha"
 
 def test_contamination_stage_writes_p_values_curves_and_calibration(tmp_path):
     import pyarrow.parquet as pq
+
     from leaktrace.stages.contamination import contamination
 
     samples, scores = _testbed(tmp_path)
@@ -183,6 +185,7 @@ def test_dataset_inference_command_on_user_tables(tmp_path, capsys):
 
     import pyarrow as pa
     import pyarrow.csv as pacsv
+
     from leaktrace.cli import main
 
     samples, scores = _testbed(tmp_path)
@@ -232,12 +235,12 @@ def test_sharded_test_fires_on_a_canonical_preference_and_is_calibrated_without_
 
 def test_exchangeability_stage_scores_shards_under_a_model(tmp_path, tiny_model_dir):
     import pyarrow.parquet as pq
+    from helpers import TRAINING_TEXT
+
     from leaktrace.artifacts import write_table
     from leaktrace.stages.exchangeability import exchangeability
-    from leaktrace.stages.split import SAMPLES_SCHEMA
     from leaktrace.stages.ingest import BENCHMARK_SCHEMA
-
-    from helpers import TRAINING_TEXT
+    from leaktrace.stages.split import SAMPLES_SCHEMA
 
     ids = [f"b/{i}" for i in range(12)]
     write_table([{"sample_id": sid, "code": code[:150]} for sid, code in zip(ids, TRAINING_TEXT, strict=False)], BENCHMARK_SCHEMA,
@@ -292,6 +295,7 @@ def test_the_sham_reference_cancels_the_shift_of_fine_tuning(tmp_path):
     preference moved by fine-tuning only (and on the sham, which its
     calibration flags), the sham-referenced one does not."""
     import pyarrow.parquet as pq
+
     from leaktrace.calibration.rates import ABOVE, WITHIN
     from leaktrace.stages.contamination import contamination
 

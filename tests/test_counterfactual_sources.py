@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+
 from leaktrace.data.functions import all_function_anatomies, function_anatomy
 from leaktrace.errors import InputError
 from leaktrace.stages.counterfactual_corpus_functions import sample_corpus_functions
@@ -153,9 +154,10 @@ def test_two_model_counterfactual_on_a_corpus_source(tmp_path, offline_hub):
     """Target: a hub revision with a LoRA adapter on top; reference: a local
     path. The revision resolves to the reference's weights and the adapter
     starts at zero, so both must generate the same text; the table has no split."""
-    from leaktrace.stages.counterfactual import counterfactual
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
+
+    from leaktrace.stages.counterfactual import counterfactual
 
     adapter = tmp_path / "adapter"
     base = AutoModelForCausalLM.from_pretrained(TINY_REF)

@@ -6,6 +6,7 @@ import json
 import random
 
 import pytest
+
 from leaktrace.data.corpora import iter_pydoc_text, iter_stdlib_code, shard
 from leaktrace.data.functions import FunctionFilter, function_anatomy
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path

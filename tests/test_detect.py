@@ -6,6 +6,7 @@ import zlib
 
 import numpy as np
 import pytest
+
 from leaktrace.detect.dc_pdd import first_occurrences
 from leaktrace.detect.evidence import SampleEvidence, lowest_k_mean
 from leaktrace.detect.recall_relative_ll import prefix_shots, select_prefix_samples

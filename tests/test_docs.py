@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from repo_copy import REPO
 
 DOCS = REPO / "docs"

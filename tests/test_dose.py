@@ -11,15 +11,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from helpers import REPO, snakemake, write_config
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.published_order import published_order
-from leaktrace.evaluate.dose import DATASET_INFERENCE, PER_SAMPLE, WATERMARK, per_sample_result, smallest_copies, summarise
+from leaktrace.evaluate.dose import (
+    DATASET_INFERENCE,
+    PER_SAMPLE,
+    WATERMARK,
+    per_sample_result,
+    smallest_copies,
+    summarise,
+)
 from leaktrace.evaluate.proportions import wilson_interval
 from leaktrace.models.naming import dose_labels, dose_model
 from leaktrace.stages.dose import dose_order, dose_table
-
-from helpers import REPO, snakemake, write_config
 
 
 def test_per_sample_result_by_hand():

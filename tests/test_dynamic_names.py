@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from leaktrace.data.io_tests import IoTests
 from leaktrace.mutate.registry import Mutation, apply_mutation
 from leaktrace.mutate.renaming import RandomNames

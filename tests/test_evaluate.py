@@ -3,6 +3,15 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.metrics import (
+    accuracy_score,
+    balanced_accuracy_score,
+    f1_score,
+    precision_score,
+    recall_score,
+    roc_auc_score,
+)
+
 from leaktrace.calibration.conformal import conformal_p_values, exceedances
 from leaktrace.evaluate.bootstrap import Folds, bootstrap, percentile_interval
 from leaktrace.evaluate.metrics import (
@@ -13,14 +22,6 @@ from leaktrace.evaluate.metrics import (
     tpr_at_fpr,
 )
 from leaktrace.evaluate.proportions import wilson_interval
-from sklearn.metrics import (
-    accuracy_score,
-    balanced_accuracy_score,
-    f1_score,
-    precision_score,
-    recall_score,
-    roc_auc_score,
-)
 
 # Sorted by score: P N P N P P N N, so the ROC curve visits
 # (0, .25) (.25, .5) (.5, 1) among its corners.

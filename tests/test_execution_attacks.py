@@ -11,6 +11,7 @@ saying what is missing, elsewhere.
 """
 
 import pytest
+
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level, run_calls
 from leaktrace.similarity.execution import ExecutionSettings, Sample, _limits, execution_scores, pair_metrics
 

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from leaktrace.data.humaneval import shipped_humaneval_path
 from leaktrace.forkserver import SOCKET_VARIABLE
 

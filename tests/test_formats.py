@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from leaktrace.data.benchmarks import load_benchmark
 from leaktrace.data.samples import not_runnable, sample_tests
 from leaktrace.sandbox import SandboxLimits

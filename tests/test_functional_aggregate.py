@@ -13,6 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from leaktrace.cli import main
 from leaktrace.evaluate import functional as fm
 from leaktrace.seeding import derive_seed

@@ -14,11 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from safetensors.torch import load_file
+
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.models.backend import ModelSpec
 from leaktrace.models.hf import HFLanguageModel
 from leaktrace.train.lora import LoraSettings, train_lora
-from safetensors.torch import load_file
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 

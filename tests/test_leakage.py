@@ -5,19 +5,21 @@ scan of the training mix is checked in test_pipeline.py."""
 
 import json
 import random
-from dataclasses import replace
 import sys
 import types
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from datasketch import MinHash, MinHashLSH
+
 from leaktrace.cli import main as cli
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.errors import InputError
 from leaktrace.leakage import judge
+from leaktrace.leakage.execution import Executor
 from leaktrace.leakage.lsh import BandIndex, candidate_probability
 from leaktrace.leakage.minhash import MinHashScheme, Signer
 from leaktrace.leakage.settings import resolve
@@ -30,7 +32,6 @@ from leaktrace.leakage.tokens import (
     token_hashes_rolling64,
 )
 from leaktrace.leakage.units import Unit, split_units, tree_sitter_parser, windows
-from leaktrace.leakage.execution import Executor
 from leaktrace.leakage.verify import Verifier, VerifySettings
 from leaktrace.sandbox import SandboxLimits, isolation_level
 

@@ -132,8 +132,8 @@ def test_leaked_and_non_leaked_pass_rates_and_their_ratio():
 
 
 def test_rq3_runs_the_tiny_model_in_the_sandbox_and_splits_by_the_scan(tmp_path):
-    from leaktrace.stages.ingest import BENCHMARK_SCHEMA
     from leaktrace.artifacts import write_table
+    from leaktrace.stages.ingest import BENCHMARK_SCHEMA
 
     problems = [
         {"sample_id": "HumanEval/0", "benchmark": "humaneval", "task_id": "HumanEval/0", "prompt": "def add(a, b):\n",
@@ -356,9 +356,9 @@ def test_balanced_caps_each_class_at_per_class():
 
 
 def test_rq4_ranking_on_hand_perplexities(tmp_path):
+    from leaktrace.artifacts import write_table
     from leaktrace.stages.leakage_rq4 import ranking_population, rq4_ranking
     from leaktrace.stages.leakage_rq4_perplexity import PERPLEXITY_SCHEMA
-    from leaktrace.artifacts import write_table
 
     # leaked: a/0, a/1, b/0 (b/0 a copy of a/0's document: deduplicated away); clean: a/2, b/1, b/2
     losses = {"a/0": 1.0, "a/1": 3.0, "a/2": 2.0, "b/0": 1.0, "b/1": 4.0, "b/2": 0.5}

@@ -10,8 +10,13 @@ import pytest
 
 from leaktrace.artifacts import read_records
 from leaktrace.models.backend import Completion
-from leaktrace.variants.llm_renaming import (PROMPT_PATH, check_renaming, parse_versions, renaming_prompt,
-                                             renamings_from_answer)
+from leaktrace.variants.llm_renaming import (
+    PROMPT_PATH,
+    check_renaming,
+    parse_versions,
+    renaming_prompt,
+    renamings_from_answer,
+)
 
 CODE = '''def count_items(items, limit):
     """Count the items below limit.

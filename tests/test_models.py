@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
+
 from leaktrace.detect.srdetection_blackbox import continuation_overlaps
 from leaktrace.errors import InputError
 from leaktrace.models.backend import ModelSpec

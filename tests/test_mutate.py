@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.mutate.formatting import reformat
 from leaktrace.mutate.registry import Mutation, apply_mutation, configured_mutations
@@ -475,7 +476,7 @@ def test_tree_t2_renames_declared_names_never_members_fields_macros_types_or_the
     overridden method (`run`), a member call (`.size()`) or a name of the test (`solve`)."""
     from leaktrace.mutate.compiled import test_names
     from leaktrace.mutate.renaming import RandomNames
-    from leaktrace.mutate.tree_renaming import rename, renamable
+    from leaktrace.mutate.tree_renaming import renamable, rename
 
     protected = test_names(test)
     assert renamable(code, language, protected).names == expected

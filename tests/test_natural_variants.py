@@ -10,6 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from helpers import REPO, snakemake, write_config
+
 from leaktrace.artifacts import read_records
 from leaktrace.seeding import rng_for
 from leaktrace.variants.natural import (
@@ -19,7 +21,6 @@ from leaktrace.variants.natural import (
     pool_settings,
     select_nearest,
 )
-from helpers import REPO, snakemake, write_config
 
 NATURAL = {"enabled": True, "pool": 3, "rule": "nearest", "model": None}
 SETTINGS = {"n": 2, "test_cases": {"compose": False, "untransformed": 0}, "natural": NATURAL}

@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
-
 from helpers import BASE_MODEL, REPO, absolute_model_paths, run_micro, snakemake, write_config
+
 
 def planned_jobs(dry_run_output: str) -> set[str]:
     """Rule names in the first "Job stats" table of ``snakemake -n`` output."""
@@ -210,9 +210,10 @@ def test_micro_leakage_scan_finds_every_member_and_no_non_member(micro_run, tmp_
 
 
 def test_stages_are_byte_for_byte_deterministic(micro_run, tmp_path):
+    from snakemake.utils import validate
+
     from leaktrace.stages.score import score_methods
     from leaktrace.stages.variants import make_variants_table
-    from snakemake.utils import validate
 
     workdir, config = micro_run
     settings = yaml.safe_load(config.read_text())

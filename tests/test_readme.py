@@ -23,7 +23,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from repo_copy import AUDIT_COMMAND, MICRO_COMMAND, REPO, fresh_copy
 
 TIMEOUT = 300

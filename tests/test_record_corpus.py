@@ -6,6 +6,7 @@ naming the record."""
 import json
 
 import pytest
+
 from leaktrace.data.corpora import corpus_documents
 from leaktrace.errors import InputError
 

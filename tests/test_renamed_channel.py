@@ -5,8 +5,8 @@ candidate, and then a duplicate, at the default settings, where the raw
 channel alone misses it; the lessleak preset keeps LessLeak's raw channel only."""
 
 import numpy as np
-import pyarrow as pa
 import pytest
+
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.corpora import iter_stdlib_code
 from leaktrace.leakage.minhash import MinHashScheme, Signer

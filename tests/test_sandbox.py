@@ -9,6 +9,7 @@ import dataclasses
 import math
 
 import pytest
+
 from leaktrace.sandbox import (
     SandboxLimits,
     SandboxResult,
@@ -18,8 +19,8 @@ from leaktrace.sandbox import (
     run_python,
     run_test,
     run_tests,
+    runner,
 )
-from leaktrace.sandbox import runner
 from leaktrace.sandbox.values import UnserialisableValue, decode, encode
 
 FAST = SandboxLimits(timeout_s=5.0, cpu_s=5, memory_mb=256, file_size_mb=1, max_processes=8, scratch_mb=8)
@@ -308,7 +309,8 @@ def test_date_time_and_type_values_round_trip_exactly():
     # a type that is not a builtin decodes to its name, equal to the real class, never imported
     named = decode(encode(UnserialisableValue))
     assert type(named) is TypeName and named == UnserialisableValue and named.qualname == "UnserialisableValue"
-    assert named != ValueError and decode(encode(type(None))) == type(None)  # NoneType: no builtins name, by name
+    # TypeName's == is what is tested (it equals the class it names), so no `is`
+    assert named != ValueError and decode(encode(type(None))) == type(None)  # noqa: E721 (NoneType: by name)
 
 
 def test_date_values_that_are_not_exact_are_refused_and_malformed_ones_rejected():

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
-from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level, run_python, run_test
-from leaktrace.sandbox import cgroups
+
+from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, cgroups, isolation_level, run_python, run_test
 
 LIMITS = SandboxLimits(timeout_s=10.0, cpu_s=5, memory_mb=256, file_size_mb=4, max_processes=8, scratch_mb=8)
 PROJECT_FILE = Path(__file__).resolve().parents[1] / "config" / "config.yaml"

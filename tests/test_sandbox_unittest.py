@@ -4,7 +4,6 @@ a wrong one fails, what the test does to the objects is recorded, and a
 program cannot answer a comparison for the test (an object equal to
 anything), nor end the run to pass."""
 
-import pytest
 from leaktrace.sandbox import SandboxLimits, run_unittest
 from leaktrace.sandbox.values import decode
 

@@ -12,6 +12,7 @@ import textwrap
 
 import numpy as np
 import pytest
+
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.leakage.containment import ContainmentIndex, best_span, cut, hash_set, positional

@@ -4,6 +4,7 @@ MBPP+'s scripts, CRUXEval's assertion), made into HumanEval's check(candidate)
 entry point inferred where a release names none."""
 
 import pytest
+
 from leaktrace.data.script_tests import check_code, infer_entry_point, script_problem
 
 MBPP_CODE = "import re\ndef helper(s):\n    return s.strip()\n\ndef remove_occ(s, ch):\n    return helper(s).replace(ch, '')\n"

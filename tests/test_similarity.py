@@ -4,6 +4,8 @@ import textwrap
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+
 from leaktrace.similarity.function_parse import (
     ParsedFunction,
     function_end_reached,
@@ -16,7 +18,6 @@ from leaktrace.similarity.text import (
     exact_match,
     lcs_similarity,
 )
-from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 
 FUNCTION = "def add(a, b):\n    total = a + b\n    return total\n"
 

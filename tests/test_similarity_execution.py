@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+
 from leaktrace.artifacts import write_table
+from leaktrace.data.functions import FUNCTIONS_SCHEMA
 from leaktrace.errors import InputError
 from leaktrace.sandbox import SandboxUnavailable, isolation_level, values
 from leaktrace.similarity.execution import (
@@ -30,7 +32,6 @@ from leaktrace.similarity.inputs import calls_in_test
 from leaktrace.similarity.table import SIMILARITY_FAMILY_SCHEMA
 from leaktrace.stages.counterfactual import GENERATIONS_SCHEMA
 from leaktrace.stages.counterfactual_execution import counterfactual_execution, read_screen
-from leaktrace.data.functions import FUNCTIONS_SCHEMA
 
 # A hanging function costs ten calls' time. Not less: CPU timers fire late in some virtual machines (0.1 s came
 # at 0.1-0.3 s, 0.25 s at 0.5-0.6 s here), so one call past its limit, or a spurious one, could spend a small

@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from leaktrace.data.llm_function_filter import filter_conversation, parse_filter_answer, read_filter_answer
 from leaktrace.models.answers import UnparseableAnswer
 from leaktrace.models.backend import Completion

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from apted import APTED, PerEditOperationConfig
+
 from leaktrace.artifacts import write_table
 from leaktrace.cli import main
 from leaktrace.similarity.codebleu import CodeBLEU, codebleu, remove_comments_and_docstrings

@@ -5,6 +5,7 @@ detectors' own variants under the base model (Sec. 3.2)."""
 import numpy as np
 import pyarrow as pa
 import pytest
+
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.models.backend import TokenStats
 from leaktrace.models.token_table import write_token_stats

@@ -5,11 +5,11 @@ same bootstrap replicates, against hand values."""
 
 import numpy as np
 import pytest
+from helpers import toy_split
 
 from leaktrace.calibration.testbed_blind import blind_auc, evaluation_samples, scores_by_sample, split_blind_baseline
 from leaktrace.evaluate.detection import detection_rows
 from leaktrace.report.results import blind_section, detection_sections
-from helpers import toy_split
 
 BLIND_COLUMNS = ("blind_auc", "blind_auc_low", "blind_auc_high", "delta_blind_auc", "delta_blind_auc_low",
                  "delta_blind_auc_high", "beats_blind_auc_share")

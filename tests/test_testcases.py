@@ -5,9 +5,19 @@ import random
 
 from leaktrace.data.io_tests import IoTests
 from leaktrace.sandbox import SandboxLimits
-from leaktrace.variants.testcases import (Example, Replacement, Transformed, apply_plan, find_examples,
-                                          find_program_examples, literal_test_inputs, plan_test_cases,
-                                          rewrite_examples, run_plans, similar_value)
+from leaktrace.variants.testcases import (
+    Example,
+    Replacement,
+    Transformed,
+    apply_plan,
+    find_examples,
+    find_program_examples,
+    literal_test_inputs,
+    plan_test_cases,
+    rewrite_examples,
+    run_plans,
+    similar_value,
+)
 
 PROGRAM = '''def add_all(numbers, start):
     """Add the numbers to start.

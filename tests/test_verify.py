@@ -11,16 +11,17 @@ from dataclasses import replace
 
 import pyarrow.parquet as pq
 import pytest
+
 from leaktrace.cli import main as cli
 from leaktrace.data.corpora import stdlib_root
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.leakage import combiner
 from leaktrace.leakage.devset import ALTERNATIVES, _edit_lines, half_of
 from leaktrace.leakage.execution import Executor, callable_as
+from leaktrace.leakage.pairs import settings_for
 from leaktrace.leakage.verify import Verifier, decide, supersede
 from leaktrace.sandbox import SandboxLimits, isolation_level
 from leaktrace.seeding import rng_for
-from leaktrace.leakage.pairs import settings_for
 
 HUMANEVAL = {s.task_id: s for s in load_humaneval(shipped_humaneval_path(), "humaneval")}
 ALT = {r["task_id"]: r["code"] for r in map(json.loads, ALTERNATIVES.read_text().splitlines())}

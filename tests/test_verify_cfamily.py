@@ -10,12 +10,13 @@ import subprocess
 from collections import Counter
 
 import pytest
-from leaktrace.leakage.devset import CFAMILY, build_cfamily, fixtures, half_of
+
 from leaktrace.languages import C_KEYWORDS
+from leaktrace.leakage.devset import CFAMILY, build_cfamily, fixtures, half_of
 from leaktrace.leakage.lexer import layout_stream, lex, renamed_stream
-from leaktrace.mutate import cfamily
 from leaktrace.leakage.pairs import settings_for
 from leaktrace.leakage.verify import Verifier
+from leaktrace.mutate import cfamily
 from leaktrace.variants.naming import NameProposer
 
 # T2a's synonyms from a small table (the dev set's WordNet takes seconds to load)

@@ -12,16 +12,17 @@ import struct
 
 import numpy as np
 import pytest
+
 from leaktrace.cli import main as cli
 from leaktrace.leakage import combiner
 from leaktrace.leakage.boilerplate import strip_boilerplate
 from leaktrace.leakage.features import FEATURES, line_overlap, lines
 from leaktrace.leakage.lsh import band_keys
 from leaktrace.leakage.minhash import Signer
+from leaktrace.leakage.pairs import settings_for
 from leaktrace.leakage.settings import resolve
 from leaktrace.leakage.verify import Verifier
 from leaktrace.stages.train_verifier import labels_and_groups, read_labelled, train_verifier
-from leaktrace.leakage.pairs import settings_for
 
 DEV = combiner.SHIPPED.parent / "lessleak-human-pairs-dev.jsonl.gz"
 

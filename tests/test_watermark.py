@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.stats import chisquare
+
 from leaktrace.artifacts import read_records
 from leaktrace.data.benchmarks import assign_field, benchmark_records
 from leaktrace.errors import InputError
@@ -32,7 +34,6 @@ from leaktrace.watermark.choice import choose, read_secret, secret_for, write_se
 from leaktrace.watermark.forms import FormSettings, Problem, docstring_end, split_form
 from leaktrace.watermark.ranks import EXACT, NORMAL, RankSumNull, published_rank, rank_sum_pmf, rank_sum_test
 from leaktrace.watermark.release import layout
-from scipy.stats import chisquare
 
 REPO = Path(__file__).resolve().parents[1]
 MINI = REPO / "resources" / "benchmarks" / "humaneval-mini.jsonl"  # five HumanEval problems, verbatim

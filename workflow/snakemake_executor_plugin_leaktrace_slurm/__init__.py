@@ -41,7 +41,6 @@ import asyncio
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Optional
 
 import snakemake_executor_plugin_slurm as slurm
 from snakemake.common.tbdstring import TBDString
@@ -60,7 +59,7 @@ _SHUTDOWN_POLL_S = 0.25
 
 @dataclass
 class ExecutorSettings(slurm.ExecutorSettings):
-    max_seconds_between_status_checks: Optional[int] = field(
+    max_seconds_between_status_checks: int | None = field(
         default=None,
         metadata={
             "help": "The longest wait between two status checks. The slurm plugin waits 10 s longer after "
@@ -142,7 +141,7 @@ class Executor(slurm.Executor):
                                     "nodes, or lower what the config asks of the job (docs/guides/slurm.md).")
         super().run_jobs(jobs)
 
-    def _limits(self, job) -> Optional[NodeLimits]:
+    def _limits(self, job) -> NodeLimits | None:
         if self._node_limits is None:
             self._node_limits = read_partitions(self.logger)
         if not self._node_limits:

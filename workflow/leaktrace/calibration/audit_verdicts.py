@@ -37,8 +37,14 @@ from scipy.stats import fisher_exact
 
 from leaktrace.calibration.blind_baseline import BlindBaseline
 from leaktrace.calibration.conditional import flags_at_rank, fpr_exceed_probability, min_controls, pac_rank
-from leaktrace.calibration.power import (conformal_rank, dataset_inference_detectable_auc, detectable_auc,
-                                         detectable_fisher_rate, detectable_flag_rate, flag_count_p)
+from leaktrace.calibration.power import (
+    conformal_rank,
+    dataset_inference_detectable_auc,
+    detectable_auc,
+    detectable_fisher_rate,
+    detectable_flag_rate,
+    flag_count_p,
+)
 from leaktrace.calibration.reference_contrast import ASSUMPTION, contrasts, reference_contrast
 from leaktrace.calibration.verdict import shift_text, shift_verdict, verdict
 

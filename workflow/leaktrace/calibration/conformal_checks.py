@@ -36,7 +36,14 @@ import numpy as np
 from leaktrace.calibration.conformal import conformal_p_values, exceedances, p_values
 from leaktrace.calibration.table import CALIBRATION_FOLD, REPARTITIONED, average_row, count_row
 from leaktrace.calibration.validity_rules import repartition_expected_rate, shared_controls
-from leaktrace.detect.cross_fit import FitMany, Problem, conformal_inputs, cross_fit_many, row_conformal_inputs, stratified_share
+from leaktrace.detect.cross_fit import (
+    FitMany,
+    Problem,
+    conformal_inputs,
+    cross_fit_many,
+    row_conformal_inputs,
+    stratified_share,
+)
 from leaktrace.seeding import derive_seed
 
 

@@ -18,7 +18,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from leaktrace.evaluate.bootstrap import stratified_draw, percentile_interval
+from leaktrace.evaluate.bootstrap import percentile_interval, stratified_draw
 from leaktrace.evaluate.metrics import roc_auc
 from leaktrace.seeding import derive_seed
 

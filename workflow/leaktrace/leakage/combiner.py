@@ -28,7 +28,6 @@ Training is deterministic, so the same data and seed give the same bytes
 from __future__ import annotations
 
 import json
-import math
 from functools import cache
 from pathlib import Path
 
@@ -193,8 +192,8 @@ def _export(family: str, fitted) -> dict:
     for (est,) in fitted.estimators_:
         t = est.tree_
         leaf = t.children_left < 0
-        trees.append({"feature": [int(f) if not l else 0 for f, l in zip(t.feature, leaf, strict=True)],
-                      "threshold": [float(x) if not l else 0.0 for x, l in zip(t.threshold, leaf, strict=True)],
+        trees.append({"feature": [int(f) if not is_leaf else 0 for f, is_leaf in zip(t.feature, leaf, strict=True)],
+                      "threshold": [float(x) if not is_leaf else 0.0 for x, is_leaf in zip(t.threshold, leaf, strict=True)],
                       "left": [int(x) for x in t.children_left], "right": [int(x) for x in t.children_right],
                       "value": [float(x) for x in t.value[:, 0, 0]]})
     return {"init": float(np.log(prior / (1 - prior))), "learning_rate": fitted.learning_rate, "trees": trees}

@@ -21,7 +21,15 @@ from dataclasses import dataclass
 
 import requests
 
-from leaktrace.models.backend import BACKEND_CAPABILITIES, Capability, Completion, Message, ModelSpec, PromptLogprobs, Sampling
+from leaktrace.models.backend import (
+    BACKEND_CAPABILITIES,
+    Capability,
+    Completion,
+    Message,
+    ModelSpec,
+    PromptLogprobs,
+    Sampling,
+)
 
 log = logging.getLogger(__name__)
 

@@ -59,7 +59,7 @@ def watermark_section(summary: Sequence[dict], calibration: Sequence[dict], size
         "target is not scored).\n\n"
         + markdown_table(table, ["model", "role", "epoch", "seed", "testable", "rank sum (null mean)", "rank_one", "p",
                                  "DI p, originals' target", "variant preference p, same"])
-        + f"\n### Validity: random publications under the unexposed models\n\n"
+        + "\n### Validity: random publications under the unexposed models\n\n"
         "Each row re-draws the publication uniformly at random over the same scored forms (no forward pass) and counts "
         "the draws whose exact p-value is at most α: the test's size. The rank sum is discrete, so the size cannot "
         "exceed the attainable size below α, and a rate below α is what a valid test shows. `holds`: the "

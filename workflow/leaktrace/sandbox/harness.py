@@ -746,7 +746,7 @@ class Remote:
 
     __slots__ = ("_remote",)
 
-    def __init__(self, session: "_RemoteSession", reference: tuple, label: str):
+    def __init__(self, session: _RemoteSession, reference: tuple, label: str):
         object.__setattr__(self, "_remote", (session, reference, label))
 
     def _ask(self, message: tuple, label: str):

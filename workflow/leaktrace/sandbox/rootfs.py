@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from leaktrace.sandbox.isolation import MS_NOSUID, MS_NODEV, MS_NOEXEC
+from leaktrace.sandbox.isolation import MS_NODEV, MS_NOEXEC, MS_NOSUID
 
 DEVICES = ("/dev/null", "/dev/zero", "/dev/random", "/dev/urandom")
 LOADER_CACHE = "/etc/ld.so.cache"

@@ -24,8 +24,12 @@ from leaktrace.calibration.table import SCHEMA as CALIBRATION_SCHEMA
 from leaktrace.calibration.table import combined_rows
 from leaktrace.calibration.testbed_blind import scores_by_sample
 from leaktrace.data.split import RECALL_PREFIX
-from leaktrace.detect.registry import (family_params, generator_instance_name, is_sensitivity_instance,
-                                       sensitivity_instance_name)
+from leaktrace.detect.registry import (
+    family_params,
+    generator_instance_name,
+    is_sensitivity_instance,
+    sensitivity_instance_name,
+)
 from leaktrace.evaluate.detection import ORACLE_METHODS, detection_rows
 from leaktrace.evaluate.null_check import null_check
 from leaktrace.evaluate.seeds import SUMMARISED, across_seeds

@@ -45,8 +45,8 @@ from leaktrace.calibration.conformal import conformal_p_values
 from leaktrace.calibration.power import detectable_fisher_rate
 from leaktrace.calibration.rates import clopper_pearson
 from leaktrace.calibration.verdict import verdict
-from leaktrace.detect.registry import family_params
 from leaktrace.data.sample_ids import match_ids, read_id_list
+from leaktrace.detect.registry import family_params
 from leaktrace.report.plots import leakage_heatmap
 from leaktrace.report.tables import markdown_table
 from leaktrace.variants.kinds import detector_variant_counts
@@ -171,7 +171,7 @@ def audit(scores: dict[tuple[str, str], Path], variants: dict[str, Path], settin
           "null rate": f"{r['null_rate']:.3f}" + (f" [{r['null_low']:.3f}, {r['null_high']:.3f}] of {r['null_n']}"
                                                    if r["null"] == CONTROL else " (exact)"),
           "p": f"{r['p_value']:.2g}",
-          f"flagged at α (conformal)": "–" if r.get("n_flagged_at_alpha") is None else r["n_flagged_at_alpha"]}
+          "flagged at α (conformal)": "–" if r.get("n_flagged_at_alpha") is None else r["n_flagged_at_alpha"]}
          for r in rows],
         ["model", "benchmark", "detector", "n_samples", "n_flagged", "leakage rate [95% CI]", "null", "null rate", "p",
          "flagged at α (conformal)", "calibration", "verdict"],

@@ -38,8 +38,8 @@ from leaktrace.contamination.dataset_inference import MIN_PER_SET, dataset_infer
 from leaktrace.contamination.dataset_inference_row import dataset_inference_row
 from leaktrace.contamination.features import feature_matrix, score_lookup, shared_methods
 from leaktrace.data.sample_ids import match_ids, read_id_list
-from leaktrace.report.tables import markdown_table
 from leaktrace.report.audit_verdicts import render as render_verdicts
+from leaktrace.report.tables import markdown_table
 from leaktrace.seeding import derive_seed
 
 log = logging.getLogger(__name__)

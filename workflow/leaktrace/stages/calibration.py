@@ -18,7 +18,12 @@ import torch
 from tqdm import tqdm
 
 from leaktrace.artifacts import read_records
-from leaktrace.calibration.conformal_checks import Refit, calibration_fold_rows, refitted_repartitioned_rows, repartitioned_rows
+from leaktrace.calibration.conformal_checks import (
+    Refit,
+    calibration_fold_rows,
+    refitted_repartitioned_rows,
+    repartitioned_rows,
+)
 from leaktrace.calibration.membership import membership_rows
 from leaktrace.calibration.table import write_rows
 from leaktrace.contamination.features import score_lookup

@@ -20,7 +20,6 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table

@@ -14,9 +14,9 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.models.configured import generation_model
 from leaktrace.similarity.function_parse import function_end_reached, parse_generated_function
 from leaktrace.similarity.text import TEXT_METRICS
-from leaktrace.models.configured import generation_model
 
 log = logging.getLogger(__name__)
 

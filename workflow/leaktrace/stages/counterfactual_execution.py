@@ -20,8 +20,15 @@ from pathlib import Path
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.samples import check_test
 from leaktrace.errors import InputError
-from leaktrace.similarity.execution import (METRICS, ExecutionSettings, PairScore, Sample, coverage, execution_scores,
-                                            pair_metrics)
+from leaktrace.similarity.execution import (
+    METRICS,
+    ExecutionSettings,
+    PairScore,
+    Sample,
+    coverage,
+    execution_scores,
+    pair_metrics,
+)
 from leaktrace.similarity.table import OK, SIMILARITY_FAMILY_SCHEMA
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,15 @@ from leaktrace.contamination.features import score_lookup
 from leaktrace.data.published_order import published_order
 from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.detect.registry import FAMILIES
-from leaktrace.evaluate.dose import DATASET_INFERENCE, EXCHANGEABILITY, PER_SAMPLE, TWIN, WATERMARK, per_sample_result, summarise
+from leaktrace.evaluate.dose import (
+    DATASET_INFERENCE,
+    EXCHANGEABILITY,
+    PER_SAMPLE,
+    TWIN,
+    WATERMARK,
+    per_sample_result,
+    summarise,
+)
 from leaktrace.models.naming import dose_labels
 from leaktrace.report.dose import dose_plot, render_section
 from leaktrace.seeding import derive_seed, rng_for

@@ -33,13 +33,13 @@ from leaktrace.detect.cross_fit import UNLABELLED, CrossFit, cross_fit, stratifi
 from leaktrace.detect.dpdllm import FEATURES, ContinuationStats, DpdllmFitter, continuation_features, feature_matrix
 from leaktrace.detect.mapping_model import MappingSettings, hidden_features, new_mapping_model, train_mapping
 from leaktrace.detect.registry import family_params
+from leaktrace.detect.scores import SCORES_SCHEMA
 from leaktrace.detect.srdetection_blackbox import _TokenBudget, split_prefix_suffix
 from leaktrace.detect.veilprobe import key_token_scores, perturb_key_tokens, veilprobe_fitter
-from leaktrace.seeding import derive_seed
-from leaktrace.detect.scores import SCORES_SCHEMA
 from leaktrace.models.configured import language_model, model_spec
-from leaktrace.variants.kinds import valid_texts
+from leaktrace.seeding import derive_seed
 from leaktrace.train.lora import LoraSettings, train_lora
+from leaktrace.variants.kinds import valid_texts
 
 log = logging.getLogger(__name__)
 

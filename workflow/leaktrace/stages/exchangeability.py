@@ -14,10 +14,17 @@ import numpy as np
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.contamination.exchangeability import (MIN_SHARDS, SEPARATOR, pack_shards, permutations, shard_budget,
-                                                     shard_text, sharded_test)
-from leaktrace.seeding import derive_seed
+from leaktrace.contamination.exchangeability import (
+    MIN_SHARDS,
+    SEPARATOR,
+    pack_shards,
+    permutations,
+    shard_budget,
+    shard_text,
+    sharded_test,
+)
 from leaktrace.models.configured import language_model
+from leaktrace.seeding import derive_seed
 
 log = logging.getLogger(__name__)
 

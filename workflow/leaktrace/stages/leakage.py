@@ -32,13 +32,13 @@ from leaktrace.data.samples import TEXT, check_test, clone_text, document, langu
 from leaktrace.errors import InputError
 from leaktrace.leakage.containment import NGRAM as CONTAINMENT_NGRAM
 from leaktrace.leakage.containment import SLACK, WINDOW, ContainmentIndex, best_span, cut, hash_set, positional
+from leaktrace.leakage.execution import Executor
 from leaktrace.leakage.lsh import BandIndex
 from leaktrace.leakage.minhash import Signer
 from leaktrace.leakage.renamed import normalised_shingle_hashes
 from leaktrace.leakage.settings import ScanSettings, resolve
 from leaktrace.leakage.sources import LargeFile, check_document, iter_source
 from leaktrace.leakage.units import Unit, benchmark_parts, huge_units, language_of, split_units
-from leaktrace.leakage.execution import Executor
 from leaktrace.leakage.verify import Side, Verdict, Verifier, VerifySettings, leak_kind, supersede
 from leaktrace.report.tables import markdown_table
 from leaktrace.sandbox import SandboxLimits

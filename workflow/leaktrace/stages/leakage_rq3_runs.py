@@ -36,10 +36,10 @@ import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.samples import sample_tests, test_format_of
+from leaktrace.models.configured import generation_model
 from leaktrace.sandbox import SandboxLimits
 from leaktrace.sandbox.sample_runs import run_sample_tests
 from leaktrace.seeding import derive_seed
-from leaktrace.models.configured import generation_model
 
 log = logging.getLogger(__name__)
 

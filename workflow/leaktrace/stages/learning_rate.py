@@ -18,10 +18,10 @@ import numpy as np
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.models.configured import model_spec
 from leaktrace.models.context import context_limit
 from leaktrace.models.loading import load_model_config, load_tokenizer
 from leaktrace.seeding import derive_seed, rng_for
-from leaktrace.models.configured import model_spec
 from leaktrace.train.lora import LoraSettings, train_lora
 from leaktrace.train.mix import paragraph_chunks
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.contamination.exchangeability import shard_budget
 from leaktrace.data.samples import require_runnable
+from leaktrace.models.configured import model_spec
 from leaktrace.models.context import context_limit
 from leaktrace.models.loading import load_model_config, load_tokenizer
 from leaktrace.seeding import derive_seed, rng_for
-from leaktrace.contamination.exchangeability import shard_budget
-from leaktrace.models.configured import model_spec
 from leaktrace.train.lora import LoraSettings, train_lora
 from leaktrace.train.mix import MixItem, build_mix
 from leaktrace.train.sham import sham_mix

@@ -23,9 +23,9 @@ import numpy as np
 from leaktrace.errors import InputError
 from leaktrace.leakage import combiner
 from leaktrace.leakage.features import vector
+from leaktrace.leakage.pairs import read_pairs, settings_for, verify_records
 from leaktrace.leakage.verify import Verifier
 from leaktrace.seeding import derive_seed
-from leaktrace.leakage.pairs import read_pairs, settings_for, verify_records
 
 log = logging.getLogger(__name__)
 

@@ -44,14 +44,14 @@ from leaktrace.errors import InputError
 from leaktrace.models.backend import Capability, Sampling
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import rng_for
+from leaktrace.variants.kinds import VARIANT_SETS
 from leaktrace.variants.lexicon import IdentifierLexicon, build_identifier_lexicon
+from leaktrace.variants.llm_renaming import ask_for_renamings, renamings_from_answer
 from leaktrace.variants.naming import NameProposer
 from leaktrace.variants.natural import SELECTED_KINDS, choose_natural, first_variant_id, pool_settings
-from leaktrace.variants.llm_renaming import ask_for_renamings, renamings_from_answer
 from leaktrace.variants.renaming import Variant, make_variants
 from leaktrace.variants.synonyms import WordAlternatives
 from leaktrace.variants.testcases import Plan, apply_plan, plan_test_cases, run_plans
-from leaktrace.variants.kinds import VARIANT_SETS
 from leaktrace.variants.validate import is_unchanged, reserved_names, validate_variants, variant_status
 
 log = logging.getLogger(__name__)
