@@ -54,10 +54,15 @@ def per_type(rows: list[dict], methods: dict[str, np.ndarray]) -> None:
         for name, mask in subsets:
             n = int(mask.sum()) if name == "all" else int((mine & (ctype == name)).sum())
             cells = [prf(truth[mask], pred[mask]) for pred in methods.values()]
-            print(f"{language:<9}{name:<8}{n:>5}  " + "  ".join(f"{fmt(p):>8}{fmt(r):>8}{fmt(f):>8}" for p, r, f in cells))
+            print(
+                f"{language:<9}{name:<8}{n:>5}  " + "  ".join(f"{fmt(p):>8}{fmt(r):>8}{fmt(f):>8}" for p, r, f in cells)
+            )
         negatives = mine & (ctype == "none")
-        print(f"{language:<9}{'none':<8}{int(negatives.sum()):>5}  (false positives: "
-              + ", ".join(f"{m} {int(pred[negatives].sum())}" for m, pred in methods.items()) + ")")
+        print(
+            f"{language:<9}{'none':<8}{int(negatives.sum()):>5}  (false positives: "
+            + ", ".join(f"{m} {int(pred[negatives].sum())}" for m, pred in methods.items())
+            + ")"
+        )
 
 
 def held_out_f1(verdicts: list[Verdict], rows: list[dict], setting) -> float:
@@ -71,19 +76,27 @@ def report_tuning(label: str, verdicts: list[Verdict], rows: list[dict], shipped
     dev = np.array([r["half"] == "dev" for r in rows])
     (key, (p, r, f)), _ = tune(verdicts, truth, dev, shipped)
     chosen = replace(shipped, structure=key[0], overlap=key[1], statement=key[2])
-    print(f"\n{label}: the rule chooses structure {key[0]}, overlap {key[1]}, statement {key[2]} "
-          f"(dev P {p:.3f} R {r:.3f} F1 {f:.3f}); shipped: structure {shipped.structure}, overlap {shipped.overlap}, "
-          f"statement {shipped.statement}")
+    print(
+        f"\n{label}: the rule chooses structure {key[0]}, overlap {key[1]}, statement {key[2]} "
+        f"(dev P {p:.3f} R {r:.3f} F1 {f:.3f}); shipped: structure {shipped.structure}, overlap {shipped.overlap}, "
+        f"statement {shipped.statement}"
+    )
     for part, index in {"all": list(range(len(rows))), **parts}.items():
         vs, rs = [verdicts[i] for i in index], [rows[i] for i in index]
-        print(f"  held-out F1 {part:<8} shipped {held_out_f1(vs, rs, shipped):.3f}  chosen {held_out_f1(vs, rs, chosen):.3f}")
+        print(
+            f"  held-out F1 {part:<8} shipped {held_out_f1(vs, rs, shipped):.3f}  chosen {held_out_f1(vs, rs, chosen):.3f}"
+        )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path("results/verify"), help="where the pairs are written (JSONL)")
-    ap.add_argument("--python-cache", type=Path, default=None,
-                    help="folder with verify_devset.py's devset.jsonl and devset_verdicts.parquet")
+    ap.add_argument(
+        "--python-cache",
+        type=Path,
+        default=None,
+        help="folder with verify_devset.py's devset.jsonl and devset_verdicts.parquet",
+    )
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -95,43 +108,77 @@ def main() -> None:
     learned = combiner.load()
     t2 = time.perf_counter()
     counts = {x: sum(r["language"] == x for r in rows) for x in devset.CFAMILY}
-    print(f"C-family dev set: {len(rows)} pairs ({sum(r['duplicate'] for r in rows)} duplicates), "
-          f"{sum(r['half'] == 'dev' for r in rows)} dev / {sum(r['half'] == 'held-out' for r in rows)} held-out "
-          f"({', '.join(f'{x} {counts[x]}' for x in devset.CFAMILY)}); "
-          f"built in {t1 - t0:.1f} s, verified in {t2 - t1:.1f} s (no pair executed: execution is Python-only)")
+    print(
+        f"C-family dev set: {len(rows)} pairs ({sum(r['duplicate'] for r in rows)} duplicates), "
+        f"{sum(r['half'] == 'dev' for r in rows)} dev / {sum(r['half'] == 'held-out' for r in rows)} held-out "
+        f"({', '.join(f'{x} {counts[x]}' for x in devset.CFAMILY)}); "
+        f"built in {t1 - t0:.1f} s, verified in {t2 - t1:.1f} s (no pair executed: execution is Python-only)"
+    )
     for kind in ("T3-0.7", "T3-0.5"):
         sims = [line_similarity(r["bench_text"], r["corpus_text"]) for r in rows if r["kind"] == kind]
-        print(f"{kind}: achieved line similarity mean {np.mean(sims):.2f}, within 0.05 of the target "
-              f"{np.mean([s <= float(kind[3:]) + 0.05 for s in sims]):.0%} of {len(sims)}")
+        print(
+            f"{kind}: achieved line similarity mean {np.mean(sims):.2f}, within 0.05 of the target "
+            f"{np.mean([s <= float(kind[3:]) + 0.05 for s in sims]):.0%} of {len(sims)}"
+        )
 
     held = [i for i, r in enumerate(rows) if r["half"] == "held-out"]
     held_rows = [rows[i] for i in held]
     decisions = [decide(verdicts[i], shipped) for i in held]
-    methods = {"2-gram Jaccard >= 0.7": np.array([lessleak_jaccard(r) >= 0.7 for r in held_rows]),
-               "rules (shipped)": np.array([d[1] for d in decisions]),
-               "learned (shipped)": np.array([decide(replace(verdicts[i], score=learned.probability(vector(verdicts[i].as_row()))),
-                                                     shipped, learned.threshold)[1] for i in held])}
-    print(f"\nheld-out half, shipped thresholds (structure {shipped.structure}, overlap {shipped.overlap}, "
-          f"statement {shipped.statement}), no execution:")
+    methods = {
+        "2-gram Jaccard >= 0.7": np.array([lessleak_jaccard(r) >= 0.7 for r in held_rows]),
+        "rules (shipped)": np.array([d[1] for d in decisions]),
+        "learned (shipped)": np.array(
+            [
+                decide(
+                    replace(verdicts[i], score=learned.probability(vector(verdicts[i].as_row()))),
+                    shipped,
+                    learned.threshold,
+                )[1]
+                for i in held
+            ]
+        ),
+    }
+    print(
+        f"\nheld-out half, shipped thresholds (structure {shipped.structure}, overlap {shipped.overlap}, "
+        f"statement {shipped.statement}), no execution:"
+    )
     per_type(held_rows, methods)
     rules = [d[2] for d in decisions]
     print("verifier, decided by: " + ", ".join(f"{k} {rules.count(k)}" for k in RULES if rules.count(k)))
     positive_kinds = sorted({r["kind"] for r in held_rows if r["duplicate"]})
-    print("verifier recall by construction: " + ", ".join(
-        f"{k} {np.mean([d[1] for d, r in zip(decisions, held_rows) if r['kind'] == k]):.2f}" for k in positive_kinds))
+    print(
+        "verifier recall by construction: "
+        + ", ".join(
+            f"{k} {np.mean([d[1] for d, r in zip(decisions, held_rows) if r['kind'] == k]):.2f}" for k in positive_kinds
+        )
+    )
 
-    report_tuning("tuning rule on the Java/C/C++ dev half", verdicts, rows, shipped,
-                  {x: [i for i, r in enumerate(rows) if r["language"] == x] for x in devset.CFAMILY})
+    report_tuning(
+        "tuning rule on the Java/C/C++ dev half",
+        verdicts,
+        rows,
+        shipped,
+        {x: [i for i, r in enumerate(rows) if r["language"] == x] for x in devset.CFAMILY},
+    )
     if a.python_cache is not None:
         py_rows = [json.loads(line) for line in (a.python_cache / "devset.jsonl").read_text().splitlines()]
-        py_verdicts = [Verdict(**{k: r[k] for k in Verdict.__dataclass_fields__})
-                       for r in read_records(a.python_cache / "devset_verdicts.parquet")]
+        py_verdicts = [
+            Verdict(**{k: r[k] for k in Verdict.__dataclass_fields__})
+            for r in read_records(a.python_cache / "devset_verdicts.parquet")
+        ]
         both_rows, both_verdicts = py_rows + rows, py_verdicts + verdicts
         n = len(py_rows)
-        report_tuning("tuning rule on the Python + Java/C/C++ dev half", both_verdicts, both_rows, shipped,
-                      {"python": [i for i in range(n) if both_rows[i]["language"] == "python"],
-                       "text": [i for i in range(n) if both_rows[i]["language"] == "text"],
-                       "java/c/cpp": list(range(n, len(both_rows)))})
+        report_tuning(
+            "tuning rule on the Python + Java/C/C++ dev half",
+            both_verdicts,
+            both_rows,
+            shipped,
+            {
+                "python": [i for i in range(n) if both_rows[i]["language"] == "python"],
+                "text": [i for i in range(n) if both_rows[i]["language"] == "text"],
+                "java/c/cpp": list(range(n, len(both_rows))),
+            },
+        )
 
 
 if __name__ == "__main__":

@@ -52,34 +52,56 @@ def similarity_rows(paths: list[Path]) -> list[dict]:
     return [r for p in paths for r in pq.read_table(p, columns=columns).to_pylist()]
 
 
-def delta_difference(members: np.ndarray, non_members: np.ndarray, resamples: int, seed: int) -> tuple[float, float, float]:
+def delta_difference(
+    members: np.ndarray, non_members: np.ndarray, resamples: int, seed: int
+) -> tuple[float, float, float]:
     """mean(members) - mean(non-members) and its percentile 95% bootstrap CI,
     each group resampled with replacement on its own."""
-    result = bootstrap((members, non_members), lambda a, b, axis: a.mean(axis) - b.mean(axis), paired=False,
-                       vectorized=True, n_resamples=resamples, method="percentile", confidence_level=0.95,
-                       random_state=np.random.default_rng(seed))
-    return float(members.mean() - non_members.mean()), float(result.confidence_interval.low), float(result.confidence_interval.high)
+    result = bootstrap(
+        (members, non_members),
+        lambda a, b, axis: a.mean(axis) - b.mean(axis),
+        paired=False,
+        vectorized=True,
+        n_resamples=resamples,
+        method="percentile",
+        confidence_level=0.95,
+        random_state=np.random.default_rng(seed),
+    )
+    return (
+        float(members.mean() - non_members.mean()),
+        float(result.confidence_interval.low),
+        float(result.confidence_interval.high),
+    )
 
 
 def metric_table(rows: list[dict], split: dict[str, str], resamples: int, seed: int) -> list[str]:
-    lines = ["| metric | n (m / nm) | member target / reference / Δ | non-member target / reference / Δ "
-             "| Δ member − non-member [95% CI] | target ≥ 0.75 > reference (m / nm) | left out (null) |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| metric | n (m / nm) | member target / reference / Δ | non-member target / reference / Δ "
+        "| Δ member − non-member [95% CI] | target ≥ 0.75 > reference (m / nm) | left out (null) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for metric in sorted({r["metric"] for r in rows}):
         sel = [r for r in rows if r["metric"] == metric and r["sample_id"] in split]
         ok = [r for r in sel if r["delta"] is not None]
         by = {g: [r for r in ok if split[r["sample_id"]] == g] for g in GROUPS}
         if not all(by.values()):
-            lines.append(f"| {metric} | {len(by['member'])} / {len(by['non-member'])} | – | – | – | – | {len(sel) - len(ok)} |")
+            lines.append(
+                f"| {metric} | {len(by['member'])} / {len(by['non-member'])} | – | – | – | – | {len(sel) - len(ok)} |"
+            )
             continue
         deltas = {g: np.array([r["delta"] for r in by[g]]) for g in GROUPS}
         diff, low, high = delta_difference(deltas["member"], deltas["non-member"], resamples, seed)
-        means = {g: " / ".join(f"{np.mean([r[k] for r in by[g]]):.3f}" for k in ("target", "reference", "delta")) for g in GROUPS}
+        means = {
+            g: " / ".join(f"{np.mean([r[k] for r in by[g]]):.3f}" for k in ("target", "reference", "delta"))
+            for g in GROUPS
+        }
         # counterfactually memorised: the target reproduces (>= tau), the reference does not
         memorised = {g: sum(r["target"] >= TAU and r["reference"] < TAU for r in by[g]) for g in GROUPS}
-        lines.append(f"| {metric} | {len(by['member'])} / {len(by['non-member'])} | {means['member']} | {means['non-member']} "
-                     f"| {diff:+.3f} [{low:+.3f}, {high:+.3f}] | {memorised['member']} / {memorised['non-member']} "
-                     f"| {len(sel) - len(ok)} |")
+        lines.append(
+            f"| {metric} | {len(by['member'])} / {len(by['non-member'])} | {means['member']} | {means['non-member']} "
+            f"| {diff:+.3f} [{low:+.3f}, {high:+.3f}] | {memorised['member']} / {memorised['non-member']} "
+            f"| {len(sel) - len(ok)} |"
+        )
     return lines
 
 
@@ -100,8 +122,20 @@ def run_epoch(run: Path, benchmark: str, epoch: int, setting: Path | None, cores
         overlay.write(f"counterfactual: {{epoch: {epoch}}}\n")
         overlay.flush()
         configs = [EXPERIMENT, *([str(setting)] if setting else []), overlay.name]
-        subprocess.run([sys.executable, "-m", "snakemake", "--cores", str(cores), "--configfile", *configs,
-                        "--", str(stage / "similarity.parquet")], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "snakemake",
+                "--cores",
+                str(cores),
+                "--configfile",
+                *configs,
+                "--",
+                str(stage / "similarity.parquet"),
+            ],
+            check=True,
+        )
     out = run / "sweep" / (setting.stem if setting else "chosen") / f"epoch-{epoch}"
     out.mkdir(parents=True, exist_ok=True)
     for name in ("generations.parquet", "similarity.parquet"):
@@ -123,11 +157,15 @@ def main() -> None:
     parser.add_argument("run", type=Path, help="results/<run>")
     parser.add_argument("--benchmark", default="humaneval")
     parser.add_argument("--similarity-dir", type=Path, help="default: <run>/counterfactual/<benchmark>")
-    parser.add_argument("--training-log", type=Path, help="default: <run>/train/<benchmark>/ratio-0/seed-0/training_log.parquet")
+    parser.add_argument(
+        "--training-log", type=Path, help="default: <run>/train/<benchmark>/ratio-0/seed-0/training_log.parquet"
+    )
     parser.add_argument("--resamples", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sweep", type=int, nargs="+", metavar="EPOCH", help="run the stage at these epochs first")
-    parser.add_argument("--overlay", type=Path, help="--sweep with this config file over the experiment (another grid setting)")
+    parser.add_argument(
+        "--overlay", type=Path, help="--sweep with this config file over the experiment (another grid setting)"
+    )
     parser.add_argument("--cores", type=int, default=1, help="Snakemake's --cores for --sweep")
     a = parser.parse_args()
     for epoch in a.sweep or ():

@@ -38,10 +38,16 @@ def samples(n_samples: int) -> list[Sample]:
     for i in range(n_samples):
         original = originals[i % len(originals)]
         anatomy = function_anatomy(original.code, original.entry_point)
-        out.append(Sample(f"{original.task_id}#{i // len(originals)}", anatomy.context, anatomy.signature,
-                          anatomy.continuation,
-                          {"target": anatomy.continuation, "reference": _near_miss(anatomy.continuation)},
-                          original.test))
+        out.append(
+            Sample(
+                f"{original.task_id}#{i // len(originals)}",
+                anatomy.context,
+                anatomy.signature,
+                anatomy.continuation,
+                {"target": anatomy.continuation, "reference": _near_miss(anatomy.continuation)},
+                original.test,
+            )
+        )
     return out
 
 
@@ -55,23 +61,31 @@ def main() -> None:
     report = execution_scores(pairs, ExecutionSettings(), 0, workers=args.workers)
     wall, host_cpu = time.perf_counter() - started, _cpu_seconds() - cpu_started
     n = len(report.scores)
-    print(f"{n} pairs ({len(pairs)} ground truths x 2 generations), {args.workers} workers, "
-          f"load average before: {LOAD:.1f}, after: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(
+        f"{n} pairs ({len(pairs)} ground truths x 2 generations), {args.workers} workers, "
+        f"load average before: {LOAD:.1f}, after: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
     print(report.summary())
     cpu = host_cpu + report.sandbox_cpu_s
-    print(f"in all: {wall:.1f} s wall = {1000 * wall / n:.1f} ms per pair; CPU {cpu:.1f} s (host {host_cpu:.1f} s, "
-          f"sandbox {report.sandbox_cpu_s:.1f} s) = {1000 * cpu / n:.1f} ms per pair, "
-          f"{cpu / args.workers:.1f} s on {args.workers} idle cores if it parallelises fully")
+    print(
+        f"in all: {wall:.1f} s wall = {1000 * wall / n:.1f} ms per pair; CPU {cpu:.1f} s (host {host_cpu:.1f} s, "
+        f"sandbox {report.sandbox_cpu_s:.1f} s) = {1000 * cpu / n:.1f} ms per pair, "
+        f"{cpu / args.workers:.1f} s on {args.workers} idle cores if it parallelises fully"
+    )
     for model in ("target", "reference"):
         scores = [score for (_, m), score in report.scores.items() if m == model]
         similar = [score.similarity for score in scores if score.similarity is not None]
-        print(f"{model}: mean similarity {sum(similar) / max(len(similar), 1):.3f}; "
-              f"outcomes {coverage([score.outcome for score in scores])}")
+        print(
+            f"{model}: mean similarity {sum(similar) / max(len(similar), 1):.3f}; "
+            f"outcomes {coverage([score.outcome for score in scores])}"
+        )
 
 
 def _cpu_seconds() -> float:
     """This process's CPU time and its reaped children's (the input pool, the sandbox launchers)."""
-    return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
+    return sum(
+        u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    )
 
 
 LOAD = os.getloadavg()[0]

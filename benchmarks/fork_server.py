@@ -27,8 +27,12 @@ from repo_copy import fresh_copy  # noqa: E402 - the tests' fresh copy: tracked 
 def run(copy: Path, config: str, fork_server: bool, targets: list[str]) -> float:
     (copy / "fork-server.yaml").write_text(f"fork_server: {str(fork_server).lower()}\n")
     started = time.perf_counter()
-    result = subprocess.run([".venv/bin/snakemake", *targets, "--cores", "2", "--configfile", config, "fork-server.yaml"],
-                            cwd=copy, capture_output=True, text=True)
+    result = subprocess.run(
+        [".venv/bin/snakemake", *targets, "--cores", "2", "--configfile", config, "fork-server.yaml"],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+    )
     if result.returncode != 0:
         sys.exit(f"the run with fork_server={str(fork_server).lower()} failed:\n{result.stderr[-3000:]}")
     return time.perf_counter() - started
@@ -36,16 +40,23 @@ def run(copy: Path, config: str, fork_server: bool, targets: list[str]) -> float
 
 def artifacts(copy: Path) -> dict[str, bytes]:
     """Every Parquet, JSON and Markdown output: logs and benchmark timings differ by nature."""
-    return {str(p.relative_to(copy)): p.read_bytes() for p in sorted((copy / "results").rglob("*"))
-            if p.suffix in (".parquet", ".json", ".md") and "benchmarks" not in p.parts and "logs" not in p.parts}
+    return {
+        str(p.relative_to(copy)): p.read_bytes()
+        for p in sorted((copy / "results").rglob("*"))
+        if p.suffix in (".parquet", ".json", ".md") and "benchmarks" not in p.parts and "logs" not in p.parts
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="config/micro.yaml")
     parser.add_argument("--first", choices=("server", "plain"), default="server")
-    parser.add_argument("--target", action="append", default=[],
-                        help="a file or rule for Snakemake to make, with what it needs (repeat; default: the whole config)")
+    parser.add_argument(
+        "--target",
+        action="append",
+        default=[],
+        help="a file or rule for Snakemake to make, with what it needs (repeat; default: the whole config)",
+    )
     args = parser.parse_args()
     order = [True, False] if args.first == "server" else [False, True]
     with tempfile.TemporaryDirectory(prefix="fork-server-bench-") as scratch:
@@ -60,7 +71,9 @@ def main() -> None:
     print(f"ratio (without / with): {seconds[False] / seconds[True]:.2f}")
     differing = [name for name in outputs[True] if outputs[True][name] != outputs[False].get(name)]
     missing = sorted(set(outputs[True]) ^ set(outputs[False]))
-    print(f"artifacts compared: {len(outputs[True])}; differing: {differing or 'none'}; in one run only: {missing or 'none'}")
+    print(
+        f"artifacts compared: {len(outputs[True])}; differing: {differing or 'none'}; in one run only: {missing or 'none'}"
+    )
     sys.exit(1 if differing or missing else 0)
 
 

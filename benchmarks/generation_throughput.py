@@ -56,8 +56,9 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="generation-throughput-"))
     try:
         model_dir = args.model or (TINY if args.size == "tiny" else random_llama(args.size, tmp / "model"))
-        lm = HFLanguageModel(ModelSpec(str(model_dir), dtype=dtype, device=device), batch_size=args.batch_size,
-                             progress=False)
+        lm = HFLanguageModel(
+            ModelSpec(str(model_dir), dtype=dtype, device=device), batch_size=args.batch_size, progress=False
+        )
         ids = [[lm.bos_id, *lm.encode(p)] for p in prompts]
         lm._continuations(ids[: args.batch_size], max_new_tokens=8, stops=None)  # warm-up
         if on_gpu:
@@ -73,13 +74,17 @@ def main() -> None:
     eos = lm.tokenizer.eos_token_id
     new = sum(row.index(eos) + 1 if eos in row else len(row) for row in rows)
     early = sum(eos in row for row in rows)
-    peak = (torch.cuda.max_memory_allocated() if on_gpu else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+    peak = torch.cuda.max_memory_allocated() if on_gpu else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     where = torch.cuda.get_device_name() if on_gpu else f"the CPU ({args.threads} threads)"
-    print(f"greedy generation on {where}: model {args.model or args.size} ({dtype}), {len(prompts)} HumanEval prompts "
-          f"({sum(map(len, ids)) / len(ids):.0f} tokens on average), up to {args.new_tokens} new tokens, "
-          f"batches of {args.batch_size}")
-    print(f"new tokens/s {new / seconds:,.0f} ({new:,} new tokens in {seconds:.1f} s; {early} rows ended at EOS); "
-          f"{seconds / len(prompts) * 1000:,.0f} s per 1,000 prompts; peak memory {peak / 2**20:,.0f} MiB")
+    print(
+        f"greedy generation on {where}: model {args.model or args.size} ({dtype}), {len(prompts)} HumanEval prompts "
+        f"({sum(map(len, ids)) / len(ids):.0f} tokens on average), up to {args.new_tokens} new tokens, "
+        f"batches of {args.batch_size}"
+    )
+    print(
+        f"new tokens/s {new / seconds:,.0f} ({new:,} new tokens in {seconds:.1f} s; {early} rows ended at EOS); "
+        f"{seconds / len(prompts) * 1000:,.0f} s per 1,000 prompts; peak memory {peak / 2**20:,.0f} MiB"
+    )
 
 
 if __name__ == "__main__":

@@ -27,8 +27,10 @@ from pathlib import Path
 
 from leaktrace.stages.ingest import BENCHMARK_SCHEMA  # noqa: F401  (fails early if PYTHONPATH is wrong)
 
-FUNCTION = ("def function_{k}(values, limit={k}):\n    total = 0\n    for v in values:\n        total += v * {k}\n"
-            "    return total % limit\n\n")
+FUNCTION = (
+    "def function_{k}(values, limit={k}):\n    total = 0\n    for v in values:\n        total += v * {k}\n"
+    "    return total % limit\n\n"
+)
 
 
 def write_code_file(path: Path, size: int) -> None:
@@ -58,9 +60,24 @@ def scan(work: Path, name: str, settings: dict, env: dict) -> tuple[float, int]:
     args = ["--scan", name, "--benchmark", str(work / "bench.parquet"), "--settings", json.dumps(settings)]
     index = work / f"{name}.index.parquet"
     subprocess.run(cli + ["leakage-index"] + args + ["--output", str(index)], env=env, check=True, capture_output=True)
-    return peak_rss_mb(cli + ["leakage-scan"] + args + ["--index", str(index), "--part", "0", "--parts", "1",
-                                                         "--pairs", str(work / f"{name}.pairs.parquet"),
-                                                         "--accounting", str(work / f"{name}.acc.parquet")], env)
+    return peak_rss_mb(
+        cli
+        + ["leakage-scan"]
+        + args
+        + [
+            "--index",
+            str(index),
+            "--part",
+            "0",
+            "--parts",
+            "1",
+            "--pairs",
+            str(work / f"{name}.pairs.parquet"),
+            "--accounting",
+            str(work / f"{name}.acc.parquet"),
+        ],
+        env,
+    )
 
 
 def main() -> None:
@@ -72,20 +89,42 @@ def main() -> None:
     env = dict(os.environ)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        subprocess.run([sys.executable, "-m", "leaktrace", "ingest-benchmark", "--name", "humaneval", "--settings",
-                        json.dumps({"format": "humaneval"}), "--output", str(work / "bench.parquet")],
-                       env=env, check=True, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "leaktrace",
+                "ingest-benchmark",
+                "--name",
+                "humaneval",
+                "--settings",
+                json.dumps({"format": "humaneval"}),
+                "--output",
+                str(work / "bench.parquet"),
+            ],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         rows = []
-        for case, policy, size in (("baseline", "skip", 0), ("skip", "skip", args.skip_mb << 20),
-                                   ("chunk", "chunk", args.chunk_mb << 20)):
+        for case, policy, size in (
+            ("baseline", "skip", 0),
+            ("skip", "skip", args.skip_mb << 20),
+            ("chunk", "chunk", args.chunk_mb << 20),
+        ):
             root = work / case
             root.mkdir()
             if size:
                 write_code_file(root / "huge.py", size)
             else:
                 (root / "huge.py").write_text("x = 1\n")
-            settings = {"benchmark": "humaneval", "corpus": {"kind": "files", "root": str(root), "glob": "*.py"},
-                        "granularity": "function", "max_bytes": args.max_bytes, "huge": policy}
+            settings = {
+                "benchmark": "humaneval",
+                "corpus": {"kind": "files", "root": str(root), "glob": "*.py"},
+                "granularity": "function",
+                "max_bytes": args.max_bytes,
+                "huge": policy,
+            }
             peak, code = scan(work, case, settings, env)
             rows.append((case, policy, (root / "huge.py").stat().st_size / 2**20, peak, code))
             (root / "huge.py").unlink()

@@ -112,8 +112,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--naive-files", type=int, default=300, help="files for the (slow) naive loop")
     ap.add_argument("--benchmarks", type=int, default=10, help="benchmarks indexed at once for the one-pass line")
-    ap.add_argument("--files", type=int, default=None, help="only the first FILES standard-library files (default: all)")
-    ap.add_argument("--baseline", default=None, help="another leaktrace source tree (its workflow/ folder) to measure too")
+    ap.add_argument(
+        "--files", type=int, default=None, help="only the first FILES standard-library files (default: all)"
+    )
+    ap.add_argument(
+        "--baseline", default=None, help="another leaktrace source tree (its workflow/ folder) to measure too"
+    )
     ap.add_argument("--only-fast", default=None, help=argparse.SUPPRESS)  # the child process of --baseline
     ap.add_argument("--skip-scaling", action="store_true", help="leave out the index-size and worker-scaling lines")
     args = ap.parse_args()
@@ -123,8 +127,10 @@ def main() -> None:
         print(json.dumps(fast(args.only_fast, texts)))
         return
     sample = texts[:: max(1, len(texts) // args.naive_files)][: args.naive_files]
-    print(f"standard library: {len(texts)} .py files, {sum(map(len, texts)) / 1e6:.1f} MB; naive loop on {len(sample)} of them"
-          f" ({os.cpu_count()} cores; files/s/core on CPU seconds, wall seconds beside them)")
+    print(
+        f"standard library: {len(texts)} .py files, {sum(map(len, texts)) / 1e6:.1f} MB; naive loop on {len(sample)} of them"
+        f" ({os.cpu_count()} cores; files/s/core on CPU seconds, wall seconds beside them)"
+    )
     print(f"{'scheme':<10} {'path':<28} {'files':>6} {'cpu s':>8} {'wall s':>8} {'files/s/core':>13}")
 
     def line(preset: str, path: str, n: int, cpu: float, wall: float, extra: str = "") -> None:
@@ -136,11 +142,20 @@ def main() -> None:
         line(preset, "ours: batched + band query", len(texts), cpu, wall)
         if args.baseline:
             cpu_b, _, wall_b = baseline(args.baseline, preset, args.files, None)
-            line(preset, "baseline tree, same path", len(texts), cpu_b, wall_b, f"   -> ours is {cpu_b / cpu:.1f}x faster")
+            line(
+                preset,
+                "baseline tree, same path",
+                len(texts),
+                cpu_b,
+                wall_b,
+                f"   -> ours is {cpu_b / cpu:.1f}x faster",
+            )
         cpu_s, _, wall_s = fast(preset, sample)
         cpu_n, _, wall_n = naive(preset, sample)
         line(preset, "ours, same files as naive", len(sample), cpu_s, wall_s)
-        line(preset, "naive MinHash()+update()", len(sample), cpu_n, wall_n, f"   -> ours is {cpu_n / cpu_s:.1f}x faster")
+        line(
+            preset, "naive MinHash()+update()", len(sample), cpu_n, wall_n, f"   -> ours is {cpu_n / cpu_s:.1f}x faster"
+        )
     if args.skip_scaling:
         return
     for n in (1, args.benchmarks):
@@ -148,8 +163,10 @@ def main() -> None:
         print(f"default, {n:>2} benchmark(s) indexed: {len(texts) / cpu:.0f} files/s/core ({found} candidate pairs)")
     one = parallel("default", texts, 1)
     two = parallel("default", texts, 2)
-    print(f"default scaling (wall): 1 worker {len(texts) / one:.0f} files/s, 2 workers {len(texts) / two:.0f} files/s "
-          f"(speed-up {one / two:.2f}x)")
+    print(
+        f"default scaling (wall): 1 worker {len(texts) / one:.0f} files/s, 2 workers {len(texts) / two:.0f} files/s "
+        f"(speed-up {one / two:.2f}x)"
+    )
 
 
 if __name__ == "__main__":

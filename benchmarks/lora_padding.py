@@ -54,7 +54,11 @@ def epoch_padding(lengths: list[int], settings: LoraSettings) -> list[float]:
     rng = np.random.default_rng(settings.seed)
     shares = []
     for _ in range(settings.epochs[-1]):
-        order = length_grouped_order(lengths, settings.batch_size, rng) if settings.group_by_length else rng.permutation(len(lengths))
+        order = (
+            length_grouped_order(lengths, settings.batch_size, rng)
+            if settings.group_by_length
+            else rng.permutation(len(lengths))
+        )
         shares.append(padding_share(lengths, order, settings.batch_size))
     return shares
 
@@ -73,7 +77,9 @@ def main() -> None:
     train, base = config["train"], config["base_model"]
     model = {k: base.get(k) for k in ("path", "dtype", "device", "max_length")}
     spec = ModelSpec(str(ROOT / model["path"]), dtype=model["dtype"], device=model["device"])
-    seed = derive_seed(derive_seed(config["seed"], "train", str(train["seeds"][0])), "lora")  # as rule train_lora's first seed
+    seed = derive_seed(
+        derive_seed(config["seed"], "train", str(train["seeds"][0])), "lora"
+    )  # as rule train_lora's first seed
     epochs = (args.epochs,) if args.epochs else (max(train["epochs"]),)
     texts = [r["text"] for r in read_records(args.mix, ["text"])]
     tokenizer = load_tokenizer(spec)
@@ -87,8 +93,13 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- |", flush=True)
     results: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
     for run, grouped in enumerate(arms, start=1):
-        settings = LoraSettings.from_config({**train, "group_by_length": grouped}, max_length=model["max_length"], seed=seed,
-                                            epochs=epochs, checkpoint_every=0)
+        settings = LoraSettings.from_config(
+            {**train, "group_by_length": grouped},
+            max_length=model["max_length"],
+            seed=seed,
+            epochs=epochs,
+            checkpoint_every=0,
+        )
         padding = float(np.mean(epoch_padding(lengths, settings)))
         with tempfile.TemporaryDirectory() as tmp:
             wall, cpu = time.perf_counter(), time.process_time()
@@ -96,11 +107,24 @@ def main() -> None:
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         results[grouped].append((wall, cpu))
         print(f"| {run} | {label[grouped]} | {padding:.1%} | {wall:.1f} s | {cpu:.1f} s |", flush=True)
-    pad = {g: float(np.mean(epoch_padding(lengths, LoraSettings.from_config(
-        {**train, "group_by_length": g}, max_length=model["max_length"], seed=seed, epochs=epochs)))) for g in (False, True)}
+    pad = {
+        g: float(
+            np.mean(
+                epoch_padding(
+                    lengths,
+                    LoraSettings.from_config(
+                        {**train, "group_by_length": g}, max_length=model["max_length"], seed=seed, epochs=epochs
+                    ),
+                )
+            )
+        )
+        for g in (False, True)
+    }
     mean = {g: np.mean(results[g], axis=0) for g in (False, True)}
-    print(f"length-grouped / random: wall time {mean[True][0] / mean[False][0]:.2f}, CPU time {mean[True][1] / mean[False][1]:.2f}, "
-          f"batch cells (tokens and padding) {(1 - pad[False]) / (1 - pad[True]):.2f}")
+    print(
+        f"length-grouped / random: wall time {mean[True][0] / mean[False][0]:.2f}, CPU time {mean[True][1] / mean[False][1]:.2f}, "
+        f"batch cells (tokens and padding) {(1 - pad[False]) / (1 - pad[True]):.2f}"
+    )
 
 
 if __name__ == "__main__":

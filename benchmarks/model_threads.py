@@ -30,8 +30,10 @@ lm.generate([lm.encode(t) for t in texts[:32]], max_new_tokens=int(sys.argv[3]))
 
 
 def job(threads: int, args) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", JOB, str(threads), str(args.texts), str(args.new_tokens)],
-                            env={**os.environ, "OMP_NUM_THREADS": str(threads)})  # as Snakemake sets it
+    return subprocess.Popen(
+        [sys.executable, "-c", JOB, str(threads), str(args.texts), str(args.new_tokens)],
+        env={**os.environ, "OMP_NUM_THREADS": str(threads)},
+    )  # as Snakemake sets it
 
 
 def timed(run) -> float:

@@ -62,9 +62,15 @@ def drawn_sets(run: Path, benchmark: str, variants: dict, k: int | None, seed: i
     test_cases = {**own, "untransformed": 0} if isinstance(own, dict) else {"compose": False, "untransformed": 0}
     settings = {**variants, "test_cases": test_cases, "names_per_variant": k}
     output = folder / f"{benchmark}.names-{k}.parquet"
-    make_variants_table(run / "data" / "benchmarks" / f"{benchmark}.parquet",
-                        run / "filter" / f"{benchmark}.functions.parquet", run / "variants" / "lexicon.parquet",
-                        generation_settings(settings), seed, workers, output)
+    make_variants_table(
+        run / "data" / "benchmarks" / f"{benchmark}.parquet",
+        run / "filter" / f"{benchmark}.functions.parquet",
+        run / "variants" / "lexicon.parquet",
+        generation_settings(settings),
+        seed,
+        workers,
+        output,
+    )
     sets: dict[str, list[str]] = {}
     for r in read_records(output):
         if r["kind"] == "rename" and r["valid"]:
@@ -108,13 +114,21 @@ def main() -> None:
     parser.add_argument("--benchmark", default="humaneval")
     parser.add_argument("--config", type=Path, default=ROOT / "config" / "config.yaml")
     parser.add_argument("--target", action="append", default=[], help="a target's LoRA adapter (repeat for seeds)")
-    parser.add_argument("--names", nargs="+", default=["all"],
-                        help="names_per_variant settings to compare with the run's own: integers, or all (every name)")
-    parser.add_argument("--min-valid", type=int, default=3, help="valid variants a sample needs (split.min_valid_variants)")
+    parser.add_argument(
+        "--names",
+        nargs="+",
+        default=["all"],
+        help="names_per_variant settings to compare with the run's own: integers, or all (every name)",
+    )
+    parser.add_argument(
+        "--min-valid", type=int, default=3, help="valid variants a sample needs (split.min_valid_variants)"
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--resamples", type=int, default=1000)
-    parser.add_argument("--out", type=Path, default=None, help="folder for per-sample values (names_per_variant.parquet)")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="folder for per-sample values (names_per_variant.parquet)"
+    )
     args = parser.parse_args()
     config = configured(args.config)
     seed, n, base = config["seed"], config["variants"]["n"], config["base_model"]["path"]
@@ -124,24 +138,42 @@ def main() -> None:
     originals = {r["sample_id"]: r["text"] for r in table if r["kind"] == "original" and r["valid"]}
     settings = {own: {sid: [] for sid in originals}}
     for r in table:
-        if r["kind"] == "rename" and r["valid"] and r["sample_id"] in originals and len(settings[own][r["sample_id"]]) < n:
+        if (
+            r["kind"] == "rename"
+            and r["valid"]
+            and r["sample_id"] in originals
+            and len(settings[own][r["sample_id"]]) < n
+        ):
             settings[own][r["sample_id"]].append(r["text"])
     with tempfile.TemporaryDirectory() as folder:
         for k in dict.fromkeys(args.names):
             if k == own:
                 continue
             started = time.perf_counter()
-            settings[k] = drawn_sets(args.run, args.benchmark, config["variants"], None if k == "all" else int(k), seed,
-                                     args.workers, Path(folder))
+            settings[k] = drawn_sets(
+                args.run,
+                args.benchmark,
+                config["variants"],
+                None if k == "all" else int(k),
+                seed,
+                args.workers,
+                Path(folder),
+            )
             print(f"names_per_variant {k}: drawn and validated in {time.perf_counter() - started:.0f} s", flush=True)
 
-    split = {r["sample_id"]: r["split"] for r in read_records(args.run / "filter" / f"{args.benchmark}.samples.parquet")
-             if r["split"] in ("member", "non-member") and r["fold"] != "recall-prefix"}
+    split = {
+        r["sample_id"]: r["split"]
+        for r in read_records(args.run / "filter" / f"{args.benchmark}.samples.parquet")
+        if r["split"] in ("member", "non-member") and r["fold"] != "recall-prefix"
+    }
     samples = sorted(sid for sid in split if all(len(s.get(sid, [])) >= args.min_valid for s in settings.values()))
     y = np.array([split[sid] == "member" for sid in samples], dtype=int)
     texts = [originals[sid] for sid in samples] + [t for s in settings.values() for sid in samples for t in s[sid]]
-    print(f"{len(samples)} samples ({int(y.sum())} members) with >= {args.min_valid} valid variants in every setting;"
-          f" {len(set(texts))} texts to score per model", flush=True)
+    print(
+        f"{len(samples)} samples ({int(y.sum())} members) with >= {args.min_valid} valid variants in every setting;"
+        f" {len(set(texts))} texts to score per model",
+        flush=True,
+    )
 
     rows = []
     models = [("base", None)] + [(f"target {i}", adapter) for i, adapter in enumerate(args.target)]
@@ -151,9 +183,18 @@ def main() -> None:
         print(f"{label}: scored in {time.perf_counter() - started:.0f} s", flush=True)
         for name, sets in settings.items():
             for sid, (gap, mean_gap) in gaps(sets, originals, loss, samples).items():
-                rows.append({"model": label, "adapter": adapter, "names_per_variant": name, "sample_id": sid,
-                             "member": split[sid] == "member", "n_variants": len(sets[sid]), "gap": gap,
-                             "mean_gap": mean_gap})
+                rows.append(
+                    {
+                        "model": label,
+                        "adapter": adapter,
+                        "names_per_variant": name,
+                        "sample_id": sid,
+                        "member": split[sid] == "member",
+                        "n_variants": len(sets[sid]),
+                        "gap": gap,
+                        "mean_gap": mean_gap,
+                    }
+                )
     frame = pd.DataFrame(rows)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
@@ -165,11 +206,15 @@ def main() -> None:
         part = frame[(frame.model == "base") & (frame.names_per_variant == name)]
         check = null_check(dict(zip(part.sample_id, part.gap > 0)), dict(zip(part.sample_id, part.n_variants)))
         interval = f"[{check['rate_low']:.3f}, {check['rate_high']:.3f}]"
-        print(f"{name:<18}{check['n_samples']:>8}{check['mean_variants']:>8.1f}{check['rate']:>8.3f}"
-              f"{interval:>18}{check['expected_rate']:>9.3f}  {check['verdict']}")
+        print(
+            f"{name:<18}{check['n_samples']:>8}{check['mean_variants']:>8.1f}{check['rate']:>8.3f}"
+            f"{interval:>18}{check['expected_rate']:>9.3f}  {check['verdict']}"
+        )
     for label, _ in models[1:]:
-        print(f"\n{label}: ROC AUC (members vs non-members); difference from the run's own ({own}) with a paired"
-              " bootstrap 95% interval")
+        print(
+            f"\n{label}: ROC AUC (members vs non-members); difference from the run's own ({own}) with a paired"
+            " bootstrap 95% interval"
+        )
         print(f"{'names per variant':<18}{'gap AUC':>9}{'  diff [95%]':<28}{'mean gap AUC':>13}{'  diff [95%]':<28}")
         reference = frame[(frame.model == label) & (frame.names_per_variant == own)].set_index("sample_id").loc[samples]
         for name in settings:
@@ -180,8 +225,9 @@ def main() -> None:
                 if name == own:
                     cells.append(f"{auc:>9.3f}{'':<28}")
                 else:
-                    d, lo, hi = paired_auc_difference(y, part[column].to_numpy(), reference[column].to_numpy(),
-                                                      args.resamples, seed)
+                    d, lo, hi = paired_auc_difference(
+                        y, part[column].to_numpy(), reference[column].to_numpy(), args.resamples, seed
+                    )
                     cells.append(f"{auc:>9.3f}  {d:+.3f} [{lo:+.3f}, {hi:+.3f}]".ljust(37))
             print(f"{name:<18}" + "".join(cells))
 

@@ -55,8 +55,9 @@ def _losses(model_path: str, texts: list[str], batch_size: int) -> list[float]:
     return [-float(np.mean(s.logprobs, dtype=np.float64)) for s in stats]
 
 
-def _summary(name: str, rows: list[dict], base: dict[tuple[str, str], float], kept: set[str], n: int,
-             min_valid: int) -> dict:
+def _summary(
+    name: str, rows: list[dict], base: dict[tuple[str, str], float], kept: set[str], n: int, min_valid: int
+) -> dict:
     """Null check of one variants table under the base model (its flags are the pre-exposure filter's)."""
     sets: dict[tuple[str, str], list[str]] = defaultdict(list)
     original = {}
@@ -71,14 +72,22 @@ def _summary(name: str, rows: list[dict], base: dict[tuple[str, str], float], ke
     counts = {s: len(sets[(s, "rename")]) for s in eligible}
     check = null_check(decisions, counts)
     exact = binomtest(check["n_flagged"], check["n_samples"]).proportion_ci(0.95, method="exact")
-    return {"table": name, "eligible": len(eligible), "full_n": sum(c == n for c in counts.values()), **check,
-            "cp_low": float(exact.low), "cp_high": float(exact.high)}
+    return {
+        "table": name,
+        "eligible": len(eligible),
+        "full_n": sum(c == n for c in counts.values()),
+        **check,
+        "cp_low": float(exact.low),
+        "cp_high": float(exact.high),
+    }
 
 
 def _line(r: dict) -> str:
-    return (f"{r['table']:44s} {r['eligible']:3d} samples ({r['full_n']:3d} with all n), mean n {r['mean_variants']:.1f}: "
-            f"original beats all {r['n_flagged']:3d} = {r['rate']:.3f} Wilson [{r['rate_low']:.3f}, {r['rate_high']:.3f}] "
-            f"CP [{r['cp_low']:.3f}, {r['cp_high']:.3f}] vs 1/(n+1) {r['expected_rate']:.3f} ({r['verdict']})")
+    return (
+        f"{r['table']:44s} {r['eligible']:3d} samples ({r['full_n']:3d} with all n), mean n {r['mean_variants']:.1f}: "
+        f"original beats all {r['n_flagged']:3d} = {r['rate']:.3f} Wilson [{r['rate_low']:.3f}, {r['rate_high']:.3f}] "
+        f"CP [{r['cp_low']:.3f}, {r['cp_high']:.3f}] vs 1/(n+1) {r['expected_rate']:.3f} ({r['verdict']})"
+    )
 
 
 def main() -> None:
@@ -97,9 +106,13 @@ def main() -> None:
     base_model, selection_model = config["base_model"]["path"], config["reference_model"]["path"]
     problems = load_humaneval(shipped_humaneval_path(), "humaneval")
     benchmark = a.out / "benchmark.parquet"
-    pq.write_table(pa.Table.from_pylist([{"sample_id": p.sample_id, "code": p.code, "test": p.test,
-                                          "entry_point": p.entry_point} for p in problems]), benchmark)
-    kept = [r["sample_id"] for r in read_records(a.functions, ["sample_id", "kept"]) if r["kept"]][:a.limit]
+    pq.write_table(
+        pa.Table.from_pylist(
+            [{"sample_id": p.sample_id, "code": p.code, "test": p.test, "entry_point": p.entry_point} for p in problems]
+        ),
+        benchmark,
+    )
+    kept = [r["sample_id"] for r in read_records(a.functions, ["sample_id", "kept"]) if r["kept"]][: a.limit]
     functions = a.out / "functions.parquet"
     pq.write_table(pa.Table.from_pylist([{"sample_id": s, "kept": True} for s in kept]), functions)
     kept = set(kept)
@@ -115,7 +128,12 @@ def main() -> None:
         return path
 
     tables["today (n = 10, no matching)"] = read_records(stage("today", variants))
-    model = {"path": selection_model, "dtype": "float32", "device": "cpu", "max_length": config["base_model"]["max_length"]}
+    model = {
+        "path": selection_model,
+        "dtype": "float32",
+        "device": "cpu",
+        "max_length": config["base_model"]["max_length"],
+    }
     pools = {}
     for pool in a.pool:
         settings = {**variants, "natural": {"enabled": True, "pool": pool, "rule": "nearest", "model": None}}
@@ -125,18 +143,28 @@ def main() -> None:
         select_natural_variants(path, model, batch, settings, seed, a.out / f"natural-{pool}.parquet")
         print(f"selection under {selection_model}, pool {pool}: {time.perf_counter() - start:.1f} s", flush=True)
         tables[f"matched, pool {pool}, selection = ref model"] = read_records(a.out / f"natural-{pool}.parquet")
-    texts = sorted({(r["sample_id"], r["text"]) for rows in [*tables.values(), *(p[1] for p in pools.values())]
-                    for r in rows if r["valid"] and r["kind"] in ("original", "rename")})
+    texts = sorted(
+        {
+            (r["sample_id"], r["text"])
+            for rows in [*tables.values(), *(p[1] for p in pools.values())]
+            for r in rows
+            if r["valid"] and r["kind"] in ("original", "rename")
+        }
+    )
     start = time.perf_counter()
     base = dict(zip(texts, _losses(base_model, [t for _, t in texts], batch["batch_size"]), strict=True))
     print(f"base-model pass over {len(texts)} texts: {time.perf_counter() - start:.1f} s", flush=True)
     for pool, (settings, rows) in pools.items():
-        losses = {(r["sample_id"], r["variant_id"]): base[(r["sample_id"], r["text"])] for r in rows
-                  if r["valid"] and r["kind"] in ("original", "rename")}
+        losses = {
+            (r["sample_id"], r["variant_id"]): base[(r["sample_id"], r["text"])]
+            for r in rows
+            if r["valid"] and r["kind"] in ("original", "rename")
+        }
         for r in rows:  # an original that fails its tests still needs a loss to be passed over
             losses.setdefault((r["sample_id"], r["variant_id"]), np.nan)
-        tables[f"contrast: pool {pool}, selection = BASE (not held out)"] = choose_natural(rows, losses, settings, seed,
-                                                                                       VARIANT_SETS)
+        tables[f"contrast: pool {pool}, selection = BASE (not held out)"] = choose_natural(
+            rows, losses, settings, seed, VARIANT_SETS
+        )
     results = [_summary(name, rows, base, kept, n, min_valid) for name, rows in tables.items()]
     for r in results:
         print(_line(r))

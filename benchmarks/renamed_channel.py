@@ -64,7 +64,7 @@ def without_docstring(code: str, entry_point: str) -> str:
         if isinstance(node, ast.FunctionDef) and node.name == entry_point and ast.get_docstring(node) is not None:
             first = node.body[0]
             lines = code.splitlines(keepends=True)
-            body = lines[: first.lineno - 1] + lines[first.end_lineno:]
+            body = lines[: first.lineno - 1] + lines[first.end_lineno :]
             if len(node.body) == 1:  # a function that is only its docstring keeps a body
                 body.insert(first.lineno - 1, " " * first.col_offset + "pass\n")
             return "".join(body)
@@ -94,11 +94,25 @@ def plant(samples: list[dict], root: Path, seed: int) -> tuple[dict[str, int], C
 
 
 def scan(bench: Path, corpus: Path, work: Path, renamed: bool) -> tuple[list[dict], float]:
-    settings = {"name": "s", "benchmark": "humaneval", "corpus": {"kind": "files", "root": str(corpus), "glob": "**/*.py"},
-                "renamed": renamed}
+    settings = {
+        "name": "s",
+        "benchmark": "humaneval",
+        "corpus": {"kind": "files", "root": str(corpus), "glob": "**/*.py"},
+        "renamed": renamed,
+    }
     build_index(bench, settings, work / "index.parquet")
     start = time.perf_counter()
-    scan_shard(work / "index.parquet", bench, settings["corpus"], 0, 1, [], settings, work / "pairs.parquet", work / "acc.parquet")
+    scan_shard(
+        work / "index.parquet",
+        bench,
+        settings["corpus"],
+        0,
+        1,
+        [],
+        settings,
+        work / "pairs.parquet",
+        work / "acc.parquet",
+    )
     seconds = time.perf_counter() - start
     return read_records(work / "pairs.parquet", ["sample_id", "location", "duplicate"]), seconds
 
@@ -156,22 +170,30 @@ def main() -> None:
         texts = [d.text for d in stdlib]
         bench = [s["code"] for s in samples]
         timing = {renamed: channel_seconds(texts, bench, renamed) for renamed in (False, True)}
-    print(f"HumanEval's {len(samples)} solutions{' without docstrings' if args.short else ''} planted per clone type beside {len(stdlib)} standard-library files "
-          f"(mutations that did not apply, left out: {dict(skipped) or 'none'})\n")
+    print(
+        f"HumanEval's {len(samples)} solutions{' without docstrings' if args.short else ''} planted per clone type beside {len(stdlib)} standard-library files "
+        f"(mutations that did not apply, left out: {dict(skipped) or 'none'})\n"
+    )
     print(f"{'clone type':<10} {'planted':>7} | {'candidate recall':^23} | {'duplicate recall':^23}")
     print(f"{'':<10} {'':>7} | {'raw':>10} {'raw+renamed':>12} | {'raw':>10} {'raw+renamed':>12}")
     for kind in KINDS:
         n = planted[kind]
         raw, both = results[False], results[True]
-        print(f"{kind:<10} {n:>7} | {raw[0][kind] / n:>10.3f} {both[0][kind] / n:>12.3f} | "
-              f"{raw[1][kind] / n:>10.3f} {both[1][kind] / n:>12.3f}")
+        print(
+            f"{kind:<10} {n:>7} | {raw[0][kind] / n:>10.3f} {both[0][kind] / n:>12.3f} | "
+            f"{raw[1][kind] / n:>10.3f} {both[1][kind] / n:>12.3f}"
+        )
     print()
     for renamed, label in ((False, "raw"), (True, "raw+renamed")):
         found, dups, other, seconds = results[renamed]
-        print(f"{label:<12} stdlib candidates {other['candidates']:>6}, stdlib duplicates {other['duplicates']:>4}, "
-              f"shard job {seconds:7.1f} s, signatures + queries alone {timing[renamed]:6.2f} s")
-    print(f"\ncost of the renamed channel: shard job x{results[True][3] / results[False][3]:.2f}, "
-          f"signatures + queries x{timing[True] / timing[False]:.2f}")
+        print(
+            f"{label:<12} stdlib candidates {other['candidates']:>6}, stdlib duplicates {other['duplicates']:>4}, "
+            f"shard job {seconds:7.1f} s, signatures + queries alone {timing[renamed]:6.2f} s"
+        )
+    print(
+        f"\ncost of the renamed channel: shard job x{results[True][3] / results[False][3]:.2f}, "
+        f"signatures + queries x{timing[True] / timing[False]:.2f}"
+    )
 
 
 if __name__ == "__main__":

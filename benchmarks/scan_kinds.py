@@ -60,33 +60,44 @@ from leaktrace.mutate.registry import Mutation, apply_mutation
 from leaktrace.stages.ingest import BENCHMARK_SCHEMA, ingest_benchmark
 from leaktrace.stages.leakage import build_index, gather, scan_shard
 
-KINDS = ("verbatim", "module-lines", "renamed", "reformatted", "embedded", "re-wrapped", "statement-only", "rephrased",
-         "translated")
+KINDS = (
+    "verbatim",
+    "module-lines",
+    "renamed",
+    "reformatted",
+    "embedded",
+    "re-wrapped",
+    "statement-only",
+    "rephrased",
+    "translated",
+)
 MODULE_LINES = "R = 3\nC = 3\n"
 # HumanEval solutions translated to JavaScript by hand for this benchmark (no problem text)
 TRANSLATED = {
     "HumanEval/0": "function hasCloseElements(numbers, threshold) {\n  for (let i = 0; i < numbers.length; i++) {\n"
-                   "    for (let j = 0; j < numbers.length; j++) {\n      if (i !== j) {\n"
-                   "        const distance = Math.abs(numbers[i] - numbers[j]);\n        if (distance < threshold) {\n"
-                   "          return true;\n        }\n      }\n    }\n  }\n  return false;\n}\n",
+    "    for (let j = 0; j < numbers.length; j++) {\n      if (i !== j) {\n"
+    "        const distance = Math.abs(numbers[i] - numbers[j]);\n        if (distance < threshold) {\n"
+    "          return true;\n        }\n      }\n    }\n  }\n  return false;\n}\n",
     "HumanEval/2": "function truncateNumber(number) {\n  return number % 1.0;\n}\n",
     "HumanEval/4": "function meanAbsoluteDeviation(numbers) {\n  const mean = numbers.reduce((a, b) => a + b, 0) / numbers.length;\n"
-                   "  return numbers.reduce((a, x) => a + Math.abs(x - mean), 0) / numbers.length;\n}\n",
+    "  return numbers.reduce((a, x) => a + Math.abs(x - mean), 0) / numbers.length;\n}\n",
     "HumanEval/8": "function sumProduct(numbers) {\n  let sumValue = 0;\n  let prodValue = 1;\n  for (const n of numbers) {\n"
-                   "    sumValue += n;\n    prodValue *= n;\n  }\n  return [sumValue, prodValue];\n}\n",
+    "    sumValue += n;\n    prodValue *= n;\n  }\n  return [sumValue, prodValue];\n}\n",
     "HumanEval/12": "function longest(strings) {\n  if (strings.length === 0) {\n    return null;\n  }\n"
-                    "  const maxlen = Math.max(...strings.map((x) => x.length));\n  for (const s of strings) {\n"
-                    "    if (s.length === maxlen) {\n      return s;\n    }\n  }\n}\n",
+    "  const maxlen = Math.max(...strings.map((x) => x.length));\n  for (const s of strings) {\n"
+    "    if (s.length === maxlen) {\n      return s;\n    }\n  }\n}\n",
     "HumanEval/13": "function greatestCommonDivisor(a, b) {\n  while (b) {\n    [a, b] = [b, a % b];\n  }\n  return a;\n}\n",
     "HumanEval/16": "function countDistinctCharacters(string) {\n  return new Set(string.toLowerCase()).size;\n}\n",
     "HumanEval/24": "function largestDivisor(n) {\n  for (let i = n - 1; i > 0; i--) {\n    if (n % i === 0) {\n"
-                    "      return i;\n    }\n  }\n}\n",
+    "      return i;\n    }\n  }\n}\n",
 }
 
 
 def _rename(code: str, old: str, new: str) -> str:
-    out = [(t.type, new if t.type == tokenize.NAME and t.string == old else t.string)
-           for t in tokenize.generate_tokens(io.StringIO(code).readline)]
+    out = [
+        (t.type, new if t.type == tokenize.NAME and t.string == old else t.string)
+        for t in tokenize.generate_tokens(io.StringIO(code).readline)
+    ]
     return tokenize.untokenize(out)
 
 
@@ -126,12 +137,22 @@ def plant(samples: list[dict], alternatives: dict, stdlib: list[str], corpus: Pa
         renamed = _mutate(code, entry, ("T2b",), rng)
         put("renamed", k, "py", renamed and _rename(renamed, entry, f"fn_{rng.randrange(10**6)}"))
         put("reformatted", k, "py", _mutate(code, entry, ("T1",), rng))
-        put("embedded", k, "py", "class Generated:\n" + textwrap.indent("".join(host[:half]) + "\n" + code + "\n"
-                                                                         + "".join(host[half:]), "    "))
+        put(
+            "embedded",
+            k,
+            "py",
+            "class Generated:\n"
+            + textwrap.indent("".join(host[:half]) + "\n" + code + "\n" + "".join(host[half:]), "    "),
+        )
         wrapped = "\n".join(line[i : i + 24] for line in code.splitlines() for i in range(0, max(1, len(line)), 24))
         put("re-wrapped", k, "md", "".join(host[:half]) + "\n" + wrapped + "\n\n" + "".join(host[half:]))
-        put("statement-only", k, "md", f"# Exercise {k}\n\n```python\n{_prompt(s)}\n```\n\nAnother way to do it:\n\n"
-                                       f"```python\n{alternatives[s['task_id']]}```\n")
+        put(
+            "statement-only",
+            k,
+            "md",
+            f"# Exercise {k}\n\n```python\n{_prompt(s)}\n```\n\nAnother way to do it:\n\n"
+            f"```python\n{alternatives[s['task_id']]}```\n",
+        )
         rephrased = _mutate(strip_docstrings(code), entry, ("T2b", "T3-0.5"), rng)
         put("rephrased", k, "py", rephrased and _rename(rephrased, entry, f"fn_{rng.randrange(10**6)}"))
         put("translated", k, "js", TRANSLATED.get(s["task_id"]))
@@ -173,7 +194,9 @@ def tally(pairs: list[dict], samples: list[dict]) -> tuple[dict, dict, int, list
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--stdlib-files", type=int, default=300)
-    parser.add_argument("--samples", type=int, default=None, help="the first n samples with an other solution (all: 36)")
+    parser.add_argument(
+        "--samples", type=int, default=None, help="the first n samples with an other solution (all: 36)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     alternatives = {r["task_id"]: r["code"] for r in map(json.loads, ALTERNATIVES.read_text().splitlines()) if r}
@@ -182,8 +205,15 @@ def main() -> None:
         ingest_benchmark("humaneval", {"format": "humaneval"}, work / "all.parquet")
         samples = [s for s in read_records(work / "all.parquet") if s["task_id"] in alternatives][: args.samples]
         write_table(samples, BENCHMARK_SCHEMA, work / "humaneval.parquet")
-        twins = [{**s, "benchmark": "modlines", "sample_id": s["sample_id"].replace("humaneval/", "modlines/"),
-                  "code": with_module_lines(s["code"])} for s in samples]
+        twins = [
+            {
+                **s,
+                "benchmark": "modlines",
+                "sample_id": s["sample_id"].replace("humaneval/", "modlines/"),
+                "code": with_module_lines(s["code"]),
+            }
+            for s in samples
+        ]
         write_table(twins, BENCHMARK_SCHEMA, work / "modlines.parquet")
         every = [d.text for d in iter_stdlib_code(STDLIB_EXCLUDE)]
         step = max(1, len(every) // args.stdlib_files)
@@ -197,33 +227,57 @@ def main() -> None:
         tables = [work / "humaneval.parquet", work / "modlines.parquet"]
         runs = {}
         for label, extra in (("new", {}), ("minhash", {"containment_channel": False, "statement_channel": False})):
-            settings = {"name": "kinds", "benchmarks": ["humaneval", "modlines"],
-                        "corpus": {"kind": "files", "root": str(corpus), "glob": "**/*"}, **extra}
+            settings = {
+                "name": "kinds",
+                "benchmarks": ["humaneval", "modlines"],
+                "corpus": {"kind": "files", "root": str(corpus), "glob": "**/*"},
+                **extra,
+            }
             out = work / label
             build_index(tables, settings, out / "index.parquet")
             start = time.perf_counter()
-            scan_shard(out / "index.parquet", tables, settings["corpus"], 0, 1, [], settings, out / "p.parquet", out / "a.parquet")
+            scan_shard(
+                out / "index.parquet",
+                tables,
+                settings["corpus"],
+                0,
+                1,
+                [],
+                settings,
+                out / "p.parquet",
+                out / "a.parquet",
+            )
             seconds = time.perf_counter() - start
             gather(out / "index.parquet", tables, [out / "p.parquet"], [out / "a.parquet"], settings, None, out / "g")
-            runs[label] = (read_records(out / "g" / "pairs.parquet"), read_records(out / "g" / "accounting.parquet"), seconds)
+            runs[label] = (
+                read_records(out / "g" / "pairs.parquet"),
+                read_records(out / "g" / "accounting.parquet"),
+                seconds,
+            )
     found_before = tally(runs["minhash"][0], samples)[0]
     found, how, right, false_pos = tally(runs["new"][0], samples)
     pairs, accounting, seconds = runs["new"]
     units = {r["reason"]: r["count"] for r in accounting if r["kind"] == "count"}
-    print(f"{len(samples)} HumanEval problems with another solution, planted once per kind beside {len(stdlib)} "
-          f"standard-library files; default preset ({units.get('units', 0)} units, shard job {seconds:.1f} s; "
-          f"{runs['minhash'][2]:.1f} s without the containment and problem-text channels)\n")
+    print(
+        f"{len(samples)} HumanEval problems with another solution, planted once per kind beside {len(stdlib)} "
+        f"standard-library files; default preset ({units.get('units', 0)} units, shard job {seconds:.1f} s; "
+        f"{runs['minhash'][2]:.1f} s without the containment and problem-text channels)\n"
+    )
     print("| kind | planted | found | recall | recall, MinHash channels alone | found by (channel: clone type) |")
     print("| --- | --- | --- | --- | --- | --- |")
     for kind in KINDS:
         n, f = planted[kind], len(found[kind])
-        print(f"| {kind} | {n} | {f} | {f / n if n else float('nan'):.3f} | "
-              f"{len(found_before[kind]) / n if n else float('nan'):.3f} | "
-              f"{', '.join(f'{k} {v}' for k, v in sorted(how[kind].items())) or '-'} |")
+        print(
+            f"| {kind} | {n} | {f} | {f / n if n else float('nan'):.3f} | "
+            f"{len(found_before[kind]) / n if n else float('nan'):.3f} | "
+            f"{', '.join(f'{k} {v}' for k, v in sorted(how[kind].items())) or '-'} |"
+        )
     in_stdlib = [p for p in false_pos if "/stdlib/" in p["location"]]
     named = ", ".join(sorted(f"{p['sample_id']} in {p['doc_id']} ({p['channel']}, {p['leak']})" for p in in_stdlib))
-    print(f"\nunplanted standard-library files: {len(in_stdlib)} duplicate pairs ({named or 'none'}); "
-          f"planted copies called a duplicate of another sample: {len(false_pos) - len(in_stdlib)}")
+    print(
+        f"\nunplanted standard-library files: {len(in_stdlib)} duplicate pairs ({named or 'none'}); "
+        f"planted copies called a duplicate of another sample: {len(false_pos) - len(in_stdlib)}"
+    )
     total = right + len(false_pos)
     print(f"precision of all duplicate pairs: {right}/{total} = {right / total if total else float('nan'):.3f}")
 

@@ -72,8 +72,18 @@ def gray_box_methods(methods: list[Method]) -> tuple[list[Method], list[str]]:
     model's pass (Ref, Ref's oracle), the prefixed pass (ReCaLL), generations
     (SrDetection black-box), a fitted classifier (DPDLLM, VeilProbe) or another
     generator's variant set (``srdetection_graybox_ast``: texts this timing does not build)."""
-    kept = [m for m in methods if not (m.needs_reference or m.needs_oracle_reference or m.needs_prefixed
-                                       or m.needs_generations or m.needs_learned or m.variant_generator)]
+    kept = [
+        m
+        for m in methods
+        if not (
+            m.needs_reference
+            or m.needs_oracle_reference
+            or m.needs_prefixed
+            or m.needs_generations
+            or m.needs_learned
+            or m.variant_generator
+        )
+    ]
     return kept, [m.name for m in methods if m not in kept]
 
 
@@ -94,8 +104,13 @@ def evidence_from(stats: dict, originals: dict[str, str], sample_ids) -> list[Sa
         if view == "text" and vid > 0:
             by_sample[sid].append((vid, s))
     return [
-        SampleEvidence(sid, originals[sid], stats[(sid, 0, "text")], stats.get((sid, 0, "lowercase")),
-                       tuple(s for _, s in sorted(by_sample[sid], key=lambda x: x[0])))
+        SampleEvidence(
+            sid,
+            originals[sid],
+            stats[(sid, 0, "text")],
+            stats.get((sid, 0, "lowercase")),
+            tuple(s for _, s in sorted(by_sample[sid], key=lambda x: x[0])),
+        )
         for sid in sample_ids
     ]
 
@@ -115,9 +130,16 @@ def run_methods(methods: list[Method], evidence: list[SampleEvidence]) -> int:
 
 def ours(lm: HFLanguageModel, jobs, originals, sample_ids, methods) -> tuple[float, int]:
     start = time.perf_counter()
-    moments = [vid == 0 and view == "text" for _, vid, view, _ in jobs]  # as stages/score.py asks: Min-K%++ reads the originals'
-    stats = dict(zip([(sid, vid, view) for sid, vid, view, _ in jobs], lm.score([t for *_, t in jobs], moments=moments),
-                     strict=True))
+    moments = [
+        vid == 0 and view == "text" for _, vid, view, _ in jobs
+    ]  # as stages/score.py asks: Min-K%++ reads the originals'
+    stats = dict(
+        zip(
+            [(sid, vid, view) for sid, vid, view, _ in jobs],
+            lm.score([t for *_, t in jobs], moments=moments),
+            strict=True,
+        )
+    )
     scores = run_methods(methods, evidence_from(stats, originals, sample_ids))
     return time.perf_counter() - start, scores
 
@@ -145,8 +167,13 @@ def naive_stats(lm: HFLanguageModel, text: str) -> TokenStats:
     p = logp.exp()
     mu = (p * logp).sum(-1)
     sigma = ((p * logp.square()).sum(-1) - mu.square()).clamp_min(0).sqrt()
-    return TokenStats(np.asarray(ids[1:], np.int32), logp.gather(-1, targets[:, None]).squeeze(-1).cpu().numpy(),
-                      mu.cpu().numpy(), sigma.cpu().numpy(), False)
+    return TokenStats(
+        np.asarray(ids[1:], np.int32),
+        logp.gather(-1, targets[:, None]).squeeze(-1).cpu().numpy(),
+        mu.cpu().numpy(),
+        sigma.cpu().numpy(),
+        False,
+    )
 
 
 def naive(lm: HFLanguageModel, originals, variants, sample_ids, methods) -> float:
@@ -156,7 +183,9 @@ def naive(lm: HFLanguageModel, originals, variants, sample_ids, methods) -> floa
             if m.needs_variants and not variants.get(sid):
                 continue
             evidence = SampleEvidence(
-                sid, originals[sid], naive_stats(lm, originals[sid]),
+                sid,
+                originals[sid],
+                naive_stats(lm, originals[sid]),
                 naive_stats(lm, originals[sid].lower()) if m.needs_lowercase else None,
                 tuple(naive_stats(lm, t) for _, t in variants.get(sid, [])) if m.needs_variants else (),
             )
@@ -168,25 +197,43 @@ def naive(lm: HFLanguageModel, originals, variants, sample_ids, methods) -> floa
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--adapter", default=None, help="a PEFT adapter directory (e.g. results/default/train/humaneval/adapter/epoch-5)")
+    parser.add_argument(
+        "--adapter",
+        default=None,
+        help="a PEFT adapter directory (e.g. results/default/train/humaneval/adapter/epoch-5)",
+    )
     parser.add_argument("--config", default=str(ROOT / "config/config.yaml"))
     parser.add_argument("--naive-samples", type=int, default=30, help="samples for the naive loop (0: all)")
-    parser.add_argument("--limit", type=int, default=None, help="only the first LIMIT samples in (a) and (c) (default: all)")
+    parser.add_argument(
+        "--limit", type=int, default=None, help="only the first LIMIT samples in (a) and (c) (default: all)"
+    )
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--recall", action="store_true", help="also time the ReCaLL prefixed pass")
-    parser.add_argument("--all-gray-box", action="store_true",
-                        help="every gray-box family that needs only the target's pass (adds dc_pdd with the originals "
-                             "as reference corpus, neighbor, and the SrDetection sensitivity n = 1, 3, 5, 10)")
+    parser.add_argument(
+        "--all-gray-box",
+        action="store_true",
+        help="every gray-box family that needs only the target's pass (adds dc_pdd with the originals "
+        "as reference corpus, neighbor, and the SrDetection sensitivity n = 1, 3, 5, 10)",
+    )
     args = parser.parse_args()
 
     config = yaml.safe_load(Path(args.config).read_text())
     settings = dict(config["score"]["methods"])
     if args.all_gray_box:
-        settings.update({"dc_pdd": {"corpus": "benchmark originals"}, "neighbor": {"n_neighbors": 10},
-                         "srdetection_graybox": {"n_variants": 10, "sensitivity": [1, 3, 5, 10]}})
+        settings.update(
+            {
+                "dc_pdd": {"corpus": "benchmark originals"},
+                "neighbor": {"n_neighbors": 10},
+                "srdetection_graybox": {"n_variants": 10, "sensitivity": [1, 3, 5, 10]},
+            }
+        )
     tokens = config["score"]["tokens"]
-    lm = HFLanguageModel(ModelSpec(str(MODEL), adapter=args.adapter, device=args.device),
-                         batch_size=tokens["batch_size"], max_length=config["base_model"].get("max_length"), progress=False)
+    lm = HFLanguageModel(
+        ModelSpec(str(MODEL), adapter=args.adapter, device=args.device),
+        batch_size=tokens["batch_size"],
+        max_length=config["base_model"].get("max_length"),
+        progress=False,
+    )
     originals, variants, source = load_texts()
     sample_ids = sorted(originals)[: args.limit]
     counts = count_tokens(lm.tokenizer, originals.values()) if "dc_pdd" in settings else None
@@ -199,7 +246,9 @@ def main() -> None:
     print(f"model: {lm.name} on {args.device}, {torch.get_num_threads()} threads, batch {lm.batch_size}")
     print(f"methods in (a) and (b): {', '.join(m.name for m in methods)}")
     if left_out:
-        print(f"left out (need another model's or the prefixed pass, generations, a fitted classifier or another generator's variants): {', '.join(left_out)}")
+        print(
+            f"left out (need another model's or the prefixed pass, generations, a fitted classifier or another generator's variants): {', '.join(left_out)}"
+        )
 
     lm.score(texts[:4])  # warm-up
     floor = bare(lm, texts)
@@ -221,8 +270,10 @@ def main() -> None:
         start = time.perf_counter()
         stats = lm.score_conditioned(shots, originals_only, max_prefix_tokens=lm.max_length // 2)
         took = time.perf_counter() - start
-        print(f"ReCaLL prefixed pass (up to {lm.max_length // 2} prefix tokens, mean "
-              f"{sum(s.prefix_tokens for s in stats) / len(stats):.0f}): {len(originals_only) / took:.1f} texts/s ({took:.1f} s)")
+        print(
+            f"ReCaLL prefixed pass (up to {lm.max_length // 2} prefix tokens, mean "
+            f"{sum(s.prefix_tokens for s in stats) / len(stats):.0f}): {len(originals_only) / took:.1f} texts/s ({took:.1f} s)"
+        )
 
 
 if __name__ == "__main__":

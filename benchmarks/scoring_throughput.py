@@ -49,12 +49,33 @@ from leaktrace.models.hf import HFLanguageModel  # noqa: E402
 
 TINY = ROOT / "resources/models/leaktrace-tiny"
 SIZES = {  # LlamaConfig keyword arguments of the random models
-    "1b": dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22, num_attention_heads=32,
-               num_key_value_heads=4, vocab_size=32000, max_position_embeddings=2048),
-    "7b": dict(hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,  # Llama-2-7B
-               num_key_value_heads=32, vocab_size=32000, max_position_embeddings=4096),
-    "350m": dict(hidden_size=1024, intermediate_size=2816, num_hidden_layers=24, num_attention_heads=16,
-                 num_key_value_heads=4, vocab_size=32000, max_position_embeddings=2048),
+    "1b": dict(
+        hidden_size=2048,
+        intermediate_size=5632,
+        num_hidden_layers=22,
+        num_attention_heads=32,
+        num_key_value_heads=4,
+        vocab_size=32000,
+        max_position_embeddings=2048,
+    ),
+    "7b": dict(
+        hidden_size=4096,
+        intermediate_size=11008,
+        num_hidden_layers=32,
+        num_attention_heads=32,  # Llama-2-7B
+        num_key_value_heads=32,
+        vocab_size=32000,
+        max_position_embeddings=4096,
+    ),
+    "350m": dict(
+        hidden_size=1024,
+        intermediate_size=2816,
+        num_hidden_layers=24,
+        num_attention_heads=16,
+        num_key_value_heads=4,
+        vocab_size=32000,
+        max_position_embeddings=2048,
+    ),
 }
 
 
@@ -64,8 +85,13 @@ def random_llama(size: str, out: Path) -> Path:
 
     torch.manual_seed(0)
     tokenizer = AutoTokenizer.from_pretrained(TINY, local_files_only=True)
-    config = LlamaConfig(**SIZES[size], bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                         pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False)
+    config = LlamaConfig(
+        **SIZES[size],
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=False,
+    )
     with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
         model = LlamaForCausalLM(config).to(torch.bfloat16)
     model.save_pretrained(out)
@@ -78,13 +104,27 @@ def texts(repeat: int, limit: int | None = None) -> list[str]:
     return (codes + [c.lower() for c in codes]) * repeat
 
 
-def one_pass(model_dir: str, dtype: str, device: str, batch_size: int, token_budget: int | None, max_length: int,
-             repeat: int, threads: int, limit: int | None) -> dict:
+def one_pass(
+    model_dir: str,
+    dtype: str,
+    device: str,
+    batch_size: int,
+    token_budget: int | None,
+    max_length: int,
+    repeat: int,
+    threads: int,
+    limit: int | None,
+) -> dict:
     """One pass in this (fresh) process: its tokens/s, peak memory, batches, log-probabilities."""
     torch.set_num_threads(threads)
     corpus = texts(repeat, limit)
-    lm = HFLanguageModel(ModelSpec(model_dir, dtype=dtype, device=device), batch_size=batch_size,
-                         token_budget=token_budget, max_length=max_length, progress=False)
+    lm = HFLanguageModel(
+        ModelSpec(model_dir, dtype=dtype, device=device),
+        batch_size=batch_size,
+        token_budget=token_budget,
+        max_length=max_length,
+        progress=False,
+    )
     lm.score(corpus[:8])  # warm-up: kernels, the split-head probe
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -101,8 +141,12 @@ def one_pass(model_dir: str, dtype: str, device: str, batch_size: int, token_bud
         "tokens": sum(s.n_tokens for s in stats),
         "padded": sum(len(b) * max(lengths[i] for i in b) for b in batches),
         "batches": len(batches),
-        "peak_mb": (torch.cuda.max_memory_allocated() if device.startswith("cuda")
-                    else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024) / 2**20,
+        "peak_mb": (
+            torch.cuda.max_memory_allocated()
+            if device.startswith("cuda")
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        )
+        / 2**20,
         "logprobs": np.concatenate([s.logprobs for s in stats]),
     }
 
@@ -110,19 +154,33 @@ def one_pass(model_dir: str, dtype: str, device: str, batch_size: int, token_bud
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     on_gpu = torch.cuda.is_available()
-    parser.add_argument("--size", choices=["tiny", *SIZES], default="1b" if on_gpu else "tiny",
-                        help="tiny: the shipped model; else a random Llama of that size")
+    parser.add_argument(
+        "--size",
+        choices=["tiny", *SIZES],
+        default="1b" if on_gpu else "tiny",
+        help="tiny: the shipped model; else a random Llama of that size",
+    )
     parser.add_argument("--batch-size", type=int, default=32, help="today's fixed batch (score.tokens.batch_size)")
-    parser.add_argument("--token-budget", type=int, default=None,
-                        help="the new pass's padded tokens per batch (default: 65536 on a GPU, 8192 on a CPU)")
+    parser.add_argument(
+        "--token-budget",
+        type=int,
+        default=None,
+        help="the new pass's padded tokens per batch (default: 65536 on a GPU, 8192 on a CPU)",
+    )
     parser.add_argument("--max-rows", type=int, default=1024, help="the new pass's cap on texts per batch")
     parser.add_argument("--max-length", type=int, default=512)
     parser.add_argument("--repeat", type=int, default=2 if on_gpu else 1, help="copies of the 328 texts")
-    parser.add_argument("--limit", type=int, default=None, help="only the first LIMIT HumanEval problems (default: all 164)")
+    parser.add_argument(
+        "--limit", type=int, default=None, help="only the first LIMIT HumanEval problems (default: all 164)"
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--model", help="a model directory to score with instead of --size's")
-    parser.add_argument("--new-only", action="store_true", help="only the new pass (a large model's float32 pass "
-                        "is slow to load; no speed-up or log-probability difference is printed then)")
+    parser.add_argument(
+        "--new-only",
+        action="store_true",
+        help="only the new pass (a large model's float32 pass "
+        "is slow to load; no speed-up or log-probability difference is printed then)",
+    )
     args = parser.parse_args()
     device = "cuda" if on_gpu else "cpu"
     budget = args.token_budget or (65536 if on_gpu else 8192)
@@ -131,8 +189,11 @@ def main() -> None:
         model_dir = args.model or str(TINY if args.size == "tiny" else random_llama(args.size, tmp / "model"))
         passes = {
             f"today: float32, fixed batches of {args.batch_size}": ("float32", args.batch_size, None),
-            f"new: {'bfloat16' if on_gpu else 'float32'}, token budget {budget}":
-                ("bfloat16" if on_gpu else "float32", args.max_rows, budget),
+            f"new: {'bfloat16' if on_gpu else 'float32'}, token budget {budget}": (
+                "bfloat16" if on_gpu else "float32",
+                args.max_rows,
+                budget,
+            ),
         }
         if args.new_only:
             passes = dict(list(passes.items())[1:])
@@ -140,19 +201,33 @@ def main() -> None:
         for name, (dtype, rows, token_budget) in passes.items():
             # a fresh process per pass: its own peak memory, nothing cached from the other
             with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-                results[name] = pool.submit(one_pass, model_dir, dtype, device, rows, token_budget, args.max_length,
-                                            args.repeat, args.threads, args.limit).result()
+                results[name] = pool.submit(
+                    one_pass,
+                    model_dir,
+                    dtype,
+                    device,
+                    rows,
+                    token_budget,
+                    args.max_length,
+                    args.repeat,
+                    args.threads,
+                    args.limit,
+                ).result()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     where = torch.cuda.get_device_name() if on_gpu else "CPU (no GPU here: the tiny model, the new pass in float32)"
-    print(f"scoring throughput on {where}, model {args.model or args.size}, {args.threads} torch thread(s), max_length "
-          f"{args.max_length}, {len(texts(args.repeat, args.limit))} texts")
+    print(
+        f"scoring throughput on {where}, model {args.model or args.size}, {args.threads} torch thread(s), max_length "
+        f"{args.max_length}, {len(texts(args.repeat, args.limit))} texts"
+    )
     reference = next(iter(results.values()))
     print(f"{'pass':<44} {'tokens/s':>10} {'peak MB':>9} {'batches':>8} {'padding':>8} {'max |dlogp|':>12}")
     for name, r in results.items():
         diff = float(np.abs(r["logprobs"] - reference["logprobs"]).max())
-        print(f"{name:<44} {r['tokens'] / r['seconds']:>10.0f} {r['peak_mb']:>9.0f} {r['batches']:>8d} "
-              f"{1 - r['tokens'] / r['padded']:>8.1%} {diff:>12.2e}")
+        print(
+            f"{name:<44} {r['tokens'] / r['seconds']:>10.0f} {r['peak_mb']:>9.0f} {r['batches']:>8d} "
+            f"{1 - r['tokens'] / r['padded']:>8.1%} {diff:>12.2e}"
+        )
     if len(results) == 2:
         new, old = list(results.values())[1], reference
         print(f"speed-up {old['seconds'] / new['seconds']:.2f}x ({new['tokens']} scored tokens each)")

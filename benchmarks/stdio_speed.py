@@ -25,8 +25,9 @@ def main() -> None:
     args = parser.parse_args()
     limits = SandboxLimits()
     print(f"isolation: {isolation_level(limits)}")
-    tests = IoTests(tuple(f"{k} {k + 1}\n" for k in range(args.cases)),
-                    tuple(f"{2 * k + 1}\n" for k in range(args.cases)))
+    tests = IoTests(
+        tuple(f"{k} {k + 1}\n" for k in range(args.cases)), tuple(f"{2 * k + 1}\n" for k in range(args.cases))
+    )
     spent = {"one run, a fork per case": 0.0, "a run per case": 0.0}
     for _ in range(args.runs):
         started = time.perf_counter()
@@ -37,8 +38,10 @@ def main() -> None:
             assert run_io_tests(PROGRAM, IoTests((case[0],), (case[1],)), limits).status == "ok"
         spent["a run per case"] += time.perf_counter() - started
     for name, seconds in spent.items():
-        print(f"{name}: {1000 * seconds / args.runs:.0f} ms a problem of {args.cases} cases "
-              f"({1000 * seconds / (args.runs * args.cases):.1f} ms a case)")
+        print(
+            f"{name}: {1000 * seconds / args.runs:.0f} ms a problem of {args.cases} cases "
+            f"({1000 * seconds / (args.runs * args.cases):.1f} ms a case)"
+        )
 
 
 if __name__ == "__main__":

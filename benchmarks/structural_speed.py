@@ -46,9 +46,22 @@ from leaktrace.similarity.python_tree import parse_tree
 from leaktrace.similarity.tsed import PAPER_COSTS, tsed
 from leaktrace.stages.counterfactual_structural import whole_function
 
-SETTINGS = {"codebleu_weights": [0.25] * 4, "tsed_costs": PAPER_COSTS._asdict(), "tsed_leaf_text": False, "tsed_nodes": "all"}
-GENERATIONS_SCHEMA = pa.schema([("sample_id", pa.string()), ("model", pa.string()), ("prompt_tokens", pa.int32()),
-                                ("generated", pa.string()), ("function", pa.string()), ("parsed", pa.bool_())])
+SETTINGS = {
+    "codebleu_weights": [0.25] * 4,
+    "tsed_costs": PAPER_COSTS._asdict(),
+    "tsed_leaf_text": False,
+    "tsed_nodes": "all",
+}
+GENERATIONS_SCHEMA = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("model", pa.string()),
+        ("prompt_tokens", pa.int32()),
+        ("generated", pa.string()),
+        ("function", pa.string()),
+        ("parsed", pa.bool_()),
+    ]
+)
 FUNCTIONS_SCHEMA = pa.schema([("sample_id", pa.string()), ("signature", pa.string()), ("continuation", pa.string())])
 
 
@@ -70,8 +83,8 @@ def stdlib_functions(n: int) -> list[tuple[str, str]]:
             body_start = node.body[0].lineno - 1
             if body_start < node.lineno:  # a one-line def
                 continue
-            signature, continuation = "".join(lines[first:body_start]), "".join(lines[body_start:node.end_lineno])
-            body_lines = sum(1 for line in lines[body_start:node.end_lineno] if line.strip())
+            signature, continuation = "".join(lines[first:body_start]), "".join(lines[body_start : node.end_lineno])
+            body_lines = sum(1 for line in lines[body_start : node.end_lineno] if line.strip())
             if 10 <= body_lines <= 50 and len(signature + continuation) >= 500:
                 out.append((signature, continuation))
                 if len(out) == n:
@@ -84,16 +97,21 @@ def _similar(signature: str, body: str) -> str:
     to its longest prefix that parses (what the counterfactual stage keeps of a generation)."""
     lines = body.splitlines(keepends=True)
     kept = "".join(lines[: max(1, 2 * len(lines) // 3)])
-    renamed = re.sub(r"\b([a-z_][a-z_0-9]{2,})\b(?!\s*\()",
-                     lambda m: m.group(1) if keyword.iskeyword(m.group(1)) else m.group(1) + "_x", kept)
+    renamed = re.sub(
+        r"\b([a-z_][a-z_0-9]{2,})\b(?!\s*\()",
+        lambda m: m.group(1) if keyword.iskeyword(m.group(1)) else m.group(1) + "_x",
+        kept,
+    )
     return parse_generated_function(signature, renamed).body
 
 
 def pairs(n: int) -> list[tuple[str, str, str]]:
     """(signature, ground-truth body, generated body)."""
     functions = stdlib_functions(n + 1)
-    return [(signature, body, functions[i + 1][1] if i % 2 else _similar(signature, body))
-            for i, (signature, body) in enumerate(functions[:n])]
+    return [
+        (signature, body, functions[i + 1][1] if i % 2 else _similar(signature, body))
+        for i, (signature, body) in enumerate(functions[:n])
+    ]
 
 
 class _Node:
@@ -116,44 +134,83 @@ def main() -> None:
     args = parser.parse_args()
     data = pairs(args.pairs)
     functions = [(whole_function(s, t), whole_function(s, g)) for s, t, g in data]
-    print(f"{len(data)} stdlib function pairs (App. B filter); mean ground truth {sum(len(t) for t, _ in functions) / len(functions):.0f} chars")
+    print(
+        f"{len(data)} stdlib function pairs (App. B filter); mean ground truth {sum(len(t) for t, _ in functions) / len(functions):.0f} chars"
+    )
 
     tsed("x = 1", "x = 1")  # compile
     for name, metric in (("CodeBLEU (all three metrics)", codebleu), ("TSED", tsed)):
         start, cpu = time.perf_counter(), time.process_time()
         for truth, generated in functions:
             metric(truth, generated)
-        print(f"{name}: {1000 * (time.perf_counter() - start) / len(functions):.1f} ms wall, "
-              f"{1000 * (time.process_time() - cpu) / len(functions):.1f} ms CPU per pair (1 process)")
+        print(
+            f"{name}: {1000 * (time.perf_counter() - start) / len(functions):.1f} ms wall, "
+            f"{1000 * (time.process_time() - cpu) / len(functions):.1f} ms CPU per pair (1 process)"
+        )
     sample = functions[: args.apted_pairs]
     cpu = time.process_time()
     for truth, generated in sample:
         tsed(truth, generated)
     ours, cpu = time.process_time() - cpu, time.process_time()
     for truth, generated in sample:
-        APTED(_Node(parse_tree(truth)), _Node(parse_tree(generated)), PerEditOperationConfig(*PAPER_COSTS)).compute_edit_distance()
-    print(f"TSED on the first {len(sample)} pairs: {1000 * ours / len(sample):.1f} ms CPU per pair here, "
-          f"{1000 * (time.process_time() - cpu) / len(sample):.0f} ms with the apted package")
+        APTED(
+            _Node(parse_tree(truth)), _Node(parse_tree(generated)), PerEditOperationConfig(*PAPER_COSTS)
+        ).compute_edit_distance()
+    print(
+        f"TSED on the first {len(sample)} pairs: {1000 * ours / len(sample):.1f} ms CPU per pair here, "
+        f"{1000 * (time.process_time() - cpu) / len(sample):.0f} ms with the apted package"
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         half = len(data) // 2  # each sample has a target and a reference generation: len(data) comparisons
-        write_table([{"sample_id": f"s{i}", "signature": s, "continuation": t} for i, (s, t, _) in enumerate(data[:half])],
-                    FUNCTIONS_SCHEMA, tmp / "functions.parquet")
-        write_table([{"sample_id": f"s{i}", "model": model, "prompt_tokens": 0, "generated": body, "function": body,
-                      "parsed": True}
-                     for i, (_, _, generated) in enumerate(data[:half])
-                     for model, body in (("target", generated), ("reference", data[i + half][2]))],
-                    GENERATIONS_SCHEMA, tmp / "generations.parquet")
+        write_table(
+            [{"sample_id": f"s{i}", "signature": s, "continuation": t} for i, (s, t, _) in enumerate(data[:half])],
+            FUNCTIONS_SCHEMA,
+            tmp / "functions.parquet",
+        )
+        write_table(
+            [
+                {
+                    "sample_id": f"s{i}",
+                    "model": model,
+                    "prompt_tokens": 0,
+                    "generated": body,
+                    "function": body,
+                    "parsed": True,
+                }
+                for i, (_, _, generated) in enumerate(data[:half])
+                for model, body in (("target", generated), ("reference", data[i + half][2]))
+            ],
+            GENERATIONS_SCHEMA,
+            tmp / "generations.parquet",
+        )
         for processes in (1, 2):  # a fresh interpreter each: no warm cache, imports included
             start, cpu = time.perf_counter(), _children_cpu()
-            subprocess.run([sys.executable, "-m", "leaktrace", "counterfactual-structural",
-                            "--generations", str(tmp / "generations.parquet"), "--functions", str(tmp / "functions.parquet"),
-                            "--settings", json.dumps(SETTINGS), "--processes", str(processes),
-                            "--output", str(tmp / f"out-{processes}.parquet")], check=True)
-            print(f"stage (python -m leaktrace counterfactual-structural), {half} samples x 2 models = {2 * half} "
-                  f"pairs, {processes} process(es): {time.perf_counter() - start:.1f} s wall, "
-                  f"{_children_cpu() - cpu:.1f} s CPU")
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "leaktrace",
+                    "counterfactual-structural",
+                    "--generations",
+                    str(tmp / "generations.parquet"),
+                    "--functions",
+                    str(tmp / "functions.parquet"),
+                    "--settings",
+                    json.dumps(SETTINGS),
+                    "--processes",
+                    str(processes),
+                    "--output",
+                    str(tmp / f"out-{processes}.parquet"),
+                ],
+                check=True,
+            )
+            print(
+                f"stage (python -m leaktrace counterfactual-structural), {half} samples x 2 models = {2 * half} "
+                f"pairs, {processes} process(es): {time.perf_counter() - start:.1f} s wall, "
+                f"{_children_cpu() - cpu:.1f} s CPU"
+            )
         same = (tmp / "out-1.parquet").read_bytes() == (tmp / "out-2.parquet").read_bytes()
         print(f"1 and 2 processes wrote {'identical' if same else 'DIFFERENT'} tables")
 

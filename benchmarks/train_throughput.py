@@ -56,8 +56,13 @@ def handwritten_train_lora(base, texts, settings, adapter_dir, on_log=lambda row
     bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
     limit = context_limit(model.config, settings.max_length)
     ids = [[bos, *tokenizer(t, add_special_tokens=False)["input_ids"], tokenizer.eos_token_id][:limit] for t in texts]
-    lora = LoraConfig(r=settings.rank, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
-                      target_modules=list(settings.target_modules), task_type="CAUSAL_LM")
+    lora = LoraConfig(
+        r=settings.rank,
+        lora_alpha=settings.alpha,
+        lora_dropout=settings.dropout,
+        target_modules=list(settings.target_modules),
+        task_type="CAUSAL_LM",
+    )
     model = get_peft_model(model, lora)
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
@@ -69,10 +74,16 @@ def handwritten_train_lora(base, texts, settings, adapter_dir, on_log=lambda row
     for epoch in range(1, settings.epochs[-1] + 1):
         order = rng.permutation(len(ids))
         losses = []
-        batches = (padded_batch([ids[i] for i in order[s : s + settings.batch_size]], tokenizer.pad_token_id)
-                   for s in range(0, len(order), settings.batch_size))
+        batches = (
+            padded_batch([ids[i] for i in order[s : s + settings.batch_size]], tokenizer.pad_token_id)
+            for s in range(0, len(order), settings.batch_size)
+        )
         for micro, (input_ids, mask, labels) in enumerate(batches):
-            loss = model(input_ids=input_ids.to(model.device), attention_mask=mask.to(model.device), labels=labels.to(model.device)).loss
+            loss = model(
+                input_ids=input_ids.to(model.device),
+                attention_mask=mask.to(model.device),
+                labels=labels.to(model.device),
+            ).loss
             (loss / settings.gradient_accumulation).backward()
             losses.append(loss.item())
             tokens += int(mask.sum())
@@ -82,7 +93,15 @@ def handwritten_train_lora(base, texts, settings, adapter_dir, on_log=lambda row
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
                 step += 1
-        on_log({"epoch": epoch, "step": step, "loss": float(np.mean(losses)), "lr": scheduler.get_last_lr()[0], "tokens": tokens})
+        on_log(
+            {
+                "epoch": epoch,
+                "step": step,
+                "loss": float(np.mean(losses)),
+                "lr": scheduler.get_last_lr()[0],
+                "tokens": tokens,
+            }
+        )
         if epoch in settings.epochs:
             model.save_pretrained(adapter_dir(epoch))
 
@@ -91,10 +110,19 @@ def random_model(size: str, seq_len: int, out: Path) -> int:
     """A randomly initialised Llama of ``size`` with the shipped tokenizer, saved to ``out``; its parameter count."""
     hidden, intermediate, layers, heads, kv_heads = SIZES[size]
     tokenizer = AutoTokenizer.from_pretrained(TOKENIZER, local_files_only=True)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=intermediate, num_hidden_layers=layers,
-                         num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=seq_len,
-                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                         pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=intermediate,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=seq_len,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=False,
+    )
     torch.manual_seed(0)
     model = LlamaForCausalLM(config)
     model.save_pretrained(out)
@@ -113,8 +141,15 @@ def run_loop(name: str, args: argparse.Namespace, model_dir: str, results) -> No
     torch.set_num_threads(args.threads)
     new = name == "accelerate"
     spec = ModelSpec(model_dir, dtype=args.dtype if new else "float32", device=args.device)
-    settings = LoraSettings(epochs=(2,), batch_size=args.batch_size, max_length=args.seq_len, learning_rate=1e-4, warmup_steps=1,
-                            mixed_precision=args.mixed_precision if new else "no", gradient_checkpointing=new and args.gradient_checkpointing)
+    settings = LoraSettings(
+        epochs=(2,),
+        batch_size=args.batch_size,
+        max_length=args.seq_len,
+        learning_rate=1e-4,
+        warmup_steps=1,
+        mixed_precision=args.mixed_precision if new else "no",
+        gradient_checkpointing=new and args.gradient_checkpointing,
+    )
     marks: list[tuple[float, int]] = []
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
@@ -128,7 +163,11 @@ def run_loop(name: str, args: argparse.Namespace, model_dir: str, results) -> No
     with tempfile.TemporaryDirectory() as tmp:
         loop(spec, training_texts(args.batch_size * args.steps), settings, lambda e: Path(tmp) / f"epoch-{e}", on_log)
     (t1, n1), (t2, n2) = marks
-    peak = torch.cuda.max_memory_allocated() if args.device.startswith("cuda") else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = (
+        torch.cuda.max_memory_allocated()
+        if args.device.startswith("cuda")
+        else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    )
     results.put((name, t2 - t1, n2 - n1, peak))
 
 
@@ -139,7 +178,9 @@ def main() -> None:
     parser.add_argument("--seq-len", type=int, help="tokens per sequence (default: 2048 on a GPU, 512 on the CPU)")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--steps", type=int, default=8, help="optimizer steps per epoch (epoch 2 is timed)")
-    parser.add_argument("--dtype", help="base weights of the accelerate loop (default: bfloat16 on a GPU, float32 on the CPU)")
+    parser.add_argument(
+        "--dtype", help="base weights of the accelerate loop (default: bfloat16 on a GPU, float32 on the CPU)"
+    )
     parser.add_argument("--mixed-precision", help="of the accelerate loop (default: bf16 on a GPU, no on the CPU)")
     parser.add_argument("--gradient-checkpointing", action="store_true", help="in the accelerate loop")
     parser.add_argument("--peak-tflops", type=float, help="the device's dense bf16 peak, for MFU (H100 SXM: 989)")
@@ -153,10 +194,14 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING)
 
     where = torch.cuda.get_device_name() if gpu else f"the CPU ({args.threads} threads)"
-    print(f"LoRA training throughput on {where}: a random Llama ({args.size}), sequences of {args.seq_len} tokens, "
-          f"batch {args.batch_size}, {args.steps} steps an epoch, epoch 2 timed")
+    print(
+        f"LoRA training throughput on {where}: a random Llama ({args.size}), sequences of {args.seq_len} tokens, "
+        f"batch {args.batch_size}, {args.steps} steps an epoch, epoch 2 timed"
+    )
     if not gpu:
-        print("Ran on the CPU: MFU needs a GPU's bf16 peak and means little here; the tiny model's figures compare the two loops only.")
+        print(
+            "Ran on the CPU: MFU needs a GPU's bf16 peak and means little here; the tiny model's figures compare the two loops only."
+        )
     context = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory() as model_dir:
         parameters = random_model(args.size, args.seq_len, Path(model_dir))
@@ -174,8 +219,12 @@ def main() -> None:
             _, seconds, tokens, peak = results.get()
             rate = tokens / seconds
             mfu = f"{6 * parameters * rate / (args.peak_tflops * 1e12):.1%}" if args.peak_tflops else "n/a"
-            precision = "fp32" if name == "hand-written" else f"{args.dtype} weights, mixed {args.mixed_precision}" + (
-                ", grad. checkpointing" if args.gradient_checkpointing else "")
+            precision = (
+                "fp32"
+                if name == "hand-written"
+                else f"{args.dtype} weights, mixed {args.mixed_precision}"
+                + (", grad. checkpointing" if args.gradient_checkpointing else "")
+            )
             print(f"| {name} | {precision} | {rate:,.0f} | {mfu} | {peak / 2**20:,.0f} MiB |")
 
 

@@ -42,8 +42,10 @@ SANDBOX = {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024}
 
 
 def _line(name: str, r: dict) -> str:
-    return (f"{name:48s} {r['n_samples']:4d} samples, {r['n_flagged']:4d} flagged: {r['rate']:.3f} "
-            f"[{r['rate_low']:.3f}, {r['rate_high']:.3f}], exchangeable {r['expected_rate']:.3f}")
+    return (
+        f"{name:48s} {r['n_samples']:4d} samples, {r['n_flagged']:4d} flagged: {r['rate']:.3f} "
+        f"[{r['rate_low']:.3f}, {r['rate_high']:.3f}], exchangeable {r['expected_rate']:.3f}"
+    )
 
 
 def main() -> None:
@@ -51,23 +53,35 @@ def main() -> None:
     parser.add_argument("lexicon", type=Path)
     parser.add_argument("out", type=Path)
     parser.add_argument("--names", type=int, default=1, help="names per variant (the default config's 1)")
-    parser.add_argument("--limit", type=int, default=None, help="only the first LIMIT HumanEval problems (default: all)")
+    parser.add_argument(
+        "--limit", type=int, default=None, help="only the first LIMIT HumanEval problems (default: all)"
+    )
     a = parser.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     problems = load_humaneval(shipped_humaneval_path(), "humaneval")[: a.limit]
-    pq.write_table(pa.Table.from_pylist([{"sample_id": p.sample_id, "code": p.code, "test": p.test,
-                                          "entry_point": p.entry_point} for p in problems]), a.out / "benchmark.parquet")
-    pq.write_table(pa.Table.from_pylist([{"sample_id": p.sample_id, "kept": True} for p in problems]),
-                   a.out / "functions.parquet")
-    settings = {"n": 10, "names_per_variant": a.names,
-                "test_cases": {"compose": True, "untransformed": 10}, "sandbox": SANDBOX}
+    pq.write_table(
+        pa.Table.from_pylist(
+            [{"sample_id": p.sample_id, "code": p.code, "test": p.test, "entry_point": p.entry_point} for p in problems]
+        ),
+        a.out / "benchmark.parquet",
+    )
+    pq.write_table(
+        pa.Table.from_pylist([{"sample_id": p.sample_id, "kept": True} for p in problems]), a.out / "functions.parquet"
+    )
+    settings = {
+        "n": 10,
+        "names_per_variant": a.names,
+        "test_cases": {"compose": True, "untransformed": 10},
+        "sandbox": SANDBOX,
+    }
     variants = a.out / "variants.parquet"
     if variants.exists():  # a run cut short after the variants stage: score what it made
         print(f"variants stage: {variants} reused")
     else:
         start = time.perf_counter()
-        make_variants_table(a.out / "benchmark.parquet", a.out / "functions.parquet", a.lexicon, settings, 0, 2,
-                            variants)
+        make_variants_table(
+            a.out / "benchmark.parquet", a.out / "functions.parquet", a.lexicon, settings, 0, 2, variants
+        )
         print(f"variants stage: {time.perf_counter() - start:.1f} s")
     import torch
 
@@ -78,8 +92,13 @@ def main() -> None:
     score_methods(a.out / "tokens.parquet", variants, {"srdetection_graybox": GRAYBOX}, a.out / "scores.parquet")
     rows = read_records(variants, ["sample_id", "variant_id", "kind", "generator", "valid"])
     samples = [{"sample_id": s, "kept": True} for s in sorted({r["sample_id"] for r in rows})]
-    for r in null_check_rows(read_records(a.out / "scores.parquet"), samples, detector_variant_counts(rows), GRAYBOX,
-                             {"ast": detector_variant_counts(rows, "ast")}):
+    for r in null_check_rows(
+        read_records(a.out / "scores.parquet"),
+        samples,
+        detector_variant_counts(rows),
+        GRAYBOX,
+        {"ast": detector_variant_counts(rows, "ast")},
+    ):
         print(_line(r["method"], r))
     stats = read_token_stats(a.out / "tokens.parquet")
     ids: dict[tuple[str, str], list[int]] = {}
@@ -92,12 +111,16 @@ def main() -> None:
             decisions, counts = {}, {}
             for s in with_tt:
                 first = sorted(ids.get((s, kind), []))[:k]
-                evidence = SampleEvidence(s, "", stats[(s, 0, "text")], variants=tuple(stats[(s, i, "text")] for i in first))
+                evidence = SampleEvidence(
+                    s, "", stats[(s, 0, "text")], variants=tuple(stats[(s, i, "text")] for i in first)
+                )
                 decisions[s], counts[s] = srdetection_flag(evidence, n_variants=k), len(first)
             print(_line(f"first {k}, {label}, samples tau_t changed", null_check(decisions, counts)))
     composed = sum(r["kind"] == "rename" and r["generator"].endswith("+tt") for r in rows)
-    print(f"headline variants {sum(r['kind'] == 'rename' for r in rows)}, of which tau_t changed {composed}; "
-          f"samples tau_t changed {len(with_tt)}")
+    print(
+        f"headline variants {sum(r['kind'] == 'rename' for r in rows)}, of which tau_t changed {composed}; "
+        f"samples tau_t changed {len(with_tt)}"
+    )
 
 
 if __name__ == "__main__":

@@ -97,10 +97,14 @@ def main() -> None:
     lang = np.array([p["language"] for p in pairs])
     copies = np.array([by_definition(v) for v in verdicts])
     c_mask = lang == "c"
-    print(f"{len(pairs)} labelled pairs; C: {int(c_mask.sum())} pairs of {len(set(groups[c_mask]))} benchmark samples, "
-          f"{int(y[c_mask].sum())} duplicates, {int((~y[c_mask]).sum())} not; {int(copies[c_mask].sum())} C pairs are exact or "
-          f"renamed copies (duplicates by definition); features in {time.process_time() - start:.0f} s of CPU\n")
-    print("| outer split seed | decider | C MCC [95% CI] | Python MCC [95% CI] | C TP / FP / FN / TN |\n| --- | --- | --- | --- | --- |")
+    print(
+        f"{len(pairs)} labelled pairs; C: {int(c_mask.sum())} pairs of {len(set(groups[c_mask]))} benchmark samples, "
+        f"{int(y[c_mask].sum())} duplicates, {int((~y[c_mask]).sum())} not; {int(copies[c_mask].sum())} C pairs are exact or "
+        f"renamed copies (duplicates by definition); features in {time.process_time() - start:.0f} s of CPU\n"
+    )
+    print(
+        "| outer split seed | decider | C MCC [95% CI] | Python MCC [95% CI] | C TP / FP / FN / TN |\n| --- | --- | --- | --- | --- |"
+    )
     for seed in a.seeds:
         shared, own, notes = cross_validate(X, y, groups, copies, c_mask, a.folds, seed)
         for name, pred in (("shipped rule (one threshold)", shared), ("candidate: C threshold of its own", own)):
@@ -110,7 +114,9 @@ def main() -> None:
                 lo, hi = interval(y[k], pred[k], groups[k], derive_seed(seed, "bootstrap", language), a.bootstrap)
                 cells.append(f"{mcc(y[k], pred[k]):.3f} [{lo:.3f}, {hi:.3f}]")
             yc, pc = y[c_mask], pred[c_mask]
-            counts = f"{int(np.sum(yc & pc))} / {int(np.sum(~yc & pc))} / {int(np.sum(yc & ~pc))} / {int(np.sum(~yc & ~pc))}"
+            counts = (
+                f"{int(np.sum(yc & pc))} / {int(np.sum(~yc & pc))} / {int(np.sum(yc & ~pc))} / {int(np.sum(~yc & ~pc))}"
+            )
             print(f"| {seed} | {name} | {cells[0]} | {cells[1]} | {counts} |")
         for n in notes:
             print(f"  <!-- seed {seed} {n} -->")
@@ -122,14 +128,28 @@ def main() -> None:
     ph = np.array([v.duplicate for v in got])
     gh = np.array([p["group"] for p in hard])
     lo, hi = interval(yh, ph, gh, derive_seed(0, "bootstrap", "hard"), a.bootstrap)
-    print(f"\nHard cases (generated C and C++ pairs, shipped model; {time.process_time() - start:.0f} s of CPU): "
-          f"{len(hard)} pairs of {len(set(gh))} functions, {int(yh.sum())} duplicates; MCC {mcc(yh, ph):.3f} [{lo:.3f}, {hi:.3f}]")
+    print(
+        f"\nHard cases (generated C and C++ pairs, shipped model; {time.process_time() - start:.0f} s of CPU): "
+        f"{len(hard)} pairs of {len(set(gh))} functions, {int(yh.sum())} duplicates; MCC {mcc(yh, ph):.3f} [{lo:.3f}, {hi:.3f}]"
+    )
     print("\n| kind | language | pairs | called duplicate |\n| --- | --- | --- | --- |")
-    kinds = sorted({(p["kind"].split("-")[0] if p["kind"].startswith(("alternative", "statement")) else p["kind"], p["language"])
-                    for p in hard})
+    kinds = sorted(
+        {
+            (
+                p["kind"].split("-")[0] if p["kind"].startswith(("alternative", "statement")) else p["kind"],
+                p["language"],
+            )
+            for p in hard
+        }
+    )
     for kind, language in kinds:
-        k = np.array([(p["kind"].split("-")[0] if p["kind"].startswith(("alternative", "statement")) else p["kind"]) == kind
-                      and p["language"] == language for p in hard])
+        k = np.array(
+            [
+                (p["kind"].split("-")[0] if p["kind"].startswith(("alternative", "statement")) else p["kind"]) == kind
+                and p["language"] == language
+                for p in hard
+            ]
+        )
         print(f"| {kind} | {language} | {int(k.sum())} | {int(ph[k].sum())} |")
 
 

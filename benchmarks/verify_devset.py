@@ -97,9 +97,15 @@ def table(rows: list[dict], methods: dict[str, tuple[np.ndarray, np.ndarray]]) -
             mine = pred & (ptype == t)
             p = truth[mine].mean() if mine.any() else float("nan")
             cells.append((p, r, 2 * p * r / (p + r) if p + r > 0 else float("nan")))
-        print(f"{t:<16}{(true_type == t).sum():>6}  " + "  ".join(f"{fmt(p):>7}{fmt(r):>8}{fmt(f):>8}" for p, r, f in cells))
-    print(f"{'none':<16}{(true_type == 'none').sum():>6}  (negatives: false positives "
-          + ", ".join(f"{m} {int(pred[true_type == 'none'].sum())}" for m, (pred, _) in methods.items()) + ")")
+        print(
+            f"{t:<16}{(true_type == t).sum():>6}  "
+            + "  ".join(f"{fmt(p):>7}{fmt(r):>8}{fmt(f):>8}" for p, r, f in cells)
+        )
+    print(
+        f"{'none':<16}{(true_type == 'none').sum():>6}  (negatives: false positives "
+        + ", ".join(f"{m} {int(pred[true_type == 'none'].sum())}" for m, (pred, _) in methods.items())
+        + ")"
+    )
 
 
 def tune(verdicts: list, truth: np.ndarray, dev: np.ndarray, base) -> tuple[tuple, list]:
@@ -125,9 +131,15 @@ def main() -> None:
     ap.add_argument("--rebuild", action="store_true", help="rebuild the dev set even if cached")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--all", action="store_true", help="print every setting of the grid with its dev-half figures")
-    ap.add_argument("--reuse", action="store_true", help="reuse the cached verdicts (values only: decisions are recomputed)")
-    ap.add_argument("--limit", type=int, default=None, help="only every k-th pair of each part, k chosen to keep about "
-                    "LIMIT pairs in all (default: all)")
+    ap.add_argument(
+        "--reuse", action="store_true", help="reuse the cached verdicts (values only: decisions are recomputed)"
+    )
+    ap.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="only every k-th pair of each part, k chosen to keep about LIMIT pairs in all (default: all)",
+    )
     a = ap.parse_args()
     a.cache.mkdir(parents=True, exist_ok=True)
     path = a.cache / "devset.jsonl"
@@ -150,28 +162,47 @@ def main() -> None:
     else:
         verifier = Verifier(shipped, Executor(SandboxLimits(timeout_s=5, cpu_s=5), a.workers))
         verdicts = verify_records(rows, verifier, always_execute=True)
-        write_table([{"id": r["id"], "language": r["language"], **v.as_row(), "judge_label": None}
-                     for r, v in zip(rows, verdicts)], SCHEMA, cached)
+        write_table(
+            [
+                {"id": r["id"], "language": r["language"], **v.as_row(), "judge_label": None}
+                for r, v in zip(rows, verdicts)
+            ],
+            SCHEMA,
+            cached,
+        )
     # execution equivalence is Python-only: the C-family pairs' values take seconds and are not cached
-    rows, verdicts = rows + cfamily_rows, verdicts + verify_records(cfamily_rows, Verifier(replace(shipped, execute=False)))
+    rows, verdicts = (
+        rows + cfamily_rows,
+        verdicts + verify_records(cfamily_rows, Verifier(replace(shipped, execute=False))),
+    )
     t2 = time.perf_counter()
     n_exec = sum(v.execution is not None for v in verdicts)
-    print(f"dev set: {len(rows)} pairs ({sum(r['duplicate'] for r in rows)} duplicates; {len(cfamily_rows)} of them "
-          f"Java/C/C++), {sum(r['half'] == 'dev' for r in rows)} dev / {sum(r['half'] == 'held-out' for r in rows)} "
-          f"held-out; built/read in {t1 - t0:.1f} s, verified in {t2 - t1:.1f} s ({n_exec} pairs executed in the sandbox)")
+    print(
+        f"dev set: {len(rows)} pairs ({sum(r['duplicate'] for r in rows)} duplicates; {len(cfamily_rows)} of them "
+        f"Java/C/C++), {sum(r['half'] == 'dev' for r in rows)} dev / {sum(r['half'] == 'held-out' for r in rows)} "
+        f"held-out; built/read in {t1 - t0:.1f} s, verified in {t2 - t1:.1f} s ({n_exec} pairs executed in the sandbox)"
+    )
 
     dev = np.array([r["half"] == "dev" for r in rows])
     truth = np.array([r["duplicate"] for r in rows])
     best, tried = tune(verdicts, truth, dev, shipped)
-    print(f"grid: {len(tried)} settings (structure {GRID['structure'][0]}..{GRID['structure'][-1]}, overlap "
-          f"{GRID['overlap'][0]}..{GRID['overlap'][-1]}, statement {GRID['statement'][0]}..{GRID['statement'][-1]}); "
-          f"chosen on the dev half (max F1): structure {best[0][0]}, overlap {best[0][1]}, statement {best[0][2]} "
-          f"(dev P {best[1][0]:.3f} R {best[1][1]:.3f} F1 {best[1][2]:.3f}); shipped defaults: structure "
-          f"{shipped.structure}, overlap {shipped.overlap}, statement {shipped.statement}")
-    write_table([{"structure": k[0], "overlap": k[1], "statement": k[2], "dev_precision": p, "dev_recall": r, "dev_f1": f}
-                 for k, (p, r, f) in tried],
-                pa.schema([(n, pa.float64()) for n in ("structure", "overlap", "statement", "dev_precision",
-                                                       "dev_recall", "dev_f1")]), a.cache / "grid.parquet")
+    print(
+        f"grid: {len(tried)} settings (structure {GRID['structure'][0]}..{GRID['structure'][-1]}, overlap "
+        f"{GRID['overlap'][0]}..{GRID['overlap'][-1]}, statement {GRID['statement'][0]}..{GRID['statement'][-1]}); "
+        f"chosen on the dev half (max F1): structure {best[0][0]}, overlap {best[0][1]}, statement {best[0][2]} "
+        f"(dev P {best[1][0]:.3f} R {best[1][1]:.3f} F1 {best[1][2]:.3f}); shipped defaults: structure "
+        f"{shipped.structure}, overlap {shipped.overlap}, statement {shipped.statement}"
+    )
+    write_table(
+        [
+            {"structure": k[0], "overlap": k[1], "statement": k[2], "dev_precision": p, "dev_recall": r, "dev_f1": f}
+            for k, (p, r, f) in tried
+        ],
+        pa.schema(
+            [(n, pa.float64()) for n in ("structure", "overlap", "statement", "dev_precision", "dev_recall", "dev_f1")]
+        ),
+        a.cache / "grid.parquet",
+    )
     if a.all:
         for k, (p, r, f) in tried:
             print(f"  structure {k[0]:.2f} overlap {k[1]:.2f} statement {k[2]:.2f}: dev P {p:.3f} R {r:.3f} F1 {f:.3f}")
@@ -180,13 +211,21 @@ def main() -> None:
     held = ~dev
     held_rows = [r for r, h in zip(rows, held) if h]
     methods = {}
-    for name, decisions in (("before", [before(v) for v in verdicts]), ("after", [decide(v, chosen)[:2] for v in verdicts])):
+    for name, decisions in (
+        ("before", [before(v) for v in verdicts]),
+        ("after", [decide(v, chosen)[:2] for v in verdicts]),
+    ):
         methods[name] = (np.array([d[1] for d in decisions])[held], np.array([d[0] for d in decisions])[held])
     learned = combiner.load()  # the learned verifier as shipped, execution off: a regression check on generated pairs
-    decisions = [decide(replace(v, execution=None, score=learned.probability(vector(v.as_row()))), chosen, learned.threshold)
-                 for v in verdicts]
+    decisions = [
+        decide(replace(v, execution=None, score=learned.probability(vector(v.as_row()))), chosen, learned.threshold)
+        for v in verdicts
+    ]
     methods["learned"] = (np.array([d[1] for d in decisions])[held], np.array([d[0] for d in decisions])[held])
-    methods = {"lessleak": (lessleak[held], np.full(held.sum(), "none")), **methods}  # no clone type: no per-type precision
+    methods = {
+        "lessleak": (lessleak[held], np.full(held.sum(), "none")),
+        **methods,
+    }  # no clone type: no per-type precision
     print("\nheld-out half:")
     table(held_rows, methods)
     rules = [decide(v, chosen)[2] for v, h in zip(verdicts, held) if h]

@@ -59,9 +59,19 @@ def metrics(y: np.ndarray, pred: np.ndarray) -> dict:
     p = tp / (tp + fp) if tp + fp else float("nan")
     r = tp / (tp + fn) if tp + fn else float("nan")
     two_classes = 0 < y.sum() < len(y)
-    return {"n": len(y), "dup": int(y.sum()), "P": p, "R": r, "F1": 2 * p * r / (p + r) if p + r > 0 else float("nan"),
-            "MCC": float(matthews_corrcoef(y, pred)) if two_classes else float("nan"),
-            "BA": float(balanced_accuracy_score(y, pred)) if two_classes else float("nan"), "TP": tp, "FP": fp, "FN": fn, "TN": tn}
+    return {
+        "n": len(y),
+        "dup": int(y.sum()),
+        "P": p,
+        "R": r,
+        "F1": 2 * p * r / (p + r) if p + r > 0 else float("nan"),
+        "MCC": float(matthews_corrcoef(y, pred)) if two_classes else float("nan"),
+        "BA": float(balanced_accuracy_score(y, pred)) if two_classes else float("nan"),
+        "TP": tp,
+        "FP": fp,
+        "FN": fn,
+        "TN": tn,
+    }
 
 
 def fmt(x: float) -> str:
@@ -69,15 +79,22 @@ def fmt(x: float) -> str:
 
 
 def row(name: str, m: dict) -> str:
-    return (f"| {name} | {m['n']} | {m['dup']} | {fmt(m['P'])} | {fmt(m['R'])} | {fmt(m['F1'])} | {fmt(m['MCC'])} | "
-            f"{fmt(m['BA'])} | {m['TP']} / {m['FP']} / {m['FN']} / {m['TN']} |")
+    return (
+        f"| {name} | {m['n']} | {m['dup']} | {fmt(m['P'])} | {fmt(m['R'])} | {fmt(m['F1'])} | {fmt(m['MCC'])} | "
+        f"{fmt(m['BA'])} | {m['TP']} / {m['FP']} / {m['FN']} / {m['TN']} |"
+    )
 
 
-HEADER = "| {} | n | duplicates | precision | recall | F1 | MCC | balanced accuracy | TP / FP / FN / TN |\n| --- " + "| --- " * 8 + "|"
+HEADER = (
+    "| {} | n | duplicates | precision | recall | F1 | MCC | balanced accuracy | TP / FP / FN / TN |\n| --- "
+    + "| --- " * 8
+    + "|"
+)
 
 
-def cross_validate(X: np.ndarray, y: np.ndarray, groups: np.ndarray, copies: np.ndarray, folds: int,
-                   seed: int) -> tuple[np.ndarray, list[dict]]:
+def cross_validate(
+    X: np.ndarray, y: np.ndarray, groups: np.ndarray, copies: np.ndarray, folds: int, seed: int
+) -> tuple[np.ndarray, list[dict]]:
     """Pooled out-of-fold decisions of the selection rule (exact and renamed
     copies, ``copies``, are duplicates by definition, as in the verifier),
     and each fold's choice."""
@@ -94,8 +111,17 @@ def cross_validate(X: np.ndarray, y: np.ndarray, groups: np.ndarray, copies: np.
         family, setting = combiner.GRID[best]
         model = combiner.estimator(family, setting, inner_seed).fit(X[train], y[train])
         pred[test] = copies[test] | (model.predict_proba(X[test])[:, 1] >= threshold)
-        choices.append({"fold": k, "test_pairs": len(test), "test_samples": len(test_groups), "family": family,
-                        "setting": setting, "threshold": threshold, "inner_mcc": table[best]["mcc"]})
+        choices.append(
+            {
+                "fold": k,
+                "test_pairs": len(test),
+                "test_samples": len(test_groups),
+                "family": family,
+                "setting": setting,
+                "threshold": threshold,
+                "inner_mcc": table[best]["mcc"],
+            }
+        )
     assert seen == set(groups), "a benchmark sample in no test fold"
     return pred, choices
 
@@ -116,17 +142,23 @@ def main() -> None:
     lang = np.array([p["language"] for p in pairs])
     bench = np.array([p["benchmark"] for p in pairs])
     label = np.array([p["label"] for p in pairs])
-    print(f"{len(pairs)} pairs, {len(set(groups))} benchmark samples, {int(y.sum())} duplicates; features in "
-          f"{time.process_time() - start:.1f} s of CPU")
+    print(
+        f"{len(pairs)} pairs, {len(set(groups))} benchmark samples, {int(y.sum())} duplicates; features in "
+        f"{time.process_time() - start:.1f} s of CPU"
+    )
 
     start = time.process_time()
     copies = np.array([by_definition(v) for v in verdicts])
     pred, choices = cross_validate(X, y, groups, copies, a.folds, a.seed)
-    print(f"\nGrouped {a.folds}-fold cross-validation ({time.process_time() - start:.0f} s of CPU); each fold's choice "
-          "(inner grouped 4-fold CV on its training folds):\n")
+    print(
+        f"\nGrouped {a.folds}-fold cross-validation ({time.process_time() - start:.0f} s of CPU); each fold's choice "
+        "(inner grouped 4-fold CV on its training folds):\n"
+    )
     for c in choices:
-        print(f"- fold {c['fold']}: {c['test_pairs']} pairs of {c['test_samples']} samples; {c['family']} {c['setting']}, "
-              f"threshold {c['threshold']:.2f} (inner MCC {c['inner_mcc']:.3f})")
+        print(
+            f"- fold {c['fold']}: {c['test_pairs']} pairs of {c['test_samples']} samples; {c['family']} {c['setting']}, "
+            f"threshold {c['threshold']:.2f} (inner MCC {c['inner_mcc']:.3f})"
+        )
 
     licence = np.isin(bench, LICENCE_SAMPLES)
     print("\n" + HEADER.format("cross-validated"))
@@ -134,12 +166,25 @@ def main() -> None:
     for language in LANGUAGES:
         print(row(language, metrics(y[lang == language], pred[lang == language])))
     print(row("all but the two licence-header samples", metrics(y[~licence], pred[~licence])))
-    print(row("java but the two licence-header samples", metrics(y[~licence & (lang == "java")], pred[~licence & (lang == "java")])))
+    print(
+        row(
+            "java but the two licence-header samples",
+            metrics(y[~licence & (lang == "java")], pred[~licence & (lang == "java")]),
+        )
+    )
 
-    flag_tokens = np.array([_jaccard(token_set(p["bench_text"], "lessleak"), token_set(p["corpus_text"], "lessleak")) >= 0.7
-                            for p in pairs])
-    flag_2gram = np.array([_jaccard(shingle_set(p["bench_text"], "lessleak", 2), shingle_set(p["corpus_text"], "lessleak", 2))
-                           >= 0.7 for p in pairs])
+    flag_tokens = np.array(
+        [
+            _jaccard(token_set(p["bench_text"], "lessleak"), token_set(p["corpus_text"], "lessleak")) >= 0.7
+            for p in pairs
+        ]
+    )
+    flag_2gram = np.array(
+        [
+            _jaccard(shingle_set(p["bench_text"], "lessleak", 2), shingle_set(p["corpus_text"], "lessleak", 2)) >= 0.7
+            for p in pairs
+        ]
+    )
     rules = np.array([decide(v, settings_for("default", False, model="rules"))[1] for v in verdicts])
     print("\n" + HEADER.format("all pairs, other deciders"))
     print(row("LessLeak's flag, released script (token-set Jaccard >= 0.7)", metrics(y, flag_tokens)))
@@ -151,13 +196,19 @@ def main() -> None:
     for name in sorted(set(bench)):
         k = bench == name
         print(row(name, metrics(y[k], pred[k])))
-    errors = Counter((f"FP, label {lab}" if p else f"FN, label {lab}") for lab, t, p in zip(label, y, pred, strict=True) if t != p)
-    print("\nErrors by the annotators' label (0 unrelated, 1 related, 2 semantically equivalent, 3 exact copy): "
-          + ", ".join(f"{k} {v}" for k, v in sorted(errors.items())))
+    errors = Counter(
+        (f"FP, label {lab}" if p else f"FN, label {lab}") for lab, t, p in zip(label, y, pred, strict=True) if t != p
+    )
+    print(
+        "\nErrors by the annotators' label (0 unrelated, 1 related, 2 semantically equivalent, 3 exact copy): "
+        + ", ".join(f"{k} {v}" for k, v in sorted(errors.items()))
+    )
 
     spec = combiner.load()
-    print(f"\nShipped model ({combiner.SHIPPED.name}): {spec.family} {spec.spec['setting']}, threshold {spec.threshold:.2f}; "
-          "every setting tried on all pairs (inner grouped 4-fold CV, MCC at its best threshold):\n")
+    print(
+        f"\nShipped model ({combiner.SHIPPED.name}): {spec.family} {spec.spec['setting']}, threshold {spec.threshold:.2f}; "
+        "every setting tried on all pairs (inner grouped 4-fold CV, MCC at its best threshold):\n"
+    )
     print("| family | setting | threshold | MCC |\n| --- | --- | --- | --- |")
     for r in spec.spec["selection"]:
         print(f"| {r['family']} | {r['setting']} | {r['threshold']:.2f} | {r['mcc']:.3f} |")

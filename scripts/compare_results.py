@@ -23,7 +23,9 @@ def compare(a: Path, b: Path) -> list[str]:
     problems = []
     for kind, left in result_files(a).items():
         right = result_files(b)[kind]
-        problems += [f"only in {a}: {p}" for p in sorted(left - right)] + [f"only in {b}: {p}" for p in sorted(right - left)]
+        problems += [f"only in {a}: {p}" for p in sorted(left - right)] + [
+            f"only in {b}: {p}" for p in sorted(right - left)
+        ]
         problems += [f"differs: {p}" for p in sorted(left & right) if (a / p).read_bytes() != (b / p).read_bytes()]
     if not result_files(a)["Parquet files"]:
         problems.append(f"no Parquet file under {a}")

@@ -40,10 +40,17 @@ MEASURE = [".venv/bin/snakemake", "--cores", "2", "--configfile", CONFIG, "--con
 
 
 def machine() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
-    mem_kb = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
-                  if line.startswith("MemTotal"))
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    mem_kb = next(
+        int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")
+    )
     return f"{os.cpu_count()} CPUs ({cpu}), {mem_kb / 2**20:.0f} GiB, {platform.system()} {platform.release()}"
 
 
@@ -52,19 +59,27 @@ def load() -> str:
 
 
 def fresh_copy(destination: Path) -> None:
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                            capture_output=True, check=True).stdout
-    subprocess.run(["tar", "--null", "-T", "-", "-cf", str(destination / "copy.tar")], cwd=REPO, input=listed,
-                   check=True)
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout
+    subprocess.run(
+        ["tar", "--null", "-T", "-", "-cf", str(destination / "copy.tar")], cwd=REPO, input=listed, check=True
+    )
     subprocess.run(["tar", "-xf", "copy.tar"], cwd=destination, check=True)
     (destination / "copy.tar").unlink()
     (destination / ".venv").symlink_to(REPO / ".venv", target_is_directory=True)
 
 
 def head() -> str:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
-                           text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True, text=True
+    ).stdout.strip()
     return f"{commit}{' with uncommitted changes' if dirty else ''}"
 
 
@@ -85,14 +100,18 @@ def extract(run_dir: Path, command: str, note: str = "", commit: str = "") -> No
     benchmarks = sorted((run_dir / results / "benchmarks").rglob("*.tsv"))
     if not benchmarks:
         sys.exit(f"no benchmark file under {run_dir / results / 'benchmarks'}: not a finished run")
-    header = [f"# from {run_dir}: {command}",
-              f"# measured {note or 'on ' + datetime.date.today().isoformat()}; repository at {commit or head()}",
-              f"# machine: {machine()}",
-              "# regenerate: .venv/bin/python scripts/job_use.py measure (docs/guides/slurm.md)"]
+    header = [
+        f"# from {run_dir}: {command}",
+        f"# measured {note or 'on ' + datetime.date.today().isoformat()}; repository at {commit or head()}",
+        f"# machine: {machine()}",
+        "# regenerate: .venv/bin/python scripts/job_use.py measure (docs/guides/slurm.md)",
+    ]
     OUT.mkdir(parents=True, exist_ok=True)
     with open(OUT / "default_use.tsv", "w", newline="") as handle:
-        handle.write("# Each job's wall seconds and peak RSS (Snakemake's benchmark: s, max_rss), every job a fresh\n"
-                     "# interpreter as on a cluster.\n" + "\n".join(header) + "\n")
+        handle.write(
+            "# Each job's wall seconds and peak RSS (Snakemake's benchmark: s, max_rss), every job a fresh\n"
+            "# interpreter as on a cluster.\n" + "\n".join(header) + "\n"
+        )
         writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
         writer.writerow(["benchmark", "s", "max_rss_mb"])
         for path in benchmarks:
@@ -100,9 +119,11 @@ def extract(run_dir: Path, command: str, note: str = "", commit: str = "") -> No
                 row = next(csv.DictReader(tsv, delimiter="\t"))
             writer.writerow([str(path.relative_to(run_dir)), row["s"], row["max_rss"]])
     with open(OUT / "default_inputs.tsv", "w", newline="") as handle:
-        handle.write("# Rows, uncompressed bytes (Parquet footer) and originals (rows of variant_id 0) of every\n"
-                     "# Parquet file of the run (leaktrace.jobsize.parquet_shape): what the jobs' requests are\n"
-                     "# computed from.\n" + "\n".join(header) + "\n")
+        handle.write(
+            "# Rows, uncompressed bytes (Parquet footer) and originals (rows of variant_id 0) of every\n"
+            "# Parquet file of the run (leaktrace.jobsize.parquet_shape): what the jobs' requests are\n"
+            "# computed from.\n" + "\n".join(header) + "\n"
+        )
         writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
         writer.writerow(["path", "rows", "bytes", "originals"])
         for path in sorted((run_dir / results).rglob("*.parquet")):

@@ -27,7 +27,9 @@ def main(output: Path) -> None:
     for p in problems:
         records.append(p)
         number = p["task_id"].split("/", 1)[1]
-        records.append(p | {"task_id": SHIFTED_PREFIX + number, "prompt": strip_docstrings(p["prompt"], p["canonical_solution"])})
+        records.append(
+            p | {"task_id": SHIFTED_PREFIX + number, "prompt": strip_docstrings(p["prompt"], p["canonical_solution"])}
+        )
     text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in records).encode()
     with open(output, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as handle:
         handle.write(text)

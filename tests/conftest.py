@@ -32,16 +32,21 @@ def full_isolation():
         pytest.skip(str(error))
 
 
-
-
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
     seed_everything(0)
     tokenizer = train_bpe_tokenizer(TRAINING_TEXT, vocab_size=400)
     config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=512,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
     )
     path = tmp_path_factory.mktemp("tiny-llama")
     LlamaForCausalLM(config).save_pretrained(path)

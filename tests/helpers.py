@@ -23,7 +23,18 @@ def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
     of the repository, else with the repository's."""
     snakefile = workdir / "Snakefile" if (workdir / "Snakefile").exists() else REPO / "Snakefile"
     return subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile), "--directory", str(workdir), "--cores", "2", *args],
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(snakefile),
+            "--directory",
+            str(workdir),
+            "--cores",
+            "2",
+            *args,
+        ],
         capture_output=True,
         text=True,
         timeout=900,
@@ -87,10 +98,16 @@ def run_micro(workdir):
 # neither fold. Conformal p-values (1 + #{controls >= x}) / 3: 0.9 -> 1/3;
 # 0.6, 0.5, 0.56 -> 2/3 (0.8 reaches them); 0.3, 0.1, 0.2 -> 1.
 TOY = [  # sample, member, fold, pre-exposed, loss score
-    ("c1", True, "calibration", False, 0.9), ("c2", True, "calibration", False, 0.7),
-    ("c3", False, "calibration", False, 0.8), ("c4", False, "calibration", False, 0.4),
-    ("e1", True, "evaluation", False, 0.6), ("e2", True, "evaluation", False, 0.5), ("e3", True, "evaluation", False, 0.9),
-    ("e4", False, "evaluation", False, 0.3), ("e5", False, "evaluation", False, 0.56), ("e6", False, "evaluation", False, 0.1),
+    ("c1", True, "calibration", False, 0.9),
+    ("c2", True, "calibration", False, 0.7),
+    ("c3", False, "calibration", False, 0.8),
+    ("c4", False, "calibration", False, 0.4),
+    ("e1", True, "evaluation", False, 0.6),
+    ("e2", True, "evaluation", False, 0.5),
+    ("e3", True, "evaluation", False, 0.9),
+    ("e4", False, "evaluation", False, 0.3),
+    ("e5", False, "evaluation", False, 0.56),
+    ("e6", False, "evaluation", False, 0.1),
     ("e7", False, "evaluation", True, 0.2),
     ("p1", False, "recall-prefix", False, 100.0),
 ]
@@ -99,13 +116,28 @@ ALPHA = 0.7  # flags p <= 2/3: e1, e2, e3 and e5
 
 def toy_split(flip_evaluation_labels=False):
     """The toy split's (scores, samples) tables: loss and two identical SrDetection instances."""
-    samples = [{"sample_id": sid, "kept": True, "reason": None, "pre_exposed": pre,
-                "split": "member" if member != (flip_evaluation_labels and fold == "evaluation") else "non-member", "fold": fold}
-               for sid, member, fold, pre, _ in TOY]
+    samples = [
+        {
+            "sample_id": sid,
+            "kept": True,
+            "reason": None,
+            "pre_exposed": pre,
+            "split": "member" if member != (flip_evaluation_labels and fold == "evaluation") else "non-member",
+            "fold": fold,
+        }
+        for sid, member, fold, pre, _ in TOY
+    ]
     scores = []
     for sid, _, _, _, score in TOY:
         scores.append({"sample_id": sid, "method": "loss", "family": "loss", "score": score, "decision": None})
         for method in ("srdetection_graybox", "srdetection_graybox_n1"):  # identical: Δ 0 on every replicate
-            scores.append({"sample_id": sid, "method": method, "family": "srdetection_graybox", "score": score - 0.55,
-                           "decision": score > 0.55})
+            scores.append(
+                {
+                    "sample_id": sid,
+                    "method": method,
+                    "family": "srdetection_graybox",
+                    "score": score - 0.55,
+                    "decision": score > 0.55,
+                }
+            )
     return scores, samples

@@ -27,8 +27,10 @@ def read_tsv(path: Path) -> list[dict]:
 
 
 def recorded_shapes(table: Path):
-    shapes = {row["path"]: jobsize.TableShape(int(row["rows"]), int(row["bytes"]), int(row["originals"]))
-              for row in read_tsv(table)}
+    shapes = {
+        row["path"]: jobsize.TableShape(int(row["rows"]), int(row["bytes"]), int(row["originals"]))
+        for row in read_tsv(table)
+    }
 
     def parquet_shape(path):
         key = os.path.normpath(path)
@@ -48,8 +50,13 @@ def planned_jobs(output: str) -> list[dict]:
             continue
         benchmark = re.search(r"^\s*benchmark: (\S+)$", block, re.MULTILINE)
         resources = re.search(r"^\s*resources: (.*)$", block, re.MULTILINE)
-        jobs.append({"rule": rule.group(1), "benchmark": benchmark.group(1) if benchmark else None,
-                     "resources": dict(item.split("=", 1) for item in resources.group(1).split(", ")) if resources else {}})
+        jobs.append(
+            {
+                "rule": rule.group(1),
+                "benchmark": benchmark.group(1) if benchmark else None,
+                "resources": dict(item.split("=", 1) for item in resources.group(1).split(", ")) if resources else {},
+            }
+        )
     return jobs
 
 

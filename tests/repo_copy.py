@@ -17,8 +17,16 @@ AUDIT_COMMAND = ".venv/bin/snakemake --cores 2 --configfile config/experiments/a
 
 
 def fresh_copy(destination: Path) -> Path:
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                            capture_output=True, check=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=REPO,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for name in filter(None, listed):
         source = REPO / name
         if source.is_file():

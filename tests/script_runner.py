@@ -20,8 +20,16 @@ import sys
 import time
 import traceback
 
-PRELOAD = ("pandas", "pyarrow.parquet", "torch", "transformers", "peft", "sklearn.linear_model", "scipy.stats",
-           "leaktrace.cli")
+PRELOAD = (
+    "pandas",
+    "pyarrow.parquet",
+    "torch",
+    "transformers",
+    "peft",
+    "sklearn.linear_model",
+    "scipy.stats",
+    "leaktrace.cli",
+)
 
 
 def run_child(request: dict) -> int:

@@ -24,7 +24,7 @@ FAST = SandboxLimits(timeout_s=5.0, cpu_s=5, memory_mb=256, file_size_mb=1, max_
 SUM = "a, b = map(int, input().split())\nprint(a + b)\n"
 # Ends with sys.exit(0), a normal end in competitive programming. No comment or docstring in the
 # programs: the renamer would load WordNet (half a minute) to tell their English words.
-SORT = '''import sys
+SORT = """import sys
 
 
 def main():
@@ -36,17 +36,33 @@ def main():
 
 
 main()
-'''
+"""
 ADD = "def add(first, second):\n    return first + second\n"
 PROBLEMS = [
-    {"problem_id": 1, "question": "Print the sum of two integers.", "solutions": json.dumps([SUM]),
-     "input_output": json.dumps({"inputs": ["1 2\n", "10 20\n", "-4 4\n"], "outputs": ["3\n", "30\n", "0\n"]})},
-    {"problem_id": 2, "question": "Sort n integers, one a line.", "solutions": json.dumps([SORT]),
-     "input_output": json.dumps({"inputs": ["3\n3 1 2\n", ["2", "5 4"]], "outputs": ["1\n2\n3\n", ["4", "5"]]})},
-    {"problem_id": 3, "question": "Add two numbers (call-based).", "solutions": json.dumps([ADD]),
-     "input_output": json.dumps({"fn_name": "add", "inputs": [[1, 2], [3, 4]], "outputs": [[3], 7]})},
-    {"problem_id": 4, "question": "Python 2.", "solutions": json.dumps(["print 'hello'\n"]),
-     "input_output": json.dumps({"inputs": ["\n"], "outputs": ["hello\n"]})},
+    {
+        "problem_id": 1,
+        "question": "Print the sum of two integers.",
+        "solutions": json.dumps([SUM]),
+        "input_output": json.dumps({"inputs": ["1 2\n", "10 20\n", "-4 4\n"], "outputs": ["3\n", "30\n", "0\n"]}),
+    },
+    {
+        "problem_id": 2,
+        "question": "Sort n integers, one a line.",
+        "solutions": json.dumps([SORT]),
+        "input_output": json.dumps({"inputs": ["3\n3 1 2\n", ["2", "5 4"]], "outputs": ["1\n2\n3\n", ["4", "5"]]}),
+    },
+    {
+        "problem_id": 3,
+        "question": "Add two numbers (call-based).",
+        "solutions": json.dumps([ADD]),
+        "input_output": json.dumps({"fn_name": "add", "inputs": [[1, 2], [3, 4]], "outputs": [[3], 7]}),
+    },
+    {
+        "problem_id": 4,
+        "question": "Python 2.",
+        "solutions": json.dumps(["print 'hello'\n"]),
+        "input_output": json.dumps({"inputs": ["\n"], "outputs": ["hello\n"]}),
+    },
 ]
 
 
@@ -71,15 +87,21 @@ def test_io_tests_are_parsed_with_a_cap_and_lists_of_lines_joined():
     assert call == CallTests("add", ([1, 2], [3, 4]), ([3], 7))
 
 
-@pytest.mark.parametrize("text, message", [
-    ("{not json", r"apps\.parquet, record apps/9: malformed input/output tests: not JSON \(Expecting property name"),
-    ("[1, 2]", "expected a JSON object with inputs and outputs, got a list"),
-    ('{"inputs": ["1"]}', "'outputs' is missing or not a list"),
-    ('{"inputs": ["1", "2"], "outputs": ["1"]}', "2 inputs but 1 outputs"),
-    ('{"inputs": [], "outputs": []}', "no cases"),
-    ('{"inputs": [3], "outputs": ["3"]}', "input 1 is a int, not a string or a list of lines"),
-    ('{"fn_name": "f(x)", "inputs": [[1]], "outputs": [1]}', "fn_name 'f\\(x\\)' is not a Python identifier"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "{not json",
+            r"apps\.parquet, record apps/9: malformed input/output tests: not JSON \(Expecting property name",
+        ),
+        ("[1, 2]", "expected a JSON object with inputs and outputs, got a list"),
+        ('{"inputs": ["1"]}', "'outputs' is missing or not a list"),
+        ('{"inputs": ["1", "2"], "outputs": ["1"]}', "2 inputs but 1 outputs"),
+        ('{"inputs": [], "outputs": []}', "no cases"),
+        ('{"inputs": [3], "outputs": ["3"]}', "input 1 is a int, not a string or a list of lines"),
+        ('{"fn_name": "f(x)", "inputs": [[1]], "outputs": [1]}', "fn_name 'f\\(x\\)' is not a Python identifier"),
+    ],
+)
 def test_malformed_io_tests_are_a_clear_error(text, message):
     with pytest.raises(InputError, match=message):
         parse_io_tests(text, "apps.parquet", "apps/9", 10)
@@ -106,7 +128,9 @@ def test_the_filter_keeps_whole_programs_as_one_body_and_drops_what_cannot_run(t
     rows = {r["sample_id"]: r for r in read_records(tmp_path / "functions.parquet")}
     assert rows["apps/1"]["reason"] == "function: body has 2 lines < 3"  # the whole program's non-blank lines
     assert rows["apps/2"]["kept"] and rows["apps/2"]["body_lines"] == 8 and rows["apps/2"]["signature"] == ""
-    assert rows["apps/3"]["reason"] == "function: body has 1 lines < 3" and rows["apps/3"]["signature"].startswith("def add")
+    assert rows["apps/3"]["reason"] == "function: body has 1 lines < 3" and rows["apps/3"]["signature"].startswith(
+        "def add"
+    )
     assert rows["apps/4"]["reason"] == "not runnable: its code does not parse as Python 3 (line 1)"
 
 
@@ -139,12 +163,16 @@ def test_a_right_program_passes_and_wrong_or_hostile_ones_fail():
 def test_programs_that_end_through_threads_atexit_or_sys_exit_pass():
     tests = IoTests(("3\n3 1 2\n", "2\n5 4"), ("1\n2\n3\n", "4\n5"))
     assert run_io_tests(SORT, tests, FAST).status == "ok"
-    threaded = ("import sys, threading\nthreading.stack_size(1 << 24)\n"
-                "def main():\n    n = int(input())\n    print(*sorted(map(int, input().split()))[:n], sep='\\n')\n"
-                "threading.Thread(target=main).start()\n")
+    threaded = (
+        "import sys, threading\nthreading.stack_size(1 << 24)\n"
+        "def main():\n    n = int(input())\n    print(*sorted(map(int, input().split()))[:n], sep='\\n')\n"
+        "threading.Thread(target=main).start()\n"
+    )
     assert run_io_tests(threaded, tests, FAST).status == "ok"
-    buffered = ("import atexit, io, sys\nout = io.StringIO()\natexit.register(lambda: sys.__stdout__.write(out.getvalue()))\n"
-                "n = int(input())\nfor v in sorted(map(int, input().split()))[:n]:\n    out.write(f'{v}\\n')\n")
+    buffered = (
+        "import atexit, io, sys\nout = io.StringIO()\natexit.register(lambda: sys.__stdout__.write(out.getvalue()))\n"
+        "n = int(input())\nfor v in sorted(map(int, input().split()))[:n]:\n    out.write(f'{v}\\n')\n"
+    )
     assert run_io_tests(buffered, tests, FAST).status == "ok"
     slow = run_io_tests("while True:\n    pass\n", tests, SandboxLimits(**{**vars(FAST), "timeout_s": 0.5, "cpu_s": 1}))
     assert (slow.status, slow.error) == ("timeout", "case 1: exceeded the wall-clock limit of 0.5 s")
@@ -167,29 +195,53 @@ def test_renamed_variants_of_a_whole_program_validate_against_the_same_cases(tmp
     # two made-up alternatives per word instead of WordNet's (which takes half a minute to load)
     monkeypatch.setattr(stage, "WordAlternatives", lambda counts: lambda word: (f"{word}q", f"{word}z"))
     ingest(tmp_path, PROBLEMS[:2])
-    pq.write_table(pa.Table.from_pylist([{"sample_id": s, "kept": True} for s in ("apps/1", "apps/2")]),
-                   tmp_path / "functions.parquet")
-    pq.write_table(pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in ("count", "value")]),
-                   tmp_path / "lexicon.parquet")
-    settings = {"n": 2, "test_cases": {"compose": True, "untransformed": 2}, "io_cases": 2,
-                "sandbox": {"timeout_s": 5, "cpu_s": 5, "memory_mb": 256}}
-    stage.make_variants_table(tmp_path / "apps.parquet", tmp_path / "functions.parquet", tmp_path / "lexicon.parquet",
-                        settings, 7, 2, tmp_path / "variants.parquet")
+    pq.write_table(
+        pa.Table.from_pylist([{"sample_id": s, "kept": True} for s in ("apps/1", "apps/2")]),
+        tmp_path / "functions.parquet",
+    )
+    pq.write_table(
+        pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in ("count", "value")]),
+        tmp_path / "lexicon.parquet",
+    )
+    settings = {
+        "n": 2,
+        "test_cases": {"compose": True, "untransformed": 2},
+        "io_cases": 2,
+        "sandbox": {"timeout_s": 5, "cpu_s": 5, "memory_mb": 256},
+    }
+    stage.make_variants_table(
+        tmp_path / "apps.parquet",
+        tmp_path / "functions.parquet",
+        tmp_path / "lexicon.parquet",
+        settings,
+        7,
+        2,
+        tmp_path / "variants.parquet",
+    )
     rows = read_records(tmp_path / "variants.parquet")
     sort = [r for r in rows if r["sample_id"] == "apps/2"]
     assert [(r["variant_id"], r["kind"], r["entry_point"], r["generator"]) for r in sort] == [
-        (0, "original", None, "original"), (1, "rename", None, "ast"), (2, "rename", None, "ast")]
+        (0, "original", None, "original"),
+        (1, "rename", None, "ast"),
+        (2, "rename", None, "ast"),
+    ]
     # no examples in the program: tau_t does not apply
     assert all(r["valid"] for r in rows) and len({r["text"] for r in sort}) == 3
     tests = IoTests(("3\n3 1 2\n",), ("1\n2\n3\n",))
     negated = SORT.replace("int(word)", "-int(word)")  # not the same program
     prints_more = SORT.replace("print(value)", "print(value, '')")  # right under the strict comparison, other bytes
-    verdicts = validate_variants([(SORT, tests, None), (sort[1]["text"], tests, None), (negated, tests, None),
-                                  (prints_more, tests, None)], [0, 0, 0, 0], FAST, workers=2)
+    verdicts = validate_variants(
+        [(SORT, tests, None), (sort[1]["text"], tests, None), (negated, tests, None), (prints_more, tests, None)],
+        [0, 0, 0, 0],
+        FAST,
+        workers=2,
+    )
     assert verdicts[:2] == [(True, None), (True, None)]
     assert verdicts[2] == (False, "wrong: case 1: line 1 is '-3', expected '1'")
-    assert verdicts[3] == (False, "differs: call 1 (case(1)) gave ('return', '1 \\n2 \\n3 \\n'), "
-                                  "the original ('return', '1\\n2\\n3\\n')")
+    assert verdicts[3] == (
+        False,
+        "differs: call 1 (case(1)) gave ('return', '1 \\n2 \\n3 \\n'), the original ('return', '1\\n2\\n3\\n')",
+    )
 
 
 SUM_QUESTION = """Print the sum of two integers.
@@ -220,21 +272,41 @@ def test_tau_t_replaces_the_examples_of_a_whole_program_that_holds_its_problem(t
     monkeypatch.setattr(stage, "WordAlternatives", lambda counts: lambda word: (f"{word}q", f"{word}z"))
     path = tmp_path / "apps.jsonl"
     path.write_text(json.dumps({**PROBLEMS[0], "question": SUM_QUESTION}) + "\n")
-    ingest_benchmark("apps", {"format": "jsonl", "preset": "apps", "path": str(path), "problem_in_code": True},
-                     tmp_path / "apps.parquet")
+    ingest_benchmark(
+        "apps",
+        {"format": "jsonl", "preset": "apps", "path": str(path), "problem_in_code": True},
+        tmp_path / "apps.parquet",
+    )
     (sample,) = read_records(tmp_path / "apps.parquet")
     assert sample["code"] == '"""\n' + SUM_QUESTION + '"""\n' + SUM
     pq.write_table(pa.Table.from_pylist([{"sample_id": "apps/1", "kept": True}]), tmp_path / "functions.parquet")
-    pq.write_table(pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in ("first", "second")]),
-                   tmp_path / "lexicon.parquet")
-    settings = {"n": 1, "test_cases": {"compose": True, "untransformed": 1}, "io_cases": 3,
-                "names_per_variant": 1, "sandbox": {"timeout_s": 5, "cpu_s": 5, "memory_mb": 256}}
-    stage.make_variants_table(tmp_path / "apps.parquet", tmp_path / "functions.parquet", tmp_path / "lexicon.parquet",
-                              settings, 7, 2, tmp_path / "variants.parquet")
+    pq.write_table(
+        pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in ("first", "second")]),
+        tmp_path / "lexicon.parquet",
+    )
+    settings = {
+        "n": 1,
+        "test_cases": {"compose": True, "untransformed": 1},
+        "io_cases": 3,
+        "names_per_variant": 1,
+        "sandbox": {"timeout_s": 5, "cpu_s": 5, "memory_mb": 256},
+    }
+    stage.make_variants_table(
+        tmp_path / "apps.parquet",
+        tmp_path / "functions.parquet",
+        tmp_path / "lexicon.parquet",
+        settings,
+        7,
+        2,
+        tmp_path / "variants.parquet",
+    )
     rows = read_records(tmp_path / "variants.parquet")
     assert [(r["kind"], r["generator"], r["valid"]) for r in rows] == [
-        ("original", "original", True), ("rename", "ast+tt", True), ("ast", "ast", True)]
+        ("original", "original", True),
+        ("rename", "ast+tt", True),
+        ("ast", "ast", True),
+    ]
     composed, renamed = rows[1]["text"], rows[2]["text"]
-    example = composed[composed.index("Input\n"):composed.index('"""', 3)]
+    example = composed[composed.index("Input\n") : composed.index('"""', 3)]
     assert example in ("Input\n10 20\n\nOutput\n30\n", "Input\n-4 4\n\nOutput\n0\n")  # another test case's
     assert composed.replace(example, "Input\n1 2\n\nOutput\n3\n") == renamed  # the docstring's example alone differs

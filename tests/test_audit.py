@@ -27,23 +27,34 @@ AUDIT_CONFIG = "config/experiments/audit.yaml"  # run once for all tests by the 
 
 
 def snakemake(workdir: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", *args], cwd=workdir, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "2", *args],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_the_scan_finds_both_planted_copies_and_nothing_else(audit_run):
-    found = {(p["sample_id"], Path(p["location"]).name, p["unit"], p["clone_type"])
-             for p in read_records(audit_run / "leakage/my-corpus/pairs.parquet") if p["duplicate"]}
-    assert found == {("mbpp-audit/17", "text_tools.py", "brackets_balanced", "type-1"),  # verbatim
-                     ("mbpp-audit/6", "numbers.py", "sum_of_digits", "type-2")}  # every name renamed
+    found = {
+        (p["sample_id"], Path(p["location"]).name, p["unit"], p["clone_type"])
+        for p in read_records(audit_run / "leakage/my-corpus/pairs.parquet")
+        if p["duplicate"]
+    }
+    assert found == {
+        ("mbpp-audit/17", "text_tools.py", "brackets_balanced", "type-1"),  # verbatim
+        ("mbpp-audit/6", "numbers.py", "sum_of_digits", "type-2"),
+    }  # every name renamed
     accounting = {r["reason"]: r["count"] for r in read_records(audit_run / "leakage/my-corpus/accounting.parquet")}
     assert accounting["renamed_channel_units"] >= 1  # the renamed copy came through the renaming channel
 
 
 def test_the_audit_table_has_a_rate_per_model_and_detector(audit_run):
     rates = read_records(audit_run / "audit/leakage_rates.parquet")
-    assert {(r["model"], r["detector"]) for r in rates} == {(m, d) for m in ("model-a", "model-b")
-                                                            for d in ("gray-box", "black-box")}
+    assert {(r["model"], r["detector"]) for r in rates} == {
+        (m, d) for m in ("model-a", "model-b") for d in ("gray-box", "black-box")
+    }
     # the 8 control ids are the null, the other 12 the audited samples
     assert all(r["n_samples"] == 12 and r["rate_low"] <= r["leakage_rate"] <= r["rate_high"] for r in rates)
     assert all((r["null"], r["null_n"]) == ("control set", 8) and 0 <= r["p_value"] <= 1 for r in rates)
@@ -54,32 +65,60 @@ def test_each_model_gets_a_dataset_level_p_value_with_its_null(audit_run):
     assert set(rows) == {"model-a", "model-b"}
     for row in rows.values():
         # the control ids file names 8 problems, one of them as mbpp-audit/12, the rest as the release writes them
-        assert (row["benchmark"], row["n_suspect"], row["n_control"], row["n_control_unscored"]) == ("mbpp-audit", 12, 8, 0)
+        assert (row["benchmark"], row["n_suspect"], row["n_control"], row["n_control_unscored"]) == (
+            "mbpp-audit",
+            12,
+            8,
+            0,
+        )
         assert 0 <= row["p_value"] <= 1 and row["null_seeds"] == 20
-        assert row["null_rate"] == row["null_rejected"] / 20 and row["null_rate_low"] <= row["null_rate"] <= row["null_rate_high"]
+        assert (
+            row["null_rate"] == row["null_rejected"] / 20
+            and row["null_rate_low"] <= row["null_rate"] <= row["null_rate_high"]
+        )
     # Ref's reference is named where Ref is a feature, and is not computed against itself
-    assert "ref" in rows["model-a"]["features"].split(",") and rows["model-a"]["ref_model"] == "resources/models/leaktrace-tiny-ref"
+    assert (
+        "ref" in rows["model-a"]["features"].split(",")
+        and rows["model-a"]["ref_model"] == "resources/models/leaktrace-tiny-ref"
+    )
     assert "ref" not in rows["model-b"]["features"].split(",") and rows["model-b"]["ref_model"] is None
     report = (audit_run / "audit/dataset_inference.md").read_text()
     assert "random halves of the control set" in report and "resources/models/leaktrace-tiny-ref" in report
 
 
-VERDICTS = [r"evidence of exposure \(p = [0-9.e+-]+\)",
-            r"no evidence; this test would have detected (AUC|flag rate) ≥ [0-9.]+ with 80% power",
-            r"inconclusive: too few samples to detect (AUC|flag rate) < [0-9.]+",
-            r"control set differs from the suspects \(blind AUC [0-9.]+ \[[0-9.]+, [0-9.]+\], p = [0-9.e+-]+\): not calibrated"]
+VERDICTS = [
+    r"evidence of exposure \(p = [0-9.e+-]+\)",
+    r"no evidence; this test would have detected (AUC|flag rate) ≥ [0-9.]+ with 80% power",
+    r"inconclusive: too few samples to detect (AUC|flag rate) < [0-9.]+",
+    r"control set differs from the suspects \(blind AUC [0-9.]+ \[[0-9.]+, [0-9.]+\], p = [0-9.e+-]+\): not calibrated",
+]
 
 
 def test_every_audit_verdict_has_its_power_and_the_blind_baseline_gates_them(audit_run):
     """Issue 44: the verdict table per model × benchmark, its wording, the gate
     and the control ids each test used; the blind baseline ran once."""
     (blind,) = read_records(audit_run / "audit/blind_baseline.parquet")
-    assert (blind["benchmark"], blind["n_suspect"], blind["n_control"], blind["n_labellings"]) == ("mbpp-audit", 12, 8, 1000)
+    assert (blind["benchmark"], blind["n_suspect"], blind["n_control"], blind["n_labellings"]) == (
+        "mbpp-audit",
+        12,
+        8,
+        1000,
+    )
     assert blind["ci_low"] <= blind["auc"] <= blind["ci_high"] and 1 / 1001 <= blind["p_value"] <= 1
     assert blind["controls_exchangeable"] == (blind["p_value"] > 0.05)
     rows = read_records(audit_run / "audit/verdicts.parquet")
-    assert {"blind_auc", "blind_ci_low", "blind_ci_high", "blind_p", "controls_exchangeable", "detectable_effect", "verdict",
-            "n_controls_used", "n_controls_dropped", "controls_dropped"} <= set(rows[0])
+    assert {
+        "blind_auc",
+        "blind_ci_low",
+        "blind_ci_high",
+        "blind_p",
+        "controls_exchangeable",
+        "detectable_effect",
+        "verdict",
+        "n_controls_used",
+        "n_controls_dropped",
+        "controls_dropped",
+    } <= set(rows[0])
     tests = {(r["model"], r["test"]) for r in rows}
     for model in ("model-a", "model-b"):
         assert {(model, t) for t in ("blind_baseline", "dataset_inference", "conformal_flags", "leakage_rate")} <= tests
@@ -88,13 +127,19 @@ def test_every_audit_verdict_has_its_power_and_the_blind_baseline_gates_them(aud
     assert contrast["model"] == "model-a" and "moves the target's and the reference's scores alike" in contrast["note"]
     # every per-sample detector in model-a's scores gets conformal flags, SrDetection's included
     methods = {s["method"] for s in read_records(audit_run / "score/mbpp-audit/audit-model-a/scores.parquet")}
-    assert {r["detector"] for r in rows if r["model"] == "model-a" and r["test"] == "conformal_flags"} == methods - {"ref_oracle"}
+    assert {r["detector"] for r in rows if r["model"] == "model-a" and r["test"] == "conformal_flags"} == methods - {
+        "ref_oracle"
+    }
     assert {"loss", "zlib", "srdetection_graybox", "srdetection_blackbox"} <= methods
-    shift = f"control set differs from the suspects (blind AUC {blind['auc']:.2f} [{blind['ci_low']:.2f}, " \
-            f"{blind['ci_high']:.2f}], p = {blind['p_value']:.2g}): not calibrated"
+    shift = (
+        f"control set differs from the suspects (blind AUC {blind['auc']:.2f} [{blind['ci_low']:.2f}, "
+        f"{blind['ci_high']:.2f}], p = {blind['p_value']:.2g}): not calibrated"
+    )
     for r in rows:
         assert r["blind_auc"] == blind["auc"] and r["blind_p"] == blind["p_value"]
-        assert r["n_controls_used"] + (r["n_controls_dropped"] or 0) == 8 and (r["n_controls_dropped"] == 0) == (not r["controls_dropped"])
+        assert r["n_controls_used"] + (r["n_controls_dropped"] or 0) == 8 and (r["n_controls_dropped"] == 0) == (
+            not r["controls_dropped"]
+        )
         if r["test"] == "blind_baseline":
             continue
         assert any(re.fullmatch(v, r["verdict"]) for v in VERDICTS), r["verdict"]
@@ -104,8 +149,12 @@ def test_every_audit_verdict_has_its_power_and_the_blind_baseline_gates_them(aud
     flags = [r for r in rows if r["test"] == "conformal_flags"]
     assert all(r["conformal_rank"] == 0 and r["statistic"] == 0 and r["detectable_effect"] is None for r in flags)
     # the other tables carry the gate too
-    for r in read_records(audit_run / "audit/dataset_inference.parquet") + read_records(audit_run / "audit/leakage_rates.parquet"):
-        assert r["controls_exchangeable"] == blind["controls_exchangeable"] and any(re.fullmatch(v, r["verdict"]) for v in VERDICTS)
+    for r in read_records(audit_run / "audit/dataset_inference.parquet") + read_records(
+        audit_run / "audit/leakage_rates.parquet"
+    ):
+        assert r["controls_exchangeable"] == blind["controls_exchangeable"] and any(
+            re.fullmatch(v, r["verdict"]) for v in VERDICTS
+        )
     report = (audit_run / "audit/verdicts.md").read_text()
     assert "P(FPR > α)" in report and "PAC" in report
     for text in [report, (REPO / "docs/guides/audit-your-model.md").read_text()]:
@@ -117,7 +166,9 @@ def test_functional_memorisation_compares_the_two_models(audit_run):
     assert {g["model"] for g in generations} == {"target", "reference"} and len(generations) == 40
     table1 = read_records(audit_run / "aggregate/mbpp-audit-fm/functional/table1.parquet")
     assert {r["metric"] for r in table1} >= {"exact_match", "bleu", "codebleu", "tsed"}
-    assert all(r["n_samples"] == 20 and 0 < r["n"] <= 20 for r in table1)  # complete cases: n of the 20 with the metric defined
+    assert all(
+        r["n_samples"] == 20 and 0 < r["n"] <= 20 for r in table1
+    )  # complete cases: n of the 20 with the metric defined
     assert (audit_run / "aggregate/mbpp-audit-fm/functional/report.md").exists()
 
 
@@ -137,29 +188,48 @@ def overlay(tmp_path: Path, extra: dict) -> Path:
 def test_a_benchmark_that_cannot_run_is_refused_at_planning_naming_the_sample(tmp_path):
     issues = tmp_path / "issues.jsonl"
     issues.write_text('{"instance_id": "shop-1", "problem_statement": "Carts lose items."}\n')
-    config = overlay(tmp_path, {"benchmarks": {"humaneval": None, "mbpp-audit": None,
-                                               "issues": {"format": "jsonl", "preset": "swe-bench", "path": str(issues)}},
-                                "audit": {"benchmarks": ["issues"]}, "counterfactual": {"sources": {}},
-                                "leakage": {"scans": {"stdlib": None, "training-mix": None}, "rq3": {"enabled": False}}})
+    config = overlay(
+        tmp_path,
+        {
+            "benchmarks": {
+                "humaneval": None,
+                "mbpp-audit": None,
+                "issues": {"format": "jsonl", "preset": "swe-bench", "path": str(issues)},
+            },
+            "audit": {"benchmarks": ["issues"]},
+            "counterfactual": {"sources": {}},
+            "leakage": {"scans": {"stdlib": None, "training-mix": None}, "rq3": {"enabled": False}},
+        },
+    )
     result = snakemake(REPO, "-n", "--configfile", str(config), timeout=300)
     assert result.returncode != 0
-    assert ("benchmarks.issues: the audit runs each sample's tests, and no sample can run: issues/shop-1: it is "
-            "problem text only, with no code") in result.stdout + result.stderr
+    assert (
+        "benchmarks.issues: the audit runs each sample's tests, and no sample can run: issues/shop-1: it is "
+        "problem text only, with no code"
+    ) in result.stdout + result.stderr
 
 
 def test_samples_that_cannot_run_are_named_at_planning(tmp_path):
     bench = tmp_path / "mixed.jsonl"
     lines = (REPO / "resources/audit/mbpp-audit.jsonl").read_text().splitlines()
-    bench.write_text("\n".join(lines[:4]) + "\n" + '{"task_id": 99, "text": "t", "code": "def a():\\n    return 1\\n\\n'
-                     'def b():\\n    return 2\\n", "test_list": ["assert 1 == 1"], "test_setup_code": "", '
-                     '"challenge_test_list": []}\n')
-    config = overlay(tmp_path, {"benchmarks": {"humaneval": None, "mbpp-audit": {"format": "jsonl", "preset": "mbpp",
-                                                                               "path": str(bench)}},
-                                "contamination": {"held_out_ids": None}})  # the shipped ids name samples left out here
+    bench.write_text(
+        "\n".join(lines[:4]) + "\n" + '{"task_id": 99, "text": "t", "code": "def a():\\n    return 1\\n\\n'
+        'def b():\\n    return 2\\n", "test_list": ["assert 1 == 1"], "test_setup_code": "", '
+        '"challenge_test_list": []}\n'
+    )
+    config = overlay(
+        tmp_path,
+        {
+            "benchmarks": {"humaneval": None, "mbpp-audit": {"format": "jsonl", "preset": "mbpp", "path": str(bench)}},
+            "contamination": {"held_out_ids": None},
+        },
+    )  # the shipped ids name samples left out here
     result = snakemake(REPO, "-n", "--configfile", str(config), timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert ("benchmarks.mbpp-audit: 1 of 5 samples cannot run and are left out of the audit and functional "
-            "memorisation (mbpp-audit-fm); first: mbpp-audit/99: it has no entry point") in result.stderr
+    assert (
+        "benchmarks.mbpp-audit: 1 of 5 samples cannot run and are left out of the audit and functional "
+        "memorisation (mbpp-audit-fm); first: mbpp-audit/99: it has no entry point"
+    ) in result.stderr
 
 
 def test_refs_reference_is_never_silently_the_shipped_one(tmp_path):
@@ -168,28 +238,41 @@ def test_refs_reference_is_never_silently_the_shipped_one(tmp_path):
     mine = tmp_path / "my-coder"  # a model directory of the user's (the planning checks refuse a missing one)
     mine.mkdir()
     (mine / "config.json").write_text("{}")
-    config = overlay(tmp_path, {"score": {"methods": {"ref": {"model": None, "oracle": False}}},
-                                "audit": {"models": [*models, {"name": "mine", "path": str(mine)}]}})
+    config = overlay(
+        tmp_path,
+        {
+            "score": {"methods": {"ref": {"model": None, "oracle": False}}},
+            "audit": {"models": [*models, {"name": "mine", "path": str(mine)}]},
+        },
+    )
     result = snakemake(REPO, "-n", "--configfile", str(config), timeout=300)
     assert result.returncode != 0
-    assert ("score.methods.ref: audit model 'mine' would be compared with reference_model.path "
-            "(resources/models/leaktrace-tiny-ref), a reference trained for the base model") in result.stdout + result.stderr
+    assert (
+        "score.methods.ref: audit model 'mine' would be compared with reference_model.path "
+        "(resources/models/leaktrace-tiny-ref), a reference trained for the base model"
+    ) in result.stdout + result.stderr
 
 
 def test_the_contrasts_reference_must_be_an_audited_model(tmp_path):
     config = overlay(tmp_path, {"audit": {"reference": {"model": "model-c", "method": "loss"}}})
     result = snakemake(REPO, "-n", "--configfile", str(config), timeout=300)
     assert result.returncode != 0
-    assert "audit.reference.model: 'model-c' is not an audit.models name (configured: model-a, model-b)" in \
-        result.stdout + result.stderr
+    assert (
+        "audit.reference.model: 'model-c' is not an audit.models name (configured: model-a, model-b)"
+        in result.stdout + result.stderr
+    )
 
 
 def test_functional_memorisation_on_a_non_testbed_benchmark_needs_two_models(tmp_path):
-    config = overlay(tmp_path, {"counterfactual": {"sources": {"fm": {"benchmark": "mbpp-audit", "target": "model-a"}}}})
+    config = overlay(
+        tmp_path, {"counterfactual": {"sources": {"fm": {"benchmark": "mbpp-audit", "target": "model-a"}}}}
+    )
     result = snakemake(REPO, "-n", "--configfile", str(config), timeout=300)
     assert result.returncode != 0
-    assert ("counterfactual.sources.fm: benchmark 'mbpp-audit' is not a testbed benchmark, so there is no trained "
-            "target; set counterfactual.reference") in result.stdout + result.stderr
+    assert (
+        "counterfactual.sources.fm: benchmark 'mbpp-audit' is not a testbed benchmark, so there is no trained "
+        "target; set counterfactual.reference"
+    ) in result.stdout + result.stderr
 
 
 def test_an_empty_benchmarks_mapping_is_one_line_not_the_schema(tmp_path):
@@ -206,16 +289,30 @@ def test_a_failed_jobs_own_error_is_in_the_console(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"task_id": 1, "text": "t", "code": "x = 1\\n", "test_list": [], "test_setup_code": ""}\n{oops\n')
     config = tmp_path / "failing.yaml"
-    config.write_text(yaml.safe_dump({
-        "run": "failing", "benchmarks": {"humaneval": None, "bad": {"format": "jsonl", "preset": "mbpp", "path": str(bad)}},
-        "audit": {"benchmarks": []},
-        "leakage": {"scans": {"stdlib": None, "training-mix": None,
-                              "s": {"benchmark": "bad", "corpus": {"kind": "files", "root": str(REPO / "resources/audit/corpus")}}},
-                    "rq3": {"enabled": False}}}))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "run": "failing",
+                "benchmarks": {"humaneval": None, "bad": {"format": "jsonl", "preset": "mbpp", "path": str(bad)}},
+                "audit": {"benchmarks": []},
+                "leakage": {
+                    "scans": {
+                        "stdlib": None,
+                        "training-mix": None,
+                        "s": {
+                            "benchmark": "bad",
+                            "corpus": {"kind": "files", "root": str(REPO / "resources/audit/corpus")},
+                        },
+                    },
+                    "rq3": {"enabled": False},
+                },
+            }
+        )
+    )
     workdir = fresh_copy(tmp_path / "work")
     result = snakemake(workdir, "--configfile", str(config), timeout=300)
     assert result.returncode != 0
-    tail = result.stderr[result.stderr.index("leaktrace: 1 job failed"):]
+    tail = result.stderr[result.stderr.index("leaktrace: 1 job failed") :]
     assert "ingest_benchmark" in tail and f"bad input: {bad}, record line 2: malformed JSON" in tail
 
 
@@ -231,12 +328,28 @@ def test_control_ids_are_matched_as_the_release_or_the_tables_write_them(tmp_pat
 
 def scores_table(path: Path, shift: float, n: int = 40, controls: range = range(24, 40)) -> Path:
     """Two detectors for samples b/0..b/{n-1}: the suspect ones shifted by ``shift``, the controls not."""
-    rows = [{"sample_id": f"b/{i}", "method": method, "score": (i * 7919 % 97) / 97 + (0 if i in controls else shift) + k,
-             "decision": None, "threshold": None} for i in range(n) for k, method in enumerate(("loss", "zlib"))]
+    rows = [
+        {
+            "sample_id": f"b/{i}",
+            "method": method,
+            "score": (i * 7919 % 97) / 97 + (0 if i in controls else shift) + k,
+            "decision": None,
+            "threshold": None,
+        }
+        for i in range(n)
+        for k, method in enumerate(("loss", "zlib"))
+    ]
     import pyarrow as pa
 
-    schema = pa.schema([("sample_id", pa.string()), ("method", pa.string()), ("score", pa.float64()),
-                        ("decision", pa.bool_()), ("threshold", pa.float64())])
+    schema = pa.schema(
+        [
+            ("sample_id", pa.string()),
+            ("method", pa.string()),
+            ("score", pa.float64()),
+            ("decision", pa.bool_()),
+            ("threshold", pa.float64()),
+        ]
+    )
     write_table(rows, schema, path)
     return path
 
@@ -248,11 +361,24 @@ def test_the_dataset_level_test_rejects_a_shift_and_not_its_absence(tmp_path):
     write_table([{"sample_id": f"b/{i}"} for i in range(40)], pa.schema([("sample_id", pa.string())]), bench)
     ids = tmp_path / "ids.txt"
     ids.write_text("# controls\n" + "\n".join(str(i) for i in range(24, 40)) + "\n")
-    settings = {"dataset_inference": {"n_splits": 7, "exclude_methods": []}, "calibration": {"seeds": 10}, "alpha": 0.05,
-                "ref_model": None}
-    audit_contamination({("seen", "b"): scores_table(tmp_path / "s.parquet", 2.0),
-                         ("unseen", "b"): scores_table(tmp_path / "u.parquet", 0.0)}, {"b": bench}, ids, settings, 1,
-                        tmp_path / "di.parquet", tmp_path / "di.md")
+    settings = {
+        "dataset_inference": {"n_splits": 7, "exclude_methods": []},
+        "calibration": {"seeds": 10},
+        "alpha": 0.05,
+        "ref_model": None,
+    }
+    audit_contamination(
+        {
+            ("seen", "b"): scores_table(tmp_path / "s.parquet", 2.0),
+            ("unseen", "b"): scores_table(tmp_path / "u.parquet", 0.0),
+        },
+        {"b": bench},
+        ids,
+        settings,
+        1,
+        tmp_path / "di.parquet",
+        tmp_path / "di.md",
+    )
     rows = {r["model"]: r for r in read_records(tmp_path / "di.parquet")}
     assert read_records(tmp_path / "di.parquet") and SCHEMA.names == list(rows["seen"])
     assert (rows["seen"]["n_suspect"], rows["seen"]["n_control"]) == (24, 16)
@@ -261,5 +387,12 @@ def test_the_dataset_level_test_rejects_a_shift_and_not_its_absence(tmp_path):
     assert rows["seen"]["null_seeds"] == 10 and rows["seen"]["null_rejected"] == rows["unseen"]["null_rejected"]
     ids.write_text("24\n99\n")
     with pytest.raises(InputError, match="id '99' matches no sample"):
-        audit_contamination({("seen", "b"): tmp_path / "s.parquet"}, {"b": bench}, ids, settings, 1,
-                            tmp_path / "x.parquet", tmp_path / "x.md")
+        audit_contamination(
+            {("seen", "b"): tmp_path / "s.parquet"},
+            {"b": bench},
+            ids,
+            settings,
+            1,
+            tmp_path / "x.parquet",
+            tmp_path / "x.md",
+        )

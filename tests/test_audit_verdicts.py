@@ -36,7 +36,11 @@ from leaktrace.calibration.power import (
 from leaktrace.calibration.reference_contrast import ASSUMPTION, reference_contrast
 from leaktrace.calibration.verdict import shift_text, verdict
 
-PYTHON = ["def add(a, b):\n    return a + b\n", "def sub(a, b):\n    return a - b\n", "def mul(a, b):\n    return a * b\n"]
+PYTHON = [
+    "def add(a, b):\n    return a + b\n",
+    "def sub(a, b):\n    return a - b\n",
+    "def mul(a, b):\n    return a * b\n",
+]
 SQL = ["SELECT name FROM users WHERE id = 1;", "SELECT * FROM orders WHERE total > 10;", "SELECT count(*) FROM items;"]
 
 
@@ -47,10 +51,14 @@ def test_the_permutation_p_enumerates_every_labelling_when_few():
     """Values 1..4, the two largest labelled: of the C(4, 2) = 6 labellings only
     the observed one reaches its mean gap (3.5 - 1.5 = 2), so p = 1/6 exactly."""
     values = np.array([1.0, 2.0, 3.0, 4.0])
-    observed, p, exact, count = permutation_p(lambda y: values[y].mean() - values[~y].mean(), [False, False, True, True])
+    observed, p, exact, count = permutation_p(
+        lambda y: values[y].mean() - values[~y].mean(), [False, False, True, True]
+    )
     assert (observed, exact, count) == (2.0, True, 6) and p == pytest.approx(1 / 6)
     # {1, 4} against {2, 3}: gap 0, reached by 4 of 6 labellings ({1,4}, {2,3}, {2,4}, {3,4})
-    assert permutation_p(lambda y: values[y].mean() - values[~y].mean(), [True, False, False, True])[1] == pytest.approx(4 / 6)
+    assert permutation_p(lambda y: values[y].mean() - values[~y].mean(), [True, False, False, True])[
+        1
+    ] == pytest.approx(4 / 6)
     # more labellings than permutations: random ones, p = (1 + #>=) / (R + 1)
     _, p, exact, count = permutation_p(lambda y: float(y[0]), [True] * 5 + [False] * 5, permutations=99, seed=3)
     assert not exact and count == 99 and 0.3 < p < 0.7 and p * 100 == pytest.approx(round(p * 100))
@@ -99,19 +107,24 @@ def test_the_statistic_is_the_mean_within_fold_auc_over_repeated_splits_and_its_
     and one repeat is the single split; the exact null (C(8, 4) = 70
     labellings) recomputes the mean for each labelling."""
     rng = np.random.default_rng(2)
-    texts = [f"def f(x):\n    return x * {rng.integers(9)} - {rng.integers(50)}\n" for _ in range(4)] + \
-            [f"def g(y):\n    # {rng.integers(9)}\n    return y + {rng.integers(50)}\n" for _ in range(4)]
+    texts = [f"def f(x):\n    return x * {rng.integers(9)} - {rng.integers(50)}\n" for _ in range(4)] + [
+        f"def g(y):\n    # {rng.integers(9)}\n    return y + {rng.integers(50)}\n" for _ in range(4)
+    ]
     y = np.array([True] * 4 + [False] * 4)
     x = span_coordinates(feature_matrix(texts))
 
     def by_hand(labels):
         runs = [out_of_fold(x, labels, 4, 7 + r) for r in range(3)]
-        return np.mean([np.mean([auc(s[(f == k) & labels], s[(f == k) & ~labels]) for k in range(4)]) for s, f in runs]), runs
+        return np.mean(
+            [np.mean([auc(s[(f == k) & labels], s[(f == k) & ~labels]) for k in range(4)]) for s, f in runs]
+        ), runs
 
     mean, runs = by_hand(y)
     result, scores, folds = blind_scores(texts, y, seed=7, repeats=3)
     assert result.repeats == 3 and result.auc == pytest.approx(mean)
-    assert np.array_equal(scores, np.stack([s for s, _ in runs])) and np.array_equal(folds, np.stack([f for _, f in runs]))
+    assert np.array_equal(scores, np.stack([s for s, _ in runs])) and np.array_equal(
+        folds, np.stack([f for _, f in runs])
+    )
     half = norm.ppf(0.975) * math.sqrt(np.mean([delong_variance(s[y], s[~y]) for s, _ in runs]))
     assert (result.ci_low, result.ci_high) == pytest.approx((max(0, mean - half), min(1, mean + half)))
     _, p, exact, count = permutation_p(lambda lab: by_hand(lab)[0], y)
@@ -207,7 +220,7 @@ def test_fisher_power_against_its_closed_form_with_unflagged_controls():
 
 def test_the_conformal_fpr_tail_is_the_beta_of_its_rank():
     """19 controls at alpha = 0.05: k = 1, and P(FPR > 0.10) = P(Beta(1, 19) > 0.1) = 0.9^19 = 0.135."""
-    assert fpr_exceed_probability(1, 19, 0.10) == pytest.approx(0.9 ** 19) == pytest.approx(0.1351, abs=1e-4)
+    assert fpr_exceed_probability(1, 19, 0.10) == pytest.approx(0.9**19) == pytest.approx(0.1351, abs=1e-4)
     for k, m, a in [(1, 19, 0.05), (3, 59, 0.05), (10, 99, 0.1)]:
         assert fpr_exceed_probability(k, m, a) == pytest.approx(beta(k, m + 1 - k).sf(a))
     with pytest.raises(ValueError, match="rank k must be in 1..m"):
@@ -245,7 +258,9 @@ def test_the_reference_contrast_is_an_exact_permutation_test_when_small():
 
 def test_the_verdict_wording():
     assert verdict(0.003, 0.05, "AUC", 0.7, 0.9) == "evidence of exposure (p = 0.003)"
-    assert verdict(0.4, 0.05, "AUC", 0.7298, 0.9) == "no evidence; this test would have detected AUC ≥ 0.73 with 80% power"
+    assert (
+        verdict(0.4, 0.05, "AUC", 0.7298, 0.9) == "no evidence; this test would have detected AUC ≥ 0.73 with 80% power"
+    )
     assert verdict(0.4, 0.05, "AUC", 0.95, 0.9) == "inconclusive: too few samples to detect AUC < 0.95"
     assert verdict(None, 0.05, "flag rate", None, 0.5) == "inconclusive: too few samples to detect flag rate < 1.00"
     shift = shift_text(0.812, 0.72, 0.891, 0.001)
@@ -267,8 +282,12 @@ def test_a_rejecting_blind_baseline_gates_every_test_that_assumes_exchangeable_c
     sql = [f"SELECT col{i} FROM t WHERE id = {i};" for i in range(20)]
     blind = blind_baseline(python + sql, [True] * 20 + [False] * 20, seed=0, permutations=100, repeats=2)
     s = Settings(alpha=0.05, delta=0.1, inconclusive_auc=0.9, inconclusive_rate=0.5, seed=0)
-    assert gate(blind, 0.05).startswith("control set differs from the suspects (blind AUC 1.00 [1.00, 1.00], p = 0.0099)")
-    rows = model_rows("m", "b", lookup, decisions, controls | {"b/99"}, blind, None, s, reference=("ref", lookup, "loss"))
+    assert gate(blind, 0.05).startswith(
+        "control set differs from the suspects (blind AUC 1.00 [1.00, 1.00], p = 0.0099)"
+    )
+    rows = model_rows(
+        "m", "b", lookup, decisions, controls | {"b/99"}, blind, None, s, reference=("ref", lookup, "loss")
+    )
     by_test = {r["test"]: r for r in rows}
     assert set(by_test) == {"blind_baseline", "conformal_flags", "leakage_rate", "reference_contrast"}
     for test in ("conformal_flags", "leakage_rate"):
@@ -284,4 +303,7 @@ def test_a_rejecting_blind_baseline_gates_every_test_that_assumes_exchangeable_c
     # the same scores without a blind rejection: evidence
     ungated = {r["test"]: r for r in model_rows("m", "b", lookup, decisions, controls, None, None, s)}
     assert ungated["conformal_flags"]["verdict"].startswith("evidence of exposure (p = ")
-    assert ungated["conformal_flags"]["counted_as_evidence"] and ungated["conformal_flags"]["controls_exchangeable"] is None
+    assert (
+        ungated["conformal_flags"]["counted_as_evidence"]
+        and ungated["conformal_flags"]["controls_exchangeable"] is None
+    )

@@ -65,9 +65,11 @@ def served(lm):
 
 
 def client(url: str, **settings) -> OpenAIModel:
-    return OpenAIModel(ModelSpec("tiny", backend="openai"),
-                       OpenAISettings(base_url=url, **{"timeout_s": 30, "prompt_logprobs": True, **settings}),
-                       sleep=lambda s: None)
+    return OpenAIModel(
+        ModelSpec("tiny", backend="openai"),
+        OpenAISettings(base_url=url, **{"timeout_s": 30, "prompt_logprobs": True, **settings}),
+        sleep=lambda s: None,
+    )
 
 
 def test_client_against_the_server_answers_as_the_transformers_backend(lm, served):
@@ -76,8 +78,10 @@ def test_client_against_the_server_answers_as_the_transformers_backend(lm, serve
     assert remote.complete(PROMPTS, GREEDY) == lm.complete(PROMPTS, GREEDY)
     stopped = remote.complete(PROMPTS, stop)
     assert stopped == lm.complete(PROMPTS, stop) and all("\n" not in c.text for c in stopped)
-    chat = [[{"role": "user", "content": "def add(a, b):"}], [{"role": "system", "content": "be brief"},
-                                                             {"role": "user", "content": "x = 1"}]]
+    chat = [
+        [{"role": "user", "content": "def add(a, b):"}],
+        [{"role": "system", "content": "be brief"}, {"role": "user", "content": "x = 1"}],
+    ]
     assert remote.chat_many(chat, GREEDY) == lm.chat_many(chat, GREEDY)
     sampled = Sampling(max_new_tokens=8, temperature=1.0, seed=7)
     assert remote.complete(PROMPTS[:1], sampled) == lm.complete(PROMPTS[:1], sampled)  # seeded: repeatable
@@ -116,8 +120,12 @@ class _BadServer(BaseHTTPRequestHandler):
         self.server.hits[mode] = self.server.hits.get(mode, 0) + 1
         if mode == "slow":
             time.sleep(0.5)
-        body, status = {"garbage": (b"<html>busy</html>", 200), "shapeless": (b'{"choices": []}', 200),
-                        "error": (b"overloaded", 503), "slow": (b"{}", 200)}[mode]
+        body, status = {
+            "garbage": (b"<html>busy</html>", 200),
+            "shapeless": (b'{"choices": []}', 200),
+            "error": (b"overloaded", 503),
+            "slow": (b"{}", 200),
+        }[mode]
         self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -142,9 +150,11 @@ def _free_port() -> int:
 def test_down_slow_and_garbage_servers_are_counted_outcomes_with_their_cause(bad_server):
     host, port = bad_server.server_address[:2]
     waits = []
-    down = OpenAIModel(ModelSpec("tiny", backend="openai"),
-                       OpenAISettings(base_url=f"http://127.0.0.1:{_free_port()}/v1", max_retries=2, backoff_s=0.5),
-                       sleep=waits.append)
+    down = OpenAIModel(
+        ModelSpec("tiny", backend="openai"),
+        OpenAISettings(base_url=f"http://127.0.0.1:{_free_port()}/v1", max_retries=2, backoff_s=0.5),
+        sleep=waits.append,
+    )
     answers = down.complete(PROMPTS[:2], GREEDY)
     assert [a.outcome for a in answers] == ["connection", "connection"] and all(a.text is None for a in answers)
     assert sorted(waits) == [0.5, 0.5, 1.0, 1.0] and down.counts == {"connection": 2}
@@ -153,7 +163,11 @@ def test_down_slow_and_garbage_servers_are_counted_outcomes_with_their_cause(bad
     [late] = slow.complete(PROMPTS[:1], GREEDY)
     assert late.outcome == "timeout" and "0.1s" in late.error and bad_server.hits["slow"] == 2
 
-    for mode, outcome, asked in [("garbage", "bad_response", 1), ("shapeless", "bad_response", 1), ("error", "http_503", 3)]:
+    for mode, outcome, asked in [
+        ("garbage", "bad_response", 1),
+        ("shapeless", "bad_response", 1),
+        ("error", "http_503", 3),
+    ]:
         remote = client(f"http://{host}:{port}/{mode}/v1", max_retries=2)
         [answer] = remote.chat_many([[{"role": "user", "content": "hi"}]], GREEDY)
         [scores] = remote.prompt_logprobs(["x = 1"])
@@ -171,8 +185,25 @@ def test_serve_command_answers_on_a_free_port(tmp_path):
     template = tmp_path / "chat.jinja"
     template.write_text(TEMPLATE)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
-    process = subprocess.Popen([sys.executable, "-m", "leaktrace", "serve", TINY, "--name", "tiny", "--port", "0",
-                                "--chat-template", str(template)], stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "leaktrace",
+            "serve",
+            TINY,
+            "--name",
+            "tiny",
+            "--port",
+            "0",
+            "--chat-template",
+            str(template),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     try:
         for line in process.stderr:
             if "serving tiny at " in line:
@@ -196,8 +227,12 @@ class _Counting:
         self.batches.append(list(prompts))
         if len(self.batches) == self.fail_on_batch:
             raise KeyboardInterrupt  # the job is killed mid-run
-        return [Completion(f"{p}|{sampling.max_new_tokens}", "length") if p != "bad" else Completion(None, None, "timeout: x")
-                for p in prompts]
+        return [
+            Completion(f"{p}|{sampling.max_new_tokens}", "length")
+            if p != "bad"
+            else Completion(None, None, "timeout: x")
+            for p in prompts
+        ]
 
     def prompt_logprobs(self, texts):
         self.batches.append(list(texts))
@@ -225,8 +260,10 @@ def test_cache_never_asks_twice_and_a_killed_job_loses_one_batch(tmp_path):
     other_bytes = _cached(tmp_path / "two", _Counting())[0]
     other_bytes.complete(prompts, GREEDY)
     files = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*.json"))
-    assert all((tmp_path / "one" / f).read_bytes() == (tmp_path / "two" / f).read_bytes()
-               for f in sorted(p.relative_to(tmp_path / "two") for p in (tmp_path / "two").rglob("*.json")))
+    assert all(
+        (tmp_path / "one" / f).read_bytes() == (tmp_path / "two" / f).read_bytes()
+        for f in sorted(p.relative_to(tmp_path / "two") for p in (tmp_path / "two").rglob("*.json"))
+    )
     assert len(files) == 5
 
     killed, _ = _cached(tmp_path / "killed", _Counting(fail_on_batch=2))
@@ -255,7 +292,9 @@ def test_cache_writers_of_one_key_at_once_leave_whole_files(tmp_path):
         t.join()
     files = list(tmp_path.rglob("*"))
     assert not [f for f in files if f.name.startswith(".tmp-")]
-    assert sorted(json.loads(f.read_text())["response"]["text"] for f in files if f.is_file()) == sorted(f"{p}|12" for p in prompts)
+    assert sorted(json.loads(f.read_text())["response"]["text"] for f in files if f.is_file()) == sorted(
+        f"{p}|12" for p in prompts
+    )
 
 
 def test_cache_key_follows_the_adapter_contents(tmp_path):
@@ -301,8 +340,9 @@ VLLM = json.loads((Path(__file__).parent / "data" / "vllm_api.json").read_text()
 
 def _signature(entries) -> inspect.Signature:
     kinds = inspect.Parameter
-    return inspect.Signature([kinds(e["name"], getattr(kinds, e["kind"]), default=None if e["default"] else kinds.empty)
-                              for e in entries])
+    return inspect.Signature(
+        [kinds(e["name"], getattr(kinds, e["kind"]), default=None if e["default"] else kinds.empty) for e in entries]
+    )
 
 
 class _StandIn:
@@ -329,8 +369,13 @@ class _LLM(_StandIn):
         for p in prompts:
             text = f"{p}/{params.kwargs['max_tokens']}/{lora.kwargs['lora_int_id'] if lora else 0}"
             plp = [None] + [{i: SimpleNamespace(logprob=-float(i), decoded_token=f"t{i}")} for i in (5, 6)]
-            out.append(SimpleNamespace(outputs=[SimpleNamespace(text=text, finish_reason="stop")],
-                                       prompt_token_ids=[1, 5, 6], prompt_logprobs=plp))
+            out.append(
+                SimpleNamespace(
+                    outputs=[SimpleNamespace(text=text, finish_reason="stop")],
+                    prompt_token_ids=[1, 5, 6],
+                    prompt_logprobs=plp,
+                )
+            )
         return out
 
     def generate(self, *args, **kwargs):
@@ -383,7 +428,9 @@ def test_vllm_adapter_calls_the_engine_with_its_real_signatures(tmp_path):
         VLLMModel(ModelSpec("org/base", backend="vllm"), VLLMSettings(), api=api).with_adapter(str(adapters[0]))
 
 
-@pytest.mark.skipif(not os.environ.get("LEAKTRACE_VLLM_WHEEL"), reason="set LEAKTRACE_VLLM_WHEEL to a downloaded vllm wheel")
+@pytest.mark.skipif(
+    not os.environ.get("LEAKTRACE_VLLM_WHEEL"), reason="set LEAKTRACE_VLLM_WHEEL to a downloaded vllm wheel"
+)
 def test_recorded_vllm_signatures_are_those_of_the_wheel():
     from vllm_api import read_wheel
 
@@ -400,13 +447,19 @@ def test_the_schema_takes_a_model_spec_per_role_and_never_a_key():
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     validate(config, schema, set_default=True)
     assert config["llm"] == {"cache": True, "generator": None, "judge": None, "variant_llm": None}
-    config["llm"]["judge"] = {"backend": "openai", "model": "qwen", "openai": {"base_url": "http://127.0.0.1:8000/v1",
-                                                                               "api_key_env": "JUDGE_KEY"}}
+    config["llm"]["judge"] = {
+        "backend": "openai",
+        "model": "qwen",
+        "openai": {"base_url": "http://127.0.0.1:8000/v1", "api_key_env": "JUDGE_KEY"},
+    }
     config["llm"]["generator"] = {"backend": "vllm", "vllm": {"tensor_parallel_size": 2, "gpu_memory_utilization": 0.8}}
     validate(config, schema, set_default=True)
-    for bad in [{"backend": "openai", "model": "qwen"},  # no base_url
-                {"backend": "openai", "model": "q", "openai": {"base_url": "http://h/v1", "api_key": "sk-123"}},
-                {"backend": "tgi", "model": "m"}, {"backend": "vllm", "vllm": {"gpu_memory_utilization": 1.5}}]:
+    for bad in [
+        {"backend": "openai", "model": "qwen"},  # no base_url
+        {"backend": "openai", "model": "q", "openai": {"base_url": "http://h/v1", "api_key": "sk-123"}},
+        {"backend": "tgi", "model": "m"},
+        {"backend": "vllm", "vllm": {"gpu_memory_utilization": 1.5}},
+    ]:
         with pytest.raises(Exception, match="not valid|Error validating"):
             validate({**config, "llm": {"judge": bad}}, schema, set_default=True)
 
@@ -427,8 +480,9 @@ def test_generating_stages_run_through_the_generator_role_and_match_transformers
     assert again.model.counts == {"cached": 2}
     with pytest.raises(BackendError, match="adapters"):  # a served model has no adapter to put on
         generation_model(base, "some/adapter", {"batch_size": 4}, role, tmp_path, "counterfactual (target)")
-    assert remote._cut("abcdef", lambda text: "c" in text) == lm.decode(lm.encode("abcdef")[:next(
-        k for k in range(1, 7) if "c" in lm.decode(lm.encode("abcdef")[:k]))])
+    assert remote._cut("abcdef", lambda text: "c" in text) == lm.decode(
+        lm.encode("abcdef")[: next(k for k in range(1, 7) if "c" in lm.decode(lm.encode("abcdef")[:k]))]
+    )
 
 
 def test_vllm_roles_share_one_engine_across_adapters(tmp_path, monkeypatch):
@@ -441,7 +495,9 @@ def test_vllm_roles_share_one_engine_across_adapters(tmp_path, monkeypatch):
     (tmp_path / "e1").mkdir()
     (tmp_path / "e3").mkdir()
     role = {"backend": "vllm", "model": "org/base", "vllm": {"enable_lora": True, "gpu_memory_utilization": 0.7}}
-    answers = [open_model({**role, "adapter": a}, {Capability.GENERATE}, "t", None).complete(["p"], GREEDY)[0].text
-               for a in (str(tmp_path / "e1"), None, str(tmp_path / "e3"))]
+    answers = [
+        open_model({**role, "adapter": a}, {Capability.GENERATE}, "t", None).complete(["p"], GREEDY)[0].text
+        for a in (str(tmp_path / "e1"), None, str(tmp_path / "e3"))
+    ]
     assert answers == ["p/12/1", "p/12/0", "p/12/2"]
     assert sum(c[0] == "LLM.__init__" for c in _StandIn.calls) == 1

@@ -32,7 +32,7 @@ from leaktrace.stages.leakage import build_index, scan_shard
 
 GOOD = {
     "task_id": "T/0",
-    "prompt": "def area(r):\n    \"\"\"Area of a square.\"\"\"\n",
+    "prompt": 'def area(r):\n    """Area of a square."""\n',
     "canonical_solution": "    return r * r\n",
     "test": "def check(candidate):\n    assert candidate(2) == 4\n",
     "entry_point": "area",
@@ -46,25 +46,46 @@ def good_line(**fields) -> bytes:
 
 def nested_code(kind: str) -> str:
     """Code deeper than Python's parser (MemoryError / RecursionError) or compiler (RecursionError) follows."""
-    depth = {"parser-memory": "-" * 100_000 + "r", "parser-recursion": "r+" * 100_000 + "r", "compiler": "r+" * 1_500 + "r"}
+    depth = {
+        "parser-memory": "-" * 100_000 + "r",
+        "parser-recursion": "r+" * 100_000 + "r",
+        "compiler": "r+" * 1_500 + "r",
+    }
     return f"    return {depth[kind]}\n"
 
 
 # --- ingest: a bad benchmark is an InputError naming the file and the line ---
 
 BAD_BENCHMARKS = {
-    "non-UTF-8 line": (good_line() + b'{"task_id": "caf\xe9"}\n', r"record line 2: not UTF-8 \(byte 0xe9 at column 17\)"),
-    "binary file": (b"\x7fELF\x02\x01\x01\x00\x00\x00" + bytes(range(256)), r"record line 1: binary data \(a NUL byte at column 8\)"),
-    "deeply nested JSON": (good_line() + b"[" * 100_000 + b"]" * 100_000 + b"\n", r"record line 2: JSON nested too deeply to decode"),
+    "non-UTF-8 line": (
+        good_line() + b'{"task_id": "caf\xe9"}\n',
+        r"record line 2: not UTF-8 \(byte 0xe9 at column 17\)",
+    ),
+    "binary file": (
+        b"\x7fELF\x02\x01\x01\x00\x00\x00" + bytes(range(256)),
+        r"record line 1: binary data \(a NUL byte at column 8\)",
+    ),
+    "deeply nested JSON": (
+        good_line() + b"[" * 100_000 + b"]" * 100_000 + b"\n",
+        r"record line 2: JSON nested too deeply to decode",
+    ),
     "integer too long": (b'{"task_id": ' + b"9" * 5000 + b"}\n", r"record line 1: malformed JSON \(Exceeds the limit"),
-    "code nested past the parser (MemoryError)": (good_line(canonical_solution=nested_code("parser-memory")),
-                                                  r"record line 1 \(T/0\): code is nested too deeply for Python's parser"),
-    "code nested past the parser (RecursionError)": (good_line(canonical_solution=nested_code("parser-recursion")),
-                                                     r"record line 1 \(T/0\): code is nested too deeply for Python's parser"),
-    "code nested past the compiler": (good_line(canonical_solution=nested_code("compiler")),
-                                      r"record line 1 \(T/0\): code is nested too deeply for Python's compiler"),
-    "code that parses but does not compile": (good_line(canonical_solution="    return r\nreturn 1\n"),
-                                              r"record line 1 \(T/0\): code does not compile: 'return' outside function"),
+    "code nested past the parser (MemoryError)": (
+        good_line(canonical_solution=nested_code("parser-memory")),
+        r"record line 1 \(T/0\): code is nested too deeply for Python's parser",
+    ),
+    "code nested past the parser (RecursionError)": (
+        good_line(canonical_solution=nested_code("parser-recursion")),
+        r"record line 1 \(T/0\): code is nested too deeply for Python's parser",
+    ),
+    "code nested past the compiler": (
+        good_line(canonical_solution=nested_code("compiler")),
+        r"record line 1 \(T/0\): code is nested too deeply for Python's compiler",
+    ),
+    "code that parses but does not compile": (
+        good_line(canonical_solution="    return r\nreturn 1\n"),
+        r"record line 1 \(T/0\): code does not compile: 'return' outside function",
+    ),
 }
 
 
@@ -81,7 +102,9 @@ def test_a_bad_benchmark_record_names_file_and_line(tmp_path, case):
 def test_lone_surrogate_is_named_with_its_field(tmp_path):
     path = tmp_path / "bench.jsonl"
     path.write_bytes(good_line(prompt="def area(r):\n    'x\ud800'\n"))  # json.dumps writes the surrogate as \ud800
-    with pytest.raises(InputError, match=r"record line 1: field 'prompt' holds a lone surrogate \('\\ud800' at character 19\)"):
+    with pytest.raises(
+        InputError, match=r"record line 1: field 'prompt' holds a lone surrogate \('\\ud800' at character 19\)"
+    ):
         load_humaneval(path, "b")
 
 
@@ -89,7 +112,9 @@ def test_corrupt_gzip_is_an_error_at_the_line_it_stopped(tmp_path):
     packed = gzip.compress(b"".join(good_line(task_id=f"T/{i}") for i in range(200)))
     truncated = tmp_path / "truncated.jsonl.gz"
     truncated.write_bytes(packed[: len(packed) // 2])
-    with pytest.raises(InputError, match=r"truncated\.jsonl\.gz, record line \d+: corrupt gzip data: Compressed file ended"):
+    with pytest.raises(
+        InputError, match=r"truncated\.jsonl\.gz, record line \d+: corrupt gzip data: Compressed file ended"
+    ):
         load_humaneval(truncated, "b")
     flipped = bytearray(packed)
     flipped[-8] ^= 0xFF  # the CRC
@@ -97,7 +122,9 @@ def test_corrupt_gzip_is_an_error_at_the_line_it_stopped(tmp_path):
     with pytest.raises(InputError, match=r"flipped\.gz, record line 201: corrupt gzip data: CRC check failed"):
         load_humaneval(tmp_path / "flipped.gz", "b")
     (tmp_path / "plain.gz").write_bytes(b"not gzip at all\n")
-    with pytest.raises(InputError, match=r"plain\.gz, record line 1: malformed JSON"):  # gzip is told by its magic bytes
+    with pytest.raises(
+        InputError, match=r"plain\.gz, record line 1: malformed JSON"
+    ):  # gzip is told by its magic bytes
         load_humaneval(tmp_path / "plain.gz", "b")
     (tmp_path / "packed.jsonl").write_bytes(gzip.compress(good_line()))  # and gunzipped whatever the name
     assert [s.task_id for s in load_humaneval(tmp_path / "packed.jsonl", "b")] == ["T/0"]
@@ -110,7 +137,9 @@ def test_a_path_that_is_not_a_regular_file_is_an_error(tmp_path):
     with pytest.raises(InputError, match=r"fifo\.jsonl: is not a regular file"):
         load_humaneval(tmp_path / "fifo.jsonl", "b")
     (tmp_path / "loop.jsonl").symlink_to(tmp_path / "loop.jsonl")
-    with pytest.raises(InputError, match=r"loop\.jsonl: cannot read the benchmark file: Too many levels of symbolic links"):
+    with pytest.raises(
+        InputError, match=r"loop\.jsonl: cannot read the benchmark file: Too many levels of symbolic links"
+    ):
         load_humaneval(tmp_path / "loop.jsonl", "b")
     with pytest.raises(InputError, match=r"missing\.jsonl: benchmark file does not exist"):
         load_humaneval(tmp_path / "missing.jsonl", "b")
@@ -139,18 +168,34 @@ def test_fuzz_ingest_bytes(data, packed):
             assert err.file == str(path) and "\n" not in err.message
 
 
-JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.text(st.characters(codec=None)),
-                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
-                           max_leaves=8)
-CODE = st.one_of(st.text(st.characters(codec=None), max_size=60),
-                 st.sampled_from(["    return r\n", "    return (\n", nested_code("compiler"), "    yield\n", "\x00"]))
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(st.characters(codec=None)),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+CODE = st.one_of(
+    st.text(st.characters(codec=None), max_size=60),
+    st.sampled_from(["    return r\n", "    return (\n", nested_code("compiler"), "    yield\n", "\x00"]),
+)
 
 
 @FUZZ
-@given(records=st.lists(st.fixed_dictionaries(
-    {"task_id": st.text(st.characters(codec=None), max_size=6), "prompt": st.just("def area(r):\n"),
-     "canonical_solution": CODE, "test": st.text(max_size=10), "entry_point": st.sampled_from(["area", "other"])},
-    optional={"extra": JSON_VALUES}) | JSON_VALUES, max_size=4))
+@given(
+    records=st.lists(
+        st.fixed_dictionaries(
+            {
+                "task_id": st.text(st.characters(codec=None), max_size=6),
+                "prompt": st.just("def area(r):\n"),
+                "canonical_solution": CODE,
+                "test": st.text(max_size=10),
+                "entry_point": st.sampled_from(["area", "other"]),
+            },
+            optional={"extra": JSON_VALUES},
+        )
+        | JSON_VALUES,
+        max_size=4,
+    )
+)
 def test_fuzz_ingest_records(records):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp, "bench.jsonl")
@@ -176,7 +221,14 @@ def test_ingest_stage_writes_nothing_for_a_bad_benchmark(tmp_path):
 # --- scan: a bad corpus document or file is a counted skip; huge files stay bounded ---
 
 HUMANEVAL_0 = load_humaneval(shipped_humaneval_path(), "humaneval")[0].code
-SCAN = {"name": "t", "benchmark": "humaneval", "granularity": "function", "max_bytes": 4096, "huge": "chunk", "batch_size": 8}
+SCAN = {
+    "name": "t",
+    "benchmark": "humaneval",
+    "granularity": "function",
+    "max_bytes": 4096,
+    "huge": "chunk",
+    "batch_size": 8,
+}
 
 
 @pytest.fixture(scope="module")
@@ -193,8 +245,17 @@ def scan(index, tmp, source, parts=1, **settings):
     totals, pairs = Counter(), []
     for part in range(parts):
         pairs_out, accounting_out = Path(tmp, f"pairs-{part}.parquet"), Path(tmp, f"accounting-{part}.parquet")
-        scan_shard(index / "index.parquet", index / "bench.parquet", source, part, parts, [], {**SCAN, **settings},
-                   pairs_out, accounting_out)
+        scan_shard(
+            index / "index.parquet",
+            index / "bench.parquet",
+            source,
+            part,
+            parts,
+            [],
+            {**SCAN, **settings},
+            pairs_out,
+            accounting_out,
+        )
         for r in read_records(accounting_out):
             totals[(r["kind"], r["reason"])] += r["count"]
         pairs += read_records(pairs_out)
@@ -229,7 +290,9 @@ def test_links_fifos_and_unreadable_directories_are_counted(index, tmp_path, mon
     (root / "up").symlink_to(root)  # a directory loop: glob.glob would repeat every file 40 times through it
     os.mkfifo(root / "fifo.py")
     (root / "locked").chmod(0)
-    if os.access(root / "locked", os.R_OK):  # root ignores file modes: make the directory unreadable the way scandir sees it
+    if os.access(
+        root / "locked", os.R_OK
+    ):  # root ignores file modes: make the directory unreadable the way scandir sees it
         real_scandir = os.scandir
 
         def scandir(path="."):
@@ -241,8 +304,14 @@ def test_links_fifos_and_unreadable_directories_are_counted(index, tmp_path, mon
     try:
         for parts in (1, 2):
             totals, pairs = scan(index, tmp_path, {"kind": "files", "root": str(root), "glob": "**/*.py"}, parts=parts)
-            assert skipped(totals) == {"symlink_loop": 1, "dangling_link": 1, "not_regular": 1,
-                                       "unreadable_directory": 1, "linked_directory": 2, "too_short": 1}  # other/b.py
+            assert skipped(totals) == {
+                "symlink_loop": 1,
+                "dangling_link": 1,
+                "not_regular": 1,
+                "unreadable_directory": 1,
+                "linked_directory": 2,
+                "too_short": 1,
+            }  # other/b.py
             assert totals[("count", "documents")] == 2  # a.py, other/b.py
             assert {p["doc_id"] for p in pairs if p["duplicate"]} == {"a.py"}
     finally:
@@ -256,7 +325,9 @@ def test_globs_of_jsonl_paths_count_what_they_cannot_read(tmp_path):
     (tmp_path / "dangling.jsonl").symlink_to(tmp_path / "nowhere")
     os.mkfifo(tmp_path / "fifo.jsonl")
     skips = Counter()
-    docs = list(iter_source({"kind": "jsonl", "paths": [f"{tmp_path}/**/*.jsonl"], "content": "content"}, 0, 1, [], skips))
+    docs = list(
+        iter_source({"kind": "jsonl", "paths": [f"{tmp_path}/**/*.jsonl"], "content": "content"}, 0, 1, [], skips)
+    )
     assert [d.data for d in docs] == ["x = 1"]
     assert skips == {"linked_directory": 1, "dangling_link": 1, "not_regular": 1}
 
@@ -333,8 +404,9 @@ def test_a_huge_file_under_skip_is_never_read(index, tmp_path):
     root.mkdir()
     (root / "huge.py").write_text(filler(2 << 20))
     (root / "small.py").write_text(HUMANEVAL_0)
-    (totals, pairs), peak = peak_while(lambda: scan(index, tmp_path, {"kind": "files", "root": str(root), "glob": "*.py"},
-                                                   huge="skip"))
+    (totals, pairs), peak = peak_while(
+        lambda: scan(index, tmp_path, {"kind": "files", "root": str(root), "glob": "*.py"}, huge="skip")
+    )
     assert skipped(totals) == {"huge": 1} and {p["doc_id"] for p in pairs if p["duplicate"]} == {"small.py"}
     assert peak < 512 << 10  # the 2 MB file would be 2 MB in memory
 
@@ -370,17 +442,30 @@ def test_a_huge_file_under_chunk_is_split_from_disk_never_parsed_whole(index, tm
     root.mkdir()
     text = filler(512 << 10) + "\n" + HUMANEVAL_0 + "\n" + filler(512 << 10)
     (root / "huge.py").write_bytes(text.encode())
-    monkeypatch.setattr(Path, "open", lambda self, *a, **kw: Recorded(real_open(self, *a, **kw)) if root in self.parents
-                        else real_open(self, *a, **kw))  # only the corpus file's reads (not the verifier's model file)
+    monkeypatch.setattr(
+        Path,
+        "open",
+        lambda self, *a, **kw: (
+            Recorded(real_open(self, *a, **kw)) if root in self.parents else real_open(self, *a, **kw)
+        ),
+    )  # only the corpus file's reads (not the verifier's model file)
     real_open_regular = sources.open_regular
     monkeypatch.setattr(sources, "open_regular", lambda path: Recorded(real_open_regular(path)))
-    monkeypatch.setattr(units.ast, "parse", lambda text, *a, **kw: sizes["parse"].append(len(text.encode())) or real_parse(text))
+    monkeypatch.setattr(
+        units.ast, "parse", lambda text, *a, **kw: sizes["parse"].append(len(text.encode())) or real_parse(text)
+    )
     totals, pairs = scan(index, tmp_path, {"kind": "files", "root": str(root), "glob": "*.py"})
     assert totals[("count", "chunked_units")] == 1 and not skipped(totals)
     def_line = text[: text.index("def has_close_elements")].count("\n") + 1
-    found = [(p["sample_id"], p["unit"], p["start_line"], p["end_line"], p["clone_type"]) for p in pairs if p["duplicate"]]
-    assert found == [("humaneval/HumanEval/0", "has_close_elements", def_line, def_line + HUMANEVAL_0.count("\n") - 4, "type-1")]
-    assert max(sizes["read"]) <= sources.BLOCK and sum(sizes["read"]) >= 2 * len(text)  # classified, then split: two passes
+    found = [
+        (p["sample_id"], p["unit"], p["start_line"], p["end_line"], p["clone_type"]) for p in pairs if p["duplicate"]
+    ]
+    assert found == [
+        ("humaneval/HumanEval/0", "has_close_elements", def_line, def_line + HUMANEVAL_0.count("\n") - 4, "type-1")
+    ]
+    assert max(sizes["read"]) <= sources.BLOCK and sum(sizes["read"]) >= 2 * len(
+        text
+    )  # classified, then split: two passes
     assert len(sizes["parse"]) > 100 and max(sizes["parse"]) <= 4096
 
 
@@ -397,7 +482,9 @@ def test_a_huge_definition_is_windowed_and_the_rest_still_split(tmp_path):
 
 
 def test_a_huge_jsonl_line_under_skip_is_stepped_over(tmp_path):
-    (tmp_path / "c.jsonl").write_text(json.dumps({"content": filler(2 << 20)}) + "\n" + json.dumps({"content": "x = 1"}) + "\n")
+    (tmp_path / "c.jsonl").write_text(
+        json.dumps({"content": filler(2 << 20)}) + "\n" + json.dumps({"content": "x = 1"}) + "\n"
+    )
     skips = Counter()
     source = {"kind": "jsonl", "paths": [str(tmp_path / "c.jsonl")], "content": "content"}
     docs, peak = peak_while(lambda: list(iter_source(source, 0, 1, [], skips, max_bytes=4096, huge="skip")))
@@ -407,22 +494,36 @@ def test_a_huge_jsonl_line_under_skip_is_stepped_over(tmp_path):
 
 def test_large_file_is_classified_block_by_block(tmp_path, monkeypatch):
     monkeypatch.setattr(sources, "BLOCK", 8)
-    cases = {"empty": b" \n\t" * 10, "binary": b"x = 1\n" * 5 + b"\x00", "non_utf8": b"x = 1\n" * 5 + b"\xe9",
-             "cut inside a character": "x = '\u00e9'".encode()[:-2]}
+    cases = {
+        "empty": b" \n\t" * 10,
+        "binary": b"x = 1\n" * 5 + b"\x00",
+        "non_utf8": b"x = 1\n" * 5 + b"\xe9",
+        "cut inside a character": "x = '\u00e9'".encode()[:-2],
+    }
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
     assert {n: check_document(LargeFile(tmp_path / n, 0), 1, "chunk")[1] for n in cases} == {
-        "empty": "empty", "binary": "binary", "non_utf8": "non_utf8", "cut inside a character": "non_utf8"}
+        "empty": "empty",
+        "binary": "binary",
+        "non_utf8": "non_utf8",
+        "cut inside a character": "non_utf8",
+    }
     (tmp_path / "ok").write_text("x = '\u00e9'\n" * 10)  # a two-byte character across every other block edge
     assert check_document(LargeFile(tmp_path / "ok", 0), 1, "chunk") == (LargeFile(tmp_path / "ok", 0), None)
     assert check_document(LargeFile(tmp_path / "ok", 0), 1, "skip") == (None, "huge")
 
 
 @FUZZ
-@given(files=st.dictionaries(st.binary(min_size=1, max_size=12).filter(lambda n: b"/" not in n and b"\x00" not in n
-                                                                       and n not in (b".", b"..")),
-                             st.binary(max_size=3000) | st.text(st.characters(codec="utf-8"), max_size=1500).map(str.encode),
-                             min_size=1, max_size=5))
+@given(
+    files=st.dictionaries(
+        st.binary(min_size=1, max_size=12).filter(
+            lambda n: b"/" not in n and b"\x00" not in n and n not in (b".", b"..")
+        ),
+        st.binary(max_size=3000) | st.text(st.characters(codec="utf-8"), max_size=1500).map(str.encode),
+        min_size=1,
+        max_size=5,
+    )
+)
 def test_fuzz_scan_files(index, files):
     with tempfile.TemporaryDirectory() as tmp:
         root = os.path.join(os.fsencode(tmp), b"corpus")
@@ -436,8 +537,13 @@ def test_fuzz_scan_files(index, files):
 
 
 @FUZZ
-@given(lines=st.lists(st.binary(max_size=80) | st.builds(lambda c, i: json.dumps({"content": c, "id": i}).encode(),
-                                                          JSON_VALUES, JSON_VALUES), max_size=8))
+@given(
+    lines=st.lists(
+        st.binary(max_size=80)
+        | st.builds(lambda c, i: json.dumps({"content": c, "id": i}).encode(), JSON_VALUES, JSON_VALUES),
+        max_size=8,
+    )
+)
 def test_fuzz_jsonl_source(lines):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp, "c.jsonl")
@@ -460,15 +566,23 @@ def test_fuzz_jsonl_source(lines):
 
 
 @FUZZ
-@given(text=st.lists(st.sampled_from(["def f(x):\n", "@d\n", "class C:\n", "    return x\n", "else:\n", "\r\n", "\n", "x = ("])
-                     | st.characters(codec="utf-8"), max_size=200).map("".join),
-       language=st.sampled_from(["python", "java"]), granularity=st.sampled_from(["function", "file"]),
-       max_bytes=st.integers(8, 300))
+@given(
+    text=st.lists(
+        st.sampled_from(["def f(x):\n", "@d\n", "class C:\n", "    return x\n", "else:\n", "\r\n", "\n", "x = ("])
+        | st.characters(codec="utf-8"),
+        max_size=200,
+    ).map("".join),
+    language=st.sampled_from(["python", "java"]),
+    granularity=st.sampled_from(["function", "file"]),
+    max_bytes=st.integers(8, 300),
+)
 def test_fuzz_huge_units_bounded_and_the_same_from_disk(text, language, granularity, max_bytes):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp, "f.py")
         path.write_bytes(text.encode())
-        streamed = [(u.text, u.name, u.start_line, u.end_line) for u in huge_units(path, language, granularity, max_bytes)]
+        streamed = [
+            (u.text, u.name, u.start_line, u.end_line) for u in huge_units(path, language, granularity, max_bytes)
+        ]
     in_memory = [(u.text, u.name, u.start_line, u.end_line) for u in huge_units(text, language, granularity, max_bytes)]
     assert streamed == in_memory
     assert all(len(t.encode()) <= max_bytes for t, *_ in streamed)
@@ -484,8 +598,11 @@ def test_fuzz_corrupt_parquet(cut, flip, parts):
     unreadable row groups are counted row by row; no scan of it crashes."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp, "c.parquet")
-        pq.write_table(pa.table({"content": [f"def f_{k}(x):\n    return x + {k}\n" * 3 for k in range(40)]}), path,
-                       row_group_size=10)
+        pq.write_table(
+            pa.table({"content": [f"def f_{k}(x):\n    return x + {k}\n" * 3 for k in range(40)]}),
+            path,
+            row_group_size=10,
+        )
         data = bytearray(path.read_bytes())
         data[flip % len(data)] ^= 0xFF
         path.write_bytes(bytes(data[: len(data) - cut % len(data)]))
@@ -526,7 +643,10 @@ def read_files(source):
 def test_a_link_out_of_the_corpus_root_is_skipped_unread_and_logged(tmp_path, caplog):
     root = linked_corpus(tmp_path)
     docs, skips = read_files({"kind": "files", "root": str(root), "glob": "**/*.py"})
-    assert docs == {"inside.py": b"def a():\n    return 1\n", "sub/a.py": b"def a():\n    return 1\n"}  # a link inside: read
+    assert docs == {
+        "inside.py": b"def a():\n    return 1\n",
+        "sub/a.py": b"def a():\n    return 1\n",
+    }  # a link inside: read
     assert skips == {"outside_root": 1, "linked_directory": 1, "system_path": 2}
     assert f"{root}/out.py leads outside the corpus root (to {tmp_path}/outside/secret.py)" in caplog.text
     assert "linked directory " + str(root / "outdir") + " skipped" in caplog.text

@@ -28,13 +28,25 @@ def inputs(tiny_model_dir, tmp_path_factory):
     evaluation samples, and SrDetection black-box's continuations."""
     out = tmp_path_factory.mktemp("baselines")
     codes = [s.code for s in load_humaneval(shipped_humaneval_path(), "h")[:N]]
-    variants = [{"sample_id": f"s{i:02d}", "variant_id": 0, "kind": "original", "text": c, "valid": True} for i, c in enumerate(codes)]
+    variants = [
+        {"sample_id": f"s{i:02d}", "variant_id": 0, "kind": "original", "text": c, "valid": True}
+        for i, c in enumerate(codes)
+    ]
     pq.write_table(pa.Table.from_pylist(variants), out / "variants.parquet")
-    samples = [{"sample_id": f"s{i:02d}", "split": "member" if i % 2 else "non-member",
-                "fold": "calibration" if i < N // 2 else "evaluation", "kept": True} for i in range(N)]
+    samples = [
+        {
+            "sample_id": f"s{i:02d}",
+            "split": "member" if i % 2 else "non-member",
+            "fold": "calibration" if i < N // 2 else "evaluation",
+            "kept": True,
+        }
+        for i in range(N)
+    ]
     pq.write_table(pa.Table.from_pylist(samples), out / "samples.parquet")
     model = {"path": str(tiny_model_dir), "dtype": "float32", "device": "cpu", "max_length": 128}
-    blackbox_generations(out / "variants.parquet", model, None, {"max_new_tokens": 8}, {"batch_size": 8}, out / "blackbox.parquet")
+    blackbox_generations(
+        out / "variants.parquet", model, None, {"max_new_tokens": 8}, {"batch_size": 8}, out / "blackbox.parquet"
+    )
     return out, model
 
 
@@ -55,7 +67,9 @@ FOLDS = 5  # the calibration fold's 4 members and 4 non-members allow 4
 
 def assert_cross_fitted(model_dir, rows):
     """Every sample's score came from a fit whose training ids exclude it."""
-    fits = {fit["fold"]: set(fit["sample_ids"]) for fit in json.loads((model_dir / "trained_on.json").read_text())["fits"]}
+    fits = {
+        fit["fold"]: set(fit["sample_ids"]) for fit in json.loads((model_dir / "trained_on.json").read_text())["fits"]
+    }
     assert sorted(fits) == [-1, 0, 1, 2, 3] and fits[-1] == {f"s{i:02d}" for i in range(N // 2)}
     for row in rows:
         assert row["sample_id"] not in fits[row["fold"]]
@@ -68,22 +82,39 @@ def assert_cross_fitted(model_dir, rows):
 def test_dpdllm_end_to_end_and_blind_to_evaluation_labels(inputs, tiny_model_dir):
     out, model = inputs
     settings = {"max_new_tokens": 8, "reference_epochs": 1}
-    train = {"lora": {"rank": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj"]}, "learning_rate": 0.003,
-             "batch_size": 8, "gradient_accumulation": 1, "warmup_steps": 1}
+    train = {
+        "lora": {"rank": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj"]},
+        "learning_rate": 0.003,
+        "batch_size": 8,
+        "gradient_accumulation": 1,
+        "warmup_steps": 1,
+    }
     dpdllm_veilprobe.train_dpdllm_reference(out / "variants.parquet", model, train, settings, 1, out / "reference")
     assert json.loads((out / "reference/trained_on.json").read_text())["sample_ids"] == [f"s{i:02d}" for i in range(N)]
-    dpdllm_veilprobe.dpdllm_generations(out / "variants.parquet", model, None, settings, {"batch_size": 8}, 1, out / "gen.parquet")
-    dpdllm_veilprobe.dpdllm_generations(out / "variants.parquet", model, None, settings, {"batch_size": 8}, 1, out / "gen2.parquet")
+    dpdllm_veilprobe.dpdllm_generations(
+        out / "variants.parquet", model, None, settings, {"batch_size": 8}, 1, out / "gen.parquet"
+    )
+    dpdllm_veilprobe.dpdllm_generations(
+        out / "variants.parquet", model, None, settings, {"batch_size": 8}, 1, out / "gen2.parquet"
+    )
     assert (out / "gen.parquet").read_bytes() == (out / "gen2.parquet").read_bytes()  # seeded sampling
     generations = read_records(out / "gen.parquet")
     assert all(0 < len(g["generated_ids"]) <= 8 for g in generations)
-    dpdllm_veilprobe.dpdllm_features(out / "gen.parquet", model, out / "reference/adapter", {"batch_size": 8}, out / "feat.parquet")
+    dpdllm_veilprobe.dpdllm_features(
+        out / "gen.parquet", model, out / "reference/adapter", {"batch_size": 8}, out / "feat.parquet"
+    )
     features = read_records(out / "feat.parquet")
-    assert len(features) == N and all(0 < f["mean_prob"] <= f["mean_max_prob"] <= 1 and f["perplexity"] >= 1 for f in features)
+    assert len(features) == N and all(
+        0 < f["mean_prob"] <= f["mean_max_prob"] <= 1 and f["perplexity"] >= 1 for f in features
+    )
 
-    dpdllm_veilprobe.fit_dpdllm(out / "feat.parquet", out / "samples.parquet", FOLDS, 1, out / "dpdllm.parquet", out / "dpdllm-model")
+    dpdllm_veilprobe.fit_dpdllm(
+        out / "feat.parquet", out / "samples.parquet", FOLDS, 1, out / "dpdllm.parquet", out / "dpdllm-model"
+    )
     permuted = _permuted_evaluation(out, "samples-permuted.parquet")
-    dpdllm_veilprobe.fit_dpdllm(out / "feat.parquet", permuted, FOLDS, 1, out / "dpdllm-p.parquet", out / "dpdllm-model-p")
+    dpdllm_veilprobe.fit_dpdllm(
+        out / "feat.parquet", permuted, FOLDS, 1, out / "dpdllm-p.parquet", out / "dpdllm-model-p"
+    )
     assert (out / "dpdllm.parquet").read_bytes() == (out / "dpdllm-p.parquet").read_bytes()
     fitted = json.loads((out / "dpdllm-model/trained_on.json").read_text())
     assert fitted == json.loads((out / "dpdllm-model-p/trained_on.json").read_text())
@@ -99,22 +130,39 @@ def test_dpdllm_end_to_end_and_blind_to_evaluation_labels(inputs, tiny_model_dir
 
 def test_veilprobe_end_to_end_and_blind_to_evaluation_labels(inputs):
     out, model = inputs
-    settings = {"key_fraction": 0.2, "mapping_hidden": 16, "mapping_layers": 1, "mapping_epochs": 1, "proto_epochs": 5,
-                "p_value": 0.5}
-    dpdllm_veilprobe.veilprobe_perturb(out / "variants.parquet", model, settings, {"prefix_fraction": 0.5}, {"batch_size": 8}, 1,
-                                 out / "perturbed.parquet")
+    settings = {
+        "key_fraction": 0.2,
+        "mapping_hidden": 16,
+        "mapping_layers": 1,
+        "mapping_epochs": 1,
+        "proto_epochs": 5,
+        "p_value": 0.5,
+    }
+    dpdllm_veilprobe.veilprobe_perturb(
+        out / "variants.parquet",
+        model,
+        settings,
+        {"prefix_fraction": 0.5},
+        {"batch_size": 8},
+        1,
+        out / "perturbed.parquet",
+    )
     perturbed = read_records(out / "perturbed.parquet")
     assert any(r["replaced"] for r in perturbed)
     for r in perturbed:  # only the replaced positions change
         changed = [i for i, (a, b) in enumerate(zip(r["prefix_ids"], r["perturbed_ids"], strict=True)) if a != b]
         assert changed == r["replaced"]
-    dpdllm_veilprobe.veilprobe_features(out / "blackbox.parquet", out / "perturbed.parquet", model, settings, 1, out / "vfeat.parquet",
-                                 out / "mapping")
+    dpdllm_veilprobe.veilprobe_features(
+        out / "blackbox.parquet", out / "perturbed.parquet", model, settings, 1, out / "vfeat.parquet", out / "mapping"
+    )
     assert json.loads((out / "mapping/trained_on.json").read_text())["sample_ids"] == [f"s{i:02d}" for i in range(N)]
-    dpdllm_veilprobe.fit_veilprobe(out / "vfeat.parquet", out / "samples.parquet", settings, FOLDS, 1, out / "veil.parquet",
-                            out / "veil-model")
+    dpdllm_veilprobe.fit_veilprobe(
+        out / "vfeat.parquet", out / "samples.parquet", settings, FOLDS, 1, out / "veil.parquet", out / "veil-model"
+    )
     permuted = _permuted_evaluation(out, "samples-permuted-v.parquet")
-    dpdllm_veilprobe.fit_veilprobe(out / "vfeat.parquet", permuted, settings, FOLDS, 1, out / "veil-p.parquet", out / "veil-model-p")
+    dpdllm_veilprobe.fit_veilprobe(
+        out / "vfeat.parquet", permuted, settings, FOLDS, 1, out / "veil-p.parquet", out / "veil-model-p"
+    )
     assert (out / "veil.parquet").read_bytes() == (out / "veil-p.parquet").read_bytes()
     assert (out / "veil-model/trained_on.json").read_text() == (out / "veil-model-p/trained_on.json").read_text()
     assert (out / "veil-model/protonet.pt").read_bytes() == (out / "veil-model-p/protonet.pt").read_bytes()
@@ -125,18 +173,29 @@ def test_veilprobe_end_to_end_and_blind_to_evaluation_labels(inputs):
     from leaktrace.stages.score import score_tokens
 
     score_tokens(out / "variants.parquet", model, None, {"batch_size": 8}, tokens, originals_only=True)
-    score_methods(tokens, out / "variants.parquet", {"loss": {}, "veilprobe": {}}, out / "scores.parquet",
-                  learned=(out / "veil.parquet",))
+    score_methods(
+        tokens,
+        out / "variants.parquet",
+        {"loss": {}, "veilprobe": {}},
+        out / "scores.parquet",
+        learned=(out / "veil.parquet",),
+    )
     scores = read_records(out / "scores.parquet")
-    assert {r["method"] for r in scores} == {"loss", "veilprobe"} and sum(r["method"] == "veilprobe" for r in scores) == N
-    assert all(len(r["fold_scores"]) == 4 for r in scores if r["method"] == "veilprobe")  # the cross-fit reaches scores.parquet
+    assert {r["method"] for r in scores} == {"loss", "veilprobe"} and sum(
+        r["method"] == "veilprobe" for r in scores
+    ) == N
+    assert all(
+        len(r["fold_scores"]) == 4 for r in scores if r["method"] == "veilprobe"
+    )  # the cross-fit reaches scores.parquet
 
 
 def test_dpdllm_features_follow_their_definitions():
     logprobs = np.log(np.array([0.5, 0.25], dtype=np.float32))
     f = continuation_features(ContinuationStats(logprobs, np.array([0.5, 0.5]), np.log(np.array([0.25, 0.25])), "ab"))
     assert f["mean_prob"] == pytest.approx(0.375) and f["mean_max_prob"] == pytest.approx(0.5)
-    assert f["perplexity"] == pytest.approx(np.sqrt(8)) and f["lowercase_ratio"] == pytest.approx(np.log(4) / np.log(np.sqrt(8)))
+    assert f["perplexity"] == pytest.approx(np.sqrt(8)) and f["lowercase_ratio"] == pytest.approx(
+        np.log(4) / np.log(np.sqrt(8))
+    )
 
 
 def test_key_tokens_are_the_most_attributed_words():
@@ -144,8 +203,9 @@ def test_key_tokens_are_the_most_attributed_words():
     decode = lambda ids: "".join(pieces[i] for i in ids)  # noqa: E731
     prefix = [1, 2, 3, 4]
     candidates = np.array([[5, 6], [2, 5], [6, 5], [4, 6]])  # position 1 (" f"): " f" is itself, " y" the first other
-    perturbed, replaced = perturb_key_tokens(prefix, np.array([0.1, 5.0, 9.0, 0.2]), candidates, decode, 0.25, 1,
-                                             np.random.default_rng(0))
+    perturbed, replaced = perturb_key_tokens(
+        prefix, np.array([0.1, 5.0, 9.0, 0.2]), candidates, decode, 0.25, 1, np.random.default_rng(0)
+    )
     assert replaced == [1] and perturbed == [1, 5, 3, 4]  # "(" has the top attribution but is no word
 
 
@@ -167,8 +227,10 @@ def test_networks_trained_together_train_as_they_would_alone():
     rng = np.random.default_rng(1)
     x = rng.normal(size=(30, 6))
     settings = ProtoSettings(hidden=8, bottleneck=4, epochs=3, episodes=2)
-    tasks = [ProtoTask(np.arange(20), np.repeat([True, False], 10), seed=3, mask=np.r_[np.ones(3, bool), np.zeros(3, bool)]),
-             ProtoTask(np.arange(10, 30), np.tile([True, False], 10), seed=4)]
+    tasks = [
+        ProtoTask(np.arange(20), np.repeat([True, False], 10), seed=3, mask=np.r_[np.ones(3, bool), np.zeros(3, bool)]),
+        ProtoTask(np.arange(10, 30), np.tile([True, False], 10), seed=4),
+    ]
     together = fit_many(x, tasks, settings)
     alone = [fit_many(x, [task], settings) for task in tasks]
     assert together.scores.shape == (2, 30)
@@ -188,6 +250,20 @@ def test_scores_command_takes_every_learned_file():
 
     parser = argparse.ArgumentParser()
     COMMANDS["scores"][0](parser)
-    args = parser.parse_args(["--tokens", "t", "--variants", "v", "--settings", "{}", "--output", "o",
-                              "--learned", "dpdllm.parquet", "--learned", "veilprobe.parquet"])
+    args = parser.parse_args(
+        [
+            "--tokens",
+            "t",
+            "--variants",
+            "v",
+            "--settings",
+            "{}",
+            "--output",
+            "o",
+            "--learned",
+            "dpdllm.parquet",
+            "--learned",
+            "veilprobe.parquet",
+        ]
+    )
     assert [str(p) for p in args.learned] == ["dpdllm.parquet", "veilprobe.parquet"]

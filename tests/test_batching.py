@@ -39,6 +39,7 @@ def _oom_above(limit, seen):
         if size > limit:
             raise torch.OutOfMemoryError(f"fake: {size} > {limit}")
         seen.append(batch)
+
     return run
 
 
@@ -68,8 +69,9 @@ def _assert_close(actual, expected):
 
 def test_budgeted_pass_equals_the_fixed_batch_pass_in_input_order(tiny_model_dir, fixed):
     lm, expected = fixed
-    budgeted = HFLanguageModel(ModelSpec(str(tiny_model_dir)), batch_size=64, token_budget=150, max_length=256,
-                               progress=False)
+    budgeted = HFLanguageModel(
+        ModelSpec(str(tiny_model_dir)), batch_size=64, token_budget=150, max_length=256, progress=False
+    )
     widths = []
     forward = budgeted._forward_stats
     budgeted._forward_stats = lambda ids, *a: (widths.append(ids.shape), forward(ids, *a))[1]

@@ -30,7 +30,9 @@ class Smoke:
     figure: str  # a regular expression the output must match: the script's figure line
     uses_run: bool = False  # reads a finished run: runs in the micro run's copy
     in_repository: bool = False  # reads the repository's git history: runs from the repository itself
-    slow: bool = False  # its smoke run takes over 5 s: in `make test-all` (marked slow), to keep make test's share <= 60 s
+    slow: bool = (
+        False  # its smoke run takes over 5 s: in `make test-all` (marked slow), to keep make test's share <= 60 s
+    )
 
 
 SMOKE = {
@@ -42,29 +44,71 @@ SMOKE = {
     "generation_throughput.py": Smoke(("--prompts", "2", "--new-tokens", "2", "--batch-size", "2"), r"new tokens/s"),
     "input_memory.py": Smoke(("--skip-mb", "1", "--chunk-mb", "1"), r"peak RSS MB", slow=True),
     "leakage_speed.py": Smoke(("--naive-files", "2", "--benchmarks", "2", "--files", "20"), r"files/s/core"),
-    "lora_padding.py": Smoke(("--mix", f"{RUN}/train/humaneval/ratio-1/mix.parquet",
-                              "--epochs", "1"), r"length-grouped / random: wall time [\d.]+", uses_run=True),
+    "lora_padding.py": Smoke(
+        ("--mix", f"{RUN}/train/humaneval/ratio-1/mix.parquet", "--epochs", "1"),
+        r"length-grouped / random: wall time [\d.]+",
+        uses_run=True,
+    ),
     "model_threads.py": Smoke(("--texts", "2", "--new-tokens", "2"), r"side by side is [\d.]+x faster", slow=True),
-    "names_per_variant.py": Smoke((RUN, "--config", "config/micro.yaml", "--min-valid", "1", "--names", "1", "--resamples", "20",
-                                   "--workers", "1"), r"Null check under the base model",
-                                  uses_run=True),
-    "natural_variants.py": Smoke((f"{RUN}/variants/lexicon.parquet", f"{RUN}/filter/humaneval.functions.parquet",
-                                  "smoke-natural", "--pool", "10", "--limit", "2", "--workers", "1"), r"original beats all +\d+ = [\d.]+ Wilson",
-                                 uses_run=True, slow=True),
-    "renamed_channel.py": Smoke(("--stdlib-files", "20", "--short"), r"cost of the renamed channel: shard job x[\d.]+", slow=True),
+    "names_per_variant.py": Smoke(
+        (
+            RUN,
+            "--config",
+            "config/micro.yaml",
+            "--min-valid",
+            "1",
+            "--names",
+            "1",
+            "--resamples",
+            "20",
+            "--workers",
+            "1",
+        ),
+        r"Null check under the base model",
+        uses_run=True,
+    ),
+    "natural_variants.py": Smoke(
+        (
+            f"{RUN}/variants/lexicon.parquet",
+            f"{RUN}/filter/humaneval.functions.parquet",
+            "smoke-natural",
+            "--pool",
+            "10",
+            "--limit",
+            "2",
+            "--workers",
+            "1",
+        ),
+        r"original beats all +\d+ = [\d.]+ Wilson",
+        uses_run=True,
+        slow=True,
+    ),
+    "renamed_channel.py": Smoke(
+        ("--stdlib-files", "20", "--short"), r"cost of the renamed channel: shard job x[\d.]+", slow=True
+    ),
     "scan_cost.py": Smoke(("--files", "20", "--presets", "default"), r"files per CPU second"),
     "sandbox_speed.py": Smoke(("--runs", "2"), r"runs/s", in_repository=True),
-    "scan_kinds.py": Smoke(("--stdlib-files", "5", "--samples", "2"), r"precision of all duplicate pairs: \d+/\d+", slow=True),
+    "scan_kinds.py": Smoke(
+        ("--stdlib-files", "5", "--samples", "2"), r"precision of all duplicate pairs: \d+/\d+", slow=True
+    ),
     "scoring_speed.py": Smoke(("--naive-samples", "2", "--limit", "4"), r"\(a\) / \(b\) = [\d.]+x faster"),
     "scoring_throughput.py": Smoke(("--repeat", "1", "--limit", "8"), r"tokens/s", slow=True),
     "stdio_speed.py": Smoke(("--cases", "2", "--runs", "1"), r"ms a problem"),
     "structural_speed.py": Smoke(("--pairs", "4", "--apted-pairs", "2"), r"ms wall", slow=True),
     "train_throughput.py": Smoke(("--steps", "2", "--seq-len", "32", "--batch-size", "2"), r"tokens/s", slow=True),
-    "variant_generators.py": Smoke((f"{RUN}/variants/lexicon.parquet", "smoke-generators", "--limit", "2"),
-                                   r"exchangeable", uses_run=True, slow=True),
+    "variant_generators.py": Smoke(
+        (f"{RUN}/variants/lexicon.parquet", "smoke-generators", "--limit", "2"),
+        r"exchangeable",
+        uses_run=True,
+        slow=True,
+    ),
     "verify_human_labels.py": Smoke(("--folds", "2"), r"cross-validated", slow=True),
-    "verify_cfamily_cv.py": Smoke(("--folds", "2", "--seeds", "0", "--bootstrap", "20"), r"Hard cases .* MCC", slow=True),
-    "verify_devset.py": Smoke(("--cache", "smoke-verify", "--limit", "20", "--workers", "1"), r"held-out half", slow=True),
+    "verify_cfamily_cv.py": Smoke(
+        ("--folds", "2", "--seeds", "0", "--bootstrap", "20"), r"Hard cases .* MCC", slow=True
+    ),
+    "verify_devset.py": Smoke(
+        ("--cache", "smoke-verify", "--limit", "20", "--workers", "1"), r"held-out half", slow=True
+    ),
 }
 # Scripts that need hardware the tests never have: their own checks run where it is (pytest -m gpu).
 OTHER_HARDWARE = {"gpu_checks.sh"}
@@ -81,8 +125,13 @@ class Runner:
     """tests/script_runner.py, started once: each script a fork of it."""
 
     def __init__(self):
-        self.process = subprocess.Popen([sys.executable, str(REPO / "tests" / "script_runner.py")], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True, cwd=REPO)
+        self.process = subprocess.Popen(
+            [sys.executable, str(REPO / "tests" / "script_runner.py")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+        )
         assert json.loads(self.process.stdout.readline()) == {"ready": True}
 
     def run(self, script: Path, argv: list[str], cwd: Path, output: Path) -> int:
@@ -108,7 +157,9 @@ def copy(tmp_path_factory):
     return fresh_copy(tmp_path_factory.mktemp("scripts"))
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if SMOKE[name].slow else name for name in sorted(SMOKE)])
+@pytest.mark.parametrize(
+    "name", [pytest.param(name, marks=pytest.mark.slow) if SMOKE[name].slow else name for name in sorted(SMOKE)]
+)
 def test_script_runs_in_smoke_mode(name, runner, copy, request, tmp_path):
     smoke = SMOKE[name]
     where = REPO if smoke.in_repository else copy
@@ -120,4 +171,6 @@ def test_script_runs_in_smoke_mode(name, runner, copy, request, tmp_path):
     status = runner.run(where / "benchmarks" / name, argv, where, output)
     printed = output.read_text()
     assert status == 0, f"{name} {' '.join(argv)} exited {status}:\n{printed[-3000:]}"
-    assert re.search(smoke.figure, printed), f"{name} printed no figure line matching {smoke.figure!r}:\n{printed[-3000:]}"
+    assert re.search(smoke.figure, printed), (
+        f"{name} printed no figure line matching {smoke.figure!r}:\n{printed[-3000:]}"
+    )

@@ -90,7 +90,11 @@ def test_count_and_average_rows_hold_by_their_rules():
     assert count_row("m", "reference", CALIBRATION_FOLD, 0.05, 6, 46)["holds"]
     row = count_row("m", "reference", CALIBRATION_FOLD, 0.05, 8, 46)
     assert not row["holds"] and row["kind"] == COUNT and row["ci_low"] > 0.05
-    assert (row["rule"], row["expected_rate"], row["holds_p"]) == ("binomial", 0.05, pytest.approx(binomtest(8, 46, 0.05, "greater").pvalue))
+    assert (row["rule"], row["expected_rate"], row["holds_p"]) == (
+        "binomial",
+        0.05,
+        pytest.approx(binomtest(8, 46, 0.05, "greater").pvalue),
+    )
     # an average against its expectation with its Monte Carlo error: [0.05, 0.07] has mean 0.06, standard error
     # 0.01, so t = 1 on one degree of freedom, p = 1/4: the excess is noise; 200 partitions at 0.06 +- 0.01 are not
     row = average_row("m", "reference", REPARTITIONED, 0.05, [0.05, 0.07])
@@ -103,7 +107,13 @@ def test_count_and_average_rows_hold_by_their_rules():
 
 def test_row_files_join_sorted_and_a_stranger_file_or_a_repeated_key_is_named(tmp_path):
     a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
-    write_rows([count_row("z", "reference", CALIBRATION_FOLD, 0.1, 1, 10), count_row("a", "reference", CALIBRATION_FOLD, 0.1, 1, 10)], a)
+    write_rows(
+        [
+            count_row("z", "reference", CALIBRATION_FOLD, 0.1, 1, 10),
+            count_row("a", "reference", CALIBRATION_FOLD, 0.1, 1, 10),
+        ],
+        a,
+    )
     write_rows([average_row("m", "target", REPARTITIONED, 0.05, [0.0, 0.1])], b)
     rows = combined_rows([a, b])
     assert [r["method"] for r in rows] == ["a", "m", "z"] and list(rows[0]) == SCHEMA.names
@@ -115,7 +125,15 @@ def test_row_files_join_sorted_and_a_stranger_file_or_a_repeated_key_is_named(tm
 
 
 def test_unexposed_models_are_recognised_by_name():
-    names = ["reference", "ref-model", "target-r5-s0-e5", "sham-r5-s0-e5", "twin-r5-s0-e5", "audit-x", "twin-r0.5-s1-e3"]
+    names = [
+        "reference",
+        "ref-model",
+        "target-r5-s0-e5",
+        "sham-r5-s0-e5",
+        "twin-r5-s0-e5",
+        "audit-x",
+        "twin-r0.5-s1-e3",
+    ]
     assert unexposed_models(names) == ["reference", "ref-model", "sham-r5-s0-e5", "twin-r5-s0-e5", "twin-r0.5-s1-e3"]
     assert not is_unexposed("target-r5-s0-e5")
 
@@ -158,8 +176,11 @@ def test_folds_need_two_of_each_class_and_shrink_to_the_smaller_class():
 
 
 def test_row_conformal_inputs_read_a_cross_fit_from_score_rows():
-    rows = {"c0": {"score": 0.2, "fold": 0, "fold_scores": [0.2, 0.9]}, "c1": {"score": 0.6, "fold": 1, "fold_scores": [0.1, 0.6]},
-            "x": {"score": 0.5, "fold": UNLABELLED, "fold_scores": [0.1, 0.7]}}
+    rows = {
+        "c0": {"score": 0.2, "fold": 0, "fold_scores": [0.2, 0.9]},
+        "c1": {"score": 0.6, "fold": 1, "fold_scores": [0.1, 0.6]},
+        "x": {"score": 0.5, "fold": UNLABELLED, "fold_scores": [0.1, 0.7]},
+    }
     control, test, fit = row_conformal_inputs(rows, ["c0", "c1"], ["x"])
     # c0 against x under fit 0 (0.2 >= 0.1), c1 under fit 1 (0.6 < 0.7): p = (1 + 1) / 3
     assert p_values(exceedances(control, test, fit))[0] == pytest.approx(2 / 3)
@@ -170,7 +191,9 @@ def test_row_conformal_inputs_read_a_cross_fit_from_score_rows():
 
 def test_calibration_fold_check_counts_flags_among_evaluation_non_members():
     rows = {f"c{i}": {"score": float(i)} for i in range(9)} | {f"t{i}": {"score": 7.5 + i} for i in range(4)}
-    out = calibration_fold_rows("m", "reference", rows, [f"c{i}" for i in range(9)], [f"t{i}" for i in range(4)], [0.1, 0.2])
+    out = calibration_fold_rows(
+        "m", "reference", rows, [f"c{i}" for i in range(9)], [f"t{i}" for i in range(4)], [0.1, 0.2]
+    )
     # t0 (7.5) is reached by one control (8): p = 2/10; t1..t3 by none: p = 1/10
     assert [(r["alpha"], r["rejections"], r["n"]) for r in out] == [(0.1, 3, 4), (0.2, 4, 4)]
     # the flags share the 9 controls: k = 1 at 0.1, the count is BetaBinomial(4, 1, 9), P(X >= 3) = 36/2860 + 9/6435
@@ -186,8 +209,12 @@ def test_calibration_fold_check_holds_where_only_chance_flags():
     X >= 6 iff the top 6 of all 64 scores are tested ones, C(45, 6) / C(64, 6)
     = 0.109."""
     rows = {f"c{i}": {"score": float(i)} for i in range(19)}
-    rows |= {f"t{i}": {"score": 18.5 if i < 6 else 0.5} for i in range(45)}  # above every control (p = 1/20), or below 18
-    (row,) = calibration_fold_rows("m", "reference", rows, [f"c{i}" for i in range(19)], [f"t{i}" for i in range(45)], [0.05])
+    rows |= {
+        f"t{i}": {"score": 18.5 if i < 6 else 0.5} for i in range(45)
+    }  # above every control (p = 1/20), or below 18
+    (row,) = calibration_fold_rows(
+        "m", "reference", rows, [f"c{i}" for i in range(19)], [f"t{i}" for i in range(45)], [0.05]
+    )
     assert row["rejections"] == 6 and row["ci_low"] > 0.05 and row["holds"]
     assert row["holds_p"] == pytest.approx(math.comb(45, 6) / math.comb(64, 6))
 
@@ -209,7 +236,10 @@ def test_repartitioned_check_judges_tied_scores_against_their_lower_exact_expect
     against it, not against alpha."""
     scores = np.repeat([0.0, 1.0], 30)
     (row,) = repartitioned_rows("loss", "reference", scores, 19, 200, [0.2], seed=3)
-    assert row["expected_rate"] == pytest.approx(repartition_expected_rate(scores, 19, 0.2)) and row["expected_rate"] < 0.01
+    assert (
+        row["expected_rate"] == pytest.approx(repartition_expected_rate(scores, 19, 0.2))
+        and row["expected_rate"] < 0.01
+    )
     assert row["holds"] and row["rate"] <= row["ci_high"] and row["ci_low"] <= row["expected_rate"] + 0.01
 
 
@@ -234,11 +264,15 @@ def test_refitted_repartitions_keep_a_memorising_classifier_calibrated():
     features = rng.normal(size=80)
     members, non_members = np.arange(20), np.arange(20, 80)
     refit = Refit(_memorising(features), 80, folds=5)
-    rows = refitted_repartitioned_rows("veilprobe", "reference", refit, members, non_members, 20, 200, [0.05, 0.1], seed=4)
+    rows = refitted_repartitioned_rows(
+        "veilprobe", "reference", refit, members, non_members, 20, 200, [0.05, 0.1], seed=4
+    )
     assert all(r["holds"] for r in rows), rows
     assert rows[0]["rate"] == pytest.approx(0.05, abs=0.025)
     # the deployed-as-before fit: controls scored by the classifier that saw them
-    naive = _memorising(features)([(np.r_[members, non_members[:20]], np.r_[np.ones(20, bool), np.zeros(20, bool)])])[0][0]
+    naive = _memorising(features)([(np.r_[members, non_members[:20]], np.r_[np.ones(20, bool), np.zeros(20, bool)])])[
+        0
+    ][0]
     assert np.mean(conformal_p_values(naive[non_members[:20]], naive[non_members[20:]]) <= 0.05) == 1.0
 
 
@@ -276,16 +310,23 @@ def test_report_section_names_failed_rows_counts_unjudged_ones_and_shows_ks_only
     from leaktrace.report.calibration import calibration_section
 
     flags = {f"c{i}": {"score": float(i)} for i in range(9)} | {f"t{i}": {"score": 7.5 + i} for i in range(4)}
-    rows = calibration_fold_rows("m", "reference", flags, [f"c{i}" for i in range(9)], [f"t{i}" for i in range(4)], [0.1])
-    rows += [count_row("exchangeability", "ref-model", REAL_ORDER, 0.05, 1, 1, unjudgeable(0.05)),
-             count_row("exchangeability", POOLED_UNEXPOSED, REAL_ORDER, 0.05, 1, 1, pooled_models([0.3], 0.05)),
-             count_row("dataset_inference", "reference", REMEMBERSHIP, 0.05, 10, 200, ks_d=0.05, ks_p=0.6)]
+    rows = calibration_fold_rows(
+        "m", "reference", flags, [f"c{i}" for i in range(9)], [f"t{i}" for i in range(4)], [0.1]
+    )
+    rows += [
+        count_row("exchangeability", "ref-model", REAL_ORDER, 0.05, 1, 1, unjudgeable(0.05)),
+        count_row("exchangeability", POOLED_UNEXPOSED, REAL_ORDER, 0.05, 1, 1, pooled_models([0.3], 0.05)),
+        count_row("dataset_inference", "reference", REMEMBERSHIP, 0.05, 10, 200, ks_d=0.05, ks_p=0.6),
+    ]
     text = calibration_section(rows)
-    fold = text[text.index("### Null: calibration fold"):text.index("### Null: re-randomised")]
+    fold = text[text.index("### Null: calibration fold") : text.index("### Null: re-randomised")]
     assert "**Does not hold** (1 of 1 rows): m under reference at α = 0.1" in fold and "ks_p" not in fold
-    assert "| ks_d | ks_p |" in text[text.index("### Null: re-randomised"):text.index("### Null: real order")]
-    order = text[text.index("### Null: real order"):]
+    assert "| ks_d | ks_p |" in text[text.index("### Null: re-randomised") : text.index("### Null: real order")]
+    order = text[text.index("### Null: real order") :]
     assert "1 of 2 rows cannot be judged" in order and "real order at some α under ref-model" in order
     assert "(Bonferroni, p = 0.3) that is within chance" in order  # the pooled row holds: no structure claimed
-    failing = [*rows[1:2], count_row("exchangeability", POOLED_UNEXPOSED, REAL_ORDER, 0.05, 1, 1, pooled_models([0.001], 0.05))]
+    failing = [
+        *rows[1:2],
+        count_row("exchangeability", POOLED_UNEXPOSED, REAL_ORDER, 0.05, 1, 1, pooled_models([0.001], 0.05)),
+    ]
     assert "this benchmark's order carries structure" in calibration_section(failing)

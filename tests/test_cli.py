@@ -32,20 +32,33 @@ def test_empty_benchmark_is_reported(tmp_path):
 
 
 def test_invalid_settings_json_is_a_usage_error(tmp_path):
-    result = run_cli("ingest-benchmark", "--name", "b", "--settings", "{not json", "--output", str(tmp_path / "o.parquet"))
+    result = run_cli(
+        "ingest-benchmark", "--name", "b", "--settings", "{not json", "--output", str(tmp_path / "o.parquet")
+    )
     assert result.returncode == 2
     assert "not valid JSON" in result.stderr
 
 
-GOOD = {"task_id": "T/0", "prompt": "def f(x):\n", "canonical_solution": "    return x\n", "test": "", "entry_point": "f"}
+GOOD = {
+    "task_id": "T/0",
+    "prompt": "def f(x):\n",
+    "canonical_solution": "    return x\n",
+    "test": "",
+    "entry_point": "f",
+}
 BAD_FILES = {
     "non-UTF-8 line": (b'{"task_id": "caf\xe9"}\n', "record line 1: not UTF-8"),
     "binary file": (bytes(range(256)) * 4, "record line 1: binary data"),
     "corrupt gzip": (gzip.compress(json.dumps(GOOD).encode() * 50)[:40], "record line 1: corrupt gzip data"),
-    "lone surrogate": (json.dumps(dict(GOOD, test="\ud800")).encode(), "record line 1: field 'test' holds a lone surrogate"),
+    "lone surrogate": (
+        json.dumps(dict(GOOD, test="\ud800")).encode(),
+        "record line 1: field 'test' holds a lone surrogate",
+    ),
     "deeply nested JSON": (b"[" * 100_000 + b"]" * 100_000, "record line 1: JSON nested too deeply"),
-    "deeply nested code": (json.dumps(dict(GOOD, canonical_solution="    return " + "-" * 100_000 + "x\n")).encode(),
-                           "record line 1 (T/0): code is nested too deeply"),
+    "deeply nested code": (
+        json.dumps(dict(GOOD, canonical_solution="    return " + "-" * 100_000 + "x\n")).encode(),
+        "record line 1 (T/0): code is nested too deeply",
+    ),
 }
 
 
@@ -70,9 +83,23 @@ def test_a_scan_of_a_missing_corpus_root_is_one_line_on_stderr(tmp_path):
     bench = tmp_path / "bench.jsonl"
     bench.write_text(json.dumps(GOOD) + "\n")
     assert ingest(bench, tmp_path / "bench.parquet").returncode == 0
-    settings = json.dumps({"benchmark": "b", "corpus": {"kind": "files", "root": str(tmp_path / "nowhere"), "glob": "*"}})
+    settings = json.dumps(
+        {"benchmark": "b", "corpus": {"kind": "files", "root": str(tmp_path / "nowhere"), "glob": "*"}}
+    )
     common = ["--scan", "s", "--benchmark", str(tmp_path / "bench.parquet"), "--settings", settings]
     assert run_cli("leakage-index", *common, "--output", str(tmp_path / "index.parquet")).returncode == 0
-    result = run_cli("leakage-scan", *common, "--index", str(tmp_path / "index.parquet"), "--part", "0", "--parts", "1",
-                     "--pairs", str(tmp_path / "p.parquet"), "--accounting", str(tmp_path / "a.parquet"))
+    result = run_cli(
+        "leakage-scan",
+        *common,
+        "--index",
+        str(tmp_path / "index.parquet"),
+        "--part",
+        "0",
+        "--parts",
+        "1",
+        "--pairs",
+        str(tmp_path / "p.parquet"),
+        "--accounting",
+        str(tmp_path / "a.parquet"),
+    )
     assert_one_line_error(result, f"{tmp_path / 'nowhere'}: corpus root is not a directory")

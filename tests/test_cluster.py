@@ -38,20 +38,25 @@ RATES = jobsize.Rates.from_config(yaml.safe_load((REPO / "config" / "config.yaml
 def test_memory_and_runtime_scale_with_the_model_and_the_data():
     rates = dataclasses.replace(RATES, base_mb=1000, safety=4, min_runtime=1, start_s=15, token_s=0, decode_step_s=0)
     tiny = jobsize.model_size(BASE_MODEL)
-    big = jobsize.ModelSize(parameters=7_000_000_000, vocab_size=49152, hidden_size=4096, num_layers=32, max_positions=4096)
+    big = jobsize.ModelSize(
+        parameters=7_000_000_000, vocab_size=49152, hidden_size=4096, num_layers=32, max_positions=4096
+    )
     common = {"batch_size": 8, "context": 512}
     # the tiny model's weights are 7 MB; its batch's float32 logits 3 x 8 x 512 x 4096 x 4 B = 201 MB, x1.25
     assert jobsize.model_memory_mb(tiny, rates, dtype="float32", on_gpu=False, training=False, **common) == 1000 + 300
     # 7B bfloat16 weights alone are 14 GB of host memory (x1.25), twice for two DDP processes, twice on a retry
     assert jobsize.model_memory_mb(big, rates, dtype="bfloat16", on_gpu=True, training=False, **common) == 1000 + 17_500
-    assert jobsize.model_memory_mb(big, rates, dtype="bfloat16", on_gpu=True, training=False, processes=2, attempt=2,
-                                   **common) == 2 * (1000 + 35_000)
-    assert (jobsize.model_memory_mb(tiny, rates, dtype="float32", on_gpu=False, training=True, **common)
-            > jobsize.model_memory_mb(tiny, rates, dtype="float32", on_gpu=False, training=False, **common))
+    assert jobsize.model_memory_mb(
+        big, rates, dtype="bfloat16", on_gpu=True, training=False, processes=2, attempt=2, **common
+    ) == 2 * (1000 + 35_000)
+    assert jobsize.model_memory_mb(
+        tiny, rates, dtype="float32", on_gpu=False, training=True, **common
+    ) > jobsize.model_memory_mb(tiny, rates, dtype="float32", on_gpu=False, training=False, **common)
     # 1e9 tokens through 7B parameters (2 FLOPs each) and attention over 512 positions of 32 layers of 4096
     # (2 x 32 x 512 x 4096 = 134,217,728) at 1e14 FLOP/s: 141,342 s; plus 15 s of start-up, x4, in minutes
-    seconds = jobsize.model_seconds(big, rates, kind="forward", tokens=10**9, generated=0, batch_size=8, context=512,
-                                    flops_per_s=1e14)
+    seconds = jobsize.model_seconds(
+        big, rates, kind="forward", tokens=10**9, generated=0, batch_size=8, context=512, flops_per_s=1e14
+    )
     assert seconds == pytest.approx(141_342.177_28) and jobsize.runtime_min(seconds, rates) == 9424
     assert jobsize.flops_per_token(big, "train", 512) == 3 * jobsize.flops_per_token(big, "forward", 512)
     assert jobsize.runtime_min(0, rates) == 1 and jobsize.runtime_min(0, rates, attempt=2) == 2  # 15 s x4 = 1 min
@@ -89,9 +94,25 @@ def test_every_job_of_the_default_run_asks_for_what_it_used_and_at_most_ten_time
     measured use, or whose inputs the recorded run lacks (a new rule), fails
     here by name."""
     config = write_config(tmp_path, {}, base="config.yaml")
-    result = subprocess.run([sys.executable, str(REPO / "tests" / "plan_requests.py"), str(INPUTS), "--snakefile",
-                             str(REPO / "Snakefile"), "--directory", str(tmp_path), "--cores", "2", "--configfile",
-                             str(config), "--dry-run"], capture_output=True, text=True, timeout=900)
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "tests" / "plan_requests.py"),
+            str(INPUTS),
+            "--snakefile",
+            str(REPO / "Snakefile"),
+            "--directory",
+            str(tmp_path),
+            "--cores",
+            "2",
+            "--configfile",
+            str(config),
+            "--dry-run",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     used = {row["benchmark"]: row for row in read_tsv(USE)}
     jobs = [job for job in planned_jobs(result.stdout) if job["rule"] not in TARGET_RULES]
@@ -109,23 +130,32 @@ def test_every_job_of_the_default_run_asks_for_what_it_used_and_at_most_ten_time
             problems.append(f"{label}: no measured use in {USE.relative_to(REPO)}; measure it with {REGENERATE}")
             continue
         if not (asks.get("mem_mb", "").isdigit() and asks.get("runtime", "").isdigit()):
-            problems.append(f"{label}: asks for mem_mb={asks.get('mem_mb')}, runtime={asks.get('runtime')}: every job "
-                            f"asks for both, from inputs the recorded run has ({INPUTS.relative_to(REPO)})")
+            problems.append(
+                f"{label}: asks for mem_mb={asks.get('mem_mb')}, runtime={asks.get('runtime')}: every job "
+                f"asks for both, from inputs the recorded run has ({INPUTS.relative_to(REPO)})"
+            )
             continue
         seconds, rss = float(used[job["benchmark"]]["s"]), float(used[job["benchmark"]]["max_rss_mb"])
         most_seconds, most_rss = most[(job["rule"], asks["runtime"], asks["mem_mb"])]
         runtime_s, mem_mb = 60 * int(asks["runtime"]), int(asks["mem_mb"])
         if not seconds <= runtime_s <= max(10 * most_seconds, 60):
-            problems.append(f"{label}: runtime {asks['runtime']} min for {seconds:.0f} s of use "
-                            f"(the rule's most with this request: {most_seconds:.0f} s)")
+            problems.append(
+                f"{label}: runtime {asks['runtime']} min for {seconds:.0f} s of use "
+                f"(the rule's most with this request: {most_seconds:.0f} s)"
+            )
         if not rss <= mem_mb <= 10 * most_rss:
-            problems.append(f"{label}: mem_mb {mem_mb} for {rss:.0f} MB of use (the rule's most with this request: "
-                            f"{most_rss:.0f} MB)")
+            problems.append(
+                f"{label}: mem_mb {mem_mb} for {rss:.0f} MB of use (the rule's most with this request: "
+                f"{most_rss:.0f} MB)"
+            )
     assert not problems, "\n".join(problems)
 
 
 def experiment_configs() -> list[str]:
-    return ["config/micro.yaml", *sorted(str(p.relative_to(REPO)) for p in (REPO / "config" / "experiments").glob("*.yaml"))]
+    return [
+        "config/micro.yaml",
+        *sorted(str(p.relative_to(REPO)) for p in (REPO / "config" / "experiments").glob("*.yaml")),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -139,16 +169,31 @@ def test_every_job_of_every_shipped_config_asks_for_memory_and_time(configfile, 
     every job asks: one that does not gets a whole node's memory and no time
     limit. The shipped models' pretraining and the learning-rate selection
     (make targets outside `all`) are planned with the micro config."""
-    targets = ["all", "pretrain_base_model", "pretrain_reference_model", "learning_rate_selection"] \
-        if configfile == "config/micro.yaml" else []
-    result = subprocess.run([".venv/bin/snakemake", "--cores", "2", "--configfile", configfile, "--dry-run", *targets],
-                            cwd=copy, capture_output=True, text=True, timeout=600)
+    targets = (
+        ["all", "pretrain_base_model", "pretrain_reference_model", "learning_rate_selection"]
+        if configfile == "config/micro.yaml"
+        else []
+    )
+    result = subprocess.run(
+        [".venv/bin/snakemake", "--cores", "2", "--configfile", configfile, "--dry-run", *targets],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     jobs = [job for job in planned_jobs(result.stdout) if job["rule"] not in TARGET_RULES]
     assert jobs and (not targets or {"pretrain_base_model", "select_learning_rate"} <= {job["rule"] for job in jobs})
-    missing = sorted({f"rule {job['rule']}: no {', '.join(k for k in ('mem_mb', 'runtime') if k not in job['resources'])}"
-                      for job in jobs if not {"mem_mb", "runtime"} <= job["resources"].keys()})
-    assert not missing, f"{configfile}: give these resources from cpu_job() or model_job() (rules/cluster.smk): {missing}"
+    missing = sorted(
+        {
+            f"rule {job['rule']}: no {', '.join(k for k in ('mem_mb', 'runtime') if k not in job['resources'])}"
+            for job in jobs
+            if not {"mem_mb", "runtime"} <= job["resources"].keys()
+        }
+    )
+    assert not missing, (
+        f"{configfile}: give these resources from cpu_job() or model_job() (rules/cluster.smk): {missing}"
+    )
 
 
 def resources_of(output: str, rule: str) -> list[str]:
@@ -158,10 +203,13 @@ def resources_of(output: str, rule: str) -> list[str]:
 
 
 def test_gpu_jobs_go_to_the_gpu_partition_and_a_hub_model_is_fetched_once(tmp_path):
-    config = write_config(tmp_path, {
-        "base_model": {"path": "example-org/coder-7b", "device": "cuda", "dtype": "bfloat16"},
-        "cluster": {"cpu_partition": "cpus", "gpu_partition": "gpus", "gpu_model": "a100", "one_job": False},
-    })
+    config = write_config(
+        tmp_path,
+        {
+            "base_model": {"path": "example-org/coder-7b", "device": "cuda", "dtype": "bfloat16"},
+            "cluster": {"cpu_partition": "cpus", "gpu_partition": "gpus", "gpu_model": "a100", "one_job": False},
+        },
+    )
     result = snakemake(tmp_path, "-n", "-p", "--configfile", str(config))
     assert result.returncode == 0, result.stderr + result.stdout
     out = result.stdout
@@ -184,34 +232,52 @@ def test_gpu_jobs_go_to_the_gpu_partition_and_a_hub_model_is_fetched_once(tmp_pa
 
 
 def test_multi_gpu_training_runs_under_accelerate_launch_and_checkpoints_outside_its_outputs(tmp_path):
-    config = write_config(tmp_path, {
-        "base_model": {"path": "example-org/coder-7b", "device": "cuda", "dtype": "bfloat16"},
-        "train": {"gpus": 4, "mixed_precision": "bf16", "effective_batch_size": 32, "batch_size": 4},
-        "cluster": {"one_job": False},
-    })
+    config = write_config(
+        tmp_path,
+        {
+            "base_model": {"path": "example-org/coder-7b", "device": "cuda", "dtype": "bfloat16"},
+            "train": {"gpus": 4, "mixed_precision": "bf16", "effective_batch_size": 32, "batch_size": 4},
+            "cluster": {"one_job": False},
+        },
+    )
     result = snakemake(tmp_path, "-n", "-p", "--configfile", str(config))
     assert result.returncode == 0, result.stderr + result.stdout
     lines = resources_of(result.stdout, "train_lora")
     assert lines and all("gpu=4" in line for line in lines)
     commands = re.findall(r"^Shell command: (.* -m leaktrace train .*)$", result.stdout, re.MULTILINE)
-    assert commands and all(" -m accelerate.commands.launch --multi_gpu --num_processes 4 --main_process_port 0 -m leaktrace train"
-                            in c and c.startswith("HF_HUB_OFFLINE=1 ") for c in commands)
+    assert commands and all(
+        " -m accelerate.commands.launch --multi_gpu --num_processes 4 --main_process_port 0 -m leaktrace train" in c
+        and c.startswith("HF_HUB_OFFLINE=1 ")
+        for c in commands
+    )
     checkpoints = {re.search(r"--checkpoint-dir (\S+)", c).group(1) for c in commands}
-    assert len(checkpoints) == len(commands) and all(c.startswith(("results/micro/checkpoints/train_lora/",
-                                                                   "results/micro/checkpoints/train_sham/",
-                                                                   "results/micro/checkpoints/train_twin/",
-                                                                   "results/micro/checkpoints/train_watermark/")) for c in checkpoints)
+    assert len(checkpoints) == len(commands) and all(
+        c.startswith(
+            (
+                "results/micro/checkpoints/train_lora/",
+                "results/micro/checkpoints/train_sham/",
+                "results/micro/checkpoints/train_twin/",
+                "results/micro/checkpoints/train_watermark/",
+            )
+        )
+        for c in checkpoints
+    )
     # a preempted job is requeued by SLURM and resumes from those checkpoints
     profile = (REPO / "config" / "profiles" / "slurm" / "config.yaml").read_text()
     assert re.search(r"^leaktrace-slurm-requeue: true$", profile, re.MULTILINE)
 
 
-@pytest.mark.parametrize("device, one_job, partition", [("cuda", True, "gpus"), ("cpu", True, "cpus"), ("cpu", False, None)])
+@pytest.mark.parametrize(
+    "device, one_job, partition", [("cuda", True, "gpus"), ("cpu", True, "cpus"), ("cpu", False, None)]
+)
 def test_one_job_puts_every_job_but_the_submit_host_ones_in_one_slurm_job(tmp_path, device, one_job, partition):
-    config = write_config(tmp_path, {
-        "base_model": {"path": "example-org/coder-7b", "device": device, "dtype": "bfloat16"},
-        "cluster": {"cpu_partition": "cpus", "gpu_partition": "gpus", "gpu_model": "a100", "one_job": one_job},
-    })
+    config = write_config(
+        tmp_path,
+        {
+            "base_model": {"path": "example-org/coder-7b", "device": device, "dtype": "bfloat16"},
+            "cluster": {"cpu_partition": "cpus", "gpu_partition": "gpus", "gpu_model": "a100", "one_job": one_job},
+        },
+    )
     result = snakemake(tmp_path, "-n", "--executor", "leaktrace-slurm", "--jobs", "5", "--configfile", str(config))
     assert result.returncode == 0, result.stderr + result.stdout
     if not one_job:
@@ -219,14 +285,20 @@ def test_one_job_puts_every_job_but_the_submit_host_ones_in_one_slurm_job(tmp_pa
         return
     assert result.stdout.count("Group job leaktrace") == 1
     before, group = result.stdout.split("Group job leaktrace")
-    assert set(re.findall(r"^rule (\w+):", before, re.MULTILINE)) == {"fetch_hub_model", "model_identity",
-                                                                     "ingest_benchmark", "ingest_corpus_shard"}
+    assert set(re.findall(r"^rule (\w+):", before, re.MULTILINE)) == {
+        "fetch_hub_model",
+        "model_identity",
+        "ingest_benchmark",
+        "ingest_corpus_shard",
+    }
     grouped = re.findall(r"^    rule (\w+):", group, re.MULTILINE)
     # the bookkeeping rules too: a local job between two parts of the group would split it
     assert {"train_lora", "token_stats", "leakage_scan", "lexicon", "aggregate", "audit"} <= set(grouped)
     # a group's string resources must be equal in all its jobs: the allocation's
-    resources = [dict(item.split("=", 1) for item in line.split(", "))
-                 for line in re.findall(r"^        resources: (.*)", group, re.MULTILINE)]
+    resources = [
+        dict(item.split("=", 1) for item in line.split(", "))
+        for line in re.findall(r"^        resources: (.*)", group, re.MULTILINE)
+    ]
     gpu_model = "a100" if device == "cuda" else ""
     assert len(resources) == len(grouped)
     assert all(r["slurm_partition"] == partition and r["gpu_model"] == gpu_model for r in resources), resources
@@ -270,8 +342,9 @@ def _cluster_answers() -> bool:
 @pytest.mark.skipif(not _cluster_answers(), reason="no SLURM cluster answers (sinfo)")
 def test_micro_config_through_the_slurm_profile_equals_a_local_run(tmp_path):
     env = {**os.environ, "WORK": str(tmp_path), "SNAKEMAKE": str(Path(sys.executable).parent / "snakemake")}
-    result = subprocess.run([str(REPO / "scripts" / "slurm-proof.sh")], env=env, capture_output=True, text=True,
-                            timeout=3600)
+    result = subprocess.run(
+        [str(REPO / "scripts" / "slurm-proof.sh")], env=env, capture_output=True, text=True, timeout=3600
+    )
     summary = (tmp_path / "summary.tsv").read_text() if (tmp_path / "summary.tsv").exists() else ""
     assert result.returncode == 0, summary + result.stderr[-3000:]
     assert "all equal byte for byte" in summary
@@ -301,7 +374,14 @@ def test_partition_limits_are_read_from_sinfo():
     assert partitions[None] is partitions["cpu"] and partitions["cpu"].max_minutes is None
     assert (partitions["gpu"].cpus, partitions["gpu"].mem_mb, partitions["gpu"].gpus) == (16, 128000, 4)
     assert partitions["gpu"].max_minutes == 2880 and partitions["short"].max_minutes == 30
-    assert [minutes(t) for t in ("1:30:00", "45", "45:30", "3-12", "1-00:00:01", "UNLIMITED")] == [90, 45, 46, 5040, 1441, None]
+    assert [minutes(t) for t in ("1:30:00", "45", "45:30", "3-12", "1-00:00:01", "UNLIMITED")] == [
+        90,
+        45,
+        46,
+        5040,
+        1441,
+        None,
+    ]
 
 
 def test_a_request_no_node_of_its_partition_can_meet_is_named_with_the_limit():
@@ -312,21 +392,30 @@ def test_a_request_no_node_of_its_partition_can_meet_is_named_with_the_limit():
     # the micro config's one-job group as Snakemake sized it without --cores
     assert request_problems({"cpus": 17, "mem_mb": 41100, "gpus": 0, "runtime_min": 20}, partitions["cpu"]) == [
         "it asks for 17 CPUs, the partition's largest node has 2 (sinfo)",
-        "it asks for 41100 MB of memory, the partition's largest node has 23081 (sinfo)"]
+        "it asks for 41100 MB of memory, the partition's largest node has 23081 (sinfo)",
+    ]
     assert request_problems({"cpus": 1, "mem_mb": 100, "runtime_min": 31}, partitions["short"]) == [
-        "it asks for 31 min, the partition's time limit is 30 min (sinfo)"]
+        "it asks for 31 min, the partition's time limit is 30 min (sinfo)"
+    ]
     # 4 GPUs exist, 100 GB exists, but not on one node with 12 CPUs... the H100 node has all three
     assert request_problems({"cpus": 12, "mem_mb": 100_000, "gpus": 4}, partitions["gpu"]) == []
-    assert request_problems({"cpus": 12, "mem_mb": 100_000, "gpus": 3, "runtime_min": None},
-                            parse_sinfo("gpu|16|64000|gpu:4|infinite\ngpu|16|128000|gpu:2|infinite\n")["gpu"]) == [
-        "no single node of the partition has 12 CPUs, 100000 MB of memory, 3 GPUs"]
+    assert request_problems(
+        {"cpus": 12, "mem_mb": 100_000, "gpus": 3, "runtime_min": None},
+        parse_sinfo("gpu|16|64000|gpu:4|infinite\ngpu|16|128000|gpu:2|infinite\n")["gpu"],
+    ) == ["no single node of the partition has 12 CPUs, 100000 MB of memory, 3 GPUs"]
 
 
 def fake_job(name, threads=1, group=False, **resources):
     """What the executor reads of a Snakemake job."""
     requested = SimpleNamespace(**resources, get=lambda key, default=None: resources.get(key, default))
-    return SimpleNamespace(name=name, groupid=name, threads=threads, is_group=lambda: group, wildcards_dict={"seed": 0},
-                           resources=requested)
+    return SimpleNamespace(
+        name=name,
+        groupid=name,
+        threads=threads,
+        is_group=lambda: group,
+        wildcards_dict={"seed": 0},
+        resources=requested,
+    )
 
 
 def test_the_executor_stops_the_run_on_a_job_too_large_for_its_partition():
@@ -337,8 +426,11 @@ def test_the_executor_stops_the_run_on_a_job_too_large_for_its_partition():
 
     executor = object.__new__(Executor)
     executor._node_limits = parse_sinfo(SINFO)
-    with pytest.raises(WorkflowError, match=r"rule train_lora \(seed=0\) cannot run on partition 'short': it asks for "
-                                            r"64000 MB of memory, the partition's largest node has 8000 \(sinfo\)"):
+    with pytest.raises(
+        WorkflowError,
+        match=r"rule train_lora \(seed=0\) cannot run on partition 'short': it asks for "
+        r"64000 MB of memory, the partition's largest node has 8000 \(sinfo\)",
+    ):
         executor.run_jobs([fake_job("train_lora", mem_mb=64000, runtime=10, slurm_partition="short")])
 
 
@@ -384,8 +476,16 @@ def test_a_group_is_sized_to_one_node_of_its_partition():
     executor = object.__new__(Executor)
     executor.logger = SimpleNamespace(info=lambda message: None)
     # eight model jobs that could run at once: 16 CPUs and 45,600 MB were Snakemake's size without --cores
-    members = [SimpleNamespace(**{**vars(fake_job("token_stats", threads=2)), "pipe_group": None,
-                                  "resources": {"_cores": 2, "mem_mb": 5700, "runtime": 3}}) for _ in range(8)]
+    members = [
+        SimpleNamespace(
+            **{
+                **vars(fake_job("token_stats", threads=2)),
+                "pipe_group": None,
+                "resources": {"_cores": 2, "mem_mb": 5700, "runtime": 3},
+            }
+        )
+        for _ in range(8)
+    ]
     group = SimpleNamespace(groupid="leaktrace", toposorted=[members], jobs=members, is_group=lambda: True)
     executor._fit_group(group, parse_sinfo(SINFO)["cpu"])
     assert (group._resources["_cores"], group._resources["mem_mb"], group._resources["runtime"]) == (2, 5700, 24)
@@ -395,9 +495,12 @@ def test_a_group_is_sized_to_one_node_of_its_partition():
     executor._fit_group(group, parse_sinfo(SINFO)["gpu"])
     assert group._resources["runtime"] == 2880
     members[1].resources["mem_mb"] = 64_000
-    with pytest.raises(WorkflowError, match=r"group 'leaktrace' \(8 jobs\) cannot run on partition 'cpu': its rule "
-                                            r"token_stats \(seed=0\): it asks for 64000 MB of memory, the partition's "
-                                            r"largest node has 23081 \(sinfo\)"):
+    with pytest.raises(
+        WorkflowError,
+        match=r"group 'leaktrace' \(8 jobs\) cannot run on partition 'cpu': its rule "
+        r"token_stats \(seed=0\): it asks for 64000 MB of memory, the partition's "
+        r"largest node has 23081 \(sinfo\)",
+    ):
         executor._fit_group(group, parse_sinfo(SINFO)["cpu"])
 
 
@@ -413,8 +516,13 @@ def test_a_retry_gets_more_time_even_where_the_floor_set_the_first_attempts():
 
 
 def cluster_requests(*args: str, cwd: Path = REPO) -> list[list[str]]:
-    result = subprocess.run([sys.executable, "-m", "leaktrace.cluster_requests", *args], cwd=cwd, capture_output=True,
-                            text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "leaktrace.cluster_requests", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return [line.split("\t") for line in result.stdout.splitlines()]
 
@@ -423,13 +531,25 @@ def test_the_requests_of_a_dry_run_name_the_submit_host_the_rules_threads_and_th
     """python -m leaktrace.cluster_requests: per job where it runs, the rule's
     threads uncapped by a dry run's --cores, and the group's request."""
     config = write_config(tmp_path, {"cluster": {"one_job": True, "cpu_partition": "cpu"}})
-    table = cluster_requests("--node", "16,64000,0", "--", "--snakefile", str(REPO / "Snakefile"), "--directory",
-                             str(tmp_path), "--configfile", str(config))
+    table = cluster_requests(
+        "--node",
+        "16,64000,0",
+        "--",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(tmp_path),
+        "--configfile",
+        str(config),
+    )
     split = table.index([""])
     jobs = {row[0]: dict(zip(table[0], row, strict=True)) for row in table[1:split]}
-    groups = [dict(zip(table[split + 1], row, strict=True)) for row in table[split + 2:]]
+    groups = [dict(zip(table[split + 1], row, strict=True)) for row in table[split + 2 :]]
     assert {name.split("[")[0] for name, job in jobs.items() if job["where"] == "submit host"} == {
-        "ingest_benchmark", "ingest_corpus_shard", "model_identity"}
+        "ingest_benchmark",
+        "ingest_corpus_shard",
+        "model_identity",
+    }
     assert jobs["variants[benchmark=humaneval]"]["cpus"] == "2"  # threads: 2, whatever a dry run's --cores
     assert jobs["ingest_benchmark[benchmark=humaneval]"]["runtime_min"].isdigit()  # no input: sized now
     assert jobs["aggregate[benchmark=humaneval]"]["runtime_min"] == "sized at submission"  # from inputs made by the run
@@ -437,6 +557,15 @@ def test_the_requests_of_a_dry_run_name_the_submit_host_the_rules_threads_and_th
     assert all(job["where"] == "cpu" for job in in_group)
     # one group of every other job, bounded by the node, asking for the partition's time limit: some of its
     # jobs read inputs made inside it
-    assert groups == [{"group": "leaktrace", "jobs": str(len(in_group)), "where": "cpu", "cpus": groups[0]["cpus"],
-                       "mem_mb": groups[0]["mem_mb"], "gpus": "0", "runtime_min": "the partition time limit"}]
+    assert groups == [
+        {
+            "group": "leaktrace",
+            "jobs": str(len(in_group)),
+            "where": "cpu",
+            "cpus": groups[0]["cpus"],
+            "mem_mb": groups[0]["mem_mb"],
+            "gpus": "0",
+            "runtime_min": "the partition time limit",
+        }
+    ]
     assert 2 <= int(groups[0]["cpus"]) <= 16 and int(groups[0]["mem_mb"]) <= 64000

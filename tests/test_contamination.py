@@ -26,8 +26,9 @@ def _in_sample_p(suspect, validation):
     """The shortcut dataset inference avoids: fit and test on the same samples."""
     x = np.vstack([suspect, validation])
     model = LogisticRegression().fit(x, np.r_[np.ones(len(suspect)), np.zeros(len(validation))])
-    return ttest_ind(model.decision_function(suspect), model.decision_function(validation), equal_var=False,
-                     alternative="greater").pvalue
+    return ttest_ind(
+        model.decision_function(suspect), model.decision_function(validation), equal_var=False, alternative="greater"
+    ).pvalue
 
 
 def test_dataset_inference_is_calibrated_under_the_null_and_the_shortcut_is_not():
@@ -58,7 +59,9 @@ def test_dataset_inference_detects_a_shift_and_the_curve_finds_its_sample_size()
 
 def test_dataset_inference_is_deterministic_and_checks_its_inputs():
     suspect, validation = _sets(np.random.default_rng(2))
-    assert dataset_inference(suspect, validation, n_splits=3, seed=5) == dataset_inference(suspect, validation, n_splits=3, seed=5)
+    assert dataset_inference(suspect, validation, n_splits=3, seed=5) == dataset_inference(
+        suspect, validation, n_splits=3, seed=5
+    )
     with pytest.raises(ValueError, match="at least 4"):
         dataset_inference(suspect[:3], validation, n_splits=3, seed=0)
     with pytest.raises(ValueError, match="features"):
@@ -78,9 +81,16 @@ def test_twice_median_bounds_and_order():
 
 
 def test_features_keep_only_methods_every_sample_has():
-    rows = [{"sample_id": s, "method": m, "score": v} for s, m, v in [
-        ("a", "loss", 1.0), ("b", "loss", 2.0), ("a", "recall", 0.5), ("a", "ref_oracle", 3.0), ("b", "zlib", float("nan")),
-    ]]
+    rows = [
+        {"sample_id": s, "method": m, "score": v}
+        for s, m, v in [
+            ("a", "loss", 1.0),
+            ("b", "loss", 2.0),
+            ("a", "recall", 0.5),
+            ("a", "ref_oracle", 3.0),
+            ("b", "zlib", float("nan")),
+        ]
+    ]
     lookup = score_lookup(rows, exclude={"ref_oracle"})
     assert set(lookup) == {"loss", "recall"}  # the oracle excluded, the NaN dropped
     methods = shared_methods([lookup], [["a", "b"]])
@@ -126,24 +136,43 @@ def _testbed(tmp_path, n=60, signal=1.5, models=None):
     rng = np.random.default_rng(0)
     ids = [f"s{i:03d}" for i in range(n)]
     split = {sid: "member" if i % 2 else "non-member" for i, sid in enumerate(ids)}
-    samples = [{"sample_id": sid, "kept": True, "split": split[sid], "fold": "evaluation", "pre_exposed": False} for sid in ids]
+    samples = [
+        {"sample_id": sid, "kept": True, "split": split[sid], "fold": "evaluation", "pre_exposed": False} for sid in ids
+    ]
     write_table(samples, SAMPLES_SCHEMA, tmp_path / "samples.parquet")
     if models is None:
-        models = {"reference": lambda split, m: 0.0,
-                  "target-r5-s0-e3": lambda split, m: signal if split == "member" and m in ("loss", "neighbor") else 0.0}
+        models = {
+            "reference": lambda split, m: 0.0,
+            "target-r5-s0-e3": lambda split, m: signal if split == "member" and m in ("loss", "neighbor") else 0.0,
+        }
     paths = {}
     for model, shift in models.items():
-        rows = [{"sample_id": sid, "method": m, "family": m, "score": float(rng.normal() + shift(split[sid], m)), "decision": None}
-                for sid in ids for m in METHODS if not (model == "reference" and m == "ref_oracle")]
+        rows = [
+            {
+                "sample_id": sid,
+                "method": m,
+                "family": m,
+                "score": float(rng.normal() + shift(split[sid], m)),
+                "decision": None,
+            }
+            for sid in ids
+            for m in METHODS
+            if not (model == "reference" and m == "ref_oracle")
+        ]
         paths[model] = tmp_path / f"{model}.parquet"
         write_table(rows, SCORES_SCHEMA, paths[model])
     return tmp_path / "samples.parquet", paths
 
 
-SETTINGS = {"validation": ["testbed", "variants"], "held_out_ids": None, "alpha": ALPHA, "alphas": [0.05, 0.1],
-            "dataset_inference": {"n_splits": 3, "exclude_methods": ["ref_oracle"], "curve_sizes": [8, 16], "curve_draws": 2},
-            "variant_preference": {"method": "neighbor", "reference": "reference", "n_resamples": 199},
-            "calibration": {"seeds": 10}}
+SETTINGS = {
+    "validation": ["testbed", "variants"],
+    "held_out_ids": None,
+    "alpha": ALPHA,
+    "alphas": [0.05, 0.1],
+    "dataset_inference": {"n_splits": 3, "exclude_methods": ["ref_oracle"], "curve_sizes": [8, 16], "curve_draws": 2},
+    "variant_preference": {"method": "neighbor", "reference": "reference", "n_resamples": 199},
+    "calibration": {"seeds": 10},
+}
 
 
 def test_contamination_stage_writes_p_values_curves_and_calibration(tmp_path):
@@ -166,8 +195,10 @@ def test_contamination_stage_writes_p_values_curves_and_calibration(tmp_path):
     # dataset inference under the base model is calibration.membership's null (re-randomised memberships)
     assert {(c["kind"], c["model"], c["test"], c["reference"]) for c in calibration} == {
         ("null", "target-r5-s0-e3", "dataset_inference", None),
-        ("power", "target-r5-s0-e3", "dataset_inference", None), ("null", "target-r5-s0-e3", "variant_preference", "reference"),
-        ("power", "target-r5-s0-e3", "variant_preference", "reference")}
+        ("power", "target-r5-s0-e3", "dataset_inference", None),
+        ("null", "target-r5-s0-e3", "variant_preference", "reference"),
+        ("power", "target-r5-s0-e3", "variant_preference", "reference"),
+    }
     assert all(c["n_seeds"] == 10 for c in calibration)
     # a null row is a false-positive rate with its verdict, a power row the rate under exposure, which the signal makes high
     assert all((c["verdict"] is not None) == (c["kind"] == "null") for c in calibration)
@@ -192,17 +223,41 @@ def test_dataset_inference_command_on_user_tables(tmp_path, capsys):
     held_out = tmp_path / "held_out.txt"
     held_out.write_text("# released after the cutoff\n" + "\n".join(f"s{i:03d}" for i in range(0, 60, 2)) + "\n")
     out = tmp_path / "di.parquet"
-    assert main(["dataset-inference", "--scores", str(scores["target-r5-s0-e3"]), "--validation-ids", str(held_out),
-                 "--n-splits", "3", "--output", str(out), "--curve", str(tmp_path / "curve.parquet")]) == 0
+    assert (
+        main(
+            [
+                "dataset-inference",
+                "--scores",
+                str(scores["target-r5-s0-e3"]),
+                "--validation-ids",
+                str(held_out),
+                "--n-splits",
+                "3",
+                "--output",
+                str(out),
+                "--curve",
+                str(tmp_path / "curve.parquet"),
+            ]
+        )
+        == 0
+    )
     row = json.loads(capsys.readouterr().out)
-    assert row["validation"] == "held_out" and row["n_suspect"] == 30 and row["n_validation"] == 30 and row["p_value"] < 0.01
+    assert (
+        row["validation"] == "held_out"
+        and row["n_suspect"] == 30
+        and row["n_validation"] == 30
+        and row["p_value"] < 0.01
+    )
     # a wide CSV (one column per detector) works too, and a reference table gives the variant-preference test
     rng = np.random.default_rng(3)
     wide = tmp_path / "wide.csv"
     pacsv.write_csv(pa.table({"sample_id": [f"x{i}" for i in range(20)], "neighbor": rng.normal(size=20) + 1.0}), wide)
     reference = tmp_path / "ref.csv"
     pacsv.write_csv(pa.table({"sample_id": [f"x{i}" for i in range(20)], "neighbor": rng.normal(size=20)}), reference)
-    assert main(["dataset-inference", "--scores", str(wide), "--reference-scores", str(reference), "--output", str(out)]) == 0
+    assert (
+        main(["dataset-inference", "--scores", str(wide), "--reference-scores", str(reference), "--output", str(out)])
+        == 0
+    )
     row = json.loads(capsys.readouterr().out)
     assert row["test"] == "variant_preference" and row["p_value"] < 0.05
     # exactly one validation source
@@ -243,18 +298,33 @@ def test_exchangeability_stage_scores_shards_under_a_model(tmp_path, tiny_model_
     from leaktrace.stages.split import SAMPLES_SCHEMA
 
     ids = [f"b/{i}" for i in range(12)]
-    write_table([{"sample_id": sid, "code": code[:150]} for sid, code in zip(ids, TRAINING_TEXT, strict=False)], BENCHMARK_SCHEMA,
-                tmp_path / "bench.parquet")
-    write_table([{"sample_id": sid, "kept": True, "split": "member" if i % 3 else "non-member"} for i, sid in enumerate(ids)],
-                SAMPLES_SCHEMA, tmp_path / "samples.parquet")
+    write_table(
+        [{"sample_id": sid, "code": code[:150]} for sid, code in zip(ids, TRAINING_TEXT, strict=False)],
+        BENCHMARK_SCHEMA,
+        tmp_path / "bench.parquet",
+    )
+    write_table(
+        [{"sample_id": sid, "kept": True, "split": "member" if i % 3 else "non-member"} for i, sid in enumerate(ids)],
+        SAMPLES_SCHEMA,
+        tmp_path / "samples.parquet",
+    )
     model = {"path": str(tiny_model_dir), "dtype": "float32", "device": "cpu", "max_length": 256}
     settings = {"samples": "members", "n_shards": 3, "n_permutations": 2}
     out = tmp_path / "x.parquet"
-    exchangeability(tmp_path / "bench.parquet", tmp_path / "samples.parquet", model, None, settings, {"batch_size": 8}, 3, out)
+    exchangeability(
+        tmp_path / "bench.parquet", tmp_path / "samples.parquet", model, None, settings, {"batch_size": 8}, 3, out
+    )
     (row,) = pq.read_table(out).to_pylist()
-    assert row["samples"] == "members" and 2 <= row["n_shards"] <= 3 and row["n_examples"] <= 8 and 0 <= row["p_value"] <= 1
+    assert (
+        row["samples"] == "members"
+        and 2 <= row["n_shards"] <= 3
+        and row["n_examples"] <= 8
+        and 0 <= row["p_value"] <= 1
+    )
     first = out.read_bytes()
-    exchangeability(tmp_path / "bench.parquet", tmp_path / "samples.parquet", model, None, settings, {"batch_size": 8}, 3, out)
+    exchangeability(
+        tmp_path / "bench.parquet", tmp_path / "samples.parquet", model, None, settings, {"batch_size": 8}, 3, out
+    )
     assert out.read_bytes() == first
 
 
@@ -262,20 +332,68 @@ def test_a_test_that_fails_its_calibration_is_marked_beside_its_p_values():
     from leaktrace.calibration.rates import ABOVE, WITHIN
     from leaktrace.stages.contamination import render_section
 
-    rows = [{"model": "m", "epoch": 1, "ratio": 1.0, "seed": 0, "test": t, "validation": v, "reference": r, "n_suspect": 10,
-             "n_validation": None, "p_value": 0.001, "smallest_n": None, "mean_difference": 0.1}
-            for t, v, r in (("variant_preference", "variants", "reference"), ("variant_preference", "variants", "sham-r5-s0-e5"),
-                            ("dataset_inference", "testbed", None), ("exchangeability", "permutations", None))]
-    calibration = [{"kind": "null", "scenario": "s", "model": "m", "test": t, "reference": r, "n_seeds": 20, "n_rejected": n,
-                    "rate": n / 20, "rate_low": 0.0, "rate_high": 1.0, "binomial_p": 0.5, "verdict": verdict, "rate_one_split": 0.0}
-                   for t, r, n, verdict in (("variant_preference", "reference", 20, ABOVE),
-                                            ("variant_preference", "sham-r5-s0-e5", 1, WITHIN), ("dataset_inference", None, 1, WITHIN))]
-    power = {**calibration[0], "kind": "power", "test": "exchangeability", "reference": None, "verdict": None, "binomial_p": None}
+    rows = [
+        {
+            "model": "m",
+            "epoch": 1,
+            "ratio": 1.0,
+            "seed": 0,
+            "test": t,
+            "validation": v,
+            "reference": r,
+            "n_suspect": 10,
+            "n_validation": None,
+            "p_value": 0.001,
+            "smallest_n": None,
+            "mean_difference": 0.1,
+        }
+        for t, v, r in (
+            ("variant_preference", "variants", "reference"),
+            ("variant_preference", "variants", "sham-r5-s0-e5"),
+            ("dataset_inference", "testbed", None),
+            ("exchangeability", "permutations", None),
+        )
+    ]
+    calibration = [
+        {
+            "kind": "null",
+            "scenario": "s",
+            "model": "m",
+            "test": t,
+            "reference": r,
+            "n_seeds": 20,
+            "n_rejected": n,
+            "rate": n / 20,
+            "rate_low": 0.0,
+            "rate_high": 1.0,
+            "binomial_p": 0.5,
+            "verdict": verdict,
+            "rate_one_split": 0.0,
+        }
+        for t, r, n, verdict in (
+            ("variant_preference", "reference", 20, ABOVE),
+            ("variant_preference", "sham-r5-s0-e5", 1, WITHIN),
+            ("dataset_inference", None, 1, WITHIN),
+        )
+    ]
+    power = {
+        **calibration[0],
+        "kind": "power",
+        "test": "exchangeability",
+        "reference": None,
+        "verdict": None,
+        "binomial_p": None,
+    }
     section = render_section(rows, calibration + [power], 0.05)
-    lines = {(line.split("|")[5].strip(), line.split("|")[7].strip()): line for line in section.splitlines()
-             if line.startswith("| m |")}
+    lines = {
+        (line.split("|")[5].strip(), line.split("|")[7].strip()): line
+        for line in section.splitlines()
+        if line.startswith("| m |")
+    }
     assert "NO: rejects too often" in lines[("variant_preference", "reference")]
-    assert lines[("variant_preference", "sham-r5-s0-e5")].rstrip(" |").endswith("yes")  # its own reference's calibration
+    assert (
+        lines[("variant_preference", "sham-r5-s0-e5")].rstrip(" |").endswith("yes")
+    )  # its own reference's calibration
     assert lines[("dataset_inference", "–")].rstrip(" |").endswith("yes")
     # a power row is no calibration: the exchangeability test stays unchecked, and power has a table of its own
     assert lines[("exchangeability", "–")].rstrip(" |").endswith("not checked")
@@ -300,33 +418,52 @@ def test_the_sham_reference_cancels_the_shift_of_fine_tuning(tmp_path):
     from leaktrace.stages.contamination import contamination
 
     target, sham = "target-r5-s0-e5", "sham-r5-s0-e5"
-    samples, scores = _testbed(tmp_path, models={"reference": lambda split, m: 0.0, target: _fine_tuned(1.5),
-                                                 sham: _fine_tuned(0.0)})
+    samples, scores = _testbed(
+        tmp_path, models={"reference": lambda split, m: 0.0, target: _fine_tuned(1.5), sham: _fine_tuned(0.0)}
+    )
     results = {}
     for reference in ("reference", "sham"):
         out = tmp_path / reference
         settings = {**SETTINGS, "variant_preference": {**SETTINGS["variant_preference"], "reference": reference}}
         contamination(samples, scores, settings, 7, out)
-        results[reference] = ({(r["model"], r["validation"]): r for r in pq.read_table(out / "p_values.parquet").to_pylist()},
-                              pq.read_table(out / "calibration.parquet").to_pylist(), (out / "report.md").read_text())
+        results[reference] = (
+            {(r["model"], r["validation"]): r for r in pq.read_table(out / "p_values.parquet").to_pylist()},
+            pq.read_table(out / "calibration.parquet").to_pylist(),
+            (out / "report.md").read_text(),
+        )
     by_base, calibration, report = results["reference"]
     by_sham, _, sham_report = results["sham"]
     assert by_base[(target, "variants")]["p_value"] < 0.01 and by_base[(target, "variants")]["reference"] == "reference"
     assert by_sham[(target, "variants")]["p_value"] > 0.05 and by_sham[(target, "variants")]["reference"] == sham
     assert by_base[(sham, "variants")]["p_value"] < 0.01  # fine-tuning alone rejects against the base model
     assert (sham, "variants") not in by_sham and ("reference", "variants") not in by_sham
-    assert by_base[(sham, "testbed")]["p_value"] > 0.05 and by_base[(target, "testbed")]["p_value"] < 0.01  # DI sees exposure only
+    assert (
+        by_base[(sham, "testbed")]["p_value"] > 0.05 and by_base[(target, "testbed")]["p_value"] < 0.01
+    )  # DI sees exposure only
     rows = {(c["kind"], c["model"], c["test"], c["reference"]): c for c in calibration}
     assert rows[("null", sham, "variant_preference", "reference")]["verdict"] == ABOVE
     assert rows[("null", target, "variant_preference", sham)]["verdict"] == WITHIN
     assert rows[("power", target, "variant_preference", "reference")]["rate"] == 1.0
-    nulls = ("sham vs base, random halves of all samples", "target, random halves of non-members",
-             "target vs base, random halves of non-members", "target vs sham, random halves of non-members")
-    exposures = ("target, half the members vs half the non-members", "target vs base, random halves of members",
-                 "target vs sham, random halves of members")
-    assert {c["scenario"]: c["kind"] for c in calibration} == {**dict.fromkeys(nulls, "null"), **dict.fromkeys(exposures, "power")}
-    marks = {line.split("|")[7].strip(): line.rstrip(" |").split("|")[-1].strip() for line in sham_report.splitlines()
-             if line.startswith(f"| {target} |") and "variant_preference" in line}
+    nulls = (
+        "sham vs base, random halves of all samples",
+        "target, random halves of non-members",
+        "target vs base, random halves of non-members",
+        "target vs sham, random halves of non-members",
+    )
+    exposures = (
+        "target, half the members vs half the non-members",
+        "target vs base, random halves of members",
+        "target vs sham, random halves of members",
+    )
+    assert {c["scenario"]: c["kind"] for c in calibration} == {
+        **dict.fromkeys(nulls, "null"),
+        **dict.fromkeys(exposures, "power"),
+    }
+    marks = {
+        line.split("|")[7].strip(): line.rstrip(" |").split("|")[-1].strip()
+        for line in sham_report.splitlines()
+        if line.startswith(f"| {target} |") and "variant_preference" in line
+    }
     assert marks == {sham: "yes"}
     assert "NO: rejects too often" in report
 
@@ -336,14 +473,19 @@ def test_sham_stand_ins_are_humaneval_like_functions_only():
     from leaktrace.train.sham import MAX_LINES, candidate_functions
 
     long_body = "".join(f"    x{k} = {k}\n" for k in range(MAX_LINES))
-    code = ('def kept(a):\n    """Doc."""\n    return a\n\n\n'
-            'def _private(a):\n    """Doc."""\n    return a\n\n\n'
-            'def undocumented(a):\n    return a\n\n\n'
-            f'def too_long(a):\n    """Doc."""\n{long_body}    return a\n\n\n'
-            'def outer(a):\n    """Doc."""\n    def nested(b):\n        """Doc."""\n        return b\n    return nested(a)\n\n\n'
-            'class C:\n    def method(self):\n        """Doc."""\n        return 1\n')
+    code = (
+        'def kept(a):\n    """Doc."""\n    return a\n\n\n'
+        'def _private(a):\n    """Doc."""\n    return a\n\n\n'
+        "def undocumented(a):\n    return a\n\n\n"
+        f'def too_long(a):\n    """Doc."""\n{long_body}    return a\n\n\n'
+        'def outer(a):\n    """Doc."""\n    def nested(b):\n        """Doc."""\n        return b\n    return nested(a)\n\n\n'
+        'class C:\n    def method(self):\n        """Doc."""\n        return 1\n'
+    )
     assert len(all_function_anatomies(code)) == 7
-    assert [sid for sid, _ in candidate_functions([("m.py", code)])] == ["m.py::kept@1", "m.py::outer@80"]  # too_long: lines 15-77
+    assert [sid for sid, _ in candidate_functions([("m.py", code)])] == [
+        "m.py::kept@1",
+        "m.py::outer@80",
+    ]  # too_long: lines 15-77
 
 
 def test_the_sham_mix_swaps_members_for_length_matched_code_and_keeps_the_rest():
@@ -356,18 +498,33 @@ def test_the_sham_mix_swaps_members_for_length_matched_code_and_keeps_the_rest()
         body = "".join(f"    x{k} = {k}\n" for k in range(lines))
         return f'def {name}(a):\n    """Doc of {name}."""\n{body}    return a\n'
 
-    docs = [(f"lib/m{d}.py", "import os\n\n\n" + "\n\n".join(function(f"f{d}_{k}", k) for k in range(1, 30))
-             + "\n\nclass C:\n    def method(self):\n        \"\"\"A method.\"\"\"\n        return 1\n") for d in range(3)]
+    docs = [
+        (
+            f"lib/m{d}.py",
+            "import os\n\n\n"
+            + "\n\n".join(function(f"f{d}_{k}", k) for k in range(1, 30))
+            + '\n\nclass C:\n    def method(self):\n        """A method."""\n        return 1\n',
+        )
+        for d in range(3)
+    ]
     docs.append(("lib/broken.py", "def (:\n"))
     count = len  # characters stand in for tokens
-    mix = [MixItem("member", "humaneval/1", "m" * 90, 90), MixItem("text", "doc#0", "t" * 400, 400),
-           MixItem("member", "humaneval/7", "m" * 200, 200), MixItem("text", "doc#1", "u" * 300, 300)]
+    mix = [
+        MixItem("member", "humaneval/1", "m" * 90, 90),
+        MixItem("text", "doc#0", "t" * 400, 400),
+        MixItem("member", "humaneval/7", "m" * 200, 200),
+        MixItem("text", "doc#1", "u" * 300, 300),
+    ]
     sham = sham_mix(mix, docs, count, random.Random(3))
     assert [i.kind for i in sham] == [CODE, "text", CODE, "text"]
     assert sham[1] == mix[1] and sham[3] == mix[3]  # the general text, in its places
     ids = {i.source_id for i in sham}
-    assert not ids & {"humaneval/1", "humaneval/7"} and all(i.source_id.startswith("lib/m") for i in sham if i.kind == CODE)
-    assert all('"""Doc of' in i.text and "def method" not in i.text for i in sham if i.kind == CODE)  # functions, no methods
+    assert not ids & {"humaneval/1", "humaneval/7"} and all(
+        i.source_id.startswith("lib/m") for i in sham if i.kind == CODE
+    )
+    assert all(
+        '"""Doc of' in i.text and "def method" not in i.text for i in sham if i.kind == CODE
+    )  # functions, no methods
     assert [abs(s.n_tokens - m.n_tokens) <= 15 for s, m in zip(sham[::2], mix[::2], strict=True)] == [True, True]
     assert sham == sham_mix(mix, docs, count, random.Random(3))
 
@@ -376,10 +533,24 @@ def test_real_order_rows_under_the_unexposed_models_only():
     from leaktrace.stages.contamination import real_order_rows
 
     def result(p):
-        return {"samples": "members", "n_examples": 36, "n_shards": 4, "n_permutations": 5, "mean_difference": 1.0, "p_value": p}
+        return {
+            "samples": "members",
+            "n_examples": 36,
+            "n_shards": 4,
+            "n_permutations": 5,
+            "mean_difference": 1.0,
+            "p_value": p,
+        }
 
-    rows = real_order_rows({"reference": result(0.009), "ref-model": result(0.4), "target-r5-s0-e5": result(0.001),
-                            "sham-r5-s0-e5": result(None)}, [0.05, 0.01])
+    rows = real_order_rows(
+        {
+            "reference": result(0.009),
+            "ref-model": result(0.4),
+            "target-r5-s0-e5": result(0.001),
+            "sham-r5-s0-e5": result(None),
+        },
+        [0.05, 0.01],
+    )
     by = {(r["model"], r["alpha"]): r for r in rows}
     assert set(by) == {(m, a) for m in ("reference", "ref-model", "pooled unexposed models") for a in (0.05, 0.01)}
     assert (by[("reference", 0.05)]["rejections"], by[("reference", 0.01)]["rejections"]) == (1, 1)
@@ -390,5 +561,7 @@ def test_real_order_rows_under_the_unexposed_models_only():
     # the models score one order, so their p-values are dependent: Bonferroni, 2 x 0.009 = 0.018 < 0.025, at every alpha
     assert pooled["rule"] == "Bonferroni over models" and pooled["holds_p"] == pytest.approx(0.018)
     assert not pooled["holds"] and not by[("pooled unexposed models", 0.01)]["holds"]
-    (alone,) = real_order_rows({"reference": result(0.3)}, [0.05])[1:]  # one model: its pooled row is judged by its own p
+    (alone,) = real_order_rows({"reference": result(0.3)}, [0.05])[
+        1:
+    ]  # one model: its pooled row is judged by its own p
     assert alone["model"] == "pooled unexposed models" and alone["holds"] and alone["holds_p"] == pytest.approx(0.3)

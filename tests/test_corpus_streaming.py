@@ -16,8 +16,10 @@ from leaktrace.leakage.sources import iter_source
 from leaktrace.stages.ingest import ingest_benchmark
 from leaktrace.stages.leakage import build_index, gather, scan_shard
 
-SOLUTION = ("def running_max(values):\n    best = None\n    out = []\n    for v in values:\n"
-            "        if best is None or v > best:\n            best = v\n        out.append(best)\n    return out\n")
+SOLUTION = (
+    "def running_max(values):\n    best = None\n    out = []\n    for v in values:\n"
+    "        if best is None or v > best:\n            best = v\n        out.append(best)\n    return out\n"
+)
 
 
 def _shards(root, n_shards=4, per_shard=3, planted=None):
@@ -27,11 +29,25 @@ def _shards(root, n_shards=4, per_shard=3, planted=None):
         content = [f"def f{s}_{i}(x):\n    return x * {i} + {s}\n" for i in range(per_shard)]
         if planted and planted[0] == s:
             content[1] = planted[1]
-        pq.write_table(pa.table({"content": content, "id": [f"s{s}-{i}" for i in range(per_shard)],
-                                 "path": [f"repo{s}/f{i}.py" for i in range(per_shard)]}),
-                       root / f"train-{s:05d}-of-{n_shards:05d}.parquet")
-    return {"kind": "huggingface", "dataset": "parquet", "data_dir": str(root), "split": "train", "content": "content",
-            "id": "id", "location": "path"}
+        pq.write_table(
+            pa.table(
+                {
+                    "content": content,
+                    "id": [f"s{s}-{i}" for i in range(per_shard)],
+                    "path": [f"repo{s}/f{i}.py" for i in range(per_shard)],
+                }
+            ),
+            root / f"train-{s:05d}-of-{n_shards:05d}.parquet",
+        )
+    return {
+        "kind": "huggingface",
+        "dataset": "parquet",
+        "data_dir": str(root),
+        "split": "train",
+        "content": "content",
+        "id": "id",
+        "location": "path",
+    }
 
 
 def test_streamed_parquet_shards_are_partitioned_by_part(tmp_path):
@@ -47,10 +63,22 @@ def test_a_copy_in_a_streamed_shard_is_found_by_its_part(tmp_path):
     source = _shards(tmp_path / "shards", planted=(3, "import sys\n\n\n" + SOLUTION))
     bench = tmp_path / "b.jsonl"
     bench.write_text(json.dumps({"id": "1", "text": "Running maximum of a list.", "code": SOLUTION}) + "\n")
-    ingest_benchmark("b", {"format": "jsonl", "path": str(bench), "fields": {"id": "id", "text": "text", "solution": "code"}},
-                     tmp_path / "b.parquet")
-    scan = {"name": "t", "benchmark": "b", "granularity": "function", "min_tokens": 5, "max_bytes": 1_000_000,
-            "huge": "chunk", "batch_size": 8, "language": "python", "corpus": source}
+    ingest_benchmark(
+        "b",
+        {"format": "jsonl", "path": str(bench), "fields": {"id": "id", "text": "text", "solution": "code"}},
+        tmp_path / "b.parquet",
+    )
+    scan = {
+        "name": "t",
+        "benchmark": "b",
+        "granularity": "function",
+        "min_tokens": 5,
+        "max_bytes": 1_000_000,
+        "huge": "chunk",
+        "batch_size": 8,
+        "language": "python",
+        "corpus": source,
+    }
     build_index(tmp_path / "b.parquet", scan, tmp_path / "index.parquet")
     outs = []
     for part in range(2):
@@ -60,8 +88,18 @@ def test_a_copy_in_a_streamed_shard_is_found_by_its_part(tmp_path):
     assert [len(p) for p in per_part] == [0, 1] and per_part[1][0]["location"].startswith("repo3/f1.py")
     documents = [sum(r["count"] for r in read_records(acc) if r["reason"] == "documents") for _, acc in outs]
     assert documents == [6, 6]
-    gather(tmp_path / "index.parquet", tmp_path / "b.parquet", [o[0] for o in outs], [o[1] for o in outs], scan, None,
-           tmp_path / "out")
-    found = [(p["sample_id"], p["doc_id"], p["clone_type"]) for p in read_records(tmp_path / "out" / "pairs.parquet")
-             if p["duplicate"]]
+    gather(
+        tmp_path / "index.parquet",
+        tmp_path / "b.parquet",
+        [o[0] for o in outs],
+        [o[1] for o in outs],
+        scan,
+        None,
+        tmp_path / "out",
+    )
+    found = [
+        (p["sample_id"], p["doc_id"], p["clone_type"])
+        for p in read_records(tmp_path / "out" / "pairs.parquet")
+        if p["duplicate"]
+    ]
     assert found == [("b/1", "s3-1", "type-1")]

@@ -16,21 +16,36 @@ from leaktrace.stages.counterfactual_corpus_functions import sample_corpus_funct
 REPO = Path(__file__).resolve().parents[1]
 TINY = REPO / "resources" / "models" / "leaktrace-tiny"
 TINY_REF = REPO / "resources" / "models" / "leaktrace-tiny-ref"
-FILTERS = {"min_body_lines": 10, "max_body_lines": 50, "min_chars": 500, "exclude_init": True, "max_documents": None,
-           "max_bytes": 1_000_000}
+FILTERS = {
+    "min_body_lines": 10,
+    "max_body_lines": 50,
+    "min_chars": 500,
+    "exclude_init": True,
+    "max_documents": None,
+    "max_bytes": 1_000_000,
+}
 
 
 def long_function(name: str, indent: str = "", lines: int = 12, docstring: bool = True) -> str:
     """A function of ``lines`` body lines (docstring excluded) and over 500 characters."""
-    body = "".join(f"{indent}    value_{i} = '{name}_{i}'.upper() + str({i} * offset_of_this_line)\n" for i in range(lines))
+    body = "".join(
+        f"{indent}    value_{i} = '{name}_{i}'.upper() + str({i} * offset_of_this_line)\n" for i in range(lines)
+    )
     doc = f'{indent}    """Compute {name}."""\n' if docstring else ""
     return f"{indent}def {name}(offset_of_this_line):\n{doc}{body}{indent}    return value_0\n"
 
 
 MODULE_A = (
     "import os\n\n\n" + long_function("alpha") + "\n\ndef short(x):\n    return x\n\n\n"
-    "class Box:\n" + long_function("__init__", indent="    ") + "\n" + long_function("method", indent="    ")
-    + "\n\n" + long_function("too_long", lines=51) + "\n\ndef small_but_long(x):\n" + "    x += 1\n" * 12 + "    return x\n"
+    "class Box:\n"
+    + long_function("__init__", indent="    ")
+    + "\n"
+    + long_function("method", indent="    ")
+    + "\n\n"
+    + long_function("too_long", lines=51)
+    + "\n\ndef small_but_long(x):\n"
+    + "    x += 1\n" * 12
+    + "    return x\n"
 )
 MODULE_B = "# second file\n" + long_function("beta") + "\n" + long_function("gamma", docstring=False)
 ELIGIBLE = {"alpha", "method", "beta", "gamma"}
@@ -45,7 +60,9 @@ def write_corpus(root: Path) -> Path:
     return root
 
 
-def sample(tmp_path: Path, source: dict, n: int = 10, seed: int = 1, name: str = "mini", **settings) -> tuple[list, list]:
+def sample(
+    tmp_path: Path, source: dict, n: int = 10, seed: int = 1, name: str = "mini", **settings
+) -> tuple[list, list]:
     functions, accounting = tmp_path / f"{name}-{seed}-{n}.parquet", tmp_path / f"{name}-{seed}-{n}.acc.parquet"
     sample_corpus_functions(name, source, {**FILTERS, "n": n, **settings}, seed, functions, accounting)
     return pq.read_table(functions).to_pylist(), pq.read_table(accounting).to_pylist()
@@ -164,16 +181,31 @@ def test_two_model_counterfactual_on_a_corpus_source(tmp_path, offline_hub):
     get_peft_model(base, LoraConfig(r=2, target_modules=["q_proj", "v_proj"])).save_pretrained(adapter)
     root = write_corpus(tmp_path / "corpus")
     functions, accounting = tmp_path / "functions.parquet", tmp_path / "sampling.parquet"
-    sample_corpus_functions("mini", {"kind": "files", "root": str(root), "glob": "*.py"}, {**FILTERS, "n": 1}, 1,
-                            functions, accounting)
-    target = {"path": "org/tiny", "revision": "stage1", "adapter": str(adapter), "dtype": "float32", "device": "cpu",
-              "max_length": None}
+    sample_corpus_functions(
+        "mini", {"kind": "files", "root": str(root), "glob": "*.py"}, {**FILTERS, "n": 1}, 1, functions, accounting
+    )
+    target = {
+        "path": "org/tiny",
+        "revision": "stage1",
+        "adapter": str(adapter),
+        "dtype": "float32",
+        "device": "cpu",
+        "max_length": None,
+    }
     reference = {"path": str(TINY_REF), "dtype": "float32", "device": "cpu", "max_length": None}
     generations, similarity = tmp_path / "generations.parquet", tmp_path / "similarity.parquet"
-    counterfactual(functions, target, reference, {"context_tokens": 16, "max_new_tokens": 4, "batch_size": 1},
-                   generations, similarity)
+    counterfactual(
+        functions,
+        target,
+        reference,
+        {"context_tokens": 16, "max_new_tokens": 4, "batch_size": 1},
+        generations,
+        similarity,
+    )
     rows = pq.read_table(generations).to_pylist()
     assert len(rows) == 2 and {r["model"] for r in rows} == {"target", "reference"}
-    by_role = {role: {r["sample_id"]: r["generated"] for r in rows if r["model"] == role} for role in ("target", "reference")}
+    by_role = {
+        role: {r["sample_id"]: r["generated"] for r in rows if r["model"] == role} for role in ("target", "reference")
+    }
     assert by_role["target"] == by_role["reference"]
     assert all(r["delta"] == 0 for r in pq.read_table(similarity).to_pylist())

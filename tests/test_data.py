@@ -15,7 +15,7 @@ from leaktrace.errors import InputError
 
 GOOD = {
     "task_id": "T/0",
-    "prompt": "import math\n\n\ndef area(r: float) -> float:\n    \"\"\"Area of a circle.\"\"\"\n",
+    "prompt": 'import math\n\n\ndef area(r: float) -> float:\n    """Area of a circle."""\n',
     "canonical_solution": "    return math.pi * r * r\n",
     "test": "def check(candidate):\n    assert candidate(1.0) > 3\n",
     "entry_point": "area",
@@ -103,7 +103,11 @@ def test_function_filter_reasons():
 
 
 def test_default_filter_keeps_all_of_humaneval():
-    kept = [s for s in load_humaneval(shipped_humaneval_path(), "h") if FunctionFilter().reason_to_drop(function_anatomy(s.code, s.entry_point)) is None]
+    kept = [
+        s
+        for s in load_humaneval(shipped_humaneval_path(), "h")
+        if FunctionFilter().reason_to_drop(function_anatomy(s.code, s.entry_point)) is None
+    ]
     assert len(kept) == 164
 
 
@@ -142,8 +146,9 @@ def test_strata_are_split_one_to_one_each():
         assert sum(x.fold == "calibration" and x.split == "member" for x in cleared) == 2
     # one stratum is the unstratified split, draw for draw
     same = {sid: 0 for sid in ids}
-    assert assign_splits(ids, member_fraction=0.5, calibration_fraction=0.4, rng=random.Random(1), strata=same) == \
-        assign_splits(ids, member_fraction=0.5, calibration_fraction=0.4, rng=random.Random(1))
+    assert assign_splits(
+        ids, member_fraction=0.5, calibration_fraction=0.4, rng=random.Random(1), strata=same
+    ) == assign_splits(ids, member_fraction=0.5, calibration_fraction=0.4, rng=random.Random(1))
     with pytest.raises(ValueError, match="no stratum"):
         assign_splits(ids, member_fraction=0.5, calibration_fraction=0.0, rng=random.Random(0), strata={"b/00": True})
 

@@ -187,9 +187,15 @@ def test_neighbor_subtracts_the_mean_neighbour_log_likelihood():
 
 
 def prefixed_like(original, logprobs):
-    return TokenStats(original.token_ids[: len(logprobs)], np.asarray(logprobs, dtype=np.float32),
-                      np.zeros(len(logprobs), np.float32), np.ones(len(logprobs), np.float32), False,
-                      prefix_shots=1, prefix_tokens=10)
+    return TokenStats(
+        original.token_ids[: len(logprobs)],
+        np.asarray(logprobs, dtype=np.float32),
+        np.zeros(len(logprobs), np.float32),
+        np.ones(len(logprobs), np.float32),
+        False,
+        prefix_shots=1,
+        prefix_tokens=10,
+    )
 
 
 def test_recall_is_conditional_over_unconditional_log_likelihood():
@@ -214,8 +220,15 @@ def test_recall_rejects_missing_or_mismatched_prefixed_pass():
     (method,) = configured_methods({"recall": {}})
     with pytest.raises(ValueError, match="prefix"):
         method.score(EVIDENCE)
-    other = TokenStats(np.array([9, 9], np.int32), np.array([-1.0, -1.0], np.float32), np.zeros(2, np.float32),
-                       np.ones(2, np.float32), False, prefix_shots=1, prefix_tokens=10)
+    other = TokenStats(
+        np.array([9, 9], np.int32),
+        np.array([-1.0, -1.0], np.float32),
+        np.zeros(2, np.float32),
+        np.ones(2, np.float32),
+        False,
+        prefix_shots=1,
+        prefix_tokens=10,
+    )
     with pytest.raises(ValueError, match="other tokens"):
         method.score(SampleEvidence("r", TEXT, ORIGINAL, prefixed=other))
 
@@ -238,7 +251,9 @@ def test_recall_prefix_shots_end_in_two_blank_lines():
 def test_recall_needs_a_prefix_token_before_the_text():
     (method,) = configured_methods({"recall": {}})
     original = stats([-1.0, -1.0])
-    unconditioned = TokenStats(original.token_ids, original.logprobs, None, None, False, prefix_shots=0, prefix_tokens=0)
+    unconditioned = TokenStats(
+        original.token_ids, original.logprobs, None, None, False, prefix_shots=0, prefix_tokens=0
+    )
     with pytest.raises(ValueError, match="no prefix token fit"):
         method.score(SampleEvidence("r", TEXT, original, prefixed=unconditioned))
 
@@ -247,8 +262,15 @@ def test_recall_needs_a_prefix_token_before_the_text():
 
 
 def test_srdetection_sensitivity_instances_reuse_the_same_variants():
-    methods = {m.name: m for m in configured_methods({"srdetection_graybox": {"n_variants": 3, "sensitivity": [1, 2, 3]}})}
-    assert list(methods) == ["srdetection_graybox", "srdetection_graybox_n1", "srdetection_graybox_n2", "srdetection_graybox_n3"]
+    methods = {
+        m.name: m for m in configured_methods({"srdetection_graybox": {"n_variants": 3, "sensitivity": [1, 2, 3]}})
+    }
+    assert list(methods) == [
+        "srdetection_graybox",
+        "srdetection_graybox_n1",
+        "srdetection_graybox_n2",
+        "srdetection_graybox_n3",
+    ]
     assert not methods["srdetection_graybox"].sensitivity and methods["srdetection_graybox_n1"].sensitivity
     # variant losses 7/3, 2.75, 2.5; original 2.1
     assert methods["srdetection_graybox_n1"].score(EVIDENCE) == pytest.approx(7 / 3 - 2.1)
@@ -298,9 +320,17 @@ def ngo_row(sample_id, variant_id, ngo):
 
 
 def test_blackbox_decision_and_score_from_rows():
-    rows = [ngo_row("a", 0, 0.8), ngo_row("a", 1, 0.5), ngo_row("a", 2, 0.9), ngo_row("a", 3, float("nan")),
-            ngo_row("b", 0, 0.4), ngo_row("b", 2, 0.1), ngo_row("b", 1, 0.3),
-            ngo_row("c", 0, float("nan")), ngo_row("c", 1, 0.2)]
+    rows = [
+        ngo_row("a", 0, 0.8),
+        ngo_row("a", 1, 0.5),
+        ngo_row("a", 2, 0.9),
+        ngo_row("a", 3, float("nan")),
+        ngo_row("b", 0, 0.4),
+        ngo_row("b", 2, 0.1),
+        ngo_row("b", 1, 0.3),
+        ngo_row("c", 0, float("nan")),
+        ngo_row("c", 1, 0.2),
+    ]
     evidence, skipped = generation_evidence(rows)
     assert skipped == ["c"]
     assert evidence[0] == GenerationEvidence("a", 0.8, (0.5, 0.9)) and evidence[1].variants == (0.3, 0.1)
@@ -340,7 +370,7 @@ class EchoModel:
         for prompt, stop in zip(prompts, stops, strict=True):
             prefix = self.decode(prompt)
             source = next((t for t in self.originals if t.startswith(prefix)), None)
-            text = source[len(prefix):] + "!!!" if source else "x" * max_new_tokens
+            text = source[len(prefix) :] + "!!!" if source else "x" * max_new_tokens
             out.append(text[:max_new_tokens])
             assert stop(text)
         return out
@@ -365,7 +395,9 @@ def test_continuation_overlaps_rows_and_decision():
 
 def test_echo_model_scores_one_when_the_suffix_runs_past_the_generation_budget():
     original = "def add(a, b):\n    return a + b\n"  # 32 characters: a 16-character suffix
-    rows = continuation_overlaps(EchoModel([original]), [("s", 0, original)], prefix_fraction=0.5, ngram=3, max_new_tokens=6)
+    rows = continuation_overlaps(
+        EchoModel([original]), [("s", 0, original)], prefix_fraction=0.5, ngram=3, max_new_tokens=6
+    )
     (row,) = rows
     assert row["suffix_tokens"] == 16 and row["suffix_ids"] == [ord(c) for c in original[16:22]]
     assert row["generated"] == original[16:22]
@@ -385,8 +417,9 @@ class ScriptedModel(EchoModel):
 
 def test_overlap_with_a_budget_cut_suffix_by_hand():
     text = "ABCDEFGHIJabcdefghij"  # prefix ABCDEFGHIJ, suffix abcdefghij, budget 8: abcdefgh
-    (row,) = continuation_overlaps(ScriptedModel("abcXefghij"), [("s", 0, text)], prefix_fraction=0.5, ngram=3,
-                                   max_new_tokens=8)
+    (row,) = continuation_overlaps(
+        ScriptedModel("abcXefghij"), [("s", 0, text)], prefix_fraction=0.5, ngram=3, max_new_tokens=8
+    )
     # trigrams of abcXefgh: abc bcX cXe Xef efg fgh; of abcdefgh: abc bcd cde def efg fgh -> 3 of 6
     assert row["generated"] == "abcXefgh" and row["ngo"] == 0.5
 
@@ -401,13 +434,20 @@ def test_blackbox_text_is_cut_to_the_context_before_the_split():
 
 
 def test_srdetection_generator_instances_score_that_generators_variants():
-    methods = {m.name: m for m in configured_methods({"srdetection_graybox": {"n_variants": 2, "generators": ["ast+tt"]}})}
+    methods = {
+        m.name: m for m in configured_methods({"srdetection_graybox": {"n_variants": 2, "generators": ["ast+tt"]}})
+    }
     assert list(methods) == ["srdetection_graybox", "srdetection_graybox_ast_tt"]
     composed = methods["srdetection_graybox_ast_tt"]
     assert composed.variant_generator == "ast+tt" and composed.params == {"n_variants": 2, "generator": "ast+tt"}
     # original loss 2.0; the main variants' losses 1.0 and 3.0, the composed ones' 2.5, 2.2 and 0.1 (beyond n)
-    evidence = SampleEvidence("g", TEXT, stats([-2.0, -2.0]), variants=(stats([-1.0]), stats([-3.0])),
-                              alternatives={"ast+tt": (stats([-2.5]), stats([-2.2]), stats([-0.1]))})
+    evidence = SampleEvidence(
+        "g",
+        TEXT,
+        stats([-2.0, -2.0]),
+        variants=(stats([-1.0]), stats([-3.0])),
+        alternatives={"ast+tt": (stats([-2.5]), stats([-2.2]), stats([-0.1]))},
+    )
     assert methods["srdetection_graybox"].score(evidence) == pytest.approx(-1.0)
     assert methods["srdetection_graybox"].decide(evidence) is False
     assert composed.score(evidence) == pytest.approx(0.2) and composed.decide(evidence) is True

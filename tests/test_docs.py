@@ -44,9 +44,14 @@ def pages() -> list[Path]:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("site")
-    result = subprocess.run([str(Path(sys.executable).parent / "mkdocs"), "build", "--strict", "--site-dir", str(out)],
-                            cwd=REPO, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, capture_output=True, text=True,
-                            timeout=BUILD_TIMEOUT)
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "mkdocs"), "build", "--strict", "--site-dir", str(out)],
+        cwd=REPO,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT,
+    )
     assert result.returncode == 0, f"mkdocs build --strict failed:\n{(result.stdout + result.stderr)[-4000:]}"
     return out
 
@@ -69,7 +74,9 @@ def test_the_site_builds_strict_with_every_page_in_its_navigation(site):
 def test_the_built_site_loads_no_script_style_font_or_image_from_outside(site):
     """Offline: no web fonts, no external scripts or styles (links to public
     pages for the reader to follow are fine)."""
-    external = re.compile(r'<(?:script|link|img|iframe|source)\b[^>]*\b(?:src|href)="(?:https?:)?//[^"]*"', re.IGNORECASE)
+    external = re.compile(
+        r'<(?:script|link|img|iframe|source)\b[^>]*\b(?:src|href)="(?:https?:)?//[^"]*"', re.IGNORECASE
+    )
     found = {str(p.relative_to(site)): external.findall(p.read_text()) for p in site.rglob("*.html")}
     assert {page: tags for page, tags in found.items() if tags} == {}
     css = "".join(p.read_text() for p in site.rglob("*.css"))
@@ -105,8 +112,9 @@ def test_the_configuration_reference_covers_every_key_of_the_schema_with_its_des
     expected = property_pointers(SCHEMA)
     assert len(expected) > 350
     assert sorted(expected - documented) == [], "keys of the schema missing from the reference"
-    assert [row.path for row in rows if not row.description.strip()] == [], \
+    assert [row.path for row in rows if not row.description.strip()] == [], (
         "every key needs a description in config/schema.yaml (the reference prints it)"
+    )
     page = reference_pages.configuration_page()
     assert [row.path for row in rows if f"| `{row.path}` |" not in page] == []
 
@@ -114,25 +122,36 @@ def test_the_configuration_reference_covers_every_key_of_the_schema_with_its_des
 def test_the_configuration_reference_prints_type_default_and_description_as_the_schema_says():
     page = reference_pages.configuration_page()
     rows = {line.split(" | ")[0].strip("| `"): line for line in page.splitlines() if line.startswith("| `")}
-    assert rows["variants.n"] == ("| `variants.n` | integer (≥ 1) | `10` | detector variants per sample (SrDetection: 10); "
-                                  "fewer exist where names have few synonyms |")
+    assert rows["variants.n"] == (
+        "| `variants.n` | integer (≥ 1) | `10` | detector variants per sample (SrDetection: 10); "
+        "fewer exist where names have few synonyms |"
+    )
     assert "| one of `shuffled`, `canonical` | `shuffled` |" in rows["train.member_order"]
     assert "| string or `null` | `null` |" in rows["base_model.revision"]
     assert "| required |" in rows["base_model.path"]
     assert "[llm_model](#def-llm-model) | `null` |" in rows["llm.judge"]
     assert "list of `ast`, `ast+tt`, `llm`" in rows["score.methods.srdetection_graybox.generators"]
-    assert "| `audit.models[].testbed` |" in page and "exactly one of: `name` and `testbed`; or `name` and `path`" in page
+    assert (
+        "| `audit.models[].testbed` |" in page and "exactly one of: `name` and `testbed`; or `name` and `path`" in page
+    )
     assert "| `pretrain.settings.vocab_size` | integer (≥ 300) |" in page  # a shared definition, listed once
     assert "Used by `base_model.pretrain`, `reference_model.pretrain`." in page
 
 
 def test_a_key_added_to_the_schema_appears_in_the_reference(tmp_path):
     schema = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())
-    schema["properties"]["train"]["properties"]["new_knob"] = {"type": "integer", "minimum": 2, "default": 3,
-                                                                 "description": "a knob a reader must find"}
+    schema["properties"]["train"]["properties"]["new_knob"] = {
+        "type": "integer",
+        "minimum": 2,
+        "default": 3,
+        "description": "a knob a reader must find",
+    }
     path = tmp_path / "schema.yaml"
     path.write_text(yaml.safe_dump(schema, allow_unicode=True))
-    assert "| `train.new_knob` | integer (≥ 2) | `3` | a knob a reader must find |" in reference_pages.configuration_page(path)
+    assert (
+        "| `train.new_knob` | integer (≥ 2) | `3` | a knob a reader must find |"
+        in reference_pages.configuration_page(path)
+    )
 
 
 # -- the artifact schemas ---------------------------------------------------------
@@ -161,8 +180,11 @@ def test_the_artifact_schemas_page_has_every_schema_as_the_stages_define_it():
 
 def test_the_architecture_page_names_every_rule_and_only_schemas_that_exist():
     text = (DOCS / "architecture.md").read_text()
-    rules = {name for smk in (REPO / "rules").glob("*.smk")
-             for name in re.findall(r"^\s*(?:use )?rule (\w+)", smk.read_text(), re.MULTILINE)}
+    rules = {
+        name
+        for smk in (REPO / "rules").glob("*.smk")
+        for name in re.findall(r"^\s*(?:use )?rule (\w+)", smk.read_text(), re.MULTILINE)
+    }
     assert sorted(r for r in rules if f"`{r}`" not in text and f" {r}" not in text) == []
     named = set(re.findall(r"\b([A-Z][A-Z0-9_]*_SCHEMA|SCHEMA)\b", text))
     assert named - {name for _, name in schema_constants()} == set()
@@ -175,14 +197,19 @@ def test_every_figure_of_the_report_has_a_caption_that_says_how_to_read_it():
     """Every ``report(...)`` of the rules names a caption that exists, and a
     figure's caption says how to read it (tests/test_readme.py checks that the
     built report holds every caption)."""
-    calls = [m for smk in sorted((REPO / "rules").glob("*.smk"))
-             for m in re.finditer(r'report\(\s*f?"([^"]+)",\s*caption="([^"]+)"', smk.read_text())]
+    calls = [
+        m
+        for smk in sorted((REPO / "rules").glob("*.smk"))
+        for m in re.finditer(r'report\(\s*f?"([^"]+)",\s*caption="([^"]+)"', smk.read_text())
+    ]
     assert len(calls) >= 10
     for call in calls:
         caption = (REPO / "rules" / call.group(2)).resolve()
         assert caption.is_file(), f"{call.group(1)}: no caption {call.group(2)}"
         if call.group(1).endswith(".png"):
-            assert "how to read" in " ".join(caption.read_text().split()).lower(), f"{caption.name} does not say how to read {call.group(1)}"
+            assert "how to read" in " ".join(caption.read_text().split()).lower(), (
+                f"{caption.name} does not say how to read {call.group(1)}"
+            )
 
 
 # -- links ----------------------------------------------------------------------
@@ -209,11 +236,18 @@ def outside_links(text: str, base: Path) -> list[str]:
             continue
         resolved = (base / target.split("#")[0]).resolve()
         # file:, mailto:, absolute paths: nothing a reader of the repository can open
-        if re.match(r"[a-z][a-z0-9+.-]*:", target) or target.startswith("/") or not resolved.is_relative_to(REPO) \
-                or not (resolved.exists() or resolved in GENERATED):
+        if (
+            re.match(r"[a-z][a-z0-9+.-]*:", target)
+            or target.startswith("/")
+            or not resolved.is_relative_to(REPO)
+            or not (resolved.exists() or resolved in GENERATED)
+        ):
             bad.append(target)
-    bad += [span for span in CODE_SPAN.findall(prose)
-            if span.startswith("../") and not (REPO / span).resolve().is_relative_to(REPO)]
+    bad += [
+        span
+        for span in CODE_SPAN.findall(prose)
+        if span.startswith("../") and not (REPO / span).resolve().is_relative_to(REPO)
+    ]
     return bad
 
 
@@ -223,8 +257,14 @@ def test_no_link_leaves_the_repository_except_to_a_public_url(path):
 
 
 def test_the_link_check_catches_what_a_clone_does_not_have():
-    text = ("See [the design](../../shared/DESIGN.md), [a file](file:///etc/passwd), [ours](architecture.md), "
-            "[gone](methods/nothing.md), [web](https://example.org/x), [here](#top), `../shared/papers/` and "
-            "`results/report.html`.\n\n```bash\ncat ../shared/DESIGN.md\n```\n")
-    assert outside_links(text, DOCS) == ["../../shared/DESIGN.md", "file:///etc/passwd", "methods/nothing.md",
-                                         "../shared/papers/"]
+    text = (
+        "See [the design](../../shared/DESIGN.md), [a file](file:///etc/passwd), [ours](architecture.md), "
+        "[gone](methods/nothing.md), [web](https://example.org/x), [here](#top), `../shared/papers/` and "
+        "`results/report.html`.\n\n```bash\ncat ../shared/DESIGN.md\n```\n"
+    )
+    assert outside_links(text, DOCS) == [
+        "../../shared/DESIGN.md",
+        "file:///etc/passwd",
+        "methods/nothing.md",
+        "../shared/papers/",
+    ]

@@ -43,19 +43,29 @@ def test_per_sample_result_by_hand():
 
 
 def _result(test, copies, epochs, seed, p, **extra):
-    return {"test": test, "method": "loss" if test == PER_SAMPLE else "", "copies": copies, "epochs": epochs, "seed": seed,
-            "p_value": p, **extra}
+    return {
+        "test": test,
+        "method": "loss" if test == PER_SAMPLE else "",
+        "copies": copies,
+        "epochs": epochs,
+        "seed": seed,
+        "p_value": p,
+        **extra,
+    }
 
 
 def test_summary_rates_medians_and_smallest_dose_by_hand():
-    results = [
-        _result(DATASET_INFERENCE, 1, 1, s, p) for s, p in enumerate([0.01, 0.2, 0.3])] + [
-        _result(DATASET_INFERENCE, 2, 1, s, p) for s, p in enumerate([0.01, 0.2, 0.03])] + [
-        _result(DATASET_INFERENCE, 4, 1, s, p) for s, p in enumerate([0.01, 0.04, 0.05])] + [
-        _result(DATASET_INFERENCE, 1, 5, s, p) for s, p in enumerate([1e-6, 1e-6, 1e-6])] + [
-        _result(WATERMARK, 1, 1, 0, None), _result(WATERMARK, 1, 1, 1, 0.5)] + [
-        _result(PER_SAMPLE, 1, 1, s, p, auc=a, tpr=t, n_flagged=f, n_members=10)
-        for s, p, a, t, f in [(0, 0.001, 0.9, 0.5, 5), (1, 0.01, 0.8, 0.2, 2)]]
+    results = (
+        [_result(DATASET_INFERENCE, 1, 1, s, p) for s, p in enumerate([0.01, 0.2, 0.3])]
+        + [_result(DATASET_INFERENCE, 2, 1, s, p) for s, p in enumerate([0.01, 0.2, 0.03])]
+        + [_result(DATASET_INFERENCE, 4, 1, s, p) for s, p in enumerate([0.01, 0.04, 0.05])]
+        + [_result(DATASET_INFERENCE, 1, 5, s, p) for s, p in enumerate([1e-6, 1e-6, 1e-6])]
+        + [_result(WATERMARK, 1, 1, 0, None), _result(WATERMARK, 1, 1, 1, 0.5)]
+        + [
+            _result(PER_SAMPLE, 1, 1, s, p, auc=a, tpr=t, n_flagged=f, n_members=10)
+            for s, p, a, t, f in [(0, 0.001, 0.9, 0.5, 5), (1, 0.01, 0.8, 0.2, 2)]
+        ]
+    )
     rows = {(r["test"], r["copies"], r["epochs"]): r for r in summarise(results, alpha=0.05, power=0.8)}
     k2 = rows[(DATASET_INFERENCE, 2, 1)]
     assert (k2["n_detected"], k2["n_tested"], k2["detection_rate"]) == (2, 3, pytest.approx(2 / 3))
@@ -68,15 +78,19 @@ def test_summary_rates_medians_and_smallest_dose_by_hand():
     loss = rows[(PER_SAMPLE, 1, 1)]
     assert loss["tpr_mean"] == pytest.approx(0.35) and loss["auc_mean"] == pytest.approx(0.85)
     assert (loss["auc_min"], loss["auc_max"]) == (0.8, 0.9)
-    assert (loss["tpr_ci_low"], loss["tpr_ci_high"]) == pytest.approx(wilson_interval(7, 20))  # 5 + 2 of 10 + 10 members
+    assert (loss["tpr_ci_low"], loss["tpr_ci_high"]) == pytest.approx(
+        wilson_interval(7, 20)
+    )  # 5 + 2 of 10 + 10 members
     assert loss["smallest_copies"] == 1
     with pytest.raises(ValueError, match="unknown test"):
         summarise([_result("a guess", 1, 1, 0, 0.1)], alpha=0.05, power=0.8)
 
 
 def test_smallest_copies_needs_the_power_and_one_pass():
-    rows = [{"test": "t", "method": "", "copies": k, "epochs": e, "detection_rate": r}
-            for k, e, r in [(8, 1, 0.8), (1, 5, 1.0), (2, 1, 0.79), (16, 1, 1.0)]]
+    rows = [
+        {"test": "t", "method": "", "copies": k, "epochs": e, "detection_rate": r}
+        for k, e, r in [(8, 1, 0.8), (1, 5, 1.0), (2, 1, 0.79), (16, 1, 1.0)]
+    ]
     assert smallest_copies(rows, 0.8) == {("t", ""): 8}
     assert smallest_copies(rows, 1.0) == {("t", ""): 16}
 
@@ -109,24 +123,34 @@ def test_published_order_is_a_seeded_permutation(tmp_path):
     assert published.column("sample_id").to_pylist() != table.column("sample_id").to_pylist()
 
 
-SCORES = pa.schema([("sample_id", pa.string()), ("method", pa.string()), ("family", pa.string()), ("score", pa.float64())])
+SCORES = pa.schema(
+    [("sample_id", pa.string()), ("method", pa.string()), ("family", pa.string()), ("score", pa.float64())]
+)
 
 
 def _write_scores(path, ids, shift_of):
     """Two detectors: ``loss`` moved up by shift_of(sample) (the exposure), ``zlib`` pure noise."""
     rng = np.random.default_rng(len(str(path)))
-    rows = [{"sample_id": s, "method": m, "family": m, "score": float(rng.normal() + (shift_of(s) if m == "loss" else 0))}
-            for s in ids for m in ("loss", "zlib")]
+    rows = [
+        {"sample_id": s, "method": m, "family": m, "score": float(rng.normal() + (shift_of(s) if m == "loss" else 0))}
+        for s in ids
+        for m in ("loss", "zlib")
+    ]
     write_table(rows, SCORES, path)
 
 
 def test_dose_stage_on_hand_made_scores(tmp_path):
     ids = [f"b/{i}" for i in range(40)]
     members = set(ids[::2])
-    split = [{"sample_id": s, "kept": True, "split": "member" if s in members else "non-member", "fold": "evaluation"}
-             for s in ids]
-    write_table(split, pa.schema([("sample_id", pa.string()), ("kept", pa.bool_()), ("split", pa.string()),
-                                  ("fold", pa.string())]), tmp_path / "samples.parquet")
+    split = [
+        {"sample_id": s, "kept": True, "split": "member" if s in members else "non-member", "fold": "evaluation"}
+        for s in ids
+    ]
+    write_table(
+        split,
+        pa.schema([("sample_id", pa.string()), ("kept", pa.bool_()), ("split", pa.string()), ("fold", pa.string())]),
+        tmp_path / "samples.parquet",
+    )
     scores, twins, wm = {}, {}, {}
     for k, shift in [(1, 0.0), (4, 3.0)]:
         for seed in ("0", "1"):
@@ -137,13 +161,21 @@ def test_dose_stage_on_hand_made_scores(tmp_path):
             _write_scores(twins[twin], ids, lambda s, shift=shift: shift if s not in members else 0.0)
             wm[mark] = tmp_path / f"{mark}.parquet"
             write_table([{"p_value": 0.25 if shift == 0 else 1e-4}], pa.schema([("p_value", pa.float64())]), wm[mark])
-    settings = {"alpha": 0.05, "fpr": 0.05, "power": 0.8,
-                "dataset_inference": {"n_splits": 3, "exclude_methods": [], "curve_sizes": [8], "curve_draws": 1}}
+    settings = {
+        "alpha": 0.05,
+        "fpr": 0.05,
+        "power": 0.8,
+        "dataset_inference": {"n_splits": 3, "exclude_methods": [], "curve_sizes": [8], "curve_draws": 1},
+    }
     dose_table(tmp_path / "samples.parquet", scores, settings, 1, tmp_path, twins=twins, watermark=wm)
     rows = {(r["test"], r["method"], r["copies"]): r for r in read_records(tmp_path / "dose.parquet")}
     # a shift of 3 sd separates members from non-members at every seed: every test detects k = 4, and so the smallest k
-    for key in [("per-sample detector", "loss", 4), ("dataset inference", "", 4), ("twin sign-flip", "loss", 4),
-                ("watermark rank test", "", 4)]:
+    for key in [
+        ("per-sample detector", "loss", 4),
+        ("dataset inference", "", 4),
+        ("twin sign-flip", "loss", 4),
+        ("watermark rank test", "", 4),
+    ]:
         assert rows[key]["detection_rate"] == 1.0 and rows[key]["smallest_copies"] == 4, key
     assert rows[("per-sample detector", "loss", 4)]["auc_mean"] > 0.95
     assert rows[("watermark rank test", "", 1)]["n_detected"] == 0
@@ -152,8 +184,11 @@ def test_dose_stage_on_hand_made_scores(tmp_path):
     assert "smallest k" in section and "| per-sample detector | loss |" in section
     assert (tmp_path / "dose.png").stat().st_size > 0
     blind = tmp_path / "blind.parquet"
-    write_table([{"auc": 0.52, "ci_low": 0.4, "ci_high": 0.64, "p_value": 0.6}],
-                pa.schema([(c, pa.float64()) for c in ("auc", "ci_low", "ci_high", "p_value")]), blind)
+    write_table(
+        [{"auc": 0.52, "ci_low": 0.4, "ci_high": 0.64, "p_value": 0.6}],
+        pa.schema([(c, pa.float64()) for c in ("auc", "ci_low", "ci_high", "p_value")]),
+        blind,
+    )
     dose_table(tmp_path / "samples.parquet", scores, settings, 1, tmp_path, blind=[blind])
     again = read_records(tmp_path / "dose.parquet")
     assert {r["blind_auc"] for r in again if r["test"] == "per-sample detector"} == {0.52}
@@ -163,8 +198,11 @@ def test_dose_stage_on_hand_made_scores(tmp_path):
 
 def test_dose_config_plans_every_arm(tmp_path):
     """The experiment's overlay plans (snakemake -n) with every arm's rules."""
-    config = write_config(tmp_path, yaml.safe_load((REPO / "config" / "experiments" / "exposure-dose.yaml").read_text()),
-                          base="config.yaml")
+    config = write_config(
+        tmp_path,
+        yaml.safe_load((REPO / "config" / "experiments" / "exposure-dose.yaml").read_text()),
+        base="config.yaml",
+    )
     result = snakemake(tmp_path, "-n", "--configfile", str(config))
     assert result.returncode == 0, result.stderr[-3000:]
     for rule in ("dose_order", "dose_mix", "dose_train", "dose_watermark_test", "dose_exchangeability", "dose"):
@@ -174,9 +212,12 @@ def test_dose_config_plans_every_arm(tmp_path):
 @pytest.mark.slow
 def test_tiny_dose_run_writes_the_table(tmp_path):
     """The micro testbed at doses k = 1, 2, two seeds, the members' and the twin's arms, to the dose table."""
-    overrides = {"run": "dose-micro", "train": {"text_per_code": [1]},
-                 "dose": {"enabled": True, "copies": [1, 2], "watermark": False, "exchangeability": False},
-                 "score": {"methods": {"srdetection_blackbox": None, "ref": None, "recall": None}}}
+    overrides = {
+        "run": "dose-micro",
+        "train": {"text_per_code": [1]},
+        "dose": {"enabled": True, "copies": [1, 2], "watermark": False, "exchangeability": False},
+        "score": {"methods": {"srdetection_blackbox": None, "ref": None, "recall": None}},
+    }
     config = write_config(tmp_path, overrides)
     target = "results/dose-micro/aggregate/humaneval/dose.parquet"
     result = snakemake(tmp_path, target, "--configfile", str(config))

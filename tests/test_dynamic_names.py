@@ -29,8 +29,18 @@ from leaktrace.variants.renaming import dynamic_names, make_variants
 from leaktrace.variants.synonyms import WordAlternatives
 from leaktrace.variants.validate import reserved_names, validate_variants
 
-CORPUS_MODULES = ("argparse", "bisect", "csv", "difflib", "heapq", "json.decoder", "random", "statistics", "string",
-                  "textwrap")
+CORPUS_MODULES = (
+    "argparse",
+    "bisect",
+    "csv",
+    "difflib",
+    "heapq",
+    "json.decoder",
+    "random",
+    "statistics",
+    "string",
+    "textwrap",
+)
 HELD_OUT = yaml.safe_load((Path(__file__).parent / "data" / "dynamic_names.yaml").read_text(encoding="utf-8"))
 
 
@@ -38,7 +48,8 @@ HELD_OUT = yaml.safe_load((Path(__file__).parent / "data" / "dynamic_names.yaml"
 def synonym_names():
     """T2a's and the variants' proposer over a lexicon of a few standard modules (as tests/test_mutate.py)."""
     lexicon = build_identifier_lexicon(
-        (inspect.getsource(importlib.import_module(m)) for m in CORPUS_MODULES), min_count=1)
+        (inspect.getsource(importlib.import_module(m)) for m in CORPUS_MODULES), min_count=1
+    )
     return NameProposer(WordAlternatives(lexicon.word_counts), lexicon.word_counts)
 
 
@@ -54,15 +65,24 @@ def test_a_program_without_run_time_lookups_renames_every_name():
     assert dynamic_names(code) == frozenset()
 
 
-@pytest.mark.parametrize(("code", "kept"), [
-    # a literal equal to a name: getattr, __all__, a keyword dict, a registry's key
-    ('import sys\n\ndef solve(items):\n    return sorted(items)\n\ndef run(items):\n'
-     '    return getattr(sys.modules[__name__], "solve")(items)\n', {"solve", "run"}),
-    ('__all__ = ["scale"]\n\ndef scale(value, factor):\n    return value * factor\n', {"scale"}),
-    ('def box(width, height):\n    return width * height\n\ndef build(pair):\n'
-     '    return box(**{"width": pair[0], "height": pair[1]})\n', {"width", "height"}),
-    ('def shout(text):\n    return text.upper()\n\nTABLE = {"shout": shout}\n', {"shout"}),
-])
+@pytest.mark.parametrize(
+    ("code", "kept"),
+    [
+        # a literal equal to a name: getattr, __all__, a keyword dict, a registry's key
+        (
+            "import sys\n\ndef solve(items):\n    return sorted(items)\n\ndef run(items):\n"
+            '    return getattr(sys.modules[__name__], "solve")(items)\n',
+            {"solve", "run"},
+        ),
+        ('__all__ = ["scale"]\n\ndef scale(value, factor):\n    return value * factor\n', {"scale"}),
+        (
+            "def box(width, height):\n    return width * height\n\ndef build(pair):\n"
+            '    return box(**{"width": pair[0], "height": pair[1]})\n',
+            {"width", "height"},
+        ),
+        ('def shout(text):\n    return text.upper()\n\nTABLE = {"shout": shout}\n', {"shout"}),
+    ],
+)
 def test_a_string_literal_equal_to_a_name_keeps_that_name(code, kept):
     names = renamed(code)
     assert not names & kept and dynamic_names(code) >= kept
@@ -70,16 +90,20 @@ def test_a_string_literal_equal_to_a_name_keeps_that_name(code, kept):
 
 
 def test_docstrings_bare_strings_and_f_string_text_are_not_lookups():
-    code = ('def total(values):\n    """Return the total of values."""\n    "values"\n'
-            '    count = len(values)\n    return f"{count} values"\n')
+    code = (
+        'def total(values):\n    """Return the total of values."""\n    "values"\n'
+        '    count = len(values)\n    return f"{count} values"\n'
+    )
     assert renamed(code) == {"total", "values", "count"}
 
 
 def test_locals_in_format_or_percent_formatting_keeps_the_whole_function():
-    code = ('def helper(number):\n    return number + 1\n\n'
-            'def describe(width, height):\n    area = helper(width * height)\n'
-            '    return "{width}x{height}={area}".format(**locals())\n\n'
-            'def stamp(hours, minutes):\n    return "%(hours)02d:%(minutes)02d" % locals()\n')
+    code = (
+        "def helper(number):\n    return number + 1\n\n"
+        "def describe(width, height):\n    area = helper(width * height)\n"
+        '    return "{width}x{height}={area}".format(**locals())\n\n'
+        'def stamp(hours, minutes):\n    return "%(hours)02d:%(minutes)02d" % locals()\n'
+    )
     # the functions' own names stay; their function names and the helper they call may change
     assert renamed(code) == {"helper", "number", "describe", "stamp"}
 
@@ -96,40 +120,51 @@ def test_vars_of_an_object_reads_no_namespace():
 
 
 def test_locals_in_a_closure_keeps_the_outer_names_it_uses_not_the_module():
-    code = ("LIMIT = 3\n\ndef outer(start):\n    step = 2\n\n    def inner(offset):\n"
-            "        value = start + step + offset + LIMIT\n        return locals()\n\n    return inner(1)\n")
+    code = (
+        "LIMIT = 3\n\ndef outer(start):\n    step = 2\n\n    def inner(offset):\n"
+        "        value = start + step + offset + LIMIT\n        return locals()\n\n    return inner(1)\n"
+    )
     assert renamed(code) == {"LIMIT", "outer", "inner"}
 
 
 def test_globals_keeps_every_module_name_not_a_function_s_locals():
-    code = ("def handle_add(first, second):\n    return first + second\n\n"
-            "def dispatch(operation, first, second):\n    handler = globals()['handle_' + operation]\n"
-            "    return handler(first, second)\n")
+    code = (
+        "def handle_add(first, second):\n    return first + second\n\n"
+        "def dispatch(operation, first, second):\n    handler = globals()['handle_' + operation]\n"
+        "    return handler(first, second)\n"
+    )
     assert renamed(code) == {"first", "second", "operation", "handler"}
 
 
-@pytest.mark.parametrize("access", ["sys.modules[__name__]", "importlib.import_module(__name__)", "__import__(__name__)"])
+@pytest.mark.parametrize(
+    "access", ["sys.modules[__name__]", "importlib.import_module(__name__)", "__import__(__name__)"]
+)
 def test_the_module_object_keeps_every_module_name(access):
-    code = (f"import importlib\nimport sys\n\ndef double(number):\n    return 2 * number\n\n"
-            f"def run(kind, number):\n    module = {access}\n    return getattr(module, kind)(number)\n")
+    code = (
+        f"import importlib\nimport sys\n\ndef double(number):\n    return 2 * number\n\n"
+        f"def run(kind, number):\n    module = {access}\n    return getattr(module, kind)(number)\n"
+    )
     assert renamed(code) == {"number", "kind", "module"}
 
 
 def test_eval_of_computed_code_keeps_the_function_and_the_module():
-    code = ("SCALE = 2\n\ndef other(value):\n    return value\n\n"
-            "def evaluate(expression, x):\n    y = x + 1\n    return eval(expression)\n")
+    code = (
+        "SCALE = 2\n\ndef other(value):\n    return value\n\n"
+        "def evaluate(expression, x):\n    y = x + 1\n    return eval(expression)\n"
+    )
     assert renamed(code) == {"value"}
 
 
 def test_eval_or_exec_of_literal_code_keeps_the_names_in_it():
-    code = ("def evaluate(x, y):\n    z = x * y\n    return eval('x + z')\n\n"
-            "def run(total):\n    exec('print(total)')\n")
+    code = "def evaluate(x, y):\n    z = x * y\n    return eval('x + z')\n\ndef run(total):\n    exec('print(total)')\n"
     assert renamed(code) == {"evaluate", "y", "run"}
 
 
 def test_exec_in_namespaces_of_its_own_reads_only_those():
-    code = ("def run(statement, width):\n    scope = {}\n    exec(statement, {}, scope)\n    return scope\n\n"
-            "COUNTER = 0\n\ndef bump(command):\n    exec(command, globals())\n    return COUNTER\n")
+    code = (
+        "def run(statement, width):\n    scope = {}\n    exec(statement, {}, scope)\n    return scope\n\n"
+        "COUNTER = 0\n\ndef bump(command):\n    exec(command, globals())\n    return COUNTER\n"
+    )
     assert renamed(code) == {"statement", "width", "scope", "command"}  # globals(): the module's names stay
 
 
@@ -139,36 +174,47 @@ def test_a_function_named_like_a_builtin_is_no_lookup():
 
 
 def test_the_name_of_a_known_function_keeps_that_name_only():
-    code = ("def double(value):\n    return 2 * value\n\ndef square(value):\n    return value * value\n\n"
-            "LABEL = double.__name__\n")
+    code = (
+        "def double(value):\n    return 2 * value\n\ndef square(value):\n    return value * value\n\n"
+        "LABEL = double.__name__\n"
+    )
     assert renamed(code) == {"value", "square", "LABEL"}
 
 
 def test_a_registry_keyed_by_the_name_of_any_function_keeps_every_function_s_name():
-    code = ("REGISTRY = {}\n\ndef register(function):\n    REGISTRY[function.__name__] = function\n"
-            "    return function\n\n@register\ndef double(value):\n    return 2 * value\n")
+    code = (
+        "REGISTRY = {}\n\ndef register(function):\n    REGISTRY[function.__name__] = function\n"
+        "    return function\n\n@register\ndef double(value):\n    return 2 * value\n"
+    )
     assert renamed(code) == {"REGISTRY", "function", "value"}
 
 
 def test_a_class_s_or_module_s_name_is_never_a_function_s():
-    code = ("import math\n\ndef describe(error):\n    kind = type(error).__name__\n"
-            "    return kind + math.__name__ + error.__class__.__name__ + int.__name__\n")
+    code = (
+        "import math\n\ndef describe(error):\n    kind = type(error).__name__\n"
+        "    return kind + math.__name__ + error.__class__.__name__ + int.__name__\n"
+    )
     assert renamed(code) == {"describe", "error", "kind"}
 
 
-@pytest.mark.parametrize("introspection", ["power.__code__.co_varnames", "inspect.signature(power)",
-                                           "power.__annotations__"])
+@pytest.mark.parametrize(
+    "introspection", ["power.__code__.co_varnames", "inspect.signature(power)", "power.__annotations__"]
+)
 def test_code_introspection_keeps_the_whole_function(introspection):
-    code = (f"import inspect\n\ndef power(base, exponent):\n    result = base ** exponent\n    return result\n\n"
-            f"def shown(other):\n    return str({introspection}) + other\n")
+    code = (
+        f"import inspect\n\ndef power(base, exponent):\n    result = base ** exponent\n    return result\n\n"
+        f"def shown(other):\n    return str({introspection}) + other\n"
+    )
     assert renamed(code) == {"shown", "other"}
 
 
 def test_frames_keep_every_function_or_the_module():
-    f_locals = ("import sys\n\ndef peek(name):\n    return sys._getframe(1).f_locals[name]\n\n"
-                "def caller(value):\n    return peek(input())\n")
+    f_locals = (
+        "import sys\n\ndef peek(name):\n    return sys._getframe(1).f_locals[name]\n\n"
+        "def caller(value):\n    return peek(input())\n"
+    )
     assert renamed(f_locals) == set()
-    f_globals = ("import sys\n\ndef peek(key):\n    frame = sys._getframe()\n    return frame.f_globals[key]\n")
+    f_globals = "import sys\n\ndef peek(key):\n    frame = sys._getframe()\n    return frame.f_globals[key]\n"
     assert renamed(f_globals) == {"key", "frame"}
 
 
@@ -194,12 +240,29 @@ def _renamed_texts(entry, names, seeds):
     for seed in seeds:
         for proposer in (names, RandomNames()):
             for k in (1, None):
-                texts += [(v.text, v.entry_point) for v in make_variants(
-                    code, entry_point, proposer, n=3, rng=random.Random(seed), reserved=reserved, names_per_variant=k)]
+                texts += [
+                    (v.text, v.entry_point)
+                    for v in make_variants(
+                        code,
+                        entry_point,
+                        proposer,
+                        n=3,
+                        rng=random.Random(seed),
+                        reserved=reserved,
+                        names_per_variant=k,
+                    )
+                ]
         if entry_point is not None or "def " in code:
             for mutation in ("T2a", "T2b", "hybrid-0.8"):
-                mutated = apply_mutation(Mutation.parse(mutation), code, "python", entry_point, random.Random(seed),
-                                         names=names, protected=reserved)
+                mutated = apply_mutation(
+                    Mutation.parse(mutation),
+                    code,
+                    "python",
+                    entry_point,
+                    random.Random(seed),
+                    names=names,
+                    protected=reserved,
+                )
                 texts.append((mutated.text, mutated.entry_point))
     return test, [t for t in dict.fromkeys(texts) if t[0] != code]
 

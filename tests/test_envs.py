@@ -27,6 +27,7 @@ MODEL_STACK = {"torch", "transformers", "peft", "accelerate", "tokenizers", "vll
 
 # --- what a command imports ------------------------------------------------
 
+
 class Module:
     """One leaktrace module: its syntax tree and top-level definitions."""
 
@@ -34,7 +35,9 @@ class Module:
         self.name = name
         self.is_package = path.name == "__init__.py"
         self.tree = ast.parse(path.read_text(encoding="utf-8"))
-        self.defs = {n.name: n for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        self.defs = {
+            n.name: n for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        }
 
     def absolute(self, node: ast.ImportFrom) -> str:
         if not node.level:
@@ -83,8 +86,10 @@ def _reached(mod: Module, nodes, skip_bodies: bool, bound: dict[str, tuple[str, 
     for node, optional in _walk(nodes, skip_bodies):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             if isinstance(node, ast.Import):  # `import a.b` binds `a`; `import a.b as c` binds `c` to a.b
-                targets = [(a.name, None, a.asname or a.name.split(".")[0], a.name if a.asname else a.name.split(".")[0])
-                           for a in node.names]
+                targets = [
+                    (a.name, None, a.asname or a.name.split(".")[0], a.name if a.asname else a.name.split(".")[0])
+                    for a in node.names
+                ]
             else:
                 targets = [(mod.absolute(node), a.name, a.asname or a.name, mod.absolute(node)) for a in node.names]
             for source, attr, local, binding in targets:
@@ -117,9 +122,14 @@ def module_bindings(name: str) -> dict[str, tuple[str, str | None]]:
 def command_imports(command: str) -> frozenset[str]:
     """The third-party top-level modules ``python -m leaktrace <command>`` can import."""
     cli = module("leaktrace.cli")
-    function = next(f for f in cli.defs.values() if any(
-        isinstance(d, ast.Call) and getattr(d.func, "id", None) == "command" and d.args[0].value == command
-        for d in getattr(f, "decorator_list", [])))
+    function = next(
+        f
+        for f in cli.defs.values()
+        if any(
+            isinstance(d, ast.Call) and getattr(d.func, "id", None) == "command" and d.args[0].value == command
+            for d in getattr(f, "decorator_list", [])
+        )
+    )
     todo = [("module", "leaktrace.__main__"), ("module", "leaktrace.cli"), ("name", "leaktrace.cli", function.name)]
     seen, imports = set(), set()
     while todo:
@@ -143,8 +153,11 @@ def command_imports(command: str) -> frozenset[str]:
                 steps, found, _ = _reached(mod, [mod.defs[attr]], skip_bodies=False, bound=module_bindings(name))
                 steps.add(("module", name))
             else:  # a re-exported or module-level name: what the module binds it to
-                steps, found, _ = _reached(mod, [n for n in mod.tree.body if attr in {
-                    (a.asname or a.name) for a in getattr(n, "names", [])}], skip_bodies=True)
+                steps, found, _ = _reached(
+                    mod,
+                    [n for n in mod.tree.body if attr in {(a.asname or a.name) for a in getattr(n, "names", [])}],
+                    skip_bodies=True,
+                )
                 steps.add(("module", name))
         todo.extend(steps - seen)
         imports |= found
@@ -152,6 +165,7 @@ def command_imports(command: str) -> frozenset[str]:
 
 
 # --- what an environment holds ---------------------------------------------
+
 
 @cache
 def env_packages(env_file: Path) -> set[str]:
@@ -188,6 +202,7 @@ def distributions(top_level: str) -> set[str]:
 
 
 # --- which rule runs which command in which environment --------------------
+
 
 def env_names() -> dict[str, set[Path]]:
     """The environment names rules/common.smk defines (a name may be assigned
@@ -233,7 +248,9 @@ def test_every_rule_with_a_shell_names_an_environment_from_common_smk():
     assert {"CPU_ENV", "MODEL_ENV", "CONDA_ENV"} <= set(names)
     for rule, conda, _ in RULES:
         choices = {conda} if conda in names else env_function_choices(conda)
-        assert choices and choices <= set(names), f"rule {rule}: conda: {conda} names no environment of rules/common.smk"
+        assert choices and choices <= set(names), (
+            f"rule {rule}: conda: {conda} names no environment of rules/common.smk"
+        )
         for choice in choices:
             assert names[choice] and all(p.exists() for p in names[choice]), (rule, names[choice])
 

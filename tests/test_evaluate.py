@@ -79,8 +79,15 @@ def test_decision_metrics_hand_computed():
     # 2 members found, 1 missed, 1 non-member kept, 1 flagged: the non-member class has precision and recall 1/2
     metrics = decision_metrics([1, 1, 0, 0, 1], [1, 0, 0, 1, 1])
     assert metrics == pytest.approx(
-        {"accuracy": 3 / 5, "macro_precision": (2 / 3 + 1 / 2) / 2, "macro_recall": (2 / 3 + 1 / 2) / 2,
-         "macro_f1": (2 / 3 + 1 / 2) / 2, "member_precision": 2 / 3, "member_recall": 2 / 3, "member_f1": 2 / 3}
+        {
+            "accuracy": 3 / 5,
+            "macro_precision": (2 / 3 + 1 / 2) / 2,
+            "macro_recall": (2 / 3 + 1 / 2) / 2,
+            "macro_f1": (2 / 3 + 1 / 2) / 2,
+            "member_precision": 2 / 3,
+            "member_recall": 2 / 3,
+            "member_f1": 2 / 3,
+        }
     )
 
 
@@ -91,7 +98,11 @@ def test_decision_metrics_reproduce_srdetection_table_1_printed_row():
     labels, flagged = [1] * 528 + [0] * 523, [1] * 1051
     metrics = {k: round(100 * v, 2) for k, v in decision_metrics(labels, flagged).items()}
     assert (metrics["accuracy"], metrics["macro_precision"], metrics["macro_recall"], metrics["macro_f1"]) == (
-        50.24, 25.12, 50.0, 33.44)
+        50.24,
+        25.12,
+        50.0,
+        33.44,
+    )
     assert (metrics["member_precision"], metrics["member_recall"]) == (50.24, 100.0)
 
 
@@ -112,7 +123,9 @@ def test_fast_macro_f1_and_auc_equal_sklearn_on_random_data():
         scores = rng.integers(0, 6, 30).astype(float)  # many ties
         predictions = rng.integers(0, 2, 30)
         assert roc_auc(labels, scores) == pytest.approx(roc_auc_score(labels, scores))
-        assert macro_f1(labels, predictions) == pytest.approx(f1_score(labels, predictions, average="macro", zero_division=0))
+        assert macro_f1(labels, predictions) == pytest.approx(
+            f1_score(labels, predictions, average="macro", zero_division=0)
+        )
 
 
 def test_threshold_metrics_equal_sklearn_on_random_data():
@@ -179,9 +192,12 @@ def test_wilson_interval_against_hand_value():
 def _folds(control_scores, evaluation_scores, alpha=0.25):
     """Split-conformal folds: 6 controls, 8 evaluation samples (4 members first)."""
     control_scores, evaluation_scores = np.asarray(control_scores, float), np.asarray(evaluation_scores, float)
-    return Folds(evaluation_labels=np.array([1, 1, 1, 1, 0, 0, 0, 0], dtype=bool), evaluation_scores=evaluation_scores,
-                 exceedances=np.stack([exceedances(c, e) for c, e in zip(control_scores, evaluation_scores, strict=True)]),
-                 alpha=alpha)
+    return Folds(
+        evaluation_labels=np.array([1, 1, 1, 1, 0, 0, 0, 0], dtype=bool),
+        evaluation_scores=evaluation_scores,
+        exceedances=np.stack([exceedances(c, e) for c, e in zip(control_scores, evaluation_scores, strict=True)]),
+        alpha=alpha,
+    )
 
 
 def test_bootstrap_recomputes_p_values_against_the_resampled_control_set():
@@ -194,7 +210,9 @@ def test_bootstrap_recomputes_p_values_against_the_resampled_control_set():
     folds = _folds(control_scores, np.round(rng.normal(size=(2, 8)) + np.repeat([1, 0], 4), 1))
     replicates = bootstrap(folds, 50, np.random.default_rng(3))
     draws = np.random.default_rng(3)
-    evaluation = np.concatenate([np.arange(4)[draws.integers(0, 4, (50, 4))], np.arange(4, 8)[draws.integers(0, 4, (50, 4))]], axis=1)
+    evaluation = np.concatenate(
+        [np.arange(4)[draws.integers(0, 4, (50, 4))], np.arange(4, 8)[draws.integers(0, 4, (50, 4))]], axis=1
+    )
     controls = draws.integers(0, 6, (50, 6))
     labels = np.repeat([1, 0], 4)
     for m, b in np.ndindex(2, 50):
@@ -221,8 +239,16 @@ def test_paired_bootstrap_difference_of_known_size():
 
 def test_bootstrap_needs_both_classes_and_a_control():
     with pytest.raises(ValueError, match="evaluation fold needs members and non-members"):
-        Folds(evaluation_labels=np.array([True, True]), evaluation_scores=np.zeros((1, 2)),
-              exceedances=np.zeros((1, 3, 2), dtype=bool), alpha=0.05)
+        Folds(
+            evaluation_labels=np.array([True, True]),
+            evaluation_scores=np.zeros((1, 2)),
+            exceedances=np.zeros((1, 3, 2), dtype=bool),
+            alpha=0.05,
+        )
     with pytest.raises(ValueError, match="no non-member to serve as a control"):
-        Folds(evaluation_labels=np.array([True, False]), evaluation_scores=np.zeros((1, 2)),
-              exceedances=np.zeros((1, 0, 2), dtype=bool), alpha=0.05)
+        Folds(
+            evaluation_labels=np.array([True, False]),
+            evaluation_scores=np.zeros((1, 2)),
+            exceedances=np.zeros((1, 0, 2), dtype=bool),
+            alpha=0.05,
+        )

@@ -59,7 +59,9 @@ def run_other(text):
 
 ATTACKS = {
     # the driver's frames: its locals and globals, up the stack, for another program's source to exec
-    "frames": _body(_STRINGS + """\
+    "frames": _body(
+        _STRINGS
+        + """\
 import sys
 frame = sys._getframe(1)
 while frame is not None:
@@ -70,9 +72,12 @@ while frame is not None:
                 return found
     frame = frame.f_back
 return []
-"""),
+"""
+    ),
     # every object gc tracks, for another program's source to exec
-    "gc_source": _body(_STRINGS + """\
+    "gc_source": _body(
+        _STRINGS
+        + """\
 import gc
 for holder in gc.get_objects():
     if isinstance(holder, (dict, list, tuple)):
@@ -81,7 +86,8 @@ for holder in gc.get_objects():
             if found is not None:
                 return found
 return []
-"""),
+"""
+    ),
     # every object gc tracks, for the ground truth's job and its outputs: its output on these arguments
     "gc_outputs": _body("""\
 import gc, sys
@@ -113,7 +119,9 @@ for job in jobs:
 return []
 """),
     # the driver's script, as written to the sandbox's scratch directory, for the batch it carried
-    "script": _body(_STRINGS + """\
+    "script": _body(
+        _STRINGS
+        + """\
 import sys
 codec = sys.modules["leaktrace.sandbox.values"]
 try:
@@ -127,7 +135,8 @@ for line in text.splitlines():
             if found is not None:
                 return found
 return []
-"""),
+"""
+    ),
 }
 EQUIVALENT = "    # FORGER's honest twin\n    return [k + x for x in xs]\n"
 

@@ -61,8 +61,13 @@ def server(tmp_path_factory):
     (directory / "sets_a_variable.py").write_text("import os\nos.environ.setdefault('SET_ON_IMPORT', 'yes')\n")
     socket_path = directory / "socket"
     environment = {**os.environ, SOCKET_VARIABLE: str(socket_path)}
-    process = subprocess.Popen([sys.executable, "-c", SERVER, str(socket_path), str(os.getpid())], cwd=directory,
-                               env=environment, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", SERVER, str(socket_path), str(os.getpid())],
+        cwd=directory,
+        env=environment,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not socket_path.exists():
         assert process.poll() is None, process.stderr.read()
@@ -75,9 +80,15 @@ def server(tmp_path_factory):
 
 def client(server, *argv, cwd=None, extra_env=None, **kwargs):
     directory, environment, _ = server
-    return subprocess.Popen([sys.executable, "-c", CLIENT, *argv], cwd=cwd or directory,
-                            env={**environment, **(extra_env or {})}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-c", CLIENT, *argv],
+        cwd=cwd or directory,
+        env={**environment, **(extra_env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
 
 
 def finish(process):
@@ -126,8 +137,11 @@ def test_a_job_writes_the_bytes_a_fresh_interpreter_writes(server, tmp_path):
     argv = ["ingest-benchmark", "--name", "humaneval", "--settings", settings, "--output"]
     status, _, stderr = finish(client(server, *argv, str(tmp_path / "served.parquet")))
     assert (status, stderr[-1]) == (0, "served 0")
-    fresh = subprocess.run([sys.executable, "-m", "leaktrace", *argv, str(tmp_path / "fresh.parquet")],
-                           env={k: v for k, v in os.environ.items() if k != SOCKET_VARIABLE}, timeout=120)
+    fresh = subprocess.run(
+        [sys.executable, "-m", "leaktrace", *argv, str(tmp_path / "fresh.parquet")],
+        env={k: v for k, v in os.environ.items() if k != SOCKET_VARIABLE},
+        timeout=120,
+    )
     assert fresh.returncode == 0
     assert (tmp_path / "served.parquet").read_bytes() == (tmp_path / "fresh.parquet").read_bytes()
 
@@ -172,14 +186,23 @@ def test_a_server_whose_client_never_stops_it_leaves_no_directory(tmp_path):
     """The Snakemake inside a SLURM group allocation starts a server and runs no
     `onsuccess` (no Server.stop): the server removes its private directory when
     its parent exits."""
-    starter = ("import os, sys, time\nfrom leaktrace import forkserver\n"
-               "server = forkserver.start(dict(os.environ))\n"
-               "while not (server.directory / 'socket').exists(): time.sleep(0.05)\n"
-               "print(server.directory, flush=True)\nos._exit(0)\n")  # no stop, no atexit
-    started = subprocess.run([sys.executable, "-c", starter], env={**os.environ, "TMPDIR": str(tmp_path)},
-                             capture_output=True, text=True, timeout=120)
+    starter = (
+        "import os, sys, time\nfrom leaktrace import forkserver\n"
+        "server = forkserver.start(dict(os.environ))\n"
+        "while not (server.directory / 'socket').exists(): time.sleep(0.05)\n"
+        "print(server.directory, flush=True)\nos._exit(0)\n"
+    )  # no stop, no atexit
+    started = subprocess.run(
+        [sys.executable, "-c", starter],
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     directory = Path(started.stdout.strip())
-    assert started.returncode == 0 and directory.parent == tmp_path and directory.name.startswith("leaktrace-fork-server-")
+    assert (
+        started.returncode == 0 and directory.parent == tmp_path and directory.name.startswith("leaktrace-fork-server-")
+    )
     deadline = time.monotonic() + 120  # the server sees its parent gone between imports or within its poll
     while directory.exists() and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -59,8 +59,9 @@ def test_entry_points_come_from_the_release_or_from_its_tests():
     assert [r["entry_point"] for r in rows("cruxeval")] == ["f", "f"]
     assert [r["entry_point"] for r in rows("mbppplus-evalplus")] == ["reverse_words", "mean"]
     assert [r["test"] for r in rows("cruxeval")] == ["assert f('abcde', 2) == 'cdeab'", "assert f([1, 2, 3]) == [1, 9]"]
-    assert rows("mbpp")[1]["test"] == ("import math\nassert math.isclose(hypotenuse(3, 4), 5.0)\n"
-                                       "assert hypotenuse(0, 0) == 0.0")
+    assert rows("mbpp")[1]["test"] == (
+        "import math\nassert math.isclose(hypotenuse(3, 4), 5.0)\nassert hypotenuse(0, 0) == 0.0"
+    )
 
 
 def wrong(row: dict) -> str:
@@ -101,11 +102,18 @@ PRESET_FILES = {
     "apps": ("apps.jsonl", ["4000", "4001"]),
     "ds1000": ("ds1000.jsonl.gz", ["900"]),
     "classeval": ("classeval.json", ["ClassEval_900"]),
-    "codesearchnet": ("codesearchnet.jsonl", ["https://github.com/example/shop/blob/0000000/shop/tax.py#L1-L3",
-                                              "example/shop/shop/cart.py:Cart.total"]),
-    "codesearchnet-original": ("codesearchnet-original.jsonl.gz", [
-        "https://github.com/example/calc/blob/0000000/src/Calc.java#L3-L5", "example/calc/src/Calc.java:Calc.add",
-        "example/calc/src/Calc.java:Calc.add#2"]),
+    "codesearchnet": (
+        "codesearchnet.jsonl",
+        ["https://github.com/example/shop/blob/0000000/shop/tax.py#L1-L3", "example/shop/shop/cart.py:Cart.total"],
+    ),
+    "codesearchnet-original": (
+        "codesearchnet-original.jsonl.gz",
+        [
+            "https://github.com/example/calc/blob/0000000/src/Calc.java#L3-L5",
+            "example/calc/src/Calc.java:Calc.add",
+            "example/calc/src/Calc.java:Calc.add#2",
+        ],
+    ),
     "swe-bench": ("swe-bench.jsonl", ["example__shop-1"]),
     "text": ("text.jsonl", ["note-1", "note-2"]),
 }
@@ -137,11 +145,14 @@ def test_the_mbppplus_preset_reads_both_of_its_releases_layouts():
 
 def test_codesearchnet_reads_its_dumps_with_or_without_urls():
     """Without a url the id is repository/path:function; a repeat (Java overloads) gets #2."""
-    found = load_benchmark({"preset": "codesearchnet-original", "path": str(FORMATS / "codesearchnet-original.jsonl.gz")},
-                           "c")
+    found = load_benchmark(
+        {"preset": "codesearchnet-original", "path": str(FORMATS / "codesearchnet-original.jsonl.gz")}, "c"
+    )
     assert [(s.language, s.entry_point, s.text) for s in found] == [
-        ("java", "Calc.square", "Square of x."), ("java", "Calc.add", "Sum of two ints."),
-        ("java", "Calc.add", "Sum of two longs.")]
+        ("java", "Calc.square", "Square of x."),
+        ("java", "Calc.add", "Sum of two ints."),
+        ("java", "Calc.add", "Sum of two longs."),
+    ]
     hub = load_benchmark({"preset": "codesearchnet", "path": str(FORMATS / "codesearchnet.jsonl")}, "c")
     assert [(s.kind, s.entry_point) for s in hub] == [("both", "add_tax"), ("code", "Cart.total")]
 
@@ -171,9 +182,13 @@ def test_a_preset_that_does_not_match_its_file_names_the_preset_the_file_and_the
         load_benchmark({"preset": "classeval", "path": str(path)}, "c")
     assert str(err.value).startswith(
         f"{path}, record line 1: the record does not match preset 'classeval': it lacks the field(s) class_name, "
-        "skeleton, solution_code, test (it has: challenge_test_list, code, task_id, test_list, test_setup_code, text)")
-    with pytest.raises(InputError, match=r"does not match preset 'mbppplus': it lacks the field\(s\) layout 1: prompt, "
-                                         r"test; layout 2: assertion, canonical_solution, entry_point, prompt \(it has"):
+        "skeleton, solution_code, test (it has: challenge_test_list, code, task_id, test_list, test_setup_code, text)"
+    )
+    with pytest.raises(
+        InputError,
+        match=r"does not match preset 'mbppplus': it lacks the field\(s\) layout 1: prompt, "
+        r"test; layout 2: assertion, canonical_solution, entry_point, prompt \(it has",
+    ):
         load_benchmark({"preset": "mbppplus", "path": str(path)}, "m")
 
 
@@ -183,15 +198,21 @@ def test_ingest_reads_a_preset_with_only_preset_and_path(tmp_path):
 
     ingest_benchmark("mbpp", {"preset": "mbpp", "path": str(FORMATS / "mbpp.jsonl")}, tmp_path / "b.parquet")
     rows = read_records(tmp_path / "b.parquet")
-    assert [(r["task_id"], r["entry_point"], r["test_format"]) for r in rows] == [("601", "gcd", "script"),
-                                                                                  ("602", "hypotenuse", "script")]
+    assert [(r["task_id"], r["entry_point"], r["test_format"]) for r in rows] == [
+        ("601", "gcd", "script"),
+        ("602", "hypotenuse", "script"),
+    ]
 
 
 def test_config_validation_fills_the_implied_format(tmp_path):
     from leaktrace.configuration import imply_benchmark_formats
 
-    config = {"benchmarks": {"h": {"format": None, "preset": None, "path": None},
-                             "m": {"format": None, "preset": "mbpp", "path": "mbpp.jsonl"}}}
+    config = {
+        "benchmarks": {
+            "h": {"format": None, "preset": None, "path": None},
+            "m": {"format": None, "preset": "mbpp", "path": "mbpp.jsonl"},
+        }
+    }
     imply_benchmark_formats(config)
     assert {k: v["format"] for k, v in config["benchmarks"].items()} == {"h": "humaneval", "m": "jsonl"}
     with pytest.raises(ValueError, match=r"config benchmarks.x: format humaneval reads"):
@@ -209,7 +230,9 @@ def test_humaneval_x_tests_are_main_programs_run_with_a_toolchain_or_said_not_to
     assert [(s.language, s.test_format) for s in samples] == [("cpp", "main"), ("java", "main")]
     assert all("its tests are a main() program" in not_runnable({**vars(s), "code": s.code}) for s in samples)
     programs = [(s.language, s.code, s.test) for s in samples]
-    programs += [(s.language, s.code.replace("a > b ? a : b", "a").replace("Math.max(a, b)", "a"), s.test) for s in samples]
+    programs += [
+        (s.language, s.code.replace("a > b ? a : b", "a").replace("Math.max(a, b)", "a"), s.test) for s in samples
+    ]
     verdicts = validate_compiled(programs, [0, 1, 2, 3], LIMITS, workers=2)
     for (language, _, _), (ok, why), wrong_one in zip(programs, verdicts, [False, False, True, True]):
         if toolchains.missing(language) is not None:
@@ -221,9 +244,23 @@ def test_humaneval_x_tests_are_main_programs_run_with_a_toolchain_or_said_not_to
 # --- the ingest report: every canonical solution against its own tests (issue 49, item 4) ---
 
 # preset -> samples the sandbox runs (the others: text only, C++/Java main() programs, DS-1000's exec tests)
-RUN_AT_INGEST = {"humaneval": 2, "humanevalplus": 2, "humaneval-x": 0, "mbpp": 2, "mbpp-sanitized": 2, "mbppplus": 1,
-                 "mbppplus-evalplus": 2, "cruxeval": 2, "apps": 2, "ds1000": 0, "classeval": 1, "codesearchnet": 0,
-                 "codesearchnet-original": 0, "swe-bench": 0, "text": 0}
+RUN_AT_INGEST = {
+    "humaneval": 2,
+    "humanevalplus": 2,
+    "humaneval-x": 0,
+    "mbpp": 2,
+    "mbpp-sanitized": 2,
+    "mbppplus": 1,
+    "mbppplus-evalplus": 2,
+    "cruxeval": 2,
+    "apps": 2,
+    "ds1000": 0,
+    "classeval": 1,
+    "codesearchnet": 0,
+    "codesearchnet-original": 0,
+    "swe-bench": 0,
+    "text": 0,
+}
 
 
 @pytest.mark.parametrize("preset", PRESET_FILES)
@@ -232,7 +269,9 @@ def test_each_presets_canonical_solutions_pass_their_own_tests(preset, full_isol
     from leaktrace.sandbox.sample_runs import solution_failures
 
     file, _ = PRESET_FILES[preset]
-    rows = [{**vars(s), "code": s.code} for s in load_benchmark({"preset": preset, "path": str(FORMATS / file)}, preset)]
+    rows = [
+        {**vars(s), "code": s.code} for s in load_benchmark({"preset": preset, "path": str(FORMATS / file)}, preset)
+    ]
     assert solution_failures(rows, file) == (RUN_AT_INGEST[preset], [])
 
 
@@ -250,5 +289,7 @@ def test_the_ingest_log_names_a_canonical_solution_that_fails_its_own_tests(tmp_
     assert "benchmark mine: mine/601: the canonical solution fails its own tests: wrong: " in caplog.text
     caplog.clear()
     with caplog.at_level("INFO", logger="leaktrace.stages.ingest"):
-        ingest_benchmark("mine", {"preset": "mbpp", "path": str(bench), "check_solutions": False}, tmp_path / "c.parquet")
+        ingest_benchmark(
+            "mine", {"preset": "mbpp", "path": str(bench), "check_solutions": False}, tmp_path / "c.parquet"
+        )
     assert "canonical solutions" not in caplog.text

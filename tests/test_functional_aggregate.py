@@ -27,9 +27,18 @@ def frame(values: dict[tuple[str, str], tuple], split: dict[str, str] | None = N
     for (sample, metric), value in values.items():
         t, r, *outcomes = value
         t_out, r_out = outcomes or ("ok" if t is not None else "failed", "ok" if r is not None else "failed")
-        rows.append({"sample_id": sample, "metric": metric, "target": t, "reference": r,
-                     "delta": None if t is None or r is None else t - r, "target_outcome": t_out, "reference_outcome": r_out,
-                     "split": (split or {}).get(sample)})
+        rows.append(
+            {
+                "sample_id": sample,
+                "metric": metric,
+                "target": t,
+                "reference": r,
+                "delta": None if t is None or r is None else t - r,
+                "target_outcome": t_out,
+                "reference_outcome": r_out,
+                "split": (split or {}).get(sample),
+            }
+        )
     sim = pd.DataFrame(rows)
     for side in fm.SIDES:
         sim[side] = sim[side].astype(float)
@@ -43,12 +52,22 @@ def frame(values: dict[tuple[str, str], tuple], split: dict[str, str] | None = N
 # s5: CodeBLEU 0.9 but the reference did not parse -> not evaluated, not counted
 # s6: CodeBLEU and our judge 0.8 vs 0.2 -> memorized under both
 TABLE2 = {
-    ("s1", "bleu"): (0.5, 0.1), ("s1", "codebleu"): (0.8, 0.5), ("s1", "judge_nikiema"): (0.9, 0.9),
-    ("s2", "bleu"): (0.8, 0.1), ("s2", "codebleu"): (0.9, 0.1), ("s2", "judge_nikiema"): (0.9, 0.1),
-    ("s3", "bleu"): (0.75, 0.1), ("s3", "judge_nikiema"): (0.75, 0.74),
-    ("s4", "bleu"): (0.2, 0.1), ("s4", "judge_nikiema"): (0.75, 0.74), ("s4", "codebleu"): (0.74, 0.1),
-    ("s5", "bleu"): (0.2, 0.1), ("s5", "codebleu"): (0.9, None, "ok", "parse_error:generation"),
-    ("s6", "bleu"): (0.3, 0.3), ("s6", "codebleu"): (0.8, 0.2), ("s6", "judge_paper"): (0.8, 0.2),
+    ("s1", "bleu"): (0.5, 0.1),
+    ("s1", "codebleu"): (0.8, 0.5),
+    ("s1", "judge_nikiema"): (0.9, 0.9),
+    ("s2", "bleu"): (0.8, 0.1),
+    ("s2", "codebleu"): (0.9, 0.1),
+    ("s2", "judge_nikiema"): (0.9, 0.1),
+    ("s3", "bleu"): (0.75, 0.1),
+    ("s3", "judge_nikiema"): (0.75, 0.74),
+    ("s4", "bleu"): (0.2, 0.1),
+    ("s4", "judge_nikiema"): (0.75, 0.74),
+    ("s4", "codebleu"): (0.74, 0.1),
+    ("s5", "bleu"): (0.2, 0.1),
+    ("s5", "codebleu"): (0.9, None, "ok", "parse_error:generation"),
+    ("s6", "bleu"): (0.3, 0.3),
+    ("s6", "codebleu"): (0.8, 0.2),
+    ("s6", "judge_paper"): (0.8, 0.2),
 }
 
 
@@ -66,7 +85,11 @@ def test_table2_counts_at_the_thresholds_with_unique_rows():
         fm.UNIQUE_EXCLUDING_LENIENT: (2, 4, 6),  # s1, s6
     }
     assert rows["codebleu"]["share"] == pytest.approx(2 / 6)
-    assert [r["metric"] for r in fm.memorization_rows(frame(TABLE2), 0.75, 0.75)][:3] == ["codebleu", "judge_nikiema", "judge_paper"]
+    assert [r["metric"] for r in fm.memorization_rows(frame(TABLE2), 0.75, 0.75)][:3] == [
+        "codebleu",
+        "judge_nikiema",
+        "judge_paper",
+    ]
 
 
 def test_table2_needs_the_targets_bleu():
@@ -76,28 +99,45 @@ def test_table2_needs_the_targets_bleu():
 
 
 def test_exact_and_near_verbatim_counterfactual_counts():
-    sim = frame({
-        ("a", "exact_match"): (1.0, 0.0), ("a", "bleu"): (1.0, 0.2),  # exact and near-verbatim, counterfactually
-        ("b", "exact_match"): (1.0, 1.0), ("b", "bleu"): (1.0, 1.0),  # both models: generalisation, not memorization
-        ("c", "exact_match"): (0.0, 0.0), ("c", "bleu"): (0.75, 0.74),  # near-verbatim at exactly tau_text
-        ("d", "exact_match"): (0.0, 0.0), ("d", "bleu"): (0.74, 0.0),
-    })
+    sim = frame(
+        {
+            ("a", "exact_match"): (1.0, 0.0),
+            ("a", "bleu"): (1.0, 0.2),  # exact and near-verbatim, counterfactually
+            ("b", "exact_match"): (1.0, 1.0),
+            ("b", "bleu"): (1.0, 1.0),  # both models: generalisation, not memorization
+            ("c", "exact_match"): (0.0, 0.0),
+            ("c", "bleu"): (0.75, 0.74),  # near-verbatim at exactly tau_text
+            ("d", "exact_match"): (0.0, 0.0),
+            ("d", "bleu"): (0.74, 0.0),
+        }
+    )
     rows = {r["kind"]: r for r in fm.verbatim_rows(sim, 0.75)}
     assert (rows["exact"]["target"], rows["exact"]["reference"], rows["exact"]["counterfactual"]) == (2, 1, 1)
-    assert (rows["near_verbatim"]["target"], rows["near_verbatim"]["reference"], rows["near_verbatim"]["counterfactual"]) == (3, 1, 2)
+    assert (
+        rows["near_verbatim"]["target"],
+        rows["near_verbatim"]["reference"],
+        rows["near_verbatim"]["counterfactual"],
+    ) == (3, 1, 2)
     assert rows["near_verbatim"]["share"] == 0.5
 
 
 def test_failures_are_counted_by_cause_and_means_use_known_values():
-    sim = frame({
-        ("a", "tsed"): (0.5, None, "ok", "parse_error:generation"),
-        ("b", "tsed"): (None, None, "parse_error:ground_truth", "parse_error:ground_truth"),
-        ("c", "tsed"): (0.7, 0.2),
-        ("d", "tsed"): (0.9, 0.4),
-    })
+    sim = frame(
+        {
+            ("a", "tsed"): (0.5, None, "ok", "parse_error:generation"),
+            ("b", "tsed"): (None, None, "parse_error:ground_truth", "parse_error:ground_truth"),
+            ("c", "tsed"): (0.7, 0.2),
+            ("d", "tsed"): (0.9, 0.4),
+        }
+    )
     outcomes = {(r["model"], r["outcome"]): r["count"] for r in fm.outcome_rows(sim)}
-    assert outcomes == {("target", "ok"): 3, ("target", "parse_error:ground_truth"): 1,
-                        ("reference", "ok"): 2, ("reference", "parse_error:generation"): 1, ("reference", "parse_error:ground_truth"): 1}
+    assert outcomes == {
+        ("target", "ok"): 3,
+        ("target", "parse_error:ground_truth"): 1,
+        ("reference", "ok"): 2,
+        ("reference", "parse_error:generation"): 1,
+        ("reference", "parse_error:ground_truth"): 1,
+    }
     (row,) = fm.summary_rows(sim, 100, 0)
     # complete cases: c and d only, for target, reference and Δ alike
     assert (row["convention"], row["n"], row["n_samples"]) == (fm.COMPLETE_CASES, 2, 4)
@@ -108,8 +148,10 @@ def test_failures_are_counted_by_cause_and_means_use_known_values():
 
 # e1: the reference did not run; e2: both ran; e3: the screen passed neither; e4: both ran, the reference better
 EXECUTION = {
-    ("e1", "execution"): (1.0, None, "ok", "timeout"), ("e2", "execution"): (0.5, 0.25),
-    ("e3", "execution"): (None, None, "screen:no_clone", "screen:no_clone"), ("e4", "execution"): (0.0, 1.0),
+    ("e1", "execution"): (1.0, None, "ok", "timeout"),
+    ("e2", "execution"): (0.5, 0.25),
+    ("e3", "execution"): (None, None, "screen:no_clone", "screen:no_clone"),
+    ("e4", "execution"): (0.0, 1.0),
     **{(f"e{k}", "bleu"): (0.1, 0.1) for k in range(1, 5)},
 }
 
@@ -118,15 +160,26 @@ def test_execution_rows_count_a_missing_value_as_zero_as_the_paper_and_on_comple
     rows = [r for r in fm.summary_rows(frame(EXECUTION), 100, 0) if r["metric"] == "execution"]
     paper, complete = rows
     assert (paper["convention"], paper["n"]) == (fm.MISSING_AS_ZERO, 4)
-    assert (paper["target_mean"], paper["reference_mean"], paper["delta_mean"]) == pytest.approx((1.5 / 4, 1.25 / 4, 0.25 / 4))
+    assert (paper["target_mean"], paper["reference_mean"], paper["delta_mean"]) == pytest.approx(
+        (1.5 / 4, 1.25 / 4, 0.25 / 4)
+    )
     assert (complete["convention"], complete["n"]) == (fm.COMPLETE_CASES, 2)  # e2, e4
-    assert (complete["target_mean"], complete["reference_mean"], complete["delta_mean"]) == pytest.approx((0.25, 0.625, -0.375))
+    assert (complete["target_mean"], complete["reference_mean"], complete["delta_mean"]) == pytest.approx(
+        (0.25, 0.625, -0.375)
+    )
     (bleu,) = [r for r in fm.summary_rows(frame(EXECUTION), 100, 0) if r["metric"] == "bleu"]
     assert bleu["convention"] == fm.COMPLETE_CASES  # missing = 0 is the execution metrics' alone
-    table2 = {(r["metric"], r["convention"]): (r["count"], r["n_evaluated"]) for r in fm.memorization_rows(frame(EXECUTION), 0.75, 0.75)}
+    table2 = {
+        (r["metric"], r["convention"]): (r["count"], r["n_evaluated"])
+        for r in fm.memorization_rows(frame(EXECUTION), 0.75, 0.75)
+    }
     # e1: the target's clone against a reference that did not run counts under missing = 0 only
-    assert table2 == {("execution", fm.MISSING_AS_ZERO): (1, 4), ("execution", fm.COMPLETE_CASES): (0, 2),
-                      (fm.UNIQUE_ANY, fm.MISSING_AS_ZERO): (1, 4), (fm.UNIQUE_EXCLUDING_LENIENT, fm.MISSING_AS_ZERO): (1, 4)}
+    assert table2 == {
+        ("execution", fm.MISSING_AS_ZERO): (1, 4),
+        ("execution", fm.COMPLETE_CASES): (0, 2),
+        (fm.UNIQUE_ANY, fm.MISSING_AS_ZERO): (1, 4),
+        (fm.UNIQUE_EXCLUDING_LENIENT, fm.MISSING_AS_ZERO): (1, 4),
+    }
 
 
 def planted(effect: float, n: int = 40) -> pd.DataFrame:
@@ -147,7 +200,11 @@ def test_member_difference_interval_lies_above_zero_for_a_planted_effect_only():
     rows = {r["metric"]: r for r in fm.member_difference_rows(planted(0.2), 500, 7)}
     bleu, tsed = rows["bleu"], rows["tsed"]
     assert bleu["difference"] == pytest.approx(0.2) and bleu["members_above"] and bleu["low"] > 0
-    assert tsed["difference"] == pytest.approx(0.0, abs=1e-12) and not tsed["members_above"] and tsed["low"] < 0 < tsed["high"]
+    assert (
+        tsed["difference"] == pytest.approx(0.0, abs=1e-12)
+        and not tsed["members_above"]
+        and tsed["low"] < 0 < tsed["high"]
+    )
     (reverse, _) = fm.member_difference_rows(planted(-0.2), 500, 7)  # non-members above members: no signal either
     assert reverse["high"] < 0 and not reverse["members_above"]
     assert (bleu["n_member"], bleu["n_non_member"]) == (40, 40)
@@ -175,17 +232,39 @@ def test_severity_rows_are_complete_cases():
 
 def test_length_buckets_and_correlations_by_hand():
     # signature characters 40, 60, 120, 30; context 50, 150, 6000, 2500; body lines 5, 12, 30, 12
-    lengths = pd.DataFrame({"sample_id": ["s1", "s2", "s3", "s4"], "signature_chars": [40, 60, 120, 30],
-                            "context_chars": [50, 150, 6000, 2500], "body_lines": [5, 12, 30, 12]})
-    sim = frame({("s1", "bleu"): (0.5, 0.1), ("s2", "bleu"): (0.4, 0.2), ("s3", "bleu"): (0.3, 0.3), ("s4", "bleu"): (0.7, 0.3),
-                 ("s5", "bleu"): (0.9, 0.0)})  # s5 has no lengths: left out
+    lengths = pd.DataFrame(
+        {
+            "sample_id": ["s1", "s2", "s3", "s4"],
+            "signature_chars": [40, 60, 120, 30],
+            "context_chars": [50, 150, 6000, 2500],
+            "body_lines": [5, 12, 30, 12],
+        }
+    )
+    sim = frame(
+        {
+            ("s1", "bleu"): (0.5, 0.1),
+            ("s2", "bleu"): (0.4, 0.2),
+            ("s3", "bleu"): (0.3, 0.3),
+            ("s4", "bleu"): (0.7, 0.3),
+            ("s5", "bleu"): (0.9, 0.0),
+        }
+    )  # s5 has no lengths: left out
     rows = {(r["length"], r["bucket"]): r for r in fm.length_rows(sim, lengths)}
     assert {key: r["n"] for key, r in rows.items() if key[0] == "signature_chars"} == {
-        ("signature_chars", "short"): 2, ("signature_chars", "medium"): 1, ("signature_chars", "long"): 1, ("signature_chars", "all"): 4}
+        ("signature_chars", "short"): 2,
+        ("signature_chars", "medium"): 1,
+        ("signature_chars", "long"): 1,
+        ("signature_chars", "all"): 4,
+    }
     short = rows[("signature_chars", "short")]  # s1 and s4
     assert (short["target_mean"], short["reference_mean"], short["delta_mean"]) == pytest.approx((0.6, 0.2, 0.4))
     assert {key[1] for key in rows if key[0] == "context_chars"} == {"minimal", "short", "medium", "long", "all"}
-    assert {key[1]: r["n"] for key, r in rows.items() if key[0] == "body_lines"} == {"under 10": 1, "short": 2, "long": 1, "all": 4}
+    assert {key[1]: r["n"] for key, r in rows.items() if key[0] == "body_lines"} == {
+        "under 10": 1,
+        "short": 2,
+        "long": 1,
+        "all": 4,
+    }
     # Pearson r of signature length (40, 60, 120, 30) with Δ (0.4, 0.2, 0.0, 0.4): hand-computed
     # means 62.5 and 0.25; products -3.375, 0.125, -14.375, -4.875 (sum -22.5); sums of squares 4875 and 0.11
     # -> r = -22.5 / sqrt(536.25) = -0.97163
@@ -195,7 +274,9 @@ def test_length_buckets_and_correlations_by_hand():
 
 
 def test_correlation_matrix_is_pairwise_and_in_the_papers_order():
-    sim = frame({(f"s{k}", m): (v, 0.0) for k in range(5) for m, v in (("tsed", k / 5), ("bleu", k / 10), ("lcs", 1 - k / 5))})
+    sim = frame(
+        {(f"s{k}", m): (v, 0.0) for k in range(5) for m, v in (("tsed", k / 5), ("bleu", k / 10), ("lcs", 1 - k / 5))}
+    )
     matrix = fm.correlation_matrix(sim)
     assert list(matrix.columns) == ["bleu", "lcs", "tsed"]
     assert matrix.loc["bleu", "tsed"] == pytest.approx(1.0) and matrix.loc["bleu", "lcs"] == pytest.approx(-1.0)
@@ -204,8 +285,13 @@ def test_correlation_matrix_is_pairwise_and_in_the_papers_order():
 
 
 def write(rows: list[dict], path, with_outcomes: bool = True):
-    columns = [("sample_id", pa.string()), ("metric", pa.string()), ("target", pa.float64()), ("reference", pa.float64()),
-               ("delta", pa.float64())] + ([("target_outcome", pa.string()), ("reference_outcome", pa.string())] if with_outcomes else [])
+    columns = [
+        ("sample_id", pa.string()),
+        ("metric", pa.string()),
+        ("target", pa.float64()),
+        ("reference", pa.float64()),
+        ("delta", pa.float64()),
+    ] + ([("target_outcome", pa.string()), ("reference_outcome", pa.string())] if with_outcomes else [])
     schema = pa.schema(columns)
     pq.write_table(pa.Table.from_pylist([{k: r[k] for k in schema.names} for r in rows], schema=schema), path)
     return path
@@ -222,60 +308,162 @@ def testbed_tables(tmp_path):
     structural[0] |= {"reference": None, "delta": None, "reference_outcome": "parse_error:generation"}
     family = write(structural, tmp_path / "similarity_structural.parquet")
     ids = sorted(sim["sample_id"].unique())
-    unparseable = {"target": None, "reference": None, "delta": None, "target_outcome": "unparseable_answer",
-                   "reference_outcome": "unparseable_answer"}  # the tiny model as a judge
-    judges = write([{"sample_id": s, "metric": "judge_paper", **unparseable} for s in ids], tmp_path / "similarity_judges.parquet")
+    unparseable = {
+        "target": None,
+        "reference": None,
+        "delta": None,
+        "target_outcome": "unparseable_answer",
+        "reference_outcome": "unparseable_answer",
+    }  # the tiny model as a judge
+    judges = write(
+        [{"sample_id": s, "metric": "judge_paper", **unparseable} for s in ids], tmp_path / "similarity_judges.parquet"
+    )
     samples = tmp_path / "samples.parquet"
-    pq.write_table(pa.Table.from_pylist([{"sample_id": s, "kept": True, "split": "member" if int(s[1:]) < 12 else "non-member"} for s in ids]), samples)
+    pq.write_table(
+        pa.Table.from_pylist(
+            [{"sample_id": s, "kept": True, "split": "member" if int(s[1:]) < 12 else "non-member"} for s in ids]
+        ),
+        samples,
+    )
     llm_filter = tmp_path / "llm_filter.parquet"
-    answers = {"x0": {"label": "NO", "severity": None, "outcome": "ok"},
-               "x1": {"label": None, "severity": None, "outcome": "unparseable_answer"}}
-    pq.write_table(pa.Table.from_pylist(
-        [{"sample_id": s, "reasoning": "", **answers.get(s, {"label": "YES", "severity": 1 + i % 10, "outcome": "ok"})}
-         for i, s in enumerate(ids)]
-        + [{"sample_id": "unjudged", "label": None, "severity": None, "reasoning": None, "outcome": "unparseable_answer"}]), llm_filter)
+    answers = {
+        "x0": {"label": "NO", "severity": None, "outcome": "ok"},
+        "x1": {"label": None, "severity": None, "outcome": "unparseable_answer"},
+    }
+    pq.write_table(
+        pa.Table.from_pylist(
+            [
+                {
+                    "sample_id": s,
+                    "reasoning": "",
+                    **answers.get(s, {"label": "YES", "severity": 1 + i % 10, "outcome": "ok"}),
+                }
+                for i, s in enumerate(ids)
+            ]
+            + [
+                {
+                    "sample_id": "unjudged",
+                    "label": None,
+                    "severity": None,
+                    "reasoning": None,
+                    "outcome": "unparseable_answer",
+                }
+            ]
+        ),
+        llm_filter,
+    )
     functions = tmp_path / "functions.parquet"
-    pq.write_table(pa.Table.from_pylist([{"sample_id": s, "signature": "def f(" + "a, " * i + "):\n", "context": "x = 1\n" * (30 * i),
-                                          "body_lines": 10 + i} for i, s in enumerate(ids)]), functions)
+    pq.write_table(
+        pa.Table.from_pylist(
+            [
+                {
+                    "sample_id": s,
+                    "signature": "def f(" + "a, " * i + "):\n",
+                    "context": "x = 1\n" * (30 * i),
+                    "body_lines": 10 + i,
+                }
+                for i, s in enumerate(ids)
+            ]
+        ),
+        functions,
+    )
     return text, family, samples, llm_filter, judges, functions
 
 
 def run_stage(out, similarity, *extra) -> int:
-    return main(["counterfactual-aggregate", "--similarity", *map(str, similarity), *map(str, extra), "--settings", SETTINGS,
-                 "--seed", "3", "--output-dir", str(out)])
+    return main(
+        [
+            "counterfactual-aggregate",
+            "--similarity",
+            *map(str, similarity),
+            *map(str, extra),
+            "--settings",
+            SETTINGS,
+            "--seed",
+            "3",
+            "--output-dir",
+            str(out),
+        ]
+    )
 
 
 def test_stage_writes_every_table_figure_and_fragment_and_reruns_to_the_same_bytes(tmp_path, testbed_tables):
     text, family, samples, llm_filter, judges, functions = testbed_tables
     first, second = tmp_path / "first", tmp_path / "second"
     for out in (first, second):
-        assert run_stage(out, [text, family, judges], "--samples", samples, "--llm-filter", llm_filter, "--functions", functions) == 0
+        assert (
+            run_stage(
+                out, [text, family, judges], "--samples", samples, "--llm-filter", llm_filter, "--functions", functions
+            )
+            == 0
+        )
     files = sorted(p.name for p in first.iterdir())
-    assert files == sorted(["table1.parquet", "member_difference.parquet", "table2.parquet", "verbatim.parquet", "severity.parquet",
-                            "length.parquet", "outcomes.parquet", "correlation.parquet", "report.md", "delta_vs_bleu.png",
-                            "target_vs_reference.png", "correlation.png", "length.png"])
-    assert {name: (first / name).read_bytes() for name in files} == {name: (second / name).read_bytes() for name in files}
+    assert files == sorted(
+        [
+            "table1.parquet",
+            "member_difference.parquet",
+            "table2.parquet",
+            "verbatim.parquet",
+            "severity.parquet",
+            "length.parquet",
+            "outcomes.parquet",
+            "correlation.parquet",
+            "report.md",
+            "delta_vs_bleu.png",
+            "target_vs_reference.png",
+            "correlation.png",
+            "length.png",
+        ]
+    )
+    assert {name: (first / name).read_bytes() for name in files} == {
+        name: (second / name).read_bytes() for name in files
+    }
     # App. B: x0 (NO) and x1 (unparseable) are out of every table; 22 of the 24 samples remain
     table1 = {r["metric"]: r for r in pq.read_table(first / "table1.parquet").to_pylist() if r["group"] == "all"}
     assert (table1["bleu"]["n"], table1["bleu"]["n_samples"]) == (22, 22)
     assert (table1["codebleu"]["n"], table1["judge_paper"]["n"]) == (22, 0)  # x0's reference parse failure went with x0
     outcomes = pq.read_table(first / "outcomes.parquet").to_pylist()
-    assert {(r["metric"], r["model"], r["outcome"]): r["count"] for r in outcomes if r["group"] == "all" and r["outcome"] != "ok"} \
-        == {("judge_paper", "target", "unparseable_answer"): 22, ("judge_paper", "reference", "unparseable_answer"): 22}
-    lengths = {(r["length"], r["bucket"]): r["n"] for r in pq.read_table(first / "length.parquet").to_pylist()
-               if r["group"] == "all" and r["metric"] == "bleu"}
+    assert {
+        (r["metric"], r["model"], r["outcome"]): r["count"]
+        for r in outcomes
+        if r["group"] == "all" and r["outcome"] != "ok"
+    } == {("judge_paper", "target", "unparseable_answer"): 22, ("judge_paper", "reference", "unparseable_answer"): 22}
+    lengths = {
+        (r["length"], r["bucket"]): r["n"]
+        for r in pq.read_table(first / "length.parquet").to_pylist()
+        if r["group"] == "all" and r["metric"] == "bleu"
+    }
     assert lengths[("body_lines", "all")] == 22 and lengths[("body_lines", "short")] == 4  # 12-15 lines: x2 to x5
     table2 = {r["metric"]: r for r in pq.read_table(first / "table2.parquet").to_pylist() if r["group"] == "all"}
-    assert (table2["judge_paper"]["count"], table2["judge_paper"]["n_evaluated"]) == (0, 0)  # unparseable: never counted
+    assert (table2["judge_paper"]["count"], table2["judge_paper"]["n_evaluated"]) == (
+        0,
+        0,
+    )  # unparseable: never counted
     difference = {r["metric"]: r for r in pq.read_table(first / "member_difference.parquet").to_pylist()}
     assert difference["bleu"]["members_above"] and not difference["codebleu"]["members_above"]
-    assert {r["bucket"] for r in pq.read_table(first / "severity.parquet").to_pylist()} == {"low", "medium", "high", "all"}
+    assert {r["bucket"] for r in pq.read_table(first / "severity.parquet").to_pylist()} == {
+        "low",
+        "medium",
+        "high",
+        "all",
+    }
     report = (first / "report.md").read_text()
-    for heading in ("## Functional memorization", "### Table 1", "### Members' Δ minus non-members' Δ", "### Table 2",
-                    "### Exact and near-verbatim", "### Δ by severity", "### Similarity and Δ by length", "### Outcomes"):
+    for heading in (
+        "## Functional memorization",
+        "### Table 1",
+        "### Members' Δ minus non-members' Δ",
+        "### Table 2",
+        "### Exact and near-verbatim",
+        "### Δ by severity",
+        "### Similarity and Δ by length",
+        "### Outcomes",
+    ):
         assert heading in report
     assert "similarity, similarity_structural, similarity_judges" in report
-    assert "the 22 of 24 samples it labelled YES are analysed" in report and "removed: 1 NO, 1 unparseable_answer" in report
+    assert (
+        "the 22 of 24 samples it labelled YES are analysed" in report
+        and "removed: 1 NO, 1 unparseable_answer" in report
+    )
     assert (first / "length.png").stat().st_size > 1000
     assert (first / "delta_vs_bleu.png").stat().st_size > 1000
 
@@ -283,7 +471,10 @@ def test_stage_writes_every_table_figure_and_fragment_and_reruns_to_the_same_byt
 def test_stage_with_the_text_family_alone_and_no_split(tmp_path, testbed_tables):
     text, *_ = testbed_tables
     assert run_stage(tmp_path, [text]) == 0
-    assert "did not run" in (tmp_path / "report.md").read_text() and pq.read_table(tmp_path / "length.parquet").num_rows == 0
+    assert (
+        "did not run" in (tmp_path / "report.md").read_text()
+        and pq.read_table(tmp_path / "length.parquet").num_rows == 0
+    )
     assert pq.read_table(tmp_path / "table2.parquet").num_rows == 0  # no functional metric ran
     assert pq.read_table(tmp_path / "member_difference.parquet").num_rows == 0
     assert pq.read_table(tmp_path / "severity.parquet").num_rows == 0
@@ -302,12 +493,22 @@ def test_filter_keeps_yes_and_counts_the_rest_by_cause(tmp_path):
     from leaktrace.stages.counterfactual_aggregate import read_filter
 
     path = tmp_path / "llm_filter.parquet"
-    pq.write_table(pa.Table.from_pylist([
-        {"sample_id": "yes", "label": "YES", "severity": 7, "outcome": "ok"},
-        {"sample_id": "no", "label": "NO", "severity": None, "outcome": "ok"},
-        {"sample_id": "late", "label": None, "severity": None, "outcome": "timeout"},
-        {"sample_id": "elsewhere", "label": "YES", "severity": 2, "outcome": "ok"},  # not in the similarity tables
-    ]), path)
+    pq.write_table(
+        pa.Table.from_pylist(
+            [
+                {"sample_id": "yes", "label": "YES", "severity": 7, "outcome": "ok"},
+                {"sample_id": "no", "label": "NO", "severity": None, "outcome": "ok"},
+                {"sample_id": "late", "label": None, "severity": None, "outcome": "timeout"},
+                {
+                    "sample_id": "elsewhere",
+                    "label": "YES",
+                    "severity": 2,
+                    "outcome": "ok",
+                },  # not in the similarity tables
+            ]
+        ),
+        path,
+    )
     verdict = read_filter(path, {"yes", "no", "late", "unasked"})
     assert verdict.severity == {"yes": 7}
     assert verdict.removed == {"NO": 1, "no filter answer": 1, "timeout": 1}
@@ -317,9 +518,23 @@ def test_stage_when_the_filter_removes_every_sample(tmp_path, testbed_tables):
     text, family, samples, _, judges, functions = testbed_tables
     ids = sorted(pq.read_table(text).column("sample_id").to_pylist())
     llm_filter = tmp_path / "all_no.parquet"
-    pq.write_table(pa.Table.from_pylist([{"sample_id": s, "label": "NO", "severity": None, "outcome": "ok"} for s in ids]), llm_filter)
-    assert run_stage(tmp_path / "out", [text, family, judges], "--samples", samples, "--llm-filter", llm_filter,
-                     "--functions", functions) == 0
+    pq.write_table(
+        pa.Table.from_pylist([{"sample_id": s, "label": "NO", "severity": None, "outcome": "ok"} for s in ids]),
+        llm_filter,
+    )
+    assert (
+        run_stage(
+            tmp_path / "out",
+            [text, family, judges],
+            "--samples",
+            samples,
+            "--llm-filter",
+            llm_filter,
+            "--functions",
+            functions,
+        )
+        == 0
+    )
     assert pq.read_table(tmp_path / "out" / "table1.parquet").num_rows == 0
     assert "the 0 of 24 samples it labelled YES are analysed" in (tmp_path / "out" / "report.md").read_text()
 
@@ -327,20 +542,50 @@ def test_stage_when_the_filter_removes_every_sample(tmp_path, testbed_tables):
 def test_stage_names_the_execution_similarity_and_says_whether_the_screen_gated_it(tmp_path, testbed_tables):
     text, *_ = testbed_tables
     ids = sorted(pq.read_table(text).column("sample_id").to_pylist())
-    screened_out = {"target": None, "reference": None, "delta": None, "target_outcome": "screen:no_clone",
-                    "reference_outcome": "screen:no_clone"}
-    execution = write([{"sample_id": s, "metric": "execution", **screened_out} for s in ids], tmp_path / "similarity_execution.parquet")
+    screened_out = {
+        "target": None,
+        "reference": None,
+        "delta": None,
+        "target_outcome": "screen:no_clone",
+        "reference_outcome": "screen:no_clone",
+    }
+    execution = write(
+        [{"sample_id": s, "metric": "execution", **screened_out} for s in ids],
+        tmp_path / "similarity_execution.parquet",
+    )
     assert run_stage(tmp_path / "ungated", [text, execution]) == 0
     report = (tmp_path / "ungated" / "report.md").read_text()
     assert "Execution sim. (tests + hypothesis inputs)" in report and "HyClone similarity" not in report
     assert "no HyClone screen is configured" in report
-    table1 = [r for r in pq.read_table(tmp_path / "ungated" / "table1.parquet").to_pylist() if r["metric"] == "execution"
-              and r["group"] == "all"]
-    assert [(r["convention"], r["n"], r["target_mean"]) for r in table1] == [(fm.MISSING_AS_ZERO, 24, 0.0), (fm.COMPLETE_CASES, 0, None)]
-    screen = write([{"sample_id": s, "metric": "hyclone_screen", "target": 0.0, "reference": 0.0, "delta": 0.0,
-                     "target_outcome": "ok", "reference_outcome": "ok"} for s in ids], tmp_path / "similarity_judges.parquet")
+    table1 = [
+        r
+        for r in pq.read_table(tmp_path / "ungated" / "table1.parquet").to_pylist()
+        if r["metric"] == "execution" and r["group"] == "all"
+    ]
+    assert [(r["convention"], r["n"], r["target_mean"]) for r in table1] == [
+        (fm.MISSING_AS_ZERO, 24, 0.0),
+        (fm.COMPLETE_CASES, 0, None),
+    ]
+    screen = write(
+        [
+            {
+                "sample_id": s,
+                "metric": "hyclone_screen",
+                "target": 0.0,
+                "reference": 0.0,
+                "delta": 0.0,
+                "target_outcome": "ok",
+                "reference_outcome": "ok",
+            }
+            for s in ids
+        ],
+        tmp_path / "similarity_judges.parquet",
+    )
     assert run_stage(tmp_path / "gated", [text, screen, execution]) == 0
-    assert "Stage 2 ran only on the pairs HyClone's Stage-1 screen passed" in (tmp_path / "gated" / "report.md").read_text()
+    assert (
+        "Stage 2 ran only on the pairs HyClone's Stage-1 screen passed"
+        in (tmp_path / "gated" / "report.md").read_text()
+    )
 
 
 def test_a_functions_table_without_body_lines_is_bad_input(tmp_path, testbed_tables, caplog):

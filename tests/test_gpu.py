@@ -90,11 +90,31 @@ def test_greedy_generation_on_cuda_takes_the_cpu_models_best_token_at_every_step
 
 
 def _trained(model_dir, out, device, checkpoints=None, on_log=lambda row: None, **changes):
-    settings = LoraSettings(**{**dict(epochs=(1, 2), rank=4, alpha=8, learning_rate=1e-2, batch_size=4, warmup_steps=2,
-                                      max_length=96, dropout=0.1, checkpoint_every=0), **changes})
+    settings = LoraSettings(
+        **{
+            **dict(
+                epochs=(1, 2),
+                rank=4,
+                alpha=8,
+                learning_rate=1e-2,
+                batch_size=4,
+                warmup_steps=2,
+                max_length=96,
+                dropout=0.1,
+                checkpoint_every=0,
+            ),
+            **changes,
+        }
+    )
     rows = []
-    train_lora(ModelSpec(str(model_dir), device=device), CODES, settings, lambda e: out / f"epoch-{e}",
-               lambda row: (rows.append(row), on_log(row)), checkpoints)
+    train_lora(
+        ModelSpec(str(model_dir), device=device),
+        CODES,
+        settings,
+        lambda e: out / f"epoch-{e}",
+        lambda row: (rows.append(row), on_log(row)),
+        checkpoints,
+    )
     return rows
 
 
@@ -109,7 +129,9 @@ def test_lora_trains_on_cuda_with_bf16_mixed_precision_and_the_adapter_scores_on
     assert [r["epoch"] for r in rows] == [1, 2] and all(np.isfinite(r["loss"]) for r in rows)
     assert rows[1]["loss"] < rows[0]["loss"]
     base = _pass(tiny_model_dir, "cpu").score(CODES)
-    trained = HFLanguageModel(ModelSpec(str(tiny_model_dir), adapter=str(tmp_path / "epoch-2")), progress=False).score(CODES)
+    trained = HFLanguageModel(ModelSpec(str(tiny_model_dir), adapter=str(tmp_path / "epoch-2")), progress=False).score(
+        CODES
+    )
     assert np.mean([s.logprobs.mean() for s in trained]) > np.mean([s.logprobs.mean() for s in base])
 
 

@@ -33,7 +33,9 @@ def imports(name: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
         else:
             continue
@@ -58,11 +60,14 @@ def room(name: str) -> str:
 def test_no_stage_imports_another_stage():
     found = sorted((m, t) for m in MODULES if is_stage(m) for t in imports(m) if is_stage(t))
     assert found == [], "stages import each other; move what they share into the library:\n" + "\n".join(
-        f"  {m} -> {t}" for m, t in found)
+        f"  {m} -> {t}" for m, t in found
+    )
 
 
 def test_the_library_never_imports_a_stage():
-    found = sorted((m, t) for m in MODULES if not is_stage(m) and m not in ENTRY_POINTS for t in imports(m) if is_stage(t))
+    found = sorted(
+        (m, t) for m in MODULES if not is_stage(m) and m not in ENTRY_POINTS for t in imports(m) if is_stage(t)
+    )
     assert found == [], "\n".join(f"  {m} -> {t}" for m, t in found)
 
 
@@ -102,7 +107,12 @@ def test_no_test_module_imports_another():
     found = []
     for path in sorted(tests.glob("test_*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             found += [(path.name, n) for n in names if n == "conftest" or (n.startswith("test_") and n != path.stem)]
     assert found == [], found

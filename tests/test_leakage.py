@@ -44,15 +44,31 @@ def test_tokenisers_and_shingles():
     assert lessleak_tokens("a.b(c)") == ["a", "b", "c", ""]
     assert lessleak_tokens("x  y") == ["x", "", "y"]  # empty strings kept, as in LessLeak
     assert shingles(["a", "", "b"], 2) == ["a ", " b"]
-    assert code_tokens("def f(x):\n  return x+1  # ünï") == ["def", "f", "(", "x", ")", ":", "return", "x", "+", "1", "#", "ünï"]
+    assert code_tokens("def f(x):\n  return x+1  # ünï") == [
+        "def",
+        "f",
+        "(",
+        "x",
+        ")",
+        ":",
+        "return",
+        "x",
+        "+",
+        "1",
+        "#",
+        "ünï",
+    ]
     assert shingles(["a"], 3) == ["a"] and shingles([], 2) == []
     text = "déjà vu = f(x)\t# €\n"
     vec = token_hashes_rolling64(text.encode())
     assert vec.tolist() == [rolling64_token_hash(t) for t in code_tokens(text)]
 
 
-@pytest.mark.parametrize("scheme", [MinHashScheme(), LESSLEAK, MinHashScheme(hash="xxh32", ngram=1, scheme="legacy")],
-                         ids=["default", "lessleak", "xxh32-legacy"])
+@pytest.mark.parametrize(
+    "scheme",
+    [MinHashScheme(), LESSLEAK, MinHashScheme(hash="xxh32", ngram=1, scheme="legacy")],
+    ids=["default", "lessleak", "xxh32-legacy"],
+)
 def test_signatures_equal_datasketch(scheme):
     signer = Signer(scheme)
     sigs = signer.signatures([signer.shingle_hashes(t)[1] for t in TEXTS])
@@ -65,6 +81,7 @@ def test_lessleak_preset_is_lessleaks_step():
     assert s.minhash == LESSLEAK and (s.bands, s.rows) == (25, 10) and s.verify.jaccard == 0.7
     # by hand: LessLeak hashes the UTF-8 of each space-joined 2-gram with sha1_hash32
     from datasketch.hashfunc import sha1_hash32
+
     m = MinHash(num_perm=256, seed=42, scheme="legacy", hashfunc=sha1_hash32)
     m.update_batch([s.encode() for s in shingles(lessleak_tokens(TEXTS[0]), 2)])
     signer = Signer(LESSLEAK)
@@ -115,7 +132,13 @@ def test_clone_types_with_their_values():
     assert (t1.clone_type, t1.duplicate, t1.layout_equal) == ("type-1", True, True)
     renamed = ORIGINAL.replace("values", "xs").replace("total", "acc").replace(" v", " item").replace("+= v", "+= item")
     t2 = _verify(ORIGINAL, renamed)
-    assert (t2.clone_type, t2.duplicate, t2.layout_equal, t2.renamed_equal, t2.literals_equal) == ("type-2", True, False, True, True)
+    assert (t2.clone_type, t2.duplicate, t2.layout_equal, t2.renamed_equal, t2.literals_equal) == (
+        "type-2",
+        True,
+        False,
+        True,
+        True,
+    )
     assert t2.jaccard < 0.7  # textual overlap alone would not have flagged it
     t3 = _verify(ORIGINAL, ORIGINAL.replace("    return total", "    total = float(total)\n    return total"))
     assert t3.clone_type == "type-3" and t3.duplicate and 0.8 <= t3.similarity < 1 and t3.flagged
@@ -130,8 +153,30 @@ def test_clone_types_with_their_values():
 # pairs of short HumanEval problems of one shape or one docstring template: filter by substring / by
 # prefix, sort every third / every even element, triples / pairs summing to zero, "<>" / "()" brackets, ...
 # (9 pairs at the Python set's thresholds, structure 0.8 and overlap 0.5; 22 at the joint set's 0.75 and 0.3)
-LOOKALIKES = [(0, 20), (4, 21), (7, 22), (7, 29), (15, 60), (16, 23), (22, 29), (23, 27), (30, 42), (31, 59), (31, 75),
-              (33, 37), (34, 40), (34, 58), (40, 43), (41, 46), (41, 53), (41, 59), (41, 60), (42, 62), (55, 63), (56, 61)]
+LOOKALIKES = [
+    (0, 20),
+    (4, 21),
+    (7, 22),
+    (7, 29),
+    (15, 60),
+    (16, 23),
+    (22, 29),
+    (23, 27),
+    (30, 42),
+    (31, 59),
+    (31, 75),
+    (33, 37),
+    (34, 40),
+    (34, 58),
+    (40, 43),
+    (41, 46),
+    (41, 53),
+    (41, 59),
+    (41, 60),
+    (42, 62),
+    (55, 63),
+    (56, 61),
+]
 
 
 # the learned verifier (issue 32) calls 6 such pairs duplicates without their tests, 4 of them among the 22
@@ -159,7 +204,9 @@ def test_no_two_humaneval_problems_are_duplicates_once_their_tests_run(model, lo
     runs = Verifier(replace(settings, execute=True), Executor(SandboxLimits(timeout_s=5, cpu_s=5, isolation="weak")))
     for i, j in lookalikes:
         s = HUMANEVAL[i]
-        v = runs.verify(runs.side(s.code, "python", test=s.test, entry_point=s.entry_point), runs.side(HUMANEVAL[j].code, "python"))
+        v = runs.verify(
+            runs.side(s.code, "python", test=s.test, entry_point=s.entry_point), runs.side(HUMANEVAL[j].code, "python")
+        )
         assert (v.execution, v.duplicate) == ("fail", False)
 
 
@@ -183,9 +230,13 @@ def test_function_splitting_python_java_javascript():
     assert split_units("fn main() {}", "rust", "function")[1] == "no_grammar"
     if tree_sitter_parser("java") is None or tree_sitter_parser("javascript") is None:
         pytest.skip("tree-sitter grammars not installed")
-    java, _ = split_units("package p;\nimport q.R;\npublic class A {\n  int f() { return 1; }\n}\ninterface I {}\n", "java", "function")
+    java, _ = split_units(
+        "package p;\nimport q.R;\npublic class A {\n  int f() { return 1; }\n}\ninterface I {}\n", "java", "function"
+    )
     assert [(u.name, u.start_line) for u in java] == [("A", 3), ("I", 6)]
-    js, _ = split_units("const f = (x) => x;\nfunction g() {}\nexport class C {}\nlet n = 1;\n", "javascript", "function")
+    js, _ = split_units(
+        "const f = (x) => x;\nfunction g() {}\nexport class C {}\nlet n = 1;\n", "javascript", "function"
+    )
     assert [u.name for u in js] == ["f", "g", "C"]
 
 
@@ -217,18 +268,39 @@ def test_sources_on_local_files(tmp_path):
     (tmp_path / "src" / "b.py").write_bytes(b"\xff\xfe")
     (tmp_path / "src" / "c.txt").write_text("not code")
     skips = Counter()
-    files = [d.doc_id for p in range(2) for d in iter_source({"kind": "files", "root": str(tmp_path / "src"), "glob": "*.py"}, p, 2, [], skips)]
+    files = [
+        d.doc_id
+        for p in range(2)
+        for d in iter_source({"kind": "files", "root": str(tmp_path / "src"), "glob": "*.py"}, p, 2, [], skips)
+    ]
     assert sorted(files) == ["a.py", "b.py"]
     jl = tmp_path / "c.jsonl"
-    jl.write_text(json.dumps({"id": 1, "content": "x = 1"}) + "\nnot json\n" + json.dumps({"id": 2, "content": "y"}) + "\n")
+    jl.write_text(
+        json.dumps({"id": 1, "content": "x = 1"}) + "\nnot json\n" + json.dumps({"id": 2, "content": "y"}) + "\n"
+    )
     docs = list(iter_source({"kind": "jsonl", "paths": [str(jl)], "content": "content", "id": "id"}, 0, 1, [], skips))
     assert [d.doc_id for d in docs] == ["1", "2"] and skips["bad_record"] == 1
-    pq.write_table(pa.table({"content": ["a", "b", "c"], "repo": ["r1", "r2", "r3"]}), tmp_path / "p.parquet", row_group_size=1)
-    halves = [[d.data for d in iter_source({"kind": "parquet", "paths": [str(tmp_path / "p.parquet")], "content": "content",
-                                           "location": "repo"}, p, 2, [], skips)] for p in range(2)]
+    pq.write_table(
+        pa.table({"content": ["a", "b", "c"], "repo": ["r1", "r2", "r3"]}), tmp_path / "p.parquet", row_group_size=1
+    )
+    halves = [
+        [
+            d.data
+            for d in iter_source(
+                {"kind": "parquet", "paths": [str(tmp_path / "p.parquet")], "content": "content", "location": "repo"},
+                p,
+                2,
+                [],
+                skips,
+            )
+        ]
+        for p in range(2)
+    ]
     assert sorted(halves[0] + halves[1]) == ["a", "b", "c"] and halves[0] and halves[1]
     with pytest.raises(InputError, match="no column 'text'"):
-        list(iter_source({"kind": "parquet", "paths": [str(tmp_path / "p.parquet")], "content": "text"}, 0, 1, [], skips))
+        list(
+            iter_source({"kind": "parquet", "paths": [str(tmp_path / "p.parquet")], "content": "text"}, 0, 1, [], skips)
+        )
     with pytest.raises(InputError, match="no JSONL files match"):
         list(iter_source({"kind": "jsonl", "paths": [str(tmp_path / "none*.jsonl")], "content": "c"}, 0, 1, [], skips))
 
@@ -246,8 +318,14 @@ def test_huggingface_source_with_a_fake_datasets_module(monkeypatch):
     distributed.split_dataset_by_node = lambda ds, rank, world_size: ds[rank::world_size]
     monkeypatch.setitem(sys.modules, "datasets", fake)
     monkeypatch.setitem(sys.modules, "datasets.distributed", distributed)
-    source = {"kind": "huggingface", "dataset": "org/code", "data_dir": "python", "split": "train", "content": "content",
-              "id": "id"}
+    source = {
+        "kind": "huggingface",
+        "dataset": "org/code",
+        "data_dir": "python",
+        "split": "train",
+        "content": "content",
+        "id": "id",
+    }
     docs = list(iter_source(source, 1, 2, [], None))
     assert [d.doc_id for d in docs] == ["1", "3", "5"] and calls["streaming"] is True and calls["data_dir"] == "python"
 
@@ -257,9 +335,30 @@ def test_bad_config_and_bad_input_are_clear(tmp_path, caplog):
         resolve("x", {"tokenizer": "lessleak"})
     with pytest.raises(ValueError, match="scan 'x'.*bands and lsh.rows"):
         resolve("x", {"lsh": {"bands": 4}})
-    settings = json.dumps({"benchmark": "humaneval", "corpus": {"kind": "corpus", "name": "c"}, "num_perm": 64, "lsh": {"bands": 40, "rows": 4}})
-    assert cli(["leakage-index", "--scan", "x", "--benchmark", str(tmp_path / "b.parquet"), "--settings", settings,
-                "--output", str(tmp_path / "i.parquet")]) == 2
+    settings = json.dumps(
+        {
+            "benchmark": "humaneval",
+            "corpus": {"kind": "corpus", "name": "c"},
+            "num_perm": 64,
+            "lsh": {"bands": 40, "rows": 4},
+        }
+    )
+    assert (
+        cli(
+            [
+                "leakage-index",
+                "--scan",
+                "x",
+                "--benchmark",
+                str(tmp_path / "b.parquet"),
+                "--settings",
+                settings,
+                "--output",
+                str(tmp_path / "i.parquet"),
+            ]
+        )
+        == 2
+    )
     assert "scan 'x'" in caplog.text and "fit in num_perm 64" in caplog.text
 
 

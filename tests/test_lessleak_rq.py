@@ -29,8 +29,11 @@ def test_balanced_keeps_the_smaller_class_whole():
 
 
 def _scores(values: dict[str, dict[str, float]]) -> list[dict]:
-    return [{"sample_id": sid, "method": m, "family": m, "score": s, "decision": None}
-            for m, by_id in values.items() for sid, s in by_id.items()]
+    return [
+        {"sample_id": sid, "method": m, "family": m, "score": s, "decision": None}
+        for m, by_id in values.items()
+        for sid, s in by_id.items()
+    ]
 
 
 def test_rows_against_sklearn_and_the_balanced_top_k():
@@ -39,8 +42,9 @@ def test_rows_against_sklearn_and_the_balanced_top_k():
     leaked = set(ids[:10])
     noisy = {i: float(rng.normal(1.0 if i in leaked else 0.0)) for i in ids}
     perfect = {i: float(i in leaked) + 0.01 * n for n, i in enumerate(ids)}
-    rows = leak_detection_rows(_scores({"noisy": noisy, "perfect": perfect}), leaked, set(ids),
-                               top_k=[5, 10, 20, 25], n_resamples=200, seed=0)
+    rows = leak_detection_rows(
+        _scores({"noisy": noisy, "perfect": perfect}), leaked, set(ids), top_k=[5, 10, 20, 25], n_resamples=200, seed=0
+    )
     by = {(r["method"], r["metric"], r["k"]): r for r in rows}
     labels = [i in leaked for i in ids]
     assert by["noisy", "auc", None]["value"] == pytest.approx(roc_auc_score(labels, [noisy[i] for i in ids]))
@@ -51,8 +55,9 @@ def test_rows_against_sklearn_and_the_balanced_top_k():
     assert ("perfect", "precision_at_k", 25) not in by  # k above the balanced set
     for r in rows:
         assert r["low"] <= r["value"] <= r["high"] and r["n"] == 30 and r["n_leaked"] == 10
-    again = leak_detection_rows(_scores({"noisy": noisy, "perfect": perfect}), leaked, set(ids),
-                                top_k=[5, 10, 20, 25], n_resamples=200, seed=0)
+    again = leak_detection_rows(
+        _scores({"noisy": noisy, "perfect": perfect}), leaked, set(ids), top_k=[5, 10, 20, 25], n_resamples=200, seed=0
+    )
     assert again == rows
 
 
@@ -62,19 +67,36 @@ def _write(path, columns: dict) -> None:
 
 def test_stage_uses_the_scan_labels_and_only_the_evaluated_samples(tmp_path):
     ids = [f"HumanEval/{i}" for i in range(12)]
-    _write(tmp_path / "pairs.parquet", {"sample_id": ids[:4] + ids[:1] + ["HumanEval/11"],
-                                        "duplicate": [True, True, True, True, True, False]})
+    _write(
+        tmp_path / "pairs.parquet",
+        {"sample_id": ids[:4] + ids[:1] + ["HumanEval/11"], "duplicate": [True, True, True, True, True, False]},
+    )
     # HumanEval/10 is ReCaLL's prefix and /11 was dropped by the filter: neither is evaluated
-    _write(tmp_path / "samples.parquet", {"sample_id": ids, "kept": [True] * 11 + [False],
-                                          "fold": ["evaluation"] * 10 + ["recall-prefix", "evaluation"]})
+    _write(
+        tmp_path / "samples.parquet",
+        {
+            "sample_id": ids,
+            "kept": [True] * 11 + [False],
+            "fold": ["evaluation"] * 10 + ["recall-prefix", "evaluation"],
+        },
+    )
     loss = {i: -float(n) for n, i in enumerate(ids)}  # the leaked ones (0..3) rank first
     scores = _scores({"loss": loss, "zlib": {i: -v for i, v in loss.items()}})
     for model in ("reference", "target-r5-s0-e1"):
         pq.write_table(pa.Table.from_pylist(scores), tmp_path / f"{model}.parquet")
     settings = {"top_k": [2, 4, 8, 10], "bootstrap_resamples": 50}
     out, md = tmp_path / "rq4.parquet", tmp_path / "rq4.md"
-    rq4("training-mix", "humaneval", tmp_path / "pairs.parquet", tmp_path / "samples.parquet",
-        {m: tmp_path / f"{m}.parquet" for m in ("reference", "target-r5-s0-e1")}, settings, 0, out, md)
+    rq4(
+        "training-mix",
+        "humaneval",
+        tmp_path / "pairs.parquet",
+        tmp_path / "samples.parquet",
+        {m: tmp_path / f"{m}.parquet" for m in ("reference", "target-r5-s0-e1")},
+        settings,
+        0,
+        out,
+        md,
+    )
     rows = pq.read_table(out).to_pylist()
     assert {r["model"] for r in rows} == {"reference", "target-r5-s0-e1"}
     assert all(r["n"] == 10 and r["n_leaked"] == 4 for r in rows)
@@ -90,9 +112,20 @@ def test_stage_with_one_class_writes_no_figures(tmp_path):
     ids = [f"HumanEval/{i}" for i in range(4)]
     _write(tmp_path / "pairs.parquet", {"sample_id": pa.array([], pa.string()), "duplicate": pa.array([], pa.bool_())})
     _write(tmp_path / "samples.parquet", {"sample_id": ids, "kept": [True] * 4, "fold": ["evaluation"] * 4})
-    pq.write_table(pa.Table.from_pylist(_scores({"loss": {i: float(n) for n, i in enumerate(ids)}})), tmp_path / "s.parquet")
-    rq4("stdlib", "humaneval", tmp_path / "pairs.parquet", tmp_path / "samples.parquet", {"reference": tmp_path / "s.parquet"},
-        {"top_k": [2], "bootstrap_resamples": 10}, 0, tmp_path / "o.parquet", tmp_path / "o.md")
+    pq.write_table(
+        pa.Table.from_pylist(_scores({"loss": {i: float(n) for n, i in enumerate(ids)}})), tmp_path / "s.parquet"
+    )
+    rq4(
+        "stdlib",
+        "humaneval",
+        tmp_path / "pairs.parquet",
+        tmp_path / "samples.parquet",
+        {"reference": tmp_path / "s.parquet"},
+        {"top_k": [2], "bootstrap_resamples": 10},
+        0,
+        tmp_path / "o.parquet",
+        tmp_path / "o.md",
+    )
     rows = pq.read_table(tmp_path / "o.parquet").to_pylist()
     assert [(r["metric"], r["value"], r["n_leaked"]) for r in rows] == [("auc", None, 0)]
     assert "one class only" in (tmp_path / "o.md").read_text()
@@ -127,7 +160,9 @@ def test_leaked_and_non_leaked_pass_rates_and_their_ratio():
     for key in ("leaked", "non_leaked", "ratio"):
         assert one[f"{key}_low"] <= one[key] <= one[f"{key}_high"]
     assert rows[1]["leaked"] > one["leaked"]
-    zero = leaked_pass_rows(n, np.array([8, 6, 4, 0, 0, 0]), leaked, [1], n_resamples=50, rng=np.random.default_rng(0))[0]
+    zero = leaked_pass_rows(n, np.array([8, 6, 4, 0, 0, 0]), leaked, [1], n_resamples=50, rng=np.random.default_rng(0))[
+        0
+    ]
     assert zero["non_leaked"] == 0.0 and zero["ratio"] is None and zero["ratio_replicates"] == 0
 
 
@@ -136,28 +171,62 @@ def test_rq3_runs_the_tiny_model_in_the_sandbox_and_splits_by_the_scan(tmp_path)
     from leaktrace.stages.ingest import BENCHMARK_SCHEMA
 
     problems = [
-        {"sample_id": "HumanEval/0", "benchmark": "humaneval", "task_id": "HumanEval/0", "prompt": "def add(a, b):\n",
-         "solution": "    return a + b\n", "code": "def add(a, b):\n    return a + b\n",
-         "test": "def check(candidate):\n    assert candidate(1, 2) == 3\n", "entry_point": "add"},
-        {"sample_id": "HumanEval/1", "benchmark": "humaneval", "task_id": "HumanEval/1", "prompt": "def one():\n",
-         "solution": "    return 1\n", "code": "def one():\n    return 1\n",
-         "test": "def check(candidate):\n    assert candidate() == 1\n", "entry_point": "one"},
+        {
+            "sample_id": "HumanEval/0",
+            "benchmark": "humaneval",
+            "task_id": "HumanEval/0",
+            "prompt": "def add(a, b):\n",
+            "solution": "    return a + b\n",
+            "code": "def add(a, b):\n    return a + b\n",
+            "test": "def check(candidate):\n    assert candidate(1, 2) == 3\n",
+            "entry_point": "add",
+        },
+        {
+            "sample_id": "HumanEval/1",
+            "benchmark": "humaneval",
+            "task_id": "HumanEval/1",
+            "prompt": "def one():\n",
+            "solution": "    return 1\n",
+            "code": "def one():\n    return 1\n",
+            "test": "def check(candidate):\n    assert candidate() == 1\n",
+            "entry_point": "one",
+        },
     ]
     write_table(problems, BENCHMARK_SCHEMA, tmp_path / "bench.parquet")
     model = {"path": "resources/models/leaktrace-tiny", "dtype": "float32", "device": "cpu", "max_length": 256}
     settings = {"n": 2, "temperature": 0.8, "max_new_tokens": 8, "workers": 1, "sandbox": {"isolation": "weak"}}
-    generate_and_run(tmp_path / "bench.parquet", model, None, "reference", settings, {"batch_size": 4}, 0, tmp_path / "runs.parquet")
+    generate_and_run(
+        tmp_path / "bench.parquet", model, None, "reference", settings, {"batch_size": 4}, 0, tmp_path / "runs.parquet"
+    )
     runs = pq.read_table(tmp_path / "runs.parquet").to_pylist()
-    assert [(r["sample_id"], r["draw"]) for r in runs] == [("HumanEval/0", 0), ("HumanEval/0", 1), ("HumanEval/1", 0), ("HumanEval/1", 1)]
+    assert [(r["sample_id"], r["draw"]) for r in runs] == [
+        ("HumanEval/0", 0),
+        ("HumanEval/0", 1),
+        ("HumanEval/1", 0),
+        ("HumanEval/1", 1),
+    ]
     assert {r["status"] for r in runs} <= {"ok", "wrong", "error", "timeout", "killed"}
     # the tables split by the scan's labels: a hand-made runs table where the leaked problem always passes
-    pq.write_table(pa.Table.from_pylist([{**r, "status": "ok" if r["sample_id"] == "HumanEval/0" else "wrong"} for r in runs]),
-                   tmp_path / "fixed.parquet")
+    pq.write_table(
+        pa.Table.from_pylist([{**r, "status": "ok" if r["sample_id"] == "HumanEval/0" else "wrong"} for r in runs]),
+        tmp_path / "fixed.parquet",
+    )
     _write(tmp_path / "pairs.parquet", {"sample_id": ["HumanEval/0"], "duplicate": [True]})
-    rq3("training-mix", "humaneval", tmp_path / "pairs.parquet", {"reference": tmp_path / "fixed.parquet"},
-        {"k": [1, 5], "n": 2, "temperature": 0.8, "bootstrap_resamples": 20}, 0, tmp_path / "rq3.parquet", tmp_path / "rq3.md")
+    rq3(
+        "training-mix",
+        "humaneval",
+        tmp_path / "pairs.parquet",
+        {"reference": tmp_path / "fixed.parquet"},
+        {"k": [1, 5], "n": 2, "temperature": 0.8, "bootstrap_resamples": 20},
+        0,
+        tmp_path / "rq3.parquet",
+        tmp_path / "rq3.md",
+    )
     rows = pq.read_table(tmp_path / "rq3.parquet").to_pylist()
-    assert [(r["k"], r["leaked"], r["non_leaked"], r["ratio"]) for r in rows] == [(1, 1.0, 0.0, None), (5, None, None, None)]
+    assert [(r["k"], r["leaked"], r["non_leaked"], r["ratio"]) for r in rows] == [
+        (1, 1.0, 0.0, None),
+        (5, None, None, None),
+    ]
     assert "1 leaked and 1 non-leaked problems" in (tmp_path / "rq3.md").read_text()
 
 
@@ -174,16 +243,37 @@ def test_rq3_instruction_prompt_runs_whole_programs_against_apps_tests(tmp_path,
     stdin = {"inputs": ["1 2\n", "5 7\n"], "outputs": ["3\n", "12\n"]}
     calls = {"fn_name": "twice", "inputs": [[2], [5]], "outputs": [4, 10]}
     problems = [
-        {"sample_id": "apps/1", "benchmark": "apps", "text": "Read a and b, print a + b.", "code": "a, b = map(int, input().split())\nprint(a + b)\n",
-         "test": json.dumps(stdin), "test_format": "io"},
-        {"sample_id": "apps/2", "benchmark": "apps", "text": "Write twice(x).", "code": "def twice(x):\n    return 2 * x\n",
-         "test": json.dumps(calls), "test_format": "io"},
-        {"sample_id": "apps/3", "benchmark": "apps", "text": "No tests.", "code": "pass\n", "test": "", "test_format": "io"},
+        {
+            "sample_id": "apps/1",
+            "benchmark": "apps",
+            "text": "Read a and b, print a + b.",
+            "code": "a, b = map(int, input().split())\nprint(a + b)\n",
+            "test": json.dumps(stdin),
+            "test_format": "io",
+        },
+        {
+            "sample_id": "apps/2",
+            "benchmark": "apps",
+            "text": "Write twice(x).",
+            "code": "def twice(x):\n    return 2 * x\n",
+            "test": json.dumps(calls),
+            "test_format": "io",
+        },
+        {
+            "sample_id": "apps/3",
+            "benchmark": "apps",
+            "text": "No tests.",
+            "code": "pass\n",
+            "test": "",
+            "test_format": "io",
+        },
     ]
     write_table(problems, GENERIC_BENCHMARK_SCHEMA, tmp_path / "bench.parquet")
     answers = {  # per problem: draw 0 right, draw 1 wrong
-        "Read a and b, print a + b.": ["```python\na, b = map(int, input().split())\nprint(a + b)\n```\n### Instruction: more",
-                                       "print(3)\n### Instruction: more"],
+        "Read a and b, print a + b.": [
+            "```python\na, b = map(int, input().split())\nprint(a + b)\n```\n### Instruction: more",
+            "print(3)\n### Instruction: more",
+        ],
         "Write twice(x).": ["def twice(x):\n    return x + x\n", "def twice(x):\n    return x\n"],
     }
     texts, draws = [], []
@@ -202,17 +292,34 @@ def test_rq3_instruction_prompt_runs_whole_programs_against_apps_tests(tmp_path,
             return [answers[i][len(draws) - 1] for i in instruction]
 
     monkeypatch.setattr(runs_stage, "generation_model", lambda *args: Model())
-    settings = {"prompt": "instruction", "n": 2, "temperature": 0.8, "max_new_tokens": 64, "workers": 1,
-                "sandbox": {"isolation": "weak"}}
-    generate_and_run(tmp_path / "bench.parquet", {}, None, "m", settings, {"batch_size": 4}, 0, tmp_path / "runs.parquet")
-    assert texts == ["### Instruction: Read a and b, print a + b. ### Response:", "### Instruction: Write twice(x). ### Response:"]
+    settings = {
+        "prompt": "instruction",
+        "n": 2,
+        "temperature": 0.8,
+        "max_new_tokens": 64,
+        "workers": 1,
+        "sandbox": {"isolation": "weak"},
+    }
+    generate_and_run(
+        tmp_path / "bench.parquet", {}, None, "m", settings, {"batch_size": 4}, 0, tmp_path / "runs.parquet"
+    )
+    assert texts == [
+        "### Instruction: Read a and b, print a + b. ### Response:",
+        "### Instruction: Write twice(x). ### Response:",
+    ]
     assert len(set(draws)) == 2  # each draw its own seed
     runs = pq.read_table(tmp_path / "runs.parquet").to_pylist()
     assert [(r["sample_id"], r["draw"], r["status"]) for r in runs] == [
-        ("apps/1", 0, "ok"), ("apps/1", 1, "wrong"), ("apps/2", 0, "ok"), ("apps/2", 1, "wrong")]
+        ("apps/1", 0, "ok"),
+        ("apps/1", 1, "wrong"),
+        ("apps/2", 0, "ok"),
+        ("apps/2", 1, "wrong"),
+    ]
     assert runs[0]["completion"] == "a, b = map(int, input().split())\nprint(a + b)\n"
     with pytest.raises(ValueError, match="leakage.rq3.prompt: 'chat' is not one of"):
-        generate_and_run(tmp_path / "bench.parquet", {}, None, "m", {**settings, "prompt": "chat"}, {}, 0, tmp_path / "x.parquet")
+        generate_and_run(
+            tmp_path / "bench.parquet", {}, None, "m", {**settings, "prompt": "chat"}, {}, 0, tmp_path / "x.parquet"
+        )
 
 
 def test_rq3_runs_each_distinct_program_once_and_every_draw_reads_its_status(tmp_path, monkeypatch):
@@ -223,11 +330,27 @@ def test_rq3_runs_each_distinct_program_once_and_every_draw_reads_its_status(tmp
     from leaktrace.artifacts import write_table
     from leaktrace.stages.ingest import BENCHMARK_SCHEMA
 
-    problems = [{"sample_id": f"HumanEval/{i}", "benchmark": "humaneval", "task_id": f"HumanEval/{i}", "prompt": f"def f{i}(a):\n",
-                 "solution": "    return a\n", "code": f"def f{i}(a):\n    return a\n",
-                 "test": f"def check(candidate):\n    assert candidate({i}) == {i}\n", "entry_point": f"f{i}"} for i in (0, 1)]
+    problems = [
+        {
+            "sample_id": f"HumanEval/{i}",
+            "benchmark": "humaneval",
+            "task_id": f"HumanEval/{i}",
+            "prompt": f"def f{i}(a):\n",
+            "solution": "    return a\n",
+            "code": f"def f{i}(a):\n    return a\n",
+            "test": f"def check(candidate):\n    assert candidate({i}) == {i}\n",
+            "entry_point": f"f{i}",
+        }
+        for i in (0, 1)
+    ]
     write_table(problems, BENCHMARK_SCHEMA, tmp_path / "bench.parquet")
-    draws = iter([["    return a\n", "    return 0\n"], ["    return a\n", "    return a\n"], ["    return 1\n", "    return 0\n"]])
+    draws = iter(
+        [
+            ["    return a\n", "    return 0\n"],
+            ["    return a\n", "    return a\n"],
+            ["    return 1\n", "    return 0\n"],
+        ]
+    )
 
     class Model:
         max_length = 4096
@@ -252,27 +375,43 @@ def test_rq3_runs_each_distinct_program_once_and_every_draw_reads_its_status(tmp
     monkeypatch.setattr(runs_stage, "run_sample_tests", run_tests)
     settings = {"n": 3, "temperature": 0.8, "max_new_tokens": 8, "workers": 1, "sandbox": {"isolation": "weak"}}
     generate_and_run(tmp_path / "bench.parquet", {}, None, "m", settings, {}, 0, tmp_path / "runs.parquet")
-    assert sorted(ran) == sorted([
-        "def f0(a):\n    return a\n", "def f0(a):\n    return 1\n",
-        "def f1(a):\n    return 0\n", "def f1(a):\n    return a\n"])
+    assert sorted(ran) == sorted(
+        [
+            "def f0(a):\n    return a\n",
+            "def f0(a):\n    return 1\n",
+            "def f1(a):\n    return 0\n",
+            "def f1(a):\n    return a\n",
+        ]
+    )
     runs = pq.read_table(tmp_path / "runs.parquet").to_pylist()
     assert [(r["sample_id"], r["draw"], r["status"]) for r in runs] == [
-        ("HumanEval/0", 0, "ok"), ("HumanEval/0", 1, "ok"), ("HumanEval/0", 2, "wrong"),
-        ("HumanEval/1", 0, "wrong"), ("HumanEval/1", 1, "ok"), ("HumanEval/1", 2, "wrong")]
+        ("HumanEval/0", 0, "ok"),
+        ("HumanEval/0", 1, "ok"),
+        ("HumanEval/0", 2, "wrong"),
+        ("HumanEval/1", 0, "wrong"),
+        ("HumanEval/1", 1, "ok"),
+        ("HumanEval/1", 2, "wrong"),
+    ]
 
 
 # A ClassEval-format sample (the shape the classeval preset ingests): the skeleton is the problem text,
 # the tests are unittest classes, there is no prompt; and a DS-1000-style sample whose tests exec the source.
-SKELETON = ('class Counter:\n    """Counts events by name."""\n\n    def __init__(self):\n        """Start empty."""\n\n'
-            '    def add(self, name):\n        """Count one event; return its count so far."""\n\n'
-            '    def top(self):\n        """The most frequent name, or None."""\n')
-UNITTEST = ("import unittest\n\n\nclass CounterTest(unittest.TestCase):\n    def test_add(self):\n        c = Counter()\n"
-            "        c.add('a')\n        self.assertEqual(c.add('a'), 2)\n\n    def test_top(self):\n        c = Counter()\n"
-            "        for name in ['a', 'b', 'b']:\n            c.add(name)\n        self.assertEqual(c.top(), 'b')\n"
-            "        self.assertIsNone(Counter().top())\n")
+SKELETON = (
+    'class Counter:\n    """Counts events by name."""\n\n    def __init__(self):\n        """Start empty."""\n\n'
+    '    def add(self, name):\n        """Count one event; return its count so far."""\n\n'
+    '    def top(self):\n        """The most frequent name, or None."""\n'
+)
+UNITTEST = (
+    "import unittest\n\n\nclass CounterTest(unittest.TestCase):\n    def test_add(self):\n        c = Counter()\n"
+    "        c.add('a')\n        self.assertEqual(c.add('a'), 2)\n\n    def test_top(self):\n        c = Counter()\n"
+    "        for name in ['a', 'b', 'b']:\n            c.add(name)\n        self.assertEqual(c.top(), 'b')\n"
+    "        self.assertIsNone(Counter().top())\n"
+)
 TOP = "        return max(self.counts, key=self.counts.get) if self.counts else None\n"
-INIT_AND_ADD = ("\n    def __init__(self):\n        self.counts = {}\n\n    def add(self, name):\n"
-                "        self.counts[name] = self.counts.get(name, 0) + 1\n        return self.counts[name]\n")
+INIT_AND_ADD = (
+    "\n    def __init__(self):\n        self.counts = {}\n\n    def add(self, name):\n"
+    "        self.counts[name] = self.counts.get(name, 0) + 1\n        return self.counts[name]\n"
+)
 RIGHT_CLASS = "class Counter:" + INIT_AND_ADD + "\n    def top(self):\n" + TOP
 
 
@@ -280,22 +419,54 @@ def _classeval_bench(path):
     from leaktrace.artifacts import write_table
     from leaktrace.stages.ingest import GENERIC_BENCHMARK_SCHEMA
 
-    rows = [{"sample_id": "ClassEval_0", "benchmark": "classeval", "task_id": "ClassEval_0", "prompt": "",
-             "solution": RIGHT_CLASS, "code": RIGHT_CLASS, "test": UNITTEST, "entry_point": "Counter", "text": SKELETON,
-             "kind": "both", "language": "python", "test_format": "unittest"},
-            {"sample_id": "ds/0", "benchmark": "ds", "task_id": "ds/0", "prompt": "", "solution": "result = 1\n",
-             "code": "result = 1\n", "test": "def test_execution(solution):\n    exec(solution)\n", "entry_point": "",
-             "text": "Set result.", "kind": "both", "language": "python", "test_format": "exec"}]
+    rows = [
+        {
+            "sample_id": "ClassEval_0",
+            "benchmark": "classeval",
+            "task_id": "ClassEval_0",
+            "prompt": "",
+            "solution": RIGHT_CLASS,
+            "code": RIGHT_CLASS,
+            "test": UNITTEST,
+            "entry_point": "Counter",
+            "text": SKELETON,
+            "kind": "both",
+            "language": "python",
+            "test_format": "unittest",
+        },
+        {
+            "sample_id": "ds/0",
+            "benchmark": "ds",
+            "task_id": "ds/0",
+            "prompt": "",
+            "solution": "result = 1\n",
+            "code": "result = 1\n",
+            "test": "def test_execution(solution):\n    exec(solution)\n",
+            "entry_point": "",
+            "text": "Set result.",
+            "kind": "both",
+            "language": "python",
+            "test_format": "exec",
+        },
+    ]
     write_table(rows, GENERIC_BENCHMARK_SCHEMA, path)
 
 
-@pytest.mark.parametrize("prompt, answers", [
-    # the skeleton continued: its last method's body, then (draw 0) the methods it left empty, defined again
-    ("completion", [TOP + INIT_AND_ADD, TOP]),
-    # the whole class in a fenced block (draw 0), or one whose add counts nothing (draw 1)
-    ("instruction", [f"```python\n{RIGHT_CLASS}```\n### Instruction: more",
-                     RIGHT_CLASS.replace("return self.counts[name]", "return 0")]),
-])
+@pytest.mark.parametrize(
+    "prompt, answers",
+    [
+        # the skeleton continued: its last method's body, then (draw 0) the methods it left empty, defined again
+        ("completion", [TOP + INIT_AND_ADD, TOP]),
+        # the whole class in a fenced block (draw 0), or one whose add counts nothing (draw 1)
+        (
+            "instruction",
+            [
+                f"```python\n{RIGHT_CLASS}```\n### Instruction: more",
+                RIGHT_CLASS.replace("return self.counts[name]", "return 0"),
+            ],
+        ),
+    ],
+)
 def test_rq3_runs_unittest_benchmarks_in_both_prompt_modes(tmp_path, monkeypatch, prompt, answers):
     """ClassEval's unittest classes reached run_tests as check code and
     crashed instruction mode (compile() arg 1 must be a string, issue 49);
@@ -319,12 +490,21 @@ def test_rq3_runs_unittest_benchmarks_in_both_prompt_modes(tmp_path, monkeypatch
             return [answers[len(draws) - 1] for _ in prompts]
 
     monkeypatch.setattr(runs_stage, "generation_model", lambda *args: Model())
-    settings = {"prompt": prompt, "n": 2, "temperature": 0.8, "max_new_tokens": 64, "workers": 1,
-                "sandbox": {"isolation": "weak", "timeout_s": 20}}
+    settings = {
+        "prompt": prompt,
+        "n": 2,
+        "temperature": 0.8,
+        "max_new_tokens": 64,
+        "workers": 1,
+        "sandbox": {"isolation": "weak", "timeout_s": 20},
+    }
     generate_and_run(tmp_path / "bench.parquet", {}, None, "m", settings, {}, 0, tmp_path / "runs.parquet")
     assert texts == [SKELETON if prompt == "completion" else f"### Instruction: {SKELETON} ### Response:"]
     runs = pq.read_table(tmp_path / "runs.parquet").to_pylist()
-    assert [(r["sample_id"], r["draw"], r["status"]) for r in runs] == [("ClassEval_0", 0, "ok"), ("ClassEval_0", 1, "wrong")]
+    assert [(r["sample_id"], r["draw"], r["status"]) for r in runs] == [
+        ("ClassEval_0", 0, "ok"),
+        ("ClassEval_0", 1, "wrong"),
+    ]
 
 
 def test_the_sample_runner_refuses_tests_of_no_known_form():
@@ -338,8 +518,19 @@ def test_the_sample_runner_refuses_tests_of_no_known_form():
 
 
 def _ppl_rows(model: str, losses: dict[str, float], digests: dict[str, str] | None = None) -> list[dict]:
-    return [{"sample_id": sid, "benchmark": sid.split("/")[0], "model": model, "digest": (digests or {}).get(sid, sid),
-             "n_tokens": 5, "truncated": False, "loss": loss, "perplexity": float(np.exp(loss))} for sid, loss in losses.items()]
+    return [
+        {
+            "sample_id": sid,
+            "benchmark": sid.split("/")[0],
+            "model": model,
+            "digest": (digests or {}).get(sid, sid),
+            "n_tokens": 5,
+            "truncated": False,
+            "loss": loss,
+            "perplexity": float(np.exp(loss)),
+        }
+        for sid, loss in losses.items()
+    ]
 
 
 def test_deduplicated_keeps_one_sample_per_document_leaked_if_any_is():
@@ -363,14 +554,24 @@ def test_rq4_ranking_on_hand_perplexities(tmp_path):
     # leaked: a/0, a/1, b/0 (b/0 a copy of a/0's document: deduplicated away); clean: a/2, b/1, b/2
     losses = {"a/0": 1.0, "a/1": 3.0, "a/2": 2.0, "b/0": 1.0, "b/1": 4.0, "b/2": 0.5}
     digests = {"b/0": "a/0"}
-    _write(tmp_path / "pairs.parquet", {"sample_id": ["a/0", "a/1", "b/0", "b/1"], "duplicate": [True, True, True, False]})
+    _write(
+        tmp_path / "pairs.parquet", {"sample_id": ["a/0", "a/1", "b/0", "b/1"], "duplicate": [True, True, True, False]}
+    )
     write_table(_ppl_rows("m", losses, digests), PERPLEXITY_SCHEMA, tmp_path / "m.parquet")
     ids, leaked, counts = ranking_population({"m": _ppl_rows("m", losses, digests)}, {"a/0", "a/1", "b/0"}, None, 0)
     assert counts == {"scored": 6, "leaked_scored": 3, "distinct": 5, "leaked_distinct": 2, "balanced": 4}
     assert leaked == {"a/0", "a/1"} and len(ids) == 4
     settings = {"size": None, "top_k": [1, 2, 4, 100], "bootstrap_resamples": 50}
-    rq4_ranking("s", ["a", "b"], tmp_path / "pairs.parquet", {"m": tmp_path / "m.parquet"}, settings, 0,
-                tmp_path / "rq4.parquet", tmp_path / "rq4.md")
+    rq4_ranking(
+        "s",
+        ["a", "b"],
+        tmp_path / "pairs.parquet",
+        {"m": tmp_path / "m.parquet"},
+        settings,
+        0,
+        tmp_path / "rq4.parquet",
+        tmp_path / "rq4.md",
+    )
     rows = {(r["metric"], r["k"]): r for r in pq.read_table(tmp_path / "rq4.parquet").to_pylist()}
     clean = sorted(set(ids) - leaked)  # two of a/2 (2.0), b/1 (4.0), b/2 (0.5), drawn by the seed
     order = sorted(ids, key=lambda i: losses[i])  # ascending perplexity
@@ -379,7 +580,10 @@ def test_rq4_ranking_on_hand_perplexities(tmp_path):
     assert rows["precision_at_k", 4]["value"] == 0.5 and ("precision_at_k", 100) not in rows
     assert rows["auc", None]["n"] == 4 and len(clean) == 2
     text = (tmp_path / "rq4.md").read_text()
-    assert "6 samples scored by every model (3 leaked), 5 distinct documents (2 leaked)" in text and "k = 100 exceed" in text
+    assert (
+        "6 samples scored by every model (3 leaked), 5 distinct documents (2 leaked)" in text
+        and "k = 100 exceed" in text
+    )
 
 
 def test_rq4_ranking_caps_the_balanced_set_and_refuses_models_that_scored_different_texts():
@@ -400,21 +604,47 @@ def test_rq4_perplexity_runs_the_tiny_model_over_pooled_benchmarks(tmp_path):
 
     def problem(bench, i, body):
         code = f"def f{i}(x):\n    return {body}\n"
-        return {"sample_id": f"{bench}/{i}", "benchmark": bench, "task_id": f"{bench}/{i}", "prompt": f"def f{i}(x):\n",
-                "solution": f"    return {body}\n", "code": code, "test": "", "entry_point": f"f{i}"}
+        return {
+            "sample_id": f"{bench}/{i}",
+            "benchmark": bench,
+            "task_id": f"{bench}/{i}",
+            "prompt": f"def f{i}(x):\n",
+            "solution": f"    return {body}\n",
+            "code": code,
+            "test": "",
+            "entry_point": f"f{i}",
+        }
 
     for bench, bodies in (("a", ["x + 1", "x * 2", "x - 3"]), ("b", ["x ** 2", "x // 2", "x + 1"])):
-        write_table([problem(bench, i, b) for i, b in enumerate(bodies)], BENCHMARK_SCHEMA, tmp_path / f"{bench}.parquet")
+        write_table(
+            [problem(bench, i, b) for i, b in enumerate(bodies)], BENCHMARK_SCHEMA, tmp_path / f"{bench}.parquet"
+        )
     model = {"path": "resources/models/leaktrace-tiny", "dtype": "float32", "device": "cpu", "max_length": 256}
-    perplexities({"a": tmp_path / "a.parquet", "b": tmp_path / "b.parquet"}, model, None, "reference", {"batch_size": 4},
-                 tmp_path / "ppl.parquet")
+    perplexities(
+        {"a": tmp_path / "a.parquet", "b": tmp_path / "b.parquet"},
+        model,
+        None,
+        "reference",
+        {"batch_size": 4},
+        tmp_path / "ppl.parquet",
+    )
     rows = pq.read_table(tmp_path / "ppl.parquet").to_pylist()
     assert [r["sample_id"] for r in rows] == ["a/0", "a/1", "a/2", "b/0", "b/1", "b/2"]
-    assert all(r["perplexity"] == pytest.approx(np.exp(r["loss"])) and r["loss"] > 0 and r["n_tokens"] > 0 for r in rows)
+    assert all(
+        r["perplexity"] == pytest.approx(np.exp(r["loss"])) and r["loss"] > 0 and r["n_tokens"] > 0 for r in rows
+    )
     assert len({r["digest"] for r in rows}) == 6  # f0 of a and f2 of b differ in their names
     _write(tmp_path / "pairs.parquet", {"sample_id": ["a/0", "b/1", "b/2"], "duplicate": [True, True, True]})
-    rq4_ranking("s", ["a", "b"], tmp_path / "pairs.parquet", {"reference": tmp_path / "ppl.parquet"},
-                {"size": 1300, "top_k": [1, 3, 6, 7], "bootstrap_resamples": 20}, 0, tmp_path / "rq4.parquet", tmp_path / "rq4.md")
+    rq4_ranking(
+        "s",
+        ["a", "b"],
+        tmp_path / "pairs.parquet",
+        {"reference": tmp_path / "ppl.parquet"},
+        {"size": 1300, "top_k": [1, 3, 6, 7], "bootstrap_resamples": 20},
+        0,
+        tmp_path / "rq4.parquet",
+        tmp_path / "rq4.md",
+    )
     by = {(r["metric"], r["k"]): r for r in pq.read_table(tmp_path / "rq4.parquet").to_pylist()}
     leaked = {"a/0", "b/1", "b/2"}
     order = sorted(rows, key=lambda r: r["loss"])

@@ -38,7 +38,9 @@ TEST = "def check(candidate):\n    assert candidate([1, 5, 2], 3) == 2\n"
 
 def test_the_prompt_is_table_7_verbatim():
     text = PROMPT_PATH.read_text(encoding="utf-8")
-    assert text.startswith("You are given a Python code snippet: <code>{{python_code_snippet}}</code>\nTask: Generate 10")
+    assert text.startswith(
+        "You are given a Python code snippet: <code>{{python_code_snippet}}</code>\nTask: Generate 10"
+    )
     assert "– Preserve comments, formatting, indentation, spacing, and line breaks exactly." in text
     assert renaming_prompt("x = 1").count("<code>x = 1</code>") == 1
 
@@ -46,31 +48,42 @@ def test_the_prompt_is_table_7_verbatim():
 def test_versions_are_parsed_from_the_usual_answer_shapes():
     one, two = "def f(a):\n    return a\n", "def f(b):\n    return b\n"
     assert parse_versions(f"Here:\n{json.dumps([one, two])}\nDone.") == [one, two]
-    assert parse_versions(f'1. {json.dumps(one)}\n2. {json.dumps(two)}\n') == [one, two]
-    assert parse_versions("<code>def f(a):\\n    return a\\n</code> and <code>def f(b):\\n    return b\\n</code>") == [one, two]
+    assert parse_versions(f"1. {json.dumps(one)}\n2. {json.dumps(two)}\n") == [one, two]
+    assert parse_versions("<code>def f(a):\\n    return a\\n</code> and <code>def f(b):\\n    return b\\n</code>") == [
+        one,
+        two,
+    ]
     assert parse_versions(f"```python\n{one}```\n```python\n{two}```") == [one, two]
     assert parse_versions("I cannot help with that.") == []
 
 
 def test_pure_renaming_is_accepted_with_its_renames():
     renames, why = check_renaming(CODE, GOOD)
-    assert why is None and renames == {"count_items": "count_values", "items": "values", "item": "value", "total": "count"}
+    assert why is None and renames == {
+        "count_items": "count_values",
+        "items": "values",
+        "item": "value",
+        "total": "count",
+    }
     # a comment or docstring may follow the renames in some places and not others
     partly = GOOD.replace("Count the values below", "Count the items below")
     assert check_renaming(CODE, partly)[1] is None
 
 
-@pytest.mark.parametrize(("candidate", "cause"), [
-    (CODE, "unchanged"),
-    (LOGIC, "token"),
-    (GOOD.replace("    return count", "    return  count"), "formatting"),
-    (GOOD.replace("count = 0  # the running count", "count = 0  # a running count"), "text changed"),
-    (CODE.replace("total", "limit"), "collision"),
-    (CODE.replace("total = 0", "tally = 0"), "inconsistent"),
-    (CODE.replace("for item in", "for x in"), "inconsistent"),
-    ("def f(xs):\n    return len(xs)\n", "token count"),
-    ("def f(:\n", "not python"),
-])
+@pytest.mark.parametrize(
+    ("candidate", "cause"),
+    [
+        (CODE, "unchanged"),
+        (LOGIC, "token"),
+        (GOOD.replace("    return count", "    return  count"), "formatting"),
+        (GOOD.replace("count = 0  # the running count", "count = 0  # a running count"), "text changed"),
+        (CODE.replace("total", "limit"), "collision"),
+        (CODE.replace("total = 0", "tally = 0"), "inconsistent"),
+        (CODE.replace("for item in", "for x in"), "inconsistent"),
+        ("def f(xs):\n    return len(xs)\n", "token count"),
+        ("def f(:\n", "not python"),
+    ],
+)
 def test_anything_but_a_pure_renaming_is_refused_with_its_cause(candidate, cause):
     renames, why = check_renaming(CODE, candidate)
     assert renames is None and why.split(":")[0] == cause
@@ -87,8 +100,13 @@ def test_every_version_and_answer_is_a_counted_outcome():
     answer = Completion(json.dumps([GOOD, LOGIC, GOOD, CODE]))
     found = renamings_from_answer(answer, CODE, "count_items")
     assert [v.text for v in found.variants] == [GOOD] and found.variants[0].entry_point == "count_values"
-    assert found.outcomes == {"answer with 4 versions": 1, "version pure renaming": 1, "version token": 1,
-                              "version duplicate": 1, "version unchanged": 1}
+    assert found.outcomes == {
+        "answer with 4 versions": 1,
+        "version pure renaming": 1,
+        "version token": 1,
+        "version duplicate": 1,
+        "version unchanged": 1,
+    }
     failed = renamings_from_answer(Completion(None, error="timeout: no answer in 60 s"), CODE, "count_items")
     assert failed.variants == [] and failed.outcomes == {"answer timeout": 1}
     garbage = renamings_from_answer(Completion("sure! here you go"), CODE, "count_items")
@@ -105,39 +123,76 @@ class _ScriptedModel:
 
     def chat_many(self, conversations, sampling):
         self.prompts += [c[0]["content"] for c in conversations]
-        return [self.answers[next(code for code in self.answers if f"<code>{code}</code>" in c[0]["content"])]
-                for c in conversations]
+        return [
+            self.answers[next(code for code in self.answers if f"<code>{code}</code>" in c[0]["content"])]
+            for c in conversations
+        ]
 
 
 def test_stage_keeps_llm_renamings_that_pass_and_tops_up_with_the_ast_renamer(tmp_path, monkeypatch, caplog):
     import leaktrace.stages.variants as stage
 
     shown_test = "def check(candidate):\n    assert candidate(2) == 'scale=2scale=2'\n"
-    model = _ScriptedModel({
-        CODE: Completion(json.dumps([GOOD, LOGIC, GOOD, CODE])),
-        SHOWN_CODE: Completion(json.dumps([SHOWN_CODE.replace("scale", "factor")])),
-    })
+    model = _ScriptedModel(
+        {
+            CODE: Completion(json.dumps([GOOD, LOGIC, GOOD, CODE])),
+            SHOWN_CODE: Completion(json.dumps([SHOWN_CODE.replace("scale", "factor")])),
+        }
+    )
     import leaktrace.models.select as select  # the stage imports open_model when an LLM makes variants
 
     monkeypatch.setattr(select, "open_model", lambda role, needs, purpose, cache_dir: model)
-    rows = [{"sample_id": "s", "code": CODE, "test": TEST, "entry_point": "count_items"},
-            {"sample_id": "e", "code": SHOWN_CODE, "test": shown_test, "entry_point": "twice"}]
+    rows = [
+        {"sample_id": "s", "code": CODE, "test": TEST, "entry_point": "count_items"},
+        {"sample_id": "e", "code": SHOWN_CODE, "test": shown_test, "entry_point": "twice"},
+    ]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "benchmark.parquet")
-    pq.write_table(pa.Table.from_pylist([{"sample_id": r["sample_id"], "kept": True} for r in rows]),
-                   tmp_path / "functions.parquet")
-    words = ["count", "tally", "items", "elems", "limit", "total", "sum", "item", "elem", "twice", "double", "x", "scale", "factor"]
-    pq.write_table(pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in words]),
-                   tmp_path / "lexicon.parquet")
-    settings = {"n": 2, "test_cases": {"compose": True, "untransformed": 2}, "llm_max_new_tokens": 64,
-                "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024, "isolation": "weak"}}
+    pq.write_table(
+        pa.Table.from_pylist([{"sample_id": r["sample_id"], "kept": True} for r in rows]),
+        tmp_path / "functions.parquet",
+    )
+    words = [
+        "count",
+        "tally",
+        "items",
+        "elems",
+        "limit",
+        "total",
+        "sum",
+        "item",
+        "elem",
+        "twice",
+        "double",
+        "x",
+        "scale",
+        "factor",
+    ]
+    pq.write_table(
+        pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in words]), tmp_path / "lexicon.parquet"
+    )
+    settings = {
+        "n": 2,
+        "test_cases": {"compose": True, "untransformed": 2},
+        "llm_max_new_tokens": 64,
+        "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024, "isolation": "weak"},
+    }
     with caplog.at_level(logging.INFO, logger="leaktrace.stages.variants"):
-        stage.make_variants_table(tmp_path / "benchmark.parquet", tmp_path / "functions.parquet",
-                                  tmp_path / "lexicon.parquet", settings, 7, 2, tmp_path / "variants.parquet",
-                                  llm={"backend": "openai", "model": "scripted"})
+        stage.make_variants_table(
+            tmp_path / "benchmark.parquet",
+            tmp_path / "functions.parquet",
+            tmp_path / "lexicon.parquet",
+            settings,
+            7,
+            2,
+            tmp_path / "variants.parquet",
+            llm={"backend": "openai", "model": "scripted"},
+        )
     table = read_records(tmp_path / "variants.parquet")
 
     def kind_of(sid, kind):
-        return [(r["variant_id"], r["generator"], r["text"]) for r in table if r["sample_id"] == sid and r["kind"] == kind]
+        return [
+            (r["variant_id"], r["generator"], r["text"]) for r in table if r["sample_id"] == sid and r["kind"] == kind
+        ]
 
     # ids: 1-2 rename (the LLM's, tau_t composed), 5-6 ast+tt (the AST renamer's), 7-8 llm (without tau_t)
     headline, untransformed = kind_of("s", "rename"), kind_of("s", "llm")

@@ -61,9 +61,25 @@ def test_the_fingerprint_sees_a_change_in_the_middle_through_the_mtime(tmp_path)
 
 
 def snakemake(workdir: Path, config: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",
-                           str(workdir), "--cores", "1", "--configfile", str(config), *args],
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(REPO / "Snakefile"),
+            "--directory",
+            str(workdir),
+            "--cores",
+            "1",
+            "--configfile",
+            str(config),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def jobs(result: subprocess.CompletedProcess) -> dict[str, int]:
@@ -89,8 +105,10 @@ def audited(tmp_path_factory):
     config["benchmarks"]["mbpp-audit"]["path"] = str(MBPP_AUDIT)
     config["base_model"]["path"] = str(TINY)
     config["reference_model"] = {"path": str(TINY_REF)}
-    config["audit"]["models"] = [{"name": "model-a", "path": str(workdir / "model-a")},
-                                 {"name": "model-b", "path": str(TINY_REF)}]
+    config["audit"]["models"] = [
+        {"name": "model-a", "path": str(workdir / "model-a")},
+        {"name": "model-b", "path": str(TINY_REF)},
+    ]
     config["contamination"]["held_out_ids"] = str(REPO / "resources/audit/control-ids.txt")
     config["score"]["methods"]["ref"]["model"] = str(TINY_REF)
     config["leakage"]["scans"]["my-corpus"]["corpus"]["root"] = str(REPO / "resources/audit/corpus")
@@ -122,15 +140,27 @@ def outputs(workdir: Path) -> dict[str, int]:
     return {str(p): p.stat().st_mtime_ns for p in (workdir / "results").rglob("*") if p.is_file()}
 
 
-MODEL_A_JOBS = {"model_identity": 1, "token_stats": 1, "blackbox_generations": 1, "detector_scores": 1, "audit": 1,
-                "audit_contamination": 1, "all": 1}  # model-b's scores stay
+MODEL_A_JOBS = {
+    "model_identity": 1,
+    "token_stats": 1,
+    "blackbox_generations": 1,
+    "detector_scores": 1,
+    "audit": 1,
+    "audit_contamination": 1,
+    "all": 1,
+}  # model-b's scores stay
 
 
 def test_a_missing_model_path_on_a_rerun_stops_at_planning_and_keeps_every_output(audited):
     workdir, config = audited
     before = outputs(workdir)
-    typo = {**config, "audit": {**config["audit"], "models": [{"name": "model-a", "path": str(workdir / "model-aa")},
-                                                              config["audit"]["models"][1]]}}
+    typo = {
+        **config,
+        "audit": {
+            **config["audit"],
+            "models": [{"name": "model-a", "path": str(workdir / "model-aa")}, config["audit"]["models"][1]],
+        },
+    }
     result = snakemake(workdir, write(workdir, typo, "typo.yaml"))  # a real run, not a dry one
     assert result.returncode != 0
     assert f"audit.models[0] (model-a).path: {workdir}/model-aa does not exist" in result.stderr
@@ -139,8 +169,13 @@ def test_a_missing_model_path_on_a_rerun_stops_at_planning_and_keeps_every_outpu
 
 def test_another_model_directory_at_the_path_reruns_what_the_model_scored(audited):
     workdir, config = audited
-    moved = {**config, "audit": {**config["audit"], "models": [{"name": "model-a", "path": str(workdir / "other")},
-                                                               config["audit"]["models"][1]]}}
+    moved = {
+        **config,
+        "audit": {
+            **config["audit"],
+            "models": [{"name": "model-a", "path": str(workdir / "other")}, config["audit"]["models"][1]],
+        },
+    }
     assert jobs(snakemake(workdir, write(workdir, moved, "moved.yaml"), "-n")) == MODEL_A_JOBS
 
 

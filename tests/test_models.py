@@ -186,7 +186,9 @@ def test_context_is_the_trained_one_capped_by_the_config(tiny_model_dir):
 def test_shipped_model_declares_the_context_it_was_pretrained_with():
     root = Path(__file__).resolve().parents[1]
     declared = json.loads((root / "resources/models/leaktrace-tiny/config.json").read_text())["max_position_embeddings"]
-    pretrained = yaml.safe_load((root / "config/config.yaml").read_text())["base_model"]["pretrain"]["settings"]["context_length"]
+    pretrained = yaml.safe_load((root / "config/config.yaml").read_text())["base_model"]["pretrain"]["settings"][
+        "context_length"
+    ]
     assert declared == pretrained == 512
 
 
@@ -200,7 +202,7 @@ def test_conditioned_scoring_fits_every_prefix_beside_its_text(tiny_model_dir):
     n_roomy, n_tight = len(short.encode(roomy)), len(short.encode(tight))
     assert n_roomy + len(first) + len(second) <= 27 < n_tight + len(second) and n_tight < 27 <= len(short.encode(full))
     stats = short.score_conditioned(shots, [roomy, tight, full])
-    expected = [(first + second, 2), (second[len(second) - (27 - n_tight):], 1), ([], 0)]
+    expected = [(first + second, 2), (second[len(second) - (27 - n_tight) :], 1), ([], 0)]
     for text, s, (prefix, n_shots) in zip([roomy, tight, full], stats, expected, strict=True):
         assert (s.prefix_shots, s.prefix_tokens) == (n_shots, len(prefix))
         assert 1 + s.prefix_tokens + s.n_tokens <= 28

@@ -27,8 +27,18 @@ from leaktrace.variants.synonyms import WordAlternatives
 from leaktrace.variants.validate import reserved_names, validate_variants
 
 SAMPLES = load_humaneval(shipped_humaneval_path(), "h")
-CORPUS_MODULES = ("argparse", "bisect", "csv", "difflib", "heapq", "json.decoder", "random", "statistics", "string",
-                  "textwrap")
+CORPUS_MODULES = (
+    "argparse",
+    "bisect",
+    "csv",
+    "difflib",
+    "heapq",
+    "json.decoder",
+    "random",
+    "statistics",
+    "string",
+    "textwrap",
+)
 MUTATIONS = [Mutation.parse(n) for n in ("T1", "T2a", "T2b", "T3-0.9", "T3-0.7", "T3-0.5", "hybrid-0.8")]
 # The fast sandbox check: a returned comprehension (29), a helper the test calls (38).
 SANDBOXED = (29, 38)
@@ -37,13 +47,21 @@ SANDBOXED = (29, 38)
 @pytest.fixture(scope="module")
 def names():
     lexicon = build_identifier_lexicon(
-        (inspect.getsource(importlib.import_module(m)) for m in CORPUS_MODULES), min_count=1)
+        (inspect.getsource(importlib.import_module(m)) for m in CORPUS_MODULES), min_count=1
+    )
     return NameProposer(WordAlternatives(lexicon.word_counts), lexicon.word_counts)
 
 
 def _mutate(mutation, sample, seed, names):
-    return apply_mutation(mutation, sample.code, "python", sample.entry_point, random.Random(seed), names=names,
-                          protected=reserved_names(sample.test))
+    return apply_mutation(
+        mutation,
+        sample.code,
+        "python",
+        sample.entry_point,
+        random.Random(seed),
+        names=names,
+        protected=reserved_names(sample.test),
+    )
 
 
 def _identifiers(code):
@@ -115,20 +133,39 @@ def test_t3_results_and_choices_repeat_with_the_seed():
     assert rewrite_statements(code, 0.5, random.Random(3)) == rewrite_statements(code, 0.5, random.Random(3))
 
 
-@pytest.mark.parametrize(("source", "rewrite", "expected", "arguments"), [
-    ("def f(x):\n    x += 1\n    return x\n", "expand_augmented", "    x = x + 1\n", [0, 2.5]),
-    ("def f(x):\n    x = x - 2\n    return x\n", "contract_augmented", "    x -= 2\n", [3, 2.5]),
-    ("def f(x):\n    if x > 1:\n        return 1\n    else:\n        return 2\n", "swap_if_else",
-     "    if not x > 1:\n", [0, 1, 2]),
-    ("def f(x):\n    return [y for y in x if y]\n", "returned_comprehension_to_loop", "        if y:\n",
-     [[], [0, 3, 4]]),
-    ("def f(x):\n    r = []\n    for y in x:\n        r.append(y)\n    return r\n", "loop_to_comprehension",
-     "    r = [y for y in x]\n", [[], [0, 3]]),
-    ("def f(x):\n    return x in [1, 2]\n", "membership_forms", "    return x in (1, 2)\n", [0, 1, 2]),
-    ("def f(x):\n    return sum(range(x))\n", "explicit_range_start", "range(0, x)", [0, 5]),
-    ("def f(x):\n    y = x + 1\n    return y\n", "add_logging", '    logging.getLogger(__name__).debug("y = %r", y)\n',
-     [0, 2]),
-])
+@pytest.mark.parametrize(
+    ("source", "rewrite", "expected", "arguments"),
+    [
+        ("def f(x):\n    x += 1\n    return x\n", "expand_augmented", "    x = x + 1\n", [0, 2.5]),
+        ("def f(x):\n    x = x - 2\n    return x\n", "contract_augmented", "    x -= 2\n", [3, 2.5]),
+        (
+            "def f(x):\n    if x > 1:\n        return 1\n    else:\n        return 2\n",
+            "swap_if_else",
+            "    if not x > 1:\n",
+            [0, 1, 2],
+        ),
+        (
+            "def f(x):\n    return [y for y in x if y]\n",
+            "returned_comprehension_to_loop",
+            "        if y:\n",
+            [[], [0, 3, 4]],
+        ),
+        (
+            "def f(x):\n    r = []\n    for y in x:\n        r.append(y)\n    return r\n",
+            "loop_to_comprehension",
+            "    r = [y for y in x]\n",
+            [[], [0, 3]],
+        ),
+        ("def f(x):\n    return x in [1, 2]\n", "membership_forms", "    return x in (1, 2)\n", [0, 1, 2]),
+        ("def f(x):\n    return sum(range(x))\n", "explicit_range_start", "range(0, x)", [0, 5]),
+        (
+            "def f(x):\n    y = x + 1\n    return y\n",
+            "add_logging",
+            '    logging.getLogger(__name__).debug("y = %r", y)\n',
+            [0, 2],
+        ),
+    ],
+)
 def test_catalogue_entries_rewrite_as_documented(source, rewrite, expected, arguments):
     only = tuple(r for r in CATALOGUE if r.name == rewrite)
     result = rewrite_statements(source, 0.0, random.Random(0), rewrites=only)
@@ -139,12 +176,15 @@ def test_catalogue_entries_rewrite_as_documented(source, rewrite, expected, argu
     assert [after["f"](a) for a in arguments] == [before["f"](a) for a in arguments]
 
 
-@pytest.mark.parametrize("source", [
-    # the loop variable `y` is used after the comprehension: a loop would leak it
-    "def f(x):\n    y = 0\n    z = [y for y in x]\n    return z, y\n",
-    # `set` is the program's own name
-    "def f(x, set=list):\n    z = {y for y in x}\n    return z\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        # the loop variable `y` is used after the comprehension: a loop would leak it
+        "def f(x):\n    y = 0\n    z = [y for y in x]\n    return z, y\n",
+        # `set` is the program's own name
+        "def f(x, set=list):\n    z = {y for y in x}\n    return z\n",
+    ],
+)
 def test_comprehensions_stay_where_a_loop_would_change_the_program(source):
     only = tuple(r for r in CATALOGUE if r.name == "comprehension_to_loop")
     assert rewrite_statements(source, 0.0, random.Random(0), rewrites=only).rewrites == ()
@@ -178,11 +218,32 @@ def test_t2_never_renames_builtins_attributes_imports_self_or_the_tested_names(n
     test = "def check(candidate):\n    assert candidate([1]) == helper(1)\n"
     for kind in ("T2a", "T2b"):
         for seed in range(5):
-            mutated = apply_mutation(Mutation(kind), code, "python", "solve", random.Random(seed), names=names,
-                                     protected=reserved_names(test))
+            mutated = apply_mutation(
+                Mutation(kind),
+                code,
+                "python",
+                "solve",
+                random.Random(seed),
+                names=names,
+                protected=reserved_names(test),
+            )
             after = set(_identifiers(mutated.text))
-            assert {"math", "where", "path", "os", "Box", "area", "self", "width", "floor", "sep", "sorted", "len",
-                    "helper", "solve"} <= after
+            assert {
+                "math",
+                "where",
+                "path",
+                "os",
+                "Box",
+                "area",
+                "self",
+                "width",
+                "floor",
+                "sep",
+                "sorted",
+                "len",
+                "helper",
+                "solve",
+            } <= after
             assert not {"candidate", "check"} & after  # the test's own names are never introduced
             if kind == "T2b":
                 assert "count" not in after and "total" not in after and "values" not in after
@@ -205,8 +266,10 @@ def test_abbreviations_drop_inner_vowels_of_the_longer_words():
 def test_t2a_attempts_every_name_t2b_renames_synonym_abbreviation_or_number(names):
     """CodeSnitch's T2a renames all identifiers: a name without a synonym (`i`, `k`) gets an
     abbreviation or a number, a name the docstring echoes (`numbers`) is renamed too."""
-    code = ('def solve(numbers, k):\n    """Sum the numbers above k."""\n    total = 0\n'
-            '    for i in numbers:\n        if i > k:\n            total += i\n    return total\n')
+    code = (
+        'def solve(numbers, k):\n    """Sum the numbers above k."""\n    total = 0\n'
+        "    for i in numbers:\n        if i > k:\n            total += i\n    return total\n"
+    )
     renamed = {}
     for kind in ("T2a", "T2b"):
         mutated = apply_mutation(Mutation(kind), code, "python", "solve", random.Random(0), names=names)
@@ -231,34 +294,63 @@ def test_t2a_and_t2b_rename_the_same_names_on_humaneval(names, index, seed):
 def test_name_kinds_follow_the_first_binding():
     from leaktrace.mutate.renaming import name_kinds
 
-    code = ("LIMIT = 3\n\nclass Box:\n    pass\n\ndef helper(size, *rest):\n    total = [v for v in rest]\n"
-            "    try:\n        pass\n    except ValueError as error:\n        raise\n    return lambda w: w + size\n")
-    assert name_kinds(code) == {"LIMIT": "global", "Box": "class", "helper": "function", "size": "parameter",
-                                "rest": "parameter", "total": "local", "v": "local", "error": "local",
-                                "w": "parameter"}
+    code = (
+        "LIMIT = 3\n\nclass Box:\n    pass\n\ndef helper(size, *rest):\n    total = [v for v in rest]\n"
+        "    try:\n        pass\n    except ValueError as error:\n        raise\n    return lambda w: w + size\n"
+    )
+    assert name_kinds(code) == {
+        "LIMIT": "global",
+        "Box": "class",
+        "helper": "function",
+        "size": "parameter",
+        "rest": "parameter",
+        "total": "local",
+        "v": "local",
+        "error": "local",
+        "w": "parameter",
+    }
 
 
 def test_rename_counts_sum_names_by_kind_and_source_over_the_texts():
     from leaktrace.stages.mutate import rename_count_rows, rename_table
 
     def row(mutation, renames, kinds, sources, valid=True):
-        return {"mutation": mutation, "text": "x", "valid": valid, "details": json.dumps(
-            {"renames": renames, "kinds": kinds, "sources": sources})}
+        return {
+            "mutation": mutation,
+            "text": "x",
+            "valid": valid,
+            "details": json.dumps({"renames": renames, "kinds": kinds, "sources": sources}),
+        }
 
-    texts = [row("T2a", {"i": "i2", "numbers": "nums"}, {"i": "local", "numbers": "parameter"},
-                 {"i": "numbered", "numbers": "synonym"}),
-             row("T2a", {"n": "m"}, {"n": "parameter"}, {"n": "synonym"}, valid=False),
-             row("T2b", {"i": "qwertyui", "numbers": "asdfghjk"}, {"i": "local", "numbers": "parameter"},
-                 {"i": "random", "numbers": "random"}),
-             {"mutation": "T1", "text": "x", "valid": True, "details": "{}"}]
+    texts = [
+        row(
+            "T2a",
+            {"i": "i2", "numbers": "nums"},
+            {"i": "local", "numbers": "parameter"},
+            {"i": "numbered", "numbers": "synonym"},
+        ),
+        row("T2a", {"n": "m"}, {"n": "parameter"}, {"n": "synonym"}, valid=False),
+        row(
+            "T2b",
+            {"i": "qwertyui", "numbers": "asdfghjk"},
+            {"i": "local", "numbers": "parameter"},
+            {"i": "random", "numbers": "random"},
+        ),
+        {"mutation": "T1", "text": "x", "valid": True, "details": "{}"},
+    ]
     rows = rename_count_rows(texts)
     assert rows == [
         {"mutation": "T2a", "kind": "local", "source": "numbered", "names": 1, "samples": 2, "valid_names": 1},
         {"mutation": "T2a", "kind": "parameter", "source": "synonym", "names": 2, "samples": 2, "valid_names": 1},
         {"mutation": "T2b", "kind": "local", "source": "random", "names": 1, "samples": 1, "valid_names": 1},
-        {"mutation": "T2b", "kind": "parameter", "source": "random", "names": 1, "samples": 1, "valid_names": 1}]
+        {"mutation": "T2b", "kind": "parameter", "source": "random", "names": 1, "samples": 1, "valid_names": 1},
+    ]
     table = "\n".join(rename_table(rows))
-    assert "| parameter | 1.00 | 1.00 |" in table and "| local | 0.50 | 1.00 |" in table and "| all | 1.50 | 2.00 |" in table
+    assert (
+        "| parameter | 1.00 | 1.00 |" in table
+        and "| local | 0.50 | 1.00 |" in table
+        and "| all | 1.50 | 2.00 |" in table
+    )
 
 
 def test_t1_formats_java_and_cpp_with_clang_format():
@@ -271,8 +363,9 @@ def test_t1_formats_java_and_cpp_with_clang_format():
 
 
 def test_configured_mutations_follow_the_clone_type_order():
-    mutations = configured_mutations({"kinds": ["hybrid", "T3", "T2b", "T1", "T2a"], "t3_targets": [0.5, 0.9, 0.7],
-                                      "hybrid_target": 0.8})
+    mutations = configured_mutations(
+        {"kinds": ["hybrid", "T3", "T2b", "T1", "T2a"], "t3_targets": [0.5, 0.9, 0.7], "hybrid_target": 0.8}
+    )
     assert [m.name for m in mutations] == ["T1", "T2a", "T2b", "T3-0.9", "hybrid-0.8", "T3-0.7", "T3-0.5"]
     assert Mutation.parse("T3-0.7") == Mutation("T3", 0.7)
     with pytest.raises(ValueError):
@@ -313,17 +406,23 @@ def test_setting2_takes_one_type2_mutation_per_definition():
     from leaktrace.stages.mutate import ORIGINAL, setting2_definitions, setting_rows
 
     mutations = [Mutation.parse(n) for n in ("T1", "T2a", "T2b", "T3-0.5")]
-    definitions = {c: ([m.name for m in kept], [m.name for m in beyond]) for c, kept, beyond in
-                   setting2_definitions(mutations)}
-    assert definitions == {"verbatim": ([], ["T1", "T2a", "T3-0.5"]),
-                           "up to T1": (["T1"], ["T2a", "T3-0.5"]),
-                           "up to T2a": (["T1", "T2a"], ["T3-0.5"]),
-                           "up to T2b": (["T1", "T2b"], ["T3-0.5"]),
-                           "up to T3-0.5": (["T1", "T2a", "T3-0.5"], [])}
+    definitions = {
+        c: ([m.name for m in kept], [m.name for m in beyond]) for c, kept, beyond in setting2_definitions(mutations)
+    }
+    assert definitions == {
+        "verbatim": ([], ["T1", "T2a", "T3-0.5"]),
+        "up to T1": (["T1"], ["T2a", "T3-0.5"]),
+        "up to T2a": (["T1", "T2a"], ["T3-0.5"]),
+        "up to T2b": (["T1", "T2b"], ["T3-0.5"]),
+        "up to T3-0.5": (["T1", "T2a", "T3-0.5"], []),
+    }
     split = {"m1": "member", "m2": "member", "n1": "non-member", "n2": "non-member"}
     # members look like members except under random names (T2b)
-    scores = {(sid, c): {"loss": float(split[sid] == "member" and c != "T2b")}
-              for sid in split for c in [ORIGINAL] + [m.name for m in mutations]}
+    scores = {
+        (sid, c): {"loss": float(split[sid] == "member" and c != "T2b")}
+        for sid in split
+        for c in [ORIGINAL] + [m.name for m in mutations]
+    }
     rows = {r["condition"]: r for r in setting_rows(scores, split, mutations) if r["analysis"] == "setting2"}
     assert (rows["up to T2a"]["n_members"], rows["up to T2a"]["n_non_members"]) == (6, 2 + 2 + 2 + 2)
     assert (rows["up to T2b"]["n_members"], rows["up to T2b"]["n_non_members"]) == (6, 8)
@@ -341,8 +440,11 @@ def test_t2_drop_is_setting1_auc_under_t2a_minus_t2b_and_is_drawn(tmp_path):
 
     mutations = [Mutation.parse(n) for n in ("T2a", "T2b")]
     split = {"m1": "member", "m2": "member", "n1": "non-member", "n2": "non-member"}
-    scores = {(sid, c): {"loss": 1.0 if split[sid] == "member" and c != "T2b" else 0.0}
-              for sid in split for c in (ORIGINAL, "T2a", "T2b")}
+    scores = {
+        (sid, c): {"loss": 1.0 if split[sid] == "member" and c != "T2b" else 0.0}
+        for sid in split
+        for c in (ORIGINAL, "T2a", "T2b")
+    }
     rows = setting_rows(scores, split, mutations)
     assert t2_drop_rows(rows) == [{"method": "loss", "auc_t2a": 1.0, "auc_t2b": 0.5, "drop": 0.5}]
     assert t2_drop_rows([r for r in rows if r["condition"] != "T2b"]) == []
@@ -364,8 +466,13 @@ def test_a_mutated_texts_neighbours_replay_its_originals_renamings():
     laid_out = Mutated(reformat(code, "python", random.Random(1)), "total", 1.0, True)
     replayed = replay_renames(laid_out.text, "total", _neighbour_renames(variant, laid_out))
     assert replayed.renames == variant and "acc += x" in replayed.text
-    renamed = Mutated(code.replace("running", "tally").replace("item", "elem"), "total", 0.2, True,
-                      {"renames": {"running": "tally", "item": "elem"}})
+    renamed = Mutated(
+        code.replace("running", "tally").replace("item", "elem"),
+        "total",
+        0.2,
+        True,
+        {"renames": {"running": "tally", "item": "elem"}},
+    )
     replayed = replay_renames(renamed.text, "total", _neighbour_renames(variant, renamed))
     assert replayed.text == code.replace("values", "numbers").replace("running", "acc").replace("item", "x")
     assert replay_renames(code, "total", {"absent": "y"}) is None
@@ -378,13 +485,34 @@ def test_only_valid_mutated_texts_bring_their_neighbours_to_scoring(tmp_path):
     from leaktrace.stages.mutate import MUTATIONS_SCHEMA, scored_mutations
 
     def row(sid, neighbor, valid, reached=True):
-        return {"sample_id": sid, "mutation": "T1", "neighbor": neighbor, "text": f"{sid}{neighbor}", "similarity": None,
-                "target": None, "reached": reached, "details": "{}", "valid": valid, "invalid_reason": None,
-                "isolation": "full"}
+        return {
+            "sample_id": sid,
+            "mutation": "T1",
+            "neighbor": neighbor,
+            "text": f"{sid}{neighbor}",
+            "similarity": None,
+            "target": None,
+            "reached": reached,
+            "details": "{}",
+            "valid": valid,
+            "invalid_reason": None,
+            "isolation": "full",
+        }
 
     path = tmp_path / "mutations.parquet"
-    write_table([row("a", 0, True), row("a", 3, True), row("a", 4, False), row("b", 0, False), row("b", 3, True),
-                 row("c", 0, True, reached=False), row("c", 3, True)], MUTATIONS_SCHEMA, path)
+    write_table(
+        [
+            row("a", 0, True),
+            row("a", 3, True),
+            row("a", 4, False),
+            row("b", 0, False),
+            row("b", 3, True),
+            row("c", 0, True, reached=False),
+            row("c", 3, True),
+        ],
+        MUTATIONS_SCHEMA,
+        path,
+    )
     assert [(r["sample_id"], r["neighbor"]) for r in scored_mutations(path)] == [("a", 0)]
     assert [(r["sample_id"], r["neighbor"]) for r in scored_mutations(path, neighbours=True)] == [("a", 0), ("a", 3)]
 
@@ -395,12 +523,34 @@ def test_mutate_command_writes_one_verdict_a_line(tmp_path):
     sample = SAMPLES[29]
     cpp = next(r for r in HUMANEVAL_X_STYLE if r["id"] == "cpp/below_zero")
     source = tmp_path / "in.jsonl"
-    source.write_text("\n".join(json.dumps(r) for r in [
-        {"id": "a", "code": sample.code, "language": "python", "tests": sample.test, "entry_point": sample.entry_point},
-        {"id": "b", "code": "class A {\n    int f(int x) {\n        return x * 2;\n    }\n}\n", "language": "java"},
-        {"id": "c", "code": "def broken(:\n", "language": "python"},
-        {"id": "d", "code": cpp["code"], "language": "cpp", "tests": cpp["test"], "entry_point": cpp["entry_point"]},
-    ]) + "\n")
+    source.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {
+                    "id": "a",
+                    "code": sample.code,
+                    "language": "python",
+                    "tests": sample.test,
+                    "entry_point": sample.entry_point,
+                },
+                {
+                    "id": "b",
+                    "code": "class A {\n    int f(int x) {\n        return x * 2;\n    }\n}\n",
+                    "language": "java",
+                },
+                {"id": "c", "code": "def broken(:\n", "language": "python"},
+                {
+                    "id": "d",
+                    "code": cpp["code"],
+                    "language": "cpp",
+                    "tests": cpp["test"],
+                    "entry_point": cpp["entry_point"],
+                },
+            ]
+        )
+        + "\n"
+    )
     output = tmp_path / "out.jsonl"
     assert main(["mutate", "--kind", "T3", "--target", "0.7", str(source), str(output)]) == 0
     rows = {r["id"]: r for r in map(json.loads, output.read_text().splitlines())}
@@ -417,8 +567,9 @@ def test_mutate_command_writes_one_verdict_a_line(tmp_path):
 # ---------------------------------------------------------------------------
 # Java and C++ (tree-sitter): T2, T3, and validation by building and running in the sandbox
 
-HUMANEVAL_X_STYLE = [json.loads(line) for line in
-                     (Path(__file__).parent / "data" / "humanevalx_style.jsonl").read_text().splitlines()]
+HUMANEVAL_X_STYLE = [
+    json.loads(line) for line in (Path(__file__).parent / "data" / "humanevalx_style.jsonl").read_text().splitlines()
+]
 CPP = """#include <algorithm>
 #include <vector>
 #define LIMIT 10
@@ -454,8 +605,10 @@ class Solution {
     }
 }
 """
-JAVA_TEST = ("public class Main { public static void main(String[] args) { "
-             "if (new Solution().solve(Arrays.asList(1, 2)) != 8) throw new AssertionError(); } }\n")
+JAVA_TEST = (
+    "public class Main { public static void main(String[] args) { "
+    "if (new Solution().solve(Arrays.asList(1, 2)) != 8) throw new AssertionError(); } }\n"
+)
 
 
 def _has_compiler(language):
@@ -464,12 +617,40 @@ def _has_compiler(language):
     return toolchains.missing(language) is None
 
 
-@pytest.mark.parametrize(("code", "language", "test", "expected"), [
-    (CPP, "cpp", CPP_TEST, {"helper": "function", "value": "parameter", "items": "parameter", "shift": "parameter",
-                            "total": "local", "item": "local", "point": "local", "size": "local"}),
-    (JAVA, "java", JAVA_TEST, {"twice": "function", "value": "parameter", "items": "parameter", "total": "local",
-                               "item": "local", "r": "local", "size": "local"}),
-])
+@pytest.mark.parametrize(
+    ("code", "language", "test", "expected"),
+    [
+        (
+            CPP,
+            "cpp",
+            CPP_TEST,
+            {
+                "helper": "function",
+                "value": "parameter",
+                "items": "parameter",
+                "shift": "parameter",
+                "total": "local",
+                "item": "local",
+                "point": "local",
+                "size": "local",
+            },
+        ),
+        (
+            JAVA,
+            "java",
+            JAVA_TEST,
+            {
+                "twice": "function",
+                "value": "parameter",
+                "items": "parameter",
+                "total": "local",
+                "item": "local",
+                "r": "local",
+                "size": "local",
+            },
+        ),
+    ],
+)
 def test_tree_t2_renames_declared_names_never_members_fields_macros_types_or_the_tests(code, language, test, expected):
     """Hand-listed: the names each program declares as parameters, locals and helper functions;
     never a field (`x`, `calls`), a macro (`LIMIT`), a type, a library call (`count`), an
@@ -482,34 +663,81 @@ def test_tree_t2_renames_declared_names_never_members_fields_macros_types_or_the
     assert renamable(code, language, protected).names == expected
     text, renames, kinds = rename(code, language, RandomNames(), random.Random(0), protected)
     assert set(renames) == set(expected) and kinds == expected
-    kept = ({"x", "LIMIT", "Point", "count", "size()", ".begin", "solve"} if language == "cpp"
-            else {"calls", "run", "Solution", ".size()", "solve", "Runnable"})
+    kept = (
+        {"x", "LIMIT", "Point", "count", "size()", ".begin", "solve"}
+        if language == "cpp"
+        else {"calls", "run", "Solution", ".size()", "solve", "Runnable"}
+    )
     assert all(k in text for k in kept)
     assert not any(re.search(rf"\b{old}\b(?!\()", text) for old in ("total", "item", "shift", "point", "value"))
 
 
-@pytest.mark.parametrize(("language", "code", "rewrite", "expected"), [
-    ("cpp", "int f(int x) {\n    if (x > 1) {\n        return 1;\n    } else {\n        return 2;\n    }\n}\n", "swap_if_else",
-     "    if (!(x > 1)) {\n        return 2;\n    } else {\n        return 1;\n    }\n"),
-    ("java", "class A {\n    int f(int x) {\n        x += 2;\n        return x;\n    }\n}\n", "expand_augmented",
-     "        x = x + 2;\n"),
-    ("java", "class A {\n    int f(int x) {\n        x = x * 3;\n        return x;\n    }\n}\n", "contract_augmented",
-     "        x *= 3;\n"),
-    ("cpp", "int f(int n) {\n    int s = 0;\n    for (int i = 0; i < n; i++) s += i;\n    return s;\n}\n",
-     "increment_to_compound", "for (int i = 0; i < n; i += 1)"),
-    ("java", "class A {\n    int f(int x) {\n        int y = x + 1;\n        return y;\n    }\n}\n", "add_logging",
-     '        int y = x + 1;\n        java.util.logging.Logger.getGlobal().log(java.util.logging.Level.FINE, "y = {0}", y);\n'),
-    ("cpp", "int f(int x) {\n    int y = x + 1;\n    return y;\n}\n", "add_logging",
-     '#include <cstdio>\nint f(int x) {\n    int y = x + 1;\n    fprintf(stderr, "y = %g\\n", static_cast<double>(y));\n'),
-    ("cpp", "int f(int x) {\n    int y;\n    y = x * 2;\n    return y;\n}\n", "wrap_in_try",
-     "    try { y = x * 2; } catch (...) { throw; }\n"),
-    ("java", "class A {\n    int f(int x) {\n        return x * 2;\n    }\n}\n", "wrap_in_try",
-     "        try { return x * 2; } catch (RuntimeException error) { throw error; }\n"),
-    ("java", "class A {\n    boolean f(int x) {\n        return x == 3;\n    }\n}\n", "negate_equality", "return !(x != 3);"),
-    ("cpp", "bool f(int x, int y) {\n    return x < y;\n}\n", "mirror_comparison", "return y > x;"),
-    ("cpp", "long f(long x) {\n    return x * 2;\n}\n", "return_through_variable",
-     "    long result = x * 2;\n    return result;\n"),
-])
+@pytest.mark.parametrize(
+    ("language", "code", "rewrite", "expected"),
+    [
+        (
+            "cpp",
+            "int f(int x) {\n    if (x > 1) {\n        return 1;\n    } else {\n        return 2;\n    }\n}\n",
+            "swap_if_else",
+            "    if (!(x > 1)) {\n        return 2;\n    } else {\n        return 1;\n    }\n",
+        ),
+        (
+            "java",
+            "class A {\n    int f(int x) {\n        x += 2;\n        return x;\n    }\n}\n",
+            "expand_augmented",
+            "        x = x + 2;\n",
+        ),
+        (
+            "java",
+            "class A {\n    int f(int x) {\n        x = x * 3;\n        return x;\n    }\n}\n",
+            "contract_augmented",
+            "        x *= 3;\n",
+        ),
+        (
+            "cpp",
+            "int f(int n) {\n    int s = 0;\n    for (int i = 0; i < n; i++) s += i;\n    return s;\n}\n",
+            "increment_to_compound",
+            "for (int i = 0; i < n; i += 1)",
+        ),
+        (
+            "java",
+            "class A {\n    int f(int x) {\n        int y = x + 1;\n        return y;\n    }\n}\n",
+            "add_logging",
+            '        int y = x + 1;\n        java.util.logging.Logger.getGlobal().log(java.util.logging.Level.FINE, "y = {0}", y);\n',
+        ),
+        (
+            "cpp",
+            "int f(int x) {\n    int y = x + 1;\n    return y;\n}\n",
+            "add_logging",
+            '#include <cstdio>\nint f(int x) {\n    int y = x + 1;\n    fprintf(stderr, "y = %g\\n", static_cast<double>(y));\n',
+        ),
+        (
+            "cpp",
+            "int f(int x) {\n    int y;\n    y = x * 2;\n    return y;\n}\n",
+            "wrap_in_try",
+            "    try { y = x * 2; } catch (...) { throw; }\n",
+        ),
+        (
+            "java",
+            "class A {\n    int f(int x) {\n        return x * 2;\n    }\n}\n",
+            "wrap_in_try",
+            "        try { return x * 2; } catch (RuntimeException error) { throw error; }\n",
+        ),
+        (
+            "java",
+            "class A {\n    boolean f(int x) {\n        return x == 3;\n    }\n}\n",
+            "negate_equality",
+            "return !(x != 3);",
+        ),
+        ("cpp", "bool f(int x, int y) {\n    return x < y;\n}\n", "mirror_comparison", "return y > x;"),
+        (
+            "cpp",
+            "long f(long x) {\n    return x * 2;\n}\n",
+            "return_through_variable",
+            "    long result = x * 2;\n    return result;\n",
+        ),
+    ],
+)
 def test_tree_t3_catalogue_entries_rewrite_as_documented(language, code, rewrite, expected):
     from leaktrace.mutate.tree_renaming import parse
     from leaktrace.mutate.tree_statements import CATALOGUE as TREE_CATALOGUE
@@ -522,14 +750,27 @@ def test_tree_t3_catalogue_entries_rewrite_as_documented(language, code, rewrite
     parse(result.text, language)
 
 
-@pytest.mark.parametrize(("language", "code", "rewrite"), [
-    ("java", "class A {\n    char f(char c) {\n        c += 1;\n        return c;\n    }\n}\n", "expand_augmented"),
-    ("cpp", "#include <vector>\nint f(std::vector<int> v) {\n    auto it = v.begin();\n    it++;\n    return *it;\n}\n",
-     "increment_to_compound"),
-    ("cpp", "int f(int n) {\n    while (n > 0) {\n        int s = n;\n        n = s - 1;\n    }\n    return n;\n}\n",
-     "add_logging"),
-    ("cpp", "#include <string>\nbool f(std::string a, std::string b) {\n    return a == b;\n}\n", "negate_equality"),
-])
+@pytest.mark.parametrize(
+    ("language", "code", "rewrite"),
+    [
+        ("java", "class A {\n    char f(char c) {\n        c += 1;\n        return c;\n    }\n}\n", "expand_augmented"),
+        (
+            "cpp",
+            "#include <vector>\nint f(std::vector<int> v) {\n    auto it = v.begin();\n    it++;\n    return *it;\n}\n",
+            "increment_to_compound",
+        ),
+        (
+            "cpp",
+            "int f(int n) {\n    while (n > 0) {\n        int s = n;\n        n = s - 1;\n    }\n    return n;\n}\n",
+            "add_logging",
+        ),
+        (
+            "cpp",
+            "#include <string>\nbool f(std::string a, std::string b) {\n    return a == b;\n}\n",
+            "negate_equality",
+        ),
+    ],
+)
 def test_tree_t3_leaves_what_it_cannot_rewrite_soundly(language, code, rewrite):
     """Java's `c = c + 1` does not compile for a char; an iterator has no `+= 1` in general; C++
     logging stays out of loops; `!=` of two values of unknown type may not exist."""
@@ -549,8 +790,15 @@ def _compiled_verdicts(records, mutations, names):
         programs.append((record["language"], record["code"], record["test"]))
         originals.append(base)
         for mutation in mutations:
-            mutated = apply_mutation(mutation, record["code"], record["language"], record["entry_point"],
-                                     random.Random(7), names=names, protected=test_names(record["test"]))
+            mutated = apply_mutation(
+                mutation,
+                record["code"],
+                record["language"],
+                record["entry_point"],
+                random.Random(7),
+                names=names,
+                protected=test_names(record["test"]),
+            )
             programs.append((record["language"], mutated.text, record["test"]))
             originals.append(base)
             labels.append((record["id"], mutation.name, mutated))
@@ -564,11 +812,15 @@ def _compiled_verdicts(records, mutations, names):
 def test_java_and_cpp_mutations_compile_and_pass_their_tests_in_the_sandbox(names):
     chosen = [r for r in HUMANEVAL_X_STYLE if r["id"] in ("cpp/largest_divisor", "java/below_zero")]
     results = _compiled_verdicts(chosen[:1], MUTATIONS, names) + _compiled_verdicts(
-        chosen[1:], [Mutation.parse(n) for n in ("T2a", "T3-0.7")], names)
+        chosen[1:], [Mutation.parse(n) for n in ("T2a", "T3-0.7")], names
+    )
     assert [(label[:2], verdict) for label, verdict in results if verdict != (True, None)] == []
     kinds = {label[1]: label[2] for label, _ in results if label[0] == "cpp/largest_divisor"}
-    assert set(kinds["T2a"].details["renames"]) == set(kinds["T2b"].details["renames"]) == {
-        "n", "best", "limit", "candidate"}
+    assert (
+        set(kinds["T2a"].details["renames"])
+        == set(kinds["T2b"].details["renames"])
+        == {"n", "best", "limit", "candidate"}
+    )
     assert kinds["T3-0.7"].reached and kinds["T3-0.7"].details["rewrites"]
 
 
@@ -591,7 +843,8 @@ def test_a_mutation_that_breaks_the_test_is_invalid_and_no_compiler_means_unvali
         assert valid is False and why.startswith("test: signal") and "Assertion" in why
     monkeypatch.setattr(toolchains, "missing", lambda language: "g++ is not installed")
     assert compiled.validate_compiled([("cpp", record["code"], record["test"])], [0], SandboxLimits()) == [
-        (None, "unvalidated: g++ is not installed")]
+        (None, "unvalidated: g++ is not installed")
+    ]
 
 
 # ---------------------------------------------------------------------------
@@ -617,10 +870,21 @@ def test_a_mutation_that_changes_nothing_is_unchanged_not_valid(tmp_path):
     rename nothing and returns the code as it was; a real renaming is valid."""
     from leaktrace.cli import main
 
-    api = {"id": "api", "code": "def lookup(table, key):\n    return table[key]\n", "language": "python",
-           "tests": "def check(candidate):\n    assert candidate(table={'a': 1}, key='a') == 1\n", "entry_point": "lookup"}
+    api = {
+        "id": "api",
+        "code": "def lookup(table, key):\n    return table[key]\n",
+        "language": "python",
+        "tests": "def check(candidate):\n    assert candidate(table={'a': 1}, key='a') == 1\n",
+        "entry_point": "lookup",
+    }
     sample = SAMPLES[29]
-    real = {"id": "real", "code": sample.code, "language": "python", "tests": sample.test, "entry_point": sample.entry_point}
+    real = {
+        "id": "real",
+        "code": sample.code,
+        "language": "python",
+        "tests": sample.test,
+        "entry_point": sample.entry_point,
+    }
     source, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in (api, real)))
     assert main(["mutate", "--kind", "T2b", str(source), str(output)]) == 0
@@ -634,8 +898,16 @@ def test_regression_the_study_table_counts_unchanged_apart():
     from leaktrace.stages.mutate import study_report
 
     def row(status, reached=True):
-        return {"mutation": "T2b", "valid": status == "valid", "status": status, "reached": reached, "similarity": 1.0,
-                "invalid_reason": "sandbox: failed" if status == "invalid" else None, "text": "x", "details": "{}"}
+        return {
+            "mutation": "T2b",
+            "valid": status == "valid",
+            "status": status,
+            "reached": reached,
+            "similarity": 1.0,
+            "invalid_reason": "sandbox: failed" if status == "invalid" else None,
+            "text": "x",
+            "details": "{}",
+        }
 
     table = [row("valid"), row("valid"), row("unchanged", reached=False), row("invalid")]
     report = study_report([], table, [Mutation.parse("T2b")], [], [])

@@ -38,10 +38,14 @@ def test_nearest_keeps_the_variants_whose_loss_is_nearest_the_originals():
 
 def test_equal_distances_are_ordered_by_the_seed_alone():
     losses = {1: 1.25, 2: 0.75, 3: 5.0}  # 1 and 2 both 0.25 from the original
-    picks = {seed: select_nearest(1.0, losses, 1, rng_for(seed, "natural-variants", "rename", "s")) for seed in range(40)}
+    picks = {
+        seed: select_nearest(1.0, losses, 1, rng_for(seed, "natural-variants", "rename", "s")) for seed in range(40)
+    }
     assert {tuple(p) for p in picks.values()} == {(1,), (2,)}  # the seed decides, not the id order
-    assert all(select_nearest(1.0, losses, 1, rng_for(seed, "natural-variants", "rename", "s")) == picks[seed]
-               for seed in range(40))
+    assert all(
+        select_nearest(1.0, losses, 1, rng_for(seed, "natural-variants", "rename", "s")) == picks[seed]
+        for seed in range(40)
+    )
 
 
 def _pool_rows():
@@ -57,7 +61,11 @@ def test_the_table_keeps_the_picked_variants_renumbered_as_without_matching():
     losses = {("s", 0): 2.0, ("s", 1): 2.5, ("s", 3): 2.125}
     chosen = choose_natural(_pool_rows(), losses, SETTINGS, 0, OTHER_SETS)
     assert [(r["variant_id"], r["kind"], r["text"]) for r in chosen] == [
-        (0, "original", "orig"), (1, "rename", "r1"), (2, "rename", "r3"), (3, "ast+tt", "t7"), (4, "ast+tt", "t8"),
+        (0, "original", "orig"),
+        (1, "rename", "r1"),
+        (2, "rename", "r3"),
+        (3, "ast+tt", "t7"),
+        (4, "ast+tt", "t8"),
     ]
 
 
@@ -95,12 +103,15 @@ def _write_sample(tmp_path):
     return total
 '''
     test = "def check(candidate):\n    assert candidate([1, 5, 2], 3) == 2\n"
-    pq.write_table(pa.Table.from_pylist([{"sample_id": "s", "code": code, "test": test, "entry_point": "count_items"}]),
-                   tmp_path / "benchmark.parquet")
+    pq.write_table(
+        pa.Table.from_pylist([{"sample_id": "s", "code": code, "test": test, "entry_point": "count_items"}]),
+        tmp_path / "benchmark.parquet",
+    )
     pq.write_table(pa.Table.from_pylist([{"sample_id": "s", "kept": True}]), tmp_path / "functions.parquet")
     words = ["count", "tally", "items", "elems", "limit", "bound", "total", "sum", "item", "elem", "entry"]
-    pq.write_table(pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in words]),
-                   tmp_path / "lexicon.parquet")
+    pq.write_table(
+        pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in words]), tmp_path / "lexicon.parquet"
+    )
 
 
 def test_off_the_variants_table_is_byte_identical(tmp_path):
@@ -109,12 +120,26 @@ def test_off_the_variants_table_is_byte_identical(tmp_path):
     from leaktrace.stages.variants import make_variants_table
 
     _write_sample(tmp_path)
-    settings = {"n": 2, "test_cases": {"compose": False, "untransformed": 0}, "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024}}
-    for name, given in (("without", settings), ("off", {**settings, "natural": {**NATURAL, "enabled": False}}),
-                        ("all-names", {**settings, "names_per_variant": None}),
-                        ("one-name", {**settings, "names_per_variant": 1})):
-        make_variants_table(tmp_path / "benchmark.parquet", tmp_path / "functions.parquet", tmp_path / "lexicon.parquet",
-                            given, 7, 1, tmp_path / f"{name}.parquet")
+    settings = {
+        "n": 2,
+        "test_cases": {"compose": False, "untransformed": 0},
+        "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024},
+    }
+    for name, given in (
+        ("without", settings),
+        ("off", {**settings, "natural": {**NATURAL, "enabled": False}}),
+        ("all-names", {**settings, "names_per_variant": None}),
+        ("one-name", {**settings, "names_per_variant": 1}),
+    ):
+        make_variants_table(
+            tmp_path / "benchmark.parquet",
+            tmp_path / "functions.parquet",
+            tmp_path / "lexicon.parquet",
+            given,
+            7,
+            1,
+            tmp_path / f"{name}.parquet",
+        )
     assert (tmp_path / "without.parquet").read_bytes() == (tmp_path / "off.parquet").read_bytes()
     assert (tmp_path / "without.parquet").read_bytes() == (tmp_path / "all-names.parquet").read_bytes()
     every = [r for r in read_records(tmp_path / "without.parquet") if r["kind"] == "rename"]
@@ -126,9 +151,18 @@ def test_off_the_variants_table_is_byte_identical(tmp_path):
 def test_selection_is_deterministic_and_keeps_n_of_the_pool(tmp_path, tiny_model_dir):
     from leaktrace.stages.variants import VARIANTS_SCHEMA, select_natural_variants
 
-    rows = [{**r, "entry_point": "f", "renames": "{}", "generator": r["kind"] if r["kind"] != "rename" else "ast",
-             "invalid_reason": None if r["valid"] else "wrong", "isolation": "full",
-             "text": f"def f(x):\n    return x + {r['variant_id']}  # {r['text']}\n"} for r in _pool_rows()]
+    rows = [
+        {
+            **r,
+            "entry_point": "f",
+            "renames": "{}",
+            "generator": r["kind"] if r["kind"] != "rename" else "ast",
+            "invalid_reason": None if r["valid"] else "wrong",
+            "isolation": "full",
+            "text": f"def f(x):\n    return x + {r['variant_id']}  # {r['text']}\n",
+        }
+        for r in _pool_rows()
+    ]
     pool = tmp_path / "pool.parquet"
     pq.write_table(pa.Table.from_pylist(rows, schema=VARIANTS_SCHEMA), pool)
     model = {"path": str(tiny_model_dir), "dtype": "float32", "device": "cpu", "max_length": None}
@@ -136,8 +170,13 @@ def test_selection_is_deterministic_and_keeps_n_of_the_pool(tmp_path, tiny_model
         select_natural_variants(pool, model, {"batch_size": 4}, SETTINGS, 3, tmp_path / f"{run}.parquet")
     assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
     chosen = read_records(tmp_path / "a.parquet")
-    assert [(r["variant_id"], r["kind"]) for r in chosen] == [(0, "original"), (1, "rename"), (2, "rename"),
-                                                             (5, "ast+tt"), (6, "ast+tt")]  # after set "ast"
+    assert [(r["variant_id"], r["kind"]) for r in chosen] == [
+        (0, "original"),
+        (1, "rename"),
+        (2, "rename"),
+        (5, "ast+tt"),
+        (6, "ast+tt"),
+    ]  # after set "ast"
     assert {r["text"] for r in chosen if r["kind"] == "rename"} == {rows[1]["text"], rows[3]["text"]}  # the valid two
 
 
@@ -149,7 +188,10 @@ def test_the_selection_model_is_never_an_audited_model():
         check_selection_model("org/model", [base, "org/model"])
     with pytest.raises(ValueError, match="needs a selection model"):
         check_selection_model(None, [base])
-    assert check_selection_model("resources/models/leaktrace-tiny-ref", [base, None]) == "resources/models/leaktrace-tiny-ref"
+    assert (
+        check_selection_model("resources/models/leaktrace-tiny-ref", [base, None])
+        == "resources/models/leaktrace-tiny-ref"
+    )
 
 
 def test_the_pipeline_refuses_the_base_model_as_selection_model(tmp_path):

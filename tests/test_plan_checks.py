@@ -26,17 +26,27 @@ MBPP_AUDIT = REPO / "resources/audit/mbpp-audit.jsonl"
 
 def base_config(tmp_path: Path) -> dict:
     """The smallest config the checks read: the shipped audit's inputs, absolute."""
-    return {"benchmarks": {"mbpp-audit": {"format": "jsonl", "preset": "mbpp", "path": str(MBPP_AUDIT), "limit": None,
-                                          "testbed": None}},
-            "corpora": {}, "base_model": {"path": str(TINY)}, "reference_model": {"path": str(TINY_REF)},
-            "score": {"methods": {"ref": {"model": str(TINY_REF)}}},
-            "audit": {"benchmarks": ["mbpp-audit"], "models": [{"name": "model-a", "path": str(TINY)}]},
-            "contamination": {"held_out_ids": str(REPO / "resources/audit/control-ids.txt")},
-            "counterfactual": {"target": None, "reference": None, "sources": {}},
-            "variants": {"natural": {"enabled": False}},
-            "leakage": {"scans": {"my-corpus": {"benchmark": "mbpp-audit",
-                                                "corpus": {"kind": "files", "root": str(REPO / "resources/audit/corpus"),
-                                                           "glob": "**/*.py"}}}}}
+    return {
+        "benchmarks": {
+            "mbpp-audit": {"format": "jsonl", "preset": "mbpp", "path": str(MBPP_AUDIT), "limit": None, "testbed": None}
+        },
+        "corpora": {},
+        "base_model": {"path": str(TINY)},
+        "reference_model": {"path": str(TINY_REF)},
+        "score": {"methods": {"ref": {"model": str(TINY_REF)}}},
+        "audit": {"benchmarks": ["mbpp-audit"], "models": [{"name": "model-a", "path": str(TINY)}]},
+        "contamination": {"held_out_ids": str(REPO / "resources/audit/control-ids.txt")},
+        "counterfactual": {"target": None, "reference": None, "sources": {}},
+        "variants": {"natural": {"enabled": False}},
+        "leakage": {
+            "scans": {
+                "my-corpus": {
+                    "benchmark": "mbpp-audit",
+                    "corpus": {"kind": "files", "root": str(REPO / "resources/audit/corpus"), "glob": "**/*.py"},
+                }
+            }
+        },
+    }
 
 
 def test_the_shipped_audit_inputs_have_no_problem(tmp_path):
@@ -46,15 +56,18 @@ def test_the_shipped_audit_inputs_have_no_problem(tmp_path):
 def test_a_missing_model_path_is_named_with_its_key(tmp_path):
     config = base_config(tmp_path)
     (tmp_path / "not-a-model").mkdir()
-    config["audit"]["models"] += [{"name": "typo", "path": str(tmp_path / "mdoels/coder")},
-                                  {"name": "empty", "path": str(tmp_path / "not-a-model")},
-                                  {"name": "hub", "path": "bigcode/starcoder2-3b"}]  # a hub id: fetched by its job
+    config["audit"]["models"] += [
+        {"name": "typo", "path": str(tmp_path / "mdoels/coder")},
+        {"name": "empty", "path": str(tmp_path / "not-a-model")},
+        {"name": "hub", "path": "bigcode/starcoder2-3b"},
+    ]  # a hub id: fetched by its job
     config["score"]["methods"]["ref"]["model"] = str(tmp_path / "ref")
     assert model_problems(config) == [
         f"score.methods.ref.model: {tmp_path}/ref does not exist (a local model directory, or a hub id 'org/name')",
         f"audit.models[1] (typo).path: {tmp_path}/mdoels/coder does not exist (a local model directory, or a hub id "
         "'org/name')",
-        f"audit.models[2] (empty).path: {tmp_path}/not-a-model holds no config.json (not a Hugging Face model directory)"]
+        f"audit.models[2] (empty).path: {tmp_path}/not-a-model holds no config.json (not a Hugging Face model directory)",
+    ]
     # the shipped model a requested target rebuilds may be missing
     config = base_config(tmp_path)
     config["base_model"]["path"] = str(tmp_path / "rebuilt")
@@ -69,7 +82,8 @@ def test_a_control_id_that_is_not_in_the_benchmark_is_named(tmp_path):
     config["contamination"]["held_out_ids"] = str(ids)
     assert control_id_problems(config) == [
         f"contamination.held_out_ids: 2 of 4 ids in {ids} match no sample of mbpp-audit: '999', 'mbpp-audit/1000' "
-        "(ids look like '1' or 'mbpp-audit/1')"]
+        "(ids look like '1' or 'mbpp-audit/1')"
+    ]
     config["contamination"]["held_out_ids"] = str(tmp_path / "none.txt")
     assert control_id_problems(config) == [f"contamination.held_out_ids: {tmp_path}/none.txt: id list does not exist"]
 
@@ -83,12 +97,14 @@ def test_an_empty_corpus_and_a_glob_that_matches_nothing_are_named(tmp_path):
         "empty": {"corpus": {"kind": "files", "root": str(tmp_path / "empty"), "glob": "**/*"}},
         "no-python": {"corpus": {"kind": "files", "root": str(tmp_path / "docs"), "glob": "**/*.py"}},
         "gone": {"corpus": {"kind": "files", "root": str(tmp_path / "gone")}},
-        "dump": {"corpus": {"kind": "jsonl", "paths": [str(tmp_path / "docs/*.txt"), str(tmp_path / "dump/*.jsonl")]}}}
+        "dump": {"corpus": {"kind": "jsonl", "paths": [str(tmp_path / "docs/*.txt"), str(tmp_path / "dump/*.jsonl")]}},
+    }
     assert corpus_problems(config) == [
         f"leakage.scans.empty.corpus: no file under {tmp_path}/empty matches '**/*'",
         f"leakage.scans.no-python.corpus: no file under {tmp_path}/docs matches '**/*.py'",
         f"leakage.scans.gone.corpus.root: {tmp_path}/gone is not a directory",
-        f"leakage.scans.dump.corpus.paths: '{tmp_path}/dump/*.jsonl' matches no file"]
+        f"leakage.scans.dump.corpus.paths: '{tmp_path}/dump/*.jsonl' matches no file",
+    ]
 
 
 def test_glob_has_match_walks_below_the_root_and_not_through_links(tmp_path):
@@ -100,14 +116,26 @@ def test_glob_has_match_walks_below_the_root_and_not_through_links(tmp_path):
     assert glob_has_match(tmp_path / "root", "**/*.py") and glob_has_match(tmp_path / "root", "a/*/x.py")
     assert not glob_has_match(tmp_path / "root", "*.py")  # x.py is two levels down
     assert not glob_has_match(tmp_path / "root", "**/*.js")  # only through the link
-    assert glob_has_match(None, str(tmp_path / "root/a/b/x.py")) and not glob_has_match(None, str(tmp_path / "root/*.py"))
+    assert glob_has_match(None, str(tmp_path / "root/a/b/x.py")) and not glob_has_match(
+        None, str(tmp_path / "root/*.py")
+    )
 
 
 def test_a_benchmark_that_does_not_read_with_its_preset_is_named(tmp_path):
     config = base_config(tmp_path)
     wrong = tmp_path / "humaneval-like.jsonl"
-    wrong.write_text(json.dumps({"task_id": "T/0", "prompt": "def f():\n", "canonical_solution": "    return 1\n",
-                                 "test": "", "entry_point": "f"}) + "\n")
+    wrong.write_text(
+        json.dumps(
+            {
+                "task_id": "T/0",
+                "prompt": "def f():\n",
+                "canonical_solution": "    return 1\n",
+                "test": "",
+                "entry_point": "f",
+            }
+        )
+        + "\n"
+    )
     config["benchmarks"]["wrong"] = {"format": "jsonl", "preset": "mbpp", "path": str(wrong)}
     config["benchmarks"]["gone"] = {"format": "jsonl", "preset": "mbpp", "path": str(tmp_path / "gone.jsonl")}
     problems = benchmark_problems(config)
@@ -128,7 +156,8 @@ def test_names_that_collide_are_named(tmp_path):
         "benchmarks: 'mbpp-audit.raw' would share its files with the raw copy of a cleaned benchmark of 'mbpp-audit'",
         "counterfactual.sources.mbpp-audit: the name of a benchmark (its outputs would be the benchmark's); choose "
         "another name",
-        "leakage.scans.rq3: 'rq3' is the folder of RQ3's runs (results/<run>/leakage/rq3/); choose another name"]
+        "leakage.scans.rq3: 'rq3' is the folder of RQ3's runs (results/<run>/leakage/rq3/); choose another name",
+    ]
 
 
 def test_every_problem_is_listed_in_one_error(tmp_path):
@@ -141,6 +170,9 @@ def test_every_problem_is_listed_in_one_error(tmp_path):
     config["audit"]["models"][0]["path"] = str(tmp_path / "typo")
     with pytest.raises(PlanError) as err:
         check_plan(config)
-    assert [p.split(":")[0] for p in err.value.problems] == ["audit.models[0] (model-a).path",
-                                                             "contamination.held_out_ids", "leakage.scans.my-corpus.corpus"]
+    assert [p.split(":")[0] for p in err.value.problems] == [
+        "audit.models[0] (model-a).path",
+        "contamination.held_out_ids",
+        "leakage.scans.my-corpus.corpus",
+    ]
     assert str(err.value).startswith("the config has 3 problems; nothing was run or deleted:\n  - audit.models[0]")

@@ -12,9 +12,18 @@ import pytest
 from leaktrace.detect.registry import is_sensitivity_instance
 from leaktrace.report.plots import heatmap_figure, roc_figure, roc_panels
 
-FAMILIES = {"loss": "loss", "zlib": "zlib", "min_k_20": "min_k", "min_k_pp_20": "min_k_plus_plus", "ref": "ref",
-            "ref_oracle (oracle)": "ref", "recall": "recall", "srdetection_graybox": "srdetection_graybox",
-            "srdetection_blackbox": "srdetection_blackbox", "new_baseline": "new_family"}
+FAMILIES = {
+    "loss": "loss",
+    "zlib": "zlib",
+    "min_k_20": "min_k",
+    "min_k_pp_20": "min_k_plus_plus",
+    "ref": "ref",
+    "ref_oracle (oracle)": "ref",
+    "recall": "recall",
+    "srdetection_graybox": "srdetection_graybox",
+    "srdetection_blackbox": "srdetection_blackbox",
+    "new_baseline": "new_family",
+}
 
 
 def test_roc_panels_group_families_and_give_an_unknown_family_its_own_panel():
@@ -50,8 +59,12 @@ def test_roc_figure_has_a_log_fpr_panel_per_family_and_distinct_styles():
 def test_heatmap_labels_never_overlap(n_models):
     models = [f"org/a-model-with-a-long-name-{i}-instruct" for i in range(n_models)]
     benchmarks = ["humaneval", "mbpp", "apps-introductory", "ds-1000"]
-    rates = [{"detector": d, "model": m, "benchmark": b, "leakage_rate": 0.5}
-             for d in ("gray-box", "black-box") for m in models for b in benchmarks]
+    rates = [
+        {"detector": d, "model": m, "benchmark": b, "leakage_rate": 0.5}
+        for d in ("gray-box", "black-box")
+        for m in models
+        for b in benchmarks
+    ]
     fig = heatmap_figure(rates)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()

@@ -65,8 +65,12 @@ def guides() -> list[Path]:
 def readme_commands() -> list[str]:
     """Every command of the README and of the documentation pages that need no
     files of the reader's, each once, in order."""
-    commands = [c for path in [REPO / "README.md", *documentation_pages()] if path not in guides()
-                for c in document_commands(path)]
+    commands = [
+        c
+        for path in [REPO / "README.md", *documentation_pages()]
+        if path not in guides()
+        for c in document_commands(path)
+    ]
     return list(dict.fromkeys(commands))
 
 
@@ -102,7 +106,9 @@ def how_to_check(command: str) -> tuple[str, list[str]] | None:
 
 def test_every_readme_command_has_a_check():
     commands = readme_commands()
-    assert MICRO_COMMAND in commands and AUDIT_COMMAND in commands and "make run" in commands and "make test" in commands
+    assert (
+        MICRO_COMMAND in commands and AUDIT_COMMAND in commands and "make run" in commands and "make test" in commands
+    )
     guide_commands = [c for page in guides() for c in document_commands(page)]
     assert [c for c in commands + guide_commands if how_to_check(c) is None] == []
 
@@ -140,7 +146,9 @@ def check_command(command: str, cwd: Path, env: dict[str, str] | None = None) ->
         script = cwd / words[1]
         assert script.is_file(), f"{command!r}: no {words[1]}"
         used = {w.split("=")[0] for w in words[2:] if w.startswith("--")}
-        assert used <= parser_flags(script), f"{command!r}: {sorted(used - parser_flags(script))} not declared by {words[1]}"
+        assert used <= parser_flags(script), (
+            f"{command!r}: {sorted(used - parser_flags(script))} not declared by {words[1]}"
+        )
         return
     assert how != "report of the micro run", f"{command!r}: the report is checked on the micro run only"
     result = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT)
@@ -163,7 +171,9 @@ def test_readme_maintainer_commands_run_as_written(copy):
     as the publishing guide writes it, from the fresh copy's root, in its order."""
     commands = checked_by("run for real: a maintainer's release")
     assert [shlex.split(c)[3] for c in commands] == list(MAINTAINER_COMMANDS)
-    assert commands == [c for c in document_commands(MAINTAINER_GUIDE) if c in commands], "the guide's commands, in its order"
+    assert commands == [c for c in document_commands(MAINTAINER_GUIDE) if c in commands], (
+        "the guide's commands, in its order"
+    )
     for command in commands:
         result = subprocess.run(shlex.split(command), cwd=copy, capture_output=True, text=True, timeout=TIMEOUT)
         assert result.returncode == 0, f"{command!r} failed:\n{result.stderr[-3000:]}"
@@ -194,7 +204,9 @@ def follow_guide(page: Path, destination: Path) -> Path:
     copy = fresh_copy(destination)
     for language, name, text in guide_files(page):
         if language == "diff":
-            result = subprocess.run(["git", "apply", "--recount", "-"], cwd=copy, input=text, capture_output=True, text=True)
+            result = subprocess.run(
+                ["git", "apply", "--recount", "-"], cwd=copy, input=text, capture_output=True, text=True
+            )
             assert result.returncode == 0, f"{page.name}: its change to {name} does not apply:\n{result.stderr}"
             continue
         target = copy / name
@@ -219,8 +231,12 @@ def test_readme_audit_command_writes_what_the_readme_shows(audit_run):
     """The README's "Audit your own model" names these outputs; the run (shared
     with tests/test_audit.py, which checks their contents) wrote each."""
     text = (REPO / "README.md").read_text()
-    for name in ("audit/leakage_rates.md", "audit/dataset_inference.md", "leakage/my-corpus/report.md",
-                 "aggregate/mbpp-audit-fm/functional/report.md"):
+    for name in (
+        "audit/leakage_rates.md",
+        "audit/dataset_inference.md",
+        "leakage/my-corpus/report.md",
+        "aggregate/mbpp-audit-fm/functional/report.md",
+    ):
         assert f"results/audit/{name}" in text and (audit_run / name).is_file(), name
 
 
@@ -250,10 +266,16 @@ def test_readme_report_command_builds_the_report_with_every_caption(micro_run):
 def experiment_files() -> list[str]:
     """Every experiment file, less those a README command already dry-runs
     whole (``--cores all --configfile <file>``) whose plan is not checked here."""
-    planned_by_readme = {words[4] for words in map(shlex.split, checked_by("dry run"))
-                         if words[:4] == [".venv/bin/snakemake", "--cores", "all", "--configfile"] and len(words) == 5}
-    return sorted(name for p in (REPO / "config" / "experiments").glob("*.yaml")
-                  if (name := str(p.relative_to(REPO))) not in planned_by_readme or name in PLANS)
+    planned_by_readme = {
+        words[4]
+        for words in map(shlex.split, checked_by("dry run"))
+        if words[:4] == [".venv/bin/snakemake", "--cores", "all", "--configfile"] and len(words) == 5
+    }
+    return sorted(
+        name
+        for p in (REPO / "config" / "experiments").glob("*.yaml")
+        if (name := str(p.relative_to(REPO))) not in planned_by_readme or name in PLANS
+    )
 
 
 def planned_jobs(dry_run_output: str) -> set[str]:
@@ -267,12 +289,23 @@ def functional_memorization_plan(output: str) -> None:
     that reads both offline, with no testbed split behind it, every
     similarity family (the judges and App. B's filter under the judge model)
     and the functional tables."""
-    assert planned_jobs(output) == {"counterfactual_corpus_functions", "fetch_hub_model", "counterfactual",
-                                    "counterfactual_structural", "counterfactual_execution", "counterfactual_judges",
-                                    "counterfactual_llm_filter", "counterfactual_aggregate", "all"}
+    assert planned_jobs(output) == {
+        "counterfactual_corpus_functions",
+        "fetch_hub_model",
+        "counterfactual",
+        "counterfactual_structural",
+        "counterfactual_execution",
+        "counterfactual_judges",
+        "counterfactual_llm_filter",
+        "counterfactual_aggregate",
+        "all",
+    }
     commands = re.findall(r"^Shell command: (.*)$", output, re.MULTILINE)
     fetches = sorted(c for c in commands if "fetch-model" in c)
-    assert [re.search(r"--revision (\S+)", c).group(1) for c in fetches] == ["stage1-step656000", "stage2-ingredient1-step23842"]
+    assert [re.search(r"--revision (\S+)", c).group(1) for c in fetches] == [
+        "stage1-step656000",
+        "stage2-ingredient1-step23842",
+    ]
     (sampling,) = [c for c in commands if "sample-corpus-functions" in c]
     assert "HF_HUB_OFFLINE" not in sampling and '"kind": "huggingface"' in sampling and '"n": 100000' in sampling
     (generation,) = [c for c in commands if " counterfactual " in c]
@@ -288,8 +321,13 @@ PLANS = {"config/experiments/functional-memorization.yaml": functional_memorizat
 
 def dry_run(copy: Path, *configfiles: str) -> subprocess.CompletedProcess:
     """``snakemake -n -p`` of the config files laid over the default, in the fresh copy."""
-    return subprocess.run([".venv/bin/snakemake", "--cores", "2", "--configfile", *configfiles, "--dry-run", "-p"],
-                          cwd=copy, capture_output=True, text=True, timeout=TIMEOUT)
+    return subprocess.run(
+        [".venv/bin/snakemake", "--cores", "2", "--configfile", *configfiles, "--dry-run", "-p"],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
 
 
 @pytest.mark.parametrize("experiment", experiment_files())

@@ -10,8 +10,12 @@ import pytest
 from leaktrace.data.corpora import corpus_documents
 from leaktrace.errors import InputError
 
-RECORDS = [{"url": "a", "content": "The first page."}, {"url": "b", "content": "  "},
-           {"url": "c", "content": "A second page."}, {"url": "d", "content": "A third page."}]
+RECORDS = [
+    {"url": "a", "content": "The first page."},
+    {"url": "b", "content": "  "},
+    {"url": "c", "content": "A second page."},
+    {"url": "d", "content": "A third page."},
+]
 
 
 def test_records_corpus_reads_the_text_field_skipping_empty_documents(tmp_path):
@@ -20,7 +24,9 @@ def test_records_corpus_reads_the_text_field_skipping_empty_documents(tmp_path):
     settings = {"source": "records", "format": "jsonl", "path": str(path), "text": "content", "shards": 1}
     documents = corpus_documents("web", settings)
     assert [d.text for d in documents] == ["The first page.", "A second page.", "A third page."]
-    assert [d.doc_id for d in documents] == ["web/line 1", "web/line 3", "web/line 4"] and documents[0].source == str(path)
+    assert [d.doc_id for d in documents] == ["web/line 1", "web/line 3", "web/line 4"] and documents[0].source == str(
+        path
+    )
     assert [d.text for d in corpus_documents("web", {**settings, "limit": 2})] == ["The first page.", "A second page."]
     with pytest.raises(InputError, match="no field 'text'"):
         corpus_documents("web", {**settings, "text": "text"})

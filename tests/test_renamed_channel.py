@@ -15,26 +15,38 @@ from leaktrace.leakage.settings import resolve
 from leaktrace.stages.ingest import GENERIC_BENCHMARK_SCHEMA
 from leaktrace.stages.leakage import build_index, gather, scan_shard
 
-DIGIT_SUM = "def digit_sum(number):\n    total = 0\n    while number:\n        number, digit = divmod(number, 10)\n" \
-            "        total += digit\n    return total\n"
-RENAMED = "def sum_of_digits(n):\n    # the digits, one by one\n    acc = 0\n    while n:\n        n, d = divmod(n, 10)\n" \
-          "        acc += d\n    return acc\n"
+DIGIT_SUM = (
+    "def digit_sum(number):\n    total = 0\n    while number:\n        number, digit = divmod(number, 10)\n"
+    "        total += digit\n    return total\n"
+)
+RENAMED = (
+    "def sum_of_digits(n):\n    # the digits, one by one\n    acc = 0\n    while n:\n        n, d = divmod(n, 10)\n"
+    "        acc += d\n    return acc\n"
+)
 
 
 def test_names_become_id_and_keywords_builtins_attributes_and_numbers_stay():
     code = 'def f(items, key=None):\n    """Doc."""\n    out = sorted(items, key=key)  # why\n    return out.copy() + [len("x"), 3]\n'
     assert normalised_code(code, "python") == (
-        "def ID ( ID , ID = None ) : STR ID = sorted ( ID , ID = ID ) return ID . copy ( ) + [ len ( STR ) , 3 ]")
+        "def ID ( ID , ID = None ) : STR ID = sorted ( ID , ID = ID ) return ID . copy ( ) + [ len ( STR ) , 3 ]"
+    )
     assert normalised_code(DIGIT_SUM, "python") == normalised_code(RENAMED, "python")
-    assert normalised_code("int add(int a, int b) { return a + b; } // sum", "cpp") == \
-        "int ID ( int ID , int ID ) { return ID + ID ; }"
+    assert (
+        normalised_code("int add(int a, int b) { return a + b; } // sum", "cpp")
+        == "int ID ( int ID , int ID ) { return ID + ID ; }"
+    )
     assert normalised_code("Any words at all.", "text") == ""
 
 
 @pytest.mark.parametrize("scheme", [MinHashScheme(), MinHashScheme(tokenizer="code", hash="sha1")])
 def test_the_vectorised_hashes_are_the_definitions(scheme):
     signer = Signer(scheme)
-    documents = [d.text for d, _ in zip(iter_stdlib_code(), range(60), strict=False)] + [DIGIT_SUM, RENAMED, "", "é = 1"]
+    documents = [d.text for d, _ in zip(iter_stdlib_code(), range(60), strict=False)] + [
+        DIGIT_SUM,
+        RENAMED,
+        "",
+        "é = 1",
+    ]
     for text in documents:
         expected = signer.shingle_hashes(normalised_code(text, "python"))
         found = normalised_shingle_hashes(signer, text, "python")
@@ -42,19 +54,54 @@ def test_the_vectorised_hashes_are_the_definitions(scheme):
 
 
 def _scan(tmp_path, renamed):
-    bench = [{"sample_id": "b/digit_sum", "benchmark": "b", "task_id": "digit_sum", "prompt": "", "solution": DIGIT_SUM,
-              "code": DIGIT_SUM, "test": "", "entry_point": "digit_sum", "text": "", "kind": "code", "language": "python",
-              "test_format": None}]
+    bench = [
+        {
+            "sample_id": "b/digit_sum",
+            "benchmark": "b",
+            "task_id": "digit_sum",
+            "prompt": "",
+            "solution": DIGIT_SUM,
+            "code": DIGIT_SUM,
+            "test": "",
+            "entry_point": "digit_sum",
+            "text": "",
+            "kind": "code",
+            "language": "python",
+            "test_format": None,
+        }
+    ]
     write_table(bench, GENERIC_BENCHMARK_SCHEMA, tmp_path / "b.parquet")
     corpus = tmp_path / "corpus"
     corpus.mkdir(exist_ok=True)
     (corpus / "numbers.py").write_text("def clamp(v, lo, hi):\n    return max(lo, min(hi, v))\n\n\n" + RENAMED)
-    settings = {"name": "s", "benchmark": "b", "corpus": {"kind": "files", "root": str(corpus), "glob": "*.py"}, "renamed": renamed}
+    settings = {
+        "name": "s",
+        "benchmark": "b",
+        "corpus": {"kind": "files", "root": str(corpus), "glob": "*.py"},
+        "renamed": renamed,
+    }
     out = tmp_path / ("on" if renamed else "off")
     build_index(tmp_path / "b.parquet", settings, out / "index.parquet")
-    scan_shard(out / "index.parquet", tmp_path / "b.parquet", settings["corpus"], 0, 1, [], settings, out / "p.parquet",
-               out / "a.parquet")
-    gather(out / "index.parquet", tmp_path / "b.parquet", [out / "p.parquet"], [out / "a.parquet"], settings, None, out / "g")
+    scan_shard(
+        out / "index.parquet",
+        tmp_path / "b.parquet",
+        settings["corpus"],
+        0,
+        1,
+        [],
+        settings,
+        out / "p.parquet",
+        out / "a.parquet",
+    )
+    gather(
+        out / "index.parquet",
+        tmp_path / "b.parquet",
+        [out / "p.parquet"],
+        [out / "a.parquet"],
+        settings,
+        None,
+        out / "g",
+    )
     return read_records(out / "g" / "pairs.parquet"), read_records(out / "index.parquet")
 
 

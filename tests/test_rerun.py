@@ -28,16 +28,37 @@ def test_withdraw_outputs_removes_files_links_and_directory_outputs(tmp_path):
     (tmp_path / "adapter" / "weights").write_text("w")
     (tmp_path / "plain-dir").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "gone")  # a dangling link is removed, not followed
-    paths = [(str(tmp_path / "a.parquet"), False), (str(tmp_path / "adapter"), True), (str(tmp_path / "plain-dir"), False),
-             (str(tmp_path / "link"), False), (str(tmp_path / "missing"), False)]
+    paths = [
+        (str(tmp_path / "a.parquet"), False),
+        (str(tmp_path / "adapter"), True),
+        (str(tmp_path / "plain-dir"), False),
+        (str(tmp_path / "link"), False),
+        (str(tmp_path / "missing"), False),
+    ]
     assert withdraw_outputs(paths) == sorted(str(tmp_path / n) for n in ("a.parquet", "adapter", "link"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain-dir"]  # a file output is never removed as a directory
 
 
 def snakemake(workdir: Path, config: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",
-                           str(workdir), "--cores", "1", *args, "--configfile", str(config)],
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(REPO / "Snakefile"),
+            "--directory",
+            str(workdir),
+            "--cores",
+            "1",
+            *args,
+            "--configfile",
+            str(config),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_a_failed_rerun_leaves_no_old_report_beside_deleted_parts(tmp_path):
@@ -68,7 +89,12 @@ def test_a_failed_rerun_leaves_no_old_report_beside_deleted_parts(tmp_path):
     second = tmp_path / "second.yaml"
     second.write_text(yaml.safe_dump(config))
     result = snakemake(tmp_path, second, target)
-    assert result.returncode != 0 and "no column 'content'" in (tmp_path / "results/audit/logs/leakage_scan/my-corpus-0.log").read_text()
+    assert (
+        result.returncode != 0
+        and "no column 'content'" in (tmp_path / "results/audit/logs/leakage_scan/my-corpus-0.log").read_text()
+    )
     assert not (scan / "parts").exists() or not any((scan / "parts").iterdir())
-    assert sorted(p.name for p in scan.iterdir() if p.is_file()) == ["index.parquet"]  # the rerun's index job ran; no report
+    assert sorted(p.name for p in scan.iterdir() if p.is_file()) == [
+        "index.parquet"
+    ]  # the rerun's index job ran; no report
     assert benchmark.stat().st_mtime_ns == upstream  # what the rerun does not remake stays

@@ -253,8 +253,10 @@ def test_program_that_fails_to_load_is_an_error():
 
 @isolated
 def test_run_tests_preserves_order():
-    items = [(f"def f(x):\n    return x * {k}\n", TEST.replace("candidate(2) == 4", f"candidate(2) == {2 * k}"), "f")
-             for k in (2, 3)]
+    items = [
+        (f"def f(x):\n    return x * {k}\n", TEST.replace("candidate(2) == 4", f"candidate(2) == {2 * k}"), "f")
+        for k in (2, 3)
+    ]
     results = run_tests(items, FAST, workers=2)
     assert [r.status for r in results] == ["ok", "wrong"]
 
@@ -264,8 +266,9 @@ def test_run_tests_preserves_order():
 
 @isolated
 def test_missing_isolation_is_named_and_needs_an_opt_in(monkeypatch):
-    weakened = dataclasses.replace(runner._platform(), namespaces="no isolating namespaces (test)",
-                                   cgroup="no writable cgroup (test)")
+    weakened = dataclasses.replace(
+        runner._platform(), namespaces="no isolating namespaces (test)", cgroup="no writable cgroup (test)"
+    )
     monkeypatch.setattr(runner, "_platform", lambda: weakened)
     missing = r"no isolating namespaces \(test\); no writable cgroup .*isolation: weak"
     with pytest.raises(SandboxUnavailable, match=missing):
@@ -286,8 +289,9 @@ def test_the_user_namespace_path_isolates_as_well(monkeypatch):
     code = "import os\ntry:\n    open('/usr/escape', 'w')\n    escaped = True\nexcept OSError:\n    escaped = False\n"
     result = run_python(code, FAST, result_expr="[os.getuid(), escaped, os.path.exists('/etc/shadow')]")
     assert (result.status, result.return_value) == ("ok", [65534, False, False])
-    forged = run_test("import os, signal\nos.kill(1, signal.SIGKILL)\ndef double(x):\n    return x + 1\n",
-                      TEST, "double", FAST)
+    forged = run_test(
+        "import os, signal\nos.kill(1, signal.SIGKILL)\ndef double(x):\n    return x + 1\n", TEST, "double", FAST
+    )
     assert (forged.status, forged.error) == ("wrong", "AssertionError")
 
 
@@ -297,9 +301,16 @@ def test_date_time_and_type_values_round_trip_exactly():
     from leaktrace.sandbox.values import TypeName
 
     east = datetime.timezone(datetime.timedelta(hours=5, minutes=30))
-    for value in (datetime.datetime(2024, 2, 29, 23, 59, 59, 999_999), datetime.datetime(2024, 1, 1, tzinfo=east),
-                  datetime.datetime(2021, 11, 7, 1, 30, fold=1), datetime.date(1, 1, 1), datetime.time(0, 0, tzinfo=east),
-                  datetime.timedelta(days=-3, microseconds=1), int, [datetime.date(2020, 1, 1), str]):
+    for value in (
+        datetime.datetime(2024, 2, 29, 23, 59, 59, 999_999),
+        datetime.datetime(2024, 1, 1, tzinfo=east),
+        datetime.datetime(2021, 11, 7, 1, 30, fold=1),
+        datetime.date(1, 1, 1),
+        datetime.time(0, 0, tzinfo=east),
+        datetime.timedelta(days=-3, microseconds=1),
+        int,
+        [datetime.date(2020, 1, 1), str],
+    ):
         back = decode(encode(value))
         assert back == value and type(back) is type(value) and encode(back) == encode(value)
     assert decode(encode(datetime.datetime(2021, 11, 7, 1, 30, fold=1))).fold == 1  # equal to fold 0, but kept

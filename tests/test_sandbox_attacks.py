@@ -304,7 +304,7 @@ FORGERIES = {
         "        pass\nprint('passed')\n" + WRONG
     ),
     "killing the harness": "import os, signal\nfor pid in (1, os.getppid(), -1):\n    try:\n"
-                           "        os.kill(pid, signal.SIGKILL)\n    except OSError:\n        pass\n" + WRONG,
+    "        os.kill(pid, signal.SIGKILL)\n    except OSError:\n        pass\n" + WRONG,
 }
 
 
@@ -343,8 +343,9 @@ def test_the_program_never_sees_the_test():
     )
     result = run_python(code + "def double(x):\n    return 2 * x\n", LIMITS, result_expr="[len(found), spec]")
     assert result.return_value == [0, [b""]]  # standard input is /dev/null
-    leaked = run_test(code + "def double(x):\n    assert not found and spec == [b'']\n    return 2 * x\n",
-                      TEST, "double", LIMITS)
+    leaked = run_test(
+        code + "def double(x):\n    assert not found and spec == [b'']\n    return 2 * x\n", TEST, "double", LIMITS
+    )
     assert leaked.status == "ok", leaked.error
 
 
@@ -387,9 +388,12 @@ def test_a_build_sees_only_the_toolchain_and_writes_only_its_scratch(tmp_path):
     tmp_path.chmod(0o777)
     reads = ["/etc/passwd", "/etc/shadow", str(PROJECT_FILE), "/home", "/root/.bashrc", "/work", "/proc/1/environ"]
     writes = ["/escape", "/usr/escape", str(tmp_path / "escape"), "/tmp/inside"]
-    program = "#include <cstdio>\nint main() {\n" + "".join(
-        f'    std::printf("%d", std::fopen("{path}", "r") != nullptr);\n' for path in reads) + "".join(
-        f'    std::printf("%d", std::fopen("{path}", "w") != nullptr);\n' for path in writes) + "}\n"
+    program = (
+        "#include <cstdio>\nint main() {\n"
+        + "".join(f'    std::printf("%d", std::fopen("{path}", "r") != nullptr);\n' for path in reads)
+        + "".join(f'    std::printf("%d", std::fopen("{path}", "w") != nullptr);\n' for path in writes)
+        + "}\n"
+    )
     result = toolchains.run_program("cpp", program, BUILD_LIMITS)
     assert result.return_value[-1][:3] == ("code", 0, b"0" * len(reads) + b"0001")  # only its own /tmp
     assert list(tmp_path.iterdir()) == []
@@ -398,8 +402,11 @@ def test_a_build_sees_only_the_toolchain_and_writes_only_its_scratch(tmp_path):
 def test_a_java_program_sees_no_host_file():
     toolchains = _toolchain_or_skip("java")
     paths = ["/etc/passwd", str(PROJECT_FILE), "/home", "/work"]
-    program = ("public class Main { public static void main(String[] args) { for (String p : new String[] {"
-               + ", ".join(f'"{p}"' for p in paths) + "}) System.out.print(new java.io.File(p).exists() ? 1 : 0); } }\n")
+    program = (
+        "public class Main { public static void main(String[] args) { for (String p : new String[] {"
+        + ", ".join(f'"{p}"' for p in paths)
+        + "}) System.out.print(new java.io.File(p).exists() ? 1 : 0); } }\n"
+    )
     result = toolchains.run_program("java", program, BUILD_LIMITS)
     assert result.return_value[-1][:3] == ("code", 0, b"0" * len(paths)), result
 

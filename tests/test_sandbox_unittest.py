@@ -75,23 +75,35 @@ def test_a_right_class_passes_and_the_record_holds_each_test_and_request():
     assert (result.status, result.error) == ("ok", None), result.stderr
     record = decode(result.record)
     assert record["test"] == "passed"
-    assert record["tests"] == [(f"__test__.{name}", "passed") for name in (  # in the order the test defines its classes
-        "StackTestPush.test_full", "StackTestPush.test_push", "StackTestMore.test_merge_and_len",
-        "StackTestMore.test_static_and_attributes")]
+    assert record["tests"] == [
+        (f"__test__.{name}", "passed")
+        for name in (  # in the order the test defines its classes
+            "StackTestPush.test_full",
+            "StackTestPush.test_push",
+            "StackTestMore.test_merge_and_len",
+            "StackTestMore.test_static_and_attributes",
+        )
+    ]
     first = decode(record["calls"][0])
     assert first[0] == "Stack()" and first[2] == ("object",)  # the instance stays in the program
 
 
 def test_the_same_class_gives_the_same_record_and_a_wrong_one_fails():
     assert run_unittest(STACK, TESTS, LIMITS).record == run_unittest(STACK, TESTS, LIMITS).record
-    wrong = run_unittest(STACK.replace("return len(self.items)\n\n    def pop", "return 0\n\n    def pop"), TESTS, LIMITS)
-    assert wrong.status == "wrong" and wrong.error.startswith("__test__.StackTestPush.test_push: AssertionError: 0 != 1")
+    wrong = run_unittest(
+        STACK.replace("return len(self.items)\n\n    def pop", "return 0\n\n    def pop"), TESTS, LIMITS
+    )
+    assert wrong.status == "wrong" and wrong.error.startswith(
+        "__test__.StackTestPush.test_push: AssertionError: 0 != 1"
+    )
 
 
 def test_a_program_cannot_answer_a_comparison_for_the_test():
     """An object that claims to equal anything, where the test expects a value."""
-    forged = STACK + ("class Any:\n    def __eq__(self, other):\n        return True\n    __hash__ = object.__hash__\n"
-                      "Stack.push = lambda self, item: Any()\n")
+    forged = STACK + (
+        "class Any:\n    def __eq__(self, other):\n        return True\n    __hash__ = object.__hash__\n"
+        "Stack.push = lambda self, item: Any()\n"
+    )
     result = run_unittest(forged, TESTS, LIMITS)
     assert result.status == "wrong"
     assert dict(decode(result.record)["tests"])["__test__.StackTestPush.test_push"] == "failed"

@@ -36,8 +36,10 @@ def min_cost(cost, m, n): \r
 \t\tfor j in range(1, n+1): \r
 \t\t\ttc[i][j] = min(tc[i-1][j-1], tc[i-1][j], tc[i][j-1]) + cost[i][j] \r
 \treturn tc[m][n]""".replace("\r", "")
-MBPP1_TEXT = ("Write a function to find the minimum cost path to reach (m, n) from (0, 0) for the given cost matrix "
-              "cost[][] and a position (m, n) in cost[][].")
+MBPP1_TEXT = (
+    "Write a function to find the minimum cost path to reach (m, n) from (0, 0) for the given cost matrix "
+    "cost[][] and a position (m, n) in cost[][]."
+)
 # another solution of MBPP/1's problem (written for this test): the same problem, other code
 OTHER_SOLUTION = """def cheapest_path(grid, row, col):
     best = {}
@@ -55,8 +57,20 @@ FILLER = "".join(f"    def helper_{i}(self, a, b):\n        return a * {i} + b -
 
 
 def _sample(sid, code, text="", kind="code"):
-    return {"sample_id": f"b/{sid}", "benchmark": "b", "task_id": sid, "prompt": "", "solution": code, "code": code,
-            "test": "", "entry_point": "", "text": text, "kind": kind, "language": "python", "test_format": None}
+    return {
+        "sample_id": f"b/{sid}",
+        "benchmark": "b",
+        "task_id": sid,
+        "prompt": "",
+        "solution": code,
+        "code": code,
+        "test": "",
+        "entry_point": "",
+        "text": text,
+        "kind": kind,
+        "language": "python",
+        "test_format": None,
+    }
 
 
 def _scan(tmp_path, samples, files, glob="**/*", **extra):
@@ -68,17 +82,37 @@ def _scan(tmp_path, samples, files, glob="**/*", **extra):
     settings = {"name": "s", "benchmark": "b", "corpus": {"kind": "files", "root": str(corpus), "glob": glob}, **extra}
     out = tmp_path / "out"
     build_index(tmp_path / "b.parquet", settings, out / "index.parquet")
-    scan_shard(out / "index.parquet", tmp_path / "b.parquet", settings["corpus"], 0, 1, [], settings, out / "p.parquet",
-               out / "a.parquet")
-    gather(out / "index.parquet", tmp_path / "b.parquet", [out / "p.parquet"], [out / "a.parquet"], settings, None, out / "g")
+    scan_shard(
+        out / "index.parquet",
+        tmp_path / "b.parquet",
+        settings["corpus"],
+        0,
+        1,
+        [],
+        settings,
+        out / "p.parquet",
+        out / "a.parquet",
+    )
+    gather(
+        out / "index.parquet",
+        tmp_path / "b.parquet",
+        [out / "p.parquet"],
+        [out / "a.parquet"],
+        settings,
+        None,
+        out / "g",
+    )
     return read_records(out / "g" / "pairs.parquet"), read_records(out / "g" / "summary.parquet")[0]
 
 
 def test_containment_and_its_span_by_hand():
     # "a b c d e" has the 3-grams abc, bcd, cde; "x a b c y" holds abc only: containment 1/3
     index = ContainmentIndex(["five", "other"], [hash_set("a b c d e"), hash_set("p q r")], 0.3)
-    assert index.query([hash_set("x a b c y"), hash_set("p q r s"), hash_set("z")]) == [{"five": pytest.approx(1 / 3)},
-                                                                                       {"other": 1.0}, {}]
+    assert index.query([hash_set("x a b c y"), hash_set("p q r s"), hash_set("z")]) == [
+        {"five": pytest.approx(1 / 3)},
+        {"other": 1.0},
+        {},
+    ]
     assert ContainmentIndex(["five"], [hash_set("a b c d e")], 0.5).query([hash_set("x a b c y")]) == [{}]
     text = "zz\n" * 10 + "a b\nc d\ne\n" + "zz\n" * 10  # the five tokens on lines 11 to 13, re-wrapped
     span = best_span(hash_set("a b c d e"), text)
@@ -87,7 +121,10 @@ def test_containment_and_its_span_by_hand():
     # scattered matches: only what lies in one window counts (3 shingles: a window of 2 x 3 + 20 = 26 shingles)
     scattered = "a b c d " + "zz " * 60 + "c d e"
     assert best_span(hash_set("a b c d e"), scattered).containment == pytest.approx(2 / 3)
-    assert len(positional("A b", lower=True)[0]) == 1 and hash_set("A B C", lower=True).tolist() == hash_set("a b c").tolist()
+    assert (
+        len(positional("A b", lower=True)[0]) == 1
+        and hash_set("A B C", lower=True).tolist() == hash_set("a b c").tolist()
+    )
     with pytest.raises(ValueError, match="containment threshold"):
         ContainmentIndex([], [], 0)
     with pytest.raises(ValueError, match="containment_channel must be in"):
@@ -102,13 +139,21 @@ def test_a_benchmark_solution_is_compared_whole_and_by_function():
 
 
 def test_a_verbatim_copy_with_module_lines_is_type1(tmp_path):
-    pairs, summary = _scan(tmp_path, [_sample("1", MBPP1, MBPP1_TEXT, kind="both")], {"copied.py": MBPP1 + "\n"}, "*.py")
+    pairs, summary = _scan(
+        tmp_path, [_sample("1", MBPP1, MBPP1_TEXT, kind="both")], {"copied.py": MBPP1 + "\n"}, "*.py"
+    )
     assert [(p["unit"], p["clone_type"], p["duplicate"], p["leak"], p["bench_part"]) for p in pairs] == [
-        ("min_cost", "type-1", True, "code", "min_cost")]
+        ("min_cost", "type-1", True, "code", "min_cost")
+    ]
     assert (summary["type1"], summary["leaked_count"]) == (1, 1)
     # without the part, the whole solution (module lines included) against the function alone is not Type-1
-    pairs, _ = _scan(tmp_path, [_sample("1", MBPP1, MBPP1_TEXT, kind="both")], {"copied.py": MBPP1 + "\n"}, "*.py",
-                     containment_channel=False)
+    pairs, _ = _scan(
+        tmp_path,
+        [_sample("1", MBPP1, MBPP1_TEXT, kind="both")],
+        {"copied.py": MBPP1 + "\n"},
+        "*.py",
+        containment_channel=False,
+    )
     assert [(p["clone_type"], p["bench_part"]) for p in pairs] != [("type-1", None)]
 
 
@@ -120,26 +165,49 @@ def test_an_embedded_copy_is_found_with_its_span(tmp_path):
     last = first + copy.strip("\n").count("\n")
     sample = {**_sample("0", target.code), "entry_point": target.entry_point}
     record = {"id": "record-7", "content": "Some text before.\n" * 40 + copy + "Some text after.\n" * 40}
-    files = {"gen.py": long_file, "data.jsonl": json.dumps({"id": "record-3", "content": "x = 1\n" * 30}) + "\n"
-             + json.dumps(record) + "\n"}
+    files = {
+        "gen.py": long_file,
+        "data.jsonl": json.dumps({"id": "record-3", "content": "x = 1\n" * 30}) + "\n" + json.dumps(record) + "\n",
+    }
     pairs, _ = _scan(tmp_path, [sample], files, "*.py")
-    assert [(p["location"].rsplit("/", 1)[1], p["start_line"], p["end_line"], p["channel"], p["duplicate"], p["clone_type"])
-            for p in pairs] == [("gen.py", first, last, "containment", True, "type-1")]
+    assert [
+        (p["location"].rsplit("/", 1)[1], p["start_line"], p["end_line"], p["channel"], p["duplicate"], p["clone_type"])
+        for p in pairs
+    ] == [("gen.py", first, last, "containment", True, "type-1")]
     # the whole-unit Jaccard alone (the MinHash channels) cannot see it; the problem-text channel sees its docstring
     assert _scan(tmp_path, [sample], files, "*.py", containment_channel=False, statement_channel=False)[0] == []
-    assert [(p["leak"], p["channel"]) for p in _scan(tmp_path, [sample], files, "*.py", containment_channel=False)[0]] == [
-        ("input", "statement")]
+    assert [
+        (p["leak"], p["channel"]) for p in _scan(tmp_path, [sample], files, "*.py", containment_channel=False)[0]
+    ] == [("input", "statement")]
     # a dataset record: its id, its path and line, and the lines inside it
     out = tmp_path / "jsonl"
     out.mkdir()
-    settings = {"name": "s", "benchmark": "b", "corpus": {"kind": "jsonl", "paths": [str(tmp_path / "corpus" / "data.jsonl")],
-                                                          "content": "content", "id": "id"}}
+    settings = {
+        "name": "s",
+        "benchmark": "b",
+        "corpus": {
+            "kind": "jsonl",
+            "paths": [str(tmp_path / "corpus" / "data.jsonl")],
+            "content": "content",
+            "id": "id",
+        },
+    }
     build_index(tmp_path / "b.parquet", settings, out / "index.parquet")
-    scan_shard(out / "index.parquet", tmp_path / "b.parquet", settings["corpus"], 0, 1, [], settings, out / "p.parquet",
-               out / "a.parquet")
+    scan_shard(
+        out / "index.parquet",
+        tmp_path / "b.parquet",
+        settings["corpus"],
+        0,
+        1,
+        [],
+        settings,
+        out / "p.parquet",
+        out / "a.parquet",
+    )
     found = [p for p in read_records(out / "p.parquet") if p["duplicate"]]
     assert [(p["doc_id"], p["location"].endswith("data.jsonl:2"), p["start_line"], p["end_line"]) for p in found] == [
-        ("record-7", True, 43, 43 + copy.strip("\n").count("\n"))]
+        ("record-7", True, 43, 43 + copy.strip("\n").count("\n"))
+    ]
 
 
 def test_a_rewrapped_copy_is_found(tmp_path):
@@ -148,17 +216,23 @@ def test_a_rewrapped_copy_is_found(tmp_path):
     wrapped = "\n".join(line[i : i + 24] for line in target.code.splitlines() for i in range(0, max(1, len(line)), 24))
     rng = random.Random(0)
     vocabulary = sorted(set(keyword.kwlist) | {w for w in dir(builtins) if w.islower()})
-    page = "# Notes\n\n" + "".join(" ".join(rng.choices(vocabulary, k=12)) + ".\n\n" for i in range(120)) + wrapped + "\n"
+    page = (
+        "# Notes\n\n" + "".join(" ".join(rng.choices(vocabulary, k=12)) + ".\n\n" for i in range(120)) + wrapped + "\n"
+    )
     pairs, _ = _scan(tmp_path, [{**_sample("12", target.code), "entry_point": target.entry_point}], {"page.md": page})
     assert [(p["channel"], p["duplicate"]) for p in pairs] == [("containment", True)]
     assert page.splitlines()[pairs[0]["start_line"] - 1].startswith(wrapped.splitlines()[0][:8])
 
 
 def test_a_statement_only_copy_is_an_input_leak(tmp_path):
-    files = {"solver.py": f"# {MBPP1_TEXT}\n\n\n" + OTHER_SOLUTION,
-             "README.md": "# Exercises\n\n" + "Some unrelated words here.\n" * 30 + f"\n## 1\n\n{MBPP1_TEXT}\n\nGood luck.\n",
-             "unrelated.py": "def shout(text):\n    '''Upper-case a text and add three exclamation marks to its end.'''\n"
-                             "    return text.upper() + '!' * 3\n"}
+    files = {
+        "solver.py": f"# {MBPP1_TEXT}\n\n\n" + OTHER_SOLUTION,
+        "README.md": "# Exercises\n\n"
+        + "Some unrelated words here.\n" * 30
+        + f"\n## 1\n\n{MBPP1_TEXT}\n\nGood luck.\n",
+        "unrelated.py": "def shout(text):\n    '''Upper-case a text and add three exclamation marks to its end.'''\n"
+        "    return text.upper() + '!' * 3\n",
+    }
     pairs, summary = _scan(tmp_path, [_sample("1", MBPP1, MBPP1_TEXT, kind="both")], files)
     got = sorted((p["location"].rsplit("/", 1)[1], p["leak"], p["channel"], p["duplicate"]) for p in pairs)
     assert got == [("README.md", "input", "statement", True), ("solver.py", "input", "statement", True)]

@@ -11,17 +11,30 @@ from leaktrace.calibration.shifted_controls import draw, experiment_rows, proble
 from leaktrace.data.docstrings import strip_docstrings
 
 BENCH = "pool"
-SETTINGS = {"alpha": 0.05, "delta": 0.1, "inconclusive_auc": 0.9, "inconclusive_rate": 0.5, "dataset_inference": {"n_splits": 3},
-            "blind_permutations": 19, "blind_repeats": 1, "reference_method": "loss", "draws": 2, "n_suspect": 12,
-            "n_control": 20}  # 20: the fewest controls a conformal flag at 0.05 needs (k = floor(0.05 x 21) = 1)
+SETTINGS = {
+    "alpha": 0.05,
+    "delta": 0.1,
+    "inconclusive_auc": 0.9,
+    "inconclusive_rate": 0.5,
+    "dataset_inference": {"n_splits": 3},
+    "blind_permutations": 19,
+    "blind_repeats": 1,
+    "reference_method": "loss",
+    "draws": 2,
+    "n_suspect": 12,
+    "n_control": 20,
+}  # 20: the fewest controls a conformal flag at 0.05 needs (k = floor(0.05 x 21) = 1)
 
 
 def test_docstrings_are_removed_as_whole_lines_and_nothing_else_changes():
-    prompt = ('"""Module doc."""\nimport math\n\n\ndef helper(y):\n    \'\'\'One line.\'\'\'\n    return y  # kept\n\n\n'
-              'def f(x):\n    """Return x.\n\n    >>> f(1)\n    1\n    """\n')
+    prompt = (
+        "\"\"\"Module doc.\"\"\"\nimport math\n\n\ndef helper(y):\n    '''One line.'''\n    return y  # kept\n\n\n"
+        'def f(x):\n    """Return x.\n\n    >>> f(1)\n    1\n    """\n'
+    )
     solution = "    return helper(x)\n"
-    assert strip_docstrings(prompt, solution) == \
-        "import math\n\n\ndef helper(y):\n    return y  # kept\n\n\ndef f(x):\n"
+    assert (
+        strip_docstrings(prompt, solution) == "import math\n\n\ndef helper(y):\n    return y  # kept\n\n\ndef f(x):\n"
+    )
     assert strip_docstrings("def g(x):\n    # a comment\n", "    return x\n") == "def g(x):\n    # a comment\n"
     # a docstring that is a whole body (nothing follows in the solution) leaves a pass behind
     assert strip_docstrings('def h():\n    """Only this."""\n', "") == "def h():\n    pass\n"
@@ -66,7 +79,9 @@ def test_a_never_exposed_model_against_shifted_controls_is_gated_and_the_contras
     detector. Unshifted: the same problems as released, nothing is gated."""
     texts, lookup, reference, decisions = _pool()
     rows = experiment_rows(BENCH, texts, lookup, reference, decisions, SETTINGS, seed=1)
-    assert {(r["condition"], r["draw"]) for r in rows} == {(c, d) for c in ("shifted", "unshifted", "reversed") for d in (0, 1)}
+    assert {(r["condition"], r["draw"]) for r in rows} == {
+        (c, d) for c in ("shifted", "unshifted", "reversed") for d in (0, 1)
+    }
     shifted = [r for r in rows if r["condition"] != "unshifted"]
     unshifted = [r for r in rows if r["condition"] == "unshifted"]
     for r in shifted:
@@ -75,16 +90,28 @@ def test_a_never_exposed_model_against_shifted_controls_is_gated_and_the_contras
         assert (r["n_suspect"], r["n_control"]) == (12, 20)
     assert all(r["rejected"] for r in shifted if r["test"] == "dataset_inference")  # it learns the direction
     # the reversed shift: the suspects have the higher loss, so flags on -loss cannot fire, flags on loss... zlib = -loss
-    reversed_flags = {r["detector"]: r["rejected"] for r in rows if r["condition"] == "reversed" and r["test"] == "conformal_flags"}
-    shifted_flags = {r["detector"]: r["rejected"] for r in rows if r["condition"] == "shifted" and r["test"] == "conformal_flags"}
+    reversed_flags = {
+        r["detector"]: r["rejected"] for r in rows if r["condition"] == "reversed" and r["test"] == "conformal_flags"
+    }
+    shifted_flags = {
+        r["detector"]: r["rejected"] for r in rows if r["condition"] == "shifted" and r["test"] == "conformal_flags"
+    }
     assert reversed_flags == {"loss": True, "zlib": False} and shifted_flags == {"loss": False, "zlib": True}
     assert not any(r["rejected"] for r in shifted if r["test"] == "reference_contrast")
     # unshifted: nothing is gated, so a chance rejection (here one detector's flags in one draw) counts, as it should
-    assert not any(r["gated"] for r in unshifted) and not any(r["rejected"] for r in unshifted if r["test"] == "blind_baseline")
+    assert not any(r["gated"] for r in unshifted) and not any(
+        r["rejected"] for r in unshifted if r["test"] == "blind_baseline"
+    )
     assert all(r["counted_as_evidence"] == (r["rejected"] and r["test"] != "blind_baseline") for r in unshifted)
     summary = {(r["condition"], r["test"]): r for r in summary_rows(rows, 0.05)}
-    assert summary[("shifted", "blind_baseline")]["n_rejected"] == 2 and summary[("shifted", "dataset_inference")]["rate"] == 1.0
-    assert summary[("shifted", "dataset_inference")]["n_counted"] == 0 and summary[("shifted", "conformal_flags")]["n_draws"] == 4
+    assert (
+        summary[("shifted", "blind_baseline")]["n_rejected"] == 2
+        and summary[("shifted", "dataset_inference")]["rate"] == 1.0
+    )
+    assert (
+        summary[("shifted", "dataset_inference")]["n_counted"] == 0
+        and summary[("shifted", "conformal_flags")]["n_draws"] == 4
+    )
     assert summary[("unshifted", "reference_contrast")]["rate"] == 0.0
     assert rows == experiment_rows(BENCH, texts, lookup, reference, decisions, SETTINGS, seed=1)  # seeded
     with pytest.raises(ValueError, match="need 42 problems; the pool has 40"):
@@ -99,7 +126,9 @@ def test_regression_the_report_names_each_rate_and_what_the_gate_left():
     text = render(summary, 0.05, 2, 12, 20)
     assert text.startswith("## Shifted controls: 2 draws of 12 suspects and 20 controls, α = 0.05")
     assert "| shifted | blind_baseline | detection rate of the shift | 2/2 = 1.00 [0.16, 1.00] | – |" in text
-    assert "| shifted | dataset_inference | false-positive rate (naive) | 2/2 = 1.00 [0.16, 1.00] | 0/2 = 0.00 |" in text
+    assert (
+        "| shifted | dataset_inference | false-positive rate (naive) | 2/2 = 1.00 [0.16, 1.00] | 0/2 = 0.00 |" in text
+    )
 
 
 def test_the_experiment_config_plans_an_audit_that_trains_nothing():
@@ -112,9 +141,25 @@ def test_the_experiment_config_plans_an_audit_that_trains_nothing():
     from repo_copy import REPO
 
     def plan(*extra):
-        return subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile",
-                               "config/experiments/shifted-controls.yaml", "--config", "run=shifted-plan-test", *extra], cwd=REPO, capture_output=True, text=True,
-                              timeout=300)
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "snakemake",
+                "-n",
+                "--cores",
+                "1",
+                "--configfile",
+                "config/experiments/shifted-controls.yaml",
+                "--config",
+                "run=shifted-plan-test",
+                *extra,
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
     result = plan()
     assert result.returncode == 0, result.stderr[-2000:]
@@ -122,5 +167,9 @@ def test_the_experiment_config_plans_an_audit_that_trains_nothing():
     assert jobs["shifted_controls"] == "1" and jobs["token_stats"] == "3"  # two models and Ref's reference
     assert not {"train_lora", "split_samples", "aggregate", "testbed_blind"} & set(jobs)
     refused = plan("audit={'shifted_controls': {'benchmark': 'humaneval-shift', 'target': 'nobody'}}")
-    assert refused.returncode != 0 and "audit.shifted_controls.target and audit.reference.model must name two audit.models " \
-        "(configured: base, tiny-ref; target 'nobody', reference 'tiny-ref')" in refused.stdout + refused.stderr
+    assert (
+        refused.returncode != 0
+        and "audit.shifted_controls.target and audit.reference.model must name two audit.models "
+        "(configured: base, tiny-ref; target 'nobody', reference 'tiny-ref')"
+        in refused.stdout + refused.stderr
+    )

@@ -18,20 +18,36 @@ SMALL = 'def add(a, b):\n    """Sum of a and b."""\n    return a + b  # déjà �
 
 PINNED_SMALL = {
     # preset: (tokens, unique shingles, first 4 shingle hashes, first 6 signature values, sha256 of the signature)
-    "default": (36, 33, [13713559, 42729738, 68376063, 109830187],
-                [122737557, 57849713, 147357356, 87767213, 66821100, 623807351],
-                "ca5a48f4cf88e0616d5120b24eb55f15cf8697b65f795a642b7be1328d3eb395"),
-    "lessleak": (49, 22, [310737618, 472139872, 684415160, 694991512],
-                 [130144141, 582677252, 544203806, 218488524, 227865980, 303816],
-                 "6a16ff3497b07e54975f141b51c3f83b51b432f2262fb1ef2f0a7793261a6320"),
+    "default": (
+        36,
+        33,
+        [13713559, 42729738, 68376063, 109830187],
+        [122737557, 57849713, 147357356, 87767213, 66821100, 623807351],
+        "ca5a48f4cf88e0616d5120b24eb55f15cf8697b65f795a642b7be1328d3eb395",
+    ),
+    "lessleak": (
+        49,
+        22,
+        [310737618, 472139872, 684415160, 694991512],
+        [130144141, 582677252, 544203806, 218488524, 227865980, 303816],
+        "6a16ff3497b07e54975f141b51c3f83b51b432f2262fb1ef2f0a7793261a6320",
+    ),
 }
 
 PINNED_BATCH = {
     # preset: (unique shingles of all of HumanEval in one text, sha256 of the signatures, sha256 of the hashes, tokens)
-    "default": (14838, "45f038e897f2fc2edfa839c79acf6a4930aa0467ef915d0d250335510c6a9e9f",
-                "7686ed6db6c5b247109e24f59301b108ef9c74c9ecb56ddfbe7e491f0753203e", 33233),
-    "lessleak": (6459, "c83f26bb23c55160d0ec083386b47e7edcc8b36f6c8fdbf791a0fc9aba57a3f2",
-                 "451326644d421bd98f5d395338ee3fa4f2a3f661fb19f1ae5fe7c799504cc1e8", 51951),
+    "default": (
+        14838,
+        "45f038e897f2fc2edfa839c79acf6a4930aa0467ef915d0d250335510c6a9e9f",
+        "7686ed6db6c5b247109e24f59301b108ef9c74c9ecb56ddfbe7e491f0753203e",
+        33233,
+    ),
+    "lessleak": (
+        6459,
+        "c83f26bb23c55160d0ec083386b47e7edcc8b36f6c8fdbf791a0fc9aba57a3f2",
+        "451326644d421bd98f5d395338ee3fa4f2a3f661fb19f1ae5fe7c799504cc1e8",
+        51951,
+    ),
 }
 
 

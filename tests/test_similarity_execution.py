@@ -55,14 +55,29 @@ METHOD = "    def apply(self, x: int) -> int:\n"
 BROKEN_CLASS = "class Broken:\n    def __init__(self):\n        raise RuntimeError('no')\n\n"
 SAMPLES = [
     Sample("function", CONTEXT, SIGNATURE, TRUTH, GENERATIONS, TEST),
-    Sample("method", CLASS_CONTEXT, METHOD, "        return self.factor * x\n",
-           {"same": "        return x * self.factor\n", "different": "        return self.factor + x\n"}),
+    Sample(
+        "method",
+        CLASS_CONTEXT,
+        METHOD,
+        "        return self.factor * x\n",
+        {"same": "        return x * self.factor\n", "different": "        return self.factor + x\n"},
+    ),
     Sample("no-instance", BROKEN_CLASS, METHOD, "        return x\n", {"same": "        return x\n"}),
     Sample("broken-truth", CONTEXT, SIGNATURE, "    return [x +\n", {"same": "    return xs\n"}),
-    Sample("async", "", "async def twice(x: int) -> int:\n", "    return 2 * x\n",
-           {"same": "    return x + x\n", "different": "    return x\n"}),
-    Sample("needs-globals", "", "def look_up(key: str) -> int:\n", "    return TABLE[key]\n",
-           {"same": "    return TABLE[key]\n"}),
+    Sample(
+        "async",
+        "",
+        "async def twice(x: int) -> int:\n",
+        "    return 2 * x\n",
+        {"same": "    return x + x\n", "different": "    return x\n"},
+    ),
+    Sample(
+        "needs-globals",
+        "",
+        "def look_up(key: str) -> int:\n",
+        "    return TABLE[key]\n",
+        {"same": "    return TABLE[key]\n"},
+    ),
 ]
 
 
@@ -89,8 +104,10 @@ def test_the_same_function_scores_one_and_is_a_clone(scores):
 @pytest.mark.usefixtures("isolated")
 def test_a_call_past_its_limit_once_is_run_again_and_not_a_timeout():
     # the first call spins; the second try, in a fresh child, finds the file it left in the scratch directory
-    slow_once = ("    import os\n    if not os.path.exists('ran-once'):\n        open('ran-once', 'w').close()\n"
-                 "        while True:\n            pass\n    return [x + k for x in xs]\n")
+    slow_once = (
+        "    import os\n    if not os.path.exists('ran-once'):\n        open('ran-once', 'w').close()\n"
+        "        while True:\n            pass\n    return [x + k for x in xs]\n"
+    )
     sample = Sample("slow-once", CONTEXT, SIGNATURE, TRUTH, {"slow-once": slow_once}, TEST)
     settings = ExecutionSettings(candidates=3, function_cpu_s=2.0)  # room for a late timer (see SETTINGS)
     score = execution_scores([sample], settings, 7, workers=1).scores[("slow-once", "slow-once")]
@@ -106,16 +123,28 @@ def test_different_behaviour_scores_low(scores):
 
 
 def test_hostile_generations_are_counted_by_cause(scores):
-    causes = {model: scores[("function", model)].outcome for model in ("hangs", "forks", "exits", "missing", "unparsed")}
-    assert causes == {"hangs": "timeout", "forks": "forked", "exits": "exited", "missing": "missing_import:numpy",
-                      "unparsed": "parse_error:generation"}
+    causes = {
+        model: scores[("function", model)].outcome for model in ("hangs", "forks", "exits", "missing", "unparsed")
+    }
+    assert causes == {
+        "hangs": "timeout",
+        "forks": "forked",
+        "exits": "exited",
+        "missing": "missing_import:numpy",
+        "unparsed": "parse_error:generation",
+    }
     assert all(scores[("function", model)].similarity is None for model in causes)
 
 
 @pytest.mark.usefixtures("isolated")
 def test_a_function_that_kills_the_driver_spoils_no_other_result():
-    killer = Sample("killer", CONTEXT, SIGNATURE, TRUTH,
-                    {"kills": "    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n", "same": TRUTH})
+    killer = Sample(
+        "killer",
+        CONTEXT,
+        SIGNATURE,
+        TRUTH,
+        {"kills": "    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n", "same": TRUTH},
+    )
     settings = ExecutionSettings(candidates=3, batch_size=3)  # one batch: the truth, the killer, the clone
     report = execution_scores([killer], settings, 7, workers=1)
     assert report.scores[("killer", "kills")].outcome == "sandbox:killed"
@@ -135,11 +164,13 @@ def test_inputs_are_the_benchmark_tests_then_seeded_draws_the_same_in_another_pr
     assert [calls[i] for i in plan.set_a] == [(([1, 2], 3), {}), (([], 7), {})]
     assert len(plan.drawn_a) >= 5 and len(plan.drawn_b["same"]) >= 5
     assert all(type(x) is int for (xs, k), _ in calls for x in xs + [k])
-    script = ("from leaktrace.sandbox import values\n"
-              "from leaktrace.similarity.execution import ExecutionSettings, Sample, plan_sample\n"
-              f"sample = Sample('function', {CONTEXT!r}, {SIGNATURE!r}, {TRUTH!r}, {GENERATIONS!r}, {TEST!r})\n"
-              "plan = plan_sample(sample, ExecutionSettings(candidates=10), 7)\n"
-              "print(values.encode(plan.truth.inputs).hex())\n")
+    script = (
+        "from leaktrace.sandbox import values\n"
+        "from leaktrace.similarity.execution import ExecutionSettings, Sample, plan_sample\n"
+        f"sample = Sample('function', {CONTEXT!r}, {SIGNATURE!r}, {TRUTH!r}, {GENERATIONS!r}, {TEST!r})\n"
+        "plan = plan_sample(sample, ExecutionSettings(candidates=10), 7)\n"
+        "print(values.encode(plan.truth.inputs).hex())\n"
+    )
     env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(Path(__file__).parents[1] / "workflow")}
     other = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
     assert other.stdout.strip() == values.encode(calls).hex()
@@ -153,19 +184,24 @@ def test_draws_do_not_depend_on_the_modules_the_process_imported(tmp_path):
     before and after importing a module full of other constants are equal."""
     (tmp_path / "constant_pool.py").write_text(
         "VALUES = [" + ", ".join(str(7919 * k + 13) for k in range(200)) + "]\n"
-        "WORDS = [" + ", ".join(repr(f"zq{k}x") for k in range(200)) + "]\n")
-    script = ("import sys\n"
-              "from hypothesis import strategies as st\n"
-              "from leaktrace.sandbox import values\n"
-              "from leaktrace.similarity.inputs import draw\n"
-              "strategy = st.tuples(st.integers(-10**7, 10**7), st.text(max_size=8), st.lists(st.integers(0, 10**7), max_size=4))\n"
-              "before = draw(strategy, 300, 11)\n"
-              f"sys.path.insert(0, {str(tmp_path)!r})\n"
-              "import constant_pool\n"
-              "after = draw(strategy, 300, 11)\n"
-              "print(len(before), values.encode(before) == values.encode(after))\n")
+        "WORDS = [" + ", ".join(repr(f"zq{k}x") for k in range(200)) + "]\n"
+    )
+    script = (
+        "import sys\n"
+        "from hypothesis import strategies as st\n"
+        "from leaktrace.sandbox import values\n"
+        "from leaktrace.similarity.inputs import draw\n"
+        "strategy = st.tuples(st.integers(-10**7, 10**7), st.text(max_size=8), st.lists(st.integers(0, 10**7), max_size=4))\n"
+        "before = draw(strategy, 300, 11)\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import constant_pool\n"
+        "after = draw(strategy, 300, 11)\n"
+        "print(len(before), values.encode(before) == values.encode(after))\n"
+    )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "workflow")}
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
+    ).stdout.split()
     assert int(out[0]) > 250 and out[1] == "True"
 
 
@@ -185,48 +221,104 @@ def test_outputs_are_the_same_within_tolerance_and_by_exception_type():
 
 
 def test_benchmark_inputs_are_the_literal_calls_of_the_function_or_candidate():
-    test = "def check(candidate):\n    assert candidate(1, b=[2]) == 3\n    assert shift(x, 1)\n    assert shift('a', 2)\n"
+    test = (
+        "def check(candidate):\n    assert candidate(1, b=[2]) == 3\n    assert shift(x, 1)\n    assert shift('a', 2)\n"
+    )
     assert calls_in_test(test, ["shift", "candidate"]) == [((1,), {"b": [2]}), (("a", 2), {})]
 
 
 def test_the_stage_writes_the_long_format_with_outcomes(tmp_path):
-    generations = [{"sample_id": "s", "model": model, "prompt_tokens": 3, "generated": "x", "function": "x",
-                    "parsed": False} for model in ("target", "reference")]
+    generations = [
+        {"sample_id": "s", "model": model, "prompt_tokens": 3, "generated": "x", "function": "x", "parsed": False}
+        for model in ("target", "reference")
+    ]
     write_table(generations, GENERATIONS_SCHEMA, tmp_path / "generations.parquet")
-    write_table([{"sample_id": "s", "kept": True, "reason": None, "body_lines": 1, "n_chars": 10, "context": CONTEXT,
-                  "signature": SIGNATURE, "continuation": TRUTH}], FUNCTIONS_SCHEMA, tmp_path / "functions.parquet")
+    write_table(
+        [
+            {
+                "sample_id": "s",
+                "kept": True,
+                "reason": None,
+                "body_lines": 1,
+                "n_chars": 10,
+                "context": CONTEXT,
+                "signature": SIGNATURE,
+                "continuation": TRUTH,
+            }
+        ],
+        FUNCTIONS_SCHEMA,
+        tmp_path / "functions.parquet",
+    )
     out = tmp_path / "similarity_execution.parquet"
-    counterfactual_execution(tmp_path / "generations.parquet", tmp_path / "functions.parquet", None,
-                             json.loads("{}"), 7, out)
+    counterfactual_execution(
+        tmp_path / "generations.parquet", tmp_path / "functions.parquet", None, json.loads("{}"), 7, out
+    )
     table = pq.read_table(out)
-    assert table.column_names == ["sample_id", "metric", "target", "reference", "delta", "target_outcome",
-                                  "reference_outcome"]
+    assert table.column_names == [
+        "sample_id",
+        "metric",
+        "target",
+        "reference",
+        "delta",
+        "target_outcome",
+        "reference_outcome",
+    ]
     rows = table.to_pylist()
     assert [r["metric"] for r in rows] == ["execution", "execution_clone", "execution_s_a", "execution_s_b"]
     assert all(r["target"] is None and r["target_outcome"] == "parse_error:generation" for r in rows)
 
 
 def _screen_table(path, rows):
-    write_table([{"sample_id": sid, "metric": "hyclone_screen", "target": t, "reference": r,
-                  "delta": None if t is None or r is None else t - r,
-                  "target_outcome": "ok" if t is not None else "unparseable_answer",
-                  "reference_outcome": "ok" if r is not None else "unparseable_answer"} for sid, t, r in rows],
-                SIMILARITY_FAMILY_SCHEMA, path)
+    write_table(
+        [
+            {
+                "sample_id": sid,
+                "metric": "hyclone_screen",
+                "target": t,
+                "reference": r,
+                "delta": None if t is None or r is None else t - r,
+                "target_outcome": "ok" if t is not None else "unparseable_answer",
+                "reference_outcome": "ok" if r is not None else "unparseable_answer",
+            }
+            for sid, t, r in rows
+        ],
+        SIMILARITY_FAMILY_SCHEMA,
+        path,
+    )
     return path
 
 
 def test_hyclone_screen_gates_stage_2_model_by_model(tmp_path, isolated):
     """The paper runs Stage 2 on Stage 1's candidates only: here the screen passes s1's target (run: a clone),
     not s1's reference (0.0) and has no answer for s2's target; s2's reference passes and runs."""
-    generations = [{"sample_id": sid, "model": model, "prompt_tokens": 3, "generated": body, "function": body, "parsed": True}
-                   for sid in ("s1", "s2") for model, body in (("target", GENERATIONS["same"]), ("reference", GENERATIONS["same"]))]
+    generations = [
+        {"sample_id": sid, "model": model, "prompt_tokens": 3, "generated": body, "function": body, "parsed": True}
+        for sid in ("s1", "s2")
+        for model, body in (("target", GENERATIONS["same"]), ("reference", GENERATIONS["same"]))
+    ]
     write_table(generations, GENERATIONS_SCHEMA, tmp_path / "generations.parquet")
-    write_table([{"sample_id": sid, "kept": True, "reason": None, "body_lines": 1, "n_chars": 10, "context": CONTEXT,
-                  "signature": SIGNATURE, "continuation": TRUTH} for sid in ("s1", "s2")], FUNCTIONS_SCHEMA,
-                tmp_path / "functions.parquet")
+    write_table(
+        [
+            {
+                "sample_id": sid,
+                "kept": True,
+                "reason": None,
+                "body_lines": 1,
+                "n_chars": 10,
+                "context": CONTEXT,
+                "signature": SIGNATURE,
+                "continuation": TRUTH,
+            }
+            for sid in ("s1", "s2")
+        ],
+        FUNCTIONS_SCHEMA,
+        tmp_path / "functions.parquet",
+    )
     screen = _screen_table(tmp_path / "similarity_judges.parquet", [("s1", 1.0, 0.0), ("s2", None, 1.0)])
     out = tmp_path / "similarity_execution.parquet"
-    counterfactual_execution(tmp_path / "generations.parquet", tmp_path / "functions.parquet", None, {}, 7, out, screen=screen)
+    counterfactual_execution(
+        tmp_path / "generations.parquet", tmp_path / "functions.parquet", None, {}, 7, out, screen=screen
+    )
     rows = {(r["sample_id"], r["metric"]): r for r in pq.read_table(out).to_pylist()}
     s1, s2 = rows[("s1", "execution")], rows[("s2", "execution")]
     assert (s1["target"], s1["target_outcome"]) == (1.0, "ok")

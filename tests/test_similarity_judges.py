@@ -23,24 +23,41 @@ from leaktrace.similarity.judges import JUDGES, chat_prompt, parse_nikiema, pars
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "resources" / "models" / "leaktrace-tiny"
 # the project's papers sit next to the main checkout (../shared) or above the worktrees (../../shared)
-PAPER = next((p for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared") if p.is_dir()), ROOT) \
-    / "papers" / "functional-memorization.txt"
+PAPER = (
+    next((p for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared") if p.is_dir()), ROOT)
+    / "papers"
+    / "functional-memorization.txt"
+)
 TEMPLATE = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
 
 
 # --- strict readers ------------------------------------------------------------
 
-@pytest.mark.parametrize("answer,score", [
-    ("[[0.777]]", 0.777), ("[[1.000]]", 1.0), ("[[0]]", 0.0), ("The similarity is [[0.25]].", 0.25),
-])
+
+@pytest.mark.parametrize(
+    "answer,score",
+    [
+        ("[[0.777]]", 0.777),
+        ("[[1.000]]", 1.0),
+        ("[[0]]", 0.0),
+        ("The similarity is [[0.25]].", 0.25),
+    ],
+)
 def test_song_reads_one_marker(answer, score):
     assert parse_song(answer) == score
 
 
-@pytest.mark.parametrize("answer,cause", [
-    ("0.777", "markers"), ("[[0.5]] or maybe [[0.6]]", "markers"), ("[[1.2]]", "out_of_range"),
-    ("[[high]]", "not_number"), ("[[-0.1]]", "not_number"), ("[[ ]]", "not_number"),
-])
+@pytest.mark.parametrize(
+    "answer,cause",
+    [
+        ("0.777", "markers"),
+        ("[[0.5]] or maybe [[0.6]]", "markers"),
+        ("[[1.2]]", "out_of_range"),
+        ("[[high]]", "not_number"),
+        ("[[-0.1]]", "not_number"),
+        ("[[ ]]", "not_number"),
+    ],
+)
 def test_song_refuses_anything_else(answer, cause):
     with pytest.raises(UnparseableAnswer, match=cause):
         parse_song(answer)
@@ -52,23 +69,34 @@ def test_nikiema_and_paper_read_exactly_their_json():
     assert parse_paper('{"equivalence_score": 0.0, "reasoning": "different"}') == 0.0
 
 
-@pytest.mark.parametrize("parse,answer,cause", [
-    (parse_nikiema, '```json\n{"similarity_rating": 0.8, "category": "similar", "reasoning": "x"}\n```', "not_json"),
-    (parse_nikiema, 'Here it is: {"similarity_rating": 0.8, "category": "similar", "reasoning": "x"}', "not_json"),
-    (parse_nikiema, '{"similarity_rating": 0.8, "category": "similar", "reasoning": "x"} Hope this helps.', "not_json"),
-    (parse_nikiema, '{"similarity_rating": 0.8, "category": "similar", "reasoning": "x"', "not_json"),
-    (parse_nikiema, '{"similarity_rating": 0.8, "category": "close", "reasoning": "x"}', "category"),
-    (parse_nikiema, '{"similarity_rating": 80, "category": "similar", "reasoning": "x"}', "out_of_range"),
-    (parse_nikiema, '{"similarity_rating": "0.8", "category": "similar", "reasoning": "x"}', "type"),
-    (parse_nikiema, '{"similarity_rating": true, "category": "similar", "reasoning": "x"}', "type"),
-    (parse_nikiema, '{"similarity_rating": NaN, "category": "similar", "reasoning": "x"}', "not_json"),
-    (parse_nikiema, '{"similarity_rating": 0.8, "category": "similar"}', "keys"),
-    (parse_paper, '{"equivalence_score": 0.5, "reasoning": "x", "confidence": 1}', "keys"),
-    (parse_paper, '{"equivalence_score": 0.5, "equivalence_score": 0.9, "reasoning": "x"}', "duplicate_key"),
-    (parse_paper, '[{"equivalence_score": 0.5, "reasoning": "x"}]', "not_object"),
-    (parse_paper, '{"equivalence_score": -0.5, "reasoning": "x"}', "out_of_range"),
-    (parse_paper, '{"equivalence_score": 0.5, "reasoning": null}', "type"),
-])
+@pytest.mark.parametrize(
+    "parse,answer,cause",
+    [
+        (
+            parse_nikiema,
+            '```json\n{"similarity_rating": 0.8, "category": "similar", "reasoning": "x"}\n```',
+            "not_json",
+        ),
+        (parse_nikiema, 'Here it is: {"similarity_rating": 0.8, "category": "similar", "reasoning": "x"}', "not_json"),
+        (
+            parse_nikiema,
+            '{"similarity_rating": 0.8, "category": "similar", "reasoning": "x"} Hope this helps.',
+            "not_json",
+        ),
+        (parse_nikiema, '{"similarity_rating": 0.8, "category": "similar", "reasoning": "x"', "not_json"),
+        (parse_nikiema, '{"similarity_rating": 0.8, "category": "close", "reasoning": "x"}', "category"),
+        (parse_nikiema, '{"similarity_rating": 80, "category": "similar", "reasoning": "x"}', "out_of_range"),
+        (parse_nikiema, '{"similarity_rating": "0.8", "category": "similar", "reasoning": "x"}', "type"),
+        (parse_nikiema, '{"similarity_rating": true, "category": "similar", "reasoning": "x"}', "type"),
+        (parse_nikiema, '{"similarity_rating": NaN, "category": "similar", "reasoning": "x"}', "not_json"),
+        (parse_nikiema, '{"similarity_rating": 0.8, "category": "similar"}', "keys"),
+        (parse_paper, '{"equivalence_score": 0.5, "reasoning": "x", "confidence": 1}', "keys"),
+        (parse_paper, '{"equivalence_score": 0.5, "equivalence_score": 0.9, "reasoning": "x"}', "duplicate_key"),
+        (parse_paper, '[{"equivalence_score": 0.5, "reasoning": "x"}]', "not_object"),
+        (parse_paper, '{"equivalence_score": -0.5, "reasoning": "x"}', "out_of_range"),
+        (parse_paper, '{"equivalence_score": 0.5, "reasoning": null}', "type"),
+    ],
+)
 def test_json_judges_refuse_anything_else(parse, answer, cause):
     with pytest.raises(UnparseableAnswer, match=cause):
         parse(answer)
@@ -83,7 +111,11 @@ def test_screen_is_one_or_zero_and_strict():
 
 
 def test_filter_answer_is_one_of_the_two_structures():
-    assert parse_filter_answer('{"label": "YES", "severity": 7, "reasoning": "pricing rules"}') == ("YES", 7, "pricing rules")
+    assert parse_filter_answer('{"label": "YES", "severity": 7, "reasoning": "pricing rules"}') == (
+        "YES",
+        7,
+        "pricing rules",
+    )
     assert parse_filter_answer('{"label": "NO", "severity": null, "reasoning": "textbook"}') == ("NO", None, "textbook")
     for answer, cause in [
         ('{"label": "YES", "severity": 11, "reasoning": "x"}', "out_of_range"),
@@ -114,6 +146,7 @@ def test_a_failed_call_keeps_its_cause_and_a_bad_answer_is_counted():
 
 # --- prompts -------------------------------------------------------------------
 
+
 def test_prompts_put_both_functions_in_their_slots_once():
     truth, generated = "def f(x):\n    return {x}\n", "def f(x):\n    return '{generated_function}'\n"
     for judge in [*JUDGES.values(), HYCLONE_SCREEN]:
@@ -122,8 +155,10 @@ def test_prompts_put_both_functions_in_their_slots_once():
         assert user["content"].count(truth) == 1 and user["content"].count(generated) == 1
         assert user["content"].index(truth) < user["content"].index(generated)
         assert "{reference_function}" not in user["content"]
-    assert '{"equivalence_score": 0.0 to 1.0, "reasoning": "brief explanation"}' in \
-        JUDGES["judge_paper"].conversation("a", "b")[1]["content"]
+    assert (
+        '{"equivalence_score": 0.0 to 1.0, "reasoning": "brief explanation"}'
+        in JUDGES["judge_paper"].conversation("a", "b")[1]["content"]
+    )
 
 
 def test_filter_prompt_cuts_the_file_at_8000_characters():
@@ -146,18 +181,26 @@ def _paper_block(first: str, last: str) -> str:
 @pytest.mark.skipif(not PAPER.exists(), reason="the paper's text is not next to this checkout")
 def test_prompts_are_the_papers_verbatim():
     prompts = ROOT / "resources" / "prompts"
-    for name, first, last in [("judge_song.txt", "System: You are a code similarity", "=====End====="),
-                              ("judge_nikiema.txt", "System: You are a code similarity evaluation system. You assess",
-                               "Respond with ONLY the JSON object."),
-                              ("judge_paper.txt", "System: You are a code analysis expert", '{"equivalence_score"')]:
+    for name, first, last in [
+        ("judge_song.txt", "System: You are a code similarity", "=====End====="),
+        (
+            "judge_nikiema.txt",
+            "System: You are a code similarity evaluation system. You assess",
+            "Respond with ONLY the JSON object.",
+        ),
+        ("judge_paper.txt", "System: You are a code analysis expert", '{"equivalence_score"'),
+    ]:
         assert (prompts / name).read_text(encoding="utf-8") == _paper_block(first, last) + "\n", name
     listing = _paper_block("440 You are a code analysis tool", '495 {"label": "NO"').splitlines()
     assert [int(line[:3]) for line in listing] == list(range(440, 496))  # the listing's lines, none left out
-    assert (prompts / "function_filter.txt").read_text(encoding="utf-8") == "\n".join(line[4:] for line in listing) + "\n"
+    assert (prompts / "function_filter.txt").read_text(encoding="utf-8") == "\n".join(
+        line[4:] for line in listing
+    ) + "\n"
     assert chat_prompt("judge_song.txt")[0] == "You are a code similarity evaluation system."
 
 
 # --- the stages, end to end ----------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def chat_tiny(tmp_path_factory):
@@ -174,17 +217,26 @@ def chat_tiny(tmp_path_factory):
     torch.set_num_threads(threads)
 
 
-TRUTH = {"a": ("def total(xs):\n", "    s = 0\n    for x in xs:\n        s += x\n    return s\n"),
-         "b": ("def scale(v, k):\n", "    return [k * x for x in v]\n")}
+TRUTH = {
+    "a": ("def total(xs):\n", "    s = 0\n    for x in xs:\n        s += x\n    return s\n"),
+    "b": ("def scale(v, k):\n", "    return [k * x for x in v]\n"),
+}
 
 
 def _tables(tmp_path) -> tuple[Path, Path]:
-    functions = [{"sample_id": s, "kept": True, "context": "import math\n\n", "signature": sig, "continuation": body}
-                 for s, (sig, body) in TRUTH.items()]
-    functions.append({"sample_id": "dropped", "kept": False, "context": "", "signature": "def g():\n",
-                      "continuation": "    pass\n"})
+    functions = [
+        {"sample_id": s, "kept": True, "context": "import math\n\n", "signature": sig, "continuation": body}
+        for s, (sig, body) in TRUTH.items()
+    ]
+    functions.append(
+        {"sample_id": "dropped", "kept": False, "context": "", "signature": "def g():\n", "continuation": "    pass\n"}
+    )
     generations = [
-        {"sample_id": "a", "model": "target", "function": "    s = 0\n    for x in xs:\n        s += x\n    return s\n"},
+        {
+            "sample_id": "a",
+            "model": "target",
+            "function": "    s = 0\n    for x in xs:\n        s += x\n    return s\n",
+        },
         {"sample_id": "b", "model": "target", "function": "    return list(map(lambda x: k * x, v))\n"},
         {"sample_id": "a", "model": "reference", "function": "    return sum(xs)\n"},
         {"sample_id": "b", "model": "reference", "function": "    return list(map(lambda x: k * x, v))\n"},
@@ -228,15 +280,29 @@ def test_judges_on_the_tiny_model_count_every_answer_unparseable_and_never_ask_t
     calls = _Counting(monkeypatch)
 
     def run(name):
-        counterfactual_judges(generations, functions, chat_tiny, settings, tmp_path / f"{name}.parquet",
-                              tmp_path / f"{name}-answers.parquet", cache_dir=tmp_path / "cache")
+        counterfactual_judges(
+            generations,
+            functions,
+            chat_tiny,
+            settings,
+            tmp_path / f"{name}.parquet",
+            tmp_path / f"{name}-answers.parquet",
+            cache_dir=tmp_path / "cache",
+        )
 
     run("first")
     # 2 samples x 2 models x 4 metrics, less b's 4 (target and reference generated the same function)
     assert (calls.opened, calls.asked) == (1, 12)
     table = pq.read_table(tmp_path / "first.parquet")
-    assert table.column_names == ["sample_id", "metric", "target", "reference", "delta", "target_outcome",
-                                  "reference_outcome"]
+    assert table.column_names == [
+        "sample_id",
+        "metric",
+        "target",
+        "reference",
+        "delta",
+        "target_outcome",
+        "reference_outcome",
+    ]
     rows = table.to_pylist()
     assert [(r["sample_id"], r["metric"]) for r in rows] == [(s, m) for s in "ab" for m in METRICS]
     assert all(r["target"] is r["reference"] is r["delta"] is None for r in rows)
@@ -261,8 +327,9 @@ def test_llm_filter_on_the_tiny_model_counts_unparseable_answers(tmp_path, chat_
     assert (calls.opened, calls.asked) == (1, 2)  # the two kept functions, asked once
     rows = pq.read_table(tmp_path / "first.parquet").to_pylist()
     assert [r["sample_id"] for r in rows] == ["a", "b"]
-    assert all(r["label"] is r["severity"] is r["reasoning"] is None and r["outcome"] == "unparseable_answer"
-               for r in rows)
+    assert all(
+        r["label"] is r["severity"] is r["reasoning"] is None and r["outcome"] == "unparseable_answer" for r in rows
+    )
     assert (tmp_path / "again.parquet").read_bytes() == (tmp_path / "first.parquet").read_bytes()
 
 
@@ -279,10 +346,13 @@ class _Scripted:
             if "grammar parsing" in text:
                 out.append(Completion("[[0.900]]" if same else "[[0.400]]"))
             elif "Code Fragment 1" in text:
-                out.append(Completion(json.dumps({"similarity_rating": 1.0 if same else 0.5, "category": "similar",
-                                                  "reasoning": "r"})))
+                out.append(
+                    Completion(
+                        json.dumps({"similarity_rating": 1.0 if same else 0.5, "category": "similar", "reasoning": "r"})
+                    )
+                )
             elif "Function A (Reference)" in text:
-                out.append(Completion("```json\n{\"equivalence_score\": 1.0, \"reasoning\": \"r\"}\n```"))
+                out.append(Completion('```json\n{"equivalence_score": 1.0, "reasoning": "r"}\n```'))
             else:
                 out.append(Completion(None, error="timeout: 30 s"))
         return out
@@ -293,8 +363,14 @@ def test_scores_outcomes_and_deltas_per_metric(tmp_path, monkeypatch):
 
     monkeypatch.setattr(stage, "open_model", lambda role, needs, purpose, cache_dir: _Scripted())
     generations, functions = _tables(tmp_path)
-    stage.counterfactual_judges(generations, functions, {"backend": "openai"}, {"metrics": METRICS, "max_new_tokens": 8},
-                                tmp_path / "out.parquet", tmp_path / "answers.parquet")
+    stage.counterfactual_judges(
+        generations,
+        functions,
+        {"backend": "openai"},
+        {"metrics": METRICS, "max_new_tokens": 8},
+        tmp_path / "out.parquet",
+        tmp_path / "answers.parquet",
+    )
     rows = {(r["sample_id"], r["metric"]): r for r in pq.read_table(tmp_path / "out.parquet").to_pylist()}
     song_a = rows[("a", "judge_song")]
     assert (song_a["target"], song_a["reference"], song_a["target_outcome"]) == (0.9, 0.4, "ok")
@@ -314,9 +390,21 @@ def test_a_generation_without_its_ground_truth_is_bad_input(tmp_path, monkeypatc
     rows = pq.read_table(generations).to_pylist()
     pq.write_table(pa.Table.from_pylist(rows + [{**rows[0], "sample_id": "z"}]), generations)
     with pytest.raises(InputError, match="no ground truth"):
-        stage.counterfactual_judges(generations, functions, {"backend": "openai"}, {"metrics": METRICS, "max_new_tokens": 8},
-                                    tmp_path / "out.parquet", tmp_path / "answers.parquet")
+        stage.counterfactual_judges(
+            generations,
+            functions,
+            {"backend": "openai"},
+            {"metrics": METRICS, "max_new_tokens": 8},
+            tmp_path / "out.parquet",
+            tmp_path / "answers.parquet",
+        )
     pq.write_table(pa.Table.from_pylist(rows[:3]), generations)  # b has no reference generation
     with pytest.raises(InputError, match="both a target and a reference"):
-        stage.counterfactual_judges(generations, functions, {"backend": "openai"}, {"metrics": METRICS, "max_new_tokens": 8},
-                                    tmp_path / "out.parquet", tmp_path / "answers.parquet")
+        stage.counterfactual_judges(
+            generations,
+            functions,
+            {"backend": "openai"},
+            {"metrics": METRICS, "max_new_tokens": 8},
+            tmp_path / "out.parquet",
+            tmp_path / "answers.parquet",
+        )

@@ -26,11 +26,15 @@ from leaktrace.stages.counterfactual_structural import METRICS, structural_score
 DATA = Path(__file__).parent / "data"
 FIXTURES = json.loads((DATA / "codebleu_fixtures.json").read_text())["pairs"]
 APP_E = DATA / "app_e"
-COMPONENTS = {"ngram": "ngram_match_score", "weighted_ngram": "weighted_ngram_match_score",
-              "syntax": "syntax_match_score"}
+COMPONENTS = {
+    "ngram": "ngram_match_score",
+    "weighted_ngram": "weighted_ngram_match_score",
+    "syntax": "syntax_match_score",
+}
 
 
 # --- CodeBLEU vs the package ---------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def ours():
@@ -42,7 +46,10 @@ def test_codebleu_components_equal_the_package(ours):
     for p in FIXTURES:
         mine = ours[p["name"]]
         for field, key in COMPONENTS.items():
-            assert any(math.isclose(getattr(mine, field), run[key], abs_tol=1e-9) for run in p["package"]), (p["name"], field)
+            assert any(math.isclose(getattr(mine, field), run[key], abs_tol=1e-9) for run in p["package"]), (
+                p["name"],
+                field,
+            )
 
 
 def test_codebleu_dataflow_equals_the_package_where_the_package_is_deterministic(ours):
@@ -90,10 +97,13 @@ def test_codebleu_weights_and_bounds():
 
 def test_remove_comments_and_docstrings():
     code = 'def f(x):\n    """Doc."""\n    # note\n    y = "s"  # trailing\n    return y\n'
-    assert remove_comments_and_docstrings(code) == 'def f(x):\n    y = "s"  \n    return y'  # the package keeps the spaces
+    assert (
+        remove_comments_and_docstrings(code) == 'def f(x):\n    y = "s"  \n    return y'
+    )  # the package keeps the spaces
 
 
 # --- TSED -------------------------------------------------------------------
+
 
 class _AptedNode:
     def __init__(self, node, leaf_text, nodes="named"):
@@ -111,9 +121,11 @@ def test_tree_edit_distance_equals_apted():
         reference, candidate = p["reference"].strip(), p["candidate"].strip()
         for leaf_text in (False, True):
             for nodes in ("named", "all"):
-                expected = APTED(_AptedNode(parse_tree(reference), leaf_text, nodes),
-                                 _AptedNode(parse_tree(candidate), leaf_text, nodes),
-                                 PerEditOperationConfig(*PAPER_COSTS)).compute_edit_distance()
+                expected = APTED(
+                    _AptedNode(parse_tree(reference), leaf_text, nodes),
+                    _AptedNode(parse_tree(candidate), leaf_text, nodes),
+                    PerEditOperationConfig(*PAPER_COSTS),
+                ).compute_edit_distance()
                 got = tree_edit_distance(reference, candidate, leaf_text=leaf_text, nodes=nodes)[0]
                 assert got == pytest.approx(expected, abs=1e-9), (p["name"], leaf_text, nodes)
 
@@ -166,7 +178,7 @@ def joined_literals(code: str) -> str:
         end = _LITERAL_END.search(out[-1]) if out else None
         start = _LITERAL_START.match(line)
         if end and start and end.groups() == start.groups():
-            out[-1] = out[-1][:-1] + line[start.end():]
+            out[-1] = out[-1][:-1] + line[start.end() :]
         else:
             out.append(line)
     return "\n".join(out)
@@ -176,8 +188,11 @@ def test_joined_literals_undo_exactly_the_broken_literals():
     assert joined_literals('    x = f"a "\n        f"{b}"\ny = 1') == '    x = f"a {b}"\ny = 1'
     assert joined_literals('x = "a"\n"""doc"""') == 'x = "a"\n"""doc"""'  # a docstring is no continuation
     assert joined_literals('x = "a"\nf"b"') == 'x = "a"\nf"b"'  # other prefixes: left alone
-    changed = sorted(f"{path.parent.name}/{path.name}" for path in APP_E.glob("*/*.txt")
-                     if joined_literals(path.read_text()) != path.read_text())
+    changed = sorted(
+        f"{path.parent.name}/{path.name}"
+        for path in APP_E.glob("*/*.txt")
+        if joined_literals(path.read_text()) != path.read_text()
+    )
     assert changed == ["example1/target.txt", "example3/reference.txt", "example3/target.txt"]
 
 
@@ -203,8 +218,9 @@ def test_app_e_against_the_papers_printed_values(capsys):
     for name, model, signature, truth, generated, paper in _app_e():
         assert parses(whole_function(signature, truth)) and parses(whole_function(signature, generated))
         values = {metric: TEXT_METRICS[metric](truth, generated) for metric in ("bleu", "edit_similarity", "lcs")}
-        structural = structural_scores(whole_function(signature, truth), whole_function(signature, generated),
-                                       (0.25,) * 4, PAPER_COSTS)
+        structural = structural_scores(
+            whole_function(signature, truth), whole_function(signature, generated), (0.25,) * 4, PAPER_COSTS
+        )
         values.update({metric: score.value for metric, score in structural.items()})
         for metric, value in values.items():
             key, ok = f"{name}/{model}/{metric}", abs(value - paper[metric][model]) <= 0.02
@@ -214,20 +230,37 @@ def test_app_e_against_the_papers_printed_values(capsys):
             elif not ok and key not in unreproduced["values"]:
                 missed.append(f"{key}: {value:.3f}, paper {paper[metric][model]}")
     with capsys.disabled():
-        print(f"\nApp. E: {sum(within.values())} of 98 printed values reproduced within 0.02; per metric (of 14): "
-              + ", ".join(f"{metric} {count}" for metric, count in within.items()))
+        print(
+            f"\nApp. E: {sum(within.values())} of 98 printed values reproduced within 0.02; per metric (of 14): "
+            + ", ".join(f"{metric} {count}" for metric, count in within.items())
+        )
     assert not missed, missed
     assert not stale, f"reproduced now, remove from unreproduced.json: {stale}"
-    assert within == {"bleu": 11, "edit_similarity": 9, "lcs": 10, "codebleu": 7, "codebleu_syntax": 7,
-                      "codebleu_dataflow": 13, "tsed": 9}
+    assert within == {
+        "bleu": 11,
+        "edit_similarity": 9,
+        "lcs": 10,
+        "codebleu": 7,
+        "codebleu_syntax": 7,
+        "codebleu_dataflow": 13,
+        "tsed": 9,
+    }
 
 
 # --- the stage --------------------------------------------------------------
 
+
 def test_table_rows():
     row = family_row("s", "tsed", Score(0.75), Score(None, "parse_error:generation"))
-    assert row == {"sample_id": "s", "metric": "tsed", "target": 0.75, "reference": None, "delta": None,
-                   "target_outcome": "ok", "reference_outcome": "parse_error:generation"}
+    assert row == {
+        "sample_id": "s",
+        "metric": "tsed",
+        "target": 0.75,
+        "reference": None,
+        "delta": None,
+        "target_outcome": "ok",
+        "reference_outcome": "parse_error:generation",
+    }
     assert family_row("s", "tsed", Score(0.75), Score(0.5))["delta"] == 0.25
     with pytest.raises(ValueError):
         Score(None)
@@ -238,31 +271,60 @@ def test_table_rows():
 def _stage_inputs(tmp_path):
     samples = {
         # sample: (signature, ground-truth continuation, target body, reference body)
-        "ok": ("def add(a, b):\n", "    c = a + b\n    return c\n", "    c = a + b\n    return c\n",
-               "    return a - b\n"),
-        "method": ("    def push(self, item):\n", "        self.items.append(item)\n        n = len(self.items)\n"
-                   "        return n\n", "        self.items.append(item)\n", "        self.items.insert(0, item)\n"),
+        "ok": (
+            "def add(a, b):\n",
+            "    c = a + b\n    return c\n",
+            "    c = a + b\n    return c\n",
+            "    return a - b\n",
+        ),
+        "method": (
+            "    def push(self, item):\n",
+            "        self.items.append(item)\n        n = len(self.items)\n        return n\n",
+            "        self.items.append(item)\n",
+            "        self.items.insert(0, item)\n",
+        ),
         "broken_generation": ("def f(x):\n", "    y = x * 2\n    return y\n", "    y = x *\n", "    return x * 2\n"),
         "no_dataflow": ("def g():\n", "    pass\n", "    pass\n", "    return 1\n"),
         "broken_truth": ("def h(x):\n", "    return (x\n", "    return x\n", "    return x\n"),
     }
-    functions = [{"sample_id": sid, "signature": sig, "continuation": truth} for sid, (sig, truth, _, _) in samples.items()]
+    functions = [
+        {"sample_id": sid, "signature": sig, "continuation": truth} for sid, (sig, truth, _, _) in samples.items()
+    ]
     schema = pa.schema([("sample_id", pa.string()), ("signature", pa.string()), ("continuation", pa.string())])
     write_table(functions, schema, tmp_path / "functions.parquet")
-    generations = [{"sample_id": sid, "model": model, "prompt_tokens": 1, "generated": body, "function": body,
-                    "parsed": True}
-                   for sid, (_, _, target, reference) in samples.items()
-                   for model, body in (("target", target), ("reference", reference))]
+    generations = [
+        {"sample_id": sid, "model": model, "prompt_tokens": 1, "generated": body, "function": body, "parsed": True}
+        for sid, (_, _, target, reference) in samples.items()
+        for model, body in (("target", target), ("reference", reference))
+    ]
     write_table(generations, GENERATIONS_SCHEMA, tmp_path / "generations.parquet")
 
 
 def _run(tmp_path, processes):
     output = tmp_path / f"structural-{processes}.parquet"
-    settings = json.dumps({"codebleu_weights": [0.25] * 4, "tsed_costs": {"delete": 1.0, "insert": 0.8, "rename": 1.0},
-                           "tsed_leaf_text": False, "tsed_nodes": "all"})
-    assert main(["counterfactual-structural", "--generations", str(tmp_path / "generations.parquet"),
-                 "--functions", str(tmp_path / "functions.parquet"), "--settings", settings,
-                 "--processes", str(processes), "--output", str(output)]) in (0, None)
+    settings = json.dumps(
+        {
+            "codebleu_weights": [0.25] * 4,
+            "tsed_costs": {"delete": 1.0, "insert": 0.8, "rename": 1.0},
+            "tsed_leaf_text": False,
+            "tsed_nodes": "all",
+        }
+    )
+    assert main(
+        [
+            "counterfactual-structural",
+            "--generations",
+            str(tmp_path / "generations.parquet"),
+            "--functions",
+            str(tmp_path / "functions.parquet"),
+            "--settings",
+            settings,
+            "--processes",
+            str(processes),
+            "--output",
+            str(output),
+        ]
+    ) in (0, None)
     return output
 
 
@@ -286,7 +348,12 @@ def test_stage_outcomes_and_determinism(tmp_path):
         assert truth["target"] is None and truth["reference"] is None
         assert truth["target_outcome"] == truth["reference_outcome"] == "parse_error:ground_truth"
     no_dataflow = rows[("no_dataflow", "codebleu_dataflow")]
-    assert no_dataflow["target"] is None and no_dataflow["target_outcome"] == no_dataflow["reference_outcome"] == "no_dataflow"
+    assert (
+        no_dataflow["target"] is None
+        and no_dataflow["target_outcome"] == no_dataflow["reference_outcome"] == "no_dataflow"
+    )
     # CodeBLEU without dataflow: the mean of the other three components
     parts = codebleu(whole_function("def g():\n", "    pass\n"), whole_function("def g():\n", "    pass\n"))
-    assert rows[("no_dataflow", "codebleu")]["target"] == pytest.approx((parts.ngram + parts.weighted_ngram + parts.syntax) / 3)
+    assert rows[("no_dataflow", "codebleu")]["target"] == pytest.approx(
+        (parts.ngram + parts.weighted_ngram + parts.syntax) / 3
+    )

@@ -38,11 +38,18 @@ def _write_inputs(tmp_path):
             variants.append({"sample_id": sid, "variant_id": vid, "kind": kind, "valid": loss is not None})
             if loss is not None:
                 keys.append((sid, vid, "text"))
-                stats.append(TokenStats(np.array([5, 6]), np.array([-loss, -loss], dtype=np.float32), None, None, False))
-    schema = pa.schema([("sample_id", pa.string()), ("variant_id", pa.int32()), ("kind", pa.string()), ("valid", pa.bool_())])
+                stats.append(
+                    TokenStats(np.array([5, 6]), np.array([-loss, -loss], dtype=np.float32), None, None, False)
+                )
+    schema = pa.schema(
+        [("sample_id", pa.string()), ("variant_id", pa.int32()), ("kind", pa.string()), ("valid", pa.bool_())]
+    )
     write_table(variants, schema, tmp_path / "variants.parquet")
-    write_table(functions, pa.schema([("sample_id", pa.string()), ("kept", pa.bool_()), ("reason", pa.string())]),
-                tmp_path / "functions.parquet")
+    write_table(
+        functions,
+        pa.schema([("sample_id", pa.string()), ("kept", pa.bool_()), ("reason", pa.string())]),
+        tmp_path / "functions.parquet",
+    )
     write_token_stats(keys, stats, tmp_path / "tokens.parquet")
     return tmp_path / "functions.parquet", tmp_path / "variants.parquet", tmp_path / "tokens.parquet"
 

@@ -11,15 +11,24 @@ from leaktrace.calibration.testbed_blind import blind_auc, evaluation_samples, s
 from leaktrace.evaluate.detection import detection_rows
 from leaktrace.report.results import blind_section, detection_sections
 
-BLIND_COLUMNS = ("blind_auc", "blind_auc_low", "blind_auc_high", "delta_blind_auc", "delta_blind_auc_low",
-                 "delta_blind_auc_high", "beats_blind_auc_share")
+BLIND_COLUMNS = (
+    "blind_auc",
+    "blind_auc_low",
+    "blind_auc_high",
+    "delta_blind_auc",
+    "delta_blind_auc_low",
+    "delta_blind_auc_high",
+    "beats_blind_auc_share",
+)
 MEMBERS = {"c1", "c2", "e1", "e2", "e3"}
 
 
 def _rows(blind):
     scores, samples = toy_split()
-    return {(r["subset"], r["method"]): r for r in
-            detection_rows(scores, samples, n_resamples=200, seed=1, alpha=0.7, min_per_class=2, blind=blind)[0]}
+    return {
+        (r["subset"], r["method"]): r
+        for r in detection_rows(scores, samples, n_resamples=200, seed=1, alpha=0.7, min_per_class=2, blind=blind)[0]
+    }
 
 
 def test_each_detector_is_set_beside_the_blind_baseline_on_the_same_replicates():
@@ -34,9 +43,13 @@ def test_each_detector_is_set_beside_the_blind_baseline_on_the_same_replicates()
     loss = by[("all", "loss")]
     assert (loss["blind_auc"], loss["blind_auc_low"], loss["blind_auc_high"]) == (1.0, 1.0, 1.0)
     assert loss["delta_blind_auc"] == pytest.approx(11 / 12 - 1)
-    assert (loss["delta_blind_auc_low"], loss["delta_blind_auc_high"]) == pytest.approx((loss["auc_low"] - 1, loss["auc_high"] - 1))
+    assert (loss["delta_blind_auc_low"], loss["delta_blind_auc_high"]) == pytest.approx(
+        (loss["auc_low"] - 1, loss["auc_high"] - 1)
+    )
     assert loss["beats_blind_auc_share"] == 0.0
-    halves = _rows({sid: [(1.0 if sid in MEMBERS else 0.0, 0), (0.0 if sid in MEMBERS else 1.0, 0)] for sid in evaluation})
+    halves = _rows(
+        {sid: [(1.0 if sid in MEMBERS else 0.0, 0), (0.0 if sid in MEMBERS else 1.0, 0)] for sid in evaluation}
+    )
     loss = halves[("all", "loss")]
     assert (loss["blind_auc"], loss["blind_auc_low"], loss["blind_auc_high"]) == (0.5, 0.5, 0.5)
     assert loss["delta_blind_auc"] == pytest.approx(11 / 12 - 0.5)
@@ -57,7 +70,9 @@ def test_the_blind_auc_of_a_replicate_is_its_within_fold_mean():
     folds = np.array([[0, 0, 0, 0, 1, 1, 1]])
     labels = np.array([True, True, False, False, True, False, False])
     assert blind_auc(scores, folds, labels) == pytest.approx(5 / 8)
-    assert blind_auc(np.vstack([scores, -scores]), np.vstack([folds, folds]), labels) == pytest.approx((5 / 8 + 3 / 8) / 2)
+    assert blind_auc(np.vstack([scores, -scores]), np.vstack([folds, folds]), labels) == pytest.approx(
+        (5 / 8 + 3 / 8) / 2
+    )
 
 
 def test_the_testbed_blind_baseline_uses_the_evaluation_fold_only():
@@ -65,8 +80,10 @@ def test_the_testbed_blind_baseline_uses_the_evaluation_fold_only():
     only: AUC 1 with p = 1 / (permutations + 1); calibration and ReCaLL
     prefix samples are left out; its scores come back per sample and repeat."""
     _, samples = toy_split()
-    texts = {s["sample_id"]: (f"def f{i}(x):\n    return x + {i}\n" if s["split"] == "member" else f"SELECT c{i} FROM t;")
-             for i, s in enumerate(samples)}
+    texts = {
+        s["sample_id"]: (f"def f{i}(x):\n    return x + {i}\n" if s["split"] == "member" else f"SELECT c{i} FROM t;")
+        for i, s in enumerate(samples)
+    }
     assert [sid for sid, _ in evaluation_samples(samples)] == [f"e{i}" for i in range(1, 8)]
     row, scores = split_blind_baseline("toy", samples, texts, alpha=0.05, permutations=9, repeats=2, seed=3)
     assert (row["n_suspect"], row["n_control"], row["auc"], row["repeats"], row["folds"]) == (3, 4, 1.0, 2, 3)
@@ -78,8 +95,9 @@ def test_the_testbed_blind_baseline_uses_the_evaluation_fold_only():
         other = [by_sample[s][r][0] for s in by_sample if s not in MEMBERS]
         assert min(member) > max(other) and {by_sample[s][r][1] for s in by_sample} == {0, 1, 2}
     with pytest.raises(ValueError, match="1 samples of the split are not in the benchmark's table, e.g. \\['e3'\\]"):
-        split_blind_baseline("toy", samples, {k: v for k, v in texts.items() if k != "e3"}, alpha=0.05, permutations=9, repeats=1,
-                      seed=3)
+        split_blind_baseline(
+            "toy", samples, {k: v for k, v in texts.items() if k != "e3"}, alpha=0.05, permutations=9, repeats=1, seed=3
+        )
     # too few of a class: the row says why and there are no scores
     few = [s | {"split": "non-member"} if s["sample_id"] in {"e1", "e2"} else s for s in samples]
     row, scores = split_blind_baseline("toy", few, texts, alpha=0.05, permutations=9, repeats=1, seed=3)
@@ -88,9 +106,14 @@ def test_the_testbed_blind_baseline_uses_the_evaluation_fold_only():
 
 def test_regression_the_report_shows_the_blind_baseline_and_beats_blind_by():
     evaluation = [f"e{i}" for i in range(1, 8)]
-    rows = [r | {"model": "m"} for r in _rows({sid: [(1.0 if sid in MEMBERS else 0.0, 0)] for sid in evaluation}).values()]
+    rows = [
+        r | {"model": "m"} for r in _rows({sid: [(1.0 if sid in MEMBERS else 0.0, 0)] for sid in evaluation}).values()
+    ]
     text = "\n".join(detection_sections(rows))
-    assert "The blind baseline (a text-only classifier of members against non-members, no model) has AUC 1.000 [1.000, 1.000]" in text
+    assert (
+        "The blind baseline (a text-only classifier of members against non-members, no model) has AUC 1.000 [1.000, 1.000]"
+        in text
+    )
     assert "| beats blind by [95% CI] |" in text and "| -0.083 [" in text
     _, samples = toy_split()
     texts = {s["sample_id"]: "x = 1\n" * (1 + i % 3) for i, s in enumerate(samples)}

@@ -44,7 +44,9 @@ TEST = "def check(candidate):\n    assert candidate([4, 4, 4], 2) == 14\n"
 def test_examples_are_found_in_the_entry_points_docstring_only():
     examples = find_examples(PROGRAM, "add_all")
     assert [(e.start, e.end, e.args, e.form) for e in examples] == [
-        (2, 4, ([1, 2], 10), "doctest"), (4, 6, ([], 0), "doctest"), (7, 8, ([5], 1), "inline"),
+        (2, 4, ([1, 2], 10), "doctest"),
+        (4, 6, ([], 0), "doctest"),
+        (7, 8, ([5], 1), "inline"),
     ]
     assert examples[2].head == "For example: " and examples[2].separator == " == " and examples[2].shown == "6"
     assert [e.shown for e in examples[:2]] == ["13", "0"]
@@ -55,8 +57,14 @@ def test_examples_are_found_in_the_entry_points_docstring_only():
 def test_rewrite_changes_only_the_examples_lines():
     examples = find_examples(PROGRAM, "add_all")
     new = rewrite_examples(PROGRAM, "add_all", examples, [Replacement(([3], 4), 7), None, Replacement(([2, 2], 0), 4)])
-    assert new.splitlines()[2:8] == ["    >>> add_all([3], 4)", "    7", "    >>> add_all([], 0)", "    0", "",
-                                     "    For example: add_all([2, 2], 0) == 4"]
+    assert new.splitlines()[2:8] == [
+        "    >>> add_all([3], 4)",
+        "    7",
+        "    >>> add_all([], 0)",
+        "    0",
+        "",
+        "    For example: add_all([2, 2], 0) == 4",
+    ]
     assert new.splitlines()[8:] == PROGRAM.splitlines()[8:] and new.splitlines()[:2] == PROGRAM.splitlines()[:2]
 
 
@@ -84,8 +92,9 @@ def test_similar_values_keep_type_and_shape():
 
 def test_outputs_come_from_the_original_in_the_sandbox():
     renamed = PROGRAM.replace("add_all", "sum_into")
-    result = transform_test_cases(PROGRAM, "add_all", TEST, [(PROGRAM, "add_all"), (renamed, "sum_into")],
-                                  random.Random(3))
+    result = transform_test_cases(
+        PROGRAM, "add_all", TEST, [(PROGRAM, "add_all"), (renamed, "sum_into")], random.Random(3)
+    )
     assert result.outcome == "transformed"
     for text, name in zip(result.texts, ("add_all", "sum_into"), strict=True):
         assert text != (PROGRAM if name == "add_all" else renamed)
@@ -99,15 +108,22 @@ def test_a_program_whose_examples_cannot_run_is_left_alone():
     broken = PROGRAM.replace("return start + sum(numbers)", "raise ValueError(start)")
     result = transform_test_cases(broken, "add_all", TEST, [(broken, "add_all")], random.Random(0))
     assert result.texts == [None] and result.outcome == "no usable input"
-    assert transform_test_cases("def f(x):\n    return x\n", "f", TEST, [("def f(x):\n    return x\n", "f")],
-                                random.Random(0)).outcome == "no examples"
+    assert (
+        transform_test_cases(
+            "def f(x):\n    return x\n", "f", TEST, [("def f(x):\n    return x\n", "f")], random.Random(0)
+        ).outcome
+        == "no examples"
+    )
 
 
 def test_an_example_showing_another_output_than_the_originals_is_left_alone():
     wrong = PROGRAM.replace("    13\n", "    14\n")  # the docstring's first example is wrong (or is not one)
     result = transform_test_cases(wrong, "add_all", TEST, [(wrong, "add_all")], random.Random(3))
     assert result.texts[0].splitlines()[2:4] == ["    >>> add_all([1, 2], 10)", "    14"]
-    assert result.texts[0].splitlines()[4] != "    >>> add_all([], 0)" or result.texts[0].splitlines()[7] != wrong.splitlines()[7]
+    assert (
+        result.texts[0].splitlines()[4] != "    >>> add_all([], 0)"
+        or result.texts[0].splitlines()[7] != wrong.splitlines()[7]
+    )
 
 
 # -- whole programs on standard input (APPS) --------------------------------------------------
@@ -147,7 +163,9 @@ def test_a_whole_program_s_examples_are_its_docstring_s_input_and_output_blocks(
     examples = find_program_examples(STDIN_PROGRAM)
     # "-----Input-----" heads the format's description: no example; two examples, the second's output wrong
     assert [(e.input_start, e.input_end, e.output_start, e.output_end, e.input, e.shown) for e in examples] == [
-        (13, 15, 17, 18, "3\n1 2 3\n", "6\n"), (20, 22, 23, 24, "2\n10 -4\n", "7\n")]
+        (13, 15, 17, 18, "3\n1 2 3\n", "6\n"),
+        (20, 22, 23, 24, "2\n10 -4\n", "7\n"),
+    ]
     assert find_program_examples("n = int(input())\nprint(n)\n") == []
     assert find_program_examples('"""Print n.\n\n-----Input-----\nn\n-----Output-----\nn\n"""\nprint(input())\n') == []
 
@@ -158,8 +176,9 @@ def test_tau_t_gives_a_whole_program_the_original_s_output_on_another_input():
     assert plan.inputs[:2] == ["3\n1 2 3\n", "2\n10 -4\n"]
     # the sample's own test inputs first, then the example's input with its integers moved
     assert plan.candidates[0][0][:2] in (["1\n7\n", "4\n1 1 1 1\n"], ["4\n1 1 1 1\n", "1\n7\n"])
-    result = transform_test_cases(STDIN_PROGRAM, None, STDIN_TESTS, [(STDIN_PROGRAM, None), (renamed, None)],
-                                  random.Random(0))
+    result = transform_test_cases(
+        STDIN_PROGRAM, None, STDIN_TESTS, [(STDIN_PROGRAM, None), (renamed, None)], random.Random(0)
+    )
     assert result.outcome == "transformed"
     for original, text in zip((STDIN_PROGRAM, renamed), result.texts, strict=True):
         new, old = text.splitlines(), original.splitlines()

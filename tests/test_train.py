@@ -84,10 +84,13 @@ def test_member_copies_repeat_each_member_in_the_same_text():
     assert sorted(member_ids) == sorted(s for s, _ in members for _ in range(4))  # each member 4 times
     assert sum(i.n_tokens for i in four if i.kind == "member") == 400
     # the text is fixed: the same chunks (drawn for one copy's 100 tokens) whatever k is
-    assert sorted(i.source_id for i in four if i.kind == "text") == sorted(i.source_id for i in once if i.kind == "text")
+    assert sorted(i.source_id for i in four if i.kind == "text") == sorted(
+        i.source_id for i in once if i.kind == "text"
+    )
     assert 200 <= sum(i.n_tokens for i in four if i.kind == "text") < 200 + 25
-    canonical = build_mix(members, docs, rng=random.Random(0), member_order="canonical", member_copies=3,
-                          member_chunk_tokens=30, **kwargs)
+    canonical = build_mix(
+        members, docs, rng=random.Random(0), member_order="canonical", member_copies=3, member_chunk_tokens=30, **kwargs
+    )
     chunks = [i.source_id for i in canonical if i.kind == "member"]
     assert len(chunks) == 3 * 5 and len(set(chunks)) == 5  # every packed chunk 3 times (one member per 30-word chunk)
     for bad in (0, -1, 1.5):
@@ -104,17 +107,29 @@ def test_mix_rejects_empty_inputs():
 
 def test_lora_saves_one_adapter_per_epoch_and_learns(tiny_model_dir, tmp_path):
     member = "def add(a, b):\n    return a + b\n"
-    settings = LoraSettings(epochs=(1, 3), rank=4, alpha=8, learning_rate=1e-2, batch_size=2, warmup_steps=1, max_length=64)
+    settings = LoraSettings(
+        epochs=(1, 3), rank=4, alpha=8, learning_rate=1e-2, batch_size=2, warmup_steps=1, max_length=64
+    )
     log = []
-    train_lora(ModelSpec(str(tiny_model_dir)), [member, "some text", member.upper()], settings, lambda e: tmp_path / f"epoch-{e}", log.append)
+    train_lora(
+        ModelSpec(str(tiny_model_dir)),
+        [member, "some text", member.upper()],
+        settings,
+        lambda e: tmp_path / f"epoch-{e}",
+        log.append,
+    )
     assert [row["epoch"] for row in log] == [1, 2, 3]
     assert set(log[0]) == {"epoch", "step", "loss", "lr", "tokens"}  # no timings: reruns write the same bytes
     saved = json.loads((tmp_path / "epoch-1" / "adapter_config.json").read_text())
     assert saved["target_modules"] == sorted(settings.target_modules)  # not PEFT's set order
-    assert (tmp_path / "epoch-1" / "adapter_config.json").exists() and (tmp_path / "epoch-3" / "adapter_model.safetensors").exists()
+    assert (tmp_path / "epoch-1" / "adapter_config.json").exists() and (
+        tmp_path / "epoch-3" / "adapter_model.safetensors"
+    ).exists()
     assert not (tmp_path / "epoch-2").exists()
     base = HFLanguageModel(ModelSpec(str(tiny_model_dir)), progress=False).score([member])[0]
-    trained = HFLanguageModel(ModelSpec(str(tiny_model_dir), adapter=str(tmp_path / "epoch-3")), progress=False).score([member])[0]
+    trained = HFLanguageModel(ModelSpec(str(tiny_model_dir), adapter=str(tmp_path / "epoch-3")), progress=False).score(
+        [member]
+    )[0]
     assert np.mean(trained.logprobs) > np.mean(base.logprobs)
 
 
@@ -134,9 +149,25 @@ def test_padded_batch_loss_is_the_token_average_of_the_unpadded_losses(tiny_mode
     assert batch == pytest.approx((5 * alone[0] + 2 * alone[1] + 4 * alone[2]) / 11, rel=1e-5)
 
 
-RESUME_SETTINGS = dict(epochs=(1, 2), rank=4, alpha=8, learning_rate=1e-2, batch_size=2, warmup_steps=2, max_length=48,
-                       dropout=0.1, checkpoint_every=2)  # 3 steps an epoch: checkpoints at steps 2, 4 and 6
-RESUME_TEXTS = ["def add(a, b):\n    return a + b\n", "some text", "DEF ADD(A, B):", "more text here", "x = 1", "y = [2]"]
+RESUME_SETTINGS = dict(
+    epochs=(1, 2),
+    rank=4,
+    alpha=8,
+    learning_rate=1e-2,
+    batch_size=2,
+    warmup_steps=2,
+    max_length=48,
+    dropout=0.1,
+    checkpoint_every=2,
+)  # 3 steps an epoch: checkpoints at steps 2, 4 and 6
+RESUME_TEXTS = [
+    "def add(a, b):\n    return a + b\n",
+    "some text",
+    "DEF ADD(A, B):",
+    "more text here",
+    "x = 1",
+    "y = [2]",
+]
 
 # The training above in its own process (the model in argv[1], adapters to
 # argv[2]/epoch-E, checkpoints in argv[3]); after logging epoch 1, so after
@@ -159,13 +190,23 @@ train_lora(ModelSpec(sys.argv[1]), RESUME_TEXTS, LoraSettings(**RESUME_SETTINGS)
 def _train(model_dir, out, checkpoints, on_log=lambda row: None, **changes):
     rows = []
     settings = LoraSettings(**{**RESUME_SETTINGS, **changes})
-    train_lora(ModelSpec(str(model_dir)), RESUME_TEXTS, settings, lambda e: out / f"epoch-{e}",
-               lambda row: (rows.append(row), on_log(row)), checkpoints)
+    train_lora(
+        ModelSpec(str(model_dir)),
+        RESUME_TEXTS,
+        settings,
+        lambda e: out / f"epoch-{e}",
+        lambda row: (rows.append(row), on_log(row)),
+        checkpoints,
+    )
     return rows
 
 
 def _saved(out):
-    return {str(f.relative_to(out)): f.read_bytes() for f in sorted(out.rglob("*")) if f.is_file() and f.name != "epoch-1.logged"}
+    return {
+        str(f.relative_to(out)): f.read_bytes()
+        for f in sorted(out.rglob("*"))
+        if f.is_file() and f.name != "epoch-1.logged"
+    }
 
 
 @pytest.fixture(scope="module")
@@ -190,8 +231,12 @@ def test_training_killed_mid_epoch_resumes_to_the_same_adapter_bytes(tiny_model_
     out, checkpoints = tmp_path / "out", tmp_path / "checkpoints"
     out.mkdir()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
-    job = subprocess.Popen([sys.executable, "-c", TRAIN_JOB, str(tiny_model_dir), str(out), str(checkpoints)],
-                           stderr=subprocess.PIPE, text=True, env=env)
+    job = subprocess.Popen(
+        [sys.executable, "-c", TRAIN_JOB, str(tiny_model_dir), str(out), str(checkpoints)],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     deadline = time.monotonic() + 300
     while not (out / "epoch-1.logged").exists():
         assert job.poll() is None, job.stderr.read()[-3000:]
@@ -201,7 +246,14 @@ def test_training_killed_mid_epoch_resumes_to_the_same_adapter_bytes(tiny_model_
     assert job.wait(timeout=60) == -signal.SIGKILL
     job.stderr.close()
     assert (checkpoints / "state" / "shared.pt").exists() and not (out / "epoch-1").exists()
-    _resume(tiny_model_dir, out, checkpoints, caplog, uninterrupted, "resuming at epoch 1, step 2 (2 batches into the epoch)")
+    _resume(
+        tiny_model_dir,
+        out,
+        checkpoints,
+        caplog,
+        uninterrupted,
+        "resuming at epoch 1, step 2 (2 batches into the epoch)",
+    )
 
 
 def test_sigterm_checkpoints_at_the_next_step_exits_and_resumes(tiny_model_dir, tmp_path, caplog, uninterrupted):
@@ -212,7 +264,14 @@ def test_sigterm_checkpoints_at_the_next_step_exits_and_resumes(tiny_model_dir, 
         _train(tiny_model_dir, out, checkpoints, terminate, checkpoint_every=0)  # no periodic checkpoint
     assert stopped.value.code == 128 + signal.SIGTERM
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is the training's only
-    _resume(tiny_model_dir, out, checkpoints, caplog, uninterrupted, "resuming at epoch 2, step 4 (1 batches into the epoch)")
+    _resume(
+        tiny_model_dir,
+        out,
+        checkpoints,
+        caplog,
+        uninterrupted,
+        "resuming at epoch 2, step 4 (1 batches into the epoch)",
+    )
     assert not (tmp_path / "checkpoints").exists()  # nor the parents it leaves empty
 
 
@@ -243,7 +302,9 @@ from test_train import DDP_SETTINGS, DDP_TEXTS
 out = Path(sys.argv[2])
 train_lora(ModelSpec(sys.argv[1]), DDP_TEXTS, LoraSettings(**DDP_SETTINGS), lambda e: out / f"epoch-{e}", checkpoint_dir=out / "checkpoints")
 """
-DDP_SETTINGS = dict(epochs=(1, 2), rank=4, alpha=8, batch_size=2, effective_batch_size=8, max_length=48, checkpoint_every=1)
+DDP_SETTINGS = dict(
+    epochs=(1, 2), rank=4, alpha=8, batch_size=2, effective_batch_size=8, max_length=48, checkpoint_every=1
+)
 DDP_TEXTS = [f"def f{i}(x):\n    return x + {i}\n" * (1 + i % 3) for i in range(11)]  # 6 batches: a partial last group
 
 
@@ -259,11 +320,34 @@ def test_ddp_over_two_processes_trains_what_one_process_accumulating_trains(tiny
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
-    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port),
-                             "--no-python", sys.executable, "-c", DDP_JOB, str(tiny_model_dir), str(tmp_path / "ddp")],
-                            capture_output=True, text=True, env=env, timeout=600)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            "2",
+            "--master_port",
+            str(port),
+            "--no-python",
+            sys.executable,
+            "-c",
+            DDP_JOB,
+            str(tiny_model_dir),
+            str(tmp_path / "ddp"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
-    train_lora(ModelSpec(str(tiny_model_dir)), DDP_TEXTS, LoraSettings(**DDP_SETTINGS), lambda e: tmp_path / "one" / f"epoch-{e}")
+    train_lora(
+        ModelSpec(str(tiny_model_dir)),
+        DDP_TEXTS,
+        LoraSettings(**DDP_SETTINGS),
+        lambda e: tmp_path / "one" / f"epoch-{e}",
+    )
     for epoch in (1, 2):
         ddp = load_file(tmp_path / "ddp" / f"epoch-{epoch}" / "adapter_model.safetensors")
         one = load_file(tmp_path / "one" / f"epoch-{epoch}" / "adapter_model.safetensors")

@@ -72,9 +72,16 @@ def _samples(rows: list[tuple[str, str, str, bool]]) -> list[dict]:
 
 
 def test_twin_split_swaps_members_and_non_members_and_nothing_else(tmp_path):
-    rows = _samples([("h/0", "member", "calibration", True), ("h/1", "non-member", "calibration", True),
-                     ("h/2", "member", "evaluation", True), ("h/3", "non-member", "evaluation", True),
-                     ("h/4", "non-member", RECALL_PREFIX, False), ("h/5", None, None, False)])
+    rows = _samples(
+        [
+            ("h/0", "member", "calibration", True),
+            ("h/1", "non-member", "calibration", True),
+            ("h/2", "member", "evaluation", True),
+            ("h/3", "non-member", "evaluation", True),
+            ("h/4", "non-member", RECALL_PREFIX, False),
+            ("h/5", None, None, False),
+        ]
+    )
     write_table(rows, SAMPLES_SCHEMA, tmp_path / "samples.parquet")
     twin_split(tmp_path / "samples.parquet", tmp_path / "twin.parquet")
     before = pq.read_table(tmp_path / "samples.parquet")
@@ -87,26 +94,50 @@ def test_twin_split_swaps_members_and_non_members_and_nothing_else(tmp_path):
 
 
 def _scores(path, table: dict[str, dict[str, float]], families: dict[str, str] | None = None) -> None:
-    rows = [{"sample_id": sid, "method": m, "family": (families or {}).get(m, m), "score": s, "decision": None}
-            for m, by_id in table.items() for sid, s in by_id.items()]
+    rows = [
+        {"sample_id": sid, "method": m, "family": (families or {}).get(m, m), "score": s, "decision": None}
+        for m, by_id in table.items()
+        for sid, s in by_id.items()
+    ]
     write_table(rows, SCORES_SCHEMA, path)
 
 
 def test_twin_pairs_each_sample_seen_minus_unseen_and_pairs_label_fitted_detectors_on_the_evaluation_fold(tmp_path):
     # members of the target: a, b (calibration), c (evaluation); non-members (the twin's members): d, e, f;
     # g is ReCaLL's prefix and never paired
-    write_table(_samples([("a", "member", "calibration", True), ("b", "member", "calibration", True),
-                          ("c", "member", "evaluation", True), ("d", "non-member", "calibration", True),
-                          ("e", "non-member", "evaluation", True), ("f", "non-member", "evaluation", True),
-                          ("g", "non-member", RECALL_PREFIX, False)]), SAMPLES_SCHEMA, tmp_path / "samples.parquet")
-    target = {"loss": {"a": 3.0, "b": 5.0, "c": 1.0, "d": 4.0, "e": 2.0, "f": 0.0, "g": 9.0},
-              "dpdllm": {s: 0.5 + 0.1 * k for k, s in enumerate("abcdef")}}
-    twin = {"loss": {"a": 2.0, "b": 3.0, "c": 1.5, "d": 7.0, "e": 2.25, "f": 1.0, "g": -9.0},
-            "dpdllm": {s: 0.5 for s in "abcdef"}}
+    write_table(
+        _samples(
+            [
+                ("a", "member", "calibration", True),
+                ("b", "member", "calibration", True),
+                ("c", "member", "evaluation", True),
+                ("d", "non-member", "calibration", True),
+                ("e", "non-member", "evaluation", True),
+                ("f", "non-member", "evaluation", True),
+                ("g", "non-member", RECALL_PREFIX, False),
+            ]
+        ),
+        SAMPLES_SCHEMA,
+        tmp_path / "samples.parquet",
+    )
+    target = {
+        "loss": {"a": 3.0, "b": 5.0, "c": 1.0, "d": 4.0, "e": 2.0, "f": 0.0, "g": 9.0},
+        "dpdllm": {s: 0.5 + 0.1 * k for k, s in enumerate("abcdef")},
+    }
+    twin = {
+        "loss": {"a": 2.0, "b": 3.0, "c": 1.5, "d": 7.0, "e": 2.25, "f": 1.0, "g": -9.0},
+        "dpdllm": {s: 0.5 for s in "abcdef"},
+    }
     _scores(tmp_path / "target.parquet", target)
     _scores(tmp_path / "twin.parquet", twin)
-    twin_tables(tmp_path / "samples.parquet", {"twin-r5-s0-e3": tmp_path / "twin.parquet"},
-                {"target-r5-s0-e3": tmp_path / "target.parquet"}, {"alpha": 0.1}, 11, tmp_path)
+    twin_tables(
+        tmp_path / "samples.parquet",
+        {"twin-r5-s0-e3": tmp_path / "twin.parquet"},
+        {"target-r5-s0-e3": tmp_path / "target.parquet"},
+        {"alpha": 0.1},
+        11,
+        tmp_path,
+    )
     rows = {r["method"]: r for r in pq.read_table(tmp_path / "twin.parquet").to_pylist()}
     loss = rows["loss"]
     # d = target - twin for the target's members (a, b, c), twin - target for its non-members (d, e, f):
@@ -115,7 +146,13 @@ def test_twin_pairs_each_sample_seen_minus_unseen_and_pairs_label_fitted_detecto
     assert (loss["n"], loss["n_target_members"], loss["samples"]) == (6, 3, "all folds")
     assert loss["statistic"] == pytest.approx(6.75) and loss["exact"] and loss["n_sign_vectors"] == 64
     assert loss["p_value"] == pytest.approx(3 / 64) and loss["rejected"]
-    assert (loss["model"], loss["twin"], loss["ratio"], loss["seed"], loss["epoch"]) == ("target-r5-s0-e3", "twin-r5-s0-e3", 5.0, 0, 3)
+    assert (loss["model"], loss["twin"], loss["ratio"], loss["seed"], loss["epoch"]) == (
+        "target-r5-s0-e3",
+        "twin-r5-s0-e3",
+        5.0,
+        0,
+        3,
+    )
     # target: members 3, 5, 1 against non-members 4, 2, 0 win 2 + 3 + 1 = 6 of 9 pairs; the twin: its members
     # d, e, f (7, 2.25, 1) against a, b, c (2, 3, 1.5) win 3 + 2 + 0 = 5 of 9
     assert loss["auc_target"] == pytest.approx(6 / 9)
@@ -134,12 +171,21 @@ def test_twin_pairs_each_sample_seen_minus_unseen_and_pairs_label_fitted_detecto
 
 
 def test_twin_without_its_target_is_a_clear_error(tmp_path):
-    write_table(_samples([("a", "member", "evaluation", True), ("b", "non-member", "evaluation", True)]), SAMPLES_SCHEMA,
-                tmp_path / "samples.parquet")
+    write_table(
+        _samples([("a", "member", "evaluation", True), ("b", "non-member", "evaluation", True)]),
+        SAMPLES_SCHEMA,
+        tmp_path / "samples.parquet",
+    )
     _scores(tmp_path / "s.parquet", {"loss": {"a": 1.0, "b": 0.0}})
     with pytest.raises(ValueError, match="twin twin-r5-s0-e1 has no scores of its target target-r5-s0-e1"):
-        twin_tables(tmp_path / "samples.parquet", {"twin-r5-s0-e1": tmp_path / "s.parquet"},
-                    {"target-r5-s0-e3": tmp_path / "s.parquet"}, {"alpha": 0.05}, 0, tmp_path)
+        twin_tables(
+            tmp_path / "samples.parquet",
+            {"twin-r5-s0-e1": tmp_path / "s.parquet"},
+            {"target-r5-s0-e3": tmp_path / "s.parquet"},
+            {"alpha": 0.05},
+            0,
+            tmp_path,
+        )
     with pytest.raises(ValueError, match="'target-r5-s0-e1' is not a twin model name"):
         target_of("target-r5-s0-e1")
 
@@ -158,7 +204,10 @@ def test_length_grouped_batches_cut_padding_and_keep_every_sequence_once():
     assert np.array_equal(*orders)  # seeded
     order = orders[0]
     assert sorted(order.tolist()) == list(range(203))
-    grouped, shuffled = padding_share(lengths, order, 8), padding_share(lengths, np.random.default_rng(5).permutation(203), 8)
+    grouped, shuffled = (
+        padding_share(lengths, order, 8),
+        padding_share(lengths, np.random.default_rng(5).permutation(203), 8),
+    )
     assert grouped < shuffled / 3
     # batches start at multiples of 8 with the one short batch last; every batch lies in one megabatch
     batches = [set(order[s : s + 8].tolist()) for s in range(0, 203, 8)]
@@ -171,7 +220,9 @@ def test_length_grouped_batches_cut_padding_and_keep_every_sequence_once():
     # an epoch of fewer than 4 megabatches of 2 batches is one batch per megabatch: the permutation's own batches
     tiny = length_grouped_order([5, 1, 4, 2, 3, 9, 7], 2, np.random.default_rng(0))
     perm = np.random.default_rng(0).permutation(7)
-    assert {frozenset(tiny[s : s + 2].tolist()) for s in (0, 2, 4)} == {frozenset(perm[s : s + 2].tolist()) for s in (0, 2, 4)}
+    assert {frozenset(tiny[s : s + 2].tolist()) for s in (0, 2, 4)} == {
+        frozenset(perm[s : s + 2].tolist()) for s in (0, 2, 4)
+    }
     assert tiny[6] == perm[6]
 
 

@@ -40,8 +40,9 @@ def flagged_counts(control: np.ndarray, tested: np.ndarray, alpha: float) -> np.
     return ((1.0 + exceed) / (m + 1.0) <= alpha).sum(axis=-1)
 
 
-def repartition_rates(pool: np.ndarray, m: int, partitions: int, rng: np.random.Generator, alpha: float,
-                      plus_one: int = 1) -> np.ndarray:
+def repartition_rates(
+    pool: np.ndarray, m: int, partitions: int, rng: np.random.Generator, alpha: float, plus_one: int = 1
+) -> np.ndarray:
     """(data sets, partitions): each partition's false-positive rate at alpha,
     ``pool`` (data sets, N) re-partitioned uniformly into m controls and the
     rest tested. The flag is "fewer than k controls score >= x" (the p-value
@@ -114,7 +115,9 @@ def test_the_rules_p_values_by_hand():
     assert repartition_mean_p(np.array([0.0, 0.1]), 0.0) == pytest.approx(0.25)
     assert repartition_mean_p(np.full(5, 0.05), 0.05) == 1.0 and repartition_mean_p(np.full(5, 0.06), 0.05) == 0.0
     assert repartition_mean([0.05], 0.05).holds is None  # one partition: no Monte Carlo error to judge by
-    assert pooled_models_p(np.array([0.009, 0.4])) == pytest.approx(0.018) and not pooled_models([0.009, 0.4], 0.05).holds
+    assert (
+        pooled_models_p(np.array([0.009, 0.4])) == pytest.approx(0.018) and not pooled_models([0.009, 0.4], 0.05).holds
+    )
     with pytest.raises(ValueError, match="no model"):
         pooled_models([], 0.05)
 
@@ -142,10 +145,14 @@ def test_repartition_mean_rule_false_alarms_at_most_its_level(ties):
     error."""
     rng = np.random.default_rng(12 + ties)
     data_sets = DATA_SETS // 2
-    pool = (rng.integers(0, 5, size=(data_sets, M + N_TESTED)) if ties else rng.normal(size=(data_sets, M + N_TESTED)))
+    pool = rng.integers(0, 5, size=(data_sets, M + N_TESTED)) if ties else rng.normal(size=(data_sets, M + N_TESTED))
     for alpha in ALPHAS:
         rates = repartition_rates(pool.astype(float), M, REPARTITIONS, rng, alpha)
-        expected = np.array([repartition_expected_rate(p, M, alpha) for p in pool]) if ties else conformal_expected_rate(alpha, M)
+        expected = (
+            np.array([repartition_expected_rate(p, M, alpha) for p in pool])
+            if ties
+            else conformal_expected_rate(alpha, M)
+        )
         assert_valid(*false_alarms(repartition_mean_p(rates, expected)))
 
 
@@ -185,14 +192,23 @@ if __name__ == "__main__":  # the false-alarm rates, for the record
     for m in (M, 46):
         scores = rng.normal(size=(DATA_SETS, m + N_TESTED))
         for alpha in ALPHAS:
-            a, n = false_alarms(shared_controls_p(flagged_counts(scores[:, :m], scores[:, m:], alpha), N_TESTED, m, alpha))
+            a, n = false_alarms(
+                shared_controls_p(flagged_counts(scores[:, :m], scores[:, m:], alpha), N_TESTED, m, alpha)
+            )
             print(f"beta-binomial m={m} n={N_TESTED} alpha={alpha}: {a}/{n} = {a / n:.4f}")
     for ties in (False, True):
         rng = np.random.default_rng(12 + ties)
-        pool = (rng.integers(0, 5, size=(DATA_SETS // 2, M + N_TESTED)) if ties
-                else rng.normal(size=(DATA_SETS // 2, M + N_TESTED))).astype(float)
+        pool = (
+            rng.integers(0, 5, size=(DATA_SETS // 2, M + N_TESTED))
+            if ties
+            else rng.normal(size=(DATA_SETS // 2, M + N_TESTED))
+        ).astype(float)
         for alpha in ALPHAS:
             rates = repartition_rates(pool, M, REPARTITIONS, rng, alpha)
-            expected = np.array([repartition_expected_rate(p, M, alpha) for p in pool]) if ties else conformal_expected_rate(alpha, M)
+            expected = (
+                np.array([repartition_expected_rate(p, M, alpha) for p in pool])
+                if ties
+                else conformal_expected_rate(alpha, M)
+            )
             a, n = false_alarms(repartition_mean_p(rates, expected))
             print(f"re-partition mean ties={ties} alpha={alpha}: {a}/{n} = {a / n:.4f}")

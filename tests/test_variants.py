@@ -22,14 +22,27 @@ from leaktrace.variants.renaming import _rename_in_prose, make_variants
 from leaktrace.variants.synonyms import WordAlternatives, is_english_word, read_word_list, wordnet_synonyms
 from leaktrace.variants.validate import reserved_names, validate_variants
 
-CORPUS_MODULES = ("argparse", "bisect", "calendar", "csv", "difflib", "fractions", "heapq", "json.decoder",
-                  "random", "shlex", "statistics", "string", "textwrap")
+CORPUS_MODULES = (
+    "argparse",
+    "bisect",
+    "calendar",
+    "csv",
+    "difflib",
+    "fractions",
+    "heapq",
+    "json.decoder",
+    "random",
+    "shlex",
+    "statistics",
+    "string",
+    "textwrap",
+)
 LIMITS = SandboxLimits(timeout_s=10.0)
 # 0 and 4: simple; 10 and 38: a helper function (38's test calls it); 87: lambdas
 # shadowing a parameter; 119: a nested def named like the test's `check`.
 SELECTED = ("HumanEval/0", "HumanEval/4", "HumanEval/10", "HumanEval/38", "HumanEval/87", "HumanEval/119")
 
-LEXICON_SOURCE = '''
+LEXICON_SOURCE = """
 import os
 CONSTANT = 1
 
@@ -56,7 +69,7 @@ def area(width, height):
         pass
     list = 3
     return total
-'''
+"""
 
 SNIPPET = '''import math
 from collections import Counter as Tally
@@ -90,10 +103,19 @@ def weighted(numbers, weight):
     return float(sum(numbers)) * weight
 '''
 SNIPPET_RENAMABLE = {
-    "summarise", "values", "weight", "count", "tally", "ordered", "item", "total", "weighted", "numbers"
+    "summarise",
+    "values",
+    "weight",
+    "count",
+    "tally",
+    "ordered",
+    "item",
+    "total",
+    "weighted",
+    "numbers",
 }
 
-SCOPES = '''counter = 0
+SCOPES = """counter = 0
 
 
 def tick(step):
@@ -118,7 +140,7 @@ def outer(limit):
     with open(__file__) as handle:
         readable = len(handle.read()) > 0
     return [inner(n) for n in squares], message, tick(limit), readable
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -152,8 +174,13 @@ def _code(problem):
 
 def _variants(problem, names, *, n=3, seed=0, exclude=()):
     return make_variants(
-        _code(problem), problem["entry_point"], names, n=n, rng=random.Random(seed),
-        reserved=reserved_names(problem["test"]), exclude=exclude,
+        _code(problem),
+        problem["entry_point"],
+        names,
+        n=n,
+        rng=random.Random(seed),
+        reserved=reserved_names(problem["test"]),
+        exclude=exclude,
     )
 
 
@@ -194,9 +221,7 @@ def _run(code, expression):
 def test_lexicon_counts_user_chosen_names_by_kind():
     lexicon = build_identifier_lexicon([LEXICON_SOURCE, LEXICON_SOURCE, "def broken(:\n"], min_count=1)
     assert lexicon.functions == Counter({"area": 4})
-    assert lexicon.variables == Counter(
-        {"width": 4, "height": 4, "total": 4, "cell": 2, "index": 2, "problem": 2}
-    )
+    assert lexicon.variables == Counter({"width": 4, "height": 4, "total": 4, "cell": 2, "index": 2, "problem": 2})
     assert lexicon.unparsable_sources == 1
 
 
@@ -252,7 +277,8 @@ def test_resource_tables_are_well_formed():
     groups = read_word_list(WORD_GROUPS_PATH)
     assert ["nums", "numbers"] in groups and ["idx", "index"] in groups and all(len(g) >= 2 for g in groups)
     assert ["is", "are", "was", "be", "has", "have", "can", "do", "does", "should", "will"] == read_word_list(
-        KEPT_WORDS_PATH)[0]
+        KEPT_WORDS_PATH
+    )[0]
 
 
 def test_english_words_are_told_from_code_names():
@@ -383,7 +409,8 @@ def test_docstrings_rename_code_references_and_keep_their_english():
     variant = _rename_once(code, "pick", alternatives)
     # `longest` is an English word of the docstring: the name keeps it, as the prose does
     assert variant.renames == {"pick": "choose", "items": "elems", "n": "k"}
-    assert '''def choose(elems, k):
+    assert (
+        '''def choose(elems, k):
     """Return the longest one, or the first k; see `elems`.
 
     Like choose(elems, k) in spirit, e.g. for k: it's k values.
@@ -393,12 +420,17 @@ def test_docstrings_rename_code_references_and_keep_their_english():
     """
     longest = max(elems, key=len)
     return longest  # longest of them, k ignored
-''' == variant.text
+'''
+        == variant.text
+    )
 
 
 def test_english_words_that_are_also_renamed_names_stay_english():
     renames = {"longest": "biggest", "e": "elem", "s": "text"}
-    assert _rename_in_prose("Return the longest one, e.g. it's s.\n", renames) == "Return the longest one, e.g. it's text.\n"
+    assert (
+        _rename_in_prose("Return the longest one, e.g. it's s.\n", renames)
+        == "Return the longest one, e.g. it's text.\n"
+    )
     assert _rename_in_prose("See `longest` and longest(s).\n", renames) == "See `biggest` and biggest(text).\n"
     assert _rename_in_prose(">>> longest('longest')\n'longest'\n", renames) == ">>> biggest('longest')\n'longest'\n"
 
@@ -466,8 +498,15 @@ def test_names_per_variant_changes_that_many_names_and_no_more(problems):
     assert all(len(v.renames) == 5 for v in every)
     problem = problems["HumanEval/0"]
     validated = _variants(problem, TOY_NAMES, n=4)
-    assert validated == make_variants(_code(problem), problem["entry_point"], TOY_NAMES, n=4, rng=random.Random(0),
-                                      reserved=reserved_names(problem["test"]), names_per_variant=None)
+    assert validated == make_variants(
+        _code(problem),
+        problem["entry_point"],
+        TOY_NAMES,
+        n=4,
+        rng=random.Random(0),
+        reserved=reserved_names(problem["test"]),
+        names_per_variant=None,
+    )
     with pytest.raises(ValueError, match="at least 1"):
         make_variants(code, "f", TOY_NAMES, n=1, rng=random.Random(0), names_per_variant=0)
 
@@ -523,7 +562,10 @@ def test_a_variant_that_passes_a_weak_test_but_answers_differently_is_invalid():
 
 def test_variants_of_an_original_that_fails_are_invalid():
     test = "def check(candidate):\n    assert candidate(2) == 5\n"
-    items = [("def double(x):\n    return x * 2\n", test, "double"), ("def twice(x):\n    return x * 2\n", test, "twice")]
+    items = [
+        ("def double(x):\n    return x * 2\n", test, "double"),
+        ("def twice(x):\n    return x * 2\n", test, "twice"),
+    ]
     verdicts = validate_variants(items, [0, 0], LIMITS, workers=2)
     assert verdicts == [(False, "wrong: AssertionError"), (False, "original wrong: AssertionError")]
     with pytest.raises(ValueError, match="original indices"):
@@ -534,8 +576,20 @@ def test_variants_of_an_original_that_fails_are_invalid():
 # their names' words are in the docstring (truncate_number(number)), have no alternative
 # (decimal_to_binary(decimal)), or the test uses them (add(x, y)).
 NO_VARIANTS = {
-    "HumanEval/2", "HumanEval/23", "HumanEval/27", "HumanEval/28", "HumanEval/45", "HumanEval/53", "HumanEval/77",
-    "HumanEval/79", "HumanEval/81", "HumanEval/88", "HumanEval/124", "HumanEval/151", "HumanEval/159", "HumanEval/160",
+    "HumanEval/2",
+    "HumanEval/23",
+    "HumanEval/27",
+    "HumanEval/28",
+    "HumanEval/45",
+    "HumanEval/53",
+    "HumanEval/77",
+    "HumanEval/79",
+    "HumanEval/81",
+    "HumanEval/88",
+    "HumanEval/124",
+    "HumanEval/151",
+    "HumanEval/159",
+    "HumanEval/160",
 }
 
 
@@ -587,21 +641,38 @@ def test_stage_stores_the_untransformed_set_after_the_detector_ids(tmp_path):
     return total
 '''
     test = "def check(candidate):\n    assert candidate([1, 5, 2], 3) == 2\n"
-    pq.write_table(pa.Table.from_pylist([{"sample_id": "s", "code": code, "test": test, "entry_point": "count_items"}]),
-                   tmp_path / "benchmark.parquet")
+    pq.write_table(
+        pa.Table.from_pylist([{"sample_id": "s", "code": code, "test": test, "entry_point": "count_items"}]),
+        tmp_path / "benchmark.parquet",
+    )
     pq.write_table(pa.Table.from_pylist([{"sample_id": "s", "kept": True}]), tmp_path / "functions.parquet")
     words = ["count", "tally", "items", "elems", "limit", "total", "sum", "item", "elem"]
-    pq.write_table(pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in words]),
-                   tmp_path / "lexicon.parquet")
-    settings = {"n": 3, "test_cases": {"compose": True, "untransformed": 2},
-                "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024}}
-    make_variants_table(tmp_path / "benchmark.parquet", tmp_path / "functions.parquet", tmp_path / "lexicon.parquet",
-                        settings, 7, 2, tmp_path / "variants.parquet")
+    pq.write_table(
+        pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in words]), tmp_path / "lexicon.parquet"
+    )
+    settings = {
+        "n": 3,
+        "test_cases": {"compose": True, "untransformed": 2},
+        "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024},
+    }
+    make_variants_table(
+        tmp_path / "benchmark.parquet",
+        tmp_path / "functions.parquet",
+        tmp_path / "lexicon.parquet",
+        settings,
+        7,
+        2,
+        tmp_path / "variants.parquet",
+    )
     rows = read_records(tmp_path / "variants.parquet")
     # the headline set is tau_t o tau_v o tau_f; the first 2 renamings again without tau_t (ids 4-5)
     assert [(r["variant_id"], r["kind"], r["generator"]) for r in rows] == [
-        (0, "original", "original"), (1, "rename", "ast+tt"), (2, "rename", "ast+tt"), (3, "rename", "ast+tt"),
-        (4, "ast", "ast"), (5, "ast", "ast"),
+        (0, "original", "original"),
+        (1, "rename", "ast+tt"),
+        (2, "rename", "ast+tt"),
+        (3, "rename", "ast+tt"),
+        (4, "ast", "ast"),
+        (5, "ast", "ast"),
     ]
     assert len({r["text"] for r in rows}) == len(rows) and all(r["valid"] for r in rows)
     # tau_t on top of renaming k: the same renames, only the example's two lines differ
@@ -623,17 +694,36 @@ def test_a_variant_with_the_original_s_code_tokens_is_unchanged_not_valid(tmp_pa
 
     code = "def double(value):\n    return value * 2\n"
     test = "def check(candidate):\n    assert candidate(3) == 6\n"
-    made = [Variant("def double(value):\n    return value*2  # twice\n", "double", {}),
-            Variant("def double(number):\n    return number * 2\n", "double", {"value": "number"})]
+    made = [
+        Variant("def double(value):\n    return value*2  # twice\n", "double", {}),
+        Variant("def double(number):\n    return number * 2\n", "double", {"value": "number"}),
+    ]
     monkeypatch.setattr(stage, "make_variants", lambda *a, n, **kw: made[:n])
-    pq.write_table(pa.Table.from_pylist([{"sample_id": "s", "code": code, "test": test, "entry_point": "double"}]),
-                   tmp_path / "benchmark.parquet")
+    pq.write_table(
+        pa.Table.from_pylist([{"sample_id": "s", "code": code, "test": test, "entry_point": "double"}]),
+        tmp_path / "benchmark.parquet",
+    )
     pq.write_table(pa.Table.from_pylist([{"sample_id": "s", "kept": True}]), tmp_path / "functions.parquet")
-    pq.write_table(pa.Table.from_pylist([{"kind": "variable", "name": "number", "count": 4}]), tmp_path / "lexicon.parquet")
-    settings = {"n": 2, "test_cases": {"compose": False, "untransformed": 0},
-                "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024}}
-    stage.make_variants_table(tmp_path / "benchmark.parquet", tmp_path / "functions.parquet", tmp_path / "lexicon.parquet",
-                              settings, 7, 1, tmp_path / "variants.parquet")
+    pq.write_table(
+        pa.Table.from_pylist([{"kind": "variable", "name": "number", "count": 4}]), tmp_path / "lexicon.parquet"
+    )
+    settings = {
+        "n": 2,
+        "test_cases": {"compose": False, "untransformed": 0},
+        "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024},
+    }
+    stage.make_variants_table(
+        tmp_path / "benchmark.parquet",
+        tmp_path / "functions.parquet",
+        tmp_path / "lexicon.parquet",
+        settings,
+        7,
+        1,
+        tmp_path / "variants.parquet",
+    )
     rows = read_records(tmp_path / "variants.parquet")
     assert [(r["variant_id"], r["status"], r["valid"]) for r in rows] == [
-        (0, "valid", True), (1, "unchanged", False), (2, "valid", True)]
+        (0, "valid", True),
+        (1, "unchanged", False),
+        (2, "valid", True),
+    ]

@@ -42,15 +42,17 @@ def test_a_rejection_whose_condition_fails_or_was_not_measured_is_inconclusive()
 
 def test_no_rejection_reads_no_evidence_with_what_the_valid_test_could_have_detected():
     text = answer([row("dataset inference", 0.4, detects="AUC ≥ 0.83")], alpha=0.05)
-    assert text == ("**No evidence of exposure** (no test rejects at α/m = 0.05; dataset inference could have detected "
-                    "AUC ≥ 0.83).")
+    assert text == (
+        "**No evidence of exposure** (no test rejects at α/m = 0.05; dataset inference could have detected AUC ≥ 0.83)."
+    )
 
 
 def test_no_rejection_without_a_valid_powered_test_is_inconclusive():
     assert answer([row("a", 0.4, valid=None)], alpha=0.05).startswith("**Inconclusive**: no test rejects")
     assert answer([row("a", 0.4, detects=None)], alpha=0.05).startswith("**Inconclusive**: no test rejects")
     assert answer([Row("scan", "2 copies", "n", "c", "p", valid=True)], alpha=0.05).startswith(
-        "Inconclusive: no test with a p-value")
+        "Inconclusive: no test with a p-value"
+    )
 
 
 def test_detectable_auc_is_the_mann_whitney_normal_approximation():
@@ -68,9 +70,19 @@ def test_check_wording_refuses_every_forbidden_phrase():
     check_wording("No evidence of exposure (could have detected AUC ≥ 0.8).")
 
 
-AUDIT_INFERENCE = pa.schema([("model", pa.string()), ("benchmark", pa.string()), ("n_suspect", pa.int32()),
-                             ("n_control", pa.int32()), ("p_value", pa.float64()), ("null", pa.string()),
-                             ("null_seeds", pa.int32()), ("null_rejected", pa.int32()), ("null_verdict", pa.string())])
+AUDIT_INFERENCE = pa.schema(
+    [
+        ("model", pa.string()),
+        ("benchmark", pa.string()),
+        ("n_suspect", pa.int32()),
+        ("n_control", pa.int32()),
+        ("p_value", pa.float64()),
+        ("null", pa.string()),
+        ("null_seeds", pa.int32()),
+        ("null_rejected", pa.int32()),
+        ("null_verdict", pa.string()),
+    ]
+)
 
 
 def write_audit(root: Path, rows: list[dict], blind: list[dict] | None = None) -> list[Path]:
@@ -84,9 +96,17 @@ def write_audit(root: Path, rows: list[dict], blind: list[dict] | None = None) -
 
 
 def inference_row(model, p, n_suspect=60, n_control=60):
-    return {"model": model, "benchmark": "b", "n_suspect": n_suspect, "n_control": n_control, "p_value": p,
-            "null": "random halves of the control set", "null_seeds": 20, "null_rejected": 1,
-            "null_verdict": "within binomial margin"}
+    return {
+        "model": model,
+        "benchmark": "b",
+        "n_suspect": n_suspect,
+        "n_control": n_control,
+        "p_value": p,
+        "null": "random halves of the control set",
+        "null_seeds": 20,
+        "null_rejected": 1,
+        "null_verdict": "within binomial margin",
+    }
 
 
 def test_audit_without_a_blind_baseline_says_not_measured_and_stays_inconclusive(tmp_path):
@@ -103,15 +123,19 @@ def test_audit_without_a_blind_baseline_says_not_measured_and_stays_inconclusive
 
 
 def test_audit_with_exchangeable_controls_gives_evidence_or_no_evidence(tmp_path):
-    blind = [{"benchmark": "b", "auc": 0.52, "ci_low": 0.41, "ci_high": 0.63, "p_value": 0.6, "controls_exchangeable": True}]
+    blind = [
+        {"benchmark": "b", "auc": 0.52, "ci_low": 0.41, "ci_high": 0.63, "p_value": 0.6, "controls_exchangeable": True}
+    ]
     paths = write_audit(tmp_path, [inference_row("m", 2.9e-4), inference_row("n", 0.7)], blind)
     page = render_verdict(load_tables(paths, tmp_path), "audit", 0.05, 0.05)
     m, n = re.split(r"\n## ", page)[1:]
     assert "**Answer**: **Evidence of exposure** (dataset inference, p = 2.9e-04" in m
     assert "cannot tell them apart (blind AUC 0.52 [0.41, 0.63]" in m
     # 30 vs 30 held-out halves at 0.025: 0.5 + (1.96 + 0.8416) * sqrt(61 / 10800) = 0.7106
-    assert "**Answer**: **No evidence of exposure** (no test rejects at α/m = 0.05; dataset inference could have " \
-           "detected AUC ≥ 0.71)" in n
+    assert (
+        "**Answer**: **No evidence of exposure** (no test rejects at α/m = 0.05; dataset inference could have "
+        "detected AUC ≥ 0.71)" in n
+    )
 
 
 def test_a_table_outside_the_results_directory_is_refused(tmp_path):
@@ -126,8 +150,14 @@ def test_a_table_outside_the_results_directory_is_refused(tmp_path):
 def wording_sources() -> list[Path]:
     """The documentation, the report captions and the config files (whose
     comments document the keys)."""
-    return sorted([*(REPO / "docs").rglob("*.md"), REPO / "README.md", *(REPO / "report").glob("*.rst"),
-                   *(REPO / "config").rglob("*.yaml")])
+    return sorted(
+        [
+            *(REPO / "docs").rglob("*.md"),
+            REPO / "README.md",
+            *(REPO / "report").glob("*.rst"),
+            *(REPO / "config").rglob("*.yaml"),
+        ]
+    )
 
 
 def test_no_document_caption_or_config_comment_concludes_a_model_was_not_trained():
@@ -146,11 +176,13 @@ def test_micro_verdict_has_a_section_per_model_and_a_short_headline(micro_run):
     head, *sections = re.split(r"\n## (?=\S+ × )", page)
     models = {r["model"] for r in detection}
     assert {s.splitlines()[0] for s in sections} >= {f"{m} × humaneval" for m in models}
-    headline = head[head.index("## Testbed headline: humaneval"):]
+    headline = head[head.index("## Testbed headline: humaneval") :]
     assert len(headline.strip().splitlines()) <= 30 and "Calibration table" in headline
     assert "| detector | base model AUC | 1:1, epoch 1 | 1:2, epoch 1 |" in headline
     for section in sections:
-        assert re.search(r"\*\*Answer\*\*: \*\*(Evidence of exposure|No evidence of exposure|Inconclusive)\*\*", section)
+        assert re.search(
+            r"\*\*Answer\*\*: \*\*(Evidence of exposure|No evidence of exposure|Inconclusive)\*\*", section
+        )
         assert "| test | result | null | validity in this run | could have detected |" in section
         assert "**What this run cannot tell you**" in section
         assert "[pairs.parquet](leakage/training-mix/pairs.parquet)" in section  # the scan's copies, linked

@@ -67,7 +67,9 @@ def test_containment_both_ways_and_unrelated_code():
 def test_humaneval_56_and_61_and_thresholds_that_move_decisions():
     v = _verifier()
     pair = _pair(v, HUMANEVAL["HumanEval/56"].code, HUMANEVAL["HumanEval/61"].code)
-    assert pair.clone_type == "type-2" and not pair.literals_equal and pair.decided_by == "statement"  # no tests: "<>" vs "()"
+    assert (
+        pair.clone_type == "type-2" and not pair.literals_equal and pair.decided_by == "statement"
+    )  # no tests: "<>" vs "()"
     assert decide(pair, replace(v.s, statement=pair.statement + 0.01)) == ("type-2", False, "none")
     assert decide(replace(pair, execution="fail"), v.s) == ("type-2", False, "none")  # their tests tell them apart
     s = HUMANEVAL["HumanEval/13"]
@@ -109,24 +111,40 @@ def test_execution_equivalence_in_the_sandbox():
 def test_verify_pairs_command(tmp_path):
     s = HUMANEVAL["HumanEval/13"]
     good = tmp_path / "pairs.jsonl"
-    good.write_text(json.dumps({"id": "gcd", "bench_text": s.code, "corpus_text": s.code.replace("    ", "  ")}) + "\n\n"
-                    + json.dumps({"bench_text": "def f(x):\n    return x + 1\n", "corpus_text": "print('hello world')\n",
-                                  "language": "python"}) + "\n")
+    good.write_text(
+        json.dumps({"id": "gcd", "bench_text": s.code, "corpus_text": s.code.replace("    ", "  ")})
+        + "\n\n"
+        + json.dumps(
+            {
+                "bench_text": "def f(x):\n    return x + 1\n",
+                "corpus_text": "print('hello world')\n",
+                "language": "python",
+            }
+        )
+        + "\n"
+    )
     out = tmp_path / "out.parquet"
     assert cli(["verify-pairs", str(good), str(out)]) == 0
     rows = pq.read_table(out).to_pylist()
     assert [(r["id"], r["clone_type"], r["duplicate"], r["decided_by"]) for r in rows] == [
-        ("gcd", "type-1", True, "layout"), ("3", "none", False, "model")]  # an exact copy by definition
+        ("gcd", "type-1", True, "layout"),
+        ("3", "none", False, "model"),
+    ]  # an exact copy by definition
     assert rows[0]["score"] > 0.9 > 0.1 > rows[1]["score"]
-    assert {"jaccard", "statement", "alignment", "shape", "lines", "score", "execution", "execution_note"} <= set(rows[0])
+    assert {"jaccard", "statement", "alignment", "shape", "lines", "score", "execution", "execution_note"} <= set(
+        rows[0]
+    )
 
 
-@pytest.mark.parametrize("line, message", [
-    ("{not json", "line 2: not JSON"),
-    ('{"bench_text": "x"}', "line 2: missing or non-string field 'corpus_text'"),
-    ('{"bench_text": "x", "corpus_text": "y", "language": "cobol"}', "line 2: unknown language 'cobol'"),
-    ('["x", "y"]', "line 2: each line needs a JSON object"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("{not json", "line 2: not JSON"),
+        ('{"bench_text": "x"}', "line 2: missing or non-string field 'corpus_text'"),
+        ('{"bench_text": "x", "corpus_text": "y", "language": "cobol"}', "line 2: unknown language 'cobol'"),
+        ('["x", "y"]', "line 2: each line needs a JSON object"),
+    ],
+)
 def test_verify_pairs_bad_input_names_the_line(tmp_path, caplog, line, message):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"bench_text": "a", "corpus_text": "b"}\n' + line + "\n")
@@ -155,7 +173,10 @@ def test_a_unit_that_copies_one_sample_is_not_a_looser_duplicate_of_another():
     assert (copy.decided_by, copy.duplicate, copy.clone_type) == ("layout", True, "type-1")
     loose = replace(lookalike, duplicate=True, decided_by="model", clone_type="type-3")
     # nor an input leak of /29: the two share their docstring's template
-    assert supersede([copy, loose]) == [copy, replace(loose, duplicate=False, decided_by="copy_of_other", input_leak=False)]
+    assert supersede([copy, loose]) == [
+        copy,
+        replace(loose, duplicate=False, decided_by="copy_of_other", input_leak=False),
+    ]
 
 
 def test_verify_pairs_with_the_llm_judge(tmp_path, monkeypatch):
@@ -171,12 +192,18 @@ def test_verify_pairs_with_the_llm_judge(tmp_path, monkeypatch):
 
     monkeypatch.setattr(hf, "HFLanguageModel", Judge)
     pairs = tmp_path / "pairs.jsonl"
-    pairs.write_text("".join(json.dumps({"bench_text": "def f(x):\n    return x + 1\n", "corpus_text": text}) + "\n"
-                             for text in ("def f(x):\n    return x + 1\n", "def g(y):\n    return y + 1\n")))
+    pairs.write_text(
+        "".join(
+            json.dumps({"bench_text": "def f(x):\n    return x + 1\n", "corpus_text": text}) + "\n"
+            for text in ("def f(x):\n    return x + 1\n", "def g(y):\n    return y + 1\n")
+        )
+    )
     assert cli(["verify-pairs", str(pairs), str(tmp_path / "out.parquet"), "--judge", '{"model": "any"}']) == 0
     rows = pq.read_table(tmp_path / "out.parquet").to_pylist()
     assert [(r["judge_label"], r["duplicate"], r["decided_by"]) for r in rows] == [
-        ("not_related", False, "judge"), ("unparsed", rows[1]["score"] >= combiner.load().threshold, "model")]
+        ("not_related", False, "judge"),
+        ("unparsed", rows[1]["score"] >= combiner.load().threshold, "model"),
+    ]
 
 
 def test_without_a_sandbox_the_rules_decide_and_say_why(monkeypatch):

@@ -20,8 +20,15 @@ from leaktrace.mutate import cfamily
 from leaktrace.variants.naming import NameProposer
 
 # T2a's synonyms from a small table (the dev set's WordNet takes seconds to load)
-SYNONYMS = {"best": ("top",), "values": ("items", "numbers"), "value": ("val",), "count": ("number",),
-            "total": ("sum",), "note": ("remark",), "text": ("string",)}
+SYNONYMS = {
+    "best": ("top",),
+    "values": ("items", "numbers"),
+    "value": ("val",),
+    "count": ("number",),
+    "total": ("sum",),
+    "note": ("remark",),
+    "text": ("string",),
+}
 NAMES = NameProposer(lambda word: SYNONYMS.get(word, ()), Counter())
 
 C_CODE = """#include <stdio.h>
@@ -82,7 +89,8 @@ def test_renaming_is_consistent_and_spares_keywords_library_names_and_members():
     assert all(name in java.text for name in ("Math.max", "String.valueOf", ".length", "largest", "class Solution"))
     synonyms = cfamily.mutate("T2a", JAVA_CODE, "java", random.Random(2), NAMES)
     assert synonyms.changed and renamed_stream(lex(JAVA_CODE, "java"), C_KEYWORDS) == renamed_stream(
-        lex(synonyms.text, "java"), C_KEYWORDS)
+        lex(synonyms.text, "java"), C_KEYWORDS
+    )
 
 
 def test_type1_changes_layout_and_comments_only():
@@ -122,20 +130,23 @@ def test_fixtures_are_small_programs_with_other_implementations():
     for language in CFAMILY:
         tasks = fixtures(language)
         assert len(tasks) >= 15 and all(alts for _, _, alts in tasks)
-        assert all(any(t.kind == "comment" and len(t.text.split()) >= 12 for t in cfamily.tokens(code))
-                   for _, code, _ in tasks)  # each states its problem
+        assert all(
+            any(t.kind == "comment" and len(t.text.split()) >= 12 for t in cfamily.tokens(code)) for _, code, _ in tasks
+        )  # each states its problem
 
 
 def test_builder_counts_and_labels(tmp_path):
     root = tmp_path / "c"
     root.mkdir()
     for name in ("total_of", "twice", "shout"):
-        body = {"total_of": C_CODE,
-                "twice": "/* Double every value of the array in place, from the first to the last one. */\n"
-                         "void twice(int *xs, int n)\n{\n    for (int i = 0; i < n; i++)\n        xs[i] *= 2;\n}\n",
-                "shout": "#include <ctype.h>\n\n/* Turn every letter of the text into a capital letter, leaving the rest. */\n"
-                         "void shout(char *text)\n{\n    int count = 0;\n    for (; *text; text++) {\n"
-                         "        *text = (char)toupper((unsigned char)*text);\n        count++;\n    }\n}\n"}[name]
+        body = {
+            "total_of": C_CODE,
+            "twice": "/* Double every value of the array in place, from the first to the last one. */\n"
+            "void twice(int *xs, int n)\n{\n    for (int i = 0; i < n; i++)\n        xs[i] *= 2;\n}\n",
+            "shout": "#include <ctype.h>\n\n/* Turn every letter of the text into a capital letter, leaving the rest. */\n"
+            "void shout(char *text)\n{\n    int count = 0;\n    for (; *text; text++) {\n"
+            "        *text = (char)toupper((unsigned char)*text);\n        count++;\n    }\n}\n",
+        }[name]
         (root / f"{name}.c").write_text(body)
     (root / "twice.alt1.c").write_text("void twice(int *v, int n)\n{\n    while (n-- > 0)\n        v[n] += v[n];\n}\n")
     pairs = build_cfamily(languages=("c",), root=tmp_path, names=NAMES)
@@ -146,9 +157,18 @@ def test_builder_counts_and_labels(tmp_path):
     assert kinds["alternative"] == kinds["statement+alternative"] == 1
     assert kinds["T1"] == kinds["T2b"] == kinds["T2b-nodoc"] == 3
     for p in pairs:
-        assert p["language"] == "c" and p["half"] == half_of(p["group"]) and p["duplicate"] == (p["clone_type"] != "none")
-        expected = {"T1": "type-1", "T2a": "type-2", "T2b": "type-2", "alternative": "type-4", "nearest-task": "none",
-                    "unrelated": "none", "nearest-alternative": "none"}
+        assert (
+            p["language"] == "c" and p["half"] == half_of(p["group"]) and p["duplicate"] == (p["clone_type"] != "none")
+        )
+        expected = {
+            "T1": "type-1",
+            "T2a": "type-2",
+            "T2b": "type-2",
+            "alternative": "type-4",
+            "nearest-task": "none",
+            "unrelated": "none",
+            "nearest-alternative": "none",
+        }
         assert p["clone_type"] == expected.get(p["kind"].removesuffix("-nodoc"), p["clone_type"])
         if p["kind"].startswith(("T3", "hybrid")):
             assert p["clone_type"] == "type-3"

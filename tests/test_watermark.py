@@ -41,6 +41,7 @@ MINI = REPO / "resources" / "benchmarks" / "humaneval-mini.jsonl"  # five HumanE
 
 # --- the rank test ---------------------------------------------------------------------------------
 
+
 def test_rank_sum_distribution_of_three_problems_matches_enumeration_and_hand_values():
     """K + 1 = 2, 3, 4: S = R1 + R2 + R3 over the 24 equally likely rank triples; by hand the
     generating function x^3 (1 + x)(1 + x + x^2)(1 + x + x^2 + x^3) has coefficients 1 3 5 6 5 3 1."""
@@ -54,7 +55,9 @@ def test_rank_sum_distribution_of_three_problems_matches_enumeration_and_hand_va
     assert test.rank_sum == 4 and test.p_value == pytest.approx(1 / 6) and test.method == EXACT
     assert test.expected == pytest.approx(1.5 + 2 + 2.5)
     # a discrete test: its attainable sizes are the CDF's values
-    assert null.size(0.05) == pytest.approx(1 / 24) and null.size(0.01) == 0.0 and null.size(0.2) == pytest.approx(4 / 24)
+    assert (
+        null.size(0.05) == pytest.approx(1 / 24) and null.size(0.01) == 0.0 and null.size(0.2) == pytest.approx(4 / 24)
+    )
 
 
 def test_a_problem_with_one_form_is_left_out_of_the_test():
@@ -90,6 +93,7 @@ def test_published_rank_counts_lower_losses_and_breaks_ties_uniformly():
 
 # --- the keyed choice and the secret -----------------------------------------------------------------
 
+
 def test_the_keyed_choice_is_uniform_over_problems_and_reproducible_from_the_secret():
     secret = bytes(range(32))
     for forms in (2, 3, 4, 7):
@@ -121,6 +125,7 @@ def test_the_secret_file_is_created_private_and_never_overwritten(tmp_path):
 
 # --- the release's layout ------------------------------------------------------------------------------
 
+
 def test_assign_field_writes_back_through_nested_json_as_the_reader_reads():
     record = {"problem_id": 3, "solutions": json.dumps(["print(1)", "print(2)"]), "meta": {"code": "x = 1\n"}}
     written = assign_field(record, "solutions.0", "print(3)")
@@ -139,7 +144,10 @@ def test_a_form_splits_back_into_prompt_and_solution_at_the_entry_points_docstri
     problem = Problem("HumanEval/115", code, prompt, {"entry_point": "max_fill"})
     assert docstring_end(code, "max_fill") == len(prompt)
     renamed = code.replace("grid", "rows")
-    assert split_form(problem, renamed) == (prompt.replace("grid", "rows"), "    return sum(math.ceil(sum(a) / capacity) for a in rows)\n")
+    assert split_form(problem, renamed) == (
+        prompt.replace("grid", "rows"),
+        "    return sum(math.ceil(sum(a) / capacity) for a in rows)\n",
+    )
     assert "no docstring" in split_form(problem, "def max_fill(rows, capacity):\n    return 0\n")
     no_prompt = Problem("mbpp/1", code, "", {"entry_point": None})
     assert split_form(no_prompt, renamed) == ("", renamed)
@@ -154,6 +162,7 @@ def test_form_settings_refuse_what_cannot_give_k_plus_one_forms():
 
 
 # --- publish and the commitment ---------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory):
@@ -182,22 +191,29 @@ def test_publish_writes_the_release_in_the_inputs_layout_with_the_chosen_forms(r
         form = forms[record["task_id"]][chosen[record["task_id"]]]
         assert record["prompt"] == form["prompt"] and record["canonical_solution"] == form["solution"]
     commitment = json.loads((release / "commitment.json").read_text())
-    assert commitment["problems_by_forms"] == {"4": 5} and commitment["layout"] == {"format": "jsonl", "preset": "humaneval"}
+    assert commitment["problems_by_forms"] == {"4": 5} and commitment["layout"] == {
+        "format": "jsonl",
+        "preset": "humaneval",
+    }
     assert stat.S_IMODE((release / "private" / "secret.key").stat().st_mode) == 0o600
 
 
 def test_every_form_passes_the_originals_tests_with_the_originals_record(release):
     rows = read_records(release / "private" / "forms.parquet")
-    problems = {s.task_id: s for _, s in benchmark_records({"format": "jsonl", "preset": "humaneval", "path": str(MINI)}, "m")}
+    problems = {
+        s.task_id: s for _, s in benchmark_records({"format": "jsonl", "preset": "humaneval", "path": str(MINI)}, "m")
+    }
     forms = [r for r in rows if r["form"] is not None]
     assert forms and all(r["generator"] != "original" and r["valid"] for r in forms)
     assert all(r["prompt"] + r["solution"] == r["text"] for r in forms)
-    items = [(problems[r["problem_id"]].code, problems[r["problem_id"]].test, problems[r["problem_id"]].entry_point)
-             for r in forms] + [(r["text"], problems[r["problem_id"]].test, problems[r["problem_id"]].entry_point) for r in forms]
+    items = [
+        (problems[r["problem_id"]].code, problems[r["problem_id"]].test, problems[r["problem_id"]].entry_point)
+        for r in forms
+    ] + [(r["text"], problems[r["problem_id"]].test, problems[r["problem_id"]].entry_point) for r in forms]
     limits = SandboxLimits()
-    assert all(result.status == "ok" for result in run_tests(items[len(forms):], limits, workers=2))
+    assert all(result.status == "ok" for result in run_tests(items[len(forms) :], limits, workers=2))
     verdicts = validate_variants(items, list(range(len(forms))) * 2, limits, workers=2)
-    assert all(valid for valid, _ in verdicts[len(forms):])
+    assert all(valid for valid, _ in verdicts[len(forms) :])
     assert len({r["text"] for r in forms}) == len(forms)  # distinct, and none is the original
     assert not {r["text"] for r in forms} & {s.code for s in problems.values()}
 
@@ -214,8 +230,13 @@ def test_a_published_file_that_differs_from_the_commitment_is_refused(release, t
     published.write_text(published.read_text().replace("numbers", "values", 1))
     with pytest.raises(InputError, match=r"published.jsonl: differs from the commitment .*the published file hashes"):
         checked_release(copy)
-    result = subprocess.run([sys.executable, "-m", "leaktrace", "watermark-test", str(copy), "--model",
-                             "resources/models/leaktrace-tiny"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "leaktrace", "watermark-test", str(copy), "--model", "resources/models/leaktrace-tiny"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2 and "differs from the commitment" in result.stderr
 
 
@@ -226,8 +247,12 @@ def test_another_secret_or_forms_table_is_refused(release, tmp_path):
         checked_release(copy)
     copy = _copy(release, tmp_path / "second")
     with pytest.raises(InputError, match="forms table hashes"):
-        checked_release(copy, seed_file=copy / "private" / "secret.key", published=copy / "published.jsonl",
-                        commitment=_rewritten(copy, forms_sha256="0" * 64))
+        checked_release(
+            copy,
+            seed_file=copy / "private" / "secret.key",
+            published=copy / "published.jsonl",
+            commitment=_rewritten(copy, forms_sha256="0" * 64),
+        )
 
 
 def _rewritten(copy: Path, **changes) -> Path:
@@ -253,20 +278,36 @@ def test_a_release_holding_another_form_than_the_secret_chose_is_refused_even_wi
 
 def test_a_directory_holding_a_release_is_never_published_again(release):
     with pytest.raises(InputError, match="released once"):
-        publish(MINI, release, layout(MINI, None, {"preset": "humaneval"}), FormSettings(forms=3, candidates=6), seed=0,
-                limits=SandboxLimits(), workers=1)
+        publish(
+            MINI,
+            release,
+            layout(MINI, None, {"preset": "humaneval"}),
+            FormSettings(forms=3, candidates=6),
+            seed=0,
+            limits=SandboxLimits(),
+            workers=1,
+        )
 
 
 def test_the_same_secret_and_seed_publish_the_same_bytes(release, tmp_path):
     out = tmp_path / "again"
     settings = FormSettings(forms=3, candidates=6, transforms=("rename", "test_cases", "T1"))
-    publish(MINI, out, layout(MINI, None, {"preset": "humaneval"}), settings, seed=0, limits=SandboxLimits(),
-            workers=1, seed_file=release / "private" / "secret.key")
+    publish(
+        MINI,
+        out,
+        layout(MINI, None, {"preset": "humaneval"}),
+        settings,
+        seed=0,
+        limits=SandboxLimits(),
+        workers=1,
+        seed_file=release / "private" / "secret.key",
+    )
     for name in ("published.jsonl", "commitment.json", "private/forms.parquet"):
         assert (out / name).read_bytes() == (release / name).read_bytes(), name
 
 
 # --- calibration: random publications -------------------------------------------------------------
+
 
 def test_redrawn_ranks_are_uniform_whatever_the_losses():
     rng = np.random.default_rng(0)

@@ -12,8 +12,12 @@ import sys
 import zipfile
 from pathlib import Path
 
-SOURCES = {"llm": "vllm/entrypoints/llm.py", "sampling": "vllm/sampling_params.py", "lora": "vllm/lora/request.py",
-           "engine": "vllm/engine/arg_utils.py"}
+SOURCES = {
+    "llm": "vllm/entrypoints/llm.py",
+    "sampling": "vllm/sampling_params.py",
+    "lora": "vllm/lora/request.py",
+    "engine": "vllm/engine/arg_utils.py",
+}
 RECORD = Path(__file__).parent / "data" / "vllm_api.json"
 
 
@@ -21,12 +25,20 @@ def _parameters(fn: ast.FunctionDef) -> list[dict]:
     a = fn.args
     positional = a.posonlyargs + a.args
     defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
-    out = [{"name": p.arg, "kind": "POSITIONAL_ONLY" if p in a.posonlyargs else "POSITIONAL_OR_KEYWORD",
-            "default": d is not None} for p, d in zip(positional, defaults, strict=True)]
+    out = [
+        {
+            "name": p.arg,
+            "kind": "POSITIONAL_ONLY" if p in a.posonlyargs else "POSITIONAL_OR_KEYWORD",
+            "default": d is not None,
+        }
+        for p, d in zip(positional, defaults, strict=True)
+    ]
     if a.vararg:
         out.append({"name": a.vararg.arg, "kind": "VAR_POSITIONAL", "default": False})
-    out += [{"name": p.arg, "kind": "KEYWORD_ONLY", "default": d is not None} for p, d in zip(a.kwonlyargs, a.kw_defaults,
-                                                                                               strict=True)]
+    out += [
+        {"name": p.arg, "kind": "KEYWORD_ONLY", "default": d is not None}
+        for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
+    ]
     if a.kwarg:
         out.append({"name": a.kwarg.arg, "kind": "VAR_KEYWORD", "default": False})
     return out[1:]  # self
@@ -34,9 +46,14 @@ def _parameters(fn: ast.FunctionDef) -> list[dict]:
 
 def _fields(cls: ast.ClassDef) -> list[dict]:
     """A msgspec Struct's or dataclass's public fields, as keyword parameters."""
-    return [{"name": n.target.id, "kind": "KEYWORD_ONLY", "default": n.value is not None} for n in cls.body
-            if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and not n.target.id.startswith("_")
-            and not ast.unparse(n.annotation).startswith("ClassVar")]
+    return [
+        {"name": n.target.id, "kind": "KEYWORD_ONLY", "default": n.value is not None}
+        for n in cls.body
+        if isinstance(n, ast.AnnAssign)
+        and isinstance(n.target, ast.Name)
+        and not n.target.id.startswith("_")
+        and not ast.unparse(n.annotation).startswith("ClassVar")
+    ]
 
 
 def _class(source: str, name: str) -> ast.ClassDef:
@@ -45,10 +62,14 @@ def _class(source: str, name: str) -> ast.ClassDef:
 
 def extract(sources: dict[str, str]) -> dict:
     llm = {n.name: n for n in _class(sources["llm"], "LLM").body if isinstance(n, ast.FunctionDef)}
-    return {"LLM.__init__": _parameters(llm["__init__"]), "LLM.generate": _parameters(llm["generate"]),
-            "LLM.chat": _parameters(llm["chat"]), "SamplingParams": _fields(_class(sources["sampling"], "SamplingParams")),
-            "LoRARequest": _fields(_class(sources["lora"], "LoRARequest")),
-            "EngineArgs": _fields(_class(sources["engine"], "EngineArgs"))}
+    return {
+        "LLM.__init__": _parameters(llm["__init__"]),
+        "LLM.generate": _parameters(llm["generate"]),
+        "LLM.chat": _parameters(llm["chat"]),
+        "SamplingParams": _fields(_class(sources["sampling"], "SamplingParams")),
+        "LoRARequest": _fields(_class(sources["lora"], "LoRARequest")),
+        "EngineArgs": _fields(_class(sources["engine"], "EngineArgs")),
+    }
 
 
 def read_wheel(wheel: Path) -> dict:
@@ -59,6 +80,10 @@ def read_wheel(wheel: Path) -> dict:
 if __name__ == "__main__":
     wheel = Path(sys.argv[1])
     version = re.match(r"vllm-([^-]+)-", wheel.name).group(1)
-    record = {"version": version, "wheel": wheel.name, "sha256": hashlib.sha256(wheel.read_bytes()).hexdigest(),
-              **read_wheel(wheel)}
+    record = {
+        "version": version,
+        "wheel": wheel.name,
+        "sha256": hashlib.sha256(wheel.read_bytes()).hexdigest(),
+        **read_wheel(wheel),
+    }
     RECORD.write_text(json.dumps(record, indent=1) + "\n")

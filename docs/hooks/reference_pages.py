@@ -61,7 +61,12 @@ def _anchor(ref: str) -> str:
 
 
 def _definition_title(ref: str) -> str:
-    return ref.removeprefix("#/").removeprefix("$defs/").replace("/properties/", ".").replace("/additionalProperties", ".<name>")
+    return (
+        ref.removeprefix("#/")
+        .removeprefix("$defs/")
+        .replace("/properties/", ".")
+        .replace("/additionalProperties", ".<name>")
+    )
 
 
 def _code(value: object) -> str:
@@ -88,7 +93,11 @@ def _reference_text(ref: str, schema: dict) -> str:
     """A shared definition with keys of its own: a link to its section; a
     plain type: the type itself; another key's value: that key's path."""
     if not ref.startswith("#/$defs/"):
-        return "as `" + ref.removeprefix("#/properties/").replace("/properties/", ".").replace("/additionalProperties", ".<name>") + "`"
+        return (
+            "as `"
+            + ref.removeprefix("#/properties/").replace("/properties/", ".").replace("/additionalProperties", ".<name>")
+            + "`"
+        )
     target = _resolve(schema, ref)
     if "properties" in target:
         return f"[{_definition_title(ref)}](#{_anchor(ref)})"
@@ -127,7 +136,11 @@ def type_text(node: dict, schema: dict) -> str:
 
 def _default_text(node: dict, required: bool) -> str:
     if "default" in node:
-        return "`" + yaml.safe_dump(node["default"], default_flow_style=True, width=10_000).strip().removesuffix("\n...") + "`"
+        return (
+            "`"
+            + yaml.safe_dump(node["default"], default_flow_style=True, width=10_000).strip().removesuffix("\n...")
+            + "`"
+        )
     return "required" if required else "unset"
 
 
@@ -144,7 +157,11 @@ def walk(schema: dict, node: dict, path: str, pointer: str, required: bool = Fal
     """The key at ``path`` and everything under it. A shared definition
     (``$ref``) is linked, not expanded: its keys are listed once, in its own section."""
     node = _merge(node, schema)
-    rows = [Key(path, (pointer,), type_text(node, schema), _default_text(node, required), node.get("description", ""))] if path else []
+    rows = (
+        [Key(path, (pointer,), type_text(node, schema), _default_text(node, required), node.get("description", ""))]
+        if path
+        else []
+    )
     if "$ref" in node:
         return rows
     rows += _children(schema, node, path, pointer)
@@ -180,13 +197,22 @@ def _alternatives(schema: dict, items: dict, path: str, pointer: str) -> list[Ke
             required_in[row.path] = required_in.get(row.path, 0) + (name in alternative.get("required", []))
             if row.path in merged:
                 first = merged[row.path]
-                merged[row.path] = Key(row.path, first.pointers + row.pointers, first.type, first.default,
-                                       first.description or row.description)
+                merged[row.path] = Key(
+                    row.path,
+                    first.pointers + row.pointers,
+                    first.type,
+                    first.default,
+                    first.description or row.description,
+                )
             else:
                 merged[row.path] = row
     everywhere = len(items["oneOf"])
-    return [row if row.default != "required" or required_in[row.path] == everywhere
-            else Key(row.path, row.pointers, row.type, "unset", row.description) for row in merged.values()]
+    return [
+        row
+        if row.default != "required" or required_in[row.path] == everywhere
+        else Key(row.path, row.pointers, row.type, "unset", row.description)
+        for row in merged.values()
+    ]
 
 
 def _conditions(node: dict) -> list[str]:
@@ -199,7 +225,7 @@ def _conditions(node: dict) -> list[str]:
     clauses = [node] if "if" in node else []
     clauses += [c for c in node.get("allOf", []) if "if" in c]
     for clause in clauses:
-        (key, test), = clause["if"]["properties"].items()
+        ((key, test),) = clause["if"]["properties"].items()
         value = test.get("const", test.get("enum"))
         needs = ", ".join(f"`{k}`" for k in clause["then"].get("required", []) if k not in clause["if"]["properties"])
         condition = f"is `{value}`" if "const" in test else "is one of " + ", ".join(f"`{v}`" for v in value)
@@ -386,8 +412,13 @@ class _Constants:
 
     def evaluate(self, expression: ast.expr) -> object:
         names = {n.id for n in ast.walk(expression) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        bound = {t.id for c in ast.walk(expression) if isinstance(c, ast.comprehension)
-                 for t in ast.walk(c.target) if isinstance(t, ast.Name)}
+        bound = {
+            t.id
+            for c in ast.walk(expression)
+            if isinstance(c, ast.comprehension)
+            for t in ast.walk(c.target)
+            if isinstance(t, ast.Name)
+        }
         scope = {name: self.value(name) for name in sorted(names - bound) if name not in vars(builtins)}
         return eval(compile(ast.Expression(expression), f"<{self.module}>", "eval"), scope)  # noqa: S307 (the repository's own source)
 
@@ -423,8 +454,11 @@ def _attribute(module: str, name: str) -> object:
 
 
 def _comments(source: str) -> dict[int, str]:
-    return {tok.start[0]: tok.string.lstrip("# ").strip() for tok in tokenize.generate_tokens(io.StringIO(source).readline)
-            if tok.type == tokenize.COMMENT}
+    return {
+        tok.start[0]: tok.string.lstrip("# ").strip()
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type == tokenize.COMMENT
+    }
 
 
 def _column_notes(call: ast.Call, comments: dict[int, str]) -> dict[str, str]:
@@ -440,8 +474,13 @@ def _column_notes(call: ast.Call, comments: dict[int, str]) -> dict[str, str]:
 
 
 def _is_schema_call(node: ast.expr) -> bool:
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "schema"
-            and isinstance(node.func.value, ast.Name) and node.func.value.id == "pa")
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "schema"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "pa"
+    )
 
 
 def artifact_schemas(package: Path = PACKAGE) -> list[ArtifactSchema]:
@@ -450,8 +489,13 @@ def artifact_schemas(package: Path = PACKAGE) -> list[ArtifactSchema]:
     for path in sorted(package.rglob("*.py")):
         module = ".".join(path.relative_to(package.parent).with_suffix("").parts)
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        assignments = [(t.id, node.value) for node in tree.body if isinstance(node, ast.Assign) and _is_schema_call(node.value)
-                       for t in node.targets if isinstance(t, ast.Name)]
+        assignments = [
+            (t.id, node.value)
+            for node in tree.body
+            if isinstance(node, ast.Assign) and _is_schema_call(node.value)
+            for t in node.targets
+            if isinstance(t, ast.Name)
+        ]
         if not assignments:
             continue
         constants = _Constants.of(module)
@@ -459,7 +503,9 @@ def artifact_schemas(package: Path = PACKAGE) -> list[ArtifactSchema]:
         for name, call in assignments:
             schema = constants.value(name)
             notes = _column_notes(call, comments)
-            found.append(ArtifactSchema(module, name, tuple(Column(f.name, str(f.type), notes.get(f.name, "")) for f in schema)))
+            found.append(
+                ArtifactSchema(module, name, tuple(Column(f.name, str(f.type), notes.get(f.name, "")) for f in schema))
+            )
     return found
 
 
@@ -484,8 +530,12 @@ def artifacts_page(package: Path = PACKAGE) -> str:
     for module in sorted({s.module for s in schemas}):
         out += [f"## `{module}`", "", _escape(_module_summary(module)), ""]
         for schema in (s for s in schemas if s.module == module):
-            out += [f"### `{schema.name}` {{#{schema.name.lower().replace('_', '-')}-{module.rsplit('.', 1)[-1].replace('_', '-')}}}",
-                    "", "| column | type | note |", "| --- | --- | --- |"]
+            out += [
+                f"### `{schema.name}` {{#{schema.name.lower().replace('_', '-')}-{module.rsplit('.', 1)[-1].replace('_', '-')}}}",
+                "",
+                "| column | type | note |",
+                "| --- | --- | --- |",
+            ]
             out += [f"| `{c.name}` | `{c.type}` | {_escape(c.note)} |" for c in schema.columns]
             out.append("")
     return "\n".join(out).rstrip() + "\n"

@@ -81,8 +81,12 @@ def _ingest_corpus(a):
 
 
 @command("pretrain")
-@_args((("--corpora",), {"type": _json, "required": True, "help": "code and text corpus configs as JSON"}),
-       SETTINGS, path("--output-dir"), path("--log"))
+@_args(
+    (("--corpora",), {"type": _json, "required": True, "help": "code and text corpus configs as JSON"}),
+    SETTINGS,
+    path("--output-dir"),
+    path("--log"),
+)
 def _pretrain(a):
     from leaktrace.stages.pretrain import pretrain
 
@@ -107,16 +111,22 @@ def _filter_functions(a):
 
 @command("variants")
 @_args(
-    path("--benchmark"), path("--functions"), path("--lexicon"), SETTINGS, SEED,
-    (("--workers",), {"type": int, "default": 1, "help": "sandboxed test runs in parallel"}), path("--output"),
+    path("--benchmark"),
+    path("--functions"),
+    path("--lexicon"),
+    SETTINGS,
+    SEED,
+    (("--workers",), {"type": int, "default": 1, "help": "sandboxed test runs in parallel"}),
+    path("--output"),
     (("--llm",), {"type": _json, "default": None, "help": "the llm.variant_llm role as JSON (null: no LLM-made set)"}),
     path("--cache-dir", required=False),
 )
 def _variants(a):
     from leaktrace.stages.variants import make_variants_table
 
-    make_variants_table(a.benchmark, a.functions, a.lexicon, a.settings, a.seed, a.workers, a.output, llm=a.llm,
-                        cache_dir=a.cache_dir)
+    make_variants_table(
+        a.benchmark, a.functions, a.lexicon, a.settings, a.seed, a.workers, a.output, llm=a.llm, cache_dir=a.cache_dir
+    )
 
 
 @command("natural-variants")
@@ -128,9 +138,15 @@ def _natural_variants(a):
 
 
 @command("split")
-@_args(path("--functions"), path("--variants"), path("--tokens"), SETTINGS, SEED,
-       (("--recall-prefix",), {"type": int, "default": 0, "help": "non-members held out as ReCaLL's prefix"}),
-       path("--output"))
+@_args(
+    path("--functions"),
+    path("--variants"),
+    path("--tokens"),
+    SETTINGS,
+    SEED,
+    (("--recall-prefix",), {"type": int, "default": 0, "help": "non-members held out as ReCaLL's prefix"}),
+    path("--output"),
+)
 def _split(a):
     from leaktrace.stages.split import split_samples
 
@@ -146,17 +162,33 @@ def _twin_split(a):
 
 
 @command("mix")
-@_args(path("--samples"), path("--benchmark"), path("--text", many=True),
-       (("--text-per-code",), {"type": float, "required": True, "help": "general-text tokens per member-code token"}),
-       (("--member-order",), {"choices": ["shuffled", "canonical"], "default": "shuffled",
-                              "help": "canonical: members packed in the benchmark's order"}),
-       (("--member-copies",), {"type": int, "default": 1,
-                               "help": "each member inserted this many times; the text drawn for one copy"}),
-       MODEL, SEED, path("--output"))
+@_args(
+    path("--samples"),
+    path("--benchmark"),
+    path("--text", many=True),
+    (("--text-per-code",), {"type": float, "required": True, "help": "general-text tokens per member-code token"}),
+    (
+        ("--member-order",),
+        {
+            "choices": ["shuffled", "canonical"],
+            "default": "shuffled",
+            "help": "canonical: members packed in the benchmark's order",
+        },
+    ),
+    (
+        ("--member-copies",),
+        {"type": int, "default": 1, "help": "each member inserted this many times; the text drawn for one copy"},
+    ),
+    MODEL,
+    SEED,
+    path("--output"),
+)
 def _mix(a):
     from leaktrace.stages.train import make_mix
 
-    make_mix(a.samples, a.benchmark, a.text, a.text_per_code, a.model, a.seed, a.output, a.member_order, a.member_copies)
+    make_mix(
+        a.samples, a.benchmark, a.text, a.text_per_code, a.model, a.seed, a.output, a.member_order, a.member_copies
+    )
 
 
 @command("sham-mix")
@@ -168,8 +200,15 @@ def _sham_mix(a):
 
 
 @command("train")
-@_args(path("--mix"), MODEL, SETTINGS, SEED, path("--adapters", many=True), path("--log"),
-       path("--checkpoint-dir", required=False))
+@_args(
+    path("--mix"),
+    MODEL,
+    SETTINGS,
+    SEED,
+    path("--adapters", many=True),
+    path("--log"),
+    path("--checkpoint-dir", required=False),
+)
 def _train(a):
     from leaktrace.stages.train import train_adapters
 
@@ -192,8 +231,9 @@ def _adapter(a) -> str | None:
 
 
 @command("tokens")
-@_args(path("--variants"), MODEL, ADAPTER, (("--originals-only",), {"action": "store_true"}),
-       SETTINGS, path("--output"))
+@_args(
+    path("--variants"), MODEL, ADAPTER, (("--originals-only",), {"action": "store_true"}), SETTINGS, path("--output")
+)
 def _tokens(a):
     from leaktrace.stages.score import score_tokens
 
@@ -201,9 +241,7 @@ def _tokens(a):
 
 
 @command("recall-tokens")
-@_args(path("--variants"), path("--samples"), MODEL, ADAPTER, SETTINGS,
-       BATCH,
-       SEED, path("--output"))
+@_args(path("--variants"), path("--samples"), MODEL, ADAPTER, SETTINGS, BATCH, SEED, path("--output"))
 def _recall_tokens(a):
     from leaktrace.stages.score import score_prefixed
 
@@ -218,40 +256,73 @@ def _token_counts(a):
     count_corpus_tokens(a.corpus, a.model, a.output)
 
 
-GENERATOR = (("--generator",), {"type": _json, "default": None, "help": "the llm.generator role as JSON (null: transformers)"})
+GENERATOR = (
+    ("--generator",),
+    {"type": _json, "default": None, "help": "the llm.generator role as JSON (null: transformers)"},
+)
 CACHE_DIR = path("--cache-dir", required=False)
 
 
 @command("blackbox")
-@_args(path("--variants"), MODEL, ADAPTER, SETTINGS,
-       BATCH,
-       GENERATOR, CACHE_DIR, path("--output"))
+@_args(path("--variants"), MODEL, ADAPTER, SETTINGS, BATCH, GENERATOR, CACHE_DIR, path("--output"))
 def _blackbox(a):
     from leaktrace.stages.score import blackbox_generations
 
-    blackbox_generations(a.variants, a.model, _adapter(a), a.settings, a.batch, a.output, generator=a.generator,
-                         cache_dir=a.cache_dir)
+    blackbox_generations(
+        a.variants, a.model, _adapter(a), a.settings, a.batch, a.output, generator=a.generator, cache_dir=a.cache_dir
+    )
 
 
 @command("scores")
-@_args(path("--tokens"), path("--variants"), path("--reference", required=False),
-       path("--oracle-reference", required=False), path("--prefixed", required=False),
-       path("--token-counts", required=False), path("--blackbox", required=False),
-       (("--learned",), {"type": Path, "nargs": "+", "action": "extend", "default": [],
-                         "help": "the learned baselines' per-sample outputs (repeatable)"}),
-       (("--model",), {"type": _json, "help": "the scored model (checks DC-PDD's counts were made with its tokenizer)"}),
-       SETTINGS, path("--output"))
+@_args(
+    path("--tokens"),
+    path("--variants"),
+    path("--reference", required=False),
+    path("--oracle-reference", required=False),
+    path("--prefixed", required=False),
+    path("--token-counts", required=False),
+    path("--blackbox", required=False),
+    (
+        ("--learned",),
+        {
+            "type": Path,
+            "nargs": "+",
+            "action": "extend",
+            "default": [],
+            "help": "the learned baselines' per-sample outputs (repeatable)",
+        },
+    ),
+    (("--model",), {"type": _json, "help": "the scored model (checks DC-PDD's counts were made with its tokenizer)"}),
+    SETTINGS,
+    path("--output"),
+)
 def _scores(a):
     from leaktrace.stages.score import score_methods
 
-    score_methods(a.tokens, a.variants, a.settings, a.output, reference=a.reference,
-                  oracle_reference=a.oracle_reference, prefixed=a.prefixed, token_counts=a.token_counts,
-                  blackbox=a.blackbox, model=a.model, learned=tuple(a.learned))
+    score_methods(
+        a.tokens,
+        a.variants,
+        a.settings,
+        a.output,
+        reference=a.reference,
+        oracle_reference=a.oracle_reference,
+        prefixed=a.prefixed,
+        token_counts=a.token_counts,
+        blackbox=a.blackbox,
+        model=a.model,
+        learned=tuple(a.learned),
+    )
 
 
 @command("dpdllm-reference")
-@_args(path("--variants"), MODEL, (("--train",), {"type": _json, "required": True, "help": "the train config slice"}),
-       SETTINGS, SEED, path("--output-dir"))
+@_args(
+    path("--variants"),
+    MODEL,
+    (("--train",), {"type": _json, "required": True, "help": "the train config slice"}),
+    SETTINGS,
+    SEED,
+    path("--output-dir"),
+)
 def _dpdllm_reference(a):
     from leaktrace.stages.dpdllm_veilprobe import train_dpdllm_reference
 
@@ -286,8 +357,15 @@ def _dpdllm_fit(a):
 
 
 @command("veilprobe-perturb")
-@_args(path("--variants"), MODEL, SETTINGS, (("--blackbox",), {"type": _json, "required": True,
-       "help": "the srdetection_blackbox slice (its prefix split)"}), BATCH, SEED, path("--output"))
+@_args(
+    path("--variants"),
+    MODEL,
+    SETTINGS,
+    (("--blackbox",), {"type": _json, "required": True, "help": "the srdetection_blackbox slice (its prefix split)"}),
+    BATCH,
+    SEED,
+    path("--output"),
+)
 def _veilprobe_perturb(a):
     from leaktrace.stages.dpdllm_veilprobe import veilprobe_perturb
 
@@ -323,18 +401,35 @@ def _paired_paths(values: list[str], second: str) -> dict[tuple[str, str], Path]
 
 
 @command("audit")
-@_args((("--scores",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH"}),
-       (("--variants",), {"nargs": "+", "required": True, "help": "BENCHMARK=PATH of its variants table"}),
-       path("--held-out-ids", required=False), path("--blind", required=False), SETTINGS, path("--output-dir"))
+@_args(
+    (("--scores",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH"}),
+    (("--variants",), {"nargs": "+", "required": True, "help": "BENCHMARK=PATH of its variants table"}),
+    path("--held-out-ids", required=False),
+    path("--blind", required=False),
+    SETTINGS,
+    path("--output-dir"),
+)
 def _audit(a):
     from leaktrace.stages.audit import audit
 
-    audit(_paired_paths(a.scores, "BENCHMARK"), _named_paths(a.variants), a.settings, a.output_dir, a.held_out_ids, a.blind)
+    audit(
+        _paired_paths(a.scores, "BENCHMARK"),
+        _named_paths(a.variants),
+        a.settings,
+        a.output_dir,
+        a.held_out_ids,
+        a.blind,
+    )
 
 
 @command("audit-blind")
-@_args((("--benchmarks",), {"nargs": "+", "required": True, "help": "BENCHMARK=PATH of the ingested tables"}),
-       path("--control-ids"), SETTINGS, SEED, path("--output"))
+@_args(
+    (("--benchmarks",), {"nargs": "+", "required": True, "help": "BENCHMARK=PATH of the ingested tables"}),
+    path("--control-ids"),
+    SETTINGS,
+    SEED,
+    path("--output"),
+)
 def _audit_blind(a):
     from leaktrace.stages.audit_blind import audit_blind
 
@@ -342,8 +437,15 @@ def _audit_blind(a):
 
 
 @command("testbed-blind")
-@_args((("--benchmark",), {"required": True, "help": "the benchmark's name"}), path("--benchmark-table"),
-       path("--samples"), SETTINGS, SEED, path("--output"), path("--scores-output"))
+@_args(
+    (("--benchmark",), {"required": True, "help": "the benchmark's name"}),
+    path("--benchmark-table"),
+    path("--samples"),
+    SETTINGS,
+    SEED,
+    path("--output"),
+    path("--scores-output"),
+)
 def _testbed_blind(a):
     from leaktrace.stages.testbed_blind import testbed_blind_stage
 
@@ -351,54 +453,114 @@ def _testbed_blind(a):
 
 
 @command("shifted-controls")
-@_args((("--benchmark",), {"required": True, "help": "the pool benchmark's name"}), path("--benchmark-table"),
-       path("--target"), path("--reference"), SETTINGS, SEED, path("--output"), path("--summary"), path("--report"))
+@_args(
+    (("--benchmark",), {"required": True, "help": "the pool benchmark's name"}),
+    path("--benchmark-table"),
+    path("--target"),
+    path("--reference"),
+    SETTINGS,
+    SEED,
+    path("--output"),
+    path("--summary"),
+    path("--report"),
+)
 def _shifted_controls(a):
     from leaktrace.stages.shifted_controls import shifted_controls
 
-    shifted_controls(a.benchmark, a.benchmark_table, a.target, a.reference, a.settings, a.seed, a.output, a.summary, a.report)
+    shifted_controls(
+        a.benchmark, a.benchmark_table, a.target, a.reference, a.settings, a.seed, a.output, a.summary, a.report
+    )
 
 
 @command("audit-contamination")
-@_args((("--scores",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH"}),
-       (("--benchmarks",), {"nargs": "+", "required": True, "help": "BENCHMARK=PATH of the ingested tables"}),
-       path("--control-ids"), SETTINGS, SEED, path("--output"), path("--report"), path("--blind", required=False),
-       path("--verdicts", required=False), path("--verdicts-report", required=False))
+@_args(
+    (("--scores",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH"}),
+    (("--benchmarks",), {"nargs": "+", "required": True, "help": "BENCHMARK=PATH of the ingested tables"}),
+    path("--control-ids"),
+    SETTINGS,
+    SEED,
+    path("--output"),
+    path("--report"),
+    path("--blind", required=False),
+    path("--verdicts", required=False),
+    path("--verdicts-report", required=False),
+)
 def _audit_contamination(a):
     from leaktrace.stages.audit_contamination import audit_contamination
 
-    audit_contamination(_paired_paths(a.scores, "BENCHMARK"), _named_paths(a.benchmarks), a.control_ids, a.settings, a.seed,
-                        a.output, a.report, a.blind, a.verdicts, a.verdicts_report)
+    audit_contamination(
+        _paired_paths(a.scores, "BENCHMARK"),
+        _named_paths(a.benchmarks),
+        a.control_ids,
+        a.settings,
+        a.seed,
+        a.output,
+        a.report,
+        a.blind,
+        a.verdicts,
+        a.verdicts_report,
+    )
 
 
 @command("sample-corpus-functions")
-@_args((("--name",), {"required": True, "help": "the counterfactual source's name (keys the seed)"}),
-       (("--source",), {"type": _json, "required": True, "help": "the corpus source as JSON (a leakage-scan source)"}),
-       path("--inputs", many=True, required=False), SETTINGS, SEED, path("--functions"), path("--accounting"))
+@_args(
+    (("--name",), {"required": True, "help": "the counterfactual source's name (keys the seed)"}),
+    (("--source",), {"type": _json, "required": True, "help": "the corpus source as JSON (a leakage-scan source)"}),
+    path("--inputs", many=True, required=False),
+    SETTINGS,
+    SEED,
+    path("--functions"),
+    path("--accounting"),
+)
 def _sample_corpus_functions(a):
     from leaktrace.stages.counterfactual_corpus_functions import sample_corpus_functions
 
     sample_corpus_functions(a.name, a.source, a.settings, a.seed, a.functions, a.accounting, inputs=a.inputs)
 
 
-COUNTERFACTUAL_MODEL = {"type": _json, "required": True,
-                        "help": "path, dtype, device, max_length, optional revision and adapter, as JSON"}
+COUNTERFACTUAL_MODEL = {
+    "type": _json,
+    "required": True,
+    "help": "path, dtype, device, max_length, optional revision and adapter, as JSON",
+}
 
 
 @command("counterfactual")
-@_args(path("--samples", required=False), path("--functions"), (("--target",), COUNTERFACTUAL_MODEL),
-       (("--reference",), COUNTERFACTUAL_MODEL), SETTINGS, GENERATOR, CACHE_DIR, path("--generations"),
-       path("--similarity"))
+@_args(
+    path("--samples", required=False),
+    path("--functions"),
+    (("--target",), COUNTERFACTUAL_MODEL),
+    (("--reference",), COUNTERFACTUAL_MODEL),
+    SETTINGS,
+    GENERATOR,
+    CACHE_DIR,
+    path("--generations"),
+    path("--similarity"),
+)
 def _counterfactual(a):
     from leaktrace.stages.counterfactual import counterfactual
 
-    counterfactual(a.functions, a.target, a.reference, a.settings, a.generations, a.similarity, samples=a.samples,
-                   generator=a.generator, cache_dir=a.cache_dir)
+    counterfactual(
+        a.functions,
+        a.target,
+        a.reference,
+        a.settings,
+        a.generations,
+        a.similarity,
+        samples=a.samples,
+        generator=a.generator,
+        cache_dir=a.cache_dir,
+    )
 
 
 @command("counterfactual-structural")
-@_args(path("--generations"), path("--functions"), SETTINGS, (("--processes",), {"type": int, "default": 1}),
-       path("--output"))
+@_args(
+    path("--generations"),
+    path("--functions"),
+    SETTINGS,
+    (("--processes",), {"type": int, "default": 1}),
+    path("--output"),
+)
 def _counterfactual_structural(a):
     from leaktrace.stages.counterfactual_structural import structural_similarity
 
@@ -425,35 +587,55 @@ def _llm_filter(a):
 
 
 @command("counterfactual-execution")
-@_args(path("--generations"), path("--functions"), path("--benchmark", required=False), SETTINGS, SEED,
-       (("--workers",), {"type": int, "default": 1, "help": "sandbox runs in parallel"}), path("--output"),
-       path("--screen", required=False))  # the judges' table: HyClone's Stage-1 screen gates Stage 2
+@_args(
+    path("--generations"),
+    path("--functions"),
+    path("--benchmark", required=False),
+    SETTINGS,
+    SEED,
+    (("--workers",), {"type": int, "default": 1, "help": "sandbox runs in parallel"}),
+    path("--output"),
+    path("--screen", required=False),
+)  # the judges' table: HyClone's Stage-1 screen gates Stage 2
 def _counterfactual_execution(a):
     from leaktrace.stages.counterfactual_execution import counterfactual_execution
 
-    counterfactual_execution(a.generations, a.functions, a.benchmark, a.settings, a.seed, a.output, workers=a.workers,
-                             screen=a.screen)
+    counterfactual_execution(
+        a.generations, a.functions, a.benchmark, a.settings, a.seed, a.output, workers=a.workers, screen=a.screen
+    )
 
 
 @command("serve")
-@_args((("model",), {"help": "a local model directory or hub id"}), (("--adapter",), {"help": "a PEFT adapter directory"}),
-       (("--revision",), {}), (("--dtype",), {"default": "float32"}), (("--device",), {"default": "cpu"}),
-       (("--name",), {"help": "the model name clients ask for (default: MODEL)"}),
-       (("--host",), {"default": "127.0.0.1", "help": "loopback only unless --allow-remote"}),
-       (("--port",), {"type": int, "default": 8000, "help": "0: any free port (the log says which)"}),
-       (("--allow-remote",), {"action": "store_true"}),
-       (("--chat-template",), {"type": Path, "help": "a Jinja chat template for a tokenizer without one"}),
-       (("--api-key-env",), {"help": "require the key held by this environment variable"}),
-       (("--max-length",), {"type": int, "help": "cap on tokens per sequence"}))
+@_args(
+    (("model",), {"help": "a local model directory or hub id"}),
+    (("--adapter",), {"help": "a PEFT adapter directory"}),
+    (("--revision",), {}),
+    (("--dtype",), {"default": "float32"}),
+    (("--device",), {"default": "cpu"}),
+    (("--name",), {"help": "the model name clients ask for (default: MODEL)"}),
+    (("--host",), {"default": "127.0.0.1", "help": "loopback only unless --allow-remote"}),
+    (("--port",), {"type": int, "default": 8000, "help": "0: any free port (the log says which)"}),
+    (("--allow-remote",), {"action": "store_true"}),
+    (("--chat-template",), {"type": Path, "help": "a Jinja chat template for a tokenizer without one"}),
+    (("--api-key-env",), {"help": "require the key held by this environment variable"}),
+    (("--max-length",), {"type": int, "help": "cap on tokens per sequence"}),
+)
 def _serve(a):
     from leaktrace.models.backend import ModelSpec
     from leaktrace.models.serve import serve
 
     spec = ModelSpec(a.model, adapter=a.adapter, dtype=a.dtype, device=a.device, revision=a.revision)
     try:
-        serve(spec, name=a.name, host=a.host, port=a.port, allow_remote=a.allow_remote,
-              chat_template=a.chat_template.read_text(encoding="utf-8") if a.chat_template else None,
-              api_key_env=a.api_key_env, max_length=a.max_length)
+        serve(
+            spec,
+            name=a.name,
+            host=a.host,
+            port=a.port,
+            allow_remote=a.allow_remote,
+            chat_template=a.chat_template.read_text(encoding="utf-8") if a.chat_template else None,
+            api_key_env=a.api_key_env,
+            max_length=a.max_length,
+        )
     except ValueError as err:
         raise InputError("serve", None, str(err)) from None
 
@@ -464,10 +646,23 @@ def _serve(a):
     (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
     (("--tokens",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
     path("--variants"),
-    (("--fragments",), {"nargs": "*", "default": [],
-                        "help": "FAMILY=PATH: Markdown sections of other stages, each on its family's page"}),
-    (("--calibration-rows",), {"type": Path, "nargs": "*", "default": [],
-                               "help": "row files of leaktrace.calibration.table, joined into calibration.parquet"}),
+    (
+        ("--fragments",),
+        {
+            "nargs": "*",
+            "default": [],
+            "help": "FAMILY=PATH: Markdown sections of other stages, each on its family's page",
+        },
+    ),
+    (
+        ("--calibration-rows",),
+        {
+            "type": Path,
+            "nargs": "*",
+            "default": [],
+            "help": "row files of leaktrace.calibration.table, joined into calibration.parquet",
+        },
+    ),
     path("--blind", required=False),
     path("--blind-scores", required=False),
     SETTINGS,
@@ -479,13 +674,26 @@ def _aggregate(a):
 
     fragments = tuple((family, Path(p)) for family, _, p in (f.partition("=") for f in a.fragments))
     blind = (a.blind, a.blind_scores) if a.blind and a.blind_scores else None
-    aggregate(a.samples, _named_paths(a.scores), _named_paths(a.tokens), a.variants, a.settings, a.seed, a.output_dir,
-              fragments, tuple(a.calibration_rows), blind)
+    aggregate(
+        a.samples,
+        _named_paths(a.scores),
+        _named_paths(a.tokens),
+        a.variants,
+        a.settings,
+        a.seed,
+        a.output_dir,
+        fragments,
+        tuple(a.calibration_rows),
+        blind,
+    )
 
 
 @command("verdict")
 @_args(
-    (("--tables",), {"type": Path, "nargs": "*", "default": [], "help": "the run's final outputs; the verdict reads its tables"}),
+    (
+        ("--tables",),
+        {"type": Path, "nargs": "*", "default": [], "help": "the run's final outputs; the verdict reads its tables"},
+    ),
     path("--results"),
     SETTINGS,
     path("--output"),
@@ -507,10 +715,19 @@ def _dose_order(a):
 @command("dose")
 @_args(
     path("--samples"),
-    (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH: each dose model's scores.parquet (the members' arm)"}),
+    (
+        ("--scores",),
+        {"nargs": "+", "required": True, "help": "MODEL=PATH: each dose model's scores.parquet (the members' arm)"},
+    ),
     (("--twins",), {"nargs": "+", "default": [], "help": "TWIN=PATH: each dose twin's scores.parquet"}),
-    (("--watermark",), {"nargs": "+", "default": [], "help": "MODEL=PATH: each watermark-arm model's rank-test result"}),
-    (("--exchangeability",), {"nargs": "+", "default": [], "help": "MODEL=PATH: each order-arm model's exchangeability result"}),
+    (
+        ("--watermark",),
+        {"nargs": "+", "default": [], "help": "MODEL=PATH: each watermark-arm model's rank-test result"},
+    ),
+    (
+        ("--exchangeability",),
+        {"nargs": "+", "default": [], "help": "MODEL=PATH: each order-arm model's exchangeability result"},
+    ),
     (("--blind",), {"type": Path, "action": "append", "default": [], "help": "the testbed's blind-baseline row file"}),
     SETTINGS,
     SEED,
@@ -519,8 +736,17 @@ def _dose_order(a):
 def _dose(a):
     from leaktrace.stages.dose import dose_table
 
-    dose_table(a.samples, _named_paths(a.scores), a.settings, a.seed, a.output_dir, twins=_named_paths(a.twins),
-               watermark=_named_paths(a.watermark), exchangeability=_named_paths(a.exchangeability), blind=a.blind)
+    dose_table(
+        a.samples,
+        _named_paths(a.scores),
+        a.settings,
+        a.seed,
+        a.output_dir,
+        twins=_named_paths(a.twins),
+        watermark=_named_paths(a.watermark),
+        exchangeability=_named_paths(a.exchangeability),
+        blind=a.blind,
+    )
 
 
 @command("twin")
@@ -551,29 +777,56 @@ def _twin(a):
 def _counterfactual_aggregate(a):
     from leaktrace.stages.counterfactual_aggregate import counterfactual_aggregate
 
-    counterfactual_aggregate(a.similarity, a.settings, a.seed, a.output_dir, samples=a.samples, llm_filter=a.llm_filter,
-                             functions=a.functions)
+    counterfactual_aggregate(
+        a.similarity,
+        a.settings,
+        a.seed,
+        a.output_dir,
+        samples=a.samples,
+        llm_filter=a.llm_filter,
+        functions=a.functions,
+    )
 
 
 @command("contamination")
-@_args(path("--samples"), (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH, base model first"}),
-       path("--held-out-ids", required=False),
-       (("--exchangeability",), {"nargs": "*", "default": [], "help": "MODEL=PATH of the exchangeability stage"}),
-       (("--exchangeability-calibration",), {"nargs": "*", "default": [],
-                                             "help": "MODEL=PATH of the exchangeability test on random orders"}),
-       SETTINGS, SEED, path("--output-dir"))
+@_args(
+    path("--samples"),
+    (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH, base model first"}),
+    path("--held-out-ids", required=False),
+    (("--exchangeability",), {"nargs": "*", "default": [], "help": "MODEL=PATH of the exchangeability stage"}),
+    (
+        ("--exchangeability-calibration",),
+        {"nargs": "*", "default": [], "help": "MODEL=PATH of the exchangeability test on random orders"},
+    ),
+    SETTINGS,
+    SEED,
+    path("--output-dir"),
+)
 def _contamination(a):
     from leaktrace.stages.contamination import contamination
 
-    contamination(a.samples, _named_paths(a.scores), a.settings, a.seed, a.output_dir, a.held_out_ids,
-                  _named_paths(a.exchangeability), _named_paths(a.exchangeability_calibration))
+    contamination(
+        a.samples,
+        _named_paths(a.scores),
+        a.settings,
+        a.seed,
+        a.output_dir,
+        a.held_out_ids,
+        _named_paths(a.exchangeability),
+        _named_paths(a.exchangeability_calibration),
+    )
 
 
 CALIBRATION_ARGS = (
     path("--samples"),
     (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH of each model's scores.parquet"}),
-    (("--learned",), {"nargs": "*", "default": [], "help": "MODEL:FAMILY=PATH of a learned detector's features (refitted)"}),
-    SETTINGS, SEED, path("--output"),
+    (
+        ("--learned",),
+        {"nargs": "*", "default": [], "help": "MODEL:FAMILY=PATH of a learned detector's features (refitted)"},
+    ),
+    SETTINGS,
+    SEED,
+    path("--output"),
 )
 
 
@@ -582,7 +835,9 @@ CALIBRATION_ARGS = (
 def _calibration_conformal(a):
     from leaktrace.stages.calibration import conformal_calibration
 
-    conformal_calibration(a.samples, _named_paths(a.scores), _paired_paths(a.learned, "FAMILY"), a.settings, a.seed, a.output)
+    conformal_calibration(
+        a.samples, _named_paths(a.scores), _paired_paths(a.learned, "FAMILY"), a.settings, a.seed, a.output
+    )
 
 
 @command("calibration-membership")
@@ -590,13 +845,13 @@ def _calibration_conformal(a):
 def _calibration_membership(a):
     from leaktrace.stages.calibration import membership_calibration
 
-    membership_calibration(a.samples, _named_paths(a.scores), _paired_paths(a.learned, "FAMILY"), a.settings, a.seed, a.output)
+    membership_calibration(
+        a.samples, _named_paths(a.scores), _paired_paths(a.learned, "FAMILY"), a.settings, a.seed, a.output
+    )
 
 
 @command("exchangeability")
-@_args(path("--benchmark"), path("--samples"), MODEL, ADAPTER, SETTINGS,
-       BATCH,
-       SEED, path("--output"))
+@_args(path("--benchmark"), path("--samples"), MODEL, ADAPTER, SETTINGS, BATCH, SEED, path("--output"))
 def _exchangeability(a):
     from leaktrace.stages.exchangeability import exchangeability
 
@@ -613,10 +868,17 @@ def _exchangeability_calibration(a):
 
 @command("dataset-inference")
 @_args(
-    (("--scores",), {"type": Path, "required": True,
-                     "help": "the suspect set's scores: leaktrace's scores.parquet, or Parquet/CSV with sample_id "
-                             "and one numeric column per detector"}),
-    path("--validation-scores", required=False), path("--validation-ids", required=False),
+    (
+        ("--scores",),
+        {
+            "type": Path,
+            "required": True,
+            "help": "the suspect set's scores: leaktrace's scores.parquet, or Parquet/CSV with sample_id "
+            "and one numeric column per detector",
+        },
+    ),
+    path("--validation-scores", required=False),
+    path("--validation-ids", required=False),
     path("--reference-scores", required=False),
     (("--name",), {"default": "model", "help": "the model's name in the output"}),
     (("--alpha",), {"type": float, "default": 0.05}),
@@ -627,20 +889,42 @@ def _exchangeability_calibration(a):
     (("--method",), {"default": "neighbor", "help": "with --reference-scores: the per-sample preference detector"}),
     (("--n-resamples",), {"type": int, "default": 999}),
     (("--seed",), {"type": int, "default": 0}),
-    path("--output"), path("--curve", required=False),
+    path("--output"),
+    path("--curve", required=False),
 )
 def _dataset_inference(a):
     """A dataset-level p-value on score tables a user brings."""
     from leaktrace.stages.contamination import dataset_inference_tables
 
-    settings = {"alpha": a.alpha,
-                "dataset_inference": {"n_splits": a.n_splits, "exclude_methods": a.exclude, "curve_sizes": a.curve_sizes,
-                                      "curve_draws": a.curve_draws},
-                "variant_preference": {"method": a.method, "n_resamples": a.n_resamples}}
-    row = dataset_inference_tables(a.scores, settings, a.seed, a.output, name=a.name, validation_scores=a.validation_scores,
-                                   validation_ids=a.validation_ids, reference_scores=a.reference_scores, curve_output=a.curve)
-    print(json.dumps({k: row.get(k) for k in ("model", "test", "validation", "n_suspect", "n_validation", "p_value",
-                                                "smallest_n")}))
+    settings = {
+        "alpha": a.alpha,
+        "dataset_inference": {
+            "n_splits": a.n_splits,
+            "exclude_methods": a.exclude,
+            "curve_sizes": a.curve_sizes,
+            "curve_draws": a.curve_draws,
+        },
+        "variant_preference": {"method": a.method, "n_resamples": a.n_resamples},
+    }
+    row = dataset_inference_tables(
+        a.scores,
+        settings,
+        a.seed,
+        a.output,
+        name=a.name,
+        validation_scores=a.validation_scores,
+        validation_ids=a.validation_ids,
+        reference_scores=a.reference_scores,
+        curve_output=a.curve,
+    )
+    print(
+        json.dumps(
+            {
+                k: row.get(k)
+                for k in ("model", "test", "validation", "n_suspect", "n_validation", "p_value", "smallest_n")
+            }
+        )
+    )
 
 
 # --- leakage scan (LessLeak-style): index the benchmark, scan corpus shards, gather ---
@@ -670,10 +954,15 @@ def _leakage_index(a):
 
 @command("leakage-scan")
 @_args(
-    SCAN, path("--index"), path("--benchmark", many=True), SETTINGS,
-    (("--part",), {"type": int, "required": True}), (("--parts",), {"type": int, "required": True}),
+    SCAN,
+    path("--index"),
+    path("--benchmark", many=True),
+    SETTINGS,
+    (("--part",), {"type": int, "required": True}),
+    (("--parts",), {"type": int, "required": True}),
     (("--input",), {"type": Path, "nargs": "*", "default": [], "help": "pipeline artifacts the source reads"}),
-    path("--pairs"), path("--accounting"),
+    path("--pairs"),
+    path("--accounting"),
 )
 def _leakage_scan(a):
     from leaktrace.stages.leakage import scan_shard
@@ -684,9 +973,14 @@ def _leakage_scan(a):
 
 @command("leakage-gather")
 @_args(
-    SCAN, path("--index"), path("--benchmark", many=True), (("--pairs",), {"type": Path, "nargs": "+", "required": True}),
-    (("--accounting",), {"type": Path, "nargs": "+", "required": True}), SETTINGS,
-    path("--samples", required=False), path("--output-dir"),
+    SCAN,
+    path("--index"),
+    path("--benchmark", many=True),
+    (("--pairs",), {"type": Path, "nargs": "+", "required": True}),
+    (("--accounting",), {"type": Path, "nargs": "+", "required": True}),
+    SETTINGS,
+    path("--samples", required=False),
+    path("--output-dir"),
 )
 def _leakage_gather(a):
     from leaktrace.stages.leakage import gather
@@ -696,9 +990,15 @@ def _leakage_gather(a):
 
 @command("leakage-rq4")
 @_args(
-    SCAN, (("--benchmark",), {"required": True, "help": "the scanned testbed benchmark's name"}), path("--pairs"),
-    path("--samples"), (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}), SETTINGS, SEED,
-    path("--output"), path("--markdown"),
+    SCAN,
+    (("--benchmark",), {"required": True, "help": "the scanned testbed benchmark's name"}),
+    path("--pairs"),
+    path("--samples"),
+    (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
+    SETTINGS,
+    SEED,
+    path("--output"),
+    path("--markdown"),
 )
 def _leakage_rq4(a):
     from leaktrace.stages.leakage_rq4 import rq4
@@ -707,8 +1007,14 @@ def _leakage_rq4(a):
 
 
 @command("leakage-rq4-perplexity")
-@_args((("--benchmarks",), {"nargs": "+", "required": True, "help": "NAME=PATH of every benchmark the scan read"}), MODEL,
-       ADAPTER, (("--name",), {"required": True, "help": "the model's name in the tables"}), BATCH, path("--output"))
+@_args(
+    (("--benchmarks",), {"nargs": "+", "required": True, "help": "NAME=PATH of every benchmark the scan read"}),
+    MODEL,
+    ADAPTER,
+    (("--name",), {"required": True, "help": "the model's name in the tables"}),
+    BATCH,
+    path("--output"),
+)
 def _leakage_rq4_perplexity(a):
     from leaktrace.stages.leakage_rq4_perplexity import perplexities
 
@@ -716,9 +1022,16 @@ def _leakage_rq4_perplexity(a):
 
 
 @command("leakage-rq4-ranking")
-@_args(SCAN, path("--pairs"), (("--benchmarks",), {"nargs": "+", "required": True, "help": "the scan's benchmarks"}),
-       (("--perplexity",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}), SETTINGS, SEED, path("--output"),
-       path("--markdown"))
+@_args(
+    SCAN,
+    path("--pairs"),
+    (("--benchmarks",), {"nargs": "+", "required": True, "help": "the scan's benchmarks"}),
+    (("--perplexity",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
+    SETTINGS,
+    SEED,
+    path("--output"),
+    path("--markdown"),
+)
 def _leakage_rq4_ranking(a):
     from leaktrace.stages.leakage_rq4 import rq4_ranking
 
@@ -726,19 +1039,46 @@ def _leakage_rq4_ranking(a):
 
 
 @command("leakage-rq3-runs")
-@_args(path("--benchmark"), MODEL, ADAPTER, (("--name",), {"required": True, "help": "the model's name in the tables"}),
-       SETTINGS, BATCH, SEED, GENERATOR, CACHE_DIR, path("--output"))
+@_args(
+    path("--benchmark"),
+    MODEL,
+    ADAPTER,
+    (("--name",), {"required": True, "help": "the model's name in the tables"}),
+    SETTINGS,
+    BATCH,
+    SEED,
+    GENERATOR,
+    CACHE_DIR,
+    path("--output"),
+)
 def _leakage_rq3_runs(a):
     from leaktrace.stages.leakage_rq3_runs import generate_and_run
 
-    generate_and_run(a.benchmark, a.model, _adapter(a), a.name, a.settings, a.batch, a.seed, a.output, generator=a.generator,
-                     cache_dir=a.cache_dir)
+    generate_and_run(
+        a.benchmark,
+        a.model,
+        _adapter(a),
+        a.name,
+        a.settings,
+        a.batch,
+        a.seed,
+        a.output,
+        generator=a.generator,
+        cache_dir=a.cache_dir,
+    )
 
 
 @command("leakage-rq3")
-@_args(SCAN, (("--benchmark",), {"required": True, "help": "the benchmark's name"}), path("--pairs"),
-       (("--runs",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}), SETTINGS, SEED, path("--output"),
-       path("--markdown"))
+@_args(
+    SCAN,
+    (("--benchmark",), {"required": True, "help": "the benchmark's name"}),
+    path("--pairs"),
+    (("--runs",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
+    SETTINGS,
+    SEED,
+    path("--output"),
+    path("--markdown"),
+)
 def _leakage_rq3(a):
     from leaktrace.stages.leakage_rq3 import rq3
 
@@ -746,7 +1086,9 @@ def _leakage_rq3(a):
 
 
 @command("fetch-model")
-@_args((("--model",), {"required": True, "help": "a hub id"}), (("--revision",), {"default": None}), path("--output-dir"))
+@_args(
+    (("--model",), {"required": True, "help": "a hub id"}), (("--revision",), {"default": None}), path("--output-dir")
+)
 def _fetch_model(a):
     from leaktrace.models.fetch import fetch_model
 
@@ -754,47 +1096,105 @@ def _fetch_model(a):
 
 
 @command("mutations")
-@_args(path("--benchmark"), path("--samples"), path("--variants"), path("--lexicon"), SETTINGS, SEED,
-       (("--workers",), {"type": int, "default": 1}), path("--output"), path("--renames"))
+@_args(
+    path("--benchmark"),
+    path("--samples"),
+    path("--variants"),
+    path("--lexicon"),
+    SETTINGS,
+    SEED,
+    (("--workers",), {"type": int, "default": 1}),
+    path("--output"),
+    path("--renames"),
+)
 def _mutations(a):
     from leaktrace.stages.mutate import make_mutations_table
 
-    make_mutations_table(a.benchmark, a.samples, a.variants, a.lexicon, a.settings, a.seed, a.workers, a.output,
-                         a.renames)
+    make_mutations_table(
+        a.benchmark, a.samples, a.variants, a.lexicon, a.settings, a.seed, a.workers, a.output, a.renames
+    )
 
 
 @command("mutation-tokens")
-@_args(path("--mutations"), path("--variants"), path("--samples"), path("--corpus", many=True), MODEL, ADAPTER,
-       (("--recall",), {"type": _json, "default": None, "help": "score.methods.recall as JSON (omit: no prefixed passes)"}),
-       (("--neighbors",), {"action": "store_true", "help": "also score the mutated texts' Neighbor neighbours"}),
-       BATCH, SEED, path("--output"))
+@_args(
+    path("--mutations"),
+    path("--variants"),
+    path("--samples"),
+    path("--corpus", many=True),
+    MODEL,
+    ADAPTER,
+    (
+        ("--recall",),
+        {"type": _json, "default": None, "help": "score.methods.recall as JSON (omit: no prefixed passes)"},
+    ),
+    (("--neighbors",), {"action": "store_true", "help": "also score the mutated texts' Neighbor neighbours"}),
+    BATCH,
+    SEED,
+    path("--output"),
+)
 def _mutation_tokens(a):
     from leaktrace.stages.mutate import score_mutations
 
-    score_mutations(a.mutations, a.variants, a.samples, a.corpus, a.model, _adapter(a), a.recall, a.batch, a.seed,
-                    a.output, neighbours=a.neighbors)
+    score_mutations(
+        a.mutations,
+        a.variants,
+        a.samples,
+        a.corpus,
+        a.model,
+        _adapter(a),
+        a.recall,
+        a.batch,
+        a.seed,
+        a.output,
+        neighbours=a.neighbors,
+    )
 
 
 @command("mutation-study")
-@_args(path("--mutations"), path("--samples"), path("--variants"), path("--tokens"), path("--mutated-tokens"),
-       path("--prefixed", required=False), path("--reference", required=False),
-       path("--reference-mutated", required=False), path("--corpus", many=True),
-       (("--methods",), {"type": _json, "required": True, "help": "score.methods as JSON"}), SETTINGS, SEED,
-       path("--output-dir"))
+@_args(
+    path("--mutations"),
+    path("--samples"),
+    path("--variants"),
+    path("--tokens"),
+    path("--mutated-tokens"),
+    path("--prefixed", required=False),
+    path("--reference", required=False),
+    path("--reference-mutated", required=False),
+    path("--corpus", many=True),
+    (("--methods",), {"type": _json, "required": True, "help": "score.methods as JSON"}),
+    SETTINGS,
+    SEED,
+    path("--output-dir"),
+)
 def _mutation_study(a):
     from leaktrace.stages.mutate import mutation_study
 
-    mutation_study(a.mutations, a.samples, a.variants, a.tokens, a.mutated_tokens, a.prefixed, a.reference,
-                   a.reference_mutated, a.corpus, a.methods, a.settings, a.seed, a.output_dir)
+    mutation_study(
+        a.mutations,
+        a.samples,
+        a.variants,
+        a.tokens,
+        a.mutated_tokens,
+        a.prefixed,
+        a.reference,
+        a.reference_mutated,
+        a.corpus,
+        a.methods,
+        a.settings,
+        a.seed,
+        a.output_dir,
+    )
 
 
 @command("mutate")
-@_args((("--kind",), {"required": True, "choices": ["T1", "T2a", "T2b", "T3", "hybrid"]}),
-       (("--target",), {"type": float, "default": None, "help": "T3 / hybrid target similarity (default 0.7 / 0.8)"}),
-       (("--seed",), {"type": int, "default": 0}),
-       path("--lexicon", required=False),
-       (("input",), {"type": Path, "help": "JSONL: id, code, language, optional tests and entry_point"}),
-       (("output",), {"type": Path}))
+@_args(
+    (("--kind",), {"required": True, "choices": ["T1", "T2a", "T2b", "T3", "hybrid"]}),
+    (("--target",), {"type": float, "default": None, "help": "T3 / hybrid target similarity (default 0.7 / 0.8)"}),
+    (("--seed",), {"type": int, "default": 0}),
+    path("--lexicon", required=False),
+    (("input",), {"type": Path, "help": "JSONL: id, code, language, optional tests and entry_point"}),
+    (("output",), {"type": Path}),
+)
 def _mutate(a):
     from leaktrace.stages.mutate import mutate_jsonl
 
@@ -802,27 +1202,44 @@ def _mutate(a):
 
 
 @command("verify-pairs")
-@_args((("input",), {"type": Path, "help": "JSONL: bench_text, corpus_text, optional id, language, tests, entry_point"}),
-       (("output",), {"type": Path, "help": "Parquet: one verdict a pair, with its clone type and the values behind it"}),
-       (("--preset",), {"default": "default", "choices": ["default", "lessleak"], "help": "tokeniser and thresholds"}),
-       (("--model",), {"default": None, "help": "the verifier: shipped (the preset's: the learned one), rules, or a "
-                                                "model file from train-verifier"}),
-       (("--execute",), {"action": "store_true", "help": "run pairs with tests in the sandbox (execution equivalence)"}),
-       (("--isolation",), {"default": "full", "choices": ["full", "weak"], "help": "the sandbox's isolation"}),
-       (("--workers",), {"type": int, "default": 1}),
-       (("--judge",), {"type": _json, "default": None, "help": 'an LLM judge as JSON: {"model": PATH_OR_HUB_ID, ...}'}))
+@_args(
+    (("input",), {"type": Path, "help": "JSONL: bench_text, corpus_text, optional id, language, tests, entry_point"}),
+    (("output",), {"type": Path, "help": "Parquet: one verdict a pair, with its clone type and the values behind it"}),
+    (("--preset",), {"default": "default", "choices": ["default", "lessleak"], "help": "tokeniser and thresholds"}),
+    (
+        ("--model",),
+        {
+            "default": None,
+            "help": "the verifier: shipped (the preset's: the learned one), rules, or a model file from train-verifier",
+        },
+    ),
+    (("--execute",), {"action": "store_true", "help": "run pairs with tests in the sandbox (execution equivalence)"}),
+    (("--isolation",), {"default": "full", "choices": ["full", "weak"], "help": "the sandbox's isolation"}),
+    (("--workers",), {"type": int, "default": 1}),
+    (("--judge",), {"type": _json, "default": None, "help": 'an LLM judge as JSON: {"model": PATH_OR_HUB_ID, ...}'}),
+)
 def _verify_pairs(a):
     from leaktrace.sandbox import SandboxLimits
     from leaktrace.stages.verify_pairs import verify_pairs
 
-    verify_pairs(a.input, a.output, preset=a.preset, model=a.model, execute=a.execute,
-                 limits=SandboxLimits(isolation=a.isolation), workers=a.workers, judge=a.judge)
+    verify_pairs(
+        a.input,
+        a.output,
+        preset=a.preset,
+        model=a.model,
+        execute=a.execute,
+        limits=SandboxLimits(isolation=a.isolation),
+        workers=a.workers,
+        judge=a.judge,
+    )
 
 
 @command("train-verifier")
-@_args((("input",), {"type": Path, "help": "JSONL(.gz): verify-pairs' fields plus benchmark, bench_id and dup (0/1)"}),
-       (("output",), {"type": Path, "help": "the model file (JSON)"}),
-       (("--seed",), {"type": int, "default": 0, "help": "the cross-validation folds' and the model's seed"}))
+@_args(
+    (("input",), {"type": Path, "help": "JSONL(.gz): verify-pairs' fields plus benchmark, bench_id and dup (0/1)"}),
+    (("output",), {"type": Path, "help": "the model file (JSON)"}),
+    (("--seed",), {"type": int, "default": 0, "help": "the cross-validation folds' and the model's seed"}),
+)
 def _train_verifier(a):
     from leaktrace.stages.train_verifier import train_verifier
 
@@ -838,29 +1255,70 @@ def _model_argument(text: str) -> dict:
 
 
 @command("publish")
-@_args((("input",), {"type": Path, "help": "a benchmark file: JSONL (.gz), JSON, Parquet or CSV"}),
-       (("out_dir",), {"type": Path, "help": "the release: published.jsonl and commitment.json to publish, private/ to keep"}),
-       (("--forms",), {"type": int, "required": True, "help": "K: each problem gets K + 1 equivalent forms, one published"}),
-       (("--seed-file",), {"type": Path, "default": None,
-                           "help": "the secret (256 random bits in hex), created 0600 where absent; default OUT_DIR/private/secret.key"}),
-       (("--include-original",), {"action": "store_true",
-                                  "help": "the original is one of the K + 1 forms (only for an original never made public)"}),
-       (("--preset",), {"default": "humaneval", "help": "the input's field names (leaktrace/data/benchmarks.py PRESETS)"}),
-       (("--format",), {"default": None, "choices": ["jsonl", "json", "parquet", "csv"], "help": "default: from the name"}),
-       (("--fields",), {"type": _json, "default": None, "help": "field mapping overrides as JSON, e.g. '{\"id\": \"name\"}'"}),
-       (("--limit",), {"type": int, "default": None, "help": "the first N problems only"}),
-       (("--transforms",), {"nargs": "+", "default": ["rename", "test_cases", "T3"], "choices": ["rename", "test_cases", "T3", "T1"],
-                            "help": "how forms are made, applied in this order"}),
-       (("--candidates",), {"type": int, "default": None, "help": "candidate forms validated per problem; default 2 (K + 1)"}),
-       (("--names-per-form",), {"type": int, "default": None, "help": "names each renaming changes; default every name"}),
-       (("--t3-target",), {"type": float, "default": 0.9, "help": "T3's target line similarity"}),
-       path("--lexicon", required=False),
-       (("--seed",), {"type": int, "default": 0, "help": "the forms' generation seed (not the secret)"}),
-       (("--workers",), {"type": int, "default": 1, "help": "sandbox runs at a time"}),
-       (("--isolation",), {"default": "full", "choices": ["full", "weak"], "help": "the sandbox's isolation"}),
-       (("--sandbox",), {"type": _json, "default": {}, "help": "other SandboxLimits fields as JSON"}),
-       (("--secret-from-seed",), {"type": int, "default": None,
-                                  "help": "testbed only: derive the secret from this run seed (reproducible, so no secret)"}))
+@_args(
+    (("input",), {"type": Path, "help": "a benchmark file: JSONL (.gz), JSON, Parquet or CSV"}),
+    (
+        ("out_dir",),
+        {"type": Path, "help": "the release: published.jsonl and commitment.json to publish, private/ to keep"},
+    ),
+    (
+        ("--forms",),
+        {"type": int, "required": True, "help": "K: each problem gets K + 1 equivalent forms, one published"},
+    ),
+    (
+        ("--seed-file",),
+        {
+            "type": Path,
+            "default": None,
+            "help": "the secret (256 random bits in hex), created 0600 where absent; default OUT_DIR/private/secret.key",
+        },
+    ),
+    (
+        ("--include-original",),
+        {
+            "action": "store_true",
+            "help": "the original is one of the K + 1 forms (only for an original never made public)",
+        },
+    ),
+    (("--preset",), {"default": "humaneval", "help": "the input's field names (leaktrace/data/benchmarks.py PRESETS)"}),
+    (
+        ("--format",),
+        {"default": None, "choices": ["jsonl", "json", "parquet", "csv"], "help": "default: from the name"},
+    ),
+    (
+        ("--fields",),
+        {"type": _json, "default": None, "help": 'field mapping overrides as JSON, e.g. \'{"id": "name"}\''},
+    ),
+    (("--limit",), {"type": int, "default": None, "help": "the first N problems only"}),
+    (
+        ("--transforms",),
+        {
+            "nargs": "+",
+            "default": ["rename", "test_cases", "T3"],
+            "choices": ["rename", "test_cases", "T3", "T1"],
+            "help": "how forms are made, applied in this order",
+        },
+    ),
+    (
+        ("--candidates",),
+        {"type": int, "default": None, "help": "candidate forms validated per problem; default 2 (K + 1)"},
+    ),
+    (("--names-per-form",), {"type": int, "default": None, "help": "names each renaming changes; default every name"}),
+    (("--t3-target",), {"type": float, "default": 0.9, "help": "T3's target line similarity"}),
+    path("--lexicon", required=False),
+    (("--seed",), {"type": int, "default": 0, "help": "the forms' generation seed (not the secret)"}),
+    (("--workers",), {"type": int, "default": 1, "help": "sandbox runs at a time"}),
+    (("--isolation",), {"default": "full", "choices": ["full", "weak"], "help": "the sandbox's isolation"}),
+    (("--sandbox",), {"type": _json, "default": {}, "help": "other SandboxLimits fields as JSON"}),
+    (
+        ("--secret-from-seed",),
+        {
+            "type": int,
+            "default": None,
+            "help": "testbed only: derive the secret from this run seed (reproducible, so no secret)",
+        },
+    ),
+)
 def _publish(a):
     from leaktrace.sandbox import SandboxLimits
     from leaktrace.stages.watermark import publish
@@ -868,40 +1326,84 @@ def _publish(a):
     from leaktrace.watermark.release import layout
 
     try:
-        settings = FormSettings(forms=a.forms, candidates=a.candidates or 2 * (a.forms + 1), transforms=tuple(a.transforms),
-                                names_per_form=a.names_per_form, t3_target=a.t3_target, include_original=a.include_original)
+        settings = FormSettings(
+            forms=a.forms,
+            candidates=a.candidates or 2 * (a.forms + 1),
+            transforms=tuple(a.transforms),
+            names_per_form=a.names_per_form,
+            t3_target=a.t3_target,
+            include_original=a.include_original,
+        )
     except ValueError as err:
         raise InputError("arguments", None, str(err)) from None
     reader = layout(a.input, a.format, {"preset": a.preset, "fields": a.fields})
-    publish(a.input, a.out_dir, reader, settings, seed=a.seed, limits=SandboxLimits(**{"isolation": a.isolation, **a.sandbox}),
-            workers=a.workers, seed_file=a.seed_file, lexicon=a.lexicon, limit=a.limit, testbed_seed=a.secret_from_seed)
+    publish(
+        a.input,
+        a.out_dir,
+        reader,
+        settings,
+        seed=a.seed,
+        limits=SandboxLimits(**{"isolation": a.isolation, **a.sandbox}),
+        workers=a.workers,
+        seed_file=a.seed_file,
+        lexicon=a.lexicon,
+        limit=a.limit,
+        testbed_seed=a.secret_from_seed,
+    )
 
 
 @command("watermark-test")
-@_args((("out_dir",), {"type": Path, "help": "the release directory publish wrote"}),
-       (("--model",), {"type": _model_argument, "required": True, "help": "a path or hub id, or JSON {path, dtype, device, max_length}"}),
-       ADAPTER,
-       (("--name",), {"default": None, "help": "the model's name in the results; default its path"}),
-       path("--published", required=False), path("--commitment", required=False),
-       (("--seed-file",), {"type": Path, "default": None, "help": "default OUT_DIR/private/secret.key"}),
-       (("--batch-size",), {"type": int, "default": 32}),
-       (("--token-budget",), {"type": int, "default": None, "help": "padded tokens per batch (texts sorted by length)"}),
-       (("--seed",), {"type": int, "default": 0, "help": "breaks loss ties"}),
-       (("--output-dir",), {"type": Path, "default": None, "help": "default OUT_DIR/private/tests/<name>"}))
+@_args(
+    (("out_dir",), {"type": Path, "help": "the release directory publish wrote"}),
+    (
+        ("--model",),
+        {
+            "type": _model_argument,
+            "required": True,
+            "help": "a path or hub id, or JSON {path, dtype, device, max_length}",
+        },
+    ),
+    ADAPTER,
+    (("--name",), {"default": None, "help": "the model's name in the results; default its path"}),
+    path("--published", required=False),
+    path("--commitment", required=False),
+    (("--seed-file",), {"type": Path, "default": None, "help": "default OUT_DIR/private/secret.key"}),
+    (("--batch-size",), {"type": int, "default": 32}),
+    (("--token-budget",), {"type": int, "default": None, "help": "padded tokens per batch (texts sorted by length)"}),
+    (("--seed",), {"type": int, "default": 0, "help": "breaks loss ties"}),
+    (("--output-dir",), {"type": Path, "default": None, "help": "default OUT_DIR/private/tests/<name>"}),
+)
 def _watermark_test(a):
     from leaktrace.stages.watermark import test_release
 
     name = a.name or a.model["path"]
     output_dir = a.output_dir or a.out_dir / "private" / "tests" / name.replace("/", "--")
-    test_release(a.out_dir, a.model, _adapter(a), name, {"batch_size": a.batch_size, "token_budget": a.token_budget},
-                 a.seed, output_dir, published=a.published, commitment=a.commitment, seed_file=a.seed_file)
+    test_release(
+        a.out_dir,
+        a.model,
+        _adapter(a),
+        name,
+        {"batch_size": a.batch_size, "token_budget": a.token_budget},
+        a.seed,
+        output_dir,
+        published=a.published,
+        commitment=a.commitment,
+        seed_file=a.seed_file,
+    )
 
 
 @command("watermark-calibration")
-@_args((("--tokens",), {"nargs": "+", "required": True, "help": "MODEL=PATH: the forms' token pass under each unexposed model"}),
-       (("--alphas",), {"type": float, "nargs": "+", "required": True}),
-       (("--draws",), {"type": int, "required": True, "help": "random publications per model"}),
-       SEED, path("--output"), path("--counts"))
+@_args(
+    (
+        ("--tokens",),
+        {"nargs": "+", "required": True, "help": "MODEL=PATH: the forms' token pass under each unexposed model"},
+    ),
+    (("--alphas",), {"type": float, "nargs": "+", "required": True}),
+    (("--draws",), {"type": int, "required": True, "help": "random publications per model"}),
+    SEED,
+    path("--output"),
+    path("--counts"),
+)
 def _watermark_calibration(a):
     from leaktrace.stages.watermark import calibrate
 
@@ -909,15 +1411,29 @@ def _watermark_calibration(a):
 
 
 @command("watermark-report")
-@_args((("--results",), {"nargs": "+", "required": True, "help": "MODEL=PATH of each test's result.parquet"}),
-       (("--ranks",), {"nargs": "+", "required": True, "help": "MODEL=PATH of each test's ranks.parquet"}),
-       path("--calibration"), path("--counts"), path("--commitment"), path("--p-values", required=False),
-       SETTINGS, path("--output-dir"))
+@_args(
+    (("--results",), {"nargs": "+", "required": True, "help": "MODEL=PATH of each test's result.parquet"}),
+    (("--ranks",), {"nargs": "+", "required": True, "help": "MODEL=PATH of each test's ranks.parquet"}),
+    path("--calibration"),
+    path("--counts"),
+    path("--commitment"),
+    path("--p-values", required=False),
+    SETTINGS,
+    path("--output-dir"),
+)
 def _watermark_report(a):
     from leaktrace.stages.watermark import report
 
-    report(_named_paths(a.results), _named_paths(a.ranks), a.calibration, a.counts, a.commitment, a.settings,
-           a.output_dir, p_values=a.p_values)
+    report(
+        _named_paths(a.results),
+        _named_paths(a.ranks),
+        a.calibration,
+        a.counts,
+        a.commitment,
+        a.settings,
+        a.output_dir,
+        p_values=a.p_values,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

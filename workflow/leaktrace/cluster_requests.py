@@ -40,7 +40,9 @@ def recorded_shapes(table: str):
 
     with open(table) as handle:
         rows = list(csv.DictReader((line for line in handle if not line.startswith("#")), delimiter="\t"))
-    shapes = {row["path"]: jobsize.TableShape(int(row["rows"]), int(row["bytes"]), int(row["originals"])) for row in rows}
+    shapes = {
+        row["path"]: jobsize.TableShape(int(row["rows"]), int(row["bytes"]), int(row["originals"])) for row in rows
+    }
 
     def parquet_shape(path):
         key = os.path.normpath(path)
@@ -64,8 +66,9 @@ def _planned_workflow(snakemake_args: Sequence[str]):
 
     api.DAGApi.execute_workflow = capture
     try:
-        parser, args = cli.parse_args(["--workflow-profile", PROFILE, "--dry-run", "--quiet", "all",
-                                       "--cores", UNCAPPED_CORES, *snakemake_args])
+        parser, args = cli.parse_args(
+            ["--workflow-profile", PROFILE, "--dry-run", "--quiet", "all", "--cores", UNCAPPED_CORES, *snakemake_args]
+        )
         with contextlib.redirect_stdout(sys.stderr):  # Snakemake's own lines: stdout is the table's
             planned = cli.args_to_api(args, parser)
         if not planned:
@@ -84,10 +87,15 @@ def _row(job, submit_host: bool) -> dict:
     resources = job.resources
     wildcards = ",".join(f"{k}={v}" for k, v in sorted(job.wildcards_dict.items()))
     runtime = _value(resources, "runtime")
-    return {"job": job.rule.name + (f"[{wildcards}]" if wildcards else ""),
-            "where": "submit host" if submit_host else (resources.get("slurm_partition") or "default partition"),
-            "cpus": job.threads, "mem_mb": _value(resources, "mem_mb"), "gpus": _value(resources, "gpu") or 0,
-            "runtime_min": runtime, "group": job.group}
+    return {
+        "job": job.rule.name + (f"[{wildcards}]" if wildcards else ""),
+        "where": "submit host" if submit_host else (resources.get("slurm_partition") or "default partition"),
+        "cpus": job.threads,
+        "mem_mb": _value(resources, "mem_mb"),
+        "gpus": _value(resources, "gpu") or 0,
+        "runtime_min": runtime,
+        "group": job.group,
+    }
 
 
 def _format(value, unknown: str = "sized at submission") -> str:
@@ -107,15 +115,27 @@ def group_request(jobs: list, node: tuple[int, int, int] | None) -> dict:
     by_job = {job: job for job in jobs}
     layers, placed = [], set()
     while len(placed) < len(jobs):  # topological layers: a job after every member it reads from
-        layer = [j for j in jobs if j not in placed and not any(d in by_job and d not in placed
-                                                                    for d in j.dag.dependencies[j])]
+        layer = [
+            j
+            for j in jobs
+            if j not in placed and not any(d in by_job and d not in placed for d in j.dag.dependencies[j])
+        ]
         layers.append(layer)
         placed.update(layer)
-    sized = GroupResources.basic_layered(toposorted_jobs=layers, constraints=constraints, run_local=False,
-                                         additive_resources=["runtime"], sortby=["runtime"])
+    sized = GroupResources.basic_layered(
+        toposorted_jobs=layers,
+        constraints=constraints,
+        run_local=False,
+        additive_resources=["runtime"],
+        sortby=["runtime"],
+    )
     open_ended = any(isinstance(j.resources.get("runtime"), TBDString) for j in jobs)
-    return {"cpus": sized.get("_cores"), "mem_mb": sized.get("mem_mb") if isinstance(sized.get("mem_mb"), int) else None,
-            "gpus": sized.get("gpu") or 0, "runtime_min": None if open_ended else sized.get("runtime")}
+    return {
+        "cpus": sized.get("_cores"),
+        "mem_mb": sized.get("mem_mb") if isinstance(sized.get("mem_mb"), int) else None,
+        "gpus": sized.get("gpu") or 0,
+        "runtime_min": None if open_ended else sized.get("runtime"),
+    }
 
 
 def _submit_host(workflow, rule) -> bool:
@@ -128,25 +148,39 @@ def requests(snakemake_args: Sequence[str], node: tuple[int, int, int] | None = 
     """(a row per planned job, a row per group) of a dry run with the SLURM profile."""
     workflow = _planned_workflow(snakemake_args)
     dag = workflow.dag
-    jobs = sorted(dag.needrun_jobs(exclude_finished=False), key=lambda j: (j.rule.name, sorted(j.wildcards_dict.items())))
+    jobs = sorted(
+        dag.needrun_jobs(exclude_finished=False), key=lambda j: (j.rule.name, sorted(j.wildcards_dict.items()))
+    )
     rows = [_row(job, _submit_host(workflow, job.rule)) for job in jobs if job.rule.name != "all"]
     groups: dict[str, list] = {}
     for job in jobs:
         if job.group is not None:
             groups.setdefault(job.group, []).append(job)
-    group_rows = [{"group": name, "jobs": len(members), "where": members[0].resources.get("slurm_partition") or
-                   "default partition", **group_request(members, node)} for name, members in sorted(groups.items())]
+    group_rows = [
+        {
+            "group": name,
+            "jobs": len(members),
+            "where": members[0].resources.get("slurm_partition") or "default partition",
+            **group_request(members, node),
+        }
+        for name, members in sorted(groups.items())
+    ]
     return rows, group_rows
 
 
 def render(rows: list[dict], group_rows: list[dict]) -> str:
     lines = ["job\twhere\tcpus\tmem_mb\tgpus\truntime_min"]
-    lines += [f"{r['job']}\t{r['where']}\t{r['cpus']}\t{_format(r['mem_mb'])}\t{r['gpus']}\t{_format(r['runtime_min'])}"
-              for r in rows]
+    lines += [
+        f"{r['job']}\t{r['where']}\t{r['cpus']}\t{_format(r['mem_mb'])}\t{r['gpus']}\t{_format(r['runtime_min'])}"
+        for r in rows
+    ]
     if group_rows:
         lines += ["", "group\tjobs\twhere\tcpus\tmem_mb\tgpus\truntime_min"]
-        lines += [f"{g['group']}\t{g['jobs']}\t{g['where']}\t{g['cpus']}\t{_format(g['mem_mb'])}\t{g['gpus']}\t"
-                  f"{_format(g['runtime_min'], 'the partition time limit')}" for g in group_rows]
+        lines += [
+            f"{g['group']}\t{g['jobs']}\t{g['where']}\t{g['cpus']}\t{_format(g['mem_mb'])}\t{g['gpus']}\t"
+            f"{_format(g['runtime_min'], 'the partition time limit')}"
+            for g in group_rows
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -11,8 +11,14 @@ replaces them whole and never inherits a model it does not build."""
 
 from __future__ import annotations
 
-NAMED_COLLECTIONS = (("benchmarks",), ("corpora",), ("score", "methods"), ("leakage", "scans"), ("leakage", "clean"),
-                     ("counterfactual", "sources"))
+NAMED_COLLECTIONS = (
+    ("benchmarks",),
+    ("corpora",),
+    ("score", "methods"),
+    ("leakage", "scans"),
+    ("leakage", "clean"),
+    ("counterfactual", "sources"),
+)
 
 
 def drop_removed_entries(config: dict) -> list[str]:
@@ -50,13 +56,17 @@ def schema_error_message(error) -> str:
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
         allowed = sorted(schema.get("properties", {}))
         extra = sorted(k for k in error.instance if k not in schema.get("properties", {}))
-        return f"config {where}: unknown key {', '.join(map(repr, extra))}" + (forms or f"; allowed keys: {', '.join(allowed)}")
+        return f"config {where}: unknown key {', '.join(map(repr, extra))}" + (
+            forms or f"; allowed keys: {', '.join(allowed)}"
+        )
     if error.validator == "minProperties":
         entry = schema.get("additionalProperties")
         keys = sorted(entry.get("properties", {})) if isinstance(entry, dict) else []
         shape = f" (each a name mapped to {{{', '.join(keys)}}})" if keys else ""
-        return (f"config {where}: is empty; it needs at least {error.validator_value} entr"
-                f"{'y' if error.validator_value == 1 else 'ies'}{shape}. Was every entry removed (set to null)?")
+        return (
+            f"config {where}: is empty; it needs at least {error.validator_value} entr"
+            f"{'y' if error.validator_value == 1 else 'ies'}{shape}. Was every entry removed (set to null)?"
+        )
     if error.validator == "enum":
         allowed = ", ".join("null" if v is None else str(v) for v in error.validator_value)
         return f"config {where}: {error.instance!r} is not allowed; allowed values: {allowed}"

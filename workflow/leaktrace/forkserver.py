@@ -61,8 +61,16 @@ SOCKET_VARIABLE = "LEAKTRACE_FORK_SERVER"
 START_VARIABLE = "LEAKTRACE_START_FORK_SERVER"
 # What the jobs import: the libraries, then every stage module (which imports
 # the rest). The server imports them one module at a time, between jobs.
-LIBRARIES = ("pandas", "pyarrow.parquet", "torch", "transformers", "peft", "sklearn.linear_model", "scipy.stats",
-             "leaktrace.cli")
+LIBRARIES = (
+    "pandas",
+    "pyarrow.parquet",
+    "torch",
+    "transformers",
+    "peft",
+    "sklearn.linear_model",
+    "scipy.stats",
+    "leaktrace.cli",
+)
 
 
 def modules_to_preload() -> list[str]:
@@ -73,8 +81,14 @@ def modules_to_preload() -> list[str]:
 
 # Variables Snakemake sets per job that a fork applies itself (`_apply_environment`);
 # SHLVL, PWD, OLDPWD and `_` are the shell's own bookkeeping, read by nothing.
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
-                    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "GOTO_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
 PER_JOB_VARIABLES = frozenset(THREAD_VARIABLES + ("TMPDIR", "TMP", "TEMP", "TEMPDIR", "SHLVL", "PWD", "OLDPWD", "_"))
 _HEADER = struct.Struct("!I")
 _STATUS = struct.Struct("!i")
@@ -92,6 +106,7 @@ class Job:
 
 # --- client ------------------------------------------------------------------
 
+
 def run_in_server(argv: Sequence[str]) -> int | None:
     """The job's exit status when the server ran it; None when there is no
     server or it declined, and the caller runs the job itself."""
@@ -101,8 +116,15 @@ def run_in_server(argv: Sequence[str]) -> int | None:
     try:
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         connection.connect(path)
-        request = json.dumps({"argv": list(argv), "cwd": os.getcwd(), "env": dict(os.environ),
-                              "executable": sys.executable, "path": sys.path}).encode()
+        request = json.dumps(
+            {
+                "argv": list(argv),
+                "cwd": os.getcwd(),
+                "env": dict(os.environ),
+                "executable": sys.executable,
+                "path": sys.path,
+            }
+        ).encode()
         socket.send_fds(connection, [_HEADER.pack(len(request)) + request], [0, 1, 2])
         pid = _STATUS.unpack(_read_exactly(connection, _STATUS.size))[0]
     except (OSError, EOFError):
@@ -129,6 +151,7 @@ def _signal_group(pid: int, number: int) -> None:
 
 DIRECTORY_PREFIX = "leaktrace-fork-server-"
 
+
 @dataclass
 class Server:
     """The server process and its private directory, which `stop` removes."""
@@ -154,13 +177,18 @@ def start(job_environment: dict[str, str]) -> Server:
     directory = Path(tempfile.mkdtemp(prefix=DIRECTORY_PREFIX))  # mode 0700: no other user can connect
     path = str(directory / "socket")
     environment = _shared_part(job_environment) | {SOCKET_VARIABLE: path}
-    process = subprocess.Popen([sys.executable, "-m", "leaktrace.forkserver", path, str(os.getpid())],
-                               env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "leaktrace.forkserver", path, str(os.getpid())],
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
     os.environ[SOCKET_VARIABLE] = path
     return Server(process, directory)
 
 
 # --- server ------------------------------------------------------------------
+
 
 def serve(path: str, parent_pid: int, preload: Sequence[str]) -> Job | None:
     """Take jobs until the parent exits or a signal stops the server. Returns
@@ -201,8 +229,9 @@ def serve(path: str, parent_pid: int, preload: Sequence[str]) -> Job | None:
                 # native threads (OpenBLAS's pool, jemalloc's) have fork handlers of
                 # their own, as every fork of a process that imported PyTorch relies on.
                 if threading.active_count() != 1 and listener.fileno() >= 0:
-                    print("leaktrace fork server: an import started a Python thread; taking no more jobs",
-                          file=sys.stderr)
+                    print(
+                        "leaktrace fork server: an import started a Python thread; taking no more jobs", file=sys.stderr
+                    )
                     pending.clear()
                     selector.unregister(listener)
                     listener.close()
@@ -290,8 +319,11 @@ def _report_exit(pid: int, pidfd: int, selector, jobs) -> None:
 def _runs_as_fresh_interpreter(request: dict, compared: dict[str, str], module_path: list[str]) -> bool:
     """Whether a fork runs this job as `python -m leaktrace` would: the same
     interpreter, module path and environment, per-job variables aside."""
-    return (request.get("executable") == sys.executable and request.get("path") == module_path
-            and _shared_part(request["env"]) == compared)
+    return (
+        request.get("executable") == sys.executable
+        and request.get("path") == module_path
+        and _shared_part(request["env"]) == compared
+    )
 
 
 def _shared_part(environment: dict[str, str]) -> dict[str, str]:
@@ -300,6 +332,7 @@ def _shared_part(environment: dict[str, str]) -> dict[str, str]:
 
 
 # --- in the fork -------------------------------------------------------------
+
 
 def run_job(job: Job, entry: Callable[[list[str]], int | None]) -> NoReturn:
     """Set the fork up as the client's process, run the job's command, and exit
@@ -352,6 +385,7 @@ def _apply_environment(env: dict[str, str]) -> None:
         if "torch" in sys.modules:
             sys.modules["torch"].set_num_threads(int(threads))
         from threadpoolctl import threadpool_limits
+
         threadpool_limits(limits=int(threads))
 
 

@@ -82,11 +82,19 @@ class Rates:
 
     @classmethod
     def from_config(cls, cluster: dict) -> Rates:
-        return cls(start_s=cluster["start_s"], base_mb=cluster["base_mb"], cpu_bytes_per_s=cluster["cpu_bytes_per_s"],
-                   data_copies=cluster["data_copies"], sandbox_run_s=cluster["sandbox_run_s"],
-                   token_s=cluster["token_s"], decode_step_s=cluster["decode_step_s"],
-                   flops_per_s_cpu_core=cluster["flops_per_s"]["cpu_core"], flops_per_s_gpu=cluster["flops_per_s"]["gpu"],
-                   safety=cluster["safety"], min_runtime=cluster["min_runtime"])
+        return cls(
+            start_s=cluster["start_s"],
+            base_mb=cluster["base_mb"],
+            cpu_bytes_per_s=cluster["cpu_bytes_per_s"],
+            data_copies=cluster["data_copies"],
+            sandbox_run_s=cluster["sandbox_run_s"],
+            token_s=cluster["token_s"],
+            decode_step_s=cluster["decode_step_s"],
+            flops_per_s_cpu_core=cluster["flops_per_s"]["cpu_core"],
+            flops_per_s_gpu=cluster["flops_per_s"]["gpu"],
+            safety=cluster["safety"],
+            min_runtime=cluster["min_runtime"],
+        )
 
 
 @dataclass(frozen=True)
@@ -117,7 +125,9 @@ def parquet_shape(path: str | Path) -> TableShape:
     originals = meta.num_rows
     if "variant_id" in file.schema_arrow.names:
         originals = int((file.read(columns=["variant_id"]).column(0).to_numpy(zero_copy_only=False) == 0).sum())
-    return TableShape(meta.num_rows, sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)), originals)
+    return TableShape(
+        meta.num_rows, sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)), originals
+    )
 
 
 def tables_shape(paths: Iterable[str | Path]) -> TableShape:
@@ -152,13 +162,19 @@ def model_size(model_dir: str | Path) -> ModelSize:
     )
 
 
-def llama_size(*, vocab_size: int, hidden_size: int, intermediate_size: int, num_layers: int, context_length: int,
-               **_) -> ModelSize:
+def llama_size(
+    *, vocab_size: int, hidden_size: int, intermediate_size: int, num_layers: int, context_length: int, **_
+) -> ModelSize:
     """The size of a Llama decoder with untied embeddings, from its shape (a
     model the pipeline pretrains: no safetensors to read yet)."""
     per_layer = 4 * hidden_size * hidden_size + 3 * hidden_size * intermediate_size + 2 * hidden_size
-    return ModelSize(parameters=2 * vocab_size * hidden_size + num_layers * per_layer + hidden_size,
-                     vocab_size=vocab_size, hidden_size=hidden_size, num_layers=num_layers, max_positions=context_length)
+    return ModelSize(
+        parameters=2 * vocab_size * hidden_size + num_layers * per_layer + hidden_size,
+        vocab_size=vocab_size,
+        hidden_size=hidden_size,
+        num_layers=num_layers,
+        max_positions=context_length,
+    )
 
 
 def _round_mb(megabytes: float) -> int:
@@ -176,8 +192,18 @@ def cpu_memory_mb(data: TableShape, rates: Rates, *, processes: int = 1, attempt
     return _round_mb((rates.base_mb * processes + data_memory_mb(data, rates)) * attempt)
 
 
-def model_memory_mb(model: ModelSize, rates: Rates, *, dtype: str, batch_size: int, context: int, on_gpu: bool,
-                    training: bool, processes: int = 1, attempt: int = 1) -> int:
+def model_memory_mb(
+    model: ModelSize,
+    rates: Rates,
+    *,
+    dtype: str,
+    batch_size: int,
+    context: int,
+    on_gpu: bool,
+    training: bool,
+    processes: int = 1,
+    attempt: int = 1,
+) -> int:
     """Host memory of a job that runs a model: the interpreter, the weights
     (loaded in host memory first even for a GPU job, by each of its
     ``processes``) and, when the model runs on the CPU, the batch's logits and
@@ -217,8 +243,17 @@ def flops_per_token(model: ModelSize, kind: str, context: int) -> float:
     return forward * FLOPS_PER_TOKEN[kind] / FLOPS_PER_TOKEN["forward"]
 
 
-def model_seconds(model: ModelSize, rates: Rates, *, kind: str, tokens: int, generated: int, batch_size: int,
-                  context: int, flops_per_s: float) -> float:
+def model_seconds(
+    model: ModelSize,
+    rates: Rates,
+    *,
+    kind: str,
+    tokens: int,
+    generated: int,
+    batch_size: int,
+    context: int,
+    flops_per_s: float,
+) -> float:
     """Seconds of ``tokens`` passed through the model (``kind`` train or
     forward) and ``generated`` new tokens decoded in batches of ``batch_size``."""
     flops = flops_per_token(model, kind, context) * tokens + flops_per_token(model, "forward", context) * generated

@@ -26,7 +26,9 @@ C_LIKE = re.compile(
     r"|(?P<op>>>>=?|===|!==|\+\+|--|&&|\|\||->|=>|::|<<=?|>>=?|[-+*/%&|^<>=!]=|[^\w\s])"
 )
 TEXT = re.compile(r"(?P<word>\w+)|(?P<op>[^\w\s])")
-PYTHON_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]+(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)", re.MULTILINE)
+PYTHON_IMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]+(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)", re.MULTILINE
+)
 
 C_KEYWORDS = frozenset(
     "abstract assert boolean break byte case catch char class const continue default do double else enum extends "

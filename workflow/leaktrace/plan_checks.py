@@ -39,8 +39,9 @@ class PlanError(ValueError):
     def __init__(self, problems: list[str]):
         self.problems = problems
         lines = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"the config has {len(problems)} problem{'s' * (len(problems) != 1)}; nothing was run or "
-                         f"deleted:\n{lines}")
+        super().__init__(
+            f"the config has {len(problems)} problem{'s' * (len(problems) != 1)}; nothing was run or deleted:\n{lines}"
+        )
 
 
 def _why(err: Exception) -> str:
@@ -67,8 +68,11 @@ def configured_model_paths(config: dict) -> list[tuple[str, str, str]]:
             found.append((f"{label}.adapter", spec["adapter"], "adapter"))
     counterfactual = config.get("counterfactual", {})
     specs = [(f"counterfactual.{role}", counterfactual.get(role)) for role in ("target", "reference")]
-    specs += [(f"counterfactual.sources.{name}.{role}", (source or {}).get(role))
-              for name, source in (counterfactual.get("sources") or {}).items() for role in ("target", "reference")]
+    specs += [
+        (f"counterfactual.sources.{name}.{role}", (source or {}).get(role))
+        for name, source in (counterfactual.get("sources") or {}).items()
+        for role in ("target", "reference")
+    ]
     for key, spec in specs:
         if isinstance(spec, dict):  # a name of an audit model is checked there
             found += [(f"{key}.path", spec["path"], "model")] if spec.get("path") else []
@@ -143,8 +147,12 @@ def benchmark_sample_ids(name: str, settings: dict) -> list[str] | None:
     file above PLANNING_MAX_BYTES, one that does not read)."""
     try:
         path = _benchmark_file(settings)
-        if benchmark_format(settings) == "huggingface" or path is None or not path.is_file() \
-                or path.stat().st_size > PLANNING_MAX_BYTES:
+        if (
+            benchmark_format(settings) == "huggingface"
+            or path is None
+            or not path.is_file()
+            or path.stat().st_size > PLANNING_MAX_BYTES
+        ):
             return None
         return [s.sample_id for s in _read_samples(name, settings, settings.get("limit"))]
     except (InputError, ValueError):
@@ -194,8 +202,10 @@ def control_id_problems(config: dict) -> list[str]:
         return []
     example = min(sample_ids)
     shown = ", ".join(repr(i) for i in unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
-    return [f"{key}: {len(unknown)} of {len(ids)} ids in {path} match no sample of {', '.join(names)}: {shown} "
-            f"(ids look like {task_id(example)!r} or {example!r})"]
+    return [
+        f"{key}: {len(unknown)} of {len(ids)} ids in {path} match no sample of {', '.join(names)}: {shown} "
+        f"(ids look like {task_id(example)!r} or {example!r})"
+    ]
 
 
 def runnability_problems(config: dict) -> list[str]:
@@ -239,11 +249,18 @@ def corpus_problems(config: dict) -> list[str]:
             elif not glob_has_match(Path(root), glob):
                 problems.append(f"{key}: no file under {root} matches {glob!r}")
         elif source["kind"] in ("jsonl", "parquet"):
-            problems += [f"{key}.paths: {pattern!r} matches no file" for pattern in source["paths"]
-                         if not glob_has_match(None, pattern)]
+            problems += [
+                f"{key}.paths: {pattern!r} matches no file"
+                for pattern in source["paths"]
+                if not glob_has_match(None, pattern)
+            ]
     for name, corpus in config.get("corpora", {}).items():
-        if corpus["source"] == "records" and corpus.get("path") and corpus.get("format") != "huggingface" \
-                and not os.path.exists(corpus["path"]):
+        if (
+            corpus["source"] == "records"
+            and corpus.get("path")
+            and corpus.get("format") != "huggingface"
+            and not os.path.exists(corpus["path"])
+        ):
             problems.append(f"corpora.{name}.path: {corpus['path']} does not exist")
     return problems
 
@@ -258,10 +275,13 @@ def name_problems(config: dict) -> list[str]:
     sources against benchmarks, a scan named like RQ3's folder, and names
     equal but for case (one file on a case-insensitive file system)."""
     problems = []
-    collections = {"benchmarks": list(config["benchmarks"]), "corpora": list(config.get("corpora", {})),
-                   "leakage.scans": list(config.get("leakage", {}).get("scans") or {}),
-                   "counterfactual.sources": list(config.get("counterfactual", {}).get("sources") or {}),
-                   "audit.models": [m.get("name", "") for m in config["audit"]["models"]]}
+    collections = {
+        "benchmarks": list(config["benchmarks"]),
+        "corpora": list(config.get("corpora", {})),
+        "leakage.scans": list(config.get("leakage", {}).get("scans") or {}),
+        "counterfactual.sources": list(config.get("counterfactual", {}).get("sources") or {}),
+        "audit.models": [m.get("name", "") for m in config["audit"]["models"]],
+    }
     for where, names in collections.items():
         for name in names:
             if not NAME.fullmatch(str(name)) or name in (".", ".."):
@@ -270,8 +290,9 @@ def name_problems(config: dict) -> list[str]:
         for name in names:
             other = seen.setdefault(str(name).lower(), name)
             if other != name:
-                problems.append(f"{where}: {other!r} and {name!r} differ only in case (one file on a case-insensitive "
-                                "file system)")
+                problems.append(
+                    f"{where}: {other!r} and {name!r} differ only in case (one file on a case-insensitive file system)"
+                )
         duplicates = sorted({n for n in names if names.count(n) > 1})
         problems += [f"{where}: {n!r} is named more than once" for n in duplicates]
     benchmarks = collections["benchmarks"]
@@ -281,18 +302,27 @@ def name_problems(config: dict) -> list[str]:
                 problems.append(f"benchmarks: {name!r} would share its files with {what} of {name[: -len(suffix)]!r}")
     for name in collections["counterfactual.sources"]:
         if name in benchmarks:
-            problems.append(f"counterfactual.sources.{name}: the name of a benchmark (its outputs would be the "
-                            "benchmark's); choose another name")
+            problems.append(
+                f"counterfactual.sources.{name}: the name of a benchmark (its outputs would be the "
+                "benchmark's); choose another name"
+            )
     if "rq3" in collections["leakage.scans"]:
-        problems.append("leakage.scans.rq3: 'rq3' is the folder of RQ3's runs (results/<run>/leakage/rq3/); "
-                        "choose another name")
+        problems.append(
+            "leakage.scans.rq3: 'rq3' is the folder of RQ3's runs (results/<run>/leakage/rq3/); choose another name"
+        )
     return problems
 
 
 def plan_problems(config: dict, buildable: Iterable[str] = ()) -> list[str]:
     """Every problem of every check, in the config's order of keys."""
-    return (name_problems(config) + model_problems(config, buildable) + benchmark_problems(config)
-            + runnability_problems(config) + control_id_problems(config) + corpus_problems(config))
+    return (
+        name_problems(config)
+        + model_problems(config, buildable)
+        + benchmark_problems(config)
+        + runnability_problems(config)
+        + control_id_problems(config)
+        + corpus_problems(config)
+    )
 
 
 def check_plan(config: dict, buildable: Iterable[str] = ()) -> None:

@@ -63,8 +63,8 @@ class ExecutorSettings(slurm.ExecutorSettings):
         default=None,
         metadata={
             "help": "The longest wait between two status checks. The slurm plugin waits 10 s longer after "
-                    "each check that sees no job finish, up to 180 s, and that wait falls between every "
-                    "job and the jobs that need its outputs. Unset: no cap.",
+            "each check that sees no job finish, up to 180 s, and that wait falls between every "
+            "job and the jobs that need its outputs. Unset: no cap.",
             "env_var": False,
             "required": False,
         },
@@ -135,10 +135,13 @@ class Executor(slurm.Executor):
                 self._fit_group(job, limits)
             problems = request_problems(self._request(job), limits)
             if problems:
-                raise WorkflowError(f"{self._describe(job)} cannot run on partition {limits.partition!r}: "
-                                    + "; ".join(problems) + ". SLURM would leave it PENDING for ever: set "
-                                    "cluster.cpu_partition / cluster.gpu_partition to a partition with larger "
-                                    "nodes, or lower what the config asks of the job (docs/guides/slurm.md).")
+                raise WorkflowError(
+                    f"{self._describe(job)} cannot run on partition {limits.partition!r}: "
+                    + "; ".join(problems)
+                    + ". SLURM would leave it PENDING for ever: set "
+                    "cluster.cpu_partition / cluster.gpu_partition to a partition with larger "
+                    "nodes, or lower what the config asks of the job (docs/guides/slurm.md)."
+                )
         super().run_jobs(jobs)
 
     def _limits(self, job) -> NodeLimits | None:
@@ -154,7 +157,12 @@ class Executor(slurm.Executor):
             value = job.resources.get(name)
             return value if isinstance(value, int) else None
 
-        return {"cpus": job.threads, "mem_mb": number("mem_mb"), "gpus": number("gpu"), "runtime_min": number("runtime")}
+        return {
+            "cpus": job.threads,
+            "mem_mb": number("mem_mb"),
+            "gpus": number("gpu"),
+            "runtime_min": number("runtime"),
+        }
 
     @staticmethod
     def _describe(job) -> str:
@@ -170,16 +178,25 @@ class Executor(slurm.Executor):
         for member in job.jobs:
             problems = request_problems({**self._request(member), "runtime_min": None}, limits)
             if problems:
-                raise WorkflowError(f"{self._describe(job)} cannot run on partition {limits.partition!r}: its "
-                                    f"{self._describe(member)}: " + "; ".join(problems))
+                raise WorkflowError(
+                    f"{self._describe(job)} cannot run on partition {limits.partition!r}: its "
+                    f"{self._describe(member)}: " + "; ".join(problems)
+                )
         constraints = Resources.from_mapping({"_cores": limits.cpus, "mem_mb": limits.mem_mb, "gpu": limits.gpus})
-        sized = GroupResources.basic_layered(toposorted_jobs=job.toposorted, constraints=constraints, run_local=False,
-                                             additive_resources=["runtime"], sortby=["runtime"])
+        sized = GroupResources.basic_layered(
+            toposorted_jobs=job.toposorted,
+            constraints=constraints,
+            run_local=False,
+            additive_resources=["runtime"],
+            sortby=["runtime"],
+        )
         if any(isinstance(member.resources.get("runtime"), TBDString) for member in job.jobs):
             sized["runtime"] = "infinite" if limits.max_minutes is None else limits.max_minutes  # sbatch -t
             limit = "none" if limits.max_minutes is None else f"{limits.max_minutes} min"
-            self.logger.info(f"{self._describe(job)}: some of its jobs read inputs made inside it, so it asks for "
-                             f"partition {limits.partition!r}'s time limit ({limit})")
+            self.logger.info(
+                f"{self._describe(job)}: some of its jobs read inputs made inside it, so it asks for "
+                f"partition {limits.partition!r}'s time limit ({limit})"
+            )
         job._resources = sized  # what GroupJob.resources caches (snakemake 9.27, pinned)
 
     def get_job_args(self, job):

@@ -88,7 +88,8 @@ def parse_sinfo(text: str) -> dict[str | None, NodeLimits]:
         nodes.setdefault(partition, []).append(Node(int(cpus.rstrip("+")), int(mem.rstrip("+")), gpu_count(gres)))
         limits[partition] = minutes(limit)
     result: dict[str | None, NodeLimits] = {
-        name: NodeLimits(name, tuple(found), limits[name]) for name, found in nodes.items()}
+        name: NodeLimits(name, tuple(found), limits[name]) for name, found in nodes.items()
+    }
     if default is not None:
         result[None] = result[default]
     return result
@@ -109,12 +110,18 @@ def request_problems(request: dict, limits: NodeLimits) -> list[str]:
     no node of the partition offers; [] when one node offers all of it."""
     wanted = {key: request.get(key) for key in ("cpus", "mem_mb", "gpus")}
     units = {"cpus": "CPUs", "mem_mb": "MB of memory", "gpus": "GPUs"}
-    problems = [f"it asks for {value} {units[key]}, the partition's largest node has {getattr(limits, key)} (sinfo)"
-                for key, value in wanted.items() if value and value > getattr(limits, key)]
-    if not problems and not any(all(not value or value <= getattr(node, key) for key, value in wanted.items())
-                                for node in limits.nodes):
-        problems.append("no single node of the partition has "
-                        + ", ".join(f"{value} {units[key]}" for key, value in wanted.items() if value))
+    problems = [
+        f"it asks for {value} {units[key]}, the partition's largest node has {getattr(limits, key)} (sinfo)"
+        for key, value in wanted.items()
+        if value and value > getattr(limits, key)
+    ]
+    if not problems and not any(
+        all(not value or value <= getattr(node, key) for key, value in wanted.items()) for node in limits.nodes
+    ):
+        problems.append(
+            "no single node of the partition has "
+            + ", ".join(f"{value} {units[key]}" for key, value in wanted.items() if value)
+        )
     runtime = request.get("runtime_min")
     if runtime and limits.max_minutes is not None and runtime > limits.max_minutes:
         problems.append(f"it asks for {runtime} min, the partition's time limit is {limits.max_minutes} min (sinfo)")

@@ -51,35 +51,43 @@ from leaktrace.calibration.verdict import shift_text, shift_verdict, verdict
 AUC, RATE = "AUC", "flag rate"
 LEAKAGE_METHODS = ("srdetection_graybox", "srdetection_blackbox")
 
-SCHEMA = pa.schema([
-    ("model", pa.string()),
-    ("benchmark", pa.string()),
-    ("test", pa.string()),  # blind_baseline | dataset_inference | conformal_flags | leakage_rate | reference_contrast
-    ("detector", pa.string()),  # the per-sample detector, or what the test uses
-    ("n_suspect", pa.int32()),
-    ("n_controls_used", pa.int32()),  # control ids the test actually used
-    ("n_controls_dropped", pa.int32()),  # control ids of this benchmark it could not use
-    ("controls_dropped", pa.string()),  # why
-    ("statistic", pa.float64()),  # AUC (blind), flagged count (conformal), flag share (leakage), mean d gap (contrast)
-    ("p_value", pa.float64()),
-    ("alpha", pa.float64()),
-    ("effect", pa.string()),  # the scale of detectable_effect: AUC | flag rate
-    ("detectable_effect", pa.float64()),  # smallest effect detected with 80% power; null: none reachable
-    ("blind_auc", pa.float64()),
-    ("blind_ci_low", pa.float64()),  # DeLong 95%
-    ("blind_ci_high", pa.float64()),
-    ("blind_p", pa.float64()),  # permutation p-value
-    ("controls_exchangeable", pa.bool_()),  # false: the blind baseline rejected at alpha; null: it could not run
-    ("assumes_exchangeable", pa.bool_()),  # the test's null needs exchangeable controls (gated)
-    ("verdict", pa.string()),
-    ("counted_as_evidence", pa.bool_()),
-    ("conformal_rank", pa.int32()),  # k = floor(alpha (m + 1)): flagged above the k-th largest control
-    ("fpr_exceed_probability", pa.float64()),  # marginal flags: P(FPR > alpha) over the control draw
-    ("delta", pa.float64()),
-    ("pac_rank", pa.int32()),  # the (alpha, delta) rule's rank; 0 flags nothing
-    ("n_flagged_pac", pa.int32()),
-    ("note", pa.string()),
-])
+SCHEMA = pa.schema(
+    [
+        ("model", pa.string()),
+        ("benchmark", pa.string()),
+        (
+            "test",
+            pa.string(),
+        ),  # blind_baseline | dataset_inference | conformal_flags | leakage_rate | reference_contrast
+        ("detector", pa.string()),  # the per-sample detector, or what the test uses
+        ("n_suspect", pa.int32()),
+        ("n_controls_used", pa.int32()),  # control ids the test actually used
+        ("n_controls_dropped", pa.int32()),  # control ids of this benchmark it could not use
+        ("controls_dropped", pa.string()),  # why
+        (
+            "statistic",
+            pa.float64(),
+        ),  # AUC (blind), flagged count (conformal), flag share (leakage), mean d gap (contrast)
+        ("p_value", pa.float64()),
+        ("alpha", pa.float64()),
+        ("effect", pa.string()),  # the scale of detectable_effect: AUC | flag rate
+        ("detectable_effect", pa.float64()),  # smallest effect detected with 80% power; null: none reachable
+        ("blind_auc", pa.float64()),
+        ("blind_ci_low", pa.float64()),  # DeLong 95%
+        ("blind_ci_high", pa.float64()),
+        ("blind_p", pa.float64()),  # permutation p-value
+        ("controls_exchangeable", pa.bool_()),  # false: the blind baseline rejected at alpha; null: it could not run
+        ("assumes_exchangeable", pa.bool_()),  # the test's null needs exchangeable controls (gated)
+        ("verdict", pa.string()),
+        ("counted_as_evidence", pa.bool_()),
+        ("conformal_rank", pa.int32()),  # k = floor(alpha (m + 1)): flagged above the k-th largest control
+        ("fpr_exceed_probability", pa.float64()),  # marginal flags: P(FPR > alpha) over the control draw
+        ("delta", pa.float64()),
+        ("pac_rank", pa.int32()),  # the (alpha, delta) rule's rank; 0 flags nothing
+        ("n_flagged_pac", pa.int32()),
+        ("note", pa.string()),
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -94,8 +102,13 @@ class Settings:
 def blind_columns(blind: BlindBaseline | None, alpha: float) -> dict:
     if blind is None:
         return {"controls_exchangeable": None}
-    return {"blind_auc": blind.auc, "blind_ci_low": blind.ci_low, "blind_ci_high": blind.ci_high, "blind_p": blind.p_value,
-            "controls_exchangeable": blind.p_value > alpha}
+    return {
+        "blind_auc": blind.auc,
+        "blind_ci_low": blind.ci_low,
+        "blind_ci_high": blind.ci_high,
+        "blind_p": blind.p_value,
+        "controls_exchangeable": blind.p_value > alpha,
+    }
 
 
 def gate(blind: BlindBaseline | None, alpha: float) -> str | None:
@@ -108,44 +121,80 @@ def gate(blind: BlindBaseline | None, alpha: float) -> str | None:
 def blind_row(blind: BlindBaseline, s: Settings) -> dict:
     detectable = detectable_auc(blind.n_suspect, blind.n_control, s.alpha)
     how = "every labelling" if blind.exact else f"{blind.n_labellings} random labellings"
-    return {"test": "blind_baseline", "detector": "text only (no model)", "n_suspect": blind.n_suspect,
-            "n_controls_used": blind.n_control, "n_controls_dropped": 0, "statistic": blind.auc, "p_value": blind.p_value, "effect": AUC,
-            "detectable_effect": detectable, "assumes_exchangeable": False, "counted_as_evidence": False,
-            "verdict": shift_verdict(blind.auc, blind.ci_low, blind.ci_high, blind.p_value, s.alpha, detectable,
-                                     s.inconclusive_auc),
-            "note": f"{blind.folds}-fold cross-validated AUC of a text-only classifier; permutation p over {how}"}
+    return {
+        "test": "blind_baseline",
+        "detector": "text only (no model)",
+        "n_suspect": blind.n_suspect,
+        "n_controls_used": blind.n_control,
+        "n_controls_dropped": 0,
+        "statistic": blind.auc,
+        "p_value": blind.p_value,
+        "effect": AUC,
+        "detectable_effect": detectable,
+        "assumes_exchangeable": False,
+        "counted_as_evidence": False,
+        "verdict": shift_verdict(
+            blind.auc, blind.ci_low, blind.ci_high, blind.p_value, s.alpha, detectable, s.inconclusive_auc
+        ),
+        "note": f"{blind.folds}-fold cross-validated AUC of a text-only classifier; permutation p over {how}",
+    }
 
 
 def _dropped(control_ids: set[str], used: set[str], why: str) -> dict:
     dropped = sorted(control_ids - used)
-    return {"n_controls_used": len(used & control_ids), "n_controls_dropped": len(dropped),
-            "controls_dropped": f"{len(dropped)} {why}, e.g. {', '.join(dropped[:3])}" if dropped else None}
+    return {
+        "n_controls_used": len(used & control_ids),
+        "n_controls_dropped": len(dropped),
+        "controls_dropped": f"{len(dropped)} {why}, e.g. {', '.join(dropped[:3])}" if dropped else None,
+    }
 
 
 def conformal_row(method: str, scores: dict[str, float], control_ids: set[str], s: Settings, shift: str | None) -> dict:
     controls = sorted(set(scores) & control_ids)
     suspects = sorted(set(scores) - control_ids)
-    row = {"test": "conformal_flags", "detector": method, "n_suspect": len(suspects), "effect": RATE,
-           "assumes_exchangeable": True, "delta": s.delta,
-           **_dropped(control_ids, set(controls), f"control ids without a finite {method} score")}
+    row = {
+        "test": "conformal_flags",
+        "detector": method,
+        "n_suspect": len(suspects),
+        "effect": RATE,
+        "assumes_exchangeable": True,
+        "delta": s.delta,
+        **_dropped(control_ids, set(controls), f"control ids without a finite {method} score"),
+    }
     m, n = len(controls), len(suspects)
     if not (m and n):
-        return row | {"verdict": verdict(None, s.alpha, RATE, None, s.inconclusive_rate, shift), "counted_as_evidence": False,
-                      "note": "no suspect or no control scored"}
+        return row | {
+            "verdict": verdict(None, s.alpha, RATE, None, s.inconclusive_rate, shift),
+            "counted_as_evidence": False,
+            "note": "no suspect or no control scored",
+        }
     c, t = np.array([scores[i] for i in controls]), np.array([scores[i] for i in suspects])
     k, k_pac = conformal_rank(m, s.alpha), pac_rank(m, s.alpha, s.delta)
     flagged = int(flags_at_rank(c, t, k).sum())
     p = flag_count_p(flagged, n, m, k)
     detectable = detectable_flag_rate(n, m, s.alpha, k=k)
-    note = (f"flagged {flagged} of {n} at alpha (above the {k}-th largest of {m} controls)" if k else
-            f"{m} controls are too few to flag anything at alpha = {s.alpha} (needs {conformal_rank_needs(s.alpha)})")
-    note += (f"; PAC (FPR <= alpha with probability >= {1 - s.delta:g}): above the {k_pac}-th largest" if k_pac else
-             f"; PAC flags nothing below {min_controls(s.alpha, s.delta)} controls")
-    return row | {"statistic": float(flagged), "p_value": p, "detectable_effect": detectable, "conformal_rank": k,
-                  "fpr_exceed_probability": fpr_exceed_probability(k, m, s.alpha) if k else None, "pac_rank": k_pac,
-                  "n_flagged_pac": int(flags_at_rank(c, t, k_pac).sum()),
-                  "verdict": verdict(p, s.alpha, RATE, detectable, s.inconclusive_rate, shift),
-                  "counted_as_evidence": shift is None and p is not None and p <= s.alpha, "note": note}
+    note = (
+        f"flagged {flagged} of {n} at alpha (above the {k}-th largest of {m} controls)"
+        if k
+        else f"{m} controls are too few to flag anything at alpha = {s.alpha} (needs {conformal_rank_needs(s.alpha)})"
+    )
+    note += (
+        f"; PAC (FPR <= alpha with probability >= {1 - s.delta:g}): above the {k_pac}-th largest"
+        if k_pac
+        else f"; PAC flags nothing below {min_controls(s.alpha, s.delta)} controls"
+    )
+    return row | {
+        "statistic": float(flagged),
+        "p_value": p,
+        "detectable_effect": detectable,
+        "conformal_rank": k,
+        "fpr_exceed_probability": fpr_exceed_probability(k, m, s.alpha) if k else None,
+        "pac_rank": k_pac,
+        "n_flagged_pac": int(flags_at_rank(c, t, k_pac).sum()),
+        "verdict": verdict(p, s.alpha, RATE, detectable, s.inconclusive_rate, shift),
+        "counted_as_evidence": shift is None and p is not None and p <= s.alpha,
+        "note": note,
+    }
 
 
 def conformal_rank_needs(alpha: float) -> str:
@@ -156,20 +205,33 @@ def conformal_rank_needs(alpha: float) -> str:
 def leakage_row(method: str, decisions: dict[str, bool], control_ids: set[str], s: Settings, shift: str | None) -> dict:
     controls = sorted(set(decisions) & control_ids)
     suspects = sorted(set(decisions) - control_ids)
-    row = {"test": "leakage_rate", "detector": method, "n_suspect": len(suspects), "effect": RATE,
-           "assumes_exchangeable": True, **_dropped(control_ids, set(controls), f"control ids without a {method} decision")}
+    row = {
+        "test": "leakage_rate",
+        "detector": method,
+        "n_suspect": len(suspects),
+        "effect": RATE,
+        "assumes_exchangeable": True,
+        **_dropped(control_ids, set(controls), f"control ids without a {method} decision"),
+    }
     if not (controls and suspects):
-        return row | {"verdict": verdict(None, s.alpha, RATE, None, s.inconclusive_rate, shift), "counted_as_evidence": False,
-                      "note": "no suspect or no control decided"}
+        return row | {
+            "verdict": verdict(None, s.alpha, RATE, None, s.inconclusive_rate, shift),
+            "counted_as_evidence": False,
+            "note": "no suspect or no control decided",
+        }
     x, y = sum(decisions[i] for i in suspects), sum(decisions[i] for i in controls)
     n, m = len(suspects), len(controls)
     p = float(fisher_exact([[x, n - x], [y, m - y]], alternative="greater").pvalue)
     detectable = detectable_fisher_rate(n, m, y / m, s.alpha)
-    return row | {"statistic": x / n, "p_value": p, "detectable_effect": detectable,
-                  "verdict": verdict(p, s.alpha, RATE, detectable, s.inconclusive_rate, shift),
-                  "counted_as_evidence": shift is None and p <= s.alpha,
-                  "note": f"{x} of {n} suspects flagged against {y} of {m} controls (Fisher exact, one-sided; power with "
-                          "the controls' rate plugged in)"}
+    return row | {
+        "statistic": x / n,
+        "p_value": p,
+        "detectable_effect": detectable,
+        "verdict": verdict(p, s.alpha, RATE, detectable, s.inconclusive_rate, shift),
+        "counted_as_evidence": shift is None and p <= s.alpha,
+        "note": f"{x} of {n} suspects flagged against {y} of {m} controls (Fisher exact, one-sided; power with "
+        "the controls' rate plugged in)",
+    }
 
 
 def dataset_inference_row(found: dict, s: Settings, shift: str | None) -> dict:
@@ -177,47 +239,88 @@ def dataset_inference_row(found: dict, s: Settings, shift: str | None) -> dict:
     n_control_unscored, features, p_value, note)."""
     n, m, p = found["n_suspect"], found["n_control"], found.get("p_value")
     detectable = dataset_inference_detectable_auc(n, m, s.alpha)
-    return {"test": "dataset_inference", "detector": found.get("features") or "", "n_suspect": n, "n_controls_used": m,
-            "n_controls_dropped": found["n_control_unscored"],
-            "controls_dropped": f"{found['n_control_unscored']} control ids of samples the audit did not score"
-            if found["n_control_unscored"] else None,
-            "p_value": p, "effect": AUC, "detectable_effect": detectable, "assumes_exchangeable": True,
-            "verdict": verdict(p, s.alpha, AUC, detectable, s.inconclusive_auc, shift),
-            "counted_as_evidence": shift is None and p is not None and p <= s.alpha,
-            "note": found.get("note") or "power: Mann-Whitney approximation on the held-out halves at alpha / 2"}
+    return {
+        "test": "dataset_inference",
+        "detector": found.get("features") or "",
+        "n_suspect": n,
+        "n_controls_used": m,
+        "n_controls_dropped": found["n_control_unscored"],
+        "controls_dropped": f"{found['n_control_unscored']} control ids of samples the audit did not score"
+        if found["n_control_unscored"]
+        else None,
+        "p_value": p,
+        "effect": AUC,
+        "detectable_effect": detectable,
+        "assumes_exchangeable": True,
+        "verdict": verdict(p, s.alpha, AUC, detectable, s.inconclusive_auc, shift),
+        "counted_as_evidence": shift is None and p is not None and p <= s.alpha,
+        "note": found.get("note") or "power: Mann-Whitney approximation on the held-out halves at alpha / 2",
+    }
 
 
 # Where the blind baseline rejects, the contrast is gated too: its assumption (a shift moves both models'
 # scores alike) failed in the shifted-control experiment (docs/results.md): with docstring-free suspects a
 # never-exposed model's contrast rejected in 8 of 10 draws.
-CONTRAST_UNDER_SHIFT = ("; the contrast assumes the shift moves the target's and the reference's scores alike, which "
-                        "the shifted-control experiment found false")
+CONTRAST_UNDER_SHIFT = (
+    "; the contrast assumes the shift moves the target's and the reference's scores alike, which "
+    "the shifted-control experiment found false"
+)
 
 
-def contrast_row(method: str, target: dict[str, float], reference: dict[str, float], reference_name: str,
-                 control_ids: set[str], s: Settings, shift: str | None = None) -> dict:
+def contrast_row(
+    method: str,
+    target: dict[str, float],
+    reference: dict[str, float],
+    reference_name: str,
+    control_ids: set[str],
+    s: Settings,
+    shift: str | None = None,
+) -> dict:
     """The reference-model contrast; ``shift``: the gate's text where the
     blind baseline rejected (then its verdict is not counted as evidence)."""
     gated = None if shift is None else shift + CONTRAST_UNDER_SHIFT
     both = set(target) & set(reference)
     controls, suspects = sorted(both & control_ids), sorted(both - control_ids)
-    row = {"test": "reference_contrast", "detector": method, "n_suspect": len(suspects), "effect": AUC,
-           "assumes_exchangeable": False,
-           **_dropped(control_ids, set(controls), f"control ids without a {method} score under both models")}
+    row = {
+        "test": "reference_contrast",
+        "detector": method,
+        "n_suspect": len(suspects),
+        "effect": AUC,
+        "assumes_exchangeable": False,
+        **_dropped(control_ids, set(controls), f"control ids without a {method} score under both models"),
+    }
     note = f"d = {method}(target) - {method}({reference_name}); {ASSUMPTION}"
     if not (controls and suspects):
-        return row | {"verdict": verdict(None, s.alpha, AUC, None, s.inconclusive_auc, gated), "counted_as_evidence": False,
-                      "note": note}
-    result = reference_contrast(contrasts(target, reference, suspects), contrasts(target, reference, controls), seed=s.seed)
+        return row | {
+            "verdict": verdict(None, s.alpha, AUC, None, s.inconclusive_auc, gated),
+            "counted_as_evidence": False,
+            "note": note,
+        }
+    result = reference_contrast(
+        contrasts(target, reference, suspects), contrasts(target, reference, controls), seed=s.seed
+    )
     detectable = detectable_auc(len(suspects), len(controls), s.alpha)
-    return row | {"statistic": result.mean_difference, "p_value": result.p_value, "detectable_effect": detectable,
-                  "verdict": verdict(result.p_value, s.alpha, AUC, detectable, s.inconclusive_auc, gated),
-                  "counted_as_evidence": gated is None and result.p_value <= s.alpha, "note": note}
+    return row | {
+        "statistic": result.mean_difference,
+        "p_value": result.p_value,
+        "detectable_effect": detectable,
+        "verdict": verdict(result.p_value, s.alpha, AUC, detectable, s.inconclusive_auc, gated),
+        "counted_as_evidence": gated is None and result.p_value <= s.alpha,
+        "note": note,
+    }
 
 
-def model_rows(model: str, benchmark: str, lookup: dict[str, dict[str, float]], decisions: dict[str, dict[str, bool]],
-               control_ids: set[str], blind: BlindBaseline | None, di: dict | None, s: Settings,
-               reference: tuple[str, dict[str, dict[str, float]], str] | None = None) -> list[dict]:
+def model_rows(
+    model: str,
+    benchmark: str,
+    lookup: dict[str, dict[str, float]],
+    decisions: dict[str, dict[str, bool]],
+    control_ids: set[str],
+    blind: BlindBaseline | None,
+    di: dict | None,
+    s: Settings,
+    reference: tuple[str, dict[str, dict[str, float]], str] | None = None,
+) -> list[dict]:
     """Every row of one model on one benchmark. ``lookup``: method -> sample
     -> finite score; ``decisions``: SrDetection method -> sample -> flagged;
     ``control_ids``: this benchmark's control samples; ``reference``:
@@ -227,13 +330,19 @@ def model_rows(model: str, benchmark: str, lookup: dict[str, dict[str, float]], 
     if di is not None:
         rows.append(dataset_inference_row(di, s, shift))
     rows += [conformal_row(method, lookup[method], control_ids, s, shift) for method in sorted(lookup)]
-    rows += [leakage_row(method, decisions[method], control_ids, s, shift) for method in LEAKAGE_METHODS if method in decisions]
+    rows += [
+        leakage_row(method, decisions[method], control_ids, s, shift)
+        for method in LEAKAGE_METHODS
+        if method in decisions
+    ]
     if reference is not None:
         name, ref_lookup, method = reference
         missing = [who for who, table in ((model, lookup), (name, ref_lookup)) if method not in table]
         if missing:
-            raise ValueError(f"audit.reference.method: {method!r} has no finite score under {' or '.join(missing)} on "
-                             f"{benchmark} (scored: {', '.join(sorted(lookup))})")
+            raise ValueError(
+                f"audit.reference.method: {method!r} has no finite score under {' or '.join(missing)} on "
+                f"{benchmark} (scored: {', '.join(sorted(lookup))})"
+            )
         rows.append(contrast_row(method, lookup[method], ref_lookup[method], name, control_ids, s, shift))
     common = {"model": model, "benchmark": benchmark, "alpha": s.alpha, **blind_columns(blind, s.alpha)}
     return [common | r for r in rows]

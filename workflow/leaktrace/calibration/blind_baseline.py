@@ -70,8 +70,10 @@ PERMUTATIONS = 1000  # random labellings, when there are more distinct ones than
 REPEATS = 5  # repeated stratified cross-validation splits, their AUCs averaged
 MAX_FOLDS = 5
 MIN_PER_CLASS = 2  # a stratified fold needs one of each class outside it
-FEATURES = ("char 3-5-gram TF-IDF (sublinear tf, case kept) + log chars, log lines, mean line length, "
-            "comment-line share, whitespace share, log def/class lines")
+FEATURES = (
+    "char 3-5-gram TF-IDF (sublinear tf, case kept) + log chars, log lines, mean line length, "
+    "comment-line share, whitespace share, log def/class lines"
+)
 CI_METHOD = "DeLong 95% around the mean AUC (out-of-fold scores; variance averaged over the repeats)"
 _DEF = re.compile(r"^\s*(async\s+def|def|class)\s", re.MULTILINE)
 
@@ -107,7 +109,9 @@ def simple_features(text: str) -> list[float]:
 
 def feature_matrix(texts: Sequence[str]) -> csr_matrix:
     """The fixed features of every text, fitted without labels."""
-    tfidf = TfidfVectorizer(analyzer="char", ngram_range=(3, 5), lowercase=False, sublinear_tf=True).fit_transform(texts)
+    tfidf = TfidfVectorizer(analyzer="char", ngram_range=(3, 5), lowercase=False, sublinear_tf=True).fit_transform(
+        texts
+    )
     simple = np.array([simple_features(t) for t in texts], dtype=float)
     sd = simple.std(axis=0)
     simple = (simple - simple.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
@@ -141,13 +145,17 @@ def out_of_fold_scores(x: np.ndarray, labels: np.ndarray, folds: int, seed: int)
     return out_of_fold(x, labels, folds, seed)[0]
 
 
-def repeated_out_of_fold(x: np.ndarray, labels: np.ndarray, folds: int, seed: int, repeats: int) -> tuple[np.ndarray, np.ndarray]:
+def repeated_out_of_fold(
+    x: np.ndarray, labels: np.ndarray, folds: int, seed: int, repeats: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(repeats, N) out-of-fold scores and folds, repeat r over the folds of seed + r."""
     runs = [out_of_fold(x, labels, folds, seed + r) for r in range(repeats)]
     return np.stack([s for s, _ in runs]), np.stack([f for _, f in runs])
 
 
-def fold_mean_auc(scores: np.ndarray, fold_of: np.ndarray, labels: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+def fold_mean_auc(
+    scores: np.ndarray, fold_of: np.ndarray, labels: np.ndarray, weights: np.ndarray | None = None
+) -> np.ndarray:
     """The mean over folds of the AUC within each fold (each fold's scores
     come from one fit), per row of ``weights`` (B, N): sample multiplicities,
     a bootstrap's; None: each sample once (a scalar). A fold without a
@@ -178,7 +186,9 @@ def auc(positive: Sequence[float], negative: Sequence[float]) -> float:
     return float(_psi(np.asarray(positive, float), np.asarray(negative, float)).mean())
 
 
-def delong_interval(positive: Sequence[float], negative: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+def delong_interval(
+    positive: Sequence[float], negative: Sequence[float], confidence: float = 0.95
+) -> tuple[float, float]:
     """DeLong et al. (1988): AUC +- z sqrt(var(V10) / n + var(V01) / m), the
     placement values V10_i = mean_j psi(x_i, y_j), V01_j = mean_i psi(x_i, y_j)
     (sample variances), clipped to [0, 1]."""
@@ -215,8 +225,9 @@ def labellings(n_total: int, n_positive: int, permutations: int, seed: int) -> t
     return [rng.permutation(base) for _ in range(permutations)], False
 
 
-def permutation_p(statistic: Callable[[np.ndarray], float], labels: Sequence[bool], permutations: int = PERMUTATIONS,
-                  seed: int = 0) -> tuple[float, float, bool, int]:
+def permutation_p(
+    statistic: Callable[[np.ndarray], float], labels: Sequence[bool], permutations: int = PERMUTATIONS, seed: int = 0
+) -> tuple[float, float, bool, int]:
     """(T_obs, one-sided p, exact, labellings counted) of ``statistic`` (of a
     boolean label vector) over relabellings that keep the class sizes."""
     y = np.asarray(labels, dtype=bool)
@@ -228,14 +239,26 @@ def permutation_p(statistic: Callable[[np.ndarray], float], labels: Sequence[boo
     return float(observed), float(p), exact, len(draws)
 
 
-def blind_baseline(texts: Sequence[str], is_suspect: Sequence[bool], *, seed: int,
-                   permutations: int = PERMUTATIONS, repeats: int = REPEATS) -> BlindBaseline:
+def blind_baseline(
+    texts: Sequence[str],
+    is_suspect: Sequence[bool],
+    *,
+    seed: int,
+    permutations: int = PERMUTATIONS,
+    repeats: int = REPEATS,
+) -> BlindBaseline:
     """The blind baseline of ``texts`` labelled suspect (True) or control (False)."""
     return blind_scores(texts, is_suspect, seed=seed, permutations=permutations, repeats=repeats)[0]
 
 
-def blind_scores(texts: Sequence[str], is_suspect: Sequence[bool], *, seed: int, permutations: int = PERMUTATIONS,
-                 repeats: int = REPEATS) -> tuple[BlindBaseline, np.ndarray, np.ndarray]:
+def blind_scores(
+    texts: Sequence[str],
+    is_suspect: Sequence[bool],
+    *,
+    seed: int,
+    permutations: int = PERMUTATIONS,
+    repeats: int = REPEATS,
+) -> tuple[BlindBaseline, np.ndarray, np.ndarray]:
     """The blind baseline, its (repeats, N) out-of-fold scores of the
     observed labelling and each score's fold, in the order of ``texts``."""
     y = np.asarray(is_suspect, dtype=bool)
@@ -243,8 +266,9 @@ def blind_scores(texts: Sequence[str], is_suspect: Sequence[bool], *, seed: int,
         raise ValueError(f"{len(texts)} texts but {y.size} labels")
     n, m = int(y.sum()), int((~y).sum())
     if min(n, m) < MIN_PER_CLASS:
-        raise ValueError(f"the blind baseline needs at least {MIN_PER_CLASS} suspects and {MIN_PER_CLASS} controls, "
-                         f"got {n} and {m}")
+        raise ValueError(
+            f"the blind baseline needs at least {MIN_PER_CLASS} suspects and {MIN_PER_CLASS} controls, got {n} and {m}"
+        )
     if permutations < 1:
         raise ValueError(f"permutations must be >= 1, got {permutations}")
     if repeats < 1:
@@ -259,44 +283,81 @@ def blind_scores(texts: Sequence[str], is_suspect: Sequence[bool], *, seed: int,
     observed, p, exact, count = permutation_p(statistic, y, permutations, seed)
     scores, fold_of = repeated_out_of_fold(x, y, folds, seed, repeats)
     low, high = _interval(observed, float(np.mean([delong_variance(s[y], s[~y]) for s in scores])))
-    return BlindBaseline(auc=observed, ci_low=low, ci_high=high, p_value=p, exact=exact, n_labellings=count,
-                         n_suspect=n, n_control=m, folds=folds, repeats=repeats), scores, fold_of
+    return (
+        BlindBaseline(
+            auc=observed,
+            ci_low=low,
+            ci_high=high,
+            p_value=p,
+            exact=exact,
+            n_labellings=count,
+            n_suspect=n,
+            n_control=m,
+            folds=folds,
+            repeats=repeats,
+        ),
+        scores,
+        fold_of,
+    )
 
 
 # The audit's table of blind baselines, one row per benchmark (results/<run>/audit/blind_baseline.parquet).
-TABLE_SCHEMA = pa.schema([
-    ("benchmark", pa.string()),
-    ("n_suspect", pa.int32()),
-    ("n_control", pa.int32()),
-    ("auc", pa.float64()),  # cross-validated, suspects positive
-    ("ci_low", pa.float64()),
-    ("ci_high", pa.float64()),
-    ("p_value", pa.float64()),  # permutation p-value of the set labels
-    ("exact", pa.bool_()),
-    ("n_labellings", pa.int32()),
-    ("folds", pa.int32()),
-    ("repeats", pa.int32()),  # repeated cross-validation splits whose AUCs are averaged
-    ("alpha", pa.float64()),
-    ("controls_exchangeable", pa.bool_()),  # p > alpha; null where it could not run
-    ("features", pa.string()),
-    ("interval", pa.string()),
-    ("note", pa.string()),
-])
+TABLE_SCHEMA = pa.schema(
+    [
+        ("benchmark", pa.string()),
+        ("n_suspect", pa.int32()),
+        ("n_control", pa.int32()),
+        ("auc", pa.float64()),  # cross-validated, suspects positive
+        ("ci_low", pa.float64()),
+        ("ci_high", pa.float64()),
+        ("p_value", pa.float64()),  # permutation p-value of the set labels
+        ("exact", pa.bool_()),
+        ("n_labellings", pa.int32()),
+        ("folds", pa.int32()),
+        ("repeats", pa.int32()),  # repeated cross-validation splits whose AUCs are averaged
+        ("alpha", pa.float64()),
+        ("controls_exchangeable", pa.bool_()),  # p > alpha; null where it could not run
+        ("features", pa.string()),
+        ("interval", pa.string()),
+        ("note", pa.string()),
+    ]
+)
 
 
-def table_row(benchmark: str, texts: Sequence[str], is_suspect: Sequence[bool], alpha: float, permutations: int,
-              seed: int, repeats: int = REPEATS) -> dict:
+def table_row(
+    benchmark: str,
+    texts: Sequence[str],
+    is_suspect: Sequence[bool],
+    alpha: float,
+    permutations: int,
+    seed: int,
+    repeats: int = REPEATS,
+) -> dict:
     """The table row of one benchmark's blind baseline; not run (a note says
     why) with fewer than MIN_PER_CLASS of either set."""
     return table_row_and_scores(benchmark, texts, is_suspect, alpha, permutations, seed, repeats)[0]
 
 
-def table_row_and_scores(benchmark: str, texts: Sequence[str], is_suspect: Sequence[bool], alpha: float, permutations: int,
-                         seed: int, repeats: int = REPEATS) -> tuple[dict, tuple[np.ndarray, np.ndarray] | None]:
+def table_row_and_scores(
+    benchmark: str,
+    texts: Sequence[str],
+    is_suspect: Sequence[bool],
+    alpha: float,
+    permutations: int,
+    seed: int,
+    repeats: int = REPEATS,
+) -> tuple[dict, tuple[np.ndarray, np.ndarray] | None]:
     """``table_row`` and the (repeats, N) out-of-fold scores and their folds (None where it did not run)."""
     n = int(sum(is_suspect))
     m = len(texts) - n
-    row = {"benchmark": benchmark, "n_suspect": n, "n_control": m, "alpha": alpha, "features": FEATURES, "interval": CI_METHOD}
+    row = {
+        "benchmark": benchmark,
+        "n_suspect": n,
+        "n_control": m,
+        "alpha": alpha,
+        "features": FEATURES,
+        "interval": CI_METHOD,
+    }
     if min(n, m) < MIN_PER_CLASS:
         return row | {"note": f"not run: needs at least {MIN_PER_CLASS} suspects and {MIN_PER_CLASS} controls"}, None
     result, scores, fold_of = blind_scores(texts, is_suspect, seed=seed, permutations=permutations, repeats=repeats)

@@ -70,8 +70,9 @@ def conformal_p_values(control: np.ndarray, test: np.ndarray, control_fold: np.n
     return p_values(exceedances(control, test, control_fold))
 
 
-def randomised_p_values(control: np.ndarray, test: np.ndarray, rng: np.random.Generator,
-                        control_fold: np.ndarray | None = None) -> np.ndarray:
+def randomised_p_values(
+    control: np.ndarray, test: np.ndarray, rng: np.random.Generator, control_fold: np.ndarray | None = None
+) -> np.ndarray:
     """(#{s(c) > s(x)} + U (1 + #{s(c) = s(x)})) / (|C| + 1), U uniform on
     [0, 1): ties broken at random, exactly U(0, 1) for a non-member
     exchangeable with the controls (no atoms), so a KS test against the

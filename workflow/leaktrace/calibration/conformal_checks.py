@@ -47,32 +47,55 @@ from leaktrace.detect.cross_fit import (
 from leaktrace.seeding import derive_seed
 
 
-def calibration_fold_rows(method: str, model: str, rows: dict[str, dict], controls: Sequence[str], tested: Sequence[str],
-                          alphas: Sequence[float]) -> list[dict]:
+def calibration_fold_rows(
+    method: str,
+    model: str,
+    rows: dict[str, dict],
+    controls: Sequence[str],
+    tested: Sequence[str],
+    alphas: Sequence[float],
+) -> list[dict]:
     """Check (a) of one method (``rows``: sample_id -> its score row)."""
     control, test, fit = row_conformal_inputs(rows, list(controls), list(tested))
     p = p_values(exceedances(control, test, fit))
-    note = (f"{len(controls)} calibration-fold non-members as controls (smallest p-value 1/{len(controls) + 1}), "
-            f"{len(tested)} evaluation-fold non-members tested; the flags share the controls: judged beta-binomial")
+    note = (
+        f"{len(controls)} calibration-fold non-members as controls (smallest p-value 1/{len(controls) + 1}), "
+        f"{len(tested)} evaluation-fold non-members tested; the flags share the controls: judged beta-binomial"
+    )
     rows = []
     for a in alphas:
         flagged = int((p <= a).sum())
-        rows.append(count_row(method, model, CALIBRATION_FOLD, a, flagged, len(tested),
-                              shared_controls(flagged, len(tested), len(controls), a), note=note))
+        rows.append(
+            count_row(
+                method,
+                model,
+                CALIBRATION_FOLD,
+                a,
+                flagged,
+                len(tested),
+                shared_controls(flagged, len(tested), len(controls), a),
+                note=note,
+            )
+        )
     return rows
 
 
-def _rows(method: str, model: str, rates: dict[float, list[float]], expected: dict[float, float], note: str) -> list[dict]:
+def _rows(
+    method: str, model: str, rates: dict[float, list[float]], expected: dict[float, float], note: str
+) -> list[dict]:
     return [average_row(method, model, REPARTITIONED, a, r, expected[a], note=note) for a, r in rates.items()]
 
 
-def repartitioned_rows(method: str, model: str, scores: np.ndarray, n_control: int, repartitions: int,
-                       alphas: Sequence[float], seed: int) -> list[dict]:
+def repartitioned_rows(
+    method: str, model: str, scores: np.ndarray, n_control: int, repartitions: int, alphas: Sequence[float], seed: int
+) -> list[dict]:
     """Check (b) of a detector without a fit: ``scores`` of all non-members,
     ``n_control`` of them the control part of each partition."""
     scores = np.asarray(scores, dtype=float)
     if not 0 < n_control < scores.size:
-        raise ValueError(f"{method} under {model}: {n_control} controls out of {scores.size} non-members leave no part to test")
+        raise ValueError(
+            f"{method} under {model}: {n_control} controls out of {scores.size} non-members leave no part to test"
+        )
     rng = np.random.default_rng(seed)
     rates: dict[float, list[float]] = {a: [] for a in alphas}
     for _ in range(repartitions):
@@ -82,8 +105,14 @@ def repartitioned_rows(method: str, model: str, scores: np.ndarray, n_control: i
         for a in alphas:
             rates[a].append(float(np.mean(p <= a)))
     expected = {a: repartition_expected_rate(scores, n_control, a) for a in alphas}
-    return _rows(method, model, rates, expected, f"{repartitions} partitions of {scores.size} non-members, {n_control} "
-                                                 "controls each; the mean against its exact expectation over partitions")
+    return _rows(
+        method,
+        model,
+        rates,
+        expected,
+        f"{repartitions} partitions of {scores.size} non-members, {n_control} "
+        "controls each; the mean against its exact expectation over partitions",
+    )
 
 
 @dataclass(frozen=True)
@@ -97,31 +126,48 @@ class Refit:
     labelled_fraction: float = 1.0
 
 
-def refitted_repartitioned_rows(method: str, model: str, refit: Refit, members: np.ndarray, non_members: np.ndarray,
-                                n_control: int, repartitions: int, alphas: Sequence[float], seed: int) -> list[dict]:
+def refitted_repartitioned_rows(
+    method: str,
+    model: str,
+    refit: Refit,
+    members: np.ndarray,
+    non_members: np.ndarray,
+    n_control: int,
+    repartitions: int,
+    alphas: Sequence[float],
+    seed: int,
+) -> list[dict]:
     """Check (b) of a learned detector: in each partition, its cross-fit over
     the calibration fold's ``members`` and the partition's control part
     (positions in the detector's samples), every evaluation part scored by
     every fold's fit (by the full fit where some controls are unlabelled)."""
     members, non_members = np.asarray(members), np.asarray(non_members)
     if not 0 < n_control < non_members.size:
-        raise ValueError(f"{method} under {model}: {n_control} controls out of {non_members.size} non-members leave no part to test")
+        raise ValueError(
+            f"{method} under {model}: {n_control} controls out of {non_members.size} non-members leave no part to test"
+        )
     rng = np.random.default_rng(seed)
     orders = [rng.permutation(non_members) for _ in range(repartitions)]
     problems = []
     for k, order in enumerate(orders):
         labelled = np.concatenate([members, order[:n_control]])
         labels = np.r_[np.ones(members.size, bool), np.zeros(n_control, bool)]
-        chosen = stratified_share(labels, refit.labelled_fraction, np.random.default_rng(derive_seed(seed, "labelled", k)))
+        chosen = stratified_share(
+            labels, refit.labelled_fraction, np.random.default_rng(derive_seed(seed, "labelled", k))
+        )
         problems.append(Problem(labelled[chosen], labels[chosen], derive_seed(seed, "folds", k)))
     fits = cross_fit_many(problems, refit.n_samples, refit.fit_many, refit.folds, full=refit.labelled_fraction < 1)
     rates: dict[float, list[float]] = {a: [] for a in alphas}
     for order, fit in zip(orders, fits, strict=True):
-        control, test, fit_of = conformal_inputs(fit.scores, fit.fold, fit.fold_scores, order[:n_control], order[n_control:])
+        control, test, fit_of = conformal_inputs(
+            fit.scores, fit.fold, fit.fold_scores, order[:n_control], order[n_control:]
+        )
         p = p_values(exceedances(control, test, fit_of))
         for a in alphas:
             rates[a].append(float(np.mean(p <= a)))
-    note = (f"{repartitions} partitions of {non_members.size} non-members, {n_control} controls each; cross-fit over "
-            f"{members.size} calibration members and the controls refitted in each; the mean against alpha, the "
-            "cross-conformal level in practice")
+    note = (
+        f"{repartitions} partitions of {non_members.size} non-members, {n_control} controls each; cross-fit over "
+        f"{members.size} calibration members and the controls refitted in each; the mean against alpha, the "
+        "cross-conformal level in practice"
+    )
     return _rows(method, model, rates, {a: float(a) for a in alphas}, note)

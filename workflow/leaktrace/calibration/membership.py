@@ -37,9 +37,16 @@ def shuffled_labels(members: np.ndarray, folds: np.ndarray, rng: np.random.Gener
     return shuffled
 
 
-def membership_rows(model: str, lookup: dict[str, dict[str, float]], split: dict[str, tuple[bool, str]],
-                    refits: dict[str, tuple[Refit, list[str]]], di: dict, alphas: Sequence[float], draws: int,
-                    seed: int) -> list[dict]:
+def membership_rows(
+    model: str,
+    lookup: dict[str, dict[str, float]],
+    split: dict[str, tuple[bool, str]],
+    refits: dict[str, tuple[Refit, list[str]]],
+    di: dict,
+    alphas: Sequence[float],
+    draws: int,
+    seed: int,
+) -> list[dict]:
     """``lookup``: method -> sample_id -> score (the label-free features);
     ``split``: sample_id -> (member, fold); ``refits``: learned method ->
     (its refit, the sample ids of its positions). A learned detector that
@@ -58,7 +65,10 @@ def membership_rows(model: str, lookup: dict[str, dict[str, float]], split: dict
         where = {sid: i for i, sid in enumerate(positions)}
         at = np.array([where[s] for s in ids])
         calibration = np.flatnonzero(folds == "calibration")
-        problems = [Problem(at[calibration], y[calibration], derive_seed(seed, method, "folds", k)) for k, y in enumerate(labels)]
+        problems = [
+            Problem(at[calibration], y[calibration], derive_seed(seed, method, "folds", k))
+            for k, y in enumerate(labels)
+        ]
         fits = cross_fit_many(problems, refit.n_samples, refit.fit_many, refit.folds)
         columns.append(np.stack([f.scores[at] for f in fits]))  # (draws, samples)
     ps, first = [], []
@@ -68,8 +78,12 @@ def membership_rows(model: str, lookup: dict[str, dict[str, float]], split: dict
         ps.append(result.p_value)
         first.append(result.split_p_values[0])
     ps = np.array(ps)
-    note = (f"{draws} within-fold shuffles of {int(members.sum())} members and {int((~members).sum())} non-members; "
-            f"features {', '.join([*fixed, *learned])}, the learned ones refitted per draw; KS of the first split's "
-            "p-value (exact; the combined one is conservative by design)")
-    return [count_row(METHOD, model, REMEMBERSHIP, a, int((ps <= a).sum()), draws, **ks_uniform(first), note=note)
-            for a in alphas]
+    note = (
+        f"{draws} within-fold shuffles of {int(members.sum())} members and {int((~members).sum())} non-members; "
+        f"features {', '.join([*fixed, *learned])}, the learned ones refitted per draw; KS of the first split's "
+        "p-value (exact; the combined one is conservative by design)"
+    )
+    return [
+        count_row(METHOD, model, REMEMBERSHIP, a, int((ps <= a).sum()), draws, **ks_uniform(first), note=note)
+        for a in alphas
+    ]

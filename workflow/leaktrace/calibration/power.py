@@ -95,11 +95,17 @@ def detectable_flag_rate(n: int, m: int, alpha: float, power: float = POWER, k: 
 
 def _fisher_rejects(n: int, m: int, alpha: float) -> np.ndarray:
     """R[x, y]: Fisher's one-sided test rejects x of n flagged suspects against y of m flagged controls."""
-    return np.array([[fisher_exact([[x, n - x], [y, m - y]], alternative="greater").pvalue <= alpha for y in range(m + 1)]
-                     for x in range(n + 1)])
+    return np.array(
+        [
+            [fisher_exact([[x, n - x], [y, m - y]], alternative="greater").pvalue <= alpha for y in range(m + 1)]
+            for x in range(n + 1)
+        ]
+    )
 
 
-def fisher_power(rate: float, control_rate: float, n: int, m: int, alpha: float, rejects: np.ndarray | None = None) -> float:
+def fisher_power(
+    rate: float, control_rate: float, n: int, m: int, alpha: float, rejects: np.ndarray | None = None
+) -> float:
     """The exact power of the one-sided Fisher test at suspect rate ``rate``."""
     rejects = _fisher_rejects(n, m, alpha) if rejects is None else rejects
     px = binom.pmf(np.arange(n + 1), n, rate)

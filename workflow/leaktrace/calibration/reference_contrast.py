@@ -24,8 +24,10 @@ import numpy as np
 from scipy.stats import permutation_test
 
 RESAMPLES = 9999
-ASSUMPTION = ("assumes the reference saw neither suspects nor controls and that any shift between them moves the "
-              "target's and the reference's scores alike")
+ASSUMPTION = (
+    "assumes the reference saw neither suspects nor controls and that any shift between them moves the "
+    "target's and the reference's scores alike"
+)
 
 
 @dataclass(frozen=True)
@@ -49,15 +51,28 @@ def contrasts(target: dict[str, float], reference: dict[str, float], sample_ids:
     return np.array([target[s] - reference[s] for s in sample_ids], dtype=float)
 
 
-def reference_contrast(suspect_d: Sequence[float], control_d: Sequence[float], *, seed: int,
-                       resamples: int = RESAMPLES) -> Contrast:
+def reference_contrast(
+    suspect_d: Sequence[float], control_d: Sequence[float], *, seed: int, resamples: int = RESAMPLES
+) -> Contrast:
     """The one-sided permutation test of mean d, suspects against controls."""
     a, b = np.asarray(suspect_d, dtype=float), np.asarray(control_d, dtype=float)
     if a.size < 1 or b.size < 1:
         raise ValueError(f"the contrast needs suspects and controls, got {a.size} and {b.size}")
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         raise ValueError("a contrast d = s_target - s_reference is not finite")
-    result = permutation_test((a, b), _mean_gap, permutation_type="independent", alternative="greater", vectorized=True,
-                              n_resamples=resamples, random_state=np.random.default_rng(seed))
-    return Contrast(n_suspect=int(a.size), n_control=int(b.size), mean_difference=float(_mean_gap(a, b)),
-                    p_value=float(result.pvalue), exact=comb(a.size + b.size, a.size) <= resamples)
+    result = permutation_test(
+        (a, b),
+        _mean_gap,
+        permutation_type="independent",
+        alternative="greater",
+        vectorized=True,
+        n_resamples=resamples,
+        random_state=np.random.default_rng(seed),
+    )
+    return Contrast(
+        n_suspect=int(a.size),
+        n_control=int(b.size),
+        mean_difference=float(_mean_gap(a, b)),
+        p_value=float(result.pvalue),
+        exact=comb(a.size + b.size, a.size) <= resamples,
+    )

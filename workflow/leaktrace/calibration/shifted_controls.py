@@ -40,39 +40,51 @@ ORIGINAL_PREFIX, SHIFTED_PREFIX = "HumanEval/", "HumanEvalNoDoc/"  # scripts/shi
 CONDITIONS = ("shifted", "unshifted", "reversed")
 NAIVE_TESTS = ("dataset_inference", "conformal_flags", "leakage_rate")
 
-DRAWS_SCHEMA = pa.schema([
-    ("condition", pa.string()),  # shifted: controls without docstrings | unshifted | reversed: suspects without
-    ("draw", pa.int32()),
-    ("test", pa.string()),
-    ("detector", pa.string()),
-    ("n_suspect", pa.int32()),
-    ("n_control", pa.int32()),
-    ("p_value", pa.float64()),
-    ("rejected", pa.bool_()),  # p <= alpha, before the gate: the naive test's decision
-    ("blind_auc", pa.float64()),
-    ("blind_p", pa.float64()),
-    ("gated", pa.bool_()),  # the blind baseline rejected and the test assumes exchangeable controls
-    ("counted_as_evidence", pa.bool_()),  # after the gate
-    ("verdict", pa.string()),
-])
+DRAWS_SCHEMA = pa.schema(
+    [
+        ("condition", pa.string()),  # shifted: controls without docstrings | unshifted | reversed: suspects without
+        ("draw", pa.int32()),
+        ("test", pa.string()),
+        ("detector", pa.string()),
+        ("n_suspect", pa.int32()),
+        ("n_control", pa.int32()),
+        ("p_value", pa.float64()),
+        ("rejected", pa.bool_()),  # p <= alpha, before the gate: the naive test's decision
+        ("blind_auc", pa.float64()),
+        ("blind_p", pa.float64()),
+        ("gated", pa.bool_()),  # the blind baseline rejected and the test assumes exchangeable controls
+        ("counted_as_evidence", pa.bool_()),  # after the gate
+        ("verdict", pa.string()),
+    ]
+)
 
-SUMMARY_SCHEMA = pa.schema([
-    ("condition", pa.string()),
-    ("test", pa.string()),  # conformal_flags: every detector's draws pooled
-    ("n_draws", pa.int32()),  # draws (x detectors for conformal_flags)
-    ("n_rejected", pa.int32()),  # naive: p <= alpha
-    ("rate", pa.float64()),  # a false-positive rate for every test but the blind baseline's (its detection rate)
-    ("rate_low", pa.float64()),  # Clopper-Pearson 95% over draws (draws share the pool: optimistic)
-    ("rate_high", pa.float64()),
-    ("n_counted", pa.int32()),  # counted as evidence after the gate
-    ("counted_rate", pa.float64()),
-])
+SUMMARY_SCHEMA = pa.schema(
+    [
+        ("condition", pa.string()),
+        ("test", pa.string()),  # conformal_flags: every detector's draws pooled
+        ("n_draws", pa.int32()),  # draws (x detectors for conformal_flags)
+        ("n_rejected", pa.int32()),  # naive: p <= alpha
+        ("rate", pa.float64()),  # a false-positive rate for every test but the blind baseline's (its detection rate)
+        ("rate_low", pa.float64()),  # Clopper-Pearson 95% over draws (draws share the pool: optimistic)
+        ("rate_high", pa.float64()),
+        ("n_counted", pa.int32()),  # counted as evidence after the gate
+        ("counted_rate", pa.float64()),
+    ]
+)
 
 
 def problems(sample_ids: Sequence[str], benchmark: str) -> list[str]:
     """The problem numbers that are in the pool both as released and shifted, sorted numerically."""
-    original = {s.removeprefix(f"{benchmark}/{ORIGINAL_PREFIX}") for s in sample_ids if s.startswith(f"{benchmark}/{ORIGINAL_PREFIX}")}
-    shifted = {s.removeprefix(f"{benchmark}/{SHIFTED_PREFIX}") for s in sample_ids if s.startswith(f"{benchmark}/{SHIFTED_PREFIX}")}
+    original = {
+        s.removeprefix(f"{benchmark}/{ORIGINAL_PREFIX}")
+        for s in sample_ids
+        if s.startswith(f"{benchmark}/{ORIGINAL_PREFIX}")
+    }
+    shifted = {
+        s.removeprefix(f"{benchmark}/{SHIFTED_PREFIX}")
+        for s in sample_ids
+        if s.startswith(f"{benchmark}/{SHIFTED_PREFIX}")
+    }
     return sorted(original & shifted, key=lambda k: (len(k), k))
 
 
@@ -83,19 +95,31 @@ def sample_id(benchmark: str, problem: str, shifted: bool) -> str:
 def draw(pool: Sequence[str], n_suspect: int, n_control: int, seed: int) -> tuple[list[str], list[str]]:
     """``n_suspect`` suspect problems and ``n_control`` other ones, at random (seeded)."""
     if n_suspect + n_control > len(pool):
-        raise ValueError(f"{n_suspect} suspects and {n_control} controls need {n_suspect + n_control} problems; the pool has "
-                         f"{len(pool)}")
+        raise ValueError(
+            f"{n_suspect} suspects and {n_control} controls need {n_suspect + n_control} problems; the pool has "
+            f"{len(pool)}"
+        )
     order = np.random.default_rng(seed).permutation(len(pool))
-    return sorted(pool[i] for i in order[:n_suspect]), sorted(pool[i] for i in order[n_suspect:n_suspect + n_control])
+    return sorted(pool[i] for i in order[:n_suspect]), sorted(pool[i] for i in order[n_suspect : n_suspect + n_control])
 
 
 def _restricted(lookup: dict[str, dict], ids: set[str]) -> dict[str, dict]:
     return {m: {s: v for s, v in by_id.items() if s in ids} for m, by_id in lookup.items()}
 
 
-def draw_rows(benchmark: str, condition: str, number: int, suspects: list[str], controls: list[str], texts: dict[str, str],
-              lookup: dict[str, dict[str, float]], reference: dict[str, dict[str, float]], decisions: dict[str, dict[str, bool]],
-              settings: dict, seed: int) -> list[dict]:
+def draw_rows(
+    benchmark: str,
+    condition: str,
+    number: int,
+    suspects: list[str],
+    controls: list[str],
+    texts: dict[str, str],
+    lookup: dict[str, dict[str, float]],
+    reference: dict[str, dict[str, float]],
+    decisions: dict[str, dict[str, bool]],
+    settings: dict,
+    seed: int,
+) -> list[dict]:
     """The audit's verdict rows of one draw. ``settings``: alpha, delta,
     inconclusive_auc, inconclusive_rate, dataset_inference (n_splits),
     blind_permutations, blind_repeats, reference_method."""
@@ -106,33 +130,81 @@ def draw_rows(benchmark: str, condition: str, number: int, suspects: list[str], 
     chosen, controls_set = set(suspect_ids) | set(control_ids), set(control_ids)
     mine, ref = _restricted(lookup, chosen), _restricted(reference, chosen)
     ordered = sorted(chosen)
-    blind = blind_baseline([texts[s] for s in ordered], [s not in controls_set for s in ordered],
-                           seed=derive_seed(seed, "blind"), permutations=settings["blind_permutations"],
-                           repeats=settings["blind_repeats"])
+    blind = blind_baseline(
+        [texts[s] for s in ordered],
+        [s not in controls_set for s in ordered],
+        seed=derive_seed(seed, "blind"),
+        permutations=settings["blind_permutations"],
+        repeats=settings["blind_repeats"],
+    )
     scored = set().union(*mine.values()) if mine else set()
     suspect_scored, control_scored = sorted(scored & set(suspect_ids)), sorted(scored & controls_set)
     di = None
     if min(len(suspect_scored), len(control_scored)) >= MIN_PER_SET:
-        found, _ = dataset_inference_row(mine, suspect_scored, mine, control_scored, settings["dataset_inference"],
-                                         settings["alpha"], derive_seed(seed, "dataset-inference"), curve=False)
-        di = {"n_suspect": len(suspect_scored), "n_control": len(control_scored),
-              "n_control_unscored": len(controls_set - scored), "features": found["features"], "p_value": found["p_value"]}
-    s = audit_verdicts.Settings(alpha=settings["alpha"], delta=settings["delta"], inconclusive_auc=settings["inconclusive_auc"],
-                                inconclusive_rate=settings["inconclusive_rate"], seed=derive_seed(seed, "verdicts"))
-    rows = audit_verdicts.model_rows("target", benchmark, mine, _restricted(decisions, chosen), controls_set, blind, di, s,
-                                     ("reference", ref, settings["reference_method"]))
-    return [{"condition": condition, "draw": number, "test": r["test"], "detector": r.get("detector"),
-             "n_suspect": r.get("n_suspect"), "n_control": r.get("n_controls_used"), "p_value": r.get("p_value"),
-             "rejected": r.get("p_value") is not None and r["p_value"] <= settings["alpha"],
-             "blind_auc": r["blind_auc"], "blind_p": r["blind_p"],
-             "gated": bool(r["assumes_exchangeable"]) and r["controls_exchangeable"] is False,
-             "counted_as_evidence": bool(r["counted_as_evidence"]), "verdict": r["verdict"]}
-            for r in rows]
+        found, _ = dataset_inference_row(
+            mine,
+            suspect_scored,
+            mine,
+            control_scored,
+            settings["dataset_inference"],
+            settings["alpha"],
+            derive_seed(seed, "dataset-inference"),
+            curve=False,
+        )
+        di = {
+            "n_suspect": len(suspect_scored),
+            "n_control": len(control_scored),
+            "n_control_unscored": len(controls_set - scored),
+            "features": found["features"],
+            "p_value": found["p_value"],
+        }
+    s = audit_verdicts.Settings(
+        alpha=settings["alpha"],
+        delta=settings["delta"],
+        inconclusive_auc=settings["inconclusive_auc"],
+        inconclusive_rate=settings["inconclusive_rate"],
+        seed=derive_seed(seed, "verdicts"),
+    )
+    rows = audit_verdicts.model_rows(
+        "target",
+        benchmark,
+        mine,
+        _restricted(decisions, chosen),
+        controls_set,
+        blind,
+        di,
+        s,
+        ("reference", ref, settings["reference_method"]),
+    )
+    return [
+        {
+            "condition": condition,
+            "draw": number,
+            "test": r["test"],
+            "detector": r.get("detector"),
+            "n_suspect": r.get("n_suspect"),
+            "n_control": r.get("n_controls_used"),
+            "p_value": r.get("p_value"),
+            "rejected": r.get("p_value") is not None and r["p_value"] <= settings["alpha"],
+            "blind_auc": r["blind_auc"],
+            "blind_p": r["blind_p"],
+            "gated": bool(r["assumes_exchangeable"]) and r["controls_exchangeable"] is False,
+            "counted_as_evidence": bool(r["counted_as_evidence"]),
+            "verdict": r["verdict"],
+        }
+        for r in rows
+    ]
 
 
-def experiment_rows(benchmark: str, texts: dict[str, str], lookup: dict[str, dict[str, float]],
-                    reference: dict[str, dict[str, float]], decisions: dict[str, dict[str, bool]], settings: dict,
-                    seed: int) -> list[dict]:
+def experiment_rows(
+    benchmark: str,
+    texts: dict[str, str],
+    lookup: dict[str, dict[str, float]],
+    reference: dict[str, dict[str, float]],
+    decisions: dict[str, dict[str, bool]],
+    settings: dict,
+    seed: int,
+) -> list[dict]:
     """Every draw in every condition (``settings``: also draws, n_suspect,
     n_control). Draw d picks the same suspect and control problems in every
     condition: only whose docstrings are removed differs."""
@@ -142,8 +214,19 @@ def experiment_rows(benchmark: str, texts: dict[str, str], lookup: dict[str, dic
         draw_seed = derive_seed(seed, "shifted-controls", number)
         suspects, controls = draw(pool, settings["n_suspect"], settings["n_control"], draw_seed)
         for condition in CONDITIONS:
-            rows += draw_rows(benchmark, condition, number, suspects, controls, texts, lookup, reference, decisions, settings,
-                              draw_seed)
+            rows += draw_rows(
+                benchmark,
+                condition,
+                number,
+                suspects,
+                controls,
+                texts,
+                lookup,
+                reference,
+                decisions,
+                settings,
+                draw_seed,
+            )
     return rows
 
 
@@ -159,7 +242,17 @@ def summary_rows(rows: Sequence[dict], alpha: float) -> list[dict]:
         rejected = sum(r["p_value"] <= alpha for r in found)  # the audit's decision rule
         low, high = clopper_pearson(rejected, len(found))
         counted = sum(r["counted_as_evidence"] for r in found)
-        out.append({"condition": condition, "test": test, "n_draws": len(found), "n_rejected": rejected,
-                    "rate": rejected / len(found), "rate_low": low, "rate_high": high, "n_counted": counted,
-                    "counted_rate": counted / len(found)})
+        out.append(
+            {
+                "condition": condition,
+                "test": test,
+                "n_draws": len(found),
+                "n_rejected": rejected,
+                "rate": rejected / len(found),
+                "rate_low": low,
+                "rate_high": high,
+                "n_counted": counted,
+                "counted_rate": counted / len(found),
+            }
+        )
     return out

@@ -39,8 +39,9 @@ def _total(d: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.sum(d, axis=axis)
 
 
-def sign_flip_test(differences: Sequence[float], *, seed: int, resamples: int = RESAMPLES,
-                   exact_max: int = EXACT_MAX) -> SignFlip:
+def sign_flip_test(
+    differences: Sequence[float], *, seed: int, resamples: int = RESAMPLES, exact_max: int = EXACT_MAX
+) -> SignFlip:
     """One-sided sign-flip test of ``differences`` (d_i = seen - unseen);
     ``seed`` drives the random sign vectors when n > ``exact_max``."""
     d = np.asarray(differences, dtype=float)
@@ -49,16 +50,31 @@ def sign_flip_test(differences: Sequence[float], *, seed: int, resamples: int = 
     if not np.all(np.isfinite(d)):
         raise ValueError(f"{int(np.sum(~np.isfinite(d)))} paired differences are not finite")
     exact = d.size <= exact_max
-    result = permutation_test((d,), _total, permutation_type="samples", alternative="greater", vectorized=True,
-                              n_resamples=np.inf if exact else resamples, random_state=np.random.default_rng(seed))
-    return SignFlip(n=int(d.size), statistic=float(d.sum()), mean_difference=float(d.mean()), p_value=float(result.pvalue),
-                    exact=exact, n_sign_vectors=2 ** int(d.size) if exact else resamples)
+    result = permutation_test(
+        (d,),
+        _total,
+        permutation_type="samples",
+        alternative="greater",
+        vectorized=True,
+        n_resamples=np.inf if exact else resamples,
+        random_state=np.random.default_rng(seed),
+    )
+    return SignFlip(
+        n=int(d.size),
+        statistic=float(d.sum()),
+        mean_difference=float(d.mean()),
+        p_value=float(result.pvalue),
+        exact=exact,
+        n_sign_vectors=2 ** int(d.size) if exact else resamples,
+    )
 
 
 def paired_differences(seen: dict[str, float], unseen: dict[str, float], sample_ids: Sequence[str]) -> np.ndarray:
     """d_i = seen[x_i] - unseen[x_i] over ``sample_ids`` (each must be in both)."""
     missing = [sid for sid in sample_ids if sid not in seen or sid not in unseen]
     if missing:
-        raise ValueError(f"{len(missing)} samples lack a score under the model that saw them or the one that did not, "
-                         f"e.g. {missing[:3]}")
+        raise ValueError(
+            f"{len(missing)} samples lack a score under the model that saw them or the one that did not, "
+            f"e.g. {missing[:3]}"
+        )
     return np.array([seen[sid] - unseen[sid] for sid in sample_ids], dtype=float)

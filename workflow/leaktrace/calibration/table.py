@@ -58,7 +58,10 @@ SCHEMA = pa.schema(
         ("ks_d", pa.float64()),  # KS distance of independent null p-values from U(0, 1), where they exist
         ("ks_p", pa.float64()),
         ("note", pa.string()),  # what the row's draws are, in words
-        ("rule", pa.string()),  # the test behind holds (validity_rules): binomial, beta-binomial, mean vs expectation, ...
+        (
+            "rule",
+            pa.string(),
+        ),  # the test behind holds (validity_rules): binomial, beta-binomial, mean vs expectation, ...
         ("expected_rate", pa.float64()),  # the rate a calibrated decision does not exceed (on average)
         ("holds_p", pa.float64()),  # the rule's p-value: holds iff it is at least validity_rules.LEVEL
     ]
@@ -78,20 +81,46 @@ def ks_uniform(p_values: Sequence[float]) -> dict:
     return {"ks_d": float(result.statistic), "ks_p": float(result.pvalue)}
 
 
-def count_row(method: str, model: str, null: str, alpha: float, rejections: int, n: int,
-              judgement: Judgement | None = None, **extra) -> dict:
+def count_row(
+    method: str,
+    model: str,
+    null: str,
+    alpha: float,
+    rejections: int,
+    n: int,
+    judgement: Judgement | None = None,
+    **extra,
+) -> dict:
     """Rejections among ``n`` null draws, judged by ``judgement`` (by
     default ``validity_rules.independent_draws``: independent draws, holds
     iff the Clopper-Pearson interval's lower end is at most ``alpha``)."""
     low, high = clopper_pearson(int(rejections), int(n))
     judgement = judgement or independent_draws(int(rejections), int(n), alpha)
-    return {"method": method, "model": model, "null": null, "alpha": float(alpha), "n": int(n),
-            "rejections": int(rejections), "rate": rejections / n, "ci_low": low, "ci_high": high,
-            "kind": COUNT, **extra, **judgement.columns()}
+    return {
+        "method": method,
+        "model": model,
+        "null": null,
+        "alpha": float(alpha),
+        "n": int(n),
+        "rejections": int(rejections),
+        "rate": rejections / n,
+        "ci_low": low,
+        "ci_high": high,
+        "kind": COUNT,
+        **extra,
+        **judgement.columns(),
+    }
 
 
-def average_row(method: str, model: str, null: str, alpha: float, rates: Sequence[float], expected_rate: float | None = None,
-                **extra) -> dict:
+def average_row(
+    method: str,
+    model: str,
+    null: str,
+    alpha: float,
+    rates: Sequence[float],
+    expected_rate: float | None = None,
+    **extra,
+) -> dict:
     """The mean false-positive rate over independent partitions, judged
     against ``expected_rate`` (by default ``alpha``) with its Monte Carlo
     error (``validity_rules.repartition_mean``)."""
@@ -101,9 +130,20 @@ def average_row(method: str, model: str, null: str, alpha: float, rates: Sequenc
     mean = float(values.mean())
     half = 1.96 * float(values.std(ddof=1)) / math.sqrt(values.size) if values.size > 1 else float("nan")
     judgement = repartition_mean(values, alpha if expected_rate is None else expected_rate)
-    return {"method": method, "model": model, "null": null, "alpha": float(alpha), "n": int(values.size),
-            "rejections": None, "rate": mean, "ci_low": max(0.0, mean - half), "ci_high": min(1.0, mean + half),
-            "kind": AVERAGE, **extra, **judgement.columns()}
+    return {
+        "method": method,
+        "model": model,
+        "null": null,
+        "alpha": float(alpha),
+        "n": int(values.size),
+        "rejections": None,
+        "rate": mean,
+        "ci_low": max(0.0, mean - half),
+        "ci_high": min(1.0, mean + half),
+        "kind": AVERAGE,
+        **extra,
+        **judgement.columns(),
+    }
 
 
 def write_rows(rows: Iterable[dict], path: Path) -> None:
@@ -117,8 +157,12 @@ def combined_rows(paths: Sequence[Path]) -> list[dict]:
     for path in paths:
         table = read_table(path)
         if table.schema.names[: len(SCHEMA)] != SCHEMA.names:
-            raise InputError(str(path), None, f"not a calibration row file: columns {table.schema.names}, "
-                                              f"expected {SCHEMA.names} (leaktrace.calibration.table)")
+            raise InputError(
+                str(path),
+                None,
+                f"not a calibration row file: columns {table.schema.names}, "
+                f"expected {SCHEMA.names} (leaktrace.calibration.table)",
+            )
         for row in table.select(SCHEMA.names).to_pylist():
             key = tuple(row[k] for k in KEY)
             if key in seen:

@@ -26,13 +26,15 @@ from leaktrace.calibration.blind_baseline import fold_mean_auc, table_row_and_sc
 EVALUATION = "evaluation"
 
 # Its out-of-fold scores (results/<run>/calibration/<benchmark>/blind_scores.parquet), one row per sample and repeat.
-SCORES_SCHEMA = pa.schema([
-    ("sample_id", pa.string()),
-    ("member", pa.bool_()),
-    ("repeat", pa.int32()),  # the cross-validation split (fold seed = seed + repeat)
-    ("fold", pa.int32()),  # the fold whose fit scored the sample (its AUC is taken within the fold)
-    ("score", pa.float64()),  # the logistic regression's decision value, fitted without the sample's fold
-])
+SCORES_SCHEMA = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("member", pa.bool_()),
+        ("repeat", pa.int32()),  # the cross-validation split (fold seed = seed + repeat)
+        ("fold", pa.int32()),  # the fold whose fit scored the sample (its AUC is taken within the fold)
+        ("score", pa.float64()),  # the logistic regression's decision value, fitted without the sample's fold
+    ]
+)
 
 
 def evaluation_samples(samples: Sequence[dict]) -> list[tuple[str, bool]]:
@@ -40,8 +42,16 @@ def evaluation_samples(samples: Sequence[dict]) -> list[tuple[str, bool]]:
     return sorted((s["sample_id"], s["split"] == "member") for s in samples if s["kept"] and s["fold"] == EVALUATION)
 
 
-def split_blind_baseline(benchmark: str, samples: Sequence[dict], texts: dict[str, str], *, alpha: float, permutations: int,
-                  repeats: int, seed: int) -> tuple[dict, list[dict]]:
+def split_blind_baseline(
+    benchmark: str,
+    samples: Sequence[dict],
+    texts: dict[str, str],
+    *,
+    alpha: float,
+    permutations: int,
+    repeats: int,
+    seed: int,
+) -> tuple[dict, list[dict]]:
     """The blind baseline's table row (members as suspects, non-members as
     controls) and its out-of-fold scores of the evaluation fold."""
     chosen = evaluation_samples(samples)
@@ -53,8 +63,11 @@ def split_blind_baseline(benchmark: str, samples: Sequence[dict], texts: dict[st
     if fitted is None:
         return row, []
     scores, fold_of = fitted
-    return row, [{"sample_id": sid, "member": member, "repeat": r, "fold": int(fold_of[r, i]), "score": float(scores[r, i])}
-                 for r in range(repeats) for i, (sid, member) in enumerate(chosen)]
+    return row, [
+        {"sample_id": sid, "member": member, "repeat": r, "fold": int(fold_of[r, i]), "score": float(scores[r, i])}
+        for r in range(repeats)
+        for i, (sid, member) in enumerate(chosen)
+    ]
 
 
 def scores_by_sample(rows: Sequence[dict]) -> dict[str, list[tuple[float, int]]]:
@@ -65,7 +78,9 @@ def scores_by_sample(rows: Sequence[dict]) -> dict[str, list[tuple[float, int]]]
     return {sid: [by_repeat[k] for k in sorted(by_repeat)] for sid, by_repeat in out.items()}
 
 
-def blind_auc(scores: np.ndarray, fold_of: np.ndarray, labels: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+def blind_auc(
+    scores: np.ndarray, fold_of: np.ndarray, labels: np.ndarray, weights: np.ndarray | None = None
+) -> np.ndarray:
     """The blind baseline's statistic on a set of samples: the mean over
     repeats of the mean within-fold AUC (``scores``, ``fold_of``: (repeats,
     n)), per row of ``weights`` (B, n), or a scalar without."""

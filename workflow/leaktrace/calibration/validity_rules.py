@@ -107,7 +107,9 @@ def repartition_expected_rate(scores: np.ndarray, n_controls: int, alpha: float)
     k = flag_rank(alpha, n_controls)
     if k == 0:
         return 0.0
-    at_or_above = scores.size - np.searchsorted(np.sort(scores), scores, side="left") - 1  # G_x: the others scoring >= s(x)
+    at_or_above = (
+        scores.size - np.searchsorted(np.sort(scores), scores, side="left") - 1
+    )  # G_x: the others scoring >= s(x)
     return float(np.mean(hypergeom.cdf(k - 1, scores.size - 1, at_or_above, n_controls)))
 
 
@@ -152,8 +154,11 @@ def independent_draws(rejections: int, n: int, alpha: float) -> Judgement:
 
 
 def shared_controls(flagged: int, n_tested: int, n_controls: int, alpha: float) -> Judgement:
-    return Judgement(SHARED_CONTROLS, conformal_expected_rate(alpha, n_controls),
-                     float(shared_controls_p(flagged, n_tested, n_controls, alpha)))
+    return Judgement(
+        SHARED_CONTROLS,
+        conformal_expected_rate(alpha, n_controls),
+        float(shared_controls_p(flagged, n_tested, n_controls, alpha)),
+    )
 
 
 def repartition_mean(rates, expected: float) -> Judgement:

@@ -33,8 +33,14 @@ def _power_text(effect: str, detectable: float | None, inconclusive_above: float
     return f"no evidence{subject}; this test would have detected {effect} ≥ {detectable:.2f} with {POWER:.0%} power"
 
 
-def verdict(p: float | None, alpha: float, effect: str, detectable: float | None, inconclusive_above: float,
-            shift: str | None = None) -> str:
+def verdict(
+    p: float | None,
+    alpha: float,
+    effect: str,
+    detectable: float | None,
+    inconclusive_above: float,
+    shift: str | None = None,
+) -> str:
     """An exposure verdict; ``shift``: the gate's text when the test assumes
     exchangeable controls and the blind baseline rejected."""
     if shift is not None:
@@ -44,8 +50,9 @@ def verdict(p: float | None, alpha: float, effect: str, detectable: float | None
     return _power_text(effect, detectable, inconclusive_above)
 
 
-def shift_verdict(auc: float, low: float, high: float, p: float, alpha: float, detectable: float | None,
-                  inconclusive_above: float) -> str:
+def shift_verdict(
+    auc: float, low: float, high: float, p: float, alpha: float, detectable: float | None, inconclusive_above: float
+) -> str:
     """The blind baseline's own verdict: about the control set, not exposure."""
     if p <= alpha:
         return shift_text(auc, low, high, p)

@@ -65,8 +65,10 @@ def dataset_inference(suspect: np.ndarray, validation: np.ndarray, *, n_splits: 
     if suspect.shape[1] != validation.shape[1]:
         raise ValueError(f"suspect has {suspect.shape[1]} features, validation {validation.shape[1]}")
     if min(len(suspect), len(validation)) < MIN_PER_SET:
-        raise ValueError(f"dataset inference needs at least {MIN_PER_SET} suspect and {MIN_PER_SET} validation samples, "
-                         f"got {len(suspect)} and {len(validation)}")
+        raise ValueError(
+            f"dataset inference needs at least {MIN_PER_SET} suspect and {MIN_PER_SET} validation samples, "
+            f"got {len(suspect)} and {len(validation)}"
+        )
     if n_splits < 1:
         raise ValueError(f"n_splits must be positive, got {n_splits}")
     rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(n_splits)]
@@ -75,8 +77,9 @@ def dataset_inference(suspect: np.ndarray, validation: np.ndarray, *, n_splits: 
     return Result(twice_median(p_values), p_values)
 
 
-def p_value_curve(suspect: np.ndarray, validation: np.ndarray, sizes: Sequence[int], *, n_draws: int, n_splits: int,
-                  seed: int) -> list[tuple[int, float]]:
+def p_value_curve(
+    suspect: np.ndarray, validation: np.ndarray, sizes: Sequence[int], *, n_draws: int, n_splits: int, seed: int
+) -> list[tuple[int, float]]:
     """(n, p): the median combined p-value over ``n_draws`` random subsets of
     n suspect and n validation samples (fewer validation samples where the
     set has fewer), for every size in ``sizes`` the sets allow and the full

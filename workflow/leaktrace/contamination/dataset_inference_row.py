@@ -15,17 +15,41 @@ from leaktrace.seeding import derive_seed
 DI = "dataset_inference"  # the test's name in every table
 
 
-def dataset_inference_row(suspect_lookup: dict, suspect_ids: Sequence[str], validation_lookup: dict,
-                          validation_ids: Sequence[str], di: dict, alpha: float, seed: int, *,
-                          curve: bool = True) -> tuple[dict, list[tuple[int, float]]]:
+def dataset_inference_row(
+    suspect_lookup: dict,
+    suspect_ids: Sequence[str],
+    validation_lookup: dict,
+    validation_ids: Sequence[str],
+    di: dict,
+    alpha: float,
+    seed: int,
+    *,
+    curve: bool = True,
+) -> tuple[dict, list[tuple[int, float]]]:
     """The row and its p-value curve (``di``: ``n_splits``, ``curve_sizes``, ``curve_draws``)."""
     methods = shared_methods([suspect_lookup, validation_lookup], [suspect_ids, validation_ids])
     suspect = feature_matrix(suspect_lookup, suspect_ids, methods)
     validation = feature_matrix(validation_lookup, validation_ids, methods)
     result = dataset_inference(suspect, validation, n_splits=di["n_splits"], seed=seed)
-    points = p_value_curve(suspect, validation, di["curve_sizes"], n_draws=di["curve_draws"], n_splits=di["n_splits"],
-                           seed=derive_seed(seed, "curve")) if curve else []
-    row = {"test": DI, "n_suspect": len(suspect_ids), "n_validation": len(validation_ids), "features": ",".join(methods),
-           "p_value": result.p_value, "combination": COMBINATION,
-           "smallest_n": smallest_n(points, alpha) if curve else None}
+    points = (
+        p_value_curve(
+            suspect,
+            validation,
+            di["curve_sizes"],
+            n_draws=di["curve_draws"],
+            n_splits=di["n_splits"],
+            seed=derive_seed(seed, "curve"),
+        )
+        if curve
+        else []
+    )
+    row = {
+        "test": DI,
+        "n_suspect": len(suspect_ids),
+        "n_validation": len(validation_ids),
+        "features": ",".join(methods),
+        "p_value": result.p_value,
+        "combination": COMBINATION,
+        "smallest_n": smallest_n(points, alpha) if curve else None,
+    }
     return row, points

@@ -32,7 +32,9 @@ def shard_budget(max_length: int) -> int:
     return max_length - 1 - JOIN_MARGIN
 
 
-def pack_shards(lengths: Sequence[int], budget: int, n_shards: int | None = None, min_examples: int = 2) -> list[list[int]]:
+def pack_shards(
+    lengths: Sequence[int], budget: int, n_shards: int | None = None, min_examples: int = 2
+) -> list[list[int]]:
     """Consecutive example indices grouped greedily into shards of at most
     ``budget`` tokens (``lengths``: each example's tokens, separator
     included); an example longer than the budget alone ends the shard and is

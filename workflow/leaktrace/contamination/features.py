@@ -36,6 +36,10 @@ def shared_methods(lookups: Sequence[dict[str, dict[str, float]]], groups: Seque
     return kept
 
 
-def feature_matrix(lookup: dict[str, dict[str, float]], sample_ids: Sequence[str], methods: Sequence[str]) -> np.ndarray:
+def feature_matrix(
+    lookup: dict[str, dict[str, float]], sample_ids: Sequence[str], methods: Sequence[str]
+) -> np.ndarray:
     """Rows ``sample_ids``, columns ``methods``."""
-    return np.array([[lookup[m][sid] for m in methods] for sid in sample_ids], dtype=float).reshape(len(sample_ids), len(methods))
+    return np.array([[lookup[m][sid] for m in methods] for sid in sample_ids], dtype=float).reshape(
+        len(sample_ids), len(methods)
+    )

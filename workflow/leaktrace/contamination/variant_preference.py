@@ -32,17 +32,32 @@ def _mean_difference(target: np.ndarray, reference: np.ndarray, axis: int = -1) 
     return np.mean(target - reference, axis=axis)
 
 
-def preference_test(target: Mapping[str, float], reference: Mapping[str, float], sample_ids: Sequence[str], *,
-                    n_resamples: int, seed: int) -> Result:
+def preference_test(
+    target: Mapping[str, float],
+    reference: Mapping[str, float],
+    sample_ids: Sequence[str],
+    *,
+    n_resamples: int,
+    seed: int,
+) -> Result:
     """``target``, ``reference``: sample_id -> preference score; the test uses
     ``sample_ids`` (each must be in both)."""
     missing = [sid for sid in sample_ids if sid not in target or sid not in reference]
     if missing:
-        raise ValueError(f"{len(missing)} samples lack a preference score under the target or the reference, e.g. {missing[:3]}")
+        raise ValueError(
+            f"{len(missing)} samples lack a preference score under the target or the reference, e.g. {missing[:3]}"
+        )
     if len(sample_ids) < MIN_SAMPLES:
         raise ValueError(f"the variant-preference test needs at least {MIN_SAMPLES} samples, got {len(sample_ids)}")
     t = np.array([target[sid] for sid in sample_ids], dtype=float)
     r = np.array([reference[sid] for sid in sample_ids], dtype=float)
-    result = permutation_test((t, r), _mean_difference, permutation_type="samples", alternative="greater",
-                              n_resamples=n_resamples, vectorized=True, random_state=np.random.default_rng(seed))
+    result = permutation_test(
+        (t, r),
+        _mean_difference,
+        permutation_type="samples",
+        alternative="greater",
+        n_resamples=n_resamples,
+        vectorized=True,
+        random_state=np.random.default_rng(seed),
+    )
     return Result(float(result.pvalue), len(sample_ids), float(np.mean(t - r)))

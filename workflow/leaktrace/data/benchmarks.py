@@ -69,90 +69,202 @@ FIELDS = ("id", "text", "prompt", "solution", "tests", "entry_point", "language"
 PRESETS: dict[str, dict] = {
     # openai/human-eval data/HumanEval.jsonl.gz and the Hugging Face card of openai_humaneval:
     # task_id, prompt, canonical_solution, test, entry_point. The prompt is the code's prefix and holds the problem.
-    "humaneval": {"language": "python", "fields": {
-        "id": "task_id", "text": "prompt", "prompt": "prompt", "solution": "canonical_solution", "tests": "test",
-        "entry_point": "entry_point"}},
+    "humaneval": {
+        "language": "python",
+        "fields": {
+            "id": "task_id",
+            "text": "prompt",
+            "prompt": "prompt",
+            "solution": "canonical_solution",
+            "tests": "test",
+            "entry_point": "entry_point",
+        },
+    },
     # HumanEval+: the Hugging Face card of evalplus/humanevalplus lists the same five fields
     # (task_id, prompt, canonical_solution, entry_point, test); its tests are 80x HumanEval's.
-    "humanevalplus": {"language": "python", "fields": {
-        "id": "task_id", "text": "prompt", "prompt": "prompt", "solution": "canonical_solution", "tests": "test",
-        "entry_point": "entry_point"}},
+    "humanevalplus": {
+        "language": "python",
+        "fields": {
+            "id": "task_id",
+            "text": "prompt",
+            "prompt": "prompt",
+            "solution": "canonical_solution",
+            "tests": "test",
+            "entry_point": "entry_point",
+        },
+    },
     # HumanEval-X (THUDM/CodeGeeX, codegeex/benchmark/humaneval-x/<lang>/data/humaneval_<lang>.jsonl.gz and the
     # Hugging Face card of THUDM/humaneval-x): task_id ("CPP/0", "Java/0", "Go/0", "JavaScript/0", "Python/0"),
     # prompt (the code's prefix: includes, comment, signature), declaration, canonical_solution, test (a main
     # that checks the function), example_test. The language is the id's prefix.
     # Its C++, Java, JavaScript and Go tests are main() programs (test format "main", built and run with the
     # solution where a toolchain exists: mutate/compiled.py); its Python tests are HumanEval's check code.
-    "humaneval-x": {"language": None, "language_from_id": True, "test_format": "main", "python_test_format": "check",
-                    "fields": {
-        "id": "task_id", "text": "prompt", "prompt": "prompt", "solution": "canonical_solution", "tests": "test"}},
+    "humaneval-x": {
+        "language": None,
+        "language_from_id": True,
+        "test_format": "main",
+        "python_test_format": "check",
+        "fields": {
+            "id": "task_id",
+            "text": "prompt",
+            "prompt": "prompt",
+            "solution": "canonical_solution",
+            "tests": "test",
+        },
+    },
     # MBPP: google-research/mbpp mbpp.jsonl and the Hugging Face card of mbpp (full): task_id (int), text,
     # code, test_list (assert statements), test_setup_code, challenge_test_list. No entry point field: the
     # function the asserts call.
-    "mbpp": {"language": "python", "test_format": SCRIPT_FORMAT, "fields": {
-        "id": "task_id", "text": "text", "solution": "code", "tests": "{test_setup_code}\n{test_list}"}},
+    "mbpp": {
+        "language": "python",
+        "test_format": SCRIPT_FORMAT,
+        "fields": {"id": "task_id", "text": "text", "solution": "code", "tests": "{test_setup_code}\n{test_list}"},
+    },
     # MBPP sanitized: google-research/mbpp sanitized-mbpp.json (a JSON array) and the Hugging Face card of
     # mbpp (config sanitized): source_file, task_id (int), prompt (the problem statement), code, test_imports
     # (import lines), test_list.
-    "mbpp-sanitized": {"language": "python", "test_format": SCRIPT_FORMAT, "fields": {
-        "id": "task_id", "text": "prompt", "solution": "code", "tests": "{test_imports}\n{test_list}"}},
+    "mbpp-sanitized": {
+        "language": "python",
+        "test_format": SCRIPT_FORMAT,
+        "fields": {"id": "task_id", "text": "prompt", "solution": "code", "tests": "{test_imports}\n{test_list}"},
+    },
     # MBPP+ on the Hugging Face hub: the card of evalplus/mbppplus: task_id (int), code, prompt (the problem
     # statement), source_file, test_imports, test_list, test (the plus tests as a script that calls the
     # function by name).
     # The preset reads EvalPlus's layout too (below): a file of either is read with `preset: mbppplus` alone.
-    "mbppplus": {"language": "python", "test_format": SCRIPT_FORMAT, "fields": {
-        "id": "task_id", "text": "prompt", "solution": "code", "tests": "test"}, "layouts": [{
-            "id": "task_id", "text": "prompt", "solution": "canonical_solution", "tests": "assertion",
-            "entry_point": "entry_point"}]},
+    "mbppplus": {
+        "language": "python",
+        "test_format": SCRIPT_FORMAT,
+        "fields": {"id": "task_id", "text": "prompt", "solution": "code", "tests": "test"},
+        "layouts": [
+            {
+                "id": "task_id",
+                "text": "prompt",
+                "solution": "canonical_solution",
+                "tests": "assertion",
+                "entry_point": "entry_point",
+            }
+        ],
+    },
     # MBPP+ as EvalPlus releases it (MbppPlus.jsonl; evalplus tools/mbpp/init_plus.py writes it): task_id
     # ("Mbpp/2"), prompt (the problem statement in quotes), entry_point, canonical_solution, base_input,
     # plus_input (argument lists whose expected outputs EvalPlus computes by running the canonical solution),
     # atol, contract (input checks), assertion (MBPP's asserts, with their imports). The asserts are its tests.
-    "mbppplus-evalplus": {"language": "python", "test_format": SCRIPT_FORMAT, "fields": {
-        "id": "task_id", "text": "prompt", "solution": "canonical_solution", "tests": "assertion",
-        "entry_point": "entry_point"}},
+    "mbppplus-evalplus": {
+        "language": "python",
+        "test_format": SCRIPT_FORMAT,
+        "fields": {
+            "id": "task_id",
+            "text": "prompt",
+            "solution": "canonical_solution",
+            "tests": "assertion",
+            "entry_point": "entry_point",
+        },
+    },
     # CRUXEval: facebookresearch/cruxeval data/cruxeval.jsonl and the Hugging Face card of cruxeval-org/cruxeval:
     # code (a function f), input (its arguments as Python source), output (the value as Python source), id
     # ("sample_0"). The test is the benchmark's own assertion, `assert f(input) == output`.
-    "cruxeval": {"language": "python", "test_format": SCRIPT_FORMAT, "fields": {
-        "id": "id", "solution": "code", "tests": "assert f({input}) == {output}"}},
+    "cruxeval": {
+        "language": "python",
+        "test_format": SCRIPT_FORMAT,
+        "fields": {"id": "id", "solution": "code", "tests": "assert f({input}) == {output}"},
+    },
     # APPS: the Hugging Face card of codeparrot/apps: problem_id (int), question, solutions (a JSON list of
     # Python solutions in a string, empty for some problems), input_output (JSON: inputs, outputs, fn_name),
     # difficulty, url, starter_code. The first solution is the sample's code; its tests are input/output
     # cases (leaktrace/data/io_tests.py).
-    "apps": {"language": "python", "test_format": "io", "fields": {
-        "id": "problem_id", "text": "question", "solution": "solutions.0", "tests": "input_output"}},
+    "apps": {
+        "language": "python",
+        "test_format": "io",
+        "fields": {"id": "problem_id", "text": "question", "solution": "solutions.0", "tests": "input_output"},
+    },
     # DS-1000 (simplified format): xlang-ai/DS-1000 data/ds1000.jsonl.gz and the Hugging Face card of
     # xlangai/DS-1000: prompt, reference_code, metadata {problem_id, library_problem_id, library, ...},
     # code_context (defines test_execution(code) and test_string(code), which exec the solution's source).
-    "ds1000": {"language": "python", "test_format": "exec", "fields": {
-        "id": "metadata.problem_id", "text": "prompt", "solution": "reference_code", "tests": "code_context"}},
+    "ds1000": {
+        "language": "python",
+        "test_format": "exec",
+        "fields": {
+            "id": "metadata.problem_id",
+            "text": "prompt",
+            "solution": "reference_code",
+            "tests": "code_context",
+        },
+    },
     # ClassEval: the Hugging Face card of FudanSELab/ClassEval (and ClassEval_data.json, a JSON array):
     # task_id, skeleton (the class with its docstrings, the problem given to a model), test, solution_code,
     # import_statement, class_description, methods_info, class_name, test_classes, class_constructor, fields.
-    "classeval": {"language": "python", "test_format": "unittest", "fields": {
-        "id": "task_id", "text": "skeleton", "solution": "solution_code", "tests": "test", "entry_point": "class_name"}},
+    "classeval": {
+        "language": "python",
+        "test_format": "unittest",
+        "fields": {
+            "id": "task_id",
+            "text": "skeleton",
+            "solution": "solution_code",
+            "tests": "test",
+            "entry_point": "class_name",
+        },
+    },
     # CodeSearchNet-style function records, as the Hugging Face card of code_search_net has them:
     # repository_name, func_path_in_repository, func_name, whole_func_string, language, func_code_string,
     # func_code_tokens, func_documentation_string, func_documentation_tokens, split_name, func_code_url.
     # Some dumps lack func_code_url (url): the id is then repository, path and function name.
     # The preset reads the original release's layout (below) too.
-    "codesearchnet": {"language": "python", "fields": {
-        "id": "func_code_url", "text": "func_documentation_string", "solution": "whole_func_string",
-        "entry_point": "func_name", "language": "language"}, "layouts": [
-        {"id": "{repository_name}/{func_path_in_repository}:{func_name}", "text": "func_documentation_string",
-         "solution": "whole_func_string", "entry_point": "func_name", "language": "language"},
-        {"id": "url", "text": "docstring", "solution": "original_string", "entry_point": "func_name", "language": "language"},
-        {"id": "{repo}/{path}:{func_name}", "text": "docstring", "solution": "original_string", "entry_point": "func_name",
-         "language": "language"}]},
+    "codesearchnet": {
+        "language": "python",
+        "fields": {
+            "id": "func_code_url",
+            "text": "func_documentation_string",
+            "solution": "whole_func_string",
+            "entry_point": "func_name",
+            "language": "language",
+        },
+        "layouts": [
+            {
+                "id": "{repository_name}/{func_path_in_repository}:{func_name}",
+                "text": "func_documentation_string",
+                "solution": "whole_func_string",
+                "entry_point": "func_name",
+                "language": "language",
+            },
+            {
+                "id": "url",
+                "text": "docstring",
+                "solution": "original_string",
+                "entry_point": "func_name",
+                "language": "language",
+            },
+            {
+                "id": "{repo}/{path}:{func_name}",
+                "text": "docstring",
+                "solution": "original_string",
+                "entry_point": "func_name",
+                "language": "language",
+            },
+        ],
+    },
     # The same records in CodeSearchNet's original JSONL release (github/CodeSearchNet README, "Data Details"):
     # repo, path, func_name, original_string, language, code, code_tokens, docstring, docstring_tokens, sha,
     # url, partition.
-    "codesearchnet-original": {"language": "python", "fields": {
-        "id": "url", "text": "docstring", "solution": "original_string", "entry_point": "func_name",
-        "language": "language"}, "layouts": [
-        {"id": "{repo}/{path}:{func_name}", "text": "docstring", "solution": "original_string", "entry_point": "func_name",
-         "language": "language"}]},
+    "codesearchnet-original": {
+        "language": "python",
+        "fields": {
+            "id": "url",
+            "text": "docstring",
+            "solution": "original_string",
+            "entry_point": "func_name",
+            "language": "language",
+        },
+        "layouts": [
+            {
+                "id": "{repo}/{path}:{func_name}",
+                "text": "docstring",
+                "solution": "original_string",
+                "entry_point": "func_name",
+                "language": "language",
+            }
+        ],
+    },
     # Text only, for issue and bug-report benchmarks: the Hugging Face card of princeton-nlp/SWE-bench:
     # instance_id, problem_statement (the issue), repo, base_commit, patch, test_patch, hints_text, ...
     # Only the issue text is read (leakage scans): its tests are a repository's test suite, never run here.
@@ -160,8 +272,15 @@ PRESETS: dict[str, dict] = {
     # Text only, any records with an id and a text field.
     "text": {"language": None, "fields": {"id": "id", "text": "text"}},
 }
-LANGUAGE_ALIASES = {"py": "python", "python3": "python", "c++": "cpp", "cxx": "cpp", "js": "javascript", "c#": "csharp",
-                    "ts": "typescript"}
+LANGUAGE_ALIASES = {
+    "py": "python",
+    "python3": "python",
+    "c++": "cpp",
+    "cxx": "cpp",
+    "js": "javascript",
+    "c#": "csharp",
+    "ts": "typescript",
+}
 
 
 @dataclass(frozen=True)
@@ -196,8 +315,10 @@ def benchmark_format(settings: dict) -> str:
     fields only and would ignore the preset."""
     fmt, preset, path = settings.get("format"), settings.get("preset"), settings.get("path")
     if fmt == "humaneval" and preset not in (None, "humaneval"):
-        raise ValueError(f"format humaneval reads HumanEval's own file and would ignore preset {preset!r}: leave "
-                         f"format out (the file's suffix decides) or set one of {', '.join(FORMATS)}")
+        raise ValueError(
+            f"format humaneval reads HumanEval's own file and would ignore preset {preset!r}: leave "
+            f"format out (the file's suffix decides) or set one of {', '.join(FORMATS)}"
+        )
     if fmt:
         return fmt
     if settings.get("dataset") and not path:
@@ -233,8 +354,10 @@ def field_mapping(settings: dict) -> tuple[dict, str | None]:
         fields[key] = path
     fields = {k: v for k, v in fields.items() if v}
     if "id" not in fields or not ({"text", "prompt", "solution"} & set(fields)):
-        raise ValueError("a benchmark's field mapping needs an id and at least one of text, prompt, solution "
-                         "(set a preset or fields)")
+        raise ValueError(
+            "a benchmark's field mapping needs an id and at least one of text, prompt, solution "
+            "(set a preset or fields)"
+        )
     language = settings.get("language") or preset["language"]
     return fields, language
 
@@ -245,8 +368,10 @@ def field_mappings(settings: dict) -> list[dict]:
     each overridden by ``fields`` as the first is."""
     first, _ = field_mapping(settings)
     own = settings.get("fields") or {}
-    others = [{k: v for k, v in {**layout, **own}.items() if v}
-              for layout in PRESETS.get(settings.get("preset"), {}).get("layouts", [])]
+    others = [
+        {k: v for k, v in {**layout, **own}.items() if v}
+        for layout in PRESETS.get(settings.get("preset"), {}).get("layouts", [])
+    ]
     return [first, *others]
 
 
@@ -272,10 +397,17 @@ def _mapping_for(record: object, mappings: list[dict], settings: dict, name: str
         missing.append(lacks)
     preset = settings.get("preset")
     what = f"preset {preset!r}" if preset else "the field mapping"
-    layouts = "; ".join(f"layout {k + 1}: {', '.join(lacks)}" for k, lacks in enumerate(missing)) \
-        if len(missing) > 1 else ", ".join(missing[0])
-    raise InputError(name, label, f"the record does not match {what}: it lacks the field(s) {layouts} (it has: "
-                     f"{', '.join(sorted(map(str, record)))}); set `fields` to map them, or another preset")
+    layouts = (
+        "; ".join(f"layout {k + 1}: {', '.join(lacks)}" for k, lacks in enumerate(missing))
+        if len(missing) > 1
+        else ", ".join(missing[0])
+    )
+    raise InputError(
+        name,
+        label,
+        f"the record does not match {what}: it lacks the field(s) {layouts} (it has: "
+        f"{', '.join(sorted(map(str, record)))}); set `fields` to map them, or another preset",
+    )
 
 
 # --- records: (label, record) from each format -------------------------------------------------
@@ -306,7 +438,9 @@ def _json_records(path: Path) -> Iterator[tuple[str, object]]:
     try:
         data = json.loads(_read_text(path))
     except json.JSONDecodeError as err:
-        raise InputError(str(path), None, f"malformed JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+        raise InputError(
+            str(path), None, f"malformed JSON ({err.msg} at line {err.lineno} column {err.colno})"
+        ) from None
     except (ValueError, RecursionError) as err:
         raise InputError(str(path), None, f"malformed JSON ({err or 'nested too deeply'})") from None
     if not isinstance(data, list):
@@ -349,10 +483,20 @@ def _huggingface_records(settings: dict) -> Iterator[tuple[str, object]]:
     try:
         import datasets
     except ImportError:
-        raise InputError(settings["dataset"], None, "a huggingface benchmark needs the `datasets` package "
-                         "(pinned in requirements.lock: pip install -c requirements.lock datasets)") from None
-    ds = datasets.load_dataset(settings["dataset"], name=settings.get("config"), split=settings.get("split") or "test",
-                               data_files=settings.get("path"), revision=settings.get("revision"), streaming=True)
+        raise InputError(
+            settings["dataset"],
+            None,
+            "a huggingface benchmark needs the `datasets` package "
+            "(pinned in requirements.lock: pip install -c requirements.lock datasets)",
+        ) from None
+    ds = datasets.load_dataset(
+        settings["dataset"],
+        name=settings.get("config"),
+        split=settings.get("split") or "test",
+        data_files=settings.get("path"),
+        revision=settings.get("revision"),
+        streaming=True,
+    )
     for k, record in enumerate(ds, 1):
         yield str(k), record
 
@@ -374,7 +518,9 @@ def _records(settings: dict) -> Iterator[tuple[str, object]]:
             settings = {**settings, "path": str(shipped_humaneval_path())}
     if fmt == "huggingface":
         if not settings.get("dataset"):
-            raise ValueError("a huggingface benchmark needs `dataset` (a hub id, or a builder such as json with `path`)")
+            raise ValueError(
+                "a huggingface benchmark needs `dataset` (a hub id, or a builder such as json with `path`)"
+            )
         return _huggingface_records(settings)
     if not settings.get("path"):
         raise ValueError(f"a {fmt} benchmark needs `path`")
@@ -400,7 +546,9 @@ def _resolve(record: object, path: str) -> object:
             try:
                 value = json.loads(value)
             except (ValueError, RecursionError):
-                raise _FieldError(f"field {'.'.join(parts[:i])!r} is a string that is not JSON, so has no {part!r}") from None
+                raise _FieldError(
+                    f"field {'.'.join(parts[:i])!r} is a string that is not JSON, so has no {part!r}"
+                ) from None
         if isinstance(value, dict):
             if part not in value:
                 raise _FieldError(f"no field {'.'.join(parts[: i + 1])!r}")
@@ -456,15 +604,26 @@ def _id_language(task_id: str) -> str | None:
     return _language(prefix) if slash else None
 
 
-def _sample(record: object, fields: dict, language: str | None, benchmark: str, tests_format: str, *,
-            problem_in_code: bool = False, language_from_id: bool = False, python_tests: str | None = None) -> Sample:
+def _sample(
+    record: object,
+    fields: dict,
+    language: str | None,
+    benchmark: str,
+    tests_format: str,
+    *,
+    problem_in_code: bool = False,
+    language_from_id: bool = False,
+    python_tests: str | None = None,
+) -> Sample:
     got = {key: _string(record, spec, key) for key, spec in fields.items()}
     for key, value in got.items():
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as err:
-            raise _FieldError(f"field {fields[key]!r} holds a lone surrogate ({value[err.start]!r} at character "
-                              f"{err.start}), which UTF-8 cannot encode") from None
+            raise _FieldError(
+                f"field {fields[key]!r} holds a lone surrogate ({value[err.start]!r} at character "
+                f"{err.start}), which UTF-8 cannot encode"
+            ) from None
     task_id = got["id"]
     if not task_id:
         raise _FieldError(f"empty id (field {fields['id']!r})")
@@ -473,19 +632,29 @@ def _sample(record: object, fields: dict, language: str | None, benchmark: str, 
         prompt = problem_docstring(text)  # the problem, with its examples, heads the program (SrDetection's tau_t)
     has_code, has_text = bool((prompt + solution).strip()), bool(text.strip())
     if not (has_code or has_text):
-        raise _FieldError("neither problem text nor code: " + ", ".join(
-            f"{k} {fields[k]!r}" for k in ("text", "prompt", "solution") if k in fields) + " empty")
+        raise _FieldError(
+            "neither problem text nor code: "
+            + ", ".join(f"{k} {fields[k]!r}" for k in ("text", "prompt", "solution") if k in fields)
+            + " empty"
+        )
     tests = got.get("tests", "")
     entry_point = got.get("entry_point") or None
     if entry_point is None and has_code and tests.strip() and tests_format in ("check", SCRIPT_FORMAT):
         entry_point = infer_entry_point(prompt + solution, tests if tests_format == SCRIPT_FORMAT else None)
-    sample_language = (_language(got.get("language")) or (_id_language(task_id) if language_from_id else None)
-                       or _language(language))
+    sample_language = (
+        _language(got.get("language")) or (_id_language(task_id) if language_from_id else None) or _language(language)
+    )
     if python_tests and sample_language == "python":  # HumanEval-X: main() programs, but check code for Python
         tests_format = python_tests
     return Sample(
-        sample_id=f"{benchmark}/{task_id}", benchmark=benchmark, task_id=task_id, prompt=prompt, solution=solution,
-        test=tests, entry_point=entry_point, text=text,
+        sample_id=f"{benchmark}/{task_id}",
+        benchmark=benchmark,
+        task_id=task_id,
+        prompt=prompt,
+        solution=solution,
+        test=tests,
+        entry_point=entry_point,
+        text=text,
         kind="both" if has_code and has_text else "code" if has_code else "text",
         language=sample_language,
         test_format=tests_format if tests.strip() else None,
@@ -527,9 +696,16 @@ def benchmark_records(settings: dict, benchmark: str, limit: int | None = None) 
     for label, record in _records(settings):
         fields = _mapping_for(record, mappings, settings, name, label)
         try:
-            sample = _sample(record, fields, language, benchmark, tests_format,
-                             problem_in_code=bool(settings.get("problem_in_code")), language_from_id=from_id,
-                             python_tests=python_tests)
+            sample = _sample(
+                record,
+                fields,
+                language,
+                benchmark,
+                tests_format,
+                problem_in_code=bool(settings.get("problem_in_code")),
+                language_from_id=from_id,
+                python_tests=python_tests,
+            )
         except _FieldError as err:
             raise InputError(name, label, str(err)) from None
         if sample.task_id in seen and _PLACEHOLDER.search(str(fields["id"])):  # an id made from fields: made unique
@@ -576,5 +752,5 @@ def _assigned(value: object, parts: list[str], new: str, path: str) -> object:
     if isinstance(value, dict) and head in value:
         return {**value, head: _assigned(value[head], rest, new, path)}
     if isinstance(value, list) and head.isdigit() and int(head) < len(value):
-        return [*value[: int(head)], _assigned(value[int(head)], rest, new, path), *value[int(head) + 1:]]
+        return [*value[: int(head)], _assigned(value[int(head)], rest, new, path), *value[int(head) + 1 :]]
     raise ValueError(f"field {path!r}: the record has no {head!r} to write into")

@@ -74,7 +74,9 @@ def iter_package_code(name: str, settings: dict) -> Iterator[Document]:
         except (UnicodeDecodeError, OSError) as err:
             log.warning("corpus file %s skipped: %s", readable(str(path)), err)
             continue
-        yield Document(doc_id=readable(rel), source=readable(str(path)), text=text)  # rel starts with the package's directory
+        yield Document(
+            doc_id=readable(rel), source=readable(str(path)), text=text
+        )  # rel starts with the package's directory
 
 
 def iter_pydoc_text() -> Iterator[Document]:
@@ -123,16 +125,23 @@ def corpus_documents(name: str, settings: dict) -> list[Document]:
     source = settings["source"]
     if source not in CORPUS_SOURCES:
         raise ValueError(f"corpus {name}: unknown source {source!r}; known: {sorted(CORPUS_SOURCES)}")
-    kwargs = {"exclude": settings.get("exclude", [])} if source == "stdlib" else \
-        {"name": name, "settings": settings} if source in ("records", "package") else {}
+    kwargs = (
+        {"exclude": settings.get("exclude", [])}
+        if source == "stdlib"
+        else {"name": name, "settings": settings}
+        if source in ("records", "package")
+        else {}
+    )
     documents = list(CORPUS_SOURCES[source](**kwargs))
     if not documents:
         raise ValueError(f"corpus {name}: source {source!r} yielded no documents")
     digest = fingerprint(documents)
     log.info("corpus %s: %d documents, sha256 %s", name, len(documents), digest)
     if settings.get("sha256") and settings["sha256"] != digest:
-        raise ValueError(f"corpus {name}: this interpreter's {source} has sha256 {digest}, the config pins "
-                         f"{settings['sha256']}: another Python release gives another corpus")
+        raise ValueError(
+            f"corpus {name}: this interpreter's {source} has sha256 {digest}, the config pins "
+            f"{settings['sha256']}: another Python release gives another corpus"
+        )
     return documents
 
 

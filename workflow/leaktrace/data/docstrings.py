@@ -23,7 +23,11 @@ def docstring_lines(source: str) -> list[tuple[int, int]]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 ranges.append((first.lineno, first.end_lineno, len(node.body) == 1, first.col_offset))
     return sorted(ranges)
 
@@ -42,5 +46,7 @@ def strip_docstrings(prompt: str, solution: str) -> str:
             drop[number] = None
         if alone and not solution.strip():
             drop[first] = " " * column + "pass\n"
-    kept = [drop[i] if i in drop else line for i, line in enumerate(lines, start=1) if i not in drop or drop[i] is not None]
+    kept = [
+        drop[i] if i in drop else line for i, line in enumerate(lines, start=1) if i not in drop or drop[i] is not None
+    ]
     return "".join(kept)

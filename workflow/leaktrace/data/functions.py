@@ -82,8 +82,10 @@ def _anatomy(lines: list[str], node: ast.FunctionDef | ast.AsyncFunctionDef, is_
         signature = "".join(lines[first : first_body.lineno - 1]) + head[:cut]
         continuation = head[cut:] + "".join(lines[first_body.lineno : end])
     docstring = ast.get_docstring(node, clean=False)
-    body_start = node.body[1].lineno if docstring is not None and len(node.body) > 1 else (
-        None if docstring is not None else first_body.lineno
+    body_start = (
+        node.body[1].lineno
+        if docstring is not None and len(node.body) > 1
+        else (None if docstring is not None else first_body.lineno)
     )
     body_lines = 0 if body_start is None else sum(1 for line in lines[body_start - 1 : end] if line.strip())
     return FunctionAnatomy(
@@ -110,9 +112,16 @@ def program_anatomy(code: str) -> FunctionAnatomy:
     (``min_body_lines``, ``max_body_lines``, ``min_chars``) apply to the
     whole program, ``exclude_init`` never applies, and the counterfactual
     stage, which prompts with a signature, skips it."""
-    return FunctionAnatomy(name="", context="", signature="", continuation=code, docstring=None,
-                           body_lines=sum(1 for line in _source_lines(code) if line.strip()), is_method=False,
-                           start_line=1)
+    return FunctionAnatomy(
+        name="",
+        context="",
+        signature="",
+        continuation=code,
+        docstring=None,
+        body_lines=sum(1 for line in _source_lines(code) if line.strip()),
+        is_method=False,
+        start_line=1,
+    )
 
 
 def _definitions(body: list[ast.stmt], in_class: bool) -> Iterator[tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool]]:

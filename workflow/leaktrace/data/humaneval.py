@@ -111,8 +111,12 @@ def _check_utf8(row: dict, file: str, record: str) -> None:
         try:
             row[field].encode("utf-8")
         except UnicodeEncodeError as err:
-            raise InputError(file, record, f"field {field!r} holds a lone surrogate "
-                             f"({row[field][err.start]!r} at character {err.start}), which UTF-8 cannot encode") from None
+            raise InputError(
+                file,
+                record,
+                f"field {field!r} holds a lone surrogate "
+                f"({row[field][err.start]!r} at character {err.start}), which UTF-8 cannot encode",
+            ) from None
 
 
 def load_humaneval(path: str | Path, benchmark: str) -> list[BenchmarkSample]:
@@ -167,5 +171,7 @@ def _check_code(sample: BenchmarkSample, file: str, record: str) -> None:
         raise InputError(file, record, f"code does not compile: {err.msg} (code line {err.lineno})") from None
     except (MemoryError, RecursionError):
         raise InputError(file, record, "code is nested too deeply for Python's compiler") from None
-    if not any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == sample.entry_point for n in ast.walk(tree)):
+    if not any(
+        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == sample.entry_point for n in ast.walk(tree)
+    ):
         raise InputError(file, record, f"entry point {sample.entry_point!r} is not defined in the code")

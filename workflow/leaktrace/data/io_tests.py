@@ -80,8 +80,10 @@ def parse_io_tests(text: str, source: str, sample_id: str, max_cases: int | None
             if not isinstance(arguments, list):
                 raise bad(f"input {k} of a call-based problem is a {type(arguments).__name__}, not a list of arguments")
         return CallTests(fn_name, tuple(inputs), tuple(outputs))
-    return IoTests(tuple(_stream(v, "input", k, bad) for k, v in enumerate(inputs, 1)),
-                   tuple(_stream(v, "output", k, bad) for k, v in enumerate(outputs, 1)))
+    return IoTests(
+        tuple(_stream(v, "input", k, bad) for k, v in enumerate(inputs, 1)),
+        tuple(_stream(v, "output", k, bad) for k, v in enumerate(outputs, 1)),
+    )
 
 
 def _stream(value: object, what: str, k: int, bad) -> str:
@@ -99,7 +101,7 @@ def call_test(tests: CallTests) -> str:
     equality (the value, tuples read as lists since JSON has none, equals
     the expected output or, when that is a one-element list, its element)."""
     cases = json.dumps([[a, o] for a, o in zip(tests.arguments, tests.outputs, strict=True)])
-    return f'''import json
+    return f"""import json
 
 CASES = json.loads({cases!r})
 
@@ -116,4 +118,4 @@ def check(candidate):
     for number, (arguments, expected) in enumerate(CASES, 1):
         got = _plain(candidate(*arguments))
         assert got == expected or (isinstance(expected, list) and len(expected) == 1 and got == expected[0]), number
-'''
+"""

@@ -50,7 +50,11 @@ def runnability_message(name: str, settings: dict, purpose: str) -> tuple[str | 
     first, why = bad[0]
     more = f" (and {len(bad) - 1} more samples)" if len(bad) > 1 else ""
     if len(bad) == total:
-        return (f"benchmarks.{name}: {purpose} runs each sample's tests, and no sample can run: {first}: {why}{more}; "
-                "scan such a benchmark for leakage only (leave it out of audit.benchmarks and set testbed: false)"), None
-    return None, (f"benchmarks.{name}: {len(bad)} of {total} samples cannot run and are left out of {purpose}; "
-                  f"first: {first}: {why}")
+        return (
+            f"benchmarks.{name}: {purpose} runs each sample's tests, and no sample can run: {first}: {why}{more}; "
+            "scan such a benchmark for leakage only (leave it out of audit.benchmarks and set testbed: false)"
+        ), None
+    return None, (
+        f"benchmarks.{name}: {len(bad)} of {total} samples cannot run and are left out of {purpose}; "
+        f"first: {first}: {why}"
+    )

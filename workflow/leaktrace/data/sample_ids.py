@@ -18,7 +18,9 @@ def read_id_list(path: Path) -> list[str]:
     """One id per line; blank lines and ``#`` comments ignored."""
     if not path.exists():
         raise InputError(str(path), None, "id list does not exist")
-    return [line.strip() for line in path.read_text().splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return [
+        line.strip() for line in path.read_text().splitlines() if line.strip() and not line.lstrip().startswith("#")
+    ]
 
 
 def task_id(sample_id: str) -> str:

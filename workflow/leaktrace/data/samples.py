@@ -67,7 +67,9 @@ class UnittestTests:
     code: str
 
 
-def sample_tests(row: dict, source: str, max_io_cases: int | None = None) -> tuple[str | IoTests | UnittestTests, str | None]:
+def sample_tests(
+    row: dict, source: str, max_io_cases: int | None = None
+) -> tuple[str | IoTests | UnittestTests, str | None]:
     """What the sandbox runs for a runnable sample, and its entry point:
     HumanEval-style ``check`` code and the function it calls (a test script
     that calls the solution by name is made into one:
@@ -109,9 +111,11 @@ def not_runnable(row: dict, source: str = "the benchmark") -> str | None:
         return "it is problem text only, with no code"
     language = row.get("language") or "python"
     if language != "python" and test_format_of(row) == "main":
-        return (f"its code is {language}, not Python, and its tests are a main() program built with the solution: "
-                "the audit and the testbed run Python only (`leaktrace mutate` builds and runs C++ and Java with "
-                "their main() where g++ and javac are installed, and says so where they are not)")
+        return (
+            f"its code is {language}, not Python, and its tests are a main() program built with the solution: "
+            "the audit and the testbed run Python only (`leaktrace mutate` builds and runs C++ and Java with "
+            "their main() where g++ and javac are installed, and says so where they are not)"
+        )
     if language != "python":
         return f"its code is {language}, not Python"
     if test_format_of(row) == "io":
@@ -119,8 +123,10 @@ def not_runnable(row: dict, source: str = "the benchmark") -> str | None:
     if test_format_of(row) == SCRIPT_FORMAT:
         return script_problem(row.get("test") or "", row.get("entry_point"))
     if test_format_of(row) == "exec":
-        return ("its tests exec the solution's source inside the test (DS-1000's test_execution(code)), so the "
-                "solution would run outside the sandbox's program process; no sandbox path runs such tests")
+        return (
+            "its tests exec the solution's source inside the test (DS-1000's test_execution(code)), so the "
+            "solution would run outside the sandbox's program process; no sandbox path runs such tests"
+        )
     if test_format_of(row) == "unittest":
         return _unittest_not_runnable(row)
     if not row.get("entry_point"):
@@ -142,11 +148,15 @@ def _unittest_not_runnable(row: dict) -> str | None:
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return "its tests or its code are not Python"
     bases = [b for n in tests.body if isinstance(n, ast.ClassDef) for b in n.bases]
-    if not any(isinstance(b, ast.Attribute) and b.attr == "TestCase" or isinstance(b, ast.Name) and b.id == "TestCase"
-               for b in bases):
+    if not any(
+        isinstance(b, ast.Attribute) and b.attr == "TestCase" or isinstance(b, ast.Name) and b.id == "TestCase"
+        for b in bases
+    ):
         return "its tests define no unittest.TestCase class"
     entry_point = row.get("entry_point")
-    if not entry_point or not any(isinstance(n, ast.ClassDef | ast.FunctionDef) and n.name == entry_point for n in code.body):
+    if not entry_point or not any(
+        isinstance(n, ast.ClassDef | ast.FunctionDef) and n.name == entry_point for n in code.body
+    ):
         return f"its code does not define its entry point {entry_point!r} at module level"
     return None
 
@@ -163,8 +173,10 @@ def _io_not_runnable(row: dict, source: str) -> str | None:
     if entry_point is not None and not any(
         isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == entry_point for n in tree.body
     ):
-        return (f"its call-based tests call {entry_point}, which its code does not define at module level "
-                "(a method of LeetCode's class Solution, which the function-test path cannot call)")
+        return (
+            f"its call-based tests call {entry_point}, which its code does not define at module level "
+            "(a method of LeetCode's class Solution, which the function-test path cannot call)"
+        )
     return None
 
 
@@ -174,6 +186,9 @@ def require_runnable(rows: list[dict], benchmark: str, stage: str) -> None:
     for row in rows:
         reason = not_runnable(row, benchmark)
         if reason:
-            raise InputError(benchmark, row["sample_id"],
-                             f"the {stage} stage needs runnable Python with HumanEval-style, script or input/output tests, "
-                             f"and {reason}; scan such a benchmark for leakage only (benchmarks.<name>.testbed: false)")
+            raise InputError(
+                benchmark,
+                row["sample_id"],
+                f"the {stage} stage needs runnable Python with HumanEval-style, script or input/output tests, "
+                f"and {reason}; scan such a benchmark for leakage only (benchmarks.<name>.testbed: false)",
+            )

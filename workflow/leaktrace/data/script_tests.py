@@ -67,11 +67,25 @@ def check_code(script: str, entry_point: str) -> str:
     tree = ast.parse(script)
     imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     body = [n for n in tree.body if not isinstance(n, (ast.Import, ast.ImportFrom))]
-    module = ast.Module(body=[*imports, ast.FunctionDef(
-        name="check", args=ast.arguments(posonlyargs=[], args=[ast.arg("candidate")], kwonlyargs=[], kw_defaults=[],
-                                         defaults=[]),
-        body=[ast.Assign(targets=[ast.Name(entry_point, ast.Store())], value=ast.Name("candidate", ast.Load())), *body],
-        decorator_list=[], returns=None, type_params=[])], type_ignores=[])
+    module = ast.Module(
+        body=[
+            *imports,
+            ast.FunctionDef(
+                name="check",
+                args=ast.arguments(
+                    posonlyargs=[], args=[ast.arg("candidate")], kwonlyargs=[], kw_defaults=[], defaults=[]
+                ),
+                body=[
+                    ast.Assign(targets=[ast.Name(entry_point, ast.Store())], value=ast.Name("candidate", ast.Load())),
+                    *body,
+                ],
+                decorator_list=[],
+                returns=None,
+                type_params=[],
+            ),
+        ],
+        type_ignores=[],
+    )
     return ast.unparse(ast.fix_missing_locations(module)) + "\n"
 
 

@@ -32,7 +32,10 @@ def pre_exposure(original_loss: float, variant_losses: Sequence[float]) -> tuple
     if not variant_losses:
         raise ValueError("the pre-exposure filter needs at least one valid variant to compare the original with")
     if original_loss < min(variant_losses):
-        return True, f"{PRE_EXPOSED}: original has the lowest PPL among {len(variant_losses)} variants under the base model"
+        return (
+            True,
+            f"{PRE_EXPOSED}: original has the lowest PPL among {len(variant_losses)} variants under the base model",
+        )
     return False, None
 
 
@@ -66,7 +69,9 @@ def assign_splits(
     ids = sorted(sample_ids)
     rng.shuffle(ids)
     if not 0 <= recall_prefix <= len(ids) - 2:
-        raise ValueError(f"cannot hold out {recall_prefix} of {len(ids)} samples for ReCaLL's prefix and still split the rest")
+        raise ValueError(
+            f"cannot hold out {recall_prefix} of {len(ids)} samples for ReCaLL's prefix and still split the rest"
+        )
     if strata is not None and (missing := [sid for sid in ids if sid not in strata]):
         raise ValueError(f"{len(missing)} samples have no stratum, e.g. {missing[0]!r}")
     result: dict[str, Assignment] = {sid: Assignment("non-member", RECALL_PREFIX) for sid in ids[:recall_prefix]}

@@ -51,8 +51,10 @@ def stratified_share(labels: np.ndarray, fraction: float, rng: np.random.Generat
     labels = np.asarray(labels).astype(bool)
     if fraction >= 1:
         return np.arange(labels.size)
-    chosen = [rng.permutation(np.flatnonzero(labels == member))[: max(2, round(fraction * int((labels == member).sum())))]
-              for member in (True, False)]
+    chosen = [
+        rng.permutation(np.flatnonzero(labels == member))[: max(2, round(fraction * int((labels == member).sum())))]
+        for member in (True, False)
+    ]
     return np.sort(np.concatenate(chosen))
 
 
@@ -62,8 +64,10 @@ def n_folds_for(labels: np.ndarray, n_folds: int) -> int:
     labels = np.asarray(labels).astype(bool)
     smallest = min(int(labels.sum()), int((~labels).sum()))
     if smallest < 2 or n_folds < 2:
-        raise ValueError(f"cross-fitting needs 2 folds with a member and a non-member each; {int(labels.sum())} members, "
-                         f"{int((~labels).sum())} non-members labelled, {n_folds} folds asked")
+        raise ValueError(
+            f"cross-fitting needs 2 folds with a member and a non-member each; {int(labels.sum())} members, "
+            f"{int((~labels).sum())} non-members labelled, {n_folds} folds asked"
+        )
     return min(n_folds, smallest)
 
 
@@ -84,8 +88,9 @@ def _tasks(problem: Problem, folds: np.ndarray, full: bool) -> list[Task]:
     return tasks + ([(labelled, labels)] if full else [])
 
 
-def cross_fit_many(problems: Sequence[Problem], n_samples: int, fit_many: FitMany, n_folds: int, *,
-                   full: bool = True) -> list[CrossFit]:
+def cross_fit_many(
+    problems: Sequence[Problem], n_samples: int, fit_many: FitMany, n_folds: int, *, full: bool = True
+) -> list[CrossFit]:
     """Every problem's cross-fit, all fits in one call of ``fit_many``.
     Without the ``full`` fit, a sample outside the labelled set reports no
     score (NaN); its fold scores are what the calibration checks use."""
@@ -109,13 +114,16 @@ def cross_fit_many(problems: Sequence[Problem], n_samples: int, fit_many: FitMan
     return results
 
 
-def cross_fit(labelled: np.ndarray, labels: np.ndarray, n_samples: int, fit_many: FitMany, n_folds: int, seed: int) -> CrossFit:
+def cross_fit(
+    labelled: np.ndarray, labels: np.ndarray, n_samples: int, fit_many: FitMany, n_folds: int, seed: int
+) -> CrossFit:
     """One cross-fit with its full fit."""
     return cross_fit_many([Problem(np.asarray(labelled), np.asarray(labels), seed)], n_samples, fit_many, n_folds)[0]
 
 
-def conformal_inputs(scores: np.ndarray, fold: np.ndarray, fold_scores: np.ndarray, controls: np.ndarray,
-                     tested: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def conformal_inputs(
+    scores: np.ndarray, fold: np.ndarray, fold_scores: np.ndarray, controls: np.ndarray, tested: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A cross-fit's inputs to a cross-conformal p-value (``calibration.conformal``):
     each control's reported score, the tested samples' scores under every fit
     (K + 1, n_t: the K folds', then the reported one, the full fit's for a
@@ -126,8 +134,9 @@ def conformal_inputs(scores: np.ndarray, fold: np.ndarray, fold_scores: np.ndarr
     return scores[controls], fits, np.where(fold[controls] == UNLABELLED, k, fold[controls])
 
 
-def row_conformal_inputs(rows: dict[str, dict], controls: list[str], tested: list[str]
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def row_conformal_inputs(
+    rows: dict[str, dict], controls: list[str], tested: list[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The same from one method's score rows (sample_id -> row of
     ``scores.parquet``); a detector without a cross-fit compares every
     control with every tested sample under its one score (fit index None)."""

@@ -58,14 +58,18 @@ def continuation_features(stats: ContinuationStats) -> dict[str, float]:
 
 
 def feature_matrix(rows: Sequence[dict]) -> np.ndarray:
-    return np.array([[row[name] for name in FEATURES] for row in rows], dtype=np.float64).reshape(len(rows), len(FEATURES))
+    return np.array([[row[name] for name in FEATURES] for row in rows], dtype=np.float64).reshape(
+        len(rows), len(FEATURES)
+    )
 
 
 def fit_classifier(features: np.ndarray, labels: np.ndarray) -> GaussianNB:
     """GaussianNB on labelled features (1 = member); both classes needed."""
     labels = np.asarray(labels).astype(int)
     if np.unique(labels).size < 2:
-        raise ValueError(f"DPDLLM's classifier needs members and non-members to train on, got {labels.size} of one class")
+        raise ValueError(
+            f"DPDLLM's classifier needs members and non-members to train on, got {labels.size} of one class"
+        )
     return GaussianNB().fit(features, labels)
 
 
@@ -87,5 +91,7 @@ class DpdllmFitter:
         self.classifiers = [fit_classifier(self.features[train], labels) for train, labels in tasks]
         outputs = [classify(c, self.features) for c in self.classifiers]
         n = len(self.features)
-        return (np.array([s for s, _ in outputs], dtype=np.float64).reshape(len(tasks), n),
-                np.array([d for _, d in outputs], dtype=bool).reshape(len(tasks), n))
+        return (
+            np.array([s for s, _ in outputs], dtype=np.float64).reshape(len(tasks), n),
+            np.array([d for _, d in outputs], dtype=bool).reshape(len(tasks), n),
+        )

@@ -31,16 +31,29 @@ class MappingSettings:
     seed: int = 0
 
 
-def new_mapping_model(vocab_size: int, max_length: int, settings: MappingSettings, bos_id: int, pad_id: int) -> LlamaForCausalLM:
+def new_mapping_model(
+    vocab_size: int, max_length: int, settings: MappingSettings, bos_id: int, pad_id: int
+) -> LlamaForCausalLM:
     torch.manual_seed(settings.seed)
-    config = LlamaConfig(vocab_size=vocab_size, hidden_size=settings.hidden, intermediate_size=4 * settings.hidden,
-                         num_hidden_layers=settings.layers, num_attention_heads=settings.heads,
-                         num_key_value_heads=settings.heads, max_position_embeddings=max_length, bos_token_id=bos_id,
-                         eos_token_id=bos_id, pad_token_id=pad_id, tie_word_embeddings=False)
+    config = LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=settings.hidden,
+        intermediate_size=4 * settings.hidden,
+        num_hidden_layers=settings.layers,
+        num_attention_heads=settings.heads,
+        num_key_value_heads=settings.heads,
+        max_position_embeddings=max_length,
+        bos_token_id=bos_id,
+        eos_token_id=bos_id,
+        pad_token_id=pad_id,
+        tie_word_embeddings=False,
+    )
     return LlamaForCausalLM(config)
 
 
-def train_mapping(model: LlamaForCausalLM, pairs: Sequence[tuple[list[int], list[int]]], settings: MappingSettings) -> list[float]:
+def train_mapping(
+    model: LlamaForCausalLM, pairs: Sequence[tuple[list[int], list[int]]], settings: MappingSettings
+) -> list[float]:
     """Train on (text ids, suffix ids) pairs, in a seeded order; returns the
     mean loss of each epoch. Sequences are cut to the model's positions."""
     bos, pad = model.config.bos_token_id, model.config.pad_token_id
@@ -83,4 +96,6 @@ def hidden_features(model: LlamaForCausalLM, texts: Sequence[list[int]], batch_s
         weights = mask.unsqueeze(-1).float()
         pooled = [(h * weights).sum(dim=1) / weights.sum(dim=1) for h in states]
         out.append(torch.cat(pooled, dim=-1).numpy().astype(np.float64))
-    return np.concatenate(out) if out else np.zeros((0, (model.config.num_hidden_layers + 1) * model.config.hidden_size))
+    return (
+        np.concatenate(out) if out else np.zeros((0, (model.config.num_hidden_layers + 1) * model.config.hidden_size))
+    )

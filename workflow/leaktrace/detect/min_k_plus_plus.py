@@ -20,6 +20,8 @@ SIGMA_FLOOR = 1e-6
 def min_k_plus_plus_score(evidence: SampleEvidence, ratio: float) -> float:
     stats = evidence.original
     if stats.mu is None or stats.sigma is None:
-        raise ValueError(f"{evidence.sample_id}: Min-K%++ needs the next-token distribution's mu and sigma of the original")
+        raise ValueError(
+            f"{evidence.sample_id}: Min-K%++ needs the next-token distribution's mu and sigma of the original"
+        )
     z = (stats.logprobs.astype(np.float64) - stats.mu) / np.maximum(stats.sigma, SIGMA_FLOOR)
     return lowest_k_mean(z, ratio)

@@ -63,8 +63,9 @@ class ProtoTask:
 class _Embedding(nn.Module):
     def __init__(self, dim: int, hidden: int, bottleneck: int):
         super().__init__()
-        self.layers = nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                                    nn.Linear(hidden, bottleneck))
+        self.layers = nn.Sequential(
+            nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, bottleneck)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.layers(x)
@@ -86,7 +87,9 @@ def _class_indices(task: ProtoTask) -> list[np.ndarray]:
         raise ValueError(f"{train.size} training samples, {labels.size} labels")
     by_class = [train[~labels], train[labels]]
     if min(len(c) for c in by_class) < 2:
-        raise ValueError(f"a prototypical network needs at least 2 labelled samples per class, got {[len(c) for c in by_class]}")
+        raise ValueError(
+            f"a prototypical network needs at least 2 labelled samples per class, got {[len(c) for c in by_class]}"
+        )
     return by_class
 
 
@@ -106,7 +109,9 @@ def _columns(tasks: Sequence[ProtoTask], dim: int) -> tuple[np.ndarray, np.ndarr
     return shared, padded
 
 
-def _stacked(tasks: Sequence[ProtoTask], dim: int, shared: np.ndarray, own: np.ndarray, settings: ProtoSettings) -> list[torch.Tensor]:
+def _stacked(
+    tasks: Sequence[ProtoTask], dim: int, shared: np.ndarray, own: np.ndarray, settings: ProtoSettings
+) -> list[torch.Tensor]:
     """Each network's initial weights as _Embedding(seed) has them, stacked:
     per linear layer (N, in, out) and (N, 1, out), the first layer's rows of
     the shared columns and of the task's own (zero rows for the padding)."""
@@ -157,20 +162,26 @@ def _fit_chunk(features: torch.Tensor, tasks: Sequence[ProtoTask], shots: int, s
     order = np.argsort(keys, axis=-1)[..., : 2 * shots]  # (N, steps, 2, 2 shots)
     targets = torch.arange(2).repeat_interleave(shots).repeat(len(tasks))
     for step in range(steps):
-        picks = torch.as_tensor(np.take_along_axis(padded, order[:, step], axis=-1).reshape(len(tasks), -1))  # (N, 4 shots)
-        z = _embed(params, x_shared[picks], x_all[picks[:, :, None], own_t[:, None, :]]).view(len(tasks), 2, 2 * shots, -1)
+        picks = torch.as_tensor(
+            np.take_along_axis(padded, order[:, step], axis=-1).reshape(len(tasks), -1)
+        )  # (N, 4 shots)
+        z = _embed(params, x_shared[picks], x_all[picks[:, :, None], own_t[:, None, :]]).view(
+            len(tasks), 2, 2 * shots, -1
+        )
         prototypes = z[:, :, :shots].mean(dim=2)
         queries = z[:, :, shots:].reshape(len(tasks), 2 * shots, -1)
         distances = torch.cdist(queries, prototypes) ** 2
-        loss = F.cross_entropy(-distances.reshape(-1, 2), targets, reduction="none").view(len(tasks), -1).mean(dim=1) \
-            + settings.beta * torch.log1p(queries.var(dim=1)).sum(dim=-1)
+        loss = F.cross_entropy(-distances.reshape(-1, 2), targets, reduction="none").view(len(tasks), -1).mean(
+            dim=1
+        ) + settings.beta * torch.log1p(queries.var(dim=1)).sum(dim=-1)
         optimizer.zero_grad()
         loss.sum().backward()
         optimizer.step()
     with torch.no_grad():
         z = _embed(params, x_shared.expand(len(tasks), n, len(shared)), x_all[:, own_t].permute(1, 0, 2))
-        prototypes = torch.stack([torch.stack([z[i, torch.as_tensor(c)].mean(dim=0) for c in pair])
-                                  for i, pair in enumerate(classes)])
+        prototypes = torch.stack(
+            [torch.stack([z[i, torch.as_tensor(c)].mean(dim=0) for c in pair]) for i, pair in enumerate(classes)]
+        )
         distances = torch.cdist(z, prototypes)
         scores = F.softmax(-distances, dim=-1)[..., 1].numpy().astype(np.float64)
         decisions = (distances[..., 1] < distances[..., 0]).numpy()
@@ -179,8 +190,16 @@ def _fit_chunk(features: torch.Tensor, tasks: Sequence[ProtoTask], shots: int, s
         first.scatter_(1, own_t[:, :, None].expand(-1, -1, settings.hidden), params[1].detach())
     weights = [first[:, :dim], params[2], *params[3:]]
     names = ["layers.0.weight", "layers.0.bias", "layers.2.weight", "layers.2.bias", "layers.4.weight", "layers.4.bias"]
-    states = [{**{name: (p[i].T if name.endswith("weight") else p[i, 0]).detach().clone().contiguous()
-                  for name, p in zip(names, weights, strict=True)}, "prototypes": prototypes[i]} for i in range(len(tasks))]
+    states = [
+        {
+            **{
+                name: (p[i].T if name.endswith("weight") else p[i, 0]).detach().clone().contiguous()
+                for name, p in zip(names, weights, strict=True)
+            },
+            "prototypes": prototypes[i],
+        }
+        for i in range(len(tasks))
+    ]
     return Fitted(scores, decisions, states)
 
 
@@ -206,4 +225,6 @@ def fit_many(features: np.ndarray, tasks: Sequence[ProtoTask], settings: ProtoSe
 
 def fit_prototypical(features: np.ndarray, labels: np.ndarray, settings: ProtoSettings) -> Fitted:
     """One network on every row of ``features``."""
-    return fit_many(features, [ProtoTask(np.arange(len(features)), np.asarray(labels).astype(bool), settings.seed)], settings)
+    return fit_many(
+        features, [ProtoTask(np.arange(len(features)), np.asarray(labels).astype(bool), settings.seed)], settings
+    )

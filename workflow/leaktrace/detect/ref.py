@@ -28,5 +28,7 @@ def ref_score(evidence: SampleEvidence) -> float:
 
 def ref_oracle_score(evidence: SampleEvidence) -> float:
     if evidence.oracle_reference is None:
-        raise ValueError(f"{evidence.sample_id}: the ref_oracle method needs the text scored under the target's base model")
+        raise ValueError(
+            f"{evidence.sample_id}: the ref_oracle method needs the text scored under the target's base model"
+        )
     return log_likelihood(evidence.original) - log_likelihood(evidence.oracle_reference)

@@ -48,7 +48,9 @@ class Method:
     needs_oracle_reference: bool = False  # SampleEvidence.oracle_reference: the original under the target's base
     needs_prefixed: bool = False  # SampleEvidence.prefixed: the original after the non-member prefix
     needs_generations: bool = False  # scores GenerationEvidence (continuations), not token statistics
-    needs_learned: bool = False  # scores its own stage's row {score, decision} (a classifier fitted on the calibration fold)
+    needs_learned: bool = (
+        False  # scores its own stage's row {score, decision} (a classifier fitted on the calibration fold)
+    )
     sensitivity: bool = False  # an extra instance for the variant-count sensitivity table
     variant_generator: str | None = None  # scores SampleEvidence.alternatives[this] as its variants
     params: Mapping[str, Any] = field(default_factory=dict)
@@ -90,22 +92,39 @@ def _zlib(params, counts) -> list[Method]:
 
 
 def _lowercase(params, counts) -> list[Method]:
-    return [Method("lowercase", "lowercase", lowercase_score, orientation="LL(lower) / LL(x); higher = member",
-                   needs_lowercase=True)]
+    return [
+        Method(
+            "lowercase",
+            "lowercase",
+            lowercase_score,
+            orientation="LL(lower) / LL(x); higher = member",
+            needs_lowercase=True,
+        )
+    ]
 
 
 def _min_k(params, counts) -> list[Method]:
     return [
-        Method(f"min_k_{_percent(r)}", "min_k", partial(min_k_score, ratio=r),
-               orientation="mean of the lowest K% token log-probabilities; higher = member", params={"ratio": r})
+        Method(
+            f"min_k_{_percent(r)}",
+            "min_k",
+            partial(min_k_score, ratio=r),
+            orientation="mean of the lowest K% token log-probabilities; higher = member",
+            params={"ratio": r},
+        )
         for r in params["ratios"]
     ]
 
 
 def _min_k_plus_plus(params, counts) -> list[Method]:
     return [
-        Method(f"min_k_pp_{_percent(r)}", "min_k_plus_plus", partial(min_k_plus_plus_score, ratio=r),
-               orientation="mean of the lowest K% standardised log-probabilities; higher = member", params={"ratio": r})
+        Method(
+            f"min_k_pp_{_percent(r)}",
+            "min_k_plus_plus",
+            partial(min_k_plus_plus_score, ratio=r),
+            orientation="mean of the lowest K% standardised log-probabilities; higher = member",
+            params={"ratio": r},
+        )
         for r in params["ratios"]
     ]
 
@@ -115,31 +134,60 @@ def _dc_pdd(params, counts) -> list[Method]:
         raise ValueError("dc_pdd needs token counts of its reference corpus: pass token_counts= to configured_methods")
     if not params["clip"] > 0:
         raise ValueError(f"dc_pdd clip must be positive, got {params['clip']}")
-    return [Method("dc_pdd", "dc_pdd", partial(dc_pdd_score, frequencies=counts.frequencies(), clip=params["clip"]),
-                   orientation="mean clipped p * log(1/f) over first occurrences; higher = member",
-                   params={"clip": params["clip"], "tokenizer": counts.tokenizer})]
+    return [
+        Method(
+            "dc_pdd",
+            "dc_pdd",
+            partial(dc_pdd_score, frequencies=counts.frequencies(), clip=params["clip"]),
+            orientation="mean clipped p * log(1/f) over first occurrences; higher = member",
+            params={"clip": params["clip"], "tokenizer": counts.tokenizer},
+        )
+    ]
 
 
 def _ref(params, counts) -> list[Method]:
-    methods = [Method("ref", "ref", ref_score, orientation="LL_target - LL_reference; higher = member",
-                      needs_reference=True)]
+    methods = [
+        Method("ref", "ref", ref_score, orientation="LL_target - LL_reference; higher = member", needs_reference=True)
+    ]
     if params["oracle"]:
-        methods.append(Method("ref_oracle", "ref", ref_oracle_score, needs_oracle_reference=True,
-                              orientation="LL_target - LL_base (the target's own base model: an oracle); higher = member"))
+        methods.append(
+            Method(
+                "ref_oracle",
+                "ref",
+                ref_oracle_score,
+                needs_oracle_reference=True,
+                orientation="LL_target - LL_base (the target's own base model: an oracle); higher = member",
+            )
+        )
     return methods
 
 
 def _neighbor(params, counts) -> list[Method]:
     k = _positive(params, "n_neighbors")
-    return [Method("neighbor", "neighbor", partial(neighbor_score, n_neighbors=k),
-                   orientation="LL(x) - mean LL(neighbours); higher = member", needs_variants=True,
-                   params={"n_neighbors": k})]
+    return [
+        Method(
+            "neighbor",
+            "neighbor",
+            partial(neighbor_score, n_neighbors=k),
+            orientation="LL(x) - mean LL(neighbours); higher = member",
+            needs_variants=True,
+            params={"n_neighbors": k},
+        )
+    ]
 
 
 def _recall(params, counts) -> list[Method]:
     _positive(params, "n_shots")
-    return [Method("recall", "recall", recall_score, orientation="LL(x | non-member prefix) / LL(x); higher = member",
-                   needs_prefixed=True, params={"n_shots": params["n_shots"]})]
+    return [
+        Method(
+            "recall",
+            "recall",
+            recall_score,
+            orientation="LL(x | non-member prefix) / LL(x); higher = member",
+            needs_prefixed=True,
+            params={"n_shots": params["n_shots"]},
+        )
+    ]
 
 
 def _variant_counts(params) -> list[tuple[int, bool]]:
@@ -161,8 +209,9 @@ def is_sensitivity_instance(method: str, family: str) -> bool:
     return re.fullmatch(re.escape(family) + r"_n\d+", method) is not None
 
 
-def _srdetection_instances(family: str, params, gap, flag, orientation: str, *, extra_params: Mapping[str, Any] | None = None,
-                           **needs: bool) -> list[Method]:
+def _srdetection_instances(
+    family: str, params, gap, flag, orientation: str, *, extra_params: Mapping[str, Any] | None = None, **needs: bool
+) -> list[Method]:
     """The main SrDetection instance and its variant-count sensitivity
     instances ``{family}_n{n}``, all scored from the same evidence."""
     return [
@@ -194,24 +243,41 @@ def _srdetection_graybox(params, counts) -> list[Method]:
     family, orientation = "srdetection_graybox", "min variant loss - original loss (flag: > 0); higher = member"
     n = _positive(params, "n_variants")
     per_generator = [
-        Method(generator_instance_name(family, generator), family,
-               partial(_on_generator, srdetection_gap, generator=generator, n_variants=n),
-               decide=partial(_on_generator, srdetection_flag, generator=generator, n_variants=n), orientation=f"{orientation}; variants by {generator}",
-               params={"n_variants": n, "generator": generator}, needs_variants=True, variant_generator=generator)
+        Method(
+            generator_instance_name(family, generator),
+            family,
+            partial(_on_generator, srdetection_gap, generator=generator, n_variants=n),
+            decide=partial(_on_generator, srdetection_flag, generator=generator, n_variants=n),
+            orientation=f"{orientation}; variants by {generator}",
+            params={"n_variants": n, "generator": generator},
+            needs_variants=True,
+            variant_generator=generator,
+        )
         for generator in params["generators"]
     ]
-    return _srdetection_instances(family, params, srdetection_gap, srdetection_flag, orientation,
-                                  needs_variants=True) + per_generator
+    return (
+        _srdetection_instances(family, params, srdetection_gap, srdetection_flag, orientation, needs_variants=True)
+        + per_generator
+    )
 
 
 def _srdetection_blackbox(params, counts) -> list[Method]:
     if not 0 < params["prefix_fraction"] < 1:
         raise ValueError(f"prefix_fraction must be in (0, 1), got {params['prefix_fraction']}")
-    generation = {"prefix_fraction": params["prefix_fraction"], "ngram": _positive(params, "ngram"),
-                  "max_new_tokens": _positive(params, "max_new_tokens")}
-    return _srdetection_instances("srdetection_blackbox", params, blackbox_gap, blackbox_flag,
-                                  "original NGO - max variant NGO (flag: > 0); higher = member", extra_params=generation,
-                                  needs_generations=True)
+    generation = {
+        "prefix_fraction": params["prefix_fraction"],
+        "ngram": _positive(params, "ngram"),
+        "max_new_tokens": _positive(params, "max_new_tokens"),
+    }
+    return _srdetection_instances(
+        "srdetection_blackbox",
+        params,
+        blackbox_gap,
+        blackbox_flag,
+        "original NGO - max variant NGO (flag: > 0); higher = member",
+        extra_params=generation,
+        needs_generations=True,
+    )
 
 
 def _learned_score(row: Mapping[str, Any]) -> float:
@@ -235,9 +301,17 @@ def _dpdllm(params, counts) -> list[Method]:
         _positive(params, key)
     if not params["temperature"] > 0:
         raise ValueError(f"temperature must be positive, got {params['temperature']}")
-    return [Method("dpdllm", "dpdllm", _learned_score, decide=_learned_decision, needs_learned=True,
-                   orientation="naive Bayes member probability of the sampled continuation's features; higher = member",
-                   params=dict(params))]
+    return [
+        Method(
+            "dpdllm",
+            "dpdllm",
+            _learned_score,
+            decide=_learned_decision,
+            needs_learned=True,
+            orientation="naive Bayes member probability of the sampled continuation's features; higher = member",
+            params=dict(params),
+        )
+    ]
 
 
 def _veilprobe(params, counts) -> list[Method]:
@@ -246,8 +320,17 @@ def _veilprobe(params, counts) -> list[Method]:
     _fraction(params, "labelled_fraction", closed=True)
     for key in ("candidates", "mapping_hidden", "mapping_layers", "mapping_epochs", "proto_epochs"):
         _positive(params, key)
-    return [Method("veilprobe", "veilprobe", _learned_score, decide=_learned_decision, needs_learned=True,
-                   orientation="prototypical-network member probability; higher = member", params=dict(params))]
+    return [
+        Method(
+            "veilprobe",
+            "veilprobe",
+            _learned_score,
+            decide=_learned_decision,
+            needs_learned=True,
+            orientation="prototypical-network member probability; higher = member",
+            params=dict(params),
+        )
+    ]
 
 
 def _positive(params: Mapping[str, Any], key: str) -> int:
@@ -266,8 +349,9 @@ FAMILIES: dict[str, Family] = {
     "dc_pdd": Family(_dc_pdd, {"clip": 0.01, "corpus": REQUIRED}, stage_only=frozenset({"corpus"})),
     "ref": Family(_ref, {"model": None, "oracle": True}, stage_only=frozenset({"model"})),
     "neighbor": Family(_neighbor, {"n_neighbors": 10}),
-    "recall": Family(_recall, {"n_shots": 12, "max_prefix_tokens": None},
-                     stage_only=frozenset({"n_shots", "max_prefix_tokens"})),
+    "recall": Family(
+        _recall, {"n_shots": 12, "max_prefix_tokens": None}, stage_only=frozenset({"n_shots", "max_prefix_tokens"})
+    ),
     "srdetection_graybox": Family(_srdetection_graybox, {"n_variants": 10, "sensitivity": [], "generators": []}),
     "srdetection_blackbox": Family(
         _srdetection_blackbox,
@@ -283,10 +367,28 @@ FAMILIES: dict[str, Family] = {
     ),
     "veilprobe": Family(
         _veilprobe,
-        {"key_fraction": 0.1, "candidates": 5, "p_value": 0.01, "labelled_fraction": 1.0, "mapping_hidden": 64,
-         "mapping_layers": 2, "mapping_epochs": 2, "proto_epochs": 50},
-        stage_only=frozenset({"key_fraction", "candidates", "p_value", "labelled_fraction", "mapping_hidden",
-                              "mapping_layers", "mapping_epochs", "proto_epochs"}),
+        {
+            "key_fraction": 0.1,
+            "candidates": 5,
+            "p_value": 0.01,
+            "labelled_fraction": 1.0,
+            "mapping_hidden": 64,
+            "mapping_layers": 2,
+            "mapping_epochs": 2,
+            "proto_epochs": 50,
+        },
+        stage_only=frozenset(
+            {
+                "key_fraction",
+                "candidates",
+                "p_value",
+                "labelled_fraction",
+                "mapping_hidden",
+                "mapping_layers",
+                "mapping_epochs",
+                "proto_epochs",
+            }
+        ),
         label_fitted=True,
     ),
 }
@@ -309,14 +411,20 @@ def family_params(family: str, params: Mapping[str, Any] | None) -> dict[str, An
     return filled
 
 
-def configured_methods(config: Mapping[str, Mapping | None], *, token_counts: TokenCounts | None = None) -> list[Method]:
+def configured_methods(
+    config: Mapping[str, Mapping | None], *, token_counts: TokenCounts | None = None
+) -> list[Method]:
     """Instantiate the methods named in the config's ``score.methods`` block.
     ``token_counts`` (the reference corpus counted with the scored model's
     tokenizer) is required when ``dc_pdd`` is configured."""
     unknown = set(config) - set(FAMILIES)
     if unknown:
         raise ValueError(f"unknown detection methods {sorted(unknown)}; known: {sorted(FAMILIES)}")
-    methods = [m for family, params in config.items() for m in FAMILIES[family].build(family_params(family, params), token_counts)]
+    methods = [
+        m
+        for family, params in config.items()
+        for m in FAMILIES[family].build(family_params(family, params), token_counts)
+    ]
     names = [m.name for m in methods]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:

@@ -10,7 +10,10 @@ SCORES_SCHEMA = pa.schema(
         ("method", pa.string()),
         ("family", pa.string()),
         ("score", pa.float64()),
-        ("decision", pa.bool_()),  # the detector's own flag (SrDetection's, a classifier's), read by the audit; null: none
+        (
+            "decision",
+            pa.bool_(),
+        ),  # the detector's own flag (SrDetection's, a classifier's), read by the audit; null: none
         # learned detectors (DPDLLM, VeilProbe; detect/cross_fit.py): the cross-fit fold that held the sample out
         # and scored it, -1 where the full fit scored it (a sample outside the labelled calibration fold)
         ("fold", pa.int32()),

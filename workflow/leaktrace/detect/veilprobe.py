@@ -44,8 +44,9 @@ def is_word(piece: str) -> bool:
     return WORD.fullmatch(piece) is not None
 
 
-def key_token_scores(model, bos_id: int, pad_id: int, pairs: Sequence[tuple[Sequence[int], Sequence[int]]],
-                     top: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def key_token_scores(
+    model, bos_id: int, pad_id: int, pairs: Sequence[tuple[Sequence[int], Sequence[int]]], top: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """For each (prefix, suffix) of a batch, from one forward and backward pass:
     |gradient × input| per prefix token of log p(suffix | BOS, prefix) under
     ``model``, and the ids of its ``top`` most likely tokens at each prefix
@@ -60,17 +61,31 @@ def key_token_scores(model, bos_id: int, pad_id: int, pairs: Sequence[tuple[Sequ
     total = logprobs.new_zeros(())
     for row, (prefix, suffix) in enumerate(pairs):
         start = 1 + len(prefix)
-        total = total + logprobs[row, start - 1 : start - 1 + len(suffix)].gather(-1, ids[row, start : start + len(suffix)].unsqueeze(-1)).sum()
+        total = (
+            total
+            + logprobs[row, start - 1 : start - 1 + len(suffix)]
+            .gather(-1, ids[row, start : start + len(suffix)].unsqueeze(-1))
+            .sum()
+        )
     model.zero_grad(set_to_none=True)
     total.backward()
     saliency = (embeddings.grad * embeddings).sum(-1).abs().detach()
     candidates = torch.topk(logprobs.detach(), k=min(top, logprobs.shape[-1]), dim=-1).indices
-    return [(saliency[row, 1 : 1 + len(prefix)].numpy().astype(np.float64), candidates[row, : len(prefix)].numpy())
-            for row, (prefix, _) in enumerate(pairs)]
+    return [
+        (saliency[row, 1 : 1 + len(prefix)].numpy().astype(np.float64), candidates[row, : len(prefix)].numpy())
+        for row, (prefix, _) in enumerate(pairs)
+    ]
 
 
-def perturb_key_tokens(prefix: Sequence[int], attribution: np.ndarray, candidates: np.ndarray, decode,
-                       key_fraction: float, choice: int, rng: np.random.Generator) -> tuple[list[int], list[int]]:
+def perturb_key_tokens(
+    prefix: Sequence[int],
+    attribution: np.ndarray,
+    candidates: np.ndarray,
+    decode,
+    key_fraction: float,
+    choice: int,
+    rng: np.random.Generator,
+) -> tuple[list[int], list[int]]:
     """(perturbed prefix, replaced positions): the ceil(key_fraction * n)
     word-like tokens of highest attribution, each replaced by a random one of
     the first ``choice`` word-like candidates that differ from it and keep
@@ -82,8 +97,11 @@ def perturb_key_tokens(prefix: Sequence[int], attribution: np.ndarray, candidate
     perturbed, replaced = list(prefix), []
     for i in keys:
         spaced = pieces[i].startswith(" ")
-        options = [int(c) for c in candidates[i] if int(c) != prefix[i] and is_word(p := decode([int(c)]))
-                   and p.startswith(" ") == spaced][:choice]
+        options = [
+            int(c)
+            for c in candidates[i]
+            if int(c) != prefix[i] and is_word(p := decode([int(c)])) and p.startswith(" ") == spaced
+        ][:choice]
         if options:
             perturbed[i] = options[int(rng.integers(len(options)))]
             replaced.append(i)
@@ -115,9 +133,15 @@ class VeilprobeFitter:
 
     def __call__(self, tasks: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
         self.masks = [significant_dimensions(self.differences[train], labels, self.p_value) for train, labels in tasks]
-        proto = [ProtoTask(train, labels, derive_seed(self.settings.seed, "network", i) % 2**32,
-                           np.concatenate([np.ones(self.width, dtype=bool), mask]))
-                 for i, ((train, labels), mask) in enumerate(zip(tasks, self.masks, strict=True))]
+        proto = [
+            ProtoTask(
+                train,
+                labels,
+                derive_seed(self.settings.seed, "network", i) % 2**32,
+                np.concatenate([np.ones(self.width, dtype=bool), mask]),
+            )
+            for i, ((train, labels), mask) in enumerate(zip(tasks, self.masks, strict=True))
+        ]
         fitted = fit_many(self.features, proto, self.settings)
         self.states = fitted.states
         return fitted.scores, fitted.decisions

@@ -37,10 +37,14 @@ class Folds:
 
     def __post_init__(self):
         if np.unique(self.evaluation_labels).size < 2:
-            raise ValueError(f"the evaluation fold needs members and non-members, got {self.evaluation_labels.size} "
-                             "samples of one class")
+            raise ValueError(
+                f"the evaluation fold needs members and non-members, got {self.evaluation_labels.size} "
+                "samples of one class"
+            )
         if self.exceedances.shape[1] == 0:
-            raise ValueError("the calibration fold has no non-member to serve as a control; raise filter.calibration_fraction")
+            raise ValueError(
+                "the calibration fold has no non-member to serve as a control; raise filter.calibration_fraction"
+            )
 
 
 @dataclass(frozen=True)
@@ -61,12 +65,17 @@ def stratified_draw(labels: np.ndarray, n_resamples: int, rng: np.random.Generat
 
 def predictions(folds: Folds) -> tuple[np.ndarray, np.ndarray]:
     """(M, n_eval) conformal p-values against the whole control set, and the flags p <= alpha."""
-    p = np.stack([p_values(e) for e in folds.exceedances]) if len(folds.exceedances) else np.zeros((0, folds.evaluation_labels.size))
+    p = (
+        np.stack([p_values(e) for e in folds.exceedances])
+        if len(folds.exceedances)
+        else np.zeros((0, folds.evaluation_labels.size))
+    )
     return p, p <= folds.alpha
 
 
-def bootstrap(folds: Folds, n_resamples: int, rng: np.random.Generator,
-              extra: Callable[[np.ndarray], np.ndarray] | None = None) -> Replicates:
+def bootstrap(
+    folds: Folds, n_resamples: int, rng: np.random.Generator, extra: Callable[[np.ndarray], np.ndarray] | None = None
+) -> Replicates:
     """AUC and macro F1 of every method in ``n_resamples`` replicates drawn
     from ``rng`` (the same draws for every method); ``extra``, a statistic of
     the evaluation samples that needs no control set (the blind baseline's),
@@ -83,7 +92,9 @@ def bootstrap(folds: Folds, n_resamples: int, rng: np.random.Generator,
     scores = folds.evaluation_scores[:, evaluation]  # (M, B, n_eval)
     n_eval = folds.evaluation_labels.size
     drawn_extra = None if extra is None else extra(np.stack([np.bincount(row, minlength=n_eval) for row in evaluation]))
-    return Replicates(auc=roc_auc(evaluation_labels, scores), macro_f1=macro_f1(evaluation_labels, predicted), extra=drawn_extra)
+    return Replicates(
+        auc=roc_auc(evaluation_labels, scores), macro_f1=macro_f1(evaluation_labels, predicted), extra=drawn_extra
+    )
 
 
 def percentile_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:

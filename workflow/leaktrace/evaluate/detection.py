@@ -89,11 +89,15 @@ def filtered_shortfall(samples: list[dict], min_per_class: int) -> str | None:
     if min(members, len(cleared) - members) >= min_per_class:
         return None
     flagged = sum(s["pre_exposed"] is True for s in split)
-    return (f"not evaluated: the pre-exposure filter clears {members} members and {len(cleared) - members} non-members, "
-            f"fewer than {min_per_class} per class ({flagged} of the {len(split)} samples of the split flagged pre-exposed)")
+    return (
+        f"not evaluated: the pre-exposure filter clears {members} members and {len(cleared) - members} non-members, "
+        f"fewer than {min_per_class} per class ({flagged} of the {len(split)} samples of the split flagged pre-exposed)"
+    )
 
 
-def _coverage_groups(by_method: dict[str, dict[str, dict]], split: dict[str, tuple[bool, str]]) -> list[tuple[list[str], set[str]]]:
+def _coverage_groups(
+    by_method: dict[str, dict[str, dict]], split: dict[str, tuple[bool, str]]
+) -> list[tuple[list[str], set[str]]]:
     """(methods, samples) groups to evaluate: first the methods that scored
     every sample the baseline scored (on those samples), then each method
     with less coverage, paired with the baseline on its own samples."""
@@ -104,8 +108,12 @@ def _coverage_groups(by_method: dict[str, dict[str, dict]], split: dict[str, tup
     groups = [(full, main)]
     for m in by_method:
         if m not in full:
-            log.warning("%s scored %d of the %d samples the other methods scored; it is evaluated on its own samples",
-                        m, len(coverage[m] & main), len(main))
+            log.warning(
+                "%s scored %d of the %d samples the other methods scored; it is evaluated on its own samples",
+                m,
+                len(coverage[m] & main),
+                len(main),
+            )
             groups.append(([m, anchor] if anchor != m else [m], coverage[m] & main))
     return groups
 
@@ -114,8 +122,9 @@ def _evaluation_ids(split: dict[str, tuple[bool, str]], samples: set[str]) -> li
     return [sid for sid in sorted(split) if sid in samples and split[sid][1] == "evaluation"]
 
 
-def own_rule_row(method_scores: dict[str, dict], ids: list[str], labels: np.ndarray, n_resamples: int,
-                 rng: np.random.Generator) -> dict:
+def own_rule_row(
+    method_scores: dict[str, dict], ids: list[str], labels: np.ndarray, n_resamples: int, rng: np.random.Generator
+) -> dict:
     """Accuracy, macro precision / recall / F1 (SrDetection's Tables 1-2 define
     them so: "F1-Macro"), member-class F1 and FPR of the detector's own
     decisions on the evaluation samples ``ids``, with a percentile interval of
@@ -128,30 +137,52 @@ def own_rule_row(method_scores: dict[str, dict], ids: list[str], labels: np.ndar
     metrics = decision_metrics(labels, predicted)
     index, drawn_labels = stratified_draw(labels, n_resamples, rng)
     low, high = percentile_interval(macro_f1(drawn_labels, predicted[index]))
-    return {"own_rule_" + key: metrics[key] for key in ("accuracy", "macro_precision", "macro_recall", "macro_f1", "member_f1")} | {
-        "own_rule_macro_f1_low": float(low), "own_rule_macro_f1_high": float(high),
-        "own_rule_fpr": float(predicted[~labels.astype(bool)].mean())}
+    return {
+        "own_rule_" + key: metrics[key]
+        for key in ("accuracy", "macro_precision", "macro_recall", "macro_f1", "member_f1")
+    } | {
+        "own_rule_macro_f1_low": float(low),
+        "own_rule_macro_f1_high": float(high),
+        "own_rule_fpr": float(predicted[~labels.astype(bool)].mean()),
+    }
 
 
-def _folds(by_method: dict[str, dict[str, dict]], methods: list[str], split: dict[str, tuple[bool, str]],
-           samples: set[str], alpha: float) -> Folds:
+def _folds(
+    by_method: dict[str, dict[str, dict]],
+    methods: list[str],
+    split: dict[str, tuple[bool, str]],
+    samples: set[str],
+    alpha: float,
+) -> Folds:
     """The evaluation scores of ``methods`` over the split's ``samples``, and
     their exceedances by the calibration fold's non-members."""
     ids = _evaluation_ids(split, samples)
     controls = [sid for sid in sorted(split) if sid in samples and split[sid][1] == "calibration" and not split[sid][0]]
-    scores = np.array([[by_method[m][sid]["score"] for sid in ids] for m in methods], dtype=float).reshape(len(methods), -1)
-    exceed = np.stack([exceedances(*row_conformal_inputs(by_method[m], controls, ids)) for m in methods]
-                      ).reshape(len(methods), len(controls), len(ids))
-    return Folds(evaluation_labels=np.array([split[sid][0] for sid in ids], dtype=bool), evaluation_scores=scores,
-                 exceedances=exceed, alpha=alpha)
+    scores = np.array([[by_method[m][sid]["score"] for sid in ids] for m in methods], dtype=float).reshape(
+        len(methods), -1
+    )
+    exceed = np.stack([exceedances(*row_conformal_inputs(by_method[m], controls, ids)) for m in methods]).reshape(
+        len(methods), len(controls), len(ids)
+    )
+    return Folds(
+        evaluation_labels=np.array([split[sid][0] for sid in ids], dtype=bool),
+        evaluation_scores=scores,
+        exceedances=exceed,
+        alpha=alpha,
+    )
 
 
 def _nan_to_none(row: dict) -> dict:
     return {k: None if isinstance(v, float) and np.isnan(v) else v for k, v in row.items()}
 
 
-def _evaluated_rows(folds: Folds, methods: list[str], n_resamples: int, rng: np.random.Generator,
-                    blind: tuple[np.ndarray, np.ndarray] | None = None) -> list[dict]:
+def _evaluated_rows(
+    folds: Folds,
+    methods: list[str],
+    n_resamples: int,
+    rng: np.random.Generator,
+    blind: tuple[np.ndarray, np.ndarray] | None = None,
+) -> list[dict]:
     """Point figures, bootstrap intervals and paired differences from
     SrDetection gray-box and from the blind baseline (``blind``: its (repeats,
     n_eval) out-of-fold scores of the evaluation samples and their folds), one
@@ -165,7 +196,9 @@ def _evaluated_rows(folds: Folds, methods: list[str], n_resamples: int, rng: np.
     if blind is not None:
         blind_scores, blind_folds = blind
         truth = labels.astype(bool)
-        replicates = bootstrap(folds, n_resamples, rng, lambda weights: blind_auc(blind_scores, blind_folds, truth, weights))
+        replicates = bootstrap(
+            folds, n_resamples, rng, lambda weights: blind_auc(blind_scores, blind_folds, truth, weights)
+        )
         blind_point = float(blind_auc(blind_scores, blind_folds, truth))
         blind_replicates = replicates.extra
         low, high = percentile_interval(blind_replicates)
@@ -189,18 +222,28 @@ def _evaluated_rows(folds: Folds, methods: list[str], n_resamples: int, rng: np.
             if baseline is not None:
                 delta = values[i] - values[baseline]
                 low, high = percentile_interval(delta)
-                row |= {f"delta_{metric}": float(point[metric][i] - point[metric][baseline]), f"delta_{metric}_low": float(low),
-                        f"delta_{metric}_high": float(high), f"beats_{metric}_share": float(np.mean(delta > 0))}
+                row |= {
+                    f"delta_{metric}": float(point[metric][i] - point[metric][baseline]),
+                    f"delta_{metric}_low": float(low),
+                    f"delta_{metric}_high": float(high),
+                    f"beats_{metric}_share": float(np.mean(delta > 0)),
+                }
         if blind is not None:
             delta = replicates.auc[i] - blind_replicates
             low, high = percentile_interval(delta)
-            row |= blind_columns | {"delta_blind_auc": float(point["auc"][i] - blind_point), "delta_blind_auc_low": float(low),
-                                    "delta_blind_auc_high": float(high), "beats_blind_auc_share": float(np.mean(delta > 0))}
+            row |= blind_columns | {
+                "delta_blind_auc": float(point["auc"][i] - blind_point),
+                "delta_blind_auc_low": float(low),
+                "delta_blind_auc_high": float(high),
+                "beats_blind_auc_share": float(np.mean(delta > 0)),
+            }
         rows.append(row)
     return rows
 
 
-def blind_matrix(blind: dict[str, list[tuple[float, int]]] | None, ids: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
+def blind_matrix(
+    blind: dict[str, list[tuple[float, int]]] | None, ids: list[str]
+) -> tuple[np.ndarray, np.ndarray] | None:
     """The blind baseline's (repeats, len(ids)) scores of ``ids`` and their
     folds; None without a blind baseline or where it did not score one of them."""
     if not blind or any(sid not in blind for sid in ids):
@@ -209,8 +252,16 @@ def blind_matrix(blind: dict[str, list[tuple[float, int]]] | None, ids: list[str
     return pairs[:, :, 0].T, pairs[:, :, 1].T.astype(int)
 
 
-def detection_rows(scores: list[dict], samples: list[dict], *, n_resamples: int, seed: int, alpha: float,
-                   min_per_class: int, blind: dict[str, list[tuple[float, int]]] | None = None) -> tuple[list[dict], dict]:
+def detection_rows(
+    scores: list[dict],
+    samples: list[dict],
+    *,
+    n_resamples: int,
+    seed: int,
+    alpha: float,
+    min_per_class: int,
+    blind: dict[str, list[tuple[float, int]]] | None = None,
+) -> tuple[list[dict], dict]:
     """One row per subset and method, and each evaluated subset's ROC inputs
     {subset: {method: (labels, scores)}}. The control set is the calibration
     fold's non-members; metrics come from the evaluation fold, decisions from
@@ -237,7 +288,9 @@ def detection_rows(scores: list[dict], samples: list[dict], *, n_resamples: int,
         if shortfall:
             log.warning("subset %r %s", subset, shortfall)
             notes = dict.fromkeys(methods, shortfall)
-        for group, (group_methods, group_samples) in enumerate(_coverage_groups(by_method, split) if split and not shortfall else []):
+        for group, (group_methods, group_samples) in enumerate(
+            _coverage_groups(by_method, split) if split and not shortfall else []
+        ):
             try:
                 folds = _folds(by_method, group_methods, split, group_samples, alpha)
             except ValueError as err:
@@ -255,12 +308,20 @@ def detection_rows(scores: list[dict], samples: list[dict], *, n_resamples: int,
                 if method in own:
                     # its own draws, so adding the column moved no other figure
                     rule_rng = np.random.default_rng(derive_seed(seed, "own_rule", subset, method))
-                    evaluated[method] = row | own_rule_row(by_method[method], ids, folds.evaluation_labels, n_resamples, rule_rng)
+                    evaluated[method] = row | own_rule_row(
+                        by_method[method], ids, folds.evaluation_labels, n_resamples, rule_rng
+                    )
                     curves.setdefault(subset, {})[method] = (
-                        folds.evaluation_labels.astype(int), folds.evaluation_scores[group_methods.index(method)])
+                        folds.evaluation_labels.astype(int),
+                        folds.evaluation_scores[group_methods.index(method)],
+                    )
         for m in methods:
-            name = {"subset": subset, "method": m, "family": next(iter(by_method[m].values()))["family"],
-                    "oracle": m in ORACLE_METHODS}
+            name = {
+                "subset": subset,
+                "method": m,
+                "family": next(iter(by_method[m].values()))["family"],
+                "oracle": m in ORACLE_METHODS,
+            }
             rows.append(_nan_to_none(name | evaluated[m]) if m in evaluated else name | {"note": notes.get(m)})
         if subset in curves:
             curves[subset] = {m: curves[subset][m] for m in methods if m in curves[subset]}

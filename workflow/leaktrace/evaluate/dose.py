@@ -51,8 +51,13 @@ def per_sample_result(member_scores: Sequence[float], non_member_scores: Sequenc
     scores = np.r_[members, others]
     tpr = tpr_at_fpr(labels, scores, fpr)
     p = float(mannwhitneyu(members, others, alternative="greater", method="auto").pvalue)
-    return {"p_value": p, "auc": float(roc_auc(labels, scores)), "tpr": None if math.isnan(tpr) else tpr,
-            "n_flagged": None if math.isnan(tpr) else int(round(tpr * members.size)), "n_members": int(members.size)}
+    return {
+        "p_value": p,
+        "auc": float(roc_auc(labels, scores)),
+        "tpr": None if math.isnan(tpr) else tpr,
+        "n_flagged": None if math.isnan(tpr) else int(round(tpr * members.size)),
+        "n_members": int(members.size),
+    }
 
 
 def _mean(values: list[float]) -> float | None:
@@ -75,10 +80,25 @@ def summarise(results: Sequence[dict], *, alpha: float, power: float) -> list[di
         ps = [r["p_value"] for r in seeds if r["p_value"] is not None]
         detected = sum(p <= alpha for p in ps)
         low, high = wilson_interval(detected, len(ps)) if ps else (None, None)
-        row = {"test": test, "method": method, "copies": copies, "epochs": epochs, "n_seeds": len(seeds),
-               "n_tested": len(ps), "n_detected": detected, "detection_rate": detected / len(ps) if ps else None,
-               "rate_ci_low": low, "rate_ci_high": high, "median_p": float(np.median(ps)) if ps else None,
-               "tpr_mean": None, "tpr_ci_low": None, "tpr_ci_high": None, "auc_mean": None, "auc_min": None, "auc_max": None}
+        row = {
+            "test": test,
+            "method": method,
+            "copies": copies,
+            "epochs": epochs,
+            "n_seeds": len(seeds),
+            "n_tested": len(ps),
+            "n_detected": detected,
+            "detection_rate": detected / len(ps) if ps else None,
+            "rate_ci_low": low,
+            "rate_ci_high": high,
+            "median_p": float(np.median(ps)) if ps else None,
+            "tpr_mean": None,
+            "tpr_ci_low": None,
+            "tpr_ci_high": None,
+            "auc_mean": None,
+            "auc_min": None,
+            "auc_max": None,
+        }
         if test == PER_SAMPLE:
             tprs = [r for r in seeds if r.get("tpr") is not None]
             aucs = [r["auc"] for r in seeds if r.get("auc") is not None and not math.isnan(r["auc"])]
@@ -101,6 +121,11 @@ def smallest_copies(rows: Sequence[dict], power: float) -> dict[tuple[str, str],
     found: dict[tuple[str, str], int] = {}
     for row in sorted(rows, key=lambda r: r["copies"]):
         key = (row["test"], row["method"])
-        if row["epochs"] == 1 and key not in found and row["detection_rate"] is not None and row["detection_rate"] >= power:
+        if (
+            row["epochs"] == 1
+            and key not in found
+            and row["detection_rate"] is not None
+            and row["detection_rate"] >= power
+        ):
             found[key] = row["copies"]
     return found

@@ -53,11 +53,22 @@ FUNCTIONAL_KINDS = ("structural", "judge", "execution")
 FUNCTIONAL_METRICS = tuple(m for kind in FUNCTIONAL_KINDS for m in METRIC_KINDS[kind])
 KIND_OF = {m: kind for kind, metrics in METRIC_KINDS.items() for m in metrics}
 LABELS = {
-    "exact_match": "Exact match", "bleu": "BLEU", "edit_similarity": "Edit sim. score", "lcs": "LCS score",
-    "codebleu": "CodeBLEU (equal)", "codebleu_syntax": "CodeBLEU (syntax)", "codebleu_dataflow": "CodeBLEU (DFG)",
-    "tsed": "TSED", "judge_song": "Song et al.", "judge_nikiema": "Nikiema et al.", "judge_paper": "Ours (func. equiv.)",
-    "hyclone_screen": "HyClone Stage 1 (LLM screen)", "execution": "Execution sim. (tests + hypothesis inputs)",
-    "execution_clone": "Execution clone (S_a, S_b ≥ 0.8)", "execution_s_a": "Execution S_a", "execution_s_b": "Execution S_b",
+    "exact_match": "Exact match",
+    "bleu": "BLEU",
+    "edit_similarity": "Edit sim. score",
+    "lcs": "LCS score",
+    "codebleu": "CodeBLEU (equal)",
+    "codebleu_syntax": "CodeBLEU (syntax)",
+    "codebleu_dataflow": "CodeBLEU (DFG)",
+    "tsed": "TSED",
+    "judge_song": "Song et al.",
+    "judge_nikiema": "Nikiema et al.",
+    "judge_paper": "Ours (func. equiv.)",
+    "hyclone_screen": "HyClone Stage 1 (LLM screen)",
+    "execution": "Execution sim. (tests + hypothesis inputs)",
+    "execution_clone": "Execution clone (S_a, S_b ≥ 0.8)",
+    "execution_s_a": "Execution S_a",
+    "execution_s_b": "Execution S_b",
 }
 # Metrics whose missing value the paper counts as 0 (module docstring): the
 # execution family's, where "no value" means "not shown to be a clone".
@@ -101,12 +112,21 @@ def is_testbed(sim: pd.DataFrame) -> bool:
     return set(SPLITS) <= set(sim["split"].dropna())
 
 
-def mean_interval(values: np.ndarray, n_resamples: int, seed: int, confidence: float = 0.95) -> tuple[float | None, float | None]:
+def mean_interval(
+    values: np.ndarray, n_resamples: int, seed: int, confidence: float = 0.95
+) -> tuple[float | None, float | None]:
     """Percentile bootstrap interval of the mean; None below two values."""
     if len(values) < 2:
         return None, None
-    result = bootstrap((values,), np.mean, n_resamples=n_resamples, confidence_level=confidence, method="percentile",
-                       vectorized=True, rng=np.random.default_rng(seed))
+    result = bootstrap(
+        (values,),
+        np.mean,
+        n_resamples=n_resamples,
+        confidence_level=confidence,
+        method="percentile",
+        vectorized=True,
+        rng=np.random.default_rng(seed),
+    )
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
@@ -152,12 +172,20 @@ def summary_rows(sim: pd.DataFrame, n_resamples: int, seed: int) -> list[dict]:
         n_samples = part["sample_id"].nunique()
         for metric in metric_order(part["metric"].unique()):
             for convention, chosen in conventions(metric, part[part["metric"] == metric]):
-                row = {"group": group, "metric": metric, "kind": KIND_OF.get(metric, "other"), "convention": convention,
-                       "n_samples": n_samples, "n": len(chosen), **side_stats(chosen)}
+                row = {
+                    "group": group,
+                    "metric": metric,
+                    "kind": KIND_OF.get(metric, "other"),
+                    "convention": convention,
+                    "n_samples": n_samples,
+                    "n": len(chosen),
+                    **side_stats(chosen),
+                }
                 for side in SIDES:
                     values = chosen[side].to_numpy(dtype=float)
                     row[f"{side}_low"], row[f"{side}_high"] = mean_interval(
-                        values, n_resamples, derive_seed(seed, "table1", group, metric, convention, side))
+                        values, n_resamples, derive_seed(seed, "table1", group, metric, convention, side)
+                    )
                 rows.append(row)
     return rows
 
@@ -174,16 +202,31 @@ def member_difference_rows(sim: pd.DataFrame, n_resamples: int, seed: int, confi
     for metric in metric_order(sim["metric"].unique()):
         sel = sim[sim["metric"] == metric]
         member, non_member = (sel.loc[sel["split"] == s, "delta"].dropna().to_numpy(dtype=float) for s in SPLITS)
-        row = {"metric": metric, "kind": KIND_OF.get(metric, "other"), "n_member": len(member), "n_non_member": len(non_member),
-               "member_delta": float(member.mean()) if len(member) else None,
-               "non_member_delta": float(non_member.mean()) if len(non_member) else None,
-               "difference": None, "low": None, "high": None, "members_above": None}
+        row = {
+            "metric": metric,
+            "kind": KIND_OF.get(metric, "other"),
+            "n_member": len(member),
+            "n_non_member": len(non_member),
+            "member_delta": float(member.mean()) if len(member) else None,
+            "non_member_delta": float(non_member.mean()) if len(non_member) else None,
+            "difference": None,
+            "low": None,
+            "high": None,
+            "members_above": None,
+        }
         if len(member) and len(non_member):
             row["difference"] = row["member_delta"] - row["non_member_delta"]
         if len(member) > 1 and len(non_member) > 1:
-            result = bootstrap((member, non_member), lambda a, b, axis: a.mean(axis) - b.mean(axis), n_resamples=n_resamples,
-                               confidence_level=confidence, method="percentile", vectorized=True, paired=False,
-                               rng=np.random.default_rng(derive_seed(seed, "member_difference", metric)))
+            result = bootstrap(
+                (member, non_member),
+                lambda a, b, axis: a.mean(axis) - b.mean(axis),
+                n_resamples=n_resamples,
+                confidence_level=confidence,
+                method="percentile",
+                vectorized=True,
+                paired=False,
+                rng=np.random.default_rng(derive_seed(seed, "member_difference", metric)),
+            )
             row["low"], row["high"] = float(result.confidence_interval.low), float(result.confidence_interval.high)
             row["members_above"] = bool(row["low"] > 0)
         rows.append(row)
@@ -237,16 +280,35 @@ def memorization_rows(sim: pd.DataFrame, tau_text: float, tau_func: float) -> li
             if metric in ZERO_WHEN_MISSING:
                 chosen.insert(0, (MISSING_AS_ZERO, paper_flags))
             for convention, table in chosen:
-                rows.append({"group": group, "metric": metric, "kind": KIND_OF[metric], "convention": convention,
-                             "count": int(table[metric].sum()), "n_evaluated": int(table[metric].notna().sum()),
-                             "n_samples": n_samples})
-        for name, columns in ((UNIQUE_ANY, list(flags.columns)), (UNIQUE_EXCLUDING_LENIENT, [c for c in flags.columns if c != LENIENT_JUDGE])):
+                rows.append(
+                    {
+                        "group": group,
+                        "metric": metric,
+                        "kind": KIND_OF[metric],
+                        "convention": convention,
+                        "count": int(table[metric].sum()),
+                        "n_evaluated": int(table[metric].notna().sum()),
+                        "n_samples": n_samples,
+                    }
+                )
+        for name, columns in (
+            (UNIQUE_ANY, list(flags.columns)),
+            (UNIQUE_EXCLUDING_LENIENT, [c for c in flags.columns if c != LENIENT_JUDGE]),
+        ):
             if columns:
                 table = paper_flags[columns]
                 convention = MISSING_AS_ZERO if set(columns) & set(ZERO_WHEN_MISSING) else COMPLETE_CASES
-                rows.append({"group": group, "metric": name, "kind": "unique", "convention": convention,
-                             "count": int(table.fillna(False).any(axis=1).sum()),
-                             "n_evaluated": int(table.notna().any(axis=1).sum()), "n_samples": n_samples})
+                rows.append(
+                    {
+                        "group": group,
+                        "metric": name,
+                        "kind": "unique",
+                        "convention": convention,
+                        "count": int(table.fillna(False).any(axis=1).sum()),
+                        "n_evaluated": int(table.notna().any(axis=1).sum()),
+                        "n_samples": n_samples,
+                    }
+                )
     for row in rows:
         row["share"] = row["count"] / row["n_samples"] if row["n_samples"] else None
     return rows
@@ -266,10 +328,20 @@ def verbatim_rows(sim: pd.DataFrame, tau_text: float) -> list[dict]:
             t, r = target[metric], reference[metric]
             known = t.notna() & r.notna()
             counterfactual = known & (t >= threshold) & (r < threshold)
-            rows.append({"group": group, "kind": kind, "metric": metric, "threshold": threshold,
-                         "target": int((t >= threshold).sum()), "reference": int((r >= threshold).sum()),
-                         "counterfactual": int(counterfactual.sum()), "n_evaluated": int(known.sum()), "n_samples": n_samples,
-                         "share": int(counterfactual.sum()) / n_samples if n_samples else None})
+            rows.append(
+                {
+                    "group": group,
+                    "kind": kind,
+                    "metric": metric,
+                    "threshold": threshold,
+                    "target": int((t >= threshold).sum()),
+                    "reference": int((r >= threshold).sum()),
+                    "counterfactual": int(counterfactual.sum()),
+                    "n_evaluated": int(known.sum()),
+                    "n_samples": n_samples,
+                    "share": int(counterfactual.sum()) / n_samples if n_samples else None,
+                }
+            )
     return rows
 
 
@@ -292,7 +364,9 @@ def severity_rows(sim: pd.DataFrame, severity: dict[str, int]) -> list[dict]:
     the ``all`` bucket carries the Pearson r between severity and Δ. Samples
     without a severity (the filter said NO, or its answer was unparseable)
     are left out."""
-    rated = sim[sim["sample_id"].isin(severity.keys())].assign(severity=lambda d: d["sample_id"].map(severity).astype(float))
+    rated = sim[sim["sample_id"].isin(severity.keys())].assign(
+        severity=lambda d: d["sample_id"].map(severity).astype(float)
+    )
     rated = complete_cases(rated.assign(bucket=rated["severity"].map(severity_bucket)))
     rows = []
     for group, part in groups(rated):
@@ -302,8 +376,16 @@ def severity_rows(sim: pd.DataFrame, severity: dict[str, int]) -> list[dict]:
                 chosen = sel if bucket == ALL else sel[sel["bucket"] == bucket]
                 if not len(chosen):
                     continue
-                rows.append({"group": group, "bucket": bucket, "metric": metric, "n": len(chosen), **side_stats(chosen),
-                             "severity_delta_r": pearson(chosen["severity"], chosen["delta"]) if bucket == ALL else None})
+                rows.append(
+                    {
+                        "group": group,
+                        "bucket": bucket,
+                        "metric": metric,
+                        "n": len(chosen),
+                        **side_stats(chosen),
+                        "severity_delta_r": pearson(chosen["severity"], chosen["delta"]) if bucket == ALL else None,
+                    }
+                )
     return rows
 
 
@@ -314,7 +396,13 @@ def severity_rows(sim: pd.DataFrame, severity: dict[str, int]) -> list[dict]:
 LENGTH_BUCKETS: dict[str, tuple[tuple[str, float, float], ...]] = {
     "signature_chars": (("short", 0, 50), ("medium", 51, 100), ("long", 101, np.inf)),
     "context_chars": (("minimal", 0, 99), ("short", 100, 2000), ("medium", 2001, 5000), ("long", 5001, np.inf)),
-    "body_lines": (("under 10", 0, 9), ("short", 10, 15), ("medium", 16, 25), ("long", 26, 50), ("over 50", 51, np.inf)),
+    "body_lines": (
+        ("under 10", 0, 9),
+        ("short", 10, 15),
+        ("medium", 16, 25),
+        ("long", 26, 50),
+        ("over 50", 51, np.inf),
+    ),
 }
 # App. H's four panels: BLEU, edit similarity and the Song and our judges.
 LENGTH_METRICS = ("bleu", "edit_similarity", "judge_song", "judge_paper")
@@ -341,9 +429,20 @@ def length_rows(sim: pd.DataFrame, lengths: pd.DataFrame) -> list[dict]:
                     chosen = part[chosen_metric] if bucket == ALL else part[chosen_metric & (buckets == bucket)]
                     if not len(chosen):
                         continue
-                    correlations = {f"r_{side}": pearson(chosen[kind], chosen[side]) if bucket == ALL else None for side in SIDES}
-                    rows.append({"group": group, "length": kind, "bucket": bucket, "metric": metric, "n": len(chosen),
-                                 **side_stats(chosen), **correlations})
+                    correlations = {
+                        f"r_{side}": pearson(chosen[kind], chosen[side]) if bucket == ALL else None for side in SIDES
+                    }
+                    rows.append(
+                        {
+                            "group": group,
+                            "length": kind,
+                            "bucket": bucket,
+                            "metric": metric,
+                            "n": len(chosen),
+                            **side_stats(chosen),
+                            **correlations,
+                        }
+                    )
     return rows
 
 
@@ -356,8 +455,10 @@ def outcome_rows(sim: pd.DataFrame) -> list[dict]:
             sel = part[part["metric"] == metric]
             for side in ("target", "reference"):
                 counts = sel[f"{side}_outcome"].value_counts()
-                rows += [{"group": group, "metric": metric, "model": side, "outcome": outcome, "count": int(counts[outcome])}
-                         for outcome in sorted(counts.index)]
+                rows += [
+                    {"group": group, "metric": metric, "model": side, "outcome": outcome, "count": int(counts[outcome])}
+                    for outcome in sorted(counts.index)
+                ]
     return rows
 
 
@@ -376,6 +477,14 @@ def correlation_rows(sim: pd.DataFrame, side: str = "target") -> list[dict]:
         for a in matrix.index:
             for b in matrix.columns:
                 r = matrix.loc[a, b]
-                rows.append({"group": group, "model": side, "metric_a": a, "metric_b": b, "r": None if pd.isna(r) else float(r),
-                             "n": int((wide[a].notna() & wide[b].notna()).sum())})
+                rows.append(
+                    {
+                        "group": group,
+                        "model": side,
+                        "metric_a": a,
+                        "metric_b": b,
+                        "r": None if pd.isna(r) else float(r),
+                        "n": int((wide[a].notna() & wide[b].notna()).sum()),
+                    }
+                )
     return rows

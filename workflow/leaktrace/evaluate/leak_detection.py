@@ -62,8 +62,9 @@ def precision_at_k(labels: np.ndarray, scores: np.ndarray, ks: list[int]) -> np.
     return np.stack(out, axis=-1)
 
 
-def leak_detection_rows(scores: list[dict], leaked: set[str], population: set[str], *, top_k: list[int], n_resamples: int,
-                        seed: int) -> list[dict]:
+def leak_detection_rows(
+    scores: list[dict], leaked: set[str], population: set[str], *, top_k: list[int], n_resamples: int, seed: int
+) -> list[dict]:
     """One row per detector and metric (``auc``, ``precision_at_k``) of one
     model's score rows. ``population``: the sample ids that may be evaluated
     (labelled by the scan); a sample needs a score of every detector.
@@ -84,23 +85,51 @@ def leak_detection_rows(scores: list[dict], leaked: set[str], population: set[st
     estimable = 0 < labels.sum() < labels.size
     results: dict[tuple[str, int | None], tuple] = {}
     if estimable:
-        draw, drawn_labels = stratified_draw(labels, n_resamples, np.random.default_rng(derive_seed(seed, "rq4", "auc")))
+        draw, drawn_labels = stratified_draw(
+            labels, n_resamples, np.random.default_rng(derive_seed(seed, "rq4", "auc"))
+        )
         low, high = percentile_interval(roc_auc(drawn_labels, matrix[:, draw]))
         results["auc", None] = (roc_auc(labels, matrix), low, high, len(ids))
         keep = balanced(ids, labels, np.random.default_rng(derive_seed(seed, "rq4", "balance")))
-        draw, drawn_labels = stratified_draw(labels[keep], n_resamples, np.random.default_rng(derive_seed(seed, "rq4", "top-k")))
+        draw, drawn_labels = stratified_draw(
+            labels[keep], n_resamples, np.random.default_rng(derive_seed(seed, "rq4", "top-k"))
+        )
         ks = [k for k in top_k if k <= keep.size]
         if ks:
             point = precision_at_k(labels[keep], matrix[:, keep], ks)  # (M, K)
-            low, high = percentile_interval(np.moveaxis(precision_at_k(drawn_labels, matrix[:, keep][:, draw], ks), -1, 0))
+            low, high = percentile_interval(
+                np.moveaxis(precision_at_k(drawn_labels, matrix[:, keep][:, draw], ks), -1, 0)
+            )
             for j, k in enumerate(ks):
                 results["precision_at_k", k] = (point[:, j], low[j], high[j], int(keep.size))
     rows = []
     for i, method in enumerate(methods):
         if not results:
-            rows.append({"method": method, "family": families[method], "metric": "auc", "k": None, **base, "n_evaluated": len(ids),
-                         "value": None, "low": None, "high": None})
+            rows.append(
+                {
+                    "method": method,
+                    "family": families[method],
+                    "metric": "auc",
+                    "k": None,
+                    **base,
+                    "n_evaluated": len(ids),
+                    "value": None,
+                    "low": None,
+                    "high": None,
+                }
+            )
         for (metric, k), (value, low, high, n_evaluated) in results.items():
-            rows.append({"method": method, "family": families[method], "metric": metric, "k": k, **base,
-                         "n_evaluated": n_evaluated, "value": float(value[i]), "low": float(low[i]), "high": float(high[i])})
+            rows.append(
+                {
+                    "method": method,
+                    "family": families[method],
+                    "metric": metric,
+                    "k": k,
+                    **base,
+                    "n_evaluated": n_evaluated,
+                    "value": float(value[i]),
+                    "low": float(low[i]),
+                    "high": float(high[i]),
+                }
+            )
     return rows

@@ -96,8 +96,10 @@ def _macro_f1(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray) ->
 def _confusion(labels: ArrayLike, predictions: ArrayLike) -> tuple[np.ndarray, ...]:
     """tp, fp, fn, tn of 0/1 predictions, one count per leading index of ``predictions``."""
     labels, predictions = np.asarray(labels).astype(bool), np.asarray(predictions).astype(bool)
-    return tuple(np.sum(a & b, axis=-1) for a, b in ((labels, predictions), (~labels, predictions),
-                                                     (labels, ~predictions), (~labels, ~predictions)))
+    return tuple(
+        np.sum(a & b, axis=-1)
+        for a, b in ((labels, predictions), (~labels, predictions), (labels, ~predictions), (~labels, ~predictions))
+    )
 
 
 def macro_f1(labels: ArrayLike, predictions: ArrayLike) -> float | np.ndarray:

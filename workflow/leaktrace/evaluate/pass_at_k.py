@@ -25,14 +25,17 @@ def pass_at_k(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     return np.where(n >= k, value, np.nan)
 
 
-def leaked_pass_rows(n: np.ndarray, c: np.ndarray, leaked: np.ndarray, ks: list[int], *, n_resamples: int,
-                     rng: np.random.Generator) -> list[dict]:
+def leaked_pass_rows(
+    n: np.ndarray, c: np.ndarray, leaked: np.ndarray, ks: list[int], *, n_resamples: int, rng: np.random.Generator
+) -> list[dict]:
     """One row per k: pass@k of the leaked and of the non-leaked problems
     with intervals, and leaked / non-leaked (null where the non-leaked
     pass@k is 0 or a part is empty)."""
     leaked = np.asarray(leaked, dtype=bool)
     parts = {"leaked": np.flatnonzero(leaked), "non_leaked": np.flatnonzero(~leaked)}
-    draws = {name: rows[rng.integers(0, rows.size, (n_resamples, rows.size))] for name, rows in parts.items() if rows.size}
+    draws = {
+        name: rows[rng.integers(0, rows.size, (n_resamples, rows.size))] for name, rows in parts.items() if rows.size
+    }
     rows = []
     for k in ks:
         per_problem = pass_at_k(n, c, k)
@@ -48,7 +51,11 @@ def leaked_pass_rows(n: np.ndarray, c: np.ndarray, leaked: np.ndarray, ks: list[
         finite = ratio[np.isfinite(ratio)]
         point = row["leaked"] / row["non_leaked"] if row["non_leaked"] > 0 else float("nan")
         low, high = percentile_interval(finite) if finite.size else (float("nan"), float("nan"))
-        row |= {"ratio": point, "ratio_low": float(low), "ratio_high": float(high),
-                "ratio_replicates": int(finite.size)}  # replicates whose non-leaked pass@k is above 0
+        row |= {
+            "ratio": point,
+            "ratio_low": float(low),
+            "ratio_high": float(high),
+            "ratio_replicates": int(finite.size),
+        }  # replicates whose non-leaked pass@k is above 0
         rows.append({key: None if isinstance(v, float) and np.isnan(v) else v for key, v in row.items()})
     return rows

@@ -36,13 +36,24 @@ def across_seeds(detection: Sequence[dict]) -> list[dict]:
         if len(set(seeds)) != len(seeds):
             raise ValueError(f"{method} at ratio {ratio}, epoch {epoch}, subset {subset}: seeds {seeds} repeat")
         if len({r["n_eval"] for r in rows}) != 1:
-            raise ValueError(f"{method} at ratio {ratio}, epoch {epoch}, subset {subset}: evaluated on different "
-                             f"sample counts across seeds ({sorted(r['n_eval'] for r in rows)})")
-        out = {"ratio": ratio, "epoch": epoch, "subset": subset, "method": method, "family": rows[0]["family"],
-               "oracle": rows[0]["oracle"], "n_seeds": len(rows), "n_eval": rows[0]["n_eval"]}
+            raise ValueError(
+                f"{method} at ratio {ratio}, epoch {epoch}, subset {subset}: evaluated on different "
+                f"sample counts across seeds ({sorted(r['n_eval'] for r in rows)})"
+            )
+        out = {
+            "ratio": ratio,
+            "epoch": epoch,
+            "subset": subset,
+            "method": method,
+            "family": rows[0]["family"],
+            "oracle": rows[0]["oracle"],
+            "n_seeds": len(rows),
+            "n_eval": rows[0]["n_eval"],
+        }
         for metric in SUMMARISED:
             # own_rule_macro_f1 may be absent from a row: the detector records no decision of its own
-            out[f"{metric}_mean"], out[f"{metric}_sd"] = _mean_sd([r.get(metric) if metric.startswith("own_rule") else r[metric]
-                                                                   for r in rows])
+            out[f"{metric}_mean"], out[f"{metric}_sd"] = _mean_sd(
+                [r.get(metric) if metric.startswith("own_rule") else r[metric] for r in rows]
+            )
         summary.append(out)
     return summary

@@ -49,7 +49,9 @@ GENERATED = re.compile(
 )
 _MODE_LINE = re.compile(r"^[ \t]*#!|^[ \t]*#.*(?:-\*-.*-\*-|coding[:=]|\bvim?:)")
 _DIFF = r"[ \t]*(?:[+-][ \t]?)?[ \t]*"
-_LINE_COMMENT = re.compile(rf"^{_DIFF}(?://|#(?![ \t]*(?:include|define|if|ifdef|ifndef|endif|else|elif|pragma|undef|error)\b))")
+_LINE_COMMENT = re.compile(
+    rf"^{_DIFF}(?://|#(?![ \t]*(?:include|define|if|ifdef|ifndef|endif|else|elif|pragma|undef|error)\b))"
+)
 _BLOCK_OPEN = re.compile(rf"^{_DIFF}(/\*|\"\"\"|''')")
 _BLOCK_CLOSE = {"/*": "*/", '"""': '"""', "'''": "'''"}
 
@@ -65,7 +67,7 @@ def _comment_blocks(lines: list[str]) -> list[tuple[int, int]]:
         opened = _BLOCK_OPEN.match(line)
         if opened:
             close = _BLOCK_CLOSE[opened.group(1)]
-            rest = line[opened.end():]
+            rest = line[opened.end() :]
             j = i
             while close not in rest and j + 1 < len(lines):
                 j += 1
@@ -93,5 +95,6 @@ def strip_boilerplate(text: str) -> str:
         block = "\n".join(lines[start:end])
         if LICENCE.search(block) or GENERATED.search(block):
             drop[start:end] = [True] * (end - start)
-    return "\n".join(line for line, d in zip(lines, drop, strict=True)
-                     if not d and line.strip() and not _MODE_LINE.match(line))
+    return "\n".join(
+        line for line, d in zip(lines, drop, strict=True) if not d and line.strip() and not _MODE_LINE.match(line)
+    )

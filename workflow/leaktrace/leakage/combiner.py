@@ -43,6 +43,8 @@ GRID: tuple[tuple[str, dict], ...] = (
 THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(1, 20))
 INNER_FOLDS = 4
 SHIPPED = Path(__file__).resolve().parents[3] / "resources" / "verify" / "verifier.json"
+
+
 class Combiner:
     """A model file, ready to score pairs' features. A boosted model's trees
     are walked all at once, level by level (arrays of pairs x trees): a few
@@ -50,7 +52,9 @@ class Combiner:
 
     def __init__(self, spec: dict, source: str = "<model>"):
         if spec.get("format") != FORMAT:
-            raise ValueError(f"{source}: not a verifier model file (format {spec.get('format')!r}, expected {FORMAT!r})")
+            raise ValueError(
+                f"{source}: not a verifier model file (format {spec.get('format')!r}, expected {FORMAT!r})"
+            )
         if tuple(spec["features"]) != FEATURES:
             raise ValueError(f"{source}: features {spec['features']} differ from this version's {list(FEATURES)}")
         self.spec = spec
@@ -164,8 +168,14 @@ def out_of_fold(X: np.ndarray, y: np.ndarray, folds: list, seed: int) -> list[np
             if family == "logistic_regression":
                 out[i][test] = estimator(family, setting, seed).fit(X[train], y[train]).predict_proba(X[test])[:, 1]
         for depth in sorted({s["max_depth"] for f, s in GRID if f == "gradient_boosting"}):
-            grown = {s["n_estimators"]: i for i, (f, s) in enumerate(GRID) if f == "gradient_boosting" and s["max_depth"] == depth}
-            model = estimator("gradient_boosting", {"max_depth": depth, "n_estimators": max(grown)}, seed).fit(X[train], y[train])
+            grown = {
+                s["n_estimators"]: i
+                for i, (f, s) in enumerate(GRID)
+                if f == "gradient_boosting" and s["max_depth"] == depth
+            }
+            model = estimator("gradient_boosting", {"max_depth": depth, "n_estimators": max(grown)}, seed).fit(
+                X[train], y[train]
+            )
             for n_trees, p in enumerate(model.staged_predict_proba(X[test]), 1):
                 if n_trees in grown:
                     out[grown[n_trees]][test] = p[:, 1]
@@ -175,7 +185,9 @@ def out_of_fold(X: np.ndarray, y: np.ndarray, folds: list, seed: int) -> list[np
 def select(X: np.ndarray, y: np.ndarray, groups: np.ndarray, seed: int) -> tuple[int, float, list[dict]]:
     """(index into GRID, threshold, the table of every setting tried) by the selection rule."""
     table = []
-    for (family, setting), p in zip(GRID, out_of_fold(X, y, grouped_folds(y, groups, INNER_FOLDS, seed), seed), strict=True):
+    for (family, setting), p in zip(
+        GRID, out_of_fold(X, y, grouped_folds(y, groups, INNER_FOLDS, seed), seed), strict=True
+    ):
         t, score = best_threshold(y, p)
         table.append({"family": family, "setting": setting, "threshold": t, "mcc": float(score)})
     best = max(range(len(GRID)), key=lambda i: (table[i]["mcc"], -i))
@@ -185,17 +197,26 @@ def select(X: np.ndarray, y: np.ndarray, groups: np.ndarray, seed: int) -> tuple
 def _export(family: str, fitted) -> dict:
     if family == "logistic_regression":
         scaler, lr = fitted.named_steps["standardscaler"], fitted.named_steps["logisticregression"]
-        return {"mean": [float(x) for x in scaler.mean_], "scale": [float(x) for x in scaler.scale_],
-                "coef": [float(x) for x in lr.coef_[0]], "intercept": float(lr.intercept_[0])}
+        return {
+            "mean": [float(x) for x in scaler.mean_],
+            "scale": [float(x) for x in scaler.scale_],
+            "coef": [float(x) for x in lr.coef_[0]],
+            "intercept": float(lr.intercept_[0]),
+        }
     prior = fitted.init_.class_prior_[1]
     trees = []
     for (est,) in fitted.estimators_:
         t = est.tree_
         leaf = t.children_left < 0
-        trees.append({"feature": [int(f) if not is_leaf else 0 for f, is_leaf in zip(t.feature, leaf, strict=True)],
-                      "threshold": [float(x) if not is_leaf else 0.0 for x, is_leaf in zip(t.threshold, leaf, strict=True)],
-                      "left": [int(x) for x in t.children_left], "right": [int(x) for x in t.children_right],
-                      "value": [float(x) for x in t.value[:, 0, 0]]})
+        trees.append(
+            {
+                "feature": [int(f) if not is_leaf else 0 for f, is_leaf in zip(t.feature, leaf, strict=True)],
+                "threshold": [float(x) if not is_leaf else 0.0 for x, is_leaf in zip(t.threshold, leaf, strict=True)],
+                "left": [int(x) for x in t.children_left],
+                "right": [int(x) for x in t.children_right],
+                "value": [float(x) for x in t.value[:, 0, 0]],
+            }
+        )
     return {"init": float(np.log(prior / (1 - prior))), "learning_rate": fitted.learning_rate, "trees": trees}
 
 
@@ -204,18 +225,34 @@ def fit(X: np.ndarray, y: np.ndarray, groups: np.ndarray, seed: int, provenance:
     best, threshold, table = select(X, y, groups, seed)
     family, setting = GRID[best]
     fitted = estimator(family, setting, seed).fit(X, y)
-    return {"format": FORMAT, "features": list(FEATURES), "family": family, "setting": setting, "threshold": threshold,
-            "seed": seed, "trained_on": provenance or {}, "selection": table, "model": _export(family, fitted)}
+    return {
+        "format": FORMAT,
+        "features": list(FEATURES),
+        "family": family,
+        "setting": setting,
+        "threshold": threshold,
+        "seed": seed,
+        "trained_on": provenance or {},
+        "selection": table,
+        "model": _export(family, fitted),
+    }
 
 
 def dumps(spec: dict) -> str:
     """The file's text: a key a line, and a line per setting tried and per tree."""
+
     def value(key, v):
         if key == "selection":
             return "[\n" + ",\n".join(f"  {json.dumps(r, sort_keys=True)}" for r in v) + "\n ]"
         if key == "model" and "trees" in v:
             rest = {k: x for k, x in v.items() if k != "trees"}
-            return ("{\n" + "".join(f"  {json.dumps(k)}: {json.dumps(x)},\n" for k, x in sorted(rest.items()))
-                    + '  "trees": [\n' + ",\n".join(f"   {json.dumps(t, sort_keys=True)}" for t in v["trees"]) + "\n  ]\n }")
+            return (
+                "{\n"
+                + "".join(f"  {json.dumps(k)}: {json.dumps(x)},\n" for k, x in sorted(rest.items()))
+                + '  "trees": [\n'
+                + ",\n".join(f"   {json.dumps(t, sort_keys=True)}" for t in v["trees"])
+                + "\n  ]\n }"
+            )
         return json.dumps(v, sort_keys=True)
+
     return "{\n" + ",\n".join(f" {json.dumps(k)}: {value(k, v)}" for k, v in sorted(spec.items())) + "\n}\n"

@@ -44,8 +44,11 @@ def positional(text: str, lower: bool = False) -> tuple[np.ndarray, np.ndarray, 
     data = (text.lower() if lower else text).encode("utf-8")
     b = np.frombuffer(data, dtype=np.uint8)
     starts, ends = code_token_spans(b)
-    hashes = rolling64_shingle_hashes(token_hashes_rolling64(data, (starts, ends)), NGRAM) if len(b) else \
-        np.empty(0, dtype=np.uint32)
+    hashes = (
+        rolling64_shingle_hashes(token_hashes_rolling64(data, (starts, ends)), NGRAM)
+        if len(b)
+        else np.empty(0, dtype=np.uint32)
+    )
     return hashes, starts, ends, data
 
 
@@ -67,8 +70,9 @@ class ContainmentIndex:
         every = np.concatenate([s for _, s in kept]) if kept else np.empty(0, dtype=np.uint32)
         self.hashes, where = np.unique(every, return_inverse=True)
         columns = np.repeat(np.arange(len(kept)), self.sizes)
-        self.matrix = sparse.csr_matrix((np.ones(len(every), dtype=np.int32), (where.ravel(), columns)),
-                                        shape=(len(self.hashes), len(kept)))
+        self.matrix = sparse.csr_matrix(
+            (np.ones(len(every), dtype=np.int32), (where.ravel(), columns)), shape=(len(self.hashes), len(kept))
+        )
         self.size_of = dict(zip(self.keys, self.sizes.tolist(), strict=True))
         self.set_of = dict(kept)
 
@@ -84,8 +88,9 @@ class ContainmentIndex:
         pos = np.searchsorted(self.hashes, every)
         pos[pos == len(self.hashes)] = 0
         hit = self.hashes[pos] == every
-        found = sparse.csr_matrix((np.ones(int(hit.sum()), dtype=np.int32), (rows[hit], pos[hit])),
-                                  shape=(len(sets), len(self.hashes)))
+        found = sparse.csr_matrix(
+            (np.ones(int(hit.sum()), dtype=np.int32), (rows[hit], pos[hit])), shape=(len(sets), len(self.hashes))
+        )
         shared = (found @ self.matrix).tocoo()
         share = shared.data / self.sizes[shared.col]
         for r, c, x in zip(shared.row.tolist(), shared.col.tolist(), share.tolist(), strict=True):
@@ -137,5 +142,4 @@ def cut(unit: Unit, span: Span) -> Unit:
     """The lines of ``unit`` the span covers, as a unit of their own (its lines in the document)."""
     lines = unit.text.split("\n")  # line numbers count "\n" alone, as best_span does
     text = "\n".join(lines[span.first_line - 1 : span.last_line]) + ("\n" if span.last_line < len(lines) else "")
-    return Unit(text, unit.name,
-                unit.start_line + span.first_line - 1, unit.start_line + span.last_line - 1)
+    return Unit(text, unit.name, unit.start_line + span.first_line - 1, unit.start_line + span.last_line - 1)

@@ -75,13 +75,27 @@ from leaktrace.variants.validate import reserved_names
 ALTERNATIVES = Path(__file__).resolve().parents[3] / "resources" / "verify" / "alternatives.jsonl"
 FIXTURES = ALTERNATIVES.parent
 CFAMILY = {"java": ".java", "c": ".c", "cpp": ".cpp"}  # language: file extension of its fixtures
-MUTATIONS = {"T1": "type-1", "T2a": "type-2", "T2b": "type-2", "T3-0.7": "type-3", "T3-0.5": "type-3",
-             "hybrid-0.8": "type-3"}
+MUTATIONS = {
+    "T1": "type-1",
+    "T2a": "type-2",
+    "T2b": "type-2",
+    "T3-0.7": "type-3",
+    "T3-0.5": "type-3",
+    "hybrid-0.8": "type-3",
+}
 NODOC = ("T2b", "T3-0.7", "hybrid-0.8")
 STDLIB_MUTATIONS = ("T1", "T2b", "T3-0.7", "T3-0.5", "hybrid-0.8")
 _DOCSTRING = re.compile(r"\n[ \t]*(\"\"\"|\'\'\')[\s\S]*?\1[ \t]*(?=\n)")
-STDLIB_EXCLUDE = ("test/*", "idlelib/*", "lib2to3/tests/*", "tkinter/test/*", "unittest/test/*", "ctypes/test/*",
-                  "distutils/tests/*", "sqlite3/test/*")  # config.yaml's corpora.stdlib.exclude
+STDLIB_EXCLUDE = (
+    "test/*",
+    "idlelib/*",
+    "lib2to3/tests/*",
+    "tkinter/test/*",
+    "unittest/test/*",
+    "ctypes/test/*",
+    "distutils/tests/*",
+    "sqlite3/test/*",
+)  # config.yaml's corpora.stdlib.exclude
 
 
 def half_of(group: str) -> str:
@@ -117,7 +131,11 @@ def _stdlib() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
         if 30 <= len(lines) <= 200:
             files.append((doc.doc_id, doc.text))
         for node in tree.body:
-            if isinstance(node, ast.FunctionDef) and 6 <= node.end_lineno - node.lineno + 1 <= 40 and not node.decorator_list:
+            if (
+                isinstance(node, ast.FunctionDef)
+                and 6 <= node.end_lineno - node.lineno + 1 <= 40
+                and not node.decorator_list
+            ):
                 functions.append((f"{doc.doc_id}::{node.name}", "".join(lines[node.lineno - 1 : node.end_lineno])))
     return functions, files
 
@@ -160,12 +178,23 @@ def _edit_words(text: str, rng: random.Random) -> str:
     return " ".join(out)
 
 
-def pair(group: str, kind: str, clone: str, language: str, bench: str, corpus: str, *, name: str | None = None,
-         **extra) -> dict:
+def pair(
+    group: str, kind: str, clone: str, language: str, bench: str, corpus: str, *, name: str | None = None, **extra
+) -> dict:
     """One labelled pair: the ``verify-pairs`` input fields plus ``clone_type``, ``duplicate``, ``kind``,
     ``group`` and ``half`` (its id is ``group|kind``, or ``group|name``)."""
-    return {"id": f"{group}|{name or kind}", "group": group, "half": half_of(group), "kind": kind, "language": language,
-            "clone_type": clone, "duplicate": clone != "none", "bench_text": bench, "corpus_text": corpus, **extra}
+    return {
+        "id": f"{group}|{name or kind}",
+        "group": group,
+        "half": half_of(group),
+        "kind": kind,
+        "language": language,
+        "clone_type": clone,
+        "duplicate": clone != "none",
+        "bench_text": bench,
+        "corpus_text": corpus,
+        **extra,
+    }
 
 
 def build(seed: int = 0, n_stdlib: int = 120, n_files: int = 50) -> list[dict]:
@@ -191,8 +220,15 @@ def build(seed: int = 0, n_stdlib: int = 120, n_files: int = 50) -> list[dict]:
         protected = reserved_names(s.test)
         for name, clone in MUTATIONS.items():
             try:
-                m = apply_mutation(Mutation.parse(name), s.code, "python", s.entry_point,
-                                   rng_for(seed, "devset", name, group), names=names, protected=protected)
+                m = apply_mutation(
+                    Mutation.parse(name),
+                    s.code,
+                    "python",
+                    s.entry_point,
+                    rng_for(seed, "devset", name, group),
+                    names=names,
+                    protected=protected,
+                )
             except (ValueError, SyntaxError):
                 continue
             if m.text != s.code:
@@ -212,8 +248,14 @@ def build(seed: int = 0, n_stdlib: int = 120, n_files: int = 50) -> list[dict]:
         if doc and len(doc.split()) >= 12:
             rng = rng_for(seed, "devset", "text", group)
             wrapped = textwrap.fill(" ".join(doc.split()), width=rng.randint(50, 100))
-            add(group + "#text", "text-reflow", "type-1", "text", doc,
-                f"## Exercise {rng.randint(1, 99)}\n\n{wrapped}\n\nTry it yourself before reading on.\n")
+            add(
+                group + "#text",
+                "text-reflow",
+                "type-1",
+                "text",
+                doc,
+                f"## Exercise {rng.randint(1, 99)}\n\n{wrapped}\n\nTry it yourself before reading on.\n",
+            )
             add(group + "#text", "text-edit", "type-3", "text", doc, _edit_words(doc, rng))
     docs = [(p["group"], p["bench_text"]) for p in pairs if p["kind"] == "text-reflow"]
     doc_grams = [_grams(d) for _, d in docs]
@@ -225,13 +267,21 @@ def build(seed: int = 0, n_stdlib: int = 120, n_files: int = 50) -> list[dict]:
         name = fid.rsplit("::", 1)[1]
         for kind in STDLIB_MUTATIONS:
             try:
-                m = apply_mutation(Mutation.parse(kind), text, "python", name, rng_for(seed, "devset", kind, fid), names=names)
+                m = apply_mutation(
+                    Mutation.parse(kind), text, "python", name, rng_for(seed, "devset", kind, fid), names=names
+                )
             except (ValueError, SyntaxError):
                 continue
             if m.text != text:
                 add(fid, kind, MUTATIONS[kind], "python", text, m.text)
-        add(fid, "nearest-stdlib", "none", "python", text,
-            strip_docstrings(functions[_nearest(pool_grams[i], pool_grams, i)][1]))
+        add(
+            fid,
+            "nearest-stdlib",
+            "none",
+            "python",
+            text,
+            strip_docstrings(functions[_nearest(pool_grams[i], pool_grams, i)][1]),
+        )
     file_grams = [_grams(t) for _, t in files]
     for i in chosen_files:
         fid, text = files[i]
@@ -250,16 +300,20 @@ def fixtures(language: str, root: Path = FIXTURES) -> list[tuple[str, str, list[
         task, dot, rest = path.name[: -len(ext)].partition(".")
         if dot:
             alts.setdefault(task, []).append(path.read_text())
-    return [(path.name[: -len(ext)], path.read_text(), alts.get(path.name[: -len(ext)], []))
-            for path in paths if "." not in path.name[: -len(ext)]]
+    return [
+        (path.name[: -len(ext)], path.read_text(), alts.get(path.name[: -len(ext)], []))
+        for path in paths
+        if "." not in path.name[: -len(ext)]
+    ]
 
 
 def _comments(code: str) -> str:
     return "\n".join(t.text for t in cfamily.tokens(code) if t.kind == "comment")
 
 
-def build_cfamily(seed: int = 0, languages: tuple[str, ...] = tuple(CFAMILY), root: Path = FIXTURES,
-                  names: NameProposer | None = None) -> list[dict]:
+def build_cfamily(
+    seed: int = 0, languages: tuple[str, ...] = tuple(CFAMILY), root: Path = FIXTURES, names: NameProposer | None = None
+) -> list[dict]:
     """Every pair of the Java, C and C++ set (see the module docstring) from the fixtures under
     ``root``, one dict each (:func:`pair`); ``names`` proposes T2a's synonyms (default: the
     curated word table and WordNet, as for Python)."""
@@ -289,7 +343,11 @@ def build_cfamily(seed: int = 0, languages: tuple[str, ...] = tuple(CFAMILY), ro
             add("nearest-task", "none", tasks[nearest][1])
             theirs = [j for j, (t, _) in enumerate(others) if t != task]
             if theirs:
-                add("nearest-alternative", "none", others[theirs[_nearest(grams[i], [other_grams[j] for j in theirs], None)]][1])
+                add(
+                    "nearest-alternative",
+                    "none",
+                    others[theirs[_nearest(grams[i], [other_grams[j] for j in theirs], None)]][1],
+                )
             rng = rng_for(seed, "devset", "unrelated", group)
             add("unrelated", "none", tasks[rng.choice([j for j in range(len(tasks)) if j not in (i, nearest)])][1])
     return pairs

@@ -63,12 +63,15 @@ class Executor:
     def equivalence(self, pairs: list[tuple[Program, Program]]) -> list[str]:
         """For each (benchmark program, corpus program): pass, fail or reference_fails."""
         todo = list(dict.fromkeys(b for b, _ in pairs if b not in self._reference))
-        runs = run_tests([(p.code, p.test, p.entry_point) for p in todo] + [(c.code, c.test, c.entry_point) for _, c in pairs],
-                         self.limits, workers=self.workers)
+        runs = run_tests(
+            [(p.code, p.test, p.entry_point) for p in todo] + [(c.code, c.test, c.entry_point) for _, c in pairs],
+            self.limits,
+            workers=self.workers,
+        )
         for program, result in zip(todo, runs[: len(todo)], strict=True):
             self._reference[program] = result.status == "ok"
         out = []
-        for (bench, _), result in zip(pairs, runs[len(todo):], strict=True):
+        for (bench, _), result in zip(pairs, runs[len(todo) :], strict=True):
             if not self._reference[bench]:
                 out.append("reference_fails")
             else:

@@ -73,6 +73,11 @@ def line_overlap(bench: list[str], corpus: list[str]) -> tuple[float, float]:
 def vector(values: dict) -> list[float]:
     """The features of a verdict's values (``Verdict.as_row()`` or the verdict
     fields), in :data:`FEATURES` order."""
-    return [math.log1p(values["tokens"]), max(values["code_containment"], values["code_containment_corpus"]),
-            max(values["lines"], values["lines_corpus"]), values["alignment"], values["statement"],
-            math.log1p(values["statement_words"])]
+    return [
+        math.log1p(values["tokens"]),
+        max(values["code_containment"], values["code_containment_corpus"]),
+        max(values["lines"], values["lines_corpus"]),
+        values["alignment"],
+        values["statement"],
+        math.log1p(values["statement_words"]),
+    ]

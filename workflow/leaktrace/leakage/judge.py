@@ -45,8 +45,9 @@ def parse_label(answer: str) -> str | None:
     return re.sub(r"[ -]", "_", match.group(1).lower())
 
 
-def judge_pair(model: ChatModel, template: str, benchmark: str, corpus: str, location: str,
-               max_new_tokens: int = 16) -> JudgeVerdict:
+def judge_pair(
+    model: ChatModel, template: str, benchmark: str, corpus: str, location: str, max_new_tokens: int = 16
+) -> JudgeVerdict:
     prompt = template.format(benchmark=benchmark[:MAX_CHARS], corpus=corpus[:MAX_CHARS], location=location)
     answer = model.chat([{"role": "user", "content": prompt}], max_new_tokens=max_new_tokens)
     label = parse_label(answer)

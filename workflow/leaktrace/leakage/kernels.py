@@ -197,8 +197,12 @@ def _sha1_hash32(msg, length, w):  # pragma: no cover - compiled
     for block in range(0, total, 64):
         for i in range(16):
             j = block + 4 * i
-            w[i] = ((np.uint64(msg[j]) << np.uint64(24)) | (np.uint64(msg[j + 1]) << np.uint64(16))
-                    | (np.uint64(msg[j + 2]) << np.uint64(8)) | np.uint64(msg[j + 3]))
+            w[i] = (
+                (np.uint64(msg[j]) << np.uint64(24))
+                | (np.uint64(msg[j + 1]) << np.uint64(16))
+                | (np.uint64(msg[j + 2]) << np.uint64(8))
+                | np.uint64(msg[j + 3])
+            )
         for i in range(16, 80):
             w[i] = _rotl32(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1)
         a, b, c, d, e = h0, h1, h2, h3, h4
@@ -220,8 +224,12 @@ def _sha1_hash32(msg, length, w):  # pragma: no cover - compiled
         h3 = (h3 + d) & _W32
         h4 = (h4 + e) & _W32
     # the digest's first 4 bytes are h0 big-endian; read little-endian they are h0 byte-swapped
-    return np.uint32(((h0 & np.uint64(0xFF)) << np.uint64(24)) | ((h0 & np.uint64(0xFF00)) << np.uint64(8))
-                     | ((h0 >> np.uint64(8)) & np.uint64(0xFF00)) | (h0 >> np.uint64(24)))
+    return np.uint32(
+        ((h0 & np.uint64(0xFF)) << np.uint64(24))
+        | ((h0 & np.uint64(0xFF00)) << np.uint64(8))
+        | ((h0 >> np.uint64(8)) & np.uint64(0xFF00))
+        | (h0 >> np.uint64(24))
+    )
 
 
 @njit(cache=True, inline="always")

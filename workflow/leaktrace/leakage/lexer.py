@@ -49,7 +49,9 @@ def lex(text: str, language: str | None, *, comments: bool = False) -> list[Toke
     else:
         pattern = C_LIKE
     new = tuple.__new__  # Token(kind, text) without the constructor's call overhead
-    return [new(Token, (m.lastgroup, m.group())) for m in pattern.finditer(text) if comments or m.lastgroup != "comment"]
+    return [
+        new(Token, (m.lastgroup, m.group())) for m in pattern.finditer(text) if comments or m.lastgroup != "comment"
+    ]
 
 
 def keywords_for(language: str | None) -> frozenset[str]:
@@ -83,5 +85,13 @@ _LITERAL = {"string": "STR", "number": "NUM"}
 
 def blind_stream(tokens: list[Token], keywords: frozenset[str]) -> list[str]:
     # one comprehension, no method calls: the verifier computes this stream for both sides of every pair
-    return [("ID" if text not in keywords else text) if kind == "name" else
-            "STR" if kind == "string" else "NUM" if kind == "number" else text for kind, text in tokens]
+    return [
+        ("ID" if text not in keywords else text)
+        if kind == "name"
+        else "STR"
+        if kind == "string"
+        else "NUM"
+        if kind == "number"
+        else text
+        for kind, text in tokens
+    ]

@@ -19,8 +19,9 @@ import numpy as np
 from datasketch import MinHashLSH
 
 
-def choose_bands(num_perm: int, threshold: float | None, bands: int | None, rows: int | None,
-                 false_negative_weight: float) -> tuple[int, int]:
+def choose_bands(
+    num_perm: int, threshold: float | None, bands: int | None, rows: int | None, false_negative_weight: float
+) -> tuple[int, int]:
     """(bands, rows): explicit if both are given, else datasketch's optimum for
     ``threshold`` with weights (1 - w, w) on false positives / negatives."""
     if bands is not None or rows is not None:

@@ -64,8 +64,10 @@ class MinHashScheme:
         if self.scheme not in SCHEMES:
             raise ValueError(f"unknown MinHash scheme {self.scheme!r}; known: {', '.join(SCHEMES)}")
         if self.hash == "rolling64" and self.tokenizer != "code":
-            raise ValueError("hash rolling64 is defined on the `code` tokenizer; use sha1 or xxh32 with tokenizer "
-                             f"{self.tokenizer!r}")
+            raise ValueError(
+                "hash rolling64 is defined on the `code` tokenizer; use sha1 or xxh32 with tokenizer "
+                f"{self.tokenizer!r}"
+            )
         if self.ngram < 1 or self.num_perm < 2:
             raise ValueError(f"need ngram >= 1 and num_perm >= 2, got {self.ngram} and {self.num_perm}")
 
@@ -91,8 +93,10 @@ class MinHashScheme:
         return m
 
     def describe(self) -> str:
-        return (f"{self.tokenizer} tokens, {self.ngram}-gram shingles, {self.hash}, {self.scheme}, "
-                f"{self.num_perm} permutations, seed {self.seed}")
+        return (
+            f"{self.tokenizer} tokens, {self.ngram}-gram shingles, {self.hash}, {self.scheme}, "
+            f"{self.num_perm} permutations, seed {self.seed}"
+        )
 
 
 class Signer:

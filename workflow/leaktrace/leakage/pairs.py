@@ -40,7 +40,9 @@ def read_pairs(path: Path) -> list[dict]:
                 if record.get(field) is not None and not isinstance(record[field], str):
                     raise InputError(str(path), where, f"field {field!r} must be a string")
             if record.get("language") is not None and record["language"] not in LANGUAGES:
-                raise InputError(str(path), where, f"unknown language {record['language']!r}; known: {', '.join(LANGUAGES)}")
+                raise InputError(
+                    str(path), where, f"unknown language {record['language']!r}; known: {', '.join(LANGUAGES)}"
+                )
             pairs.append({**record, "id": record.get("id") or str(number)})
     return pairs
 

@@ -15,17 +15,28 @@ from leaktrace.leakage.verify import VerifySettings
 # `model: null` brings back the rules, whose thresholds are VerifySettings'
 # defaults (chosen on generated pairs, benchmarks/verify_devset.py).
 # Execution is off unless a scan asks for it.
-VERIFY = {**{key: getattr(VerifySettings, key) for key in ("structure", "overlap", "statement", "statement_min_words", "execute")},
-          "model": "shipped"}
+VERIFY = {
+    **{
+        key: getattr(VerifySettings, key)
+        for key in ("structure", "overlap", "statement", "statement_min_words", "execute")
+    },
+    "model": "shipped",
+}
 
 PRESETS: dict[str, dict] = {
     # Recall-oriented: 32 x 4 bands flag 99.98% of pairs at Jaccard 0.7 and 87% at
     # 0.5; exact verification removes the extra candidates.
     "default": {
-        "tokenizer": "code", "ngram": 3, "num_perm": 128, "hash": "rolling64", "scheme": "affine32", "seed": 1,
+        "tokenizer": "code",
+        "ngram": 3,
+        "num_perm": 128,
+        "hash": "rolling64",
+        "scheme": "affine32",
+        "seed": 1,
         "lsh": {"threshold": 0.5, "false_negative_weight": 0.9, "bands": None, "rows": None},
         "verify": {"jaccard": 0.7, "containment": 0.8, "flag": "shingles", "type3_similarity": 0.8, **VERIFY},
-        "granularity": "function", "min_tokens": 20,
+        "granularity": "function",
+        "min_tokens": 20,
         # a second channel over identifier-normalised shingles, so renamed copies are candidates (leakage/renamed.py)
         "renamed": True,
         # a benchmark sample (its whole solution, or one of its functions) inside a longer unit: containment of
@@ -45,12 +56,19 @@ PRESETS: dict[str, dict] = {
     # Jaccard of the two texts' token sets (blank tokens dropped) reaches 0.7,
     # containment not used.
     "lessleak": {
-        "tokenizer": "lessleak", "ngram": 2, "num_perm": 256, "hash": "sha1", "scheme": "legacy", "seed": 42,
+        "tokenizer": "lessleak",
+        "ngram": 2,
+        "num_perm": 256,
+        "hash": "sha1",
+        "scheme": "legacy",
+        "seed": 42,
         "lsh": {"threshold": 0.7, "false_negative_weight": 0.5, "bands": 25, "rows": 10},
         "verify": {"jaccard": 0.7, "containment": None, "flag": "tokens", "type3_similarity": 0.8, **VERIFY},
-        "granularity": "file", "min_tokens": 1,
+        "granularity": "file",
+        "min_tokens": 1,
         "renamed": False,  # LessLeak's scan has the raw channel only
-        "containment_channel": None, "statement_channel": False,  # nor these
+        "containment_channel": None,
+        "statement_channel": False,  # nor these
     },
 }
 
@@ -97,8 +115,12 @@ def resolve(name: str, scan: dict) -> ScanSettings:
 
     try:
         minhash = MinHashScheme(
-            tokenizer=pick("tokenizer"), ngram=pick("ngram"), num_perm=pick("num_perm"), hash=pick("hash"),
-            scheme=pick("scheme"), seed=pick("seed"),
+            tokenizer=pick("tokenizer"),
+            ngram=pick("ngram"),
+            num_perm=pick("num_perm"),
+            hash=pick("hash"),
+            scheme=pick("scheme"),
+            seed=pick("seed"),
         )
         lsh = scan.get("lsh") or {}
         explicit = lsh.get("bands") is not None or lsh.get("rows") is not None
@@ -110,21 +132,37 @@ def resolve(name: str, scan: dict) -> ScanSettings:
             lsh.get("rows") if explicit or threshold_given else preset["lsh"]["rows"],
             pick("lsh", "false_negative_weight"),
         )
-        verify = VerifySettings(minhash.tokenizer, minhash.ngram, **{key: pick("verify", key) for key in preset["verify"]})
+        verify = VerifySettings(
+            minhash.tokenizer, minhash.ngram, **{key: pick("verify", key) for key in preset["verify"]}
+        )
         containment_channel = pick("containment_channel")  # null: the preset's; false: off
         if containment_channel is False:
             containment_channel = None
-        if containment_channel is not None and (isinstance(containment_channel, bool) or not 0 < containment_channel <= 1):
-            raise ValueError(f"containment_channel must be in (0, 1], false (off) or null (the preset's), got {containment_channel}")
+        if containment_channel is not None and (
+            isinstance(containment_channel, bool) or not 0 < containment_channel <= 1
+        ):
+            raise ValueError(
+                f"containment_channel must be in (0, 1], false (off) or null (the preset's), got {containment_channel}"
+            )
         granularity = pick("granularity")
         if granularity not in GRANULARITIES:
             raise ValueError(f"unknown granularity {granularity!r}; known: {', '.join(GRANULARITIES)}")
     except ValueError as err:
         raise ValueError(f"leakage scan {name!r}: {err}") from None
     return ScanSettings(
-        name=name, preset=preset_name, minhash=minhash, bands=bands, rows=rows, verify=verify,
-        granularity=granularity, min_tokens=pick("min_tokens"), max_bytes=scan.get("max_bytes", 1_000_000),
-        huge=scan.get("huge", "chunk"), language=scan.get("language", "python"), batch_size=scan.get("batch_size", 256),
-        renamed=bool(pick("renamed")), containment_channel=containment_channel,
+        name=name,
+        preset=preset_name,
+        minhash=minhash,
+        bands=bands,
+        rows=rows,
+        verify=verify,
+        granularity=granularity,
+        min_tokens=pick("min_tokens"),
+        max_bytes=scan.get("max_bytes", 1_000_000),
+        huge=scan.get("huge", "chunk"),
+        language=scan.get("language", "python"),
+        batch_size=scan.get("batch_size", 256),
+        renamed=bool(pick("renamed")),
+        containment_channel=containment_channel,
         statement_channel=bool(pick("statement_channel")),
     )

@@ -64,9 +64,21 @@ log = logging.getLogger(__name__)
 
 SOURCE_KINDS = ("corpus", "training_mix", "files", "jsonl", "parquet", "huggingface")
 SKIP_REASONS = (
-    "empty", "binary", "non_utf8", "huge", "too_short", "bad_record",  # a document's content
-    "unreadable", "not_regular", "dangling_link", "symlink_loop", "outside_root", "system_path",  # a file
-    "unreadable_directory", "linked_directory", "not_parquet",  # a directory or a whole file of records
+    "empty",
+    "binary",
+    "non_utf8",
+    "huge",
+    "too_short",
+    "bad_record",  # a document's content
+    "unreadable",
+    "not_regular",
+    "dangling_link",
+    "symlink_loop",
+    "outside_root",
+    "system_path",  # a file
+    "unreadable_directory",
+    "linked_directory",
+    "not_parquet",  # a directory or a whole file of records
 )
 BLOCK = 64 << 10  # bytes read at a time when a file is streamed
 PARQUET_BATCH = 1024  # rows read at a time from a Parquet row group
@@ -218,8 +230,11 @@ def _walk(root: Path, pattern: tuple[str, ...], follow_links: bool = False) -> l
             for name in dirnames:
                 if os.path.islink(os.path.join(dirpath, name)) and _matches(here + (name,), pattern, prefix=True):
                     links.append((Path(dirpath, name), here + (name,)))
-            dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))
-                           and _matches(here + (d,), pattern, prefix=True)]
+            dirnames[:] = [
+                d
+                for d in dirnames
+                if not os.path.islink(os.path.join(dirpath, d)) and _matches(here + (d,), pattern, prefix=True)
+            ]
             entries.extend((Path(dirpath, name), None) for name in filenames if _matches(here + (name,), pattern))
 
     walk(root, ())
@@ -229,8 +244,12 @@ def _walk(root: Path, pattern: tuple[str, ...], follow_links: bool = False) -> l
         target = os.path.realpath(link)
         if _system(target):
             entries.append((link, "system_path"))
-        elif (follow_links and not _inside(target, real_root) and not _inside(real_root, target)
-              and not any(_inside(target, t) or _inside(t, target) for t in walked)):
+        elif (
+            follow_links
+            and not _inside(target, real_root)
+            and not _inside(real_root, target)
+            and not any(_inside(target, t) or _inside(t, target) for t in walked)
+        ):
             walked.append(target)
             walk(link, parts)
         else:
@@ -268,8 +287,11 @@ def glob_has_match(root: Path | None, pattern: str) -> bool:
         here = Path(dirpath).relative_to(root).parts
         if any(_matches(here + (name,), glob) and os.path.isfile(os.path.join(dirpath, name)) for name in filenames):
             return True
-        dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))
-                             and _matches(here + (d,), glob, prefix=True))
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if not os.path.islink(os.path.join(dirpath, d)) and _matches(here + (d,), glob, prefix=True)
+        )
     return False
 
 
@@ -301,16 +323,20 @@ def _file_problem(path: Path, root: str, follow_links: bool) -> tuple[os.stat_re
 
 def _log_skip(problem: str, path: Path, real: str) -> None:
     if problem == "outside_root":
-        log.warning("%s leads outside the corpus root (to %s): skipped unread (the corpus's follow_links: true reads it)",
-                    readable(str(path)), readable(real))
+        log.warning(
+            "%s leads outside the corpus root (to %s): skipped unread (the corpus's follow_links: true reads it)",
+            readable(str(path)),
+            readable(real),
+        )
     elif problem == "system_path":
         log.warning("%s is or leads into %s: skipped unread", readable(str(path)), readable(real))
     elif problem not in ("unreadable", "unreadable_directory"):  # those are logged with their cause
         log.warning("%s %s skipped", _problem_name(problem), readable(str(path)))
 
 
-def _globbed(patterns: list[str], what: str, part: int, n_parts: int, skips: Counter,
-             follow_links: bool = False) -> list[tuple[Path, str]]:
+def _globbed(
+    patterns: list[str], what: str, part: int, n_parts: int, skips: Counter, follow_links: bool = False
+) -> list[tuple[Path, str]]:
     """The regular files the globs match, sorted, each with its resolved path
     (the one to open); every other match (a dangling link, a link loop, a
     link out of its glob's root, a FIFO, an unreadable directory, ...) is
@@ -394,8 +420,9 @@ def _read_line(fh: BinaryIO, cap: int | None) -> tuple[bytes | None, int]:
     return None, size
 
 
-def _jsonl_docs(source: dict, part: int, n_parts: int, skips: Counter, max_bytes: int | None,
-                huge: str) -> Iterator[RawDocument]:
+def _jsonl_docs(
+    source: dict, part: int, n_parts: int, skips: Counter, max_bytes: int | None, huge: str
+) -> Iterator[RawDocument]:
     """Lines of the JSONL files, round-robin over all files' lines. A line
     that is not a JSON object (malformed, not UTF-8, nested deeper than
     ``json`` follows) is a ``bad_record``; under ``huge: skip`` a line above
@@ -418,8 +445,12 @@ def _jsonl_docs(source: dict, part: int, n_parts: int, skips: Counter, max_bytes
                 try:
                     line, size = _read_line(fh, cap if mine else 0)
                 except OSError as err:
-                    log.warning("%s, line %d: read error (%s); the rest of the file is counted as unreadable", where, k + 1,
-                                err.strerror)
+                    log.warning(
+                        "%s, line %d: read error (%s); the rest of the file is counted as unreadable",
+                        where,
+                        k + 1,
+                        err.strerror,
+                    )
                     skips["unreadable"] += int(mine)
                     break
                 if size == 0:
@@ -436,8 +467,12 @@ def _jsonl_docs(source: dict, part: int, n_parts: int, skips: Counter, max_bytes
                 try:
                     record = json.loads(line)
                 except (ValueError, RecursionError) as err:  # JSONDecodeError, UnicodeDecodeError, int digits, nesting
-                    log.warning("%s, line %d: not a JSON record (%s); counted as bad_record", where, k,
-                                "nested too deeply" if isinstance(err, RecursionError) else err)
+                    log.warning(
+                        "%s, line %d: not a JSON record (%s); counted as bad_record",
+                        where,
+                        k,
+                        "nested too deeply" if isinstance(err, RecursionError) else err,
+                    )
                     skips["bad_record"] += 1
                     continue
                 if not isinstance(record, dict):
@@ -446,11 +481,17 @@ def _jsonl_docs(source: dict, part: int, n_parts: int, skips: Counter, max_bytes
                     continue
                 if content not in record:  # the config names a field the data does not have
                     raise InputError(where, k, f"record has no content field {content!r}")
-                doc_id = readable(str(record[id_column])) if id_column and id_column in record else f"{readable(path.name)}:{k}"
+                doc_id = (
+                    readable(str(record[id_column]))
+                    if id_column and id_column in record
+                    else f"{readable(path.name)}:{k}"
+                )
                 yield RawDocument(doc_id, f"{where}:{k}", record[content])
 
 
-def _open_parquet(path: Path, dirty: bool, skips: Counter, count: bool, real: str | None = None) -> pq.ParquetFile | None:
+def _open_parquet(
+    path: Path, dirty: bool, skips: Counter, count: bool, real: str | None = None
+) -> pq.ParquetFile | None:
     """The file opened (at ``real``, its resolved path, when given), or, in a
     dirty corpus, None when it is not Parquet (counted once, by the shard
     ``count`` names); in a pipeline artifact that is an error."""
@@ -465,8 +506,18 @@ def _open_parquet(path: Path, dirty: bool, skips: Counter, count: bool, real: st
         return None
 
 
-def _parquet_docs(pf: pq.ParquetFile, path: Path, content: str, id_column: str | None, location: str | None, part: int,
-                  n_parts: int, skips: Counter, dirty: bool, start_unit: int = 0) -> Iterator[RawDocument]:
+def _parquet_docs(
+    pf: pq.ParquetFile,
+    path: Path,
+    content: str,
+    id_column: str | None,
+    location: str | None,
+    part: int,
+    n_parts: int,
+    skips: Counter,
+    dirty: bool,
+    start_unit: int = 0,
+) -> Iterator[RawDocument]:
     names = pf.schema_arrow.names
     for column in (content, id_column, location):
         if column and column not in names:
@@ -485,20 +536,36 @@ def _parquet_docs(pf: pq.ParquetFile, path: Path, content: str, id_column: str |
                     where = batch.column(location).to_pylist() if location else None
                     for j, text in enumerate(texts):
                         doc_id = readable(str(ids[j])) if ids else f"{name}#{k + j}"
-                        yield RawDocument(doc_id, readable(str(where[j])) if where else f"{where_file}#{k + j}",
-                                          text if text is not None else "")
+                        yield RawDocument(
+                            doc_id,
+                            readable(str(where[j])) if where else f"{where_file}#{k + j}",
+                            text if text is not None else "",
+                        )
                     k += len(texts)
             except (pa.ArrowException, OSError, UnicodeDecodeError) as err:  # the last: a corrupt string column
                 if not dirty:
                     raise InputError(str(path), f"row group {rg}", f"unreadable: {err}") from None
-                log.warning("%s, row group %d: unreadable (%s); its %d unread rows counted as unreadable",
-                            where_file, rg, err, row + n - k)
+                log.warning(
+                    "%s, row group %d: unreadable (%s); its %d unread rows counted as unreadable",
+                    where_file,
+                    rg,
+                    err,
+                    row + n - k,
+                )
                 skips["unreadable"] += row + n - k
         row += n
 
 
-def iter_source(source: dict, part: int, n_parts: int, inputs: list[Path], skips: Counter, *,
-                max_bytes: int | None = None, huge: str = "chunk") -> Iterator[RawDocument]:
+def iter_source(
+    source: dict,
+    part: int,
+    n_parts: int,
+    inputs: list[Path],
+    skips: Counter,
+    *,
+    max_bytes: int | None = None,
+    huge: str = "chunk",
+) -> Iterator[RawDocument]:
     """The documents of shard ``part`` of ``n_parts`` of a configured source.
     ``inputs`` are the pipeline artifacts a ``corpus`` or ``training_mix``
     source reads (the ingested shard, the mix). With ``max_bytes``, a file
@@ -506,12 +573,14 @@ def iter_source(source: dict, part: int, n_parts: int, inputs: list[Path], skips
     kind = source["kind"]
     if kind == "corpus":
         for path in inputs:
-            yield from _parquet_docs(_open_parquet(path, False, skips, True), path, "text", "doc_id", "source", 0, 1,
-                                     skips, dirty=False)
+            yield from _parquet_docs(
+                _open_parquet(path, False, skips, True), path, "text", "doc_id", "source", 0, 1, skips, dirty=False
+            )
     elif kind == "training_mix":
         for path in inputs:
-            docs = _parquet_docs(_open_parquet(path, False, skips, True), path, "text", "source_id", "kind", 0, 1, skips,
-                                 dirty=False)
+            docs = _parquet_docs(
+                _open_parquet(path, False, skips, True), path, "text", "source_id", "kind", 0, 1, skips, dirty=False
+            )
             for k, doc in enumerate(docs):
                 if k % n_parts == part:
                     yield RawDocument(doc.doc_id, f"training-mix:{doc.location}:{k}", doc.data)
@@ -526,8 +595,18 @@ def iter_source(source: dict, part: int, n_parts: int, inputs: list[Path], skips
             pf = _open_parquet(path, True, skips, count=k % n_parts == part, real=real)
             if pf is None:
                 continue
-            yield from _parquet_docs(pf, path, source["content"], source.get("id"), source.get("location"), part, n_parts,
-                                     skips, dirty=True, start_unit=unit)
+            yield from _parquet_docs(
+                pf,
+                path,
+                source["content"],
+                source.get("id"),
+                source.get("location"),
+                part,
+                n_parts,
+                skips,
+                dirty=True,
+                start_unit=unit,
+            )
             unit += pf.num_row_groups
     elif kind == "huggingface":
         yield from _huggingface_docs(source, part, n_parts)
@@ -540,10 +619,20 @@ def _huggingface_docs(source: dict, part: int, n_parts: int) -> Iterator[RawDocu
         import datasets
         from datasets.distributed import split_dataset_by_node
     except ImportError as err:
-        raise InputError(source["dataset"], None, "a huggingface corpus source needs the `datasets` package "
-                         "(pinned in requirements.lock: pip install -c requirements.lock datasets)") from err
-    ds = datasets.load_dataset(source["dataset"], name=source.get("config"), data_dir=source.get("data_dir"),
-                               split=source.get("split") or "train", streaming=True, revision=source.get("revision"))
+        raise InputError(
+            source["dataset"],
+            None,
+            "a huggingface corpus source needs the `datasets` package "
+            "(pinned in requirements.lock: pip install -c requirements.lock datasets)",
+        ) from err
+    ds = datasets.load_dataset(
+        source["dataset"],
+        name=source.get("config"),
+        data_dir=source.get("data_dir"),
+        split=source.get("split") or "train",
+        streaming=True,
+        revision=source.get("revision"),
+    )
     ds = split_dataset_by_node(ds, rank=part, world_size=n_parts)
     content, id_column, location = source["content"], source.get("id"), source.get("location")
     for k, record in enumerate(ds):

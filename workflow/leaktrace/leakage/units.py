@@ -29,9 +29,24 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 EXTENSIONS = {
-    ".py": "python", ".pyi": "python", ".java": "java", ".js": "javascript", ".mjs": "javascript",
-    ".cjs": "javascript", ".jsx": "javascript", ".ts": "typescript", ".tsx": "typescript", ".c": "c", ".h": "c",
-    ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".go": "go", ".rs": "rust", ".cs": "csharp",
+    ".py": "python",
+    ".pyi": "python",
+    ".java": "java",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".tsx": "typescript",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".hpp": "cpp",
+    ".go": "go",
+    ".rs": "rust",
+    ".cs": "csharp",
 }
 GRANULARITIES = ("file", "function")
 
@@ -59,7 +74,12 @@ def _whole(text: str, first_line: int = 1) -> Unit:
 def _python_units(text: str) -> list[Unit] | None:
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):  # the last two: nested deeper than the parser follows
+    except (
+        SyntaxError,
+        ValueError,
+        MemoryError,
+        RecursionError,
+    ):  # the last two: nested deeper than the parser follows
         return None
     lines = text.splitlines(keepends=True)
     units = []
@@ -71,8 +91,14 @@ def _python_units(text: str) -> list[Unit] | None:
 
 
 _TS_TOP_LEVEL = {
-    "java": {"class_declaration", "interface_declaration", "enum_declaration", "record_declaration",
-             "annotation_type_declaration", "method_declaration"},
+    "java": {
+        "class_declaration",
+        "interface_declaration",
+        "enum_declaration",
+        "record_declaration",
+        "annotation_type_declaration",
+        "method_declaration",
+    },
     "javascript": {"function_declaration", "generator_function_declaration", "class_declaration"},
 }
 _JS_VALUES = {"arrow_function", "function_expression", "function", "generator_function", "class"}
@@ -113,7 +139,8 @@ def _ts_is_definition(node, language: str) -> bool:
             return any(_ts_is_definition(c, language) for c in node.named_children)
         if node.type in ("lexical_declaration", "variable_declaration"):
             return any(
-                c.type == "variable_declarator" and c.child_by_field_name("value") is not None
+                c.type == "variable_declarator"
+                and c.child_by_field_name("value") is not None
                 and c.child_by_field_name("value").type in _JS_VALUES
                 for c in node.named_children
             )
@@ -132,8 +159,14 @@ def _tree_sitter_units(text: str, language: str) -> list[Unit] | None:
             target = node
             if node.type == "export_statement":
                 target = next((c for c in node.named_children if _ts_is_definition(c, language)), node)
-            units.append(Unit(data[node.start_byte : node.end_byte].decode("utf-8"), _ts_name(target),
-                              node.start_point[0] + 1, node.end_point[0] + 1))
+            units.append(
+                Unit(
+                    data[node.start_byte : node.end_byte].decode("utf-8"),
+                    _ts_name(target),
+                    node.start_point[0] + 1,
+                    node.end_point[0] + 1,
+                )
+            )
     return units
 
 
@@ -169,8 +202,13 @@ def benchmark_parts(code: str, language: str | None) -> list[Unit]:
     if why:
         return [whole]
     inside = {n for u in units for n in range(u.start_line, u.end_line + 1)}
-    outside = [line for n, line in enumerate(code.splitlines(), 1) if n not in inside and line.strip()
-               and not line.lstrip().startswith(("import ", "from ", "#", "//", "package "))]
+    outside = [
+        line
+        for n, line in enumerate(code.splitlines(), 1)
+        if n not in inside
+        and line.strip()
+        and not line.lstrip().startswith(("import ", "from ", "#", "//", "package "))
+    ]
     return [whole] + units if len(units) > 1 or outside else [whole]
 
 
@@ -259,8 +297,9 @@ def _opens_statement(line: str) -> bool:
     return (line[:1].isidentifier() or line.startswith("@")) and word not in _CONTINUATIONS
 
 
-def _segments(lines: Iterable[tuple[int, str]], language: str | None, granularity: str,
-              max_bytes: int) -> Iterator[tuple[list[Unit], bool]]:
+def _segments(
+    lines: Iterable[tuple[int, str]], language: str | None, granularity: str, max_bytes: int
+) -> Iterator[tuple[list[Unit], bool]]:
     """Pieces of a huge document of at most ``max_bytes``: (units, True) for
     a run of whole top-level Python statements, to be split as a document
     is; (windows, False) for what is cut into windows: a statement longer
@@ -298,7 +337,9 @@ def _segments(lines: Iterable[tuple[int, str]], language: str | None, granularit
             continue
         segment.append((lineno, piece))
         size += len(piece.encode("utf-8"))
-        if size > max_bytes:  # inside a statement longer than max_bytes: the statements before it are parsed, it is windowed
+        if (
+            size > max_bytes
+        ):  # inside a statement longer than max_bytes: the statements before it are parsed, it is windowed
             if block:
                 yield parsed(segment[:block])
             windower = _Windower(max_bytes)
@@ -320,7 +361,9 @@ def huge_units(source: str | Path, language: str | None, granularity: str, max_b
     overlapping windows, any piece of code up to half a window long lying
     entirely inside one."""
     limit = max(1, max_bytes // 2)
-    with (io.StringIO(source, newline="") if isinstance(source, str) else source.open(encoding="utf-8", newline="")) as handle:
+    with (
+        io.StringIO(source, newline="") if isinstance(source, str) else source.open(encoding="utf-8", newline="")
+    ) as handle:
         for units, parse in _segments(_bounded_lines(handle, limit), language, granularity, max_bytes):
             if not parse:
                 yield from units

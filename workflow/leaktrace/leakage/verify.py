@@ -116,7 +116,9 @@ class VerifySettings:
 class Side:
     """What verification needs of one text, computed once."""
 
-    shingles: set[str]  # the automated flag's: of the whole text as given (boilerplate included), or its tokens (flag tokens)
+    shingles: set[
+        str
+    ]  # the automated flag's: of the whole text as given (boilerplate included), or its tokens (flag tokens)
     tokens: list[Token]  # of the code (or of the text of a text-only sample), comments removed
     language: str | None
     code_shingles: set[str]  # token n-grams of the code, prose strings removed
@@ -189,7 +191,9 @@ def decide(v: Verdict, s: VerifySettings, threshold: float | None = None) -> tup
         if by_definition(v):
             return form, True, "layout" if v.layout_equal else "renamed"
         if v.execution in ("pass", "fail"):
-            return (form or "type-4", True, "execution") if v.execution == "pass" else (form or "none", False, "execution")
+            return (
+                (form or "type-4", True, "execution") if v.execution == "pass" else (form or "none", False, "execution")
+            )
         duplicate = v.score >= threshold
         return (form or "type-4") if duplicate else (form or "none"), duplicate, "model"
     if v.layout_equal:
@@ -243,12 +247,16 @@ def _copy(v: Verdict) -> bool:
 
 def _exact(v: Verdict) -> bool:
     """An exact or renamed copy, as a whole (no window)."""
-    return not v.aligned and (v.decided_by in ("layout", "renamed") or (
-        v.decided_by == "model" and v.duplicate and v.clone_type in ("type-1", "type-2")))
+    return not v.aligned and (
+        v.decided_by in ("layout", "renamed")
+        or (v.decided_by == "model" and v.duplicate and v.clone_type in ("type-1", "type-2"))
+    )
 
 
 def _loose(v: Verdict) -> bool:
-    return v.decided_by in LOOSE_RULES or (v.decided_by == "model" and v.duplicate and v.clone_type in ("type-3", "type-4"))
+    return v.decided_by in LOOSE_RULES or (
+        v.decided_by == "model" and v.duplicate and v.clone_type in ("type-3", "type-4")
+    )
 
 
 def supersede(verdicts: list[Verdict], s: VerifySettings | None = None) -> list[Verdict]:
@@ -262,15 +270,24 @@ def supersede(verdicts: list[Verdict], s: VerifySettings | None = None) -> list[
     most completely stays (given the settings ``s`` that tell them):
     look-alike problems share docstring templates."""
     if any(_exact(v) for v in verdicts):
-        verdicts = [replace(v, duplicate=False, decided_by="copy_of_other", input_leak=False) if _loose(v)
-                    else replace(v, input_leak=False) for v in verdicts]
+        verdicts = [
+            replace(v, duplicate=False, decided_by="copy_of_other", input_leak=False)
+            if _loose(v)
+            else replace(v, input_leak=False)
+            for v in verdicts
+        ]
     inputs = [v.statement for v in verdicts if s is not None and leak_kind(v, s) == "input"]
     if len(inputs) < 2:
         return verdicts
     top = max(inputs)  # one problem text: the statement found most completely
-    return [v if leak_kind(v, s) != "input" or v.statement == top
-            else replace(v, duplicate=False, decided_by="copy_of_other") if v.duplicate else replace(v, input_leak=False)
-            for v in verdicts]
+    return [
+        v
+        if leak_kind(v, s) != "input" or v.statement == top
+        else replace(v, duplicate=False, decided_by="copy_of_other")
+        if v.duplicate
+        else replace(v, input_leak=False)
+        for v in verdicts
+    ]
 
 
 class Verifier:
@@ -279,8 +296,15 @@ class Verifier:
         self.executor = executor if settings.execute else None
         self.combiner = None if settings.model == "rules" else combiner.load(settings.model)
 
-    def side(self, text: str, language: str | None, code: str | None = None, *, test: str | None = None,
-             entry_point: str | None = None) -> Side:
+    def side(
+        self,
+        text: str,
+        language: str | None,
+        code: str | None = None,
+        *,
+        test: str | None = None,
+        entry_point: str | None = None,
+    ) -> Side:
         """``text``'s shingles (the automated flag's, on the text as given);
         everything else after boilerplate is removed (licence headers,
         imports, ...: :mod:`~leaktrace.leakage.boilerplate`): the tokens of
@@ -297,15 +321,24 @@ class Verifier:
         prose = problem_words(clean_text, clean_code, tokens, language, "text")
         kw = keywords_for(language)
         return Side(
-            shingles=(token_set(text, self.s.tokenizer) if self.s.flag == "tokens"
-                      else shingle_set(text, self.s.tokenizer, self.s.ngram)),
-            tokens=[t for t in tokens if t.kind != "comment"], language=language,
+            shingles=(
+                token_set(text, self.s.tokenizer)
+                if self.s.flag == "tokens"
+                else shingle_set(text, self.s.tokenizer, self.s.ngram)
+            ),
+            tokens=[t for t in tokens if t.kind != "comment"],
+            language=language,
             code_shingles=set(shingles([t.text for t in code_tokens], CODE_NGRAM)),
-            prose=word_shingles(prose), prose_words=len(prose), words=word_shingles(words(clean_text)),
+            prose=word_shingles(prose),
+            prose_words=len(prose),
+            words=word_shingles(words(clean_text)),
             blind_code=blind_stream(code_tokens, kw),
             shape=ast_shape(clean_code) if language in (None, "python") else None,
             lines=lines(clean_text, language),
-            code=code, test=test, entry_point=entry_point, problem=prose,
+            code=code,
+            test=test,
+            entry_point=entry_point,
+            problem=prose,
         )
 
     def features(self, bench: Side, corpus: Side) -> Verdict:
@@ -350,20 +383,49 @@ class Verifier:
         layout_equal = same_length and layout_stream(b_tokens) == layout_stream(c_tokens)
         renamed_equal = same_length and renamed_stream(b_tokens, kw) == renamed_stream(c_tokens, kw)
         literals_equal = [t.text for t in b_tokens if t.kind in ("string", "number")] == [
-            t.text for t in c_tokens if t.kind in ("string", "number")]
+            t.text for t in c_tokens if t.kind in ("string", "number")
+        ]
         note = runnable(bench.language, bench.test, bench.entry_point) or (
-            None if self.executor else "execution not enabled")
+            None if self.executor else "execution not enabled"
+        )
         in_lines, in_corpus_lines = line_overlap(bench.lines, corpus.lines)
-        v = Verdict(len(b_tokens), jaccard, containment, containment_corpus, code_containment, code_containment_corpus,
-                    statement, bench.prose_words, similarity, alignment(bench.blind_code, corpus.blind_code),
-                    shape_similarity(bench.shape, corpus.shape), in_lines, in_corpus_lines, layout_equal, renamed_equal,
-                    aligned, literals_equal, flagged, None, note, None, "none", False, "none")
+        v = Verdict(
+            len(b_tokens),
+            jaccard,
+            containment,
+            containment_corpus,
+            code_containment,
+            code_containment_corpus,
+            statement,
+            bench.prose_words,
+            similarity,
+            alignment(bench.blind_code, corpus.blind_code),
+            shape_similarity(bench.shape, corpus.shape),
+            in_lines,
+            in_corpus_lines,
+            layout_equal,
+            renamed_equal,
+            aligned,
+            literals_equal,
+            flagged,
+            None,
+            note,
+            None,
+            "none",
+            False,
+            "none",
+        )
         return v
 
     def decided(self, v: Verdict) -> Verdict:
         clone, duplicate, rule = decide(v, self.s, self.combiner.threshold if self.combiner else None)
-        return replace(v, clone_type=clone, duplicate=duplicate, decided_by=rule,
-                       input_leak=not duplicate and problem_text_found(v, self.s))
+        return replace(
+            v,
+            clone_type=clone,
+            duplicate=duplicate,
+            decided_by=rule,
+            input_leak=not duplicate and problem_text_found(v, self.s),
+        )
 
     def program(self, bench: Side, corpus: Side) -> tuple[Program, Program] | str:
         """The two programs of a runnable pair, or why it is not runnable."""

@@ -73,8 +73,9 @@ class LanguageModel(Protocol):
         """Token statistics for every text, batched internally; ``moments[i]``
         False: text i needs its log-probabilities only (mu, sigma may be None)."""
 
-    def score_conditioned(self, shots: Sequence[str], texts: Sequence[str], *,
-                          max_prefix_tokens: int | None = None) -> list[TokenStats]:
+    def score_conditioned(
+        self, shots: Sequence[str], texts: Sequence[str], *, max_prefix_tokens: int | None = None
+    ) -> list[TokenStats]:
         """Log-probabilities of every text conditioned on a prefix of ``shots``
         (ReCaLL; mu and sigma None): BOS + prefix tokens + text tokens, no second BOS, prefix
         tokens unscored, each text tokenised on its own so its token ids equal
@@ -88,8 +89,15 @@ class LanguageModel(Protocol):
         """Greedy continuations of tokenised prompts (BOS is added by the
         backend); row i ends early once ``stops[i](its text so far)`` holds."""
 
-    def sample(self, prompts: Sequence[list[int]], *, max_new_tokens: int, temperature: float, seed: int,
-               stops: Sequence[StopCondition] | None = None) -> list[str]:
+    def sample(
+        self,
+        prompts: Sequence[list[int]],
+        *,
+        max_new_tokens: int,
+        temperature: float,
+        seed: int,
+        stops: Sequence[StopCondition] | None = None,
+    ) -> list[str]:
         """Like ``generate``, but each token sampled at ``temperature`` (no top-k
         or top-p cut), from a generator seeded with ``seed``: the same prompts,
         batch size and seed give the same continuations."""
@@ -214,4 +222,3 @@ class TextModel(Protocol):
 
     def prompt_logprobs(self, texts: Sequence[str]) -> list[PromptLogprobs]:
         """Log-probabilities of the tokens of each text (``Capability.PROMPT_LOGPROBS``)."""
-

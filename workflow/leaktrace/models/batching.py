@@ -46,8 +46,14 @@ def token_batches(lengths: Sequence[int], *, max_rows: int, token_budget: int | 
     return batches
 
 
-def run_batches(lengths: Sequence[int], run: Callable[[list[int]], None], *, max_rows: int,
-                token_budget: int | None = None, progress: Callable[[int], object] | None = None) -> None:
+def run_batches(
+    lengths: Sequence[int],
+    run: Callable[[list[int]], None],
+    *,
+    max_rows: int,
+    token_budget: int | None = None,
+    progress: Callable[[int], object] | None = None,
+) -> None:
     """``run(batch)`` over the batches of ``token_batches``, each batch a list
     of indices into ``lengths``; an out-of-memory error in ``run`` halves the
     batch (and the budget from there on) and runs it again. ``progress``
@@ -60,8 +66,10 @@ def run_batches(lengths: Sequence[int], run: Callable[[list[int]], None], *, max
             run(batch)
         except torch.OutOfMemoryError as error:
             if len(batch) == 1:
-                raise RuntimeError(f"out of memory on a single sequence of {width} tokens: cap the context "
-                                   "(max_length) or spread the model over more devices (device: auto)") from error
+                raise RuntimeError(
+                    f"out of memory on a single sequence of {width} tokens: cap the context "
+                    "(max_length) or spread the model over more devices (device: auto)"
+                ) from error
             failed = len(batch)
         else:
             failed = 0
@@ -69,8 +77,12 @@ def run_batches(lengths: Sequence[int], run: Callable[[list[int]], None], *, max
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
             token_budget = (failed // 2) * width
-            log.warning("out of memory on %d sequences of up to %d tokens: retrying with a budget of %d tokens",
-                        failed, width, token_budget)
+            log.warning(
+                "out of memory on %d sequences of up to %d tokens: retrying with a budget of %d tokens",
+                failed,
+                width,
+                token_budget,
+            )
             continue
         start += len(batch)
         if progress is not None:

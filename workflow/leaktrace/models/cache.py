@@ -44,8 +44,14 @@ def directory_fingerprint(path: str | None) -> str | None:
 
 def model_identity(spec: ModelSpec) -> dict:
     """What of a model spec decides its answers (the device does not)."""
-    return {"backend": spec.backend, "model": spec.name_or_path, "model_files": directory_fingerprint(spec.name_or_path),
-            "revision": spec.revision, "adapter": directory_fingerprint(spec.adapter), "dtype": spec.dtype}
+    return {
+        "backend": spec.backend,
+        "model": spec.name_or_path,
+        "model_files": directory_fingerprint(spec.name_or_path),
+        "revision": spec.revision,
+        "adapter": directory_fingerprint(spec.adapter),
+        "dtype": spec.dtype,
+    }
 
 
 class ResponseCache:
@@ -53,8 +59,12 @@ class ResponseCache:
         self.root = Path(root)
 
     def key(self, identity: dict, kind: str, request: object, sampling: Sampling | None) -> tuple[str, dict]:
-        record = {"model": identity, "kind": kind, "request": request,
-                  "sampling": None if sampling is None else sampling.as_dict()}
+        record = {
+            "model": identity,
+            "kind": kind,
+            "request": request,
+            "sampling": None if sampling is None else sampling.as_dict(),
+        }
         text = json.dumps(record, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest(), record
 
@@ -81,8 +91,15 @@ class CachedModel:
     opened (``open_model``) on the first miss only. ``counts`` tallies cache
     hits and each asked call's outcome ("ok", "timeout", ...)."""
 
-    def __init__(self, spec: ModelSpec, capabilities: frozenset[Capability], open_model: Callable[[], TextModel],
-                 cache: ResponseCache, *, batch_size: int = 16):
+    def __init__(
+        self,
+        spec: ModelSpec,
+        capabilities: frozenset[Capability],
+        open_model: Callable[[], TextModel],
+        cache: ResponseCache,
+        *,
+        batch_size: int = 16,
+    ):
         self.spec, self.capabilities, self._open, self.cache = spec, capabilities, open_model, cache
         self.name = spec.name_or_path if spec.adapter is None else f"{spec.name_or_path}+{spec.adapter}"
         self.batch_size = batch_size
@@ -96,16 +113,27 @@ class CachedModel:
             self._model = self._open()
         return self._model
 
-    def _cached(self, kind: str, requests: Sequence, sampling: Sampling | None, ask: Callable[[list], list],
-                load: Callable[[dict], object]) -> list:
+    def _cached(
+        self,
+        kind: str,
+        requests: Sequence,
+        sampling: Sampling | None,
+        ask: Callable[[list], list],
+        load: Callable[[dict], object],
+    ) -> list:
         keyed = [self.cache.key(self._identity, kind, r, sampling) for r in requests]
         answers: dict[str, object] = {}
         for key, _ in keyed:
             if key not in answers and (hit := self.cache.get(key)) is not None:
                 answers[key] = load(hit)
                 self.counts["cached"] += 1
-        missing = list({key: (record, request) for (key, record), request in zip(keyed, requests, strict=True)
-                        if key not in answers}.items())
+        missing = list(
+            {
+                key: (record, request)
+                for (key, record), request in zip(keyed, requests, strict=True)
+                if key not in answers
+            }.items()
+        )
         for start in range(0, len(missing), self.batch_size):
             batch = missing[start : start + self.batch_size]
             for (key, (record, _)), answer in zip(batch, ask([request for _, (_, request) in batch]), strict=True):
@@ -116,14 +144,25 @@ class CachedModel:
         return [answers[key] for key, _ in keyed]
 
     def complete(self, prompts: Sequence[str], sampling: Sampling) -> list[Completion]:
-        return self._cached("complete", list(prompts), sampling, lambda batch: self.model.complete(batch, sampling),
-                            lambda d: Completion(**d))
+        return self._cached(
+            "complete",
+            list(prompts),
+            sampling,
+            lambda batch: self.model.complete(batch, sampling),
+            lambda d: Completion(**d),
+        )
 
     def chat_many(self, conversations: Sequence[Sequence[Message]], sampling: Sampling) -> list[Completion]:
         requests = [[dict(m) for m in c] for c in conversations]
-        return self._cached("chat", requests, sampling, lambda batch: self.model.chat_many(batch, sampling),
-                            lambda d: Completion(**d))
+        return self._cached(
+            "chat", requests, sampling, lambda batch: self.model.chat_many(batch, sampling), lambda d: Completion(**d)
+        )
 
     def prompt_logprobs(self, texts: Sequence[str]) -> list[PromptLogprobs]:
-        return self._cached("prompt_logprobs", list(texts), None, lambda batch: self.model.prompt_logprobs(batch),
-                            lambda d: PromptLogprobs(tuple(d["tokens"]), tuple(d["logprobs"]), d["error"]))
+        return self._cached(
+            "prompt_logprobs",
+            list(texts),
+            None,
+            lambda batch: self.model.prompt_logprobs(batch),
+            lambda d: PromptLogprobs(tuple(d["tokens"]), tuple(d["logprobs"]), d["error"]),
+        )

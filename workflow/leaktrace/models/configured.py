@@ -10,8 +10,13 @@ from leaktrace.models.backend import ModelSpec
 
 
 def model_spec(model: dict, adapter: str | None) -> ModelSpec:
-    return ModelSpec(name_or_path=model["path"], adapter=adapter, dtype=model["dtype"], device=model["device"],
-                     revision=model.get("revision"))
+    return ModelSpec(
+        name_or_path=model["path"],
+        adapter=adapter,
+        dtype=model["dtype"],
+        device=model["device"],
+        revision=model.get("revision"),
+    )
 
 
 def language_model(model: dict, adapter: str | None, batch: dict):
@@ -19,12 +24,17 @@ def language_model(model: dict, adapter: str | None, batch: dict):
     (the limit training used too)."""
     from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
 
-    return HFLanguageModel(model_spec(model, adapter), batch_size=batch["batch_size"], token_budget=batch.get("token_budget"),
-                           max_length=model.get("max_length"))
+    return HFLanguageModel(
+        model_spec(model, adapter),
+        batch_size=batch["batch_size"],
+        token_budget=batch.get("token_budget"),
+        max_length=model.get("max_length"),
+    )
 
 
-def generation_model(model: dict, adapter: str | None, batch: dict, generator: dict | None, cache_dir: Path | None,
-                     purpose: str):
+def generation_model(
+    model: dict, adapter: str | None, batch: dict, generator: dict | None, cache_dir: Path | None, purpose: str
+):
     """The model a generating stage runs: with no ``llm.generator`` role, the
     base model (and adapter) in process through transformers, as always;
     with one, the base model (or the role's model) and the adapter through
@@ -36,10 +46,18 @@ def generation_model(model: dict, adapter: str | None, batch: dict, generator: d
     from leaktrace.models.select import open_model
 
     needs = {Capability.GENERATE} | ({Capability.ADAPTERS} if adapter else set())
-    role = {"dtype": model["dtype"], "device": model["device"], "max_length": model.get("max_length"), **generator,
-            "model": generator.get("model") or model["path"], "adapter": adapter}
+    role = {
+        "dtype": model["dtype"],
+        "device": model["device"],
+        "max_length": model.get("max_length"),
+        **generator,
+        "model": generator.get("model") or model["path"],
+        "adapter": adapter,
+    }
     if not generator.get("model") and model.get("revision"):
         role["revision"] = model["revision"]
     if role["backend"] == "vllm":  # the target's adapter and the reference share one engine
         role["vllm"] = {"enable_lora": True, **role.get("vllm", {})}
-    return BackendGenerator(open_model(role, needs, purpose, cache_dir), model_spec(model, None), model.get("max_length"))
+    return BackendGenerator(
+        open_model(role, needs, purpose, cache_dir), model_spec(model, None), model.get("max_length")
+    )

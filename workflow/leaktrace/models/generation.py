@@ -41,22 +41,36 @@ class BackendGenerator:
                 return head
         return text
 
-    def generate(self, prompts: Sequence[list[int]], *, max_new_tokens: int,
-                 stops: Sequence[StopCondition] | None = None) -> list[str]:
+    def generate(
+        self, prompts: Sequence[list[int]], *, max_new_tokens: int, stops: Sequence[StopCondition] | None = None
+    ) -> list[str]:
         return self._complete(prompts, Sampling(max_new_tokens=max_new_tokens), stops)
 
-    def sample(self, prompts: Sequence[list[int]], *, max_new_tokens: int, temperature: float, seed: int,
-               stops: Sequence[StopCondition] | None = None) -> list[str]:
+    def sample(
+        self,
+        prompts: Sequence[list[int]],
+        *,
+        max_new_tokens: int,
+        temperature: float,
+        seed: int,
+        stops: Sequence[StopCondition] | None = None,
+    ) -> list[str]:
         """Sampled at ``temperature`` with ``seed`` (part of the cache key)."""
-        return self._complete(prompts, Sampling(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed), stops)
+        return self._complete(
+            prompts, Sampling(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed), stops
+        )
 
-    def _complete(self, prompts: Sequence[list[int]], sampling: Sampling, stops: Sequence[StopCondition] | None) -> list[str]:
+    def _complete(
+        self, prompts: Sequence[list[int]], sampling: Sampling, stops: Sequence[StopCondition] | None
+    ) -> list[str]:
         answers = self.model.complete([self.decode(p) for p in prompts], sampling)
         outcomes = Counter(a.outcome for a in answers)
         log.info("%s: %d generations, outcomes %s", self.name, len(answers), dict(sorted(outcomes.items())))
         failed = [a for a in answers if not a.ok]
         if failed:
-            raise RuntimeError(f"{self.name}: {len(failed)} of {len(answers)} generations failed "
-                               f"({dict(sorted(outcomes.items()))}); the first: {failed[0].error}")
+            raise RuntimeError(
+                f"{self.name}: {len(failed)} of {len(answers)} generations failed "
+                f"({dict(sorted(outcomes.items()))}); the first: {failed[0].error}"
+            )
         texts = [a.text for a in answers]
         return texts if stops is None else [self._cut(t, s) for t, s in zip(texts, stops, strict=True)]

@@ -57,7 +57,10 @@ class _StopWhen(StoppingCriteria):
         if new % self.every:
             return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
         return torch.tensor(
-            [stop(self.decode(row[self.prompt_length :])) for stop, row in zip(self.stops, input_ids.tolist(), strict=True)],
+            [
+                stop(self.decode(row[self.prompt_length :]))
+                for stop, row in zip(self.stops, input_ids.tolist(), strict=True)
+            ],
             dtype=torch.bool,
             device=input_ids.device,
         )
@@ -72,8 +75,15 @@ class HFLanguageModel:
 
     capabilities = BACKEND_CAPABILITIES["transformers"]
 
-    def __init__(self, spec: ModelSpec, *, batch_size: int = 16, token_budget: int | None = None,
-                 max_length: int | None = None, progress: bool = True):
+    def __init__(
+        self,
+        spec: ModelSpec,
+        *,
+        batch_size: int = 16,
+        token_budget: int | None = None,
+        max_length: int | None = None,
+        progress: bool = True,
+    ):
         self.name = spec.name_or_path if spec.adapter is None else f"{spec.name_or_path}+{spec.adapter}"
         self.spec = spec
         self.tokenizer = load_tokenizer(spec)
@@ -81,7 +91,9 @@ class HFLanguageModel:
         self.batch_size, self.token_budget = batch_size, token_budget
         self.max_length = context_limit(self.model.config, max_length)
         self.progress = progress
-        self.bos_id = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
+        self.bos_id = (
+            self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
+        )
         self.pad_id = self.tokenizer.pad_token_id
 
     # Rows of next-token logits per chunk when the vocabulary projection is
@@ -104,7 +116,9 @@ class HFLanguageModel:
         decoder, head = base.get_decoder(), base.get_output_embeddings()
         if head is None:
             return None
-        probe = torch.tensor([[self.bos_id, *self.encode("def f(x):\n    return x + 1\n")[:15]]], device=self.model.device)
+        probe = torch.tensor(
+            [[self.bos_id, *self.encode("def f(x):\n    return x + 1\n")[:15]]], device=self.model.device
+        )
         expected = self.model(input_ids=probe).logits.float()
         try:  # a decoder that does not take input_ids or return last_hidden_state
             actual = head(decoder(input_ids=probe, use_cache=False).last_hidden_state).float()
@@ -114,7 +128,9 @@ class HFLanguageModel:
             return None
         return decoder, head
 
-    def _projected_stats(self, hidden: torch.Tensor, targets: torch.Tensor, moments: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _projected_stats(
+        self, hidden: torch.Tensor, targets: torch.Tensor, moments: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``distribution_stats`` of the logits ``head(hidden)``, one cache-sized
         chunk of rows at a time; rows where ``moments`` is False get their
         log-probability only (one log-sum-exp, no pass for mu and sigma; NaN there)."""
@@ -133,7 +149,9 @@ class HFLanguageModel:
         for i in range(0, len(plain), chunk):
             rows = plain[i : i + chunk]
             logits = head(hidden[rows]).float()
-            lp = logits.gather(-1, targets[rows].to(logits.device).unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+            lp = logits.gather(-1, targets[rows].to(logits.device).unsqueeze(-1)).squeeze(-1) - torch.logsumexp(
+                logits, dim=-1
+            )
             token_lp[rows] = lp.to(token_lp.device)
         return token_lp, mu, sigma
 
@@ -168,14 +186,20 @@ class HFLanguageModel:
         ids = [e[:limit] for e in encoded]
         scored = self._score_sequences([[self.bos_id, *e] for e in ids], [1] * len(ids), wants, f"scoring {self.name}")
         return [
-            TokenStats(token_ids=np.asarray(e, dtype=np.int32), logprobs=lp, mu=m if want else None,
-                       sigma=s if want else None, truncated=len(full) > limit)
+            TokenStats(
+                token_ids=np.asarray(e, dtype=np.int32),
+                logprobs=lp,
+                mu=m if want else None,
+                sigma=s if want else None,
+                truncated=len(full) > limit,
+            )
             for e, full, want, (lp, m, s) in zip(ids, encoded, wants, scored, strict=True)
         ]
 
     @torch.inference_mode()
-    def score_conditioned(self, shots: Sequence[str], texts: Sequence[str], *,
-                          max_prefix_tokens: int | None = None) -> list[TokenStats]:
+    def score_conditioned(
+        self, shots: Sequence[str], texts: Sequence[str], *, max_prefix_tokens: int | None = None
+    ) -> list[TokenStats]:
         """Log-probabilities of each text's tokens conditioned on a prefix made of ``shots``.
 
         Each sequence is BOS + prefix tokens + text tokens, with no second BOS
@@ -199,28 +223,42 @@ class HFLanguageModel:
         limit = self.max_length - 1  # room for BOS
         ids = [e[:limit] for e in encoded]
         prefixes = [fit_prefix(shot_ids, min(cap, limit - len(e))) for e in ids]
-        scored = self._score_sequences([[self.bos_id, *p, *e] for (p, _), e in zip(prefixes, ids, strict=True)],
-                                       [1 + len(p) for p, _ in prefixes], [False] * len(ids),
-                                       f"scoring {self.name} after a prefix")
+        scored = self._score_sequences(
+            [[self.bos_id, *p, *e] for (p, _), e in zip(prefixes, ids, strict=True)],
+            [1 + len(p) for p, _ in prefixes],
+            [False] * len(ids),
+            f"scoring {self.name} after a prefix",
+        )
         return [
-            TokenStats(token_ids=np.asarray(e, dtype=np.int32), logprobs=lp, mu=None, sigma=None, truncated=len(full) > limit,
-                       prefix_shots=n_shots, prefix_tokens=len(p))
+            TokenStats(
+                token_ids=np.asarray(e, dtype=np.int32),
+                logprobs=lp,
+                mu=None,
+                sigma=None,
+                truncated=len(full) > limit,
+                prefix_shots=n_shots,
+                prefix_tokens=len(p),
+            )
             for e, full, (p, n_shots), (lp, _, _) in zip(ids, encoded, prefixes, scored, strict=True)
         ]
 
-    def _forward_stats(self, input_ids: torch.Tensor, predicts: torch.Tensor,
-                       rows_want: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _forward_stats(
+        self, input_ids: torch.Tensor, predicts: torch.Tensor, rows_want: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(log p, mu, sigma) of the tokens that the positions ``predicts``
         marks predict, in one right-padded batch: the model's forward pass
         (no key-value cache kept: nothing is generated after it)."""
         targets = input_ids[:, 1:][predicts]
         if self._split_head:
             hidden = self._split_head[0](input_ids=input_ids, use_cache=False).last_hidden_state
-            return self._projected_stats(hidden[:, :-1][predicts], targets, rows_want.unsqueeze(1).expand_as(predicts)[predicts])
+            return self._projected_stats(
+                hidden[:, :-1][predicts], targets, rows_want.unsqueeze(1).expand_as(predicts)[predicts]
+            )
         return distribution_stats(self.model(input_ids=input_ids, use_cache=False).logits[:, :-1][predicts], targets)
 
-    def _score_sequences(self, sequences: Sequence[list[int]], starts: Sequence[int], wants: Sequence[bool],
-                         desc: str) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def _score_sequences(
+        self, sequences: Sequence[list[int]], starts: Sequence[int], wants: Sequence[bool], desc: str
+    ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """(logprobs, mu, sigma) of the tokens ``sequences[i][starts[i]:]``,
         each predicted from the position before it, in batches of similar
         length (``models.batching``), returned in input order; rows where
@@ -237,24 +275,40 @@ class HFLanguageModel:
             predicts = torch.zeros((len(batch), input_ids.shape[1] - 1), dtype=torch.bool)
             for row, i in enumerate(batch):
                 predicts[row, starts[i] - 1 : len(sequences[i]) - 1] = True
-            stats = self._forward_stats(input_ids, predicts.to(device), torch.tensor([wants[i] for i in batch], device=device))
+            stats = self._forward_stats(
+                input_ids, predicts.to(device), torch.tensor([wants[i] for i in batch], device=device)
+            )
             lengths = [len(sequences[i]) - starts[i] for i in batch]
             for i, row in zip(batch, zip(*(self._split_rows(t, lengths) for t in stats), strict=True), strict=True):
                 results[i] = row
 
         with tqdm(total=len(sequences), desc=desc, unit="text", disable=not self.progress, mininterval=5) as bar:
-            run_batches([len(s) for s in sequences], run, max_rows=self.batch_size, token_budget=self.token_budget,
-                        progress=bar.update)
+            run_batches(
+                [len(s) for s in sequences],
+                run,
+                max_rows=self.batch_size,
+                token_budget=self.token_budget,
+                progress=bar.update,
+            )
         return results
 
     @torch.inference_mode()
-    def _continuations(self, ids: Sequence[list[int]], *, max_new_tokens: int, stops: Sequence[StopCondition] | None,
-                       sampling: Sampling | None = None) -> list[list[int]]:
+    def _continuations(
+        self,
+        ids: Sequence[list[int]],
+        *,
+        max_new_tokens: int,
+        stops: Sequence[StopCondition] | None,
+        sampling: Sampling | None = None,
+    ) -> list[list[int]]:
         """New token ids after full token sequences (special tokens included),
         greedy unless ``sampling`` samples."""
         outputs: list[list[int] | None] = [None] * len(ids)
-        decoding = {"do_sample": False} if sampling is None or sampling.greedy else {
-            "do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": 0}  # 0: no top-k cut
+        decoding = (
+            {"do_sample": False}
+            if sampling is None or sampling.greedy
+            else {"do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": 0}
+        )  # 0: no top-k cut
 
         def run(batch: list[int]) -> None:
             width = max(len(ids[i]) for i in batch)
@@ -263,7 +317,9 @@ class HFLanguageModel:
             for row, i in enumerate(batch):  # left padding: continuations start at one column
                 input_ids[row, width - len(ids[i]) :] = torch.tensor(ids[i])
                 mask[row, width - len(ids[i]) :] = 1
-            criteria = StoppingCriteriaList([_StopWhen(self.decode, width, [stops[i] for i in batch])]) if stops else None
+            criteria = (
+                StoppingCriteriaList([_StopWhen(self.decode, width, [stops[i] for i in batch])]) if stops else None
+            )
             generated = self.model.generate(
                 input_ids=input_ids.to(self.model.device),
                 attention_mask=mask.to(self.model.device),
@@ -277,13 +333,21 @@ class HFLanguageModel:
                 outputs[i] = generated[row, width:].tolist()
 
         # a row's width in the budget: its prompt and every token it may generate
-        with tqdm(total=len(ids), desc=f"generating {self.name}", unit="text", disable=not self.progress,
-                  mininterval=5) as bar:
-            run_batches([len(x) + max_new_tokens for x in ids], run, max_rows=self.batch_size,
-                        token_budget=self.token_budget, progress=bar.update)
+        with tqdm(
+            total=len(ids), desc=f"generating {self.name}", unit="text", disable=not self.progress, mininterval=5
+        ) as bar:
+            run_batches(
+                [len(x) + max_new_tokens for x in ids],
+                run,
+                max_rows=self.batch_size,
+                token_budget=self.token_budget,
+                progress=bar.update,
+            )
         return outputs  # type: ignore[return-value]
 
-    def _greedy(self, ids: Sequence[list[int]], *, max_new_tokens: int, stops: Sequence[StopCondition] | None) -> list[str]:
+    def _greedy(
+        self, ids: Sequence[list[int]], *, max_new_tokens: int, stops: Sequence[StopCondition] | None
+    ) -> list[str]:
         """Greedy continuations of full token sequences (special tokens included)."""
         return [self.decode(x) for x in self._continuations(ids, max_new_tokens=max_new_tokens, stops=stops)]
 
@@ -292,14 +356,24 @@ class HFLanguageModel:
     ) -> list[str]:
         return self._greedy([[self.bos_id, *p] for p in prompts], max_new_tokens=max_new_tokens, stops=stops)
 
-    def sample(self, prompts: Sequence[list[int]], *, max_new_tokens: int, temperature: float, seed: int,
-               stops: Sequence[StopCondition] | None = None) -> list[str]:
+    def sample(
+        self,
+        prompts: Sequence[list[int]],
+        *,
+        max_new_tokens: int,
+        temperature: float,
+        seed: int,
+        stops: Sequence[StopCondition] | None = None,
+    ) -> list[str]:
         """Sampled continuations at ``temperature`` (no top-k or top-p cut), the
         batch drawn from torch's generator seeded with ``seed``."""
         torch.manual_seed(seed)
         sampling = Sampling(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
         ids = [[self.bos_id, *p] for p in prompts]
-        return [self.decode(x) for x in self._continuations(ids, max_new_tokens=max_new_tokens, stops=stops, sampling=sampling)]
+        return [
+            self.decode(x)
+            for x in self._continuations(ids, max_new_tokens=max_new_tokens, stops=stops, sampling=sampling)
+        ]
 
     def chat(self, messages: list[dict], *, max_new_tokens: int) -> str:
         """Greedy reply to a chat, formatted by the tokenizer's chat template
@@ -312,6 +386,7 @@ class HFLanguageModel:
         """Completions of full token sequences: greedy ones batched; sampled
         ones one at a time, torch seeded with ``sampling.seed`` (0 if None)
         before each, so an answer never depends on its batch."""
+
         def hit(text: str) -> bool:
             return cut_at_stop(text, sampling.stop)[1]
 
@@ -322,8 +397,9 @@ class HFLanguageModel:
             rows = []
             for one in ids:
                 torch.manual_seed(0 if sampling.seed is None else sampling.seed)
-                rows += self._continuations([one], max_new_tokens=sampling.max_new_tokens, stops=stops and stops[:1],
-                                            sampling=sampling)
+                rows += self._continuations(
+                    [one], max_new_tokens=sampling.max_new_tokens, stops=stops and stops[:1], sampling=sampling
+                )
         out = []
         for row in rows:
             text, stopped = cut_at_stop(self.decode(row), sampling.stop)
@@ -357,5 +433,7 @@ class HFLanguageModel:
         """Every token's log-probability from ``score`` (the first after BOS;
         cut to the context as there)."""
         stats = self.score(texts, moments=[False] * len(texts))
-        return [PromptLogprobs(tuple(self.decode([t]) for t in s.token_ids.tolist()), tuple(map(float, s.logprobs)))
-                for s in stats]
+        return [
+            PromptLogprobs(tuple(self.decode([t]) for t in s.token_ids.tolist()), tuple(map(float, s.logprobs)))
+            for s in stats
+        ]

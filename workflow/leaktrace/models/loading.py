@@ -30,8 +30,12 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 def _hub_kwargs(spec: ModelSpec) -> dict:
     if Path(spec.name_or_path).exists():
         if spec.revision:
-            raise InputError(spec.name_or_path, None, f"revision {spec.revision!r} given for a local directory, which "
-                             "holds one revision: name the hub id with the revision, or drop the revision")
+            raise InputError(
+                spec.name_or_path,
+                None,
+                f"revision {spec.revision!r} given for a local directory, which "
+                "holds one revision: name the hub id with the revision, or drop the revision",
+            )
         return {"local_files_only": True}
     if not is_hub_id(spec.name_or_path):
         raise InputError(spec.name_or_path, None, "model path does not exist (and is not a hub id)")
@@ -47,8 +51,12 @@ def _revision_errors(spec: ModelSpec):
     except OSError as err:
         if not spec.revision:
             raise
-        raise InputError(spec.name_or_path, None, f"cannot load revision {spec.revision!r} (unknown to the hub, or not "
-                         f"in the local hub cache when offline): {err}") from None
+        raise InputError(
+            spec.name_or_path,
+            None,
+            f"cannot load revision {spec.revision!r} (unknown to the hub, or not "
+            f"in the local hub cache when offline): {err}",
+        ) from None
 
 
 def load_tokenizer(spec: ModelSpec) -> PreTrainedTokenizerBase:

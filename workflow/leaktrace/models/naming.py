@@ -41,8 +41,10 @@ def model_coordinates(model: str) -> dict:
         return {"ratio": None, "seed": None, "epoch": 0}
     match = TRAINED_MODEL.fullmatch(model)
     if not match:
-        raise ValueError(f"{model!r} is neither {BASE_MODEL!r}, {REF_MODEL!r} nor a testbed model "
-                         "'target|sham|twin-r<ratio>-s<seed>-e<epoch>'")
+        raise ValueError(
+            f"{model!r} is neither {BASE_MODEL!r}, {REF_MODEL!r} nor a testbed model "
+            "'target|sham|twin-r<ratio>-s<seed>-e<epoch>'"
+        )
     return {"ratio": float(match.group(1)), "seed": int(match.group(2)), "epoch": int(match.group(3))}
 
 
@@ -85,5 +87,7 @@ def dose_labels(model: str) -> tuple[str, str, int, str, int]:
     if kind in _TESTBED_ARM:
         ratio, seed, epoch = trained_model_labels(model.replace("wm-", "target-", 1))
         return _TESTBED_ARM[kind], ratio, 1, seed, int(epoch)
-    raise ValueError(f"{model!r} is neither a dose model (dose[-twin|-wm|-ord]-r<ratio>-c<copies>-s<seed>-e<epoch>) "
-                     "nor a testbed target, twin or watermark target")
+    raise ValueError(
+        f"{model!r} is neither a dose model (dose[-twin|-wm|-ord]-r<ratio>-c<copies>-s<seed>-e<epoch>) "
+        "nor a testbed target, twin or watermark target"
+    )

@@ -60,12 +60,15 @@ class _Failure(Exception):
 class OpenAIModel:
     def __init__(self, spec: ModelSpec, settings: OpenAISettings, *, sleep: Callable[[float], None] = time.sleep):
         if spec.adapter is not None:
-            raise ValueError(f"{spec.name_or_path}: an OpenAI-compatible server serves its adapters as models of their "
-                             "own; name the served adapter as the model instead of setting `adapter`")
+            raise ValueError(
+                f"{spec.name_or_path}: an OpenAI-compatible server serves its adapters as models of their "
+                "own; name the served adapter as the model instead of setting `adapter`"
+            )
         self.spec, self.settings, self._sleep = spec, settings, sleep
         self.name = spec.name_or_path
         self.capabilities = BACKEND_CAPABILITIES["openai"] | (
-            {Capability.PROMPT_LOGPROBS} if settings.prompt_logprobs else set())
+            {Capability.PROMPT_LOGPROBS} if settings.prompt_logprobs else set()
+        )
         self.counts: Counter = Counter()
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -93,7 +96,9 @@ class OpenAIModel:
         except requests.RequestException as err:
             raise _Failure(f"request: {type(err).__name__}: {err}", False) from None
         if response.status_code != 200:
-            raise _Failure(f"http_{response.status_code}: {response.text[:200]}", response.status_code in RETRIED_STATUS)
+            raise _Failure(
+                f"http_{response.status_code}: {response.text[:200]}", response.status_code in RETRIED_STATUS
+            )
         try:
             body = response.json()
         except ValueError:
@@ -133,8 +138,12 @@ class OpenAIModel:
             return list(pool.map(fn, items))
 
     def _sampling(self, sampling: Sampling) -> dict:
-        payload = {"model": self.spec.name_or_path, "max_tokens": sampling.max_new_tokens,
-                   "temperature": sampling.temperature, "top_p": sampling.top_p}
+        payload = {
+            "model": self.spec.name_or_path,
+            "max_tokens": sampling.max_new_tokens,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+        }
         if sampling.seed is not None:
             payload["seed"] = sampling.seed
         if sampling.stop:
@@ -158,25 +167,35 @@ class OpenAIModel:
 
     def chat_many(self, conversations: Sequence[Sequence[Message]], sampling: Sampling) -> list[Completion]:
         base = self._sampling(sampling)
-        return self._answers("/chat/completions", [{**base, "messages": [dict(m) for m in c]} for c in conversations],
-                             lambda c: c["message"]["content"])
+        return self._answers(
+            "/chat/completions",
+            [{**base, "messages": [dict(m) for m in c]} for c in conversations],
+            lambda c: c["message"]["content"],
+        )
 
     def prompt_logprobs(self, texts: Sequence[str]) -> list[PromptLogprobs]:
         """The legacy completions request for prompt log-probabilities: the
         prompt echoed with ``logprobs`` and one new token, of which only the
         tokens starting inside the prompt (``text_offset``) are kept."""
         if not self.settings.prompt_logprobs:
-            raise ValueError(f"{self.name}: the config does not declare that this server gives prompt log-probabilities "
-                             "(prompt_logprobs: true)")
+            raise ValueError(
+                f"{self.name}: the config does not declare that this server gives prompt log-probabilities "
+                "(prompt_logprobs: true)"
+            )
 
         def parse(text: str):
             def read(body: dict) -> PromptLogprobs:
                 lp = body["choices"][0]["logprobs"]
-                rows = [(t, p) for t, p, o in zip(lp["tokens"], lp["token_logprobs"], lp["text_offset"], strict=True)
-                        if o < len(text)]
+                rows = [
+                    (t, p)
+                    for t, p, o in zip(lp["tokens"], lp["token_logprobs"], lp["text_offset"], strict=True)
+                    if o < len(text)
+                ]
                 if any(p is not None and not isinstance(p, int | float) for _, p in rows):
                     raise ValueError("a log-probability is not a number")
-                return PromptLogprobs(tuple(t for t, _ in rows), tuple(None if p is None else float(p) for _, p in rows))
+                return PromptLogprobs(
+                    tuple(t for t, _ in rows), tuple(None if p is None else float(p) for _, p in rows)
+                )
 
             return read
 

@@ -19,12 +19,20 @@ BACKENDS = tuple(BACKEND_CAPABILITIES)
 
 # What each detector family needs of the scored model.
 METHOD_NEEDS = {
-    "loss": {C.PROMPT_LOGPROBS}, "zlib": {C.PROMPT_LOGPROBS}, "lowercase": {C.PROMPT_LOGPROBS},
-    "min_k": {C.PROMPT_LOGPROBS}, "min_k_plus_plus": {C.PROMPT_LOGPROBS, C.NEXT_TOKEN_DISTRIBUTION},
-    "dc_pdd": {C.PROMPT_LOGPROBS}, "ref": {C.PROMPT_LOGPROBS}, "neighbor": {C.PROMPT_LOGPROBS},
-    "recall": {C.PROMPT_LOGPROBS}, "srdetection_graybox": {C.PROMPT_LOGPROBS}, "srdetection_blackbox": {C.GENERATE},
+    "loss": {C.PROMPT_LOGPROBS},
+    "zlib": {C.PROMPT_LOGPROBS},
+    "lowercase": {C.PROMPT_LOGPROBS},
+    "min_k": {C.PROMPT_LOGPROBS},
+    "min_k_plus_plus": {C.PROMPT_LOGPROBS, C.NEXT_TOKEN_DISTRIBUTION},
+    "dc_pdd": {C.PROMPT_LOGPROBS},
+    "ref": {C.PROMPT_LOGPROBS},
+    "neighbor": {C.PROMPT_LOGPROBS},
+    "recall": {C.PROMPT_LOGPROBS},
+    "srdetection_graybox": {C.PROMPT_LOGPROBS},
+    "srdetection_blackbox": {C.GENERATE},
     # the target only generates; their features come from models of their own (reference adapter, mapping model)
-    "dpdllm": {C.GENERATE}, "veilprobe": {C.GENERATE},
+    "dpdllm": {C.GENERATE},
+    "veilprobe": {C.GENERATE},
 }
 
 
@@ -34,8 +42,14 @@ class BackendError(ValueError):
 
 def spec_from_config(role: dict) -> ModelSpec:
     """The ``ModelSpec`` of a role's config block (schema ``$defs/llm``)."""
-    return ModelSpec(name_or_path=role["model"], adapter=role.get("adapter"), dtype=role.get("dtype", "float32"),
-                     device=role.get("device", "cpu"), revision=role.get("revision"), backend=role["backend"])
+    return ModelSpec(
+        name_or_path=role["model"],
+        adapter=role.get("adapter"),
+        dtype=role.get("dtype", "float32"),
+        device=role.get("device", "cpu"),
+        revision=role.get("revision"),
+        backend=role["backend"],
+    )
 
 
 def backend_capabilities(role: dict) -> frozenset[Capability]:
@@ -58,11 +72,18 @@ def select_backend(candidates: Sequence[dict], needs: Iterable[Capability], purp
     for role in candidates:
         if needs <= backend_capabilities(role):
             return role
-    offered = "; ".join(f"{r['backend']} ({r['model']}) lacks {', '.join(sorted(n.value for n in needs - backend_capabilities(r)))}"
-                        for r in candidates) or "no model is configured"
+    offered = (
+        "; ".join(
+            f"{r['backend']} ({r['model']}) lacks {', '.join(sorted(n.value for n in needs - backend_capabilities(r)))}"
+            for r in candidates
+        )
+        or "no model is configured"
+    )
     able = [b for b in BACKENDS if needs <= backend_capabilities({"backend": b, "openai": {"prompt_logprobs": True}})]
-    raise BackendError(f"{purpose} needs {', '.join(sorted(n.value for n in needs))}: {offered}. "
-                       f"Backends that can: {', '.join(able) or 'none'}")
+    raise BackendError(
+        f"{purpose} needs {', '.join(sorted(n.value for n in needs))}: {offered}. "
+        f"Backends that can: {', '.join(able) or 'none'}"
+    )
 
 
 # One vLLM engine per base model and engine settings in a process: a stage
@@ -101,5 +122,10 @@ def open_model(role: dict, needs: Iterable[Capability], purpose: str, cache_dir:
     role = select_backend([role], needs, purpose)
     if cache_dir is None:
         return _construct(role)
-    return CachedModel(spec_from_config(role), backend_capabilities(role), lambda: _construct(role),
-                       ResponseCache(cache_dir), batch_size=role.get("batch_size", 16))
+    return CachedModel(
+        spec_from_config(role),
+        backend_capabilities(role),
+        lambda: _construct(role),
+        ResponseCache(cache_dir),
+        batch_size=role.get("batch_size", 16),
+    )

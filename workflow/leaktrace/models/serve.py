@@ -70,10 +70,13 @@ class ModelServer(ThreadingHTTPServer):
         if _field(body, "n", (int,), 1) != 1:
             raise RequestError(400, "only n=1 is supported")
         try:
-            return Sampling(max_new_tokens=_field(body, "max_tokens", (int,), DEFAULT_MAX_TOKENS),
-                            temperature=float(_field(body, "temperature", (int, float), 1.0)),
-                            top_p=float(_field(body, "top_p", (int, float), 1.0)),
-                            seed=_field(body, "seed", (int,)), stop=tuple(stop))
+            return Sampling(
+                max_new_tokens=_field(body, "max_tokens", (int,), DEFAULT_MAX_TOKENS),
+                temperature=float(_field(body, "temperature", (int, float), 1.0)),
+                top_p=float(_field(body, "top_p", (int, float), 1.0)),
+                seed=_field(body, "seed", (int,)),
+                stop=tuple(stop),
+            )
         except ValueError as err:
             raise RequestError(400, str(err)) from None
 
@@ -87,7 +90,12 @@ class ModelServer(ThreadingHTTPServer):
         offsets += [len(prompt) + len(self.lm.decode(text_ids[:k])) for k in range(len(text_ids))]
         tokens = [self.lm.decode([t]) for t in prompt_ids + text_ids]
         keep = slice(0, None) if echo else slice(len(prompt_ids), None)
-        return {"tokens": tokens[keep], "token_logprobs": logprobs[keep], "text_offset": offsets[keep], "top_logprobs": None}
+        return {
+            "tokens": tokens[keep],
+            "token_logprobs": logprobs[keep],
+            "text_offset": offsets[keep],
+            "top_logprobs": None,
+        }
 
     def completions(self, body: dict) -> dict:
         prompts = _field(body, "prompt", (str, list))
@@ -110,15 +118,22 @@ class ModelServer(ThreadingHTTPServer):
         choices = []
         for i, (prompt, answer) in enumerate(zip(prompts, answers, strict=True)):
             text = "" if answer is None else answer.text
-            choices.append({"index": i, "text": prompt + text if echo else text,
-                            "logprobs": None if logprobs is None else self._token_logprobs(prompt, text, echo),
-                            "finish_reason": "length" if answer is None else answer.finish_reason})
+            choices.append(
+                {
+                    "index": i,
+                    "text": prompt + text if echo else text,
+                    "logprobs": None if logprobs is None else self._token_logprobs(prompt, text, echo),
+                    "finish_reason": "length" if answer is None else answer.finish_reason,
+                }
+            )
         return {"object": "text_completion", "choices": choices}
 
     def chat_completions(self, body: dict) -> dict:
         messages = _field(body, "messages", (list,))
-        if not messages or not all(isinstance(m, dict) and isinstance(m.get("role"), str)
-                                   and isinstance(m.get("content"), str) for m in messages):
+        if not messages or not all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+            for m in messages
+        ):
             raise RequestError(400, "`messages` must be a non-empty list of {role, content} strings")
         if body.get("logprobs"):
             raise RequestError(400, "logprobs are offered on /v1/completions only")
@@ -126,9 +141,16 @@ class ModelServer(ThreadingHTTPServer):
             [answer] = self.lm.chat_many([messages], self._sampling(body))
         except ValueError as err:  # no chat template
             raise RequestError(400, str(err)) from None
-        return {"object": "chat.completion",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": answer.text},
-                             "finish_reason": answer.finish_reason}]}
+        return {
+            "object": "chat.completion",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": answer.text},
+                    "finish_reason": answer.finish_reason,
+                }
+            ],
+        }
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -160,8 +182,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if self.path.rstrip("/") != "/v1/models":
             return self._error(404, f"no such endpoint {self.path}")
-        self._send(200, {"object": "list", "data": [{"id": self.server.served_name, "object": "model",
-                                                      "owned_by": "leaktrace"}]})
+        self._send(
+            200,
+            {"object": "list", "data": [{"id": self.server.served_name, "object": "model", "owned_by": "leaktrace"}]},
+        )
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
@@ -177,7 +201,9 @@ class _Handler(BaseHTTPRequestHandler):
             if not isinstance(body, dict):
                 raise RequestError(400, "the request body must be a JSON object")
             if body.get("model") != self.server.served_name:
-                raise RequestError(404, f"model {body.get('model')!r} is not served here ({self.server.served_name!r} is)")
+                raise RequestError(
+                    404, f"model {body.get('model')!r} is not served here ({self.server.served_name!r} is)"
+                )
             with self.server.lock:
                 answer = handler(body)
         except json.JSONDecodeError as err:
@@ -187,12 +213,28 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as err:  # the server outlives any one request
             log.exception("request failed")
             return self._error(500, f"{type(err).__name__}: {err}")
-        self._send(200, {"id": f"leaktrace-{time.monotonic_ns()}", "created": int(time.time()),
-                         "model": self.server.served_name, **answer})
+        self._send(
+            200,
+            {
+                "id": f"leaktrace-{time.monotonic_ns()}",
+                "created": int(time.time()),
+                "model": self.server.served_name,
+                **answer,
+            },
+        )
 
 
-def serve(spec, *, name: str | None = None, host: str = "127.0.0.1", port: int = 8000, allow_remote: bool = False,
-          chat_template: str | None = None, api_key_env: str | None = None, max_length: int | None = None) -> None:
+def serve(
+    spec,
+    *,
+    name: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    allow_remote: bool = False,
+    chat_template: str | None = None,
+    api_key_env: str | None = None,
+    max_length: int | None = None,
+) -> None:
     """Load the model and answer until interrupted; the address (with the
     port the system chose for port 0) is logged as ``serving NAME at URL``."""
     import os

@@ -116,13 +116,17 @@ def read_token_counts(path: Path, tokenizer: str | None = None) -> TokenCounts:
     vocab_size = rows.column("vocab_size")[0].as_py()
     ids = rows.column("token_id").to_numpy()
     if rows.num_rows != vocab_size or not np.array_equal(np.sort(ids), np.arange(vocab_size)):
-        raise InputError(str(path), None, f"token counts for {tokenizer} do not cover ids 0..{vocab_size - 1} once each")
+        raise InputError(
+            str(path), None, f"token counts for {tokenizer} do not cover ids 0..{vocab_size - 1} once each"
+        )
     counts = np.zeros(vocab_size, dtype=np.int64)
     counts[ids] = rows.column("count").to_numpy()
     return TokenCounts(tokenizer, counts)
 
 
-def cached_token_counts(tokenizer, texts: Iterable[str], cache_dir: Path, corpus: str, *, progress: bool = False) -> TokenCounts:
+def cached_token_counts(
+    tokenizer, texts: Iterable[str], cache_dir: Path, corpus: str, *, progress: bool = False
+) -> TokenCounts:
     """Counts of ``corpus`` under ``tokenizer``, read from
     ``cache_dir/{corpus}.{fingerprint}.parquet`` or counted and written there."""
     fingerprint = tokenizer_fingerprint(tokenizer)

@@ -35,10 +35,19 @@ Key = tuple[str, int, str]  # sample_id, variant_id, view
 def write_token_stats(keys: Sequence[Key], stats: Sequence[TokenStats], path: Path) -> None:
     columns: dict[str, list] = {name: [] for name in TOKENS_SCHEMA.names}
     for (sid, vid, view), s in zip(keys, stats, strict=True):
-        for name, value in (("sample_id", sid), ("variant_id", vid), ("view", view), ("n_tokens", s.n_tokens),
-                            ("truncated", s.truncated), ("token_ids", s.token_ids), ("logprobs", s.logprobs),
-                            ("mu", s.mu), ("sigma", s.sigma), ("prefix_shots", s.prefix_shots),
-                            ("prefix_tokens", s.prefix_tokens)):
+        for name, value in (
+            ("sample_id", sid),
+            ("variant_id", vid),
+            ("view", view),
+            ("n_tokens", s.n_tokens),
+            ("truncated", s.truncated),
+            ("token_ids", s.token_ids),
+            ("logprobs", s.logprobs),
+            ("mu", s.mu),
+            ("sigma", s.sigma),
+            ("prefix_shots", s.prefix_shots),
+            ("prefix_tokens", s.prefix_tokens),
+        ):
             columns[name].append(value)
     write_table(columns, TOKENS_SCHEMA, path)
 

@@ -49,7 +49,9 @@ def vllm_api() -> VLLMApi:
         from vllm import LLM, SamplingParams
         from vllm.lora.request import LoRARequest
     except ImportError as err:
-        raise ImportError("the vllm backend needs the `vllm` extra (pip install 'leaktrace[vllm]') on a GPU machine") from err
+        raise ImportError(
+            "the vllm backend needs the `vllm` extra (pip install 'leaktrace[vllm]') on a GPU machine"
+        ) from err
     return VLLMApi(LLM, SamplingParams, LoRARequest)
 
 
@@ -61,9 +63,14 @@ class _Engine:
         if spec.dtype not in DTYPES:
             raise ValueError(f"unknown dtype {spec.dtype!r}; choose one of {sorted(DTYPES)}")
         self.api, self.lora_enabled = api, settings.enable_lora or spec.adapter is not None
-        kwargs = {"revision": spec.revision, "dtype": spec.dtype, "tensor_parallel_size": settings.tensor_parallel_size,
-                  "gpu_memory_utilization": settings.gpu_memory_utilization, "seed": settings.seed,
-                  "enforce_eager": settings.enforce_eager}
+        kwargs = {
+            "revision": spec.revision,
+            "dtype": spec.dtype,
+            "tensor_parallel_size": settings.tensor_parallel_size,
+            "gpu_memory_utilization": settings.gpu_memory_utilization,
+            "seed": settings.seed,
+            "enforce_eager": settings.enforce_eager,
+        }
         if settings.max_model_len is not None:
             kwargs["max_model_len"] = settings.max_model_len
         if self.lora_enabled:
@@ -79,15 +86,18 @@ class _Engine:
         if not Path(adapter).is_dir():
             raise ValueError(f"adapter directory {adapter} does not exist")
         if adapter not in self._adapters:
-            self._adapters[adapter] = self.api.LoRARequest(lora_name=f"adapter-{len(self._adapters) + 1}",
-                                                           lora_int_id=len(self._adapters) + 1, lora_path=adapter)
+            self._adapters[adapter] = self.api.LoRARequest(
+                lora_name=f"adapter-{len(self._adapters) + 1}", lora_int_id=len(self._adapters) + 1, lora_path=adapter
+            )
         return self._adapters[adapter]
 
 
 class VLLMModel:
     capabilities = BACKEND_CAPABILITIES["vllm"]
 
-    def __init__(self, spec: ModelSpec, settings: VLLMSettings, *, api: VLLMApi | None = None, engine: _Engine | None = None):
+    def __init__(
+        self, spec: ModelSpec, settings: VLLMSettings, *, api: VLLMApi | None = None, engine: _Engine | None = None
+    ):
         self.spec = spec
         self.name = spec.name_or_path if spec.adapter is None else f"{spec.name_or_path}+{spec.adapter}"
         self.engine = engine or _Engine(spec, settings, api or vllm_api())
@@ -101,21 +111,35 @@ class VLLMModel:
         return VLLMModel(spec, self.settings, engine=self.engine)
 
     def _params(self, sampling: Sampling, **extra):
-        return self.engine.api.SamplingParams(n=1, max_tokens=sampling.max_new_tokens, temperature=sampling.temperature,
-                                              top_p=sampling.top_p, seed=sampling.seed,
-                                              stop=list(sampling.stop) or None, **extra)
+        return self.engine.api.SamplingParams(
+            n=1,
+            max_tokens=sampling.max_new_tokens,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            seed=sampling.seed,
+            stop=list(sampling.stop) or None,
+            **extra,
+        )
 
     @staticmethod
     def _completions(outputs) -> list[Completion]:
         return [Completion(o.outputs[0].text, o.outputs[0].finish_reason) for o in outputs]
 
     def complete(self, prompts: Sequence[str], sampling: Sampling) -> list[Completion]:
-        return self._completions(self.engine.llm.generate(list(prompts), self._params(sampling), use_tqdm=False,
-                                                          lora_request=self._lora))
+        return self._completions(
+            self.engine.llm.generate(list(prompts), self._params(sampling), use_tqdm=False, lora_request=self._lora)
+        )
 
     def chat_many(self, conversations: Sequence[Sequence[Message]], sampling: Sampling) -> list[Completion]:
-        return self._completions(self.engine.llm.chat([[dict(m) for m in c] for c in conversations], self._params(sampling),
-                                                      use_tqdm=False, lora_request=self._lora, add_generation_prompt=True))
+        return self._completions(
+            self.engine.llm.chat(
+                [[dict(m) for m in c] for c in conversations],
+                self._params(sampling),
+                use_tqdm=False,
+                lora_request=self._lora,
+                add_generation_prompt=True,
+            )
+        )
 
     def prompt_logprobs(self, texts: Sequence[str]) -> list[PromptLogprobs]:
         """Every prompt token's log-probability after the first one (BOS where
@@ -123,6 +147,8 @@ class VLLMModel:
         params = self._params(Sampling(max_new_tokens=1), prompt_logprobs=0)
         out = []
         for o in self.engine.llm.generate(list(texts), params, use_tqdm=False, lora_request=self._lora):
-            chosen = [position[token] for token, position in zip(o.prompt_token_ids[1:], o.prompt_logprobs[1:], strict=True)]
+            chosen = [
+                position[token] for token, position in zip(o.prompt_token_ids[1:], o.prompt_logprobs[1:], strict=True)
+            ]
             out.append(PromptLogprobs(tuple(c.decoded_token for c in chosen), tuple(float(c.logprob) for c in chosen)))
         return out

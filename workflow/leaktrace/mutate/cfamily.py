@@ -65,8 +65,16 @@ _NOT_TYPES = frozenset(
     "struct union enum class typename template typedef extends implements throws default break continue".split()
 )
 _CODE_BLOCK_AFTER = (")", "else", "do", "try", "finally", "const", "noexcept", "override", "->", "mutable")
-_COMMENTS = ("// check the input first", "// main loop", "// update the running state", "// edge case",
-             "// TODO: handle overflow", "// done", "// the result", "// helper values")
+_COMMENTS = (
+    "// check the input first",
+    "// main loop",
+    "// update the running state",
+    "// edge case",
+    "// TODO: handle overflow",
+    "// done",
+    "// the result",
+    "// helper values",
+)
 RANDOM_NAME_LENGTH = 8
 _MAX_STEPS = 100
 
@@ -116,8 +124,11 @@ def renamable(code: str) -> list[str]:
             continue
         prev = toks[i - 1] if i else None
         nxt = toks[i + 1] if i + 1 < len(toks) else None
-        if (t.line in pre or (prev is not None and prev.text in (".", "->", "::"))
-                or (nxt is not None and nxt.text in ("(", "::"))):
+        if (
+            t.line in pre
+            or (prev is not None and prev.text in (".", "->", "::"))
+            or (nxt is not None and nxt.text in ("(", "::"))
+        ):
             banned.add(t.text)
             continue
         if prev is None or nxt is None or nxt.text not in _DECLARED_BEFORE:
@@ -125,8 +136,11 @@ def renamable(code: str) -> list[str]:
         type_before = prev.text in _TYPE_BEFORE or (prev.kind == "name" and prev.text not in _NOT_TYPES)
         if type_before and t.text not in declared:
             declared.append(t.text)
-    return [n for n in declared
-            if n not in banned and n not in C_KEYWORDS and n not in LIBRARY and (n[0].islower() or n[0] == "_")]
+    return [
+        n
+        for n in declared
+        if n not in banned and n not in C_KEYWORDS and n not in LIBRARY and (n[0].islower() or n[0] == "_")
+    ]
 
 
 def rename(code: str, new_name, rng: random.Random) -> tuple[str, dict[str, str]]:
@@ -158,6 +172,7 @@ def random_name(name: str, rng: random.Random, taken: set[str]) -> str:
 
 def synonym_name(names: NameProposer):
     """A ``new_name`` drawing synonyms of the name's words (None where it has none)."""
+
     def draw(name: str, rng: random.Random, taken: set[str]) -> str | None:
         if not names.can_rename(name):
             return None
@@ -166,6 +181,7 @@ def synonym_name(names: NameProposer):
             if new != name and new not in taken and new.isidentifier():
                 return new
         return None
+
     return draw
 
 
@@ -216,8 +232,14 @@ def statement_lines(code: str) -> list[int]:
         last = toks[-1].text
         starts_fresh = previous in (None, ";", "{", "}", ":")
         whole = depth_at[i] == 0 and (i + 1 == len(lines) or depth_at[i + 1] == 0)
-        if (in_code[i] and starts_fresh and whole and last == ";" and toks[0].text not in ("for", "}", "else")
-                and not text.lstrip().startswith("#")):
+        if (
+            in_code[i]
+            and starts_fresh
+            and whole
+            and last == ";"
+            and toks[0].text not in ("for", "}", "else")
+            and not text.lstrip().startswith("#")
+        ):
             out.append(i)
         previous = last
     return out
@@ -233,13 +255,32 @@ def _is_expression_statement(toks: list[Tok]) -> bool:
         return True
     if toks[0].kind != "name" or toks[0].text in C_KEYWORDS or len(toks) < 3:
         return False
-    return toks[1].text in ("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "++", "--", "[", ".",
-                            "->", "(")
+    return toks[1].text in (
+        "=",
+        "+=",
+        "-=",
+        "*=",
+        "/=",
+        "%=",
+        "&=",
+        "|=",
+        "^=",
+        "<<=",
+        ">>=",
+        "++",
+        "--",
+        "[",
+        ".",
+        "->",
+        "(",
+    )
 
 
 def _operand(t: Tok) -> bool:
     """A number or a lower-case name that is no keyword: not a type (``Map<Integer, ...>``, ``pair<int, int>``)."""
-    return t.kind == "number" or (t.kind == "name" and t.text not in C_KEYWORDS and (t.text[0].islower() or t.text[0] == "_"))
+    return t.kind == "number" or (
+        t.kind == "name" and t.text not in C_KEYWORDS and (t.text[0].islower() or t.text[0] == "_")
+    )
 
 
 _FLIP = {"==": "==", "!=": "!=", "+": "+", "*": "*", "<": ">", ">": "<", "<=": ">=", ">=": "<="}
@@ -257,7 +298,13 @@ def _modifications(text: str) -> list[str]:
         after = toks[i + 1] if i + 1 < len(toks) else None
         if t.kind == "number" and re.fullmatch(r"\d+", t.text):
             out.append(text[: t.start] + str(int(t.text) + 1) + text[t.end :])
-        if t.text in ("++", "--") and before is not None and before.kind == "name" and after is not None and after.text in (";", ")"):
+        if (
+            t.text in ("++", "--")
+            and before is not None
+            and before.kind == "name"
+            and after is not None
+            and after.text in (";", ")")
+        ):
             out.append(text[: before.start] + f"{before.text} {t.text[0]}= 1" + text[t.end :])
         if t.text in _COMPOUND and i == 1 and before.kind == "name" and toks[-1].text == ";":
             rhs = text[after.start : toks[-1].start].strip()
@@ -265,15 +312,31 @@ def _modifications(text: str) -> list[str]:
         if t.text in _FLIP and before is not None and after is not None and _operand(before) and _operand(after):
             outer_left = toks[i - 2].text if i > 1 else None
             outer_right = toks[i + 2].text if i + 2 < len(toks) else None
-            if outer_left in (None, "(", "=", ",", "return", "&&", "||") and outer_right in (None, ")", ";", ",", "&&", "||"):
-                out.append(text[: before.start] + after.text + text[before.end : t.start] + _FLIP[t.text]
-                           + text[t.end : after.start] + before.text + text[after.end :])
+            if outer_left in (None, "(", "=", ",", "return", "&&", "||") and outer_right in (
+                None,
+                ")",
+                ";",
+                ",",
+                "&&",
+                "||",
+            ):
+                out.append(
+                    text[: before.start]
+                    + after.text
+                    + text[before.end : t.start]
+                    + _FLIP[t.text]
+                    + text[t.end : after.start]
+                    + before.text
+                    + text[after.end :]
+                )
     return [m for m in out if m != text]
 
 
 def _fresh_name(code: str) -> str:
     taken = {t.text for t in tokens(code) if t.kind == "name"}
-    return next(n for n in (*("unused", "spare", "scratch", "marker"), *(f"tmp{k}" for k in range(100))) if n not in taken)
+    return next(
+        n for n in (*("unused", "spare", "scratch", "marker"), *(f"tmp{k}" for k in range(100))) if n not in taken
+    )
 
 
 def _insertion(name: str, rng: random.Random) -> str:
@@ -301,14 +364,29 @@ def _edits(code: str, rng: random.Random) -> dict[str, list[str]]:
             out["modify"] += ["\n".join(lines[:i] + [changed] + lines[i + 1 :]) for changed in _modifications(line)]
     # not after a jump (Java rejects unreachable code), nor before `else` (it would lose its `if`) or
     # a case label (a declaration may not be jumped over)
-    anchors = [i for i in stmts if i + 1 < len(lines) and not re.match(r"\s*(else|case|default)\b", lines[i + 1])
-               and not re.match(r"\s*(return|break|continue|throw)\b", lines[i])]
-    anchors += [i for i, text in enumerate(lines) if text.rstrip().endswith("{") and i + 1 < len(lines) and in_code[i + 1]
-                and not text.lstrip().startswith("switch")]
+    anchors = [
+        i
+        for i in stmts
+        if i + 1 < len(lines)
+        and not re.match(r"\s*(else|case|default)\b", lines[i + 1])
+        and not re.match(r"\s*(return|break|continue|throw)\b", lines[i])
+    ]
+    anchors += [
+        i
+        for i, text in enumerate(lines)
+        if text.rstrip().endswith("{")
+        and i + 1 < len(lines)
+        and in_code[i + 1]
+        and not text.lstrip().startswith("switch")
+    ]
     fresh = _fresh_name(code)
     for i in sorted(set(anchors)):
         below = lines[i + 1] if lines[i + 1].strip() and not lines[i + 1].lstrip().startswith("}") else None
-        indent = _indent(below) if below is not None else _indent(lines[i]) + ("    " if lines[i].rstrip().endswith("{") else "")
+        indent = (
+            _indent(below)
+            if below is not None
+            else _indent(lines[i]) + ("    " if lines[i].rstrip().endswith("{") else "")
+        )
         out["insert"].append("\n".join(lines[: i + 1] + [indent + _insertion(fresh, rng)] + lines[i + 1 :]))
     return out
 
@@ -321,15 +399,24 @@ def rewrite_statements(code: str, target: float, rng: random.Random) -> CloneMut
     inserted and a fifth of the simple statements deleted (at least one each), so the copy
     keeps most of what the code does."""
     text, similarity = code, 1.0
-    budget = {"insert": max(1, sum(bool(line.strip()) for line in code.split("\n")) // 5),
-              "delete": max(1, len(statement_lines(code)) // 5)}
+    budget = {
+        "insert": max(1, sum(bool(line.strip()) for line in code.split("\n")) // 5),
+        "delete": max(1, len(statement_lines(code)) // 5),
+    }
     made: dict[str, int] = {"insert": 0, "delete": 0, "modify": 0}
     for _ in range(_MAX_STEPS):
         if similarity <= target:
             break
-        edits = {kind: [e for e in found if line_similarity(code, e) < similarity
-                        or (kind == "insert" and line_similarity(code, e) == similarity)]
-                 for kind, found in _edits(text, rng).items() if kind == "modify" or made[kind] < budget[kind]}
+        edits = {
+            kind: [
+                e
+                for e in found
+                if line_similarity(code, e) < similarity
+                or (kind == "insert" and line_similarity(code, e) == similarity)
+            ]
+            for kind, found in _edits(text, rng).items()
+            if kind == "modify" or made[kind] < budget[kind]
+        }
         kinds = [kind for kind, found in edits.items() if found]
         if not kinds:
             break

@@ -32,8 +32,9 @@ def test_names(test: str) -> frozenset[str]:
 
 
 def build_limits(limits: SandboxLimits) -> SandboxLimits:
-    return dataclasses.replace(limits, timeout_s=max(limits.timeout_s, MIN_BUILD_TIMEOUT_S),
-                               cpu_s=max(limits.cpu_s, MIN_BUILD_CPU_S))
+    return dataclasses.replace(
+        limits, timeout_s=max(limits.timeout_s, MIN_BUILD_TIMEOUT_S), cpu_s=max(limits.cpu_s, MIN_BUILD_CPU_S)
+    )
 
 
 def program_source(code: str, test: str) -> str:
@@ -62,15 +63,17 @@ def _outcome(result: SandboxResult) -> tuple[bool, str]:
     return True, steps[-1][2].decode("utf-8", "replace")
 
 
-def validate_compiled(programs: list[tuple[str, str, str]], originals: list[int], limits: SandboxLimits, *,
-                      workers: int = 1) -> list[tuple[bool | None, str | None]]:
+def validate_compiled(
+    programs: list[tuple[str, str, str]], originals: list[int], limits: SandboxLimits, *, workers: int = 1
+) -> list[tuple[bool | None, str | None]]:
     """(valid, why not) for each (language, code, test); `originals[i]` is the index of
     program i's original (itself for an original)."""
     missing = {language: toolchains.missing(language) for language in {p[0] for p in programs}}
     runnable = [i for i, program in enumerate(programs) if missing[program[0]] is None]
     limits = build_limits(limits)
-    results = in_parallel([functools.partial(_run, programs[i][0], program_source(*programs[i][1:]), limits)
-                           for i in runnable], workers)
+    results = in_parallel(
+        [functools.partial(_run, programs[i][0], program_source(*programs[i][1:]), limits) for i in runnable], workers
+    )
     outcomes = {i: _outcome(result) for i, result in zip(runnable, results)}
     verdicts = []
     for i, (language, _, _) in enumerate(programs):

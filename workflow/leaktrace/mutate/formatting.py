@@ -80,8 +80,16 @@ def reformat_python(code: str, style: dict) -> str:
 def reformat_clang(code: str, language: str, style: str) -> str:
     """`code` through clang-format; the file name it is told tells it the language."""
     result = subprocess.run(
-        [clang_format.get_executable("clang-format"), f"--style={style}", f"--assume-filename={CLANG_LANGUAGES[language]}"],
-        input=code, capture_output=True, text=True, timeout=60, check=False,
+        [
+            clang_format.get_executable("clang-format"),
+            f"--style={style}",
+            f"--assume-filename={CLANG_LANGUAGES[language]}",
+        ],
+        input=code,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     if result.returncode != 0:
         raise ValueError(f"clang-format failed: {result.stderr.strip()[:200]}")

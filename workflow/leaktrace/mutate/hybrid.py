@@ -21,8 +21,9 @@ class HybridMutation:
     statements: StatementMutation
 
 
-def hybrid(code: str, entry_point: str, names: NameProposer, target: float, rng: random.Random,
-           protected: Collection[str]) -> HybridMutation:
+def hybrid(
+    code: str, entry_point: str, names: NameProposer, target: float, rng: random.Random, protected: Collection[str]
+) -> HybridMutation:
     synonyms = SynonymNames(names)
     renamed = rename(code, entry_point, synonyms, rng, protected)
     text = renamed.text if renamed else code

@@ -75,8 +75,16 @@ class Mutated:
     details: dict = field(default_factory=dict)  # renames, rewrites applied
 
 
-def apply_mutation(mutation: Mutation, code: str, language: str, entry_point: str | None, rng: random.Random, *,
-                   names: NameProposer | None = None, protected: Collection[str] = ()) -> Mutated:
+def apply_mutation(
+    mutation: Mutation,
+    code: str,
+    language: str,
+    entry_point: str | None,
+    rng: random.Random,
+    *,
+    names: NameProposer | None = None,
+    protected: Collection[str] = (),
+) -> Mutated:
     """`code` mutated by `mutation`. `protected` names (those the tests use) keep theirs
     and are never introduced; the entry point keeps its name."""
     if mutation.kind == "T1":
@@ -92,18 +100,33 @@ def apply_mutation(mutation: Mutation, code: str, language: str, entry_point: st
         proposer = SynonymNames(names) if mutation.kind == "T2a" else RandomNames()
         renamed = rename(code, entry_point, proposer, rng, protected)
         text = renamed.text if renamed else code
-        return Mutated(text, entry_point, line_similarity(code, text), renamed is not None,
-                       rename_details(code, renamed, proposer))
+        return Mutated(
+            text, entry_point, line_similarity(code, text), renamed is not None, rename_details(code, renamed, proposer)
+        )
     if mutation.kind == "T3":
-        result = rewrite_statements(code, mutation.target, rng, protected={*protected, *([entry_point] if entry_point else [])})
+        result = rewrite_statements(
+            code, mutation.target, rng, protected={*protected, *([entry_point] if entry_point else [])}
+        )
         return Mutated(result.text, entry_point, result.similarity, result.reached, {"rewrites": list(result.rewrites)})
     result = hybrid(code, entry_point, names, mutation.target, rng, protected)
-    return Mutated(result.statements.text, entry_point, result.statements.similarity, result.statements.reached,
-                   {**result.renames, "rewrites": list(result.statements.rewrites)})
+    return Mutated(
+        result.statements.text,
+        entry_point,
+        result.statements.similarity,
+        result.statements.reached,
+        {**result.renames, "rewrites": list(result.statements.rewrites)},
+    )
 
 
-def _apply_to_tree(mutation: Mutation, code: str, language: str, entry_point: str | None, rng: random.Random,
-                   names: NameProposer | None, protected: Collection[str]) -> Mutated:
+def _apply_to_tree(
+    mutation: Mutation,
+    code: str,
+    language: str,
+    entry_point: str | None,
+    rng: random.Random,
+    names: NameProposer | None,
+    protected: Collection[str],
+) -> Mutated:
     """T2a, T2b, T3 and Hybrid of Java and C++, on tree-sitter's tree (`tree_renaming`, `tree_statements`)."""
     protected = {*protected, *([entry_point] if entry_point else [])}
     details: dict = {}
@@ -111,10 +134,14 @@ def _apply_to_tree(mutation: Mutation, code: str, language: str, entry_point: st
     if mutation.kind in ("T2a", "T2b", "hybrid"):
         proposer = RandomNames() if mutation.kind == "T2b" else SynonymNames(names)
         text, renames, kinds = tree_renaming.rename(code, language, proposer, rng, protected)
-        details = {"renames": renames, "kinds": kinds,
-                   "sources": {old: proposer.sources.get((old, new), "synonym") for old, new in renames.items()}}
+        details = {
+            "renames": renames,
+            "kinds": kinds,
+            "sources": {old: proposer.sources.get((old, new), "synonym") for old, new in renames.items()},
+        }
         if mutation.kind != "hybrid":
             return Mutated(text, entry_point, line_similarity(code, text), bool(renames), details)
     result = tree_statements.rewrite_statements(text, language, mutation.target, rng, protected)
-    return Mutated(result.text, entry_point, result.similarity, result.reached,
-                   {**details, "rewrites": list(result.rewrites)})
+    return Mutated(
+        result.text, entry_point, result.similarity, result.reached, {**details, "rewrites": list(result.rewrites)}
+    )

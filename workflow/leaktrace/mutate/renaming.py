@@ -132,14 +132,21 @@ def name_kinds(code: str) -> dict[str, str]:
     return {name: kind for name, (_, kind) in kinds.items()}
 
 
-def rename(code: str, entry_point: str | None, names: NameProposer | SynonymNames | RandomNames, rng: random.Random,
-           protected: Collection[str]) -> Variant | None:
+def rename(
+    code: str,
+    entry_point: str | None,
+    names: NameProposer | SynonymNames | RandomNames,
+    rng: random.Random,
+    protected: Collection[str],
+) -> Variant | None:
     """`code` with its renamable names renamed by `names`; `entry_point` and `protected`
     keep theirs (without an entry point, the first top-level function keeps its name, as
     callers may call it). None when no name can change."""
     if entry_point is None:
-        entry_point = next((node.name for node in ast.parse(code).body
-                            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        entry_point = next(
+            (node.name for node in ast.parse(code).body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))),
+            None,
+        )
         if entry_point is None:
             raise ValueError("renaming needs an entry point or a top-level function")
     variants = make_variants(code, entry_point, names, n=1, rng=rng, reserved={entry_point, *protected})
@@ -150,5 +157,8 @@ def rename_details(code: str, renamed: Variant | None, names: SynonymNames | Ran
     """The renames of a T2 text, with each old name's kind and its new name's source."""
     renames = renamed.renames if renamed else {}
     kinds = name_kinds(code)
-    return {"renames": renames, "kinds": {old: kinds.get(old, "local") for old in renames},
-            "sources": {old: names.sources.get((old, new), "synonym") for old, new in renames.items()}}
+    return {
+        "renames": renames,
+        "kinds": {old: kinds.get(old, "local") for old in renames},
+        "sources": {old: names.sources.get((old, new), "synonym") for old, new in renames.items()},
+    }

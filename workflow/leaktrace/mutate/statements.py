@@ -154,7 +154,8 @@ def _ends_flow(block: cst.BaseSuite) -> bool:
         return False
     last = block.body[-1]
     return isinstance(last, cst.SimpleStatementLine) and isinstance(
-        last.body[-1], (cst.Return, cst.Raise, cst.Continue, cst.Break))
+        last.body[-1], (cst.Return, cst.Raise, cst.Continue, cst.Break)
+    )
 
 
 _PURE = (cst.Name, cst.Integer, cst.Float, cst.SimpleString)
@@ -166,8 +167,11 @@ def _pure(expression: cst.BaseExpression) -> bool:
         return True
     if isinstance(expression, cst.Attribute):
         return isinstance(expression.value, cst.Name)
-    return isinstance(expression, cst.Subscript) and isinstance(expression.value, cst.Name) and all(
-        isinstance(s.slice, cst.Index) and isinstance(s.slice.value, _PURE) for s in expression.slice)
+    return (
+        isinstance(expression, cst.Subscript)
+        and isinstance(expression.value, cst.Name)
+        and all(isinstance(s.slice, cst.Index) and isinstance(s.slice.value, _PURE) for s in expression.slice)
+    )
 
 
 def _is_string(expression: cst.BaseExpression) -> bool:
@@ -178,19 +182,28 @@ def _is_string(expression: cst.BaseExpression) -> bool:
 # The catalogue: each rewrite returns its replacement, or None where it does not apply.
 
 # Not `*=`: `xs *= 2` repeats a list in place, `xs = xs * 2` makes a new one (its aliases differ).
-_AUG_TO_BINARY = {cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.FloorDivideAssign: cst.FloorDivide,
-                  cst.ModuloAssign: cst.Modulo}
+_AUG_TO_BINARY = {
+    cst.AddAssign: cst.Add,
+    cst.SubtractAssign: cst.Subtract,
+    cst.FloorDivideAssign: cst.FloorDivide,
+    cst.ModuloAssign: cst.Modulo,
+}
 _BINARY_TO_AUG = {binary: aug for aug, binary in _AUG_TO_BINARY.items()}
 
 
 def expand_augmented(node: cst.SimpleStatementLine, ctx: Context):
     """`x += 1` -> `x = x + 1`, with a number operand (a list cannot take `+= 1`, so no aliasing differs)."""
     aug = _only(node, cst.AugAssign)
-    if aug is None or not isinstance(aug.target, cst.Name) or type(aug.operator) not in _AUG_TO_BINARY \
-            or not isinstance(aug.value, (cst.Integer, cst.Float)):
+    if (
+        aug is None
+        or not isinstance(aug.target, cst.Name)
+        or type(aug.operator) not in _AUG_TO_BINARY
+        or not isinstance(aug.value, (cst.Integer, cst.Float))
+    ):
         return None
-    value = cst.BinaryOperation(left=cst.Name(aug.target.value), operator=_AUG_TO_BINARY[type(aug.operator)](),
-                                right=aug.value)
+    value = cst.BinaryOperation(
+        left=cst.Name(aug.target.value), operator=_AUG_TO_BINARY[type(aug.operator)](), right=aug.value
+    )
     return _line(_assign(aug.target.value, value), like=node)
 
 
@@ -200,9 +213,15 @@ def contract_augmented(node: cst.SimpleStatementLine, ctx: Context):
     if assigned is None:
         return None
     name, value = assigned
-    if not (isinstance(value, cst.BinaryOperation) and type(value.operator) in _BINARY_TO_AUG and not value.lpar
-            and isinstance(value.left, cst.Name) and value.left.value == name and not value.left.lpar
-            and isinstance(value.right, (cst.Integer, cst.Float))):
+    if not (
+        isinstance(value, cst.BinaryOperation)
+        and type(value.operator) in _BINARY_TO_AUG
+        and not value.lpar
+        and isinstance(value.left, cst.Name)
+        and value.left.value == name
+        and not value.left.lpar
+        and isinstance(value.right, (cst.Integer, cst.Float))
+    ):
         return None
     aug = cst.AugAssign(target=cst.Name(name), operator=_BINARY_TO_AUG[type(value.operator)](), value=value.right)
     return _line(aug, like=node)
@@ -212,8 +231,12 @@ def swap_if_else(node: cst.If, ctx: Context):
     """`if c: A else: B` -> `if not c: B else: A`."""
     if not isinstance(node.orelse, cst.Else):
         return None
-    return node.with_changes(test=_negated(node.test), body=node.orelse.body, orelse=cst.Else(body=node.body),
-                             whitespace_before_test=cst.SimpleWhitespace(" "))
+    return node.with_changes(
+        test=_negated(node.test),
+        body=node.orelse.body,
+        orelse=cst.Else(body=node.body),
+        whitespace_before_test=cst.SimpleWhitespace(" "),
+    )
 
 
 def ternary_to_if(node: cst.SimpleStatementLine, ctx: Context):
@@ -222,19 +245,29 @@ def ternary_to_if(node: cst.SimpleStatementLine, ctx: Context):
     if assigned is None or not isinstance(assigned[1], cst.IfExp) or assigned[1].lpar:
         return None
     name, ternary = assigned
-    return cst.If(test=ternary.test, body=_block(_line(_assign(name, ternary.body))),
-                  orelse=cst.Else(body=_block(_line(_assign(name, ternary.orelse)))), leading_lines=node.leading_lines)
+    return cst.If(
+        test=ternary.test,
+        body=_block(_line(_assign(name, ternary.body))),
+        orelse=cst.Else(body=_block(_line(_assign(name, ternary.orelse)))),
+        leading_lines=node.leading_lines,
+    )
 
 
 def if_to_ternary(node: cst.If, ctx: Context):
     """An if/else that assigns one name in each branch -> `x = a if c else b`."""
-    if id(node) in ctx.elifs or not isinstance(node.orelse, cst.Else) \
-            or len(node.body.body) != 1 or len(node.orelse.body.body) != 1:
+    if (
+        id(node) in ctx.elifs
+        or not isinstance(node.orelse, cst.Else)
+        or len(node.body.body) != 1
+        or len(node.orelse.body.body) != 1
+    ):
         return None
     then, otherwise = _single_name_assign(node.body.body[0]), _single_name_assign(node.orelse.body.body[0])
     if then is None or otherwise is None or then[0] != otherwise[0]:
         return None
-    ternary = cst.IfExp(test=_parenthesized(node.test), body=_parenthesized(then[1]), orelse=_parenthesized(otherwise[1]))
+    ternary = cst.IfExp(
+        test=_parenthesized(node.test), body=_parenthesized(then[1]), orelse=_parenthesized(otherwise[1])
+    )
     return _line(_assign(then[0], ternary)).with_changes(leading_lines=node.leading_lines)
 
 
@@ -244,8 +277,12 @@ def return_ternary_to_if(node: cst.SimpleStatementLine, ctx: Context):
     if ret is None or not isinstance(ret.value, cst.IfExp) or ret.value.lpar:
         return None
     ternary = ret.value
-    return cst.If(test=ternary.test, body=_block(_line(cst.Return(ternary.body))),
-                  orelse=cst.Else(body=_block(_line(cst.Return(ternary.orelse)))), leading_lines=node.leading_lines)
+    return cst.If(
+        test=ternary.test,
+        body=_block(_line(cst.Return(ternary.body))),
+        orelse=cst.Else(body=_block(_line(cst.Return(ternary.orelse)))),
+        leading_lines=node.leading_lines,
+    )
 
 
 def drop_else_after_exit(node: cst.If, ctx: Context):
@@ -259,7 +296,7 @@ def else_after_exit(node: cst.IndentedBlock, ctx: Context):
     """`if c: ...return x` then B -> `if c: ...return x else: B` (the first such if of a block)."""
     for i, statement in enumerate(node.body[:-1]):
         if isinstance(statement, cst.If) and statement.orelse is None and _ends_flow(statement.body):
-            rest = node.body[i + 1:]
+            rest = node.body[i + 1 :]
             return node.with_changes(body=[*node.body[:i], statement.with_changes(orelse=cst.Else(body=_block(*rest)))])
     return None
 
@@ -285,8 +322,11 @@ def _comprehension_loop(comprehension: cst.ListComp | cst.SetComp, name: str, ct
     if _has_any(comprehension, (cst.Yield, cst.Await, cst.NamedExpr, cst.Lambda)):
         return None
     method = "append" if isinstance(comprehension, cst.ListComp) else "add"
-    body: cst.BaseStatement = _line(cst.Expr(cst.Call(func=cst.Attribute(value=cst.Name(name), attr=cst.Name(method)),
-                                                      args=[cst.Arg(comprehension.elt)])))
+    body: cst.BaseStatement = _line(
+        cst.Expr(
+            cst.Call(func=cst.Attribute(value=cst.Name(name), attr=cst.Name(method)), args=[cst.Arg(comprehension.elt)])
+        )
+    )
     for level in reversed(fors):
         for condition in reversed(level.ifs):
             body = cst.If(test=condition.test, body=_block(body))
@@ -333,22 +373,33 @@ def loop_to_comprehension(node: cst.IndentedBlock, ctx: Context):
             conditions, inner = [cst.CompIf(test=inner[0].test)], inner[0].body.body
         call = _only(inner[0], cst.Expr) if len(inner) == 1 else None
         call = call.value if call is not None else None
-        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "append"
-                and isinstance(call.func.value, cst.Name) and call.func.value.value == name and len(call.args) == 1
-                and not call.args[0].star and call.args[0].keyword is None):
+        if not (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "append"
+            and isinstance(call.func.value, cst.Name)
+            and call.func.value.value == name
+            and len(call.args) == 1
+            and not call.args[0].star
+            and call.args[0].keyword is None
+        ):
             continue
         inside = _names_in(second)
         loop_names = _names_in(second.target)
-        if inside[name] != 1 or any(ctx.name_counts[n] != inside[n] for n in loop_names) \
-                or _has_any(second, (cst.Yield, cst.Await, cst.NamedExpr)):
+        if (
+            inside[name] != 1
+            or any(ctx.name_counts[n] != inside[n] for n in loop_names)
+            or _has_any(second, (cst.Yield, cst.Await, cst.NamedExpr))
+        ):
             continue
         element = call.args[0].value
         if isinstance(element, cst.Tuple) and not element.lpar:
             element = element.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-        comprehension = cst.ListComp(elt=element, for_in=cst.CompFor(target=second.target, iter=second.iter,
-                                                                      ifs=conditions))
+        comprehension = cst.ListComp(
+            elt=element, for_in=cst.CompFor(target=second.target, iter=second.iter, ifs=conditions)
+        )
         merged = _line(_assign(name, comprehension), like=first)
-        return node.with_changes(body=[*node.body[:i], merged, *node.body[i + 2:]])
+        return node.with_changes(body=[*node.body[:i], merged, *node.body[i + 2 :]])
     return None
 
 
@@ -367,13 +418,20 @@ _WRAPPABLE = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Expr, cst.Return)
 def wrap_in_try(node: cst.SimpleStatementLine, ctx: Context):
     """A statement -> `try: statement` / `except Exception: raise` (the exception passes unchanged);
     never inside another try."""
-    if ctx.scope[-1] != "function" or ctx.within_try[-1] or not ctx.builtin("Exception") or len(node.body) != 1 \
-            or not isinstance(node.body[0], _WRAPPABLE):
+    if (
+        ctx.scope[-1] != "function"
+        or ctx.within_try[-1]
+        or not ctx.builtin("Exception")
+        or len(node.body) != 1
+        or not isinstance(node.body[0], _WRAPPABLE)
+    ):
         return None
     if isinstance(node.body[0], cst.Expr) and _is_string(node.body[0].value):
         return None  # a docstring stays one
     handler = cst.ExceptHandler(type=cst.Name("Exception"), body=_block(_line(cst.Raise())))
-    return cst.Try(body=_block(node.with_changes(leading_lines=[])), handlers=[handler], leading_lines=node.leading_lines)
+    return cst.Try(
+        body=_block(node.with_changes(leading_lines=[])), handlers=[handler], leading_lines=node.leading_lines
+    )
 
 
 def _logging_available(ctx: Context) -> bool:
@@ -385,10 +443,16 @@ def _logged_name(line: cst.CSTNode) -> str | None:
     """The name a `add_logging` line logs, if `line` is one."""
     call = _only(line, cst.Expr)
     call = call.value if call is not None else None
-    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "debug" \
-            and isinstance(call.func.value, cst.Call) and isinstance(call.func.value.func, cst.Attribute) \
-            and call.func.value.func.attr.value == "getLogger" and len(call.args) == 2 \
-            and isinstance(call.args[1].value, cst.Name):
+    if (
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and call.func.attr.value == "debug"
+        and isinstance(call.func.value, cst.Call)
+        and isinstance(call.func.value.func, cst.Attribute)
+        and call.func.value.func.attr.value == "getLogger"
+        and len(call.args) == 2
+        and isinstance(call.args[1].value, cst.Name)
+    ):
         return call.args[1].value.value
     return None
 
@@ -397,8 +461,11 @@ def _assigned_name(line: cst.CSTNode) -> str | None:
     assigned = _only(line, (cst.Assign, cst.AugAssign, cst.AnnAssign))
     if assigned is None or (isinstance(assigned, cst.AnnAssign) and assigned.value is None):
         return None
-    target = assigned.targets[0].target if isinstance(assigned, cst.Assign) and len(assigned.targets) == 1 \
+    target = (
+        assigned.targets[0].target
+        if isinstance(assigned, cst.Assign) and len(assigned.targets) == 1
         else getattr(assigned, "target", None)
+    )
     return target.value if isinstance(target, cst.Name) else None
 
 
@@ -413,13 +480,20 @@ def add_logging(node: cst.IndentedBlock, ctx: Context):
         name = _assigned_name(line)
         if name is None or (i + 1 < len(node.body) and _logged_name(node.body[i + 1]) == name):
             continue
-        logger = cst.Call(func=cst.Attribute(value=cst.Name("logging"), attr=cst.Name("getLogger")),
-                          args=[cst.Arg(cst.Name("__name__"))])
-        call = cst.Call(func=cst.Attribute(value=logger, attr=cst.Name("debug")),
-                        args=[cst.Arg(cst.SimpleString(f'"{name} = %r"'),
-                                      comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-                              cst.Arg(cst.Name(name))])
-        return node.with_changes(body=[*node.body[:i + 1], _line(cst.Expr(call)), *node.body[i + 1:]])
+        logger = cst.Call(
+            func=cst.Attribute(value=cst.Name("logging"), attr=cst.Name("getLogger")),
+            args=[cst.Arg(cst.Name("__name__"))],
+        )
+        call = cst.Call(
+            func=cst.Attribute(value=logger, attr=cst.Name("debug")),
+            args=[
+                cst.Arg(
+                    cst.SimpleString(f'"{name} = %r"'), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                ),
+                cst.Arg(cst.Name(name)),
+            ],
+        )
+        return node.with_changes(body=[*node.body[: i + 1], _line(cst.Expr(call)), *node.body[i + 1 :]])
     return None
 
 
@@ -429,8 +503,10 @@ def _with_logging_import(module: cst.Module) -> cst.Module:
     for statement in module.body:
         small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and statement.body else None
         if (isinstance(small, cst.Expr) and _is_string(small.value) and position == 0) or (
-                isinstance(small, cst.ImportFrom) and isinstance(small.module, cst.Name)
-                and small.module.value == "__future__"):
+            isinstance(small, cst.ImportFrom)
+            and isinstance(small.module, cst.Name)
+            and small.module.value == "__future__"
+        ):
             position += 1
             continue
         break
@@ -439,10 +515,16 @@ def _with_logging_import(module: cst.Module) -> cst.Module:
 
 
 def _imports_logging(module: cst.Module) -> bool:
-    return any(isinstance(small, cst.Import) and any(isinstance(alias.name, cst.Name) and alias.name.value == "logging"
-                                                     and alias.asname is None for alias in small.names)
-               for statement in module.body if isinstance(statement, cst.SimpleStatementLine)
-               for small in statement.body)
+    return any(
+        isinstance(small, cst.Import)
+        and any(
+            isinstance(alias.name, cst.Name) and alias.name.value == "logging" and alias.asname is None
+            for alias in small.names
+        )
+        for statement in module.body
+        if isinstance(statement, cst.SimpleStatementLine)
+        for small in statement.body
+    )
 
 
 def negate_equality(node: cst.Comparison, ctx: Context):
@@ -457,8 +539,14 @@ def negate_equality(node: cst.Comparison, ctx: Context):
     return cst.UnaryOperation(operator=cst.Not(), expression=inner)
 
 
-_MIRROR = {cst.LessThan: cst.GreaterThan, cst.GreaterThan: cst.LessThan, cst.LessThanEqual: cst.GreaterThanEqual,
-           cst.GreaterThanEqual: cst.LessThanEqual, cst.Equal: cst.Equal, cst.NotEqual: cst.NotEqual}
+_MIRROR = {
+    cst.LessThan: cst.GreaterThan,
+    cst.GreaterThan: cst.LessThan,
+    cst.LessThanEqual: cst.GreaterThanEqual,
+    cst.GreaterThanEqual: cst.LessThanEqual,
+    cst.Equal: cst.Equal,
+    cst.NotEqual: cst.NotEqual,
+}
 
 
 def mirror_comparison(node: cst.Comparison, ctx: Context):
@@ -469,39 +557,62 @@ def mirror_comparison(node: cst.Comparison, ctx: Context):
     mirrored = _MIRROR.get(type(target.operator))
     if mirrored is None or not _pure(node.left) or not _pure(target.comparator):
         return None
-    return node.with_changes(left=target.comparator, comparisons=[target.with_changes(operator=mirrored(),
-                                                                                      comparator=node.left)])
+    return node.with_changes(
+        left=target.comparator, comparisons=[target.with_changes(operator=mirrored(), comparator=node.left)]
+    )
 
 
 def membership_forms(node: cst.BaseExpression, ctx: Context):
     """`not x in y` <-> `x not in y`, and `x in [a, b]` -> `x in (a, b)`."""
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not) \
-            and isinstance(node.expression, cst.Comparison) and not node.expression.lpar \
-            and len(node.expression.comparisons) == 1 and isinstance(node.expression.comparisons[0].operator, cst.In):
+    if (
+        isinstance(node, cst.UnaryOperation)
+        and isinstance(node.operator, cst.Not)
+        and isinstance(node.expression, cst.Comparison)
+        and not node.expression.lpar
+        and len(node.expression.comparisons) == 1
+        and isinstance(node.expression.comparisons[0].operator, cst.In)
+    ):
         comparison = node.expression
-        return comparison.with_changes(comparisons=[comparison.comparisons[0].with_changes(operator=cst.NotIn())],
-                                       lpar=node.lpar, rpar=node.rpar)
+        return comparison.with_changes(
+            comparisons=[comparison.comparisons[0].with_changes(operator=cst.NotIn())], lpar=node.lpar, rpar=node.rpar
+        )
     if isinstance(node, cst.Comparison) and len(node.comparisons) == 1 and not node.lpar:
         target = node.comparisons[0]
         if isinstance(target.operator, cst.NotIn):
             inner = node.with_changes(comparisons=[target.with_changes(operator=cst.In())])
             return cst.UnaryOperation(operator=cst.Not(), expression=inner)
-        if isinstance(target.operator, cst.In) and isinstance(target.comparator, cst.List) and target.comparator.elements:
+        if (
+            isinstance(target.operator, cst.In)
+            and isinstance(target.comparator, cst.List)
+            and target.comparator.elements
+        ):
             items = target.comparator.elements
             if len(items) == 1:
                 items = [items[0].with_changes(comma=cst.Comma())]
-            return node.with_changes(comparisons=[target.with_changes(comparator=cst.Tuple(
-                elements=items, lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))])
+            return node.with_changes(
+                comparisons=[
+                    target.with_changes(
+                        comparator=cst.Tuple(elements=items, lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+                    )
+                ]
+            )
     return None
 
 
 def explicit_range_start(node: cst.Call, ctx: Context):
     """`range(n)` -> `range(0, n)`."""
-    if not (isinstance(node.func, cst.Name) and node.func.value == "range" and ctx.builtin("range")
-            and len(node.args) == 1 and not node.args[0].star and node.args[0].keyword is None):
+    if not (
+        isinstance(node.func, cst.Name)
+        and node.func.value == "range"
+        and ctx.builtin("range")
+        and len(node.args) == 1
+        and not node.args[0].star
+        and node.args[0].keyword is None
+    ):
         return None
-    return node.with_changes(args=[cst.Arg(cst.Integer("0"), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-                                   node.args[0]])
+    return node.with_changes(
+        args=[cst.Arg(cst.Integer("0"), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), node.args[0]]
+    )
 
 
 def _has_any(node: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
@@ -598,8 +709,12 @@ class _Pass(cst.CSTTransformer):
 
 def _context(tree: cst.Module, protected: Collection[str]) -> Context:
     counts = _names_in(tree)
-    return Context(name_counts=counts, bound=_bound_names(tree.code), taken={*counts, *protected},
-                   logging_imported=_imports_logging(tree))
+    return Context(
+        name_counts=counts,
+        bound=_bound_names(tree.code),
+        taken={*counts, *protected},
+        logging_imported=_imports_logging(tree),
+    )
 
 
 @dataclass(frozen=True)
@@ -610,8 +725,13 @@ class StatementMutation:
     rewrites: tuple[str, ...]  # the catalogue entries applied, in order
 
 
-def rewrite_statements(code: str, target: float, rng: random.Random, protected: Collection[str] = (),
-                       rewrites: tuple[Rewrite, ...] = CATALOGUE) -> StatementMutation:
+def rewrite_statements(
+    code: str,
+    target: float,
+    rng: random.Random,
+    protected: Collection[str] = (),
+    rewrites: tuple[Rewrite, ...] = CATALOGUE,
+) -> StatementMutation:
     """Rewrites drawn from `rng` until the similarity to `code` is within one line of `target`.
 
     `protected` names (the tests' identifiers) are never taken by a new variable."""
@@ -639,8 +759,9 @@ def rewrite_statements(code: str, target: float, rng: random.Random, protected: 
                 break
         else:
             break  # no rewrite left that lowers the similarity without overshooting
-    return StatementMutation(text=tree.code, similarity=similarity, reached=abs(similarity - target) <= tolerance,
-                             rewrites=tuple(applied))
+    return StatementMutation(
+        text=tree.code, similarity=similarity, reached=abs(similarity - target) <= tolerance, rewrites=tuple(applied)
+    )
 
 
 def _drawn_order(sites: list[str], rng: random.Random) -> list[int]:

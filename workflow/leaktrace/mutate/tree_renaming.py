@@ -48,8 +48,14 @@ CPP_RESERVED = frozenset(
 RENAMABLE_KINDS = ("parameter", "local", "global", "function")
 _DRAWS_PER_NAME = 20
 _WORD = re.compile(r"[A-Za-z_]\w*")
-_DECLARATOR_WRAPPERS = ("pointer_declarator", "reference_declarator", "array_declarator", "init_declarator",
-                        "parenthesized_declarator", "attributed_declarator")
+_DECLARATOR_WRAPPERS = (
+    "pointer_declarator",
+    "reference_declarator",
+    "array_declarator",
+    "init_declarator",
+    "parenthesized_declarator",
+    "attributed_declarator",
+)
 
 
 def language_of(name: str) -> str:
@@ -105,8 +111,9 @@ def inside(node: tree_sitter.Node, types: Collection[str]) -> bool:
 def _declared_identifier(node: tree_sitter.Node | None) -> tree_sitter.Node | None:
     """The identifier a C++ declarator declares (through pointers, references, arrays, initialisers)."""
     while node is not None and node.type in _DECLARATOR_WRAPPERS:
-        node = node.child_by_field_name("declarator") or next((c for c in node.named_children
-                                                               if c.type != "attribute_declaration"), None)
+        node = node.child_by_field_name("declarator") or next(
+            (c for c in node.named_children if c.type != "attribute_declaration"), None
+        )
     return node if node is not None and node.type == "identifier" else None
 
 
@@ -117,8 +124,9 @@ def _java_declarations(root: tree_sitter.Node) -> list[tuple[tree_sitter.Node, s
         if node.type in ("formal_parameter", "spread_parameter", "catch_formal_parameter") and name is not None:
             found.append((name, "parameter"))
         elif node.type == "variable_declarator" and name is not None:
-            found.append((name, "field" if node.parent.type in ("field_declaration", "constant_declaration")
-                          else "local"))
+            found.append(
+                (name, "field" if node.parent.type in ("field_declaration", "constant_declaration") else "local")
+            )
         elif node.type in ("enhanced_for_statement", "resource") and name is not None:
             found.append((name, "local"))
         elif node.type == "lambda_expression":
@@ -130,11 +138,23 @@ def _java_declarations(root: tree_sitter.Node) -> list[tuple[tree_sitter.Node, s
         elif node.type == "method_declaration" and name is not None:
             modifiers = next((c for c in node.children if c.type == "modifiers"), None)
             override = modifiers is not None and "@Override" in text(modifiers)
-            in_anonymous = node.parent is not None and node.parent.parent is not None and \
-                node.parent.parent.type == "object_creation_expression"
+            in_anonymous = (
+                node.parent is not None
+                and node.parent.parent is not None
+                and node.parent.parent.type == "object_creation_expression"
+            )
             found.append((name, "overridden" if override or in_anonymous else "function"))
-        elif node.type in ("class_declaration", "interface_declaration", "enum_declaration", "record_declaration",
-                           "constructor_declaration") and name is not None:
+        elif (
+            node.type
+            in (
+                "class_declaration",
+                "interface_declaration",
+                "enum_declaration",
+                "record_declaration",
+                "constructor_declaration",
+            )
+            and name is not None
+        ):
             found.append((name, "class"))
         elif node.type == "enum_constant" and name is not None:
             found.append((name, "constant"))
@@ -158,8 +178,9 @@ def _cpp_declarations(root: tree_sitter.Node) -> list[tuple[tree_sitter.Node, st
                 identifier = _declared_identifier(declarator)
                 if identifier is not None:
                     local = inside(node, ("function_definition", "lambda_expression"))
-                    found.append((identifier, "field" if node.type == "field_declaration" else
-                                  "local" if local else "global"))
+                    found.append(
+                        (identifier, "field" if node.type == "field_declaration" else "local" if local else "global")
+                    )
         elif node.type == "for_range_loop":
             identifier = _declared_identifier(node.child_by_field_name("declarator"))
             if identifier is not None:
@@ -175,9 +196,11 @@ def _is_member_position(node: tree_sitter.Node, language: str) -> bool:
     """An identifier that names a member, not a variable or function of the program."""
     parent = node.parent
     if language == "java":
-        return (parent.type == "field_access" and field(node) == "field") or parent.type in (
-            "scoped_identifier", "method_reference", "marker_annotation", "annotation") or (
-            parent.type == "method_invocation" and field(node) == "name" and parent.child_by_field_name("object"))
+        return (
+            (parent.type == "field_access" and field(node) == "field")
+            or parent.type in ("scoped_identifier", "method_reference", "marker_annotation", "annotation")
+            or (parent.type == "method_invocation" and field(node) == "name" and parent.child_by_field_name("object"))
+        )
     return parent.type in ("qualified_identifier", "using_declaration", "namespace_definition")
 
 
@@ -226,8 +249,9 @@ def renamable(code: str, language: str, protected: Collection[str] = ()) -> Rena
     return Renamable(names, {name: occurrences[name] for name in names})
 
 
-def rename(code: str, language: str, new_name, rng: random.Random, protected: Collection[str] = ()
-           ) -> tuple[str, dict[str, str], dict[str, str]]:
+def rename(
+    code: str, language: str, new_name, rng: random.Random, protected: Collection[str] = ()
+) -> tuple[str, dict[str, str], dict[str, str]]:
     """(`code` with each renamable name replaced everywhere, renames, old name -> kind). New names
     come from `new_name` (a `NameProposer`-like: ``draw(name, rng)``) and are fresh identifiers."""
     found = renamable(code, language, protected)

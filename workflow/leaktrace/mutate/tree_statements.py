@@ -50,13 +50,26 @@ from leaktrace.mutate.tree_renaming import field, language_of, parser, text, wal
 
 _MAX_STEPS = 200
 _JAVA_ARITHMETIC = frozenset({"int", "long", "float", "double"})
-_CPP_ARITHMETIC = re.compile(r"^(const\s+)?((unsigned|signed|short|long|int|char|bool|float|double|size_t|"
-                             r"int\d+_t|uint\d+_t|std::size_t)\s*)+$")
+_CPP_ARITHMETIC = re.compile(
+    r"^(const\s+)?((unsigned|signed|short|long|int|char|bool|float|double|size_t|"
+    r"int\d+_t|uint\d+_t|std::size_t)\s*)+$"
+)
 _LOOPS = ("for_statement", "while_statement", "do_statement", "enhanced_for_statement", "for_range_loop")
 _FUNCTIONS = ("method_declaration", "function_definition", "lambda_expression", "constructor_declaration")
-_LITERALS = ("number_literal", "char_literal", "string_literal", "true", "false", "nullptr", "raw_string_literal",
-             "decimal_integer_literal", "decimal_floating_point_literal", "character_literal", "null_literal",
-             "hex_integer_literal")
+_LITERALS = (
+    "number_literal",
+    "char_literal",
+    "string_literal",
+    "true",
+    "false",
+    "nullptr",
+    "raw_string_literal",
+    "decimal_integer_literal",
+    "decimal_floating_point_literal",
+    "character_literal",
+    "null_literal",
+    "hex_integer_literal",
+)
 
 
 @dataclass
@@ -88,16 +101,19 @@ def _declared_type(program: Program, name: str) -> str | None:
     """The declared type of the variable `name` (its first declaration), as written."""
     for node in walk(program.tree.root_node):
         if program.language == "java" and node.type in ("local_variable_declaration", "field_declaration"):
-            if any(d.child_by_field_name("name") is not None and text(d.child_by_field_name("name")) == name
-                   for d in node.children_by_field_name("declarator")):
+            if any(
+                d.child_by_field_name("name") is not None and text(d.child_by_field_name("name")) == name
+                for d in node.children_by_field_name("declarator")
+            ):
                 return text(node.child_by_field_name("type"))
         elif program.language == "java" and node.type == "formal_parameter":
             if text(node.child_by_field_name("name")) == name:
                 return text(node.child_by_field_name("type"))
         elif program.language == "cpp" and node.type in ("declaration", "parameter_declaration"):
             for declarator in node.children_by_field_name("declarator"):
-                target = declarator.child_by_field_name("declarator") if declarator.type == "init_declarator" \
-                    else declarator
+                target = (
+                    declarator.child_by_field_name("declarator") if declarator.type == "init_declarator" else declarator
+                )
                 if target is not None and target.type == "identifier" and text(target) == name:
                     qualifiers = [text(c) for c in node.children if c.type == "type_qualifier"]
                     return " ".join([*qualifiers, text(node.child_by_field_name("type"))])
@@ -136,7 +152,7 @@ def _in_block(node: tree_sitter.Node) -> bool:
 
 def _indent(program: Program, node: tree_sitter.Node) -> str:
     line_start = program.data.rfind(b"\n", 0, node.start_byte) + 1
-    prefix = program.data[line_start:node.start_byte].decode("utf-8")
+    prefix = program.data[line_start : node.start_byte].decode("utf-8")
     return prefix if not prefix.strip() else None
 
 
@@ -189,9 +205,16 @@ def swap_if_else(node, program):
         body = text(statement)
         return body if statement.type in ("block", "compound_statement") else "{ " + body + " }"
 
-    new = (data[node.start_byte:condition.start_byte].decode() + "(!(" + text(value) + "))"
-           + data[condition.end_byte:consequence.start_byte].decode() + braced(alternative)
-           + data[consequence.end_byte:alternative.start_byte].decode() + braced(consequence))
+    new = (
+        data[node.start_byte : condition.start_byte].decode()
+        + "(!("
+        + text(value)
+        + "))"
+        + data[condition.end_byte : consequence.start_byte].decode()
+        + braced(alternative)
+        + data[consequence.end_byte : alternative.start_byte].decode()
+        + braced(consequence)
+    )
     return _span(node, new)
 
 
@@ -205,7 +228,11 @@ def expand_augmented(node, program):
     if assignment is None or _operator(assignment) not in _COMPOUND:
         return None
     left, right = assignment.child_by_field_name("left"), assignment.child_by_field_name("right")
-    if "number_literal" not in right.type and "integer_literal" not in right.type or not _arithmetic(program, text(left)):
+    if (
+        "number_literal" not in right.type
+        and "integer_literal" not in right.type
+        or not _arithmetic(program, text(left))
+    ):
         return None
     return _span(assignment, f"{text(left)} = {text(left)} {_COMPOUND[_operator(assignment)]} {text(right)}")
 
@@ -220,8 +247,11 @@ def contract_augmented(node, program):
         return None
     first, second = right.child_by_field_name("left"), right.child_by_field_name("right")
     operator = _operator(right)
-    if operator not in ("+", "-", "*") or text(first) != text(left) or (
-            "number_literal" not in second.type and "integer_literal" not in second.type):
+    if (
+        operator not in ("+", "-", "*")
+        or text(first) != text(left)
+        or ("number_literal" not in second.type and "integer_literal" not in second.type)
+    ):
         return None
     return _span(assignment, f"{text(left)} {operator}= {text(second)}")
 
@@ -246,7 +276,10 @@ def add_logging(node, program):
     name = None
     if _assignment(node) is not None:
         name = text(_assignment(node).child_by_field_name("left"))
-    elif node.type in ("local_variable_declaration", "declaration") and len(node.children_by_field_name("declarator")) == 1:
+    elif (
+        node.type in ("local_variable_declaration", "declaration")
+        and len(node.children_by_field_name("declarator")) == 1
+    ):
         declarator = node.child_by_field_name("declarator")
         target = declarator.child_by_field_name("name" if program.language == "java" else "declarator")
         if declarator.child_by_field_name("value") is not None and target is not None and target.type == "identifier":
@@ -256,7 +289,7 @@ def add_logging(node, program):
     if name is None or indent is None or (following is not None and text(following).startswith(_LOGGED)):
         return None
     if program.language == "java":
-        line = (f'java.util.logging.Logger.getGlobal().log(java.util.logging.Level.FINE, "{name} = {{0}}", {name});')
+        line = f'java.util.logging.Logger.getGlobal().log(java.util.logging.Level.FINE, "{name} = {{0}}", {name});'
         return [(node.end_byte, node.end_byte, "\n" + indent + line)]
     if _in_loop(node) or not _arithmetic(program, name):
         return None
@@ -273,13 +306,20 @@ def wrap_in_try(node, program):
         return None
     parent = node.parent
     while parent is not None and parent.type not in _FUNCTIONS:
-        if parent.type in ("try_statement", "catch_clause", "switch_statement", "switch_expression",
-                           "switch_block", "case_statement"):
+        if parent.type in (
+            "try_statement",
+            "catch_clause",
+            "switch_statement",
+            "switch_expression",
+            "switch_block",
+            "case_statement",
+        ):
             return None
         parent = parent.parent
     if program.language == "java":
-        name = next(n for n in ("error", "exception", "thrown", *(f"error{k}" for k in range(2, 50)))
-                    if n not in program.taken)
+        name = next(
+            n for n in ("error", "exception", "thrown", *(f"error{k}" for k in range(2, 50))) if n not in program.taken
+        )
         return _span(node, f"try {{ {text(node)} }} catch (RuntimeException {name}) {{ throw {name}; }}")
     return _span(node, f"try {{ {text(node)} }} catch (...) {{ throw; }}")
 
@@ -319,10 +359,17 @@ def return_through_variable(node, program):
     if function is None or function.type not in ("method_declaration", "function_definition"):
         return None
     declared = function.child_by_field_name("type")
-    if program.language == "cpp" and (function.child_by_field_name("declarator") is None
-                                      or function.child_by_field_name("declarator").type != "function_declarator"):
+    if program.language == "cpp" and (
+        function.child_by_field_name("declarator") is None
+        or function.child_by_field_name("declarator").type != "function_declarator"
+    ):
         return None  # a pointer or reference return, or a qualified declarator
-    if declared is None or text(declared) in ("void", "auto") or "auto" in text(declared) or "decltype" in text(declared):
+    if (
+        declared is None
+        or text(declared) in ("void", "auto")
+        or "auto" in text(declared)
+        or "decltype" in text(declared)
+    ):
         return None
     indent = _indent(program, node)
     value = node.named_children[0]
@@ -376,8 +423,14 @@ def sites(program: Program, rewrites: tuple[TreeRewrite, ...] = CATALOGUE) -> li
     return found
 
 
-def rewrite_statements(code: str, language: str, target: float, rng: random.Random, protected: Collection[str] = (),
-                       rewrites: tuple[TreeRewrite, ...] = CATALOGUE) -> StatementMutation:
+def rewrite_statements(
+    code: str,
+    language: str,
+    target: float,
+    rng: random.Random,
+    protected: Collection[str] = (),
+    rewrites: tuple[TreeRewrite, ...] = CATALOGUE,
+) -> StatementMutation:
     """Rewrites drawn from `rng` until the similarity to `code` is within one line of `target`.
     `protected` names (the tests') are never taken by a new variable."""
     if not 0 <= target <= 1:
@@ -396,12 +449,16 @@ def rewrite_statements(code: str, language: str, target: float, rng: random.Rand
             name, edits = found[index]
             candidate = _apply(current, edits)
             new = line_similarity(code, candidate)
-            if new < similarity and new >= target - tolerance and \
-                    not parser(language).parse(candidate.encode("utf-8")).root_node.has_error:
+            if (
+                new < similarity
+                and new >= target - tolerance
+                and not parser(language).parse(candidate.encode("utf-8")).root_node.has_error
+            ):
                 current, similarity = candidate, new
                 applied.append(name)
                 break
         else:
             break
-    return StatementMutation(text=current, similarity=similarity, reached=abs(similarity - target) <= tolerance,
-                             rewrites=tuple(applied))
+    return StatementMutation(
+        text=current, similarity=similarity, reached=abs(similarity - target) <= tolerance, rewrites=tuple(applied)
+    )

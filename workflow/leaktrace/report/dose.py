@@ -42,8 +42,10 @@ def _cell(row: Mapping) -> str:
     share = f"{row['n_detected']}/{row['n_tested']}, p̃ {_p(row['median_p'])}"
     if row["test"] != PER_SAMPLE:
         return share
-    return (f"TPR {_num(row['tpr_mean'])} [{_num(row['tpr_ci_low'])}, {_num(row['tpr_ci_high'])}]"
-            f" · AUC {_num(row['auc_mean'])} · {share}")
+    return (
+        f"TPR {_num(row['tpr_mean'])} [{_num(row['tpr_ci_low'])}, {_num(row['tpr_ci_high'])}]"
+        f" · AUC {_num(row['auc_mean'])} · {share}"
+    )
 
 
 def render_section(rows: Sequence[Mapping], settings: Mapping, blind: Mapping | None) -> str:
@@ -62,9 +64,11 @@ def render_section(rows: Sequence[Mapping], settings: Mapping, blind: Mapping | 
         line["smallest k"] = "none" if smallest is None else str(smallest)
         table.append(line)
     if blind and blind.get("auc") is not None:
-        baseline = (f"The blind baseline (a text-only classifier of members against non-members, no model) on this split: "
-                    f"AUC {blind['auc']:.3f} [{blind['ci_low']:.3f}, {blind['ci_high']:.3f}], p = {_p(blind['p_value'])}; "
-                    "a detector's AUC is read against it, not against 0.5.")
+        baseline = (
+            f"The blind baseline (a text-only classifier of members against non-members, no model) on this split: "
+            f"AUC {blind['auc']:.3f} [{blind['ci_low']:.3f}, {blind['ci_high']:.3f}], p = {_p(blind['p_value'])}; "
+            "a detector's AUC is read against it, not against 0.5."
+        )
     else:
         baseline = "The blind baseline's testbed row was not available to this run: its columns are empty."
     return (
@@ -74,11 +78,11 @@ def render_section(rows: Sequence[Mapping], settings: Mapping, blind: Mapping | 
         f"A test detects at a seed when p ≤ α = {settings['alpha']}. A cell reads seeds detected / seeds tested and the "
         f"median p (p̃); for a per-sample detector first its TPR at {settings['fpr']:g} FPR with a Wilson interval over "
         "the members of every seed, and its mean AUC; its p is the one-sided Mann-Whitney test of members above "
-        f"non-members. \"smallest k\": the smallest one-pass dose detected in at least {settings['power']:.0%} of the "
+        f'non-members. "smallest k": the smallest one-pass dose detected in at least {settings["power"]:.0%} of the '
         "seeds (none: no dose reached it). Every test is valid by design: the split is a seeded random draw, the twin's "
         "null is that split, the watermark's forms and the exchangeability test's order were published at random. "
-        f"{baseline} A \"no evidence\" verdict of an audit can cite this table: at this sample size, the tests that ran "
-        "detect, on the testbed, exposure of at least the dose in their \"smallest k\" column (not less).\n\n"
+        f'{baseline} A "no evidence" verdict of an audit can cite this table: at this sample size, the tests that ran '
+        'detect, on the testbed, exposure of at least the dose in their "smallest k" column (not less).\n\n'
         + markdown_table(table, columns)
     )
 
@@ -106,16 +110,34 @@ def dose_figure(rows: Sequence[Mapping], alpha: float) -> Figure:
 
     series = sorted({(r["test"], r["method"]) for r in rows}, key=lambda t: (TESTS.index(t[0]), t[1]))
     for test, method in series:
-        own = sorted((r for r in rows if (r["test"], r["method"]) == (test, method)), key=lambda r: x[(r["copies"], r["epochs"])])
+        own = sorted(
+            (r for r in rows if (r["test"], r["method"]) == (test, method)), key=lambda r: x[(r["copies"], r["epochs"])]
+        )
         if test == PER_SAMPLE and points(own, "tpr_mean"):
-            tpr_ax.plot(*zip(*points(own, "tpr_mean"), strict=True), color=colour[method], marker="o", ms=3, lw=1, label=method)
+            tpr_ax.plot(
+                *zip(*points(own, "tpr_mean"), strict=True), color=colour[method], marker="o", ms=3, lw=1, label=method
+            )
         elif test == TWIN and points(own, "detection_rate"):
-            rate_ax.plot(*zip(*points(own, "detection_rate"), strict=True), color=colour[method], marker="o", ms=3, lw=0.8,
-                         alpha=0.7, label=f"twin sign-flip ({method})")
+            rate_ax.plot(
+                *zip(*points(own, "detection_rate"), strict=True),
+                color=colour[method],
+                marker="o",
+                ms=3,
+                lw=0.8,
+                alpha=0.7,
+                label=f"twin sign-flip ({method})",
+            )
         elif test in black and points(own, "detection_rate"):
             ls, marker = black[test]
-            rate_ax.plot(*zip(*points(own, "detection_rate"), strict=True), color="black", ls=ls, marker=marker, ms=5, lw=1.5,
-                         label=test)
+            rate_ax.plot(
+                *zip(*points(own, "detection_rate"), strict=True),
+                color="black",
+                ls=ls,
+                marker=marker,
+                ms=5,
+                lw=1.5,
+                label=test,
+            )
     labels = [dose_label(*d) for d in doses]
     for ax in (tpr_ax, rate_ax):
         ax.set_xticks(range(len(doses)), labels, rotation=30, fontsize=8)
@@ -123,6 +145,8 @@ def dose_figure(rows: Sequence[Mapping], alpha: float) -> Figure:
         if ax.has_data():
             ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     tpr_ax.set(ylabel="mean TPR at the table's FPR", title="Per-sample detectors")
-    rate_ax.set(ylabel=f"share of seeds with p ≤ {alpha}", title="Dataset-level tests (black) and the twin's, per detector")
+    rate_ax.set(
+        ylabel=f"share of seeds with p ≤ {alpha}", title="Dataset-level tests (black) and the twin's, per detector"
+    )
     fig.suptitle("Exposure dose: how often each test detects k copies of the members", fontsize=10)
     return fig

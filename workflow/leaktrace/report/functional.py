@@ -39,7 +39,9 @@ def _scatter_by_split(ax, frame: pd.DataFrame, x: str, y: str) -> None:
     for split in (None, *reversed(SPLITS)):
         sel = frame[frame["split"].isna()] if split is None else frame[frame["split"] == split]
         if len(sel):
-            ax.scatter(sel[x], sel[y], s=10, alpha=0.6, color=SPLIT_COLOURS[split], label=split or "samples", linewidths=0)
+            ax.scatter(
+                sel[x], sel[y], s=10, alpha=0.6, color=SPLIT_COLOURS[split], label=split or "samples", linewidths=0
+            )
 
 
 def _r(x: pd.Series, y: pd.Series) -> str:
@@ -52,7 +54,9 @@ def _r(x: pd.Series, y: pd.Series) -> str:
 def _title(ax, metric: str, sel: pd.DataFrame, x: str, y: str) -> None:
     """A panel's title: the metric, Pearson r of the plotted pair and the mean Δ."""
     mean = sel["delta"].mean()
-    ax.set_title(f"{label(metric)}\n{_r(sel[x], sel[y])}, mean Δ = {'–' if pd.isna(mean) else f'{mean:+.3f}'}", fontsize=9)
+    ax.set_title(
+        f"{label(metric)}\n{_r(sel[x], sel[y])}, mean Δ = {'–' if pd.isna(mean) else f'{mean:+.3f}'}", fontsize=9
+    )
 
 
 def delta_vs_bleu(sim: pd.DataFrame, metrics: list[str], tau_text: float, path: Path) -> None:
@@ -109,7 +113,15 @@ def correlation_heatmap(matrix: pd.DataFrame, path: Path, title: str) -> None:
     image = ax.imshow(values, vmin=-1, vmax=1, cmap="RdBu_r")
     for (i, j), value in np.ndenumerate(values):
         if not np.isnan(value):
-            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7, color="white" if abs(value) > 0.6 else "black")
+            ax.text(
+                j,
+                i,
+                f"{value:.2f}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white" if abs(value) > 0.6 else "black",
+            )
     ax.set_xticks(range(len(names)), names, rotation=90, fontsize=8)
     ax.set_yticks(range(len(names)), names, fontsize=8)
     ax.set_title(title, fontsize=10)
@@ -118,8 +130,11 @@ def correlation_heatmap(matrix: pd.DataFrame, path: Path, title: str) -> None:
     save(fig, path)
 
 
-LENGTH_TITLES = {"signature_chars": "signature (characters)", "context_chars": "preceding context (characters)",
-                 "body_lines": "ground-truth body (lines)"}
+LENGTH_TITLES = {
+    "signature_chars": "signature (characters)",
+    "context_chars": "preceding context (characters)",
+    "body_lines": "ground-truth body (lines)",
+}
 SIDE_STYLES = (("target", "tab:red", "target"), ("reference", "tab:green", "reference"), ("delta", "black", "Δ"))
 
 
@@ -142,13 +157,27 @@ def length_panels(rows: list[dict], path: Path) -> None:
             shown = [b for b in buckets if b in chosen]
             for offset, (side, colour, name) in zip((-0.2, 0.0, 0.2), SIDE_STYLES, strict=True):
                 xs = [buckets.index(b) + offset for b in shown]
-                ax.errorbar(xs, [chosen[b][f"{side}_mean"] for b in shown], yerr=[chosen[b][f"{side}_std"] or 0.0 for b in shown],
-                            fmt="o", color=colour, ms=4, capsize=2, lw=1, label=name)
+                ax.errorbar(
+                    xs,
+                    [chosen[b][f"{side}_mean"] for b in shown],
+                    yerr=[chosen[b][f"{side}_std"] or 0.0 for b in shown],
+                    fmt="o",
+                    color=colour,
+                    ms=4,
+                    capsize=2,
+                    lw=1,
+                    label=name,
+                )
             ax.axhline(0, color="grey", lw=0.8)
-            ax.set_xticks(range(len(buckets)), [f"{b}\nn={chosen[b]['n']}" if b in chosen else b for b in buckets], fontsize=7)
+            ax.set_xticks(
+                range(len(buckets)), [f"{b}\nn={chosen[b]['n']}" if b in chosen else b for b in buckets], fontsize=7
+            )
             ax.set(ylim=(-1.05, 1.05), xlim=(-0.6, len(buckets) - 0.4))
             r = chosen.get(ALL, {}).get("r_delta")
-            ax.set_title(f"{label(metric)} by {LENGTH_TITLES[kind]}\nr(length, Δ) = {'–' if r is None else f'{r:.2f}'}", fontsize=8)
+            ax.set_title(
+                f"{label(metric)} by {LENGTH_TITLES[kind]}\nr(length, Δ) = {'–' if r is None else f'{r:.2f}'}",
+                fontsize=8,
+            )
     axes[0][0].legend(fontsize=7, loc="lower left")
     fig.tight_layout()
     save(fig, path)

@@ -28,9 +28,15 @@ def setting_heatmaps(rows: Sequence[Mapping], path: Path) -> None:
     conditions = {s: list(dict.fromkeys(r["condition"] for r in rows if r["analysis"] == s)) for s in settings}
     widths = [max(1.5, 0.55 * len(conditions[s])) for s in settings]
     label_inches = 0.07 * max(len(m) for m in methods)
-    fig, axes = plt.subplots(1, len(settings), sharey=True, squeeze=False, layout="constrained",
-                             gridspec_kw={"width_ratios": widths},
-                             figsize=(label_inches + 1.6 + sum(widths), 2.2 + 0.3 * len(methods)))
+    fig, axes = plt.subplots(
+        1,
+        len(settings),
+        sharey=True,
+        squeeze=False,
+        layout="constrained",
+        gridspec_kw={"width_ratios": widths},
+        figsize=(label_inches + 1.6 + sum(widths), 2.2 + 0.3 * len(methods)),
+    )
     for ax, setting in zip(axes[0], settings, strict=True):
         columns = conditions[setting]
         grid = np.full((len(methods), len(columns)), np.nan)
@@ -40,8 +46,15 @@ def setting_heatmaps(rows: Sequence[Mapping], path: Path) -> None:
         image = ax.imshow(grid, vmin=0, vmax=1, cmap="RdBu_r", aspect="auto")
         for (i, j), value in np.ndenumerate(grid):
             if not np.isnan(value):
-                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7,
-                        color="white" if abs(value - 0.5) > 0.3 else "black")
+                ax.text(
+                    j,
+                    i,
+                    f"{value:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if abs(value - 0.5) > 0.3 else "black",
+                )
         ax.set_xticks(range(len(columns)), columns, rotation=90, fontsize=8)
         ax.set_title(SETTING_TITLES[setting], fontsize=9)
     axes[0][0].set_yticks(range(len(methods)), methods, fontsize=8)

@@ -12,8 +12,18 @@ from collections.abc import Sequence
 from leaktrace.evaluate.detection import SUBSETS
 from leaktrace.report.tables import markdown_table
 
-COLUMNS = ["model", "method", "n eval", "own rule: accuracy", "macro precision", "macro recall", "macro F1 [95% CI]",
-           "FPR", "conformal at α: macro F1 [95% CI]", "FPR at α"]
+COLUMNS = [
+    "model",
+    "method",
+    "n eval",
+    "own rule: accuracy",
+    "macro precision",
+    "macro recall",
+    "macro F1 [95% CI]",
+    "FPR",
+    "conformal at α: macro F1 [95% CI]",
+    "FPR at α",
+]
 
 
 def _interval(value: float | None, low: float | None, high: float | None) -> str:
@@ -42,13 +52,25 @@ def own_rule_sections(detection: Sequence[dict]) -> list[str]:
             f"decision at α = {alpha:g} that every other table uses. The own rule is not calibrated: its FPR is whatever "
             "the variants make it (under exchangeable variants 1/(n+1); the null check above measures it).\n",
             markdown_table(
-                [{"model": r["model"], "method": r["method"], "n eval": f"{r['n_eval']} ({r['n_eval_non_members']})",
-                  "own rule: accuracy": _figure(r["own_rule_accuracy"]), "macro precision": _figure(r["own_rule_macro_precision"]),
-                  "macro recall": _figure(r["own_rule_macro_recall"]),
-                  "macro F1 [95% CI]": _interval(r["own_rule_macro_f1"], r["own_rule_macro_f1_low"], r["own_rule_macro_f1_high"]),
-                  "FPR": _figure(r["own_rule_fpr"]),
-                  "conformal at α: macro F1 [95% CI]": _interval(r["macro_f1"], r["macro_f1_low"], r["macro_f1_high"]),
-                  "FPR at α": _figure(r["fpr"])} for r in rows],
+                [
+                    {
+                        "model": r["model"],
+                        "method": r["method"],
+                        "n eval": f"{r['n_eval']} ({r['n_eval_non_members']})",
+                        "own rule: accuracy": _figure(r["own_rule_accuracy"]),
+                        "macro precision": _figure(r["own_rule_macro_precision"]),
+                        "macro recall": _figure(r["own_rule_macro_recall"]),
+                        "macro F1 [95% CI]": _interval(
+                            r["own_rule_macro_f1"], r["own_rule_macro_f1_low"], r["own_rule_macro_f1_high"]
+                        ),
+                        "FPR": _figure(r["own_rule_fpr"]),
+                        "conformal at α: macro F1 [95% CI]": _interval(
+                            r["macro_f1"], r["macro_f1_low"], r["macro_f1_high"]
+                        ),
+                        "FPR at α": _figure(r["fpr"]),
+                    }
+                    for r in rows
+                ],
                 COLUMNS,
             ),
         ]

@@ -40,7 +40,9 @@ def save(fig: Figure, path: Path) -> None:
     plt.close(fig)
 
 
-def roc_plot(curves: Mapping[str, tuple[np.ndarray, np.ndarray]], families: Mapping[str, str], path: Path, title: str) -> None:
+def roc_plot(
+    curves: Mapping[str, tuple[np.ndarray, np.ndarray]], families: Mapping[str, str], path: Path, title: str
+) -> None:
     save(roc_figure(curves, families, title), path)
 
 
@@ -59,7 +61,12 @@ def roc_figure(curves: Mapping[str, tuple[np.ndarray, np.ndarray]], families: Ma
             if len(set(labels.tolist())) < 2:
                 continue
             fpr, tpr, _ = roc_curve(labels, scores)
-            style = {"color": colours[i % len(colours)], "ls": LINE_STYLES[i % len(LINE_STYLES)], "lw": 1.5, "label": method}
+            style = {
+                "color": colours[i % len(colours)],
+                "ls": LINE_STYLES[i % len(LINE_STYLES)],
+                "lw": 1.5,
+                "label": method,
+            }
             linear.plot(fpr, tpr, **style)
             logarithmic.plot(np.maximum(fpr, 1 / negatives), tpr, **style)
         chance = np.linspace(0, 1, 200)
@@ -67,8 +74,13 @@ def roc_figure(curves: Mapping[str, tuple[np.ndarray, np.ndarray]], families: Ma
         linear.set(title=panel, xlabel="false positive rate", ylabel="true positive rate", xlim=(0, 1), ylim=(0, 1))
         logarithmic.plot(np.maximum(chance, 1 / negatives), chance, color="grey", lw=0.8, ls=":")
         logarithmic.set_xscale("log")
-        logarithmic.set(title=f"{panel} (log FPR)", xlabel="false positive rate (log)", ylabel="true positive rate",
-                        xlim=(1 / negatives, 1), ylim=(0, 1))
+        logarithmic.set(
+            title=f"{panel} (log FPR)",
+            xlabel="false positive rate (log)",
+            ylabel="true positive rate",
+            xlim=(1 / negatives, 1),
+            ylim=(0, 1),
+        )
         linear.legend(fontsize=8, loc="lower right")
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
@@ -89,9 +101,17 @@ def heatmap_figure(rates: Sequence[Mapping]) -> Figure:
     benchmarks = list(dict.fromkeys(r["benchmark"] for r in rates))
     label_inches = 0.07 * max(len(m) for m in models)  # about 0.07 in per character at 8 pt
     panel_width = max(1.6, 0.75 * len(benchmarks))
-    fig, axes = plt.subplots(1, len(detectors), sharey=True, squeeze=False, layout="constrained",
-                             figsize=(label_inches + 1.4 + panel_width * len(detectors),
-                                      1.6 + 0.07 * max(len(b) for b in benchmarks) + 0.32 * len(models)))
+    fig, axes = plt.subplots(
+        1,
+        len(detectors),
+        sharey=True,
+        squeeze=False,
+        layout="constrained",
+        figsize=(
+            label_inches + 1.4 + panel_width * len(detectors),
+            1.6 + 0.07 * max(len(b) for b in benchmarks) + 0.32 * len(models),
+        ),
+    )
     for ax, detector in zip(axes[0], detectors, strict=True):
         grid = np.full((len(models), len(benchmarks)), np.nan)
         for r in rates:
@@ -100,7 +120,15 @@ def heatmap_figure(rates: Sequence[Mapping]) -> Figure:
         image = ax.imshow(grid, vmin=0, vmax=1, cmap="Reds", aspect="auto")
         for (i, j), value in np.ndenumerate(grid):
             if not np.isnan(value):
-                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7, color="white" if value > 0.6 else "black")
+                ax.text(
+                    j,
+                    i,
+                    f"{value:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if value > 0.6 else "black",
+                )
         ax.set_xticks(range(len(benchmarks)), benchmarks, rotation=90, fontsize=8)
         ax.set_title(f"SrDetection {detector}", fontsize=9)
     axes[0][0].set_yticks(range(len(models)), models, fontsize=8)
@@ -116,10 +144,23 @@ def p_value_curves(points: Sequence[Mapping], alpha: float, path: Path) -> None:
     colours = plt.get_cmap("tab10").colors
     for i, (model, validation) in enumerate(keys):
         sel = [p for p in points if (p["model"], p["validation"]) == (model, validation)]
-        ax.plot([p["n"] for p in sel], [max(p["p_value"], 1e-300) for p in sel], marker="o", ms=3, lw=1.3,
-                color=colours[i % len(colours)], ls=LINE_STYLES[i % len(LINE_STYLES)], label=f"{model} ({validation})")
+        ax.plot(
+            [p["n"] for p in sel],
+            [max(p["p_value"], 1e-300) for p in sel],
+            marker="o",
+            ms=3,
+            lw=1.3,
+            color=colours[i % len(colours)],
+            ls=LINE_STYLES[i % len(LINE_STYLES)],
+            label=f"{model} ({validation})",
+        )
     ax.axhline(alpha, color="grey", lw=0.8, ls=":", label=f"α = {alpha}")
-    ax.set(xlabel="suspect samples n", ylabel="p-value (dataset inference)", yscale="log", title="p-value vs number of samples")
+    ax.set(
+        xlabel="suspect samples n",
+        ylabel="p-value (dataset inference)",
+        yscale="log",
+        title="p-value vs number of samples",
+    )
     ax.legend(fontsize=7, loc="lower left")
     fig.tight_layout()
     save(fig, path)
@@ -135,14 +176,20 @@ def twin_figure(rows: Sequence[Mapping], alpha: float) -> Figure:
     a log axis with the level alpha (right); a filled marker is a rejection."""
     methods = list(dict.fromkeys(f"{r['method']} (oracle)" if r["oracle"] else r["method"] for r in rows))
     epochs = sorted({r["epoch"] for r in rows})
-    fig, (auc_ax, p_ax) = plt.subplots(1, 2, sharey=True, figsize=(10, 1.2 + 0.3 * max(1, len(methods))), layout="constrained")
+    fig, (auc_ax, p_ax) = plt.subplots(
+        1, 2, sharey=True, figsize=(10, 1.2 + 0.3 * max(1, len(methods))), layout="constrained"
+    )
     colours = plt.get_cmap("tab10").colors
     for k, epoch in enumerate(epochs):
         offset = (k - (len(epochs) - 1) / 2) * 0.22
         for r in (r for r in rows if r["epoch"] == epoch):
             y = methods.index(f"{r['method']} (oracle)" if r["oracle"] else r["method"]) + offset
-            style = {"color": colours[k % len(colours)], "marker": "o", "ms": 4,
-                     "mfc": colours[k % len(colours)] if r["rejected"] else "white"}
+            style = {
+                "color": colours[k % len(colours)],
+                "marker": "o",
+                "ms": 4,
+                "mfc": colours[k % len(colours)] if r["rejected"] else "white",
+            }
             if r["auc_pooled"] is not None:
                 auc_ax.plot(r["auc_pooled"], y, **style)
             p_ax.plot(max(r["p_value"], 1e-6), y, **style)

@@ -70,9 +70,25 @@ def null_check_section(rows: Sequence[dict]) -> list[str]:
     if not rows:
         return [text, "_(no base-model SrDetection gray-box scores: the null check did not run)_\n"]
     table = markdown_table(
-        [{**r, "share flagged [95% CI]": with_interval(r["rate"], r["rate_low"], r["rate_high"]),
-          "expected 1/(n+1)": r["expected_rate"], "mean n_i": r["mean_variants"]} for r in rows],
-        ["method", "n_variants", "n_samples", "mean n_i", "n_flagged", "share flagged [95% CI]", "expected 1/(n+1)", "verdict"],
+        [
+            {
+                **r,
+                "share flagged [95% CI]": with_interval(r["rate"], r["rate_low"], r["rate_high"]),
+                "expected 1/(n+1)": r["expected_rate"],
+                "mean n_i": r["mean_variants"],
+            }
+            for r in rows
+        ],
+        [
+            "method",
+            "n_variants",
+            "n_samples",
+            "mean n_i",
+            "n_flagged",
+            "share flagged [95% CI]",
+            "expected 1/(n+1)",
+            "verdict",
+        ],
     )
     return [text, table]
 
@@ -91,18 +107,30 @@ def headline_sections(detection: Sequence[dict], seeds: Sequence[dict]) -> list[
         summary = [s for s in seeds if (s["ratio"], s["epoch"], s["subset"]) == (ratio, epoch, subset)]
         if not summary:
             continue
-        per_seed = {(r["method"], r["seed"]): r for r in targets if (r["ratio"], r["epoch"], r["subset"]) == (ratio, epoch, subset)}
+        per_seed = {
+            (r["method"], r["seed"]): r
+            for r in targets
+            if (r["ratio"], r["epoch"], r["subset"]) == (ratio, epoch, subset)
+        }
         rows = []
         for s in summary:
-            row = {"method": method_label(s), "n eval": s["n_eval"], "AUC": mean_sd(s["auc_mean"], s["auc_sd"]),
-                   "TPR at 5% FPR": mean_sd(s["tpr_at_5fpr_mean"], s["tpr_at_5fpr_sd"]),
-                   "macro F1": mean_sd(s["macro_f1_mean"], s["macro_f1_sd"]),
-                   "macro F1, own rule": "–" if s["own_rule_macro_f1_mean"] is None
-                   else mean_sd(s["own_rule_macro_f1_mean"], s["own_rule_macro_f1_sd"])}
+            row = {
+                "method": method_label(s),
+                "n eval": s["n_eval"],
+                "AUC": mean_sd(s["auc_mean"], s["auc_sd"]),
+                "TPR at 5% FPR": mean_sd(s["tpr_at_5fpr_mean"], s["tpr_at_5fpr_sd"]),
+                "macro F1": mean_sd(s["macro_f1_mean"], s["macro_f1_sd"]),
+                "macro F1, own rule": "–"
+                if s["own_rule_macro_f1_mean"] is None
+                else mean_sd(s["own_rule_macro_f1_mean"], s["own_rule_macro_f1_sd"]),
+            }
             for seed in seed_ids:
                 r = per_seed.get((s["method"], seed))
-                row[f"seed {seed}"] = "–" if r is None or r["n_eval"] is None else \
-                    f"{r['auc']:.3f} / {estimate(r['tpr_at_5fpr'])} / {r['macro_f1']:.3f}"
+                row[f"seed {seed}"] = (
+                    "–"
+                    if r is None or r["n_eval"] is None
+                    else f"{r['auc']:.3f} / {estimate(r['tpr_at_5fpr'])} / {r['macro_f1']:.3f}"
+                )
             rows.append(row)
         parts += [
             f"\n## Headline: epoch {epoch}, mixing ratio 1:{ratio:g}, {SUBSET_TITLES[subset]}\n\n"
@@ -112,8 +140,18 @@ def headline_sections(detection: Sequence[dict], seeds: Sequence[dict]) -> list[
             "without one). `n eval`: "
             "evaluation samples; a method with fewer (a variant generator that covers only some samples) is "
             "evaluated on its own samples and compared with SrDetection gray-box on those.\n",
-            markdown_table(rows, ["method", "n eval", "AUC", "TPR at 5% FPR", "macro F1", "macro F1, own rule",
-                                  *[f"seed {s}" for s in seed_ids]]),
+            markdown_table(
+                rows,
+                [
+                    "method",
+                    "n eval",
+                    "AUC",
+                    "TPR at 5% FPR",
+                    "macro F1",
+                    "macro F1, own rule",
+                    *[f"seed {s}" for s in seed_ids],
+                ],
+            ),
         ]
     return parts
 
@@ -144,18 +182,41 @@ def detection_sections(detection: Sequence[dict]) -> list[str]:
                 "Tables 1-2) is in the section 'Detectors under their own decision rule'. "
                 f"{blind_sentence(rows[0])}\n",
                 markdown_table(
-                    [{"method": method_label(r), "n eval": "–" if r.get("n_eval") is None else f"{r['n_eval']} ({r['n_eval_non_members']})",
-                      "AUC [95% CI]": with_interval(r["auc"], r["auc_low"], r["auc_high"]),
-                      "TPR at 1% FPR": estimate(r["tpr_at_1fpr"]), "TPR at 5% FPR": estimate(r["tpr_at_5fpr"]),
-                      "macro F1 [95% CI]": with_interval(r["macro_f1"], r["macro_f1_low"], r["macro_f1_high"]),
-                      "Δ AUC [95% CI]": with_interval(r["delta_auc"], r["delta_auc_low"], r["delta_auc_high"]),
-                      "beats (AUC)": r["beats_auc_share"],
-                      "Δ macro F1 [95% CI]": with_interval(r["delta_macro_f1"], r["delta_macro_f1_low"], r["delta_macro_f1_high"]),
-                      "beats (F1)": r["beats_macro_f1_share"], "FPR at α": estimate(r.get("fpr")),
-                      "beats blind by [95% CI]": with_interval(r.get("delta_blind_auc"), r.get("delta_blind_auc_low"),
-                                                               r.get("delta_blind_auc_high"))} for r in rows],
-                    ["method", "n eval", "AUC [95% CI]", "beats blind by [95% CI]", "TPR at 1% FPR", "TPR at 5% FPR", "FPR at α",
-                     "macro F1 [95% CI]", "Δ AUC [95% CI]", "beats (AUC)", "Δ macro F1 [95% CI]", "beats (F1)"],
+                    [
+                        {
+                            "method": method_label(r),
+                            "n eval": "–" if r.get("n_eval") is None else f"{r['n_eval']} ({r['n_eval_non_members']})",
+                            "AUC [95% CI]": with_interval(r["auc"], r["auc_low"], r["auc_high"]),
+                            "TPR at 1% FPR": estimate(r["tpr_at_1fpr"]),
+                            "TPR at 5% FPR": estimate(r["tpr_at_5fpr"]),
+                            "macro F1 [95% CI]": with_interval(r["macro_f1"], r["macro_f1_low"], r["macro_f1_high"]),
+                            "Δ AUC [95% CI]": with_interval(r["delta_auc"], r["delta_auc_low"], r["delta_auc_high"]),
+                            "beats (AUC)": r["beats_auc_share"],
+                            "Δ macro F1 [95% CI]": with_interval(
+                                r["delta_macro_f1"], r["delta_macro_f1_low"], r["delta_macro_f1_high"]
+                            ),
+                            "beats (F1)": r["beats_macro_f1_share"],
+                            "FPR at α": estimate(r.get("fpr")),
+                            "beats blind by [95% CI]": with_interval(
+                                r.get("delta_blind_auc"), r.get("delta_blind_auc_low"), r.get("delta_blind_auc_high")
+                            ),
+                        }
+                        for r in rows
+                    ],
+                    [
+                        "method",
+                        "n eval",
+                        "AUC [95% CI]",
+                        "beats blind by [95% CI]",
+                        "TPR at 1% FPR",
+                        "TPR at 5% FPR",
+                        "FPR at α",
+                        "macro F1 [95% CI]",
+                        "Δ AUC [95% CI]",
+                        "beats (AUC)",
+                        "Δ macro F1 [95% CI]",
+                        "beats (F1)",
+                    ],
                 ),
             ]
     return parts
@@ -186,21 +247,32 @@ def sensitivity_sections(seeds: Sequence[dict]) -> list[str]:
     for subset in SUBSETS:
         rows_of_subset = [r for r in seeds if r["subset"] == subset]
         for metric, title in METRIC_TITLES.items():
+
             def cell(r, metric=metric):
                 return mean_sd(r[f"{metric}_mean"], r[f"{metric}_sd"])
 
             for ratio in ratios:
                 at_ratio = [r for r in rows_of_subset if r["ratio"] == ratio]
                 rows, columns = pivot(at_ratio, "epoch", cell, lambda e: f"epoch {e}")
-                parts += [f"\n## {title} by epoch (mixing ratio 1:{ratio:g}, {subset} subset)\n", markdown_table(rows, columns)]
+                parts += [
+                    f"\n## {title} by epoch (mixing ratio 1:{ratio:g}, {subset} subset)\n",
+                    markdown_table(rows, columns),
+                ]
                 variant_counts = [r for r in at_ratio if r["family"] == BASELINE]
                 if len({r["method"] for r in variant_counts}) > 1:
                     rows, columns = pivot(variant_counts, "epoch", cell, lambda e: f"epoch {e}")
-                    parts += [f"\n## SrDetection gray-box {title} by variant count n (mixing ratio 1:{ratio:g}, {subset} subset)\n",
-                              markdown_table(rows, columns)]
+                    parts += [
+                        f"\n## SrDetection gray-box {title} by variant count n (mixing ratio 1:{ratio:g}, {subset} subset)\n",
+                        markdown_table(rows, columns),
+                    ]
             if len(ratios) > 1:
-                rows, columns = pivot([r for r in rows_of_subset if r["epoch"] == last_epoch], "ratio", cell, lambda r: f"1:{r:g}")
-                parts += [f"\n## {title} by mixing ratio (epoch {last_epoch}, {subset} subset)\n", markdown_table(rows, columns)]
+                rows, columns = pivot(
+                    [r for r in rows_of_subset if r["epoch"] == last_epoch], "ratio", cell, lambda r: f"1:{r:g}"
+                )
+                parts += [
+                    f"\n## {title} by mixing ratio (epoch {last_epoch}, {subset} subset)\n",
+                    markdown_table(rows, columns),
+                ]
     return parts
 
 
@@ -208,9 +280,11 @@ def blind_sentence(row: dict) -> str:
     """The blind baseline's AUC on a subset's evaluation samples, as the table's caption says it."""
     if row.get("blind_auc") is None:
         return "No blind baseline on these samples."
-    return (f"The blind baseline (a text-only classifier of members against non-members, no model) has AUC "
-            f"{with_interval(row['blind_auc'], row['blind_auc_low'], row['blind_auc_high'])} on these samples; 'beats blind by' "
-            "is each method's AUC minus it on the same replicates (paired).")
+    return (
+        f"The blind baseline (a text-only classifier of members against non-members, no model) has AUC "
+        f"{with_interval(row['blind_auc'], row['blind_auc_low'], row['blind_auc_high'])} on these samples; 'beats blind by' "
+        "is each method's AUC minus it on the same replicates (paired)."
+    )
 
 
 def blind_section(rows: Sequence[dict]) -> list[str]:
@@ -226,29 +300,55 @@ def blind_section(rows: Sequence[dict]) -> list[str]:
             f"fold's {r['n_suspect']} members from its {r['n_control']} non-members with cross-validated AUC "
             f"{r['auc']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] (mean of {r['repeats']} repeated {r['folds']}-fold "
             f"splits; {r['interval']}), permutation p = {r['p_value']:.3g} over {how}. The split is random, so it should sit "
-            "near 0.5; each detector's AUC is set beside it below ('beats blind by').\n")
+            "near 0.5; each detector's AUC is set beside it below ('beats blind by').\n"
+        )
     return parts
 
 
 # The family pages beside report.md, in the summary's order: (title, what it holds, where it is off).
 FAMILIES = {
-    "detection": ("Detection", "every detector per model and subset, the sensitivity tables, perplexity, the complement "
-                  "twin", None),
-    "calibration": ("Calibration", "the null check of SrDetection's variants and the calibration table (false-positive "
-                    "rates under nulls the testbed knows to be true)", None),
-    "functional": ("Functional memorisation", "the counterfactual similarities of target and reference", "counterfactual"),
-    "scans": ("Leakage scans", "the near-duplicate scans of this benchmark (LessLeak's Table 2, sources, RQ3, RQ4)",
-              "leakage.scans"),
+    "detection": (
+        "Detection",
+        "every detector per model and subset, the sensitivity tables, perplexity, the complement twin",
+        None,
+    ),
+    "calibration": (
+        "Calibration",
+        "the null check of SrDetection's variants and the calibration table (false-positive "
+        "rates under nulls the testbed knows to be true)",
+        None,
+    ),
+    "functional": (
+        "Functional memorisation",
+        "the counterfactual similarities of target and reference",
+        "counterfactual",
+    ),
+    "scans": (
+        "Leakage scans",
+        "the near-duplicate scans of this benchmark (LessLeak's Table 2, sources, RQ3, RQ4)",
+        "leakage.scans",
+    ),
     "mutations": ("Mutations", "the mutation study's tables per model", "mutate.kinds"),
-    "contamination": ("Contamination", "the dataset-level tests (a p-value per model), their calibration and power",
-                      "contamination"),
+    "contamination": (
+        "Contamination",
+        "the dataset-level tests (a p-value per model), their calibration and power",
+        "contamination",
+    ),
     "watermark": ("Randomized publication", "the watermark rank-sum test of the published release", "watermark"),
 }
 
 
-def render_pages(samples: Sequence[dict], detection: Sequence[dict], seeds: Sequence[dict], null_check: Sequence[dict],
-                 perplexity: Sequence[dict], calibration_text: str, calibration_lines: Sequence[str],
-                 fragments: dict[str, Sequence[str]], blind: Sequence[dict] = ()) -> dict[str, str]:
+def render_pages(
+    samples: Sequence[dict],
+    detection: Sequence[dict],
+    seeds: Sequence[dict],
+    null_check: Sequence[dict],
+    perplexity: Sequence[dict],
+    calibration_text: str,
+    calibration_lines: Sequence[str],
+    fragments: dict[str, Sequence[str]],
+    blind: Sequence[dict] = (),
+) -> dict[str, str]:
     """``report.md`` (a summary) and one page per family of ``FAMILIES``
     (file name ``<family>.md``): every section the aggregate writes is on
     exactly one page. ``fragments``: other stages' Markdown sections by family;
@@ -257,11 +357,15 @@ def render_pages(samples: Sequence[dict], detection: Sequence[dict], seeds: Sequ
     if unknown:
         raise ValueError(f"report fragments of unknown families {unknown}; known: {', '.join(FAMILIES)}")
     sections = {
-        "detection": [*headline_sections(detection, seeds), *blind_section(blind), *detection_sections(detection),
-                      *own_rule_sections(detection),
-                      *sensitivity_sections(seeds),
-                      "\n## Perplexity of the original samples\n",
-                      markdown_table(perplexity, ["model", "split", "n", "mean_ppl", "median_ppl"], digits=2)],
+        "detection": [
+            *headline_sections(detection, seeds),
+            *blind_section(blind),
+            *detection_sections(detection),
+            *own_rule_sections(detection),
+            *sensitivity_sections(seeds),
+            "\n## Perplexity of the original samples\n",
+            markdown_table(perplexity, ["model", "split", "n", "mean_ppl", "median_ppl"], digits=2),
+        ],
         "calibration": [*null_check_section(null_check), calibration_text],
     }
     pages = {}
@@ -269,10 +373,24 @@ def render_pages(samples: Sequence[dict], detection: Sequence[dict], seeds: Sequ
         body = [*sections.get(family, []), *fragments.get(family, [])]
         if not body:
             body = [f"\n_Nothing of this family in this run (`{switch}` is off or empty for this benchmark)._\n"]
-        pages[family] = "\n".join([f"# {title}\n", f"[Summary](report.md) · [Verdict](../../verdict.md). {holds[0].upper()}{holds[1:]}.\n",
-                                    *body])
-    listing = markdown_table([{"page": f"[{FAMILIES[f][0]}]({f}.md)", "what it holds": FAMILIES[f][1],
-                               "sections": pages[f].count("\n## ")} for f in FAMILIES], ["page", "what it holds", "sections"])
+        pages[family] = "\n".join(
+            [
+                f"# {title}\n",
+                f"[Summary](report.md) · [Verdict](../../verdict.md). {holds[0].upper()}{holds[1:]}.\n",
+                *body,
+            ]
+        )
+    listing = markdown_table(
+        [
+            {
+                "page": f"[{FAMILIES[f][0]}]({f}.md)",
+                "what it holds": FAMILIES[f][1],
+                "sections": pages[f].count("\n## "),
+            }
+            for f in FAMILIES
+        ],
+        ["page", "what it holds", "sections"],
+    )
     summary = [
         "# leaktrace results\n",
         "The answer per model comes first on the run's [verdict page](../../verdict.md). This page is a summary; every "

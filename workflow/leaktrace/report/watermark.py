@@ -31,19 +31,33 @@ def role(model: str) -> str:
     return ROLES.get(model.split("-")[0], "unexposed model")
 
 
-def watermark_section(summary: Sequence[dict], calibration: Sequence[dict], sizes: Mapping[int, int], settings: dict,
-                      figure: str) -> str:
+def watermark_section(
+    summary: Sequence[dict], calibration: Sequence[dict], sizes: Mapping[int, int], settings: dict, figure: str
+) -> str:
     """The Markdown section: the release, the p-value per model, the calibration."""
     null = RankSumNull([m for m, n in sizes.items() for _ in range(n)])
     problems = sum(sizes.values())
     by_forms = ", ".join(f"{n} with {m}" for m, n in sorted(sizes.items(), reverse=True))
-    table = [{**r, "role": role(r["model"]), "rank sum (null mean)": f"{r['rank_sum']} ({r['expected']:.1f})",
-              "p": f"{r['p_value']:.3g}",
-              "DI p, originals' target": _p(r.get("dataset_inference_p")),
-              "variant preference p, same": _p(r.get("variant_preference_p"))} for r in summary]
-    cal = [{**r, "rejections / draws": f"{r['rejections']} / {r['n']}",
+    table = [
+        {
+            **r,
+            "role": role(r["model"]),
+            "rank sum (null mean)": f"{r['rank_sum']} ({r['expected']:.1f})",
+            "p": f"{r['p_value']:.3g}",
+            "DI p, originals' target": _p(r.get("dataset_inference_p")),
+            "variant preference p, same": _p(r.get("variant_preference_p")),
+        }
+        for r in summary
+    ]
+    cal = [
+        {
+            **r,
+            "rejections / draws": f"{r['rejections']} / {r['n']}",
             "rate [95% CI]": f"{r['rate']:.4f} [{r['ci_low']:.4f}, {r['ci_high']:.4f}]",
-            "attainable size": f"{null.size(r['alpha']):.4f}"} for r in calibration]
+            "attainable size": f"{null.size(r['alpha']):.4f}",
+        }
+        for r in calibration
+    ]
     failed = [r for r in calibration if not r["holds"]]
     return (
         "\n## Randomized publication: a release that proves its own leakage\n\n"
@@ -57,17 +71,35 @@ def watermark_section(summary: Sequence[dict], calibration: Sequence[dict], size
         "forms or more. Beside each watermark target: dataset inference and the variant-preference test of the target "
         "trained on the originals with the same ratio, seed and epoch (the contamination table's; `–` where that "
         "target is not scored).\n\n"
-        + markdown_table(table, ["model", "role", "epoch", "seed", "testable", "rank sum (null mean)", "rank_one", "p",
-                                 "DI p, originals' target", "variant preference p, same"])
+        + markdown_table(
+            table,
+            [
+                "model",
+                "role",
+                "epoch",
+                "seed",
+                "testable",
+                "rank sum (null mean)",
+                "rank_one",
+                "p",
+                "DI p, originals' target",
+                "variant preference p, same",
+            ],
+        )
         + "\n### Validity: random publications under the unexposed models\n\n"
         "Each row re-draws the publication uniformly at random over the same scored forms (no forward pass) and counts "
         "the draws whose exact p-value is at most α: the test's size. The rank sum is discrete, so the size cannot "
         "exceed the attainable size below α, and a rate below α is what a valid test shows. `holds`: the "
         "Clopper-Pearson interval reaches down to α; `ks_p`: a KS test of the draws' randomised p-values, uniform "
-        "under the null. " + ("Every row holds.\n\n" if not failed else
-                              f"**{len(failed)} rows do not hold**: the p-values above are not evidence.\n\n")
-        + markdown_table(cal, ["model", "alpha", "rejections / draws", "rate [95% CI]", "attainable size", "holds",
-                               "ks_p"], digits=4)
+        "under the null. "
+        + (
+            "Every row holds.\n\n"
+            if not failed
+            else f"**{len(failed)} rows do not hold**: the p-values above are not evidence.\n\n"
+        )
+        + markdown_table(
+            cal, ["model", "alpha", "rejections / draws", "rate [95% CI]", "attainable size", "holds", "ks_p"], digits=4
+        )
         + f"\nThe per-problem p-values, under random publications and under the release: `{figure}`.\n"
     )
 
@@ -76,8 +108,13 @@ def _p(value: float | None) -> str:
     return "–" if value is None else f"{value:.3g}"
 
 
-def p_value_histograms(null_counts: Mapping[str, Mapping[tuple[int, int], int]], releases: Mapping[str, Sequence[dict]],
-                       sizes: Mapping[int, int], bins: int, path: Path) -> None:
+def p_value_histograms(
+    null_counts: Mapping[str, Mapping[tuple[int, int], int]],
+    releases: Mapping[str, Sequence[dict]],
+    sizes: Mapping[int, int],
+    bins: int,
+    path: Path,
+) -> None:
     """Left: per-problem p-values of the random publications under each
     unexposed model, pooled over draws; right: of the real publication under
     every tested model. The exact null share of each bin as a dashed line."""
@@ -96,10 +133,22 @@ def p_value_histograms(null_counts: Mapping[str, Mapping[tuple[int, int], int]],
             else:
                 np.add.at(shares, p_bin(np.array([r["p_value"] for r in data]), bins), 1)
             shares /= max(1.0, shares.sum())
-            axis.bar(centres - 0.4 / bins + (k + 0.5) * width / n, shares, width=width / n, color=colours[k % 10],
-                     label=model)
-        axis.step(np.r_[0, np.arange(1, bins + 1) / bins], np.r_[expected[0], expected], where="pre", color="black",
-                  ls="--", lw=1, label="exact null")
+            axis.bar(
+                centres - 0.4 / bins + (k + 0.5) * width / n,
+                shares,
+                width=width / n,
+                color=colours[k % 10],
+                label=model,
+            )
+        axis.step(
+            np.r_[0, np.arange(1, bins + 1) / bins],
+            np.r_[expected[0], expected],
+            where="pre",
+            color="black",
+            ls="--",
+            lw=1,
+            label="exact null",
+        )
         axis.set(xlabel="per-problem p = rank / m", xlim=(0, 1), title=title)
         axis.legend(fontsize=7)
     left.set_ylabel("share of problems")

@@ -169,8 +169,9 @@ def _become_program(setup: dict, stdin: int) -> None:
         os.chdir(setup["workdir"])
         isolation.drop_privileges(setup["uids"]["program"], drop_capabilities=setup["user_namespace"])
         limits = setup["limits"]
-        isolation.limit_resources(limits["cpu_s"], limits["memory_mb"], limits["file_size_mb"],
-                                  setup["rlimit_processes"])
+        isolation.limit_resources(
+            limits["cpu_s"], limits["memory_mb"], limits["file_size_mb"], setup["rlimit_processes"]
+        )
         os.environ.clear()
         os.environ.update(setup["environment"])
     except BaseException:
@@ -250,7 +251,7 @@ def _share_files(top: str = ".") -> None:
             entries = list(os.scandir(stack.pop()))
         except OSError:
             continue
-        for entry in entries[:_SHARED_ENTRIES - seen]:
+        for entry in entries[: _SHARED_ENTRIES - seen]:
             seen += 1
             try:
                 fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -298,9 +299,18 @@ def _outcome(thunk) -> tuple:
 
 # What a Remote's operators ask for; each is applied to the held object in the program process.
 _OPERATORS = {
-    "len": len, "bool": bool, "str": str, "repr": repr, "iter": iter, "next": next, "hash": hash,
-    "contains": operator.contains, "getitem": operator.getitem, "setitem": operator.setitem,
-    "delitem": operator.delitem, "isinstance": lambda instance, cls: isinstance(instance, cls),
+    "len": len,
+    "bool": bool,
+    "str": str,
+    "repr": repr,
+    "iter": iter,
+    "next": next,
+    "hash": hash,
+    "contains": operator.contains,
+    "getitem": operator.getitem,
+    "setitem": operator.setitem,
+    "delitem": operator.delitem,
+    "isinstance": lambda instance, cls: isinstance(instance, cls),
 }
 
 
@@ -333,8 +343,11 @@ def _reference_getattr(request: tuple, namespace: dict, held: list) -> object:
 
 def _reference_setattr(request: tuple, namespace: dict, held: list) -> None:
     _, reference, name, value, value_reference = request
-    setattr(_resolve(reference, namespace, held), name,
-            value if value_reference is None else _resolve(value_reference, namespace, held))
+    setattr(
+        _resolve(reference, namespace, held),
+        name,
+        value if value_reference is None else _resolve(value_reference, namespace, held),
+    )
 
 
 def _reference_operator(request: tuple, namespace: dict, held: list) -> object:
@@ -342,8 +355,12 @@ def _reference_operator(request: tuple, namespace: dict, held: list) -> object:
     return _OPERATORS[name](_resolve(reference, namespace, held), *_arguments(arguments, references, namespace, held))
 
 
-_REFERENCE_REQUESTS = {"ref_call": _reference_call, "ref_getattr": _reference_getattr, "ref_setattr": _reference_setattr,
-                       "ref_op": _reference_operator}
+_REFERENCE_REQUESTS = {
+    "ref_call": _reference_call,
+    "ref_getattr": _reference_getattr,
+    "ref_setattr": _reference_setattr,
+    "ref_op": _reference_operator,
+}
 
 
 def _held_outcome(thunk, held: list) -> tuple:
@@ -404,8 +421,10 @@ def _stdio_harness(setup: dict, trust: dict) -> None:
         outcomes.append((ended[0], ended[1], output))
         if ended != ("code", 0):
             break
-    _write(setup["report_fd"], {"status": "ok", "error": None, "record": None, "value": (tuple(outcomes),),
-                                "program_exit": None})
+    _write(
+        setup["report_fd"],
+        {"status": "ok", "error": None, "record": None, "value": (tuple(outcomes),), "program_exit": None},
+    )
     os._exit(0)
 
 
@@ -437,8 +456,10 @@ def _build_harness(setup: dict, trust: dict) -> None:
         outcomes.append((ended[0], ended[1], *written))
         if ended != ("code", 0):
             break
-    _write(setup["report_fd"], {"status": "ok", "error": None, "record": None, "value": (tuple(outcomes),),
-                                "program_exit": None})
+    _write(
+        setup["report_fd"],
+        {"status": "ok", "error": None, "record": None, "value": (tuple(outcomes),), "program_exit": None},
+    )
     os._exit(0)
 
 
@@ -633,8 +654,9 @@ def _harness_process(setup: dict, trust: dict, connection: ProgramConnection) ->
     # The test runs in the program's working directory and group (not its uid: the program can neither signal
     # nor trace the harness), so the files a test makes (ClassEval's databases) are the program's to open.
     os.chdir(setup["workdir"])
-    isolation.drop_privileges(setup["uids"]["harness"], drop_capabilities=setup["user_namespace"],
-                              gid=setup["uids"]["program"])
+    isolation.drop_privileges(
+        setup["uids"]["harness"], drop_capabilities=setup["user_namespace"], gid=setup["uids"]["program"]
+    )
     limits = setup["limits"]
     isolation.limit_resources(limits["cpu_s"], limits["memory_mb"] if setup["rlimit_memory"] else None, None, None)
     report = {"status": "ok", "error": None, "record": None, "value": None, "program_exit": None}
@@ -680,7 +702,10 @@ def _run_calls(connection: ProgramConnection, calls: list) -> dict:
         reply = connection.request(("call", name, tuple(arguments), {}))
         kind = _reply_kind(reply)
         if kind == "raise":
-            return {"status": "error", "error": f"{name}: {reply[1]}: {reply[2]}" if reply[2] else f"{name}: {reply[1]}"}
+            return {
+                "status": "error",
+                "error": f"{name}: {reply[1]}: {reply[2]}" if reply[2] else f"{name}: {reply[1]}",
+            }
         if kind == "unserialisable":
             return {"status": "error", "error": f"{name} returned a {reply[1]}, which is not an exact builtin value"}
         returned.append(reply[1])
@@ -763,15 +788,32 @@ class Remote:
 
     def __setattr__(self, name: str, value) -> None:
         value_reference = _reference_of(value)
-        self._ask(("ref_setattr", object.__getattribute__(self, "_remote")[1], name,
-                   None if value_reference else value, value_reference), f".{name}=")
+        self._ask(
+            (
+                "ref_setattr",
+                object.__getattribute__(self, "_remote")[1],
+                name,
+                None if value_reference else value,
+                value_reference,
+            ),
+            f".{name}=",
+        )
 
     def __call__(self, *args, **kwargs):
         values_, references = _as_arguments(args)
         keywords = {k: v for k, v in kwargs.items() if _reference_of(v) is None}
         keyword_references = {k: _reference_of(v) for k, v in kwargs.items() if _reference_of(v) is not None}
-        return self._ask(("ref_call", object.__getattribute__(self, "_remote")[1], values_, references, keywords,
-                          keyword_references), "()")
+        return self._ask(
+            (
+                "ref_call",
+                object.__getattribute__(self, "_remote")[1],
+                values_,
+                references,
+                keywords,
+                keyword_references,
+            ),
+            "()",
+        )
 
     def __instancecheck__(self, instance) -> bool:  # isinstance(x, SomeClassOfTheProgram)
         reference = _reference_of(instance)
@@ -797,8 +839,10 @@ class Remote:
         ``__eq__`` says yes to anything would pass every assertEqual. A test
         compares exact builtin values (what methods and attributes return)."""
         label = object.__getattribute__(self, "_remote")[2]
-        raise TypeError(f"the test compares the program's object {label} itself; only exact builtin values are "
-                        "compared (a method's or an attribute's value)")
+        raise TypeError(
+            f"the test compares the program's object {label} itself; only exact builtin values are "
+            "compared (a method's or an attribute's value)"
+        )
 
     __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _compared
 
@@ -988,7 +1032,7 @@ def _read_exactly(fd: int, size: int, connection: ProgramConnection | None) -> b
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _write(fd: int, report: dict) -> None:

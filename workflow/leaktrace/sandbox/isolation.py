@@ -38,8 +38,12 @@ _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_u
 
 
 class _MountAttributes(ctypes.Structure):
-    _fields_ = [("set", ctypes.c_uint64), ("clear", ctypes.c_uint64), ("propagation", ctypes.c_uint64),
-                ("userns_fd", ctypes.c_uint64)]
+    _fields_ = [
+        ("set", ctypes.c_uint64),
+        ("clear", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    ]
 
 
 class _CapabilityHeader(ctypes.Structure):
@@ -72,8 +76,11 @@ def enter_namespaces(user_namespace: bool, sandbox_uid: int) -> None:
     uid, gid = os.geteuid(), os.getegid()
     _check(_libc.unshare(flags | (CLONE_NEWUSER if user_namespace else 0)), "unshare")
     if user_namespace:
-        for name, text in (("setgroups", "deny"), ("uid_map", f"{sandbox_uid} {uid} 1"),
-                           ("gid_map", f"{sandbox_uid} {gid} 1")):
+        for name, text in (
+            ("setgroups", "deny"),
+            ("uid_map", f"{sandbox_uid} {uid} 1"),
+            ("gid_map", f"{sandbox_uid} {gid} 1"),
+        ):
             with open(f"/proc/self/{name}", "w") as control:
                 control.write(text)
 

@@ -85,8 +85,9 @@ def _key(operation: tuple) -> str:
 
 
 def _under_bound_directory(path: str, view: dict[str, tuple]) -> bool:
-    return any(kind == "bind" and rest[1] and path.startswith(rest[0].rstrip("/") + "/")
-               for kind, *rest in view.values())
+    return any(
+        kind == "bind" and rest[1] and path.startswith(rest[0].rstrip("/") + "/") for kind, *rest in view.values()
+    )
 
 
 def expose(path: str, view: dict[str, tuple]) -> None:
@@ -106,7 +107,7 @@ def expose(path: str, view: dict[str, tuple]) -> None:
             target = os.readlink(candidate)
             view.setdefault(f"symlink {candidate}", ("symlink", candidate, target))
             resolved = os.path.normpath(os.path.join(current, target))
-            expose(os.path.join(resolved, *parts[index + 1:]), view)
+            expose(os.path.join(resolved, *parts[index + 1 :]), view)
             return
         current = candidate
     is_directory = os.path.isdir(current)

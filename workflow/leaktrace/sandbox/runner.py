@@ -173,7 +173,8 @@ def isolation_level(limits: SandboxLimits) -> str:
         return "full"
     if limits.isolation == "full":
         raise SandboxUnavailable(
-            "cannot isolate untrusted code here: " + "; ".join(missing)
+            "cannot isolate untrusted code here: "
+            + "; ".join(missing)
             + ". Set variants.sandbox.isolation: weak to run with weaker isolation (recorded in the results)."
         )
     return "weak"
@@ -213,14 +214,20 @@ def run_unittest(code: str, test: str, limits: SandboxLimits = SandboxLimits()) 
     return _run(code, trust, limits)
 
 
-def run_unittests(items: Sequence[tuple[str, str]], limits: SandboxLimits = SandboxLimits(), *,
-                  workers: int) -> list[SandboxResult]:
+def run_unittests(
+    items: Sequence[tuple[str, str]], limits: SandboxLimits = SandboxLimits(), *, workers: int
+) -> list[SandboxResult]:
     """`run_unittest` on each (code, test), `workers` at a time; results keep input order."""
     return in_parallel([functools.partial(run_unittest, *item, limits) for item in items], workers)
 
 
-def run_stdio(code: str, inputs: Sequence[str], limits: SandboxLimits = SandboxLimits(), *,
-              max_output_bytes: int = 16 * 1024 * 1024) -> SandboxResult:
+def run_stdio(
+    code: str,
+    inputs: Sequence[str],
+    limits: SandboxLimits = SandboxLimits(),
+    *,
+    max_output_bytes: int = 16 * 1024 * 1024,
+) -> SandboxResult:
     """Run `code` as a whole program once per input, each in a process of its
     own with the input as standard input, in one sandbox (namespaces, cgroup,
     root set up once). `limits.timeout_s` bounds each run's wall clock, and
@@ -231,15 +238,25 @@ def run_stdio(code: str, inputs: Sequence[str], limits: SandboxLimits = SandboxL
     status 0: ("code", status, stdout bytes), ("signal", number, stdout
     bytes), ("timeout",) or ("output", why) when the outputs together passed
     `max_output_bytes`. `leaktrace.sandbox.stdio` judges them."""
-    trust = {"mode": "stdio", "inputs": list(inputs), "case_timeout_s": limits.timeout_s,
-             "max_output_bytes": max_output_bytes}
+    trust = {
+        "mode": "stdio",
+        "inputs": list(inputs),
+        "case_timeout_s": limits.timeout_s,
+        "max_output_bytes": max_output_bytes,
+    }
     whole = dataclasses.replace(limits, timeout_s=limits.timeout_s * len(inputs) + max(limits.timeout_s, _START_UP_S))
     return _run(code, trust, whole)
 
 
-def run_build(files: Mapping[str, str], commands: Sequence[Sequence[str]], view: tuple,
-              limits: SandboxLimits = SandboxLimits(), *, environment: Mapping[str, str] | None = None,
-              max_output_bytes: int = 1024 * 1024) -> SandboxResult:
+def run_build(
+    files: Mapping[str, str],
+    commands: Sequence[Sequence[str]],
+    view: tuple,
+    limits: SandboxLimits = SandboxLimits(),
+    *,
+    environment: Mapping[str, str] | None = None,
+    max_output_bytes: int = 1024 * 1024,
+) -> SandboxResult:
     """Write `files` (name -> text) into the run's working directory and run
     each command (an argv with an absolute program path) in turn, each in a
     process of its own under the program's uid, with `view` (a toolchain's
@@ -249,18 +266,25 @@ def run_build(files: Mapping[str, str], commands: Sequence[Sequence[str]], view:
     `return_value` one tuple per command, up to the first that did not exit
     with status 0: ("code", status, stdout bytes, stderr bytes), ("signal",
     number, stdout bytes, stderr bytes) or ("timeout",)."""
-    trust = {"mode": "build", "commands": [list(command) for command in commands], "step_timeout_s": limits.timeout_s,
-             "max_output_bytes": max_output_bytes}
+    trust = {
+        "mode": "build",
+        "commands": [list(command) for command in commands],
+        "step_timeout_s": limits.timeout_s,
+        "max_output_bytes": max_output_bytes,
+    }
     whole = dataclasses.replace(limits, timeout_s=limits.timeout_s * len(commands) + max(limits.timeout_s, _START_UP_S))
-    return _execute("", trust, whole, _platform(), isolation_level(limits), files=dict(files), view=view,
-                    environment=environment)
+    return _execute(
+        "", trust, whole, _platform(), isolation_level(limits), files=dict(files), view=view, environment=environment
+    )
 
 
 def run_many(
     codes: Sequence[str], limits: SandboxLimits = SandboxLimits(), *, workers: int, result_expr: str | None = None
 ) -> list[SandboxResult]:
     """`run_python` on each program, `workers` at a time; results keep input order."""
-    return in_parallel([functools.partial(run_python, code, limits, result_expr=result_expr) for code in codes], workers)
+    return in_parallel(
+        [functools.partial(run_python, code, limits, result_expr=result_expr) for code in codes], workers
+    )
 
 
 def run_tests(
@@ -336,9 +360,17 @@ def _run(code: str, trust: dict, limits: SandboxLimits) -> SandboxResult:
     return _execute(code, trust, limits, _platform(), level)
 
 
-def _execute(code: str, trust: dict, limits: SandboxLimits, platform: _Platform, level: str, *,
-             files: Mapping[str, str] | None = None, view: tuple = (),
-             environment: Mapping[str, str] | None = None) -> SandboxResult:
+def _execute(
+    code: str,
+    trust: dict,
+    limits: SandboxLimits,
+    platform: _Platform,
+    level: str,
+    *,
+    files: Mapping[str, str] | None = None,
+    view: tuple = (),
+    environment: Mapping[str, str] | None = None,
+) -> SandboxResult:
     namespaces, has_cgroup = platform.namespaces is None, platform.cgroup is None
     user_namespace = namespaces and platform.user_namespace
     switch_uids = os.geteuid() == 0 and not user_namespace  # in a user namespace only one uid is mapped
@@ -369,8 +401,10 @@ def _execute(code: str, trust: dict, limits: SandboxLimits, platform: _Platform,
             "view": platform.view + tuple(view),
             "scratch_mb": limits.scratch_mb,
             "workdir": "/tmp" if namespaces else root,
-            "environment": {**(_ENVIRONMENT if namespaces else {**_ENVIRONMENT, "HOME": root, "TMPDIR": root}),
-                            **(environment or {})},
+            "environment": {
+                **(_ENVIRONMENT if namespaces else {**_ENVIRONMENT, "HOME": root, "TMPDIR": root}),
+                **(environment or {}),
+            },
             "limits": {"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb, "file_size_mb": limits.file_size_mb},
             "rlimit_memory": not has_cgroup,
             "rlimit_processes": None if has_cgroup else limits.max_processes,

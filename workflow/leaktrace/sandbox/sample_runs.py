@@ -20,8 +20,9 @@ from leaktrace.sandbox.stdio import run_io_tests_many
 SampleTests = str | IoTests | UnittestTests
 
 
-def run_sample_tests(items: Sequence[tuple[str, SampleTests, str | None]], limits: SandboxLimits = SandboxLimits(), *,
-                     workers: int) -> list[SandboxResult]:
+def run_sample_tests(
+    items: Sequence[tuple[str, SampleTests, str | None]], limits: SandboxLimits = SandboxLimits(), *, workers: int
+) -> list[SandboxResult]:
     """Each (code, tests, entry point) run in the sandbox, ``workers`` runs at
     a time, one program per run; results keep input order. The entry point
     is the function a ``check`` calls (None for standard-input cases; a
@@ -35,22 +36,33 @@ def run_sample_tests(items: Sequence[tuple[str, SampleTests, str | None]], limit
         elif isinstance(tests, str):
             kinds["check"].append(i)
         else:
-            raise TypeError(f"item {i}: tests must be check code (str), IoTests or UnittestTests, "
-                            f"not {type(tests).__name__}")
+            raise TypeError(
+                f"item {i}: tests must be check code (str), IoTests or UnittestTests, not {type(tests).__name__}"
+            )
     results: list[SandboxResult | None] = [None] * len(items)
-    ran = (run_tests([items[i] for i in kinds["check"]], limits, workers=workers) if kinds["check"] else [],
-           run_unittests([(items[i][0], items[i][1].code) for i in kinds["unittest"]], limits, workers=workers)
-           if kinds["unittest"] else [],
-           run_io_tests_many([(items[i][0], items[i][1]) for i in kinds["io"]], limits, workers=workers)
-           if kinds["io"] else [])
+    ran = (
+        run_tests([items[i] for i in kinds["check"]], limits, workers=workers) if kinds["check"] else [],
+        run_unittests([(items[i][0], items[i][1].code) for i in kinds["unittest"]], limits, workers=workers)
+        if kinds["unittest"]
+        else [],
+        run_io_tests_many([(items[i][0], items[i][1]) for i in kinds["io"]], limits, workers=workers)
+        if kinds["io"]
+        else [],
+    )
     for indices, outcomes in zip(kinds.values(), ran, strict=True):
         for i, result in zip(indices, outcomes, strict=True):
             results[i] = result
     return results  # type: ignore[return-value]
 
 
-def solution_failures(rows: Sequence[dict], source: str, limits: SandboxLimits = SandboxLimits(), *,
-                      workers: int = 1, max_io_cases: int | None = None) -> tuple[int, list[tuple[str, str]]]:
+def solution_failures(
+    rows: Sequence[dict],
+    source: str,
+    limits: SandboxLimits = SandboxLimits(),
+    *,
+    workers: int = 1,
+    max_io_cases: int | None = None,
+) -> tuple[int, list[tuple[str, str]]]:
     """Each sample's own solution (its ``code``) run against its own tests:
     (how many were run, [(sample id, why it failed)] in input order). Only
     samples the sandbox can run are run (``not_runnable`` is None: code and
@@ -72,7 +84,10 @@ def solution_failures(rows: Sequence[dict], source: str, limits: SandboxLimits =
             unreadable.append((row["sample_id"], f"unreadable tests: {error.message}"))
     items = [(row["code"], *sample_tests(row, source, max_io_cases)) for row in runnable]
     results = run_sample_tests(items, limits, workers=workers)
-    failures = [(row["sample_id"], f"{result.status}: {(result.error or result.stderr or '').strip()[:300]}")
-                for row, result in zip(runnable, results, strict=True) if result.status != "ok"]
+    failures = [
+        (row["sample_id"], f"{result.status}: {(result.error or result.stderr or '').strip()[:300]}")
+        for row, result in zip(runnable, results, strict=True)
+        if result.status != "ok"
+    ]
     position = {row["sample_id"]: i for i, row in enumerate(rows)}
     return len(runnable) + len(unreadable), sorted(unreadable + failures, key=lambda f: position[f[0]])

@@ -75,20 +75,35 @@ def run_io_tests(code: str, tests: IoTests, limits: SandboxLimits = SandboxLimit
         if verdict == "passed" and not outputs_match(output, expected):
             verdict, error = "wrong", f"case {number}: {_first_difference(output, expected)}"
     record = encode({"calls": calls, "test": verdict})
-    return SandboxResult(status="ok" if verdict == "passed" else "wrong", stdout=run.stdout, stderr=run.stderr,
-                         error=error, return_value=None, duration_s=run.duration_s, record=record,
-                         isolation=run.isolation)
+    return SandboxResult(
+        status="ok" if verdict == "passed" else "wrong",
+        stdout=run.stdout,
+        stderr=run.stderr,
+        error=error,
+        return_value=None,
+        duration_s=run.duration_s,
+        record=record,
+        isolation=run.isolation,
+    )
 
 
-def run_io_tests_many(items: Sequence[tuple[str, IoTests]], limits: SandboxLimits = SandboxLimits(), *,
-                      workers: int) -> list[SandboxResult]:
+def run_io_tests_many(
+    items: Sequence[tuple[str, IoTests]], limits: SandboxLimits = SandboxLimits(), *, workers: int
+) -> list[SandboxResult]:
     """`run_io_tests` on each (code, tests), `workers` at a time; results keep input order."""
     return in_parallel([functools.partial(run_io_tests, code, tests, limits) for code, tests in items], workers)
 
 
 def _failed(run: SandboxResult, status: str, error: str) -> SandboxResult:
-    return SandboxResult(status=status, stdout=run.stdout, stderr=run.stderr, error=error, return_value=None,
-                         duration_s=run.duration_s, isolation=run.isolation)
+    return SandboxResult(
+        status=status,
+        stdout=run.stdout,
+        stderr=run.stderr,
+        error=error,
+        return_value=None,
+        duration_s=run.duration_s,
+        isolation=run.isolation,
+    )
 
 
 def _first_difference(output: str, expected: str) -> str:

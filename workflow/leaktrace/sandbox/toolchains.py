@@ -38,8 +38,16 @@ from leaktrace.sandbox.runner import SandboxLimits, SandboxResult, run_build
 LANGUAGES = ("cpp", "java")
 _ALIASES = {"c++": "cpp"}
 # The JVM's reservations, bounded (its defaults reserve a quarter of the host's memory and 1 GB of class space).
-JVM_OPTIONS = ("-Xmx256m", "-Xss4m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
-               "-XX:ReservedCodeCacheSize=32m", "-XX:CompressedClassSpaceSize=64m", "-XX:MaxMetaspaceSize=128m")
+JVM_OPTIONS = (
+    "-Xmx256m",
+    "-Xss4m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:-UsePerfData",
+    "-XX:ReservedCodeCacheSize=32m",
+    "-XX:CompressedClassSpaceSize=64m",
+    "-XX:MaxMetaspaceSize=128m",
+)
 CPP_STANDARD = "-std=c++17"
 # What g++ links into every program (libstdc++, libm, libgcc, libc): the libraries, not the headers, are probed.
 _PROBE_CPP = "#include <cmath>\nint main() { return static_cast<int>(std::sqrt(4.0)) - 2; }\n"
@@ -80,8 +88,9 @@ def toolchain(language: str) -> Toolchain:
     return _cpp() if language == "cpp" else _java()
 
 
-def run_program(language: str, source: str, limits: SandboxLimits = SandboxLimits(), *,
-                main_class: str = "Main") -> SandboxResult:
+def run_program(
+    language: str, source: str, limits: SandboxLimits = SandboxLimits(), *, main_class: str = "Main"
+) -> SandboxResult:
     """Build `source` (a whole program: the solution and the test's `main`) and run it, in the sandbox."""
     chain = toolchain(language)
     name = f"{main_class}.java" if chain.language == "java" else chain.source_name
@@ -112,7 +121,7 @@ def _cpp() -> Toolchain:
     listing = ask("-xc++", "-E", "-v", os.devnull).stderr.splitlines()
     try:
         first = listing.index("#include <...> search starts here:") + 1
-        headers = [line.strip() for line in listing[first:listing.index("End of search list.")]]
+        headers = [line.strip() for line in listing[first : listing.index("End of search list.")]]
     except ValueError:
         raise ToolchainUnavailable(f"g++ did not list its header search path: {' '.join(listing)[:300]}") from None
     with tempfile.TemporaryDirectory(prefix="leaktrace-probe-") as probe:
@@ -121,11 +130,16 @@ def _cpp() -> Toolchain:
         linked = ask(CPP_STANDARD, str(source), "-o", str(binary), "-Wl,--trace")
         if linked.returncode != 0 or not binary.exists():
             raise ToolchainUnavailable(f"g++ cannot link a probe program: {linked.stderr[:300]}")
-        inputs = [os.path.normpath(line.strip()) for line in linked.stdout.splitlines()
-                  if line.startswith("/") and not line.startswith(probe)]
+        inputs = [
+            os.path.normpath(line.strip())
+            for line in linked.stdout.splitlines()
+            if line.startswith("/") and not line.startswith(probe)
+        ]
         libraries = rootfs.shared_libraries([*map(os.path.realpath, programs), str(binary)])
     paths = [*programs, gcc_dir, *headers, *inputs, *libraries]
-    return Toolchain("cpp", "main.cpp", ((gxx, CPP_STANDARD, "-o", "main", "main.cpp"), ("./main",)), rootfs.additions(paths))
+    return Toolchain(
+        "cpp", "main.cpp", ((gxx, CPP_STANDARD, "-o", "main", "main.cpp"), ("./main",)), rootfs.additions(paths)
+    )
 
 
 def _java() -> Toolchain:

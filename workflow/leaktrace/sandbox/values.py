@@ -85,7 +85,9 @@ def _time_kinds() -> dict:
     if not _TIME_KINDS:
         import datetime
 
-        _TIME_KINDS.update({datetime.datetime: b"D", datetime.date: b"a", datetime.time: b"m", datetime.timedelta: b"e"})
+        _TIME_KINDS.update(
+            {datetime.datetime: b"D", datetime.date: b"a", datetime.time: b"m", datetime.timedelta: b"e"}
+        )
     return _TIME_KINDS
 
 
@@ -177,8 +179,17 @@ def _time_fields(value) -> tuple:
         return value.year, value.month, value.day
     if kind is datetime.time:
         return value.hour, value.minute, value.second, value.microsecond, value.fold, _offset(value)
-    return (value.year, value.month, value.day, value.hour, value.minute, value.second, value.microsecond, value.fold,
-            _offset(value))
+    return (
+        value.year,
+        value.month,
+        value.day,
+        value.hour,
+        value.minute,
+        value.second,
+        value.microsecond,
+        value.fold,
+        _offset(value),
+    )
 
 
 def _time_value(tag: bytes, fields: object):
@@ -218,7 +229,7 @@ def _float_bytes(number: float) -> bytes:
 def _decode(data: bytes, position: int, depth: int) -> tuple[object, int]:
     if depth > MAX_DEPTH:
         raise ValueError(f"malformed value: nested deeper than {MAX_DEPTH} levels")
-    tag = data[position:position + 1]
+    tag = data[position : position + 1]
     position += 1
     if tag == b"N":
         return None, position
@@ -243,12 +254,12 @@ def _decode(data: bytes, position: int, depth: int) -> tuple[object, int]:
         raise ValueError(f"malformed value: unknown tag {tag!r} at byte {position - 1}")
     if position + 4 > len(data):
         raise ValueError("malformed value: truncated")
-    size = int.from_bytes(data[position:position + 4], "big")
+    size = int.from_bytes(data[position : position + 4], "big")
     position += 4
     if tag in (b"i", b"s", b"y"):
         if position + size > len(data):
             raise ValueError("malformed value: truncated")
-        chunk = data[position:position + size]
+        chunk = data[position : position + size]
         if tag == b"i":
             return int.from_bytes(chunk, "big", signed=True), position + size
         return (chunk.decode("utf-8", "surrogatepass") if tag == b"s" else chunk), position + size
@@ -272,4 +283,4 @@ def _decode(data: bytes, position: int, depth: int) -> tuple[object, int]:
 def _read_float(data: bytes, position: int) -> float:
     if position + 8 > len(data):
         raise ValueError("malformed value: truncated")
-    return struct.unpack(">d", data[position:position + 8])[0]
+    return struct.unpack(">d", data[position : position + 8])[0]

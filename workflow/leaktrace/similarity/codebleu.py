@@ -98,6 +98,7 @@ class CodeBLEU:
 
 # --- n-gram terms ----------------------------------------------------------
 
+
 def ngram_match(reference: list[str], hypothesis: list[str]) -> float:
     """BLEU-4 of the hypothesis tokens against the reference tokens (the package's ``bleu.corpus_bleu``)."""
     return float(corpus_bleu([[reference]], [hypothesis], smoothing_function=_SMOOTHING))
@@ -127,8 +128,9 @@ def weighted_ngram_match(reference: list[str], hypothesis: list[str]) -> float:
     # pair, 2, for the reference's length: a penalty only for 1- or 2-token
     # hypotheses.
     penalty = _brevity_penalty(_WEIGHTED_REFERENCE_LENGTH, len(hypothesis))
-    return penalty * math.exp(math.fsum(
-        _WEIGHT * math.log((numerator or _EPSILON) / denominator) for numerator, denominator in fractions))
+    return penalty * math.exp(
+        math.fsum(_WEIGHT * math.log((numerator or _EPSILON) / denominator) for numerator, denominator in fractions)
+    )
 
 
 def _brevity_penalty(ref_len: int, hyp_len: int) -> float:
@@ -140,6 +142,7 @@ def _brevity_penalty(ref_len: int, hyp_len: int) -> float:
 
 
 # --- comments and docstrings -----------------------------------------------
+
 
 def remove_comments_and_docstrings(source: str) -> str:
     """The package's ``remove_comments_and_docstrings`` for Python.
@@ -180,6 +183,7 @@ def _without_comments(code: str) -> str:
 
 # --- syntax match ------------------------------------------------------------
 
+
 def _subtrees(root: Node) -> list[str]:
     """S-expressions of the root and of every node below it that has children."""
     out, stack = [], [root]
@@ -209,7 +213,9 @@ _Edge = tuple[str, int, str, list[str], list[int]]
 
 
 def _is_token(node: Node) -> bool:
-    return (node.child_count == 0 or node.type in ("string_literal", "string", "character_literal")) and node.type != "comment"
+    return (
+        node.child_count == 0 or node.type in ("string_literal", "string", "character_literal")
+    ) and node.type != "comment"
 
 
 def _span(node: Node) -> _Index:
@@ -234,7 +240,7 @@ def _span_text(index: _Index, lines: list[str]) -> str:
     (start_row, start_col), (end_row, end_col) = index
     if start_row == end_row:
         return lines[start_row][start_col:end_col]
-    return lines[start_row][start_col:] + "".join(lines[start_row + 1:end_row]) + lines[end_row][:end_col]
+    return lines[start_row][start_col:] + "".join(lines[start_row + 1 : end_row]) + lines[end_row][:end_col]
 
 
 def _union(first: list, second: list) -> list:
@@ -274,8 +280,15 @@ def _computed_from(left_nodes, right_nodes, index_to_code, states) -> list[_Edge
         right_tokens = _variable_index(right, index_to_code)
         for index in _variable_index(left, index_to_code):
             idx, code = index_to_code[index]
-            edges.append((code, idx, "computedFrom", [index_to_code[x][1] for x in right_tokens],
-                          [index_to_code[x][0] for x in right_tokens]))
+            edges.append(
+                (
+                    code,
+                    idx,
+                    "computedFrom",
+                    [index_to_code[x][1] for x in right_tokens],
+                    [index_to_code[x][0] for x in right_tokens],
+                )
+            )
             states[code] = [idx]
     return edges
 
@@ -434,6 +447,7 @@ def dataflow_match(reference: str, candidate: str) -> float | None:
 
 
 # --- CodeBLEU ----------------------------------------------------------------
+
 
 def codebleu(reference: str, candidate: str) -> CodeBLEU:
     """CodeBLEU components of ``candidate`` (the generation) against ``reference`` (the ground truth).

@@ -84,8 +84,20 @@ CONSTRUCTOR_CANDIDATES = 5
 _DRIVER = Path(__file__).with_name("execution_driver.py")
 _FUNCTION_WALL_S = 10.0  # the driver's wall-clock limit per function: at least this, 20 times its CPU limit
 _BATCH_OVERHEAD_S = 30.0  # the sandbox run's start and the driver's own work, beyond the functions' limits
-_ACTIVE_MODULES = {"this", "antigravity", "__hello__", "__phello__", "idlelib", "tkinter", "turtle", "turtledemo",
-                   "webbrowser", "pdb", "code", "pydoc"}
+_ACTIVE_MODULES = {
+    "this",
+    "antigravity",
+    "__hello__",
+    "__phello__",
+    "idlelib",
+    "tkinter",
+    "turtle",
+    "turtledemo",
+    "webbrowser",
+    "pdb",
+    "code",
+    "pydoc",
+}
 
 
 @dataclass(frozen=True)
@@ -139,8 +151,9 @@ class Execution:
     sandbox_cpu_s: float  # the drivers' and their children's CPU time, as they report it
 
 
-def execute(functions: Sequence[Function], settings: ExecutionSettings, *, workers: int,
-            groups: Sequence[int] | None = None) -> Execution:
+def execute(
+    functions: Sequence[Function], settings: ExecutionSettings, *, workers: int, groups: Sequence[int] | None = None
+) -> Execution:
     """Every function on its inputs, ``batch_size`` per sandbox run, ``workers`` runs
     at a time; functions of different ``groups`` (a number per function) never
     share a run. A batch whose run fails (a function killed the driver) is run
@@ -153,7 +166,9 @@ def execute(functions: Sequence[Function], settings: ExecutionSettings, *, worke
     batches = []
     for group in sorted(set(groups)):
         members = [i for i, g in enumerate(groups) if g == group]
-        batches += [members[start:start + settings.batch_size] for start in range(0, len(members), settings.batch_size)]
+        batches += [
+            members[start : start + settings.batch_size] for start in range(0, len(members), settings.batch_size)
+        ]
     results: list[Executed | None] = [None] * len(functions)
 
     def run(batch: list[int]) -> tuple[int, float]:
@@ -181,17 +196,37 @@ def _run_batch(functions: Sequence[Function], settings: ExecutionSettings) -> tu
     function; a single function's failed run is its outcome, ``sandbox:<status>``)
     and the CPU seconds the run reported."""
     limits = _limits(settings, len(functions))
-    driver_settings = {"call_cpu_s": settings.call_cpu_s, "function_cpu_s": settings.function_cpu_s,
-                       "memory_mb": settings.function_memory_mb, "full_isolation": isolation_level(limits) == "full"}
+    driver_settings = {
+        "call_cpu_s": settings.call_cpu_s,
+        "function_cpu_s": settings.function_cpu_s,
+        "memory_mb": settings.function_memory_mb,
+        "full_isolation": isolation_level(limits) == "full",
+    }
     # One call per function: the harness holds the batch and hands the driver one job at a time.
     calls = [("_preload", (_stdlib_imports(functions),))]
-    calls += [("_run_item", ({"program": f.program, "name": f.callee.name, "owner": list(f.callee.owner),
-                              "binding": f.callee.binding, "constructors": [values.encode(c) for c in f.constructors],
-                              "inputs": [values.encode(c) for c in f.inputs]}, driver_settings)) for f in functions]
+    calls += [
+        (
+            "_run_item",
+            (
+                {
+                    "program": f.program,
+                    "name": f.callee.name,
+                    "owner": list(f.callee.owner),
+                    "binding": f.callee.binding,
+                    "constructors": [values.encode(c) for c in f.constructors],
+                    "inputs": [values.encode(c) for c in f.inputs],
+                },
+                driver_settings,
+            ),
+        )
+        for f in functions
+    ]
     calls.append(("_cpu", ()))
     program = _DRIVER.read_text(encoding="utf-8") + f"\n_VALUES_SOURCE = {Path(values.__file__).read_text()!r}\n"
     result = run_calls(program, calls, limits)
-    returned = result.return_value if type(result.return_value) is tuple and len(result.return_value) == len(calls) else None
+    returned = (
+        result.return_value if type(result.return_value) is tuple and len(result.return_value) == len(calls) else None
+    )
     cpu = returned[-1] if returned is not None and type(returned[-1]) is float else 0.0
     replies = returned[1:-1] if returned is not None else None
     if result.status != "ok" or replies is None:
@@ -213,8 +248,11 @@ def _stdlib_imports(functions: Sequence[Function]) -> list[str]:
                 names.add(node.module)
         if any(isinstance(node, ast.AsyncFunctionDef) for node in ast.walk(tree)):
             names.add("asyncio")
-    return sorted(name for name in names
-                  if name.partition(".")[0] in sys.stdlib_module_names and name.partition(".")[0] not in _ACTIVE_MODULES)
+    return sorted(
+        name
+        for name in names
+        if name.partition(".")[0] in sys.stdlib_module_names and name.partition(".")[0] not in _ACTIVE_MODULES
+    )
 
 
 def _executed(reply: tuple, n_inputs: int) -> Executed:
@@ -234,8 +272,7 @@ def same_output(a: object, b: object, rel_tol: float, abs_tol: float) -> bool:
     if _is_number(a) and _is_number(b):
         if isinstance(a, complex) or isinstance(b, complex):
             a, b = complex(a), complex(b)
-            return (same_output(a.real, b.real, rel_tol, abs_tol)
-                    and same_output(a.imag, b.imag, rel_tol, abs_tol))
+            return same_output(a.real, b.real, rel_tol, abs_tol) and same_output(a.imag, b.imag, rel_tol, abs_tol)
         if math.isnan(a) or math.isnan(b):
             return math.isnan(a) and math.isnan(b)
         return math.isclose(a, b, rel_tol=rel_tol, abs_tol=abs_tol)
@@ -252,8 +289,9 @@ def _is_number(value: object) -> bool:
     return type(value) in (int, float, complex)
 
 
-def score_pair(truth: Sequence, generated: Sequence, set_a: Sequence[int], set_b: Sequence[int],
-               settings: ExecutionSettings) -> PairScore:
+def score_pair(
+    truth: Sequence, generated: Sequence, set_a: Sequence[int], set_b: Sequence[int], settings: ExecutionSettings
+) -> PairScore:
     """S_a and S_b from both functions' outputs on the same inputs (indices into them)."""
     if not set_a or not set_b:
         return PairScore("no_inputs")
@@ -269,8 +307,12 @@ def pair_metrics(score: PairScore, threshold: float) -> dict[str, float | None]:
     if score.s_a is None:
         return dict.fromkeys(METRICS)
     clone = float(score.s_a >= threshold and score.s_b >= threshold)
-    return {"execution": score.similarity, "execution_clone": clone, "execution_s_a": score.s_a,
-            "execution_s_b": score.s_b}
+    return {
+        "execution": score.similarity,
+        "execution_clone": clone,
+        "execution_s_a": score.s_a,
+        "execution_s_b": score.s_b,
+    }
 
 
 def _valid(outputs: Sequence, indices: Sequence[int], n: int) -> list[int]:
@@ -317,13 +359,16 @@ def plan_sample(sample: Sample, settings: ExecutionSettings, seed: int) -> _Plan
     except (SyntaxError, ValueError):
         return _Plan(None, {}, (), (), {}, dict.fromkeys(sample.generations, "parse_error:ground_truth"))
     tests = inputs_module.distinct(
-        inputs_module.calls_in_test(sample.test, [callee.name, "candidate"]) if sample.test else [])
+        inputs_module.calls_in_test(sample.test, [callee.name, "candidate"]) if sample.test else []
+    )
     tests = _sampled(tests, settings.n_inputs, derive_seed(seed, "execution", sample.sample_id, "tests"))
     examples = tests + _docstring_calls(sample, callee)
     observed = inputs_module.observed_values(callee.parameters, examples)
     strategy = inputs_module.call_strategy(callee.parameters, observed, callee.constants)
     top_up = settings.candidates if len(tests) < settings.n_inputs else 0
-    drawn = inputs_module.draw(strategy, top_up, derive_seed(seed, "execution", sample.sample_id, "a")) if top_up else []
+    drawn = (
+        inputs_module.draw(strategy, top_up, derive_seed(seed, "execution", sample.sample_id, "a")) if top_up else []
+    )
     constructors = _constructors(callee, sample, seed)
     all_inputs: dict[bytes, int] = {}
 
@@ -346,8 +391,9 @@ def plan_sample(sample: Sample, settings: ExecutionSettings, seed: int) -> _Plan
             failed[model] = "parse_error:generation"
             continue
         own = inputs_module.call_strategy(callee.parameters, observed, generated.constants)
-        drawn_b[model] = index(inputs_module.draw(own, settings.candidates,
-                                                  derive_seed(seed, "execution", sample.sample_id, "b", model)))
+        drawn_b[model] = index(
+            inputs_module.draw(own, settings.candidates, derive_seed(seed, "execution", sample.sample_id, "b", model))
+        )
         generations[model] = (program, generated)
     calls = tuple(values.decode(key) for key in all_inputs)
     truth = Function(truth_program, callee, constructors, calls)
@@ -392,8 +438,11 @@ def _constructors(callee: Callee, sample: Sample, seed: int) -> tuple[Call, ...]
         return (((), {}),)
     observed = inputs_module.observed_values(parameters, [])
     strategy = inputs_module.call_strategy(parameters, observed, ())
-    return tuple(inputs_module.draw(strategy, CONSTRUCTOR_CANDIDATES,
-                                    derive_seed(seed, "execution", sample.sample_id, "constructor")))
+    return tuple(
+        inputs_module.draw(
+            strategy, CONSTRUCTOR_CANDIDATES, derive_seed(seed, "execution", sample.sample_id, "constructor")
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -407,13 +456,16 @@ class ExecutionReport:
 
     def summary(self) -> str:
         functions = len({sample for sample, _ in self.scores})
-        return (f"{len(self.scores)} pairs of {functions} ground truths: inputs drawn in {self.draw_s:.1f} s "
-                f"({self.draw_cpu_s:.1f} s CPU), executed in {self.execute_s:.1f} s in {self.sandbox_runs} sandbox runs "
-                f"({self.sandbox_cpu_s:.1f} s CPU in the sandbox)")
+        return (
+            f"{len(self.scores)} pairs of {functions} ground truths: inputs drawn in {self.draw_s:.1f} s "
+            f"({self.draw_cpu_s:.1f} s CPU), executed in {self.execute_s:.1f} s in {self.sandbox_runs} sandbox runs "
+            f"({self.sandbox_cpu_s:.1f} s CPU in the sandbox)"
+        )
 
 
-def execution_scores(samples: Sequence[Sample], settings: ExecutionSettings, seed: int, *,
-                     workers: int) -> ExecutionReport:
+def execution_scores(
+    samples: Sequence[Sample], settings: ExecutionSettings, seed: int, *, workers: int
+) -> ExecutionReport:
     """Every (sample, model) pair's score or cause, with what it cost."""
     started, cpu_started = time.perf_counter(), _cpu_seconds()
     plans = _plan_all(samples, settings, seed, workers)
@@ -446,7 +498,9 @@ def execution_scores(samples: Sequence[Sample], settings: ExecutionSettings, see
 
 def _cpu_seconds() -> float:
     """This process's CPU time and that of its reaped children (the planning pool's)."""
-    return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
+    return sum(
+        u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    )
 
 
 def _plan_all(samples: Sequence[Sample], settings: ExecutionSettings, seed: int, workers: int) -> list[_Plan]:
@@ -454,8 +508,13 @@ def _plan_all(samples: Sequence[Sample], settings: ExecutionSettings, seed: int,
     if workers <= 1 or len(samples) < 2 * workers:
         return [plan_sample(s, settings, seed) for s in samples]
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        return list(pool.map(functools.partial(plan_sample, settings=settings, seed=seed), samples,
-                             chunksize=max(1, len(samples) // (4 * workers))))
+        return list(
+            pool.map(
+                functools.partial(plan_sample, settings=settings, seed=seed),
+                samples,
+                chunksize=max(1, len(samples) // (4 * workers)),
+            )
+        )
 
 
 def _pair(plan: _Plan, truth: Executed, generated: Executed, model: str, settings: ExecutionSettings) -> PairScore:

@@ -95,8 +95,7 @@ _MAX_DEPTH = 20
 _MB = 1024 * 1024
 
 
-_CAUSES = {"timeout", "forked", "exited", "killed", "missing_import", "load_error", "class_method_failed",
-           "not_found"}
+_CAUSES = {"timeout", "forked", "exited", "killed", "missing_import", "load_error", "class_method_failed", "not_found"}
 _CODEC = {"__name__": "leaktrace_values"}
 
 
@@ -112,7 +111,9 @@ def _preload(names):
 
 
 def _cpu():
-    return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
+    return sum(
+        u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    )
 
 
 def _decode(data):
@@ -332,8 +333,11 @@ def _child(item, settings, fd, first):
             if binding == "property":
                 result.append(getattr(build(), name))
                 return
-            function = getattr(build(), name) if build else (
-                getattr(holder, name) if binding in ("static", "class") else holder)
+            function = (
+                getattr(build(), name)
+                if build
+                else (getattr(holder, name) if binding in ("static", "class") else holder)
+            )
             value = function(*args, **kwargs)
             if isinstance(value, types.CoroutineType):  # an async def: its result is what it awaits to
                 import asyncio
@@ -466,8 +470,13 @@ def _plain(value, depth=0):
                 try:
                     out[key] = _plain(item, depth + 1)
                 except TypeError:
-                    return ("unhashable", [(_plain(k, depth + 1), _plain(v, depth + 1))
-                                           for k, v in itertools.islice(value.items(), _MAX_ITEMS)])
+                    return (
+                        "unhashable",
+                        [
+                            (_plain(k, depth + 1), _plain(v, depth + 1))
+                            for k, v in itertools.islice(value.items(), _MAX_ITEMS)
+                        ],
+                    )
             return out
         if hasattr(value, "tolist") and callable(value.tolist):
             return ("array", _plain(value.tolist(), depth + 1))

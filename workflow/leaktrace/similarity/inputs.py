@@ -97,15 +97,22 @@ def locate(program: str, line: int) -> Callee:
     parameters = _parameters(node.args)
     constructor = None
     if owners:
-        binding = ("static" if "staticmethod" in decorators else "class" if "classmethod" in decorators
-                   else "property" if decorators & {"property", "cached_property"} else "method")
+        binding = (
+            "static"
+            if "staticmethod" in decorators
+            else "class"
+            if "classmethod" in decorators
+            else "property"
+            if decorators & {"property", "cached_property"}
+            else "method"
+        )
         if binding != "static":
             parameters = parameters[1:]  # self or cls
-        init = next((item for item in owners[-1].body if isinstance(item, ast.FunctionDef) and item.name == "__init__"),
-                    None)
+        init = next(
+            (item for item in owners[-1].body if isinstance(item, ast.FunctionDef) and item.name == "__init__"), None
+        )
         constructor = None if init is None else _parameters(init.args)[1:]
-    return Callee(node.name, tuple(owner.name for owner in owners), binding, parameters, constructor,
-                  constants(node))
+    return Callee(node.name, tuple(owner.name for owner in owners), binding, parameters, constructor, constants(node))
 
 
 def _find(node: ast.AST, line: int, owners: tuple) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, tuple] | None:
@@ -145,8 +152,10 @@ def _parameters(arguments: ast.arguments) -> tuple[Parameter, ...]:
     positional = arguments.posonlyargs + arguments.args
     defaults = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
     out = [Parameter(a.arg, _annotation(a), _literal(d), d is not None, False) for a, d in zip(positional, defaults)]
-    out += [Parameter(a.arg, _annotation(a), _literal(d), d is not None, True)
-            for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults)]
+    out += [
+        Parameter(a.arg, _annotation(a), _literal(d), d is not None, True)
+        for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults)
+    ]
     return tuple(out)
 
 
@@ -157,8 +166,12 @@ def _annotation(argument: ast.arg) -> str | None:
 def constants(node: ast.AST) -> tuple:
     """The scalar literals of a function's body (docstring excluded), first occurrence first."""
     body = node.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-            and isinstance(body[0].value.value, str):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         body = body[1:]
     seen, out = set(), []
     for statement in body:
@@ -178,8 +191,11 @@ def calls_in_test(test: str, names: Sequence[str]) -> list[Call]:
     except (SyntaxError, ValueError):
         return []
     calls = []
-    found = [node for node in ast.walk(tree)
-             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names]
+    found = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names
+    ]
     for node in sorted(found, key=lambda node: (node.lineno, node.col_offset)):
         args = tuple(_literal(arg) for arg in node.args)
         kwargs = {k.arg: _literal(k.value) for k in node.keywords if k.arg is not None}
@@ -215,7 +231,9 @@ def distinct(items: Sequence) -> list:
     return out
 
 
-def call_strategy(parameters: Sequence[Parameter], observed: Sequence[Sequence], literals: Sequence) -> st.SearchStrategy:
+def call_strategy(
+    parameters: Sequence[Parameter], observed: Sequence[Sequence], literals: Sequence
+) -> st.SearchStrategy:
     """Calls of a function with these parameters: required parameters always
     given (positionally unless keyword-only), those with defaults given by
     keyword or left out."""
@@ -259,8 +277,13 @@ def _parameter_strategy(parameter: Parameter, seen: Sequence, literals: Sequence
 
 def _generic(alphabet: str) -> st.SearchStrategy:
     """Values for a parameter nothing is known about."""
-    return st.one_of(st.integers(-100, 100), _floats(-100.0, 100.0), st.text(alphabet, max_size=10),
-                     st.lists(st.integers(-100, 100), max_size=8), st.booleans())
+    return st.one_of(
+        st.integers(-100, 100),
+        _floats(-100.0, 100.0),
+        st.text(alphabet, max_size=10),
+        st.lists(st.integers(-100, 100), max_size=8),
+        st.booleans(),
+    )
 
 
 def _floats(low: float, high: float) -> st.SearchStrategy:

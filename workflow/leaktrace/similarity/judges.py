@@ -39,7 +39,7 @@ def chat_prompt(name: str) -> tuple[str, str]:
     text = (PROMPTS / name).read_text(encoding="utf-8").removesuffix("\n")
     if not text.startswith(_SYSTEM) or _USER not in text:
         raise ValueError(f"{name}: expected 'System: ...' and, after a blank line, 'User: ...'")
-    system, user = text[len(_SYSTEM):].split(_USER, 1)
+    system, user = text[len(_SYSTEM) :].split(_USER, 1)
     return system, user
 
 
@@ -90,13 +90,20 @@ class Judge:
 
     def conversation(self, reference_function: str, generated_function: str) -> list[Message]:
         system, user = chat_prompt(self.prompt)
-        return [{"role": "system", "content": system},
-                {"role": "user", "content": fill(user, reference_function, generated_function)}]
+        return [
+            {"role": "system", "content": system},
+            {"role": "user", "content": fill(user, reference_function, generated_function)},
+        ]
 
 
-JUDGES = {j.metric: j for j in (Judge("judge_song", "judge_song.txt", parse_song),
-                                Judge("judge_nikiema", "judge_nikiema.txt", parse_nikiema),
-                                Judge("judge_paper", "judge_paper.txt", parse_paper))}
+JUDGES = {
+    j.metric: j
+    for j in (
+        Judge("judge_song", "judge_song.txt", parse_song),
+        Judge("judge_nikiema", "judge_nikiema.txt", parse_nikiema),
+        Judge("judge_paper", "judge_paper.txt", parse_paper),
+    )
+}
 
 
 @dataclass(frozen=True)

@@ -42,5 +42,12 @@ class Score:
 def family_row(sample_id: str, metric: str, target: Score, reference: Score) -> dict:
     """The table row of one sample and metric from both models' scores."""
     delta = None if target.value is None or reference.value is None else target.value - reference.value
-    return {"sample_id": sample_id, "metric": metric, "target": target.value, "reference": reference.value,
-            "delta": delta, "target_outcome": target.outcome, "reference_outcome": reference.outcome}
+    return {
+        "sample_id": sample_id,
+        "metric": metric,
+        "target": target.value,
+        "reference": reference.value,
+        "delta": delta,
+        "target_outcome": target.outcome,
+        "reference_outcome": reference.outcome,
+    }

@@ -47,9 +47,7 @@ def bleu(x: str, y: str) -> float:
     reference, hypothesis = x.split(), y.split()
     if not hypothesis:
         return 0.0
-    return float(
-        sentence_bleu([reference], hypothesis, _BLEU_WEIGHTS, smoothing_function=_BLEU_SMOOTHING)
-    )
+    return float(sentence_bleu([reference], hypothesis, _BLEU_WEIGHTS, smoothing_function=_BLEU_SMOOTHING))
 
 
 def edit_similarity(x: str, y: str) -> float:

@@ -55,7 +55,9 @@ PAPER_COSTS = EditCosts(delete=1.0, insert=0.8, rename=1.0)
 
 
 @njit(cache=True)  # compiled once per machine (about 5 s), then loaded from __pycache__
-def _zhang_shasha(labels1, lld1, keyroots1, labels2, lld2, keyroots2, delete, insert, rename):  # pragma: no cover - compiled
+def _zhang_shasha(
+    labels1, lld1, keyroots1, labels2, lld2, keyroots2, delete, insert, rename
+):  # pragma: no cover - compiled
     """Tree edit distance of two trees given in postorder: node labels (ints),
     leftmost-leaf descendants and keyroots (Zhang & Shasha, 1989)."""
     n1, n2 = labels1.shape[0], labels2.shape[0]
@@ -90,7 +92,9 @@ def _children(node: Node, nodes: str) -> list[Node]:
     return node.named_children if nodes == "named" else node.children
 
 
-def _postorder(root: Node, ids: dict[str, int], leaf_text: bool, nodes: str = "named") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _postorder(
+    root: Node, ids: dict[str, int], leaf_text: bool, nodes: str = "named"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Labels (as ids shared by both trees), leftmost-leaf descendants and keyroots of the
     tree of ``nodes`` (named nodes, or every node, anonymous tokens included), in postorder
     (iterative: deeply nested code does not recurse)."""
@@ -125,8 +129,9 @@ def _label(node: Node, leaf_text: bool, inner: bool) -> str:
     return f"{node.type}:{node.text.decode('utf-8', errors='replace')}"
 
 
-def tree_edit_distance(reference: str, candidate: str, costs: EditCosts = PAPER_COSTS, *,
-                       leaf_text: bool = False, nodes: str = "all") -> tuple[float, int]:
+def tree_edit_distance(
+    reference: str, candidate: str, costs: EditCosts = PAPER_COSTS, *, leaf_text: bool = False, nodes: str = "all"
+) -> tuple[float, int]:
     """d from the reference's tree to the candidate's, and M, the larger tree's number of nodes."""
     ids: dict[str, int] = {}
     first = _postorder(parse_tree(reference), ids, leaf_text, nodes)
@@ -135,8 +140,9 @@ def tree_edit_distance(reference: str, candidate: str, costs: EditCosts = PAPER_
     return float(distance), max(first[0].shape[0], second[0].shape[0])
 
 
-def tsed(reference: str, candidate: str, costs: EditCosts = PAPER_COSTS, *, leaf_text: bool = False,
-         nodes: str = "all") -> float:
+def tsed(
+    reference: str, candidate: str, costs: EditCosts = PAPER_COSTS, *, leaf_text: bool = False, nodes: str = "all"
+) -> float:
     """TSED of ``candidate`` (the generation) against ``reference`` (the ground truth); both dedented."""
     distance, largest = tree_edit_distance(reference, candidate, costs, leaf_text=leaf_text, nodes=nodes)
     return max(0.0, (largest - distance) / largest)

@@ -141,8 +141,13 @@ PERPLEXITY_SCHEMA = pa.schema(
 )
 
 
-def null_check_rows(scores: list[dict], samples: list[dict], variant_counts: dict[str, int], graybox: dict | None,
-                    generator_counts: dict[str, dict[str, int]] | None = None) -> list[dict]:
+def null_check_rows(
+    scores: list[dict],
+    samples: list[dict],
+    variant_counts: dict[str, int],
+    graybox: dict | None,
+    generator_counts: dict[str, dict[str, int]] | None = None,
+) -> list[dict]:
     """The null check of every SrDetection gray-box instance (the main one,
     the variant-count sensitivity ones and one per other variant generator)
     under the base model, on all kept samples and those the pre-exposure
@@ -151,7 +156,10 @@ def null_check_rows(scores: list[dict], samples: list[dict], variant_counts: dic
     each sample with its first min(k, valid variants) variants; a generator's
     instance with its first n of that generator's (``generator_counts``)."""
     params = family_params(NULL_CHECK_FAMILY, graybox)
-    instance_n = {NULL_CHECK_FAMILY: params["n_variants"], **{sensitivity_instance_name(NULL_CHECK_FAMILY, k): k for k in params["sensitivity"]}}
+    instance_n = {
+        NULL_CHECK_FAMILY: params["n_variants"],
+        **{sensitivity_instance_name(NULL_CHECK_FAMILY, k): k for k in params["sensitivity"]},
+    }
     counts_of = dict.fromkeys(instance_n, variant_counts)
     for generator in params["generators"]:
         name = generator_instance_name(NULL_CHECK_FAMILY, generator)
@@ -173,7 +181,11 @@ def roc_figure(model: str | None, curves: dict[str, dict], families: dict[str, s
     protocol), or on the whole split where the filtered one could not be
     evaluated; the title says which. Sensitivity instances stay in the tables."""
     subset = next((s for s in ("filtered", "all") if curves.get(s)), None)
-    drawn = {} if subset is None else {m: c for m, c in curves[subset].items() if not is_sensitivity_instance(m, families[m])}
+    drawn = (
+        {}
+        if subset is None
+        else {m: c for m, c in curves[subset].items() if not is_sensitivity_instance(m, families[m])}
+    )
     labels = {m: method_label({"method": m, "oracle": m in ORACLE_METHODS}) for m in drawn}
     title = f"{model or 'no model'}: {SUBSET_TITLES[subset] if subset else 'nothing to evaluate'}"
     roc_plot({labels[m]: c for m, c in drawn.items()}, {labels[m]: families[m] for m in drawn}, path, title)
@@ -183,15 +195,35 @@ def perplexity_rows(model: str, tokens: Path, split: dict[str, tuple[str, str]])
     losses = losses_by_text(tokens)
     rows = []
     for group in ("member", "non-member"):
-        ppl = np.array([math.exp(losses[(sid, 0)]) for sid, (s, _) in split.items() if s == group and (sid, 0) in losses])
+        ppl = np.array(
+            [math.exp(losses[(sid, 0)]) for sid, (s, _) in split.items() if s == group and (sid, 0) in losses]
+        )
         if len(ppl):
-            rows.append({"model": model, **model_coordinates(model), "split": group, "n": len(ppl), "mean_ppl": float(ppl.mean()), "median_ppl": float(np.median(ppl))})
+            rows.append(
+                {
+                    "model": model,
+                    **model_coordinates(model),
+                    "split": group,
+                    "n": len(ppl),
+                    "mean_ppl": float(ppl.mean()),
+                    "median_ppl": float(np.median(ppl)),
+                }
+            )
     return rows
 
 
-def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], variants: Path, settings: dict, seed: int,
-              out_dir: Path, fragments: tuple[tuple[str, Path], ...] = (), calibration_rows: tuple[Path, ...] = (),
-              blind: tuple[Path, Path] | None = None) -> None:
+def aggregate(
+    samples: Path,
+    scores: dict[str, Path],
+    tokens: dict[str, Path],
+    variants: Path,
+    settings: dict,
+    seed: int,
+    out_dir: Path,
+    fragments: tuple[tuple[str, Path], ...] = (),
+    calibration_rows: tuple[Path, ...] = (),
+    blind: tuple[Path, Path] | None = None,
+) -> None:
     """``settings``: the aggregate config slice, with ``srdetection_graybox``
     (that family's score settings) for the null check and ``alpha`` (the
     decisions' level). ``fragments``: (family, path) of other stages' Markdown
@@ -201,20 +233,30 @@ def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], v
     testbed's blind baseline (its table, its out-of-fold scores) from the
     testbed-blind stage, set beside every detector."""
     records = read_records(samples)
-    blind_rows, blind_scores = ([], None) if blind is None else (read_records(blind[0]), scores_by_sample(read_records(blind[1])))
+    blind_rows, blind_scores = (
+        ([], None) if blind is None else (read_records(blind[0]), scores_by_sample(read_records(blind[1])))
+    )
     # Perplexity and the counterfactual table use the whole split; ReCaLL's prefix samples are no part of it.
     split = {r["sample_id"]: (r["split"], r["fold"]) for r in records if r["kept"] and r["fold"] != RECALL_PREFIX}
 
     detection, curves = [], {}
     for model, path in scores.items():
         try:
-            rows, curves[model] = detection_rows(read_records(path), records, n_resamples=settings["bootstrap_resamples"], seed=seed,
-                                                 alpha=settings["alpha"], min_per_class=settings["filtered_min_per_class"],
-                                                 blind=blind_scores)
+            rows, curves[model] = detection_rows(
+                read_records(path),
+                records,
+                n_resamples=settings["bootstrap_resamples"],
+                seed=seed,
+                alpha=settings["alpha"],
+                min_per_class=settings["filtered_min_per_class"],
+                blind=blind_scores,
+            )
         except ValueError as err:
             raise ValueError(f"evaluating {model} ({path}): {err}") from None
-        detection += [{name: row.get(name) for name in DETECTION_SCHEMA.names} | {"model": model, **model_coordinates(model)}
-                      for row in rows]
+        detection += [
+            {name: row.get(name) for name in DETECTION_SCHEMA.names} | {"model": model, **model_coordinates(model)}
+            for row in rows
+        ]
     write_table(detection, DETECTION_SCHEMA, out_dir / "detection.parquet")
     seeds = across_seeds(detection)
     write_table(seeds, SEEDS_SCHEMA, out_dir / "across_seeds.parquet")
@@ -224,7 +266,9 @@ def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], v
         variant_rows = read_records(variants, ["sample_id", "kind", "valid"])
         graybox = settings.get(NULL_CHECK_FAMILY)
         counts = detector_variant_counts(variant_rows)
-        others = {g: detector_variant_counts(variant_rows, g) for g in family_params(NULL_CHECK_FAMILY, graybox)["generators"]}
+        others = {
+            g: detector_variant_counts(variant_rows, g) for g in family_params(NULL_CHECK_FAMILY, graybox)["generators"]
+        }
         null_rows = null_check_rows(read_records(scores[NULL_CHECK_MODEL]), records, counts, graybox, others)
     write_table(null_rows, NULL_CHECK_SCHEMA, out_dir / "null_check.parquet")
 
@@ -241,8 +285,17 @@ def aggregate(samples: Path, scores: dict[str, Path], tokens: dict[str, Path], v
     by_family: dict[str, list[str]] = {}
     for family, path in fragments:
         by_family.setdefault(family, []).append(Path(path).read_text())
-    pages = render_pages(records, detection, seeds, null_rows, perplexity, calibration_section(calibration),
-                         calibration_lines(calibration), by_family, blind_rows)
+    pages = render_pages(
+        records,
+        detection,
+        seeds,
+        null_rows,
+        perplexity,
+        calibration_section(calibration),
+        calibration_lines(calibration),
+        by_family,
+        blind_rows,
+    )
     for name, text in pages.items():
         (out_dir / f"{name}.md").write_text(text)
     log.info("aggregate tables in %s", out_dir)

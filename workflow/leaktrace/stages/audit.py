@@ -55,8 +55,10 @@ log = logging.getLogger(__name__)
 
 AUDIT_METHODS = {"srdetection_graybox": "gray-box", "srdetection_blackbox": "black-box"}
 CONTROL, CHANCE = "control set", "chance 1/(n_i + 1)"
-UNCALIBRATED = ("uncalibrated: no control set (contamination.held_out_ids); the chance rate holds only for variants "
-                "exchangeable with the original, which the testbed's null check tests")
+UNCALIBRATED = (
+    "uncalibrated: no control set (contamination.held_out_ids); the chance rate holds only for variants "
+    "exchangeable with the original, which the testbed's null check tests"
+)
 
 RATES_SCHEMA = pa.schema(
     [
@@ -73,20 +75,34 @@ RATES_SCHEMA = pa.schema(
         ("null_rate", pa.float64()),  # the control set's share flagged, or the mean chance of a flag
         ("null_low", pa.float64()),  # the control set's Clopper-Pearson 95%; null for the chance rate (exact)
         ("null_high", pa.float64()),
-        ("p_value", pa.float64()),  # one-sided: Fisher exact against the control set, Poisson-binomial tail against chance
+        (
+            "p_value",
+            pa.float64(),
+        ),  # one-sided: Fisher exact against the control set, Poisson-binomial tail against chance
         ("alpha", pa.float64()),
         ("n_flagged_at_alpha", pa.int32()),  # conformal p-value against the control set <= alpha; null without one
         ("calibration", pa.string()),  # the control set used, or "uncalibrated: ..."
         ("controls_exchangeable", pa.bool_()),  # the blind baseline did not reject; null: no control set or not run
         ("detectable_effect", pa.float64()),  # the suspect flag rate Fisher's test detects with 80% power; null: none
-        ("verdict", pa.string()),  # with a control set: evidence, no evidence (its power), inconclusive or not calibrated
+        (
+            "verdict",
+            pa.string(),
+        ),  # with a control set: evidence, no evidence (its power), inconclusive or not calibrated
     ]
 )
 
 
-def leakage_rates(model: str, benchmark: str, scores: list[dict], variant_counts: dict[str, dict[str, int]],
-                  control: set[str], alpha: float, blind: BlindBaseline | None = None,
-                  inconclusive_rate: float = 0.5, gate_alpha: float | None = None) -> list[dict]:
+def leakage_rates(
+    model: str,
+    benchmark: str,
+    scores: list[dict],
+    variant_counts: dict[str, dict[str, int]],
+    control: set[str],
+    alpha: float,
+    blind: BlindBaseline | None = None,
+    inconclusive_rate: float = 0.5,
+    gate_alpha: float | None = None,
+) -> list[dict]:
     """One row per SrDetection detector present in ``scores``: the share of
     samples it flags, beside its null. ``variant_counts``: detector -> sample
     -> the variants it compared the original with; ``control``: the known-unseen
@@ -103,28 +119,58 @@ def leakage_rates(model: str, benchmark: str, scores: list[dict], variant_counts
         flags = np.array([bool(scored[s]["decision"]) for s in suspect])
         flagged = int(flags.sum())
         low, high = clopper_pearson(flagged, len(suspect))
-        row = {"model": model, "benchmark": benchmark, "detector": detector, "n_samples": len(suspect), "n_flagged": flagged,
-               "leakage_rate": flagged / len(suspect), "rate_low": low, "rate_high": high, "alpha": alpha}
+        row = {
+            "model": model,
+            "benchmark": benchmark,
+            "detector": detector,
+            "n_samples": len(suspect),
+            "n_flagged": flagged,
+            "leakage_rate": flagged / len(suspect),
+            "rate_low": low,
+            "rate_high": high,
+            "alpha": alpha,
+        }
         if held:
             held_flags = sum(bool(scored[s]["decision"]) for s in held)
             null_low, null_high = clopper_pearson(held_flags, len(held))
-            p = conformal_p_values(np.array([scored[s]["score"] for s in held]), np.array([scored[s]["score"] for s in suspect]))
-            test = fisher_exact([[flagged, len(suspect) - flagged], [held_flags, len(held) - held_flags]], alternative="greater")
+            p = conformal_p_values(
+                np.array([scored[s]["score"] for s in held]), np.array([scored[s]["score"] for s in suspect])
+            )
+            test = fisher_exact(
+                [[flagged, len(suspect) - flagged], [held_flags, len(held) - held_flags]], alternative="greater"
+            )
             detectable = detectable_fisher_rate(len(suspect), len(held), held_flags / len(held), alpha)
-            row |= {"controls_exchangeable": None if blind is None else blind.p_value > gate_alpha,
-                    "detectable_effect": detectable,
-                    "verdict": verdict(float(test.pvalue), alpha, RATE, detectable, inconclusive_rate, gate(blind, gate_alpha))}
-            row |= {"null": CONTROL, "null_n": len(held), "null_rate": held_flags / len(held), "null_low": null_low,
-                    "null_high": null_high, "p_value": float(test.pvalue), "n_flagged_at_alpha": int((p <= alpha).sum()),
-                    "calibration": f"control set: {len(held)} known-unseen samples (contamination.held_out_ids)"}
+            row |= {
+                "controls_exchangeable": None if blind is None else blind.p_value > gate_alpha,
+                "detectable_effect": detectable,
+                "verdict": verdict(
+                    float(test.pvalue), alpha, RATE, detectable, inconclusive_rate, gate(blind, gate_alpha)
+                ),
+            }
+            row |= {
+                "null": CONTROL,
+                "null_n": len(held),
+                "null_rate": held_flags / len(held),
+                "null_low": null_low,
+                "null_high": null_high,
+                "p_value": float(test.pvalue),
+                "n_flagged_at_alpha": int((p <= alpha).sum()),
+                "calibration": f"control set: {len(held)} known-unseen samples (contamination.held_out_ids)",
+            }
         else:
             counts = variant_counts[method]
             missing = [s for s in suspect if counts.get(s, 0) < 1]
             if missing:
-                raise ValueError(f"{model} on {benchmark}: {method} flags samples without a valid variant, e.g. {missing[:3]}")
+                raise ValueError(
+                    f"{model} on {benchmark}: {method} flags samples without a valid variant, e.g. {missing[:3]}"
+                )
             chances = np.array([1.0 / (counts[s] + 1.0) for s in suspect])
-            row |= {"null": CHANCE, "null_rate": float(chances.mean()), "p_value": float(poisson_binom(chances).sf(flagged - 1)),
-                    "calibration": UNCALIBRATED}
+            row |= {
+                "null": CHANCE,
+                "null_rate": float(chances.mean()),
+                "p_value": float(poisson_binom(chances).sf(flagged - 1)),
+                "calibration": UNCALIBRATED,
+            }
         rows.append(row)
     return rows
 
@@ -133,8 +179,11 @@ def compared_variants(variants: Path, settings: dict) -> dict[str, dict[str, int
     """detector -> sample_id -> n_i: the sample's valid detector variants,
     capped by the detector's variant count (``settings``: score.methods)."""
     counts = detector_variant_counts(read_records(variants, ["sample_id", "kind", "valid"]))
-    return {method: {sid: min(n, family_params(method, settings.get(method))["n_variants"]) for sid, n in counts.items()}
-            for method in AUDIT_METHODS if method in settings}
+    return {
+        method: {sid: min(n, family_params(method, settings.get(method))["n_variants"]) for sid, n in counts.items()}
+        for method in AUDIT_METHODS
+        if method in settings
+    }
 
 
 def read_control(path: Path | None, variants: dict[str, Path]) -> set[str]:
@@ -146,8 +195,14 @@ def read_control(path: Path | None, variants: dict[str, Path]) -> set[str]:
     return match_ids(read_id_list(path), samples, str(path))
 
 
-def audit(scores: dict[tuple[str, str], Path], variants: dict[str, Path], settings: dict, out_dir: Path,
-          held_out_ids: Path | None = None, blind: Path | None = None) -> None:
+def audit(
+    scores: dict[tuple[str, str], Path],
+    variants: dict[str, Path],
+    settings: dict,
+    out_dir: Path,
+    held_out_ids: Path | None = None,
+    blind: Path | None = None,
+) -> None:
     """``scores`` maps (audit model name, benchmark) to that model's
     scores.parquet; ``variants`` each benchmark to its variants table;
     ``settings``: ``alpha``, ``methods`` (score.methods) and optionally
@@ -157,24 +212,55 @@ def audit(scores: dict[tuple[str, str], Path], variants: dict[str, Path], settin
     counts = {benchmark: compared_variants(path, settings["methods"]) for benchmark, path in variants.items()}
     rows = []
     for (model, benchmark), path in scores.items():
-        found = leakage_rates(model, benchmark, read_records(path, ["sample_id", "method", "score", "decision"]),
-                              counts[benchmark], control, settings["alpha"], baselines.get(benchmark),
-                              settings.get("inconclusive_rate", 0.5), settings.get("gate_alpha"))
+        found = leakage_rates(
+            model,
+            benchmark,
+            read_records(path, ["sample_id", "method", "score", "decision"]),
+            counts[benchmark],
+            control,
+            settings["alpha"],
+            baselines.get(benchmark),
+            settings.get("inconclusive_rate", 0.5),
+            settings.get("gate_alpha"),
+        )
         if not found:
-            raise ValueError(f"{path}: no SrDetection scores for {model} on {benchmark}; "
-                             "configure score.methods.srdetection_graybox and/or srdetection_blackbox")
+            raise ValueError(
+                f"{path}: no SrDetection scores for {model} on {benchmark}; "
+                "configure score.methods.srdetection_graybox and/or srdetection_blackbox"
+            )
         rows += found
     out_dir.mkdir(parents=True, exist_ok=True)
     write_table(rows, RATES_SCHEMA, out_dir / "leakage_rates.parquet")
     table = markdown_table(
-        [{**r, "leakage rate [95% CI]": f"{r['leakage_rate']:.3f} [{r['rate_low']:.3f}, {r['rate_high']:.3f}]",
-          "null rate": f"{r['null_rate']:.3f}" + (f" [{r['null_low']:.3f}, {r['null_high']:.3f}] of {r['null_n']}"
-                                                   if r["null"] == CONTROL else " (exact)"),
-          "p": f"{r['p_value']:.2g}",
-          "flagged at α (conformal)": "–" if r.get("n_flagged_at_alpha") is None else r["n_flagged_at_alpha"]}
-         for r in rows],
-        ["model", "benchmark", "detector", "n_samples", "n_flagged", "leakage rate [95% CI]", "null", "null rate", "p",
-         "flagged at α (conformal)", "calibration", "verdict"],
+        [
+            {
+                **r,
+                "leakage rate [95% CI]": f"{r['leakage_rate']:.3f} [{r['rate_low']:.3f}, {r['rate_high']:.3f}]",
+                "null rate": f"{r['null_rate']:.3f}"
+                + (
+                    f" [{r['null_low']:.3f}, {r['null_high']:.3f}] of {r['null_n']}"
+                    if r["null"] == CONTROL
+                    else " (exact)"
+                ),
+                "p": f"{r['p_value']:.2g}",
+                "flagged at α (conformal)": "–" if r.get("n_flagged_at_alpha") is None else r["n_flagged_at_alpha"],
+            }
+            for r in rows
+        ],
+        [
+            "model",
+            "benchmark",
+            "detector",
+            "n_samples",
+            "n_flagged",
+            "leakage rate [95% CI]",
+            "null",
+            "null rate",
+            "p",
+            "flagged at α (conformal)",
+            "calibration",
+            "verdict",
+        ],
     )
     (out_dir / "leakage_rates.md").write_text(
         "# SrDetection audit: leakage rate per model and benchmark\n\n"
@@ -187,7 +273,7 @@ def audit(scores: dict[tuple[str, str], Path], variants: dict[str, Path], settin
         "from each sample's own variant count, and the Poisson-binomial p-value of the count. A row without a "
         "control set is uncalibrated: renamed variants are not exchangeable with human-written originals even under "
         "a model that never saw them (the testbed's null check), so its rate and p-value are not evidence of "
-        "exposure. A row with a control set has a verdict: \"not calibrated\" where the blind baseline (a "
+        'exposure. A row with a control set has a verdict: "not calibrated" where the blind baseline (a '
         "text-only classifier, `verdicts.md`) tells the controls from the suspects, else the evidence or the flag "
         "rate the test would have detected with 80% power (the controls' own rate plugged in).\n\n" + table
     )

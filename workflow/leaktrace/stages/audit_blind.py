@@ -26,10 +26,25 @@ def audit_blind(benchmarks: dict[str, Path], control_ids: Path, settings: dict, 
     tables = {b: sorted(read_records(p), key=lambda r: r["sample_id"]) for b, p in benchmarks.items()}
     everything = {r["sample_id"] for rows in tables.values() for r in rows}
     control = match_ids(read_id_list(control_ids), everything, str(control_ids))
-    rows = [table_row(b, [document(r) for r in records], [r["sample_id"] not in control for r in records], settings["alpha"],
-                      settings["permutations"], derive_seed(seed, "blind-baseline", b), settings["repeats"])
-            for b, records in sorted(tables.items())]
+    rows = [
+        table_row(
+            b,
+            [document(r) for r in records],
+            [r["sample_id"] not in control for r in records],
+            settings["alpha"],
+            settings["permutations"],
+            derive_seed(seed, "blind-baseline", b),
+            settings["repeats"],
+        )
+        for b, records in sorted(tables.items())
+    ]
     write_table(rows, TABLE_SCHEMA, output)
     for r in rows:
-        log.info("blind baseline %s: %d suspects, %d controls, AUC %s, p %s", r["benchmark"], r["n_suspect"], r["n_control"],
-                 r.get("auc"), r.get("p_value"))
+        log.info(
+            "blind baseline %s: %d suspects, %d controls, AUC %s, p %s",
+            r["benchmark"],
+            r["n_suspect"],
+            r["n_control"],
+            r.get("auc"),
+            r.get("p_value"),
+        )

@@ -44,31 +44,36 @@ from leaktrace.seeding import derive_seed
 
 log = logging.getLogger(__name__)
 
-SCHEMA = pa.schema([
-    ("model", pa.string()),
-    ("benchmark", pa.string()),
-    ("test", pa.string()),  # dataset_inference
-    ("n_suspect", pa.int32()),  # scored samples not among the control ids
-    ("n_control", pa.int32()),  # scored control samples
-    ("n_control_unscored", pa.int32()),  # control ids of samples the audit dropped (not runnable, no valid variants)
-    ("features", pa.string()),  # the detectors used, comma-separated
-    ("ref_model", pa.string()),  # Ref's reference model, when ref is a feature
-    ("p_value", pa.float64()),
-    ("alpha", pa.float64()),
-    # the null: the test on random halves of the control set, one per seed
-    ("null", pa.string()),
-    ("null_seeds", pa.int32()),
-    ("null_rejected", pa.int32()),
-    ("null_rate", pa.float64()),  # its false-positive rate at alpha
-    ("null_rate_low", pa.float64()),  # Clopper-Pearson 95%
-    ("null_rate_high", pa.float64()),
-    ("null_verdict", pa.string()),
-    ("note", pa.string()),  # why a p-value or its null is missing
-    # the gate and the power (audit/verdicts.parquet has the rest)
-    ("controls_exchangeable", pa.bool_()),  # false: the blind baseline rejected at alpha; null: not run
-    ("detectable_effect", pa.float64()),  # the AUC detected with 80% power; null: none
-    ("verdict", pa.string()),
-])
+SCHEMA = pa.schema(
+    [
+        ("model", pa.string()),
+        ("benchmark", pa.string()),
+        ("test", pa.string()),  # dataset_inference
+        ("n_suspect", pa.int32()),  # scored samples not among the control ids
+        ("n_control", pa.int32()),  # scored control samples
+        (
+            "n_control_unscored",
+            pa.int32(),
+        ),  # control ids of samples the audit dropped (not runnable, no valid variants)
+        ("features", pa.string()),  # the detectors used, comma-separated
+        ("ref_model", pa.string()),  # Ref's reference model, when ref is a feature
+        ("p_value", pa.float64()),
+        ("alpha", pa.float64()),
+        # the null: the test on random halves of the control set, one per seed
+        ("null", pa.string()),
+        ("null_seeds", pa.int32()),
+        ("null_rejected", pa.int32()),
+        ("null_rate", pa.float64()),  # its false-positive rate at alpha
+        ("null_rate_low", pa.float64()),  # Clopper-Pearson 95%
+        ("null_rate_high", pa.float64()),
+        ("null_verdict", pa.string()),
+        ("note", pa.string()),  # why a p-value or its null is missing
+        # the gate and the power (audit/verdicts.parquet has the rest)
+        ("controls_exchangeable", pa.bool_()),  # false: the blind baseline rejected at alpha; null: not run
+        ("detectable_effect", pa.float64()),  # the AUC detected with 80% power; null: none
+        ("verdict", pa.string()),
+    ]
+)
 
 NULL_SCENARIO = "random halves of the control set"
 
@@ -85,13 +90,26 @@ def model_row(model: str, benchmark: str, lookup: dict, control_ids: set[str], s
     scored = set().union(*lookup.values()) if lookup else set()
     control = sorted(scored & control_ids)
     suspect = sorted(scored - control_ids)
-    row = {"model": model, "benchmark": benchmark, "test": "dataset_inference", "n_suspect": len(suspect),
-           "n_control": len(control), "n_control_unscored": len(control_ids - scored), "alpha": alpha, "null": NULL_SCENARIO}
+    row = {
+        "model": model,
+        "benchmark": benchmark,
+        "test": "dataset_inference",
+        "n_suspect": len(suspect),
+        "n_control": len(control),
+        "n_control_unscored": len(control_ids - scored),
+        "alpha": alpha,
+        "null": NULL_SCENARIO,
+    }
     if min(len(suspect), len(control)) < MIN_PER_SET:
-        return row | {"note": f"dataset inference needs at least {MIN_PER_SET} suspect and {MIN_PER_SET} control samples"}
+        return row | {
+            "note": f"dataset inference needs at least {MIN_PER_SET} suspect and {MIN_PER_SET} control samples"
+        }
     found, _ = dataset_inference_row(lookup, suspect, lookup, control, di, alpha, seed, curve=False)
-    row |= {"features": found["features"], "p_value": found["p_value"],
-            "ref_model": settings.get("ref_model") if "ref" in found["features"].split(",") else None}
+    row |= {
+        "features": found["features"],
+        "p_value": found["p_value"],
+        "ref_model": settings.get("ref_model") if "ref" in found["features"].split(",") else None,
+    }
     if len(control) // 2 < MIN_PER_SET:
         return row | {"note": f"no null: halves of the {len(control)} control samples are below {MIN_PER_SET}"}
     methods = shared_methods([lookup], [control])
@@ -99,24 +117,47 @@ def model_row(model: str, benchmark: str, lookup: dict, control_ids: set[str], s
     for k in range(seeds):
         s = derive_seed(seed, "null", k)
         a, b = _halves(control, s)
-        ps.append(dataset_inference(feature_matrix(lookup, a, methods), feature_matrix(lookup, b, methods),
-                                    n_splits=di["n_splits"], seed=s).p_value)
+        ps.append(
+            dataset_inference(
+                feature_matrix(lookup, a, methods), feature_matrix(lookup, b, methods), n_splits=di["n_splits"], seed=s
+            ).p_value
+        )
     rate = false_positive_rate(ps, alpha)
-    return row | {"null_seeds": rate["n_seeds"], "null_rejected": rate["n_rejected"], "null_rate": rate["rate"],
-                  "null_rate_low": rate["rate_low"], "null_rate_high": rate["rate_high"], "null_verdict": rate["verdict"]}
+    return row | {
+        "null_seeds": rate["n_seeds"],
+        "null_rejected": rate["n_rejected"],
+        "null_rate": rate["rate"],
+        "null_rate_low": rate["rate_low"],
+        "null_rate_high": rate["rate_high"],
+        "null_verdict": rate["verdict"],
+    }
 
 
 def verdict_settings(settings: dict, seed: int) -> audit_verdicts.Settings:
     """The verdict table's settings: ``settings["verdicts"]`` (audit.pac_delta,
     inconclusive_auc, inconclusive_rate) at the test's alpha."""
     v = settings["verdicts"]
-    return audit_verdicts.Settings(alpha=settings["alpha"], delta=v["pac_delta"], inconclusive_auc=v["inconclusive_auc"],
-                                   inconclusive_rate=v["inconclusive_rate"], seed=seed)
+    return audit_verdicts.Settings(
+        alpha=settings["alpha"],
+        delta=v["pac_delta"],
+        inconclusive_auc=v["inconclusive_auc"],
+        inconclusive_rate=v["inconclusive_rate"],
+        seed=seed,
+    )
 
 
-def audit_contamination(scores: dict[tuple[str, str], Path], benchmarks: dict[str, Path], control_ids: Path, settings: dict,
-                        seed: int, output: Path, report: Path, blind: Path | None = None, verdicts: Path | None = None,
-                        verdicts_report: Path | None = None) -> None:
+def audit_contamination(
+    scores: dict[tuple[str, str], Path],
+    benchmarks: dict[str, Path],
+    control_ids: Path,
+    settings: dict,
+    seed: int,
+    output: Path,
+    report: Path,
+    blind: Path | None = None,
+    verdicts: Path | None = None,
+    verdicts_report: Path | None = None,
+) -> None:
     """``scores``: (audit model, benchmark) -> scores.parquet; ``benchmarks``:
     benchmark -> its ingested table (every sample, to match the ids);
     ``blind``: the audit's blind-baseline table; ``verdicts`` and
@@ -125,7 +166,9 @@ def audit_contamination(scores: dict[tuple[str, str], Path], benchmarks: dict[st
     everything = {r["sample_id"] for path in benchmarks.values() for r in read_records(path, ["sample_id"])}
     matched = match_ids(read_id_list(control_ids), everything, str(control_ids))
     exclude = set(settings["dataset_inference"]["exclude_methods"])
-    baselines: dict[str, BlindBaseline | None] = {r["benchmark"]: from_row(r) for r in read_records(blind)} if blind else {}
+    baselines: dict[str, BlindBaseline | None] = (
+        {r["benchmark"]: from_row(r) for r in read_records(blind)} if blind else {}
+    )
     reference = settings.get("reference") or {}
     records = {key: read_records(path, ["sample_id", "method", "score", "decision"]) for key, path in scores.items()}
     rows, table = [], []
@@ -135,20 +178,42 @@ def audit_contamination(scores: dict[tuple[str, str], Path], benchmarks: dict[st
         model_seed = derive_seed(seed, "audit-contamination", model, benchmark)
         rows.append(model_row(model, benchmark, lookup, mine, settings, model_seed))
         if rows[-1]["n_control_unscored"]:
-            log.info("%s on %s: %d control ids name samples the audit did not score", model, benchmark,
-                     rows[-1]["n_control_unscored"])
+            log.info(
+                "%s on %s: %d control ids name samples the audit did not score",
+                model,
+                benchmark,
+                rows[-1]["n_control_unscored"],
+            )
         if verdicts is None:
             continue
-        decisions = {m: {r["sample_id"]: bool(r["decision"]) for r in found if r["method"] == m and r["decision"] is not None}
-                     for m in audit_verdicts.LEAKAGE_METHODS}
+        decisions = {
+            m: {r["sample_id"]: bool(r["decision"]) for r in found if r["method"] == m and r["decision"] is not None}
+            for m in audit_verdicts.LEAKAGE_METHODS
+        }
         ref = None
         if reference.get("model") and reference["model"] != model and (reference["model"], benchmark) in records:
-            ref = (reference["model"], score_lookup(records[(reference["model"], benchmark)], exclude), reference["method"])
-        mine_rows = audit_verdicts.model_rows(model, benchmark, lookup, {m: d for m, d in decisions.items() if d}, mine,
-                                              baselines.get(benchmark), rows[-1], verdict_settings(settings, model_seed), ref)
+            ref = (
+                reference["model"],
+                score_lookup(records[(reference["model"], benchmark)], exclude),
+                reference["method"],
+            )
+        mine_rows = audit_verdicts.model_rows(
+            model,
+            benchmark,
+            lookup,
+            {m: d for m, d in decisions.items() if d},
+            mine,
+            baselines.get(benchmark),
+            rows[-1],
+            verdict_settings(settings, model_seed),
+            ref,
+        )
         (di,) = [r for r in mine_rows if r["test"] == "dataset_inference"]
-        rows[-1] |= {"controls_exchangeable": di["controls_exchangeable"], "detectable_effect": di["detectable_effect"],
-                     "verdict": di["verdict"]}
+        rows[-1] |= {
+            "controls_exchangeable": di["controls_exchangeable"],
+            "detectable_effect": di["detectable_effect"],
+            "verdict": di["verdict"],
+        }
         table += mine_rows
     write_table(rows, SCHEMA, output)
     report.write_text(render(rows, settings["alpha"]))
@@ -163,10 +228,19 @@ def render(rows: list[dict], alpha: float) -> str:
     def fmt(value, spec=".3g"):
         return "–" if value is None else format(value, spec)
 
-    table = [{**r, "p": fmt(r["p_value"]), "ref model": r.get("ref_model") or "–",
-              "null FPR [95% CI]": "–" if r.get("null_rate") is None
-              else f"{r['null_rate']:.3f} [{r['null_rate_low']:.3f}, {r['null_rate_high']:.3f}] ({r['null_rejected']}/{r['null_seeds']})",
-              "null verdict": r.get("null_verdict") or r.get("note") or "–", "verdict": r.get("verdict") or "–"} for r in rows]
+    table = [
+        {
+            **r,
+            "p": fmt(r["p_value"]),
+            "ref model": r.get("ref_model") or "–",
+            "null FPR [95% CI]": "–"
+            if r.get("null_rate") is None
+            else f"{r['null_rate']:.3f} [{r['null_rate_low']:.3f}, {r['null_rate_high']:.3f}] ({r['null_rejected']}/{r['null_seeds']})",
+            "null verdict": r.get("null_verdict") or r.get("note") or "–",
+            "verdict": r.get("verdict") or "–",
+        }
+        for r in rows
+    ]
     return (
         "# Audit: dataset-level test against the control ids\n\n"
         "Dataset inference (Maini et al. 2024): the detectors' scores as features, a logistic regression fitted on "
@@ -175,9 +249,22 @@ def render(rows: list[dict], alpha: float) -> str:
         "suspect samples score as the model's training data would, relative to the controls. Its null, beside it: "
         f"the same test on {NULL_SCENARIO} (no half was seen), over seeds; its false-positive rate at α = "
         f"contamination.alpha = {alpha} should be near α, or the p-value is not evidence. Those halves are exchangeable "
-        "by construction, so they cannot see a control set that differs from the suspects: the verdict reads \"not "
-        "calibrated\" where the blind baseline (a text-only classifier, `verdicts.md`) tells the two sets apart, and "
+        'by construction, so they cannot see a control set that differs from the suspects: the verdict reads "not '
+        'calibrated" where the blind baseline (a text-only classifier, `verdicts.md`) tells the two sets apart, and '
         "otherwise states the smallest AUC the test detects with 80% power.\n\n"
-        + markdown_table(table, ["model", "benchmark", "n_suspect", "n_control", "features", "ref model", "p",
-                                 "null FPR [95% CI]", "null verdict", "verdict"])
+        + markdown_table(
+            table,
+            [
+                "model",
+                "benchmark",
+                "n_suspect",
+                "n_control",
+                "features",
+                "ref model",
+                "p",
+                "null FPR [95% CI]",
+                "null verdict",
+                "verdict",
+            ],
+        )
     )

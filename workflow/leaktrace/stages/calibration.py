@@ -41,8 +41,11 @@ LEARNED = ("dpdllm", "veilprobe")
 
 def read_split(samples: Path) -> dict[str, tuple[bool, str]]:
     """sample_id -> (member, fold) of the kept samples of the split (ReCaLL's prefix left out)."""
-    return {r["sample_id"]: (r["split"] == "member", r["fold"]) for r in read_records(samples, ["sample_id", "kept", "split", "fold"])
-            if r["kept"] and r["fold"] != RECALL_PREFIX}
+    return {
+        r["sample_id"]: (r["split"] == "member", r["fold"])
+        for r in read_records(samples, ["sample_id", "kept", "split", "fold"])
+        if r["kept"] and r["fold"] != RECALL_PREFIX
+    }
 
 
 def refit_of(family: str, features: Path, settings: dict, seed: int) -> tuple[Refit, list[str]]:
@@ -66,8 +69,14 @@ def _by_method(scores: Path) -> dict[str, dict[str, dict]]:
     return by_method
 
 
-def conformal_calibration(samples: Path, scores: dict[str, Path], learned: dict[tuple[str, str], Path], settings: dict,
-                          seed: int, output: Path) -> None:
+def conformal_calibration(
+    samples: Path,
+    scores: dict[str, Path],
+    learned: dict[tuple[str, str], Path],
+    settings: dict,
+    seed: int,
+    output: Path,
+) -> None:
     """Checks (a) and (b) of every detector under every model of ``scores``;
     ``learned``: (model, family) -> the learned detector's features, which
     check (b) refits in every partition. A learned detector whose features
@@ -80,28 +89,42 @@ def conformal_calibration(samples: Path, scores: dict[str, Path], learned: dict[
     for model, path in scores.items():
         methods = _by_method(path)
         # progress in the job's log, with the time left: the refits of the learned detectors are most of it
-        for method, by_sample in tqdm(methods.items(), total=len(methods), desc=f"conformal checks under {model}",
-                                      unit="detector", mininterval=10):
+        for method, by_sample in tqdm(
+            methods.items(), total=len(methods), desc=f"conformal checks under {model}", unit="detector", mininterval=10
+        ):
             scored = [s for s in sorted(split) if s in by_sample]
             non_members = [s for s in scored if not split[s][0]]
             controls = [s for s in non_members if split[s][1] == "calibration"]
             tested = [s for s in non_members if split[s][1] == "evaluation"]
             if not controls or not tested:
-                log.warning("%s under %s: %d controls, %d tested non-members; not checked", method, model, len(controls), len(tested))
+                log.warning(
+                    "%s under %s: %d controls, %d tested non-members; not checked",
+                    method,
+                    model,
+                    len(controls),
+                    len(tested),
+                )
                 continue
             key = derive_seed(seed, "calibration", model, method)
             rows += calibration_fold_rows(method, model, by_sample, controls, tested, alphas)
             if method in LEARNED:
                 if (model, method) not in learned:
-                    log.warning("%s under %s: no features given, so the re-partitioned check (which refits it) is left out",
-                                method, model)
+                    log.warning(
+                        "%s under %s: no features given, so the re-partitioned check (which refits it) is left out",
+                        method,
+                        model,
+                    )
                     continue
                 refit, ids = refit_of(method, learned[(model, method)], settings, seed)
                 at = {s: i for i, s in enumerate(ids)}
-                members = np.array([at[s] for s in sorted(split) if s in at and split[s][0] and split[s][1] == "calibration"])
+                members = np.array(
+                    [at[s] for s in sorted(split) if s in at and split[s][0] and split[s][1] == "calibration"]
+                )
                 pool = np.array([at[s] for s in non_members if s in at])
                 n_control = sum(s in at for s in controls)
-                rows += refitted_repartitioned_rows(method, model, refit, members, pool, n_control, repartitions, alphas, key)
+                rows += refitted_repartitioned_rows(
+                    method, model, refit, members, pool, n_control, repartitions, alphas, key
+                )
             else:
                 values = np.array([by_sample[s]["score"] for s in non_members], dtype=float)
                 rows += repartitioned_rows(method, model, values, len(controls), repartitions, alphas, key)
@@ -109,8 +132,14 @@ def conformal_calibration(samples: Path, scores: dict[str, Path], learned: dict[
     write_rows(rows, output)
 
 
-def membership_calibration(samples: Path, scores: dict[str, Path], learned: dict[tuple[str, str], Path], settings: dict,
-                           seed: int, output: Path) -> None:
+def membership_calibration(
+    samples: Path,
+    scores: dict[str, Path],
+    learned: dict[tuple[str, str], Path],
+    settings: dict,
+    seed: int,
+    output: Path,
+) -> None:
     """Dataset inference on re-randomised memberships under every model of
     ``scores`` (the unexposed ones), its learned features (``learned``:
     (model, family) -> features) refitted in every draw. A learned detector
@@ -120,19 +149,34 @@ def membership_calibration(samples: Path, scores: dict[str, Path], learned: dict
     calibration, di = settings["calibration"], settings["dataset_inference"]
     split = read_split(samples)
     rows = []
-    for model, path in tqdm(scores.items(), total=len(scores), desc="re-randomised memberships", unit="model",
-                            mininterval=10):
+    for model, path in tqdm(
+        scores.items(), total=len(scores), desc="re-randomised memberships", unit="model", mininterval=10
+    ):
         records = read_records(path, ["sample_id", "method", "score", "fold_scores"])
         fitted = {r["method"] for r in records if r["fold_scores"] is not None}
         exclude = set(di["exclude_methods"]) | fitted
         lookup = score_lookup(records, exclude)
-        refits = {family: refit_of(family, features, settings, seed) for (m, family), features in learned.items()
-                  if m == model and family not in di["exclude_methods"]}
+        refits = {
+            family: refit_of(family, features, settings, seed)
+            for (m, family), features in learned.items()
+            if m == model and family not in di["exclude_methods"]
+        }
         left_out = sorted(fitted - set(refits))
         if left_out:
-            log.warning("%s: learned detectors %s without features to refit are left out of dataset inference's null",
-                        model, ", ".join(left_out))
-        rows += membership_rows(model, lookup, split, refits, di, calibration["alphas"], calibration["memberships"],
-                                derive_seed(seed, "membership", model))
+            log.warning(
+                "%s: learned detectors %s without features to refit are left out of dataset inference's null",
+                model,
+                ", ".join(left_out),
+            )
+        rows += membership_rows(
+            model,
+            lookup,
+            split,
+            refits,
+            di,
+            calibration["alphas"],
+            calibration["memberships"],
+            derive_seed(seed, "membership", model),
+        )
         log.info("re-randomised memberships under %s done", model)
     write_rows(rows, output)

@@ -63,7 +63,9 @@ P_VALUES_SCHEMA = pa.schema(
     ]
 )
 
-CURVE_SCHEMA = pa.schema([("model", pa.string()), ("validation", pa.string()), ("n", pa.int32()), ("p_value", pa.float64())])
+CURVE_SCHEMA = pa.schema(
+    [("model", pa.string()), ("validation", pa.string()), ("n", pa.int32()), ("p_value", pa.float64())]
+)
 
 CALIBRATION_SCHEMA = pa.schema(
     [
@@ -99,11 +101,18 @@ def read_ids(path: Path, sample_ids: Collection[str]) -> set[str]:
 def run_preference(target: dict, reference: dict, sample_ids: Sequence[str], settings: dict, seed: int) -> dict:
     method = settings["method"]
     if method not in target or method not in reference:
-        raise ValueError(f"the variant-preference test reads {method!r} scores, which the target or the reference lacks")
+        raise ValueError(
+            f"the variant-preference test reads {method!r} scores, which the target or the reference lacks"
+        )
     ids = [sid for sid in sample_ids if sid in target[method] and sid in reference[method]]
     result = preference_test(target[method], reference[method], ids, n_resamples=settings["n_resamples"], seed=seed)
-    return {"test": PREFERENCE, "n_suspect": result.n_samples, "features": method, "p_value": result.p_value,
-            "mean_difference": result.mean_difference}
+    return {
+        "test": PREFERENCE,
+        "n_suspect": result.n_samples,
+        "features": method,
+        "p_value": result.p_value,
+        "mean_difference": result.mean_difference,
+    }
 
 
 def _halves(ids: Sequence[str], seed: int) -> tuple[list[str], list[str]]:
@@ -123,11 +132,14 @@ def preference_reference(name: str, lookups: dict) -> str:
     if name == "sham":
         shams = [m for m in lookups if is_sham(m)]
         if not shams:
-            raise ValueError("contamination.variant_preference.reference is sham, but no sham control is scored "
-                             "(contamination.sham)")
+            raise ValueError(
+                "contamination.variant_preference.reference is sham, but no sham control is scored (contamination.sham)"
+            )
         return shams[0]
     if name not in lookups:
-        raise ValueError(f"contamination.variant_preference.reference {name!r} is not a scored model: {sorted(lookups)}")
+        raise ValueError(
+            f"contamination.variant_preference.reference {name!r} is not a scored model: {sorted(lookups)}"
+        )
     return name
 
 
@@ -148,11 +160,14 @@ class Scenario:
 
     def draw(self, seed: int) -> tuple[list[str], list[str]]:
         a, b = _halves(self.suspect, seed)
-        return (a, _halves(self.validation, derive_seed(seed, "validation"))[0]) if self.validation is not None else (a, b)
+        return (
+            (a, _halves(self.validation, derive_seed(seed, "validation"))[0]) if self.validation is not None else (a, b)
+        )
 
 
-def calibration_scenarios(models: Sequence[str], references: Sequence[str], everyone: list[str], members: list[str],
-                          non_members: list[str]) -> list[Scenario]:
+def calibration_scenarios(
+    models: Sequence[str], references: Sequence[str], everyone: list[str], members: list[str], non_members: list[str]
+) -> list[Scenario]:
     """The nulls and the exposures each calibrated model gives. Sham control
     (never saw the benchmark): its variant preference against each reference
     that is not itself (against the base model: a null for that test
@@ -169,16 +184,44 @@ def calibration_scenarios(models: Sequence[str], references: Sequence[str], ever
         if model == BASE_MODEL:
             continue
         if is_sham(model):
-            scenarios += [Scenario(f"sham vs {_role(ref)}, random halves of all samples", NULL, model, PREFERENCE, everyone,
-                                   reference=ref) for ref in references if ref != model]
+            scenarios += [
+                Scenario(
+                    f"sham vs {_role(ref)}, random halves of all samples",
+                    NULL,
+                    model,
+                    PREFERENCE,
+                    everyone,
+                    reference=ref,
+                )
+                for ref in references
+                if ref != model
+            ]
         else:
             scenarios.append(Scenario("target, random halves of non-members", NULL, model, DI, non_members))
-            scenarios.append(Scenario("target, half the members vs half the non-members", POWER, model, DI, members, non_members))
+            scenarios.append(
+                Scenario("target, half the members vs half the non-members", POWER, model, DI, members, non_members)
+            )
             for ref in references:
-                scenarios.append(Scenario(f"target vs {_role(ref)}, random halves of non-members", NULL, model, PREFERENCE,
-                                          non_members, reference=ref))
-                scenarios.append(Scenario(f"target vs {_role(ref)}, random halves of members", POWER, model, PREFERENCE, members,
-                                          reference=ref))
+                scenarios.append(
+                    Scenario(
+                        f"target vs {_role(ref)}, random halves of non-members",
+                        NULL,
+                        model,
+                        PREFERENCE,
+                        non_members,
+                        reference=ref,
+                    )
+                )
+                scenarios.append(
+                    Scenario(
+                        f"target vs {_role(ref)}, random halves of members",
+                        POWER,
+                        model,
+                        PREFERENCE,
+                        members,
+                        reference=ref,
+                    )
+                )
     return scenarios
 
 
@@ -186,8 +229,15 @@ def _role(model: str) -> str:
     return "base" if model == BASE_MODEL else "sham" if is_sham(model) else model
 
 
-def calibration_rows(lookups: dict[str, dict], everyone: list[str], members: list[str], non_members: list[str], settings: dict,
-                     seed: int, reference: str | None = None) -> list[dict]:
+def calibration_rows(
+    lookups: dict[str, dict],
+    everyone: list[str],
+    members: list[str],
+    non_members: list[str],
+    settings: dict,
+    seed: int,
+    reference: str | None = None,
+) -> list[dict]:
     """The rejection rate of each scenario over ``calibration.seeds`` random
     draws, for the models ``calibration.models`` names (None: all). The
     variant preference is calibrated against the base model, the first sham
@@ -197,9 +247,13 @@ def calibration_rows(lookups: dict[str, dict], everyone: list[str], members: lis
     shams = [m for m in lookups if is_sham(m)]
     references = list(dict.fromkeys(m for m in (BASE_MODEL, *shams[:1], reference) if m in lookups))
     rows = []
-    for sc in calibration_scenarios([m for m in lookups if m in calibrated], references, everyone, members, non_members):
+    for sc in calibration_scenarios(
+        [m for m in lookups if m in calibrated], references, everyone, members, non_members
+    ):
         if sc.test == DI and min(len(sc.suspect), len(sc.validation or sc.suspect)) // 2 < MIN_PER_SET:
-            log.warning("calibration %r of %s skipped: halves of the samples are below %d", sc.name, sc.model, MIN_PER_SET)
+            log.warning(
+                "calibration %r of %s skipped: halves of the samples are below %d", sc.name, sc.model, MIN_PER_SET
+            )
             continue
         methods = shared_methods([lookups[sc.model]], [sc.suspect + (sc.validation or [])])
         ps, single = [], []
@@ -218,11 +272,27 @@ def calibration_rows(lookups: dict[str, dict], everyone: list[str], members: lis
     return rows
 
 
-def _rate_row(kind: str, scenario: str, model: str, test: str, reference: str | None, ps: list[float], single: list[float],
-              alpha: float) -> dict:
+def _rate_row(
+    kind: str,
+    scenario: str,
+    model: str,
+    test: str,
+    reference: str | None,
+    ps: list[float],
+    single: list[float],
+    alpha: float,
+) -> dict:
     rate = false_positive_rate(ps, alpha) if kind == NULL else rejection_rate(ps, alpha)
-    return {"kind": kind, "scenario": scenario, "model": model, "test": test, "reference": reference, "alpha": alpha, **rate,
-            "rate_one_split": sum(p < alpha for p in single) / len(single)}
+    return {
+        "kind": kind,
+        "scenario": scenario,
+        "model": model,
+        "test": test,
+        "reference": reference,
+        "alpha": alpha,
+        **rate,
+        "rate_one_split": sum(p < alpha for p in single) / len(single),
+    }
 
 
 def exchangeability_calibration_rows(paths: dict[str, Path], alpha: float) -> list[dict]:
@@ -251,25 +321,54 @@ def real_order_rows(results: dict[str, dict], alphas: list[float]) -> list[dict]
     tested = {m: r for m, r in results.items() if is_unexposed(m) and r["p_value"] is not None}
     untestable = sorted(m for m, r in results.items() if is_unexposed(m) and r["p_value"] is None)
     if untestable:
-        log.warning("exchangeability on the real order: no p-value under %s (fewer than two shards fit)", ", ".join(untestable))
+        log.warning(
+            "exchangeability on the real order: no p-value under %s (fewer than two shards fit)", ", ".join(untestable)
+        )
     rows = []
     for alpha in alphas:
         for model, r in tested.items():
             note = f"{r['n_shards']} shards x {r['n_permutations']} permutations of {r['n_examples']} examples ({r['samples']}); p = {r['p_value']:.3g}"
-            rows.append(count_row(EXCHANGEABILITY, model, REAL_ORDER, alpha, int(r["p_value"] <= alpha), 1, unjudgeable(alpha),
-                                  note=note + "; one draw: judged only pooled over the models"))
+            rows.append(
+                count_row(
+                    EXCHANGEABILITY,
+                    model,
+                    REAL_ORDER,
+                    alpha,
+                    int(r["p_value"] <= alpha),
+                    1,
+                    unjudgeable(alpha),
+                    note=note + "; one draw: judged only pooled over the models",
+                )
+            )
         if tested:
             rejected = sum(r["p_value"] <= alpha for r in tested.values())
             ps = [r["p_value"] for r in tested.values()]
-            rows.append(count_row(EXCHANGEABILITY, POOLED_UNEXPOSED, REAL_ORDER, alpha, rejected, len(tested), pooled_models(ps, alpha),
-                                  note=f"the real order under {', '.join(tested)}; one order, so the models' p-values are "
-                                       f"dependent: judged by Bonferroni, {len(ps)} x min p = {min(1.0, len(ps) * min(ps)):.3g}"))
+            rows.append(
+                count_row(
+                    EXCHANGEABILITY,
+                    POOLED_UNEXPOSED,
+                    REAL_ORDER,
+                    alpha,
+                    rejected,
+                    len(tested),
+                    pooled_models(ps, alpha),
+                    note=f"the real order under {', '.join(tested)}; one order, so the models' p-values are "
+                    f"dependent: judged by Bonferroni, {len(ps)} x min p = {min(1.0, len(ps) * min(ps)):.3g}",
+                )
+            )
     return rows
 
 
-def contamination(samples: Path, scores: dict[str, Path], settings: dict, seed: int, out_dir: Path,
-                  held_out_ids: Path | None = None, exchangeability: dict[str, Path] | None = None,
-                  exchangeability_calibration: dict[str, Path] | None = None) -> None:
+def contamination(
+    samples: Path,
+    scores: dict[str, Path],
+    settings: dict,
+    seed: int,
+    out_dir: Path,
+    held_out_ids: Path | None = None,
+    exchangeability: dict[str, Path] | None = None,
+    exchangeability_calibration: dict[str, Path] | None = None,
+) -> None:
     """``scores``: testbed model -> its scores.parquet, base model first
     (sham controls named ``sham-…``); ``exchangeability``: model -> the
     exchangeability stage's result, added to the p-value table;
@@ -279,24 +378,36 @@ def contamination(samples: Path, scores: dict[str, Path], settings: dict, seed: 
     members = sorted(sid for sid, s in split.items() if s == "member")
     non_members = sorted(sid for sid, s in split.items() if s == "non-member")
     exclude = set(settings["dataset_inference"]["exclude_methods"])
-    lookups = {model: score_lookup(read_records(path, ["sample_id", "method", "score"]), exclude) for model, path in scores.items()}
+    lookups = {
+        model: score_lookup(read_records(path, ["sample_id", "method", "score"]), exclude)
+        for model, path in scores.items()
+    }
     di = settings["dataset_inference"]
-    pref = {**settings["variant_preference"], "reference": preference_reference(settings["variant_preference"]["reference"], lookups)
-            if VARIANTS in settings["validation"] else None}
+    pref = {
+        **settings["variant_preference"],
+        "reference": preference_reference(settings["variant_preference"]["reference"], lookups)
+        if VARIANTS in settings["validation"]
+        else None,
+    }
     rows, curve = [], []
     for model, lookup in lookups.items():
         base = {"model": model, **model_coordinates(model)}
         model_seed = derive_seed(seed, "contamination", model)
         for validation in settings["validation"]:
             if validation == TESTBED:
-                row, points = dataset_inference_row(lookup, members, lookup, non_members, di, settings["alpha"], model_seed)
+                row, points = dataset_inference_row(
+                    lookup, members, lookup, non_members, di, settings["alpha"], model_seed
+                )
             elif validation == HELD_OUT:
                 if held_out_ids is None:
-                    raise ValueError("contamination.validation lists held_out but contamination.held_out_ids is not set")
+                    raise ValueError(
+                        "contamination.validation lists held_out but contamination.held_out_ids is not set"
+                    )
                 held = read_ids(held_out_ids, [r["sample_id"] for r in records])
                 scored = set().union(*lookup.values())
-                row, points = dataset_inference_row(lookup, sorted(scored - held), lookup, sorted(scored & held), di, settings["alpha"],
-                                       model_seed)
+                row, points = dataset_inference_row(
+                    lookup, sorted(scored - held), lookup, sorted(scored & held), di, settings["alpha"], model_seed
+                )
             elif model in (pref["reference"], BASE_MODEL):
                 continue  # the reference against itself, or the base model against a fine-tuned reference
             else:
@@ -308,11 +419,21 @@ def contamination(samples: Path, scores: dict[str, Path], settings: dict, seed: 
     for model, path in (exchangeability or {}).items():
         (result,) = read_records(path)
         real_order[model] = result
-        rows.append({"model": model, **model_coordinates(model), "test": EXCHANGEABILITY, "validation": PERMUTATIONS,
-                     "n_suspect": result["n_examples"], "p_value": result["p_value"], "mean_difference": result["mean_difference"],
-                     "features": f"{result['n_shards']} shards x {result['n_permutations']} permutations ({result['samples']})"})
-    calibration = calibration_rows(lookups, sorted(split), members, non_members, settings, seed, pref["reference"]) \
-        + exchangeability_calibration_rows(exchangeability_calibration or {}, settings["alpha"])
+        rows.append(
+            {
+                "model": model,
+                **model_coordinates(model),
+                "test": EXCHANGEABILITY,
+                "validation": PERMUTATIONS,
+                "n_suspect": result["n_examples"],
+                "p_value": result["p_value"],
+                "mean_difference": result["mean_difference"],
+                "features": f"{result['n_shards']} shards x {result['n_permutations']} permutations ({result['samples']})",
+            }
+        )
+    calibration = calibration_rows(
+        lookups, sorted(split), members, non_members, settings, seed, pref["reference"]
+    ) + exchangeability_calibration_rows(exchangeability_calibration or {}, settings["alpha"])
     write_table(rows, P_VALUES_SCHEMA, out_dir / "p_values.parquet")
     write_table(curve, CURVE_SCHEMA, out_dir / "p_value_curve.parquet")
     write_table(calibration, CALIBRATION_SCHEMA, out_dir / "calibration.parquet")
@@ -336,14 +457,26 @@ def render_section(rows: Sequence[dict], calibration: Sequence[dict], alpha: flo
         key = (row["test"], row.get("reference") if row["test"] == PREFERENCE else None)
         return "NO: rejects too often under its null" if key in failed else ("yes" if key in checked else "not checked")
 
-    table = [{**r, "p": "n/e" if r["p_value"] is None else f"{r['p_value']:.2g}",
-              "n for p<α": r.get("smallest_n") if r.get("smallest_n") is not None else "–", "calibrated": calibrated(r)}
-             for r in rows]
-    cal = [{**r, "reference": r.get("reference") or "–", "rate [95% CI]": f"{r['rate']:.3f} [{r['rate_low']:.3f}, {r['rate_high']:.3f}]"}
-           for r in calibration]
+    table = [
+        {
+            **r,
+            "p": "n/e" if r["p_value"] is None else f"{r['p_value']:.2g}",
+            "n for p<α": r.get("smallest_n") if r.get("smallest_n") is not None else "–",
+            "calibrated": calibrated(r),
+        }
+        for r in rows
+    ]
+    cal = [
+        {
+            **r,
+            "reference": r.get("reference") or "–",
+            "rate [95% CI]": f"{r['rate']:.3f} [{r['rate_low']:.3f}, {r['rate_high']:.3f}]",
+        }
+        for r in calibration
+    ]
     return (
         "\n## Dataset-level contamination tests\n\n"
-        "A p-value per model for \"this benchmark was in training\". Dataset inference (Maini et al. 2024): the detectors' "
+        'A p-value per model for "this benchmark was in training". Dataset inference (Maini et al. 2024): the detectors\' '
         "scores as features, a logistic regression fitted on half of the suspect and validation sets, a one-sided Welch "
         f"t-test on the other half; {COMBINATION}. Validation `testbed`: the members are the suspect set, the non-members "
         "the validation set; `variants` (audit mode): the model's preference for each original over its variants minus "
@@ -351,22 +484,52 @@ def render_section(rows: Sequence[dict], calibration: Sequence[dict], alpha: flo
         "the benchmark in canonical order against seeded permutations of each, one-sided t-test across shards; it sees "
         "only contamination that kept the benchmark's order. A `sham-…` model is the sham control: trained as the target "
         "on the same mix with every member replaced by non-benchmark code, so it was fine-tuned but never saw the "
-        "benchmark. \"n for p<α\": the smallest suspect-set size whose p-value "
+        'benchmark. "n for p<α": the smallest suspect-set size whose p-value '
         f"on the p-value-vs-n curve is below α = contamination.alpha = {alpha} and stays below it.\n\n"
-        + markdown_table(table, ["model", "epoch", "ratio", "seed", "test", "validation", "reference", "n_suspect",
-                                 "n_validation", "p", "n for p<α", "mean_difference", "calibrated"])
+        + markdown_table(
+            table,
+            [
+                "model",
+                "epoch",
+                "ratio",
+                "seed",
+                "test",
+                "validation",
+                "reference",
+                "n_suspect",
+                "n_validation",
+                "p",
+                "n for p<α",
+                "mean_difference",
+                "calibrated",
+            ],
+        )
         + f"\n### Calibration under the null: false-positive rates (α = contamination.alpha = {alpha})\n\n"
         "The share of null draws with p < α over seeds, each seed a fresh random draw (Clopper-Pearson 95% CI); "
-        "\"within binomial margin\" unless a one-sided exact binomial test rejects FPR = α at 5%. Seeds that re-split one "
+        '"within binomial margin" unless a one-sided exact binomial test rejects FPR = α at 5%. Seeds that re-split one '
         "set of samples are dependent, so the margin is a guide. The combination (2 x median) is conservative by "
         "design; `rate_one_split` is the rate of the first split's p-value alone, which is exact.\n\n"
-        + markdown_table([c for c in cal if c["kind"] == NULL], ["scenario", "model", "test", "reference", "n_seeds",
-                                                                "n_rejected", "rate [95% CI]", "binomial_p", "verdict",
-                                                                "rate_one_split"])
+        + markdown_table(
+            [c for c in cal if c["kind"] == NULL],
+            [
+                "scenario",
+                "model",
+                "test",
+                "reference",
+                "n_seeds",
+                "n_rejected",
+                "rate [95% CI]",
+                "binomial_p",
+                "verdict",
+                "rate_one_split",
+            ],
+        )
         + "\n### Power under exposure\n\n"
         "The same draws on a target's members: the share of seeds with p < α.\n\n"
-        + markdown_table([c for c in cal if c["kind"] == POWER], ["scenario", "model", "test", "reference", "n_seeds",
-                                                                 "n_rejected", "rate [95% CI]", "rate_one_split"])
+        + markdown_table(
+            [c for c in cal if c["kind"] == POWER],
+            ["scenario", "model", "test", "reference", "n_seeds", "n_rejected", "rate [95% CI]", "rate_one_split"],
+        )
     )
 
 
@@ -387,34 +550,60 @@ def read_scores(path: Path) -> list[dict]:
         raise InputError(str(path), None, f"no sample_id column (columns: {table.column_names})")
     ids = [str(s) for s in table.column("sample_id").to_pylist()]
     if {"method", "score"} <= set(table.column_names):
-        return [{"sample_id": sid, "method": m, "score": s}
-                for sid, m, s in zip(ids, table.column("method").to_pylist(), table.column("score").to_pylist(), strict=True)]
-    numeric = [name for name, kind in zip(table.column_names, table.schema.types, strict=True)
-               if name != "sample_id" and (pa.types.is_floating(kind) or pa.types.is_integer(kind))]
+        return [
+            {"sample_id": sid, "method": m, "score": s}
+            for sid, m, s in zip(
+                ids, table.column("method").to_pylist(), table.column("score").to_pylist(), strict=True
+            )
+        ]
+    numeric = [
+        name
+        for name, kind in zip(table.column_names, table.schema.types, strict=True)
+        if name != "sample_id" and (pa.types.is_floating(kind) or pa.types.is_integer(kind))
+    ]
     if not numeric:
         raise InputError(str(path), None, "neither method/score columns nor numeric detector columns")
-    return [{"sample_id": sid, "method": name, "score": None if v is None else float(v)}
-            for name in numeric for sid, v in zip(ids, table.column(name).to_pylist(), strict=True)]
+    return [
+        {"sample_id": sid, "method": name, "score": None if v is None else float(v)}
+        for name in numeric
+        for sid, v in zip(ids, table.column(name).to_pylist(), strict=True)
+    ]
 
 
-def dataset_inference_tables(scores: Path, settings: dict, seed: int, output: Path, *, name: str,
-                             validation_scores: Path | None = None, validation_ids: Path | None = None,
-                             reference_scores: Path | None = None, curve_output: Path | None = None) -> dict:
+def dataset_inference_tables(
+    scores: Path,
+    settings: dict,
+    seed: int,
+    output: Path,
+    *,
+    name: str,
+    validation_scores: Path | None = None,
+    validation_ids: Path | None = None,
+    reference_scores: Path | None = None,
+    curve_output: Path | None = None,
+) -> dict:
     """The ``dataset-inference`` command: one p-value for the samples of
     ``scores`` (the suspect set) against exactly one of a validation scores
     table, a list of the held-out ids among them, or a reference model's
     scores of the same samples (the variant-preference test)."""
     given = [p for p in (validation_scores, validation_ids, reference_scores) if p is not None]
     if len(given) != 1:
-        raise InputError("arguments", None, "give exactly one of --validation-scores, --validation-ids, --reference-scores")
+        raise InputError(
+            "arguments", None, "give exactly one of --validation-scores, --validation-ids, --reference-scores"
+        )
     exclude = set(settings["dataset_inference"]["exclude_methods"])
     suspect = score_lookup(read_scores(scores), exclude)
     suspect_ids = sorted(set().union(*suspect.values()))
     points: list[tuple[int, float]] = []
     try:
         if reference_scores is not None:
-            row = run_preference(suspect, score_lookup(read_scores(reference_scores), exclude), suspect_ids,
-                                 settings["variant_preference"], seed) | {"validation": VARIANTS, "reference": str(reference_scores)}
+            row = run_preference(
+                suspect,
+                score_lookup(read_scores(reference_scores), exclude),
+                suspect_ids,
+                settings["variant_preference"],
+                seed,
+            ) | {"validation": VARIANTS, "reference": str(reference_scores)}
         else:
             if validation_scores is not None:
                 validation = score_lookup(read_scores(validation_scores), exclude)
@@ -425,14 +614,18 @@ def dataset_inference_tables(scores: Path, settings: dict, seed: int, output: Pa
                 validation, validation_set = suspect, sorted(set(suspect_ids) & held)
                 suspect_ids = sorted(set(suspect_ids) - held)
                 kind = HELD_OUT
-            row, points = dataset_inference_row(suspect, suspect_ids, validation, validation_set, settings["dataset_inference"],
-                                 settings["alpha"], seed)
+            row, points = dataset_inference_row(
+                suspect, suspect_ids, validation, validation_set, settings["dataset_inference"], settings["alpha"], seed
+            )
             row["validation"] = kind
     except ValueError as err:
         raise InputError(str(scores), None, str(err)) from None
     row = {"model": name, **row}
     write_table([row], P_VALUES_SCHEMA, output)
     if curve_output is not None:
-        write_table([{"model": name, "validation": row["validation"], "n": n, "p_value": p} for n, p in points],
-                    CURVE_SCHEMA, curve_output)
+        write_table(
+            [{"model": name, "validation": row["validation"], "n": n, "p_value": p} for n, p in points],
+            CURVE_SCHEMA,
+            curve_output,
+        )
     return row

@@ -67,34 +67,64 @@ def _stop_at_function_end(signature: str, generated: str) -> bool:
     return function_end_reached(signature, _after_signature(generated))
 
 
-def _generate(rows: list[dict], model: dict, settings: dict, role: str, generator: dict | None,
-              cache_dir: Path | None) -> list[dict]:
+def _generate(
+    rows: list[dict], model: dict, settings: dict, role: str, generator: dict | None, cache_dir: Path | None
+) -> list[dict]:
     """``model``: path, dtype, device, max_length, and optionally revision and adapter."""
-    lm = generation_model({k: v for k, v in model.items() if k != "adapter"}, model.get("adapter"), settings, generator,
-                          cache_dir, f"counterfactual generation ({role})")
+    lm = generation_model(
+        {k: v for k, v in model.items() if k != "adapter"},
+        model.get("adapter"),
+        settings,
+        generator,
+        cache_dir,
+        f"counterfactual generation ({role})",
+    )
     prompts = [prompt_ids(lm, r["context"], r["signature"], settings["context_tokens"]) for r in rows]
     stops = [partial(_stop_at_function_end, r["signature"]) for r in rows]
     # Prompt and generation stay within the positions the model was trained on
     # (BOS, the longest prompt, the new tokens).
     max_new_tokens = min(settings["max_new_tokens"], lm.max_length - 1 - max(map(len, prompts), default=0))
     if max_new_tokens < settings["max_new_tokens"]:
-        log.info("%s: at most %d new tokens, so the longest prompt and its generation fit the %d-token context",
-                 role, max_new_tokens, lm.max_length)
+        log.info(
+            "%s: at most %d new tokens, so the longest prompt and its generation fit the %d-token context",
+            role,
+            max_new_tokens,
+            lm.max_length,
+        )
     if max_new_tokens < 1:
-        raise ValueError(f"the longest counterfactual prompt fills the model's {lm.max_length}-token context; "
-                         "lower counterfactual.context_tokens")
+        raise ValueError(
+            f"the longest counterfactual prompt fills the model's {lm.max_length}-token context; "
+            "lower counterfactual.context_tokens"
+        )
     texts = lm.generate(prompts, max_new_tokens=max_new_tokens, stops=stops)
     out = []
     for r, prompt, text in zip(rows, prompts, texts, strict=True):
         parsed = parse_generated_function(r["signature"], _after_signature(text))
-        out.append({"sample_id": r["sample_id"], "model": role, "prompt_tokens": len(prompt),
-                    "generated": text, "function": parsed.body, "parsed": parsed.parsed})
+        out.append(
+            {
+                "sample_id": r["sample_id"],
+                "model": role,
+                "prompt_tokens": len(prompt),
+                "generated": text,
+                "function": parsed.body,
+                "parsed": parsed.parsed,
+            }
+        )
     return out
 
 
-def counterfactual(functions: Path, target: dict, reference: dict, settings: dict, generations_out: Path,
-                   similarity_out: Path, *, samples: Path | None = None, generator: dict | None = None,
-                   cache_dir: Path | None = None) -> None:
+def counterfactual(
+    functions: Path,
+    target: dict,
+    reference: dict,
+    settings: dict,
+    generations_out: Path,
+    similarity_out: Path,
+    *,
+    samples: Path | None = None,
+    generator: dict | None = None,
+    cache_dir: Path | None = None,
+) -> None:
     """``target``, ``reference``: the two models (path, dtype, device,
     max_length, optional revision and adapter; the testbed's are the base
     model with and without the target adapter). ``samples``: the testbed's
@@ -106,14 +136,23 @@ def counterfactual(functions: Path, target: dict, reference: dict, settings: dic
         kept = {r["sample_id"] for r in read_records(samples, ["sample_id", "kept"]) if r["kept"]}
     else:
         kept = {r["sample_id"] for r in read_records(functions, ["sample_id", "kept"]) if r["kept"]}
-    rows = [r for r in read_records(functions, ["sample_id", "context", "signature", "continuation"]) if r["sample_id"] in kept]
+    rows = [
+        r
+        for r in read_records(functions, ["sample_id", "context", "signature", "continuation"])
+        if r["sample_id"] in kept
+    ]
     whole = [r["sample_id"] for r in rows if not r["signature"]]
     if whole:
-        log.info("counterfactual: %d samples skipped: whole programs (APPS's stdin/stdout problems) have no "
-                 "signature to prompt with (first: %s)", len(whole), whole[0])
+        log.info(
+            "counterfactual: %d samples skipped: whole programs (APPS's stdin/stdout problems) have no "
+            "signature to prompt with (first: %s)",
+            len(whole),
+            whole[0],
+        )
         rows = [r for r in rows if r["signature"]]
-    generations = (_generate(rows, target, settings, "target", generator, cache_dir)
-                   + _generate(rows, reference, settings, "reference", generator, cache_dir))
+    generations = _generate(rows, target, settings, "target", generator, cache_dir) + _generate(
+        rows, reference, settings, "reference", generator, cache_dir
+    )
     write_table(generations, GENERATIONS_SCHEMA, generations_out)
 
     produced = {(g["sample_id"], g["model"]): g["function"] for g in generations}
@@ -123,7 +162,13 @@ def counterfactual(functions: Path, target: dict, reference: dict, settings: dic
         for metric, fn in TEXT_METRICS.items():
             t = fn(truth, produced[(r["sample_id"], "target")])
             ref = fn(truth, produced[(r["sample_id"], "reference")])
-            similarity.append({"sample_id": r["sample_id"], "metric": metric, "target": t, "reference": ref, "delta": t - ref})
+            similarity.append(
+                {"sample_id": r["sample_id"], "metric": metric, "target": t, "reference": ref, "delta": t - ref}
+            )
     write_table(similarity, SIMILARITY_SCHEMA, similarity_out)
-    log.info("counterfactual: %d samples, %d of %d generations parsed", len(rows),
-             sum(g["parsed"] for g in generations), len(generations))
+    log.info(
+        "counterfactual: %d samples, %d of %d generations parsed",
+        len(rows),
+        sum(g["parsed"] for g in generations),
+        len(generations),
+    )

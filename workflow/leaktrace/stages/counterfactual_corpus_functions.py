@@ -62,8 +62,16 @@ def _is_python(source: dict, location: str) -> bool:
     return language_of(location, "python") == "python"
 
 
-def sample_corpus_functions(name: str, source: dict, settings: dict, seed: int, functions_out: Path, accounting_out: Path,
-                            *, inputs: list[Path] | None = None) -> None:
+def sample_corpus_functions(
+    name: str,
+    source: dict,
+    settings: dict,
+    seed: int,
+    functions_out: Path,
+    accounting_out: Path,
+    *,
+    inputs: list[Path] | None = None,
+) -> None:
     """Sample ``settings["n"]`` functions of ``source`` that pass the App. B
     filters (``settings``: n, min_body_lines, max_body_lines, min_chars,
     exclude_init, max_documents, max_bytes); ``name`` keys the seed."""
@@ -99,28 +107,49 @@ def sample_corpus_functions(name: str, source: dict, settings: dict, seed: int, 
             priority = derive_seed(seed, "corpus-functions", name, sample_id)
             if len(heap) == n and -heap[0][0] <= priority:
                 continue
-            row = {"sample_id": sample_id, "kept": True, "reason": None, "body_lines": anatomy.body_lines,
-                   "n_chars": len(anatomy.function), "context": anatomy.context, "signature": anatomy.signature,
-                   "continuation": anatomy.continuation, "path": doc.location, "name": anatomy.name,
-                   "start_line": anatomy.start_line, "split": None}
+            row = {
+                "sample_id": sample_id,
+                "kept": True,
+                "reason": None,
+                "body_lines": anatomy.body_lines,
+                "n_chars": len(anatomy.function),
+                "context": anatomy.context,
+                "signature": anatomy.signature,
+                "continuation": anatomy.continuation,
+                "path": doc.location,
+                "name": anatomy.name,
+                "start_line": anatomy.start_line,
+                "split": None,
+            }
             (heapq.heapreplace if len(heap) == n else heapq.heappush)(heap, (-priority, sample_id, row))
-    accounting = ([{"stage": "document", "reason": "read", "count": documents}]
-                  + [{"stage": "document", "reason": r, "count": c} for r, c in sorted(skips.items())]
-                  + [{"stage": "function", "reason": "parsed", "count": parsed}]
-                  + [{"stage": "function", "reason": r, "count": c} for r, c in sorted(dropped.items())]
-                  + [{"stage": "function", "reason": "eligible", "count": eligible},
-                     {"stage": "function", "reason": "sampled", "count": len(heap)}])
-    summary = f"{documents} documents read (skipped: {dict(skips) or 'none'}), {parsed} functions parsed " \
-              f"(dropped: {dict(dropped) or 'none'})"
+    accounting = (
+        [{"stage": "document", "reason": "read", "count": documents}]
+        + [{"stage": "document", "reason": r, "count": c} for r, c in sorted(skips.items())]
+        + [{"stage": "function", "reason": "parsed", "count": parsed}]
+        + [{"stage": "function", "reason": r, "count": c} for r, c in sorted(dropped.items())]
+        + [
+            {"stage": "function", "reason": "eligible", "count": eligible},
+            {"stage": "function", "reason": "sampled", "count": len(heap)},
+        ]
+    )
+    summary = (
+        f"{documents} documents read (skipped: {dict(skips) or 'none'}), {parsed} functions parsed "
+        f"(dropped: {dict(dropped) or 'none'})"
+    )
     if not heap:
-        raise InputError(_source_name(source), None, f"counterfactual source {name!r}: no function passes the filters; "
-                         f"{summary}")
+        raise InputError(
+            _source_name(source), None, f"counterfactual source {name!r}: no function passes the filters; {summary}"
+        )
     rows = sorted((row for *_, row in heap), key=lambda r: r["sample_id"])
     ids = Counter(r["sample_id"] for r in rows)
     if max(ids.values()) > 1:
         repeated = next(i for i, c in ids.items() if c > 1)
-        raise InputError(_source_name(source), None, f"counterfactual source {name!r}: two documents share the id "
-                         f"behind {repeated!r}; name a unique `id` column")
+        raise InputError(
+            _source_name(source),
+            None,
+            f"counterfactual source {name!r}: two documents share the id "
+            f"behind {repeated!r}; name a unique `id` column",
+        )
     if len(rows) < n:
         log.warning("%s: only %d eligible functions, fewer than n = %d: all are kept", name, len(rows), n)
     write_table(rows, CORPUS_FUNCTIONS_SCHEMA, functions_out)

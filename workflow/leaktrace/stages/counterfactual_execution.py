@@ -43,19 +43,26 @@ def read_screen(screen: Path) -> dict[tuple[str, str], str]:
     likely clone (1.0), else the cause Stage 2 stops at: ``screen:no_clone``
     (0.0) or ``screen:<the judge's outcome>`` (no answer)."""
     verdicts = {}
-    for r in read_records(screen, ["sample_id", "metric", "target", "reference", "target_outcome", "reference_outcome"]):
+    for r in read_records(
+        screen, ["sample_id", "metric", "target", "reference", "target_outcome", "reference_outcome"]
+    ):
         if r["metric"] != SCREEN_METRIC:
             continue
         for model in MODELS:
             value = r[model]
-            verdicts[(r["sample_id"], model)] = (OK if value == 1.0 else NOT_A_CANDIDATE if value == 0.0
-                                                 else f"screen:{r[f'{model}_outcome']}")
+            verdicts[(r["sample_id"], model)] = (
+                OK if value == 1.0 else NOT_A_CANDIDATE if value == 0.0 else f"screen:{r[f'{model}_outcome']}"
+            )
     if not verdicts:
-        raise InputError(str(screen), None, f"no {SCREEN_METRIC!r} rows: Stage 2 cannot be gated by a screen that did not run")
+        raise InputError(
+            str(screen), None, f"no {SCREEN_METRIC!r} rows: Stage 2 cannot be gated by a screen that did not run"
+        )
     return verdicts
 
 
-def screened(samples: list[Sample], verdicts: dict[tuple[str, str], str]) -> tuple[list[Sample], dict[tuple[str, str], PairScore]]:
+def screened(
+    samples: list[Sample], verdicts: dict[tuple[str, str], str]
+) -> tuple[list[Sample], dict[tuple[str, str], PairScore]]:
     """The samples with only the generations the screen passed (a sample
     with none is left out), and the pairs it stopped with their cause."""
     kept, stopped = [], {}
@@ -85,13 +92,30 @@ def load_samples(generations: Path, functions: Path, benchmark: Path | None) -> 
     for f in read_records(functions, ["sample_id", "context", "signature", "continuation"]):
         if f["sample_id"] in produced:
             generated = produced[f["sample_id"]]
-            samples.append(Sample(f["sample_id"], f["context"], f["signature"], f["continuation"],
-                                  {model: generated.get(model) for model in MODELS}, tests.get(f["sample_id"])))
+            samples.append(
+                Sample(
+                    f["sample_id"],
+                    f["context"],
+                    f["signature"],
+                    f["continuation"],
+                    {model: generated.get(model) for model in MODELS},
+                    tests.get(f["sample_id"]),
+                )
+            )
     return samples
 
 
-def counterfactual_execution(generations: Path, functions: Path, benchmark: Path | None, settings: dict, seed: int,
-                             output: Path, *, workers: int = 1, screen: Path | None = None) -> None:
+def counterfactual_execution(
+    generations: Path,
+    functions: Path,
+    benchmark: Path | None,
+    settings: dict,
+    seed: int,
+    output: Path,
+    *,
+    workers: int = 1,
+    screen: Path | None = None,
+) -> None:
     """``screen``: the judges' table with HyClone's Stage 1, which gates Stage 2."""
     options = ExecutionSettings(**settings)
     samples = load_samples(generations, functions, benchmark)
@@ -107,12 +131,26 @@ def counterfactual_execution(generations: Path, functions: Path, benchmark: Path
         values = {model: pair_metrics(scores[(sample.sample_id, model)], options.clone_threshold) for model in MODELS}
         for metric in METRICS:
             t, r = values["target"][metric], values["reference"][metric]
-            rows.append({"sample_id": sample.sample_id, "metric": metric, "target": t, "reference": r,
-                         "delta": None if t is None or r is None else t - r,
-                         "target_outcome": target.outcome, "reference_outcome": reference.outcome})
+            rows.append(
+                {
+                    "sample_id": sample.sample_id,
+                    "metric": metric,
+                    "target": t,
+                    "reference": r,
+                    "delta": None if t is None or r is None else t - r,
+                    "target_outcome": target.outcome,
+                    "reference_outcome": reference.outcome,
+                }
+            )
     write_table(rows, SIMILARITY_FAMILY_SCHEMA, output)
     for model in MODELS:
         outcomes = [scores[(s.sample_id, model)].outcome for s in samples]
         ran = sum(o == "ok" for o in outcomes)
-        log.info("execution similarity, %s: %d of %d pairs ran (%.1f%%); by outcome: %s", model, ran, len(outcomes),
-                 100 * ran / max(len(outcomes), 1), coverage(outcomes))
+        log.info(
+            "execution similarity, %s: %d of %d pairs ran (%.1f%%); by outcome: %s",
+            model,
+            ran,
+            len(outcomes),
+            100 * ran / max(len(outcomes), 1),
+            coverage(outcomes),
+        )

@@ -37,12 +37,22 @@ ANSWERS_SCHEMA = pa.schema(
 )
 
 
-def counterfactual_judges(generations: Path, functions: Path, judge: dict, settings: dict, output: Path,
-                          answers_out: Path, *, cache_dir: Path | None = None) -> None:
+def counterfactual_judges(
+    generations: Path,
+    functions: Path,
+    judge: dict,
+    settings: dict,
+    output: Path,
+    answers_out: Path,
+    *,
+    cache_dir: Path | None = None,
+) -> None:
     """``judge``: the ``llm.judge`` role; ``cache_dir``: its response cache
     (a re-run asks nothing and loads no model)."""
-    produced = {(g["sample_id"], g["model"]): g["function"]
-                for g in read_records(generations, ["sample_id", "model", "function"])}
+    produced = {
+        (g["sample_id"], g["model"]): g["function"]
+        for g in read_records(generations, ["sample_id", "model", "function"])
+    }
     ids = list(dict.fromkeys(sample_id for sample_id, _ in produced))
     wanted = set(ids)
     signature, truth = {}, {}
@@ -54,23 +64,48 @@ def counterfactual_judges(generations: Path, functions: Path, judge: dict, setti
     if incomplete := [sample_id for sample_id in ids if any((sample_id, m) not in produced for m in MODELS)]:
         raise InputError(str(generations), incomplete[0], "a sample without both a target and a reference generation")
     keys = [(sample_id, model, metric) for sample_id in ids for metric in settings["metrics"] for model in MODELS]
-    items = [(METRICS[metric], truth[sample_id], signature[sample_id] + produced[(sample_id, model)])
-             for sample_id, model, metric in keys]
+    items = [
+        (METRICS[metric], truth[sample_id], signature[sample_id] + produced[(sample_id, model)])
+        for sample_id, model, metric in keys
+    ]
     lm = open_model(judge, {Capability.CHAT}, "LLM judges (llm.judge)", cache_dir)
     judged = dict(zip(keys, judge_pairs(lm, items, Sampling(max_new_tokens=settings["max_new_tokens"])), strict=True))
 
     answers, rows, outcomes = [], [], Counter()
     for (sample_id, model, metric), (answer, verdict) in judged.items():
-        answers.append({"sample_id": sample_id, "model": model, "metric": metric, "answer": answer.text,
-                        "score": verdict.score, "outcome": verdict.outcome, "detail": verdict.detail})
+        answers.append(
+            {
+                "sample_id": sample_id,
+                "model": model,
+                "metric": metric,
+                "answer": answer.text,
+                "score": verdict.score,
+                "outcome": verdict.outcome,
+                "detail": verdict.detail,
+            }
+        )
         outcomes[(metric, model, verdict.outcome)] += 1
     for sample_id in ids:
         for metric in settings["metrics"]:
             t, r = judged[(sample_id, "target", metric)][1], judged[(sample_id, "reference", metric)][1]
             delta = None if t.score is None or r.score is None else t.score - r.score
-            rows.append({"sample_id": sample_id, "metric": metric, "target": t.score, "reference": r.score,
-                         "delta": delta, "target_outcome": t.outcome, "reference_outcome": r.outcome})
+            rows.append(
+                {
+                    "sample_id": sample_id,
+                    "metric": metric,
+                    "target": t.score,
+                    "reference": r.score,
+                    "delta": delta,
+                    "target_outcome": t.outcome,
+                    "reference_outcome": r.outcome,
+                }
+            )
     write_table(rows, SIMILARITY_FAMILY_SCHEMA, output)
     write_table(answers, ANSWERS_SCHEMA, answers_out)
-    log.info("judges under %s, %d samples: %s; calls: %s", lm.name, len(ids),
-             {f"{m}/{role}/{o}": n for (m, role, o), n in sorted(outcomes.items())}, dict(getattr(lm, "counts", {})))
+    log.info(
+        "judges under %s, %d samples: %s; calls: %s",
+        lm.name,
+        len(ids),
+        {f"{m}/{role}/{o}": n for (m, role, o), n in sorted(outcomes.items())},
+        dict(getattr(lm, "counts", {})),
+    )

@@ -33,18 +33,39 @@ FILTER_SCHEMA = pa.schema(
 
 def llm_filter(functions: Path, judge: dict, settings: dict, output: Path, *, cache_dir: Path | None = None) -> None:
     """``judge``: the ``llm.judge`` role; ``cache_dir``: its response cache."""
-    rows = [r for r in read_records(functions, ["sample_id", "kept", "context", "signature", "continuation"])
-            if r["kept"]]
-    conversations = [filter_conversation(r["context"] + r["signature"] + r["continuation"],
-                                         r["signature"] + r["continuation"], settings["context_chars"]) for r in rows]
+    rows = [
+        r for r in read_records(functions, ["sample_id", "kept", "context", "signature", "continuation"]) if r["kept"]
+    ]
+    conversations = [
+        filter_conversation(
+            r["context"] + r["signature"] + r["continuation"],
+            r["signature"] + r["continuation"],
+            settings["context_chars"],
+        )
+        for r in rows
+    ]
     lm = open_model(judge, {Capability.CHAT}, "App. B's LLM filter (llm.judge)", cache_dir)
     answers = lm.chat_many(conversations, Sampling(max_new_tokens=settings["max_new_tokens"]))
     out, outcomes = [], Counter()
     for r, answer in zip(rows, answers, strict=True):
         v = read_filter_answer(answer)
         outcomes[v.outcome if v.label is None else f"{v.outcome} {v.label}"] += 1
-        out.append({"sample_id": r["sample_id"], "label": v.label, "severity": v.severity, "reasoning": v.reasoning,
-                    "outcome": v.outcome, "detail": v.detail, "answer": answer.text})
+        out.append(
+            {
+                "sample_id": r["sample_id"],
+                "label": v.label,
+                "severity": v.severity,
+                "reasoning": v.reasoning,
+                "outcome": v.outcome,
+                "detail": v.detail,
+                "answer": answer.text,
+            }
+        )
     write_table(out, FILTER_SCHEMA, output)
-    log.info("LLM filter under %s, %d functions: %s; calls: %s", lm.name, len(rows), dict(sorted(outcomes.items())),
-             dict(getattr(lm, "counts", {})))
+    log.info(
+        "LLM filter under %s, %d functions: %s; calls: %s",
+        lm.name,
+        len(rows),
+        dict(sorted(outcomes.items())),
+        dict(getattr(lm, "counts", {})),
+    )

@@ -43,8 +43,15 @@ def whole_function(signature: str, body: str) -> str:
     return textwrap.dedent(signature + body)
 
 
-def structural_scores(truth: str, generated: str, weights: tuple[float, ...], costs: EditCosts, *,
-                      leaf_text: bool = False, nodes: str = "all") -> dict[str, Score]:
+def structural_scores(
+    truth: str,
+    generated: str,
+    weights: tuple[float, ...],
+    costs: EditCosts,
+    *,
+    leaf_text: bool = False,
+    nodes: str = "all",
+) -> dict[str, Score]:
     """Every structural metric of one generation against the ground truth, both whole functions;
     ``leaf_text``: TSED's stricter trees, ``nodes``: which of tree-sitter's nodes TSED's trees hold
     (``leaktrace.similarity.tsed``)."""
@@ -64,8 +71,10 @@ def structural_scores(truth: str, generated: str, weights: tuple[float, ...], co
 
 def _sample_rows(job: tuple[str, str, dict[str, str], tuple[float, ...], EditCosts, bool, str]) -> list[dict]:
     sample_id, truth, generated, weights, costs, leaf_text, nodes = job
-    scores = {model: structural_scores(truth, generated[model], weights, costs, leaf_text=leaf_text, nodes=nodes)
-              for model in MODELS}
+    scores = {
+        model: structural_scores(truth, generated[model], weights, costs, leaf_text=leaf_text, nodes=nodes)
+        for model in MODELS
+    }
     return [family_row(sample_id, metric, scores["target"][metric], scores["reference"][metric]) for metric in METRICS]
 
 
@@ -79,8 +88,11 @@ def structural_similarity(generations: Path, functions: Path, settings: dict, ou
     generated: dict[str, dict[str, str]] = {}
     for g in read_records(generations, ["sample_id", "model", "function"]):
         generated.setdefault(g["sample_id"], {})[g["model"]] = g["function"]
-    truth = {r["sample_id"]: r for r in read_records(functions, ["sample_id", "signature", "continuation"])
-             if r["sample_id"] in generated}
+    truth = {
+        r["sample_id"]: r
+        for r in read_records(functions, ["sample_id", "signature", "continuation"])
+        if r["sample_id"] in generated
+    }
     missing = sorted(set(generated) - set(truth))
     if missing:
         raise ValueError(f"{len(missing)} generated samples have no ground truth in {functions}: {missing[:5]}")
@@ -90,8 +102,17 @@ def structural_similarity(generations: Path, functions: Path, settings: dict, ou
     jobs = []
     for sample_id, by_model in generated.items():
         signature = truth[sample_id]["signature"]
-        jobs.append((sample_id, whole_function(signature, truth[sample_id]["continuation"]),
-                     {model: whole_function(signature, by_model[model]) for model in MODELS}, weights, costs, leaf_text, nodes))
+        jobs.append(
+            (
+                sample_id,
+                whole_function(signature, truth[sample_id]["continuation"]),
+                {model: whole_function(signature, by_model[model]) for model in MODELS},
+                weights,
+                costs,
+                leaf_text,
+                nodes,
+            )
+        )
     if processes > 1 and len(jobs) > 1:
         tsed("x = 1", "x = 1")  # compile the distance here, so the forked workers inherit it
         with ProcessPoolExecutor(processes) as pool:

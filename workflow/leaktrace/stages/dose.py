@@ -77,7 +77,9 @@ def dose_order(benchmark: Path, seed: int, output: Path) -> None:
 def _evaluated(samples: Path) -> dict[str, tuple[bool, str]]:
     """sample_id -> (member, fold) over the evaluated samples."""
     records = read_records(samples, ["sample_id", "kept", "split", "fold"])
-    return {r["sample_id"]: (r["split"] == "member", r["fold"]) for r in records if r["kept"] and r["fold"] != RECALL_PREFIX}
+    return {
+        r["sample_id"]: (r["split"] == "member", r["fold"]) for r in records if r["kept"] and r["fold"] != RECALL_PREFIX
+    }
 
 
 def _scores(path: Path) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
@@ -94,8 +96,11 @@ def _scores(path: Path) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
 def _ids(split: dict, family: str, scored: dict[str, float], *others: dict[str, float]) -> list[str]:
     """The samples a detector is evaluated on: the evaluation fold only for one fitted on labels."""
     fitted = FAMILIES[family].label_fitted if family in FAMILIES else False
-    return [sid for sid, (_, fold) in sorted(split.items())
-            if (not fitted or fold == "evaluation") and sid in scored and all(sid in o for o in others)]
+    return [
+        sid
+        for sid, (_, fold) in sorted(split.items())
+        if (not fitted or fold == "evaluation") and sid in scored and all(sid in o for o in others)
+    ]
 
 
 def _dose(model: str) -> dict:
@@ -119,10 +124,20 @@ def target_results(split: dict, scores: dict[str, Path], settings: dict, seed: i
             if not inside or not outside:
                 log.warning("%s: %s scored no member or no non-member; left out", model, method)
                 continue
-            results.append({"test": PER_SAMPLE, "method": method, **dose, **per_sample_result(inside, outside, settings["fpr"])})
+            results.append(
+                {"test": PER_SAMPLE, "method": method, **dose, **per_sample_result(inside, outside, settings["fpr"])}
+            )
         features = score_lookup(read_records(path, ["sample_id", "method", "score"]), set(di["exclude_methods"]))
-        row, _ = dataset_inference_row(features, members, features, non_members, di, settings["alpha"],
-                                       derive_seed(seed, "dose", "dataset-inference", model), curve=False)
+        row, _ = dataset_inference_row(
+            features,
+            members,
+            features,
+            non_members,
+            di,
+            settings["alpha"],
+            derive_seed(seed, "dose", "dataset-inference", model),
+            curve=False,
+        )
         results.append({"test": DATASET_INFERENCE, "method": "", **dose, "p_value": row["p_value"]})
     return results
 
@@ -147,7 +162,9 @@ def twin_results(split: dict, targets: dict[str, Path], twins: dict[str, Path], 
                 continue
             seen = {s: (seen_scores if split[s][0] else twin_scores)[method][s] for s in ids}
             unseen = {s: (twin_scores if split[s][0] else seen_scores)[method][s] for s in ids}
-            test = sign_flip_test(paired_differences(seen, unseen, ids), seed=derive_seed(seed, "dose", "twin", twin, method))
+            test = sign_flip_test(
+                paired_differences(seen, unseen, ids), seed=derive_seed(seed, "dose", "twin", twin, method)
+            )
             results.append({"test": TWIN, "method": method, **dose, "p_value": test.p_value})
     return results
 
@@ -169,24 +186,44 @@ def blind_row(paths: list[Path]) -> dict | None:
     return rows[0] if rows else None
 
 
-def dose_table(samples: Path, scores: dict[str, Path], settings: dict, seed: int, out_dir: Path, *,
-               twins: dict[str, Path] | None = None, watermark: dict[str, Path] | None = None,
-               exchangeability: dict[str, Path] | None = None, blind: list[Path] | None = None) -> None:
+def dose_table(
+    samples: Path,
+    scores: dict[str, Path],
+    settings: dict,
+    seed: int,
+    out_dir: Path,
+    *,
+    twins: dict[str, Path] | None = None,
+    watermark: dict[str, Path] | None = None,
+    exchangeability: dict[str, Path] | None = None,
+    blind: list[Path] | None = None,
+) -> None:
     """Writes dose.parquet, dose.md and dose.png into ``out_dir``."""
     split = _evaluated(samples)
-    results = target_results(split, scores, settings, seed) + twin_results(split, scores, twins or {}, seed) \
-        + single_p_results(WATERMARK, watermark or {}) + single_p_results(EXCHANGEABILITY, exchangeability or {})
+    results = (
+        target_results(split, scores, settings, seed)
+        + twin_results(split, scores, twins or {}, seed)
+        + single_p_results(WATERMARK, watermark or {})
+        + single_p_results(EXCHANGEABILITY, exchangeability or {})
+    )
     rows = summarise(results, alpha=settings["alpha"], power=settings["power"])
     baseline = blind_row(blind or [])
     extra = {"alpha": settings["alpha"], "fpr": settings["fpr"], "power": settings["power"]}
     for row in rows:
         per_sample = row["test"] == PER_SAMPLE and baseline is not None
-        row.update(extra, blind_auc=baseline["auc"] if per_sample else None,
-                   blind_ci_low=baseline["ci_low"] if per_sample else None,
-                   blind_ci_high=baseline["ci_high"] if per_sample else None,
-                   blind_p=baseline["p_value"] if per_sample else None)
+        row.update(
+            extra,
+            blind_auc=baseline["auc"] if per_sample else None,
+            blind_ci_low=baseline["ci_low"] if per_sample else None,
+            blind_ci_high=baseline["ci_high"] if per_sample else None,
+            blind_p=baseline["p_value"] if per_sample else None,
+        )
     write_table(rows, DOSE_SCHEMA, out_dir / "dose.parquet")
     (out_dir / "dose.md").write_text(render_section(rows, settings, baseline))
     dose_plot(rows, settings["alpha"], out_dir / "dose.png")
-    log.info("dose: %d rows (%d tests x doses) from %d seeds' results", len(rows), len({(r["test"], r["method"]) for r in rows}),
-             len(results))
+    log.info(
+        "dose: %d rows (%d tests x doses) from %d seeds' results",
+        len(rows),
+        len({(r["test"], r["method"]) for r in rows}),
+        len(results),
+    )

@@ -43,13 +43,26 @@ from leaktrace.variants.kinds import valid_texts
 
 log = logging.getLogger(__name__)
 
-GENERATIONS_SCHEMA = pa.schema([("sample_id", pa.string()), ("prefix_ids", pa.list_(pa.int32())),
-                                ("generated", pa.string()), ("generated_ids", pa.list_(pa.int32()))])
+GENERATIONS_SCHEMA = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("prefix_ids", pa.list_(pa.int32())),
+        ("generated", pa.string()),
+        ("generated_ids", pa.list_(pa.int32())),
+    ]
+)
 DPDLLM_FEATURES_SCHEMA = pa.schema([("sample_id", pa.string()), *[(name, pa.float64()) for name in FEATURES]])
-PERTURBED_SCHEMA = pa.schema([("sample_id", pa.string()), ("prefix_ids", pa.list_(pa.int32())),
-                              ("perturbed_ids", pa.list_(pa.int32())), ("replaced", pa.list_(pa.int32()))])
-VEILPROBE_FEATURES_SCHEMA = pa.schema([("sample_id", pa.string()), ("original", pa.list_(pa.float64())),
-                                       ("perturbed", pa.list_(pa.float64()))])
+PERTURBED_SCHEMA = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("prefix_ids", pa.list_(pa.int32())),
+        ("perturbed_ids", pa.list_(pa.int32())),
+        ("replaced", pa.list_(pa.int32())),
+    ]
+)
+VEILPROBE_FEATURES_SCHEMA = pa.schema(
+    [("sample_id", pa.string()), ("original", pa.list_(pa.float64())), ("perturbed", pa.list_(pa.float64()))]
+)
 
 
 def _originals(variants: Path) -> list[tuple[str, str]]:
@@ -63,14 +76,19 @@ def _prefix(lm, text: str, prefix_fraction: float) -> tuple[list[int], list[int]
 
 def _write_ids(directory: Path, ids: list[str], **extra) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "trained_on.json").write_text(json.dumps({"sample_ids": ids, **extra}, indent=1, sort_keys=True) + "\n")
+    (directory / "trained_on.json").write_text(
+        json.dumps({"sample_ids": ids, **extra}, indent=1, sort_keys=True) + "\n"
+    )
 
 
 def calibration_labels(samples: Path, scored: set[str]) -> dict[str, bool]:
     """sample_id -> is a member, for the calibration fold's kept samples that
     have features. Nothing else of the split is read."""
-    rows = [r for r in read_records(samples, ["sample_id", "split", "fold", "kept"])
-            if r["kept"] and r["fold"] == "calibration" and r["sample_id"] in scored]
+    rows = [
+        r
+        for r in read_records(samples, ["sample_id", "split", "fold", "kept"])
+        if r["kept"] and r["fold"] == "calibration" and r["sample_id"] in scored
+    ]
     return {r["sample_id"]: r["split"] == "member" for r in rows}
 
 
@@ -83,20 +101,25 @@ def labelled_share(labels: dict[str, bool], labelled_fraction: float, seed: int)
 
 # --- DPDLLM -----------------------------------------------------------------
 
+
 def train_dpdllm_reference(variants: Path, model: dict, train: dict, settings: dict, seed: int, out_dir: Path) -> None:
     """The reference model's adapter: LoRA (the testbed's training code and
     settings) on every detection text for ``reference_epochs`` epochs."""
     params = family_params("dpdllm", settings)
     originals = _originals(variants)
-    lora = LoraSettings.from_config({**train, "epochs": [params["reference_epochs"]]}, max_length=model.get("max_length"),
-                                    seed=derive_seed(seed, "dpdllm-reference"))
+    lora = LoraSettings.from_config(
+        {**train, "epochs": [params["reference_epochs"]]},
+        max_length=model.get("max_length"),
+        seed=derive_seed(seed, "dpdllm-reference"),
+    )
     train_lora(model_spec(model, None), [text for _, text in originals], lora, lambda epoch: out_dir / "adapter")
     _write_ids(out_dir, [sid for sid, _ in originals], epochs=params["reference_epochs"])
     log.info("DPDLLM reference adapter: %d texts, %d epochs", len(originals), params["reference_epochs"])
 
 
-def dpdllm_generations(variants: Path, model: dict, adapter: str | None, settings: dict, batch: dict, seed: int,
-                       output: Path) -> None:
+def dpdllm_generations(
+    variants: Path, model: dict, adapter: str | None, settings: dict, batch: dict, seed: int, output: Path
+) -> None:
     """The target's sampled continuation of the first ``prefix_fraction`` of
     every original, as long as its true suffix (at most ``max_new_tokens``)."""
     params = family_params("dpdllm", settings)
@@ -107,8 +130,13 @@ def dpdllm_generations(variants: Path, model: dict, adapter: str | None, setting
         prefix, suffix = _prefix(lm, text, params["prefix_fraction"])
         prefixes.append(prefix)
         budgets.append(min(len(lm.encode(lm.decode(suffix))), params["max_new_tokens"]))
-    generated = lm.sample(prefixes, max_new_tokens=max(budgets, default=1), temperature=params["temperature"],
-                          seed=derive_seed(seed, "dpdllm-sampling"), stops=[_TokenBudget(lm.encode, b) for b in budgets])
+    generated = lm.sample(
+        prefixes,
+        max_new_tokens=max(budgets, default=1),
+        temperature=params["temperature"],
+        seed=derive_seed(seed, "dpdllm-sampling"),
+        stops=[_TokenBudget(lm.encode, b) for b in budgets],
+    )
     rows = []
     for (sid, _), prefix, budget, text in zip(originals, prefixes, budgets, generated, strict=True):
         ids = lm.encode(text)[:budget]
@@ -136,31 +164,59 @@ def dpdllm_features(generations: Path, model: dict, reference_adapter: Path, bat
             continue
         limit = lm.max_length - 1 - len(g["prefix_ids"])
         logprobs, max_probs = _continuation_pass(lm.model, lm.bos_id, g["prefix_ids"], g["generated_ids"][:limit])
-        lower, _ = _continuation_pass(lm.model, lm.bos_id, g["prefix_ids"], lm.encode(g["generated"].lower())[:limit] or [lm.bos_id])
+        lower, _ = _continuation_pass(
+            lm.model, lm.bos_id, g["prefix_ids"], lm.encode(g["generated"].lower())[:limit] or [lm.bos_id]
+        )
         stats = ContinuationStats(logprobs, max_probs, lower, g["generated"])
         rows.append({"sample_id": g["sample_id"], **continuation_features(stats)})
     write_table(rows, DPDLLM_FEATURES_SCHEMA, output)
-    log.info("DPDLLM features of %d continuations under %s; %d empty continuations unscored: %s", len(rows), lm.name,
-             len(empty), ", ".join(empty))
+    log.info(
+        "DPDLLM features of %d continuations under %s; %d empty continuations unscored: %s",
+        len(rows),
+        lm.name,
+        len(empty),
+        ", ".join(empty),
+    )
 
 
 def _score_rows(method: str, ids: list[str], fitted: CrossFit) -> list[dict]:
-    return [{"sample_id": sid, "method": method, "family": method, "score": float(fitted.scores[i]),
-             "decision": bool(fitted.decisions[i]), "fold": int(fitted.fold[i]),
-             "fold_scores": fitted.fold_scores[:, i].tolist()} for i, sid in enumerate(ids)]
+    return [
+        {
+            "sample_id": sid,
+            "method": method,
+            "family": method,
+            "score": float(fitted.scores[i]),
+            "decision": bool(fitted.decisions[i]),
+            "fold": int(fitted.fold[i]),
+            "fold_scores": fitted.fold_scores[:, i].tolist(),
+        }
+        for i, sid in enumerate(ids)
+    ]
 
 
 def _fits(ids: list[str], fitted: CrossFit) -> list[dict]:
     """trained_on.json's record of every fit: the ids it was trained on."""
     k = len(fitted.fold_scores)
-    return [{"fit": f"fold {f}" if f < k else "full", "fold": f if f < k else UNLABELLED,
-             "sample_ids": [ids[i] for i in train]} for f, train in enumerate(fitted.trained_on)]
+    return [
+        {
+            "fit": f"fold {f}" if f < k else "full",
+            "fold": f if f < k else UNLABELLED,
+            "sample_ids": [ids[i] for i in train],
+        }
+        for f, train in enumerate(fitted.trained_on)
+    ]
 
 
 def cross_fitted(ids: list[str], labels: dict[str, bool], fit_many, folds: int, seed: int) -> CrossFit:
     index = {sid: i for i, sid in enumerate(ids)}
-    return cross_fit(np.array([index[s] for s in labels], dtype=np.int64), np.array(list(labels.values()), dtype=bool),
-                     len(ids), fit_many, folds, seed)
+    return cross_fit(
+        np.array([index[s] for s in labels], dtype=np.int64),
+        np.array(list(labels.values()), dtype=bool),
+        len(ids),
+        fit_many,
+        folds,
+        seed,
+    )
 
 
 def fit_dpdllm(features: Path, samples: Path, folds: int, seed: int, output: Path, model_dir: Path) -> None:
@@ -171,16 +227,31 @@ def fit_dpdllm(features: Path, samples: Path, folds: int, seed: int, output: Pat
     fitted = cross_fitted(ids, labels, fitter, folds, derive_seed(seed, "dpdllm-folds"))
     full = fitter.classifiers[-1]  # the fit on the whole calibration fold, which scores the other samples
     model_dir.mkdir(parents=True, exist_ok=True)
-    _write_ids(model_dir, list(labels), features=list(FEATURES), fits=_fits(ids, fitted), classes=full.classes_.tolist(),
-               class_prior=full.class_prior_.tolist(), theta=full.theta_.tolist(), var=full.var_.tolist())
+    _write_ids(
+        model_dir,
+        list(labels),
+        features=list(FEATURES),
+        fits=_fits(ids, fitted),
+        classes=full.classes_.tolist(),
+        class_prior=full.class_prior_.tolist(),
+        theta=full.theta_.tolist(),
+        var=full.var_.tolist(),
+    )
     write_table(_score_rows("dpdllm", ids, fitted), SCORES_SCHEMA, output)
-    log.info("DPDLLM: naive Bayes cross-fitted over %d folds of %d calibration samples, scored %d", len(fitted.fold_scores),
-             len(labels), len(ids))
+    log.info(
+        "DPDLLM: naive Bayes cross-fitted over %d folds of %d calibration samples, scored %d",
+        len(fitted.fold_scores),
+        len(labels),
+        len(ids),
+    )
 
 
 # --- VeilProbe --------------------------------------------------------------
 
-def veilprobe_perturb(variants: Path, model: dict, settings: dict, blackbox: dict, batch: dict, seed: int, output: Path) -> None:
+
+def veilprobe_perturb(
+    variants: Path, model: dict, settings: dict, blackbox: dict, batch: dict, seed: int, output: Path
+) -> None:
     """Each original's prefix (SrDetection black-box's split) with its key
     tokens replaced, the base model as proxy."""
     params = family_params("veilprobe", settings)
@@ -194,16 +265,21 @@ def veilprobe_perturb(variants: Path, model: dict, settings: dict, blackbox: dic
         chunk = splits[start : start + lm.batch_size]
         scored = key_token_scores(lm.model, lm.bos_id, lm.pad_id, chunk, 4 * params["candidates"])
         for (sid, _), (prefix, _), (attribution, candidates) in zip(originals[start:], chunk, scored, strict=False):
-            perturbed, replaced = perturb_key_tokens(prefix, attribution, candidates, lm.decode, params["key_fraction"],
-                                                     params["candidates"], rng)
+            perturbed, replaced = perturb_key_tokens(
+                prefix, attribution, candidates, lm.decode, params["key_fraction"], params["candidates"], rng
+            )
             rows.append({"sample_id": sid, "prefix_ids": prefix, "perturbed_ids": perturbed, "replaced": replaced})
     write_table(rows, PERTURBED_SCHEMA, output)
-    log.info("VeilProbe: %d prefixes perturbed, %.1f key tokens each on average", len(rows),
-             np.mean([len(r["replaced"]) for r in rows]) if rows else 0.0)
+    log.info(
+        "VeilProbe: %d prefixes perturbed, %.1f key tokens each on average",
+        len(rows),
+        np.mean([len(r["replaced"]) for r in rows]) if rows else 0.0,
+    )
 
 
-def veilprobe_features(blackbox: Path, perturbed: Path, model: dict, settings: dict, seed: int, output: Path,
-                       mapping_dir: Path) -> None:
+def veilprobe_features(
+    blackbox: Path, perturbed: Path, model: dict, settings: dict, seed: int, output: Path, mapping_dir: Path
+) -> None:
     """The mapping model trained on <prefix, the target's continuation> of
     every original, and its hidden states of each prefix and its perturbed form."""
     from leaktrace.models.loading import load_tokenizer
@@ -211,17 +287,26 @@ def veilprobe_features(blackbox: Path, perturbed: Path, model: dict, settings: d
     params = family_params("veilprobe", settings)
     torch.set_num_threads(1)
     prefixes = {r["sample_id"]: r for r in read_records(perturbed)}
-    continuations = {r["sample_id"]: r for r in read_records(blackbox, ["sample_id", "variant_id", "prefix_tokens", "generated_ids"])
-                     if r["variant_id"] == 0 and r["sample_id"] in prefixes}
+    continuations = {
+        r["sample_id"]: r
+        for r in read_records(blackbox, ["sample_id", "variant_id", "prefix_tokens", "generated_ids"])
+        if r["variant_id"] == 0 and r["sample_id"] in prefixes
+    }
     ids = sorted(continuations)
     for sid in ids:
         if continuations[sid]["prefix_tokens"] != len(prefixes[sid]["prefix_ids"]):
-            raise ValueError(f"{sid}: black-box prefix of {continuations[sid]['prefix_tokens']} tokens, perturbed prefix of "
-                             f"{len(prefixes[sid]['prefix_ids'])}: the two passes split the text differently")
+            raise ValueError(
+                f"{sid}: black-box prefix of {continuations[sid]['prefix_tokens']} tokens, perturbed prefix of "
+                f"{len(prefixes[sid]['prefix_ids'])}: the two passes split the text differently"
+            )
     tokenizer = load_tokenizer(model_spec(model, None))
     bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
-    mapping = MappingSettings(hidden=params["mapping_hidden"], layers=params["mapping_layers"], epochs=params["mapping_epochs"],
-                              seed=derive_seed(seed, "veilprobe-mapping") % 2**32)
+    mapping = MappingSettings(
+        hidden=params["mapping_hidden"],
+        layers=params["mapping_layers"],
+        epochs=params["mapping_epochs"],
+        seed=derive_seed(seed, "veilprobe-mapping") % 2**32,
+    )
     longest = max((len(prefixes[s]["prefix_ids"]) + len(continuations[s]["generated_ids"]) for s in ids), default=1) + 1
     net = new_mapping_model(len(tokenizer), longest, mapping, bos, tokenizer.pad_token_id)
     losses = train_mapping(net, [(prefixes[s]["prefix_ids"], continuations[s]["generated_ids"]) for s in ids], mapping)
@@ -229,26 +314,42 @@ def veilprobe_features(blackbox: Path, perturbed: Path, model: dict, settings: d
     perturbed_h = hidden_features(net, [prefixes[s]["perturbed_ids"] for s in ids])
     net.save_pretrained(mapping_dir)
     _write_ids(mapping_dir, ids, losses=losses)
-    write_table([{"sample_id": s, "original": o.tolist(), "perturbed": p.tolist()} for s, o, p in zip(ids, original, perturbed_h, strict=True)],
-                VEILPROBE_FEATURES_SCHEMA, output)
+    write_table(
+        [
+            {"sample_id": s, "original": o.tolist(), "perturbed": p.tolist()}
+            for s, o, p in zip(ids, original, perturbed_h, strict=True)
+        ],
+        VEILPROBE_FEATURES_SCHEMA,
+        output,
+    )
     log.info("VeilProbe mapping model: %d pairs, loss by epoch %s", len(ids), ", ".join(f"{x:.3f}" for x in losses))
 
 
-def fit_veilprobe(features: Path, samples: Path, settings: dict, folds: int, seed: int, output: Path, model_dir: Path) -> None:
+def fit_veilprobe(
+    features: Path, samples: Path, settings: dict, folds: int, seed: int, output: Path, model_dir: Path
+) -> None:
     params = family_params("veilprobe", settings)
     torch.set_num_threads(1)
     rows = read_records(features)
     ids = [r["sample_id"] for r in rows]
-    labels = labelled_share(calibration_labels(samples, set(ids)), params["labelled_fraction"],
-                            derive_seed(seed, "veilprobe-labelled"))
+    labels = labelled_share(
+        calibration_labels(samples, set(ids)), params["labelled_fraction"], derive_seed(seed, "veilprobe-labelled")
+    )
     fitter = veilprobe_fitter(rows, params, seed)
     fitted = cross_fitted(ids, labels, fitter, folds, derive_seed(seed, "veilprobe-folds"))
     model_dir.mkdir(parents=True, exist_ok=True)
     torch.save(fitter.states[-1], model_dir / "protonet.pt")  # the full fit's, which scores the unlabelled samples
-    fits = [fit | {"significant_dimensions": np.flatnonzero(mask).tolist()}
-            for fit, mask in zip(_fits(ids, fitted), fitter.masks, strict=True)]
+    fits = [
+        fit | {"significant_dimensions": np.flatnonzero(mask).tolist()}
+        for fit, mask in zip(_fits(ids, fitted), fitter.masks, strict=True)
+    ]
     _write_ids(model_dir, list(labels), fits=fits)
     write_table(_score_rows("veilprobe", ids, fitted), SCORES_SCHEMA, output)
-    log.info("VeilProbe: %d of %d difference dimensions pass the t-test on the calibration fold; prototypical networks "
-             "cross-fitted over %d folds of %d calibration samples", int(fitter.masks[-1].sum()), fitter.masks[-1].size,
-             len(fitted.fold_scores), len(labels))
+    log.info(
+        "VeilProbe: %d of %d difference dimensions pass the t-test on the calibration fold; prototypical networks "
+        "cross-fitted over %d folds of %d calibration samples",
+        int(fitter.masks[-1].sum()),
+        fitter.masks[-1].size,
+        len(fitted.fold_scores),
+        len(labels),
+    )

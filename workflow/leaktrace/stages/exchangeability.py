@@ -52,28 +52,45 @@ def canonical_examples(benchmark: Path, samples: Path, which: str) -> list[str]:
     return [r["code"] for r in rows]
 
 
-def shard_orders(lengths: list[int], budget: int, settings: dict, seed: int, *names: object) -> list[tuple[list[int], list[list[int]]]]:
+def shard_orders(
+    lengths: list[int], budget: int, settings: dict, seed: int, *names: object
+) -> list[tuple[list[int], list[list[int]]]]:
     """The shards of the examples in their given order, each with its orders
     to score: the given one first, then seeded permutations."""
     shards = pack_shards(lengths, budget, settings["n_shards"])
-    return [(shard, [list(range(len(shard)))] + permutations(len(shard), settings["n_permutations"],
-                                                            np.random.default_rng(derive_seed(seed, *names, k))))
-            for k, shard in enumerate(shards)]
+    return [
+        (
+            shard,
+            [list(range(len(shard)))]
+            + permutations(len(shard), settings["n_permutations"], np.random.default_rng(derive_seed(seed, *names, k))),
+        )
+        for k, shard in enumerate(shards)
+    ]
 
 
-def order_tests(lm, examples: list[str], orderings: list[list[int]], settings: dict, seed: int, names: list[tuple]) -> list[dict]:
+def order_tests(
+    lm, examples: list[str], orderings: list[list[int]], settings: dict, seed: int, names: list[tuple]
+) -> list[dict]:
     """The sharded test of each ordering of ``examples`` taken as the
     canonical one (the permutations of ordering i seeded by ``names[i]``),
     every shard text of every ordering scored in one batched pass: one row
     each, p-value null where fewer than two shards fit."""
     lengths = [len(lm.encode(text + SEPARATOR)) for text in examples]
-    plans = [shard_orders([lengths[i] for i in ordering], shard_budget(lm.max_length), settings, seed, *key)
-             for ordering, key in zip(orderings, names, strict=True)]
-    texts = [shard_text([examples[ordering[i]] for i in shard], order) for ordering, plan in zip(orderings, plans, strict=True)
-             for shard, orders in plan for order in orders]
+    plans = [
+        shard_orders([lengths[i] for i in ordering], shard_budget(lm.max_length), settings, seed, *key)
+        for ordering, key in zip(orderings, names, strict=True)
+    ]
+    texts = [
+        shard_text([examples[ordering[i]] for i in shard], order)
+        for ordering, plan in zip(orderings, plans, strict=True)
+        for shard, orders in plan
+        for order in orders
+    ]
     stats = iter(lm.score(texts, moments=[False] * len(texts)))
-    return [_sharded_row([[next(stats) for _ in orders] for _, orders in plan], [shard for shard, _ in plan], lm, settings)
-            for plan in plans]
+    return [
+        _sharded_row([[next(stats) for _ in orders] for _, orders in plan], [shard for shard, _ in plan], lm, settings)
+        for plan in plans
+    ]
 
 
 def _sharded_row(groups: list[list], shards: list[list[int]], lm, settings: dict) -> dict:
@@ -86,29 +103,59 @@ def _sharded_row(groups: list[list], shards: list[list[int]], lm, settings: dict
         canonical.append(lls[0])
         permuted.append(lls[1:])
         kept.append(shard)
-    row = {"samples": settings["samples"], "n_examples": sum(len(s) for s in kept), "n_shards": len(kept),
-           "n_permutations": settings["n_permutations"]}
+    row = {
+        "samples": settings["samples"],
+        "n_examples": sum(len(s) for s in kept),
+        "n_shards": len(kept),
+        "n_permutations": settings["n_permutations"],
+    }
     if len(kept) < MIN_SHARDS:
         # e.g. examples as long as the context: no shard holds two of them
-        log.warning("exchangeability not testable under %s: %d shards of two or more examples fit a context of %d tokens",
-                    lm.name, len(kept), lm.max_length)
+        log.warning(
+            "exchangeability not testable under %s: %d shards of two or more examples fit a context of %d tokens",
+            lm.name,
+            len(kept),
+            lm.max_length,
+        )
         return row | {"mean_difference": None, "p_value": None}
     result = sharded_test(canonical, permuted)
-    log.info("exchangeability under %s: %d shards of %d examples, mean difference %.3f nats, p = %.3g", lm.name,
-             result.n_shards, row["n_examples"], result.mean_difference, result.p_value)
+    log.info(
+        "exchangeability under %s: %d shards of %d examples, mean difference %.3f nats, p = %.3g",
+        lm.name,
+        result.n_shards,
+        row["n_examples"],
+        result.mean_difference,
+        result.p_value,
+    )
     return row | {"mean_difference": result.mean_difference, "p_value": result.p_value}
 
 
-def exchangeability(benchmark: Path, samples: Path, model: dict, adapter: str | None, settings: dict, batch: dict, seed: int,
-                    output: Path) -> None:
+def exchangeability(
+    benchmark: Path,
+    samples: Path,
+    model: dict,
+    adapter: str | None,
+    settings: dict,
+    batch: dict,
+    seed: int,
+    output: Path,
+) -> None:
     examples = canonical_examples(benchmark, samples, settings["samples"])
     lm = language_model(model, adapter, batch)
     (row,) = order_tests(lm, examples, [list(range(len(examples)))], settings, seed, [("exchangeability",)])
     write_table([row], EXCHANGEABILITY_SCHEMA, output)
 
 
-def exchangeability_calibration(benchmark: Path, samples: Path, model: dict, adapter: str | None, settings: dict, batch: dict,
-                                seed: int, output: Path) -> None:
+def exchangeability_calibration(
+    benchmark: Path,
+    samples: Path,
+    model: dict,
+    adapter: str | None,
+    settings: dict,
+    batch: dict,
+    seed: int,
+    output: Path,
+) -> None:
     """The test under a null that holds for any model that never saw these
     orders: ``calibration_seeds`` seeded random orders of the examples, each
     taken as the canonical one. Its false-positive rate, beside the real

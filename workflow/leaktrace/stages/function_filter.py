@@ -28,12 +28,23 @@ def filter_functions(benchmark: Path, settings: dict, output: Path) -> None:
     rows = []
     for sample in samples:
         if unrunnable[sample["sample_id"]]:
-            rows.append({"sample_id": sample["sample_id"], "kept": False,
-                         "reason": f"not runnable: {unrunnable[sample['sample_id']]}", "body_lines": None,
-                         "n_chars": None, "context": None, "signature": None, "continuation": None})
+            rows.append(
+                {
+                    "sample_id": sample["sample_id"],
+                    "kept": False,
+                    "reason": f"not runnable: {unrunnable[sample['sample_id']]}",
+                    "body_lines": None,
+                    "n_chars": None,
+                    "context": None,
+                    "signature": None,
+                    "continuation": None,
+                }
+            )
             continue
         _, entry_point = sample_tests(sample, str(benchmark))
-        anatomy = program_anatomy(sample["code"]) if entry_point is None else function_anatomy(sample["code"], entry_point)
+        anatomy = (
+            program_anatomy(sample["code"]) if entry_point is None else function_anatomy(sample["code"], entry_point)
+        )
         reason = rule.reason_to_drop(anatomy)
         rows.append(
             {

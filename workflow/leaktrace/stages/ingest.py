@@ -41,6 +41,7 @@ GENERIC_BENCHMARK_SCHEMA = pa.schema(
 
 CORPUS_SCHEMA = pa.schema([("doc_id", pa.string()), ("source", pa.string()), ("text", pa.string())])
 
+
 def check_solutions(name: str, rows: list[dict], source: str) -> None:
     """The ingest's report of the benchmark's own solutions: each sample the
     sandbox can run is run against its own tests, and every solution that
@@ -53,9 +54,14 @@ def check_solutions(name: str, rows: list[dict], source: str) -> None:
     except SandboxUnavailable as error:
         log.warning("benchmark %s: canonical solutions not checked: %s", name, error)
         return
-    log.info("benchmark %s: %d of %d canonical solutions pass their own tests in the sandbox (%d samples not run: "
-             "text only, no tests, or tests no sandbox path runs)", name, checked - len(failures), checked,
-             len(rows) - checked)
+    log.info(
+        "benchmark %s: %d of %d canonical solutions pass their own tests in the sandbox (%d samples not run: "
+        "text only, no tests, or tests no sandbox path runs)",
+        name,
+        checked - len(failures),
+        checked,
+        len(rows) - checked,
+    )
     for sample_id, why in failures:
         log.warning("benchmark %s: %s: the canonical solution fails its own tests: %s", name, sample_id, why)
 
@@ -67,8 +73,13 @@ def ingest_benchmark(name: str, settings: dict, output: Path) -> None:
         rows = [{**vars(s), "code": s.code} for s in samples]
         write_table(rows, GENERIC_BENCHMARK_SCHEMA, output)
         kinds = {k: sum(s.kind == k for s in samples) for k in ("code", "text", "both")}
-        log.info("benchmark %s: %d samples (%s) from %s", name, len(rows),
-                 ", ".join(f"{k} {n}" for k, n in kinds.items() if n), source_name(settings))
+        log.info(
+            "benchmark %s: %d samples (%s) from %s",
+            name,
+            len(rows),
+            ", ".join(f"{k} {n}" for k, n in kinds.items() if n),
+            source_name(settings),
+        )
         if settings.get("check_solutions", True):
             check_solutions(name, rows, source_name(settings))
         return

@@ -50,10 +50,15 @@ INSTRUCTION = "### Instruction: {instruction} ### Response:"
 RESPONSE_END = "###"  # a base model that goes on writes the next instruction
 _FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|$)", re.DOTALL)
 
-RUNS_SCHEMA = pa.schema([
-    ("sample_id", pa.string()), ("model", pa.string()), ("draw", pa.int32()), ("completion", pa.string()),
-    ("status", pa.string()),  # the sandbox's: ok (every test passed), wrong, error, timeout, killed
-])
+RUNS_SCHEMA = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("model", pa.string()),
+        ("draw", pa.int32()),
+        ("completion", pa.string()),
+        ("status", pa.string()),  # the sandbox's: ok (every test passed), wrong, error, timeout, killed
+    ]
+)
 
 
 def _cut(text: str) -> str:
@@ -103,8 +108,19 @@ def _problems(rows: list[dict], prompt: str, source: str) -> list[tuple[dict, st
     return out
 
 
-def generate_and_run(benchmark: Path, model: dict, adapter: str | None, name: str, settings: dict, batch: dict, seed: int,
-                     output: Path, *, generator: dict | None = None, cache_dir: Path | None = None) -> None:
+def generate_and_run(
+    benchmark: Path,
+    model: dict,
+    adapter: str | None,
+    name: str,
+    settings: dict,
+    batch: dict,
+    seed: int,
+    output: Path,
+    *,
+    generator: dict | None = None,
+    cache_dir: Path | None = None,
+) -> None:
     """``settings``: prompt (default completion), n, temperature,
     max_new_tokens, workers and sandbox (SandboxLimits' fields). Every
     problem the prompt can run on is completed n times, draw j sampled with
@@ -116,8 +132,11 @@ def generate_and_run(benchmark: Path, model: dict, adapter: str | None, name: st
     problems = _problems(records, prompt, str(benchmark))
     left_out = sum(test_format_of(r) in UNRUNNABLE_FORMATS and bool((r.get("test") or "").strip()) for r in records)
     if left_out:
-        log.warning("rq3 %s: %d problems left out: their tests exec the solution's source, which no sandbox path runs",
-                    name, left_out)
+        log.warning(
+            "rq3 %s: %d problems left out: their tests exec the solution's source, which no sandbox path runs",
+            name,
+            left_out,
+        )
     lm = generation_model(model, adapter, batch, generator, cache_dir, "LessLeak RQ3 generation")
     prompts = [lm.encode(text) for _, text, _, _ in problems]
     max_new_tokens = min(settings["max_new_tokens"], lm.max_length - 1 - max(map(len, prompts), default=0))
@@ -126,16 +145,30 @@ def generate_and_run(benchmark: Path, model: dict, adapter: str | None, name: st
     stop, cut = (_stop, _cut) if prompt == "completion" else (_instruction_stop, response_code)
     rows = []
     for draw in range(settings["n"]):
-        texts = lm.sample(prompts, max_new_tokens=max_new_tokens, temperature=settings["temperature"],
-                          seed=derive_seed(seed, "rq3", name, draw), stops=[stop] * len(prompts))
-        rows += [{"sample_id": r["sample_id"], "model": name, "draw": draw, "completion": cut(t)}
-                 for (r, _, _, _), t in zip(problems, texts, strict=True)]
+        texts = lm.sample(
+            prompts,
+            max_new_tokens=max_new_tokens,
+            temperature=settings["temperature"],
+            seed=derive_seed(seed, "rq3", name, draw),
+            stops=[stop] * len(prompts),
+        )
+        rows += [
+            {"sample_id": r["sample_id"], "model": name, "draw": draw, "completion": cut(t)}
+            for (r, _, _, _), t in zip(problems, texts, strict=True)
+        ]
     by_id = {r["sample_id"]: (r, tests, entry_point) for r, _, tests, entry_point in problems}
     limits = SandboxLimits(**settings.get("sandbox", {}))
     workers = settings.get("workers", 1)
     # a completion drawn more than once is one program against the same tests: it runs once
-    keys = [(row["sample_id"], completion_prompt(by_id[row["sample_id"]][0]) + row["completion"]
-             if prompt == "completion" else row["completion"]) for row in rows]
+    keys = [
+        (
+            row["sample_id"],
+            completion_prompt(by_id[row["sample_id"]][0]) + row["completion"]
+            if prompt == "completion"
+            else row["completion"],
+        )
+        for row in rows
+    ]
     distinct = {key: i for i, key in enumerate(dict.fromkeys(keys))}
     programs = [(code, *by_id[sample_id][1:]) for sample_id, code in distinct]
     results = run_sample_tests(programs, limits, workers=workers)
@@ -143,5 +176,12 @@ def generate_and_run(benchmark: Path, model: dict, adapter: str | None, name: st
         row["status"] = results[distinct[key]].status
     rows.sort(key=lambda r: (r["sample_id"], r["draw"]))
     write_table(rows, RUNS_SCHEMA, output)
-    log.info("rq3 %s (%s prompt): %d problems x %d draws, %d distinct programs run, %d completions pass", name, prompt,
-             len(problems), settings["n"], len(distinct), sum(r["status"] == "ok" for r in rows))
+    log.info(
+        "rq3 %s (%s prompt): %d problems x %d draws, %d distinct programs run, %d completions pass",
+        name,
+        prompt,
+        len(problems),
+        settings["n"],
+        len(distinct),
+        sum(r["status"] == "ok" for r in rows),
+    )

@@ -29,15 +29,23 @@ from leaktrace.seeding import derive_seed
 
 log = logging.getLogger(__name__)
 
-RQ4_SCHEMA = pa.schema([
-    ("scan", pa.string()), ("benchmark", pa.string()), ("model", pa.string()),
-    ("method", pa.string()), ("family", pa.string()),
-    ("metric", pa.string()),  # auc | precision_at_k
-    ("k", pa.int32()),  # precision_at_k: the top k of the ranking (higher score first)
-    ("n", pa.int32()), ("n_leaked", pa.int32()),  # samples every detector scored, and the leaked among them
-    ("n_evaluated", pa.int32()),  # auc: n; precision_at_k: the balanced set (2 x the smaller class)
-    ("value", pa.float64()), ("low", pa.float64()), ("high", pa.float64()),  # null: a class is missing
-])
+RQ4_SCHEMA = pa.schema(
+    [
+        ("scan", pa.string()),
+        ("benchmark", pa.string()),
+        ("model", pa.string()),
+        ("method", pa.string()),
+        ("family", pa.string()),
+        ("metric", pa.string()),  # auc | precision_at_k
+        ("k", pa.int32()),  # precision_at_k: the top k of the ranking (higher score first)
+        ("n", pa.int32()),
+        ("n_leaked", pa.int32()),  # samples every detector scored, and the leaked among them
+        ("n_evaluated", pa.int32()),  # auc: n; precision_at_k: the balanced set (2 x the smaller class)
+        ("value", pa.float64()),
+        ("low", pa.float64()),
+        ("high", pa.float64()),  # null: a class is missing
+    ]
+)
 
 
 def _cell(row: dict | None) -> str:
@@ -52,45 +60,83 @@ def _markdown(scan: str, benchmark: str, rows: list[dict], top_k: list[int]) -> 
         return "\n".join(lines + ["No detector scored a sample the scan labelled.", ""])
     first = rows[0]
     if not 0 < first["n_leaked"] < first["n"]:
-        return "\n".join(lines + [f"{first['n_leaked']} of the {first['n']} scored samples leaked: one class only, "
-                                  "nothing to evaluate.", ""])
+        return "\n".join(
+            lines
+            + [
+                f"{first['n_leaked']} of the {first['n']} scored samples leaked: one class only, nothing to evaluate.",
+                "",
+            ]
+        )
     ks = [k for k in top_k if any(r["k"] == k for r in rows)]
-    lines += [f"Leaked (the scan's verified duplicates): {first['n_leaked']} of {first['n']} scored samples. AUC over all "
-              f"of them; precision in the top k (higher score first: the paper's ascending perplexity) on a balanced set of "
-              f"{next((r['n_evaluated'] for r in rows if r['k']), 0)} (the larger class under-sampled, as LessLeak's "
-              "AutoDetectLeak-Bench), where chance is 0.5; 95% bootstrap intervals.", ""]
+    lines += [
+        f"Leaked (the scan's verified duplicates): {first['n_leaked']} of {first['n']} scored samples. AUC over all "
+        f"of them; precision in the top k (higher score first: the paper's ascending perplexity) on a balanced set of "
+        f"{next((r['n_evaluated'] for r in rows if r['k']), 0)} (the larger class under-sampled, as LessLeak's "
+        "AutoDetectLeak-Bench), where chance is 0.5; 95% bootstrap intervals.",
+        "",
+    ]
     models = list(dict.fromkeys(r["model"] for r in rows))
     for model in dict.fromkeys(m for m in (BASE_MODEL, headline_model(models)) if m in models):
         mine = {(r["method"], r["metric"], r["k"]): r for r in rows if r["model"] == model}
-        table = [{"detector": method, "AUC": _cell(mine.get((method, "auc", None))),
-                  **{f"P@{k}": _cell(mine.get((method, "precision_at_k", k))) for k in ks}}
-                 for method in sorted({m for m, _, _ in mine})]
+        table = [
+            {
+                "detector": method,
+                "AUC": _cell(mine.get((method, "auc", None))),
+                **{f"P@{k}": _cell(mine.get((method, "precision_at_k", k))) for k in ks},
+            }
+            for method in sorted({m for m, _, _ in mine})
+        ]
         lines += [f"Model `{model}`:", "", markdown_table(table, ["detector", "AUC", *[f"P@{k}" for k in ks]])]
     if len(models) > 2:
         lines += [f"Every model ({len(models)}) in `leakage/{scan}/rq4/{benchmark}.parquet`.", ""]
     return "\n".join(lines)
 
 
-def rq4(scan: str, benchmark: str, pairs: Path, samples: Path, scores: dict[str, Path], settings: dict, seed: int,
-        output: Path, markdown: Path) -> None:
+def rq4(
+    scan: str,
+    benchmark: str,
+    pairs: Path,
+    samples: Path,
+    scores: dict[str, Path],
+    settings: dict,
+    seed: int,
+    output: Path,
+    markdown: Path,
+) -> None:
     """``settings``: ``top_k`` (list) and ``bootstrap_resamples``. The samples
     evaluated are the testbed's kept ones outside ReCaLL's prefix."""
     leaked = {p["sample_id"] for p in read_records(pairs, ["sample_id", "duplicate"]) if p["duplicate"]}
-    population = {r["sample_id"] for r in read_records(samples, ["sample_id", "kept", "fold"])
-                  if r["kept"] and r["fold"] != RECALL_PREFIX}
+    population = {
+        r["sample_id"]
+        for r in read_records(samples, ["sample_id", "kept", "fold"])
+        if r["kept"] and r["fold"] != RECALL_PREFIX
+    }
     rows = []
     for model, path in scores.items():
-        found = leak_detection_rows(read_records(path), leaked, population, top_k=list(settings["top_k"]),
-                                    n_resamples=settings["bootstrap_resamples"], seed=seed)
+        found = leak_detection_rows(
+            read_records(path),
+            leaked,
+            population,
+            top_k=list(settings["top_k"]),
+            n_resamples=settings["bootstrap_resamples"],
+            seed=seed,
+        )
         rows += [{"scan": scan, "benchmark": benchmark, "model": model, **r} for r in found]
     write_table(rows, RQ4_SCHEMA, output)
     markdown.write_text(_markdown(scan, benchmark, rows, list(settings["top_k"])), encoding="utf-8")
-    log.info("rq4 %s on %s: %d models, %d leaked of %d labelled samples", scan, benchmark, len(scores), len(leaked & population),
-             len(population))
+    log.info(
+        "rq4 %s on %s: %d models, %d leaked of %d labelled samples",
+        scan,
+        benchmark,
+        len(scores),
+        len(leaked & population),
+        len(population),
+    )
 
 
-def ranking_population(perplexity: dict[str, list[dict]], leaked: set[str], size: int | None,
-                       seed: int) -> tuple[list[str], set[str], dict[str, int]]:
+def ranking_population(
+    perplexity: dict[str, list[dict]], leaked: set[str], size: int | None, seed: int
+) -> tuple[list[str], set[str], dict[str, int]]:
     """The samples the ranking is evaluated on: those every model scored,
     one per distinct document, balanced by under-sampling to at most
     ``size // 2`` a class (None: the smaller class whole). Returns the ids,
@@ -100,19 +146,42 @@ def ranking_population(perplexity: dict[str, list[dict]], leaked: set[str], size
         for r in rows:
             if digests.setdefault(r["sample_id"], r["digest"]) != r["digest"]:
                 raise ValueError(f"{r['sample_id']}: the models scored different texts")
-    common = set.intersection(*({r["sample_id"] for r in rows} for rows in perplexity.values())) if perplexity else set()
+    common = (
+        set.intersection(*({r["sample_id"] for r in rows} for rows in perplexity.values())) if perplexity else set()
+    )
     ids, kept_leaked = deduplicated({sid: digests[sid] for sid in common}, leaked)
     labels = np.array([i in kept_leaked for i in ids], dtype=bool)
-    keep = balanced(ids, labels, np.random.default_rng(derive_seed(seed, "rq4", "population")),
-                    None if size is None else size // 2) if 0 < labels.sum() < labels.size else np.arange(0)
+    keep = (
+        balanced(
+            ids,
+            labels,
+            np.random.default_rng(derive_seed(seed, "rq4", "population")),
+            None if size is None else size // 2,
+        )
+        if 0 < labels.sum() < labels.size
+        else np.arange(0)
+    )
     chosen = [ids[i] for i in keep]
-    counts = {"scored": len(common), "leaked_scored": len(common & leaked), "distinct": len(ids),
-              "leaked_distinct": int(labels.sum()), "balanced": len(chosen)}
+    counts = {
+        "scored": len(common),
+        "leaked_scored": len(common & leaked),
+        "distinct": len(ids),
+        "leaked_distinct": int(labels.sum()),
+        "balanced": len(chosen),
+    }
     return chosen, kept_leaked & set(chosen), counts
 
 
-def rq4_ranking(scan: str, benchmarks: list[str], pairs: Path, perplexity: dict[str, Path], settings: dict, seed: int,
-                output: Path, markdown: Path) -> None:
+def rq4_ranking(
+    scan: str,
+    benchmarks: list[str],
+    pairs: Path,
+    perplexity: dict[str, Path],
+    settings: dict,
+    seed: int,
+    output: Path,
+    markdown: Path,
+) -> None:
     """``settings``: ``size`` (the balanced set's size, None: as large as the
     smaller class allows), ``top_k`` and ``bootstrap_resamples``. Rows as
     RQ4_SCHEMA, benchmark "pooled", method "perplexity" (score: minus the
@@ -122,26 +191,44 @@ def rq4_ranking(scan: str, benchmarks: list[str], pairs: Path, perplexity: dict[
     population, population_leaked, counts = ranking_population(tables, leaked, settings.get("size"), seed)
     rows = []
     for model, table in tables.items():
-        scores = [{"sample_id": r["sample_id"], "method": "perplexity", "family": "loss", "score": -r["loss"]} for r in table]
-        found = leak_detection_rows(scores, population_leaked, set(population), top_k=list(settings["top_k"]),
-                                    n_resamples=settings["bootstrap_resamples"], seed=seed)
+        scores = [
+            {"sample_id": r["sample_id"], "method": "perplexity", "family": "loss", "score": -r["loss"]} for r in table
+        ]
+        found = leak_detection_rows(
+            scores,
+            population_leaked,
+            set(population),
+            top_k=list(settings["top_k"]),
+            n_resamples=settings["bootstrap_resamples"],
+            seed=seed,
+        )
         rows += [{"scan": scan, "benchmark": "pooled", "model": model, **r} for r in found]
     write_table(rows, RQ4_SCHEMA, output)
     ks = [k for k in settings["top_k"] if any(r["k"] == k for r in rows)]
     left_out = [k for k in settings["top_k"] if k not in ks]
-    lines = [f"### LessLeak RQ4: perplexity ranking against scan `{scan}`'s labels ({', '.join(benchmarks)}, pooled)", "",
-             f"{counts['scored']} samples scored by every model ({counts['leaked_scored']} leaked), {counts['distinct']} distinct "
-             f"documents ({counts['leaked_distinct']} leaked); balanced by random under-sampling to {counts['balanced']} "
-             f"(the paper's AutoDetectLeak-Bench: 1,300). Ranked by ascending perplexity; P@k is the share leaked among the "
-             "k lowest (chance 0.5 on the balanced set), with 95% bootstrap intervals; AUC over the balanced set.", ""]
+    lines = [
+        f"### LessLeak RQ4: perplexity ranking against scan `{scan}`'s labels ({', '.join(benchmarks)}, pooled)",
+        "",
+        f"{counts['scored']} samples scored by every model ({counts['leaked_scored']} leaked), {counts['distinct']} distinct "
+        f"documents ({counts['leaked_distinct']} leaked); balanced by random under-sampling to {counts['balanced']} "
+        f"(the paper's AutoDetectLeak-Bench: 1,300). Ranked by ascending perplexity; P@k is the share leaked among the "
+        "k lowest (chance 0.5 on the balanced set), with 95% bootstrap intervals; AUC over the balanced set.",
+        "",
+    ]
     if left_out:
         lines += [f"k = {', '.join(map(str, left_out))} exceed the balanced set and are left out.", ""]
     if not rows or rows[0]["value"] is None:
         lines += ["One class only after balancing: nothing to evaluate.", ""]
     else:
         cells = {(r["model"], r["metric"], r["k"]): r for r in rows}
-        table = [{"model": model, "AUC": _cell(cells.get((model, "auc", None))),
-                  **{f"P@{k}": _cell(cells.get((model, "precision_at_k", k))) for k in ks}} for model in tables]
+        table = [
+            {
+                "model": model,
+                "AUC": _cell(cells.get((model, "auc", None))),
+                **{f"P@{k}": _cell(cells.get((model, "precision_at_k", k))) for k in ks},
+            }
+            for model in tables
+        ]
         lines += [markdown_table(table, ["model", "AUC", *[f"P@{k}" for k in ks]])]
     markdown.write_text("\n".join(lines), encoding="utf-8")
     log.info("rq4 ranking %s: %s", scan, counts)

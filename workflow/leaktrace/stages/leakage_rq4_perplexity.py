@@ -22,21 +22,33 @@ from leaktrace.models.configured import language_model
 
 log = logging.getLogger(__name__)
 
-PERPLEXITY_SCHEMA = pa.schema([
-    ("sample_id", pa.string()), ("benchmark", pa.string()), ("model", pa.string()),
-    ("digest", pa.string()),  # SHA-1 of the scored text: identical documents share it
-    ("n_tokens", pa.int32()), ("truncated", pa.bool_()),  # cut to the model's context
-    ("loss", pa.float64()), ("perplexity", pa.float64()),  # mean negative log-likelihood per token, and exp of it
-])
+PERPLEXITY_SCHEMA = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("benchmark", pa.string()),
+        ("model", pa.string()),
+        ("digest", pa.string()),  # SHA-1 of the scored text: identical documents share it
+        ("n_tokens", pa.int32()),
+        ("truncated", pa.bool_()),  # cut to the model's context
+        ("loss", pa.float64()),
+        ("perplexity", pa.float64()),  # mean negative log-likelihood per token, and exp of it
+    ]
+)
 
 
-def perplexities(benchmarks: dict[str, Path], model: dict, adapter: str | None, name: str, batch: dict, output: Path) -> None:
+def perplexities(
+    benchmarks: dict[str, Path], model: dict, adapter: str | None, name: str, batch: dict, output: Path
+) -> None:
     """One row per sample with a non-empty document, sorted by sample id."""
-    samples = sorted(((b, r) for b, path in benchmarks.items() for r in read_records(path)), key=lambda br: br[1]["sample_id"])
+    samples = sorted(
+        ((b, r) for b, path in benchmarks.items() for r in read_records(path)), key=lambda br: br[1]["sample_id"]
+    )
     texts = [(b, r["sample_id"], document(r)) for b, r in samples]
     empty = [sid for _, sid, text in texts if not text.strip()]
     if empty:
-        log.warning("rq4 perplexity: %d samples have no text to score (%s...), left out", len(empty), ", ".join(empty[:3]))
+        log.warning(
+            "rq4 perplexity: %d samples have no text to score (%s...), left out", len(empty), ", ".join(empty[:3])
+        )
     texts = [t for t in texts if t[2].strip()]
     if len({sid for _, sid, _ in texts}) != len(texts):
         raise ValueError("rq4 perplexity: a sample id appears in more than one benchmark table")
@@ -45,9 +57,23 @@ def perplexities(benchmarks: dict[str, Path], model: dict, adapter: str | None, 
     rows = []
     for (benchmark, sid, text), st in zip(texts, stats, strict=True):
         loss = -float(np.mean(st.logprobs))
-        rows.append({"sample_id": sid, "benchmark": benchmark, "model": name,
-                     "digest": hashlib.sha1(text.encode("utf-8")).hexdigest(), "n_tokens": st.n_tokens,
-                     "truncated": bool(st.truncated), "loss": loss, "perplexity": math.exp(loss)})
+        rows.append(
+            {
+                "sample_id": sid,
+                "benchmark": benchmark,
+                "model": name,
+                "digest": hashlib.sha1(text.encode("utf-8")).hexdigest(),
+                "n_tokens": st.n_tokens,
+                "truncated": bool(st.truncated),
+                "loss": loss,
+                "perplexity": math.exp(loss),
+            }
+        )
     write_table(rows, PERPLEXITY_SCHEMA, output)
-    log.info("rq4 perplexity under %s: %d samples of %d benchmarks, %d cut to the context", name, len(rows), len(benchmarks),
-             sum(r["truncated"] for r in rows))
+    log.info(
+        "rq4 perplexity under %s: %d samples of %d benchmarks, %d cut to the context",
+        name,
+        len(rows),
+        len(benchmarks),
+        sum(r["truncated"] for r in rows),
+    )

@@ -54,33 +54,60 @@ def held_out_text(mix: Path, text_parts: list[Path], count_tokens, chunk_tokens:
     return rng_for(seed, "learning-rate", "held-out").sample(pool, n)
 
 
-def select_learning_rate(mix: Path, text_parts: list[Path], model: dict, settings: dict, seed: int, output: Path) -> None:
+def select_learning_rate(
+    mix: Path, text_parts: list[Path], model: dict, settings: dict, seed: int, output: Path
+) -> None:
     from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
 
     selection = settings["learning_rate_selection"]
     spec = model_spec(model, None)
     tokenizer = load_tokenizer(spec)
     held_out = held_out_text(
-        mix, text_parts, lambda t: len(tokenizer(t, add_special_tokens=False)["input_ids"]),
-        context_limit(load_model_config(spec), model.get("max_length")) - 2, selection["held_out_texts"], seed,
+        mix,
+        text_parts,
+        lambda t: len(tokenizer(t, add_special_tokens=False)["input_ids"]),
+        context_limit(load_model_config(spec), model.get("max_length")) - 2,
+        selection["held_out_texts"],
+        seed,
     )
     texts = [r["text"] for r in read_records(mix, ["text"])]
     last = max(settings["epochs"])
     rows = []
     for rate in sorted(selection["grid"]):
-        lora = LoraSettings.from_config(settings, max_length=model.get("max_length"), seed=derive_seed(seed, "lora"),
-                                        epochs=(last,), learning_rate=rate)
+        lora = LoraSettings.from_config(
+            settings,
+            max_length=model.get("max_length"),
+            seed=derive_seed(seed, "lora"),
+            epochs=(last,),
+            learning_rate=rate,
+        )
         epochs: list[dict] = []
         with tempfile.TemporaryDirectory(prefix="leaktrace-lr-") as tmp:
             train_lora(spec, texts, lora, lambda epoch: Path(tmp) / f"epoch-{epoch}", epochs.append)
-            lm = HFLanguageModel(model_spec(model, str(Path(tmp) / f"epoch-{last}")), batch_size=settings["batch_size"],
-                                 max_length=model.get("max_length"), progress=False)
+            lm = HFLanguageModel(
+                model_spec(model, str(Path(tmp) / f"epoch-{last}")),
+                batch_size=settings["batch_size"],
+                max_length=model.get("max_length"),
+                progress=False,
+            )
             stats = lm.score(held_out)
         loss = float(np.mean(np.concatenate([-s.logprobs.astype(np.float64) for s in stats])))
-        rows.append({"learning_rate": rate, "epoch": last, "train_loss": epochs[-1]["loss"], "held_out_loss": loss,
-                     "held_out_texts": len(held_out), "selected": False})
-        log.info("learning rate %g: training loss %.4f, held-out general-text loss %.4f", rate, epochs[-1]["loss"], loss)
+        rows.append(
+            {
+                "learning_rate": rate,
+                "epoch": last,
+                "train_loss": epochs[-1]["loss"],
+                "held_out_loss": loss,
+                "held_out_texts": len(held_out),
+                "selected": False,
+            }
+        )
+        log.info(
+            "learning rate %g: training loss %.4f, held-out general-text loss %.4f", rate, epochs[-1]["loss"], loss
+        )
     best = min(rows, key=lambda r: (r["held_out_loss"], r["learning_rate"]))
     best["selected"] = True
     write_table(rows, SELECTION_SCHEMA, output)
-    log.info("selected learning rate %g (config train.learning_rate: %g)", best["learning_rate"], settings["learning_rate"])
+    log.info(
+        "selected learning rate %g (config train.learning_rate: %g)", best["learning_rate"], settings["learning_rate"]
+    )

@@ -107,8 +107,11 @@ OVERLAP_SCHEMA = pa.schema(
 
 def _evaluated(samples: Path, folds: list[str]) -> dict[str, str]:
     """sample_id -> "member" / "non-member" for the split's samples in `folds`."""
-    return {r["sample_id"]: r["split"] for r in read_records(samples, ["sample_id", "kept", "split", "fold"])
-            if r["kept"] and r["fold"] in folds}
+    return {
+        r["sample_id"]: r["split"]
+        for r in read_records(samples, ["sample_id", "kept", "split", "fold"])
+        if r["kept"] and r["fold"] in folds
+    }
 
 
 def _rename_variants(variants: Path, evaluated: dict[str, str], n: int) -> dict[str, list[tuple[int, dict]]]:
@@ -130,8 +133,17 @@ def _neighbour_renames(variant_renames: dict[str, str], mutated: Mutated) -> dic
     return {own.get(old, old): new for old, new in variant_renames.items()}
 
 
-def make_mutations_table(benchmark: Path, samples: Path, variants: Path, lexicon_path: Path, settings: dict, seed: int,
-                         workers: int, output: Path, renames_output: Path) -> None:
+def make_mutations_table(
+    benchmark: Path,
+    samples: Path,
+    variants: Path,
+    lexicon_path: Path,
+    settings: dict,
+    seed: int,
+    workers: int,
+    output: Path,
+    renames_output: Path,
+) -> None:
     lexicon = IdentifierLexicon.from_records(read_records(lexicon_path))
     names = NameProposer(WordAlternatives(lexicon.word_counts), lexicon.word_counts)
     evaluated = _evaluated(samples, settings["folds"])
@@ -139,7 +151,9 @@ def make_mutations_table(benchmark: Path, samples: Path, variants: Path, lexicon
     neighbours = _rename_variants(variants, evaluated, settings["neighbors"])
     rows, programs, originals = [], [], []
     for s in (s for s in read_records(benchmark) if s["sample_id"] in evaluated):
-        test, _ = check_test(s, str(benchmark))  # check code (a test script made into one); None: stdin/stdout or unittest
+        test, _ = check_test(
+            s, str(benchmark)
+        )  # check code (a test script made into one); None: stdin/stdout or unittest
         if test is None:
             continue
         base = len(programs)
@@ -150,14 +164,29 @@ def make_mutations_table(benchmark: Path, samples: Path, variants: Path, lexicon
             rng = rng_for(seed, "mutate", mutation.name, s["sample_id"])
             row = {"sample_id": s["sample_id"], "mutation": mutation.name, "neighbor": 0, "target": mutation.target}
             try:
-                mutated = apply_mutation(mutation, s["code"], "python", s["entry_point"], rng, names=names,
-                                         protected=protected)
+                mutated = apply_mutation(
+                    mutation, s["code"], "python", s["entry_point"], rng, names=names, protected=protected
+                )
             except ValueError as error:  # a sample this mutation cannot take
-                rows.append({**row, "text": None, "similarity": None, "reached": False, "details": "{}",
-                             "valid": False, "invalid_reason": f"mutation: {error}", "status": "invalid"})
+                rows.append(
+                    {
+                        **row,
+                        "text": None,
+                        "similarity": None,
+                        "reached": False,
+                        "details": "{}",
+                        "valid": False,
+                        "invalid_reason": f"mutation: {error}",
+                        "status": "invalid",
+                    }
+                )
                 continue
-            row |= {"text": mutated.text, "similarity": mutated.similarity, "reached": mutated.reached,
-                    "details": json.dumps(mutated.details, sort_keys=True)}
+            row |= {
+                "text": mutated.text,
+                "similarity": mutated.similarity,
+                "reached": mutated.reached,
+                "details": json.dumps(mutated.details, sort_keys=True),
+            }
             if is_unchanged(s["code"], mutated.text, "python", layout=mutation.kind == "T1"):
                 rows.append({**row, "valid": False, "invalid_reason": None, "status": "unchanged"})
                 continue
@@ -165,21 +194,42 @@ def make_mutations_table(benchmark: Path, samples: Path, variants: Path, lexicon
             programs.append((mutated.text, test, mutated.entry_point))
             originals.append(base)
             for variant_id, renames in neighbours.get(s["sample_id"], []):
-                replayed = replay_renames(mutated.text, mutated.entry_point, _neighbour_renames(renames, mutated),
-                                          reserved=protected)
+                replayed = replay_renames(
+                    mutated.text, mutated.entry_point, _neighbour_renames(renames, mutated), reserved=protected
+                )
                 neighbour = {**row, "neighbor": variant_id, "similarity": None, "reached": mutated.reached}
                 if replayed is None:
-                    rows.append({**neighbour, "text": None, "details": "{}", "valid": False, "status": "invalid",
-                                 "invalid_reason": "neighbor: no name of the variant's renaming is in the mutated text"})
+                    rows.append(
+                        {
+                            **neighbour,
+                            "text": None,
+                            "details": "{}",
+                            "valid": False,
+                            "status": "invalid",
+                            "invalid_reason": "neighbor: no name of the variant's renaming is in the mutated text",
+                        }
+                    )
                     continue
                 if is_unchanged(mutated.text, replayed.text, "python"):
-                    rows.append({**neighbour, "text": replayed.text, "details": json.dumps(
-                        {"renames": replayed.renames}, sort_keys=True), "valid": False, "invalid_reason": None,
-                                 "status": "unchanged"})
+                    rows.append(
+                        {
+                            **neighbour,
+                            "text": replayed.text,
+                            "details": json.dumps({"renames": replayed.renames}, sort_keys=True),
+                            "valid": False,
+                            "invalid_reason": None,
+                            "status": "unchanged",
+                        }
+                    )
                     continue
-                rows.append({**neighbour, "text": replayed.text, "details": json.dumps({"renames": replayed.renames},
-                                                                                        sort_keys=True),
-                             "_program": len(programs)})
+                rows.append(
+                    {
+                        **neighbour,
+                        "text": replayed.text,
+                        "details": json.dumps({"renames": replayed.renames}, sort_keys=True),
+                        "_program": len(programs),
+                    }
+                )
                 programs.append((replayed.text, test, replayed.entry_point))
                 originals.append(base)
     limits = SandboxLimits(**settings["sandbox"])
@@ -197,14 +247,29 @@ def make_mutations_table(benchmark: Path, samples: Path, variants: Path, lexicon
     texts = [r for r in rows if r["neighbor"] == 0]
     counts = rename_count_rows(texts)
     write_table(counts, RENAMES_SCHEMA, renames_output)
-    log.info("renamed names per sample: %s", {m: round(sum(r["names"] for r in counts if r["mutation"] == m)
-                                                        / max(1, next(r["samples"] for r in counts if r["mutation"] == m)), 2)
-                                               for m in dict.fromkeys(r["mutation"] for r in counts)})
-    log.info("%d samples, %d mutations each; valid (unchanged) by mutation: %s; valid neighbours: %d of %d",
-             len(evaluated), len(mutations),
-             {m.name: f"{sum(r['valid'] for r in texts if r['mutation'] == m.name)} "
-                      f"({sum(r['status'] == 'unchanged' for r in texts if r['mutation'] == m.name)})" for m in mutations},
-             sum(r["valid"] for r in rows if r["neighbor"]), sum(1 for r in rows if r["neighbor"]))
+    log.info(
+        "renamed names per sample: %s",
+        {
+            m: round(
+                sum(r["names"] for r in counts if r["mutation"] == m)
+                / max(1, next(r["samples"] for r in counts if r["mutation"] == m)),
+                2,
+            )
+            for m in dict.fromkeys(r["mutation"] for r in counts)
+        },
+    )
+    log.info(
+        "%d samples, %d mutations each; valid (unchanged) by mutation: %s; valid neighbours: %d of %d",
+        len(evaluated),
+        len(mutations),
+        {
+            m.name: f"{sum(r['valid'] for r in texts if r['mutation'] == m.name)} "
+            f"({sum(r['status'] == 'unchanged' for r in texts if r['mutation'] == m.name)})"
+            for m in mutations
+        },
+        sum(r["valid"] for r in rows if r["neighbor"]),
+        sum(1 for r in rows if r["neighbor"]),
+    )
 
 
 def rename_count_rows(texts: list[dict]) -> list[dict]:
@@ -222,8 +287,17 @@ def rename_count_rows(texts: list[dict]) -> list[dict]:
                 key = (d["kinds"].get(old, "local"), d["sources"].get(old, "synonym"))
                 names[key] += 1
                 valid[key] += ok
-        rows += [{"mutation": mutation, "kind": kind, "source": source, "names": names[kind, source],
-                  "samples": len(own), "valid_names": valid[kind, source]} for kind, source in sorted(names)]
+        rows += [
+            {
+                "mutation": mutation,
+                "kind": kind,
+                "source": source,
+                "names": names[kind, source],
+                "samples": len(own),
+                "valid_names": valid[kind, source],
+            }
+            for kind, source in sorted(names)
+        ]
     return rows
 
 
@@ -236,22 +310,40 @@ def rename_table(counts: list[dict]) -> list[str]:
     kinds = [k for k in NAME_KINDS if any(r["kind"] == k for r in counts)]
 
     def per_sample(mutation, kind=None, source=None):
-        total = sum(r["names"] for r in counts if r["mutation"] == mutation and kind in (None, r["kind"])
-                    and source in (None, r["source"]))
+        total = sum(
+            r["names"]
+            for r in counts
+            if r["mutation"] == mutation and kind in (None, r["kind"]) and source in (None, r["source"])
+        )
         return f"{total / max(1, samples[mutation]):.2f}"
 
-    lines = ["", "### Names renamed per sample, by kind", "",
-             "Every renamable name (the variants' scope analysis: never a builtin, attribute, import, class member, "
-             "method parameter, the entry point or a name of the tests) is attempted by T2a and T2b alike; T2a's new "
-             "name is a synonym, else an abbreviation, else the name with a number.", "",
-             "| kind | " + " | ".join(f"{m} ({samples[m]} samples)" for m in mutations) + " |",
-             "| --- |" + " --- |" * len(mutations)]
+    lines = [
+        "",
+        "### Names renamed per sample, by kind",
+        "",
+        "Every renamable name (the variants' scope analysis: never a builtin, attribute, import, class member, "
+        "method parameter, the entry point or a name of the tests) is attempted by T2a and T2b alike; T2a's new "
+        "name is a synonym, else an abbreviation, else the name with a number.",
+        "",
+        "| kind | " + " | ".join(f"{m} ({samples[m]} samples)" for m in mutations) + " |",
+        "| --- |" + " --- |" * len(mutations),
+    ]
     lines += [f"| {k} | " + " | ".join(per_sample(m, kind=k) for m in mutations) + " |" for k in kinds]
     lines.append("| all | " + " | ".join(per_sample(m) for m in mutations) + " |")
     sources = [s for s in NAME_SOURCES if any(r["source"] == s for r in counts)]
-    lines += ["", "By source of the new name (per sample): " + "; ".join(
-        f"{m}: " + ", ".join(f"{s} {per_sample(m, source=s)}" for s in sources if any(
-            r["mutation"] == m and r["source"] == s for r in counts)) for m in mutations)]
+    lines += [
+        "",
+        "By source of the new name (per sample): "
+        + "; ".join(
+            f"{m}: "
+            + ", ".join(
+                f"{s} {per_sample(m, source=s)}"
+                for s in sources
+                if any(r["mutation"] == m and r["source"] == s for r in counts)
+            )
+            for m in mutations
+        ),
+    ]
     return lines
 
 
@@ -260,8 +352,11 @@ def scored_mutations(mutations: Path, *, neighbours: bool = False) -> list[dict]
     `neighbours`, also the valid neighbours of those texts."""
     rows = read_records(mutations, ["sample_id", "mutation", "neighbor", "text", "valid", "reached"])
     scorable = {(r["sample_id"], r["mutation"]) for r in rows if r["neighbor"] == 0 and r["valid"] and r["reached"]}
-    return [r for r in rows if (r["sample_id"], r["mutation"]) in scorable and r["valid"]
-            and (r["neighbor"] == 0 or neighbours)]
+    return [
+        r
+        for r in rows
+        if (r["sample_id"], r["mutation"]) in scorable and r["valid"] and (r["neighbor"] == 0 or neighbours)
+    ]
 
 
 def ood_prefix_texts(corpus: list[Path], k: int, seed: int, min_chars: int = 200, max_chars: int = 1500) -> list[str]:
@@ -276,8 +371,9 @@ def ood_prefix_texts(corpus: list[Path], k: int, seed: int, min_chars: int = 200
             tree = ast.parse(texts[index])
         except (SyntaxError, ValueError):
             continue
-        segments = [ast.get_source_segment(texts[index], node) or "" for node in tree.body
-                    if isinstance(node, ast.FunctionDef)]
+        segments = [
+            ast.get_source_segment(texts[index], node) or "" for node in tree.body if isinstance(node, ast.FunctionDef)
+        ]
         segments = [segment + "\n" for segment in segments if min_chars <= len(segment) <= max_chars]
         if segments:
             functions.append(rng.choice(segments))
@@ -286,8 +382,20 @@ def ood_prefix_texts(corpus: list[Path], k: int, seed: int, min_chars: int = 200
     raise ValueError(f"the corpus has {len(functions)} files with a function for an out-of-distribution prefix of {k}")
 
 
-def score_mutations(mutations: Path, variants: Path, samples: Path, corpus: list[Path], model: dict, adapter: str | None,
-                    recall: dict | None, batch: dict, seed: int, output: Path, *, neighbours: bool = False) -> None:
+def score_mutations(
+    mutations: Path,
+    variants: Path,
+    samples: Path,
+    corpus: list[Path],
+    model: dict,
+    adapter: str | None,
+    recall: dict | None,
+    batch: dict,
+    seed: int,
+    output: Path,
+    *,
+    neighbours: bool = False,
+) -> None:
     """Token statistics of every scorable mutated text (view = its mutation; variant id = 0,
     or k for its neighbour after the original's variant k, with `neighbours`); with ReCaLL
     configured, each text also after the in-distribution prefix, and every original after an
@@ -302,16 +410,20 @@ def score_mutations(mutations: Path, variants: Path, samples: Path, corpus: list
     if recall is not None:
         params = family_params("recall", recall)
         held_out = [r["sample_id"] for r in read_records(samples, ["sample_id", "fold"]) if r["fold"] == RECALL_PREFIX]
-        all_originals = {v["sample_id"]: v["text"] for v in read_records(variants, ["sample_id", "variant_id", "text"])
-                         if v["variant_id"] == 0}
+        all_originals = {
+            v["sample_id"]: v["text"]
+            for v in read_records(variants, ["sample_id", "variant_id", "text"])
+            if v["variant_id"] == 0
+        }
         shots = prefix_shots([all_originals[sid] for sid in select_prefix_samples(held_out, params["n_shots"], seed)])
         keys += [(r["sample_id"], 0, f"prefixed:{r['mutation']}") for r in texts]
         stats += lm.score_conditioned(shots, [r["text"] for r in texts], max_prefix_tokens=params["max_prefix_tokens"])
         evaluated = sorted({r["sample_id"] for r in read_records(mutations, ["sample_id"])})
         ood = prefix_shots(ood_prefix_texts(corpus, params["n_shots"], seed))
         keys += [(sid, 0, "prefixed-ood") for sid in evaluated]
-        stats += lm.score_conditioned(ood, [all_originals[sid] for sid in evaluated],
-                                      max_prefix_tokens=params["max_prefix_tokens"])
+        stats += lm.score_conditioned(
+            ood, [all_originals[sid] for sid in evaluated], max_prefix_tokens=params["max_prefix_tokens"]
+        )
     write_token_stats(keys, stats, output)
     log.info("scored %d mutated texts under %s", len(texts), lm.name)
 
@@ -320,8 +432,9 @@ def score_mutations(mutations: Path, variants: Path, samples: Path, corpus: list
 # The study
 
 
-def _text_scores(methods, texts: dict[tuple[str, str], str], target: dict, reference: dict, prefixed: dict,
-                 neighbour_ids: list[int]) -> dict:
+def _text_scores(
+    methods, texts: dict[tuple[str, str], str], target: dict, reference: dict, prefixed: dict, neighbour_ids: list[int]
+) -> dict:
     """(sample_id, condition) -> method -> score, for every text with its evidence. A text's
     neighbours are those of `neighbour_ids` (its original's variants) scored for it."""
     scores: dict[tuple[str, str], dict[str, float]] = {}
@@ -331,13 +444,21 @@ def _text_scores(methods, texts: dict[tuple[str, str], str], target: dict, refer
         if original is None:
             continue
         neighbours = tuple(target[sid, k, view] for k in neighbour_ids if (sid, k, view) in target)
-        evidence = SampleEvidence(sample_id=sid, text=text, original=original, reference=reference.get((sid, 0, view)),
-                                  prefixed=prefixed.get(condition), variants=neighbours)
-        scores[sid, condition] = {m.name: m.score(evidence) for m in methods
-                                  if not (m.needs_reference and evidence.reference is None)
-                                  and not (m.needs_variants and not evidence.variants)
-                                  and not (m.needs_prefixed and (evidence.prefixed is None
-                                                                 or not evidence.prefixed.prefix_tokens))}
+        evidence = SampleEvidence(
+            sample_id=sid,
+            text=text,
+            original=original,
+            reference=reference.get((sid, 0, view)),
+            prefixed=prefixed.get(condition),
+            variants=neighbours,
+        )
+        scores[sid, condition] = {
+            m.name: m.score(evidence)
+            for m in methods
+            if not (m.needs_reference and evidence.reference is None)
+            and not (m.needs_variants and not evidence.variants)
+            and not (m.needs_prefixed and (evidence.prefixed is None or not evidence.prefixed.prefix_tokens))
+        }
     return scores
 
 
@@ -349,9 +470,17 @@ def _evaluate(analysis: str, condition: str, positives: list[dict], negatives: l
         neg = [s[method] for s in negatives if method in s]
         labels = np.array([1] * len(pos) + [0] * len(neg))
         values = np.array(pos + neg, dtype=float)
-        rows.append({"analysis": analysis, "condition": condition, "method": method, "n_members": len(pos),
-                     "n_non_members": len(neg), "auc": roc_auc(labels, values) if len(values) else None,
-                     "accuracy": best_balanced_accuracy(labels, values) if len(values) else None})
+        rows.append(
+            {
+                "analysis": analysis,
+                "condition": condition,
+                "method": method,
+                "n_members": len(pos),
+                "n_non_members": len(neg),
+                "auc": roc_auc(labels, values) if len(values) else None,
+                "accuracy": best_balanced_accuracy(labels, values) if len(values) else None,
+            }
+        )
     return rows
 
 
@@ -371,8 +500,11 @@ def setting_rows(scores: dict, split: dict[str, str], mutations: list[Mutation])
     # 2: under a Type-l definition the mutations up to l stay members; the same ones are applied to non-members
     for condition, kept, beyond in setting2_definitions(mutations):
         positives = side(members, ORIGINAL) + [s for m in kept for s in side(members, m.name)]
-        negatives = [s for m in beyond for s in side(members, m.name)] + side(non_members, ORIGINAL) + \
-            [s for m in kept for s in side(non_members, m.name)]
+        negatives = (
+            [s for m in beyond for s in side(members, m.name)]
+            + side(non_members, ORIGINAL)
+            + [s for m in kept for s in side(non_members, m.name)]
+        )
         rows += _evaluate("setting2", condition, positives, negatives)
     return rows
 
@@ -404,8 +536,11 @@ def t2_drop_rows(rows: list[dict]) -> list[dict]:
     """CodeSnitch Fig. 3: per method, Setting 1's AUC under T2a minus under T2b
     (random names remove what synonyms keep); empty unless both were run."""
     auc = {(r["method"], r["condition"]): r["auc"] for r in rows if r["analysis"] == "setting1"}
-    return [{"method": m, "auc_t2a": auc[m, "T2a"], "auc_t2b": auc[m, "T2b"], "drop": auc[m, "T2a"] - auc[m, "T2b"]}
-            for m in sorted({m for m, _ in auc}) if auc.get((m, "T2a")) is not None and auc.get((m, "T2b")) is not None]
+    return [
+        {"method": m, "auc_t2a": auc[m, "T2a"], "auc_t2b": auc[m, "T2b"], "drop": auc[m, "T2a"] - auc[m, "T2b"]}
+        for m in sorted({m for m, _ in auc})
+        if auc.get((m, "T2a")) is not None and auc.get((m, "T2b")) is not None
+    ]
 
 
 def length_rows(scores: dict, split: dict[str, str], lengths: dict[str, int], edges: list[int]) -> list[dict]:
@@ -413,9 +548,12 @@ def length_rows(scores: dict, split: dict[str, str], lengths: dict[str, int], ed
     rows = []
     for low, high in zip(edges, edges[1:]):
         inside = [sid for sid in split if low <= lengths.get(sid, -1) < high]
-        rows += _evaluate("length", f"{low}-{high}",
-                          [scores[s, ORIGINAL] for s in inside if split[s] == "member" and (s, ORIGINAL) in scores],
-                          [scores[s, ORIGINAL] for s in inside if split[s] == "non-member" and (s, ORIGINAL) in scores])
+        rows += _evaluate(
+            "length",
+            f"{low}-{high}",
+            [scores[s, ORIGINAL] for s in inside if split[s] == "member" and (s, ORIGINAL) in scores],
+            [scores[s, ORIGINAL] for s in inside if split[s] == "non-member" and (s, ORIGINAL) in scores],
+        )
     return rows
 
 
@@ -424,7 +562,7 @@ _CODE_TOKEN = re.compile(r"\w+|[^\w\s]")
 
 def _ngrams(text: str, n: int) -> set[tuple[str, ...]]:
     tokens = _CODE_TOKEN.findall(text)
-    return {tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)}
+    return {tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
 
 
 def ngram_overlap(prefix: list[str], texts: list[str], n: int) -> float:
@@ -434,17 +572,33 @@ def ngram_overlap(prefix: list[str], texts: list[str], n: int) -> float:
     return len(grams & seen) / len(grams) if grams else float("nan")
 
 
-def mutation_study(mutations: Path, samples: Path, variants: Path, tokens: Path, mutated_tokens: Path, prefixed: Path | None,
-                   reference_tokens: Path | None, reference_mutated: Path | None, corpus: list[Path], methods_config: dict,
-                   settings: dict, seed: int, output_dir: Path) -> None:
+def mutation_study(
+    mutations: Path,
+    samples: Path,
+    variants: Path,
+    tokens: Path,
+    mutated_tokens: Path,
+    prefixed: Path | None,
+    reference_tokens: Path | None,
+    reference_mutated: Path | None,
+    corpus: list[Path],
+    methods_config: dict,
+    settings: dict,
+    seed: int,
+    output_dir: Path,
+) -> None:
     output_dir.mkdir(parents=True, exist_ok=True)
     split = _evaluated(samples, settings["folds"])
     mutation_list = configured_mutations(settings)
     table = [r for r in read_records(mutations) if r["neighbor"] == 0]
-    neighbour_ids = {sid: [k for k, _ in chosen] for sid, chosen in
-                     _rename_variants(variants, split, settings["neighbors"]).items()}
-    originals = {v["sample_id"]: v["text"] for v in read_records(variants, ["sample_id", "variant_id", "text"])
-                 if v["variant_id"] == 0}
+    neighbour_ids = {
+        sid: [k for k, _ in chosen] for sid, chosen in _rename_variants(variants, split, settings["neighbors"]).items()
+    }
+    originals = {
+        v["sample_id"]: v["text"]
+        for v in read_records(variants, ["sample_id", "variant_id", "text"])
+        if v["variant_id"] == 0
+    }
     texts = {(sid, ORIGINAL): originals[sid] for sid in split if sid in originals}
     texts |= {(r["sample_id"], r["mutation"]): r["text"] for r in table if r["valid"] and r["reached"]}
     target = read_token_stats(tokens) | read_token_stats(mutated_tokens)
@@ -454,8 +608,10 @@ def mutation_study(mutations: Path, samples: Path, variants: Path, tokens: Path,
     methods = [m for m in configured_methods(wanted) if not m.needs_oracle_reference]
 
     def prefixed_for(sid):
-        return {condition: prefixed_all.get((sid, 0, "prefixed" if condition == ORIGINAL else f"prefixed:{condition}"))
-                for condition in [ORIGINAL, *(m.name for m in mutation_list)]}
+        return {
+            condition: prefixed_all.get((sid, 0, "prefixed" if condition == ORIGINAL else f"prefixed:{condition}"))
+            for condition in [ORIGINAL, *(m.name for m in mutation_list)]
+        }
 
     scores = {}
     for sid in split:
@@ -466,12 +622,22 @@ def mutation_study(mutations: Path, samples: Path, variants: Path, tokens: Path,
     rows += length_rows(scores, split, lengths, settings["length_edges"])
     # ReCaLL with the out-of-distribution prefix, beside the in-distribution one (Setting 1's "original")
     recall_methods = [m for m in methods if m.needs_prefixed]
-    ood = {sid: {m.name: m.score(SampleEvidence(sid, originals[sid], target[(sid, 0, "text")],
-                                                 prefixed=target[(sid, 0, "prefixed-ood")]))
-                 for m in recall_methods}
-           for sid in split if (sid, 0, "prefixed-ood") in target and target[(sid, 0, "prefixed-ood")].prefix_tokens}
-    rows += _evaluate("recall_prefix", "out-of-distribution", [ood[s] for s in ood if split[s] == "member"],
-                      [ood[s] for s in ood if split[s] == "non-member"])
+    ood = {
+        sid: {
+            m.name: m.score(
+                SampleEvidence(sid, originals[sid], target[(sid, 0, "text")], prefixed=target[(sid, 0, "prefixed-ood")])
+            )
+            for m in recall_methods
+        }
+        for sid in split
+        if (sid, 0, "prefixed-ood") in target and target[(sid, 0, "prefixed-ood")].prefix_tokens
+    }
+    rows += _evaluate(
+        "recall_prefix",
+        "out-of-distribution",
+        [ood[s] for s in ood if split[s] == "member"],
+        [ood[s] for s in ood if split[s] == "non-member"],
+    )
     write_table(rows, STUDY_SCHEMA, output_dir / "study.parquet")
     overlap_rows = _overlap_rows(samples, originals, split, corpus, methods_config, seed)
     write_table(overlap_rows, OVERLAP_SCHEMA, output_dir / "prefix_overlap.parquet")
@@ -479,52 +645,76 @@ def mutation_study(mutations: Path, samples: Path, variants: Path, tokens: Path,
     setting_heatmaps(rows, output_dir / "heatmaps.png")
     if drops:
         t2_drop_plot(drops, output_dir / "t2_drop.png")
-    (output_dir / "report.md").write_text(study_report(rows, table, mutation_list, overlap_rows, drops), encoding="utf-8")
+    (output_dir / "report.md").write_text(
+        study_report(rows, table, mutation_list, overlap_rows, drops), encoding="utf-8"
+    )
     log.info("study: %d rows over %d samples, %d mutations", len(rows), len(split), len(mutation_list))
 
 
-def _overlap_rows(samples: Path, originals: dict[str, str], split: dict[str, str], corpus: list[Path],
-                  methods_config: dict, seed: int) -> list[dict]:
+def _overlap_rows(
+    samples: Path, originals: dict[str, str], split: dict[str, str], corpus: list[Path], methods_config: dict, seed: int
+) -> list[dict]:
     if "recall" not in methods_config:
         return []
     params = family_params("recall", methods_config["recall"])
     held_out = [r["sample_id"] for r in read_records(samples, ["sample_id", "fold"]) if r["fold"] == RECALL_PREFIX]
-    prefixes = {"in-distribution": [originals[s] for s in select_prefix_samples(held_out, params["n_shots"], seed)],
-                "out-of-distribution": ood_prefix_texts(corpus, params["n_shots"], seed)}
-    sides = {side: [originals[s] for s in split if split[s] == side and s in originals] for side in ("member", "non-member")}
-    return [{"prefix": name, "against": side, "n": n, "overlap": ngram_overlap(prefix, texts, n)}
-            for name, prefix in prefixes.items() for side, texts in sides.items() for n in range(1, 9)]
+    prefixes = {
+        "in-distribution": [originals[s] for s in select_prefix_samples(held_out, params["n_shots"], seed)],
+        "out-of-distribution": ood_prefix_texts(corpus, params["n_shots"], seed),
+    }
+    sides = {
+        side: [originals[s] for s in split if split[s] == side and s in originals] for side in ("member", "non-member")
+    }
+    return [
+        {"prefix": name, "against": side, "n": n, "overlap": ngram_overlap(prefix, texts, n)}
+        for name, prefix in prefixes.items()
+        for side, texts in sides.items()
+        for n in range(1, 9)
+    ]
 
 
 def _cell(value) -> str:
     return "–" if value is None or (isinstance(value, float) and np.isnan(value)) else f"{value:.3f}"
 
 
-def study_report(rows: list[dict], table: list[dict], mutations: list[Mutation], overlap: list[dict],
-                 drops: list[dict]) -> str:
+def study_report(
+    rows: list[dict], table: list[dict], mutations: list[Mutation], overlap: list[dict], drops: list[dict]
+) -> str:
     """The study's Markdown: validity, then an AUC table (method x condition) per analysis."""
-    lines = ["## CodeSnitch robustness study", "", "Mutated samples that pass their tests in the sandbox "
-             "(differential validation) and, for T3, reach their target within one line; only these are scored. "
-             "Unchanged: the mutation left the code as it was (T1: the same lines up to trailing whitespace; the "
-             "others: the same code tokens), counted apart, neither valid nor invalid, never scored.", "",
-             "| mutation | samples | valid | unchanged | invalid | at target | scored | mean similarity |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "## CodeSnitch robustness study",
+        "",
+        "Mutated samples that pass their tests in the sandbox "
+        "(differential validation) and, for T3, reach their target within one line; only these are scored. "
+        "Unchanged: the mutation left the code as it was (T1: the same lines up to trailing whitespace; the "
+        "others: the same code tokens), counted apart, neither valid nor invalid, never scored.",
+        "",
+        "| mutation | samples | valid | unchanged | invalid | at target | scored | mean similarity |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for m in mutations:
         own = [r for r in table if r["mutation"] == m.name]
         scored = [r for r in own if r["valid"] and r["reached"]]
         similarity = [r["similarity"] for r in own if r["similarity"] is not None]
         unchanged = sum(r.get("status") == "unchanged" for r in own)
-        lines.append(f"| {m.name} | {len(own)} | {sum(bool(r['valid']) for r in own)} | {unchanged} | "
-                     f"{sum(not r['valid'] for r in own) - unchanged} | {sum(r['reached'] for r in own)} | "
-                     f"{len(scored)} | {_cell(float(np.mean(similarity)) if similarity else None)} |")
-    reasons = Counter((r["invalid_reason"] or "").split(":")[0] for r in table
-                      if not r["valid"] and r.get("status") != "unchanged")
+        lines.append(
+            f"| {m.name} | {len(own)} | {sum(bool(r['valid']) for r in own)} | {unchanged} | "
+            f"{sum(not r['valid'] for r in own) - unchanged} | {sum(r['reached'] for r in own)} | "
+            f"{len(scored)} | {_cell(float(np.mean(similarity)) if similarity else None)} |"
+        )
+    reasons = Counter(
+        (r["invalid_reason"] or "").split(":")[0] for r in table if not r["valid"] and r.get("status") != "unchanged"
+    )
     if reasons:
         lines += ["", "Invalid, by reason: " + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))]
     lines += rename_table(rename_count_rows(table))
-    titles = {"setting1": "Setting 1 (member-only mutation): AUC", "setting2": "Setting 2 (clone-type aware): AUC",
-              "setting3": "Setting 3 (isolated mutation): AUC", "length": "Code length (original texts): AUC",
-              "recall_prefix": "ReCaLL with an out-of-distribution prefix (originals): AUC"}
+    titles = {
+        "setting1": "Setting 1 (member-only mutation): AUC",
+        "setting2": "Setting 2 (clone-type aware): AUC",
+        "setting3": "Setting 3 (isolated mutation): AUC",
+        "length": "Code length (original texts): AUC",
+        "recall_prefix": "ReCaLL with an out-of-distribution prefix (originals): AUC",
+    }
     for analysis, title in titles.items():
         own = [r for r in rows if r["analysis"] == analysis]
         if not own:
@@ -532,25 +722,52 @@ def study_report(rows: list[dict], table: list[dict], mutations: list[Mutation],
         conditions = list(dict.fromkeys(r["condition"] for r in own))
         methods = sorted({r["method"] for r in own})
         cell = {(r["method"], r["condition"]): r for r in own}
-        lines += ["", f"### {title}", "", "| method | " + " | ".join(conditions) + " |",
-                  "| --- |" + " --- |" * len(conditions)]
-        lines += [f"| {m} | " + " | ".join(_cell(cell[m, c]["auc"]) if (m, c) in cell else "–" for c in conditions) + " |"
-                  for m in methods]
-        counts = {c: (cell[next(iter(methods)), c]["n_members"], cell[next(iter(methods)), c]["n_non_members"])
-                  for c in conditions if (next(iter(methods)), c) in cell}
+        lines += [
+            "",
+            f"### {title}",
+            "",
+            "| method | " + " | ".join(conditions) + " |",
+            "| --- |" + " --- |" * len(conditions),
+        ]
+        lines += [
+            f"| {m} | " + " | ".join(_cell(cell[m, c]["auc"]) if (m, c) in cell else "–" for c in conditions) + " |"
+            for m in methods
+        ]
+        counts = {
+            c: (cell[next(iter(methods)), c]["n_members"], cell[next(iter(methods)), c]["n_non_members"])
+            for c in conditions
+            if (next(iter(methods)), c) in cell
+        }
         lines += ["", "Texts (members / non-members): " + ", ".join(f"{c} {p}/{n}" for c, (p, n) in counts.items())]
     if drops:
-        lines += ["", "### AUC drop from T2a (synonyms) to T2b (random names), Setting 1", "",
-                  "| method | T2a | T2b | drop |", "| --- | --- | --- | --- |"]
-        lines += [f"| {d['method']} | {_cell(d['auc_t2a'])} | {_cell(d['auc_t2b'])} | {_cell(d['drop'])} |" for d in drops]
-    lines += ["", "Heat maps of every setting: `heatmaps.png`" + ("; the T2a-to-T2b drop: `t2_drop.png`." if drops else ".")]
+        lines += [
+            "",
+            "### AUC drop from T2a (synonyms) to T2b (random names), Setting 1",
+            "",
+            "| method | T2a | T2b | drop |",
+            "| --- | --- | --- | --- |",
+        ]
+        lines += [
+            f"| {d['method']} | {_cell(d['auc_t2a'])} | {_cell(d['auc_t2b'])} | {_cell(d['drop'])} |" for d in drops
+        ]
+    lines += [
+        "",
+        "Heat maps of every setting: `heatmaps.png`" + ("; the T2a-to-T2b drop: `t2_drop.png`." if drops else "."),
+    ]
     if overlap:
-        lines += ["", "### ReCaLL prefix: share of its code-token n-grams found in each side", "",
-                  "| prefix | side | " + " | ".join(f"n={n}" for n in range(1, 9)) + " |", "| --- | --- |" + " --- |" * 8]
+        lines += [
+            "",
+            "### ReCaLL prefix: share of its code-token n-grams found in each side",
+            "",
+            "| prefix | side | " + " | ".join(f"n={n}" for n in range(1, 9)) + " |",
+            "| --- | --- |" + " --- |" * 8,
+        ]
         grouped = defaultdict(dict)
         for r in overlap:
             grouped[r["prefix"], r["against"]][r["n"]] = r["overlap"]
-        lines += [f"| {p} | {a} | " + " | ".join(_cell(v[n]) for n in range(1, 9)) + " |" for (p, a), v in grouped.items()]
+        lines += [
+            f"| {p} | {a} | " + " | ".join(_cell(v[n]) for n in range(1, 9)) + " |" for (p, a), v in grouped.items()
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -573,8 +790,17 @@ def _read_jsonl(path: Path) -> list[dict]:
     return records
 
 
-def mutate_jsonl(kind: str, target: float | None, seed: int, input_path: Path, output: Path, *,
-                 lexicon: Path | None = None, limits: SandboxLimits | None = None, workers: int = 1) -> None:
+def mutate_jsonl(
+    kind: str,
+    target: float | None,
+    seed: int,
+    input_path: Path,
+    output: Path,
+    *,
+    lexicon: Path | None = None,
+    limits: SandboxLimits | None = None,
+    workers: int = 1,
+) -> None:
     """`python -m leaktrace mutate`: each input line's code mutated, with the achieved similarity,
     and, where tests are given, the sandbox's verdict (`validation`: "sandbox"): Python against
     its test (with an entry point), Java and C++ built and run with theirs where the compiler is
@@ -590,15 +816,37 @@ def mutate_jsonl(kind: str, target: float | None, seed: int, input_path: Path, o
         language = record.get("language", "python")
         tests, entry_point = record.get("tests"), record.get("entry_point")
         compiled = language.lower() in ("java", "cpp", "c++")
-        row = {"id": record["id"], "mutation": mutation.name, "valid": None, "invalid_reason": None,
-               "validation": None, "status": None}
+        row = {
+            "id": record["id"],
+            "mutation": mutation.name,
+            "valid": None,
+            "invalid_reason": None,
+            "validation": None,
+            "status": None,
+        }
         try:
             protected = (test_names(tests) if compiled else reserved_names(tests)) if tests else ()
-            mutated = apply_mutation(mutation, record["code"], language, entry_point,
-                                     rng_for(seed, "mutate", mutation.name, record["id"]), names=names, protected=protected)
+            mutated = apply_mutation(
+                mutation,
+                record["code"],
+                language,
+                entry_point,
+                rng_for(seed, "mutate", mutation.name, record["id"]),
+                names=names,
+                protected=protected,
+            )
         except (ValueError, SyntaxError) as error:
-            out.append({**row, "code": None, "similarity": None, "reached": False, "valid": False,
-                        "invalid_reason": f"mutation: {error}", "status": "invalid"})
+            out.append(
+                {
+                    **row,
+                    "code": None,
+                    "similarity": None,
+                    "reached": False,
+                    "valid": False,
+                    "invalid_reason": f"mutation: {error}",
+                    "status": "invalid",
+                }
+            )
             continue
         row |= {"code": mutated.text, "similarity": mutated.similarity, "reached": mutated.reached, **mutated.details}
         if is_unchanged(record["code"], mutated.text, language, layout=mutation.kind == "T1"):
@@ -614,8 +862,9 @@ def mutate_jsonl(kind: str, target: float | None, seed: int, input_path: Path, o
             builds += [(language, record["code"], tests), (language, mutated.text, tests)]
         out.append(row)
     verdicts = validate_variants(programs, originals, limits or SandboxLimits(), workers=workers) if programs else []
-    build_verdicts = validate_compiled(builds, build_originals, limits or SandboxLimits(), workers=workers) \
-        if builds else []
+    build_verdicts = (
+        validate_compiled(builds, build_originals, limits or SandboxLimits(), workers=workers) if builds else []
+    )
     for row in out:
         if "_program" in row:
             row["valid"], row["invalid_reason"] = verdicts[row.pop("_program") + 1]
@@ -626,6 +875,12 @@ def mutate_jsonl(kind: str, target: float | None, seed: int, input_path: Path, o
         if row["status"] is None:
             row["status"] = variant_status(row["valid"], False)
     output.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in out), encoding="utf-8")
-    log.info("%s: %d of %d mutated; %d unchanged; %d validated, %d valid", mutation.name,
-             sum(r["code"] is not None for r in out), len(out), sum(r["status"] == "unchanged" for r in out),
-             sum(r["valid"] is not None and r["status"] != "unchanged" for r in out), sum(bool(r["valid"]) for r in out))
+    log.info(
+        "%s: %d of %d mutated; %d unchanged; %d validated, %d valid",
+        mutation.name,
+        sum(r["code"] is not None for r in out),
+        len(out),
+        sum(r["status"] == "unchanged" for r in out),
+        sum(r["valid"] is not None and r["status"] != "unchanged" for r in out),
+        sum(bool(r["valid"]) for r in out),
+    )

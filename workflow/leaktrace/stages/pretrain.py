@@ -14,7 +14,13 @@ from leaktrace.train.pretrain import PretrainSettings, pretrain_base_model
 log = logging.getLogger(__name__)
 
 PRETRAIN_LOG_SCHEMA = pa.schema(
-    [("step", pa.int64()), ("loss", pa.float64()), ("lr", pa.float64()), ("tokens", pa.int64()), ("seconds", pa.float64())]
+    [
+        ("step", pa.int64()),
+        ("loss", pa.float64()),
+        ("lr", pa.float64()),
+        ("tokens", pa.int64()),
+        ("seconds", pa.float64()),
+    ]
 )
 
 

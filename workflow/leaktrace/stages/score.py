@@ -43,8 +43,9 @@ BLACKBOX_SCHEMA = pa.schema(
 )
 
 
-def score_tokens(variants: Path, model: dict, adapter: str | None, settings: dict, output: Path, *,
-                 originals_only: bool = False) -> None:
+def score_tokens(
+    variants: Path, model: dict, adapter: str | None, settings: dict, output: Path, *, originals_only: bool = False
+) -> None:
     """Every valid original and detector variant (other generators' too), and
     each original lowercased; with ``originals_only`` just the originals (a
     reference model for Ref). The base model's pass is also what SrDetection's
@@ -63,8 +64,16 @@ def score_tokens(variants: Path, model: dict, adapter: str | None, settings: dic
     log.info("scored %d texts (%d truncated) under %s", len(jobs), sum(s.truncated for s in stats), lm.name)
 
 
-def score_prefixed(variants: Path, samples: Path, model: dict, adapter: str | None, settings: dict, batch: dict, seed: int,
-                   output: Path) -> None:
+def score_prefixed(
+    variants: Path,
+    samples: Path,
+    model: dict,
+    adapter: str | None,
+    settings: dict,
+    batch: dict,
+    seed: int,
+    output: Path,
+) -> None:
     """ReCaLL's pass: every valid original scored after a prefix of up to
     ``n_shots`` non-members of the split's ``recall-prefix`` fold, which are
     never trained on and never evaluated. Each text keeps the shots that fit
@@ -75,13 +84,23 @@ def score_prefixed(variants: Path, samples: Path, model: dict, adapter: str | No
     chosen = select_prefix_samples(held_out, params["n_shots"], seed)
     lm = language_model(model, adapter, batch)
     targets = sorted(originals)
-    stats = lm.score_conditioned(prefix_shots([originals[sid] for sid in chosen]), [originals[sid] for sid in targets],
-                                 max_prefix_tokens=params["max_prefix_tokens"])
+    stats = lm.score_conditioned(
+        prefix_shots([originals[sid] for sid in chosen]),
+        [originals[sid] for sid in targets],
+        max_prefix_tokens=params["max_prefix_tokens"],
+    )
     write_token_stats([(sid, 0, "prefixed") for sid in targets], stats, output)
     shots = Counter(s.prefix_shots for s in stats)
-    log.info("scored %d originals after up to %d non-member shots under %s (context %d): texts by shots kept %s, "
-             "mean prefix %.0f tokens", len(targets), len(chosen), lm.name, lm.max_length, dict(sorted(shots.items())),
-             sum(s.prefix_tokens for s in stats) / max(1, len(stats)))
+    log.info(
+        "scored %d originals after up to %d non-member shots under %s (context %d): texts by shots kept %s, "
+        "mean prefix %.0f tokens",
+        len(targets),
+        len(chosen),
+        lm.name,
+        lm.max_length,
+        dict(sorted(shots.items())),
+        sum(s.prefix_tokens for s in stats) / max(1, len(stats)),
+    )
 
 
 def count_corpus_tokens(corpus: list[Path], model: dict, output: Path) -> None:
@@ -92,12 +111,25 @@ def count_corpus_tokens(corpus: list[Path], model: dict, output: Path) -> None:
     tokenizer = load_tokenizer(model_spec(model, None))
     counts = count_tokens(tokenizer, (r["text"] for part in corpus for r in read_records(part, ["text"])))
     write_token_counts(counts, output)
-    log.info("counted %d tokens over a vocabulary of %d (tokenizer %s)", int(counts.counts.sum()), counts.vocab_size,
-             counts.tokenizer)
+    log.info(
+        "counted %d tokens over a vocabulary of %d (tokenizer %s)",
+        int(counts.counts.sum()),
+        counts.vocab_size,
+        counts.tokenizer,
+    )
 
 
-def blackbox_generations(variants: Path, model: dict, adapter: str | None, settings: dict, batch: dict, output: Path, *,
-                         generator: dict | None = None, cache_dir: Path | None = None) -> None:
+def blackbox_generations(
+    variants: Path,
+    model: dict,
+    adapter: str | None,
+    settings: dict,
+    batch: dict,
+    output: Path,
+    *,
+    generator: dict | None = None,
+    cache_dir: Path | None = None,
+) -> None:
     """SrDetection black-box's generations: the original and up to the
     largest configured variant count of valid variants per sample, each
     prefix continued greedily, with its n-gram overlap with the true suffix;
@@ -106,8 +138,13 @@ def blackbox_generations(variants: Path, model: dict, adapter: str | None, setti
     n_max = max([params["n_variants"], *params["sensitivity"]])
     texts = [(v["sample_id"], v["variant_id"], v["text"]) for v in valid_texts(variants) if v["variant_id"] <= n_max]
     lm = generation_model(model, adapter, batch, generator, cache_dir, "SrDetection black-box generation")
-    rows = continuation_overlaps(lm, texts, prefix_fraction=params["prefix_fraction"], ngram=params["ngram"],
-                                 max_new_tokens=params["max_new_tokens"])
+    rows = continuation_overlaps(
+        lm,
+        texts,
+        prefix_fraction=params["prefix_fraction"],
+        ngram=params["ngram"],
+        max_new_tokens=params["max_new_tokens"],
+    )
     write_table(rows, BLACKBOX_SCHEMA, output)
     log.info("black-box: %d continuations under %s", len(rows), lm.name)
 
@@ -125,9 +162,20 @@ def _available(methods: list[Method], **evidence: bool) -> list[Method]:
     return kept
 
 
-def score_methods(tokens: Path, variants: Path, settings: dict, output: Path, *, reference: Path | None = None,
-                  oracle_reference: Path | None = None, prefixed: Path | None = None, token_counts: Path | None = None,
-                  blackbox: Path | None = None, model: dict | None = None, learned: tuple[Path, ...] = ()) -> None:
+def score_methods(
+    tokens: Path,
+    variants: Path,
+    settings: dict,
+    output: Path,
+    *,
+    reference: Path | None = None,
+    oracle_reference: Path | None = None,
+    prefixed: Path | None = None,
+    token_counts: Path | None = None,
+    blackbox: Path | None = None,
+    model: dict | None = None,
+    learned: tuple[Path, ...] = (),
+) -> None:
     """Every configured detector for every sample whose original is valid.
     Optional evidence files feed the detectors that need them; a method whose
     evidence is not given is skipped for this model, and DC-PDD without token
@@ -141,9 +189,14 @@ def score_methods(tokens: Path, variants: Path, settings: dict, output: Path, *,
         from leaktrace.models.token_counts import tokenizer_fingerprint
 
         counts.check_tokenizer(tokenizer_fingerprint(load_tokenizer(model_spec(model, None))))
-    methods = _available(configured_methods(settings, token_counts=counts), reference=reference is not None,
-                         oracle_reference=oracle_reference is not None, prefixed=prefixed is not None,
-                         generations=blackbox is not None, learned=bool(learned))
+    methods = _available(
+        configured_methods(settings, token_counts=counts),
+        reference=reference is not None,
+        oracle_reference=oracle_reference is not None,
+        prefixed=prefixed is not None,
+        generations=blackbox is not None,
+        learned=bool(learned),
+    )
     stats = read_token_stats(tokens)
     reference_stats = read_token_stats(reference) if reference else {}
     oracle_stats = read_token_stats(oracle_reference) if oracle_reference else {}
@@ -151,7 +204,9 @@ def score_methods(tokens: Path, variants: Path, settings: dict, output: Path, *,
     prefixed_stats = read_token_stats(prefixed) if prefixed else {}
     unconditioned = sorted(sid for (sid, _, _), s in prefixed_stats.items() if not s.prefix_tokens)
     if unconditioned:
-        log.info("recall skipped for %d texts that fill the context alone: %s", len(unconditioned), ", ".join(unconditioned))
+        log.info(
+            "recall skipped for %d texts that fill the context alone: %s", len(unconditioned), ", ".join(unconditioned)
+        )
     conditioned = {key: s for key, s in prefixed_stats.items() if s.prefix_tokens}
     texts = valid_texts(variants, DETECTOR_KINDS + VARIANT_SETS)
     originals = {v["sample_id"]: v["text"] for v in texts if v["variant_id"] == 0}
@@ -175,32 +230,64 @@ def score_methods(tokens: Path, variants: Path, settings: dict, output: Path, *,
             original=stats[(sid, 0, "text")],
             lowercase=stats.get((sid, 0, "lowercase")),
             variants=tuple(s for _, s in sorted(variant_stats[sid], key=lambda x: x[0])),
-            alternatives={g: tuple(s for _, s in sorted(found, key=lambda x: x[0]))
-                          for g, found in alternative_stats[sid].items()},
+            alternatives={
+                g: tuple(s for _, s in sorted(found, key=lambda x: x[0])) for g, found in alternative_stats[sid].items()
+            },
             reference=reference_stats.get((sid, 0, "text")),
             oracle_reference=oracle_stats.get((sid, 0, "text")),
             prefixed=conditioned.get((sid, 0, "prefixed")),
         )
         for m in gray_box:
-            variants = evidence.variants if m.variant_generator is None else evidence.alternatives.get(m.variant_generator)
-            if (m.needs_variants and not variants) or (m.needs_reference and evidence.reference is None) \
-                    or (m.needs_oracle_reference and evidence.oracle_reference is None) \
-                    or (m.needs_prefixed and evidence.prefixed is None):
+            variants = (
+                evidence.variants if m.variant_generator is None else evidence.alternatives.get(m.variant_generator)
+            )
+            if (
+                (m.needs_variants and not variants)
+                or (m.needs_reference and evidence.reference is None)
+                or (m.needs_oracle_reference and evidence.oracle_reference is None)
+                or (m.needs_prefixed and evidence.prefixed is None)
+            ):
                 continue
-            rows.append({"sample_id": sid, "method": m.name, "family": m.family, "score": m.score(evidence),
-                         "decision": m.decide(evidence) if m.decide else None})
+            rows.append(
+                {
+                    "sample_id": sid,
+                    "method": m.name,
+                    "family": m.family,
+                    "score": m.score(evidence),
+                    "decision": m.decide(evidence) if m.decide else None,
+                }
+            )
     black_box = [m for m in methods if m.needs_generations]
     if black_box:
         generations = read_records(blackbox)
         by_ngram = {n: generation_evidence(generations, n)[0] for n in {m.params["ngram"] for m in black_box}}
         for m in black_box:
             evidence = by_ngram[m.params["ngram"]]
-            rows += [{"sample_id": e.sample_id, "method": m.name, "family": m.family, "score": m.score(e),
-                      "decision": m.decide(e)} for e in evidence if e.variants]
+            rows += [
+                {
+                    "sample_id": e.sample_id,
+                    "method": m.name,
+                    "family": m.family,
+                    "score": m.score(e),
+                    "decision": m.decide(e),
+                }
+                for e in evidence
+                if e.variants
+            ]
     learned_rows = {(r["method"], r["sample_id"]): r for path in learned for r in read_records(path)}
     for m in (m for m in methods if m.needs_learned):
-        rows += [{"sample_id": sid, "method": m.name, "family": m.family, "score": m.score(row), "decision": m.decide(row),
-                  "fold": row["fold"], "fold_scores": row["fold_scores"]}
-                 for sid in sorted(originals) if (row := learned_rows.get((m.name, sid))) is not None]
+        rows += [
+            {
+                "sample_id": sid,
+                "method": m.name,
+                "family": m.family,
+                "score": m.score(row),
+                "decision": m.decide(row),
+                "fold": row["fold"],
+                "fold_scores": row["fold_scores"],
+            }
+            for sid in sorted(originals)
+            if (row := learned_rows.get((m.name, sid))) is not None
+        ]
     write_table(sorted(rows, key=lambda r: (r["sample_id"], r["method"])), SCORES_SCHEMA, output)
     log.info("%d scores for %d samples and %d methods", len(rows), len(originals), len(methods))

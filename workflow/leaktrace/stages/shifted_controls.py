@@ -17,16 +17,30 @@ from leaktrace.report.shifted_controls import render
 log = logging.getLogger(__name__)
 
 
-def shifted_controls(benchmark: str, benchmark_table: Path, target: Path, reference: Path, settings: dict, seed: int,
-                     output: Path, summary: Path, report: Path) -> None:
+def shifted_controls(
+    benchmark: str,
+    benchmark_table: Path,
+    target: Path,
+    reference: Path,
+    settings: dict,
+    seed: int,
+    output: Path,
+    summary: Path,
+    report: Path,
+) -> None:
     """``target`` and ``reference``: the two models' scores.parquet; ``settings``:
     see ``experiment_rows`` (exclude_methods: detectors left out)."""
     texts = {r["sample_id"]: document(r) for r in read_records(benchmark_table)}
     found = read_records(target, ["sample_id", "method", "score", "decision"])
     exclude = set(settings["exclude_methods"])
     lookup = score_lookup(found, exclude)
-    decisions = {"srdetection_graybox": {r["sample_id"]: bool(r["decision"]) for r in found
-                                         if r["method"] == "srdetection_graybox" and r["decision"] is not None}}
+    decisions = {
+        "srdetection_graybox": {
+            r["sample_id"]: bool(r["decision"])
+            for r in found
+            if r["method"] == "srdetection_graybox" and r["decision"] is not None
+        }
+    }
     ref = score_lookup(read_records(reference, ["sample_id", "method", "score"]), exclude)
     rows = experiment_rows(benchmark, texts, lookup, ref, {m: d for m, d in decisions.items() if d}, settings, seed)
     table = summary_rows(rows, settings["alpha"])
@@ -34,4 +48,11 @@ def shifted_controls(benchmark: str, benchmark_table: Path, target: Path, refere
     write_table(table, SUMMARY_SCHEMA, summary)
     report.write_text(render(table, settings["alpha"], settings["draws"], settings["n_suspect"], settings["n_control"]))
     for r in table:
-        log.info("%s %s: %d of %d rejected, %d counted", r["condition"], r["test"], r["n_rejected"], r["n_draws"], r["n_counted"])
+        log.info(
+            "%s %s: %d of %d rejected, %d counted",
+            r["condition"],
+            r["test"],
+            r["n_rejected"],
+            r["n_draws"],
+            r["n_counted"],
+        )

@@ -41,8 +41,16 @@ SAMPLES_SCHEMA = pa.schema(
 )
 
 
-def split_samples(functions: Path, variants: Path, reference_tokens: Path, settings: dict, seed: int, output: Path, *,
-                  recall_prefix: int = 0) -> None:
+def split_samples(
+    functions: Path,
+    variants: Path,
+    reference_tokens: Path,
+    settings: dict,
+    seed: int,
+    output: Path,
+    *,
+    recall_prefix: int = 0,
+) -> None:
     """SrDetection's pre-exposure filter, then the member / non-member split.
 
     A sample is eligible when the function filters kept it, its original
@@ -74,9 +82,18 @@ def split_samples(functions: Path, variants: Path, reference_tokens: Path, setti
     for f in read_records(functions, ["sample_id", "kept", "reason"]):
         sid = f["sample_id"]
         ids = detector_variants[sid]
-        row = {"sample_id": sid, "kept": False, "reason": f["reason"], "split": None, "fold": None,
-               "pre_exposed": None, "pre_exposure": None, "original_loss": None, "min_variant_loss": None,
-               "n_valid_variants": None}
+        row = {
+            "sample_id": sid,
+            "kept": False,
+            "reason": f["reason"],
+            "split": None,
+            "fold": None,
+            "pre_exposed": None,
+            "pre_exposure": None,
+            "original_loss": None,
+            "min_variant_loss": None,
+            "n_valid_variants": None,
+        }
         if f["kept"]:
             row["n_valid_variants"] = len(ids)
             if (sid, 0) not in valid:
@@ -87,7 +104,9 @@ def split_samples(functions: Path, variants: Path, reference_tokens: Path, setti
             else:
                 variant_losses = [losses[(sid, vid)] for vid in ids]
                 row["original_loss"], row["min_variant_loss"] = losses[(sid, 0)], min(variant_losses)
-                row["pre_exposed"], row["pre_exposure"] = pre_exposure(losses[(sid, 0)], variant_losses) if mode else (False, None)
+                row["pre_exposed"], row["pre_exposure"] = (
+                    pre_exposure(losses[(sid, 0)], variant_losses) if mode else (False, None)
+                )
                 if mode == "remove" and row["pre_exposed"]:
                     row["reason"] = row["pre_exposure"]
                     spare.append(sid)
@@ -119,10 +138,18 @@ def split_samples(functions: Path, variants: Path, reference_tokens: Path, setti
     kept = [r for r in rows if r["kept"]]
     cleared = [r for r in kept if r["pre_exposed"] is False]
     reasons = Counter(r["reason"].split(":")[0] for r in rows if not r["kept"])
-    log.info("pre-exposure filter (%s): %d of %d eligible samples flagged; split %d of %d samples, %d members and %d "
-             "non-members cleared by the filter; not split: %s", mode, sum(r["pre_exposed"] is True for r in rows),
-             sum(r["pre_exposed"] is not None for r in rows), len(kept), len(rows),
-             sum(r["split"] == "member" for r in cleared), sum(r["split"] == "non-member" for r in cleared), dict(reasons))
+    log.info(
+        "pre-exposure filter (%s): %d of %d eligible samples flagged; split %d of %d samples, %d members and %d "
+        "non-members cleared by the filter; not split: %s",
+        mode,
+        sum(r["pre_exposed"] is True for r in rows),
+        sum(r["pre_exposed"] is not None for r in rows),
+        len(kept),
+        len(rows),
+        sum(r["split"] == "member" for r in cleared),
+        sum(r["split"] == "non-member" for r in cleared),
+        dict(reasons),
+    )
 
 
 def twin_split(samples: Path, output: Path) -> None:
@@ -131,9 +158,19 @@ def twin_split(samples: Path, output: Path) -> None:
     column as it is, so the twin's mix and the fits of its label-dependent
     detectors read it exactly as the target's read the split."""
     table = read_table(samples)
-    swapped = [complement(s, f) for s, f in zip(table.column("split").to_pylist(), table.column("fold").to_pylist(), strict=True)]
-    table = table.set_column(table.schema.get_field_index("split"), table.schema.field("split"), pa.array(swapped, pa.string()))
+    swapped = [
+        complement(s, f)
+        for s, f in zip(table.column("split").to_pylist(), table.column("fold").to_pylist(), strict=True)
+    ]
+    table = table.set_column(
+        table.schema.get_field_index("split"), table.schema.field("split"), pa.array(swapped, pa.string())
+    )
     write_table(table.to_pylist(), table.schema, output)
-    log.info("twin split: %d members, %d non-members (the target's swapped; ReCaLL's prefix kept out of both)",
-             swapped.count("member"), sum(s == "non-member" and f != RECALL_PREFIX
-                                          for s, f in zip(swapped, table.column("fold").to_pylist(), strict=True)))
+    log.info(
+        "twin split: %d members, %d non-members (the target's swapped; ReCaLL's prefix kept out of both)",
+        swapped.count("member"),
+        sum(
+            s == "non-member" and f != RECALL_PREFIX
+            for s, f in zip(swapped, table.column("fold").to_pylist(), strict=True)
+        ),
+    )

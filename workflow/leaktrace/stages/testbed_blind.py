@@ -17,14 +17,27 @@ from leaktrace.seeding import derive_seed
 log = logging.getLogger(__name__)
 
 
-def testbed_blind_stage(benchmark: str, benchmark_table: Path, samples: Path, settings: dict, seed: int, output: Path,
-                        scores_output: Path) -> None:
+def testbed_blind_stage(
+    benchmark: str, benchmark_table: Path, samples: Path, settings: dict, seed: int, output: Path, scores_output: Path
+) -> None:
     """``settings``: alpha, permutations, repeats."""
     texts = {r["sample_id"]: document(r) for r in read_records(benchmark_table)}
-    row, scores = split_blind_baseline(benchmark, read_records(samples), texts, alpha=settings["alpha"],
-                                permutations=settings["permutations"], repeats=settings["repeats"],
-                                seed=derive_seed(seed, "testbed-blind", benchmark))
+    row, scores = split_blind_baseline(
+        benchmark,
+        read_records(samples),
+        texts,
+        alpha=settings["alpha"],
+        permutations=settings["permutations"],
+        repeats=settings["repeats"],
+        seed=derive_seed(seed, "testbed-blind", benchmark),
+    )
     write_table([row], TABLE_SCHEMA, output)
     write_table(scores, SCORES_SCHEMA, scores_output)
-    log.info("testbed blind baseline %s: %d members, %d non-members, AUC %s, p %s", benchmark, row["n_suspect"],
-             row["n_control"], row.get("auc"), row.get("p_value"))
+    log.info(
+        "testbed blind baseline %s: %d members, %d non-members, AUC %s, p %s",
+        benchmark,
+        row["n_suspect"],
+        row["n_control"],
+        row.get("auc"),
+        row.get("p_value"),
+    )

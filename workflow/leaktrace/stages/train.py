@@ -22,15 +22,26 @@ from leaktrace.train.sham import sham_mix
 
 log = logging.getLogger(__name__)
 
-MIX_SCHEMA = pa.schema([("kind", pa.string()), ("source_id", pa.string()), ("text", pa.string()), ("n_tokens", pa.int32())])
+MIX_SCHEMA = pa.schema(
+    [("kind", pa.string()), ("source_id", pa.string()), ("text", pa.string()), ("n_tokens", pa.int32())]
+)
 
 TRAIN_LOG_SCHEMA = pa.schema(
     [("epoch", pa.int32()), ("step", pa.int64()), ("loss", pa.float64()), ("lr", pa.float64()), ("tokens", pa.int64())]
 )
 
 
-def make_mix(samples: Path, benchmark: Path, text_parts: list[Path], text_per_code: float, model: dict, seed: int,
-             output: Path, member_order: str = "shuffled", member_copies: int = 1) -> None:
+def make_mix(
+    samples: Path,
+    benchmark: Path,
+    text_parts: list[Path],
+    text_per_code: float,
+    model: dict,
+    seed: int,
+    output: Path,
+    member_order: str = "shuffled",
+    member_copies: int = 1,
+) -> None:
     members = {r["sample_id"] for r in read_records(samples, ["sample_id", "split"]) if r["split"] == "member"}
     rows = [r for r in read_records(benchmark) if r["sample_id"] in members]
     require_runnable(rows, str(benchmark), "training-mix")
@@ -55,8 +66,16 @@ def make_mix(samples: Path, benchmark: Path, text_parts: list[Path], text_per_co
     code_tokens = sum(i.n_tokens for i in items if i.kind == "member")
     text_tokens = sum(i.n_tokens for i in items if i.kind == "text")
     n_chunks = sum(i.kind == "member" for i in items)
-    log.info("mix: %d members (%s, x%d, %d chunks, %d tokens), %d text chunks (%d tokens)", len(codes), member_order,
-             member_copies, n_chunks, code_tokens, len(items) - n_chunks, text_tokens)
+    log.info(
+        "mix: %d members (%s, x%d, %d chunks, %d tokens), %d text chunks (%d tokens)",
+        len(codes),
+        member_order,
+        member_copies,
+        n_chunks,
+        code_tokens,
+        len(items) - n_chunks,
+        text_tokens,
+    )
 
 
 def make_sham_mix(mix: Path, code_parts: list[Path], model: dict, seed: int, output: Path) -> None:
@@ -65,16 +84,29 @@ def make_sham_mix(mix: Path, code_parts: list[Path], model: dict, seed: int, out
     items = [MixItem(**r) for r in read_records(mix)]
     docs = [(r["doc_id"], r["text"]) for part in code_parts for r in read_records(part, ["doc_id", "text"])]
     tokenizer = load_tokenizer(model_spec(model, None))
-    sham = sham_mix(items, docs, lambda t: len(tokenizer(t, add_special_tokens=False)["input_ids"]), rng_for(seed, "sham-mix"))
+    sham = sham_mix(
+        items, docs, lambda t: len(tokenizer(t, add_special_tokens=False)["input_ids"]), rng_for(seed, "sham-mix")
+    )
     write_table([vars(i) for i in sham], MIX_SCHEMA, output)
     before = sum(i.n_tokens for i in items if i.kind == "member")
     after = sum(i.n_tokens for i in sham if i.kind != "text")
-    log.info("sham mix: %d member sequences (%d tokens) replaced by as many functions of non-benchmark code (%d tokens)",
-             sum(i.kind == "member" for i in items), before, after)
+    log.info(
+        "sham mix: %d member sequences (%d tokens) replaced by as many functions of non-benchmark code (%d tokens)",
+        sum(i.kind == "member" for i in items),
+        before,
+        after,
+    )
 
 
-def train_adapters(mix: Path, model: dict, settings: dict, seed: int, adapter_dirs: list[Path], log_path: Path,
-                   checkpoint_dir: Path | None = None) -> None:
+def train_adapters(
+    mix: Path,
+    model: dict,
+    settings: dict,
+    seed: int,
+    adapter_dirs: list[Path],
+    log_path: Path,
+    checkpoint_dir: Path | None = None,
+) -> None:
     """The adapters of one run; with ``checkpoint_dir`` (outside the outputs)
     a killed run's rerun resumes from its last checkpoint (train.checkpoint)."""
     epochs = tuple(settings["epochs"])
@@ -83,8 +115,14 @@ def train_adapters(mix: Path, model: dict, settings: dict, seed: int, adapter_di
     lora = LoraSettings.from_config(settings, max_length=model.get("max_length"), seed=derive_seed(seed, "lora"))
     by_epoch = dict(zip(epochs, adapter_dirs, strict=True))
     rows: list[dict] = []
-    train_lora(model_spec(model, None), [r["text"] for r in read_records(mix, ["text"])], lora, by_epoch.__getitem__, rows.append,
-               checkpoint_dir)
+    train_lora(
+        model_spec(model, None),
+        [r["text"] for r in read_records(mix, ["text"])],
+        lora,
+        by_epoch.__getitem__,
+        rows.append,
+        checkpoint_dir,
+    )
     if not _is_main_process():
         return
     write_table(rows, TRAIN_LOG_SCHEMA, log_path)

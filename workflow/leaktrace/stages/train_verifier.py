@@ -47,7 +47,9 @@ def read_labelled(path: Path) -> list[dict]:
             if not isinstance(p.get(field), str):
                 raise InputError(str(path), f"pair {number} (id {p['id']})", f"missing or non-string field {field!r}")
         if p.get("dup") not in (0, 1):
-            raise InputError(str(path), f"pair {number} (id {p['id']})", f"field 'dup' must be 0 or 1, got {p.get('dup')!r}")
+            raise InputError(
+                str(path), f"pair {number} (id {p['id']})", f"field 'dup' must be 0 or 1, got {p.get('dup')!r}"
+            )
         p["language"] = p.get("language") or benchmark_language(p["benchmark"])
     return pairs
 
@@ -59,20 +61,34 @@ def feature_matrix(pairs: list[dict]) -> np.ndarray:
 
 
 def labels_and_groups(pairs: list[dict]) -> tuple[np.ndarray, np.ndarray]:
-    return (np.array([p["dup"] for p in pairs], dtype=np.int64),
-            np.array([f"{p['benchmark']}/{p['bench_id']}" for p in pairs]))
+    return (
+        np.array([p["dup"] for p in pairs], dtype=np.int64),
+        np.array([f"{p['benchmark']}/{p['bench_id']}" for p in pairs]),
+    )
 
 
 def train_verifier(input_path: Path, output: Path, seed: int) -> dict:
     pairs = read_labelled(input_path)
     X = feature_matrix(pairs)
     y, groups = labels_and_groups(pairs)
-    provenance = {"file": Path(input_path).name, "sha256": hashlib.sha256(Path(input_path).read_bytes()).hexdigest(),
-                  "pairs": len(pairs), "samples": len(set(groups)), "duplicates": int(y.sum())}
+    provenance = {
+        "file": Path(input_path).name,
+        "sha256": hashlib.sha256(Path(input_path).read_bytes()).hexdigest(),
+        "pairs": len(pairs),
+        "samples": len(set(groups)),
+        "duplicates": int(y.sum()),
+    }
     spec = combiner.fit(X, y, groups, derive_seed(seed, "train-verifier"), provenance)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(combiner.dumps(spec), encoding="utf-8")
-    log.info("train-verifier %s: %d pairs, %d samples; chose %s %s at threshold %.2f (inner grouped CV MCC %.3f)",
-             input_path, len(pairs), provenance["samples"], spec["family"], spec["setting"], spec["threshold"],
-             max(r["mcc"] for r in spec["selection"]))
+    log.info(
+        "train-verifier %s: %d pairs, %d samples; chose %s %s at threshold %.2f (inner grouped CV MCC %.3f)",
+        input_path,
+        len(pairs),
+        provenance["samples"],
+        spec["family"],
+        spec["setting"],
+        spec["threshold"],
+        max(r["mcc"] for r in spec["selection"]),
+    )
     return spec

@@ -93,8 +93,9 @@ def pooled_auc(seen: np.ndarray, unseen: np.ndarray) -> float:
     return roc_auc(np.r_[np.ones(seen.size, bool), np.zeros(unseen.size, bool)], np.r_[seen, unseen])
 
 
-def pair_rows(split: dict[str, tuple[bool, str]], target: Path, twin: Path, names: tuple[str, str], settings: dict,
-              seed: int) -> list[dict]:
+def pair_rows(
+    split: dict[str, tuple[bool, str]], target: Path, twin: Path, names: tuple[str, str], settings: dict, seed: int
+) -> list[dict]:
     """One row per detector scored under both ``target`` and ``twin``
     (``names``: their model names); ``split``: sample_id -> (a member of the
     target, fold) over the evaluated samples."""
@@ -109,8 +110,11 @@ def pair_rows(split: dict[str, tuple[bool, str]], target: Path, twin: Path, name
         if method not in twin_families:
             continue
         fitted = FAMILIES[family].label_fitted if family in FAMILIES else False
-        ids = [sid for sid, (_, fold) in sorted(split.items()) if (not fitted or fold == "evaluation")
-               and sid in target_scores[method] and sid in twin_scores[method]]
+        ids = [
+            sid
+            for sid, (_, fold) in sorted(split.items())
+            if (not fitted or fold == "evaluation") and sid in target_scores[method] and sid in twin_scores[method]
+        ]
         if not ids:
             log.warning("%s: no sample scored under both %s and %s", method, target_name, twin_name)
             continue
@@ -121,26 +125,43 @@ def pair_rows(split: dict[str, tuple[bool, str]], target: Path, twin: Path, name
         test = sign_flip_test(d, seed=derive_seed(seed, "twin", "sign-flip", target_name, method))
         t = np.array([target_scores[method][sid] for sid in ids])
         w = np.array([twin_scores[method][sid] for sid in ids])
-        rows.append({
-            "method": method, "family": family, "oracle": method in ORACLE_METHODS,
-            "model": target_name, **model_coordinates(target_name), "twin": twin_name,
-            "samples": EVALUATION_FOLD if fitted else ALL_FOLDS, "n": test.n, "n_target_members": int(member.sum()),
-            "statistic": test.statistic, "mean_difference": test.mean_difference, "p_value": test.p_value,
-            "exact": test.exact, "n_sign_vectors": test.n_sign_vectors, "alpha": alpha, "rejected": test.p_value <= alpha,
-            "auc_target": roc_auc(member, t), "auc_twin": roc_auc(~member, w),
-            "auc_pooled": pooled_auc(np.array([seen[s] for s in ids]), np.array([unseen[s] for s in ids])),
-        })
+        rows.append(
+            {
+                "method": method,
+                "family": family,
+                "oracle": method in ORACLE_METHODS,
+                "model": target_name,
+                **model_coordinates(target_name),
+                "twin": twin_name,
+                "samples": EVALUATION_FOLD if fitted else ALL_FOLDS,
+                "n": test.n,
+                "n_target_members": int(member.sum()),
+                "statistic": test.statistic,
+                "mean_difference": test.mean_difference,
+                "p_value": test.p_value,
+                "exact": test.exact,
+                "n_sign_vectors": test.n_sign_vectors,
+                "alpha": alpha,
+                "rejected": test.p_value <= alpha,
+                "auc_target": roc_auc(member, t),
+                "auc_twin": roc_auc(~member, w),
+                "auc_pooled": pooled_auc(np.array([seen[s] for s in ids]), np.array([unseen[s] for s in ids])),
+            }
+        )
     return [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()} for row in rows]
 
 
-def twin_tables(samples: Path, twins: dict[str, Path], targets: dict[str, Path], settings: dict, seed: int,
-                out_dir: Path) -> None:
+def twin_tables(
+    samples: Path, twins: dict[str, Path], targets: dict[str, Path], settings: dict, seed: int, out_dir: Path
+) -> None:
     """``twins``: twin model -> its scores.parquet; ``targets``: target model
     -> its scores.parquet, one per twin (same ratio, seed and epoch).
     ``settings``: alpha. Writes twin.parquet, the
     report section twin.md and the figure twin.png to ``out_dir``."""
     records = read_records(samples, ["sample_id", "kept", "split", "fold"])
-    split = {r["sample_id"]: (r["split"] == "member", r["fold"]) for r in records if r["kept"] and r["fold"] != RECALL_PREFIX}
+    split = {
+        r["sample_id"]: (r["split"] == "member", r["fold"]) for r in records if r["kept"] and r["fold"] != RECALL_PREFIX
+    }
     if not split:
         raise ValueError(f"{samples}: no evaluated sample (kept, outside ReCaLL's prefix) to pair")
     rows = []
@@ -152,15 +173,25 @@ def twin_tables(samples: Path, twins: dict[str, Path], targets: dict[str, Path],
     write_table(rows, TWIN_SCHEMA, out_dir / "twin.parquet")
     twin_plot(rows, settings["alpha"], out_dir / "twin.png")
     (out_dir / "twin.md").write_text(render_section(rows, settings["alpha"]))
-    log.info("twin: %d detector x epoch rows, %d rejected at alpha %s", len(rows), sum(r["rejected"] for r in rows),
-             settings["alpha"])
+    log.info(
+        "twin: %d detector x epoch rows, %d rejected at alpha %s",
+        len(rows),
+        sum(r["rejected"] for r in rows),
+        settings["alpha"],
+    )
 
 
 def render_section(rows: list[dict], alpha: float) -> str:
     """The aggregate report's section: the sign-flip p and the AUCs per detector and epoch."""
-    table = [{**r, "detector": method_label(r), "mean d": f"{r['mean_difference']:.3g}",
-              "p": f"{r['p_value']:.2g}" + ("" if r["exact"] else f" ({r['n_sign_vectors']:,} draws)")}
-             for r in sorted(rows, key=lambda r: (r["epoch"], r["model"]))]
+    table = [
+        {
+            **r,
+            "detector": method_label(r),
+            "mean d": f"{r['mean_difference']:.3g}",
+            "p": f"{r['p_value']:.2g}" + ("" if r["exact"] else f" ({r['n_sign_vectors']:,} draws)"),
+        }
+        for r in sorted(rows, key=lambda r: (r["epoch"], r["model"]))
+    ]
     rejected = {}
     for r in rows:
         rejected.setdefault(r["epoch"], []).append(r["rejected"])
@@ -177,6 +208,7 @@ def render_section(rows: list[dict], alpha: float) -> str:
         "neither model's classifier saw the sample's label; the others on every evaluated sample. AUC target / twin: each "
         "model on its own members against its non-members; pooled: both, every sample once as a member and once as a "
         f"non-member. Rejections at α = contamination.alpha = {alpha}, unadjusted for the number of detectors: {summary or 'none'}.\n\n"
-        + markdown_table(table, ["model", "twin", "detector", "samples", "n", "mean d", "p", "auc_target", "auc_twin",
-                                 "auc_pooled"])
+        + markdown_table(
+            table, ["model", "twin", "detector", "samples", "n", "mean d", "p", "auc_target", "auc_twin", "auc_pooled"]
+        )
     )

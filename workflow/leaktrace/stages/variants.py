@@ -72,7 +72,10 @@ VARIANTS_SCHEMA = pa.schema(
         ("text", pa.string()),
         ("entry_point", pa.string()),
         ("renames", pa.string()),  # JSON object: old name -> new name
-        ("generator", pa.string()),  # what made it: "original", "ast" (AST renaming), "llm", "ast+tt", "llm+tt" (then tau_t)
+        (
+            "generator",
+            pa.string(),
+        ),  # what made it: "original", "ast" (AST renaming), "llm", "ast+tt", "llm+tt" (then tau_t)
         ("valid", pa.bool_()),
         ("invalid_reason", pa.string()),
         ("isolation", pa.string()),  # the sandbox's: "full" or "weak"
@@ -88,8 +91,16 @@ def build_lexicon(code_parts: list[Path], settings: dict, output: Path) -> None:
 
 
 def make_variants_table(
-    benchmark: Path, functions: Path, lexicon_path: Path, settings: dict, seed: int, workers: int, output: Path, *,
-    llm: dict | None = None, cache_dir: Path | None = None,
+    benchmark: Path,
+    functions: Path,
+    lexicon_path: Path,
+    settings: dict,
+    seed: int,
+    workers: int,
+    output: Path,
+    *,
+    llm: dict | None = None,
+    cache_dir: Path | None = None,
 ) -> None:
     """``llm``: the ``llm.variant_llm`` role (None: no LLM-made set); its answers cached under ``cache_dir``.
     With ``natural`` enabled, n is the pool size (``natural-variants`` then picks n)."""
@@ -110,28 +121,60 @@ def make_variants_table(
     per_variant = settings.get("names_per_variant")  # None: every name
     for s, (test, entry_point) in zip(samples, tests, strict=True):
         reserved = reserved_names(test)  # names the tests call must keep their names
-        detector = make_variants(s["code"], entry_point, names, n=settings["n"],
-                                 rng=rng_for(seed, "variants", s["sample_id"]), reserved=reserved,
-                                 names_per_variant=per_variant)
+        detector = make_variants(
+            s["code"],
+            entry_point,
+            names,
+            n=settings["n"],
+            rng=rng_for(seed, "variants", s["sample_id"]),
+            reserved=reserved,
+            names_per_variant=per_variant,
+        )
         sets.append({"rename": [("ast", v) for v in detector]})
     test_cases = settings["test_cases"]
     if llm is not None:  # the LLM's renamings are the headline set; the AST renamer's another generator's
-        for own, llm_set in zip(sets, _llm_sets(samples, tests, names, llm, settings, seed, limits, workers,
-                                                cache_dir), strict=True):
+        for own, llm_set in zip(
+            sets, _llm_sets(samples, tests, names, llm, settings, seed, limits, workers, cache_dir), strict=True
+        ):
             own["ast+tt" if test_cases["compose"] else "ast"], own["rename"] = own["rename"], llm_set
     if test_cases["compose"]:
-        _compose_test_cases(samples, tests, sets, test_cases["untransformed"], "llm" if llm is not None else "ast",
-                            seed, limits, workers)
+        _compose_test_cases(
+            samples,
+            tests,
+            sets,
+            test_cases["untransformed"],
+            "llm" if llm is not None else "ast",
+            seed,
+            limits,
+            workers,
+        )
     rows, programs = [], []
     for s, (test, entry_point), own in zip(samples, tests, sets, strict=True):
-        rows.append({"sample_id": s["sample_id"], "variant_id": 0, "kind": "original", "text": s["code"],
-                     "entry_point": entry_point, "renames": "{}", "generator": "original"})
+        rows.append(
+            {
+                "sample_id": s["sample_id"],
+                "variant_id": 0,
+                "kind": "original",
+                "text": s["code"],
+                "entry_point": entry_point,
+                "renames": "{}",
+                "generator": "original",
+            }
+        )
         programs.append((s["code"], test, entry_point))
         for kind, members in own.items():
             for k, (generator, v) in enumerate(members, start=first_variant_id(kind, settings, VARIANT_SETS)):
-                rows.append({"sample_id": s["sample_id"], "variant_id": k, "kind": kind, "text": v.text,
-                             "entry_point": v.entry_point, "renames": json.dumps(v.renames, sort_keys=True),
-                             "generator": generator})
+                rows.append(
+                    {
+                        "sample_id": s["sample_id"],
+                        "variant_id": k,
+                        "kind": kind,
+                        "text": v.text,
+                        "entry_point": v.entry_point,
+                        "renames": json.dumps(v.renames, sort_keys=True),
+                        "generator": generator,
+                    }
+                )
                 programs.append((v.text, test, v.entry_point))
     original_of = {row["sample_id"]: i for i, row in enumerate(rows) if row["variant_id"] == 0}
     originals = [original_of[row["sample_id"]] for row in rows]
@@ -142,10 +185,15 @@ def make_variants_table(
         row["status"] = variant_status(valid, unchanged)
     write_table(rows, VARIANTS_SCHEMA, output)
     failures = Counter((r["invalid_reason"] or "").split(":")[0] for r in rows if r["status"] == "invalid")
-    log.info("%d samples, %d detector variants, %d invalid (%s), %d unchanged; other sets: %s",
-             len(samples), sum(r["kind"] == "rename" for r in rows),
-             sum(r["status"] == "invalid" for r in rows), dict(failures), sum(r["status"] == "unchanged" for r in rows),
-             dict(Counter(r["kind"] for r in rows if r["kind"] in VARIANT_SETS)))
+    log.info(
+        "%d samples, %d detector variants, %d invalid (%s), %d unchanged; other sets: %s",
+        len(samples),
+        sum(r["kind"] == "rename" for r in rows),
+        sum(r["status"] == "invalid" for r in rows),
+        dict(failures),
+        sum(r["status"] == "unchanged" for r in rows),
+        dict(Counter(r["kind"] for r in rows if r["kind"] in VARIANT_SETS)),
+    )
 
 
 def select_natural_variants(pool: Path, model: dict, batch: dict, settings: dict, seed: int, output: Path) -> None:
@@ -159,8 +207,10 @@ def select_natural_variants(pool: Path, model: dict, batch: dict, settings: dict
     scored = [r for r in rows if r["kind"] == "original" or r["valid"] and r["kind"] in SELECTED_KINDS]
     lm = language_model(model, None, batch)
     stats = lm.score([r["text"] for r in scored], moments=[False] * len(scored))
-    losses = {(r["sample_id"], r["variant_id"]): -float(np.mean(s.logprobs, dtype=np.float64))
-              for r, s in zip(scored, stats, strict=True)}
+    losses = {
+        (r["sample_id"], r["variant_id"]): -float(np.mean(s.logprobs, dtype=np.float64))
+        for r, s in zip(scored, stats, strict=True)
+    }
     chosen = choose_natural(rows, losses, settings, seed, VARIANT_SETS)
     write_table(chosen, VARIANTS_SCHEMA, output)
     loss_of = {(r["sample_id"], r["text"]): losses[(r["sample_id"], r["variant_id"])] for r in scored}
@@ -172,12 +222,27 @@ def select_natural_variants(pool: Path, model: dict, batch: dict, settings: dict
     for kind in SELECTED_KINDS:
         kept = [(r["sample_id"], r["text"]) for r in chosen if r["kind"] == kind]
         pooled = [(r["sample_id"], r["text"]) for r in scored if r["kind"] == kind]
-        log.info("%s: kept %d of %d valid pool variants; mean |loss - original's| under %s: %.3f kept, %.3f pool",
-                 kind, len(kept), len(pooled), lm.name, mean_gap(kept), mean_gap(pooled))
+        log.info(
+            "%s: kept %d of %d valid pool variants; mean |loss - original's| under %s: %.3f kept, %.3f pool",
+            kind,
+            len(kept),
+            len(pooled),
+            lm.name,
+            mean_gap(kept),
+            mean_gap(pooled),
+        )
 
 
-def _compose_test_cases(samples: list[dict], tests: list[tuple], sets: list[dict], untransformed: int,
-                        untransformed_kind: str, seed: int, limits: SandboxLimits, workers: int) -> None:
+def _compose_test_cases(
+    samples: list[dict],
+    tests: list[tuple],
+    sets: list[dict],
+    untransformed: int,
+    untransformed_kind: str,
+    seed: int,
+    limits: SandboxLimits,
+    workers: int,
+) -> None:
     """tau_t composed into every variant of the sets COMPOSED_KINDS where it applies, in place:
     x_i = tau_t(tau_v(tau_f(x))), generator "<renamer>+tt"; a variant whose examples tau_t could
     not replace stays the renaming alone. One sandbox run per sample (a whole program's may
@@ -185,15 +250,24 @@ def _compose_test_cases(samples: list[dict], tests: list[tuple], sets: list[dict
     as they were before, as set `untransformed_kind`, where tau_t changed one of them."""
     members = [[(kind, member) for kind in COMPOSED_KINDS for member in own.get(kind, [])] for own in sets]
     # unittest classes (ClassEval) have no function whose examples tau_t could recompute: an empty plan
-    plans = [Plan([], [], {}, None) if isinstance(test, UnittestTests)
-             else plan_test_cases(s["code"], entry_point, test, len(found), rng_for(seed, "test-cases", s["sample_id"]))
-             for s, (test, entry_point), found in zip(samples, tests, members, strict=True)]
+    plans = [
+        Plan([], [], {}, None)
+        if isinstance(test, UnittestTests)
+        else plan_test_cases(s["code"], entry_point, test, len(found), rng_for(seed, "test-cases", s["sample_id"]))
+        for s, (test, entry_point), found in zip(samples, tests, members, strict=True)
+    ]
     outcomes, changed = Counter(), Counter()
-    for own, plan, result, found, (test, _) in zip(sets, plans, run_plans(plans, limits, workers=workers), members, tests,
-                                                   strict=True):
+    for own, plan, result, found, (test, _) in zip(
+        sets, plans, run_plans(plans, limits, workers=workers), members, tests, strict=True
+    ):
         transformed = apply_plan(plan, result, [(v.text, v.entry_point) for _, (_, v) in found])
-        outcomes["unittest classes: no function examples" if isinstance(test, UnittestTests)
-                 else transformed.outcome if found else "no variants"] += 1
+        outcomes[
+            "unittest classes: no function examples"
+            if isinstance(test, UnittestTests)
+            else transformed.outcome
+            if found
+            else "no variants"
+        ] += 1
         before = list(own.get("rename", []))
         for kind in COMPOSED_KINDS:
             if kind in own:
@@ -204,12 +278,24 @@ def _compose_test_cases(samples: list[dict], tests: list[tuple], sets: list[dict
         first = before[:untransformed]
         if any(new.text != old.text for (_, new), (_, old) in zip(own["rename"], first)):
             own[untransformed_kind] = first
-    log.info("test-case transformation (samples): %s; variants given new examples: %s",
-             dict(sorted(outcomes.items())), dict(changed))
+    log.info(
+        "test-case transformation (samples): %s; variants given new examples: %s",
+        dict(sorted(outcomes.items())),
+        dict(changed),
+    )
 
 
-def _llm_sets(samples: list[dict], tests: list[tuple], names: NameProposer, llm: dict, settings: dict, seed: int,
-              limits: SandboxLimits, workers: int, cache_dir: Path | None) -> list[list[tuple[str, Variant]]]:
+def _llm_sets(
+    samples: list[dict],
+    tests: list[tuple],
+    names: NameProposer,
+    llm: dict,
+    settings: dict,
+    seed: int,
+    limits: SandboxLimits,
+    workers: int,
+    cache_dir: Path | None,
+) -> list[list[tuple[str, Variant]]]:
     """Per sample, up to n LLM renamings that pass the sample's test exactly as
     the original does (Table 7's prompt), topped up by the AST renamer."""
     from leaktrace.models.select import open_model  # a model stack only when an LLM makes variants
@@ -241,10 +327,20 @@ def _llm_sets(samples: list[dict], tests: list[tuple], names: NameProposer, llm:
             else:
                 outcomes["version passes"] += 1
                 passing.append(v)
-        top_up = make_variants(s["code"], entry_point, names, n=settings["n"] - len(passing),
-                               rng=rng_for(seed, "llm-top-up", s["sample_id"]), reserved=reserved_names(test),
-                               exclude=[v.text for v in passing],
-                               names_per_variant=settings.get("names_per_variant")) if len(passing) < settings["n"] else []
+        top_up = (
+            make_variants(
+                s["code"],
+                entry_point,
+                names,
+                n=settings["n"] - len(passing),
+                rng=rng_for(seed, "llm-top-up", s["sample_id"]),
+                reserved=reserved_names(test),
+                exclude=[v.text for v in passing],
+                names_per_variant=settings.get("names_per_variant"),
+            )
+            if len(passing) < settings["n"]
+            else []
+        )
         outcomes["topped up"] += len(top_up)
         llm_sets.append([("llm", v) for v in passing] + [("ast", v) for v in top_up])
     log.info("LLM renaming under %s: %s", model.name, dict(sorted(outcomes.items())))

@@ -16,6 +16,8 @@ def verdict(tables: tuple[Path, ...], results: Path, settings: dict, output: Pat
     """``tables``: the run's final outputs (files the verdict does not read
     are ignored); ``settings``: ``run`` (the results folder's name),
     ``alpha`` (calibration.alpha) and ``contamination_alpha``."""
-    text = render_verdict(load_tables(tables, results), settings["run"], settings["alpha"], settings["contamination_alpha"])
+    text = render_verdict(
+        load_tables(tables, results), settings["run"], settings["alpha"], settings["contamination_alpha"]
+    )
     output.write_text(text)
     log.info("verdict in %s (%d lines)", output, text.count("\n"))

@@ -30,8 +30,17 @@ VERDICT_FIELDS = [(f.name, _TYPES[f.type.split(" ")[0]]) for f in fields(Verdict
 SCHEMA = pa.schema([("id", pa.string()), ("language", pa.string()), *VERDICT_FIELDS, ("judge_label", pa.string())])
 
 
-def verify_pairs(input_path: Path, output: Path, *, preset: str = "default", model: str | None = None, execute: bool = False,
-                 limits: SandboxLimits = SandboxLimits(), workers: int = 1, judge: dict | None = None) -> None:
+def verify_pairs(
+    input_path: Path,
+    output: Path,
+    *,
+    preset: str = "default",
+    model: str | None = None,
+    execute: bool = False,
+    limits: SandboxLimits = SandboxLimits(),
+    workers: int = 1,
+    judge: dict | None = None,
+) -> None:
     pairs = read_pairs(input_path)
     settings = settings_for(preset, execute, **({"model": model} if model else {}))
     try:
@@ -39,13 +48,20 @@ def verify_pairs(input_path: Path, output: Path, *, preset: str = "default", mod
     except ValueError as err:  # a model file that is missing or not one
         raise InputError(str(model), None, str(err)) from None
     verdicts = verify_records(pairs, verifier)
-    rows = [{"id": p["id"], "language": p.get("language"), **v.as_row(), "judge_label": None}
-            for p, v in zip(pairs, verdicts, strict=True)]
+    rows = [
+        {"id": p["id"], "language": p.get("language"), **v.as_row(), "judge_label": None}
+        for p, v in zip(pairs, verdicts, strict=True)
+    ]
     if judge and judge.get("model"):
         _judge(rows, pairs, judge)
     write_table(rows, SCHEMA, output)
-    log.info("verify-pairs %s: %d pairs, %d duplicates (%s)", input_path, len(rows), sum(r["duplicate"] for r in rows),
-             ", ".join(f"{k} {sum(r['decided_by'] == k for r in rows)}" for k in RULES))
+    log.info(
+        "verify-pairs %s: %d pairs, %d duplicates (%s)",
+        input_path,
+        len(rows),
+        sum(r["duplicate"] for r in rows),
+        ", ".join(f"{k} {sum(r['decided_by'] == k for r in rows)}" for k in RULES),
+    )
 
 
 def _judge(rows: list[dict], pairs: list[dict], judge: dict) -> None:
@@ -54,12 +70,15 @@ def _judge(rows: list[dict], pairs: list[dict], judge: dict) -> None:
     from leaktrace.models.backend import ModelSpec
     from leaktrace.models.hf import HFLanguageModel
 
-    model = HFLanguageModel(ModelSpec(judge["model"], dtype=judge.get("dtype", "float32"), device=judge.get("device", "cpu")),
-                            progress=False)
+    model = HFLanguageModel(
+        ModelSpec(judge["model"], dtype=judge.get("dtype", "float32"), device=judge.get("device", "cpu")),
+        progress=False,
+    )
     template = load_template()
     for row, p in zip(rows, pairs, strict=True):
-        verdict = judge_pair(model, template, p["bench_text"], p["corpus_text"], p["id"],
-                             max_new_tokens=judge.get("max_new_tokens", 16))
+        verdict = judge_pair(
+            model, template, p["bench_text"], p["corpus_text"], p["id"], max_new_tokens=judge.get("max_new_tokens", 16)
+        )
         row["judge_label"] = verdict.label
         if verdict.duplicate is not None:
             row["duplicate"], row["decided_by"] = verdict.duplicate, "judge"

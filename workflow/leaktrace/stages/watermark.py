@@ -93,13 +93,28 @@ def _private(out_dir: Path) -> Path:
     return out_dir / PRIVATE
 
 
-def publish(source: Path, out_dir: Path, reader: dict, settings: FormSettings, *, seed: int, limits: SandboxLimits,
-            workers: int, seed_file: Path | None = None, lexicon: Path | None = None, limit: int | None = None,
-            testbed_seed: int | None = None) -> None:
+def publish(
+    source: Path,
+    out_dir: Path,
+    reader: dict,
+    settings: FormSettings,
+    *,
+    seed: int,
+    limits: SandboxLimits,
+    workers: int,
+    seed_file: Path | None = None,
+    lexicon: Path | None = None,
+    limit: int | None = None,
+    testbed_seed: int | None = None,
+) -> None:
     """Forms, then the choice, then the release and the commitment, in that order."""
     if (out_dir / COMMITMENT).exists():
-        raise InputError(str(out_dir / COMMITMENT), None, "this directory holds a release already; a benchmark is "
-                         "released once (a second draw of the same problems breaks the guarantee)")
+        raise InputError(
+            str(out_dir / COMMITMENT),
+            None,
+            "this directory holds a release already; a benchmark is "
+            "released once (a second draw of the same problems breaks the guarantee)",
+        )
     records, problems = read_problems(source, reader, "release", limit)
     counts = IdentifierLexicon.from_records(read_records(lexicon)).word_counts if lexicon else Counter()
     names = NameProposer(WordAlternatives(counts), counts)
@@ -110,8 +125,10 @@ def publish(source: Path, out_dir: Path, reader: dict, settings: FormSettings, *
     rows = make_forms(problems, names, settings, seed, limits, workers, isolation)
     forms_path = _private(out_dir) / FORMS
     write_table(rows, FORMS_SCHEMA, forms_path)
-    secret = secret_for(seed_file or _private(out_dir) / SECRET,
-                        derived=None if testbed_seed is None else testbed_secret(testbed_seed, source.name))
+    secret = secret_for(
+        seed_file or _private(out_dir) / SECRET,
+        derived=None if testbed_seed is None else testbed_secret(testbed_seed, source.name),
+    )
     forms = _forms_by_problem(rows)
     published = []
     for record, problem in zip(records, problems, strict=True):
@@ -120,13 +137,29 @@ def publish(source: Path, out_dir: Path, reader: dict, settings: FormSettings, *
         published.append(published_record(record, reader, chosen["prompt"], chosen["solution"]))
     write_jsonl(published, out_dir / PUBLISHED)
     sizes = Counter(len(own) for own in forms.values())
-    commitment = write_commitment(out_dir / COMMITMENT, secret=secret, forms=forms_path, published=out_dir / PUBLISHED,
-                                  details={"layout": release_reader(reader), "problems": len(problems), "forms": settings.size,
-                                           "problems_by_forms": {str(m): n for m, n in sorted(sizes.items())},
-                                           "choice": "HMAC-SHA256(secret, problem id), rejection sampling to a uniform "
-                                                     "index among the problem's forms"})
-    log.info("published %d problems (%d with %d forms; by forms %s) to %s; commitment %s", len(problems),
-             sizes[settings.size], settings.size, dict(sorted(sizes.items())), out_dir / PUBLISHED, commitment["forms_sha256"])
+    commitment = write_commitment(
+        out_dir / COMMITMENT,
+        secret=secret,
+        forms=forms_path,
+        published=out_dir / PUBLISHED,
+        details={
+            "layout": release_reader(reader),
+            "problems": len(problems),
+            "forms": settings.size,
+            "problems_by_forms": {str(m): n for m, n in sorted(sizes.items())},
+            "choice": "HMAC-SHA256(secret, problem id), rejection sampling to a uniform "
+            "index among the problem's forms",
+        },
+    )
+    log.info(
+        "published %d problems (%d with %d forms; by forms %s) to %s; commitment %s",
+        len(problems),
+        sizes[settings.size],
+        settings.size,
+        dict(sorted(sizes.items())),
+        out_dir / PUBLISHED,
+        commitment["forms_sha256"],
+    )
 
 
 def _forms_by_problem(rows: list[dict]) -> dict[str, list[dict]]:
@@ -137,8 +170,9 @@ def _forms_by_problem(rows: list[dict]) -> dict[str, list[dict]]:
     return forms
 
 
-def checked_release(out_dir: Path, *, published: Path | None = None, commitment: Path | None = None,
-                    seed_file: Path | None = None) -> tuple[dict[str, list[dict]], dict[str, int]]:
+def checked_release(
+    out_dir: Path, *, published: Path | None = None, commitment: Path | None = None, seed_file: Path | None = None
+) -> tuple[dict[str, list[dict]], dict[str, int]]:
     """(problem id -> forms, problem id -> published form) of a committed
     release, after checking that the secret, the forms table and the
     published file are those committed to and that each published record
@@ -149,22 +183,39 @@ def checked_release(out_dir: Path, *, published: Path | None = None, commitment:
     forms_path = _private(out_dir) / FORMS
     committed = read_commitment(commitment_path)
     secret = read_secret(secret_file)
-    check_commitment(committed, commitment_path, secret=secret, secret_file=secret_file, forms=forms_path,
-                     published=published)
+    check_commitment(
+        committed, commitment_path, secret=secret, secret_file=secret_file, forms=forms_path, published=published
+    )
     forms = _forms_by_problem(read_records(forms_path))
     chosen = {pid: choose(secret, pid, len(own)) for pid, own in forms.items()}
-    released = {s.task_id: s.code for _, s in benchmark_records({**committed["layout"], "path": str(published)}, "release")}
+    released = {
+        s.task_id: s.code for _, s in benchmark_records({**committed["layout"], "path": str(published)}, "release")
+    }
     if set(released) != set(forms):
-        raise InputError(str(published), None, f"holds problems {sorted(set(released) ^ set(forms))[:5]} that the "
-                                               "forms table does not (or the reverse)")
+        raise InputError(
+            str(published),
+            None,
+            f"holds problems {sorted(set(released) ^ set(forms))[:5]} that the forms table does not (or the reverse)",
+        )
     for pid, code in released.items():
         if code != forms[pid][chosen[pid]]["text"]:
             raise InputError(str(published), pid, "is not the form the secret chooses")
     return forms, chosen
 
 
-def test_release(out_dir: Path, model: dict, adapter: str | None, name: str, batch: dict, seed: int, output_dir: Path, *,
-                 published: Path | None = None, commitment: Path | None = None, seed_file: Path | None = None) -> None:
+def test_release(
+    out_dir: Path,
+    model: dict,
+    adapter: str | None,
+    name: str,
+    batch: dict,
+    seed: int,
+    output_dir: Path,
+    *,
+    published: Path | None = None,
+    commitment: Path | None = None,
+    seed_file: Path | None = None,
+) -> None:
     """Score every form of every testable problem under ``model`` and test the published forms' ranks."""
     from leaktrace.models.configured import language_model  # imports torch: only where a model runs
 
@@ -183,19 +234,48 @@ def test_release(out_dir: Path, model: dict, adapter: str | None, name: str, bat
         values = losses[pid]
         rank = published_rank(values, chosen[pid], random.Random(derive_seed(seed, "watermark-ties", pid)))
         others = np.delete(values, chosen[pid])
-        rows.append({"problem_id": pid, "forms": len(own), "rank": rank, "p_value": rank / len(own),
-                     "loss": float(values[chosen[pid]]), "lowest_other": float(others.min())})
+        rows.append(
+            {
+                "problem_id": pid,
+                "forms": len(own),
+                "rank": rank,
+                "p_value": rank / len(own),
+                "loss": float(values[chosen[pid]]),
+                "lowest_other": float(others.min()),
+            }
+        )
         ranks.append(rank)
         sizes.append(len(own))
     result = rank_sum_test(ranks, sizes)
     write_table(rows, RANKS_SCHEMA, output_dir / "ranks.parquet")
-    write_table([{"model": name, "problems": len(forms), "testable": result.problems, "rank_sum": result.rank_sum,
-                  "expected": result.expected, "p_value": result.p_value, "method": result.method,
-                  "rank_one": sum(r == 1 for r in ranks), "truncated": sum(s.truncated for s in stats)}],
-                RESULT_SCHEMA, output_dir / "result.parquet")
-    log.info("%s: %d testable problems, rank sum %d (expected %.1f under the null), p = %.4g (%s); published form "
-             "ranked first in %d", name, result.problems, result.rank_sum, result.expected, result.p_value,
-             result.method, sum(r == 1 for r in ranks))
+    write_table(
+        [
+            {
+                "model": name,
+                "problems": len(forms),
+                "testable": result.problems,
+                "rank_sum": result.rank_sum,
+                "expected": result.expected,
+                "p_value": result.p_value,
+                "method": result.method,
+                "rank_one": sum(r == 1 for r in ranks),
+                "truncated": sum(s.truncated for s in stats),
+            }
+        ],
+        RESULT_SCHEMA,
+        output_dir / "result.parquet",
+    )
+    log.info(
+        "%s: %d testable problems, rank sum %d (expected %.1f under the null), p = %.4g (%s); published form "
+        "ranked first in %d",
+        name,
+        result.problems,
+        result.rank_sum,
+        result.expected,
+        result.p_value,
+        result.method,
+        sum(r == 1 for r in ranks),
+    )
 
 
 def _losses(keys: list[tuple[str, int, str]], stats: list) -> dict[str, np.ndarray]:
@@ -208,15 +288,21 @@ def _losses(keys: list[tuple[str, int, str]], stats: list) -> dict[str, np.ndarr
     return {pid: np.asarray(values) for pid, values in losses.items()}
 
 
-def calibrate(tokens: Mapping[str, Path], alphas: list[float], draws: int, seed: int, output: Path,
-              counts_output: Path) -> None:
+def calibrate(
+    tokens: Mapping[str, Path], alphas: list[float], draws: int, seed: int, output: Path, counts_output: Path
+) -> None:
     """The calibration table's rows of each unexposed model's scored forms (its ``tokens``), and the rank counts."""
     rows, counts = [], []
     for model, path in tokens.items():
         stats = read_token_stats(path)
         losses = _losses(list(stats), list(stats.values()))
-        own_rows, own_counts = calibration_rows(model, [losses[pid] for pid in sorted(losses)], alphas, draws,
-                                                np.random.default_rng(derive_seed(seed, "watermark-calibration", model)))
+        own_rows, own_counts = calibration_rows(
+            model,
+            [losses[pid] for pid in sorted(losses)],
+            alphas,
+            draws,
+            np.random.default_rng(derive_seed(seed, "watermark-calibration", model)),
+        )
         rows += own_rows
         counts += [{"model": model, "forms": m, "rank": r, "count": n} for (m, r), n in sorted(own_counts.items())]
         log.info("%s: %s", model, ", ".join(f"α {r['alpha']:g}: {r['rejections']}/{r['n']}" for r in own_rows))
@@ -243,20 +329,36 @@ def _coordinates(model: str) -> dict:
     if not match:
         return {"ratio": None, "seed": None, "epoch": 0 if model == "reference" else None, "sibling": None}
     kind, ratio, seed, epoch = match.groups()
-    return {"ratio": float(ratio), "seed": int(seed), "epoch": int(epoch),
-            "sibling": f"target-r{ratio}-s{seed}-e{epoch}" if kind == "wm" else None}
+    return {
+        "ratio": float(ratio),
+        "seed": int(seed),
+        "epoch": int(epoch),
+        "sibling": f"target-r{ratio}-s{seed}-e{epoch}" if kind == "wm" else None,
+    }
 
 
 def _contamination_p(p_values: Path | None) -> dict[tuple[str, str], float]:
     """(model, test) -> p of dataset inference (testbed validation) and the variant-preference test."""
     if p_values is None:
         return {}
-    return {(r["model"], r["test"]): r["p_value"] for r in read_records(p_values, ["model", "test", "validation", "p_value"])
-            if (r["test"], r["validation"]) in (("dataset_inference", "testbed"), ("variant_preference", "variants"))}
+    return {
+        (r["model"], r["test"]): r["p_value"]
+        for r in read_records(p_values, ["model", "test", "validation", "p_value"])
+        if (r["test"], r["validation"]) in (("dataset_inference", "testbed"), ("variant_preference", "variants"))
+    }
 
 
-def report(results: Mapping[str, Path], ranks: Mapping[str, Path], calibration: Path, counts: Path, commitment: Path,
-           settings: dict, out_dir: Path, *, p_values: Path | None = None) -> None:
+def report(
+    results: Mapping[str, Path],
+    ranks: Mapping[str, Path],
+    calibration: Path,
+    counts: Path,
+    commitment: Path,
+    settings: dict,
+    out_dir: Path,
+    *,
+    p_values: Path | None = None,
+) -> None:
     """The testbed's section: p per model beside the originals' targets' dataset-level tests, and the calibration."""
     from leaktrace.report.watermark import p_value_histograms, watermark_section
 

@@ -82,8 +82,10 @@ class Checkpoints:
             return None
         shared = torch.load(found[0] / "shared.pt", weights_only=False)
         if shared["fingerprint"] != self.fingerprint:
-            log.warning("%s: a checkpoint of another run (settings, model, texts or processes differ); starting afresh",
-                        self.directory)
+            log.warning(
+                "%s: a checkpoint of another run (settings, model, texts or processes differ); starting afresh",
+                self.directory,
+            )
             self.accelerator.wait_for_everyone()
             if self.accelerator.is_main_process:
                 shutil.rmtree(self.directory)

@@ -70,12 +70,29 @@ class LoraSettings:
     def from_config(cls, train: dict, *, max_length: int | None, seed: int, **overrides) -> LoraSettings:
         """The settings of the config's ``train`` block (``overrides`` replace single fields)."""
         lora = train["lora"]
-        fields = {"epochs": tuple(train["epochs"]), "rank": lora["rank"], "alpha": lora["alpha"],
-                  "dropout": lora["dropout"], "target_modules": tuple(lora["target_modules"]),
-                  "learning_rate": train["learning_rate"], "batch_size": train["batch_size"],
-                  "gradient_accumulation": train["gradient_accumulation"], "warmup_steps": train["warmup_steps"],
-                  **{k: train[k] for k in ("effective_batch_size", "mixed_precision", "gradient_checkpointing",
-                                           "load_in_4bit", "checkpoint_every", "group_by_length") if k in train}}
+        fields = {
+            "epochs": tuple(train["epochs"]),
+            "rank": lora["rank"],
+            "alpha": lora["alpha"],
+            "dropout": lora["dropout"],
+            "target_modules": tuple(lora["target_modules"]),
+            "learning_rate": train["learning_rate"],
+            "batch_size": train["batch_size"],
+            "gradient_accumulation": train["gradient_accumulation"],
+            "warmup_steps": train["warmup_steps"],
+            **{
+                k: train[k]
+                for k in (
+                    "effective_batch_size",
+                    "mixed_precision",
+                    "gradient_checkpointing",
+                    "load_in_4bit",
+                    "checkpoint_every",
+                    "group_by_length",
+                )
+                if k in train
+            },
+        }
         return cls(**{**fields, **overrides}, max_length=max_length, seed=seed)
 
 
@@ -91,7 +108,6 @@ def padded_batch(rows: Sequence[list[int]], pad_id: int) -> tuple[torch.Tensor, 
         input_ids[k, : len(r)] = labels[k, : len(r)] = torch.tensor(r)
         mask[k, : len(r)] = 1
     return input_ids, mask, labels
-
 
 
 def megabatch_size(n: int, batch_size: int) -> int:
@@ -124,7 +140,10 @@ def length_grouped_order(lengths: Sequence[int], batch_size: int, rng: np.random
 def padding_share(lengths: Sequence[int], order: Sequence[int], batch_size: int) -> float:
     """The share of an epoch's batch cells (sequences x the batch's longest) that are padding."""
     lengths = np.asarray(lengths)[np.asarray(order)]
-    cells = sum(int(lengths[s : s + batch_size].max()) * len(lengths[s : s + batch_size]) for s in range(0, lengths.size, batch_size))
+    cells = sum(
+        int(lengths[s : s + batch_size].max()) * len(lengths[s : s + batch_size])
+        for s in range(0, lengths.size, batch_size)
+    )
     return 1 - int(lengths.sum()) / cells
 
 
@@ -135,8 +154,10 @@ def accumulation_steps(settings: LoraSettings, processes: int) -> int:
         return settings.gradient_accumulation
     per_round = settings.batch_size * processes
     if settings.effective_batch_size % per_round:
-        raise ValueError(f"effective_batch_size {settings.effective_batch_size} is not a multiple of batch_size x processes"
-                         f" = {settings.batch_size} x {processes}")
+        raise ValueError(
+            f"effective_batch_size {settings.effective_batch_size} is not a multiple of batch_size x processes"
+            f" = {settings.batch_size} x {processes}"
+        )
     return settings.effective_batch_size // per_round
 
 
@@ -147,7 +168,9 @@ def process_batches(n: int, batch_size: int, processes: int, index: int) -> list
     for all). One process: every batch, in order."""
     starts = range(0, n, batch_size)
     rounds = -(-len(starts) // processes)
-    return [range(s, min(s + batch_size, n)) for s in (starts[(k * processes + index) % len(starts)] for k in range(rounds))]
+    return [
+        range(s, min(s + batch_size, n)) for s in (starts[(k * processes + index) % len(starts)] for k in range(rounds))
+    ]
 
 
 def trainable_base(base: ModelSpec, settings: LoraSettings, accelerator: Accelerator):
@@ -157,7 +180,9 @@ def trainable_base(base: ModelSpec, settings: LoraSettings, accelerator: Acceler
         model = load_model(replace(base, device="cpu"))
     else:
         if accelerator.device.type != "cuda":
-            raise ValueError("train.load_in_4bit (QLoRA) needs a CUDA GPU: set base_model.device to cuda, or load_in_4bit: false")
+            raise ValueError(
+                "train.load_in_4bit (QLoRA) needs a CUDA GPU: set base_model.device to cuda, or load_in_4bit: false"
+            )
         try:
             import bitsandbytes  # noqa: F401
         except ImportError as error:
@@ -166,11 +191,15 @@ def trainable_base(base: ModelSpec, settings: LoraSettings, accelerator: Acceler
         from transformers import AutoModelForCausalLM, BitsAndBytesConfig
 
         compute = DTYPES[base.dtype] if base.dtype != "float32" else torch.bfloat16
-        quantization = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-                                          bnb_4bit_compute_dtype=compute)
+        quantization = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=compute
+        )
         local = Path(base.name_or_path).exists()
         model = AutoModelForCausalLM.from_pretrained(
-            base.name_or_path, quantization_config=quantization, dtype=compute, device_map={"": accelerator.local_process_index},
+            base.name_or_path,
+            quantization_config=quantization,
+            dtype=compute,
+            device_map={"": accelerator.local_process_index},
             **({"local_files_only": True} if local else {"revision": base.revision} if base.revision else {}),
         )
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
@@ -185,8 +214,11 @@ def _fingerprint(base: ModelSpec, settings: LoraSettings, texts: Sequence[str], 
     only (how often it checkpoints does not)."""
     digest = hashlib.sha256()
     decisive = {**asdict(settings), "checkpoint_every": None}
-    digest.update(json.dumps({"base": asdict(base), "settings": decisive, "processes": processes},
-                             sort_keys=True, default=str).encode())
+    digest.update(
+        json.dumps(
+            {"base": asdict(base), "settings": decisive, "processes": processes}, sort_keys=True, default=str
+        ).encode()
+    )
     for text in texts:
         digest.update(hashlib.sha256(text.encode()).digest())
     return digest.hexdigest()
@@ -241,7 +273,11 @@ def train_lora(
     peft_model = accelerator.unwrap_model(model)
     rng = np.random.default_rng(settings.seed)
 
-    checkpoints = Checkpoints(checkpoint_dir, _fingerprint(base, settings, texts, processes), accelerator) if checkpoint_dir else None
+    checkpoints = (
+        Checkpoints(checkpoint_dir, _fingerprint(base, settings, texts, processes), accelerator)
+        if checkpoint_dir
+        else None
+    )
     resumed = checkpoints.load() if checkpoints else None
     first_epoch, start_round, step, tokens, rows, losses, order = 1, 0, 0, 0, [], [], None
     if resumed:
@@ -252,15 +288,26 @@ def train_lora(
         if accelerator.scaler is not None:
             accelerator.scaler.load_state_dict(shared["scaler"])
         rng.bit_generator.state = shared["data_rng"]
-        first_epoch, start_round, step, rows, order = shared["epoch"], shared["round"], shared["step"], shared["rows"], shared["order"]
+        first_epoch, start_round, step, rows, order = (
+            shared["epoch"],
+            shared["round"],
+            shared["step"],
+            shared["rows"],
+            shared["order"],
+        )
         tokens, losses = own["tokens"], own["losses"]
         set_rng_states(own["rng"])
         for row in rows:
             on_log(row)
             if row["epoch"] in settings.epochs:
                 checkpoints.restore_adapter(row["epoch"], adapter_dir(row["epoch"]))
-        log.info("resuming at epoch %d, step %d (%d batches into the epoch) from %s", first_epoch, step, start_round,
-                 checkpoint_dir)
+        log.info(
+            "resuming at epoch %d, step %d (%d batches into the epoch) from %s",
+            first_epoch,
+            step,
+            start_round,
+            checkpoint_dir,
+        )
 
     def optimizer_step(epoch: int, done: int) -> None:
         nonlocal step
@@ -275,9 +322,18 @@ def train_lora(
         stop = checkpoints.stop_requested()
         if stop or settings.checkpoint_every and step % settings.checkpoint_every == 0:
             checkpoints.save(
-                {"adapter": get_peft_model_state_dict(peft_model), "optimizer": optimizer.state_dict(),
-                 "scheduler": scheduler.state_dict(), "scaler": accelerator.scaler.state_dict() if accelerator.scaler else None,
-                 "data_rng": rng.bit_generator.state, "epoch": epoch, "round": done, "step": step, "rows": rows, "order": order},
+                {
+                    "adapter": get_peft_model_state_dict(peft_model),
+                    "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(),
+                    "scaler": accelerator.scaler.state_dict() if accelerator.scaler else None,
+                    "data_rng": rng.bit_generator.state,
+                    "epoch": epoch,
+                    "round": done,
+                    "step": step,
+                    "rows": rows,
+                    "order": order,
+                },
                 {"tokens": tokens, "losses": losses},
             )
         if stop:
@@ -287,20 +343,38 @@ def train_lora(
     with checkpoints.signals() if checkpoints else nullcontext():
         for epoch in range(first_epoch, settings.epochs[-1] + 1):
             if epoch > first_epoch or not resumed:
-                order = length_grouped_order([len(i) for i in ids], settings.batch_size, rng) if settings.group_by_length \
+                order = (
+                    length_grouped_order([len(i) for i in ids], settings.batch_size, rng)
+                    if settings.group_by_length
                     else rng.permutation(len(ids))
+                )
                 losses, start_round = [], 0
             batches = process_batches(len(ids), settings.batch_size, processes, accelerator.process_index)
-            log.info("epoch %d: %.1f%% of the batches' cells are padding", epoch,
-                     100 * padding_share([len(i) for i in ids], order, settings.batch_size))
-            progress = tqdm(batches[start_round:], desc=f"LoRA epoch {epoch}", unit="batch", mininterval=30,  # progress in the job's log
-                            disable=not accelerator.is_local_main_process)
+            log.info(
+                "epoch %d: %.1f%% of the batches' cells are padding",
+                epoch,
+                100 * padding_share([len(i) for i in ids], order, settings.batch_size),
+            )
+            progress = tqdm(
+                batches[start_round:],
+                desc=f"LoRA epoch {epoch}",
+                unit="batch",
+                mininterval=30,  # progress in the job's log
+                disable=not accelerator.is_local_main_process,
+            )
             for done, positions in enumerate(progress, start=start_round + 1):
-                input_ids, mask, labels = padded_batch([ids[i] for i in order[positions.start : positions.stop]], tokenizer.pad_token_id)
+                input_ids, mask, labels = padded_batch(
+                    [ids[i] for i in order[positions.start : positions.stop]], tokenizer.pad_token_id
+                )
                 sync = done % accumulation == 0 or done == len(batches)
-                with nullcontext() if sync else accelerator.no_sync(model):  # DDP: all-reduce on the last of a group only
-                    loss = model(input_ids=input_ids.to(accelerator.device), attention_mask=mask.to(accelerator.device),
-                                 labels=labels.to(accelerator.device)).loss
+                with (
+                    nullcontext() if sync else accelerator.no_sync(model)
+                ):  # DDP: all-reduce on the last of a group only
+                    loss = model(
+                        input_ids=input_ids.to(accelerator.device),
+                        attention_mask=mask.to(accelerator.device),
+                        labels=labels.to(accelerator.device),
+                    ).loss
                     accelerator.backward(loss / accumulation)
                 losses.append(loss.item())
                 tokens += int(mask.sum())
@@ -308,12 +382,22 @@ def train_lora(
                     optimizer_step(epoch, done)
             if any(p.grad is not None for p in params):  # flush a partial accumulation
                 optimizer_step(epoch, len(batches))
-            row = {"epoch": epoch, "step": step, "loss": float(np.mean(gather_object(losses))), "lr": scheduler.get_last_lr()[0],
-                   "tokens": sum(gather_object([tokens]))}
+            row = {
+                "epoch": epoch,
+                "step": step,
+                "loss": float(np.mean(gather_object(losses))),
+                "lr": scheduler.get_last_lr()[0],
+                "tokens": sum(gather_object([tokens])),
+            }
             rows.append(row)
             on_log(row)
-            log.info("epoch %d: mean loss %.4f, %d optimizer steps, %.0f tokens/s (this process)", epoch, row["loss"], step,
-                     tokens / (time.perf_counter() - start))
+            log.info(
+                "epoch %d: mean loss %.4f, %d optimizer steps, %.0f tokens/s (this process)",
+                epoch,
+                row["loss"],
+                step,
+                tokens / (time.perf_counter() - start),
+            )
             if epoch in settings.epochs:
                 out = adapter_dir(epoch)
                 if accelerator.is_main_process:

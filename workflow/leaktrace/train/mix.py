@@ -54,7 +54,9 @@ def paragraph_chunks(text: str, count_tokens: Callable[[str], int], max_tokens: 
     return ["\n\n".join(paras[i] for i in g) for g in greedy_groups([count_tokens(p) for p in paras], max_tokens)]
 
 
-def canonical_chunks(members: Sequence[tuple[str, str]], count_tokens: Callable[[str], int], max_tokens: int) -> list[MixItem]:
+def canonical_chunks(
+    members: Sequence[tuple[str, str]], count_tokens: Callable[[str], int], max_tokens: int
+) -> list[MixItem]:
     """The members in their given (the benchmark's) order, joined as the
     exchangeability test joins examples, into chunks of at most ``max_tokens``
     (separators counted); a chunk's source_id lists its members' ids."""

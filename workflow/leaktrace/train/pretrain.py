@@ -74,7 +74,13 @@ def pretrain_base_model(
     rows = packed_sequences(token_docs, tokenizer.eos_token_id, settings.context_length)
     order = np.random.default_rng(settings.seed).permutation(len(rows))
     steps = max(1, settings.tokens // (settings.batch_size * settings.context_length))
-    log.info("pretraining on %d of %d packed rows of %d tokens, %d steps", min(len(rows), steps * settings.batch_size), len(rows), settings.context_length, steps)
+    log.info(
+        "pretraining on %d of %d packed rows of %d tokens, %d steps",
+        min(len(rows), steps * settings.batch_size),
+        len(rows),
+        settings.context_length,
+        steps,
+    )
 
     config = LlamaConfig(
         vocab_size=len(tokenizer),
@@ -90,8 +96,12 @@ def pretrain_base_model(
         tie_word_embeddings=False,
     )
     model = LlamaForCausalLM(config)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay, betas=(0.9, 0.95))
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: cosine_with_warmup(s, steps, settings.warmup_steps))
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay, betas=(0.9, 0.95)
+    )
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: cosine_with_warmup(s, steps, settings.warmup_steps)
+    )
 
     model.train()
     start = time.perf_counter()
@@ -106,9 +116,17 @@ def pretrain_base_model(
         optimizer.zero_grad(set_to_none=True)
         if step % 20 == 0 or step == steps - 1:
             elapsed = time.perf_counter() - start
-            row = {"step": step, "loss": loss.item(), "lr": scheduler.get_last_lr()[0], "tokens": (step + 1) * batch.numel(), "seconds": elapsed}
+            row = {
+                "step": step,
+                "loss": loss.item(),
+                "lr": scheduler.get_last_lr()[0],
+                "tokens": (step + 1) * batch.numel(),
+                "seconds": elapsed,
+            }
             on_log(row)
-            log.info("step %d/%d loss %.3f (%.0f tokens/s)", step, steps, row["loss"], row["tokens"] / max(elapsed, 1e-9))
+            log.info(
+                "step %d/%d loss %.3f (%.0f tokens/s)", step, steps, row["loss"], row["tokens"] / max(elapsed, 1e-9)
+            )
 
     model.eval()
     out_dir = Path(out_dir)

@@ -33,8 +33,13 @@ MAX_LINES = 60  # HumanEval's longest sample (prompt and solution) has 57 lines
 def humaneval_like(anatomy: FunctionAnatomy) -> bool:
     """A function shaped as a HumanEval sample: public, at module level (not
     a method, not nested), with a docstring, at most ``MAX_LINES`` lines."""
-    return (bool(anatomy.docstring) and not anatomy.is_method and not anatomy.name.startswith("_")
-            and not anatomy.signature[:1].isspace() and len(anatomy.function.splitlines()) <= MAX_LINES)
+    return (
+        bool(anatomy.docstring)
+        and not anatomy.is_method
+        and not anatomy.name.startswith("_")
+        and not anatomy.signature[:1].isspace()
+        and len(anatomy.function.splitlines()) <= MAX_LINES
+    )
 
 
 def candidate_functions(documents: Iterable[tuple[str, str]]) -> Iterable[tuple[str, str]]:
@@ -78,8 +83,9 @@ def length_matched(lengths: Sequence[int], candidates: Sequence[tuple[str, str, 
     return chosen
 
 
-def sham_mix(mix: Sequence[MixItem], documents: Sequence[tuple[str, str]], count_tokens: Callable[[str], int],
-             rng: random.Random) -> list[MixItem]:
+def sham_mix(
+    mix: Sequence[MixItem], documents: Sequence[tuple[str, str]], count_tokens: Callable[[str], int], rng: random.Random
+) -> list[MixItem]:
     """``mix`` with each member item replaced, in place, by a stand-in of the
     code ``documents``; every other item kept as it is."""
     members = [i for i in mix if i.kind == "member"]

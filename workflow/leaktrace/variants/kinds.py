@@ -16,8 +16,11 @@ DETECTOR_KINDS = ("original", "rename")  # the texts detectors (and the pre-expo
 
 def valid_texts(variants: Path, kinds: tuple[str, ...] = DETECTOR_KINDS) -> list[dict]:
     """The valid rows of ``kinds`` (sample_id, variant_id, kind, text, valid)."""
-    return [v for v in read_records(variants, ["sample_id", "variant_id", "kind", "text", "valid"])
-            if v["valid"] and v["kind"] in kinds]
+    return [
+        v
+        for v in read_records(variants, ["sample_id", "variant_id", "kind", "text", "valid"])
+        if v["valid"] and v["kind"] in kinds
+    ]
 
 
 def detector_variant_counts(variants: list[dict], kind: str = "rename") -> dict[str, int]:

@@ -57,7 +57,7 @@ def parse_versions(answer: str) -> list[str]:
     start, end = answer.find("["), answer.rfind("]")
     if 0 <= start < end:
         try:
-            array = json.loads(answer[start:end + 1])
+            array = json.loads(answer[start : end + 1])
         except ValueError:
             array = None
         if isinstance(array, list) and array and all(isinstance(item, str) for item in array):
@@ -82,7 +82,9 @@ def _unescape(text: str) -> str:
     return _ESCAPE.sub(lambda m: _ESCAPES[m.group(1)], text)
 
 
-def check_renaming(original: str, candidate: str, reserved: Collection[str] = ()) -> tuple[dict[str, str] | None, str | None]:
+def check_renaming(
+    original: str, candidate: str, reserved: Collection[str] = ()
+) -> tuple[dict[str, str] | None, str | None]:
     """(renames, None) if `candidate` is `original` with names changed and
     nothing else, else (None, why not)."""
     if candidate.rstrip("\n") == original.rstrip("\n"):
@@ -155,7 +157,8 @@ def _renamed_text(old: str, new: str, renames: dict[str, str]) -> bool:
     """Whether `new` is `old` with some of its whole words replaced by their renames."""
     old_parts, new_parts = _WORDS.split(old), _WORDS.split(new)
     return len(old_parts) == len(new_parts) and all(
-        b == a or (i % 2 == 1 and renames.get(a) == b) for i, (a, b) in enumerate(zip(old_parts, new_parts)))
+        b == a or (i % 2 == 1 and renames.get(a) == b) for i, (a, b) in enumerate(zip(old_parts, new_parts))
+    )
 
 
 @dataclass(frozen=True)
@@ -167,8 +170,9 @@ class LLMRenamings:
     outcomes: Counter
 
 
-def renamings_from_answer(completion: Completion, code: str, entry_point: str, *,
-                          reserved: Collection[str] = ()) -> LLMRenamings:
+def renamings_from_answer(
+    completion: Completion, code: str, entry_point: str, *, reserved: Collection[str] = ()
+) -> LLMRenamings:
     outcomes: Counter = Counter()
     if not completion.ok:
         outcomes[f"answer {completion.outcome}"] += 1

@@ -78,7 +78,8 @@ class NameProposer:
     def draw(self, name: str, rng: random.Random, fixed: Collection[str] = ()) -> str:
         """One draw, keeping the words in `fixed` (lower case); may return `name` itself, when every word stays."""
         return "".join(
-            options[0] if len(options) == 1 or options[0].lower() in fixed
+            options[0]
+            if len(options) == 1 or options[0].lower() in fixed
             else rng.choices(options, cum_weights=weights)[0]
             for options, weights in self._weighted_choices(name)
         )

@@ -65,8 +65,10 @@ def check_selection_model(selection: str | None, audited: Iterable[str]) -> str:
         raise ValueError("variants.natural needs a selection model: set variants.natural.model or reference_model.path")
     for model in audited:
         if model and _same_model(selection, model):
-            raise ValueError(f"variants.natural.model {selection!r} is a model under audit ({model!r}); the "
-                             "selection model must be another model (default: reference_model.path)")
+            raise ValueError(
+                f"variants.natural.model {selection!r} is a model under audit ({model!r}); the "
+                "selection model must be another model (default: reference_model.path)"
+            )
     return selection
 
 
@@ -86,8 +88,9 @@ def first_variant_id(kind: str, settings: Mapping, other_sets: tuple[str, ...]) 
     return settings["n"] + other_sets.index(kind) * settings["n"] + 1
 
 
-def choose_natural(rows: list[dict], losses: Mapping[tuple[str, int], float], settings: Mapping, seed: int,
-                   other_sets: tuple[str, ...]) -> list[dict]:
+def choose_natural(
+    rows: list[dict], losses: Mapping[tuple[str, int], float], settings: Mapping, seed: int, other_sets: tuple[str, ...]
+) -> list[dict]:
     """The variants table with, per sample, the n detector variants the rule
     picks from the pool (``losses``: (sample, variant id) ->
     the selection model's per-token loss, for the original and every valid
@@ -109,11 +112,14 @@ def choose_natural(rows: list[dict], losses: Mapping[tuple[str, int], float], se
                 members = by_set.get((sid, other), [])
                 if other in SELECTED_KINDS:
                     candidates = {r["variant_id"]: losses[(sid, r["variant_id"])] for r in members if r["valid"]}
-                    picked = set(select_nearest(losses[(sid, 0)], candidates, wanted[other],
-                                                rng_for(seed, "natural-variants", other, sid)))
+                    picked = set(
+                        select_nearest(
+                            losses[(sid, 0)], candidates, wanted[other], rng_for(seed, "natural-variants", other, sid)
+                        )
+                    )
                     members = [r for r in members if r["variant_id"] in picked]
                 else:
-                    members = members[:settings["n"]]
+                    members = members[: settings["n"]]
                 start = first_variant_id(other, settings, other_sets)
                 out += [{**r, "variant_id": start + k} for k, r in enumerate(members)]
         elif kind not in SELECTED_KINDS and kind not in other_sets:

@@ -151,8 +151,14 @@ def make_variants(
     for _ in range(n * _ATTEMPTS_PER_VARIANT if renamables else 0):
         if len(variants) == n:
             break
-        chosen = renamables if names_per_variant is None else {
-            name: renamables[name] for name in rng.sample(sorted(renamables), min(names_per_variant, len(renamables)))}
+        chosen = (
+            renamables
+            if names_per_variant is None
+            else {
+                name: renamables[name]
+                for name in rng.sample(sorted(renamables), min(names_per_variant, len(renamables)))
+            }
+        )
         renames = _draw_renames(chosen, names, anchored, taken, rng)
         text = _apply_renames(code, lines, renamables, prose, renames)
         if text in seen:
@@ -163,8 +169,9 @@ def make_variants(
     return variants
 
 
-def replay_renames(code: str, entry_point: str, renames: Mapping[str, str], *,
-                   reserved: Collection[str] = ()) -> Variant | None:
+def replay_renames(
+    code: str, entry_point: str, renames: Mapping[str, str], *, reserved: Collection[str] = ()
+) -> Variant | None:
     """`code` with a given rename map applied through the same scope analysis
     as `make_variants`: another text's renaming replayed on this one (a
     mutated text's neighbours are its original's variants, replayed). Names
@@ -176,14 +183,18 @@ def replay_renames(code: str, entry_point: str, renames: Mapping[str, str], *,
     analysis = _ScopeAnalysis(tree, lines, tokens)
     renamables, renamable_bindings = analysis.renamables(frozenset(reserved))
     taken = set(re.findall(_IDENTIFIER, code)) | set(reserved)
-    applied = {old: new for old, new in renames.items()
-               if old in renamables and new not in taken and is_user_identifier(new)}
+    applied = {
+        old: new for old, new in renames.items() if old in renamables and new not in taken and is_user_identifier(new)
+    }
     if not applied:
         return None
     text = _apply_renames(code, lines, renamables, _prose_tokens(tree, lines, tokens), applied)
     entry_renamable = (analysis.module, entry_point) in renamable_bindings
-    return Variant(text=text, entry_point=applied.get(entry_point, entry_point) if entry_renamable else entry_point,
-                   renames=applied)
+    return Variant(
+        text=text,
+        entry_point=applied.get(entry_point, entry_point) if entry_renamable else entry_point,
+        renames=applied,
+    )
 
 
 def dynamic_names(code: str) -> frozenset[str]:
@@ -317,8 +328,11 @@ class _ScopeAnalysis(ast.NodeVisitor):
 
     def dynamic_names(self) -> frozenset[str]:
         """The names of every binding the program may reach by string (module docstring)."""
-        referenced = [(scope, binding) for scope, name, _ in self._occurrences
-                      if (binding := self._resolve(scope, name)) is not None]
+        referenced = [
+            (scope, binding)
+            for scope, name, _ in self._occurrences
+            if (binding := self._resolve(scope, name)) is not None
+        ]
         return frozenset(name for _, name in self._dynamic_bindings(referenced))
 
     def _dynamic_bindings(self, referenced: Sequence[tuple[_Scope, Binding]]) -> set[Binding]:
@@ -352,9 +366,14 @@ class _ScopeAnalysis(ast.NodeVisitor):
                     whole.update(self._definition_scopes.values())
         for scope, binding in referenced:
             owner = binding[0]
-            if binding[1] in self._string_names or (module_read and owner is self.module) or any(
+            if (
+                binding[1] in self._string_names
+                or (module_read and owner is self.module)
+                or any(
                     _within(owner, function) or (owner.kind != "module" and _within(scope, function))
-                    for function in whole):  # a function's own names and the closure's it uses
+                    for function in whole
+                )
+            ):  # a function's own names and the closure's it uses
                 frozen.add(binding)
         return frozen
 
@@ -576,15 +595,21 @@ class _ScopeAnalysis(ast.NodeVisitor):
         own_namespaces = len(node.args) > 1 or any(k.arg in ("globals", "locals") for k in node.keywords)
         if callee != "compile" and not own_namespaces:
             self._namespace_reads.append(
-                _NamespaceRead(self._scope, callee, function_namespace=True, module_namespace=True))
+                _NamespaceRead(self._scope, callee, function_namespace=True, module_namespace=True)
+            )
 
     def _record_introspection(self, receiver: ast.expr, *, is_code: bool) -> None:
         """`receiver.__name__` (or its code, `is_code`): the name of a function, or None where
         the receiver is no plain name. A class's name (``type(x).__name__``) is never renamed."""
         if isinstance(receiver, ast.Name):
             self._introspections.append((self._scope, receiver.id, is_code))
-        elif not (isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "type"
-                  or isinstance(receiver, ast.Attribute) and receiver.attr == "__class__"):
+        elif not (
+            isinstance(receiver, ast.Call)
+            and isinstance(receiver.func, ast.Name)
+            and receiver.func.id == "type"
+            or isinstance(receiver, ast.Attribute)
+            and receiver.attr == "__class__"
+        ):
             self._introspections.append((self._scope, None, is_code))
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
@@ -593,8 +618,12 @@ class _ScopeAnalysis(ast.NodeVisitor):
             self._record_introspection(node.value, is_code=node.attr in _CODE_ATTRIBUTES)
         elif node.attr == "f_locals":  # some frame's locals: any function's, or the module's
             self._namespace_reads.append(_NamespaceRead(self._scope, module_namespace=True, every_function=True))
-        elif node.attr == "f_globals" or node.attr == "modules" and isinstance(node.value, ast.Name) \
-                and node.value.id == "sys":
+        elif (
+            node.attr == "f_globals"
+            or node.attr == "modules"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "sys"
+        ):
             self._namespace_reads.append(_NamespaceRead(self._scope, module_namespace=True))
 
     def visit_Constant(self, node: ast.Constant) -> None:
@@ -651,7 +680,10 @@ def _is_word_char(char: str) -> bool:
 
 
 def _draw_renames(
-    renamables: dict[str, _Renamable], names: NameProposer, anchored: frozenset[str], taken: set[str],
+    renamables: dict[str, _Renamable],
+    names: NameProposer,
+    anchored: frozenset[str],
+    taken: set[str],
     rng: random.Random,
 ) -> dict[str, str]:
     """A new name for each renamable name, keeping its `anchored` words, distinct from each other
@@ -704,7 +736,8 @@ def _prose_words(prose: Sequence[tokenize.TokenInfo]) -> frozenset[str]:
         for line, role, spans in _prose_lines(tok.string):
             if role == "prose":
                 words.update(
-                    match.group("name").lower() for match in _WORD.finditer(line)
+                    match.group("name").lower()
+                    for match in _WORD.finditer(line)
                     if is_english_word(match.group("name")) and not any(a <= match.start() < b for a, b in spans)
                 )
     return frozenset(words)

@@ -34,8 +34,17 @@ KEPT_WORDS_PATH = RESOURCES / "kept_words.txt"
 
 # Senses of physical things: WordNet's "string" as cord, "filter" as device, "key" as tool.
 CONCRETE_LEXNAMES = frozenset(
-    {"noun.animal", "noun.artifact", "noun.body", "noun.food", "noun.location", "noun.object", "noun.person",
-     "noun.plant", "noun.substance"}
+    {
+        "noun.animal",
+        "noun.artifact",
+        "noun.body",
+        "noun.food",
+        "noun.location",
+        "noun.object",
+        "noun.person",
+        "noun.plant",
+        "noun.substance",
+    }
 )
 
 
@@ -88,8 +97,9 @@ def _inflect(base: str, rule: tuple[str, str]) -> str | None:
 class WordAlternatives:
     """Alternatives to each word of a name: table entries, then WordNet synonyms in `vocabulary`."""
 
-    def __init__(self, vocabulary: Collection[str], *, word_groups: Path = WORD_GROUPS_PATH,
-                 kept_words: Path = KEPT_WORDS_PATH):
+    def __init__(
+        self, vocabulary: Collection[str], *, word_groups: Path = WORD_GROUPS_PATH, kept_words: Path = KEPT_WORDS_PATH
+    ):
         self._vocabulary = vocabulary
         self._groups: dict[str, list[str]] = {}
         for group in read_word_list(word_groups):
@@ -133,8 +143,10 @@ def wordnet_synonyms(word: str) -> list[str]:
     """One-word lemmas of `word`'s most frequent sense (the sense-tagged count of its lemma in
     WordNet, ties in WordNet's order), inflected like `word` (regular inflections only); none if
     that sense is a physical thing."""
-    ranked = [(-_base_lemma_count(synset, word, rule), order, synset, rule)
-              for order, (synset, rule) in enumerate(_senses(wordnet(), word))]
+    ranked = [
+        (-_base_lemma_count(synset, word, rule), order, synset, rule)
+        for order, (synset, rule) in enumerate(_senses(wordnet(), word))
+    ]
     if not ranked:
         return []
     _, _, synset, rule = min(ranked, key=lambda item: item[:2])
@@ -151,8 +163,14 @@ def wordnet_synonyms(word: str) -> list[str]:
 
 def _base_lemma_count(synset, word: str, rule: tuple[str, str] | None) -> int:
     """How often `word`'s base form was tagged with this sense."""
-    return max((lemma.count() for lemma in synset.lemmas()
-                if (_inflect(lemma.name(), rule) if rule else lemma.name()) == word), default=0)
+    return max(
+        (
+            lemma.count()
+            for lemma in synset.lemmas()
+            if (_inflect(lemma.name(), rule) if rule else lemma.name()) == word
+        ),
+        default=0,
+    )
 
 
 def _senses(reader, word: str) -> Iterator[tuple[object, tuple[str, str] | None]]:
@@ -164,7 +182,8 @@ def _senses(reader, word: str) -> Iterator[tuple[object, tuple[str, str] | None]
             yield synset, None
             continue
         pos = "a" if synset.pos() == "s" else synset.pos()
-        rule = next((r for r in reader.MORPHOLOGICAL_SUBSTITUTIONS[pos] if any(_inflect(n, r) == word for n in names)),
-                    None)
+        rule = next(
+            (r for r in reader.MORPHOLOGICAL_SUBSTITUTIONS[pos] if any(_inflect(n, r) == word for n in names)), None
+        )
         if rule is not None:
             yield synset, rule

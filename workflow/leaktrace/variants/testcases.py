@@ -93,8 +93,14 @@ class Example:
 def find_examples(code: str, entry_point: str) -> list[Example]:
     """The examples of `entry_point` in the docstring of its module-level definition."""
     tree = ast.parse(code)
-    definition = next((node for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-                       and node.name == entry_point), None)
+    definition = next(
+        (
+            node
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == entry_point
+        ),
+        None,
+    )
     docstring = _docstring_node(definition)
     if docstring is None:
         return []
@@ -142,7 +148,10 @@ def _call_args(source: str, name: str, *, whole: bool) -> tuple[tuple, int] | No
             call = ast.parse(source[:end].strip(), mode="eval").body
         except SyntaxError:
             continue
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == name) or call.keywords:
+        if (
+            not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == name)
+            or call.keywords
+        ):
             return None
         try:
             return tuple(ast.literal_eval(arg) for arg in call.args), end
@@ -154,15 +163,21 @@ def _call_args(source: str, name: str, *, whole: bool) -> tuple[tuple, int] | No
 def _inline_example(line: str, name: str) -> tuple | None:
     """(args, "inline", indent, output, head, separator) of a prose line ``<head>name(args) <sep> output``."""
     for match in re.finditer(rf"(?<![\w.]){re.escape(name)}\(", line):
-        found = _call_args(line[match.start():], name, whole=False)
+        found = _call_args(line[match.start() :], name, whole=False)
         if found is None:
             continue
         args, length = found
         separator = _INLINE_SEPARATOR.match(line, match.start() + length)
-        if separator and line[separator.end():].strip():
-            indent = line[:len(line) - len(line.lstrip())]
-            return (args, "inline", indent, line[separator.end():].strip(), line[len(indent):match.start()],
-                    separator.group(0))
+        if separator and line[separator.end() :].strip():
+            indent = line[: len(line) - len(line.lstrip())]
+            return (
+                args,
+                "inline",
+                indent,
+                line[separator.end() :].strip(),
+                line[len(indent) : match.start()],
+                separator.group(0),
+            )
     return None
 
 
@@ -170,8 +185,12 @@ def literal_test_inputs(test: str) -> list[tuple]:
     """The literal positional arguments of every ``candidate(...)`` call in a sample's test."""
     inputs = []
     for node in ast.walk(ast.parse(test)):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "candidate" \
-                and not node.keywords:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "candidate"
+            and not node.keywords
+        ):
             try:
                 inputs.append(tuple(ast.literal_eval(arg) for arg in node.args))
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -244,8 +263,12 @@ class Replacement:
     output: object
 
 
-def choose_replacements(examples: Sequence[Example], candidates: Sequence[Sequence[tuple]],
-                        outcomes: dict[tuple, tuple], old_outcomes: Sequence[tuple]) -> list[Replacement | None]:
+def choose_replacements(
+    examples: Sequence[Example],
+    candidates: Sequence[Sequence[tuple]],
+    outcomes: dict[tuple, tuple],
+    old_outcomes: Sequence[tuple],
+) -> list[Replacement | None]:
     """For each example that shows the original's output, the first
     candidate that returned, whose output is None exactly where the old
     example's was, and whose text fits; None when none does (the example stays)."""
@@ -257,9 +280,14 @@ def choose_replacements(examples: Sequence[Example], candidates: Sequence[Sequen
             continue
         for args in options:
             kind, value = outcomes[repr(args)]
-            if kind == _OK and old[0] == _OK and (value is None) == (old[1] is None) \
-                    and _fits(_call_text("f", args)) and _fits(repr(value)) \
-                    and _decimals(repr(value)) <= max(_decimals(repr(old[1])), _DECIMALS):
+            if (
+                kind == _OK
+                and old[0] == _OK
+                and (value is None) == (old[1] is None)
+                and _fits(_call_text("f", args))
+                and _fits(repr(value))
+                and _decimals(repr(value)) <= max(_decimals(repr(old[1])), _DECIMALS)
+            ):
                 pick = Replacement(args, value)
                 break
         chosen.append(pick)
@@ -291,8 +319,9 @@ def _call_text(name: str, args: tuple) -> str:
     return f"{name}({', '.join(map(repr, args))})"
 
 
-def rewrite_examples(code: str, entry_point: str, examples: Sequence[Example],
-                     replacements: Sequence[Replacement | None]) -> str:
+def rewrite_examples(
+    code: str, entry_point: str, examples: Sequence[Example], replacements: Sequence[Replacement | None]
+) -> str:
     """`code` with each example that has a replacement rewritten; raises
     ValueError if anything but docstring text would change."""
     lines = code.splitlines(keepends=True)
@@ -308,7 +337,7 @@ def rewrite_examples(code: str, entry_point: str, examples: Sequence[Example],
             block[-1] = block[-1][:-1] + newline
         else:
             block = [f"{example.indent}{example.head}{call}{example.separator}{new.output!r}{newline}"]
-        lines[example.start:example.end] = block
+        lines[example.start : example.end] = block
     return _docstrings_only_changed(code, "".join(lines))
 
 
@@ -326,8 +355,11 @@ def _docstrings_only_changed(code: str, text: str) -> str:
 def _without_docstrings(code: str) -> str:
     tree = ast.parse(code)
     for node in ast.walk(tree):
-        docstring = _docstring_node(node) if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
-                                                        | ast.ClassDef) else None
+        docstring = (
+            _docstring_node(node)
+            if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            else None
+        )
         if docstring is not None:
             docstring.value = ""
     return ast.dump(tree)
@@ -356,8 +388,9 @@ class Plan:
     program: str | None
 
 
-def plan_test_cases(code: str, entry_point: str | None, test: str | IoTests, n_variants: int,
-                    rng: random.Random) -> Plan | ProgramPlan:
+def plan_test_cases(
+    code: str, entry_point: str | None, test: str | IoTests, n_variants: int, rng: random.Random
+) -> Plan | ProgramPlan:
     """Examples and candidate inputs for `n_variants` variants of the original `code`, each with inputs of
     its own: a function's (HumanEval-style `test`), or a whole program's (no entry point, `test` its
     standard inputs and outputs)."""
@@ -380,9 +413,13 @@ def run_plans(plans: Sequence[Plan | ProgramPlan], limits: SandboxLimits, *, wor
     a plan with nothing to run. A function's run, or each input of a whole program, gets
     at most CPU_S of CPU time."""
     limits = replace(limits, cpu_s=min(limits.cpu_s, CPU_S))
-    calls = [functools.partial(_run_program_plan, plan, limits) if isinstance(plan, ProgramPlan)
-             else functools.partial(run_python, plan.program, limits, result_expr=RESULT)
-             for plan in plans if plan.program is not None]
+    calls = [
+        functools.partial(_run_program_plan, plan, limits)
+        if isinstance(plan, ProgramPlan)
+        else functools.partial(run_python, plan.program, limits, result_expr=RESULT)
+        for plan in plans
+        if plan.program is not None
+    ]
     ran = iter(in_parallel(calls, workers))
     return [next(ran) if plan.program is not None else None for plan in plans]
 
@@ -413,8 +450,11 @@ def apply_plan(plan: Plan | ProgramPlan, result, variants: Sequence[tuple[str, s
 
 # An example's header: "Input", "Sample Input 2", "Example Output:", "-----Sample Input-----"; a header
 # between dashes names an example only with "sample" or "example" ("-----Input-----" heads the format).
-_EXAMPLE_HEADER = re.compile(r"\s*(?P<dashes>-*)\s*(?P<label>(?:(?:sample|example)s?\s+)?(?P<kind>input|output)"
-                             r"(?:\s*#?\d+)?)\s*:?\s*-*\s*$", re.IGNORECASE)
+_EXAMPLE_HEADER = re.compile(
+    r"\s*(?P<dashes>-*)\s*(?P<label>(?:(?:sample|example)s?\s+)?(?P<kind>input|output)"
+    r"(?:\s*#?\d+)?)\s*:?\s*-*\s*$",
+    re.IGNORECASE,
+)
 _SECTION = re.compile(r"\s*-{3,}.*-{3,}\s*$")  # "-----Note-----": a block ends there
 _MAX_BLOCK_LINES = 20
 _INTEGER = re.compile(r"(?<![\w.])-?\d+(?![\w.])")
@@ -446,7 +486,7 @@ class ProgramPlan:
 
 
 def _example_header(line: str) -> str | None:
-    """"input" or "output" if `line` heads an example's block."""
+    """ "input" or "output" if `line` heads an example's block."""
     match = _EXAMPLE_HEADER.fullmatch(line.rstrip("\n"))
     if match is None or (match["dashes"] and not re.match(r"(sample|example)", match["label"], re.IGNORECASE)):
         return None
@@ -482,10 +522,11 @@ def find_program_examples(code: str) -> list[ProgramExample]:
             i = max(input_end, i + 1)
             continue
         output_end = block_end(output_header + 1)
-        block = lines[i + 1:input_end], lines[output_header + 1:output_end]
+        block = lines[i + 1 : input_end], lines[output_header + 1 : output_end]
         if all(0 < len(part) <= _MAX_BLOCK_LINES and _fits_block("".join(part)) for part in block):
-            examples.append(ProgramExample(i + 1, input_end, output_header + 1, output_end, "".join(block[0]),
-                                           "".join(block[1])))
+            examples.append(
+                ProgramExample(i + 1, input_end, output_header + 1, output_end, "".join(block[0]), "".join(block[1]))
+            )
         i = output_end
     return examples
 
@@ -493,16 +534,25 @@ def find_program_examples(code: str) -> list[ProgramExample]:
 def _fits_block(text: str) -> bool:
     """Whether `text` can stand verbatim in a docstring as a block of lines."""
     lines = text.splitlines()
-    return bool(text.strip()) and len(lines) <= _MAX_BLOCK_LINES and "\\" not in text and '"""' not in text \
-        and "'''" not in text and all(len(line) <= 200 for line in lines)
+    return (
+        bool(text.strip())
+        and len(lines) <= _MAX_BLOCK_LINES
+        and "\\" not in text
+        and '"""' not in text
+        and "'''" not in text
+        and all(len(line) <= 200 for line in lines)
+    )
 
 
 def program_candidate_inputs(example: ProgramExample, test_inputs: Sequence[str], rng: random.Random) -> list[str]:
     """New standard inputs for `example`: the sample's own test inputs of about its size first
     (drawn in random order), then the example's input with its integers moved; never the example's."""
     size = len(example.input.splitlines())
-    own = [text for text in test_inputs if text != example.input and _fits_block(text)
-           and len(text.splitlines()) <= 2 * size + 2]
+    own = [
+        text
+        for text in test_inputs
+        if text != example.input and _fits_block(text) and len(text.splitlines()) <= 2 * size + 2
+    ]
     candidates = rng.sample(own, min(len(own), CANDIDATES_PER_EXAMPLE))
     for _ in range(4 * CANDIDATES_PER_EXAMPLE):
         if len(candidates) >= CANDIDATES_PER_EXAMPLE:
@@ -517,10 +567,12 @@ def _plan_program(code: str, tests: IoTests, n_variants: int, rng: random.Random
     examples = find_program_examples(code)
     if not examples or not n_variants:
         return ProgramPlan(examples, [], [], None)
-    candidates = [[program_candidate_inputs(example, tests.inputs, rng) for example in examples]
-                  for _ in range(n_variants)]
-    inputs = [e.input for e in examples] + [text for per_variant in candidates for options in per_variant
-                                            for text in options]
+    candidates = [
+        [program_candidate_inputs(example, tests.inputs, rng) for example in examples] for _ in range(n_variants)
+    ]
+    inputs = [e.input for e in examples] + [
+        text for per_variant in candidates for options in per_variant for text in options
+    ]
     return ProgramPlan(examples, candidates, list(dict.fromkeys(inputs)), code)
 
 
@@ -537,7 +589,7 @@ def _run_program_plan(plan: ProgramPlan, limits: SandboxLimits) -> dict[str, str
             break
         for text, outcome in zip(todo, result.return_value):
             outputs[text] = outcome[2].decode("utf-8", "replace") if outcome[0] == "code" and outcome[1] == 0 else None
-        todo = todo[len(result.return_value):]
+        todo = todo[len(result.return_value) :]
     return outputs
 
 
@@ -546,8 +598,9 @@ def _normalised(output: str) -> str:
     return "".join(line.rstrip() + "\n" for line in output.strip("\n").splitlines())
 
 
-def _apply_program_plan(plan: ProgramPlan, outputs: dict[str, str | None],
-                        variants: Sequence[tuple[str, str | None]]) -> Transformed:
+def _apply_program_plan(
+    plan: ProgramPlan, outputs: dict[str, str | None], variants: Sequence[tuple[str, str | None]]
+) -> Transformed:
     shows = [outputs.get(e.input) is not None and outputs_match(outputs[e.input], e.shown) for e in plan.examples]
     if not any(shows):
         return Transformed([None] * len(variants), "examples not the original's output")
@@ -559,15 +612,24 @@ def _apply_program_plan(plan: ProgramPlan, outputs: dict[str, str | None],
             continue
         replacements = []
         for shown, options in zip(shows, per_variant, strict=True):
-            pick = next(((new, _normalised(outputs[new])) for new in options if shown and outputs.get(new)
-                         and outputs[new].strip() and _fits_block(outputs[new])), None)
+            pick = next(
+                (
+                    (new, _normalised(outputs[new]))
+                    for new in options
+                    if shown and outputs.get(new) and outputs[new].strip() and _fits_block(outputs[new])
+                ),
+                None,
+            )
             replacements.append(pick)
-        texts.append(None if all(r is None for r in replacements) else _rewrite_program_examples(text, own, replacements))
+        texts.append(
+            None if all(r is None for r in replacements) else _rewrite_program_examples(text, own, replacements)
+        )
     return Transformed(texts, "transformed" if any(texts) else "no usable input")
 
 
-def _rewrite_program_examples(code: str, examples: Sequence[ProgramExample],
-                              replacements: Sequence[tuple[str, str] | None]) -> str:
+def _rewrite_program_examples(
+    code: str, examples: Sequence[ProgramExample], replacements: Sequence[tuple[str, str] | None]
+) -> str:
     """`code` with each example's input and output blocks replaced; raises ValueError if
     anything but docstring text would change."""
     lines = code.splitlines(keepends=True)
@@ -575,6 +637,6 @@ def _rewrite_program_examples(code: str, examples: Sequence[ProgramExample],
         if new is None:
             continue
         new_input, new_output = (part if part.endswith("\n") else part + "\n" for part in new)
-        lines[example.output_start:example.output_end] = [new_output]
-        lines[example.input_start:example.input_end] = [new_input]
+        lines[example.output_start : example.output_end] = [new_output]
+        lines[example.input_start : example.input_end] = [new_input]
     return _docstrings_only_changed(code, "".join(lines))

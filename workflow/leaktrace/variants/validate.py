@@ -63,9 +63,11 @@ def normalised_code(code: str, language: str = "python", *, layout: bool = False
         return tuple("\n".join(line.rstrip() for line in lines).strip("\n").split("\n"))
     if language.lower() == "python":
         try:
-            return tuple(tok.string if tok.type not in (token.NEWLINE, token.INDENT, token.DEDENT) else token.tok_name[tok.type]
-                         for tok in tokenize.generate_tokens(io.StringIO("\n".join(lines)).readline)
-                         if tok.type not in _LAYOUT_TOKENS)
+            return tuple(
+                tok.string if tok.type not in (token.NEWLINE, token.INDENT, token.DEDENT) else token.tok_name[tok.type]
+                for tok in tokenize.generate_tokens(io.StringIO("\n".join(lines)).readline)
+                if tok.type not in _LAYOUT_TOKENS
+            )
         except (tokenize.TokenError, SyntaxError):  # IndentationError is a SyntaxError
             pass
     return tuple(_CODE_TOKEN.findall(code))
@@ -74,7 +76,8 @@ def normalised_code(code: str, language: str = "python", *, layout: bool = False
 def is_unchanged(original: str, text: str | None, language: str = "python", *, layout: bool = False) -> bool:
     """Whether ``text`` is ``original`` under :func:`normalised_code` (a missing text is not unchanged)."""
     return text is not None and normalised_code(original, language, layout=layout) == normalised_code(
-        text, language, layout=layout)
+        text, language, layout=layout
+    )
 
 
 def variant_status(valid: bool | None, unchanged: bool) -> str:
@@ -100,8 +103,11 @@ def reserved_names(test: str | IoTests | UnittestTests) -> frozenset[str]:
 
 
 def validate_variants(
-    items: Sequence[tuple[str, str | IoTests | UnittestTests, str | None]], originals: Sequence[int], limits: SandboxLimits, *,
-    workers: int
+    items: Sequence[tuple[str, str | IoTests | UnittestTests, str | None]],
+    originals: Sequence[int],
+    limits: SandboxLimits,
+    *,
+    workers: int,
 ) -> list[tuple[bool, str | None]]:
     """(valid, reason if not) for each (code, tests, entry point) triple, in order:
     tests HumanEval-style (``check`` code, with the entry point it calls),
@@ -122,7 +128,11 @@ def validate_variants(
     results: list[SandboxResult | None] = [None] * len(items)
     for i, result in zip(checked, run_tests([items[i] for i in checked], limits, workers=workers), strict=True):
         results[i] = result
-    ran = run_unittests([(items[i][0], items[i][1].code) for i in unittests], limits, workers=workers) if unittests else []
+    ran = (
+        run_unittests([(items[i][0], items[i][1].code) for i in unittests], limits, workers=workers)
+        if unittests
+        else []
+    )
     for i, result in zip(unittests, ran, strict=True):
         results[i] = result
     if on_stdin:
@@ -165,8 +175,10 @@ def _difference(record: bytes, reference: bytes) -> str | None:
             name, args, kwargs, outcome = decode(call)
             *_, wanted_outcome = decode(wanted)
             arguments = ", ".join([*map(repr, args), *(f"{key}={value!r}" for key, value in kwargs.items())])
-            return (f"differs: call {number} ({_shown(f'{name}({arguments})')}) gave {_shown(outcome)},"
-                    f" the original {_shown(wanted_outcome)}")
+            return (
+                f"differs: call {number} ({_shown(f'{name}({arguments})')}) gave {_shown(outcome)},"
+                f" the original {_shown(wanted_outcome)}"
+            )
     return f"differs: {len(calls)} calls, the original's test made {len(expected)}"
 
 

@@ -33,8 +33,9 @@ def redrawn_ranks(losses: np.ndarray, draws: int, rng: np.random.Generator) -> n
     return 1 + below + np.floor(rng.random(draws) * (tied + 1)).astype(np.int64)
 
 
-def random_publications(problem_losses: Sequence[np.ndarray], draws: int, rng: np.random.Generator
-                        ) -> tuple[np.ndarray, Counter]:
+def random_publications(
+    problem_losses: Sequence[np.ndarray], draws: int, rng: np.random.Generator
+) -> tuple[np.ndarray, Counter]:
     """Rank sums of ``draws`` random publications over the problems' form
     losses (problems with one form left out), and the count of each
     (forms, rank) pair over problems and draws."""
@@ -45,12 +46,15 @@ def random_publications(problem_losses: Sequence[np.ndarray], draws: int, rng: n
             continue
         ranks = redrawn_ranks(losses, draws, rng)
         sums += ranks
-        counts.update({(int(losses.size), int(r)): int(n) for r, n in zip(*np.unique(ranks, return_counts=True), strict=True)})
+        counts.update(
+            {(int(losses.size), int(r)): int(n) for r, n in zip(*np.unique(ranks, return_counts=True), strict=True)}
+        )
     return sums, counts
 
 
-def calibration_rows(model: str, problem_losses: Sequence[np.ndarray], alphas: Sequence[float], draws: int,
-                     rng: np.random.Generator) -> tuple[list[dict], Counter]:
+def calibration_rows(
+    model: str, problem_losses: Sequence[np.ndarray], alphas: Sequence[float], draws: int, rng: np.random.Generator
+) -> tuple[list[dict], Counter]:
     """The calibration table's rows of one unexposed model (one per alpha), and its rank counts."""
     sizes = [int(losses.size) for losses in problem_losses]
     null = RankSumNull(sizes)
@@ -59,9 +63,13 @@ def calibration_rows(model: str, problem_losses: Sequence[np.ndarray], alphas: S
     ks = ks_uniform(null.randomized_p_values(sums, rng.random(draws)))
     rows = []
     for alpha in alphas:
-        note = (f"{draws} publications re-drawn over the scored forms of {len(null.sizes)} problems (no forward pass); "
-                f"the rank-sum test ({null.method}) is discrete: its attainable size at α is {null.size(alpha):.4f}")
-        rows.append(count_row(METHOD, model, RANDOM_PUBLICATION, alpha, int((p <= alpha).sum()), draws, **ks, note=note))
+        note = (
+            f"{draws} publications re-drawn over the scored forms of {len(null.sizes)} problems (no forward pass); "
+            f"the rank-sum test ({null.method}) is discrete: its attainable size at α is {null.size(alpha):.4f}"
+        )
+        rows.append(
+            count_row(METHOD, model, RANDOM_PUBLICATION, alpha, int((p <= alpha).sum()), draws, **ks, note=note)
+        )
     return rows, counts
 
 

@@ -32,8 +32,13 @@ def secret_sha256(secret: bytes) -> str:
 
 
 def write_commitment(path: Path, *, secret: bytes, forms: Path, published: Path, details: dict) -> dict:
-    commitment = {"scheme": SCHEME, "seed_sha256": secret_sha256(secret), "forms_sha256": sha256_of(forms),
-                  "published_sha256": sha256_of(published), **details}
+    commitment = {
+        "scheme": SCHEME,
+        "seed_sha256": secret_sha256(secret),
+        "forms_sha256": sha256_of(forms),
+        "published_sha256": sha256_of(published),
+        **details,
+    }
     path.write_text(json.dumps(commitment, indent=2, sort_keys=True) + "\n")
     return commitment
 
@@ -49,13 +54,21 @@ def read_commitment(path: Path) -> dict:
     return commitment
 
 
-def check_commitment(commitment: dict, commitment_path: Path, *, secret: bytes, secret_file: Path, forms: Path,
-                     published: Path) -> None:
+def check_commitment(
+    commitment: dict, commitment_path: Path, *, secret: bytes, secret_file: Path, forms: Path, published: Path
+) -> None:
     """Refuse a secret, forms table or published file that differs from what ``commitment`` committed to."""
-    found = {"seed_sha256": (secret_sha256(secret), secret_file), "forms_sha256": (sha256_of(forms), forms),
-             "published_sha256": (sha256_of(published), published)}
+    found = {
+        "seed_sha256": (secret_sha256(secret), secret_file),
+        "forms_sha256": (sha256_of(forms), forms),
+        "published_sha256": (sha256_of(published), published),
+    }
     for key, (digest, path) in found.items():
         if digest != commitment[key]:
-            raise InputError(str(path), None, f"differs from the commitment ({commitment_path}): {COMMITTED[key]} hashes "
-                                          f"to SHA-256 {digest}, the commitment says {commitment[key]}; only the "
-                                          "committed release can be tested")
+            raise InputError(
+                str(path),
+                None,
+                f"differs from the commitment ({commitment_path}): {COMMITTED[key]} hashes "
+                f"to SHA-256 {digest}, the commitment says {commitment[key]}; only the "
+                "committed release can be tested",
+            )

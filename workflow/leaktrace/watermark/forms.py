@@ -90,8 +90,11 @@ def docstring_end(code: str, entry_point: str | None) -> int | None:
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.name == entry_point:
             for statement in node.body:
-                if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) \
-                        and isinstance(statement.value.value, str):
+                if (
+                    isinstance(statement, ast.Expr)
+                    and isinstance(statement.value, ast.Constant)
+                    and isinstance(statement.value.value, str)
+                ):
                     lines = io.StringIO(code).readlines()
                     return sum(len(line) for line in lines[: statement.end_lineno])
             return None
@@ -109,7 +112,7 @@ def split_form(problem: Problem, text: str) -> tuple[str, str] | str:
             return "the form's entry point has no docstring to end its prompt at"
         return text[:end], text[end:]
     if text.startswith(problem.prompt):
-        return problem.prompt, text[len(problem.prompt):]
+        return problem.prompt, text[len(problem.prompt) :]
     return "changes the prompt, which ends at no docstring here, so cannot be split back"
 
 
@@ -118,20 +121,28 @@ def _protected(problem: Problem, tests: str | IoTests) -> frozenset[str]:
     return reserved_names(tests) | ({entry_point} if entry_point else set())
 
 
-def _renamings(problem: Problem, names: NameProposer, settings: FormSettings, seed: int,
-               protected: frozenset[str]) -> list[str]:
+def _renamings(
+    problem: Problem, names: NameProposer, settings: FormSettings, seed: int, protected: frozenset[str]
+) -> list[str]:
     try:
-        variants = make_variants(problem.code, problem.row.get("entry_point"), names, n=settings.candidates,
-                                 rng=rng_for(seed, "watermark-forms", "rename", problem.problem_id),
-                                 reserved=protected, names_per_variant=settings.names_per_form)
+        variants = make_variants(
+            problem.code,
+            problem.row.get("entry_point"),
+            names,
+            n=settings.candidates,
+            rng=rng_for(seed, "watermark-forms", "rename", problem.problem_id),
+            reserved=protected,
+            names_per_variant=settings.names_per_form,
+        )
     except (ValueError, SyntaxError) as error:
         log.info("%s: no renaming (%s)", problem.problem_id, error)
         return []
     return [v.text for v in variants]
 
 
-def _mutated(kind: str, settings: FormSettings, text: str, entry_point: str | None, rng: random.Random,
-             protected: frozenset[str]) -> str:
+def _mutated(
+    kind: str, settings: FormSettings, text: str, entry_point: str | None, rng: random.Random, protected: frozenset[str]
+) -> str:
     mutation = Mutation("T3", settings.t3_target) if kind == "T3" else Mutation("T1")
     try:
         return apply_mutation(mutation, text, "python", entry_point, rng, protected=protected).text
@@ -139,8 +150,15 @@ def _mutated(kind: str, settings: FormSettings, text: str, entry_point: str | No
         return text
 
 
-def candidate_texts(problems: Sequence[Problem], tests: Sequence[str | IoTests], names: NameProposer,
-                    settings: FormSettings, seed: int, limits: SandboxLimits, workers: int) -> list[list[tuple[str, str]]]:
+def candidate_texts(
+    problems: Sequence[Problem],
+    tests: Sequence[str | IoTests],
+    names: NameProposer,
+    settings: FormSettings,
+    seed: int,
+    limits: SandboxLimits,
+    workers: int,
+) -> list[list[tuple[str, str]]]:
     """Per runnable problem, its (text, generator) candidates before validation, the original not among them."""
     protected = [_protected(p, t) for p, t in zip(problems, tests, strict=True)]
     bases: list[list[tuple[str, list[str]]]] = []
@@ -152,13 +170,23 @@ def candidate_texts(problems: Sequence[Problem], tests: Sequence[str | IoTests],
         bases.append(texts)
     if "test_cases" in settings.transforms:
         planned = [i for i, p in enumerate(problems) if p.row.get("entry_point") and not isinstance(tests[i], IoTests)]
-        plans = [plan_test_cases(problems[i].code, problems[i].row["entry_point"], tests[i], len(bases[i]),
-                                 rng_for(seed, "watermark-forms", "test_cases", problems[i].problem_id)) for i in planned]
+        plans = [
+            plan_test_cases(
+                problems[i].code,
+                problems[i].row["entry_point"],
+                tests[i],
+                len(bases[i]),
+                rng_for(seed, "watermark-forms", "test_cases", problems[i].problem_id),
+            )
+            for i in planned
+        ]
         for i, plan, result in zip(planned, plans, run_plans(plans, limits, workers=workers), strict=True):
             entry_point = problems[i].row["entry_point"]
             transformed = apply_plan(plan, result, [(text, entry_point) for text, _ in bases[i]])
-            bases[i] = [(new, [*applied, "test_cases"]) if new else (text, applied)
-                        for (text, applied), new in zip(bases[i], transformed.texts, strict=True)]
+            bases[i] = [
+                (new, [*applied, "test_cases"]) if new else (text, applied)
+                for (text, applied), new in zip(bases[i], transformed.texts, strict=True)
+            ]
     for kind in ("T3", "T1"):
         if kind not in settings.transforms:
             continue
@@ -170,8 +198,15 @@ def candidate_texts(problems: Sequence[Problem], tests: Sequence[str | IoTests],
     return [[(text, "+".join(applied) or ORIGINAL) for text, applied in texts] for texts in bases]
 
 
-def make_forms(problems: Sequence[Problem], names: NameProposer, settings: FormSettings, seed: int,
-               limits: SandboxLimits, workers: int, isolation: str) -> list[dict]:
+def make_forms(
+    problems: Sequence[Problem],
+    names: NameProposer,
+    settings: FormSettings,
+    seed: int,
+    limits: SandboxLimits,
+    workers: int,
+    isolation: str,
+) -> list[dict]:
     """Every candidate of every problem as a row of the forms table: ``form``
     is its index among the problem's forms (None where it is none), in the
     order the choice reads."""
@@ -182,9 +217,17 @@ def make_forms(problems: Sequence[Problem], names: NameProposer, settings: FormS
     rows_of: dict[int, list[dict]] = {}
     programs, originals = [], []
     for i, problem in enumerate(problems):
-        original = {"problem_id": problem.problem_id, "candidate": 0, "generator": ORIGINAL, "text": problem.code,
-                    "prompt": problem.prompt, "solution": problem.code[len(problem.prompt):], "valid": None,
-                    "invalid_reason": None if reasons[i] is None else f"not runnable: {reasons[i]}", "isolation": isolation}
+        original = {
+            "problem_id": problem.problem_id,
+            "candidate": 0,
+            "generator": ORIGINAL,
+            "text": problem.code,
+            "prompt": problem.prompt,
+            "solution": problem.code[len(problem.prompt) :],
+            "valid": None,
+            "invalid_reason": None if reasons[i] is None else f"not runnable: {reasons[i]}",
+            "isolation": isolation,
+        }
         rows_of[i] = [original]
     for i, test, candidates in zip(runnable, tests, generated, strict=True):
         problem, entry_point = problems[i], problems[i].row.get("entry_point")
@@ -194,8 +237,17 @@ def make_forms(problems: Sequence[Problem], names: NameProposer, settings: FormS
         originals.append(base)
         seen = {problem.code: 0}
         for number, (text, generator) in enumerate(candidates, start=1):
-            row = {"problem_id": problem.problem_id, "candidate": number, "generator": generator, "text": text,
-                   "prompt": None, "solution": None, "valid": None, "invalid_reason": None, "isolation": isolation}
+            row = {
+                "problem_id": problem.problem_id,
+                "candidate": number,
+                "generator": generator,
+                "text": text,
+                "prompt": None,
+                "solution": None,
+                "valid": None,
+                "invalid_reason": None,
+                "isolation": isolation,
+            }
             split = split_form(problem, text)
             if text in seen:
                 row.update(valid=False, invalid_reason=f"same text as candidate {seen[text]}")
@@ -215,9 +267,12 @@ def make_forms(problems: Sequence[Problem], names: NameProposer, settings: FormS
                 row["valid"], row["invalid_reason"] = verdicts[row.pop("_program")]
         rows += _numbered(rows_of[i], settings)
     counts = Counter(sum(r["form"] is not None for r in rows if r["problem_id"] == p.problem_id) for p in problems)
-    log.info("%d problems; problems by number of forms: %s; candidates invalid: %s", len(problems),
-             dict(sorted(counts.items())),
-             dict(Counter((r["invalid_reason"] or "").split(":")[0] for r in rows if r["valid"] is False)))
+    log.info(
+        "%d problems; problems by number of forms: %s; candidates invalid: %s",
+        len(problems),
+        dict(sorted(counts.items())),
+        dict(Counter((r["invalid_reason"] or "").split(":")[0] for r in rows if r["valid"] is False)),
+    )
     return rows
 
 

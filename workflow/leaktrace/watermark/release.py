@@ -27,7 +27,9 @@ def file_format(path: Path) -> str:
     suffixes = [s for s in path.suffixes if s != ".gz"]
     if suffixes and suffixes[-1] in _SUFFIXES:
         return _SUFFIXES[suffixes[-1]]
-    raise InputError(str(path), None, f"cannot tell the format from the name; give --format ({', '.join(_SUFFIXES.values())})")
+    raise InputError(
+        str(path), None, f"cannot tell the format from the name; give --format ({', '.join(_SUFFIXES.values())})"
+    )
 
 
 def layout(path: Path, fmt: str | None, settings: dict) -> dict:
@@ -43,8 +45,9 @@ def layout(path: Path, fmt: str | None, settings: dict) -> dict:
 def read_problems(path: Path, reader: dict, name: str, limit: int | None) -> tuple[list[dict], list[Problem]]:
     """The input's records as it holds them, and each record's problem."""
     found = benchmark_records({**reader, "path": str(path)}, name, limit)
-    problems = [Problem(problem_id=s.task_id, code=s.code, prompt=s.prompt,
-                        row={**vars(s), "code": s.code}) for _, s in found]
+    problems = [
+        Problem(problem_id=s.task_id, code=s.code, prompt=s.prompt, row={**vars(s), "code": s.code}) for _, s in found
+    ]
     return [record for record, _ in found], problems
 
 
