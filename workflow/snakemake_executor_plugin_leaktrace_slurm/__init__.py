@@ -41,6 +41,7 @@ import asyncio
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Optional
 
 import snakemake_executor_plugin_slurm as slurm
 from snakemake.common.tbdstring import TBDString
@@ -59,7 +60,7 @@ _SHUTDOWN_POLL_S = 0.25
 
 @dataclass
 class ExecutorSettings(slurm.ExecutorSettings):
-    max_seconds_between_status_checks: int | None = field(
+    max_seconds_between_status_checks: Optional[int] = field(  # noqa: UP045 (Snakemake's CLI reads Optional[...], not X | None)
         default=None,
         metadata={
             "help": "The longest wait between two status checks. The slurm plugin waits 10 s longer after "
