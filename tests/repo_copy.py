@@ -11,9 +11,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 # The README's smoke run, run for real by the micro_run fixture.
-MICRO_COMMAND = ".venv/bin/snakemake --cores 2 --configfile config/micro.yaml"
+MICRO_COMMAND = ".venv/bin/snakemake --cores all --configfile config/micro.yaml"
 # The README's audit of the shipped tiny models on the shipped 20-problem fixture, run for real by the audit_run fixture.
-AUDIT_COMMAND = ".venv/bin/snakemake --cores 2 --configfile config/experiments/audit.yaml"
+AUDIT_COMMAND = ".venv/bin/snakemake --cores all --configfile config/experiments/audit.yaml"
 
 
 def fresh_copy(destination: Path) -> Path:
