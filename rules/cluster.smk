@@ -206,6 +206,7 @@ if not CLUSTER["one_job"]:
         dpdllm_fit,
         veilprobe_fit,
         learning_rate_selection,
+        verdict,
 
 
 def place_jobs():

@@ -24,6 +24,8 @@ rule verdict:
                              "contamination_alpha": config["contamination"]["alpha"]}, sort_keys=True),
     log:
         f"{RESULTS}/logs/verdict.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/verdict.tsv"
     threads: 1
     conda:
         CPU_ENV

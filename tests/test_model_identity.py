@@ -147,6 +147,7 @@ MODEL_A_JOBS = {
     "detector_scores": 1,
     "audit": 1,
     "audit_contamination": 1,
+    "verdict": 1,
     "all": 1,
 }  # model-b's scores stay
 

@@ -120,3 +120,11 @@ def test_regression_the_report_shows_the_blind_baseline_and_beats_blind_by():
     row, _ = split_blind_baseline("toy", samples, texts, alpha=0.05, permutations=9, repeats=1, seed=3)
     assert blind_section([row])[0].startswith("\n## Blind baseline of toy\n\nA classifier with no model")
     assert "3 members from its 4 non-members" in blind_section([row])[0]
+
+
+def test_an_interval_that_is_not_estimable_prints_the_value_alone():
+    """A tiny evaluation fold can leave the blind baseline's interval empty (the micro run's)."""
+    from leaktrace.report.results import with_interval
+
+    assert with_interval(0.5, None, None) == "0.500" and with_interval(None, 0.1, 0.9) == "–"
+    assert with_interval(0.5, 0.25, 0.75) == "0.500 [0.250, 0.750]"

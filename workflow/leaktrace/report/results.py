@@ -29,7 +29,10 @@ def estimate(value: float | None, digits: int = 3) -> str:
 
 
 def with_interval(value: float | None, low: float | None, high: float | None) -> str:
-    return "–" if value is None else f"{value:.3f} [{low:.3f}, {high:.3f}]"
+    """``value [low, high]``; the value alone where the interval is not estimable (too few samples)."""
+    if value is None:
+        return "–"
+    return f"{value:.3f}" if low is None or high is None else f"{value:.3f} [{low:.3f}, {high:.3f}]"
 
 
 def summary_alpha(detection: Sequence[dict]) -> str:
