@@ -9,6 +9,7 @@ The fixture's expected findings are the project's own planting (a regression
 test of the whole path); the dataset-level test's numbers are checked
 against what the scores give, and its null against its definition."""
 
+import json
 import re
 import subprocess
 import sys
@@ -91,6 +92,10 @@ VERDICTS = [
     r"no evidence; this test would have detected (AUC|flag rate) ≥ [0-9.]+ with 80% power",
     r"inconclusive: too few samples to detect (AUC|flag rate) < [0-9.]+",
     r"control set differs from the suspects \(blind AUC [0-9.]+ \[[0-9.]+, [0-9.]+\], p = [0-9.e+-]+\): not calibrated",
+    # the reference contrast under the gate (its assumption failed in the shifted-control experiment)
+    r"control set differs from the suspects \(blind AUC [0-9.]+ \[[0-9.]+, [0-9.]+\], p = [0-9.e+-]+\): not calibrated"
+    r"; the contrast assumes the shift moves the target's and the reference's scores alike, which the shifted-control "
+    r"experiment found false",
 ]
 
 
@@ -284,10 +289,11 @@ def test_an_empty_benchmarks_mapping_is_one_line_not_the_schema(tmp_path):
 
 
 def test_a_failed_jobs_own_error_is_in_the_console(tmp_path):
-    """A scan of a benchmark with a malformed record (not audited, so not read
-    at planning): its ingest fails, and the console ends with the job's error line."""
+    """A scan of a benchmark with a malformed record past the few that planning
+    reads: its ingest fails, and the console ends with the job's error line."""
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"task_id": 1, "text": "t", "code": "x = 1\\n", "test_list": [], "test_setup_code": ""}\n{oops\n')
+    good = [{"task_id": i, "text": "t", "code": "x = 1\n", "test_list": [], "test_setup_code": ""} for i in (1, 2, 3)]
+    bad.write_text("".join(json.dumps(r) + "\n" for r in good) + "{oops\n")
     config = tmp_path / "failing.yaml"
     config.write_text(
         yaml.safe_dump(
@@ -313,7 +319,7 @@ def test_a_failed_jobs_own_error_is_in_the_console(tmp_path):
     result = snakemake(workdir, "--configfile", str(config), timeout=300)
     assert result.returncode != 0
     tail = result.stderr[result.stderr.index("leaktrace: 1 job failed") :]
-    assert "ingest_benchmark" in tail and f"bad input: {bad}, record line 2: malformed JSON" in tail
+    assert "ingest_benchmark" in tail and f"bad input: {bad}, record line 4: malformed JSON" in tail
 
 
 # --- control ids as users write them; the test on hand-made scores ---
