@@ -68,6 +68,7 @@ def test_a_failed_rerun_leaves_no_old_report_beside_deleted_parts(tmp_path):
     config["benchmarks"]["mbpp-audit"]["path"] = str(REPO / "resources/audit/mbpp-audit.jsonl")
     config["contamination"]["held_out_ids"] = str(REPO / "resources/audit/control-ids.txt")
     config["audit"]["models"] = [{"name": "model-a", "path": str(REPO / "resources/models/leaktrace-tiny")}]
+    config["audit"]["reference"]["model"] = None  # its reference, model-b, is not audited here
     config["score"]["methods"]["ref"]["model"] = str(REPO / "resources/models/leaktrace-tiny-ref")
     config["base_model"]["path"] = str(REPO / "resources/models/leaktrace-tiny")
     config["reference_model"] = {"path": str(REPO / "resources/models/leaktrace-tiny-ref")}
