@@ -38,7 +38,12 @@ class Smoke:
 SMOKE = {
     "backend_overhead.py": Smoke(("--prompts", "2", "--tokens", "2", "--concurrency", "1"), r"prompts/s"),
     "check_cfamily_devset.py": Smoke(("--out", "smoke-verify"), r"held-out F1"),
-    "counterfactual_signal.py": Smoke((RUN, "--resamples", "20"), r"\| metric \| n \(m / nm\) \|", uses_run=True),
+    "counterfactual_signal.py": Smoke(
+        (RUN, "--resamples", "20"),
+        r"\| metric \| n \(m / nm\) \|",
+        uses_run=True,
+        slow=True,  # 141 s on 2026-11-28
+    ),
     "execution_speed.py": Smoke(("--pairs", "2", "--workers", "1"), r"ms per pair"),
     "fork_server.py": Smoke(("--target", "lexicon"), r"ratio \(without / with\): \d", in_repository=True, slow=True),
     "generation_throughput.py": Smoke(("--prompts", "2", "--new-tokens", "2", "--batch-size", "2"), r"new tokens/s"),
@@ -86,7 +91,7 @@ SMOKE = {
     "renamed_channel.py": Smoke(
         ("--stdlib-files", "20", "--short"), r"cost of the renamed channel: shard job x[\d.]+", slow=True
     ),
-    "scan_cost.py": Smoke(("--files", "20", "--presets", "default"), r"files per CPU second"),
+    "scan_cost.py": Smoke(("--files", "20", "--presets", "default"), r"files per CPU second", slow=True),  # 14 s
     "sandbox_speed.py": Smoke(("--runs", "2"), r"runs/s", in_repository=True),
     "scan_kinds.py": Smoke(
         ("--stdlib-files", "5", "--samples", "2"), r"precision of all duplicate pairs: \d+/\d+", slow=True
