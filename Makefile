@@ -16,7 +16,7 @@ SNAKEMAKE_FLAGS ?=
 $(STAMP): pyproject.toml requirements.lock
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.lock
+	$(PY) -m pip install --quiet --no-compile -r requirements.lock
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 

@@ -11,8 +11,21 @@ LEARNED_FAMILIES = [family for family in ("dpdllm", "veilprobe") if family in ME
 
 
 def conformal_calibration_models():
-    """Every testbed model with detector scores: the base model, every target, the sham controls and twins."""
-    return list(dict.fromkeys(MODELS + unexposed_models(scored=True)))
+    """The scored testbed models whose conformal decisions are checked
+    (`calibration.models`): null, the never-exposed ones (the base model, the
+    sham controls and twins: the nulls) and the counterfactual stage's target
+    (the one every table reads); `all`, every model with detector scores; or a list."""
+    scored = list(dict.fromkeys(MODELS + unexposed_models(scored=True)))
+    models = config["calibration"]["models"]
+    if models is None:
+        target = "target-r{}-s{}-e{}".format(*counterfactual_target())
+        return [m for m in scored if m in unexposed_models(scored=True) or m == target]
+    if models == "all":
+        return scored
+    unknown = [m for m in models if m not in scored]
+    if unknown:
+        raise ValueError(f"calibration.models {unknown} are not scored testbed models: {scored}")
+    return models
 
 
 def membership_calibration_models():
