@@ -198,6 +198,8 @@ def features(text: str, language: str | None) -> tuple[list[str], list[str]]:
             shape.append("STR")
         elif tok not in _BLOCK:
             op = _CANON.get(tok, tok)
+            if op.isalpha():  # &&, ||, !: the keywords and, or, not of Python
+                lexical.append("k:" + op)
             shape.append(op)
     grams = ["|".join(g) for g in zip(shape, shape[1:], shape[2:], strict=False)]
     return lexical, grams
