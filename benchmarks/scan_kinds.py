@@ -260,6 +260,16 @@ def print_rephrase(
         if match and c["sample_id"] in number and number[c["sample_id"]] == int(match.group(2)):
             key = (match.group(1), int(match.group(2)))
             rank_of[key] = min(rank_of.get(key, c["rank"]), c["rank"])
+    # what ranks above a found copy: other planted copies of its own problem (right answers of another kind) or not
+    above: dict[str, Counter] = {kind: Counter() for kind in REPHRASE_KINDS}
+    for c in candidates:
+        match = re.search(r"planted/([^/]+)/(\d+)\.\w+$", c["location"])
+        for kind in REPHRASE_KINDS:
+            k = number.get(c["sample_id"])
+            if k is None or (kind, k) not in rank_of or c["rank"] >= rank_of[kind, k]:
+                continue
+            own = match is not None and int(match.group(2)) == k and match.group(1) != kind
+            above[kind]["own problem, other kind" if own else "other"] += 1
     per_bench, per_unit, n_units = cost
     print(
         f"\nrephrase channel, stand-in embedder (tfidf), no judge: shard job {seconds:.1f} s; "
@@ -271,6 +281,11 @@ def print_rephrase(
         n = planted[kind]
         hits = [sum(1 for (kd, _), r in rank_of.items() if kd == kind and r <= k) for k in TOP_K]
         print(f"| {kind} | {n} | " + " | ".join(f"{h}/{n} = {h / n if n else float('nan'):.3f}" for h in hits) + " |")
+    for kind in REPHRASE_KINDS:
+        print(
+            f"ranked above a found {kind} copy (its own sample's top 10): "
+            + (", ".join(f"{k} {v}" for k, v in sorted(above[kind].items())) or "nothing")
+        )
     total = len({s["sample_id"] for s in samples}) * 2  # both benchmarks' samples have a top k
     for k in TOP_K:
         print(
