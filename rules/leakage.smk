@@ -212,20 +212,6 @@ rule leakage_gather:
 # then the shards merged and, with a judge, judged (leaktrace/stages/leakage_rephrase.py).
 if rephrase_scans():
 
-    def rephrase_of(wildcards):
-        return LEAKAGE_SCANS[wildcards.scan]["rephrase"]
-
-    def rephrase_env(wildcards):
-        """The hf embedder runs a model (transformers); the stand-in does not."""
-        return MODEL_ENV if rephrase_of(wildcards).get("embedder") == "hf" else CPU_ENV
-
-    def rephrase_gpu(wildcards):
-        r = rephrase_of(wildcards)
-        return 1 if r.get("embedder") == "hf" and on_gpu(r) else 0
-
-    def rephrase_judged(wildcards):
-        return bool(LEAKAGE_SCANS[wildcards.scan].get("judge", {}).get("model")) and rephrase_of(wildcards).get("judge", True)
-
     rule leakage_rephrase:
         input:
             benchmark=leakage_benchmark,
@@ -244,11 +230,11 @@ if rephrase_scans():
         wildcard_constraints:
             scan=_alternatives(rephrase_scans()),
         conda:
-            rephrase_env
+            leakage_rephrase_env
         resources:
             **cpu_job(tokenize=["benchmark"]),
-            gpu=rephrase_gpu,
-            slurm_partition=lambda wildcards: _partition(rephrase_gpu(wildcards)),
+            gpu=leakage_rephrase_gpu,
+            slurm_partition=lambda wildcards: _partition(leakage_rephrase_gpu(wildcards)),
         shell:
             "{LEAKTRACE_ONLINE} leakage-rephrase --scan {wildcards.scan} --benchmark {input.benchmark}"
             " --settings {params.settings:q} --part {wildcards.part} --parts {params.parts} --input {input.source}"
@@ -272,12 +258,12 @@ if rephrase_scans():
         wildcard_constraints:
             scan=_alternatives(rephrase_scans()),
         conda:
-            lambda wildcards: MODEL_ENV if rephrase_judged(wildcards) else CPU_ENV
+            leakage_rephrase_gather_env
         resources:
             # a judge's call per candidate (5 s; none without a judge)
-            **cpu_job(per_row={"parts": lambda w: 5 if rephrase_judged(w) else 0}),
-            gpu=lambda wildcards: leakage_judge_gpu(wildcards) if rephrase_judged(wildcards) else 0,
-            slurm_partition=lambda wildcards: _partition(leakage_judge_gpu(wildcards) if rephrase_judged(wildcards) else 0),
+            **cpu_job(per_row={"parts": lambda w: 5 if leakage_rephrase_judged(w) else 0}),
+            gpu=leakage_rephrase_judge_gpu,
+            slurm_partition=lambda wildcards: _partition(leakage_rephrase_judge_gpu(wildcards)),
         shell:
             "{LEAKTRACE_ONLINE} leakage-rephrase-gather --scan {wildcards.scan} --benchmark {input.benchmark}"
             " --parts {input.parts} --settings {params.settings:q} --output {output.table}"
