@@ -36,6 +36,16 @@ channels off) side by side; then the duplicates among the unplanted
 standard-library files (false positives) and the precision of all
 duplicate pairs.
 
+Then the rephrase channel (leakage/rephrase.py) on the same corpus with the
+model-free stand-in embedder (no judge is available offline, so its
+candidates stay unverified): for rephrased and translated, the share of
+planted copies whose own sample has the copy's unit among its k nearest
+units (candidate recall@k, k = 1, 3, 10; units the other channels already
+call duplicates of the sample left out, as the stage does), how many top-k
+places unplanted standard-library units take and from how many files, and
+the stand-in's seconds per 1,000 benchmark samples and per 1,000 corpus units
+on this CPU.
+
     .venv/bin/python benchmarks/scan_kinds.py [--stdlib-files 300] [--seed 0]
 """
 
@@ -56,9 +66,12 @@ from pathlib import Path
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.corpora import iter_stdlib_code
 from leaktrace.leakage.devset import ALTERNATIVES, STDLIB_EXCLUDE, strip_docstrings
+from leaktrace.leakage.rephrase import TfidfEmbedder
+from leaktrace.leakage.units import language_of, split_units
 from leaktrace.mutate.registry import Mutation, apply_mutation
 from leaktrace.stages.ingest import BENCHMARK_SCHEMA, ingest_benchmark
 from leaktrace.stages.leakage import build_index, gather, scan_shard
+from leaktrace.stages.leakage_rephrase import rephrase_shard
 
 KINDS = (
     "verbatim",
@@ -191,6 +204,100 @@ def tally(pairs: list[dict], samples: list[dict]) -> tuple[dict, dict, int, list
     return found, how, right, false_pos
 
 
+TOP_K = (1, 3, 10)
+REPHRASE_KINDS = ("rephrased", "translated")
+
+
+def settings_new(corpus: Path) -> dict:
+    return {
+        "name": "kinds",
+        "benchmarks": ["humaneval", "modlines"],
+        "corpus": {"kind": "files", "root": str(corpus), "glob": "**/*"},
+    }
+
+
+def embedding_cost(samples: list[dict], corpus: Path, repeat: int = 3) -> tuple[float, float, int]:
+    """(seconds per 1,000 benchmark samples, per 1,000 corpus units, units timed) of the stand-in
+    embedder: fitting and embedding the benchmark side (its samples repeated to 1,000 texts),
+    embedding every function-level unit of the corpus in batches of 256; the best of ``repeat``."""
+    texts = [s["code"] for s in samples]
+    bench = (texts * (1000 // len(texts) + 1))[:1000]
+    units, langs = [], []
+    for path in sorted(corpus.rglob("*")):
+        if path.is_file():
+            lang = language_of(str(path), "python")
+            for u in split_units(path.read_text(), lang, "function")[0]:
+                units.append(u.text)
+                langs.append(lang)
+    per_bench, per_unit = float("inf"), float("inf")
+    for _ in range(repeat):
+        embedder = TfidfEmbedder()
+        start = time.perf_counter()
+        embedder.fit(bench, ["python"] * len(bench))
+        embedder.embed(bench, ["python"] * len(bench))
+        per_bench = min(per_bench, time.perf_counter() - start)
+        start = time.perf_counter()
+        for i in range(0, len(units), 256):
+            embedder.embed(units[i : i + 256], langs[i : i + 256])
+        per_unit = min(per_unit, (time.perf_counter() - start) * 1000 / len(units))
+    return per_bench, per_unit, len(units)
+
+
+def print_rephrase(
+    candidates: list[dict], samples: list[dict], planted: Counter, seconds: float, cost: tuple[float, float, int]
+) -> None:
+    """Candidate recall@k of the rephrase channel for the kinds no other channel finds, and the
+    unplanted units in the top k."""
+    number = {s["sample_id"]: k for k, s in enumerate(samples)}
+    rank_of: dict[tuple[str, int], int] = {}  # (kind, planted copy) -> the rank of its unit among its own sample's
+    intruders = {k: [] for k in TOP_K}
+    for c in candidates:
+        match = re.search(r"planted/([^/]+)/(\d+)\.\w+$", c["location"])
+        if "/stdlib/" in c["location"]:
+            for k in TOP_K:
+                if c["rank"] <= k:
+                    intruders[k].append(c["location"])
+        if match and c["sample_id"] in number and number[c["sample_id"]] == int(match.group(2)):
+            key = (match.group(1), int(match.group(2)))
+            rank_of[key] = min(rank_of.get(key, c["rank"]), c["rank"])
+    # what ranks above a found copy: other planted copies of its own problem (right answers of another kind) or not
+    above: dict[str, Counter] = {kind: Counter() for kind in REPHRASE_KINDS}
+    for c in candidates:
+        match = re.search(r"planted/([^/]+)/(\d+)\.\w+$", c["location"])
+        for kind in REPHRASE_KINDS:
+            k = number.get(c["sample_id"])
+            if k is None or (kind, k) not in rank_of or c["rank"] >= rank_of[kind, k]:
+                continue
+            own = match is not None and int(match.group(2)) == k and match.group(1) != kind
+            above[kind]["own problem, other kind" if own else "other"] += 1
+    per_bench, per_unit, n_units = cost
+    print(
+        f"\nrephrase channel, stand-in embedder (tfidf), no judge: shard job {seconds:.1f} s; "
+        f"{len({c['sample_id'] for c in candidates})} samples with candidates"
+    )
+    print("| kind | planted | " + " | ".join(f"recall@{k}" for k in TOP_K) + " |")
+    print("| --- | --- | " + " | ".join("---" for _ in TOP_K) + " |")
+    for kind in REPHRASE_KINDS:
+        n = planted[kind]
+        hits = [sum(1 for (kd, _), r in rank_of.items() if kd == kind and r <= k) for k in TOP_K]
+        print(f"| {kind} | {n} | " + " | ".join(f"{h}/{n} = {h / n if n else float('nan'):.3f}" for h in hits) + " |")
+    for kind in REPHRASE_KINDS:
+        print(
+            f"ranked above a found {kind} copy (its own sample's top 10): "
+            + (", ".join(f"{k} {v}" for k, v in sorted(above[kind].items())) or "nothing")
+        )
+    total = len({s["sample_id"] for s in samples}) * 2  # both benchmarks' samples have a top k
+    for k in TOP_K:
+        print(
+            f"top-{k}: {len(intruders[k])} of {total * k} places held by unplanted standard-library units "
+            f"({len(set(intruders[k]))} files)"
+        )
+    print(
+        f"stand-in embedding cost: {per_bench:.2f} s per 1,000 benchmark samples (fit and embed), "
+        f"{per_unit:.2f} s per 1,000 corpus units ({n_units} units timed)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--stdlib-files", type=int, default=300)
@@ -227,12 +334,7 @@ def main() -> None:
         tables = [work / "humaneval.parquet", work / "modlines.parquet"]
         runs = {}
         for label, extra in (("new", {}), ("minhash", {"containment_channel": False, "statement_channel": False})):
-            settings = {
-                "name": "kinds",
-                "benchmarks": ["humaneval", "modlines"],
-                "corpus": {"kind": "files", "root": str(corpus), "glob": "**/*"},
-                **extra,
-            }
+            settings = {**settings_new(corpus), **extra}
             out = work / label
             build_index(tables, settings, out / "index.parquet")
             start = time.perf_counter()
@@ -254,6 +356,22 @@ def main() -> None:
                 read_records(out / "g" / "accounting.parquet"),
                 seconds,
             )
+        rephrase_settings = {**settings_new(corpus), "rephrase": {"enabled": True, "embedder": "tfidf"}}
+        start = time.perf_counter()
+        rephrase_shard(
+            tables,
+            rephrase_settings["corpus"],
+            0,
+            1,
+            [],
+            rephrase_settings,
+            work / "new" / "p.parquet",
+            work / "rephrase.parquet",
+            top_k=max(TOP_K),
+        )
+        rephrase_seconds = time.perf_counter() - start
+        candidates = read_records(work / "rephrase.parquet")
+        embed_cost = embedding_cost(samples, corpus)
     found_before = tally(runs["minhash"][0], samples)[0]
     found, how, right, false_pos = tally(runs["new"][0], samples)
     pairs, accounting, seconds = runs["new"]
@@ -280,6 +398,7 @@ def main() -> None:
     )
     total = right + len(false_pos)
     print(f"precision of all duplicate pairs: {right}/{total} = {right / total if total else float('nan'):.3f}")
+    print_rephrase(candidates, samples, planted, rephrase_seconds, embed_cost)
 
 
 if __name__ == "__main__":

@@ -510,3 +510,28 @@ def leakage_gather_env(wildcards):
 def leakage_judge_gpu(wildcards):
     judge = config["leakage"]["scans"][wildcards.scan].get("judge", {})
     return 1 if judge.get("model") and on_gpu(judge) else 0
+
+
+def leakage_rephrase_judged(wildcards):
+    """Whether a scan's rephrase candidates go to its judge (a judge model named, rephrase.judge on)."""
+    scan = config["leakage"]["scans"][wildcards.scan]
+    return bool(scan.get("judge", {}).get("model")) and scan["rephrase"].get("judge", True)
+
+
+def leakage_rephrase_env(wildcards):
+    """A rephrase shard job runs a model only for the hf embedder (transformers); the stand-in needs none."""
+    return MODEL_ENV if config["leakage"]["scans"][wildcards.scan]["rephrase"].get("embedder") == "hf" else CPU_ENV
+
+
+def leakage_rephrase_gather_env(wildcards):
+    """The rephrase gather loads a model only for the scan's LLM judge (transformers)."""
+    return MODEL_ENV if leakage_rephrase_judged(wildcards) else CPU_ENV
+
+
+def leakage_rephrase_gpu(wildcards):
+    rephrase = config["leakage"]["scans"][wildcards.scan]["rephrase"]
+    return 1 if rephrase.get("embedder") == "hf" and on_gpu(rephrase) else 0
+
+
+def leakage_rephrase_judge_gpu(wildcards):
+    return leakage_judge_gpu(wildcards) if leakage_rephrase_judged(wildcards) else 0

@@ -9,10 +9,20 @@ LEAKAGE_OUTPUTS = ("pairs.parquet", "summary.parquet", "sources.parquet", "accou
                    "clean.parquet", "report.md")
 
 
+REPHRASE_OUTPUTS = ("rephrase.parquet", "rephrase.md")
+
+
+def rephrase_scans():
+    """The scans with the rephrase channel on (`leakage.scans.<name>.rephrase.enabled`)."""
+    return [name for name, scan in config["leakage"]["scans"].items() if (scan.get("rephrase") or {}).get("enabled")]
+
+
 def leakage_outputs():
-    """The gathered outputs of every configured leakage scan (rules/leakage.smk);
-    ``report.md`` is the Markdown fragment for the aggregate report."""
-    return [f"{RESULTS}/leakage/{scan}/{name}" for scan in config["leakage"]["scans"] for name in LEAKAGE_OUTPUTS]
+    """The gathered outputs of every configured leakage scan (rules/leakage.smk),
+    and of its rephrase channel when on; ``report.md`` and ``rephrase.md`` are
+    the Markdown fragments for the aggregate report."""
+    return [f"{RESULTS}/leakage/{scan}/{name}" for scan in config["leakage"]["scans"] for name in LEAKAGE_OUTPUTS] + [
+        f"{RESULTS}/leakage/{scan}/{name}" for scan in rephrase_scans() for name in REPHRASE_OUTPUTS]
 
 
 def scanned_benchmarks(scan):
@@ -24,7 +34,8 @@ def leakage_fragments(benchmark):
     """The Markdown fragments of this benchmark's leakage scans (and, on a testbed
     benchmark, their RQ4 against its detectors and, when on, RQ3), for its aggregate report."""
     scans = [name for name, scan in config["leakage"]["scans"].items() if benchmark in scanned_benchmarks(scan)]
-    return [f"{RESULTS}/leakage/{name}/report.md" for name in scans] + (
+    return [f"{RESULTS}/leakage/{name}/report.md" for name in scans] + [
+        f"{RESULTS}/leakage/{name}/rephrase.md" for name in scans if name in rephrase_scans()] + (
         [f"{RESULTS}/leakage/{name}/rq4/{benchmark}.md" for name in scans] if benchmark in TESTBED_BENCHMARKS else []) + (
         [f"{RESULTS}/leakage/{RQ3['scan']}/rq3/{benchmark}.md"]
         if benchmark in TESTBED_BENCHMARKS and benchmark in rq3_benchmarks() else [])
@@ -44,6 +55,10 @@ def _check_leakage_config():
                              "(`benchmark`, with benchmarks.<name>.testbed)")
         if scan["corpus"]["kind"] == "corpus" and scan["corpus"]["name"] not in CORPORA:
             raise ValueError(f"leakage scan {name!r}: corpus {scan['corpus']['name']!r} is not under `corpora`")
+        if scan.get("rephrase"):
+            from leaktrace.leakage.rephrase import rephrase_settings
+
+            rephrase_settings(name, scan)  # a bad value stops here, naming the scan
     for benchmark, name in LEAKAGE_CLEAN.items():
         if benchmark not in BENCHMARKS:
             raise ValueError(f"leakage.clean: {benchmark!r} is not under `benchmarks`")
@@ -189,6 +204,70 @@ rule leakage_gather:
         "{LEAKTRACE_ONLINE} leakage-gather --scan {wildcards.scan} --index {input.index} --benchmark {input.benchmark}"
         " --pairs {input.pairs} --accounting {input.accounting} --settings {params.settings:q} {params.samples}"
         " --output-dir {params.output_dir} 2> {log}"
+
+
+# The rephrase channel (`leakage.scans.<name>.rephrase.enabled`; off by
+# default): per shard, each benchmark sample's top_k corpus units by embedding
+# similarity, after the scan's own shard job (its duplicates are left out);
+# then the shards merged and, with a judge, judged (leaktrace/stages/leakage_rephrase.py).
+if rephrase_scans():
+
+    rule leakage_rephrase:
+        input:
+            benchmark=leakage_benchmark,
+            source=leakage_source_inputs,
+            pairs=f"{RESULTS}/leakage/{{scan}}/parts/pairs-{{part}}.parquet",
+        output:
+            f"{RESULTS}/leakage/{{scan}}/parts/rephrase-{{part}}.parquet",
+        params:
+            settings=leakage_scan_settings,
+            parts=leakage_n_parts,
+        log:
+            f"{RESULTS}/logs/leakage_rephrase/{{scan}}-{{part}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/leakage_rephrase/{{scan}}-{{part}}.tsv"
+        threads: 1
+        wildcard_constraints:
+            scan=_alternatives(rephrase_scans()),
+        conda:
+            leakage_rephrase_env
+        resources:
+            **cpu_job(tokenize=["benchmark"]),
+            gpu=leakage_rephrase_gpu,
+            slurm_partition=lambda wildcards: _partition(leakage_rephrase_gpu(wildcards)),
+        shell:
+            "{LEAKTRACE_ONLINE} leakage-rephrase --scan {wildcards.scan} --benchmark {input.benchmark}"
+            " --settings {params.settings:q} --part {wildcards.part} --parts {params.parts} --input {input.source}"
+            " --pairs {input.pairs} --output {output} 2> {log}"
+
+    rule leakage_rephrase_gather:
+        input:
+            benchmark=leakage_benchmark,
+            parts=lambda wildcards: [f"{RESULTS}/leakage/{wildcards.scan}/parts/rephrase-{i}.parquet"
+                                     for i in range(leakage_parts(wildcards.scan))],
+        output:
+            table=f"{RESULTS}/leakage/{{scan}}/rephrase.parquet",
+            markdown=f"{RESULTS}/leakage/{{scan}}/rephrase.md",
+        params:
+            settings=leakage_scan_settings,
+        log:
+            f"{RESULTS}/logs/leakage_rephrase_gather/{{scan}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/leakage_rephrase_gather/{{scan}}.tsv"
+        threads: 1
+        wildcard_constraints:
+            scan=_alternatives(rephrase_scans()),
+        conda:
+            leakage_rephrase_gather_env
+        resources:
+            # a judge's call per candidate (5 s; none without a judge)
+            **cpu_job(per_row={"parts": lambda w: 5 if leakage_rephrase_judged(w) else 0}),
+            gpu=leakage_rephrase_judge_gpu,
+            slurm_partition=lambda wildcards: _partition(leakage_rephrase_judge_gpu(wildcards)),
+        shell:
+            "{LEAKTRACE_ONLINE} leakage-rephrase-gather --scan {wildcards.scan} --benchmark {input.benchmark}"
+            " --parts {input.parts} --settings {params.settings:q} --output {output.table}"
+            " --markdown {output.markdown} 2> {log}"
 
 
 # `leakage.clean: {benchmark: scan}`: the testbed reads the scan's cleaned

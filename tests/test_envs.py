@@ -270,9 +270,10 @@ def assert_environment_holds(rule: str, conda: str, needed: set[str]) -> None:
         assert not missing, f"rule {rule} imports {sorted(missing)}, which {env_file.name} lacks"
 
 
-@pytest.mark.parametrize("name", ["leakage_gather", "variants"])
+@pytest.mark.parametrize("name", ["leakage_gather", "variants", "leakage_rephrase", "leakage_rephrase_gather"])
 def test_a_rule_needs_the_model_environment_only_for_its_llm(name):
-    # leakage_gather_env / variants_env: MODEL_ENV with an LLM judge / LLM renamer (transformers), else CPU_ENV.
+    # leakage_gather_env / variants_env: MODEL_ENV with an LLM judge / LLM renamer (transformers), else CPU_ENV;
+    # leakage_rephrase_env / leakage_rephrase_gather_env: with the hf embedder / the judge.
     rule = next(r for r in RULES if r[0] == name)
     assert env_function_choices(rule[1]) == {"CPU_ENV", "MODEL_ENV"}
     needed = command_imports(rule[2])

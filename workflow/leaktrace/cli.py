@@ -988,6 +988,39 @@ def _leakage_gather(a):
     gather(a.index, a.benchmark, a.pairs, a.accounting, _scan_settings(a), a.samples, a.output_dir)
 
 
+@command("leakage-rephrase")
+@_args(
+    SCAN,
+    path("--benchmark", many=True),
+    SETTINGS,
+    (("--part",), {"type": int, "required": True}),
+    (("--parts",), {"type": int, "required": True}),
+    (("--input",), {"type": Path, "nargs": "*", "default": [], "help": "pipeline artifacts the source reads"}),
+    (("--pairs",), {"type": Path, "required": True, "help": "the shard's pairs: their duplicates are left out"}),
+    path("--output"),
+)
+def _leakage_rephrase(a):
+    from leaktrace.stages.leakage_rephrase import rephrase_shard
+
+    settings = _scan_settings(a)
+    rephrase_shard(a.benchmark, settings["corpus"], a.part, a.parts, a.input, settings, a.pairs, a.output)
+
+
+@command("leakage-rephrase-gather")
+@_args(
+    SCAN,
+    path("--benchmark", many=True),
+    (("--parts",), {"type": Path, "nargs": "+", "required": True, "help": "the shards' rephrase candidates"}),
+    SETTINGS,
+    path("--output"),
+    path("--markdown"),
+)
+def _leakage_rephrase_gather(a):
+    from leaktrace.stages.leakage_rephrase import rephrase_gather
+
+    rephrase_gather(a.benchmark, a.parts, _scan_settings(a), a.output, a.markdown)
+
+
 @command("leakage-rq4")
 @_args(
     SCAN,

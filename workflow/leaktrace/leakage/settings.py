@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from leaktrace.leakage.lsh import choose_bands
 from leaktrace.leakage.minhash import MinHashScheme
+from leaktrace.leakage.rephrase import RephraseSettings, rephrase_settings
 from leaktrace.leakage.units import GRANULARITIES
 from leaktrace.leakage.verify import VerifySettings
 
@@ -90,6 +91,7 @@ class ScanSettings:
     renamed: bool = False  # the identifier-normalised candidate channel (leakage/renamed.py)
     containment_channel: float | None = None  # the windowed-containment channel's threshold (leakage/containment.py)
     statement_channel: bool = False  # the problem-text channel (input leaks)
+    rephrase: RephraseSettings = RephraseSettings()  # the rephrase channel (leakage/rephrase.py; off by default)
 
     def describe(self) -> str:
         channels = ", raw and identifier-normalised channels" if self.renamed else ""
@@ -97,6 +99,8 @@ class ScanSettings:
             channels += f", containment over windows >= {self.containment_channel}"
         if self.statement_channel:
             channels += ", problem-text channel"
+        if self.rephrase.enabled:
+            channels += f", rephrase channel ({self.rephrase.embedder} embedder, top {self.rephrase.top_k})"
         return f"{self.minhash.describe()}, LSH {self.bands} x {self.rows}{channels}, {self.granularity} granularity"
 
 
@@ -149,6 +153,7 @@ def resolve(name: str, scan: dict) -> ScanSettings:
             raise ValueError(f"unknown granularity {granularity!r}; known: {', '.join(GRANULARITIES)}")
     except ValueError as err:
         raise ValueError(f"leakage scan {name!r}: {err}") from None
+    rephrase = rephrase_settings(name, scan)  # its errors name the scan already
     return ScanSettings(
         name=name,
         preset=preset_name,
@@ -165,4 +170,5 @@ def resolve(name: str, scan: dict) -> ScanSettings:
         renamed=bool(pick("renamed")),
         containment_channel=containment_channel,
         statement_channel=bool(pick("statement_channel")),
+        rephrase=rephrase,
     )
