@@ -1,7 +1,7 @@
 # The calibration table's rows of the per-sample detectors and of dataset
 # inference (leaktrace/stages/calibration.py, issue 31): conformal decisions
 # checked on the calibration fold and over re-partitions of the non-members
-# under every scored testbed model, dataset inference on re-randomised
+# under the checked testbed models (calibration.models), dataset inference on re-randomised
 # memberships under the unexposed ones. No forward pass: the learned
 # detectors' classifiers are refitted from their features, all fits of a
 # model as one batch. One job per model and check, so each starts as soon as

@@ -11,6 +11,7 @@ def verdict_tables():
     extra = [f"{RESULTS}/contamination/{b}/{name}" for b in TESTBED_BENCHMARKS
              for name in ("p_values.parquet", "calibration.parquet")]
     extra += [f"{watermark_dir(b)}/summary.parquet" for b in TESTBED_BENCHMARKS if b in watermark_benchmarks()]
+    extra += [testbed_blind_files(b)[0] for b in TESTBED_BENCHMARKS]  # the headline's blind baseline
     return sorted(set(get_final_output() + extra))
 
 

@@ -556,3 +556,22 @@ def test_aggregate_writes_both_subsets_seeds_and_the_null_check(tmp_path):
     report = (out / "calibration.md").read_text()
     assert "### Null: real order" in report and "randomised at release" in report
     assert "- **real order**:" in (out / "report.md").read_text()
+
+
+def test_a_level_no_conformal_p_value_can_reach_is_said_beside_the_decisions():
+    """The toy split has 2 controls: a conformal p-value is at least 1/3. At
+    alpha 0.05 nothing can be flagged (the default's 18 controls give 1/19 =
+    0.053 > 0.05), and the section says so instead of showing a macro F1 of
+    all-negative decisions as the detector's; at alpha 0.7 it is reachable."""
+    from leaktrace.report.results import detection_sections, unreachable_alpha
+
+    scores, samples = toy_split()
+    for alpha, said in ((0.05, True), (ALPHA, False)):
+        rows = [
+            r | {"model": "m"}
+            for r in detection_rows(scores, samples, n_resamples=20, seed=1, alpha=alpha, min_per_class=2)[0]
+        ]
+        text = "\n".join(detection_sections(rows))
+        assert ("**No sample can be flagged at this α**: with 2 controls" in text) is said
+    assert unreachable_alpha({"n_control": 19, "alpha": 0.05}) == ""
+    assert "at least 19 non-members" in unreachable_alpha({"n_control": 18, "alpha": 0.05})

@@ -179,6 +179,8 @@ def test_micro_verdict_has_a_section_per_model_and_a_short_headline(micro_run):
     headline = head[head.index("## Testbed headline: humaneval") :]
     assert len(headline.strip().splitlines()) <= 30 and "Calibration table" in headline
     assert "| detector | base model AUC | 1:1, epoch 1 | 1:2, epoch 1 |" in headline
+    blind = pq.read_table(out / "calibration/humaneval/blind_baseline.parquet").to_pylist()[0]
+    assert f"Blind baseline (text only, no model): AUC {blind['auc']:.2f} [" in headline  # the testbed's own
     for section in sections:
         assert re.search(
             r"\*\*Answer\*\*: \*\*(Evidence of exposure|No evidence of exposure|Inconclusive)\*\*", section

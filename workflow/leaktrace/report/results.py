@@ -5,6 +5,7 @@ model is labelled "oracle"."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -33,6 +34,23 @@ def with_interval(value: float | None, low: float | None, high: float | None) ->
     if value is None:
         return "–"
     return f"{value:.3f}" if low is None or high is None else f"{value:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def unreachable_alpha(row: dict) -> str:
+    """A sentence where no sample can be flagged: with m controls a conformal
+    p-value is at least 1 / (m + 1), and where that exceeds alpha every
+    decision is negative (macro F1 about 0.333 whatever the scores), which
+    would otherwise read as a detector that finds nothing. Empty where alpha is reachable."""
+    m, alpha = row.get("n_control"), row.get("alpha")
+    if m is None or alpha is None or 1 / (m + 1) <= alpha:
+        return ""
+    return (
+        f"**No sample can be flagged at this α**: with {m} controls the smallest conformal p-value is 1/{m + 1} = "
+        f"{1 / (m + 1):.3f} > α = {alpha:g}, so every decision is negative and the decision columns (macro F1, FPR "
+        f"at α, Δ macro F1) say nothing of the detector; AUC, TPR at low FPR and the own-rule columns do not depend "
+        f"on it. A calibration fold of at least {math.ceil(1 / alpha) - 1} non-members makes α reachable "
+        "(filter.split.calibration_fraction). "
+    )
 
 
 def summary_alpha(detection: Sequence[dict]) -> str:
@@ -142,7 +160,9 @@ def headline_sections(detection: Sequence[dict], seeds: Sequence[dict]) -> list[
             "decision, SrDetection's PPL_0 < min PPL_i / NGO_0 > max NGO_i as its paper's Tables 1-2 (– for a detector "
             "without one). `n eval`: "
             "evaluation samples; a method with fewer (a variant generator that covers only some samples) is "
-            "evaluated on its own samples and compared with SrDetection gray-box on those.\n",
+            "evaluated on its own samples and compared with SrDetection gray-box on those. "
+            + unreachable_alpha(next(iter(per_seed.values()), {}))
+            + "\n",
             markdown_table(
                 rows,
                 [
@@ -183,7 +203,7 @@ def detection_sections(detection: Sequence[dict]) -> list[str]:
                 "share of replicates where the method is higher. Accuracy, macro precision and recall of these conformal decisions, and "
                 "member-class precision, recall and F1, are in detection.parquet; SrDetection under its own rule (its paper's "
                 "Tables 1-2) is in the section 'Detectors under their own decision rule'. "
-                f"{blind_sentence(rows[0])}\n",
+                f"{unreachable_alpha(rows[0])}{blind_sentence(rows[0])}\n",
                 markdown_table(
                     [
                         {

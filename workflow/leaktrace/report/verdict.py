@@ -185,7 +185,8 @@ class RunTables:
     audit_rates: list[dict] = field(default_factory=list)
     audit_inference: list[dict] = field(default_factory=list)
     audit_verdicts: list[dict] = field(default_factory=list)
-    blind: list[dict] = field(default_factory=list)
+    blind: list[dict] = field(default_factory=list)  # the audit's (audit/blind_baseline.parquet)
+    testbed_blind: dict[str, dict] = field(default_factory=dict)  # calibration/<benchmark>/blind_baseline.parquet
 
 
 # (folder under results/, file name) -> RunTables attribute; the folder's next part is the benchmark
@@ -217,7 +218,9 @@ def load_tables(paths: Sequence[Path], results: Path) -> RunTables:
             raise ValueError(f"verdict: {path} is not under the run's results directory {results}") from None
         if path.suffix != ".parquet":
             continue
-        if path.name == "blind_baseline.parquet":
+        if path.name == "blind_baseline.parquet" and parts[0] == "calibration" and len(parts) == 3:
+            tables.testbed_blind[parts[1]] = read_records(path)[0]
+        elif path.name == "blind_baseline.parquet":
             tables.blind += read_records(path)
         elif parts[0] == "audit" and len(parts) == 2 and path.name in AUDIT:
             getattr(tables, AUDIT[path.name]).extend(read_records(path))
@@ -643,7 +646,7 @@ def headline(tables: RunTables, benchmark: str) -> list[str]:
     ranked = sorted(found, key=lambda m: (-max(sum(c[2]) / len(c[2]) for c in found[m].values()), m))
     shown = ranked[:HEADLINE_DETECTORS]
     finders = sorted(m for m in found if any(c[0] for c in found[m].values()))
-    blind = blind_of(tables, benchmark)
+    blind = tables.testbed_blind.get(benchmark)
     lines.append(
         f"Planted members found (AUC 95% CI above 0.5, {subset} subset) by {len(finders)} of {len(found)} "
         f"detectors in at least one training seed. Cells: mean AUC over seeds (seeds whose CI lies above "
@@ -651,7 +654,8 @@ def headline(tables: RunTables, benchmark: str) -> list[str]:
         + (
             "not measured in this run.\n\n"
             if blind is None
-            else f"AUC {blind['auc']:.2f} [{blind['ci_low']:.2f}, {blind['ci_high']:.2f}].\n\n"
+            else f"AUC {blind['auc']:.2f} [{blind['ci_low']:.2f}, {blind['ci_high']:.2f}] on the evaluation fold "
+            f"(p = {fmt_p(blind['p_value'])}; a detector shows exposure only where its AUC is above what text alone reaches).\n\n"
         )
     )
     columns = ["detector", "base model AUC", *[f"1:{ratio:g}, epoch {epoch}" for ratio, epoch in cells]]
