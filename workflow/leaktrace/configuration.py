@@ -37,8 +37,8 @@ NAMED_COLLECTIONS = (
 def _schema() -> dict:
     import yaml
 
-    with open(SCHEMA_PATH) as handle:
-        return yaml.safe_load(handle)
+    with open(SCHEMA_PATH) as handle:  # libyaml's loader where installed: the same mapping, ten times faster
+        return yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def schema_node(*keys: str) -> dict[str, Any]:
