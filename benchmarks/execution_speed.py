@@ -22,7 +22,7 @@ import time
 
 from leaktrace.data.functions import function_anatomy
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
-from leaktrace.similarity.execution import ExecutionSettings, Sample, coverage, execution_scores
+from leaktrace.similarity.execution import ExecutionSample, ExecutionSettings, coverage, execution_scores
 
 _OPERATOR = re.compile(r" (<=|>=|<|>|\+|-) ")
 _SWAP = {"<": "<=", "<=": "<", ">": ">=", ">=": ">", "+": "-", "-": "+"}
@@ -32,14 +32,14 @@ def _near_miss(body: str) -> str:
     return _OPERATOR.sub(lambda m: f" {_SWAP[m.group(1)]} ", body, count=1)
 
 
-def samples(n_samples: int) -> list[Sample]:
+def samples(n_samples: int) -> list[ExecutionSample]:
     originals = load_humaneval(shipped_humaneval_path(), "humaneval")
     out = []
     for i in range(n_samples):
         original = originals[i % len(originals)]
         anatomy = function_anatomy(original.code, original.entry_point)
         out.append(
-            Sample(
+            ExecutionSample(
                 f"{original.task_id}#{i // len(originals)}",
                 anatomy.context,
                 anatomy.signature,

@@ -15,8 +15,8 @@ import pytest
 from leaktrace.artifacts import read_records, read_table
 from leaktrace.data import benchmarks
 from leaktrace.data.benchmarks import PRESETS, load_benchmark
-from leaktrace.data.humaneval import shipped_humaneval_path
-from leaktrace.data.samples import document, not_runnable
+from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
+from leaktrace.data.samples import BenchmarkSample, document, not_runnable
 from leaktrace.errors import InputError
 from leaktrace.stages.function_filter import filter_functions
 from leaktrace.stages.ingest import BENCHMARK_SCHEMA, GENERIC_BENCHMARK_SCHEMA, ingest_benchmark
@@ -412,6 +412,23 @@ def test_the_humaneval_preset_reads_the_shipped_file_as_the_humaneval_format_doe
     generic = read_table(tmp_path / "generic.parquet").select(BENCHMARK_SCHEMA.names)
     assert generic.equals(strict)
     assert all(document(r) == r["code"] and not_runnable(r) is None for r in strict.to_pylist())
+
+
+def test_the_humaneval_reader_and_the_humaneval_preset_give_the_same_samples():
+    """One sample type for every reader: HumanEval's own reader gives each
+    shipped problem the sample preset humaneval gives it (its problem text
+    the prompt, code and text both, Python, check tests)."""
+    path = shipped_humaneval_path()
+    strict = load_humaneval(path, "humaneval")
+    generic = load_benchmark({"format": "jsonl", "preset": "humaneval", "path": str(path)}, "humaneval")
+    assert {type(s) for s in strict + generic} == {BenchmarkSample}
+    assert strict == generic
+    assert (strict[0].kind, strict[0].language, strict[0].test_format, strict[0].text) == (
+        "both",
+        "python",
+        "check",
+        strict[0].prompt,
+    )
 
 
 # --- bad input: one InputError naming the file and the record ---

@@ -13,7 +13,7 @@ saying what is missing, elsewhere.
 import pytest
 
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level, run_calls
-from leaktrace.similarity.execution import ExecutionSettings, Sample, _limits, execution_scores, pair_metrics
+from leaktrace.similarity.execution import ExecutionSample, ExecutionSettings, _limits, execution_scores, pair_metrics
 
 SETTINGS = ExecutionSettings(candidates=10, function_cpu_s=1.0)
 CONTEXT = "from typing import List\n\n\n"
@@ -152,7 +152,7 @@ def isolated():
 @pytest.fixture(scope="module")
 def scores(isolated):
     generations = {name: f"    # FORGER\n{body}" for name, body in ATTACKS.items()} | {"equivalent": EQUIVALENT}
-    sample = Sample("shift", CONTEXT, SIGNATURE, TRUTH, generations, TEST)
+    sample = ExecutionSample("shift", CONTEXT, SIGNATURE, TRUTH, generations, TEST)
     return execution_scores([sample], SETTINGS, 7, workers=1).scores
 
 

@@ -20,8 +20,8 @@ from leaktrace.data.functions import FUNCTIONS_SCHEMA
 from leaktrace.errors import InputError
 from leaktrace.sandbox import SandboxUnavailable, isolation_level, values
 from leaktrace.similarity.execution import (
+    ExecutionSample,
     ExecutionSettings,
-    Sample,
     _limits,
     execution_scores,
     pair_metrics,
@@ -54,24 +54,24 @@ CLASS_CONTEXT = "class Scale:\n    def __init__(self, factor: int):\n        sel
 METHOD = "    def apply(self, x: int) -> int:\n"
 BROKEN_CLASS = "class Broken:\n    def __init__(self):\n        raise RuntimeError('no')\n\n"
 SAMPLES = [
-    Sample("function", CONTEXT, SIGNATURE, TRUTH, GENERATIONS, TEST),
-    Sample(
+    ExecutionSample("function", CONTEXT, SIGNATURE, TRUTH, GENERATIONS, TEST),
+    ExecutionSample(
         "method",
         CLASS_CONTEXT,
         METHOD,
         "        return self.factor * x\n",
         {"same": "        return x * self.factor\n", "different": "        return self.factor + x\n"},
     ),
-    Sample("no-instance", BROKEN_CLASS, METHOD, "        return x\n", {"same": "        return x\n"}),
-    Sample("broken-truth", CONTEXT, SIGNATURE, "    return [x +\n", {"same": "    return xs\n"}),
-    Sample(
+    ExecutionSample("no-instance", BROKEN_CLASS, METHOD, "        return x\n", {"same": "        return x\n"}),
+    ExecutionSample("broken-truth", CONTEXT, SIGNATURE, "    return [x +\n", {"same": "    return xs\n"}),
+    ExecutionSample(
         "async",
         "",
         "async def twice(x: int) -> int:\n",
         "    return 2 * x\n",
         {"same": "    return x + x\n", "different": "    return x\n"},
     ),
-    Sample(
+    ExecutionSample(
         "needs-globals",
         "",
         "def look_up(key: str) -> int:\n",
@@ -108,7 +108,7 @@ def test_a_call_past_its_limit_once_is_run_again_and_not_a_timeout():
         "    import os\n    if not os.path.exists('ran-once'):\n        open('ran-once', 'w').close()\n"
         "        while True:\n            pass\n    return [x + k for x in xs]\n"
     )
-    sample = Sample("slow-once", CONTEXT, SIGNATURE, TRUTH, {"slow-once": slow_once}, TEST)
+    sample = ExecutionSample("slow-once", CONTEXT, SIGNATURE, TRUTH, {"slow-once": slow_once}, TEST)
     settings = ExecutionSettings(candidates=3, function_cpu_s=2.0)  # room for a late timer (see SETTINGS)
     score = execution_scores([sample], settings, 7, workers=1).scores[("slow-once", "slow-once")]
     assert (score.outcome, score.s_a, score.s_b) == ("ok", 1.0, 1.0)
@@ -138,7 +138,7 @@ def test_hostile_generations_are_counted_by_cause(scores):
 
 @pytest.mark.usefixtures("isolated")
 def test_a_function_that_kills_the_driver_spoils_no_other_result():
-    killer = Sample(
+    killer = ExecutionSample(
         "killer",
         CONTEXT,
         SIGNATURE,
@@ -166,8 +166,8 @@ def test_inputs_are_the_benchmark_tests_then_seeded_draws_the_same_in_another_pr
     assert all(type(x) is int for (xs, k), _ in calls for x in xs + [k])
     script = (
         "from leaktrace.sandbox import values\n"
-        "from leaktrace.similarity.execution import ExecutionSettings, Sample, plan_sample\n"
-        f"sample = Sample('function', {CONTEXT!r}, {SIGNATURE!r}, {TRUTH!r}, {GENERATIONS!r}, {TEST!r})\n"
+        "from leaktrace.similarity.execution import ExecutionSettings, ExecutionSample, plan_sample\n"
+        f"sample = ExecutionSample('function', {CONTEXT!r}, {SIGNATURE!r}, {TRUTH!r}, {GENERATIONS!r}, {TEST!r})\n"
         "plan = plan_sample(sample, ExecutionSettings(candidates=10), 7)\n"
         "print(values.encode(plan.truth.inputs).hex())\n"
     )

@@ -7,9 +7,21 @@ removes the default's entry. So an experiment file adds an entry by naming a
 new key, changes one by naming its keys, and drops one with ``null``.
 Collections whose entries are only meaningful together (the models an audit
 compares, the epochs, ratios and seeds trained) are lists, so an overlay
-replaces them whole and never inherits a model it does not build."""
+replaces them whole and never inherits a model it does not build.
+
+``config/schema.yaml`` is where every key's default lives (Snakemake fills
+them into the config before any rule reads it); :func:`schema_node` gives
+library code the same defaults (the detector registry's parameters) so no
+default is written twice."""
 
 from __future__ import annotations
+
+import copy
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
 
 NAMED_COLLECTIONS = (
     ("benchmarks",),
@@ -19,6 +31,27 @@ NAMED_COLLECTIONS = (
     ("leakage", "clean"),
     ("counterfactual", "sources"),
 )
+
+
+@cache
+def _schema() -> dict:
+    import yaml
+
+    with open(SCHEMA_PATH) as handle:  # libyaml's loader where installed: the same mapping, ten times faster
+        return yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def schema_node(*keys: str) -> dict[str, Any]:
+    """A copy of the schema of the config key ``keys`` (``"score", "methods",
+    "min_k"``: ``score.methods.min_k``), found through each level's
+    ``properties``; a key the schema does not have is a KeyError naming it."""
+    node = _schema()
+    for depth, key in enumerate(keys):
+        try:
+            node = node["properties"][key]
+        except KeyError:
+            raise KeyError(f"config/schema.yaml has no key {'.'.join(keys[: depth + 1])}") from None
+    return copy.deepcopy(node)
 
 
 def drop_removed_entries(config: dict) -> list[str]:

@@ -50,7 +50,7 @@ import io
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -58,6 +58,7 @@ import pyarrow.parquet as pq
 
 from leaktrace.data.humaneval import GZIP_MAGIC, MAX_RECORD_BYTES, check_file, decode_object, json_lines
 from leaktrace.data.io_tests import TEST_FORMATS
+from leaktrace.data.samples import BenchmarkSample
 from leaktrace.data.script_tests import SCRIPT_FORMAT, infer_entry_point
 from leaktrace.errors import InputError
 
@@ -281,25 +282,6 @@ LANGUAGE_ALIASES = {
     "c#": "csharp",
     "ts": "typescript",
 }
-
-
-@dataclass(frozen=True)
-class Sample:
-    sample_id: str
-    benchmark: str
-    task_id: str
-    prompt: str
-    solution: str
-    test: str
-    entry_point: str | None
-    text: str
-    kind: str
-    language: str | None
-    test_format: str | None  # how `test` is written (data/io_tests.py TEST_FORMATS); None without tests
-
-    @property
-    def code(self) -> str:
-        return self.prompt + self.solution
 
 
 _SUFFIXES = {".jsonl": "jsonl", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
@@ -614,7 +596,7 @@ def _sample(
     problem_in_code: bool = False,
     language_from_id: bool = False,
     python_tests: str | None = None,
-) -> Sample:
+) -> BenchmarkSample:
     got = {key: _string(record, spec, key) for key, spec in fields.items()}
     for key, value in got.items():
         try:
@@ -646,7 +628,7 @@ def _sample(
     )
     if python_tests and sample_language == "python":  # HumanEval-X: main() programs, but check code for Python
         tests_format = python_tests
-    return Sample(
+    return BenchmarkSample(
         sample_id=f"{benchmark}/{task_id}",
         benchmark=benchmark,
         task_id=task_id,
@@ -680,7 +662,7 @@ def record_texts(settings: dict, field: str, limit: int | None = None) -> Iterat
                 return
 
 
-def benchmark_records(settings: dict, benchmark: str, limit: int | None = None) -> list[tuple[dict, Sample]]:
+def benchmark_records(settings: dict, benchmark: str, limit: int | None = None) -> list[tuple[dict, BenchmarkSample]]:
     """Each record of a configured benchmark as its file holds it, beside its
     sample (the first ``limit`` when given: a streamed dataset is read no
     further): what a writer needs to give a record back in its own layout."""
@@ -691,7 +673,7 @@ def benchmark_records(settings: dict, benchmark: str, limit: int | None = None) 
     from_id = bool(preset.get("language_from_id"))
     python_tests = None if settings.get("test_format") else preset.get("python_test_format")
     name = source_name(settings)
-    found: list[tuple[dict, Sample]] = []
+    found: list[tuple[dict, BenchmarkSample]] = []
     seen: set[str] = set()
     for label, record in _records(settings):
         fields = _mapping_for(record, mappings, settings, name, label)
@@ -724,7 +706,7 @@ def benchmark_records(settings: dict, benchmark: str, limit: int | None = None) 
     return found
 
 
-def load_benchmark(settings: dict, benchmark: str, limit: int | None = None) -> list[Sample]:
+def load_benchmark(settings: dict, benchmark: str, limit: int | None = None) -> list[BenchmarkSample]:
     """The samples of a configured benchmark (the first ``limit`` when given:
     a streamed dataset is read no further)."""
     return [sample for _, sample in benchmark_records(settings, benchmark, limit)]

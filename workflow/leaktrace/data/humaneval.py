@@ -1,9 +1,12 @@
 """HumanEval-format benchmarks: JSONL (optionally gzipped) records with
 ``task_id``, ``prompt``, ``canonical_solution``, ``test`` and ``entry_point``.
-A sample's code is prompt + canonical solution. Every problem with the file
-or a record (unreadable, corrupt gzip, binary, not UTF-8, malformed or too
-deeply nested JSON, a lone surrogate, code that does not compile) stops the
-run with an :class:`InputError` that names the file and line."""
+A sample (:class:`~leaktrace.data.samples.BenchmarkSample`) is Python code,
+prompt + canonical solution, with ``check`` tests; its problem text is the
+prompt, as preset ``humaneval`` of ``data.benchmarks`` reads the same record.
+Every problem with the file or a record (unreadable, corrupt gzip, binary,
+not UTF-8, malformed or too deeply nested JSON, a lone surrogate, code that
+does not compile) stops the run with an :class:`InputError` that names the
+file and line."""
 
 from __future__ import annotations
 
@@ -13,27 +16,12 @@ import json
 import stat
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
+from leaktrace.data.samples import BenchmarkSample
 from leaktrace.errors import InputError
 
 REQUIRED_FIELDS = ("task_id", "prompt", "canonical_solution", "test", "entry_point")
-
-
-@dataclass(frozen=True)
-class BenchmarkSample:
-    sample_id: str
-    benchmark: str
-    task_id: str
-    prompt: str
-    solution: str
-    test: str
-    entry_point: str
-
-    @property
-    def code(self) -> str:
-        return self.prompt + self.solution
 
 
 def shipped_humaneval_path() -> Path:
@@ -147,6 +135,10 @@ def load_humaneval(path: str | Path, benchmark: str) -> list[BenchmarkSample]:
             solution=row["canonical_solution"],
             test=row["test"],
             entry_point=row["entry_point"],
+            text=row["prompt"],  # the problem is the prompt's docstring (as preset humaneval reads it)
+            kind="both",
+            language="python",
+            test_format="check",
         )
         _check_code(sample, str(path), record)
         samples.append(sample)

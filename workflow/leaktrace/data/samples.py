@@ -1,12 +1,14 @@
-"""What a benchmark sample holds, as the ingested table records it.
+"""What a benchmark sample holds: :class:`BenchmarkSample`, what every
+benchmark reader returns (``data.benchmarks``, ``data.humaneval``), and the
+functions that read a row of the ingested table.
 
 A sample has code, problem text, or both (its ``kind``): HumanEval-style
 problems are both (the prompt is code with the problem in its docstring),
 CodeSearchNet functions with a docstring are both, an issue or bug report is
 text only. The ingested table of a ``humaneval``-format benchmark predates
 kinds and has no ``kind``, ``text`` or ``language`` column: its rows are read
-as Python code with tests (what they are). Everything here takes a row of
-that table as a dict."""
+as Python code with tests (what they are). Everything below
+:class:`BenchmarkSample` takes a row of that table as a dict."""
 
 from __future__ import annotations
 
@@ -19,6 +21,29 @@ from leaktrace.errors import InputError
 
 KINDS = ("code", "text", "both")
 TEXT = "text"  # the lexing language of a text-only sample: words and punctuation, nothing renamed
+
+
+@dataclass(frozen=True)
+class BenchmarkSample:
+    """One problem of a benchmark as its reader returns it: the code is
+    ``prompt + solution``, ``test`` its tests (written as ``test_format`` says),
+    ``text`` the problem statement, ``kind`` which of code and text it has."""
+
+    sample_id: str  # "<benchmark>/<task_id>"
+    benchmark: str
+    task_id: str
+    prompt: str
+    solution: str
+    test: str
+    entry_point: str | None
+    text: str
+    kind: str  # one of KINDS
+    language: str | None
+    test_format: str | None  # how `test` is written (data/io_tests.py TEST_FORMATS); None without tests
+
+    @property
+    def code(self) -> str:
+        return self.prompt + self.solution
 
 
 def kind_of(row: dict) -> str:

@@ -1,5 +1,6 @@
-"""Every detector, registered once: the parameters each family takes (with
-their defaults) and the instances a config block makes of it. Each instance
+"""Every detector, registered once: the parameters each family takes (their
+defaults are read from ``config/schema.yaml``, ``score.methods.<family>``, the
+one place they are written) and the instances a config block makes of it. Each instance
 carries its name, its scoring function (higher = member, the orientation
 recorded in ``orientation``), for threshold-free methods its own decision
 rule, and flags saying which evidence it needs, so a stage can tell which
@@ -9,17 +10,19 @@ Gray-box methods score a ``SampleEvidence``; methods with
 ``needs_generations`` (SrDetection black-box) score a ``GenerationEvidence``
 built from generated continuations instead. The learned black-box
 baselines (``needs_learned``: DPDLLM, VeilProbe) are fitted and applied by
-their own stages (``stages.baselines``); their instance here reads the
+their own stage (``stages.dpdllm_veilprobe``); their instance here reads the
 member probability and decision those stages wrote for each sample."""
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
+from leaktrace.configuration import schema_node
 from leaktrace.detect.dc_pdd import dc_pdd_score
 from leaktrace.detect.evidence import SampleEvidence
 from leaktrace.detect.loss import loss_score
@@ -62,21 +65,20 @@ class Method:
 
 @dataclass(frozen=True)
 class Family:
-    """A detector family: its parameters with their defaults (``REQUIRED`` for
-    none) and how a filled-in parameter mapping becomes method instances.
+    """A detector family: how a filled-in parameter mapping becomes method
+    instances (the parameters and their defaults: :func:`family_defaults`).
     ``stage_only`` parameters are read by the stage that prepares the
     evidence (which corpus, which model, how many prefix texts), not by the
     scoring function."""
 
     build: Callable[[Mapping[str, Any], TokenCounts | None], list[Method]]
-    defaults: Mapping[str, Any]
     stage_only: frozenset[str] = frozenset()
     # its scores come from a classifier fitted on the split's labels (its methods have ``needs_learned``), so a
     # sample's score is free of its own label only outside the fitted fold
     label_fitted: bool = False
 
 
-REQUIRED = object()
+REQUIRED = object()  # a parameter the schema lists as required: it has no default
 
 
 def _percent(ratio: float) -> str:
@@ -341,42 +343,25 @@ def _positive(params: Mapping[str, Any], key: str) -> int:
 
 
 FAMILIES: dict[str, Family] = {
-    "loss": Family(_loss, {}),
-    "zlib": Family(_zlib, {}),
-    "lowercase": Family(_lowercase, {}),
-    "min_k": Family(_min_k, {"ratios": [0.2, 0.3]}),
-    "min_k_plus_plus": Family(_min_k_plus_plus, {"ratios": [0.2, 0.3]}),
-    "dc_pdd": Family(_dc_pdd, {"clip": 0.01, "corpus": REQUIRED}, stage_only=frozenset({"corpus"})),
-    "ref": Family(_ref, {"model": None, "oracle": True}, stage_only=frozenset({"model"})),
-    "neighbor": Family(_neighbor, {"n_neighbors": 10}),
-    "recall": Family(
-        _recall, {"n_shots": 12, "max_prefix_tokens": None}, stage_only=frozenset({"n_shots", "max_prefix_tokens"})
-    ),
-    "srdetection_graybox": Family(_srdetection_graybox, {"n_variants": 10, "sensitivity": [], "generators": []}),
-    "srdetection_blackbox": Family(
-        _srdetection_blackbox,
-        {"n_variants": 10, "sensitivity": [], "ngram": 7, "prefix_fraction": 0.5, "max_new_tokens": 256},
-        stage_only=frozenset({"prefix_fraction", "max_new_tokens"}),
-    ),
+    "loss": Family(_loss),
+    "zlib": Family(_zlib),
+    "lowercase": Family(_lowercase),
+    "min_k": Family(_min_k),
+    "min_k_plus_plus": Family(_min_k_plus_plus),
+    "dc_pdd": Family(_dc_pdd, stage_only=frozenset({"corpus"})),
+    "ref": Family(_ref, stage_only=frozenset({"model"})),
+    "neighbor": Family(_neighbor),
+    "recall": Family(_recall, stage_only=frozenset({"n_shots", "max_prefix_tokens"})),
+    "srdetection_graybox": Family(_srdetection_graybox),
+    "srdetection_blackbox": Family(_srdetection_blackbox, stage_only=frozenset({"prefix_fraction", "max_new_tokens"})),
     # Black-box baselines of SrDetection's Table 2 (detect.dpdllm, detect.veilprobe).
     "dpdllm": Family(
         _dpdllm,
-        {"prefix_fraction": 0.5, "temperature": 0.7, "max_new_tokens": 256, "reference_epochs": 1},
         stage_only=frozenset({"prefix_fraction", "temperature", "max_new_tokens", "reference_epochs"}),
         label_fitted=True,
     ),
     "veilprobe": Family(
         _veilprobe,
-        {
-            "key_fraction": 0.1,
-            "candidates": 5,
-            "p_value": 0.01,
-            "labelled_fraction": 1.0,
-            "mapping_hidden": 64,
-            "mapping_layers": 2,
-            "mapping_epochs": 2,
-            "proto_epochs": 50,
-        },
         stage_only=frozenset(
             {
                 "key_fraction",
@@ -394,12 +379,38 @@ FAMILIES: dict[str, Family] = {
 }
 
 
+@cache
+def _schema_defaults(family: str) -> dict[str, Any]:
+    node = schema_node("score", "methods", family)
+    required = set(node.get("required", ()))
+    defaults: dict[str, Any] = {}
+    for param, spec in node.get("properties", {}).items():
+        if "default" in spec:
+            defaults[param] = spec["default"]
+        elif param in required:
+            defaults[param] = REQUIRED
+        else:
+            raise ValueError(
+                f"config/schema.yaml score.methods.{family}.{param} has neither a default nor a place in "
+                "required: every detector parameter needs one"
+            )
+    return defaults
+
+
+def family_defaults(family: str) -> dict[str, Any]:
+    """The family's parameters with their defaults, as ``config/schema.yaml``
+    writes them (``score.methods.<family>.properties.<param>.default``; a
+    parameter the schema lists as ``required`` is :data:`REQUIRED`). A fresh
+    copy each call: a caller may change it."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown detection methods [{family!r}]; known: {sorted(FAMILIES)}")
+    return copy.deepcopy(_schema_defaults(family), {id(REQUIRED): REQUIRED})  # the marker stays itself
+
+
 def family_params(family: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
     """The family's parameters: the configured ones over the defaults; an
     unknown or missing required parameter is a clear error."""
-    if family not in FAMILIES:
-        raise ValueError(f"unknown detection methods [{family!r}]; known: {sorted(FAMILIES)}")
-    defaults = FAMILIES[family].defaults
+    defaults = family_defaults(family)
     params = dict(params or {})
     unknown = set(params) - set(defaults)
     if unknown:

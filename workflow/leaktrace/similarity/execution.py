@@ -325,7 +325,7 @@ def _valid(outputs: Sequence, indices: Sequence[int], n: int) -> list[int]:
 
 
 @dataclass(frozen=True)
-class Sample:
+class ExecutionSample:
     """A ground truth and the generations to compare with it (None: not parsed)."""
 
     sample_id: str
@@ -349,7 +349,7 @@ class _Plan:
     failed: dict[str, str]  # model -> cause
 
 
-def plan_sample(sample: Sample, settings: ExecutionSettings, seed: int) -> _Plan:
+def plan_sample(sample: ExecutionSample, settings: ExecutionSettings, seed: int) -> _Plan:
     line = sample.context.count("\n") + 1
     truth_program = sample.context + sample.signature + sample.continuation
     try:
@@ -412,7 +412,7 @@ def _sampled(calls: list[Call], n: int, sample_seed: int) -> list[Call]:
     return [calls[i] for i in keep]
 
 
-def _docstring_calls(sample: Sample, callee: Callee) -> list[Call]:
+def _docstring_calls(sample: ExecutionSample, callee: Callee) -> list[Call]:
     """The calls in the ground truth's docstring examples (``>>> name(...)``, ``name(...) == ...``)."""
     doctest_lines = [line.strip()[4:] for line in sample.continuation.splitlines() if line.strip().startswith(">>> ")]
     return inputs_module.distinct(inputs_module.calls_in_test("\n".join(_parseable(doctest_lines)), [callee.name]))
@@ -429,7 +429,7 @@ def _parseable(lines: Sequence[str]) -> list[str]:
     return out
 
 
-def _constructors(callee: Callee, sample: Sample, seed: int) -> tuple[Call, ...]:
+def _constructors(callee: Callee, sample: ExecutionSample, seed: int) -> tuple[Call, ...]:
     """Argument lists to build a method's instance with, tried in order."""
     if callee.binding not in ("method", "property"):
         return ()
@@ -464,7 +464,7 @@ class ExecutionReport:
 
 
 def execution_scores(
-    samples: Sequence[Sample], settings: ExecutionSettings, seed: int, *, workers: int
+    samples: Sequence[ExecutionSample], settings: ExecutionSettings, seed: int, *, workers: int
 ) -> ExecutionReport:
     """Every (sample, model) pair's score or cause, with what it cost."""
     started, cpu_started = time.perf_counter(), _cpu_seconds()
@@ -503,7 +503,7 @@ def _cpu_seconds() -> float:
     )
 
 
-def _plan_all(samples: Sequence[Sample], settings: ExecutionSettings, seed: int, workers: int) -> list[_Plan]:
+def _plan_all(samples: Sequence[ExecutionSample], settings: ExecutionSettings, seed: int, workers: int) -> list[_Plan]:
     """Every sample's plan, in ``workers`` processes (drawing inputs is most of the host's work)."""
     if workers <= 1 or len(samples) < 2 * workers:
         return [plan_sample(s, settings, seed) for s in samples]

@@ -22,9 +22,9 @@ from leaktrace.data.samples import check_test
 from leaktrace.errors import InputError
 from leaktrace.similarity.execution import (
     METRICS,
+    ExecutionSample,
     ExecutionSettings,
     PairScore,
-    Sample,
     coverage,
     execution_scores,
     pair_metrics,
@@ -61,8 +61,8 @@ def read_screen(screen: Path) -> dict[tuple[str, str], str]:
 
 
 def screened(
-    samples: list[Sample], verdicts: dict[tuple[str, str], str]
-) -> tuple[list[Sample], dict[tuple[str, str], PairScore]]:
+    samples: list[ExecutionSample], verdicts: dict[tuple[str, str], str]
+) -> tuple[list[ExecutionSample], dict[tuple[str, str], PairScore]]:
     """The samples with only the generations the screen passed (a sample
     with none is left out), and the pairs it stopped with their cause."""
     kept, stopped = [], {}
@@ -79,7 +79,7 @@ def screened(
     return kept, stopped
 
 
-def load_samples(generations: Path, functions: Path, benchmark: Path | None) -> list[Sample]:
+def load_samples(generations: Path, functions: Path, benchmark: Path | None) -> list[ExecutionSample]:
     """The samples of the generations table, with their ground truth and (where the
     benchmark has one) their test."""
     produced: dict[str, dict[str, str | None]] = {}
@@ -93,7 +93,7 @@ def load_samples(generations: Path, functions: Path, benchmark: Path | None) -> 
         if f["sample_id"] in produced:
             generated = produced[f["sample_id"]]
             samples.append(
-                Sample(
+                ExecutionSample(
                     f["sample_id"],
                     f["context"],
                     f["signature"],
