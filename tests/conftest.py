@@ -29,6 +29,7 @@ settings.load_profile("leaktrace")
 RUN_FIXTURES = ("micro_run", "audit_run")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     for item in items:
         runs = [name for name in RUN_FIXTURES if name in getattr(item, "fixturenames", ())]
