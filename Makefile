@@ -25,7 +25,7 @@ run: $(STAMP)  ## the whole pipeline on the embedded default config
 	@echo "Tables and plots: results/$$($(PY) -c "import yaml;print(yaml.safe_load(open('$(CONFIG)')).get('run','default'))")/aggregate/"
 
 test: $(STAMP) lint  ## lint, then unit, stage, DAG and micro end-to-end tests (what CI runs); the 15 slowest listed (budget: 8 min)
-	$(PY) -m pytest -m "not slow and not cluster" -n auto --dist loadgroup --durations=15
+	$(PY) -m pytest -m "not slow and not cluster" --durations=15
 
 lint: $(STAMP)  ## ruff's lint and format check (configured in pyproject.toml)
 	$(VENV)/bin/ruff check
@@ -36,7 +36,7 @@ format: $(STAMP)  ## ruff's fixes and formatting, in place
 	$(VENV)/bin/ruff format
 
 test-all: $(STAMP)  ## everything, including the full default run
-	$(PY) -m pytest -n auto --dist loadgroup
+	$(PY) -m pytest
 
 dry-run: $(STAMP)
 	$(VENV)/bin/snakemake $(SNAKEMAKE_FLAGS) -n --cores $(CORES) --configfile $(CONFIG)

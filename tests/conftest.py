@@ -23,22 +23,6 @@ settings.register_profile("leaktrace", deadline=None, database=None)
 settings.load_profile("leaktrace")
 
 
-# The session's two pipeline runs, each run once (make test spreads tests over
-# the cores with pytest-xdist, whose workers have a session each): every test
-# that reads a run goes to the worker that ran it (--dist loadgroup).
-RUN_FIXTURES = ("micro_run", "audit_run")
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        runs = [name for name in RUN_FIXTURES if name in getattr(item, "fixturenames", ())]
-        if item.get_closest_marker("uses_micro_run"):
-            runs.append("micro_run")
-        if runs:
-            item.add_marker(pytest.mark.xdist_group(runs[0]))
-
-
 @pytest.fixture
 def full_isolation():
     """Skip a test that needs the sandbox's full isolation where the platform lacks it."""

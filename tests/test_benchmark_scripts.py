@@ -162,12 +162,9 @@ def copy(tmp_path_factory):
     return fresh_copy(tmp_path_factory.mktemp("scripts"))
 
 
-def _marks(smoke: Smoke) -> list:
-    """slow: make test-all only; uses_micro_run: on the xdist worker that ran the micro run (conftest.py)."""
-    return [pytest.mark.slow] * smoke.slow + [pytest.mark.uses_micro_run] * smoke.uses_run
-
-
-@pytest.mark.parametrize("name", [pytest.param(name, marks=_marks(SMOKE[name])) for name in sorted(SMOKE)])
+@pytest.mark.parametrize(
+    "name", [pytest.param(name, marks=pytest.mark.slow) if SMOKE[name].slow else name for name in sorted(SMOKE)]
+)
 def test_script_runs_in_smoke_mode(name, runner, copy, request, tmp_path):
     smoke = SMOKE[name]
     where = REPO if smoke.in_repository else copy
