@@ -199,3 +199,12 @@ def test_micro_verdict_has_a_section_per_model_and_a_short_headline(micro_run):
         assert f"]({family}.md)" in summary and (out / "aggregate/humaneval" / f"{family}.md").is_file()
     for path in [out / "verdict.md", *(out / "aggregate").rglob("*.md")]:
         check_wording(path.read_text(), str(path.relative_to(out)))
+
+
+def test_the_per_sample_row_says_when_no_flag_can_be_raised():
+    """13 controls (the default's filtered subset): a conformal p-value is at least 1/14 > 0.05."""
+    from leaktrace.report.verdict import _unreachable_flags
+
+    assert _unreachable_flags({"n_control": 13, "alpha": 0.05}) == " (none can be raised: 13 controls give p ≥ 1/14)"
+    assert _unreachable_flags({"n_control": 19, "alpha": 0.05}) == ""
+    check_wording(_unreachable_flags({"n_control": 13, "alpha": 0.05}), "the row")

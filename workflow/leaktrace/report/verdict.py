@@ -306,12 +306,21 @@ def detector_test(rows: list[dict], alpha: float, testbed: bool) -> Test | None:
         f"per-sample detectors ({len(evaluated)}, {subset} subset; descriptive)",
         f"AUC 95% CI above 0.5 for {len(above)} of {len(evaluated)}; best {best['method']} "
         f"{best['auc']:.2f} [{best['auc_low']:.2f}, {best['auc_high']:.2f}]; flags at calibration.alpha = "
-        f"{best['alpha']:g}",
+        f"{best['alpha']:g}" + _unreachable_flags(best),
         "members and non-members score alike (AUC 0.5)",
         "members and non-members a random split of one benchmark" if testbed else "controls exchangeable",
         power,
         valid=True if testbed else None,
     )
+
+
+def _unreachable_flags(row: dict) -> str:
+    """Where the control set is too small for any conformal p-value to reach
+    alpha (at least 1 / (controls + 1)), the flags are all negative: say so."""
+    m = row.get("n_control")
+    if m is None or row.get("alpha") is None or 1 / (m + 1) <= row["alpha"]:
+        return ""
+    return f" (none can be raised: {m} controls give p ≥ 1/{m + 1})"
 
 
 def inference_validity(calibration: list[dict], model: str) -> tuple[bool | None, str]:
