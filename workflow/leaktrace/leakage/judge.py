@@ -54,3 +54,15 @@ def judge_pair(
     if label is None:
         return JudgeVerdict("unparsed", None, answer)
     return JudgeVerdict(label, label in DUPLICATE_LABELS, answer)
+
+
+def open_judge(judge: dict):
+    """The scan's judge model (its ``judge`` block: model, dtype, device) through
+    the Hugging Face backend; imports torch, so only where a judge runs."""
+    from leaktrace.models.backend import ModelSpec
+    from leaktrace.models.hf import HFLanguageModel
+
+    return HFLanguageModel(
+        ModelSpec(judge["model"], dtype=judge.get("dtype", "float32"), device=judge.get("device", "cpu")),
+        progress=False,
+    )

@@ -372,3 +372,18 @@ def huge_units(source: str | Path, language: str | None, granularity: str, max_b
             split, _ = split_units(segment.text, language, granularity)
             offset = segment.start_line - 1
             yield from (Unit(u.text, u.name, u.start_line + offset, u.end_line + offset) for u in split)
+
+
+def document_units(text, lang: str | None, granularity: str, max_bytes: int) -> tuple[Iterable[Unit], str | None]:
+    """The units a scanned document (its text, or a :class:`~leaktrace.leakage.sources.LargeFile`)
+    is compared as, and why it was not split into functions. A document above
+    ``max_bytes`` (only there under ``huge: chunk``) is never parsed whole,
+    which for a 10 MB file takes gigabytes: it is split piece by piece (reason
+    ``huge``, see :func:`huge_units`), read from disk as it goes when it is a LargeFile."""
+    from leaktrace.leakage.sources import LargeFile
+
+    if isinstance(text, LargeFile):
+        return huge_units(text.path, lang, granularity, max_bytes), "huge"
+    if len(text.encode("utf-8")) > max_bytes:
+        return huge_units(text, lang, granularity, max_bytes), "huge"
+    return split_units(text, lang, granularity)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,8 +36,8 @@ from leaktrace.leakage.lsh import BandIndex
 from leaktrace.leakage.minhash import Signer
 from leaktrace.leakage.renamed import normalised_shingle_hashes
 from leaktrace.leakage.settings import ScanSettings, resolve
-from leaktrace.leakage.sources import LargeFile, check_document, iter_source
-from leaktrace.leakage.units import Unit, benchmark_parts, huge_units, language_of, split_units
+from leaktrace.leakage.sources import check_document, iter_source
+from leaktrace.leakage.units import Unit, benchmark_parts, document_units, language_of
 from leaktrace.leakage.verify import Side, Verdict, Verifier, VerifySettings, leak_kind, supersede
 from leaktrace.report.tables import markdown_table
 from leaktrace.sandbox import SandboxLimits
@@ -233,20 +232,6 @@ def _load_index(index: Path, s: ScanSettings, signer: Signer, column: str = "sig
             )
         bands.insert([r["sample_id"] for r in keep], sigs)
     return bands
-
-
-def _units(text: str | LargeFile, lang: str | None, s: ScanSettings) -> tuple[Iterable[Unit], str | None]:
-    """The units a scanned document is compared as, and why it was not split
-    into functions. A document above ``max_bytes`` (only here under ``huge:
-    chunk``) is never parsed whole, which for a 10 MB file takes gigabytes:
-    it is split piece by piece (reason ``huge``, see
-    :func:`~leaktrace.leakage.units.huge_units`), read from disk as it goes
-    when it is a :class:`LargeFile`."""
-    if isinstance(text, LargeFile):
-        return huge_units(text.path, lang, s.granularity, s.max_bytes), "huge"
-    if len(text.encode("utf-8")) > s.max_bytes:
-        return huge_units(text, lang, s.granularity, s.max_bytes), "huge"
-    return split_units(text, lang, s.granularity)
 
 
 def _sandbox_limits(settings: dict) -> SandboxLimits:
@@ -477,7 +462,7 @@ def scan_shard(
             skips[reason] += 1
             continue
         lang = language_of(doc.location, s.language)
-        units, why_whole = _units(text, lang, s)
+        units, why_whole = document_units(text, lang, s.granularity, s.max_bytes)
         if why_whole == "huge":
             counts["chunked_units"] += 1
         elif why_whole:
@@ -561,14 +546,9 @@ def _query_renamed(signer: Signer, bands: BandIndex, hashes: list[np.ndarray | N
 def _judge(pairs: list[dict], judge: dict, bench_text: dict[str, str]) -> None:
     """Ask the judge about every pair the rules call a Type-2/Type-3 clone or the
     texts flag; its label replaces the rule decision unless unparsed."""
-    from leaktrace.leakage.judge import judge_pair, load_template
-    from leaktrace.models.backend import ModelSpec
-    from leaktrace.models.hf import HFLanguageModel
+    from leaktrace.leakage.judge import judge_pair, load_template, open_judge
 
-    model = HFLanguageModel(
-        ModelSpec(judge["model"], dtype=judge.get("dtype", "float32"), device=judge.get("device", "cpu")),
-        progress=False,
-    )
+    model = open_judge(judge)
     template = load_template()
     for p in pairs:
         if p["clone_type"] in ("type-2", "type-3") or p["flagged"]:

@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.samples import clone_text, document, language_of_sample
+from leaktrace.leakage.judge import open_judge
 from leaktrace.leakage.minhash import Signer
 from leaktrace.leakage.rephrase import (
     TopK,
@@ -35,8 +36,8 @@ from leaktrace.leakage.rephrase import (
     unverified,
 )
 from leaktrace.leakage.settings import resolve
-from leaktrace.leakage.sources import LargeFile, check_document, iter_source
-from leaktrace.leakage.units import huge_units, language_of, split_units
+from leaktrace.leakage.sources import check_document, iter_source
+from leaktrace.leakage.units import document_units, language_of
 from leaktrace.report.tables import markdown_table
 
 log = logging.getLogger(__name__)
@@ -126,10 +127,7 @@ def rephrase_shard(
             skips[reason] += 1
             continue
         lang = language_of(doc.location, s.language)
-        if isinstance(text, LargeFile) or len(text.encode("utf-8")) > s.max_bytes:
-            units = huge_units(text.path if isinstance(text, LargeFile) else text, lang, s.granularity, s.max_bytes)
-        else:
-            units = split_units(text, lang, s.granularity)[0]
+        units = document_units(text, lang, s.granularity, s.max_bytes)[0]
         for unit in units:
             if signer.shingle_hashes(unit.text)[0] < s.min_tokens:
                 continue
@@ -166,16 +164,6 @@ def rephrase_shard(
     )
 
 
-def _open_judge(judge: dict):
-    from leaktrace.models.backend import ModelSpec
-    from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a judge runs
-
-    return HFLanguageModel(
-        ModelSpec(judge["model"], dtype=judge.get("dtype", "float32"), device=judge.get("device", "cpu")),
-        progress=False,
-    )
-
-
 def rephrase_gather(
     benchmark: list[Path], parts: list[Path], settings: dict, output: Path, markdown: Path, judge_model=None
 ) -> None:
@@ -190,7 +178,7 @@ def rephrase_gather(
     judged = r.judge and (judge_model is not None or bool(judge.get("model")))
     if judged:
         bench_text = {row["sample_id"]: document(row) for row in _samples(benchmark)}
-        model = judge_model if judge_model is not None else _open_judge(judge)
+        model = judge_model if judge_model is not None else open_judge(judge)
         rows = judge_candidates(rows, model, load_template(), bench_text, judge.get("max_new_tokens", 16))
     else:
         rows = unverified(rows)

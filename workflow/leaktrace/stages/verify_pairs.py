@@ -66,14 +66,9 @@ def verify_pairs(
 
 def _judge(rows: list[dict], pairs: list[dict], judge: dict) -> None:
     """The LLM judge on every pair (its label replaces the rule decision unless unparsed)."""
-    from leaktrace.leakage.judge import judge_pair, load_template
-    from leaktrace.models.backend import ModelSpec
-    from leaktrace.models.hf import HFLanguageModel
+    from leaktrace.leakage.judge import judge_pair, load_template, open_judge
 
-    model = HFLanguageModel(
-        ModelSpec(judge["model"], dtype=judge.get("dtype", "float32"), device=judge.get("device", "cpu")),
-        progress=False,
-    )
+    model = open_judge(judge)
     template = load_template()
     for row, p in zip(rows, pairs, strict=True):
         verdict = judge_pair(
