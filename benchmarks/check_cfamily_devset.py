@@ -66,7 +66,7 @@ def per_type(rows: list[dict], methods: dict[str, np.ndarray]) -> None:
 
 
 def held_out_f1(verdicts: list[Verdict], rows: list[dict], setting) -> float:
-    held = [(v, r) for v, r in zip(verdicts, rows) if r["half"] == "held-out"]
+    held = [(v, r) for v, r in zip(verdicts, rows, strict=True) if r["half"] == "held-out"]
     return prf(np.array([r["duplicate"] for _, r in held]), np.array([decide(v, setting)[1] for v, _ in held]))[2]
 
 
@@ -149,7 +149,8 @@ def main() -> None:
     print(
         "verifier recall by construction: "
         + ", ".join(
-            f"{k} {np.mean([d[1] for d, r in zip(decisions, held_rows) if r['kind'] == k]):.2f}" for k in positive_kinds
+            f"{k} {np.mean([d[1] for d, r in zip(decisions, held_rows, strict=True) if r['kind'] == k]):.2f}"
+            for k in positive_kinds
         )
     )
 

@@ -204,7 +204,10 @@ def main() -> None:
     print(f"{'names per variant':<18}{'samples':>8}{'mean n':>8}{'rate':>8}{'Wilson 95%':>18}{'1/(n+1)':>9}  verdict")
     for name in settings:
         part = frame[(frame.model == "base") & (frame.names_per_variant == name)]
-        check = null_check(dict(zip(part.sample_id, part.gap > 0)), dict(zip(part.sample_id, part.n_variants)))
+        check = null_check(
+            dict(zip(part.sample_id, part.gap > 0, strict=True)),
+            dict(zip(part.sample_id, part.n_variants, strict=True)),
+        )
         interval = f"[{check['rate_low']:.3f}, {check['rate_high']:.3f}]"
         print(
             f"{name:<18}{check['n_samples']:>8}{check['mean_variants']:>8.1f}{check['rate']:>8.3f}"

@@ -165,7 +165,7 @@ def main() -> None:
         write_table(
             [
                 {"id": r["id"], "language": r["language"], **v.as_row(), "judge_label": None}
-                for r, v in zip(rows, verdicts)
+                for r, v in zip(rows, verdicts, strict=True)
             ],
             SCHEMA,
             cached,
@@ -209,7 +209,7 @@ def main() -> None:
     chosen = replace(shipped, structure=best[0][0], overlap=best[0][1], statement=best[0][2])
     lessleak = np.array([lessleak_jaccard(r) >= 0.7 for r in rows])
     held = ~dev
-    held_rows = [r for r, h in zip(rows, held) if h]
+    held_rows = [r for r, h in zip(rows, held, strict=True) if h]
     methods = {}
     for name, decisions in (
         ("before", [before(v) for v in verdicts]),
@@ -228,7 +228,7 @@ def main() -> None:
     }  # no clone type: no per-type precision
     print("\nheld-out half:")
     table(held_rows, methods)
-    rules = [decide(v, chosen)[2] for v, h in zip(verdicts, held) if h]
+    rules = [decide(v, chosen)[2] for v, h in zip(verdicts, held, strict=True) if h]
     print("after, decided by: " + ", ".join(f"{k} {rules.count(k)}" for k in RULES if k != "judge"))
 
 

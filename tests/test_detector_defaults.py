@@ -96,7 +96,7 @@ def test_the_registry_source_restates_no_default():
                 given = [ast.unparse(a) for a in node.args[1:]] + extra
                 restated.append(f"line {node.lineno}: Family(...) given {', '.join(given)}")
         if isinstance(node, ast.Dict):
-            for key, value in zip(node.keys, node.values):
+            for key, value in zip(node.keys, node.values, strict=True):
                 if isinstance(key, ast.Constant) and key.value in parameters and _constant(value):
                     restated.append(f"line {node.lineno}: {key.value!r}: {ast.unparse(value)}")
     assert restated == [], "defaults written in code as well as in config/schema.yaml:\n" + "\n".join(restated)

@@ -230,7 +230,7 @@ def rules() -> list[tuple[str, str, str | None]]:
     out = []
     for smk in sorted((ROOT / "rules").glob("*.smk")):
         blocks = re.split(r"^\s*rule (\w+):\s*$", smk.read_text(encoding="utf-8"), flags=re.M)
-        for name, body in zip(blocks[1::2], blocks[2::2]):
+        for name, body in zip(blocks[1::2], blocks[2::2], strict=False):
             if "shell:" not in body:
                 continue
             conda = re.search(r"conda:\s*\n\s*(\w+)", body)

@@ -234,7 +234,7 @@ def test_humaneval_x_tests_are_main_programs_run_with_a_toolchain_or_said_not_to
         (s.language, s.code.replace("a > b ? a : b", "a").replace("Math.max(a, b)", "a"), s.test) for s in samples
     ]
     verdicts = validate_compiled(programs, [0, 1, 2, 3], LIMITS, workers=2)
-    for (language, _, _), (ok, why), wrong_one in zip(programs, verdicts, [False, False, True, True]):
+    for (language, _, _), (ok, why), wrong_one in zip(programs, verdicts, [False, False, True, True], strict=True):
         if toolchains.missing(language) is not None:
             assert ok is None and why.startswith("unvalidated: ")
         else:

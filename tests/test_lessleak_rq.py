@@ -143,7 +143,7 @@ from leaktrace.stages.leakage_rq3_runs import generate_and_run  # noqa: E402
 def test_pass_at_k_is_the_unbiased_estimator():
     n, c = np.array([10, 10, 10, 3]), np.array([0, 3, 10, 1])
     for k in (1, 5, 10):
-        expected = [1 - comb(ni - ci, k) / comb(ni, k) if ni >= k else np.nan for ni, ci in zip(n, c)]
+        expected = [1 - comb(ni - ci, k) / comb(ni, k) if ni >= k else np.nan for ni, ci in zip(n, c, strict=True)]
         np.testing.assert_allclose(pass_at_k(n, c, k), expected)
     assert pass_at_k(n, c, 1).tolist()[:3] == pytest.approx([0.0, 0.3, 1.0])
 

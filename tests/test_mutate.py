@@ -805,7 +805,7 @@ def _compiled_verdicts(records, mutations, names):
     verdicts = validate_compiled(programs, originals, SandboxLimits(), workers=2)
     mutated_verdicts = [v for i, v in enumerate(verdicts) if originals[i] != i]
     assert all(v == (True, None) for i, v in enumerate(verdicts) if originals[i] == i)  # the originals pass
-    return [(label, verdict) for label, verdict in zip(labels, mutated_verdicts)]
+    return [(label, verdict) for label, verdict in zip(labels, mutated_verdicts, strict=True)]
 
 
 @pytest.mark.skipif(not _has_compiler("cpp") or not _has_compiler("java"), reason="no g++ or JDK here")

@@ -246,7 +246,7 @@ def _released_signature(text: str, num_perm: int = 256) -> np.ndarray:
     a = np.array([d[0] for d in draws], dtype=np.uint64)
     b = np.array([d[1] for d in draws], dtype=np.uint64)
     tokens = _NON_ALPHA.split(text)
-    grams = {f"{x} {y}" for x, y in zip(tokens, tokens[1:])} if len(tokens) >= 2 else set()
+    grams = {f"{x} {y}" for x, y in zip(tokens, tokens[1:], strict=False)} if len(tokens) >= 2 else set()
     out = np.full(num_perm, (1 << 32) - 1, dtype=np.uint64)
     for gram in grams:
         h = np.uint64(struct.unpack("<I", hashlib.sha1(gram.encode("utf-8")).digest()[:4])[0])
@@ -262,8 +262,8 @@ def _optimal_bands(threshold: float, num_perm: int) -> tuple[int, int]:
     best, opt = float("inf"), None
     for bands in range(1, num_perm + 1):
         for rows in range(1, num_perm // bands + 1):
-            fp, _ = quad(lambda s: 1 - (1 - s**rows) ** bands, 0.0, threshold)
-            fn, _ = quad(lambda s: (1 - s**rows) ** bands, threshold, 1.0)
+            fp, _ = quad(lambda s: 1 - (1 - s**rows) ** bands, 0.0, threshold)  # noqa: B023 (called in this iteration)
+            fn, _ = quad(lambda s: (1 - s**rows) ** bands, threshold, 1.0)  # noqa: B023 (called in this iteration)
             if 0.5 * fp + 0.5 * fn < best:
                 best, opt = 0.5 * fp + 0.5 * fn, (bands, rows)
     return opt

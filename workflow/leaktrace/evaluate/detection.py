@@ -204,7 +204,7 @@ def _evaluated_rows(
         low, high = percentile_interval(blind_replicates)
         blind_columns = {"blind_auc": blind_point, "blind_auc_low": float(low), "blind_auc_high": float(high)}
     rows = []
-    for i, method in enumerate(methods):
+    for i in range(len(methods)):
         metrics = decision_metrics(labels, predicted[i])
         row = {
             "n_control": int(folds.exceedances.shape[1]),

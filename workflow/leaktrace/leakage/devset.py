@@ -328,7 +328,7 @@ def build_cfamily(
             group = f"{language}/{task}"
 
             def add(kind: str, clone: str, corpus: str, name: str | None = None) -> None:
-                pairs.append(pair(group, kind, clone, language, code, corpus, name=name))
+                pairs.append(pair(group, kind, clone, language, code, corpus, name=name))  # noqa: B023 (add is called in this iteration)
 
             for kind, clone in MUTATIONS.items():
                 m = cfamily.mutate(kind, code, language, rng_for(seed, "devset", kind, group), names)

@@ -134,7 +134,7 @@ class Signer:
             distinct = set(shingles(tokens, s.ngram, short=s.tokenizer != "lessleak"))
             values = list(map(cache.get, distinct))  # the lookups in C; misses hashed below
             if None in values:
-                for i, (sh, h) in enumerate(zip(distinct, values)):
+                for i, (sh, h) in enumerate(zip(distinct, values, strict=True)):
                     if h is None:
                         values[i] = cache[sh] = fn(sh.encode("utf-8"))
             hashes = np.array(values, dtype=np.uint32)

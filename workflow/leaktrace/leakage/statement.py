@@ -29,7 +29,7 @@ def words(text: str) -> list[str]:
 def word_shingles(tokens: list[str], n: int = WORD_NGRAM) -> set[str]:
     if len(tokens) < n:
         return {" ".join(tokens)} if tokens else set()
-    return set(map(" ".join, zip(*(tokens[i:] for i in range(n)))))
+    return set(map(" ".join, zip(*(tokens[i:] for i in range(n)), strict=False)))
 
 
 def is_prose(token: Token) -> bool:

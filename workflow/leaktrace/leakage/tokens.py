@@ -80,7 +80,7 @@ def shingles(tokens: Sequence[str], n: int, *, short: bool = True) -> list[str]:
         raise ValueError(f"shingle size must be at least 1, got {n}")
     if len(tokens) < n:
         return [" ".join(tokens)] if tokens and short else []
-    return list(map(" ".join, zip(*(tokens[i:] for i in range(n)))))
+    return list(map(" ".join, zip(*(tokens[i:] for i in range(n)), strict=False)))
 
 
 def tokenizer_shingles(text: str, tokenizer: str, n: int) -> list[str]:

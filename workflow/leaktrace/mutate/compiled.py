@@ -52,7 +52,7 @@ def _outcome(result: SandboxResult) -> tuple[bool, str]:
         return False, f"sandbox {result.status}: {result.error}"
     steps = result.return_value
     names = ("compile", "test")
-    for name, step in zip(names, steps):
+    for name, step in zip(names, steps, strict=False):
         if step[0] == "timeout":
             return False, f"{name}: timed out"
         if step[:2] != ("code", 0):
@@ -74,7 +74,7 @@ def validate_compiled(
     results = in_parallel(
         [functools.partial(_run, programs[i][0], program_source(*programs[i][1:]), limits) for i in runnable], workers
     )
-    outcomes = {i: _outcome(result) for i, result in zip(runnable, results)}
+    outcomes = {i: _outcome(result) for i, result in zip(runnable, results, strict=True)}
     verdicts = []
     for i, (language, _, _) in enumerate(programs):
         if missing[language] is not None:

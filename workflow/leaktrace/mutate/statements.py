@@ -362,7 +362,7 @@ def returned_comprehension_to_loop(node: cst.SimpleStatementLine, ctx: Context):
 
 def loop_to_comprehension(node: cst.IndentedBlock, ctx: Context):
     """`x = []` then `for v in it: [if c:] x.append(e)` -> `x = [e for v in it if c]` (the first such pair)."""
-    for i, (first, second) in enumerate(zip(node.body, node.body[1:])):
+    for i, (first, second) in enumerate(zip(node.body, node.body[1:], strict=False)):
         assigned = _single_name_assign(first)
         if assigned is None or not isinstance(assigned[1], cst.List) or assigned[1].elements:
             continue

@@ -59,7 +59,7 @@ def run_io_tests(code: str, tests: IoTests, limits: SandboxLimits = SandboxLimit
         return run
     outcomes = run.return_value
     calls, verdict, error = [], "passed", None
-    for number, (outcome, expected) in enumerate(zip(outcomes, tests.outputs), start=1):
+    for number, (outcome, expected) in enumerate(zip(outcomes, tests.outputs, strict=True), start=1):
         if outcome[0] == "timeout":
             return _failed(run, "timeout", f"case {number}: exceeded the wall-clock limit of {limits.timeout_s:g} s")
         if outcome[0] == "output":
@@ -108,7 +108,7 @@ def _failed(run: SandboxResult, status: str, error: str) -> SandboxResult:
 
 def _first_difference(output: str, expected: str) -> str:
     got, wanted = output.strip().splitlines(), expected.strip().splitlines()
-    for line, (a, b) in enumerate(zip(got, wanted), start=1):
+    for line, (a, b) in enumerate(zip(got, wanted, strict=False), start=1):
         if a.strip() != b.strip():
             return f"line {line} is {_shown(a)}, expected {_shown(b)}"
     return f"{len(got)} lines of output, expected {len(wanted)}"

@@ -277,7 +277,7 @@ def _decode(data: bytes, position: int, depth: int) -> tuple[object, int]:
         return set(members), position
     if tag == b"Z":
         return frozenset(members), position
-    return dict(zip(members[::2], members[1::2])), position
+    return dict(zip(members[::2], members[1::2], strict=False)), position
 
 
 def _read_float(data: bytes, position: int) -> float:

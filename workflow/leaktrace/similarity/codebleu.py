@@ -276,7 +276,7 @@ def _pairs(node: Node) -> tuple[list[Node], list[Node]]:
 
 def _computed_from(left_nodes, right_nodes, index_to_code, states) -> list[_Edge]:
     edges = []
-    for left, right in zip(left_nodes, right_nodes):
+    for left, right in zip(left_nodes, right_nodes, strict=False):
         right_tokens = _variable_index(right, index_to_code)
         for index in _variable_index(left, index_to_code):
             idx, code = index_to_code[index]

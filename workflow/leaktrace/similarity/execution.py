@@ -279,7 +279,7 @@ def same_output(a: object, b: object, rel_tol: float, abs_tol: float) -> bool:
     if type(a) is not type(b):
         return False
     if type(a) in (list, tuple):
-        return len(a) == len(b) and all(same_output(x, y, rel_tol, abs_tol) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same_output(x, y, rel_tol, abs_tol) for x, y in zip(a, b, strict=True))
     if type(a) is dict:
         return a.keys() == b.keys() and all(same_output(a[k], b[k], rel_tol, abs_tol) for k in a)
     return values.encode(a) == values.encode(b)

@@ -329,21 +329,21 @@ def _child(item, settings, fd, first):
         captured = io.StringIO()
         result = []
 
-        def call():
+        def call():  # run by _guarded below, in this iteration: the loop's names are the current ones
             if binding == "property":
-                result.append(getattr(build(), name))
+                result.append(getattr(build(), name))  # noqa: B023
                 return
             function = (
                 getattr(build(), name)
                 if build
                 else (getattr(holder, name) if binding in ("static", "class") else holder)
             )
-            value = function(*args, **kwargs)
+            value = function(*args, **kwargs)  # noqa: B023
             if isinstance(value, types.CoroutineType):  # an async def: its result is what it awaits to
                 import asyncio
 
                 value = asyncio.run(value)
-            result.append(value)
+            result.append(value)  # noqa: B023
 
         random.seed(0)
         limit_cpu(settings["call_cpu_s"])

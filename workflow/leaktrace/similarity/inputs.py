@@ -151,10 +151,13 @@ def _literal(node: ast.AST | None) -> object:
 def _parameters(arguments: ast.arguments) -> tuple[Parameter, ...]:
     positional = arguments.posonlyargs + arguments.args
     defaults = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
-    out = [Parameter(a.arg, _annotation(a), _literal(d), d is not None, False) for a, d in zip(positional, defaults)]
+    out = [
+        Parameter(a.arg, _annotation(a), _literal(d), d is not None, False)
+        for a, d in zip(positional, defaults, strict=True)
+    ]
     out += [
         Parameter(a.arg, _annotation(a), _literal(d), d is not None, True)
-        for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults)
+        for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
     ]
     return tuple(out)
 
@@ -239,13 +242,13 @@ def call_strategy(
     keyword or left out."""
     alphabet = "".join(sorted(set(_ALPHABET).union(*(v for v in literals if type(v) is str)))) or _ALPHABET
     parts = []
-    for parameter, seen in zip(parameters, observed):
+    for parameter, seen in zip(parameters, observed, strict=True):
         strategy = _parameter_strategy(parameter, seen, literals, alphabet)
         parts.append(st.one_of(st.just(OMIT), strategy) if parameter.has_default else strategy)
 
     def build(drawn: tuple) -> Call:
         args, kwargs = [], {}
-        for parameter, value in zip(parameters, drawn):
+        for parameter, value in zip(parameters, drawn, strict=True):
             if value is OMIT:
                 continue
             if parameter.keyword_only or parameter.has_default:

@@ -546,7 +546,7 @@ def t2_drop_rows(rows: list[dict]) -> list[dict]:
 def length_rows(scores: dict, split: dict[str, str], lengths: dict[str, int], edges: list[int]) -> list[dict]:
     """RQ3: the originals' AUC in token-count buckets [edges[i], edges[i+1])."""
     rows = []
-    for low, high in zip(edges, edges[1:]):
+    for low, high in zip(edges, edges[1:], strict=False):
         inside = [sid for sid in split if low <= lengths.get(sid, -1) < high]
         rows += _evaluate(
             "length",

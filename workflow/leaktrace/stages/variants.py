@@ -276,7 +276,7 @@ def _compose_test_cases(
             own[kind].append((f"{generator}+tt", replace(v, text=text)) if text else (generator, v))
             changed[kind] += text is not None
         first = before[:untransformed]
-        if any(new.text != old.text for (_, new), (_, old) in zip(own["rename"], first)):
+        if any(new.text != old.text for (_, new), (_, old) in zip(own["rename"], first, strict=False)):
             own[untransformed_kind] = first
     log.info(
         "test-case transformation (samples): %s; variants given new examples: %s",

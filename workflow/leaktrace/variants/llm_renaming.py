@@ -157,7 +157,8 @@ def _renamed_text(old: str, new: str, renames: dict[str, str]) -> bool:
     """Whether `new` is `old` with some of its whole words replaced by their renames."""
     old_parts, new_parts = _WORDS.split(old), _WORDS.split(new)
     return len(old_parts) == len(new_parts) and all(
-        b == a or (i % 2 == 1 and renames.get(a) == b) for i, (a, b) in enumerate(zip(old_parts, new_parts))
+        b == a or (i % 2 == 1 and renames.get(a) == b)
+        for i, (a, b) in enumerate(zip(old_parts, new_parts, strict=True))
     )
 
 

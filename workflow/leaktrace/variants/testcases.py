@@ -587,7 +587,7 @@ def _run_program_plan(plan: ProgramPlan, limits: SandboxLimits) -> dict[str, str
         result = run_stdio(plan.program, todo, limits)
         if result.status != "ok" or not result.return_value:
             break
-        for text, outcome in zip(todo, result.return_value):
+        for text, outcome in zip(todo, result.return_value, strict=False):
             outputs[text] = outcome[2].decode("utf-8", "replace") if outcome[0] == "code" and outcome[1] == 0 else None
         todo = todo[len(result.return_value) :]
     return outputs

@@ -170,7 +170,7 @@ def _difference(record: bytes, reference: bytes) -> str | None:
     if record == reference:
         return None
     calls, expected = decode(record)["calls"], decode(reference)["calls"]
-    for number, (call, wanted) in enumerate(zip(calls, expected), start=1):
+    for number, (call, wanted) in enumerate(zip(calls, expected, strict=False), start=1):
         if call != wanted:
             name, args, kwargs, outcome = decode(call)
             *_, wanted_outcome = decode(wanted)
