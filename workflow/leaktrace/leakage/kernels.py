@@ -58,10 +58,17 @@ def _fmix64(h):  # pragma: no cover - compiled
     return h ^ (h >> _S33)
 
 
+# POLY_BASE^j mod 2^64 for the bytes of a token: the per-byte update reads its power instead of
+# multiplying a running one (a serial multiply per byte); a token longer than this takes the loop below
+_POWERS_LEN = 256
+_POWERS = np.ones(_POWERS_LEN, dtype=np.uint64)
+with np.errstate(over="ignore"):
+    _POWERS[1:] = np.cumprod(np.full(_POWERS_LEN - 1, _POLY_BASE, dtype=np.uint64), dtype=np.uint64)
+
+
 @njit(cache=True)
-def code_token_hashes(b, byte_class):  # pragma: no cover - compiled
-    """(``rolling64_token_hash`` of every ``code`` token of the UTF-8 bytes
-    ``b``, in order; each token's first byte offset)."""
+def _code_token_hashes_long(b, byte_class):  # pragma: no cover - compiled
+    """:func:`code_token_hashes` with a running power: for documents with a token of 256 bytes or more."""
     n = b.shape[0]
     out = np.empty(n, dtype=np.uint64)
     starts = np.empty(n, dtype=np.int64)
@@ -91,6 +98,50 @@ def code_token_hashes(b, byte_class):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def code_token_hashes(b, byte_class):  # pragma: no cover - compiled
+    """(``rolling64_token_hash`` of every ``code`` token of the UTF-8 bytes
+    ``b``, in order; each token's first byte offset).
+
+    One branch-free pass over the bytes (a token boundary is data, not a
+    jump: the branchy loop mispredicted at nearly every boundary): each byte
+    extends the current token's polynomial or starts a new one, and the
+    finished token's value and length are written at the slot the token
+    counter points to, which advances only when a token ends. The finaliser
+    runs afterwards over the tokens."""
+    n = b.shape[0]
+    starts = np.empty(n + 1, dtype=np.int64)
+    polys = np.empty(n + 1, dtype=np.uint64)
+    lens = np.empty(n + 1, dtype=np.uint64)
+    m = 0  # tokens started
+    e = 0  # tokens ended
+    prev = 0  # the previous byte's class
+    k = 0  # bytes in the current token
+    poly = _ZERO
+    longest = 0
+    for i in range(n):
+        c = byte_class[b[i]]
+        polys[e] = poly
+        lens[e] = k
+        e += (prev != 0) & ((prev == 2) | (c != 1))  # the previous byte ended a token
+        starts[m] = i
+        cont = (c == 1) & (prev == 1)
+        m += (c != 0) & (not cont)
+        kk = k * cont
+        longest = max(longest, kk)
+        poly = poly * _U64(cont) + _U64(b[i]) * _POWERS[min(kk, _POWERS_LEN - 1)]
+        k = (kk + 1) * (c != 0)
+        prev = c
+    polys[e] = poly
+    lens[e] = k
+    if longest >= _POWERS_LEN - 1:
+        return _code_token_hashes_long(b, byte_class)
+    out = np.empty(m, dtype=np.uint64)
+    for t in range(m):
+        out[t] = _fmix64(polys[t] ^ lens[t])
+    return out, starts[:m]
+
+
+@njit(cache=True)
 def shingle_hashes_rolling64(token_hashes, n):  # pragma: no cover - compiled
     """``rolling64`` shingle hashes (uint32, in document order) of a document's
     token hashes: n-grams, or one shingle of all tokens when there are fewer."""
@@ -108,23 +159,42 @@ def shingle_hashes_rolling64(token_hashes, n):  # pragma: no cover - compiled
     return out
 
 
+@njit(cache=True, inline="always")
+def _fmix32(x):  # pragma: no cover - compiled
+    x = _U32(x ^ (x >> _S16))  # numba widens uint32 arithmetic to 64 bits: truncate after each step
+    x = _U32(x * _F1)
+    x = _U32(x ^ (x >> _S13))
+    x = _U32(x * _F2)
+    return _U32(x ^ (x >> _S16))
+
+
 @njit(cache=True)
 def min_affine32(hashes, offsets, a, b, out):  # pragma: no cover - compiled
     """out[d, p] = min over document d's hashes h of a[p] * fmix32(h) + b[p]
     (uint32, wrapping); documents are hashes[offsets[d]:offsets[d + 1]]; rows
-    of documents without hashes are left as they are."""
+    of documents without hashes are left as they are. Four hashes per pass
+    over the permutations: the signature row is read and written a quarter
+    as often."""
     P = a.shape[0]
     for d in range(offsets.shape[0] - 1):
         sig = out[d]
-        for t in range(offsets[d], offsets[d + 1]):
-            x = hashes[t]  # numba widens uint32 arithmetic to 64 bits: truncate after each step
-            x = _U32(x ^ (x >> _S16))
-            x = _U32(x * _F1)
-            x = _U32(x ^ (x >> _S13))
-            x = _U32(x * _F2)
-            x = _U32(x ^ (x >> _S16))
+        t, hi = offsets[d], offsets[d + 1]
+        while t + 3 < hi:
+            x1 = _fmix32(hashes[t])
+            x2 = _fmix32(hashes[t + 1])
+            x3 = _fmix32(hashes[t + 2])
+            x4 = _fmix32(hashes[t + 3])
+            for p in range(P):
+                ap = a[p]
+                bp = b[p]
+                low = min(min(_U32(ap * x1 + bp), _U32(ap * x2 + bp)), min(_U32(ap * x3 + bp), _U32(ap * x4 + bp)))
+                sig[p] = min(sig[p], low)
+            t += 4
+        while t < hi:
+            x = _fmix32(hashes[t])
             for p in range(P):
                 sig[p] = min(sig[p], _U32(a[p] * x + b[p]))
+            t += 1
 
 
 @njit(cache=True)
@@ -150,15 +220,20 @@ def min_legacy(hashes, offsets, a, b, out):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def sorted_unique(h):  # pragma: no cover - compiled
-    """The distinct values of the sorted array ``h`` (a view of its start, overwritten in place)."""
+    """The distinct values of the sorted array ``h`` (a view of its start,
+    overwritten in place). Branch-free (every value is written, the write
+    position advances on a new value): a branch per value mispredicted on
+    about half of them."""
     n = h.shape[0]
     if n < 2:
         return h
     w = 1
+    last = h[0]
     for i in range(1, n):
-        if h[i] != h[w - 1]:
-            h[w] = h[i]
-            w += 1
+        v = h[i]
+        h[w] = v
+        w += v != last
+        last = v
     return h[:w]
 
 
