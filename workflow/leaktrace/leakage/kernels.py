@@ -324,6 +324,64 @@ def _sha1_hash32(msg, length, w):  # pragma: no cover - compiled
     )
 
 
+_LANES = 16
+
+
+@njit(cache=True, inline="always")
+def _sha1_round(a, b, c, d, e, q, f, wi):  # pragma: no cover - compiled
+    al = a[q]
+    temp = _U32(_U32((al << _U32(5)) | (al >> _U32(27))) + f + e[q] + wi)
+    e[q] = d[q]
+    d[q] = c[q]
+    c[q] = _U32((b[q] << _U32(30)) | (b[q] >> _U32(2)))
+    b[q] = al
+    a[q] = temp
+
+
+@njit(cache=True)
+def _sha1_h0_lanes(blocks, slots, lanes, out):  # pragma: no cover - compiled
+    """:func:`_sha1_hash32` of up to ``_LANES`` one-block messages at once, each
+    round computed for all lanes in one loop (which LLVM vectorises):
+    ``blocks[j, q]`` is word j of lane l's padded block; out[slots[q]] gets
+    lane l's value. Only the digest's first word is kept, so the last round's
+    other words are not added."""
+    w = np.empty((80, _LANES), dtype=np.uint32)
+    w[:16] = blocks
+    for i in range(16, 80):
+        for q in range(_LANES):
+            x = w[i - 3, q] ^ w[i - 8, q] ^ w[i - 14, q] ^ w[i - 16, q]
+            w[i, q] = _U32((x << _U32(1)) | (x >> _U32(31)))
+    a = np.full(_LANES, 0x67452301, dtype=np.uint32)
+    b = np.full(_LANES, 0xEFCDAB89, dtype=np.uint32)
+    c = np.full(_LANES, 0x98BADCFE, dtype=np.uint32)
+    d = np.full(_LANES, 0x10325476, dtype=np.uint32)
+    e = np.full(_LANES, 0xC3D2E1F0, dtype=np.uint32)
+    for i in range(80):  # the round's function chosen outside the lane loop, which stays branch-free
+        if i < 20:
+            for q in range(_LANES):
+                f = _U32(((b[q] & c[q]) | (~b[q] & d[q])) + _U32(0x5A827999))
+                _sha1_round(a, b, c, d, e, q, f, w[i, q])
+        elif i < 40:
+            for q in range(_LANES):
+                _sha1_round(a, b, c, d, e, q, _U32((b[q] ^ c[q] ^ d[q]) + _U32(0x6ED9EBA1)), w[i, q])
+        elif i < 60:
+            for q in range(_LANES):
+                f = _U32(((b[q] & c[q]) | (b[q] & d[q]) | (c[q] & d[q])) + _U32(0x8F1BBCDC))
+                _sha1_round(a, b, c, d, e, q, f, w[i, q])
+        else:
+            for q in range(_LANES):
+                _sha1_round(a, b, c, d, e, q, _U32((b[q] ^ c[q] ^ d[q]) + _U32(0xCA62C1D6)), w[i, q])
+    for q in range(lanes):
+        h0 = _U32(a[q] + _U32(0x67452301))
+        # the digest's first 4 bytes are h0 big-endian; read little-endian they are h0 byte-swapped
+        out[slots[q]] = _U32(
+            ((h0 & _U32(0xFF)) << _U32(24))
+            | ((h0 & _U32(0xFF00)) << _U32(8))
+            | ((h0 >> _U32(8)) & _U32(0xFF00))
+            | (h0 >> _U32(24))
+        )
+
+
 @njit(cache=True, inline="always")
 def _is_word(c):  # pragma: no cover - compiled
     return (48 <= c <= 57) or (65 <= c <= 90) or (97 <= c <= 122) or c == 95
@@ -397,12 +455,33 @@ def lessleak_shingle_hashes(cp, n):  # pragma: no cover - compiled
     msg = np.empty(longest + 72, dtype=np.uint8)
     w = np.empty(80, dtype=np.uint64)
     out = np.empty(nd, dtype=np.uint32)
+    # one-block shingles (at most 55 bytes: nearly all) go through SHA-1 sixteen at a time, in SIMD lanes
+    blocks = np.zeros((16, _LANES), dtype=np.uint32)
+    slots = np.empty(_LANES, dtype=np.int64)
+    lanes = 0
     for r in range(nd):
         i = distinct[r]
         s = starts[i]
         length = ends[i + n - 1] - s
-        for k in range(length):
+        if length > 55:
+            for k in range(length):
+                c = cp[s + k]
+                msg[k] = np.uint8(c) if _is_word(c) else np.uint8(32)
+            out[r] = _sha1_hash32(msg, length, w)
+            continue
+        for j in range(16):
+            blocks[j, lanes] = 0
+        for k in range(length):  # big-endian words of the padded block
             c = cp[s + k]
-            msg[k] = np.uint8(c) if _is_word(c) else np.uint8(32)
-        out[r] = _sha1_hash32(msg, length, w)
+            byte = c if _is_word(c) else 32
+            blocks[k >> 2, lanes] |= _U32(byte) << _U32(24 - 8 * (k & 3))
+        blocks[length >> 2, lanes] |= _U32(0x80) << _U32(24 - 8 * (length & 3))
+        blocks[15, lanes] = _U32(length * 8)
+        slots[lanes] = r
+        lanes += 1
+        if lanes == _LANES:
+            _sha1_h0_lanes(blocks, slots, lanes, out)
+            lanes = 0
+    if lanes:
+        _sha1_h0_lanes(blocks, slots, lanes, out)
     return m, out
