@@ -58,10 +58,17 @@ def _fmix64(h):  # pragma: no cover - compiled
     return h ^ (h >> _S33)
 
 
+# POLY_BASE^j mod 2^64 for the bytes of a token: the per-byte update reads its power instead of
+# multiplying a running one (a serial multiply per byte); a token longer than this takes the loop below
+_POWERS_LEN = 256
+_POWERS = np.ones(_POWERS_LEN, dtype=np.uint64)
+with np.errstate(over="ignore"):
+    _POWERS[1:] = np.cumprod(np.full(_POWERS_LEN - 1, _POLY_BASE, dtype=np.uint64), dtype=np.uint64)
+
+
 @njit(cache=True)
-def code_token_hashes(b, byte_class):  # pragma: no cover - compiled
-    """(``rolling64_token_hash`` of every ``code`` token of the UTF-8 bytes
-    ``b``, in order; each token's first byte offset)."""
+def _code_token_hashes_long(b, byte_class):  # pragma: no cover - compiled
+    """:func:`code_token_hashes` with a running power: for documents with a token of 256 bytes or more."""
     n = b.shape[0]
     out = np.empty(n, dtype=np.uint64)
     starts = np.empty(n, dtype=np.int64)
@@ -91,6 +98,50 @@ def code_token_hashes(b, byte_class):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def code_token_hashes(b, byte_class):  # pragma: no cover - compiled
+    """(``rolling64_token_hash`` of every ``code`` token of the UTF-8 bytes
+    ``b``, in order; each token's first byte offset).
+
+    One branch-free pass over the bytes (a token boundary is data, not a
+    jump: the branchy loop mispredicted at nearly every boundary): each byte
+    extends the current token's polynomial or starts a new one, and the
+    finished token's value and length are written at the slot the token
+    counter points to, which advances only when a token ends. The finaliser
+    runs afterwards over the tokens."""
+    n = b.shape[0]
+    starts = np.empty(n + 1, dtype=np.int64)
+    polys = np.empty(n + 1, dtype=np.uint64)
+    lens = np.empty(n + 1, dtype=np.uint64)
+    m = 0  # tokens started
+    e = 0  # tokens ended
+    prev = 0  # the previous byte's class
+    k = 0  # bytes in the current token
+    poly = _ZERO
+    longest = 0
+    for i in range(n):
+        c = byte_class[b[i]]
+        polys[e] = poly
+        lens[e] = k
+        e += (prev != 0) & ((prev == 2) | (c != 1))  # the previous byte ended a token
+        starts[m] = i
+        cont = (c == 1) & (prev == 1)
+        m += (c != 0) & (not cont)
+        kk = k * cont
+        longest = max(longest, kk)
+        poly = poly * _U64(cont) + _U64(b[i]) * _POWERS[min(kk, _POWERS_LEN - 1)]
+        k = (kk + 1) * (c != 0)
+        prev = c
+    polys[e] = poly
+    lens[e] = k
+    if longest >= _POWERS_LEN - 1:
+        return _code_token_hashes_long(b, byte_class)
+    out = np.empty(m, dtype=np.uint64)
+    for t in range(m):
+        out[t] = _fmix64(polys[t] ^ lens[t])
+    return out, starts[:m]
+
+
+@njit(cache=True)
 def shingle_hashes_rolling64(token_hashes, n):  # pragma: no cover - compiled
     """``rolling64`` shingle hashes (uint32, in document order) of a document's
     token hashes: n-grams, or one shingle of all tokens when there are fewer."""
@@ -108,57 +159,98 @@ def shingle_hashes_rolling64(token_hashes, n):  # pragma: no cover - compiled
     return out
 
 
+@njit(cache=True, inline="always")
+def _fmix32(x):  # pragma: no cover - compiled
+    x = _U32(x ^ (x >> _S16))  # numba widens uint32 arithmetic to 64 bits: truncate after each step
+    x = _U32(x * _F1)
+    x = _U32(x ^ (x >> _S13))
+    x = _U32(x * _F2)
+    return _U32(x ^ (x >> _S16))
+
+
 @njit(cache=True)
 def min_affine32(hashes, offsets, a, b, out):  # pragma: no cover - compiled
     """out[d, p] = min over document d's hashes h of a[p] * fmix32(h) + b[p]
     (uint32, wrapping); documents are hashes[offsets[d]:offsets[d + 1]]; rows
-    of documents without hashes are left as they are."""
+    of documents without hashes are left as they are. Four hashes per pass
+    over the permutations: the signature row is read and written a quarter
+    as often."""
     P = a.shape[0]
     for d in range(offsets.shape[0] - 1):
         sig = out[d]
-        for t in range(offsets[d], offsets[d + 1]):
-            x = hashes[t]  # numba widens uint32 arithmetic to 64 bits: truncate after each step
-            x = _U32(x ^ (x >> _S16))
-            x = _U32(x * _F1)
-            x = _U32(x ^ (x >> _S13))
-            x = _U32(x * _F2)
-            x = _U32(x ^ (x >> _S16))
+        t, hi = offsets[d], offsets[d + 1]
+        while t + 3 < hi:
+            x1 = _fmix32(hashes[t])
+            x2 = _fmix32(hashes[t + 1])
+            x3 = _fmix32(hashes[t + 2])
+            x4 = _fmix32(hashes[t + 3])
+            for p in range(P):
+                ap = a[p]
+                bp = b[p]
+                low = min(min(_U32(ap * x1 + bp), _U32(ap * x2 + bp)), min(_U32(ap * x3 + bp), _U32(ap * x4 + bp)))
+                sig[p] = min(sig[p], low)
+            t += 4
+        while t < hi:
+            x = _fmix32(hashes[t])
             for p in range(P):
                 sig[p] = min(sig[p], _U32(a[p] * x + b[p]))
+            t += 1
+
+
+@njit(cache=True, inline="always")
+def _legacy32(al, ah, bp, h):  # pragma: no cover - compiled
+    """The low 32 bits of ((a*h + b) mod 2^64) mod (2^61 - 1), a = ah*2^32 + al, h < 2^32:
+    a*h mod 2^64 is al*h + (ah*h << 32), two 32 x 32 -> 64-bit products (one
+    SIMD multiply each, where a full 64-bit product takes three)."""
+    v = al * h + ((ah * h) << _S32) + bp
+    r = (v & _MERSENNE) + (v >> _S61)
+    return _U32(min(r, r - _MERSENNE))  # r < 2p: r - p wraps above r unless r >= p
 
 
 @njit(cache=True)
 def min_legacy(hashes, offsets, a, b, out):  # pragma: no cover - compiled
     """out[d, p] = min over document d's hashes h of ((a[p] * h + b[p]) mod
     2^64 mod (2^61 - 1)) & (2^32 - 1), datasketch's legacy permutation. The
-    loop runs over a document's hashes for one permutation at a time (a
+    loop runs over a document's hashes for two permutations at a time (a
     vectorised reduction, twice as fast here as updating all permutations per
-    hash, which suits affine32's cheaper arithmetic better)."""
+    hash, which suits affine32's cheaper arithmetic better); the running
+    minimum is kept in 32 bits (the values are masked to 32 bits), which
+    vectorises twice as wide as a 64-bit one."""
     P = a.shape[0]
     for d in range(offsets.shape[0] - 1):
         lo, hi = offsets[d], offsets[d + 1]
-        for p in range(P):
-            ap = a[p]
-            bp = b[p]
-            m = out[d, p]
+        p = 0
+        while p < P:
+            q = min(p + 1, P - 1)  # an odd last permutation is computed twice
+            al1, ah1, b1 = a[p] & _MAX32, a[p] >> _S32, b[p]
+            al2, ah2, b2 = a[q] & _MAX32, a[q] >> _S32, b[q]
+            m1 = _U32(out[d, p])
+            m2 = _U32(out[d, q])
             for t in range(lo, hi):  # branch-free, so that LLVM vectorises it
-                v = ap * _U64(hashes[t]) + bp
-                r = (v & _MERSENNE) + (v >> _S61)
-                m = min(m, min(r, r - _MERSENNE) & _MAX32)  # r < 2p: r - p wraps above r unless r >= p
-            out[d, p] = m
+                h = _U64(hashes[t])
+                m1 = min(m1, _legacy32(al1, ah1, b1, h))
+                m2 = min(m2, _legacy32(al2, ah2, b2, h))
+            out[d, p] = m1
+            out[d, q] = m2
+            p += 2
 
 
 @njit(cache=True)
 def sorted_unique(h):  # pragma: no cover - compiled
-    """The distinct values of the sorted array ``h`` (a view of its start, overwritten in place)."""
+    """The distinct values of the sorted array ``h`` (a view of its start,
+    overwritten in place). Branch-free (every value is written, the write
+    position advances on a new value): a branch per value mispredicted on
+    about half of them."""
     n = h.shape[0]
     if n < 2:
         return h
     w = 1
+    last = h[0]
     for i in range(1, n):
-        if h[i] != h[w - 1]:
-            h[w] = h[i]
-            w += 1
+        v = h[i]
+        h[w] = v
+        w += v != last
+        last = v
     return h[:w]
 
 
@@ -230,6 +322,64 @@ def _sha1_hash32(msg, length, w):  # pragma: no cover - compiled
         | ((h0 >> np.uint64(8)) & np.uint64(0xFF00))
         | (h0 >> np.uint64(24))
     )
+
+
+_LANES = 16
+
+
+@njit(cache=True, inline="always")
+def _sha1_round(a, b, c, d, e, q, f, wi):  # pragma: no cover - compiled
+    al = a[q]
+    temp = _U32(_U32((al << _U32(5)) | (al >> _U32(27))) + f + e[q] + wi)
+    e[q] = d[q]
+    d[q] = c[q]
+    c[q] = _U32((b[q] << _U32(30)) | (b[q] >> _U32(2)))
+    b[q] = al
+    a[q] = temp
+
+
+@njit(cache=True)
+def _sha1_h0_lanes(blocks, slots, lanes, out):  # pragma: no cover - compiled
+    """:func:`_sha1_hash32` of up to ``_LANES`` one-block messages at once, each
+    round computed for all lanes in one loop (which LLVM vectorises):
+    ``blocks[j, q]`` is word j of lane l's padded block; out[slots[q]] gets
+    lane l's value. Only the digest's first word is kept, so the last round's
+    other words are not added."""
+    w = np.empty((80, _LANES), dtype=np.uint32)
+    w[:16] = blocks
+    for i in range(16, 80):
+        for q in range(_LANES):
+            x = w[i - 3, q] ^ w[i - 8, q] ^ w[i - 14, q] ^ w[i - 16, q]
+            w[i, q] = _U32((x << _U32(1)) | (x >> _U32(31)))
+    a = np.full(_LANES, 0x67452301, dtype=np.uint32)
+    b = np.full(_LANES, 0xEFCDAB89, dtype=np.uint32)
+    c = np.full(_LANES, 0x98BADCFE, dtype=np.uint32)
+    d = np.full(_LANES, 0x10325476, dtype=np.uint32)
+    e = np.full(_LANES, 0xC3D2E1F0, dtype=np.uint32)
+    for i in range(80):  # the round's function chosen outside the lane loop, which stays branch-free
+        if i < 20:
+            for q in range(_LANES):
+                f = _U32(((b[q] & c[q]) | (~b[q] & d[q])) + _U32(0x5A827999))
+                _sha1_round(a, b, c, d, e, q, f, w[i, q])
+        elif i < 40:
+            for q in range(_LANES):
+                _sha1_round(a, b, c, d, e, q, _U32((b[q] ^ c[q] ^ d[q]) + _U32(0x6ED9EBA1)), w[i, q])
+        elif i < 60:
+            for q in range(_LANES):
+                f = _U32(((b[q] & c[q]) | (b[q] & d[q]) | (c[q] & d[q])) + _U32(0x8F1BBCDC))
+                _sha1_round(a, b, c, d, e, q, f, w[i, q])
+        else:
+            for q in range(_LANES):
+                _sha1_round(a, b, c, d, e, q, _U32((b[q] ^ c[q] ^ d[q]) + _U32(0xCA62C1D6)), w[i, q])
+    for q in range(lanes):
+        h0 = _U32(a[q] + _U32(0x67452301))
+        # the digest's first 4 bytes are h0 big-endian; read little-endian they are h0 byte-swapped
+        out[slots[q]] = _U32(
+            ((h0 & _U32(0xFF)) << _U32(24))
+            | ((h0 & _U32(0xFF00)) << _U32(8))
+            | ((h0 >> _U32(8)) & _U32(0xFF00))
+            | (h0 >> _U32(24))
+        )
 
 
 @njit(cache=True, inline="always")
@@ -305,12 +455,33 @@ def lessleak_shingle_hashes(cp, n):  # pragma: no cover - compiled
     msg = np.empty(longest + 72, dtype=np.uint8)
     w = np.empty(80, dtype=np.uint64)
     out = np.empty(nd, dtype=np.uint32)
+    # one-block shingles (at most 55 bytes: nearly all) go through SHA-1 sixteen at a time, in SIMD lanes
+    blocks = np.zeros((16, _LANES), dtype=np.uint32)
+    slots = np.empty(_LANES, dtype=np.int64)
+    lanes = 0
     for r in range(nd):
         i = distinct[r]
         s = starts[i]
         length = ends[i + n - 1] - s
-        for k in range(length):
+        if length > 55:
+            for k in range(length):
+                c = cp[s + k]
+                msg[k] = np.uint8(c) if _is_word(c) else np.uint8(32)
+            out[r] = _sha1_hash32(msg, length, w)
+            continue
+        for j in range(16):
+            blocks[j, lanes] = 0
+        for k in range(length):  # big-endian words of the padded block
             c = cp[s + k]
-            msg[k] = np.uint8(c) if _is_word(c) else np.uint8(32)
-        out[r] = _sha1_hash32(msg, length, w)
+            byte = c if _is_word(c) else 32
+            blocks[k >> 2, lanes] |= _U32(byte) << _U32(24 - 8 * (k & 3))
+        blocks[length >> 2, lanes] |= _U32(0x80) << _U32(24 - 8 * (length & 3))
+        blocks[15, lanes] = _U32(length * 8)
+        slots[lanes] = r
+        lanes += 1
+        if lanes == _LANES:
+            _sha1_h0_lanes(blocks, slots, lanes, out)
+            lanes = 0
+    if lanes:
+        _sha1_h0_lanes(blocks, slots, lanes, out)
     return m, out
