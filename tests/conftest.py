@@ -8,7 +8,7 @@ import os
 os.environ["HF_HUB_OFFLINE"] = "1"
 
 import pytest  # noqa: E402
-from helpers import TRAINING_TEXT, run_micro
+from helpers import TRAINING_TEXT, run_micro, shared_once
 from hypothesis import settings  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -57,33 +57,59 @@ def tiny_model_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def micro_run(tmp_path_factory):
     """(the copy the micro run ran in, the config it ran with: the default
-    with config/micro.yaml laid over it, as Snakemake lays it, written out)."""
-    import yaml
-    from snakemake.utils import update_config
+    with config/micro.yaml laid over it, as Snakemake lays it, written out).
+    One run for the whole test session, whichever pytest-xdist worker asks first."""
 
-    from leaktrace.configuration import drop_removed_entries
+    def make(workdir):
+        import yaml
+        from snakemake.utils import update_config
 
-    workdir = tmp_path_factory.mktemp("micro")
-    run_micro(workdir)
-    config = yaml.safe_load((workdir / "config" / "config.yaml").read_text())
-    update_config(config, yaml.safe_load((workdir / "config" / "micro.yaml").read_text()))
-    drop_removed_entries(config)
-    effective = workdir / "micro-effective.yaml"
-    effective.write_text(yaml.safe_dump(config))
-    return workdir, effective
+        from leaktrace.configuration import drop_removed_entries
+
+        run_micro(workdir)
+        config = yaml.safe_load((workdir / "config" / "config.yaml").read_text())
+        update_config(config, yaml.safe_load((workdir / "config" / "micro.yaml").read_text()))
+        drop_removed_entries(config)
+        (workdir / "micro-effective.yaml").write_text(yaml.safe_dump(config))
+
+    workdir = shared_once(tmp_path_factory, "micro", make)
+    return workdir, workdir / "micro-effective.yaml"
 
 
 @pytest.fixture(scope="session")
 def audit_run(tmp_path_factory):
     """The README's audit command (repo_copy.AUDIT_COMMAND, config/experiments/audit.yaml),
     literally, from the root of a fresh copy: its results directory. Shared by
-    tests/test_audit.py and the README test."""
-    import shlex
-    import subprocess
+    tests/test_audit.py and the README test, one run for the whole session."""
 
-    from repo_copy import AUDIT_COMMAND, fresh_copy
+    def make(workdir):
+        import shlex
+        import subprocess
 
-    workdir = fresh_copy(tmp_path_factory.mktemp("audit"))
-    result = subprocess.run(shlex.split(AUDIT_COMMAND), cwd=workdir, capture_output=True, text=True, timeout=2400)
-    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
-    return workdir / "results" / "audit"
+        from repo_copy import AUDIT_COMMAND, fresh_copy
+
+        fresh_copy(workdir)
+        result = subprocess.run(shlex.split(AUDIT_COMMAND), cwd=workdir, capture_output=True, text=True, timeout=2400)
+        assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+
+    return shared_once(tmp_path_factory, "audit", make) / "results" / "audit"
+
+
+@pytest.fixture(scope="session")
+def plan(tmp_path_factory):
+    """A dry run from the root of a fresh copy, made once per session:
+    ``plan(*configfiles, targets=())`` is ``snakemake --cores all --configfile
+    ... --dry-run -p [targets]`` of config files laid over the default, and
+    ``plan(argv=[...])`` any other dry run. The README, cluster and experiment
+    tests ask for the same plans; each is made once."""
+    from helpers import shared_plan
+    from repo_copy import fresh_copy
+
+    copy = shared_once(tmp_path_factory, "plans-copy", fresh_copy)
+
+    def planned(*configfiles, targets=(), argv=None):
+        if argv is None:
+            argv = [".venv/bin/snakemake", "--cores", "all", "--configfile", *configfiles, "--dry-run", "-p", *targets]
+        return shared_plan(tmp_path_factory, copy, list(argv))
+
+    return planned

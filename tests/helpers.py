@@ -3,12 +3,18 @@ CLI run as a test runs them, a micro config written for a test's own
 directory, and the README's smoke run. Test modules import from here, never
 from each other."""
 
+import hashlib
+import json
+import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
+from filelock import FileLock
 from repo_copy import MICRO_COMMAND, fresh_copy
 
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
@@ -39,6 +45,51 @@ def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
         text=True,
         timeout=900,
     )
+
+
+def session_root(tmp_path_factory) -> Path:
+    """The directory every pytest-xdist worker of this test session sees (the
+    parent of the workers' own base directories), or the session's base
+    directory when the tests run in one process."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def shared_once(tmp_path_factory, name: str, make) -> Path:
+    """``root/name``, built by ``make(directory)`` once for the whole session:
+    the first worker to ask builds it under a file lock, the others wait and
+    reuse it (pytest-xdist's documented pattern for session fixtures). A
+    failed build is not retried by each worker: its error is kept and raised."""
+    root = session_root(tmp_path_factory)
+    directory, done, failed = root / name, root / f"{name}.done", root / f"{name}.failed"
+    with FileLock(str(root / f"{name}.lock")):
+        if failed.exists():
+            pytest.fail(f"{name}, built by another worker, failed:\n{failed.read_text()}")
+        if not done.exists():
+            shutil.rmtree(directory, ignore_errors=True)
+            directory.mkdir(parents=True)
+            try:
+                make(directory)
+            except BaseException as error:
+                failed.write_text(str(error)[-4000:])
+                raise
+            done.touch()
+    return directory
+
+
+def shared_plan(tmp_path_factory, copy: Path, argv: list[str]) -> subprocess.CompletedProcess:
+    """A dry run's ``argv`` in ``copy``, run once per session and kept as
+    JSON, so that tests asking for the same plan share it (the ``plan`` fixture)."""
+    key = hashlib.sha256("\0".join(argv).encode()).hexdigest()[:16]
+
+    def make(directory):
+        result = subprocess.run(argv, cwd=copy, capture_output=True, text=True, timeout=600)
+        (directory / "plan.json").write_text(json.dumps([result.returncode, result.stdout, result.stderr]))
+
+    returncode, stdout, stderr = json.loads(
+        (shared_once(tmp_path_factory, f"plan-{key}", make) / "plan.json").read_text()
+    )
+    return subprocess.CompletedProcess(argv, returncode, stdout, stderr)
 
 
 def write_config(workdir: Path, overrides: dict, base: str = "micro.yaml") -> Path:

@@ -19,7 +19,6 @@ import pytest
 import yaml
 from helpers import BASE_MODEL, REPO, snakemake, write_config
 from plan_requests import planned_jobs, read_tsv
-from repo_copy import fresh_copy
 
 from leaktrace import jobsize
 
@@ -158,13 +157,8 @@ def experiment_configs() -> list[str]:
     ]
 
 
-@pytest.fixture(scope="module")
-def copy(tmp_path_factory):
-    return fresh_copy(tmp_path_factory.mktemp("cluster"))
-
-
 @pytest.mark.parametrize("configfile", experiment_configs())
-def test_every_job_of_every_shipped_config_asks_for_memory_and_time(configfile, copy):
+def test_every_job_of_every_shipped_config_asks_for_memory_and_time(configfile, plan):
     """What a job asks for may wait for its inputs (<TBD> in a dry run), but
     every job asks: one that does not gets a whole node's memory and no time
     limit. The shipped models' pretraining and the learning-rate selection
@@ -174,13 +168,7 @@ def test_every_job_of_every_shipped_config_asks_for_memory_and_time(configfile, 
         if configfile == "config/micro.yaml"
         else []
     )
-    result = subprocess.run(
-        [".venv/bin/snakemake", "--cores", "2", "--configfile", configfile, "--dry-run", *targets],
-        cwd=copy,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    result = plan(configfile, targets=targets)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     jobs = [job for job in planned_jobs(result.stdout) if job["rule"] not in TARGET_RULES]
     assert jobs and (not targets or {"pretrain_base_model", "select_learning_rate"} <= {job["rule"] for job in jobs})
