@@ -2,8 +2,8 @@
 are valid tests: simulated over thousands of exactly exchangeable data sets
 (vectorised, seconds), each rule's false-alarm rate is at most its nominal
 level, and each rejects a clearly miscalibrated case. The sizes are the
-default run's: 19 calibration-fold non-members as controls, 45 evaluation
-non-members tested, 200 re-partitions, three unexposed models.
+default run's: 21 calibration-fold non-members as controls, 43 evaluation
+non-members tested, 100 re-partitions, three unexposed models.
 
 Run as a script, it prints each rule's simulated false-alarm rate."""
 
@@ -27,7 +27,7 @@ from leaktrace.calibration.validity_rules import (
     shared_controls_p,
 )
 
-M, N_TESTED, REPARTITIONS, MODELS = 19, 45, 200, 3
+M, N_TESTED, REPARTITIONS, MODELS = 21, 43, 100, 3
 ALPHAS = (0.05, 0.1, 0.2)
 DATA_SETS = 2000
 
@@ -140,7 +140,7 @@ def test_shared_control_rule_false_alarms_at_most_its_level(m):
 @pytest.mark.parametrize("ties", [False, True])
 def test_repartition_mean_rule_false_alarms_at_most_its_level(ties):
     """A pool of 64 non-members per data set (continuous scores, or five
-    tied levels), 200 uniform re-partitions into 19 controls and 45 tested;
+    tied levels), 100 uniform re-partitions into 21 controls and 43 tested;
     the mean rate judged against its exact expectation with its Monte Carlo
     error."""
     rng = np.random.default_rng(12 + ties)
