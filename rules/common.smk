@@ -304,53 +304,9 @@ def audit_model(name):
     return f"audit-{name}"
 
 
-def corpus_parts(corpus):
-    if corpus not in config["corpora"]:
-        raise ValueError(f"config names corpus {corpus!r}, which is not under `corpora`")
-    n = config["corpora"][corpus]["shards"]
-    return [f"{RESULTS}/data/corpora/{corpus}/part-{i}.parquet" for i in range(n)]
-
-
 def base_model_files():
     """The base model as rule input: its files and its identity (rules/identity.smk)."""
     return shipped_model_files(BASE_MODEL) + model_identity_files(BASE_MODEL)
-
-
-def training_mix(benchmark, ratio):
-    return f"{RESULTS}/train/{benchmark}/ratio-{ratio}/mix.parquet"
-
-
-def training_run(benchmark, ratio, seed):
-    """The directory of one LoRA run: a mixing ratio and a training seed."""
-    return f"{RESULTS}/train/{benchmark}/ratio-{ratio}/seed-{seed}"
-
-
-def adapter_dir(benchmark, ratio, seed, epoch):
-    return f"{training_run(benchmark, ratio, seed)}/adapter/epoch-{epoch}"
-
-
-def split_file(benchmark="{benchmark}"):
-    """The testbed's split (``split_samples``): members, non-members, folds and
-    the pre-exposure flag; the default is the rule wildcard."""
-    return f"{RESULTS}/filter/{benchmark}.samples.parquet"
-
-
-def twin_split_file(benchmark):
-    """The split as the complement twin sees it: members and non-members swapped."""
-    return f"{RESULTS}/filter/{benchmark}.twin.samples.parquet"
-
-
-def control_mix_file(control, benchmark, ratio):
-    """A control's training mix (``control``: sham or twin)."""
-    return f"{RESULTS}/train/{benchmark}/{control}/ratio-{ratio}/mix.parquet"
-
-
-def control_run(control, benchmark, ratio, seed):
-    return f"{RESULTS}/train/{benchmark}/{control}/ratio-{ratio}/seed-{seed}"
-
-
-def control_adapter_dir(control, benchmark, ratio, seed, epoch):
-    return f"{control_run(control, benchmark, ratio, seed)}/adapter/epoch-{epoch}"
 
 
 def model_adapter(wildcards):
@@ -486,7 +442,7 @@ def generator_args():
     """The generating stages' --generator and --cache-dir options (none for the default)."""
     if GENERATOR is None:
         return ""
-    cache = f" --cache-dir {RESULTS}/cache" if config["llm"]["cache"] else ""
+    cache = f" --cache-dir {cache_dir()}" if config["llm"]["cache"] else ""
     return f"--generator {shlex.quote(json.dumps(GENERATOR, sort_keys=True))}{cache}"
 
 
