@@ -10,8 +10,6 @@ from leaktrace.data.runnability import runnability_message
 
 AUDIT_BENCHMARKS = config["audit"]["benchmarks"]
 AUDIT_DIR = audit_dir()  # the audit's outputs (in its command, as a global: no param, so no rerun trigger)
-# The leakage rates' outputs (rule audit): its table, its Markdown and the heatmap.
-AUDIT_RATES_OUTPUTS = tuple(audit_file(name) for name in ("leakage_rates.parquet", "leakage_rates.md", "heatmap.png"))
 AUDIT_CONTROL_IDS = config["contamination"]["held_out_ids"]
 SHIFTED = config["audit"]["shifted_controls"]
 
@@ -121,7 +119,7 @@ SHIFTED_OUTPUTS = tuple(audit_file(f"shifted_controls/{name}") for name in ("dra
 def audit_outputs():
     if not (AUDIT_BENCHMARKS and AUDIT_MODELS):
         return []
-    return list(AUDIT_RATES_OUTPUTS) \
+    return [str(path) for path in rules.audit.output] \
         + ([*AUDIT_CONTAMINATION_OUTPUTS, AUDIT_BLIND] if AUDIT_CONTROL_IDS else []) \
         + (list(SHIFTED_OUTPUTS) if SHIFTED.get("benchmark") else [])
 
@@ -130,9 +128,9 @@ rule audit:
     input:
         unpack(audit_inputs),
     output:
-        rates=AUDIT_RATES_OUTPUTS[0],
-        table=report(AUDIT_RATES_OUTPUTS[1], caption="../report/audit.rst", category="Audit"),
-        heatmap=report(AUDIT_RATES_OUTPUTS[2], caption="../report/audit.rst", category="Audit"),
+        rates=audit_file("leakage_rates.parquet"),
+        table=report(audit_file("leakage_rates.md"), caption="../report/audit.rst", category="Audit"),
+        heatmap=report(audit_file("heatmap.png"), caption="../report/audit.rst", category="Audit"),
     params:
         scores=audit_arguments,
         variants=audit_variant_arguments,

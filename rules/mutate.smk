@@ -21,13 +21,13 @@ def mutate_models():
 def mutate_outputs():
     if not MUTATE["kinds"]:
         return []
-    return [f"{mutation_study_dir(b, m)}/{name}" for b in TESTBED_BENCHMARKS for m in mutate_models()
+    return [mutation_study_file(name, b, m) for b in TESTBED_BENCHMARKS for m in mutate_models()
             for name in ("study.parquet", "prefix_overlap.parquet", "report.md", "heatmaps.png")]
 
 
 def mutation_fragments(benchmark):
     """The mutation study's report of each studied model, for the benchmark's aggregate pages."""
-    return [f"{mutation_study_dir(benchmark, m)}/report.md" for m in mutate_models()] \
+    return [mutation_study_file("report.md", benchmark, m) for m in mutate_models()] \
         if MUTATE["kinds"] and benchmark in TESTBED_BENCHMARKS else []
 
 
@@ -134,11 +134,11 @@ rule mutation_study:
     input:
         unpack(mutation_study_inputs),
     output:
-        study=f"{mutation_study_dir()}/study.parquet",
-        overlap=f"{mutation_study_dir()}/prefix_overlap.parquet",
-        report_md=report(f"{mutation_study_dir()}/report.md", caption="../report/mutate.rst", category="Robustness"),
-        heatmaps=report(f"{mutation_study_dir()}/heatmaps.png", caption="../report/mutate.rst", category="Robustness"),
-        **({"t2_drop": report(f"{mutation_study_dir()}/t2_drop.png", caption="../report/mutate.rst",
+        study=mutation_study_file("study.parquet"),
+        overlap=mutation_study_file("prefix_overlap.parquet"),
+        report_md=report(mutation_study_file("report.md"), caption="../report/mutate.rst", category="Robustness"),
+        heatmaps=report(mutation_study_file("heatmaps.png"), caption="../report/mutate.rst", category="Robustness"),
+        **({"t2_drop": report(mutation_study_file("t2_drop.png"), caption="../report/mutate.rst",
                               category="Robustness")} if {"T2a", "T2b"} <= set(MUTATE["kinds"]) else {}),
     params:
         settings=mutate_settings(),

@@ -292,6 +292,11 @@ def mutation_study_dir(benchmark="{benchmark}", model="{model}"):
     return f"{mutate_dir(benchmark)}/{model}"
 
 
+def mutation_study_file(name, benchmark="{benchmark}", model="{model}"):
+    """A file of the study of one model: study.parquet, prefix_overlap.parquet, report.md, heatmaps.png, t2_drop.png."""
+    return f"{mutation_study_dir(benchmark, model)}/{name}"
+
+
 def mutated_tokens_file(benchmark="{benchmark}", model="{model}"):
     """The mutations' token statistics under one studied model."""
     return f"{mutation_study_dir(benchmark, model)}/tokens.parquet"
