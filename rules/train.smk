@@ -77,7 +77,7 @@ rule train_lora:
         model=base_model_files(),
     output:
         # every seed saves every epoch (it trains through them anyway); later
-        # seeds are scored at the last epoch only (common.smk, TARGETS)
+        # seeds are scored at the last epoch only (rules/models.smk, TARGETS)
         adapters=[directory(adapter_dir("{benchmark}", "{ratio}", "{seed}", e)) for e in EPOCHS],
         training_log=run_training_log(training_run("{benchmark}", "{ratio}", "{seed}")),
     params:

@@ -31,7 +31,7 @@ WATERMARK_TARGETS = [f"wm-r{watermark_ratio()}-s{s}-e{e}" for s in watermark_see
 def watermark_null_models():
     """The models that never saw the release, which the release is tested under
     and its random publications re-drawn under: the base model, the sham
-    controls, the complement twins (`TWINS`, rules/common.smk) and the headline target, trained on the public originals
+    controls, the complement twins (`TWINS`, rules/models.smk) and the headline target, trained on the public originals
     but never on the release; or `watermark.nulls`."""
     nulls = WATERMARK["nulls"]
     if nulls is None:
