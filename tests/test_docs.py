@@ -201,9 +201,7 @@ def test_every_figure_of_the_report_has_a_caption_that_says_how_to_read_it():
     calls = [
         m
         for smk in sorted((REPO / "rules").glob("*.smk"))
-        for m in re.finditer(
-            r'report\(\s*(f?"[^"]+"|\w+\([^()]*\)|[\w.\[\]]+),\s*caption="([^"]+)"', smk.read_text()
-        )
+        for m in re.finditer(r'report\(\s*(f?"[^"]+"|\w+\([^()]*\)|[\w.\[\]]+),\s*caption="([^"]+)"', smk.read_text())
     ]
     assert len(calls) >= 10
     for call in calls:
