@@ -5,6 +5,8 @@ configfile: "config/config.yaml"
 
 
 include: "rules/common.smk"
+include: "rules/paths.smk"  # every artifact's path; before the rule files
+include: "rules/models.smk"
 include: "rules/cluster.smk"
 include: "rules/counterfactual.smk"
 include: "rules/identity.smk"

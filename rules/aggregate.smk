@@ -3,10 +3,9 @@ AGGREGATE_PAGES = ("detection", "calibration", "functional", "scans", "mutations
 
 
 def aggregate_outputs(benchmark):
-    base = f"{RESULTS}/aggregate/{benchmark}"
-    return [f"{base}/{name}" for name in ("detection.parquet", "perplexity.parquet", "across_seeds.parquet",
-                                              "null_check.parquet", "calibration.parquet", "report.md", "roc.png")] \
-        + [f"{base}/{page}.md" for page in AGGREGATE_PAGES]
+    return [aggregate_file(name, benchmark) for name in ("detection.parquet", "perplexity.parquet", "across_seeds.parquet",
+                                                         "null_check.parquet", "calibration.parquet", "report.md", "roc.png")] \
+        + [aggregate_file(f"{page}.md", benchmark) for page in AGGREGATE_PAGES]
 
 
 def report_fragments(benchmark):
@@ -24,39 +23,33 @@ def fragment_arguments(wildcards, input):
 
 
 def aggregate_inputs(wildcards):
-    score_dir = f"{RESULTS}/score/{wildcards.benchmark}"
     return {
         **{f"fragments_{family}": paths for family, paths in report_fragments(wildcards.benchmark).items()},
         "samples": split_file(wildcards.benchmark),
-        "scores": [f"{score_dir}/{m}/scores.parquet" for m in MODELS],
-        "tokens": [f"{score_dir}/{m}/tokens.parquet" for m in MODELS],
-        "variants": f"{RESULTS}/variants/{wildcards.benchmark}.parquet",
+        "scores": [scores_file(wildcards.benchmark, m) for m in MODELS],
+        "tokens": [tokens_file(wildcards.benchmark, m) for m in MODELS],
+        "variants": variants_file(wildcards.benchmark),
         "calibration_rows": calibration_row_files(wildcards.benchmark),
-        "blind": testbed_blind_files(wildcards.benchmark)[0],
-        "blind_scores": testbed_blind_files(wildcards.benchmark)[1],
+        "blind": blind_baseline_file(wildcards.benchmark),
+        "blind_scores": blind_scores_file(wildcards.benchmark),
     }
-
-
-def testbed_blind_files(benchmark="{benchmark}"):
-    """The testbed's blind baseline: its table row and its out-of-fold scores."""
-    return (f"{RESULTS}/calibration/{benchmark}/blind_baseline.parquet", f"{RESULTS}/calibration/{benchmark}/blind_scores.parquet")
 
 
 rule testbed_blind:
     input:
-        benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
+        benchmark=benchmark_table(),
         samples=split_file(),
     output:
-        table=testbed_blind_files()[0],
-        scores=testbed_blind_files()[1],
+        table=blind_baseline_file(),
+        scores=blind_scores_file(),
     params:
         settings=json.dumps({"alpha": config["contamination"]["alpha"], "permutations": config["aggregate"]["blind_permutations"],
                              "repeats": config["audit"]["blind_repeats"]}, sort_keys=True),
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/testbed_blind/{{benchmark}}.log",
+        log_file("testbed_blind", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/testbed_blind/{{benchmark}}.tsv"
+        benchmark_file("testbed_blind", "{benchmark}")
     threads: 1
     conda:
         CPU_ENV
@@ -89,29 +82,29 @@ rule aggregate:
     input:
         unpack(aggregate_inputs),
     output:
-        detection=f"{RESULTS}/aggregate/{{benchmark}}/detection.parquet",
-        across_seeds=f"{RESULTS}/aggregate/{{benchmark}}/across_seeds.parquet",
-        null_check=f"{RESULTS}/aggregate/{{benchmark}}/null_check.parquet",
-        perplexity=f"{RESULTS}/aggregate/{{benchmark}}/perplexity.parquet",
-        calibration=report(f"{RESULTS}/aggregate/{{benchmark}}/calibration.parquet", caption="../report/calibration.rst",
+        detection=aggregate_file("detection.parquet"),
+        across_seeds=aggregate_file("across_seeds.parquet"),
+        null_check=aggregate_file("null_check.parquet"),
+        perplexity=aggregate_file("perplexity.parquet"),
+        calibration=report(aggregate_file("calibration.parquet"), caption="../report/calibration.rst",
                            category="Calibration"),
-        report_md=report(f"{RESULTS}/aggregate/{{benchmark}}/report.md", caption="../report/tables.rst", category="Tables"),
-        **{f"page_{page}": report(f"{RESULTS}/aggregate/{{benchmark}}/{page}.md", caption="../report/tables.rst",
+        report_md=report(aggregate_file("report.md"), caption="../report/tables.rst", category="Tables"),
+        **{f"page_{page}": report(aggregate_file(f"{page}.md"), caption="../report/tables.rst",
                                   category="Tables") for page in AGGREGATE_PAGES},
-        roc=report(f"{RESULTS}/aggregate/{{benchmark}}/roc.png", caption="../report/roc.rst", category="Detection"),
-        roc_reference=report(f"{RESULTS}/aggregate/{{benchmark}}/roc_reference.png", caption="../report/roc_reference.rst",
+        roc=report(aggregate_file("roc.png"), caption="../report/roc.rst", category="Detection"),
+        roc_reference=report(aggregate_file("roc_reference.png"), caption="../report/roc_reference.rst",
                              category="Detection"),
     params:
         settings=aggregate_settings(),
         seed=config["seed"],
         scores=named_inputs("scores"),
         tokens=named_inputs("tokens"),
-        out_dir=f"{RESULTS}/aggregate/{{benchmark}}",
+        out_dir=aggregate_dir(),
         fragments=fragment_arguments,
     log:
-        f"{RESULTS}/logs/aggregate/{{benchmark}}.log",
+        log_file("aggregate", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/aggregate/{{benchmark}}.tsv"
+        benchmark_file("aggregate", "{benchmark}")
     threads: 1
     conda:
         CPU_ENV
@@ -146,25 +139,25 @@ rule counterfactual_aggregate:
     input:
         unpack(counterfactual_aggregate_inputs),
     output:
-        **{name.replace(".", "_"): f"{RESULTS}/aggregate/{{benchmark}}/functional/{name}" for name in FUNCTIONAL_OUTPUTS
+        **{name.replace(".", "_"): functional_file(name) for name in FUNCTIONAL_OUTPUTS
            if not name.endswith(".png")},
-        delta_vs_bleu=report(f"{RESULTS}/aggregate/{{benchmark}}/functional/delta_vs_bleu.png",
+        delta_vs_bleu=report(functional_file("delta_vs_bleu.png"),
                              caption="../report/functional_delta_vs_bleu.rst", category="Counterfactual"),
-        target_vs_reference=report(f"{RESULTS}/aggregate/{{benchmark}}/functional/target_vs_reference.png",
+        target_vs_reference=report(functional_file("target_vs_reference.png"),
                                    caption="../report/functional_target_vs_reference.rst", category="Counterfactual"),
-        correlation=report(f"{RESULTS}/aggregate/{{benchmark}}/functional/correlation.png",
+        correlation=report(functional_file("correlation.png"),
                            caption="../report/functional_correlation.rst", category="Counterfactual"),
-        length=report(f"{RESULTS}/aggregate/{{benchmark}}/functional/length.png",
+        length=report(functional_file("length.png"),
                       caption="../report/functional_length.rst", category="Counterfactual"),
     params:
         settings=settings("similarity", "aggregate"),
         seed=config["seed"],
         optional=optional_args,
-        out_dir=f"{RESULTS}/aggregate/{{benchmark}}/functional",
+        out_dir=functional_dir(),
     log:
-        f"{RESULTS}/logs/counterfactual_aggregate/{{benchmark}}.log",
+        log_file("counterfactual_aggregate", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/counterfactual_aggregate/{{benchmark}}.tsv"
+        benchmark_file("counterfactual_aggregate", "{benchmark}")
     threads: 1
     conda:
         CPU_ENV

@@ -9,6 +9,7 @@ from leaktrace.data.runnability import runnability_message
 
 
 AUDIT_BENCHMARKS = config["audit"]["benchmarks"]
+AUDIT_DIR = audit_dir()  # the audit's outputs (in its command, as a global: no param, so no rerun trigger)
 AUDIT_CONTROL_IDS = config["contamination"]["held_out_ids"]
 SHIFTED = config["audit"]["shifted_controls"]
 
@@ -77,7 +78,7 @@ _check_shifted_controls()
 
 
 def audit_scores(wildcards):
-    return [f"{RESULTS}/score/{b}/{audit_model(name)}/scores.parquet" for b in AUDIT_BENCHMARKS for name in AUDIT_MODELS]
+    return [scores_file(b, audit_model(name)) for b in AUDIT_BENCHMARKS for name in AUDIT_MODELS]
 
 
 def audit_arguments(wildcards, input):
@@ -86,15 +87,15 @@ def audit_arguments(wildcards, input):
     return " ".join(f"{name}:{b}={path}" for (name, b), path in zip(names, input.scores, strict=True))
 
 
-AUDIT_CONTAMINATION_OUTPUTS = (f"{RESULTS}/audit/dataset_inference.parquet", f"{RESULTS}/audit/dataset_inference.md",
-                               f"{RESULTS}/audit/verdicts.parquet", f"{RESULTS}/audit/verdicts.md")
-AUDIT_BLIND = f"{RESULTS}/audit/blind_baseline.parquet"
+AUDIT_CONTAMINATION_OUTPUTS = tuple(audit_file(name) for name in ("dataset_inference.parquet", "dataset_inference.md",
+                                                                    "verdicts.parquet", "verdicts.md"))
+AUDIT_BLIND = audit_file("blind_baseline.parquet")
 
 
 def audit_inputs(wildcards):
     held_out = config["contamination"]["held_out_ids"]
     return {"scores": audit_scores(wildcards),
-            "variants": [f"{RESULTS}/variants/{b}.parquet" for b in AUDIT_BENCHMARKS],
+            "variants": [variants_file(b) for b in AUDIT_BENCHMARKS],
             "held_out": [held_out] if held_out else [],
             "blind": [AUDIT_BLIND] if held_out else []}
 
@@ -112,13 +113,13 @@ def audit_settings():
                       sort_keys=True)
 
 
-SHIFTED_OUTPUTS = tuple(f"{RESULTS}/audit/shifted_controls/{name}" for name in ("draws.parquet", "summary.parquet", "report.md"))
+SHIFTED_OUTPUTS = tuple(audit_file(f"shifted_controls/{name}") for name in ("draws.parquet", "summary.parquet", "report.md"))
 
 
 def audit_outputs():
     if not (AUDIT_BENCHMARKS and AUDIT_MODELS):
         return []
-    return [f"{RESULTS}/audit/{name}" for name in ("leakage_rates.parquet", "leakage_rates.md", "heatmap.png")] \
+    return [str(path) for path in rules.audit.output] \
         + ([*AUDIT_CONTAMINATION_OUTPUTS, AUDIT_BLIND] if AUDIT_CONTROL_IDS else []) \
         + (list(SHIFTED_OUTPUTS) if SHIFTED.get("benchmark") else [])
 
@@ -127,9 +128,9 @@ rule audit:
     input:
         unpack(audit_inputs),
     output:
-        rates=f"{RESULTS}/audit/leakage_rates.parquet",
-        table=report(f"{RESULTS}/audit/leakage_rates.md", caption="../report/audit.rst", category="Audit"),
-        heatmap=report(f"{RESULTS}/audit/heatmap.png", caption="../report/audit.rst", category="Audit"),
+        rates=audit_file("leakage_rates.parquet"),
+        table=report(audit_file("leakage_rates.md"), caption="../report/audit.rst", category="Audit"),
+        heatmap=report(audit_file("heatmap.png"), caption="../report/audit.rst", category="Audit"),
     params:
         scores=audit_arguments,
         variants=audit_variant_arguments,
@@ -137,9 +138,9 @@ rule audit:
         blind=lambda wildcards, input: f"--blind {input.blind[0]}" if input.blind else "",
         settings=audit_settings(),
     log:
-        f"{RESULTS}/logs/audit/audit.log",
+        log_file("audit", "audit"),
     benchmark:
-        f"{RESULTS}/benchmarks/audit/audit.tsv"
+        benchmark_file("audit", "audit")
     threads: 1
     conda:
         CPU_ENV
@@ -147,7 +148,7 @@ rule audit:
         **cpu_job(),
     shell:
         "{LEAKTRACE} audit --scores {params.scores} --variants {params.variants} {params.held_out} {params.blind}"
-        " --settings {params.settings:q} --output-dir {RESULTS}/audit 2> {log}"
+        " --settings {params.settings:q} --output-dir {AUDIT_DIR} 2> {log}"
 
 
 def audit_contamination_settings():
@@ -163,7 +164,7 @@ def audit_contamination_settings():
 
 
 def ingested_audit_benchmarks():
-    return expand(f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet", benchmark=AUDIT_BENCHMARKS)
+    return [benchmark_table(b) for b in AUDIT_BENCHMARKS]
 
 
 rule audit_blind:
@@ -179,9 +180,9 @@ rule audit_blind:
                              "repeats": config["audit"]["blind_repeats"]}, sort_keys=True),
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/audit/audit_blind.log",
+        log_file("audit", "audit_blind"),
     benchmark:
-        f"{RESULTS}/benchmarks/audit/audit_blind.tsv"
+        benchmark_file("audit", "audit_blind")
     threads: 1
     resources:
         **cpu_job(),
@@ -209,9 +210,9 @@ rule audit_contamination:
         settings=audit_contamination_settings(),
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/audit/audit_contamination.log",
+        log_file("audit", "audit_contamination"),
     benchmark:
-        f"{RESULTS}/benchmarks/audit/audit_contamination.tsv"
+        benchmark_file("audit", "audit_contamination")
     threads: 1
     resources:
         **cpu_job(),
@@ -226,10 +227,9 @@ rule audit_contamination:
 
 rule shifted_controls:
     input:
-        benchmark=lambda wildcards: f"{RESULTS}/data/benchmarks/{SHIFTED['benchmark']}.parquet",
-        target=lambda wildcards: f"{RESULTS}/score/{SHIFTED['benchmark']}/{audit_model(SHIFTED['target'])}/scores.parquet",
-        reference=lambda wildcards: f"{RESULTS}/score/{SHIFTED['benchmark']}/"
-                                    f"{audit_model(config['audit']['reference']['model'])}/scores.parquet",
+        benchmark=lambda wildcards: benchmark_table(SHIFTED["benchmark"]),
+        target=lambda wildcards: scores_file(SHIFTED["benchmark"], audit_model(SHIFTED["target"])),
+        reference=lambda wildcards: scores_file(SHIFTED["benchmark"], audit_model(config["audit"]["reference"]["model"])),
     output:
         draws=SHIFTED_OUTPUTS[0],
         summary=SHIFTED_OUTPUTS[1],
@@ -247,9 +247,9 @@ rule shifted_controls:
                             sort_keys=True),
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/audit/shifted_controls.log",
+        log_file("audit", "shifted_controls"),
     benchmark:
-        f"{RESULTS}/benchmarks/audit/shifted_controls.tsv"
+        benchmark_file("audit", "shifted_controls")
     threads: 1
     resources:
         **cpu_job(),

@@ -34,10 +34,9 @@ def membership_calibration_models():
 
 def calibration_inputs(wildcards):
     """The split, the model's scores and its learned detectors' features (testbed models only)."""
-    scored = f"{RESULTS}/score/{wildcards.benchmark}/{wildcards.model}"
     families = LEARNED_FAMILIES if wildcards.model in MODELS else []
-    return {"samples": split_file(wildcards.benchmark), "scores": f"{scored}/scores.parquet",
-            "learned": [f"{scored}/{family}/features.parquet" for family in families]}
+    return {"samples": split_file(wildcards.benchmark), "scores": scores_file(wildcards.benchmark, wildcards.model),
+            "learned": [learned_file(family, "features.parquet", wildcards.benchmark, wildcards.model) for family in families]}
 
 
 def learned_arguments(wildcards, input):
@@ -56,8 +55,8 @@ def calibration_settings(*keys, dataset_inference=False):
 
 
 def calibration_results(benchmark):
-    return [f"{RESULTS}/calibration/{benchmark}/conformal/{m}.parquet" for m in conformal_calibration_models()] \
-        + [f"{RESULTS}/calibration/{benchmark}/dataset_inference/{m}.parquet" for m in membership_calibration_models()]
+    return [conformal_file(benchmark, m) for m in conformal_calibration_models()] \
+        + [membership_calibration_file(benchmark, m) for m in membership_calibration_models()]
 
 
 CALIBRATION_ROW_FILES.append(calibration_results)
@@ -67,15 +66,15 @@ rule calibration_conformal:
     input:
         unpack(calibration_inputs),
     output:
-        f"{RESULTS}/calibration/{{benchmark}}/conformal/{{model}}.parquet",
+        conformal_file(),
     params:
         learned=learned_arguments,
         settings=calibration_settings("alphas", "cross_fit_folds", "repartitions"),
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/calibration_conformal/{{benchmark}}/{{model}}.log",
+        log_file("calibration_conformal", "{benchmark}", "{model}"),
     benchmark:
-        f"{RESULTS}/benchmarks/calibration_conformal/{{benchmark}}/{{model}}.tsv"
+        benchmark_file("calibration_conformal", "{benchmark}", "{model}")
     threads: 1
     conda:
         MODEL_ENV
@@ -90,15 +89,15 @@ rule calibration_membership:
     input:
         unpack(calibration_inputs),
     output:
-        f"{RESULTS}/calibration/{{benchmark}}/dataset_inference/{{model}}.parquet",
+        membership_calibration_file(),
     params:
         learned=learned_arguments,
         settings=calibration_settings("alphas", "cross_fit_folds", "memberships", dataset_inference=True),
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/calibration_membership/{{benchmark}}/{{model}}.log",
+        log_file("calibration_membership", "{benchmark}", "{model}"),
     benchmark:
-        f"{RESULTS}/benchmarks/calibration_membership/{{benchmark}}/{{model}}.tsv"
+        benchmark_file("calibration_membership", "{benchmark}", "{model}")
     threads: 1
     conda:
         MODEL_ENV

@@ -245,7 +245,7 @@ rule fetch_hub_model:
         revision=lambda wildcards: f"--revision {wildcards.hub_model.partition('@')[2]}" if "@" in wildcards.hub_model else "",
         out_dir=f"{HUB_CACHE}/{{hub_model}}",
     log:
-        f"{RESULTS}/logs/fetch_hub_model/{{hub_model}}.log",
+        log_file("fetch_hub_model", "{hub_model}"),
     conda:
         CPU_ENV
     resources:

@@ -9,11 +9,10 @@ if config["contamination"]["variant_preference"]["reference"] == "sham" and not 
 
 
 def contamination_inputs(wildcards):
-    score_dir = f"{RESULTS}/score/{wildcards.benchmark}"
     held_out = config["contamination"]["held_out_ids"]
     return {
         "samples": split_file(wildcards.benchmark),
-        "scores": [f"{score_dir}/{m}/scores.parquet" for m in MODELS + SHAMS],
+        "scores": [scores_file(wildcards.benchmark, m) for m in MODELS + SHAMS],
         "held_out": [held_out] if held_out else [],
         "exchangeability": exchangeability_results(wildcards),
         "exchangeability_calibration": exchangeability_calibration_results(wildcards),
@@ -60,12 +59,11 @@ def contamination_settings():
 
 
 def exchangeability_results(wildcards):
-    return [f"{RESULTS}/contamination/{wildcards.benchmark}/exchangeability/{m}.parquet" for m in exchangeability_models()]
+    return [exchangeability_file(wildcards.benchmark, m) for m in exchangeability_models()]
 
 
 def exchangeability_calibration_results(wildcards):
-    return [f"{RESULTS}/contamination/{wildcards.benchmark}/exchangeability/calibration/{m}.parquet"
-            for m in exchangeability_calibration_models()]
+    return [exchangeability_calibration_file(wildcards.benchmark, m) for m in exchangeability_calibration_models()]
 
 
 def contamination_score_arguments(wildcards, input):
@@ -84,23 +82,23 @@ def exchangeability_calibration_arguments(wildcards, input):
 
 def contamination_fragments(benchmark):
     """The Markdown section of this benchmark's contamination tests, for its aggregate report."""
-    return [f"{RESULTS}/contamination/{benchmark}/report.md"]
+    return [contamination_file("report.md", benchmark)]
 
 
-CALIBRATION_ROW_FILES.append(lambda benchmark: [f"{RESULTS}/contamination/{benchmark}/calibration_rows.parquet"])
+CALIBRATION_ROW_FILES.append(lambda benchmark: [contamination_file("calibration_rows.parquet", benchmark)])
 
 
 rule contamination:
     input:
         unpack(contamination_inputs),
     output:
-        p_values=f"{RESULTS}/contamination/{{benchmark}}/p_values.parquet",
-        curve=f"{RESULTS}/contamination/{{benchmark}}/p_value_curve.parquet",
-        calibration=f"{RESULTS}/contamination/{{benchmark}}/calibration.parquet",
-        calibration_rows=f"{RESULTS}/contamination/{{benchmark}}/calibration_rows.parquet",
-        figure=report(f"{RESULTS}/contamination/{{benchmark}}/p_value_curve.png", caption="../report/p_value_curve.rst",
+        p_values=contamination_file("p_values.parquet"),
+        curve=contamination_file("p_value_curve.parquet"),
+        calibration=contamination_file("calibration.parquet"),
+        calibration_rows=contamination_file("calibration_rows.parquet"),
+        figure=report(contamination_file("p_value_curve.png"), caption="../report/p_value_curve.rst",
                       category="Contamination"),
-        section=f"{RESULTS}/contamination/{{benchmark}}/report.md",
+        section=contamination_file("report.md"),
     params:
         settings=contamination_settings(),
         seed=config["seed"],
@@ -108,11 +106,11 @@ rule contamination:
         held_out=held_out_argument,
         exchangeability=exchangeability_arguments,
         exchangeability_calibration=exchangeability_calibration_arguments,
-        out_dir=f"{RESULTS}/contamination/{{benchmark}}",
+        out_dir=contamination_dir(),
     log:
-        f"{RESULTS}/logs/contamination/{{benchmark}}.log",
+        log_file("contamination", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/contamination/{{benchmark}}.tsv"
+        benchmark_file("contamination", "{benchmark}")
     threads: 1
     conda:
         CPU_ENV
@@ -130,11 +128,11 @@ EXCHANGEABILITY = config["contamination"]["exchangeability"]
 
 rule exchangeability:
     input:
-        benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
+        benchmark=benchmark_table(),
         samples=split_file(),
         model=scored_model_files,
     output:
-        f"{RESULTS}/contamination/{{benchmark}}/exchangeability/{{model}}.parquet",
+        exchangeability_file(),
     params:
         settings=settings_without(["contamination", "exchangeability"], "calibration_seeds"),
         batch=settings("score", "tokens"),
@@ -142,9 +140,9 @@ rule exchangeability:
         adapter=adapter_args,
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/exchangeability/{{benchmark}}/{{model}}.log",
+        log_file("exchangeability", "{benchmark}", "{model}"),
     benchmark:
-        f"{RESULTS}/benchmarks/exchangeability/{{benchmark}}/{{model}}.tsv"
+        benchmark_file("exchangeability", "{benchmark}", "{model}")
     threads: MODEL_THREADS
     conda:
         MODEL_ENV
@@ -163,11 +161,11 @@ rule exchangeability:
 # `calibration_seeds`.
 rule exchangeability_calibration:
     input:
-        benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
+        benchmark=benchmark_table(),
         samples=split_file(),
         model=scored_model_files,
     output:
-        f"{RESULTS}/contamination/{{benchmark}}/exchangeability/calibration/{{model}}.parquet",
+        exchangeability_calibration_file(),
     params:
         settings=settings("contamination", "exchangeability"),
         batch=settings("score", "tokens"),
@@ -175,9 +173,9 @@ rule exchangeability_calibration:
         adapter=adapter_args,
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/exchangeability_calibration/{{benchmark}}/{{model}}.log",
+        log_file("exchangeability_calibration", "{benchmark}", "{model}"),
     benchmark:
-        f"{RESULTS}/benchmarks/exchangeability_calibration/{{benchmark}}/{{model}}.tsv"
+        benchmark_file("exchangeability_calibration", "{benchmark}", "{model}")
     threads: MODEL_THREADS
     conda:
         MODEL_ENV

@@ -53,8 +53,8 @@ def counterfactual_functions(name):
     (The similarity rules read the ground truth from it.)"""
     source = counterfactual_source(name)
     if "benchmark" in source:
-        return f"{RESULTS}/filter/{source['benchmark']}.functions.parquet"
-    return f"{RESULTS}/counterfactual/{name}/functions.parquet"
+        return functions_file(source["benchmark"])
+    return counterfactual_file("functions.parquet", name)
 
 
 def counterfactual_samples(name):
@@ -133,7 +133,7 @@ def counterfactual_generator_args(wildcards):
     own = any(source.get(role) or config["counterfactual"][role] for role in ("target", "reference"))
     if GENERATOR is None or not own or not GENERATOR.get("model"):
         return generator_args()
-    cache = f" --cache-dir {RESULTS}/cache" if config["llm"]["cache"] else ""
+    cache = f" --cache-dir {cache_dir()}" if config["llm"]["cache"] else ""
     role = {k: v for k, v in GENERATOR.items() if k not in ("model", "revision", "adapter")}
     return f"--generator {shlex.quote(json.dumps(role, sort_keys=True))}{cache}"
 
@@ -175,7 +175,7 @@ def counterfactual_sampling_settings(wildcards):
 def counterfactual_outputs():
     """The generations of every configured counterfactual source (the testbed
     benchmarks' are the aggregate's inputs already)."""
-    return [f"{RESULTS}/counterfactual/{name}/{table}.parquet" for name in COUNTERFACTUAL_SOURCES
+    return [counterfactual_file(f"{table}.parquet", name) for name in COUNTERFACTUAL_SOURCES
             for table in ("generations", "similarity")]
 
 
@@ -197,40 +197,40 @@ FUNCTIONAL_OUTPUTS = ("table1.parquet", "member_difference.parquet", "table2.par
 def similarity_family_files(benchmark):
     """The similarity tables of the family rules this config defines, text
     family first (an input function's helper: every rules file is read by then)."""
-    base = f"{RESULTS}/counterfactual/{benchmark}"
-    return [f"{base}/similarity.parquet"] + [f"{base}/similarity_{family}.parquet" for family, rule in SIMILARITY_FAMILY_RULES.items()
-                                             if workflow.is_rule(rule)]
+    return [counterfactual_file("similarity.parquet", benchmark)] + [
+        counterfactual_file(f"similarity_{family}.parquet", benchmark) for family, rule in SIMILARITY_FAMILY_RULES.items()
+        if workflow.is_rule(rule)]
 
 
 def llm_filter_files(benchmark):
     """The App. B filter's table (sample_id, label, severity, reasoning, outcome), where its rule exists."""
-    return [f"{RESULTS}/counterfactual/{benchmark}/llm_filter.parquet"] if workflow.is_rule(LLM_FILTER_RULE) else []
+    return [counterfactual_file("llm_filter.parquet", benchmark)] if workflow.is_rule(LLM_FILTER_RULE) else []
 
 
 def functional_outputs(benchmark):
-    return [f"{RESULTS}/aggregate/{benchmark}/functional/{name}" for name in FUNCTIONAL_OUTPUTS]
+    return [functional_file(name, benchmark) for name in FUNCTIONAL_OUTPUTS]
 
 
 def functional_fragments(benchmark):
     """The functional-memorization Markdown fragment, for the benchmark's aggregate report."""
-    return [f"{RESULTS}/aggregate/{benchmark}/functional/report.md"]
+    return [functional_file("report.md", benchmark)]
 
 
 rule counterfactual_corpus_functions:
     input:
         counterfactual_corpus_inputs,
     output:
-        functions=f"{RESULTS}/counterfactual/{{benchmark}}/functions.parquet",
-        accounting=f"{RESULTS}/counterfactual/{{benchmark}}/sampling.parquet",
+        functions=counterfactual_file("functions.parquet"),
+        accounting=counterfactual_file("sampling.parquet"),
     params:
         source=counterfactual_corpus_json,
         settings=counterfactual_sampling_settings,
         inputs=counterfactual_corpus_input_args,
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/counterfactual_corpus_functions/{{benchmark}}.log",
+        log_file("counterfactual_corpus_functions", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/counterfactual_corpus_functions/{{benchmark}}.tsv"
+        benchmark_file("counterfactual_corpus_functions", "{benchmark}")
     conda:
         CPU_ENV
     resources:
@@ -246,17 +246,17 @@ rule counterfactual:
     input:
         unpack(counterfactual_inputs),
     output:
-        generations=f"{RESULTS}/counterfactual/{{benchmark}}/generations.parquet",
-        similarity=f"{RESULTS}/counterfactual/{{benchmark}}/similarity.parquet",
+        generations=counterfactual_file("generations.parquet"),
+        similarity=counterfactual_file("similarity.parquet"),
     params:
         # The generation settings alone: sources and models are inputs and arguments.
         settings=settings_without(("counterfactual",), "sources", "target", "reference"),
         models=counterfactual_model_args,
         generator=counterfactual_generator_args,
     log:
-        f"{RESULTS}/logs/counterfactual/{{benchmark}}.log",
+        log_file("counterfactual", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/counterfactual/{{benchmark}}.tsv"
+        benchmark_file("counterfactual", "{benchmark}")
     threads: MODEL_THREADS
     conda:
         MODEL_ENV
@@ -273,16 +273,16 @@ rule counterfactual:
 
 rule counterfactual_structural:
     input:
-        generations=f"{RESULTS}/counterfactual/{{benchmark}}/generations.parquet",
+        generations=counterfactual_file("generations.parquet"),
         functions=lambda w: counterfactual_functions(w.benchmark),
     output:
-        f"{RESULTS}/counterfactual/{{benchmark}}/similarity_structural.parquet",
+        counterfactual_file("similarity_structural.parquet"),
     params:
         settings=settings("similarity", "structural"),
     log:
-        f"{RESULTS}/logs/counterfactual_structural/{{benchmark}}.log",
+        log_file("counterfactual_structural", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/counterfactual_structural/{{benchmark}}.tsv"
+        benchmark_file("counterfactual_structural", "{benchmark}")
     threads: 2
     conda:
         CPU_ENV
@@ -305,13 +305,13 @@ def hyclone_screened():
 
 def counterfactual_execution_inputs(wildcards):
     name = wildcards.benchmark
-    inputs = {"generations": f"{RESULTS}/counterfactual/{name}/generations.parquet",
+    inputs = {"generations": counterfactual_file("generations.parquet", name),
               "functions": counterfactual_functions(name)}
     source = counterfactual_source(name)
     if "benchmark" in source:
-        inputs["benchmark"] = f"{RESULTS}/data/benchmarks/{source['benchmark']}.parquet"
+        inputs["benchmark"] = benchmark_table(source["benchmark"])
     if hyclone_screened():
-        inputs["screen"] = f"{RESULTS}/counterfactual/{name}/similarity_judges.parquet"
+        inputs["screen"] = counterfactual_file("similarity_judges.parquet", name)
     return inputs
 
 
@@ -319,16 +319,16 @@ rule counterfactual_execution:
     input:
         unpack(counterfactual_execution_inputs),
     output:
-        f"{RESULTS}/counterfactual/{{benchmark}}/similarity_execution.parquet",
+        counterfactual_file("similarity_execution.parquet"),
     params:
         settings=settings("similarity", "execution"),
         seed=config["seed"],
         benchmark=lambda w, input: f"--benchmark {input.benchmark}" if "benchmark" in input.keys() else "",
         screen=lambda w, input: f"--screen {input.screen}" if "screen" in input.keys() else "",
     log:
-        f"{RESULTS}/logs/counterfactual_execution/{{benchmark}}.log",
+        log_file("counterfactual_execution", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/counterfactual_execution/{{benchmark}}.tsv"
+        benchmark_file("counterfactual_execution", "{benchmark}")
     threads: 2
     resources:
         # each generation executed on drawn inputs, many to a sandbox run
@@ -352,7 +352,7 @@ FILTER_JUDGE = config["similarity"]["filter"]["judge"] or JUDGE
 
 def judge_args(judge=None):
     """The --judge and --cache-dir options of the judging stages (``judge``: another role than llm.judge)."""
-    cache = f" --cache-dir {RESULTS}/cache" if config["llm"]["cache"] else ""
+    cache = f" --cache-dir {cache_dir()}" if config["llm"]["cache"] else ""
     return f"--judge {shlex.quote(json.dumps(judge or JUDGE, sort_keys=True))}{cache}"
 
 
@@ -368,18 +368,18 @@ if JUDGE is not None:
 
     rule counterfactual_judges:
         input:
-            generations=f"{RESULTS}/counterfactual/{{benchmark}}/generations.parquet",
+            generations=counterfactual_file("generations.parquet"),
             functions=lambda w: counterfactual_functions(w.benchmark),
         output:
-            similarity=f"{RESULTS}/counterfactual/{{benchmark}}/similarity_judges.parquet",
-            answers=f"{RESULTS}/counterfactual/{{benchmark}}/judge_answers.parquet",
+            similarity=counterfactual_file("similarity_judges.parquet"),
+            answers=counterfactual_file("judge_answers.parquet"),
         params:
             settings=settings("similarity", "judges"),
             judge=judge_args(),
         log:
-            f"{RESULTS}/logs/counterfactual_judges/{{benchmark}}.log",
+            log_file("counterfactual_judges", "{benchmark}"),
         benchmark:
-            f"{RESULTS}/benchmarks/counterfactual_judges/{{benchmark}}.tsv"
+            benchmark_file("counterfactual_judges", "{benchmark}")
         threads: MODEL_THREADS
         conda:
             MODEL_ENV
@@ -397,14 +397,14 @@ if FILTER_JUDGE is not None and config["similarity"]["filter"]["enabled"]:
         input:
             functions=lambda w: counterfactual_functions(w.benchmark),
         output:
-            f"{RESULTS}/counterfactual/{{benchmark}}/llm_filter.parquet",
+            counterfactual_file("llm_filter.parquet"),
         params:
             settings=settings_without(("similarity", "filter"), "judge"),
             judge=judge_args(FILTER_JUDGE),
         log:
-            f"{RESULTS}/logs/counterfactual_llm_filter/{{benchmark}}.log",
+            log_file("counterfactual_llm_filter", "{benchmark}"),
         benchmark:
-            f"{RESULTS}/benchmarks/counterfactual_llm_filter/{{benchmark}}.tsv"
+            benchmark_file("counterfactual_llm_filter", "{benchmark}")
         threads: MODEL_THREADS
         conda:
             MODEL_ENV

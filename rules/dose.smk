@@ -65,12 +65,12 @@ def dose_models(arm):
 
 
 def dose_outputs():
-    return [f"{RESULTS}/aggregate/{b}/dose.{ext}" for b in dose_benchmarks() for ext in ("parquet", "md", "png")]
+    return [aggregate_file(f"dose.{ext}", b) for b in dose_benchmarks() for ext in ("parquet", "md", "png")]
 
 
 def dose_fragments(benchmark):
     """The dose table's Markdown section, for the benchmark's aggregate report."""
-    return [f"{RESULTS}/aggregate/{benchmark}/dose.md"] if benchmark in dose_benchmarks() else []
+    return [aggregate_file("dose.md", benchmark)] if benchmark in dose_benchmarks() else []
 
 
 # Row files of the testbed's blind baseline (calibration/blind_baseline.py's table
@@ -78,24 +78,12 @@ def dose_fragments(benchmark):
 # function benchmark -> paths: the testbed's blind baseline (rule testbed_blind,
 # rules/aggregate.smk), over the same split the dose arms train on; it must not
 # be an output of the aggregate rule, which reads dose.md.
-DOSE_BLIND_ROWS = [lambda benchmark: [testbed_blind_files(benchmark)[0]]]
-
-
-def dose_run(arm, benchmark, ratio, copies, seed="{seed}"):
-    return f"{RESULTS}/train/{benchmark}/dose/{arm}/ratio-{ratio}/copies-{copies}/seed-{seed}"
-
-
-def dose_mix_file(arm, benchmark, ratio, copies):
-    return f"{RESULTS}/train/{benchmark}/dose/{arm}/ratio-{ratio}/copies-{copies}/mix.parquet"
+DOSE_BLIND_ROWS = [lambda benchmark: [blind_baseline_file(benchmark)]]
 
 
 def dose_adapter(benchmark, model):
     arm, ratio, copies, seed, epoch = dose_labels(model)
-    return f"{dose_run(arm, benchmark, ratio, copies, seed)}/adapter/epoch-{epoch}"
-
-
-def dose_published_order(benchmark="{benchmark}"):
-    return f"{RESULTS}/dose/{benchmark}/published_order.parquet"
+    return run_adapter(dose_run(arm, benchmark, ratio, copies, seed), epoch)
 
 
 # The benchmark as released in a randomised order (a seeded permutation of its
@@ -104,15 +92,15 @@ def dose_published_order(benchmark="{benchmark}"):
 # order is exchangeable by construction.
 rule dose_order:
     input:
-        f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
+        benchmark_table(),
     output:
         dose_published_order(),
     params:
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/dose_order/{{benchmark}}.log",
+        log_file("dose_order", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/dose_order/{{benchmark}}.tsv"
+        benchmark_file("dose_order", "{benchmark}")
     threads: 1
     resources:
         **cpu_job(),
@@ -124,10 +112,9 @@ rule dose_order:
 
 def dose_mix_inputs(wildcards):
     arm = wildcards.arm
-    benchmark = {"wm": f"{RESULTS}/watermark/{wildcards.benchmark}/release.parquet",
-                 "ord": dose_published_order(wildcards.benchmark)}.get(arm, f"{RESULTS}/data/benchmarks/{wildcards.benchmark}.parquet")
-    return {"samples": twin_split_file(wildcards.benchmark) if arm == "twin" else split_file(wildcards.benchmark),
-            "benchmark": benchmark, "text": corpus_parts(config["train"]["text_corpus"]), "model": base_model_files()}
+    benchmark = {"wm": watermark_release_table(wildcards.benchmark),
+                 "ord": dose_published_order(wildcards.benchmark)}.get(arm, benchmark_table(wildcards.benchmark))
+    return mix_inputs(twin_split_file(wildcards.benchmark) if arm == "twin" else split_file(wildcards.benchmark), benchmark)
 
 
 def dose_member_order(wildcards):
@@ -149,9 +136,9 @@ rule dose_mix:
         seed=config["seed"],
         order=dose_member_order,
     log:
-        f"{RESULTS}/logs/dose_mix/{{benchmark}}/{{arm}}-ratio-{{ratio}}-copies-{{copies}}.log",
+        log_file("dose_mix", "{benchmark}", "{arm}-ratio-{ratio}-copies-{copies}"),
     benchmark:
-        f"{RESULTS}/benchmarks/dose_mix/{{benchmark}}/{{arm}}-ratio-{{ratio}}-copies-{{copies}}.tsv"
+        benchmark_file("dose_mix", "{benchmark}", "{arm}-ratio-{ratio}-copies-{copies}")
     threads: 1
     priority: TRAINING_PATH
     resources:
@@ -172,8 +159,8 @@ def dose_train_settings(wildcards):
 
 
 def dose_checkpoints(wildcards):
-    return (f"{RESULTS}/checkpoints/dose_train/{wildcards.benchmark}/{wildcards.arm}-ratio-{wildcards.ratio}"
-            f"-copies-{wildcards.copies}-seed-{wildcards.seed}-epoch-{wildcards.epoch}")
+    return checkpoint_dir("dose_train", wildcards.benchmark, f"{wildcards.arm}-ratio-{wildcards.ratio}"
+                          f"-copies-{wildcards.copies}-seed-{wildcards.seed}-epoch-{wildcards.epoch}")
 
 
 # Trained as train_lora trains the target (settings, training seed), for `epoch` passes.
@@ -193,9 +180,9 @@ rule dose_train:
         seed=training_seed,
         checkpoints=dose_checkpoints,
     log:
-        f"{RESULTS}/logs/dose_train/{{benchmark}}/{{arm}}-ratio-{{ratio}}-copies-{{copies}}-seed-{{seed}}-epoch-{{epoch}}.log",
+        log_file("dose_train", "{benchmark}", "{arm}-ratio-{ratio}-copies-{copies}-seed-{seed}-epoch-{epoch}"),
     benchmark:
-        f"{RESULTS}/benchmarks/dose_train/{{benchmark}}/{{arm}}-ratio-{{ratio}}-copies-{{copies}}-seed-{{seed}}-epoch-{{epoch}}.tsv"
+        benchmark_file("dose_train", "{benchmark}", "{arm}-ratio-{ratio}-copies-{copies}-seed-{seed}-epoch-{epoch}")
     threads: MODEL_THREADS
     priority: TRAINING_PATH
     conda:
@@ -221,9 +208,9 @@ use rule watermark_test as dose_watermark_test with:
         secret=watermark_release("{benchmark}", "private/secret.key"),
         model=dose_watermark_files,
     output:
-        tokens=f"{RESULTS}/dose/{{benchmark}}/watermark/{{model}}/tokens.parquet",
-        ranks=f"{RESULTS}/dose/{{benchmark}}/watermark/{{model}}/ranks.parquet",
-        result=f"{RESULTS}/dose/{{benchmark}}/watermark/{{model}}/result.parquet",
+        tokens=dose_watermark_file("tokens.parquet"),
+        ranks=dose_watermark_file("ranks.parquet"),
+        result=dose_watermark_file("result.parquet"),
     wildcard_constraints:
         model=r"dose-wm-r[0-9.]+-c\d+-s\d+-e\d+",
     params:
@@ -233,11 +220,11 @@ use rule watermark_test as dose_watermark_test with:
         + (f" --token-budget {config['score']['tokens']['token_budget']}" if config["score"]["tokens"]["token_budget"] else ""),
         seed=config["seed"],
         release=watermark_release("{benchmark}", ""),
-        out_dir=f"{RESULTS}/dose/{{benchmark}}/watermark/{{model}}",
+        out_dir=dose_watermark_dir(),
     log:
-        f"{RESULTS}/logs/dose_watermark_test/{{benchmark}}/{{model}}.log",
+        log_file("dose_watermark_test", "{benchmark}", "{model}"),
     benchmark:
-        f"{RESULTS}/benchmarks/dose_watermark_test/{{benchmark}}/{{model}}.tsv"
+        benchmark_file("dose_watermark_test", "{benchmark}", "{model}")
 
 
 # Oren et al.'s test of the published order under a dose model trained on it.
@@ -247,31 +234,30 @@ use rule exchangeability as dose_exchangeability with:
         samples=split_file(),
         model=scored_model_files,
     output:
-        f"{RESULTS}/dose/{{benchmark}}/exchangeability/{{model}}.parquet",
+        dose_exchangeability_file(),
     wildcard_constraints:
         model=r"dose-ord-r[0-9.]+-c\d+-s\d+-e\d+",
     log:
-        f"{RESULTS}/logs/dose_exchangeability/{{benchmark}}/{{model}}.log",
+        log_file("dose_exchangeability", "{benchmark}", "{model}"),
     benchmark:
-        f"{RESULTS}/benchmarks/dose_exchangeability/{{benchmark}}/{{model}}.tsv"
+        benchmark_file("dose_exchangeability", "{benchmark}", "{model}")
 
 
 def dose_watermark_result(benchmark, model):
     if model.startswith("dose-"):
-        return f"{RESULTS}/dose/{benchmark}/watermark/{model}/result.parquet"
-    return f"{watermark_dir(benchmark)}/test/{model}/result.parquet"
+        return dose_watermark_file("result.parquet", benchmark, model)
+    return watermark_test_file("result.parquet", benchmark, model)
 
 
 def dose_inputs(wildcards):
     b = wildcards.benchmark
     arms = dose_arms()
-    score = lambda m: f"{RESULTS}/score/{b}/{m}/scores.parquet"
     return {
         "samples": split_file(b),
-        "scores": [score(m) for m in dose_models("target")],
-        "twins": [score(m) for m in dose_models("twin")] if "twin" in arms else [],
+        "scores": [scores_file(b, m) for m in dose_models("target")],
+        "twins": [scores_file(b, m) for m in dose_models("twin")] if "twin" in arms else [],
         "watermark": [dose_watermark_result(b, m) for m in dose_models("wm")] if "wm" in arms else [],
-        "exchangeability": [f"{RESULTS}/dose/{b}/exchangeability/{m}.parquet" for m in dose_models("ord")] if "ord" in arms else [],
+        "exchangeability": [dose_exchangeability_file(b, m) for m in dose_models("ord")] if "ord" in arms else [],
         "blind": [path for rows in DOSE_BLIND_ROWS for path in rows(b)],
     }
 
@@ -291,19 +277,19 @@ rule dose:
     input:
         unpack(dose_inputs),
     output:
-        table=f"{RESULTS}/aggregate/{{benchmark}}/dose.parquet",
-        section=f"{RESULTS}/aggregate/{{benchmark}}/dose.md",
-        figure=report(f"{RESULTS}/aggregate/{{benchmark}}/dose.png", caption="../report/dose.rst", category="Detection"),
+        table=aggregate_file("dose.parquet"),
+        section=aggregate_file("dose.md"),
+        figure=report(aggregate_file("dose.png"), caption="../report/dose.rst", category="Detection"),
     params:
         settings=json.dumps({**{k: DOSE[k] for k in ("alpha", "fpr", "power")},
                              "dataset_inference": config["contamination"]["dataset_inference"]}, sort_keys=True),
         seed=config["seed"],
         models=dose_arguments,
-        out_dir=f"{RESULTS}/aggregate/{{benchmark}}",
+        out_dir=aggregate_dir(),
     log:
-        f"{RESULTS}/logs/dose/{{benchmark}}.log",
+        log_file("dose", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/dose/{{benchmark}}.tsv"
+        benchmark_file("dose", "{benchmark}")
     threads: 1
     resources:
         **cpu_job(),

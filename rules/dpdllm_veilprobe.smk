@@ -18,25 +18,21 @@ def method_slice(family, *keys):
     return json.dumps({k: METHODS[family][k] for k in keys}, sort_keys=True)
 
 
-BASELINES = f"{RESULTS}/score/{{benchmark}}/baselines"
-SCORED = f"{RESULTS}/score/{{benchmark}}/{{model}}"
-
-
 rule dpdllm_reference:
     input:
-        variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
+        variants=variants_file(),
         model=base_model_files(),
     output:
-        directory(f"{BASELINES}/dpdllm-reference"),
+        directory(baselines_file("dpdllm-reference")),
     params:
         settings=lambda wildcards: method_slice("dpdllm", "reference_epochs"),
         train=settings_without(["train"], "text_per_code", "seeds", "epochs", "learning_rate_selection", "member_order"),
         model=model_settings(),
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/dpdllm_reference/{{benchmark}}.log",
+        log_file("dpdllm_reference", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/dpdllm_reference/{{benchmark}}.tsv"
+        benchmark_file("dpdllm_reference", "{benchmark}")
     threads: MODEL_THREADS
     conda:
         CONDA_ENV
@@ -50,10 +46,10 @@ rule dpdllm_reference:
 
 rule dpdllm_generations:
     input:
-        variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
+        variants=variants_file(),
         model=scored_model_files,
     output:
-        f"{SCORED}/dpdllm/generations.parquet",
+        learned_file("dpdllm", "generations.parquet"),
     params:
         settings=lambda wildcards: method_slice("dpdllm", "prefix_fraction", "temperature", "max_new_tokens"),
         batch=settings("score", "tokens"),
@@ -61,9 +57,9 @@ rule dpdllm_generations:
         adapter=adapter_args,
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/dpdllm_generations/{{benchmark}}/{{model}}.log",
+        log_file("dpdllm_generations", "{benchmark}", "{model}"),
     benchmark:
-        f"{RESULTS}/benchmarks/dpdllm_generations/{{benchmark}}/{{model}}.tsv"
+        benchmark_file("dpdllm_generations", "{benchmark}", "{model}")
     threads: MODEL_THREADS
     conda:
         CONDA_ENV
@@ -79,18 +75,18 @@ rule dpdllm_generations:
 
 rule dpdllm_features:
     input:
-        generations=f"{SCORED}/dpdllm/generations.parquet",
-        reference=f"{BASELINES}/dpdllm-reference",
+        generations=learned_file("dpdllm", "generations.parquet"),
+        reference=baselines_file("dpdllm-reference"),
         model=base_model_files(),
     output:
-        f"{SCORED}/dpdllm/features.parquet",
+        learned_file("dpdllm", "features.parquet"),
     params:
         batch=settings("score", "tokens"),
         model=model_settings(),
     log:
-        f"{RESULTS}/logs/dpdllm_features/{{benchmark}}/{{model}}.log",
+        log_file("dpdllm_features", "{benchmark}", "{model}"),
     benchmark:
-        f"{RESULTS}/benchmarks/dpdllm_features/{{benchmark}}/{{model}}.tsv"
+        benchmark_file("dpdllm_features", "{benchmark}", "{model}")
     threads: 1
     conda:
         CONDA_ENV
@@ -104,18 +100,18 @@ rule dpdllm_features:
 
 rule dpdllm_fit:
     input:
-        features=f"{SCORED}/dpdllm/features.parquet",
+        features=learned_file("dpdllm", "features.parquet"),
         samples=model_split,
     output:
-        scores=f"{SCORED}/dpdllm/scores.parquet",
-        classifier=directory(f"{SCORED}/dpdllm/classifier"),
+        scores=learned_file("dpdllm", "scores.parquet"),
+        classifier=directory(learned_file("dpdllm", "classifier")),
     params:
         folds=config["calibration"]["cross_fit_folds"],
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/dpdllm_fit/{{benchmark}}/{{model}}.log",
+        log_file("dpdllm_fit", "{benchmark}", "{model}"),
     benchmark:
-        f"{RESULTS}/benchmarks/dpdllm_fit/{{benchmark}}/{{model}}.tsv"
+        benchmark_file("dpdllm_fit", "{benchmark}", "{model}")
     threads: 1
     conda:
         CONDA_ENV
@@ -129,10 +125,10 @@ rule dpdllm_fit:
 
 rule veilprobe_perturb:
     input:
-        variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
+        variants=variants_file(),
         model=base_model_files(),
     output:
-        f"{BASELINES}/veilprobe_perturbed.parquet",
+        baselines_file("veilprobe_perturbed.parquet"),
     params:
         settings=lambda wildcards: method_slice("veilprobe", "key_fraction", "candidates"),
         blackbox=lambda wildcards: method_slice("srdetection_blackbox", "prefix_fraction"),
@@ -140,9 +136,9 @@ rule veilprobe_perturb:
         model=model_settings(),
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/veilprobe_perturb/{{benchmark}}.log",
+        log_file("veilprobe_perturb", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/veilprobe_perturb/{{benchmark}}.tsv"
+        benchmark_file("veilprobe_perturb", "{benchmark}")
     threads: 1
     conda:
         CONDA_ENV
@@ -158,20 +154,20 @@ rule veilprobe_perturb:
 
 rule veilprobe_features:
     input:
-        blackbox=f"{SCORED}/blackbox.parquet",
-        perturbed=f"{BASELINES}/veilprobe_perturbed.parquet",
+        blackbox=blackbox_file(),
+        perturbed=baselines_file("veilprobe_perturbed.parquet"),
         model=base_model_files(),
     output:
-        features=f"{SCORED}/veilprobe/features.parquet",
-        mapping=directory(f"{SCORED}/veilprobe/mapping"),
+        features=learned_file("veilprobe", "features.parquet"),
+        mapping=directory(learned_file("veilprobe", "mapping")),
     params:
         settings=lambda wildcards: method_slice("veilprobe", "mapping_hidden", "mapping_layers", "mapping_epochs"),
         model=model_settings(),
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/veilprobe_features/{{benchmark}}/{{model}}.log",
+        log_file("veilprobe_features", "{benchmark}", "{model}"),
     benchmark:
-        f"{RESULTS}/benchmarks/veilprobe_features/{{benchmark}}/{{model}}.tsv"
+        benchmark_file("veilprobe_features", "{benchmark}", "{model}")
     threads: 1
     conda:
         CONDA_ENV
@@ -184,19 +180,19 @@ rule veilprobe_features:
 
 rule veilprobe_fit:
     input:
-        features=f"{SCORED}/veilprobe/features.parquet",
+        features=learned_file("veilprobe", "features.parquet"),
         samples=model_split,
     output:
-        scores=f"{SCORED}/veilprobe/scores.parquet",
-        classifier=directory(f"{SCORED}/veilprobe/classifier"),
+        scores=learned_file("veilprobe", "scores.parquet"),
+        classifier=directory(learned_file("veilprobe", "classifier")),
     params:
         settings=lambda wildcards: method_slice("veilprobe", "p_value", "labelled_fraction", "proto_epochs"),
         folds=config["calibration"]["cross_fit_folds"],
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/veilprobe_fit/{{benchmark}}/{{model}}.log",
+        log_file("veilprobe_fit", "{benchmark}", "{model}"),
     benchmark:
-        f"{RESULTS}/benchmarks/veilprobe_fit/{{benchmark}}/{{model}}.tsv"
+        benchmark_file("veilprobe_fit", "{benchmark}", "{model}")
     threads: 1
     conda:
         CONDA_ENV

@@ -1,14 +1,14 @@
 rule filter_functions:
     input:
-        f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
+        benchmark_table(),
     output:
-        f"{RESULTS}/filter/{{benchmark}}.functions.parquet",
+        functions_file(),
     params:
         settings=settings("filter", "functions"),
     log:
-        f"{RESULTS}/logs/filter_functions/{{benchmark}}.log",
+        log_file("filter_functions", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/filter_functions/{{benchmark}}.tsv"
+        benchmark_file("filter_functions", "{benchmark}")
     threads: 1
     conda:
         CPU_ENV
@@ -23,9 +23,9 @@ rule filter_functions:
 # cached pass the reference scores come from.
 rule split_samples:
     input:
-        functions=f"{RESULTS}/filter/{{benchmark}}.functions.parquet",
-        variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
-        tokens=f"{RESULTS}/score/{{benchmark}}/reference/tokens.parquet",
+        functions=functions_file(),
+        variants=variants_file(),
+        tokens=tokens_file(model="reference"),
     output:
         split_file(),
     params:
@@ -34,9 +34,9 @@ rule split_samples:
         # ReCaLL's prefix texts: non-members held out before the split
         recall_prefix=config["score"]["methods"]["recall"]["n_shots"] if "recall" in config["score"]["methods"] else 0,
     log:
-        f"{RESULTS}/logs/split_samples/{{benchmark}}.log",
+        log_file("split_samples", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/split_samples/{{benchmark}}.tsv"
+        benchmark_file("split_samples", "{benchmark}")
     threads: 1
     priority: TRAINING_PATH
     conda:

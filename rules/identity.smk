@@ -23,7 +23,7 @@ def _configured_model_paths():
         paths += [p for model in counterfactual_models(name) for p in (model["path"], model.get("adapter"))]
     if config["variants"]["natural"]["enabled"]:
         paths.append(fetched(config["variants"]["natural"]["model"] or config["reference_model"]["path"]))
-    return [p for p in dict.fromkeys(paths) if p and not str(p).startswith(f"{RESULTS}/")]
+    return [p for p in dict.fromkeys(paths) if p and not in_results(p)]
 
 
 # key -> path of every configured model, and key -> identity JSON (computed once, when first asked for)
@@ -43,25 +43,25 @@ def model_identity_file(path):
     """The identity file of a model path."""
     key = identity_key(path)
     MODEL_PATHS.setdefault(key, path)
-    return f"{RESULTS}/models/{key}.identity.json"
+    return model_identity_path(key)
 
 
 def model_identity_files(*paths):
     """Identity files of the given model and adapter paths (None, and the
     adapters the pipeline trains, under results/, skipped: those are rule
     outputs already)."""
-    return [model_identity_file(p) for p in paths if p and not str(p).startswith(f"{RESULTS}/")]
+    return [model_identity_file(p) for p in paths if p and not in_results(p)]
 
 
 rule model_identity:
     output:
-        f"{RESULTS}/models/{{model_key}}.identity.json",
+        model_identity_path("{model_key}"),
     params:
         identity=lambda wildcards: model_identity_of(wildcards.model_key),
     wildcard_constraints:
         model_key=r"[A-Za-z0-9_.@-]+",
     log:
-        f"{RESULTS}/logs/model_identity/{{model_key}}.log",
+        log_file("model_identity", "{model_key}"),
     threads: 1
     resources:
         **cpu_job(),

@@ -1,12 +1,12 @@
 rule ingest_benchmark:
     output:
-        f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
+        benchmark_table(),
     params:
         settings=benchmark_settings,
     log:
-        f"{RESULTS}/logs/ingest_benchmark/{{benchmark}}.log",
+        log_file("ingest_benchmark", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/ingest_benchmark/{{benchmark}}.tsv"
+        benchmark_file("ingest_benchmark", "{benchmark}")
     threads: 1
     conda:
         CPU_ENV
@@ -18,13 +18,13 @@ rule ingest_benchmark:
 
 rule ingest_corpus_shard:
     output:
-        f"{RESULTS}/data/corpora/{{corpus}}/part-{{part}}.parquet",
+        corpus_part(),
     params:
         settings=corpus_settings,
     log:
-        f"{RESULTS}/logs/ingest_corpus/{{corpus}}-{{part}}.log",
+        log_file("ingest_corpus", "{corpus}-{part}"),
     benchmark:
-        f"{RESULTS}/benchmarks/ingest_corpus/{{corpus}}-{{part}}.tsv"
+        benchmark_file("ingest_corpus", "{corpus}-{part}")
     threads: 1
     conda:
         corpus_env

@@ -21,8 +21,8 @@ def leakage_outputs():
     """The gathered outputs of every configured leakage scan (rules/leakage.smk),
     and of its rephrase channel when on; ``report.md`` and ``rephrase.md`` are
     the Markdown fragments for the aggregate report."""
-    return [f"{RESULTS}/leakage/{scan}/{name}" for scan in config["leakage"]["scans"] for name in LEAKAGE_OUTPUTS] + [
-        f"{RESULTS}/leakage/{scan}/{name}" for scan in rephrase_scans() for name in REPHRASE_OUTPUTS]
+    return [leakage_file(name, scan) for scan in config["leakage"]["scans"] for name in LEAKAGE_OUTPUTS] + [
+        leakage_file(name, scan) for scan in rephrase_scans() for name in REPHRASE_OUTPUTS]
 
 
 def scanned_benchmarks(scan):
@@ -34,10 +34,10 @@ def leakage_fragments(benchmark):
     """The Markdown fragments of this benchmark's leakage scans (and, on a testbed
     benchmark, their RQ4 against its detectors and, when on, RQ3), for its aggregate report."""
     scans = [name for name, scan in config["leakage"]["scans"].items() if benchmark in scanned_benchmarks(scan)]
-    return [f"{RESULTS}/leakage/{name}/report.md" for name in scans] + [
-        f"{RESULTS}/leakage/{name}/rephrase.md" for name in scans if name in rephrase_scans()] + (
-        [f"{RESULTS}/leakage/{name}/rq4/{benchmark}.md" for name in scans] if benchmark in TESTBED_BENCHMARKS else []) + (
-        [f"{RESULTS}/leakage/{RQ3['scan']}/rq3/{benchmark}.md"]
+    return [leakage_file("report.md", name) for name in scans] + [
+        leakage_file("rephrase.md", name) for name in scans if name in rephrase_scans()] + (
+        [rq4_file("md", benchmark, name) for name in scans] if benchmark in TESTBED_BENCHMARKS else []) + (
+        [rq3_file("md", benchmark, RQ3["scan"])]
         if benchmark in TESTBED_BENCHMARKS and benchmark in rq3_benchmarks() else [])
 
 
@@ -90,7 +90,7 @@ def leakage_parts(scan):
 def leakage_benchmark(wildcards):
     """The benchmarks as ingested (one index, one pass over the corpus for
     all of them); one cleaned for the testbed is read as its raw copy."""
-    return [f"{RESULTS}/data/benchmarks/{benchmark}{'.raw' if benchmark in LEAKAGE_CLEAN else ''}.parquet"
+    return [raw_benchmark_table(benchmark) if benchmark in LEAKAGE_CLEAN else benchmark_table(benchmark)
             for benchmark in scanned_benchmarks(LEAKAGE_SCANS[wildcards.scan])]
 
 
@@ -115,12 +115,11 @@ def leakage_scan_settings(wildcards):
 
 def leakage_gather_inputs(wildcards):
     n = leakage_parts(wildcards.scan)
-    base = f"{RESULTS}/leakage/{wildcards.scan}"
     inputs = {
-        "index": f"{base}/index.parquet",
+        "index": leakage_file("index.parquet", wildcards.scan),
         "benchmark": leakage_benchmark(wildcards),
-        "pairs": [f"{base}/parts/pairs-{i}.parquet" for i in range(n)],
-        "accounting": [f"{base}/parts/accounting-{i}.parquet" for i in range(n)],
+        "pairs": [leakage_part("pairs", i, wildcards.scan) for i in range(n)],
+        "accounting": [leakage_part("accounting", i, wildcards.scan) for i in range(n)],
     }
     scan = LEAKAGE_SCANS[wildcards.scan]
     if scan["corpus"]["kind"] == "training_mix":
@@ -136,13 +135,13 @@ rule leakage_index:
     input:
         leakage_benchmark,
     output:
-        f"{RESULTS}/leakage/{{scan}}/index.parquet",
+        leakage_file("index.parquet"),
     params:
         settings=leakage_scan_settings,
     log:
-        f"{RESULTS}/logs/leakage_index/{{scan}}.log",
+        log_file("leakage_index", "{scan}"),
     benchmark:
-        f"{RESULTS}/benchmarks/leakage_index/{{scan}}.tsv"
+        benchmark_file("leakage_index", "{scan}")
     threads: 1
     conda:
         CPU_ENV
@@ -155,19 +154,19 @@ rule leakage_index:
 
 rule leakage_scan:
     input:
-        index=f"{RESULTS}/leakage/{{scan}}/index.parquet",
+        index=leakage_file("index.parquet"),
         benchmark=leakage_benchmark,
         source=leakage_source_inputs,
     output:
-        pairs=f"{RESULTS}/leakage/{{scan}}/parts/pairs-{{part}}.parquet",
-        accounting=f"{RESULTS}/leakage/{{scan}}/parts/accounting-{{part}}.parquet",
+        pairs=leakage_part("pairs"),
+        accounting=leakage_part("accounting"),
     params:
         settings=leakage_scan_settings,
         parts=leakage_n_parts,
     log:
-        f"{RESULTS}/logs/leakage_scan/{{scan}}-{{part}}.log",
+        log_file("leakage_scan", "{scan}-{part}"),
     benchmark:
-        f"{RESULTS}/benchmarks/leakage_scan/{{scan}}-{{part}}.tsv"
+        benchmark_file("leakage_scan", "{scan}-{part}")
     threads: 1
     resources:
         **cpu_job(),
@@ -183,15 +182,15 @@ rule leakage_gather:
     input:
         unpack(leakage_gather_inputs),
     output:
-        [f"{RESULTS}/leakage/{{scan}}/{name}" for name in LEAKAGE_OUTPUTS],
+        [leakage_file(name) for name in LEAKAGE_OUTPUTS],
     params:
         settings=leakage_scan_settings,
         samples=leakage_samples_arg,
-        output_dir=f"{RESULTS}/leakage/{{scan}}",
+        output_dir=leakage_dir(),
     log:
-        f"{RESULTS}/logs/leakage_gather/{{scan}}.log",
+        log_file("leakage_gather", "{scan}"),
     benchmark:
-        f"{RESULTS}/benchmarks/leakage_gather/{{scan}}.tsv"
+        benchmark_file("leakage_gather", "{scan}")
     threads: 1
     conda:
         leakage_gather_env
@@ -216,16 +215,16 @@ if rephrase_scans():
         input:
             benchmark=leakage_benchmark,
             source=leakage_source_inputs,
-            pairs=f"{RESULTS}/leakage/{{scan}}/parts/pairs-{{part}}.parquet",
+            pairs=leakage_part("pairs"),
         output:
-            f"{RESULTS}/leakage/{{scan}}/parts/rephrase-{{part}}.parquet",
+            leakage_part("rephrase"),
         params:
             settings=leakage_scan_settings,
             parts=leakage_n_parts,
         log:
-            f"{RESULTS}/logs/leakage_rephrase/{{scan}}-{{part}}.log",
+            log_file("leakage_rephrase", "{scan}-{part}"),
         benchmark:
-            f"{RESULTS}/benchmarks/leakage_rephrase/{{scan}}-{{part}}.tsv"
+            benchmark_file("leakage_rephrase", "{scan}-{part}")
         threads: 1
         wildcard_constraints:
             scan=_alternatives(rephrase_scans()),
@@ -243,17 +242,17 @@ if rephrase_scans():
     rule leakage_rephrase_gather:
         input:
             benchmark=leakage_benchmark,
-            parts=lambda wildcards: [f"{RESULTS}/leakage/{wildcards.scan}/parts/rephrase-{i}.parquet"
+            parts=lambda wildcards: [leakage_part("rephrase", i, wildcards.scan)
                                      for i in range(leakage_parts(wildcards.scan))],
         output:
-            table=f"{RESULTS}/leakage/{{scan}}/rephrase.parquet",
-            markdown=f"{RESULTS}/leakage/{{scan}}/rephrase.md",
+            table=leakage_file("rephrase.parquet"),
+            markdown=leakage_file("rephrase.md"),
         params:
             settings=leakage_scan_settings,
         log:
-            f"{RESULTS}/logs/leakage_rephrase_gather/{{scan}}.log",
+            log_file("leakage_rephrase_gather", "{scan}"),
         benchmark:
-            f"{RESULTS}/benchmarks/leakage_rephrase_gather/{{scan}}.tsv"
+            benchmark_file("leakage_rephrase_gather", "{scan}")
         threads: 1
         wildcard_constraints:
             scan=_alternatives(rephrase_scans()),
@@ -275,17 +274,17 @@ if rephrase_scans():
 if LEAKAGE_CLEAN:
 
     def cleaned_benchmark(wildcards):
-        return f"{RESULTS}/leakage/{LEAKAGE_CLEAN[wildcards.benchmark]}/clean.parquet"
+        return leakage_file("clean.parquet", LEAKAGE_CLEAN[wildcards.benchmark])
 
     rule ingest_benchmark_raw:
         output:
-            f"{RESULTS}/data/benchmarks/{{benchmark}}.raw.parquet",
+            raw_benchmark_table(),
         params:
             settings=benchmark_settings,
         log:
-            f"{RESULTS}/logs/ingest_benchmark_raw/{{benchmark}}.log",
+            log_file("ingest_benchmark_raw", "{benchmark}"),
         benchmark:
-            f"{RESULTS}/benchmarks/ingest_benchmark_raw/{{benchmark}}.tsv"
+            benchmark_file("ingest_benchmark_raw", "{benchmark}")
         threads: 1
         conda:
             CPU_ENV
@@ -300,11 +299,11 @@ if LEAKAGE_CLEAN:
         input:
             cleaned_benchmark,
         output:
-            f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
+            benchmark_table(),
         log:
-            f"{RESULTS}/logs/clean_benchmark/{{benchmark}}.log",
+            log_file("clean_benchmark", "{benchmark}"),
         benchmark:
-            f"{RESULTS}/benchmarks/clean_benchmark/{{benchmark}}.tsv"
+            benchmark_file("clean_benchmark", "{benchmark}")
         threads: 1
         conda:
             CPU_ENV
@@ -323,21 +322,21 @@ if LEAKAGE_CLEAN:
 # its Markdown joins the benchmark's aggregate report).
 rule leakage_rq4:
     input:
-        pairs=f"{RESULTS}/leakage/{{scan}}/pairs.parquet",
+        pairs=leakage_file("pairs.parquet"),
         samples=split_file(),
-        scores=[f"{RESULTS}/score/{{benchmark}}/{m}/scores.parquet" for m in MODELS],
+        scores=[scores_file(model=m) for m in MODELS],
     output:
-        table=f"{RESULTS}/leakage/{{scan}}/rq4/{{benchmark}}.parquet",
-        markdown=f"{RESULTS}/leakage/{{scan}}/rq4/{{benchmark}}.md",
+        table=rq4_file("parquet"),
+        markdown=rq4_file("md"),
     params:
         settings=json.dumps({**config["leakage"]["rq4"], "bootstrap_resamples": config["aggregate"]["bootstrap_resamples"]},
                             sort_keys=True),
         seed=config["seed"],
         scores=lambda wildcards, input: " ".join(f"{m}={p}" for m, p in zip(MODELS, input.scores, strict=True)),
     log:
-        f"{RESULTS}/logs/leakage_rq4/{{scan}}-{{benchmark}}.log",
+        log_file("leakage_rq4", "{scan}-{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/leakage_rq4/{{scan}}-{{benchmark}}.tsv"
+        benchmark_file("leakage_rq4", "{scan}-{benchmark}")
     threads: 1
     conda:
         CPU_ENV
@@ -374,7 +373,7 @@ def rq4_ranking_models():
 def rq4_ranking_outputs():
     if not rq4_ranking_models():
         return []
-    return [f"{RESULTS}/leakage/{RQ4_RANKING['scan']}/rq4/ranking.md"]
+    return [rq4_ranking_file("md", RQ4_RANKING["scan"])]
 
 
 if rq4_ranking_models():
@@ -384,7 +383,7 @@ if rq4_ranking_models():
             benchmarks=leakage_benchmark,
             model=scored_model_files,
         output:
-            f"{RESULTS}/leakage/{{scan}}/rq4/perplexity/{{model}}.parquet",
+            rq4_perplexity_file(),
         params:
             benchmarks=lambda wildcards, input: " ".join(
                 f"{b}={p}" for b, p in zip(scanned_benchmarks(LEAKAGE_SCANS[wildcards.scan]), input.benchmarks, strict=True)),
@@ -392,9 +391,9 @@ if rq4_ranking_models():
             model=scored_model_settings,
             adapter=adapter_args,
         log:
-            f"{RESULTS}/logs/leakage_rq4_perplexity/{{scan}}/{{model}}.log",
+            log_file("leakage_rq4_perplexity", "{scan}", "{model}"),
         benchmark:
-            f"{RESULTS}/benchmarks/leakage_rq4_perplexity/{{scan}}/{{model}}.tsv"
+            benchmark_file("leakage_rq4_perplexity", "{scan}", "{model}")
         threads: MODEL_THREADS
         conda:
             MODEL_ENV
@@ -406,11 +405,11 @@ if rq4_ranking_models():
 
     rule leakage_rq4_ranking:
         input:
-            pairs=f"{RESULTS}/leakage/{{scan}}/pairs.parquet",
-            perplexity=[f"{RESULTS}/leakage/{{scan}}/rq4/perplexity/{m}.parquet" for m in rq4_ranking_models()],
+            pairs=leakage_file("pairs.parquet"),
+            perplexity=[rq4_perplexity_file(m) for m in rq4_ranking_models()],
         output:
-            table=f"{RESULTS}/leakage/{{scan}}/rq4/ranking.parquet",
-            markdown=f"{RESULTS}/leakage/{{scan}}/rq4/ranking.md",
+            table=rq4_ranking_file("parquet"),
+            markdown=rq4_ranking_file("md"),
         params:
             settings=json.dumps({"size": RQ4_RANKING["size"], "top_k": RQ4_RANKING["top_k"],
                                  "bootstrap_resamples": config["aggregate"]["bootstrap_resamples"]}, sort_keys=True),
@@ -419,9 +418,9 @@ if rq4_ranking_models():
                 f"{m}={p}" for m, p in zip(rq4_ranking_models(), input.perplexity, strict=True)),
             seed=config["seed"],
         log:
-            f"{RESULTS}/logs/leakage_rq4_ranking/{{scan}}.log",
+            log_file("leakage_rq4_ranking", "{scan}"),
         benchmark:
-            f"{RESULTS}/benchmarks/leakage_rq4_ranking/{{scan}}.tsv"
+            benchmark_file("leakage_rq4_ranking", "{scan}")
         threads: 1
         conda:
             CPU_ENV
@@ -464,17 +463,17 @@ def rq3_benchmarks():
 
 def rq3_outputs():
     """RQ3's tables of the benchmarks outside the testbed (a testbed benchmark's join its aggregate report)."""
-    return [f"{RESULTS}/leakage/{RQ3['scan']}/rq3/{b}.md" for b in rq3_benchmarks() if b not in TESTBED_BENCHMARKS]
+    return [rq3_file("md", b, RQ3["scan"]) for b in rq3_benchmarks() if b not in TESTBED_BENCHMARKS]
 
 
 if rq3_benchmarks():
 
     rule leakage_rq3_runs:
         input:
-            benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
+            benchmark=benchmark_table(),
             model=scored_model_files,
         output:
-            f"{RESULTS}/leakage/rq3/{{benchmark}}/{{model}}.parquet",
+            rq3_runs_file(),
         params:
             settings=json.dumps({k: RQ3[k] for k in ("prompt", "n", "temperature", "max_new_tokens", "workers", "sandbox")},
                                 sort_keys=True),
@@ -484,9 +483,9 @@ if rq3_benchmarks():
             generator=generator_args(),
             seed=config["seed"],
         log:
-            f"{RESULTS}/logs/leakage_rq3_runs/{{benchmark}}/{{model}}.log",
+            log_file("leakage_rq3_runs", "{benchmark}", "{model}"),
         benchmark:
-            f"{RESULTS}/benchmarks/leakage_rq3_runs/{{benchmark}}/{{model}}.tsv"
+            benchmark_file("leakage_rq3_runs", "{benchmark}", "{model}")
         threads: MODEL_THREADS
         conda:
             MODEL_ENV
@@ -500,20 +499,20 @@ if rq3_benchmarks():
 
     rule leakage_rq3:
         input:
-            pairs=f"{RESULTS}/leakage/{{scan}}/pairs.parquet",
-            runs=[f"{RESULTS}/leakage/rq3/{{benchmark}}/{m}.parquet" for m in RQ3_MODELS],
+            pairs=leakage_file("pairs.parquet"),
+            runs=[rq3_runs_file(model=m) for m in RQ3_MODELS],
         output:
-            table=f"{RESULTS}/leakage/{{scan}}/rq3/{{benchmark}}.parquet",
-            markdown=f"{RESULTS}/leakage/{{scan}}/rq3/{{benchmark}}.md",
+            table=rq3_file("parquet"),
+            markdown=rq3_file("md"),
         params:
             settings=json.dumps({"k": RQ3["k"], "n": RQ3["n"], "temperature": RQ3["temperature"],
                                  "bootstrap_resamples": config["aggregate"]["bootstrap_resamples"]}, sort_keys=True),
             seed=config["seed"],
             runs=lambda wildcards, input: " ".join(f"{m}={p}" for m, p in zip(RQ3_MODELS, input.runs, strict=True)),
         log:
-            f"{RESULTS}/logs/leakage_rq3/{{scan}}-{{benchmark}}.log",
+            log_file("leakage_rq3", "{scan}-{benchmark}"),
         benchmark:
-            f"{RESULTS}/benchmarks/leakage_rq3/{{scan}}-{{benchmark}}.tsv"
+            benchmark_file("leakage_rq3", "{scan}-{benchmark}")
         threads: 1
         conda:
             CPU_ENV

@@ -21,13 +21,13 @@ def mutate_models():
 def mutate_outputs():
     if not MUTATE["kinds"]:
         return []
-    return [f"{RESULTS}/mutate/{b}/{m}/{name}" for b in TESTBED_BENCHMARKS for m in mutate_models()
+    return [mutation_study_file(name, b, m) for b in TESTBED_BENCHMARKS for m in mutate_models()
             for name in ("study.parquet", "prefix_overlap.parquet", "report.md", "heatmaps.png")]
 
 
 def mutation_fragments(benchmark):
     """The mutation study's report of each studied model, for the benchmark's aggregate pages."""
-    return [f"{RESULTS}/mutate/{benchmark}/{m}/report.md" for m in mutate_models()] \
+    return [mutation_study_file("report.md", benchmark, m) for m in mutate_models()] \
         if MUTATE["kinds"] and benchmark in TESTBED_BENCHMARKS else []
 
 
@@ -43,21 +43,20 @@ def mutation_recall_args(wildcards):
 
 
 def mutation_study_inputs(wildcards):
-    score_dir = f"{RESULTS}/score/{wildcards.benchmark}"
-    base = f"{RESULTS}/mutate/{wildcards.benchmark}"
+    benchmark, model = wildcards.benchmark, wildcards.model
     inputs = {
-        "mutations": f"{base}/mutations.parquet",
-        "samples": split_file(wildcards.benchmark),
-        "variants": f"{RESULTS}/variants/{wildcards.benchmark}.parquet",
-        "tokens": f"{score_dir}/{wildcards.model}/tokens.parquet",
-        "mutated": f"{base}/{wildcards.model}/tokens.parquet",
+        "mutations": mutations_file("mutations.parquet", benchmark),
+        "samples": split_file(benchmark),
+        "variants": variants_file(benchmark),
+        "tokens": tokens_file(benchmark, model),
+        "mutated": mutated_tokens_file(benchmark, model),
         "corpus": corpus_parts(MUTATE["ood_corpus"]),
     }
     if "recall" in METHODS:
-        inputs["prefixed"] = f"{score_dir}/{wildcards.model}/prefixed.parquet"
+        inputs["prefixed"] = prefixed_file(benchmark, model)
     if REF_MODEL:
-        inputs["reference"] = f"{score_dir}/ref-model/tokens.parquet"
-        inputs["reference_mutated"] = f"{base}/ref-model/tokens.parquet"
+        inputs["reference"] = tokens_file(benchmark, "ref-model")
+        inputs["reference_mutated"] = mutated_tokens_file(benchmark, "ref-model")
     return inputs
 
 
@@ -73,20 +72,20 @@ def study_optional_args(wildcards, input):
 
 rule mutations:
     input:
-        benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
+        benchmark=benchmark_table(),
         samples=split_file(),
-        variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
-        lexicon=f"{RESULTS}/variants/lexicon.parquet",
+        variants=variants_file(),
+        lexicon=lexicon_file(),
     output:
-        mutations=f"{RESULTS}/mutate/{{benchmark}}/mutations.parquet",
-        renames=f"{RESULTS}/mutate/{{benchmark}}/renames.parquet",
+        mutations=mutations_file("mutations.parquet"),
+        renames=mutations_file("renames.parquet"),
     params:
         settings=mutate_settings(),
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/mutations/{{benchmark}}.log",
+        log_file("mutations", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/mutations/{{benchmark}}.tsv"
+        benchmark_file("mutations", "{benchmark}")
     threads: 2
     resources:
         # sandboxed runs per sample: the original and each mutation
@@ -102,13 +101,13 @@ rule mutations:
 
 rule mutation_tokens:
     input:
-        mutations=f"{RESULTS}/mutate/{{benchmark}}/mutations.parquet",
-        variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
+        mutations=mutations_file("mutations.parquet"),
+        variants=variants_file(),
         samples=split_file(),
         corpus=corpus_parts(MUTATE["ood_corpus"]),
         model=scored_model_files,
     output:
-        f"{RESULTS}/mutate/{{benchmark}}/{{model}}/tokens.parquet",
+        mutated_tokens_file(),
     params:
         batch=settings("score", "tokens"),
         recall=mutation_recall_args,
@@ -117,9 +116,9 @@ rule mutation_tokens:
         adapter=adapter_args,
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/mutation_tokens/{{benchmark}}/{{model}}.log",
+        log_file("mutation_tokens", "{benchmark}", "{model}"),
     benchmark:
-        f"{RESULTS}/benchmarks/mutation_tokens/{{benchmark}}/{{model}}.tsv"
+        benchmark_file("mutation_tokens", "{benchmark}", "{model}")
     threads: MODEL_THREADS
     conda:
         MODEL_ENV
@@ -135,22 +134,22 @@ rule mutation_study:
     input:
         unpack(mutation_study_inputs),
     output:
-        study=f"{RESULTS}/mutate/{{benchmark}}/{{model}}/study.parquet",
-        overlap=f"{RESULTS}/mutate/{{benchmark}}/{{model}}/prefix_overlap.parquet",
-        report_md=report(f"{RESULTS}/mutate/{{benchmark}}/{{model}}/report.md", caption="../report/mutate.rst", category="Robustness"),
-        heatmaps=report(f"{RESULTS}/mutate/{{benchmark}}/{{model}}/heatmaps.png", caption="../report/mutate.rst", category="Robustness"),
-        **({"t2_drop": report(f"{RESULTS}/mutate/{{benchmark}}/{{model}}/t2_drop.png", caption="../report/mutate.rst",
+        study=mutation_study_file("study.parquet"),
+        overlap=mutation_study_file("prefix_overlap.parquet"),
+        report_md=report(mutation_study_file("report.md"), caption="../report/mutate.rst", category="Robustness"),
+        heatmaps=report(mutation_study_file("heatmaps.png"), caption="../report/mutate.rst", category="Robustness"),
+        **({"t2_drop": report(mutation_study_file("t2_drop.png"), caption="../report/mutate.rst",
                               category="Robustness")} if {"T2a", "T2b"} <= set(MUTATE["kinds"]) else {}),
     params:
         settings=mutate_settings(),
         methods=settings("score", "methods"),
         optional=study_optional_args,
         seed=config["seed"],
-        out_dir=f"{RESULTS}/mutate/{{benchmark}}/{{model}}",
+        out_dir=mutation_study_dir(),
     log:
-        f"{RESULTS}/logs/mutation_study/{{benchmark}}/{{model}}.log",
+        log_file("mutation_study", "{benchmark}", "{model}"),
     benchmark:
-        f"{RESULTS}/benchmarks/mutation_study/{{benchmark}}/{{model}}.tsv"
+        benchmark_file("mutation_study", "{benchmark}", "{model}")
     threads: 1
     conda:
         CPU_ENV

@@ -27,9 +27,9 @@ rule pretrain_base_model:
         settings=settings("base_model", "pretrain", "settings"),
         out_dir=BASE_MODEL,
     log:
-        f"{RESULTS}/logs/pretrain_base_model.log",
+        log_file("pretrain_base_model"),
     benchmark:
-        f"{RESULTS}/benchmarks/pretrain_base_model.tsv"
+        benchmark_file("pretrain_base_model")
     threads: 2
     conda:
         MODEL_ENV
@@ -51,8 +51,8 @@ if REFERENCE_MODEL:
             settings=settings("reference_model", "pretrain", "settings"),
             out_dir=REFERENCE_MODEL,
         log:
-            f"{RESULTS}/logs/pretrain_reference_model.log",
+            log_file("pretrain_reference_model"),
         benchmark:
-            f"{RESULTS}/benchmarks/pretrain_reference_model.tsv"
+            benchmark_file("pretrain_reference_model")
         resources:
             **pretrain_job("reference_model"),

@@ -26,7 +26,7 @@ def reference_tokens(wildcards):
     none for that model itself, or for an audited model that is it."""
     if not REF_MODEL or wildcards.model == "ref-model" or _is_ref_model(wildcards.model):
         return []
-    return [f"{RESULTS}/score/{wildcards.benchmark}/ref-model/tokens.parquet"]
+    return [tokens_file(wildcards.benchmark, "ref-model")]
 
 
 def oracle_tokens(wildcards):
@@ -34,25 +34,25 @@ def oracle_tokens(wildcards):
     own base model (the testbed's `reference`), which no real audit has."""
     if not (REF_SETTINGS and REF_SETTINGS["oracle"]) or not wildcards.model.startswith(("target-", "sham-", "twin-", "dose-")):
         return []
-    return [f"{RESULTS}/score/{wildcards.benchmark}/reference/tokens.parquet"]
+    return [tokens_file(wildcards.benchmark, "reference")]
 
 
 def recall_prefixed(wildcards):
     if "recall" not in METHODS or wildcards.model in AUDIT_OWN or wildcards.model == "ref-model":
         return []
-    return [f"{RESULTS}/score/{wildcards.benchmark}/{wildcards.model}/prefixed.parquet"]
+    return [prefixed_file(wildcards.benchmark, wildcards.model)]
 
 
 def dc_pdd_counts(wildcards):
     if "dc_pdd" not in METHODS or wildcards.model in AUDIT_OWN:
         return []
-    return [f"{RESULTS}/score/token_counts/{METHODS['dc_pdd']['corpus']}.parquet"]
+    return [token_counts_file(METHODS["dc_pdd"]["corpus"])]
 
 
 def blackbox_rows(wildcards):
     if "srdetection_blackbox" not in METHODS or wildcards.model == "ref-model":
         return []
-    return [f"{RESULTS}/score/{wildcards.benchmark}/{wildcards.model}/blackbox.parquet"]
+    return [blackbox_file(wildcards.benchmark, wildcards.model)]
 
 
 def learned_rows(wildcards):
@@ -61,7 +61,7 @@ def learned_rows(wildcards):
     whose texts share the base model's tokenizer and whose labels the split (the twin's: swapped) gives."""
     if wildcards.model not in MODELS + TWINS and not wildcards.model.startswith(("dose-r", "dose-twin-")):
         return []
-    return [f"{RESULTS}/score/{wildcards.benchmark}/{wildcards.model}/{family}/scores.parquet"
+    return [learned_file(family, "scores.parquet", wildcards.benchmark, wildcards.model)
             for family in ("dpdllm", "veilprobe") if family in METHODS]
 
 
@@ -80,19 +80,19 @@ def optional_args(flag, function):
 
 rule token_stats:
     input:
-        variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
+        variants=variants_file(),
         model=scored_model_files,
     output:
-        f"{RESULTS}/score/{{benchmark}}/{{model}}/tokens.parquet",
+        tokens_file(),
     params:
         settings=settings("score", "tokens"),
         model=scored_model_settings,
         adapter=adapter_args,
         texts=token_pass_texts,
     log:
-        f"{RESULTS}/logs/token_stats/{{benchmark}}/{{model}}.log",
+        log_file("token_stats", "{benchmark}", "{model}"),
     benchmark:
-        f"{RESULTS}/benchmarks/token_stats/{{benchmark}}/{{model}}.tsv"
+        benchmark_file("token_stats", "{benchmark}", "{model}")
     threads: MODEL_THREADS
     priority: TRAINING_PATH
     conda:
@@ -108,11 +108,11 @@ rule token_stats:
 # ReCaLL: every original scored again after the held-out non-member prefix.
 rule recall_tokens:
     input:
-        variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
+        variants=variants_file(),
         samples=split_file(),
         model=scored_model_files,
     output:
-        f"{RESULTS}/score/{{benchmark}}/{{model}}/prefixed.parquet",
+        prefixed_file(),
     params:
         settings=method_settings("recall"),
         batch=settings("score", "tokens"),
@@ -120,9 +120,9 @@ rule recall_tokens:
         adapter=adapter_args,
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/recall_tokens/{{benchmark}}/{{model}}.log",
+        log_file("recall_tokens", "{benchmark}", "{model}"),
     benchmark:
-        f"{RESULTS}/benchmarks/recall_tokens/{{benchmark}}/{{model}}.tsv"
+        benchmark_file("recall_tokens", "{benchmark}", "{model}")
     threads: MODEL_THREADS
     conda:
         MODEL_ENV
@@ -141,13 +141,13 @@ rule token_counts:
         corpus=lambda wildcards: corpus_parts(wildcards.corpus),
         model=base_model_files(),
     output:
-        f"{RESULTS}/score/token_counts/{{corpus}}.parquet",
+        token_counts_file(),
     params:
         model=model_settings(),
     log:
-        f"{RESULTS}/logs/token_counts/{{corpus}}.log",
+        log_file("token_counts", "{corpus}"),
     benchmark:
-        f"{RESULTS}/benchmarks/token_counts/{{corpus}}.tsv"
+        benchmark_file("token_counts", "{corpus}")
     threads: 1
     priority: TRAINING_PATH
     resources:
@@ -162,10 +162,10 @@ rule token_counts:
 # and variant, compared with the true suffix.
 rule blackbox_generations:
     input:
-        variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
+        variants=variants_file(),
         model=scored_model_files,
     output:
-        f"{RESULTS}/score/{{benchmark}}/{{model}}/blackbox.parquet",
+        blackbox_file(),
     params:
         settings=method_settings("srdetection_blackbox"),
         batch=settings("score", "tokens"),
@@ -173,9 +173,9 @@ rule blackbox_generations:
         adapter=adapter_args,
         generator=generator_args(),
     log:
-        f"{RESULTS}/logs/blackbox_generations/{{benchmark}}/{{model}}.log",
+        log_file("blackbox_generations", "{benchmark}", "{model}"),
     benchmark:
-        f"{RESULTS}/benchmarks/blackbox_generations/{{benchmark}}/{{model}}.tsv"
+        benchmark_file("blackbox_generations", "{benchmark}", "{model}")
     threads: MODEL_THREADS
     conda:
         MODEL_ENV
@@ -191,8 +191,8 @@ rule blackbox_generations:
 
 rule detector_scores:
     input:
-        tokens=f"{RESULTS}/score/{{benchmark}}/{{model}}/tokens.parquet",
-        variants=f"{RESULTS}/variants/{{benchmark}}.parquet",
+        tokens=tokens_file(),
+        variants=variants_file(),
         reference=reference_tokens,
         oracle=oracle_tokens,
         prefixed=recall_prefixed,
@@ -200,7 +200,7 @@ rule detector_scores:
         blackbox=blackbox_rows,
         learned=learned_rows,
     output:
-        f"{RESULTS}/score/{{benchmark}}/{{model}}/scores.parquet",
+        scores_file(),
     params:
         settings=settings("score", "methods"),
         reference=optional_args("--reference", reference_tokens),
@@ -211,9 +211,9 @@ rule detector_scores:
         learned=optional_args("--learned", learned_rows),
         model=scored_model_settings,
     log:
-        f"{RESULTS}/logs/detector_scores/{{benchmark}}/{{model}}.log",
+        log_file("detector_scores", "{benchmark}", "{model}"),
     benchmark:
-        f"{RESULTS}/benchmarks/detector_scores/{{benchmark}}/{{model}}.tsv"
+        benchmark_file("detector_scores", "{benchmark}", "{model}")
     threads: 1
     conda:
         MODEL_ENV

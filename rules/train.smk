@@ -5,12 +5,16 @@ def member_order_params():
     return {} if order == "shuffled" else {"member_order": order}
 
 
+def mix_inputs(samples, benchmark=None):
+    """A training mix's inputs: the split (whose members it takes), the benchmark table
+    their texts come from, the general text and the base model's tokenizer."""
+    return {"samples": samples, "benchmark": benchmark or benchmark_table(),
+            "text": corpus_parts(config["train"]["text_corpus"]), "model": base_model_files()}
+
+
 rule training_mix:
     input:
-        samples=split_file(),
-        benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
-        text=corpus_parts(config["train"]["text_corpus"]),
-        model=base_model_files(),
+        **mix_inputs(split_file()),
     output:
         training_mix("{benchmark}", "{ratio}"),
     params:
@@ -18,9 +22,9 @@ rule training_mix:
         seed=config["seed"],
         **member_order_params(),
     log:
-        f"{RESULTS}/logs/training_mix/{{benchmark}}/ratio-{{ratio}}.log",
+        log_file("training_mix", "{benchmark}", "ratio-{ratio}"),
     benchmark:
-        f"{RESULTS}/benchmarks/training_mix/{{benchmark}}/ratio-{{ratio}}.tsv"
+        benchmark_file("training_mix", "{benchmark}", "ratio-{ratio}")
     threads: 1
     priority: TRAINING_PATH
     resources:
@@ -49,7 +53,7 @@ def training_checkpoints(wildcards):
     Snakemake never deletes them when a job fails and the rerun of a killed,
     timed-out or preempted job resumes from them; the run removes them when
     it completes."""
-    return f"{RESULTS}/checkpoints/train_lora/{wildcards.benchmark}/ratio-{wildcards.ratio}-seed-{wildcards.seed}"
+    return checkpoint_dir("train_lora", wildcards.benchmark, f"ratio-{wildcards.ratio}-seed-{wildcards.seed}")
 
 
 def sham_code_parts(wildcards):
@@ -59,8 +63,7 @@ def sham_code_parts(wildcards):
 
 def control_checkpoints(wildcards):
     """A control run's checkpoints, as training_checkpoints."""
-    return (f"{RESULTS}/checkpoints/train_{wildcards.control}/{wildcards.benchmark}/"
-            f"ratio-{wildcards.ratio}-seed-{wildcards.seed}")
+    return checkpoint_dir(f"train_{wildcards.control}", wildcards.benchmark, f"ratio-{wildcards.ratio}-seed-{wildcards.seed}")
 
 
 def training_seed(wildcards):
@@ -74,18 +77,18 @@ rule train_lora:
         model=base_model_files(),
     output:
         # every seed saves every epoch (it trains through them anyway); later
-        # seeds are scored at the last epoch only (common.smk, TARGETS)
+        # seeds are scored at the last epoch only (rules/models.smk, TARGETS)
         adapters=[directory(adapter_dir("{benchmark}", "{ratio}", "{seed}", e)) for e in EPOCHS],
-        training_log=f"{training_run('{benchmark}', '{ratio}', '{seed}')}/training_log.parquet",
+        training_log=run_training_log(training_run("{benchmark}", "{ratio}", "{seed}")),
     params:
         settings=settings_without(["train"], "text_per_code", "seeds", "learning_rate_selection", "member_order"),
         model=model_settings(),
         seed=training_seed,
         checkpoints=training_checkpoints,
     log:
-        f"{RESULTS}/logs/train_lora/{{benchmark}}/ratio-{{ratio}}-seed-{{seed}}.log",
+        log_file("train_lora", "{benchmark}", "ratio-{ratio}-seed-{seed}"),
     benchmark:
-        f"{RESULTS}/benchmarks/train_lora/{{benchmark}}/ratio-{{ratio}}-seed-{{seed}}.tsv"
+        benchmark_file("train_lora", "{benchmark}", "ratio-{ratio}-seed-{seed}")
     threads: MODEL_THREADS
     priority: TRAINING_PATH
     conda:
@@ -112,9 +115,9 @@ rule sham_mix:
         model=model_settings(),
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/sham_mix/{{benchmark}}/ratio-{{ratio}}.log",
+        log_file("sham_mix", "{benchmark}", "ratio-{ratio}"),
     benchmark:
-        f"{RESULTS}/benchmarks/sham_mix/{{benchmark}}/ratio-{{ratio}}.tsv"
+        benchmark_file("sham_mix", "{benchmark}", "ratio-{ratio}")
     threads: 1
     resources:
         **cpu_job(tokenize=["mix", "code"]),
@@ -134,11 +137,11 @@ rule twin_split:
     input:
         split_file(),
     output:
-        twin_split_file("{benchmark}"),
+        twin_split_file(),
     log:
-        f"{RESULTS}/logs/twin_split/{{benchmark}}.log",
+        log_file("twin_split", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/twin_split/{{benchmark}}.tsv"
+        benchmark_file("twin_split", "{benchmark}")
     threads: 1
     priority: TRAINING_PATH
     resources:
@@ -151,16 +154,13 @@ rule twin_split:
 
 use rule training_mix as twin_mix with:
     input:
-        samples=twin_split_file("{benchmark}"),
-        benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
-        text=corpus_parts(config["train"]["text_corpus"]),
-        model=base_model_files(),
+        **mix_inputs(twin_split_file()),
     output:
         control_mix_file("twin", "{benchmark}", "{ratio}"),
     log:
-        f"{RESULTS}/logs/twin_mix/{{benchmark}}/ratio-{{ratio}}.log",
+        log_file("twin_mix", "{benchmark}", "ratio-{ratio}"),
     benchmark:
-        f"{RESULTS}/benchmarks/twin_mix/{{benchmark}}/ratio-{{ratio}}.tsv"
+        benchmark_file("twin_mix", "{benchmark}", "ratio-{ratio}")
 
 
 # Each control trained on its mix exactly as train_lora trains the target
@@ -171,16 +171,16 @@ rule train_control:
         model=base_model_files(),
     output:
         adapters=[directory(control_adapter_dir("{control}", "{benchmark}", "{ratio}", "{seed}", e)) for e in EPOCHS],
-        training_log=f"{control_run('{control}', '{benchmark}', '{ratio}', '{seed}')}/training_log.parquet",
+        training_log=run_training_log(control_run("{control}", "{benchmark}", "{ratio}", "{seed}")),
     params:
         settings=settings_without(["train"], "text_per_code", "seeds", "learning_rate_selection", "member_order"),
         model=model_settings(),
         seed=training_seed,
         checkpoints=control_checkpoints,
     log:
-        f"{RESULTS}/logs/train_control/{{benchmark}}/{{control}}-ratio-{{ratio}}-seed-{{seed}}.log",
+        log_file("train_control", "{benchmark}", "{control}-ratio-{ratio}-seed-{seed}"),
     benchmark:
-        f"{RESULTS}/benchmarks/train_control/{{benchmark}}/{{control}}-ratio-{{ratio}}-seed-{{seed}}.tsv"
+        benchmark_file("train_control", "{benchmark}", "{control}-ratio-{ratio}-seed-{seed}")
     threads: MODEL_THREADS
     priority: TRAINING_PATH
     conda:
@@ -201,15 +201,15 @@ rule select_learning_rate:
         text=corpus_parts(config["train"]["text_corpus"]),
         model=base_model_files(),
     output:
-        f"{RESULTS}/train/{{benchmark}}/learning_rate.parquet",
+        learning_rate_file(),
     params:
         settings=settings_without(["train"], "text_per_code", "seeds", "member_order"),
         model=model_settings(),
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/select_learning_rate/{{benchmark}}.log",
+        log_file("select_learning_rate", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/select_learning_rate/{{benchmark}}.tsv"
+        benchmark_file("select_learning_rate", "{benchmark}")
     threads: MODEL_THREADS
     conda:
         MODEL_ENV
@@ -223,4 +223,4 @@ rule select_learning_rate:
 
 rule learning_rate_selection:
     input:
-        [f"{RESULTS}/train/{b}/learning_rate.parquet" for b in TESTBED_BENCHMARKS],
+        [learning_rate_file(b) for b in TESTBED_BENCHMARKS],

@@ -5,11 +5,10 @@
 
 
 def twin_inputs(wildcards):
-    score_dir = f"{RESULTS}/score/{wildcards.benchmark}"
     return {
         "samples": split_file(wildcards.benchmark),
-        "twins": [f"{score_dir}/{m}/scores.parquet" for m in TWINS],
-        "targets": [f"{score_dir}/{twin_target(m)}/scores.parquet" for m in TWINS],
+        "twins": [scores_file(wildcards.benchmark, m) for m in TWINS],
+        "targets": [scores_file(wildcards.benchmark, twin_target(m)) for m in TWINS],
     }
 
 
@@ -30,29 +29,29 @@ def twin_arguments(wildcards, input):
 
 def twin_fragments(benchmark):
     """The twin's Markdown section, for the benchmark's aggregate report (none without a twin)."""
-    return [f"{RESULTS}/aggregate/{benchmark}/twin.md"] if TWINS else []
+    return [aggregate_file("twin.md", benchmark)] if TWINS else []
 
 
 def twin_outputs(benchmark):
-    return [f"{RESULTS}/aggregate/{benchmark}/{name}" for name in ("twin.parquet", "twin.md", "twin.png")] if TWINS else []
+    return [aggregate_file(name, benchmark) for name in ("twin.parquet", "twin.md", "twin.png")] if TWINS else []
 
 
 rule twin:
     input:
         unpack(twin_inputs),
     output:
-        table=f"{RESULTS}/aggregate/{{benchmark}}/twin.parquet",
-        section=f"{RESULTS}/aggregate/{{benchmark}}/twin.md",
-        figure=report(f"{RESULTS}/aggregate/{{benchmark}}/twin.png", caption="../report/twin.rst", category="Detection"),
+        table=aggregate_file("twin.parquet"),
+        section=aggregate_file("twin.md"),
+        figure=report(aggregate_file("twin.png"), caption="../report/twin.rst", category="Detection"),
     params:
         settings=twin_settings(),
         seed=config["seed"],
         models=twin_arguments,
-        out_dir=f"{RESULTS}/aggregate/{{benchmark}}",
+        out_dir=aggregate_dir(),
     log:
-        f"{RESULTS}/logs/twin/{{benchmark}}.log",
+        log_file("twin", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/twin/{{benchmark}}.tsv"
+        benchmark_file("twin", "{benchmark}")
     threads: 1
     resources:
         **cpu_job(),

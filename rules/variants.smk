@@ -6,7 +6,7 @@ def variant_llm_args():
     role = config["llm"]["variant_llm"]
     if role is None:
         return ""
-    cache = f" --cache-dir {RESULTS}/cache" if config["llm"]["cache"] else ""
+    cache = f" --cache-dir {cache_dir()}" if config["llm"]["cache"] else ""
     return f"--llm {shlex.quote(json.dumps(role, sort_keys=True))}{cache}"
 
 
@@ -17,7 +17,6 @@ VARIANT_LLM_GPU = 1 if config["llm"]["variant_llm"] and on_gpu(config["llm"]["va
 # selection model. Off, the variants job writes the table itself with the
 # params it always had (the `natural` block is left out of them).
 NATURAL = config["variants"]["natural"]
-VARIANTS_TABLE = f"{RESULTS}/variants/{{benchmark}}.parquet"
 GENERATION = pool_settings(config["variants"])
 if NATURAL["enabled"]:
     AUDITED_PATHS = [config["base_model"]["path"], *(m["path"] for m in config["audit"]["models"] if "path" in m),
@@ -30,13 +29,13 @@ rule lexicon:
     input:
         corpus_parts(config["variants"]["lexicon"]["corpus"]),
     output:
-        f"{RESULTS}/variants/lexicon.parquet",
+        lexicon_file(),
     params:
         settings=settings("variants", "lexicon"),
     log:
-        f"{RESULTS}/logs/lexicon.log",
+        log_file("lexicon"),
     benchmark:
-        f"{RESULTS}/benchmarks/lexicon.tsv"
+        benchmark_file("lexicon")
     threads: 1
     priority: TRAINING_PATH
     conda:
@@ -49,19 +48,19 @@ rule lexicon:
 
 rule variants:
     input:
-        benchmark=f"{RESULTS}/data/benchmarks/{{benchmark}}.parquet",
-        functions=f"{RESULTS}/filter/{{benchmark}}.functions.parquet",
-        lexicon=f"{RESULTS}/variants/lexicon.parquet",
+        benchmark=benchmark_table(),
+        functions=functions_file(),
+        lexicon=lexicon_file(),
     output:
-        f"{RESULTS}/variants/{{benchmark}}.pool.parquet" if NATURAL["enabled"] else VARIANTS_TABLE,
+        variant_pool_file() if NATURAL["enabled"] else variants_file(),
     params:
         settings=json.dumps(generation_settings(config["variants"]), sort_keys=True),
         seed=config["seed"],
         llm=variant_llm_args(),
     log:
-        f"{RESULTS}/logs/variants/{{benchmark}}.log",
+        log_file("variants", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/variants/{{benchmark}}.tsv"
+        benchmark_file("variants", "{benchmark}")
     threads: 2
     priority: TRAINING_PATH
     resources:
@@ -80,19 +79,19 @@ if NATURAL["enabled"]:
 
     rule natural_variants:
         input:
-            pool=f"{RESULTS}/variants/{{benchmark}}.pool.parquet",
+            pool=variant_pool_file(),
             model=shipped_model_files(SELECTION_MODEL) + model_identity_files(SELECTION_MODEL),
         output:
-            VARIANTS_TABLE,
+            variants_file(),
         params:
             settings=settings("variants"),
             seed=config["seed"],
             model=json.dumps({**BASE_MODEL_CONFIG, "path": SELECTION_MODEL}, sort_keys=True),
             batch=settings("score", "tokens"),
         log:
-            f"{RESULTS}/logs/natural_variants/{{benchmark}}.log",
+            log_file("natural_variants", "{benchmark}"),
         benchmark:
-            f"{RESULTS}/benchmarks/natural_variants/{{benchmark}}.tsv"
+            benchmark_file("natural_variants", "{benchmark}")
         threads: MODEL_THREADS
         conda:
             MODEL_ENV

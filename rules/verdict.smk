@@ -1,17 +1,17 @@
 # The verdict page (issue 45): results/<run>/verdict.md, written by every run
 # from the tables its other rules wrote; the HTML report's first category.
 
-VERDICT = f"{RESULTS}/verdict.md"
+VERDICT = verdict_file()
 VERDICT_CATEGORY = "1. Verdict (start here)"  # the report sorts categories by name: this one comes first
 
 
 def verdict_tables():
     """The run's final outputs and the testbed tables the verdict reads that
     are no final output (the contamination tests', the watermark summary)."""
-    extra = [f"{RESULTS}/contamination/{b}/{name}" for b in TESTBED_BENCHMARKS
+    extra = [contamination_file(name, b) for b in TESTBED_BENCHMARKS
              for name in ("p_values.parquet", "calibration.parquet")]
-    extra += [f"{watermark_dir(b)}/summary.parquet" for b in TESTBED_BENCHMARKS if b in watermark_benchmarks()]
-    extra += [testbed_blind_files(b)[0] for b in TESTBED_BENCHMARKS]  # the headline's blind baseline
+    extra += [watermark_file("summary.parquet", b) for b in TESTBED_BENCHMARKS if b in watermark_benchmarks()]
+    extra += [blind_baseline_file(b) for b in TESTBED_BENCHMARKS]  # the headline's blind baseline
     return sorted(set(get_final_output() + extra))
 
 
@@ -24,9 +24,9 @@ rule verdict:
         settings=json.dumps({"run": config["run"], "alpha": config["calibration"]["alpha"],
                              "contamination_alpha": config["contamination"]["alpha"]}, sort_keys=True),
     log:
-        f"{RESULTS}/logs/verdict.log",
+        log_file("verdict"),
     benchmark:
-        f"{RESULTS}/benchmarks/verdict.tsv"
+        benchmark_file("verdict")
     threads: 1
     conda:
         CPU_ENV

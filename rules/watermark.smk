@@ -31,7 +31,7 @@ WATERMARK_TARGETS = [f"wm-r{watermark_ratio()}-s{s}-e{e}" for s in watermark_see
 def watermark_null_models():
     """The models that never saw the release, which the release is tested under
     and its random publications re-drawn under: the base model, the sham
-    controls, the complement twins (`TWINS`, rules/common.smk) and the headline target, trained on the public originals
+    controls, the complement twins (`TWINS`, rules/models.smk) and the headline target, trained on the public originals
     but never on the release; or `watermark.nulls`."""
     nulls = WATERMARK["nulls"]
     if nulls is None:
@@ -48,29 +48,16 @@ def watermark_tested_models():
     return watermark_null_models() + WATERMARK_TARGETS
 
 
-def watermark_dir(benchmark):
-    return f"{RESULTS}/watermark/{benchmark}"
-
-
-def watermark_release(benchmark, name):
-    """A file of the release: published.jsonl, commitment.json, private/forms.parquet, private/secret.key."""
-    return f"{watermark_dir(benchmark)}/release/{name}"
-
-
-def watermark_run(benchmark, ratio, seed):
-    return f"{RESULTS}/train/{benchmark}/watermark/ratio-{ratio}/seed-{seed}"
-
-
 def watermark_model(model):
     """``wm-r{ratio}-s{seed}-e{epoch}`` -> (ratio, seed, epoch) labels."""
     return trained_model_labels(model.replace("wm-", "target-", 1))
 
 
-def watermark_test_files(wildcards):
+def watermark_tested_model_files(wildcards):
     """The base model's files and the tested model's adapter (a watermark target's own)."""
     if wildcards.model.startswith("wm-"):
         ratio, seed, epoch = watermark_model(wildcards.model)
-        return base_model_files() + [f"{watermark_run(wildcards.benchmark, ratio, seed)}/adapter/epoch-{epoch}"]
+        return base_model_files() + [run_adapter(watermark_run(wildcards.benchmark, ratio, seed), epoch)]
     return base_model_files() + model_adapter(wildcards)
 
 
@@ -117,17 +104,17 @@ def release_settings(wildcards):
 
 def watermark_fragments(benchmark):
     """The Markdown section of the benchmark's randomized publication, for its aggregate report."""
-    return [f"{watermark_dir(benchmark)}/report.md"] if benchmark in watermark_benchmarks() else []
+    return [watermark_file("report.md", benchmark)] if benchmark in watermark_benchmarks() else []
 
 
 CALIBRATION_ROW_FILES.append(
-    lambda benchmark: [f"{watermark_dir(benchmark)}/calibration_rows.parquet"] if benchmark in watermark_benchmarks() else [])
+    lambda benchmark: [watermark_file("calibration_rows.parquet", benchmark)] if benchmark in watermark_benchmarks() else [])
 
 
 rule watermark_publish:
     input:
         source=watermark_source,
-        lexicon=f"{RESULTS}/variants/lexicon.parquet",
+        lexicon=lexicon_file(),
     output:
         published=watermark_release("{benchmark}", "published.jsonl"),
         commitment=watermark_release("{benchmark}", "commitment.json"),
@@ -139,9 +126,9 @@ rule watermark_publish:
         seed=config["seed"],
         out_dir=watermark_release("{benchmark}", ""),
     log:
-        f"{RESULTS}/logs/watermark_publish/{{benchmark}}.log",
+        log_file("watermark_publish", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/watermark_publish/{{benchmark}}.tsv"
+        benchmark_file("watermark_publish", "{benchmark}")
     threads: 2
     resources:
         **cpu_job(),
@@ -157,52 +144,49 @@ use rule ingest_benchmark as watermark_ingest with:
     input:
         watermark_release("{benchmark}", "published.jsonl"),
     output:
-        f"{RESULTS}/watermark/{{benchmark}}/release.parquet",
+        watermark_release_table(),
     params:
         settings=release_settings,
     log:
-        f"{RESULTS}/logs/watermark_ingest/{{benchmark}}.log",
+        log_file("watermark_ingest", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/watermark_ingest/{{benchmark}}.tsv"
+        benchmark_file("watermark_ingest", "{benchmark}")
 
 
 # The target's mix, with the members' published forms in place of their originals.
 use rule training_mix as watermark_mix with:
     input:
-        samples=split_file(),
-        benchmark=f"{RESULTS}/watermark/{{benchmark}}/release.parquet",
-        text=corpus_parts(config["train"]["text_corpus"]),
-        model=base_model_files(),
+        **mix_inputs(split_file(), watermark_release_table()),
     output:
-        f"{RESULTS}/train/{{benchmark}}/watermark/ratio-{{ratio}}/mix.parquet",
+        watermark_mix_file(),
     log:
-        f"{RESULTS}/logs/watermark_mix/{{benchmark}}/ratio-{{ratio}}.log",
+        log_file("watermark_mix", "{benchmark}", "ratio-{ratio}"),
     benchmark:
-        f"{RESULTS}/benchmarks/watermark_mix/{{benchmark}}/ratio-{{ratio}}.tsv"
+        benchmark_file("watermark_mix", "{benchmark}", "ratio-{ratio}")
 
 
 def watermark_checkpoints(wildcards):
     """The watermark run's checkpoints, as training_checkpoints."""
-    return f"{RESULTS}/checkpoints/train_watermark/{wildcards.benchmark}/ratio-{wildcards.ratio}-seed-{wildcards.seed}"
+    return checkpoint_dir("train_watermark", wildcards.benchmark, f"ratio-{wildcards.ratio}-seed-{wildcards.seed}")
 
 
 # Trained exactly as the target (settings, epochs, seed): only the member texts differ.
 use rule train_lora as train_watermark with:
     input:
-        mix=f"{RESULTS}/train/{{benchmark}}/watermark/ratio-{{ratio}}/mix.parquet",
+        mix=watermark_mix_file(),
         model=base_model_files(),
     output:
-        adapters=[directory(f"{watermark_run('{benchmark}', '{ratio}', '{seed}')}/adapter/epoch-{e}") for e in EPOCHS],
-        training_log=f"{watermark_run('{benchmark}', '{ratio}', '{seed}')}/training_log.parquet",
+        adapters=[directory(run_adapter(watermark_run("{benchmark}", "{ratio}", "{seed}"), e)) for e in EPOCHS],
+        training_log=run_training_log(watermark_run("{benchmark}", "{ratio}", "{seed}")),
     params:
         settings=settings_without(["train"], "text_per_code", "seeds", "learning_rate_selection", "member_order"),
         model=model_settings(),
         seed=training_seed,
         checkpoints=watermark_checkpoints,
     log:
-        f"{RESULTS}/logs/train_watermark/{{benchmark}}/ratio-{{ratio}}-seed-{{seed}}.log",
+        log_file("train_watermark", "{benchmark}", "ratio-{ratio}-seed-{seed}"),
     benchmark:
-        f"{RESULTS}/benchmarks/train_watermark/{{benchmark}}/ratio-{{ratio}}-seed-{{seed}}.tsv"
+        benchmark_file("train_watermark", "{benchmark}", "ratio-{ratio}-seed-{seed}")
 
 
 rule watermark_test:
@@ -211,11 +195,11 @@ rule watermark_test:
         commitment=watermark_release("{benchmark}", "commitment.json"),
         forms=watermark_release("{benchmark}", "private/forms.parquet"),
         secret=watermark_release("{benchmark}", "private/secret.key"),
-        model=watermark_test_files,
+        model=watermark_tested_model_files,
     output:
-        tokens=f"{RESULTS}/watermark/{{benchmark}}/test/{{model}}/tokens.parquet",
-        ranks=f"{RESULTS}/watermark/{{benchmark}}/test/{{model}}/ranks.parquet",
-        result=f"{RESULTS}/watermark/{{benchmark}}/test/{{model}}/result.parquet",
+        tokens=watermark_test_file("tokens.parquet"),
+        ranks=watermark_test_file("ranks.parquet"),
+        result=watermark_test_file("result.parquet"),
     wildcard_constraints:
         model=r"reference|(target|sham|twin|wm)-r[0-9.]+-s\d+-e\d+",
     params:
@@ -225,11 +209,11 @@ rule watermark_test:
         + (f" --token-budget {config['score']['tokens']['token_budget']}" if config["score"]["tokens"]["token_budget"] else ""),
         seed=config["seed"],
         release=watermark_release("{benchmark}", ""),
-        out_dir=f"{RESULTS}/watermark/{{benchmark}}/test/{{model}}",
+        out_dir=watermark_test_dir(),
     log:
-        f"{RESULTS}/logs/watermark_test/{{benchmark}}/{{model}}.log",
+        log_file("watermark_test", "{benchmark}", "{model}"),
     benchmark:
-        f"{RESULTS}/benchmarks/watermark_test/{{benchmark}}/{{model}}.tsv"
+        benchmark_file("watermark_test", "{benchmark}", "{model}")
     threads: MODEL_THREADS
     conda:
         MODEL_ENV
@@ -241,7 +225,7 @@ rule watermark_test:
 
 
 def watermark_null_tokens(wildcards):
-    return [f"{watermark_dir(wildcards.benchmark)}/test/{m}/tokens.parquet" for m in watermark_null_models()]
+    return [watermark_test_file("tokens.parquet", wildcards.benchmark, m) for m in watermark_null_models()]
 
 
 def named_watermark_files(kind):
@@ -258,17 +242,17 @@ rule watermark_calibration:
     input:
         null_tokens=watermark_null_tokens,
     output:
-        rows=f"{RESULTS}/watermark/{{benchmark}}/calibration_rows.parquet",
-        counts=f"{RESULTS}/watermark/{{benchmark}}/null_rank_counts.parquet",
+        rows=watermark_file("calibration_rows.parquet"),
+        counts=watermark_file("null_rank_counts.parquet"),
     params:
         tokens=named_watermark_files("null_tokens"),
         alphas=" ".join(f"{a:g}" for a in WATERMARK["alphas"]),
         draws=WATERMARK["draws"],
         seed=config["seed"],
     log:
-        f"{RESULTS}/logs/watermark_calibration/{{benchmark}}.log",
+        log_file("watermark_calibration", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/watermark_calibration/{{benchmark}}.tsv"
+        benchmark_file("watermark_calibration", "{benchmark}")
     threads: 1
     resources:
         **cpu_job(),
@@ -281,26 +265,26 @@ rule watermark_calibration:
 
 rule watermark_report:
     input:
-        results=lambda wildcards: [f"{watermark_dir(wildcards.benchmark)}/test/{m}/result.parquet" for m in watermark_tested_models()],
-        ranks=lambda wildcards: [f"{watermark_dir(wildcards.benchmark)}/test/{m}/ranks.parquet" for m in watermark_tested_models()],
-        calibration=f"{RESULTS}/watermark/{{benchmark}}/calibration_rows.parquet",
-        counts=f"{RESULTS}/watermark/{{benchmark}}/null_rank_counts.parquet",
+        results=lambda wildcards: [watermark_test_file("result.parquet", wildcards.benchmark, m) for m in watermark_tested_models()],
+        ranks=lambda wildcards: [watermark_test_file("ranks.parquet", wildcards.benchmark, m) for m in watermark_tested_models()],
+        calibration=watermark_file("calibration_rows.parquet"),
+        counts=watermark_file("null_rank_counts.parquet"),
         commitment=watermark_release("{benchmark}", "commitment.json"),
-        p_values=f"{RESULTS}/contamination/{{benchmark}}/p_values.parquet",
+        p_values=contamination_file("p_values.parquet"),
     output:
-        summary=f"{RESULTS}/watermark/{{benchmark}}/summary.parquet",
-        section=f"{RESULTS}/watermark/{{benchmark}}/report.md",
-        figure=report(f"{RESULTS}/watermark/{{benchmark}}/p_values.png", caption="../report/watermark.rst",
+        summary=watermark_file("summary.parquet"),
+        section=watermark_file("report.md"),
+        figure=report(watermark_file("p_values.png"), caption="../report/watermark.rst",
                       category="Randomized publication"),
     params:
         results=named_watermark_files("results"),
         ranks=named_watermark_files("ranks"),
         settings=settings("watermark"),
-        out_dir=f"{RESULTS}/watermark/{{benchmark}}",
+        out_dir=watermark_dir(),
     log:
-        f"{RESULTS}/logs/watermark_report/{{benchmark}}.log",
+        log_file("watermark_report", "{benchmark}"),
     benchmark:
-        f"{RESULTS}/benchmarks/watermark_report/{{benchmark}}.tsv"
+        benchmark_file("watermark_report", "{benchmark}")
     threads: 1
     resources:
         **cpu_job(),
