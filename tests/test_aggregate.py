@@ -10,6 +10,7 @@ from helpers import ALPHA, TOY, toy_split
 
 from leaktrace.artifacts import write_table
 from leaktrace.calibration.table import REAL_ORDER, count_row, write_rows
+from leaktrace.config_slice import SliceError
 from leaktrace.detect.scores import SCORES_SCHEMA
 from leaktrace.evaluate.detection import detection_rows, subset_samples
 from leaktrace.evaluate.null_check import null_check
@@ -354,7 +355,7 @@ def _scores(decisions: dict[str, list[bool]]) -> list[dict]:
 def test_leakage_rate_beside_the_chance_rate_of_each_samples_own_variant_count():
     scores = _scores({"srdetection_graybox": [True, False, False, False], "loss": [True] * 4})
     counts = {"srdetection_graybox": {"b/0": 3, "b/1": 1, "b/2": 9, "b/3": 4}}
-    (gray,) = leakage_rates("m", "b", scores, counts, set(), 0.05)
+    (gray,) = leakage_rates("m", "b", scores, counts, set(), 0.05, None, 0.5)
     assert (gray["detector"], gray["n_samples"], gray["n_flagged"], gray["leakage_rate"]) == ("gray-box", 4, 1, 0.25)
     assert gray["rate_low"] == pytest.approx(0.00631, abs=1e-4) and gray["rate_high"] == pytest.approx(
         0.80589, abs=1e-4
@@ -370,7 +371,7 @@ def test_leakage_rate_beside_the_chance_rate_of_each_samples_own_variant_count()
 
 def test_leakage_rate_beside_a_control_sets_rate_with_fisher_and_conformal_decisions():
     scores = _scores({"srdetection_graybox": [True, True, True, False, False, False]})
-    (gray,) = leakage_rates("m", "b", scores, {}, {"b/3", "b/4", "b/5", "b/9"}, 0.25)
+    (gray,) = leakage_rates("m", "b", scores, {}, {"b/3", "b/4", "b/5", "b/9"}, 0.25, None, 0.5)
     # suspect 3 of 3 flagged, control 0 of 3: Fisher's one-sided p = 1 / C(6, 3) = 0.05
     assert (gray["n_samples"], gray["null"], gray["null_n"], gray["null_rate"]) == (3, "control set", 3, 0.0)
     assert gray["null_high"] == pytest.approx(0.7076, abs=1e-4) and gray["p_value"] == pytest.approx(0.05)
@@ -390,7 +391,14 @@ def test_audit_writes_table_and_heatmap_and_refuses_scores_without_srdetection(t
         ),
         tmp_path / "variants.parquet",
     )
-    settings = {"alpha": 0.05, "methods": {"srdetection_graybox": {"n_variants": 3}, "srdetection_blackbox": {}}}
+    settings = {
+        "alpha": 0.05,
+        "gate_alpha": 0.05,
+        "inconclusive_rate": 0.5,
+        "methods": {"srdetection_graybox": {"n_variants": 3}, "srdetection_blackbox": {}},
+    }
+    with pytest.raises(SliceError, match=r"config audit\.inconclusive_rate: expected a number, got None"):
+        audit(paths, {}, settings | {"inconclusive_rate": None}, tmp_path / "audit")
     audit(paths, {"humaneval": tmp_path / "variants.parquet"}, settings, tmp_path / "audit")
     rows = pq.read_table(tmp_path / "audit" / "leakage_rates.parquet").to_pylist()
     rates = {(r["model"], r["detector"]): r["leakage_rate"] for r in rows}

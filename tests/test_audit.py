@@ -360,6 +360,25 @@ def scores_table(path: Path, shift: float, n: int = 40, controls: range = range(
     return path
 
 
+def test_the_audit_contamination_settings_name_a_missing_or_mistyped_key(tmp_path):
+    from leaktrace.config_slice import SliceError
+
+    settings = {
+        "dataset_inference": {"n_splits": 7, "exclude_methods": [], "curve_sizes": [8], "curve_draws": 1},
+        "calibration": {"seeds": 10},
+        "alpha": 0.05,
+        "ref_model": None,
+        "verdicts": {"pac_delta": 0.05, "inconclusive_auc": 0.7},
+        "reference": {"model": None, "method": "loss"},
+    }
+    with pytest.raises(SliceError, match=r"config audit\.inconclusive_rate: missing"):
+        audit_contamination({}, {}, tmp_path / "ids.txt", settings, 1, tmp_path / "di.parquet", tmp_path / "di.md")
+    settings["verdicts"]["inconclusive_rate"] = 0.5
+    settings["calibration"]["seeds"] = "10"
+    with pytest.raises(SliceError, match=r"config contamination\.calibration\.seeds: expected an integer, got '10'"):
+        audit_contamination({}, {}, tmp_path / "ids.txt", settings, 1, tmp_path / "di.parquet", tmp_path / "di.md")
+
+
 def test_the_dataset_level_test_rejects_a_shift_and_not_its_absence(tmp_path):
     bench = tmp_path / "b.parquet"
     import pyarrow as pa
@@ -368,10 +387,12 @@ def test_the_dataset_level_test_rejects_a_shift_and_not_its_absence(tmp_path):
     ids = tmp_path / "ids.txt"
     ids.write_text("# controls\n" + "\n".join(str(i) for i in range(24, 40)) + "\n")
     settings = {
-        "dataset_inference": {"n_splits": 7, "exclude_methods": []},
+        "dataset_inference": {"n_splits": 7, "exclude_methods": [], "curve_sizes": [8], "curve_draws": 1},
         "calibration": {"seeds": 10},
         "alpha": 0.05,
         "ref_model": None,
+        "verdicts": {"pac_delta": 0.05, "inconclusive_auc": 0.7, "inconclusive_rate": 0.5},
+        "reference": {"model": None, "method": "loss"},
     }
     audit_contamination(
         {

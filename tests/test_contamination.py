@@ -171,8 +171,23 @@ SETTINGS = {
     "alphas": [0.05, 0.1],
     "dataset_inference": {"n_splits": 3, "exclude_methods": ["ref_oracle"], "curve_sizes": [8, 16], "curve_draws": 2},
     "variant_preference": {"method": "neighbor", "reference": "reference", "n_resamples": 199},
-    "calibration": {"seeds": 10},
+    "calibration": {"seeds": 10, "models": None},
 }
+
+
+def test_contamination_settings_name_a_missing_or_mistyped_key(tmp_path):
+
+    from leaktrace.config_slice import SliceError
+    from leaktrace.stages.contamination import contamination
+
+    missing = {
+        **SETTINGS,
+        "dataset_inference": {k: v for k, v in SETTINGS["dataset_inference"].items() if k != "n_splits"},
+    }
+    with pytest.raises(SliceError, match=r"config contamination\.dataset_inference\.n_splits: missing"):
+        contamination(tmp_path / "absent.parquet", {}, missing, 7, tmp_path)
+    with pytest.raises(SliceError, match=r"config contamination\.alpha: expected a number, got '0\.05'"):
+        contamination(tmp_path / "absent.parquet", {}, {**SETTINGS, "alpha": "0.05"}, 7, tmp_path)
 
 
 def test_contamination_stage_writes_p_values_curves_and_calibration(tmp_path):
@@ -286,6 +301,19 @@ def test_sharded_test_fires_on_a_canonical_preference_and_is_calibrated_without_
     lls[:, 0] += 2.0  # the model prefers the order it was trained in
     result = sharded_test(lls[:, 0], lls[:, 1:])
     assert result.p_value < 0.01 and result.mean_difference > 1.0
+
+
+def test_exchangeability_settings_name_a_missing_or_mistyped_key(tmp_path):
+    from leaktrace.config_slice import SliceError
+    from leaktrace.stages.exchangeability import exchangeability, exchangeability_calibration
+
+    absent = tmp_path / "absent.parquet"
+    with pytest.raises(SliceError, match=r"config contamination\.exchangeability\.n_shards: expected an integer"):
+        settings = {"samples": "members", "n_shards": 2.5, "n_permutations": 2}
+        exchangeability(absent, absent, {}, None, settings, {}, 3, absent)
+    with pytest.raises(SliceError, match=r"config contamination\.exchangeability\.calibration_seeds: missing"):
+        settings = {"samples": "members", "n_shards": 3, "n_permutations": 2}
+        exchangeability_calibration(absent, absent, {}, None, settings, {}, 3, absent)
 
 
 def test_exchangeability_stage_scores_shards_under_a_model(tmp_path, tiny_model_dir):

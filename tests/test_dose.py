@@ -231,3 +231,14 @@ def test_tiny_dose_run_writes_the_table(tmp_path):
     section = (tmp_path / "results/dose-micro/aggregate/humaneval/dose.md").read_text()
     assert section.startswith("## Exposure dose")
     print(json.dumps([{k: r[k] for k in ("test", "method", "copies", "n_detected", "median_p")} for r in rows]))
+
+
+def test_the_dose_settings_name_a_missing_or_mistyped_key(tmp_path):
+    from leaktrace.config_slice import SliceError
+
+    di = {"n_splits": 3, "exclude_methods": [], "curve_sizes": [8], "curve_draws": 1}
+    with pytest.raises(SliceError, match=r"config dose\.power: missing"):
+        dose_table(tmp_path / "absent.parquet", {}, {"alpha": 0.05, "fpr": 0.05, "dataset_inference": di}, 1, tmp_path)
+    with pytest.raises(SliceError, match=r"config contamination\.dataset_inference\.exclude_methods: expected a list"):
+        settings = {"alpha": 0.05, "fpr": 0.05, "power": 0.8, "dataset_inference": {**di, "exclude_methods": "loss"}}
+        dose_table(tmp_path / "absent.parquet", {}, settings, 1, tmp_path)

@@ -293,3 +293,14 @@ def test_the_ingest_log_names_a_canonical_solution_that_fails_its_own_tests(tmp_
             "mine", {"preset": "mbpp", "path": str(bench), "check_solutions": False}, tmp_path / "c.parquet"
         )
     assert "canonical solutions" not in caplog.text
+
+
+def test_the_ingest_names_a_mistyped_check_solutions_and_takes_the_schemas_default_where_absent(tmp_path):
+    from leaktrace.config_slice import SliceError
+    from leaktrace.configuration import schema_node
+    from leaktrace.stages.ingest import ingest_benchmark
+
+    # the release's ingest (rules/watermark.smk) passes no check_solutions: the schema's default, written only there
+    assert schema_node("benchmarks", "*", "check_solutions")["default"] is True
+    with pytest.raises(SliceError, match=r"config benchmarks\.mine\.check_solutions: expected a boolean, got 'no'"):
+        ingest_benchmark("mine", {"preset": "mbpp", "path": "absent.jsonl", "check_solutions": "no"}, tmp_path / "b")

@@ -194,7 +194,14 @@ def test_rq3_runs_the_tiny_model_in_the_sandbox_and_splits_by_the_scan(tmp_path)
     ]
     write_table(problems, BENCHMARK_SCHEMA, tmp_path / "bench.parquet")
     model = {"path": "resources/models/leaktrace-tiny", "dtype": "float32", "device": "cpu", "max_length": 256}
-    settings = {"n": 2, "temperature": 0.8, "max_new_tokens": 8, "workers": 1, "sandbox": {"isolation": "weak"}}
+    settings = {
+        "prompt": "completion",
+        "n": 2,
+        "temperature": 0.8,
+        "max_new_tokens": 8,
+        "workers": 1,
+        "sandbox": {"isolation": "weak"},
+    }
     generate_and_run(
         tmp_path / "bench.parquet", model, None, "reference", settings, {"batch_size": 4}, 0, tmp_path / "runs.parquet"
     )
@@ -320,6 +327,10 @@ def test_rq3_instruction_prompt_runs_whole_programs_against_apps_tests(tmp_path,
         generate_and_run(
             tmp_path / "bench.parquet", {}, None, "m", {**settings, "prompt": "chat"}, {}, 0, tmp_path / "x.parquet"
         )
+    # the prompt, the workers and the sandbox have their defaults in config/schema.yaml only: the rule passes them
+    with pytest.raises(ValueError, match=r"config leakage\.rq3\.workers: missing"):
+        without = {k: v for k, v in settings.items() if k != "workers"}
+        generate_and_run(tmp_path / "bench.parquet", {}, None, "m", without, {}, 0, tmp_path / "x.parquet")
 
 
 def test_rq3_runs_each_distinct_program_once_and_every_draw_reads_its_status(tmp_path, monkeypatch):
@@ -373,7 +384,14 @@ def test_rq3_runs_each_distinct_program_once_and_every_draw_reads_its_status(tmp
 
     monkeypatch.setattr(runs_stage, "generation_model", lambda *args: Model())
     monkeypatch.setattr(runs_stage, "run_sample_tests", run_tests)
-    settings = {"n": 3, "temperature": 0.8, "max_new_tokens": 8, "workers": 1, "sandbox": {"isolation": "weak"}}
+    settings = {
+        "prompt": "completion",
+        "n": 3,
+        "temperature": 0.8,
+        "max_new_tokens": 8,
+        "workers": 1,
+        "sandbox": {"isolation": "weak"},
+    }
     generate_and_run(tmp_path / "bench.parquet", {}, None, "m", settings, {}, 0, tmp_path / "runs.parquet")
     assert sorted(ran) == sorted(
         [

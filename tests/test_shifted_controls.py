@@ -3,20 +3,29 @@ at tiny scale: the docstring shift by hand, the draws, and a never-exposed
 model's audit against shifted and unshifted controls on synthetic scores."""
 
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from leaktrace.calibration.shifted_controls import draw, experiment_rows, problems, summary_rows
+from leaktrace.calibration.shifted_controls import (
+    ShiftedControlsSettings,
+    draw,
+    experiment_rows,
+    problems,
+    summary_rows,
+)
+from leaktrace.config_slice import SliceError, read_slice
 from leaktrace.data.docstrings import strip_docstrings
 
 BENCH = "pool"
-SETTINGS = {
+SETTINGS_SLICE = {
     "alpha": 0.05,
     "delta": 0.1,
     "inconclusive_auc": 0.9,
     "inconclusive_rate": 0.5,
-    "dataset_inference": {"n_splits": 3},
+    "dataset_inference": {"n_splits": 3, "exclude_methods": [], "curve_sizes": [8], "curve_draws": 1},
+    "exclude_methods": [],
     "blind_permutations": 19,
     "blind_repeats": 1,
     "reference_method": "loss",
@@ -24,6 +33,7 @@ SETTINGS = {
     "n_suspect": 12,
     "n_control": 20,
 }  # 20: the fewest controls a conformal flag at 0.05 needs (k = floor(0.05 x 21) = 1)
+SETTINGS = read_slice(ShiftedControlsSettings, SETTINGS_SLICE, "")
 
 
 def test_docstrings_are_removed_as_whole_lines_and_nothing_else_changes():
@@ -115,7 +125,7 @@ def test_a_never_exposed_model_against_shifted_controls_is_gated_and_the_contras
     assert summary[("unshifted", "reference_contrast")]["rate"] == 0.0
     assert rows == experiment_rows(BENCH, texts, lookup, reference, decisions, SETTINGS, seed=1)  # seeded
     with pytest.raises(ValueError, match="need 42 problems; the pool has 40"):
-        experiment_rows(BENCH, texts, lookup, reference, decisions, SETTINGS | {"n_suspect": 22}, seed=1)
+        experiment_rows(BENCH, texts, lookup, reference, decisions, replace(SETTINGS, n_suspect=22), seed=1)
 
 
 def test_regression_the_report_names_each_rate_and_what_the_gate_left():
@@ -173,3 +183,16 @@ def test_the_experiment_config_plans_an_audit_that_trains_nothing():
         "(configured: base, tiny-ref; target 'nobody', reference 'tiny-ref')"
         in refused.stdout + refused.stderr
     )
+
+
+def test_the_shifted_controls_settings_name_a_missing_or_mistyped_key(tmp_path):
+    from leaktrace.stages.shifted_controls import shifted_controls
+
+    def run(settings):
+        absent = tmp_path / "absent.parquet"
+        shifted_controls(BENCH, absent, absent, absent, settings, 1, absent, absent, tmp_path / "report.md")
+
+    with pytest.raises(SliceError, match=r"config audit\.shifted_controls\.draws: missing"):
+        run({k: v for k, v in SETTINGS_SLICE.items() if k != "draws"})
+    with pytest.raises(SliceError, match=r"config audit\.reference\.method: expected a string, got None"):
+        run(SETTINGS_SLICE | {"reference_method": None})

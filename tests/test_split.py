@@ -98,6 +98,16 @@ def test_an_unknown_mode_is_refused(tmp_path):
         _split(tmp_path, pre_exposure=True)
 
 
+def test_the_split_settings_name_a_missing_or_mistyped_key(tmp_path):
+    from leaktrace.config_slice import SliceError
+
+    with pytest.raises(SliceError, match=r"config filter\.split\.min_valid_variants: expected an integer, got '1'"):
+        _split(tmp_path, min_valid_variants="1")
+    with pytest.raises(SliceError, match=r"config filter\.split\.member_fraction: missing"):
+        absent = tmp_path / "absent.parquet"
+        split_samples(absent, absent, absent, {"pre_exposure": "mark", "min_valid_variants": 1}, 3, absent)
+
+
 def test_recall_prefix_comes_from_spare_originals(tmp_path):
     rows = _split(tmp_path, recall_prefix=1)
     assert rows["b/3"]["fold"] == "recall-prefix" and rows["b/3"]["split"] == "non-member" and not rows["b/3"]["kept"]

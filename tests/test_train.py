@@ -353,3 +353,17 @@ def test_ddp_over_two_processes_trains_what_one_process_accumulating_trains(tiny
         one = load_file(tmp_path / "one" / f"epoch-{epoch}" / "adapter_model.safetensors")
         assert ddp.keys() == one.keys() and all(torch.allclose(ddp[k], one[k], atol=1e-5) for k in one)
     assert not (tmp_path / "ddp" / "checkpoints").exists()
+
+
+def test_the_learning_rate_selection_names_a_missing_key(tmp_path):
+    from leaktrace.config_slice import SliceError
+    from leaktrace.stages.learning_rate import select_learning_rate
+
+    settings = {
+        "learning_rate_selection": {"grid": [1e-4, 3e-4]},
+        "epochs": [1],
+        "batch_size": 2,
+        "learning_rate": 1e-4,
+    }
+    with pytest.raises(SliceError, match=r"config train\.learning_rate_selection\.held_out_texts: missing"):
+        select_learning_rate(tmp_path / "mix.parquet", [], {}, settings, 0, tmp_path / "lr.parquet")

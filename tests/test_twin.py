@@ -248,3 +248,11 @@ def test_twin_epochs_outside_the_training_epochs_stop_the_plan_naming_the_key(tm
     planned = snakemake(tmp_path, "-n", "--configfile", str(off))
     assert planned.returncode == 0, planned.stderr[-2000:]
     assert "twin_mix" not in planned.stdout and "rule twin:" not in planned.stdout
+
+
+def test_the_twin_settings_name_a_mistyped_alpha(tmp_path):
+    from leaktrace.config_slice import SliceError
+
+    absent = tmp_path / "absent.parquet"
+    with pytest.raises(SliceError, match=r"config contamination\.alpha: expected a number, got None"):
+        twin_tables(absent, {}, {}, {"alpha": None}, 0, tmp_path)

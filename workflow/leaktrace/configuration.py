@@ -44,11 +44,13 @@ def _schema() -> dict:
 def schema_node(*keys: str) -> dict[str, Any]:
     """A copy of the schema of the config key ``keys`` (``"score", "methods",
     "min_k"``: ``score.methods.min_k``), found through each level's
-    ``properties``; a key the schema does not have is a KeyError naming it."""
+    ``properties``; ``"*"`` is any entry of a named collection (its
+    ``additionalProperties``: ``"benchmarks", "*", "limit"``). A key the
+    schema does not have is a KeyError naming it."""
     node = _schema()
     for depth, key in enumerate(keys):
         try:
-            node = node["properties"][key]
+            node = node["additionalProperties"] if key == "*" else node["properties"][key]
         except KeyError:
             raise KeyError(f"config/schema.yaml has no key {'.'.join(keys[: depth + 1])}") from None
     return copy.deepcopy(node)

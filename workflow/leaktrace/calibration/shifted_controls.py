@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -32,8 +33,9 @@ import pyarrow as pa
 from leaktrace.calibration import audit_verdicts
 from leaktrace.calibration.blind_baseline import blind_baseline
 from leaktrace.calibration.rates import clopper_pearson
+from leaktrace.config_slice import config_key
 from leaktrace.contamination.dataset_inference import MIN_PER_SET
-from leaktrace.contamination.dataset_inference_row import dataset_inference_row
+from leaktrace.contamination.dataset_inference_row import DatasetInferenceSettings, dataset_inference_row
 from leaktrace.seeding import derive_seed
 
 ORIGINAL_PREFIX, SHIFTED_PREFIX = "HumanEval/", "HumanEvalNoDoc/"  # scripts/shifted_pool.py's task ids
@@ -103,6 +105,24 @@ def draw(pool: Sequence[str], n_suspect: int, n_control: int, seed: int) -> tupl
     return sorted(pool[i] for i in order[:n_suspect]), sorted(pool[i] for i in order[n_suspect : n_suspect + n_control])
 
 
+@dataclass(frozen=True)
+class ShiftedControlsSettings:
+    """The shifted-controls rule's slice, each field the config key it carries (config/schema.yaml)."""
+
+    alpha: float = config_key("contamination.alpha")
+    delta: float = config_key("audit.pac_delta")
+    inconclusive_auc: float = config_key("audit.inconclusive_auc")
+    inconclusive_rate: float = config_key("audit.inconclusive_rate")
+    dataset_inference: DatasetInferenceSettings = config_key("contamination.dataset_inference")
+    exclude_methods: tuple[str, ...] = config_key("contamination.dataset_inference.exclude_methods")
+    blind_permutations: int = config_key("audit.shifted_controls.blind_permutations")
+    blind_repeats: int = config_key("audit.blind_repeats")
+    reference_method: str = config_key("audit.reference.method")
+    draws: int = config_key("audit.shifted_controls.draws")
+    n_suspect: int = config_key("audit.shifted_controls.n_suspect")
+    n_control: int = config_key("audit.shifted_controls.n_control")
+
+
 def _restricted(lookup: dict[str, dict], ids: set[str]) -> dict[str, dict]:
     return {m: {s: v for s, v in by_id.items() if s in ids} for m, by_id in lookup.items()}
 
@@ -117,12 +137,10 @@ def draw_rows(
     lookup: dict[str, dict[str, float]],
     reference: dict[str, dict[str, float]],
     decisions: dict[str, dict[str, bool]],
-    settings: dict,
+    settings: ShiftedControlsSettings,
     seed: int,
 ) -> list[dict]:
-    """The audit's verdict rows of one draw. ``settings``: alpha, delta,
-    inconclusive_auc, inconclusive_rate, dataset_inference (n_splits),
-    blind_permutations, blind_repeats, reference_method."""
+    """The audit's verdict rows of one draw."""
     if condition not in CONDITIONS:
         raise ValueError(f"unknown condition {condition!r}; known: {', '.join(CONDITIONS)}")
     suspect_ids = [sample_id(benchmark, k, condition == "reversed") for k in suspects]
@@ -134,8 +152,8 @@ def draw_rows(
         [texts[s] for s in ordered],
         [s not in controls_set for s in ordered],
         seed=derive_seed(seed, "blind"),
-        permutations=settings["blind_permutations"],
-        repeats=settings["blind_repeats"],
+        permutations=settings.blind_permutations,
+        repeats=settings.blind_repeats,
     )
     scored = set().union(*mine.values()) if mine else set()
     suspect_scored, control_scored = sorted(scored & set(suspect_ids)), sorted(scored & controls_set)
@@ -146,8 +164,8 @@ def draw_rows(
             suspect_scored,
             mine,
             control_scored,
-            settings["dataset_inference"],
-            settings["alpha"],
+            settings.dataset_inference,
+            settings.alpha,
             derive_seed(seed, "dataset-inference"),
             curve=False,
         )
@@ -159,10 +177,10 @@ def draw_rows(
             "p_value": found["p_value"],
         }
     s = audit_verdicts.Settings(
-        alpha=settings["alpha"],
-        delta=settings["delta"],
-        inconclusive_auc=settings["inconclusive_auc"],
-        inconclusive_rate=settings["inconclusive_rate"],
+        alpha=settings.alpha,
+        delta=settings.delta,
+        inconclusive_auc=settings.inconclusive_auc,
+        inconclusive_rate=settings.inconclusive_rate,
         seed=derive_seed(seed, "verdicts"),
     )
     rows = audit_verdicts.model_rows(
@@ -174,7 +192,7 @@ def draw_rows(
         blind,
         di,
         s,
-        ("reference", ref, settings["reference_method"]),
+        ("reference", ref, settings.reference_method),
     )
     return [
         {
@@ -185,7 +203,7 @@ def draw_rows(
             "n_suspect": r.get("n_suspect"),
             "n_control": r.get("n_controls_used"),
             "p_value": r.get("p_value"),
-            "rejected": r.get("p_value") is not None and r["p_value"] <= settings["alpha"],
+            "rejected": r.get("p_value") is not None and r["p_value"] <= settings.alpha,
             "blind_auc": r["blind_auc"],
             "blind_p": r["blind_p"],
             "gated": bool(r["assumes_exchangeable"]) and r["controls_exchangeable"] is False,
@@ -202,17 +220,16 @@ def experiment_rows(
     lookup: dict[str, dict[str, float]],
     reference: dict[str, dict[str, float]],
     decisions: dict[str, dict[str, bool]],
-    settings: dict,
+    settings: ShiftedControlsSettings,
     seed: int,
 ) -> list[dict]:
-    """Every draw in every condition (``settings``: also draws, n_suspect,
-    n_control). Draw d picks the same suspect and control problems in every
+    """Every draw in every condition. Draw d picks the same suspect and control problems in every
     condition: only whose docstrings are removed differs."""
     pool = problems(list(texts), benchmark)
     rows = []
-    for number in range(settings["draws"]):
+    for number in range(settings.draws):
         draw_seed = derive_seed(seed, "shifted-controls", number)
-        suspects, controls = draw(pool, settings["n_suspect"], settings["n_control"], draw_seed)
+        suspects, controls = draw(pool, settings.n_suspect, settings.n_control, draw_seed)
         for condition in CONDITIONS:
             rows += draw_rows(
                 benchmark,

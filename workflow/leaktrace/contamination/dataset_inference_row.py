@@ -6,6 +6,7 @@ curve over growing set sizes with the smallest size that reaches alpha."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from leaktrace.contamination.combine import COMBINATION
 from leaktrace.contamination.dataset_inference import dataset_inference, p_value_curve, smallest_n
@@ -15,29 +16,40 @@ from leaktrace.seeding import derive_seed
 DI = "dataset_inference"  # the test's name in every table
 
 
+@dataclass(frozen=True)
+class DatasetInferenceSettings:
+    """``contamination.dataset_inference`` (config/schema.yaml has each key's default and meaning), read by
+    :func:`leaktrace.config_slice.read_slice` at the entry of every stage that runs the test."""
+
+    n_splits: int
+    exclude_methods: tuple[str, ...]
+    curve_sizes: tuple[int, ...]
+    curve_draws: int
+
+
 def dataset_inference_row(
     suspect_lookup: dict,
     suspect_ids: Sequence[str],
     validation_lookup: dict,
     validation_ids: Sequence[str],
-    di: dict,
+    di: DatasetInferenceSettings,
     alpha: float,
     seed: int,
     *,
     curve: bool = True,
 ) -> tuple[dict, list[tuple[int, float]]]:
-    """The row and its p-value curve (``di``: ``n_splits``, ``curve_sizes``, ``curve_draws``)."""
+    """The row and its p-value curve."""
     methods = shared_methods([suspect_lookup, validation_lookup], [suspect_ids, validation_ids])
     suspect = feature_matrix(suspect_lookup, suspect_ids, methods)
     validation = feature_matrix(validation_lookup, validation_ids, methods)
-    result = dataset_inference(suspect, validation, n_splits=di["n_splits"], seed=seed)
+    result = dataset_inference(suspect, validation, n_splits=di.n_splits, seed=seed)
     points = (
         p_value_curve(
             suspect,
             validation,
-            di["curve_sizes"],
-            n_draws=di["curve_draws"],
-            n_splits=di["n_splits"],
+            di.curve_sizes,
+            n_draws=di.curve_draws,
+            n_splits=di.n_splits,
             seed=derive_seed(seed, "curve"),
         )
         if curve

@@ -13,7 +13,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from leaktrace.evaluate.dose import DATASET_INFERENCE, EXCHANGEABILITY, PER_SAMPLE, TESTS, TWIN, WATERMARK  # noqa: E402
+from leaktrace.evaluate.dose import (  # noqa: E402
+    DATASET_INFERENCE,
+    EXCHANGEABILITY,
+    PER_SAMPLE,
+    TESTS,
+    TWIN,
+    WATERMARK,
+    DoseLevels,
+)
 from leaktrace.report.plots import save  # noqa: E402
 from leaktrace.report.tables import markdown_table  # noqa: E402
 
@@ -48,7 +56,7 @@ def _cell(row: Mapping) -> str:
     )
 
 
-def render_section(rows: Sequence[Mapping], settings: Mapping, blind: Mapping | None) -> str:
+def render_section(rows: Sequence[Mapping], settings: DoseLevels, blind: Mapping | None) -> str:
     """The report's section: a table of every test against every dose."""
     doses = _doses(rows)
     by_key = {(r["test"], r["method"], r["copies"], r["epochs"]): r for r in rows}
@@ -75,10 +83,10 @@ def render_section(rows: Sequence[Mapping], settings: Mapping, blind: Mapping | 
         "## Exposure dose: the smallest exposure each test detects\n\n"
         "Each member inserted k times into the same training mix (the general text drawn for one copy), trained for one "
         "pass, per training seed; the last column's dose is the default's setting (one copy, every epoch) where shown. "
-        f"A test detects at a seed when p ≤ α = {settings['alpha']}. A cell reads seeds detected / seeds tested and the "
-        f"median p (p̃); for a per-sample detector first its TPR at {settings['fpr']:g} FPR with a Wilson interval over "
+        f"A test detects at a seed when p ≤ α = {settings.alpha}. A cell reads seeds detected / seeds tested and the "
+        f"median p (p̃); for a per-sample detector first its TPR at {settings.fpr:g} FPR with a Wilson interval over "
         "the members of every seed, and its mean AUC; its p is the one-sided Mann-Whitney test of members above "
-        f'non-members. "smallest k": the smallest one-pass dose detected in at least {settings["power"]:.0%} of the '
+        f'non-members. "smallest k": the smallest one-pass dose detected in at least {settings.power:.0%} of the '
         "seeds (none: no dose reached it). Every test is valid by design: the split is a seeded random draw, the twin's "
         "null is that split, the watermark's forms and the exchangeability test's order were published at random. "
         f'{baseline} A "no evidence" verdict of an audit can cite this table: at this sample size, the tests that ran '

@@ -32,6 +32,7 @@ evidence or the flag rate the test would have detected with 80% power."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +46,7 @@ from leaktrace.calibration.conformal import conformal_p_values
 from leaktrace.calibration.power import detectable_fisher_rate
 from leaktrace.calibration.rates import clopper_pearson
 from leaktrace.calibration.verdict import verdict
+from leaktrace.config_slice import config_key, read_slice
 from leaktrace.data.sample_ids import match_ids, read_id_list
 from leaktrace.detect.registry import family_params
 from leaktrace.report.plots import leakage_heatmap
@@ -99,15 +101,16 @@ def leakage_rates(
     variant_counts: dict[str, dict[str, int]],
     control: set[str],
     alpha: float,
-    blind: BlindBaseline | None = None,
-    inconclusive_rate: float = 0.5,
+    blind: BlindBaseline | None,
+    inconclusive_rate: float,
     gate_alpha: float | None = None,
 ) -> list[dict]:
     """One row per SrDetection detector present in ``scores``: the share of
     samples it flags, beside its null. ``variant_counts``: detector -> sample
     -> the variants it compared the original with; ``control``: the known-unseen
     sample ids (empty: none); ``blind``: the benchmark's blind baseline,
-    which gates at ``gate_alpha`` (the blind table's level; default ``alpha``)."""
+    which gates at ``gate_alpha`` (the blind table's level; default ``alpha``);
+    ``inconclusive_rate``: audit.inconclusive_rate."""
     gate_alpha = alpha if gate_alpha is None else gate_alpha
     rows = []
     for method, detector in AUDIT_METHODS.items():
@@ -175,6 +178,16 @@ def leakage_rates(
     return rows
 
 
+@dataclass(frozen=True)
+class AuditSettings:
+    """The audit rule's slice, each field the config key it carries (config/schema.yaml)."""
+
+    alpha: float = config_key("calibration.alpha")
+    gate_alpha: float = config_key("contamination.alpha")
+    inconclusive_rate: float = config_key("audit.inconclusive_rate")
+    methods: dict = config_key("score.methods")  # the SrDetection detectors' entries (their variant counts)
+
+
 def compared_variants(variants: Path, settings: dict) -> dict[str, dict[str, int]]:
     """detector -> sample_id -> n_i: the sample's valid detector variants,
     capped by the detector's variant count (``settings``: score.methods)."""
@@ -205,11 +218,12 @@ def audit(
 ) -> None:
     """``scores`` maps (audit model name, benchmark) to that model's
     scores.parquet; ``variants`` each benchmark to its variants table;
-    ``settings``: ``alpha``, ``methods`` (score.methods) and optionally
-    ``inconclusive_rate`` and ``gate_alpha``; ``blind``: the audit's blind-baseline table."""
+    ``settings``: the rule's slice (:class:`AuditSettings`); ``blind``: the
+    audit's blind-baseline table."""
+    settings = read_slice(AuditSettings, settings, "")
     control = read_control(held_out_ids, variants)
     baselines = {r["benchmark"]: from_row(r) for r in read_records(blind)} if blind else {}
-    counts = {benchmark: compared_variants(path, settings["methods"]) for benchmark, path in variants.items()}
+    counts = {benchmark: compared_variants(path, settings.methods) for benchmark, path in variants.items()}
     rows = []
     for (model, benchmark), path in scores.items():
         found = leakage_rates(
@@ -218,10 +232,10 @@ def audit(
             read_records(path, ["sample_id", "method", "score", "decision"]),
             counts[benchmark],
             control,
-            settings["alpha"],
+            settings.alpha,
             baselines.get(benchmark),
-            settings.get("inconclusive_rate", 0.5),
-            settings.get("gate_alpha"),
+            settings.inconclusive_rate,
+            settings.gate_alpha,
         )
         if not found:
             raise ValueError(
@@ -268,7 +282,7 @@ def audit(
         "black-box, the model continues the original's prefix with more 7-gram overlap than every variant's "
         "(Clopper-Pearson 95% intervals). Beside it, its null: with a control set of known-unseen samples "
         "(`contamination.held_out_ids`) the share flagged among them, a one-sided Fisher exact p-value, and the "
-        f"samples flagged by conformal p-values against the control set at α = calibration.alpha = {settings['alpha']}; without one, the "
+        f"samples flagged by conformal p-values against the control set at α = calibration.alpha = {settings.alpha}; without one, the "
         "chance that the original is strictly the best of its n_i + 1 forms if they were exchangeable, 1/(n_i + 1) "
         "from each sample's own variant count, and the Poisson-binomial p-value of the count. A row without a "
         "control set is uncalibrated: renamed variants are not exchangeable with human-written originals even under "

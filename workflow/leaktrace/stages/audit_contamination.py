@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import random
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -34,8 +35,9 @@ from leaktrace.artifacts import read_records, write_table
 from leaktrace.calibration import audit_verdicts
 from leaktrace.calibration.blind_baseline import BlindBaseline, from_row
 from leaktrace.calibration.rates import false_positive_rate
+from leaktrace.config_slice import config_key, read_slice
 from leaktrace.contamination.dataset_inference import MIN_PER_SET, dataset_inference
-from leaktrace.contamination.dataset_inference_row import dataset_inference_row
+from leaktrace.contamination.dataset_inference_row import DatasetInferenceSettings, dataset_inference_row
 from leaktrace.contamination.features import feature_matrix, score_lookup, shared_methods
 from leaktrace.data.sample_ids import match_ids, read_id_list
 from leaktrace.report.audit_verdicts import render as render_verdicts
@@ -43,6 +45,40 @@ from leaktrace.report.tables import markdown_table
 from leaktrace.seeding import derive_seed
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class NullDraws:
+    seeds: int  # random halves of the controls per null
+
+
+@dataclass(frozen=True)
+class VerdictLevels:
+    pac_delta: float = config_key("audit.pac_delta")
+    inconclusive_auc: float = config_key("audit.inconclusive_auc")
+    inconclusive_rate: float = config_key("audit.inconclusive_rate")
+
+
+@dataclass(frozen=True)
+class AuditReference:
+    """audit.reference's model (null: none) and the detector it is compared on."""
+
+    model: str | None
+    method: str
+
+
+@dataclass(frozen=True)
+class AuditContaminationSettings:
+    """The audit-contamination rule's slice: contamination.alpha, .dataset_inference and .calibration.seeds; Ref's
+    reference model (ref_model, null: Ref is off); the verdict table's levels (audit.*) and audit.reference."""
+
+    alpha: float = config_key("contamination.alpha")
+    dataset_inference: DatasetInferenceSettings = config_key("contamination.dataset_inference")
+    calibration: NullDraws = config_key("contamination.calibration")
+    ref_model: str | None = config_key("ref_model (Ref's reference model, set by rules/audit.smk)")
+    verdicts: VerdictLevels = config_key("audit")
+    reference: AuditReference = config_key("audit.reference")
+
 
 SCHEMA = pa.schema(
     [
@@ -84,9 +120,11 @@ def _halves(ids: list[str], seed: int) -> tuple[list[str], list[str]]:
     return shuffled[: len(shuffled) // 2], shuffled[len(shuffled) // 2 :]
 
 
-def model_row(model: str, benchmark: str, lookup: dict, control_ids: set[str], settings: dict, seed: int) -> dict:
+def model_row(
+    model: str, benchmark: str, lookup: dict, control_ids: set[str], settings: AuditContaminationSettings, seed: int
+) -> dict:
     """The test of one model on one benchmark, with its null."""
-    di, alpha, seeds = settings["dataset_inference"], settings["alpha"], settings["calibration"]["seeds"]
+    di, alpha, seeds = settings.dataset_inference, settings.alpha, settings.calibration.seeds
     scored = set().union(*lookup.values()) if lookup else set()
     control = sorted(scored & control_ids)
     suspect = sorted(scored - control_ids)
@@ -108,7 +146,7 @@ def model_row(model: str, benchmark: str, lookup: dict, control_ids: set[str], s
     row |= {
         "features": found["features"],
         "p_value": found["p_value"],
-        "ref_model": settings.get("ref_model") if "ref" in found["features"].split(",") else None,
+        "ref_model": settings.ref_model if "ref" in found["features"].split(",") else None,
     }
     if len(control) // 2 < MIN_PER_SET:
         return row | {"note": f"no null: halves of the {len(control)} control samples are below {MIN_PER_SET}"}
@@ -119,7 +157,7 @@ def model_row(model: str, benchmark: str, lookup: dict, control_ids: set[str], s
         a, b = _halves(control, s)
         ps.append(
             dataset_inference(
-                feature_matrix(lookup, a, methods), feature_matrix(lookup, b, methods), n_splits=di["n_splits"], seed=s
+                feature_matrix(lookup, a, methods), feature_matrix(lookup, b, methods), n_splits=di.n_splits, seed=s
             ).p_value
         )
     rate = false_positive_rate(ps, alpha)
@@ -133,15 +171,15 @@ def model_row(model: str, benchmark: str, lookup: dict, control_ids: set[str], s
     }
 
 
-def verdict_settings(settings: dict, seed: int) -> audit_verdicts.Settings:
-    """The verdict table's settings: ``settings["verdicts"]`` (audit.pac_delta,
+def verdict_settings(settings: AuditContaminationSettings, seed: int) -> audit_verdicts.Settings:
+    """The verdict table's settings: ``settings.verdicts`` (audit.pac_delta,
     inconclusive_auc, inconclusive_rate) at the test's alpha."""
-    v = settings["verdicts"]
+    v = settings.verdicts
     return audit_verdicts.Settings(
-        alpha=settings["alpha"],
-        delta=v["pac_delta"],
-        inconclusive_auc=v["inconclusive_auc"],
-        inconclusive_rate=v["inconclusive_rate"],
+        alpha=settings.alpha,
+        delta=v.pac_delta,
+        inconclusive_auc=v.inconclusive_auc,
+        inconclusive_rate=v.inconclusive_rate,
         seed=seed,
     )
 
@@ -162,14 +200,16 @@ def audit_contamination(
     benchmark -> its ingested table (every sample, to match the ids);
     ``blind``: the audit's blind-baseline table; ``verdicts`` and
     ``verdicts_report``: where the verdict table goes (with ``settings``'
-    ``verdicts`` and ``reference``: {model, method} slices)."""
+    ``verdicts`` and ``reference``: {model, method} slices); ``settings``:
+    the rule's slice (:class:`AuditContaminationSettings`)."""
+    settings = read_slice(AuditContaminationSettings, settings, "")
     everything = {r["sample_id"] for path in benchmarks.values() for r in read_records(path, ["sample_id"])}
     matched = match_ids(read_id_list(control_ids), everything, str(control_ids))
-    exclude = set(settings["dataset_inference"]["exclude_methods"])
+    exclude = set(settings.dataset_inference.exclude_methods)
     baselines: dict[str, BlindBaseline | None] = (
         {r["benchmark"]: from_row(r) for r in read_records(blind)} if blind else {}
     )
-    reference = settings.get("reference") or {}
+    reference = settings.reference
     records = {key: read_records(path, ["sample_id", "method", "score", "decision"]) for key, path in scores.items()}
     rows, table = [], []
     for (model, benchmark), found in records.items():
@@ -191,12 +231,8 @@ def audit_contamination(
             for m in audit_verdicts.LEAKAGE_METHODS
         }
         ref = None
-        if reference.get("model") and reference["model"] != model and (reference["model"], benchmark) in records:
-            ref = (
-                reference["model"],
-                score_lookup(records[(reference["model"], benchmark)], exclude),
-                reference["method"],
-            )
+        if reference.model and reference.model != model and (reference.model, benchmark) in records:
+            ref = (reference.model, score_lookup(records[(reference.model, benchmark)], exclude), reference.method)
         mine_rows = audit_verdicts.model_rows(
             model,
             benchmark,
@@ -216,11 +252,11 @@ def audit_contamination(
         }
         table += mine_rows
     write_table(rows, SCHEMA, output)
-    report.write_text(render(rows, settings["alpha"]))
+    report.write_text(render(rows, settings.alpha))
     if verdicts is not None:
         write_table(table, audit_verdicts.SCHEMA, verdicts)
         delta = verdict_settings(settings, seed).delta
-        (verdicts_report or verdicts.with_suffix(".md")).write_text(render_verdicts(table, settings["alpha"], delta))
+        (verdicts_report or verdicts.with_suffix(".md")).write_text(render_verdicts(table, settings.alpha, delta))
     log.info("audit contamination: %d p-values, %d verdicts", len(rows), len(table))
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -27,9 +27,10 @@ from leaktrace.calibration.rates import ABOVE, false_positive_rate, rejection_ra
 from leaktrace.calibration.table import POOLED_UNEXPOSED, REAL_ORDER, count_row, write_rows
 from leaktrace.calibration.unexposed import is_unexposed
 from leaktrace.calibration.validity_rules import pooled_models, unjudgeable
+from leaktrace.config_slice import read_slice
 from leaktrace.contamination.combine import COMBINATION
 from leaktrace.contamination.dataset_inference import MIN_PER_SET, dataset_inference
-from leaktrace.contamination.dataset_inference_row import DI, dataset_inference_row
+from leaktrace.contamination.dataset_inference_row import DI, DatasetInferenceSettings, dataset_inference_row
 from leaktrace.contamination.features import feature_matrix, score_lookup, shared_methods
 from leaktrace.contamination.variant_preference import preference_test
 from leaktrace.data.sample_ids import match_ids, read_id_list
@@ -91,6 +92,49 @@ CALIBRATION_SCHEMA = pa.schema(
 NULL, POWER = "null", "power"
 
 
+@dataclass(frozen=True)
+class PreferenceSettings:
+    """``contamination.variant_preference``'s test: the per-sample detector it reads and its resamples."""
+
+    method: str
+    n_resamples: int
+
+
+@dataclass(frozen=True)
+class VariantPreference(PreferenceSettings):
+    reference: str | None  # the model whose preference is subtracted (resolved by preference_reference)
+
+
+@dataclass(frozen=True)
+class CalibrationDraws:
+    """``contamination.calibration``: random draws per null, and the models calibrated (the rule resolves null)."""
+
+    seeds: int
+    models: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class ContaminationSettings:
+    """The contamination rule's slice: ``contamination`` (less its exchangeability block) and ``alphas``, the
+    calibration table's levels (``calibration.alphas``)."""
+
+    alpha: float
+    alphas: tuple[float, ...]
+    validation: tuple[str, ...]
+    dataset_inference: DatasetInferenceSettings
+    variant_preference: VariantPreference
+    calibration: CalibrationDraws
+
+
+@dataclass(frozen=True)
+class DatasetInferenceCommand:
+    """The ``dataset-inference`` command's settings (its flags, as the contamination slice spells them)."""
+
+    alpha: float
+    dataset_inference: DatasetInferenceSettings
+    variant_preference: PreferenceSettings
+
+
 def read_ids(path: Path, sample_ids: Collection[str]) -> set[str]:
     """The samples a held-out id list names (one id per line, ``mbpp/11`` or
     ``11``: :func:`leaktrace.data.sample_ids.match_ids`; an id that names no
@@ -98,14 +142,16 @@ def read_ids(path: Path, sample_ids: Collection[str]) -> set[str]:
     return match_ids(read_id_list(path), sample_ids, str(path))
 
 
-def run_preference(target: dict, reference: dict, sample_ids: Sequence[str], settings: dict, seed: int) -> dict:
-    method = settings["method"]
+def run_preference(
+    target: dict, reference: dict, sample_ids: Sequence[str], settings: PreferenceSettings, seed: int
+) -> dict:
+    method = settings.method
     if method not in target or method not in reference:
         raise ValueError(
             f"the variant-preference test reads {method!r} scores, which the target or the reference lacks"
         )
     ids = [sid for sid in sample_ids if sid in target[method] and sid in reference[method]]
-    result = preference_test(target[method], reference[method], ids, n_resamples=settings["n_resamples"], seed=seed)
+    result = preference_test(target[method], reference[method], ids, n_resamples=settings.n_resamples, seed=seed)
     return {
         "test": PREFERENCE,
         "n_suspect": result.n_samples,
@@ -234,7 +280,7 @@ def calibration_rows(
     everyone: list[str],
     members: list[str],
     non_members: list[str],
-    settings: dict,
+    settings: ContaminationSettings,
     seed: int,
     reference: str | None = None,
 ) -> list[dict]:
@@ -242,8 +288,8 @@ def calibration_rows(
     draws, for the models ``calibration.models`` names (None: all). The
     variant preference is calibrated against the base model, the first sham
     control and ``reference`` (the configured one), those of them scored."""
-    di, pref, alpha = settings["dataset_inference"], settings["variant_preference"], settings["alpha"]
-    calibrated = set(settings["calibration"].get("models") or lookups)
+    di, pref, alpha = settings.dataset_inference, settings.variant_preference, settings.alpha
+    calibrated = set(settings.calibration.models or lookups)
     shams = [m for m in lookups if is_sham(m)]
     references = list(dict.fromkeys(m for m in (BASE_MODEL, *shams[:1], reference) if m in lookups))
     rows = []
@@ -257,12 +303,12 @@ def calibration_rows(
             continue
         methods = shared_methods([lookups[sc.model]], [sc.suspect + (sc.validation or [])])
         ps, single = [], []
-        for k in range(settings["calibration"]["seeds"]):
+        for k in range(settings.calibration.seeds):
             s = derive_seed(seed, "calibration", sc.name, sc.model, k)
             a, b = sc.draw(s)
             if sc.test == DI:
                 suspect, validation = (feature_matrix(lookups[sc.model], half, methods) for half in (a, b))
-                result = dataset_inference(suspect, validation, n_splits=di["n_splits"], seed=s)
+                result = dataset_inference(suspect, validation, n_splits=di.n_splits, seed=s)
                 ps.append(result.p_value)
                 single.append(result.split_p_values[0])
             else:
@@ -369,35 +415,33 @@ def contamination(
     exchangeability: dict[str, Path] | None = None,
     exchangeability_calibration: dict[str, Path] | None = None,
 ) -> None:
-    """``scores``: testbed model -> its scores.parquet, base model first
+    """``settings``: the rule's slice (:class:`ContaminationSettings`);
+    ``scores``: testbed model -> its scores.parquet, base model first
     (sham controls named ``sham-…``); ``exchangeability``: model -> the
     exchangeability stage's result, added to the p-value table;
     ``exchangeability_calibration``: model -> its random-order runs."""
+    s = read_slice(ContaminationSettings, settings, "contamination")
     records = read_records(samples, ["sample_id", "kept", "split", "fold"])
     split = {r["sample_id"]: r["split"] for r in records if r["kept"] and r["fold"] != RECALL_PREFIX}
     members = sorted(sid for sid, s in split.items() if s == "member")
     non_members = sorted(sid for sid, s in split.items() if s == "non-member")
-    exclude = set(settings["dataset_inference"]["exclude_methods"])
+    exclude = set(s.dataset_inference.exclude_methods)
     lookups = {
         model: score_lookup(read_records(path, ["sample_id", "method", "score"]), exclude)
         for model, path in scores.items()
     }
-    di = settings["dataset_inference"]
-    pref = {
-        **settings["variant_preference"],
-        "reference": preference_reference(settings["variant_preference"]["reference"], lookups)
-        if VARIANTS in settings["validation"]
-        else None,
-    }
+    di = s.dataset_inference
+    pref = replace(
+        s.variant_preference,
+        reference=preference_reference(s.variant_preference.reference, lookups) if VARIANTS in s.validation else None,
+    )
     rows, curve = [], []
     for model, lookup in lookups.items():
         base = {"model": model, **model_coordinates(model)}
         model_seed = derive_seed(seed, "contamination", model)
-        for validation in settings["validation"]:
+        for validation in s.validation:
             if validation == TESTBED:
-                row, points = dataset_inference_row(
-                    lookup, members, lookup, non_members, di, settings["alpha"], model_seed
-                )
+                row, points = dataset_inference_row(lookup, members, lookup, non_members, di, s.alpha, model_seed)
             elif validation == HELD_OUT:
                 if held_out_ids is None:
                     raise ValueError(
@@ -406,13 +450,13 @@ def contamination(
                 held = read_ids(held_out_ids, [r["sample_id"] for r in records])
                 scored = set().union(*lookup.values())
                 row, points = dataset_inference_row(
-                    lookup, sorted(scored - held), lookup, sorted(scored & held), di, settings["alpha"], model_seed
+                    lookup, sorted(scored - held), lookup, sorted(scored & held), di, s.alpha, model_seed
                 )
-            elif model in (pref["reference"], BASE_MODEL):
+            elif model in (pref.reference, BASE_MODEL):
                 continue  # the reference against itself, or the base model against a fine-tuned reference
             else:
-                row = run_preference(lookup, lookups[pref["reference"]], sorted(split), pref, model_seed)
-                row["reference"], points = pref["reference"], []
+                row = run_preference(lookup, lookups[pref.reference], sorted(split), pref, model_seed)
+                row["reference"], points = pref.reference, []
             rows.append(base | {"validation": validation} | row)
             curve += [{"model": model, "validation": validation, "n": n, "p_value": p} for n, p in points]
     real_order = {}
@@ -432,14 +476,14 @@ def contamination(
             }
         )
     calibration = calibration_rows(
-        lookups, sorted(split), members, non_members, settings, seed, pref["reference"]
-    ) + exchangeability_calibration_rows(exchangeability_calibration or {}, settings["alpha"])
+        lookups, sorted(split), members, non_members, s, seed, pref.reference
+    ) + exchangeability_calibration_rows(exchangeability_calibration or {}, s.alpha)
     write_table(rows, P_VALUES_SCHEMA, out_dir / "p_values.parquet")
     write_table(curve, CURVE_SCHEMA, out_dir / "p_value_curve.parquet")
     write_table(calibration, CALIBRATION_SCHEMA, out_dir / "calibration.parquet")
-    write_rows(real_order_rows(real_order, settings["alphas"]), out_dir / "calibration_rows.parquet")
-    p_value_curves(curve, settings["alpha"], out_dir / "p_value_curve.png")
-    (out_dir / "report.md").write_text(render_section(rows, calibration, settings["alpha"]))
+    write_rows(real_order_rows(real_order, s.alphas), out_dir / "calibration_rows.parquet")
+    p_value_curves(curve, s.alpha, out_dir / "p_value_curve.png")
+    (out_dir / "report.md").write_text(render_section(rows, calibration, s.alpha))
     log.info("contamination: %d p-values, %d calibration rows in %s", len(rows), len(calibration), out_dir)
 
 
@@ -585,13 +629,15 @@ def dataset_inference_tables(
     """The ``dataset-inference`` command: one p-value for the samples of
     ``scores`` (the suspect set) against exactly one of a validation scores
     table, a list of the held-out ids among them, or a reference model's
-    scores of the same samples (the variant-preference test)."""
+    scores of the same samples (the variant-preference test). ``settings``:
+    :class:`DatasetInferenceCommand`."""
+    s = read_slice(DatasetInferenceCommand, settings, "dataset-inference")
     given = [p for p in (validation_scores, validation_ids, reference_scores) if p is not None]
     if len(given) != 1:
         raise InputError(
             "arguments", None, "give exactly one of --validation-scores, --validation-ids, --reference-scores"
         )
-    exclude = set(settings["dataset_inference"]["exclude_methods"])
+    exclude = set(s.dataset_inference.exclude_methods)
     suspect = score_lookup(read_scores(scores), exclude)
     suspect_ids = sorted(set().union(*suspect.values()))
     points: list[tuple[int, float]] = []
@@ -601,7 +647,7 @@ def dataset_inference_tables(
                 suspect,
                 score_lookup(read_scores(reference_scores), exclude),
                 suspect_ids,
-                settings["variant_preference"],
+                s.variant_preference,
                 seed,
             ) | {"validation": VARIANTS, "reference": str(reference_scores)}
         else:
@@ -615,7 +661,7 @@ def dataset_inference_tables(
                 suspect_ids = sorted(set(suspect_ids) - held)
                 kind = HELD_OUT
             row, points = dataset_inference_row(
-                suspect, suspect_ids, validation, validation_set, settings["dataset_inference"], settings["alpha"], seed
+                suspect, suspect_ids, validation, validation_set, s.dataset_inference, s.alpha, seed
             )
             row["validation"] = kind
     except ValueError as err:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,7 +16,8 @@ import pyarrow.parquet as pq
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.calibration.sign_flip import paired_differences, sign_flip_test
-from leaktrace.contamination.dataset_inference_row import dataset_inference_row
+from leaktrace.config_slice import config_key, read_slice
+from leaktrace.contamination.dataset_inference_row import DatasetInferenceSettings, dataset_inference_row
 from leaktrace.contamination.features import score_lookup
 from leaktrace.data.published_order import published_order
 from leaktrace.data.split import RECALL_PREFIX
@@ -26,6 +28,7 @@ from leaktrace.evaluate.dose import (
     PER_SAMPLE,
     TWIN,
     WATERMARK,
+    DoseLevels,
     per_sample_result,
     summarise,
 )
@@ -103,16 +106,23 @@ def _ids(split: dict, family: str, scored: dict[str, float], *others: dict[str, 
     ]
 
 
+@dataclass(frozen=True)
+class DoseSettings(DoseLevels):
+    """The dose rule's slice: ``dose``'s levels and ``contamination.dataset_inference``."""
+
+    dataset_inference: DatasetInferenceSettings = config_key("contamination.dataset_inference")
+
+
 def _dose(model: str) -> dict:
     arm, _, copies, seed, epochs = dose_labels(model)
     return {"arm": arm, "copies": copies, "seed": seed, "epochs": epochs}
 
 
-def target_results(split: dict, scores: dict[str, Path], settings: dict, seed: int) -> list[dict]:
+def target_results(split: dict, scores: dict[str, Path], settings: DoseSettings, seed: int) -> list[dict]:
     """Per-sample detectors and dataset inference of each dose model of the members' arm."""
     members = sorted(s for s, (m, _) in split.items() if m)
     non_members = sorted(s for s, (m, _) in split.items() if not m)
-    di = settings["dataset_inference"]
+    di = settings.dataset_inference
     results = []
     for model, path in scores.items():
         dose = _dose(model)
@@ -125,16 +135,16 @@ def target_results(split: dict, scores: dict[str, Path], settings: dict, seed: i
                 log.warning("%s: %s scored no member or no non-member; left out", model, method)
                 continue
             results.append(
-                {"test": PER_SAMPLE, "method": method, **dose, **per_sample_result(inside, outside, settings["fpr"])}
+                {"test": PER_SAMPLE, "method": method, **dose, **per_sample_result(inside, outside, settings.fpr)}
             )
-        features = score_lookup(read_records(path, ["sample_id", "method", "score"]), set(di["exclude_methods"]))
+        features = score_lookup(read_records(path, ["sample_id", "method", "score"]), set(di.exclude_methods))
         row, _ = dataset_inference_row(
             features,
             members,
             features,
             non_members,
             di,
-            settings["alpha"],
+            settings.alpha,
             derive_seed(seed, "dose", "dataset-inference", model),
             curve=False,
         )
@@ -198,7 +208,9 @@ def dose_table(
     exchangeability: dict[str, Path] | None = None,
     blind: list[Path] | None = None,
 ) -> None:
-    """Writes dose.parquet, dose.md and dose.png into ``out_dir``."""
+    """Writes dose.parquet, dose.md and dose.png into ``out_dir``; ``settings``: the rule's slice
+    (:class:`DoseSettings`)."""
+    settings = read_slice(DoseSettings, settings, "dose")
     split = _evaluated(samples)
     results = (
         target_results(split, scores, settings, seed)
@@ -206,9 +218,9 @@ def dose_table(
         + single_p_results(WATERMARK, watermark or {})
         + single_p_results(EXCHANGEABILITY, exchangeability or {})
     )
-    rows = summarise(results, alpha=settings["alpha"], power=settings["power"])
+    rows = summarise(results, alpha=settings.alpha, power=settings.power)
     baseline = blind_row(blind or [])
-    extra = {"alpha": settings["alpha"], "fpr": settings["fpr"], "power": settings["power"]}
+    extra = {"alpha": settings.alpha, "fpr": settings.fpr, "power": settings.power}
     for row in rows:
         per_sample = row["test"] == PER_SAMPLE and baseline is not None
         row.update(
@@ -220,7 +232,7 @@ def dose_table(
         )
     write_table(rows, DOSE_SCHEMA, out_dir / "dose.parquet")
     (out_dir / "dose.md").write_text(render_section(rows, settings, baseline))
-    dose_plot(rows, settings["alpha"], out_dir / "dose.png")
+    dose_plot(rows, settings.alpha, out_dir / "dose.png")
     log.info(
         "dose: %d rows (%d tests x doses) from %d seeds' results",
         len(rows),

@@ -8,12 +8,14 @@ with seeded random orders of the examples in place of the canonical one."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.config_slice import read_slice
 from leaktrace.contamination.exchangeability import (
     MIN_SHARDS,
     SEPARATOR,
@@ -52,24 +54,43 @@ def canonical_examples(benchmark: Path, samples: Path, which: str) -> list[str]:
     return [r["code"] for r in rows]
 
 
+@dataclass(frozen=True)
+class ExchangeabilitySettings:
+    """``contamination.exchangeability`` (config/schema.yaml): the examples tested, shards and permutations."""
+
+    samples: str
+    n_shards: int
+    n_permutations: int
+
+
+@dataclass(frozen=True)
+class ExchangeabilityCalibrationSettings(ExchangeabilitySettings):
+    calibration_seeds: int  # random orders taken as the canonical one
+
+
 def shard_orders(
-    lengths: list[int], budget: int, settings: dict, seed: int, *names: object
+    lengths: list[int], budget: int, settings: ExchangeabilitySettings, seed: int, *names: object
 ) -> list[tuple[list[int], list[list[int]]]]:
     """The shards of the examples in their given order, each with its orders
     to score: the given one first, then seeded permutations."""
-    shards = pack_shards(lengths, budget, settings["n_shards"])
+    shards = pack_shards(lengths, budget, settings.n_shards)
     return [
         (
             shard,
             [list(range(len(shard)))]
-            + permutations(len(shard), settings["n_permutations"], np.random.default_rng(derive_seed(seed, *names, k))),
+            + permutations(len(shard), settings.n_permutations, np.random.default_rng(derive_seed(seed, *names, k))),
         )
         for k, shard in enumerate(shards)
     ]
 
 
 def order_tests(
-    lm, examples: list[str], orderings: list[list[int]], settings: dict, seed: int, names: list[tuple]
+    lm,
+    examples: list[str],
+    orderings: list[list[int]],
+    settings: ExchangeabilitySettings,
+    seed: int,
+    names: list[tuple],
 ) -> list[dict]:
     """The sharded test of each ordering of ``examples`` taken as the
     canonical one (the permutations of ordering i seeded by ``names[i]``),
@@ -93,7 +114,7 @@ def order_tests(
     ]
 
 
-def _sharded_row(groups: list[list], shards: list[list[int]], lm, settings: dict) -> dict:
+def _sharded_row(groups: list[list], shards: list[list[int]], lm, settings: ExchangeabilitySettings) -> dict:
     canonical, permuted, kept = [], [], []
     for k, (shard, group) in enumerate(zip(shards, groups, strict=True)):
         if any(s.truncated for s in group):
@@ -104,10 +125,10 @@ def _sharded_row(groups: list[list], shards: list[list[int]], lm, settings: dict
         permuted.append(lls[1:])
         kept.append(shard)
     row = {
-        "samples": settings["samples"],
+        "samples": settings.samples,
         "n_examples": sum(len(s) for s in kept),
         "n_shards": len(kept),
-        "n_permutations": settings["n_permutations"],
+        "n_permutations": settings.n_permutations,
     }
     if len(kept) < MIN_SHARDS:
         # e.g. examples as long as the context: no shard holds two of them
@@ -140,7 +161,9 @@ def exchangeability(
     seed: int,
     output: Path,
 ) -> None:
-    examples = canonical_examples(benchmark, samples, settings["samples"])
+    """``settings``: the rule's slice (:class:`ExchangeabilitySettings`)."""
+    settings = read_slice(ExchangeabilitySettings, settings, "contamination.exchangeability")
+    examples = canonical_examples(benchmark, samples, settings.samples)
     lm = language_model(model, adapter, batch)
     (row,) = order_tests(lm, examples, [list(range(len(examples)))], settings, seed, [("exchangeability",)])
     write_table([row], EXCHANGEABILITY_SCHEMA, output)
@@ -160,9 +183,10 @@ def exchangeability_calibration(
     orders: ``calibration_seeds`` seeded random orders of the examples, each
     taken as the canonical one. Its false-positive rate, beside the real
     order's p-value, says whether a low p-value is the order or the test."""
-    examples = canonical_examples(benchmark, samples, settings["samples"])
+    settings = read_slice(ExchangeabilityCalibrationSettings, settings, "contamination.exchangeability")
+    examples = canonical_examples(benchmark, samples, settings.samples)
     lm = language_model(model, adapter, batch)
-    keys = [("exchangeability-calibration", c) for c in range(settings["calibration_seeds"])]
+    keys = [("exchangeability-calibration", c) for c in range(settings.calibration_seeds)]
     orderings = [np.random.default_rng(derive_seed(seed, *key)).permutation(len(examples)).tolist() for key in keys]
     rows = order_tests(lm, examples, orderings, settings, seed, keys)
     write_table([{"order_seed": c, **row} for c, row in enumerate(rows)], CALIBRATION_SCHEMA, output)

@@ -8,6 +8,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import write_table
+from leaktrace.config_slice import SliceError
+from leaktrace.configuration import schema_node
 from leaktrace.data.benchmarks import benchmark_format, load_benchmark, source_name
 from leaktrace.data.corpora import corpus_documents, shard
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
@@ -66,7 +68,19 @@ def check_solutions(name: str, rows: list[dict], source: str) -> None:
         log.warning("benchmark %s: %s: the canonical solution fails its own tests: %s", name, sample_id, why)
 
 
+def _check_solutions(name: str, settings: dict) -> bool:
+    """``benchmarks.<name>.check_solutions``; a slice without it (the randomized publication's release,
+    rules/watermark.smk) gets the schema's default, which is written there only."""
+    value = settings.get("check_solutions")
+    if value is None:
+        value = schema_node("benchmarks", "*", "check_solutions")["default"]
+    if not isinstance(value, bool):
+        raise SliceError(f"config benchmarks.{name}.check_solutions: expected a boolean, got {value!r}")
+    return value
+
+
 def ingest_benchmark(name: str, settings: dict, output: Path) -> None:
+    check = _check_solutions(name, settings)
     fmt = benchmark_format(settings)  # a preset implies it where the config leaves it out
     if fmt != "humaneval":
         samples = load_benchmark(settings, name, settings.get("limit"))
@@ -80,7 +94,7 @@ def ingest_benchmark(name: str, settings: dict, output: Path) -> None:
             ", ".join(f"{k} {n}" for k, n in kinds.items() if n),
             source_name(settings),
         )
-        if settings.get("check_solutions", True):
+        if check:
             check_solutions(name, rows, source_name(settings))
         return
     path = settings.get("path") or shipped_humaneval_path()
@@ -103,7 +117,7 @@ def ingest_benchmark(name: str, settings: dict, output: Path) -> None:
     ]
     write_table(rows, BENCHMARK_SCHEMA, output)
     log.info("benchmark %s: %d samples from %s", name, len(rows), path)
-    if settings.get("check_solutions", True):
+    if check:
         check_solutions(name, rows, str(path))
 
 

@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.config_slice import read_slice
 from leaktrace.data.samples import sample_tests, test_format_of
 from leaktrace.models.configured import generation_model
 from leaktrace.sandbox import SandboxLimits
@@ -108,6 +110,18 @@ def _problems(rows: list[dict], prompt: str, source: str) -> list[tuple[dict, st
     return out
 
 
+@dataclass(frozen=True)
+class RQ3RunSettings:
+    """The leakage_rq3_runs rule's slice of ``leakage.rq3`` (config/schema.yaml has each key's default)."""
+
+    prompt: str
+    n: int
+    temperature: float
+    max_new_tokens: int
+    workers: int
+    sandbox: dict  # SandboxLimits' fields
+
+
 def generate_and_run(
     benchmark: Path,
     model: dict,
@@ -121,11 +135,11 @@ def generate_and_run(
     generator: dict | None = None,
     cache_dir: Path | None = None,
 ) -> None:
-    """``settings``: prompt (default completion), n, temperature,
-    max_new_tokens, workers and sandbox (SandboxLimits' fields). Every
+    """``settings``: the rule's slice (:class:`RQ3RunSettings`). Every
     problem the prompt can run on is completed n times, draw j sampled with
     its own seed (so a backend's response cache keeps the draws apart)."""
-    prompt = settings.get("prompt", "completion")
+    settings = read_slice(RQ3RunSettings, settings, "leakage.rq3")
+    prompt = settings.prompt
     if prompt not in PROMPTS:
         raise ValueError(f"leakage.rq3.prompt: {prompt!r} is not one of {', '.join(PROMPTS)}")
     records = read_records(benchmark)
@@ -139,16 +153,16 @@ def generate_and_run(
         )
     lm = generation_model(model, adapter, batch, generator, cache_dir, "LessLeak RQ3 generation")
     prompts = [lm.encode(text) for _, text, _, _ in problems]
-    max_new_tokens = min(settings["max_new_tokens"], lm.max_length - 1 - max(map(len, prompts), default=0))
+    max_new_tokens = min(settings.max_new_tokens, lm.max_length - 1 - max(map(len, prompts), default=0))
     if max_new_tokens < 1:
         raise ValueError(f"the longest prompt fills the model's {lm.max_length}-token context")
     stop, cut = (_stop, _cut) if prompt == "completion" else (_instruction_stop, response_code)
     rows = []
-    for draw in range(settings["n"]):
+    for draw in range(settings.n):
         texts = lm.sample(
             prompts,
             max_new_tokens=max_new_tokens,
-            temperature=settings["temperature"],
+            temperature=settings.temperature,
             seed=derive_seed(seed, "rq3", name, draw),
             stops=[stop] * len(prompts),
         )
@@ -157,8 +171,8 @@ def generate_and_run(
             for (r, _, _, _), t in zip(problems, texts, strict=True)
         ]
     by_id = {r["sample_id"]: (r, tests, entry_point) for r, _, tests, entry_point in problems}
-    limits = SandboxLimits(**settings.get("sandbox", {}))
-    workers = settings.get("workers", 1)
+    limits = SandboxLimits(**settings.sandbox)
+    workers = settings.workers
     # a completion drawn more than once is one program against the same tests: it runs once
     keys = [
         (
@@ -181,7 +195,7 @@ def generate_and_run(
         name,
         prompt,
         len(problems),
-        settings["n"],
+        settings.n,
         len(distinct),
         sum(r["status"] == "ok" for r in rows),
     )

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import logging
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.config_slice import read_slice
 from leaktrace.models.configured import model_spec
 from leaktrace.models.context import context_limit
 from leaktrace.models.loading import load_model_config, load_tokenizer
@@ -39,6 +41,25 @@ SELECTION_SCHEMA = pa.schema(
 )
 
 
+@dataclass(frozen=True)
+class Selection:
+    """``train.learning_rate_selection``: the rates tried and the held-out general-text chunks each is scored on."""
+
+    grid: tuple[float, ...]
+    held_out_texts: int
+
+
+@dataclass(frozen=True)
+class SelectionSettings:
+    """What the stage reads of the rule's ``train`` slice; the LoRA run's own settings are
+    :meth:`LoraSettings.from_config`'s, from the same slice."""
+
+    learning_rate_selection: Selection
+    epochs: tuple[int, ...]
+    batch_size: int
+    learning_rate: float
+
+
 def held_out_text(mix: Path, text_parts: list[Path], count_tokens, chunk_tokens: int, n: int, seed: int) -> list[str]:
     """``n`` general-text chunks, cut as the mix cuts them, that the mix never drew."""
     used = {r["source_id"] for r in read_records(mix, ["kind", "source_id"]) if r["kind"] == "text"}
@@ -57,9 +78,10 @@ def held_out_text(mix: Path, text_parts: list[Path], count_tokens, chunk_tokens:
 def select_learning_rate(
     mix: Path, text_parts: list[Path], model: dict, settings: dict, seed: int, output: Path
 ) -> None:
+    s = read_slice(SelectionSettings, settings, "train")
     from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
 
-    selection = settings["learning_rate_selection"]
+    selection = s.learning_rate_selection
     spec = model_spec(model, None)
     tokenizer = load_tokenizer(spec)
     held_out = held_out_text(
@@ -67,13 +89,13 @@ def select_learning_rate(
         text_parts,
         lambda t: len(tokenizer(t, add_special_tokens=False)["input_ids"]),
         context_limit(load_model_config(spec), model.get("max_length")) - 2,
-        selection["held_out_texts"],
+        selection.held_out_texts,
         seed,
     )
     texts = [r["text"] for r in read_records(mix, ["text"])]
-    last = max(settings["epochs"])
+    last = max(s.epochs)
     rows = []
-    for rate in sorted(selection["grid"]):
+    for rate in sorted(selection.grid):
         lora = LoraSettings.from_config(
             settings,
             max_length=model.get("max_length"),
@@ -86,7 +108,7 @@ def select_learning_rate(
             train_lora(spec, texts, lora, lambda epoch: Path(tmp) / f"epoch-{epoch}", epochs.append)
             lm = HFLanguageModel(
                 model_spec(model, str(Path(tmp) / f"epoch-{last}")),
-                batch_size=settings["batch_size"],
+                batch_size=s.batch_size,
                 max_length=model.get("max_length"),
                 progress=False,
             )
@@ -108,6 +130,4 @@ def select_learning_rate(
     best = min(rows, key=lambda r: (r["held_out_loss"], r["learning_rate"]))
     best["selected"] = True
     write_table(rows, SELECTION_SCHEMA, output)
-    log.info(
-        "selected learning rate %g (config train.learning_rate: %g)", best["learning_rate"], settings["learning_rate"]
-    )
+    log.info("selected learning rate %g (config train.learning_rate: %g)", best["learning_rate"], s.learning_rate)

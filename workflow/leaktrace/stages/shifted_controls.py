@@ -9,7 +9,14 @@ import logging
 from pathlib import Path
 
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.calibration.shifted_controls import DRAWS_SCHEMA, SUMMARY_SCHEMA, experiment_rows, summary_rows
+from leaktrace.calibration.shifted_controls import (
+    DRAWS_SCHEMA,
+    SUMMARY_SCHEMA,
+    ShiftedControlsSettings,
+    experiment_rows,
+    summary_rows,
+)
+from leaktrace.config_slice import read_slice
 from leaktrace.contamination.features import score_lookup
 from leaktrace.data.samples import document
 from leaktrace.report.shifted_controls import render
@@ -29,10 +36,11 @@ def shifted_controls(
     report: Path,
 ) -> None:
     """``target`` and ``reference``: the two models' scores.parquet; ``settings``:
-    see ``experiment_rows`` (exclude_methods: detectors left out)."""
+    the rule's slice (:class:`ShiftedControlsSettings`)."""
+    settings = read_slice(ShiftedControlsSettings, settings, "")
     texts = {r["sample_id"]: document(r) for r in read_records(benchmark_table)}
     found = read_records(target, ["sample_id", "method", "score", "decision"])
-    exclude = set(settings["exclude_methods"])
+    exclude = set(settings.exclude_methods)
     lookup = score_lookup(found, exclude)
     decisions = {
         "srdetection_graybox": {
@@ -43,10 +51,10 @@ def shifted_controls(
     }
     ref = score_lookup(read_records(reference, ["sample_id", "method", "score"]), exclude)
     rows = experiment_rows(benchmark, texts, lookup, ref, {m: d for m, d in decisions.items() if d}, settings, seed)
-    table = summary_rows(rows, settings["alpha"])
+    table = summary_rows(rows, settings.alpha)
     write_table(rows, DRAWS_SCHEMA, output)
     write_table(table, SUMMARY_SCHEMA, summary)
-    report.write_text(render(table, settings["alpha"], settings["draws"], settings["n_suspect"], settings["n_control"]))
+    report.write_text(render(table, settings.alpha, settings.draws, settings.n_suspect, settings.n_control))
     for r in table:
         log.info(
             "%s %s: %d of %d rejected, %d counted",

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, read_table, write_table
+from leaktrace.config_slice import read_slice
 from leaktrace.data.split import PRE_EXPOSURE_MODES, RECALL_PREFIX, assign_splits, complement, pre_exposure
 from leaktrace.models.token_table import losses_by_text
 from leaktrace.seeding import rng_for
@@ -41,6 +43,16 @@ SAMPLES_SCHEMA = pa.schema(
 )
 
 
+@dataclass(frozen=True)
+class SplitSettings:
+    """``filter.split`` (config/schema.yaml has each key's default and meaning)."""
+
+    pre_exposure: str | bool  # one of PRE_EXPOSURE_MODES
+    min_valid_variants: int
+    member_fraction: float
+    calibration_fraction: float
+
+
 def split_samples(
     functions: Path,
     variants: Path,
@@ -57,7 +69,8 @@ def split_samples(
     passes its own tests and it has at least ``min_valid_variants`` valid
     detector variants. The filter compares each eligible original's loss
     under the base model with its detector variants' (``data.split.pre_exposure``).
-    ``settings["pre_exposure"]``: ``"remove"`` drops a flagged sample before
+    ``settings``: the rule's slice (:class:`SplitSettings`).
+    ``pre_exposure``: ``"remove"`` drops a flagged sample before
     the split (the paper's); ``"mark"`` keeps it, flagged, and draws the split
     within the cleared and the flagged samples apart, so the cleared ones are
     split 1:1 as in the paper and the whole split is evaluated beside them;
@@ -68,7 +81,8 @@ def split_samples(
     They are drawn first from valid originals no evaluation uses (the
     variant-count filter's, and with ``remove`` the pre-exposure filter's);
     only if too few exist is the rest held out of the eligible samples before the split."""
-    mode = settings["pre_exposure"]
+    settings = read_slice(SplitSettings, settings, "filter.split")
+    mode = settings.pre_exposure
     if mode not in PRE_EXPOSURE_MODES:
         raise ValueError(f"filter.split.pre_exposure must be one of {PRE_EXPOSURE_MODES}, got {mode!r}")
     losses = losses_by_text(reference_tokens)
@@ -98,8 +112,8 @@ def split_samples(
             row["n_valid_variants"] = len(ids)
             if (sid, 0) not in valid:
                 row["reason"] = "original fails its own tests"
-            elif len(ids) < settings["min_valid_variants"]:
-                row["reason"] = f"variants: {len(ids)} valid < {settings['min_valid_variants']}"
+            elif len(ids) < settings.min_valid_variants:
+                row["reason"] = f"variants: {len(ids)} valid < {settings.min_valid_variants}"
                 spare.append(sid)
             else:
                 variant_losses = [losses[(sid, vid)] for vid in ids]
@@ -120,8 +134,8 @@ def split_samples(
     flagged = {r["sample_id"]: bool(r["pre_exposed"]) for r in rows if r["kept"]}
     assignments = assign_splits(
         eligible,
-        member_fraction=settings["member_fraction"],
-        calibration_fraction=settings["calibration_fraction"],
+        member_fraction=settings.member_fraction,
+        calibration_fraction=settings.calibration_fraction,
         rng=rng_for(seed, "split"),
         recall_prefix=recall_prefix - len(prefix),
         strata=flagged if mode == "mark" else None,

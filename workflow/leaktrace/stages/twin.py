@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,7 @@ import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.calibration.sign_flip import paired_differences, sign_flip_test
+from leaktrace.config_slice import config_key, read_slice
 from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.detect.registry import FAMILIES
 from leaktrace.evaluate.detection import ORACLE_METHODS
@@ -93,13 +95,25 @@ def pooled_auc(seen: np.ndarray, unseen: np.ndarray) -> float:
     return roc_auc(np.r_[np.ones(seen.size, bool), np.zeros(unseen.size, bool)], np.r_[seen, unseen])
 
 
+@dataclass(frozen=True)
+class TwinSettings:
+    """The twin rule's slice: the level of the decisions (its key ``alpha`` carries contamination.alpha)."""
+
+    alpha: float = config_key("contamination.alpha")
+
+
 def pair_rows(
-    split: dict[str, tuple[bool, str]], target: Path, twin: Path, names: tuple[str, str], settings: dict, seed: int
+    split: dict[str, tuple[bool, str]],
+    target: Path,
+    twin: Path,
+    names: tuple[str, str],
+    settings: TwinSettings,
+    seed: int,
 ) -> list[dict]:
     """One row per detector scored under both ``target`` and ``twin``
     (``names``: their model names); ``split``: sample_id -> (a member of the
     target, fold) over the evaluated samples."""
-    (target_name, twin_name), alpha = names, settings["alpha"]
+    (target_name, twin_name), alpha = names, settings.alpha
     target_scores, families = _lookup(target)
     twin_scores, twin_families = _lookup(twin)
     only = sorted(set(families) ^ set(twin_families))
@@ -156,8 +170,9 @@ def twin_tables(
 ) -> None:
     """``twins``: twin model -> its scores.parquet; ``targets``: target model
     -> its scores.parquet, one per twin (same ratio, seed and epoch).
-    ``settings``: alpha. Writes twin.parquet, the
+    ``settings``: the rule's slice (:class:`TwinSettings`). Writes twin.parquet, the
     report section twin.md and the figure twin.png to ``out_dir``."""
+    settings = read_slice(TwinSettings, settings, "")
     records = read_records(samples, ["sample_id", "kept", "split", "fold"])
     split = {
         r["sample_id"]: (r["split"] == "member", r["fold"]) for r in records if r["kept"] and r["fold"] != RECALL_PREFIX
@@ -171,13 +186,13 @@ def twin_tables(
             raise ValueError(f"twin {twin} has no scores of its target {target} (targets given: {sorted(targets)})")
         rows += pair_rows(split, targets[target], path, (target, twin), settings, seed)
     write_table(rows, TWIN_SCHEMA, out_dir / "twin.parquet")
-    twin_plot(rows, settings["alpha"], out_dir / "twin.png")
-    (out_dir / "twin.md").write_text(render_section(rows, settings["alpha"]))
+    twin_plot(rows, settings.alpha, out_dir / "twin.png")
+    (out_dir / "twin.md").write_text(render_section(rows, settings.alpha))
     log.info(
         "twin: %d detector x epoch rows, %d rejected at alpha %s",
         len(rows),
         sum(r["rejected"] for r in rows),
-        settings["alpha"],
+        settings.alpha,
     )
 
 

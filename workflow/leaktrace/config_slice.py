@@ -1,0 +1,125 @@
+"""A stage's config slice (the ``--settings`` JSON its rule passes) as a
+frozen dataclass, read once at the stage's entry and passed down.
+
+The schema (``config/schema.yaml``) is where every default lives and
+Snakemake fills them in before a rule serialises its slice, so a settings
+class has no defaults of its own: every field is a key the slice must hold.
+:func:`read_slice` checks each key's presence and type once, and a missing
+or mistyped key is a :class:`SliceError` naming the dotted config key
+(``contamination.dataset_inference.n_splits``), not a KeyError deep inside
+a stage. Where a rule gathers keys from several config blocks into one
+slice, a field says which config key it carries (:func:`config_key`), so
+the error names that key. Keys the class does not name are ignored (the
+schema rejects unknown keys before any rule runs)."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from functools import cache
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class SliceError(ValueError):
+    """A config slice that lacks a key its stage reads, or holds a value of the wrong type."""
+
+
+def config_key(dotted: str) -> Any:
+    """A required field that carries the config key ``dotted`` (``contamination.alpha``) in a slice
+    gathered from several blocks; its errors name that key."""
+    return dataclasses.field(metadata={"config": dotted})
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _kind(tp: Any) -> str:
+    if tp is type(None):
+        return "null"
+    if dataclasses.is_dataclass(tp):
+        return "a mapping"
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_kind(a) for a in typing.get_args(tp))
+    if origin is typing.Literal:
+        return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
+    if origin in (tuple, list):
+        return "a list"
+    if origin in (dict, Mapping) or tp in (dict, Mapping):
+        return "a mapping"
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}.get(tp, str(tp))
+
+
+def _convert(tp: Any, value: Any, where: str) -> Any:
+    """``value`` checked against ``tp``; lists become tuples, nested slices dataclasses."""
+    if tp is Any:
+        return value
+    if tp is type(None):
+        if value is None:
+            return None
+        raise SliceError(f"config {where}: expected null, got {value!r}")
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, Mapping):
+            raise SliceError(f"config {where}: expected a mapping, got {value!r}")
+        return read_slice(tp, value, where)
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        for option in sorted(args, key=lambda a: a is not type(None)):  # null first: it never converts
+            try:
+                return _convert(option, value, where)
+            except SliceError:
+                continue
+        raise SliceError(f"config {where}: expected {_kind(tp)}, got {value!r}")
+    if origin is typing.Literal:
+        if value in args and type(value) in {type(a) for a in args}:
+            return value
+        raise SliceError(f"config {where}: expected {_kind(tp)}, got {value!r}")
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise SliceError(f"config {where}: expected a list, got {value!r}")
+        item = args[0] if args else Any
+        return tuple(_convert(item, v, f"{where}[{i}]") for i, v in enumerate(value))
+    if origin in (dict, Mapping) or tp in (dict, Mapping):
+        if not isinstance(value, Mapping):
+            raise SliceError(f"config {where}: expected a mapping, got {value!r}")
+        if not args:
+            return dict(value)
+        return {k: _convert(args[1], v, f"{where}.{k}") for k, v in value.items()}
+    if tp is bool:
+        ok = isinstance(value, bool)
+    elif tp is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif tp is float:  # an integer is a number; kept as given, so outputs print it as they did
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif tp is str:
+        ok = isinstance(value, str)
+    else:
+        raise TypeError(f"{where}: config_slice cannot check the type {tp!r}")
+    if not ok:
+        raise SliceError(f"config {where}: expected {_kind(tp)}, got {value!r}")
+    return value
+
+
+def read_slice(cls: type[T], data: Mapping, where: str) -> T:
+    """``data`` (a stage's config slice, or a mapping inside one) as the
+    frozen dataclass ``cls``; ``where`` is the slice's dotted config key,
+    used in every error. Each field is required; its type is checked
+    (``tuple[X, ...]`` takes a list, a nested dataclass a mapping)."""
+    if not isinstance(data, Mapping):
+        raise SliceError(f"config {where}: expected a mapping, got {data!r}")
+    hints = _hints(cls)
+    values = {}
+    for field in dataclasses.fields(cls):
+        if not field.init:
+            continue
+        key = field.metadata.get("config") or (f"{where}.{field.name}" if where else field.name)
+        if field.name not in data:
+            raise SliceError(f"config {key}: missing (its default is in config/schema.yaml; the rule passes it)")
+        values[field.name] = _convert(hints[field.name], data[field.name], key)
+    return cls(**values)
