@@ -66,7 +66,8 @@ def test_default_config_dry_run_plans_every_stage(tmp_path):
 def test_micro_run_writes_every_artifact(micro_run):
     from leaktrace.models.token_table import losses_by_text
 
-    workdir, _ = micro_run
+    workdir, effective = micro_run
+    calibration_settings = yaml.safe_load(effective.read_text())["calibration"]
     out = workdir / "results" / "micro"
     samples = pq.read_table(out / "filter" / "humaneval.samples.parquet").to_pylist()
     assert len(samples) == 16
@@ -161,8 +162,12 @@ def test_micro_run_writes_every_artifact(micro_run):
         "twin-r1-s0-e1",
     }
     checked = [r for r in table if r["null"] != "random publication"]  # the watermark's own levels: its test below
+    draws = {
+        "re-partitioned": calibration_settings["repartitions"],
+        "re-randomised membership": calibration_settings["memberships"],
+    }
     assert {r["alpha"] for r in checked} == {0.05, 0.1, 0.2} and all(
-        r["n"] == 200 for r in checked if r["null"] != "calibration fold"
+        r["n"] == draws[r["null"]] for r in checked if r["null"] != "calibration fold"
     )
     assert "### Null: re-partitioned" in (out / "aggregate/humaneval/calibration.md").read_text()
     # LessLeak's RQ3: n completions a problem of the reference and the headline target, each with its sandbox
