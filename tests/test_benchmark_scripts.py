@@ -111,6 +111,7 @@ SMOKE = {
     "verify_cfamily_cv.py": Smoke(
         ("--folds", "2", "--seeds", "0", "--bootstrap", "20"), r"Hard cases .* MCC", slow=True
     ),
+    "verify_speed.py": Smoke(("--pairs", "30", "--rounds", "1"), r"pairs/s/core"),
     "verify_devset.py": Smoke(
         ("--cache", "smoke-verify", "--limit", "20", "--workers", "1"), r"held-out half", slow=True
     ),

@@ -17,10 +17,12 @@ from leaktrace.cli import main as cli
 from leaktrace.leakage import combiner
 from leaktrace.leakage.boilerplate import strip_boilerplate
 from leaktrace.leakage.features import FEATURES, line_overlap, lines
+from leaktrace.leakage.lexer import lex, lex_columns
 from leaktrace.leakage.lsh import band_keys
 from leaktrace.leakage.minhash import Signer
 from leaktrace.leakage.pairs import settings_for
 from leaktrace.leakage.settings import resolve
+from leaktrace.leakage.statement import split_prose
 from leaktrace.leakage.verify import Verifier
 from leaktrace.stages.train_verifier import labels_and_groups, read_labelled, train_verifier
 
@@ -141,6 +143,23 @@ def test_c_family_lines_are_cut_at_statements():
     )
     assert line_overlap(lines(one_line, "c"), lines(formatted, "c")) == (1.0, 1.0)
     assert line_overlap([], ["x"]) == (0.0, 0.0)
+
+
+def test_lines_break_at_line_ends_and_cuts_only():
+    # a cut right before a line break gives no empty line; \r, \f and tabs are whitespace inside a line;
+    # a line of punctuation alone is dropped
+    assert lines("a ;\n\n  ;\r\nb{ }\x0c}\n", "c") == ["a;", "b{"]
+    assert lines("x = 1 \r\n  )\n\tif  y :", "python") == ["x=1", "ify:"]
+    assert lines("", "c") == lines("", "python") == []
+
+
+def test_prose_is_split_from_code_on_the_lexer_columns():
+    kinds, texts = lex_columns('x = "a b c d"  # note here\ny = "short"', "python", comments=True)
+    assert kinds == ["name", "op", "string", "comment", "name", "op", "string"]
+    prose, code_kinds, code_texts = split_prose(kinds, texts)
+    assert prose == ['"', "a", "b", "c", "d", '"', "#", "note", "here"]
+    assert (code_kinds, code_texts) == (["name", "op", "name", "op", "string"], ["x", "=", "y", "=", '"short"'])
+    assert lex("x = 1  # one", "python") == [("name", "x"), ("op", "="), ("number", "1")]
 
 
 @pytest.mark.parametrize(

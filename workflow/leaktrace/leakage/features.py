@@ -43,22 +43,19 @@ from leaktrace.leakage.structure import as_text
 
 FEATURES = ("tokens", "containment", "lines", "alignment", "statement", "statement_words")
 
-_SPACE = re.compile(r"\s+")
-_C_BREAK = re.compile(r"(?<=[;{}])")
-_TRIVIAL = re.compile(r"[^\w]*")
+_INLINE_SPACE = re.compile(r"[^\S\n]+")  # whitespace but the line breaks
+_C_PIECES = re.compile(r"\n|(?<=[;{}])")  # a line break, or after ; { }
+_WORD = re.compile(r"\w")
 
 
 def lines(text: str, language: str | None) -> list[str]:
-    """The lines of ``text`` that carry something, whitespace removed (cut
-    after ``;``, ``{``, ``}`` unless ``language`` is Python or text)."""
-    cut = language not in ("python", "text")
-    out = []
-    for line in text.split("\n"):
-        line = _SPACE.sub("", line)
-        for piece in _C_BREAK.split(line) if cut else (line,):
-            if piece and not _TRIVIAL.fullmatch(piece):
-                out.append(piece)
-    return out
+    """The lines of ``text`` that carry something (a word character), whitespace
+    removed (cut after ``;``, ``{``, ``}`` unless ``language`` is Python or
+    text). Whole-text passes: whitespace inside lines out first, then one
+    split at the line breaks (and the cuts)."""
+    text = _INLINE_SPACE.sub("", text)
+    pieces = text.split("\n") if language in ("python", "text") else _C_PIECES.split(text)
+    return [piece for piece in pieces if _WORD.search(piece)]
 
 
 def line_overlap(bench: list[str], corpus: list[str]) -> tuple[float, float]:

@@ -13,6 +13,11 @@ Three token streams come out of it, all aligned with the token list:
 - ``blind``: every identifier ``ID``, strings ``STR``, numbers ``NUM`` (the
   normalised sequence Type-3 similarity is measured on).
 
+The streams take (kind, text) pairs: :class:`Token` lists, or the two
+columns of :func:`lex_columns` zipped. The verifier lexes both sides of every
+pair, so it reads the columns (the kinds and the texts as two lists, built by
+C loops over the matches, no object per token beyond its text).
+
 Problem text (``language`` ``text``: a text-only benchmark sample, and the
 corpus text it is compared with) lexes as words and punctuation; a word is
 never renamed or blinded, so two texts are Type-1 only when their words agree
@@ -25,6 +30,11 @@ still reads as the same code.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+from functools import partial
+from itertools import compress
+from operator import attrgetter
 from typing import NamedTuple
 
 from leaktrace.languages import C_KEYWORDS, C_LIKE, LANGUAGES, PYTHON, PYTHON_IMPORT, PYTHON_KEYWORDS, TEXT
@@ -39,6 +49,13 @@ def lex(text: str, language: str | None, *, comments: bool = False) -> list[Toke
     """Tokens of ``text``, without comments unless ``comments`` (kind
     ``comment``); ``language`` None or unknown lexes as Python if the text has
     no C-style comment markers, else as C-like."""
+    return list(map(_token, zip(*lex_columns(text, language, comments=comments), strict=True)))
+
+
+def lex_columns(text: str, language: str | None, *, comments: bool = False) -> tuple[list[str], list[str]]:
+    """:func:`lex` as two parallel lists, the kinds and the texts of the
+    tokens: no object per token beyond its text, every loop over the tokens
+    in C (the verifier lexes both sides of every pair)."""
     if language is None or language not in LANGUAGES:
         language = "python" if "/*" not in text and "//" not in text else "c"
     if language == "text":
@@ -48,21 +65,29 @@ def lex(text: str, language: str | None, *, comments: bool = False) -> list[Toke
         pattern = PYTHON
     else:
         pattern = C_LIKE
-    new = tuple.__new__  # Token(kind, text) without the constructor's call overhead
-    return [
-        new(Token, (m.lastgroup, m.group())) for m in pattern.finditer(text) if comments or m.lastgroup != "comment"
-    ]
+    matches = list(pattern.finditer(text))
+    kinds = list(map(_KIND, matches))
+    texts = list(map(_TEXT, matches))
+    if not comments and "comment" in kinds:
+        keep = list(map("comment".__ne__, kinds))
+        kinds, texts = list(compress(kinds, keep)), list(compress(texts, keep))
+    return kinds, texts
+
+
+_KIND = attrgetter("lastgroup")
+_TEXT = re.Match.group  # group 0: the token's text
+_token = partial(tuple.__new__, Token)  # Token from a (kind, text) pair without the constructor's call overhead
 
 
 def keywords_for(language: str | None) -> frozenset[str]:
     return PYTHON_KEYWORDS if language in (None, "python") else C_KEYWORDS
 
 
-def layout_stream(tokens: list[Token]) -> list[str]:
-    return [" ".join(t.text.split()) if t.kind == "string" else t.text for t in tokens]
+def layout_stream(tokens: Iterable[tuple[str, str]]) -> list[str]:
+    return [" ".join(text.split()) if kind == "string" else text for kind, text in tokens]
 
 
-def renamed_stream(tokens: list[Token], keywords: frozenset[str]) -> list[str]:
+def renamed_stream(tokens: Iterable[tuple[str, str]], keywords: frozenset[str]) -> list[str]:
     names: dict[str, str] = {}
     out = []
     append = out.append
@@ -83,7 +108,7 @@ def renamed_stream(tokens: list[Token], keywords: frozenset[str]) -> list[str]:
 _LITERAL = {"string": "STR", "number": "NUM"}
 
 
-def blind_stream(tokens: list[Token], keywords: frozenset[str]) -> list[str]:
+def blind_stream(tokens: Iterable[tuple[str, str]], keywords: frozenset[str]) -> list[str]:
     # one comprehension, no method calls: the verifier computes this stream for both sides of every pair
     return [
         ("ID" if text not in keywords else text)

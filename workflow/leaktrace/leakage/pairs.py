@@ -53,14 +53,19 @@ def settings_for(preset: str, execute: bool, **overrides) -> VerifySettings:
 
 
 def verify_records(pairs: list[dict], verifier: Verifier, *, always_execute: bool = False) -> list[Verdict]:
-    """Each pair's verdict (a benchmark sample's side is computed once, however many pairs it is in)."""
+    """Each pair's verdict (a text's side is computed once, however many pairs
+    it is in: a benchmark sample is in many, and so is a corpus file)."""
     sides = []
     benches: dict[tuple, Side] = {}
+    corpora: dict[tuple, Side] = {}
     for p in pairs:
         lang = p.get("language")
         key = (p["bench_text"], lang, p.get("tests"), p.get("entry_point"))
         if key not in benches:
             benches[key] = verifier.side(p["bench_text"], lang, test=p.get("tests"), entry_point=p.get("entry_point"))
-        sides.append((benches[key], verifier.side(p["corpus_text"], lang)))
+        corpus_key = (p["corpus_text"], lang)
+        if corpus_key not in corpora:
+            corpora[corpus_key] = verifier.side(p["corpus_text"], lang)
+        sides.append((benches[key], corpora[corpus_key]))
     items = [(bench, corpus, v) for (bench, corpus), v in zip(sides, verifier.verdicts(sides), strict=True)]
     return verifier.execute(items, always=always_execute)

@@ -14,8 +14,7 @@ differ only in ``<>`` against ``()``.
 from __future__ import annotations
 
 import re
-
-from leaktrace.leakage.lexer import Token
+from itertools import compress, count
 
 PROSE_MIN_WORDS = 4
 WORD_NGRAM = 3
@@ -32,28 +31,42 @@ def word_shingles(tokens: list[str], n: int = WORD_NGRAM) -> set[str]:
     return set(map(" ".join, zip(*(tokens[i:] for i in range(n)), strict=False)))
 
 
-def is_prose(token: Token) -> bool:
-    return token.kind == "comment" or (token.kind == "string" and len(token.text.split()) >= PROSE_MIN_WORDS)
+def is_prose(kind: str, text: str) -> bool:
+    return kind == "comment" or (kind == "string" and len(text.split()) >= PROSE_MIN_WORDS)
 
 
-def problem_words(text: str, code: str, tokens: list[Token], language: str | None, text_language: str) -> list[str]:
-    """The words of a text's problem statement: its prose tokens (``tokens``,
-    lexed from ``code`` with comments), and the words of ``text`` outside
-    ``code`` (a statement before the solution); every word of a text-only
-    sample (``language`` is ``text_language``)."""
+def problem_words(text: str, code: str, prose: list[str], language: str | None, text_language: str) -> list[str]:
+    """The words of a text's problem statement: ``prose``, the words of the
+    prose tokens of ``code`` (:func:`split_prose`), and the words of ``text``
+    outside ``code`` (a statement before the solution); every word of a
+    text-only sample (``language`` is ``text_language``)."""
     if language == text_language:
         return words(code)
-    prose, _ = split_prose(tokens)
     return words(text.replace(code, " ")) + prose if code != text else prose
 
 
-def split_prose(tokens: list[Token]) -> tuple[list[str], list[Token]]:
-    """(the words of the prose tokens, in order; the code tokens, comments and prose strings removed)."""
+def split_prose(kinds: list[str], texts: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """(the words of the prose tokens, in order; the kinds and the texts of
+    the code tokens, comments and prose strings removed) of a lexed text's
+    columns (:func:`~leaktrace.leakage.lexer.lex_columns`). Only comments and
+    strings are looked at one by one; the code between them is copied in
+    slices (the input lists are returned when nothing is removed)."""
     prose: list[str] = []
-    code: list[Token] = []
-    for t in tokens:
-        if is_prose(t):
-            prose += words(t.text)
-        elif t.kind != "comment":
-            code.append(t)
-    return prose, code
+    candidates = list(compress(count(), map(_MAYBE_PROSE.__contains__, kinds)))
+    cut = [i for i in candidates if is_prose(kinds[i], texts[i])]
+    if not cut:
+        return prose, kinds, texts
+    code_kinds: list[str] = []
+    code_texts: list[str] = []
+    start = 0
+    for i in cut:
+        code_kinds += kinds[start:i]
+        code_texts += texts[start:i]
+        prose += words(texts[i])
+        start = i + 1
+    code_kinds += kinds[start:]
+    code_texts += texts[start:]
+    return prose, code_kinds, code_texts
+
+
+_MAYBE_PROSE = frozenset(("comment", "string"))

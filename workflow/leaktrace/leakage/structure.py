@@ -41,10 +41,11 @@ def best_window(bench: str, corpus: str) -> tuple[int, int] | None:
     return al.dest_start, al.dest_end
 
 
-def alignment(bench: list[str], corpus: list[str]) -> float:
+def alignment(bench: list[str], corpus: list[str], texts: tuple[str, str] | None = None) -> float:
+    """``texts``: ``as_text(bench, corpus)`` when the caller has it already."""
     if not bench or not corpus:
         return 0.0
-    b, c = as_text(bench, corpus)
+    b, c = texts if texts is not None else as_text(bench, corpus)
     if len(c) > ALIGN_MARGIN * len(b):
         window = best_window(b, c)
         if window is not None:

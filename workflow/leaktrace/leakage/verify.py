@@ -74,6 +74,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
+from itertools import compress
 
 from rapidfuzz.distance import Indel
 
@@ -81,7 +82,7 @@ from leaktrace.leakage import combiner
 from leaktrace.leakage.boilerplate import strip_boilerplate
 from leaktrace.leakage.execution import Executor, Program, callable_as, runnable
 from leaktrace.leakage.features import line_overlap, lines, vector
-from leaktrace.leakage.lexer import Token, blind_stream, keywords_for, layout_stream, lex, renamed_stream
+from leaktrace.leakage.lexer import Token, blind_stream, keywords_for, layout_stream, lex_columns, renamed_stream
 from leaktrace.leakage.statement import problem_words, split_prose, word_shingles, words
 from leaktrace.leakage.structure import ALIGN_MARGIN, alignment, as_text, ast_shape, best_window, shape_similarity
 from leaktrace.leakage.tokens import shingle_set, shingles, token_set
@@ -119,12 +120,14 @@ class Side:
     shingles: set[
         str
     ]  # the automated flag's: of the whole text as given (boilerplate included), or its tokens (flag tokens)
-    tokens: list[Token]  # of the code (or of the text of a text-only sample), comments removed
+    kinds: list[str]  # the tokens of the code (or of the text of a text-only sample), comments removed: their kinds
+    texts: list[str]  # ... and their texts (lexer.lex_columns)
     language: str | None
     code_shingles: set[str]  # token n-grams of the code, prose strings removed
     prose: set[str]  # word 3-grams of the problem text (comments, docstrings, a text's words)
     prose_words: int
     words: set[str]  # word 3-grams of the whole text: where a statement is looked for
+    blind: list[str]  # blind stream of the tokens (kinds, texts), the side's own keywords
     blind_code: list[str]  # blind stream of the code, prose strings removed
     shape: list[str] | None
     lines: list[str]  # the lines that carry something (leaktrace.leakage.features.lines)
@@ -137,10 +140,30 @@ class Side:
     def keywords(self) -> frozenset[str]:
         return keywords_for(self.language)
 
+    @property
+    def tokens(self) -> list[Token]:
+        return [Token(k, t) for k, t in zip(self.kinds, self.texts, strict=True)]
+
     @cached_property
-    def blind(self) -> list[str]:
-        """The blind stream of ``tokens``, computed once however many pairs the side is in."""
-        return blind_stream(self.tokens, self.keywords)
+    def layout(self) -> list[str]:
+        """The layout stream of the tokens, computed once however many pairs the side is in."""
+        return layout_stream(zip(self.kinds, self.texts, strict=True))
+
+    @cached_property
+    def literals(self) -> list[str]:
+        """The texts of the string and number tokens, in order."""
+        return _literals(self.kinds, self.texts)
+
+    def renamed(self, keywords: frozenset[str]) -> list[str]:
+        """The renamed stream of the tokens under ``keywords``, computed once per keyword set."""
+        cache = self.__dict__.setdefault("_renamed", {})
+        if keywords not in cache:
+            cache[keywords] = renamed_stream(zip(self.kinds, self.texts, strict=True), keywords)
+        return cache[keywords]
+
+
+def _literals(kinds: list[str], texts: list[str]) -> list[str]:
+    return [t for k, t in zip(kinds, texts, strict=True) if k == "string" or k == "number"]
 
 
 @dataclass(frozen=True)
@@ -315,24 +338,34 @@ class Verifier:
         code = text if code is None else code
         clean_text = strip_boilerplate(text)
         clean_code = clean_text if code == text else strip_boilerplate(code)
-        tokens = lex(clean_code, language, comments=True)
-        _, code_tokens = split_prose(tokens)
+        all_kinds, all_texts = lex_columns(clean_code, language, comments=True)
+        code_prose, code_kinds, code_texts = split_prose(all_kinds, all_texts)
         # a text-only sample's words are its prose, and its tokens are compared as code
-        prose = problem_words(clean_text, clean_code, tokens, language, "text")
+        prose = problem_words(clean_text, clean_code, code_prose, language, "text")
         kw = keywords_for(language)
+        if "comment" in all_kinds:
+            keep = list(map("comment".__ne__, all_kinds))
+            kinds, texts = list(compress(all_kinds, keep)), list(compress(all_texts, keep))
+        else:
+            kinds, texts = all_kinds, all_texts
+        blind = blind_stream(zip(kinds, texts, strict=True), kw)
+        # the code tokens are the tokens when no string is prose (comments are already out): one stream
+        same = len(code_kinds) == len(kinds)
         return Side(
             shingles=(
                 token_set(text, self.s.tokenizer)
                 if self.s.flag == "tokens"
                 else shingle_set(text, self.s.tokenizer, self.s.ngram)
             ),
-            tokens=[t for t in tokens if t.kind != "comment"],
+            kinds=kinds,
+            texts=texts,
             language=language,
-            code_shingles=set(shingles([t.text for t in code_tokens], CODE_NGRAM)),
+            code_shingles=set(shingles(code_texts, CODE_NGRAM)),
             prose=word_shingles(prose),
             prose_words=len(prose),
             words=word_shingles(words(clean_text)),
-            blind_code=blind_stream(code_tokens, kw),
+            blind=blind,
+            blind_code=blind if same else blind_stream(zip(code_kinds, code_texts, strict=True), kw),
             shape=ast_shape(clean_code) if language in (None, "python") else None,
             lines=lines(clean_text, language),
             code=code,
@@ -366,31 +399,37 @@ class Verifier:
         statement = len(bench.prose & corpus.words) / len(bench.prose) if bench.prose else 0.0
         flagged = jaccard >= self.s.jaccard or (self.s.containment is not None and containment >= self.s.containment)
         kw = bench.keywords
-        b_tokens, c_tokens = bench.tokens, corpus.tokens
+        n_bench = len(bench.kinds)
+        c_kinds, c_texts = corpus.kinds, corpus.texts
         b_blind = bench.blind  # kw is the bench side's keywords
-        c_blind = corpus.blind if corpus.keywords == kw else blind_stream(c_tokens, kw)
+        c_blind = corpus.blind if corpus.keywords == kw else blind_stream(zip(c_kinds, c_texts, strict=True), kw)
         aligned = False
-        if b_tokens and len(c_tokens) > ALIGN_MARGIN * len(b_tokens):
-            window = best_window(*as_text(b_blind, c_blind))
+        b_text, c_text = whole = as_text(b_blind, c_blind)  # one character a token
+        if n_bench and len(c_kinds) > ALIGN_MARGIN * n_bench:
+            window = best_window(b_text, c_text)
             if window is not None:
-                c_tokens = c_tokens[window[0] : window[1]]
-                c_blind = c_blind[window[0] : window[1]]  # the stream maps token to token
+                c_kinds, c_texts = c_kinds[window[0] : window[1]], c_texts[window[0] : window[1]]
+                c_text = c_text[window[0] : window[1]]  # the stream maps token to token
                 aligned = True
-        b_text, c_text = as_text(b_blind, c_blind)
-        similarity = Indel.normalized_similarity(b_text, c_text) if b_tokens or c_tokens else 0.0
-        # both streams map token to token, so sides of different lengths differ (no stream needed)
-        same_length = bool(b_tokens) and len(b_tokens) == len(c_tokens)
-        layout_equal = same_length and layout_stream(b_tokens) == layout_stream(c_tokens)
-        renamed_equal = same_length and renamed_stream(b_tokens, kw) == renamed_stream(c_tokens, kw)
-        literals_equal = [t.text for t in b_tokens if t.kind in ("string", "number")] == [
-            t.text for t in c_tokens if t.kind in ("string", "number")
-        ]
+        # (the Indel similarity sees only which tokens are equal: the window's text is the whole's, sliced)
+        similarity = Indel.normalized_similarity(b_text, c_text) if n_bench or c_kinds else 0.0
+        # both streams map token to token, so sides of different lengths differ (no stream needed);
+        # a whole side's streams are computed once (Side), a window's here
+        same_length = bool(n_bench) and n_bench == len(c_kinds)
+        if aligned:
+            layout_equal = same_length and bench.layout == layout_stream(zip(c_kinds, c_texts, strict=True))
+            renamed_equal = same_length and bench.renamed(kw) == renamed_stream(zip(c_kinds, c_texts, strict=True), kw)
+            literals_equal = bench.literals == _literals(c_kinds, c_texts)
+        else:
+            layout_equal = same_length and bench.layout == corpus.layout
+            renamed_equal = same_length and bench.renamed(kw) == corpus.renamed(kw)
+            literals_equal = bench.literals == corpus.literals
         note = runnable(bench.language, bench.test, bench.entry_point) or (
             None if self.executor else "execution not enabled"
         )
         in_lines, in_corpus_lines = line_overlap(bench.lines, corpus.lines)
         v = Verdict(
-            len(b_tokens),
+            n_bench,
             jaccard,
             containment,
             containment_corpus,
@@ -399,7 +438,11 @@ class Verifier:
             statement,
             bench.prose_words,
             similarity,
-            alignment(bench.blind_code, corpus.blind_code),
+            alignment(
+                bench.blind_code,
+                corpus.blind_code,
+                whole if bench.blind_code is b_blind and corpus.blind_code is c_blind else None,
+            ),
             shape_similarity(bench.shape, corpus.shape),
             in_lines,
             in_corpus_lines,
