@@ -37,7 +37,7 @@ class Smoke:
 
 SMOKE = {
     "backend_overhead.py": Smoke(("--prompts", "2", "--tokens", "2", "--concurrency", "1"), r"prompts/s"),
-    "check_cfamily_devset.py": Smoke(("--out", "smoke-verify"), r"held-out F1"),
+    "check_cfamily_devset.py": Smoke(("--out", "smoke-verify"), r"held-out F1", slow=True),  # 12 s on 2026-11-28
     "counterfactual_signal.py": Smoke(
         (RUN, "--resamples", "20"),
         r"\| metric \| n \(m / nm\) \|",
@@ -53,6 +53,7 @@ SMOKE = {
         ("--mix", f"{RUN}/train/humaneval/ratio-1/mix.parquet", "--epochs", "1"),
         r"length-grouped / random: wall time [\d.]+",
         uses_run=True,
+        slow=True,  # 37 s on 2026-11-28
     ),
     "model_threads.py": Smoke(("--texts", "2", "--new-tokens", "2"), r"side by side is [\d.]+x faster", slow=True),
     "names_per_variant.py": Smoke(
