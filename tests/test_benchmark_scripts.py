@@ -72,6 +72,7 @@ SMOKE = {
         ),
         r"Null check under the base model",
         uses_run=True,
+        slow=True,  # 35 s on 2026-11-28
     ),
     "natural_variants.py": Smoke(
         (
