@@ -273,6 +273,9 @@ def test_micro_verdict_has_a_section_per_model_and_a_short_headline(micro_run):
         assert "[pairs.parquet](leakage/training-mix/pairs.parquet)" in section  # the scan's copies, linked
     target = next(s for s in sections if s.startswith("target-r1-s0-e1 × "))
     assert "| dataset inference |" in target and "| complement twin (twin-r1-s0-e1) |" in target
+    twin = next(s for s in sections if s.startswith("twin-r1-s0-e1 × "))
+    assert "| complement twin (target-r1-s0-e1) | design |" in twin  # the twin's own section shows the test
+    assert "the evaluation fold's whole split" in headline and "the same samples" in headline  # like with like
     # the audit part of the micro run: one section per audited model, the blind baseline not measured
     for model in ("base", "lora", "tiny"):
         assert any(s.startswith(f"{model} × humaneval") for s in sections), model
@@ -380,3 +383,62 @@ def test_the_per_sample_row_says_when_no_flag_can_be_raised():
     assert _unreachable_flags({"n_control": 13, "alpha": 0.05}) == " (none can be raised: 13 controls give p ≥ 1/14)"
     assert _unreachable_flags({"n_control": 19, "alpha": 0.05}) == ""
     check_wording(_unreachable_flags({"n_control": 13, "alpha": 0.05}), "the row")
+
+
+# -- the smaller errors ------------------------------------------------------------------------------------------
+
+
+def test_the_chance_null_tail_is_exact_where_scipy_underflows():
+    """164 samples at chance 1/11 (10 variants each), 60 flagged: the exact
+    binomial tail is 7.5e-22; scipy's poisson_binom(...).sf cancels to a wrong
+    4.8e-15, and at 40 of 40 to 0."""
+    import numpy as np
+    from scipy.stats import binom
+
+    from leaktrace.calibration.power import poisson_binomial_sf
+
+    assert poisson_binomial_sf(np.full(164, 1 / 11), 60) == pytest.approx(binom.sf(59, 164, 1 / 11), rel=1e-9)
+    assert poisson_binomial_sf(np.full(40, 0.1), 40) == pytest.approx(1e-40, rel=1e-9)
+    assert poisson_binomial_sf(np.array([0.2, 0.5]), 0) == 1.0
+    assert poisson_binomial_sf(np.array([0.2, 0.5]), 1) == pytest.approx(1 - 0.8 * 0.5)
+
+
+def test_the_twins_resolution_follows_its_enumeration_and_its_section_shows_the_test():
+    from leaktrace.report.verdict import twin_test
+
+    base = {"model": "target", "twin": "twin", "method": "loss", "alpha": 0.05, "rejected": True}
+    exact = twin_test([base | {"p_value": 1e-4, "n": 15, "exact": True, "n_sign_vectors": 2**15}], "target")
+    assert "resolution 2^-15 = 3.1e-05 (every sign vector of 15 samples)" in exact.power
+    sampled = twin_test([base | {"p_value": 1e-4, "n": 128, "exact": False, "n_sign_vectors": 10_000}], "target")
+    assert "smallest p 1/10001 = 1.0e-04 (10,000 random sign vectors over 128 samples)" in sampled.power
+    assert "2^-128" not in sampled.power
+    mine = twin_test([base | {"p_value": 1e-4, "n": 15, "exact": True, "n_sign_vectors": 2**15}], "twin")
+    assert mine is not None and mine.name == "complement twin (target)" and mine.tier == "design"
+
+
+def test_pac_flags_are_counted_per_detector_not_summed():
+    from leaktrace.report.verdict import audit_verdict_tests
+
+    common = {"model": "m", "benchmark": "b", "test": "conformal_flags", "n_suspect": 60, "blind_rejected": False}
+    rows = [common | {"detector": d, "n_flagged_pac": k, "note": "n"} for d, k in (("loss", 40), ("zlib", 67 - 40))]
+    (flags,) = audit_verdict_tests(rows)
+    assert flags.result == "PAC flags per detector (of 60 suspects): loss 40, zlib 27" and "107" not in flags.result
+
+
+def test_a_chance_null_the_null_check_rejects_reads_fails():
+    from leaktrace.report.verdict import chance_null_state
+
+    rejected = {
+        "model": "reference",
+        "method": "srdetection_graybox",
+        "rate": 0.383,
+        "rate_low": 0.3,
+        "rate_high": 0.47,
+        "expected_rate": 0.156,
+        "verdict": "outside CI of 1/(n+1)",
+    }
+    state, why = chance_null_state("gray-box", [rejected])
+    assert state == FAILS and "0.383" in why and "0.156" in why
+    state, _ = chance_null_state("gray-box", [rejected | {"verdict": "within CI of 1/(n+1)"}])
+    assert state == NOT_REFUTED
+    assert chance_null_state("black-box", [rejected])[0] == NOT_MEASURED
