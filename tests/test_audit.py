@@ -270,6 +270,21 @@ def test_the_contrasts_reference_must_be_an_audited_model(tmp_path):
     )
 
 
+def test_negative_controls_and_training_data_must_name_what_the_config_has(tmp_path):
+    config = overlay(tmp_path, {"audit": {"negative_controls": ["model-z"], "training_data": ["no-such-scan"]}})
+    result = snakemake(REPO, "-n", "--configfile", str(config), timeout=300)
+    assert result.returncode != 0
+    assert (
+        "audit.negative_controls: 'model-z' not audit.models names (configured: model-a, model-b)"
+        in result.stdout + result.stderr
+    )
+    config = overlay(tmp_path, {"audit": {"training_data": ["no-such-scan"]}})
+    result = snakemake(REPO, "-n", "--configfile", str(config), timeout=300)
+    assert result.returncode != 0 and "audit.training_data: 'no-such-scan' not leakage.scans names" in (
+        result.stdout + result.stderr
+    )
+
+
 def test_functional_memorisation_on_a_non_testbed_benchmark_needs_two_models(tmp_path):
     config = overlay(
         tmp_path, {"counterfactual": {"sources": {"fm": {"benchmark": "mbpp-audit", "target": "model-a"}}}}
