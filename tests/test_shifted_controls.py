@@ -85,7 +85,20 @@ def _pool(n=40, shift=3.0):
     return texts, lookup, {"loss": reference}, decisions
 
 
-def test_a_never_exposed_model_against_shifted_controls_is_gated_and_the_contrast_holds():
+def _page(rows):
+    from leaktrace.report.verdict import answer, answer_kind, audit_verdict_tests
+
+    return answer_kind(answer(audit_verdict_tests(rows), 0.05, 0.75))
+
+
+@pytest.fixture(scope="module")
+def experiment():
+    """The pool's draws in every arm, with the verdict page's answers: made once for the module's tests."""
+    texts, lookup, reference, decisions = _pool()
+    return experiment_rows(BENCH, texts, lookup, reference, decisions, SETTINGS, seed=1, page_answer=_page)
+
+
+def test_a_never_exposed_model_against_shifted_controls_is_gated_and_the_contrast_holds(experiment):
     """Shifted controls (higher loss, no docstrings): the naive tests of a
     model that saw nothing reject (dataset inference, flags on -loss...) but
     the blind baseline rejects too (p = 1/20), so none counts as evidence;
@@ -93,7 +106,7 @@ def test_a_never_exposed_model_against_shifted_controls_is_gated_and_the_contras
     shifted): the same, with the one-sided flags firing on the other
     detector. Unshifted: the same problems as released, nothing is gated."""
     texts, lookup, reference, decisions = _pool()
-    rows = experiment_rows(BENCH, texts, lookup, reference, decisions, SETTINGS, seed=1)
+    rows = experiment
     assert {(r["condition"], r["draw"]) for r in rows} == {(c, d) for c in CONDITIONS for d in (0, 1)}
     shifted = [r for r in rows if r["condition"] in ("shifted", "reversed")]
     unshifted = [r for r in rows if r["condition"] == "unshifted"]
@@ -127,7 +140,7 @@ def test_a_never_exposed_model_against_shifted_controls_is_gated_and_the_contras
         and summary[("shifted", "conformal_flags")]["n_draws"] == 4
     )
     assert summary[("unshifted", "reference_contrast")]["rate"] == 0.0
-    assert rows == experiment_rows(BENCH, texts, lookup, reference, decisions, SETTINGS, seed=1)  # seeded
+    assert rows == experiment_rows(BENCH, texts, lookup, reference, decisions, SETTINGS, seed=1, page_answer=_page)
     with pytest.raises(ValueError, match="need 42 problems; the pool has 40"):
         experiment_rows(BENCH, texts, lookup, reference, decisions, replace(SETTINGS, n_suspect=22), seed=1)
 
@@ -149,29 +162,20 @@ def test_controls_chosen_by_loss_or_id_change_no_text_and_differ_as_asked():
         select_controls("unshifted", pool, suspects, 10, loss, seed=0)
 
 
-def test_the_page_never_answers_evidence_of_exposure_for_a_never_exposed_model():
+def test_the_page_never_answers_evidence_of_exposure_for_a_never_exposed_model(experiment):
     """Every arm, every draw: the verdict page's own rule on the target's rows
     reads "observational finding" at most; the tally carries its interval."""
-    from leaktrace.report.verdict import answer, answer_kind, audit_verdict_tests
-
-    texts, lookup, reference, decisions = _pool()
-
-    def page(rows):
-        return answer_kind(answer(audit_verdict_tests(rows), 0.05, 0.75))
-
-    rows = experiment_rows(BENCH, texts, lookup, reference, decisions, SETTINGS, seed=1, page_answer=page)
-    tally = page_rows(rows)
+    tally = page_rows(experiment)
     assert {r["condition"] for r in tally} == set(CONDITIONS)
     evidence = [r for r in tally if r["answer"] == "Evidence of exposure"]
     assert all(r["n_answered"] == 0 and r["n_draws"] == 2 and r["rate_high"] < 0.85 for r in evidence)
     assert sum(r["n_answered"] for r in tally) == 2 * len(CONDITIONS)
 
 
-def test_regression_the_report_names_each_rate_and_what_the_gate_left():
+def test_regression_the_report_names_each_rate_and_what_the_gate_left(experiment):
     from leaktrace.report.shifted_controls import render
 
-    texts, lookup, reference, decisions = _pool()
-    rows = experiment_rows(BENCH, texts, lookup, reference, decisions, SETTINGS, seed=1)
+    rows = experiment
     summary = summary_rows(rows, 0.05)
     text = render(summary, page_rows(rows), 0.05, 2, 12, 20)
     assert text.startswith("## Shifted controls: 2 draws of 12 suspects and 20 controls, α = 0.05")
