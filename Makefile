@@ -27,8 +27,7 @@ run: $(STAMP)  ## the whole pipeline on the embedded default config
 # Test processes (pytest-xdist): one per core unless set (make test WORKERS=0 runs them in this one).
 WORKERS ?= auto
 test: $(STAMP) lint  ## lint, then unit, stage, DAG and micro end-to-end tests (what CI runs); the 15 slowest listed (budget: 8 min)
-	$(PY) -m pytest -m "not slow and not cluster and not serial" -n $(WORKERS) --dist worksteal --durations=15
-	$(PY) -m pytest -m "serial and not slow and not cluster" -q
+	$(PY) -m pytest -m "not slow and not cluster" -n $(WORKERS) --dist worksteal --durations=15
 
 lint: $(STAMP)  ## ruff's lint and format check (configured in pyproject.toml)
 	$(VENV)/bin/ruff check

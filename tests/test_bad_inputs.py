@@ -59,7 +59,7 @@ def nested_code(kind: str) -> str:
 BAD_BENCHMARKS = {
     "non-UTF-8 line": (
         good_line() + b'{"task_id": "caf\xe9"}\n',
-        r"record line 2: not UTF-8 \(byte 0xe9 at column 17\)",
+        r"record line 2: not UTF-8 \(byte 0xe9 at line 2, column 17\)",
     ),
     "binary file": (
         b"\x7fELF\x02\x01\x01\x00\x00\x00" + bytes(range(256)),

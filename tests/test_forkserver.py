@@ -5,6 +5,7 @@ the client. The server here preloads only the CLI (the pipeline's preloads
 PyTorch too) and a module that sets a variable when imported, and its entry
 adds two commands that only a test needs."""
 
+import contextlib
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from leaktrace import forkserver
 from leaktrace.data.humaneval import shipped_humaneval_path
 from leaktrace.forkserver import SOCKET_VARIABLE
 
@@ -57,9 +59,14 @@ sys.exit(0 if status is None else status)
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     directory = tmp_path_factory.mktemp("fork-server")
+    with _serving_at(directory, directory / "socket") as started:
+        yield started
+
+
+@contextlib.contextmanager
+def _serving_at(directory, socket_path):
     # A module that sets a variable when imported, as scikit-learn and PyTorch do.
     (directory / "sets_a_variable.py").write_text("import os\nos.environ.setdefault('SET_ON_IMPORT', 'yes')\n")
-    socket_path = directory / "socket"
     environment = {**os.environ, SOCKET_VARIABLE: str(socket_path)}
     process = subprocess.Popen(
         [sys.executable, "-c", SERVER, str(socket_path), str(os.getpid())],
@@ -73,9 +80,11 @@ def server(tmp_path_factory):
         assert process.poll() is None, process.stderr.read()
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    yield directory, environment, process
-    process.terminate()
-    process.wait(timeout=30)
+    try:
+        yield directory, environment, process
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
 
 
 def client(server, *argv, cwd=None, extra_env=None, **kwargs):
@@ -182,7 +191,24 @@ def test_a_killed_client_takes_its_job_with_it(server, tmp_path):
     assert _gone(job)
 
 
-@pytest.mark.serial  # under an xdist worker the server outlived its parent (cause not found): make test runs it in-process
+def test_a_server_whose_socket_path_is_longer_than_a_socket_address_serves(tmp_path):
+    """A socket address holds 107 bytes; a deep temporary directory (SLURM's, pytest's under xdist) is longer."""
+    socket_path = tmp_path.joinpath(*["a-deep-directory"] * 6) / "socket"
+    socket_path.parent.mkdir(parents=True)
+    assert len(os.fsencode(socket_path)) > 107
+    with _serving_at(tmp_path, socket_path) as server:
+        status, stdout, stderr = finish(client(server, "--help"))
+    assert (status, stderr[-1]) == (0, "served 0") and stdout.startswith("usage: leaktrace")
+
+
+def test_a_server_that_cannot_listen_says_so_and_removes_its_directory(tmp_path, capsys):
+    directory = tmp_path / f"{forkserver.DIRECTORY_PREFIX}private"
+    directory.mkdir()
+    unaddressable = directory / ("s" * 120)  # too long a name even through its directory's descriptor
+    assert forkserver.serve(str(unaddressable), os.getpid(), preload=[]) is None
+    assert "cannot listen at" in capsys.readouterr().err and not directory.exists()
+
+
 def test_a_server_whose_client_never_stops_it_leaves_no_directory(tmp_path):
     """The Snakemake inside a SLURM group allocation starts a server and runs no
     `onsuccess` (no Server.stop): the server removes its private directory when
@@ -190,7 +216,9 @@ def test_a_server_whose_client_never_stops_it_leaves_no_directory(tmp_path):
     starter = (
         "import os, sys, time\nfrom leaktrace import forkserver\n"
         "server = forkserver.start(dict(os.environ))\n"
-        "while not (server.directory / 'socket').exists(): time.sleep(0.05)\n"
+        "while not (server.directory / 'socket').exists():\n"
+        "    assert server.process.poll() is None, 'the server exited'\n"
+        "    time.sleep(0.05)\n"
         "print(server.directory, flush=True)\nos._exit(0)\n"
     )  # no stop, no atexit
     started = subprocess.run(

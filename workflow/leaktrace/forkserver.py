@@ -27,6 +27,13 @@ The job runs in its own process group. The client passes SIGINT, SIGTERM and
 SIGHUP on to that group, and the server kills the group if its client goes away,
 so stopping Snakemake stops the job as it would a job of its own. The server
 exits when the process that started it does.
+
+A socket's path must fit in 107 bytes, and the temporary directory can be long
+(a SLURM job's, or pytest's under xdist, whose ``popen-gwN`` made this module's
+test directory 109 bytes: the server failed to bind and the test's starter
+waited for a socket that never came). Both ends reach a longer path through
+``/proc/self/fd`` of its directory instead, and a server that cannot bind says
+so, removes its directory and exits.
 """
 
 from __future__ import annotations
@@ -93,6 +100,8 @@ PER_JOB_VARIABLES = frozenset(THREAD_VARIABLES + ("TMPDIR", "TMP", "TEMP", "TEMP
 _HEADER = struct.Struct("!I")
 _STATUS = struct.Struct("!i")
 _POLL_S = 1.0
+# The longest path bind and connect take: Linux's sun_path is 108 bytes with the terminating NUL.
+_MAX_SOCKET_PATH = 107
 
 
 @dataclass(frozen=True)
@@ -115,7 +124,8 @@ def run_in_server(argv: Sequence[str]) -> int | None:
         return None
     try:
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        connection.connect(path)
+        with _socket_address(path) as address:
+            connection.connect(address)
         request = json.dumps(
             {
                 "argv": list(argv),
@@ -138,6 +148,21 @@ def run_in_server(argv: Sequence[str]) -> int | None:
     except (OSError, EOFError):
         print(f"leaktrace: the fork server stopped while it ran job {pid}", file=sys.stderr)
         return 1
+
+
+@contextlib.contextmanager
+def _socket_address(path: str):
+    """An address for the socket at `path` that bind and connect take whatever
+    the length of its directory's path: the path itself where it fits, else
+    the same file through a descriptor of its directory (held while in use)."""
+    if len(os.fsencode(path)) <= _MAX_SOCKET_PATH:
+        yield path
+        return
+    directory = os.open(os.path.dirname(path) or ".", os.O_PATH | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{directory}/{os.path.basename(path)}"
+    finally:
+        os.close(directory)
 
 
 def _signal_group(pid: int, number: int) -> None:
@@ -197,7 +222,14 @@ def serve(path: str, parent_pid: int, preload: Sequence[str]) -> Job | None:
         print("leaktrace fork server: needs Linux 5.3 or newer (os.pidfd_open); not serving", file=sys.stderr)
         return None
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
+    try:
+        with _socket_address(path) as address:
+            listener.bind(address)
+    except OSError as error:
+        print(f"leaktrace fork server: cannot listen at {path} ({error}); not serving", file=sys.stderr)
+        listener.close()
+        _remove_private_directory(path)
+        return None
     listener.listen(128)
     environment, module_path = dict(os.environ), list(sys.path)  # before the imports: what a client is compared with
     compared = _shared_part(environment)
@@ -243,12 +275,16 @@ def serve(path: str, parent_pid: int, preload: Sequence[str]) -> Job | None:
                 _signal_group(pid, signal.SIGKILL)
             listener.close()
             Path(path).unlink(missing_ok=True)
-            # The private directory `start` made for the socket: removed by the server itself, since a
-            # client that never calls `Server.stop` (the Snakemake inside a SLURM group allocation runs no
-            # `onsuccess`) would leave one empty directory in the system temporary directory per allocation.
-            if Path(path).parent.name.startswith(DIRECTORY_PREFIX):
-                with contextlib.suppress(OSError):
-                    Path(path).parent.rmdir()
+            _remove_private_directory(path)
+
+
+def _remove_private_directory(path: str) -> None:
+    """The private directory `start` made for the socket: removed by the server itself, since a
+    client that never calls `Server.stop` (the Snakemake inside a SLURM group allocation runs no
+    `onsuccess`) would leave one empty directory in the system temporary directory per allocation."""
+    if Path(path).parent.name.startswith(DIRECTORY_PREFIX):
+        with contextlib.suppress(OSError):
+            Path(path).parent.rmdir()
 
 
 def _accept(listener, selector, jobs, environment, compared, module_path) -> Job | None:

@@ -60,7 +60,7 @@ from leaktrace.data.humaneval import GZIP_MAGIC, MAX_RECORD_BYTES, check_file, d
 from leaktrace.data.io_tests import TEST_FORMATS
 from leaktrace.data.samples import BenchmarkSample
 from leaktrace.data.script_tests import SCRIPT_FORMAT, infer_entry_point
-from leaktrace.errors import InputError
+from leaktrace.errors import InputError, json_position, utf8_position
 
 FORMATS = ("jsonl", "json", "parquet", "csv", "huggingface")
 FIELDS = ("id", "text", "prompt", "solution", "tests", "entry_point", "language")
@@ -398,7 +398,7 @@ def _mapping_for(record: object, mappings: list[dict], settings: dict, name: str
 def _jsonl_records(path: Path) -> Iterator[tuple[str, object]]:
     for lineno, line in json_lines(path):
         if line.strip():
-            yield f"line {lineno}", decode_object(line, str(path), f"line {lineno}")
+            yield f"line {lineno}", decode_object(line, str(path), lineno)
 
 
 def _read_text(path: Path) -> str:
@@ -413,16 +413,14 @@ def _read_text(path: Path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise InputError(str(path), None, f"not UTF-8 (byte 0x{data[err.start]:02x} at offset {err.start})") from None
+        raise InputError(str(path), None, f"not UTF-8 ({utf8_position(data, err)})") from None
 
 
 def _json_records(path: Path) -> Iterator[tuple[str, object]]:
     try:
         data = json.loads(_read_text(path))
     except json.JSONDecodeError as err:
-        raise InputError(
-            str(path), None, f"malformed JSON ({err.msg} at line {err.lineno} column {err.colno})"
-        ) from None
+        raise InputError(str(path), None, f"malformed JSON ({json_position(err)})") from None
     except (ValueError, RecursionError) as err:
         raise InputError(str(path), None, f"malformed JSON ({err or 'nested too deeply'})") from None
     if not isinstance(data, list):

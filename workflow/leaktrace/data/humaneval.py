@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from leaktrace.data.samples import BenchmarkSample
-from leaktrace.errors import InputError
+from leaktrace.errors import InputError, json_position, utf8_position
 
 REQUIRED_FIELDS = ("task_id", "prompt", "canonical_solution", "test", "entry_point")
 
@@ -72,18 +72,20 @@ def json_lines(path: Path) -> Iterator[tuple[int, bytes]]:
         raise InputError(str(path), f"line {lineno + 1}", f"{what}: {err}") from None
 
 
-def decode_object(line: bytes, file: str, record: str) -> dict:
-    """A JSON object from one line; anything else is an :class:`InputError`."""
+def decode_object(line: bytes, file: str, lineno: int) -> dict:
+    """A JSON object from line ``lineno`` of the file; anything else is an :class:`InputError`."""
+    record = f"line {lineno}"
     if b"\x00" in line:
-        raise InputError(file, record, f"binary data (a NUL byte at column {line.index(0) + 1}): not a JSONL file")
+        column = len(line[: line.index(0)].decode("utf-8", "replace")) + 1
+        raise InputError(file, record, f"binary data (a NUL byte at column {column}): not a JSONL file")
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise InputError(file, record, f"not UTF-8 (byte 0x{line[err.start]:02x} at column {err.start + 1})") from None
+        raise InputError(file, record, f"not UTF-8 ({utf8_position(line, err, lineno)})") from None
     try:
         row = json.loads(text)
     except json.JSONDecodeError as err:
-        raise InputError(file, record, f"malformed JSON ({err.msg} at column {err.colno})") from None
+        raise InputError(file, record, f"malformed JSON ({json_position(err, lineno)})") from None
     except ValueError as err:  # e.g. an integer longer than Python converts
         raise InputError(file, record, f"malformed JSON ({err})") from None
     except RecursionError:
@@ -117,7 +119,7 @@ def load_humaneval(path: str | Path, benchmark: str) -> list[BenchmarkSample]:
         if not line.strip():
             continue
         record = f"line {lineno}"
-        row = decode_object(line, str(path), record)
+        row = decode_object(line, str(path), lineno)
         missing = [f for f in REQUIRED_FIELDS if not isinstance(row.get(f), str)]
         if missing:
             raise InputError(str(path), record, f"missing or non-string fields: {', '.join(missing)}")

@@ -9,7 +9,7 @@ import gzip
 import json
 from pathlib import Path
 
-from leaktrace.errors import InputError
+from leaktrace.errors import InputError, json_position, utf8_position
 from leaktrace.leakage.lexer import LANGUAGES
 from leaktrace.leakage.settings import PRESETS
 from leaktrace.leakage.verify import Side, Verdict, Verifier, VerifySettings
@@ -22,15 +22,19 @@ def read_pairs(path: Path) -> list[dict]:
     malformed line or a missing or mistyped field is an error naming the line."""
     pairs = []
     opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
+    with opener(path, "rb") as f:  # split at newlines only, as JSON lines are and an editor counts them
+        for number, data in enumerate(f, 1):
+            where = f"line {number}"
+            try:
+                line = data.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise InputError(str(path), where, f"not UTF-8 ({utf8_position(data, err, number)})") from None
             if not line.strip():
                 continue
-            where = f"line {number}"
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as err:
-                raise InputError(str(path), where, f"not JSON: {err}") from None
+                raise InputError(str(path), where, f"not JSON ({json_position(err, number)})") from None
             if not isinstance(record, dict):
                 raise InputError(str(path), where, "each line needs a JSON object with bench_text and corpus_text")
             for field in ("bench_text", "corpus_text"):

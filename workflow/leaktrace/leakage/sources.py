@@ -58,7 +58,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from leaktrace.data.names import readable
-from leaktrace.errors import InputError
+from leaktrace.errors import InputError, json_position, utf8_position
 
 log = logging.getLogger(__name__)
 
@@ -405,6 +405,16 @@ def _file_docs(source: dict, part: int, n_parts: int, skips: Counter, max_bytes:
         skips[problem] += 1
 
 
+def _why_not_json(err: Exception, line: bytes, lineno: int) -> str:
+    """Why line ``lineno`` is no JSON, with the line and column where the decoder's own
+    message would count in the one line it was given ("line 1") or in bytes."""
+    if isinstance(err, json.JSONDecodeError):
+        return json_position(err, lineno)
+    if isinstance(err, UnicodeDecodeError) and err.encoding == "utf-8":
+        return f"not UTF-8: {utf8_position(line, err, lineno)}"
+    return "nested too deeply" if isinstance(err, RecursionError) else str(err)
+
+
 def _read_line(fh: BinaryIO, cap: int | None) -> tuple[bytes | None, int]:
     """The next line and its size; the line is None when it is longer than
     ``cap`` bytes: then it was stepped over in blocks, never held. (b"", 0) at the end."""
@@ -471,7 +481,7 @@ def _jsonl_docs(
                         "%s, line %d: not a JSON record (%s); counted as bad_record",
                         where,
                         k,
-                        "nested too deeply" if isinstance(err, RecursionError) else err,
+                        _why_not_json(err, line, k),
                     )
                     skips["bad_record"] += 1
                     continue

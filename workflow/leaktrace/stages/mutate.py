@@ -35,7 +35,7 @@ from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.detect.evidence import SampleEvidence
 from leaktrace.detect.recall_relative_ll import prefix_shots, select_prefix_samples
 from leaktrace.detect.registry import configured_methods, family_params
-from leaktrace.errors import InputError
+from leaktrace.errors import InputError, json_position, utf8_position
 from leaktrace.evaluate.metrics import best_balanced_accuracy, roc_auc
 from leaktrace.models.token_table import read_token_stats, write_token_stats
 from leaktrace.mutate.compiled import test_names, validate_compiled
@@ -776,16 +776,22 @@ def study_report(
 
 
 def _read_jsonl(path: Path) -> list[dict]:
+    """The records of a JSON lines file, split at newlines only: str.splitlines would also split
+    inside a string holding U+2028 (which JSON allows unescaped) and miscount every later line."""
     records = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+    for number, data in enumerate(Path(path).read_bytes().split(b"\n"), start=1):
+        try:
+            line = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InputError(str(path), f"line {number}", f"not UTF-8 ({utf8_position(data, error, number)})") from None
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
-            raise InputError(str(path), number, f"not JSON: {error}") from None
+            raise InputError(str(path), f"line {number}", f"not JSON ({json_position(error, number)})") from None
         if not isinstance(record, dict) or not isinstance(record.get("code"), str) or "id" not in record:
-            raise InputError(str(path), number, "each line needs an object with `id` and `code`")
+            raise InputError(str(path), f"line {number}", "each line needs an object with `id` and `code`")
         records.append(record)
     return records
 
