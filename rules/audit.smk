@@ -3,7 +3,9 @@
 # no training, beside its null (the control set contamination.held_out_ids, or
 # the chance rate from each sample's variant count) and a p-value, and, given
 # control ids, the dataset-level test of each model against them. Testbed
-# models reuse the testbed's scores.
+# models reuse the testbed's scores. In every audit, control ids or not, Oren
+# et al.'s order test of each benchmark's published order under each model
+# (audit_exchangeability): no control set, its p-value exact if that order was random.
 
 from leaktrace.data.runnability import runnability_message
 
@@ -113,13 +115,31 @@ def audit_settings():
                       sort_keys=True)
 
 
+AUDIT_EXCHANGEABILITY_OUTPUTS = tuple(audit_file(name) for name in ("exchangeability.parquet", "exchangeability.md"))
+AUDIT_EXCHANGEABILITY = config["audit"]["exchangeability"]
+
+
+def audit_exchangeability_row(benchmark="{benchmark}", model="{model}"):
+    """One audited model × benchmark's order test (``model``: the scored name, audit-<name> or a testbed model)."""
+    return audit_file(f"exchangeability/{benchmark}/{model}.parquet")
+
+
+def audit_exchangeability_rows():
+    return [audit_exchangeability_row(b, audit_model(name)) for b in AUDIT_BENCHMARKS for name in AUDIT_MODELS]
+
+
+def audit_name(wildcards):
+    """The audit.models name behind a scored model."""
+    return next(name for name in AUDIT_MODELS if audit_model(name) == wildcards.model)
+
+
 SHIFTED_OUTPUTS = tuple(audit_file(f"shifted_controls/{name}") for name in ("draws.parquet", "summary.parquet", "report.md"))
 
 
 def audit_outputs():
     if not (AUDIT_BENCHMARKS and AUDIT_MODELS):
         return []
-    return [str(path) for path in rules.audit.output] \
+    return [str(path) for path in rules.audit.output] + list(AUDIT_EXCHANGEABILITY_OUTPUTS) \
         + ([*AUDIT_CONTAMINATION_OUTPUTS, AUDIT_BLIND] if AUDIT_CONTROL_IDS else []) \
         + (list(SHIFTED_OUTPUTS) if SHIFTED.get("benchmark") else [])
 
@@ -149,6 +169,58 @@ rule audit:
     shell:
         "{LEAKTRACE} audit --scores {params.scores} --variants {params.variants} {params.held_out} {params.blind}"
         " --settings {params.settings:q} --output-dir {AUDIT_DIR} 2> {log}"
+
+
+# Oren et al.'s sharded test of the benchmark's published order under one
+# audited model: shards and their distinct permutations through the batched
+# token scorer (its forward passes, as the testbed's `exchangeability`).
+rule audit_exchangeability:
+    input:
+        benchmark=benchmark_table(),
+        model=scored_model_files,
+    output:
+        audit_exchangeability_row(),
+    params:
+        settings=settings("audit", "exchangeability"),
+        batch=settings("score", "tokens"),
+        model=scored_model_settings,
+        adapter=adapter_args,
+        name=audit_name,
+        seed=config["seed"],
+    log:
+        log_file("audit", "exchangeability", "{benchmark}", "{model}"),
+    benchmark:
+        benchmark_file("audit", "exchangeability", "{benchmark}", "{model}")
+    threads: MODEL_THREADS
+    conda:
+        MODEL_ENV
+    resources:
+        # n_shards shards, each at most a context long, in their order and n_permutations others
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"],
+                    sequences=AUDIT_EXCHANGEABILITY["n_shards"] * (1 + AUDIT_EXCHANGEABILITY["n_permutations"])),
+    shell:
+        "{LEAKTRACE} audit-exchangeability --benchmark {input.benchmark} --benchmark-name {wildcards.benchmark}"
+        " --name {params.name} --model {params.model:q} {params.adapter} --settings {params.settings:q}"
+        " --batch {params.batch:q} --seed {params.seed} --output {output} 2> {log}"
+
+
+rule audit_exchangeability_table:
+    input:
+        audit_exchangeability_rows(),
+    output:
+        table=AUDIT_EXCHANGEABILITY_OUTPUTS[0],
+        report=report(AUDIT_EXCHANGEABILITY_OUTPUTS[1], caption="../report/audit.rst", category="Audit"),
+    log:
+        log_file("audit", "exchangeability_table"),
+    benchmark:
+        benchmark_file("audit", "exchangeability_table")
+    threads: 1
+    resources:
+        **cpu_job(),
+    conda:
+        CPU_ENV
+    shell:
+        "{LEAKTRACE} audit-exchangeability-table --rows {input} --output {output.table} --report {output.report} 2> {log}"
 
 
 def audit_contamination_settings():

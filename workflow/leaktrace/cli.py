@@ -866,6 +866,34 @@ def _exchangeability_calibration(a):
     exchangeability_calibration(a.benchmark, a.samples, a.model, _adapter(a), a.settings, a.batch, a.seed, a.output)
 
 
+@command("audit-exchangeability")
+@_args(
+    path("--benchmark"),
+    (("--benchmark-name",), {"required": True, "help": "the audited benchmark's name"}),
+    (("--name",), {"required": True, "help": "the audited model's name"}),
+    MODEL,
+    ADAPTER,
+    SETTINGS,
+    BATCH,
+    SEED,
+    path("--output"),
+)
+def _audit_exchangeability(a):
+    from leaktrace.stages.exchangeability import audit_exchangeability
+
+    audit_exchangeability(
+        a.benchmark, a.benchmark_name, a.name, a.model, _adapter(a), a.settings, a.batch, a.seed, a.output
+    )
+
+
+@command("audit-exchangeability-table")
+@_args(path("--rows", many=True), path("--output"), path("--report"))
+def _audit_exchangeability_table(a):
+    from leaktrace.stages.exchangeability import audit_exchangeability_table
+
+    audit_exchangeability_table(a.rows, a.output, a.report)
+
+
 @command("dataset-inference")
 @_args(
     (
