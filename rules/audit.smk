@@ -139,7 +139,8 @@ SHIFTED_OUTPUTS = tuple(audit_file(f"shifted_controls/{name}") for name in ("dra
 def audit_outputs():
     if not (AUDIT_BENCHMARKS and AUDIT_MODELS):
         return []
-    return [str(path) for path in rules.audit.output] + list(AUDIT_EXCHANGEABILITY_OUTPUTS) \
+    return [str(path) for path in rules.audit.output] \
+        + (list(AUDIT_EXCHANGEABILITY_OUTPUTS) if AUDIT_EXCHANGEABILITY["enabled"] else []) \
         + ([*AUDIT_CONTAMINATION_OUTPUTS, AUDIT_BLIND] if AUDIT_CONTROL_IDS else []) \
         + (list(SHIFTED_OUTPUTS) if SHIFTED.get("benchmark") else [])
 
@@ -181,7 +182,7 @@ rule audit_exchangeability:
     output:
         audit_exchangeability_row(),
     params:
-        settings=settings("audit", "exchangeability"),
+        settings=settings_without(["audit", "exchangeability"], "enabled"),
         batch=settings("score", "tokens"),
         model=scored_model_settings,
         adapter=adapter_args,
