@@ -60,6 +60,29 @@ def _check_audit_config():
 
 _check_audit_config()
 
+AUDIT_RELEASES = config["audit"]["releases"]
+RELEASE_FILES = ("commitment.json", "private/secret.key", "private/forms.parquet")
+
+
+def _check_audit_releases():
+    """Each release named is an audited benchmark's, read from a local file,
+    with what the watermark's test needs (the secret and the forms table are
+    the maintainer's: no one else can run it)."""
+    for benchmark, release in AUDIT_RELEASES.items():
+        where = f"audit.releases.{benchmark}"
+        if benchmark not in AUDIT_BENCHMARKS:
+            raise ValueError(f"{where}: {benchmark!r} is not in audit.benchmarks ({', '.join(AUDIT_BENCHMARKS) or 'none'})")
+        if not config["benchmarks"][benchmark].get("path"):
+            raise ValueError(f"{where}: benchmarks.{benchmark} names no file; its path must be the release's published file")
+        missing = [name for name in RELEASE_FILES if not os.path.exists(os.path.join(release, name))]
+        if missing:
+            raise ValueError(f"{where}: {release} lacks {', '.join(missing)}: the watermark's test needs the directory "
+                             "`leaktrace publish` wrote, with its private/ part (the secret and the forms table, which "
+                             "only the release's maintainer holds)")
+
+
+_check_audit_releases()
+
 
 def _check_shifted_controls():
     """The shifted-control experiment's benchmark is audited, and its target
@@ -133,6 +156,19 @@ def audit_name(wildcards):
     return next(name for name in AUDIT_MODELS if audit_model(name) == wildcards.model)
 
 
+AUDIT_WATERMARK_OUTPUTS = tuple(audit_file(name) for name in ("watermark.parquet", "watermark.md"))
+
+
+def audit_watermark_dir(benchmark="{benchmark}", model="{model}"):
+    """The watermark's test of one released benchmark under one audited model (scored name)."""
+    return audit_file(f"watermark/{benchmark}/{model}")
+
+
+def audit_watermark_pairs():
+    """(audit name, released benchmark) of every watermark test."""
+    return [(name, b) for b in AUDIT_BENCHMARKS if b in AUDIT_RELEASES for name in AUDIT_MODELS]
+
+
 SHIFTED_OUTPUTS = tuple(audit_file(f"shifted_controls/{name}") for name in ("draws.parquet", "summary.parquet", "report.md"))
 
 
@@ -141,6 +177,7 @@ def audit_outputs():
         return []
     return [str(path) for path in rules.audit.output] \
         + (list(AUDIT_EXCHANGEABILITY_OUTPUTS) if AUDIT_EXCHANGEABILITY["enabled"] else []) \
+        + (list(AUDIT_WATERMARK_OUTPUTS) if audit_watermark_pairs() else []) \
         + ([*AUDIT_CONTAMINATION_OUTPUTS, AUDIT_BLIND] if AUDIT_CONTROL_IDS else []) \
         + (list(SHIFTED_OUTPUTS) if SHIFTED.get("benchmark") else [])
 
@@ -222,6 +259,65 @@ rule audit_exchangeability_table:
         CPU_ENV
     shell:
         "{LEAKTRACE} audit-exchangeability-table --rows {input} --output {output.table} --report {output.report} 2> {log}"
+
+
+# The watermark's exact rank test of a benchmark released through `leaktrace
+# publish` (audit.releases), under each audited model: the release checked
+# against its commitment, every form of every problem scored (rules/watermark.smk's
+# watermark_test, for a maintainer's own release).
+rule audit_watermark:
+    input:
+        published=lambda wildcards: config["benchmarks"][wildcards.benchmark]["path"],
+        release=lambda wildcards: [os.path.join(AUDIT_RELEASES[wildcards.benchmark], name) for name in RELEASE_FILES],
+        model=scored_model_files,
+    output:
+        tokens=audit_watermark_dir() + "/tokens.parquet",
+        ranks=audit_watermark_dir() + "/ranks.parquet",
+        result=audit_watermark_dir() + "/result.parquet",
+    params:
+        release=lambda wildcards: AUDIT_RELEASES[wildcards.benchmark],
+        model=scored_model_settings,
+        adapter=adapter_args,
+        name=audit_name,
+        batch=lambda wildcards: f"--batch-size {config['score']['tokens']['batch_size']}"
+        + (f" --token-budget {config['score']['tokens']['token_budget']}" if config["score"]["tokens"]["token_budget"] else ""),
+        seed=config["seed"],
+        out_dir=audit_watermark_dir(),
+    log:
+        log_file("audit", "watermark", "{benchmark}", "{model}"),
+    benchmark:
+        benchmark_file("audit", "watermark", "{benchmark}", "{model}")
+    threads: MODEL_THREADS
+    conda:
+        MODEL_ENV
+    resources:
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"]),
+    shell:
+        "{LEAKTRACE} watermark-test {params.release} --published {input.published} --model {params.model:q}"
+        " {params.adapter} --name {params.name} {params.batch} --seed {params.seed} --output-dir {params.out_dir} 2> {log}"
+
+
+rule audit_watermark_table:
+    input:
+        [audit_watermark_dir(b, audit_model(name)) + "/result.parquet" for name, b in audit_watermark_pairs()],
+    output:
+        table=AUDIT_WATERMARK_OUTPUTS[0],
+        report=report(AUDIT_WATERMARK_OUTPUTS[1], caption="../report/audit.rst", category="Audit"),
+    params:
+        results=lambda wildcards, input: " ".join(
+            f"{name}:{b}={path}" for (name, b), path in zip(audit_watermark_pairs(), input, strict=True)),
+    log:
+        log_file("audit", "watermark_table"),
+    benchmark:
+        benchmark_file("audit", "watermark_table")
+    threads: 1
+    resources:
+        **cpu_job(),
+    conda:
+        CPU_ENV
+    shell:
+        "{LEAKTRACE} audit-watermark-table --results {params.results} --output {output.table}"
+        " --report {output.report} 2> {log}"
 
 
 def audit_contamination_settings():

@@ -1453,6 +1453,18 @@ def _watermark_test(a):
     )
 
 
+@command("audit-watermark-table")
+@_args(
+    (("--results",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH of each watermark-test result"}),
+    path("--output"),
+    path("--report"),
+)
+def _audit_watermark_table(a):
+    from leaktrace.stages.watermark import audit_watermark_table
+
+    audit_watermark_table(_paired_paths(a.results, "BENCHMARK"), a.output, a.report)
+
+
 @command("watermark-calibration")
 @_args(
     (
