@@ -53,6 +53,14 @@ def _check_audit_config():
     if reference and reference not in AUDIT_MODELS:
         raise ValueError(f"audit.reference.model: {reference!r} is not an audit.models name "
                          f"(configured: {', '.join(AUDIT_MODELS) or 'none'})")
+    unknown = [m for m in config["audit"]["negative_controls"] if m not in AUDIT_MODELS]
+    if unknown:
+        raise ValueError(f"audit.negative_controls: {', '.join(map(repr, unknown))} not audit.models names "
+                         f"(configured: {', '.join(AUDIT_MODELS) or 'none'})")
+    unknown = [s for s in config["audit"]["training_data"] if not config["leakage"]["scans"].get(s)]
+    if unknown:
+        raise ValueError(f"audit.training_data: {', '.join(map(repr, unknown))} not leakage.scans names "
+                         f"(configured: {', '.join(config['leakage']['scans']) or 'none'})")
     if AUDIT_BENCHMARKS and AUDIT_OWN and not AUDIT_CONTROL_IDS:  # testbed models have the testbed's tests
         print("leaktrace: audit: no control ids (contamination.held_out_ids), so the audit's dataset-level test "
               "is not run", file=sys.stderr)
@@ -169,7 +177,8 @@ def audit_watermark_pairs():
     return [(name, b) for b in AUDIT_BENCHMARKS if b in AUDIT_RELEASES for name in AUDIT_MODELS]
 
 
-SHIFTED_OUTPUTS = tuple(audit_file(f"shifted_controls/{name}") for name in ("draws.parquet", "summary.parquet", "report.md"))
+SHIFTED_OUTPUTS = tuple(audit_file(f"shifted_controls/{name}")
+                        for name in ("draws.parquet", "summary.parquet", "report.md", "page.parquet"))
 
 
 def audit_outputs():
@@ -329,7 +338,8 @@ def audit_contamination_settings():
                        "alpha": block["alpha"], "ref_model": ref,
                        "verdicts": {k: audit[k] for k in ("pac_delta", "inconclusive_auc", "inconclusive_rate")},
                        "reference": {"model": audit["reference"].get("model"),
-                                     "method": audit["reference"].get("method", "loss")}}, sort_keys=True)
+                                     "method": audit["reference"].get("method", "loss")},
+                       "negative_controls": audit["negative_controls"]}, sort_keys=True)
 
 
 def ingested_audit_benchmarks():
@@ -403,6 +413,7 @@ rule shifted_controls:
         draws=SHIFTED_OUTPUTS[0],
         summary=SHIFTED_OUTPUTS[1],
         report=report(SHIFTED_OUTPUTS[2], caption="../report/audit.rst", category="Audit"),
+        page=SHIFTED_OUTPUTS[3],
     params:
         benchmark=SHIFTED.get("benchmark"),
         settings=json.dumps({"alpha": config["contamination"]["alpha"], "delta": config["audit"]["pac_delta"],
@@ -412,7 +423,8 @@ rule shifted_controls:
                              "exclude_methods": config["contamination"]["dataset_inference"]["exclude_methods"],
                              "blind_permutations": SHIFTED["blind_permutations"], "blind_repeats": config["audit"]["blind_repeats"],
                              "reference_method": config["audit"]["reference"].get("method", "loss"),
-                             "draws": SHIFTED["draws"], "n_suspect": SHIFTED["n_suspect"], "n_control": SHIFTED["n_control"]},
+                             "draws": SHIFTED["draws"], "n_suspect": SHIFTED["n_suspect"], "n_control": SHIFTED["n_control"],
+                             "max_detectable_auc": config["audit"]["max_detectable_auc"]},
                             sort_keys=True),
         seed=config["seed"],
     log:
@@ -427,4 +439,4 @@ rule shifted_controls:
     shell:
         "{LEAKTRACE} shifted-controls --benchmark {params.benchmark} --benchmark-table {input.benchmark}"
         " --target {input.target} --reference {input.reference} --settings {params.settings:q} --seed {params.seed}"
-        " --output {output.draws} --summary {output.summary} --report {output.report} 2> {log}"
+        " --output {output.draws} --summary {output.summary} --report {output.report} --page {output.page} 2> {log}"

@@ -1,4 +1,4 @@
-# The verdict page (issue 45): results/<run>/verdict.md, written by every run
+# The verdict page: results/<run>/verdict.md, written by every run
 # from the tables its other rules wrote; the HTML report's first category.
 
 VERDICT = verdict_file()
@@ -21,8 +21,10 @@ rule verdict:
     output:
         report(VERDICT, caption="../report/verdict.rst", category=VERDICT_CATEGORY),
     params:
-        settings=json.dumps({"run": config["run"], "alpha": config["calibration"]["alpha"],
-                             "contamination_alpha": config["contamination"]["alpha"]}, sort_keys=True),
+        settings=json.dumps({"run": config["run"], "calibration_alpha": config["calibration"]["alpha"],
+                             "contamination_alpha": config["contamination"]["alpha"],
+                             **{k: config["audit"][k] for k in ("max_detectable_auc", "training_data", "random_order")}},
+                            sort_keys=True),
     log:
         log_file("verdict"),
     benchmark:

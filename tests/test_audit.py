@@ -88,7 +88,10 @@ def test_each_model_gets_a_dataset_level_p_value_with_its_null(audit_run):
 
 
 VERDICTS = [
-    r"evidence of exposure \(p = [0-9.e+-]+\)",
+    r"suspects score higher than controls \(p = [0-9.e+-]+\): exposure only if the controls were drawn like the "
+    r"suspects, which no run can establish",
+    r"the control set differs from the suspects in a way models see \(negative control [\w.-]+: .+ p = [0-9.e+-]+\): "
+    r"not calibrated",
     r"no evidence; this test would have detected (AUC|flag rate) ≥ [0-9.]+ with 80% power",
     r"inconclusive: too few samples to detect (AUC|flag rate) < [0-9.]+",
     r"control set differs from the suspects \(blind AUC [0-9.]+ \[[0-9.]+, [0-9.]+\], p = [0-9.e+-]+\): not calibrated",
@@ -100,7 +103,7 @@ VERDICTS = [
 
 
 def test_every_audit_verdict_has_its_power_and_the_blind_baseline_gates_them(audit_run):
-    """Issue 44: the verdict table per model × benchmark, its wording, the gate
+    """The verdict table per model × benchmark, its wording, the gate
     and the control ids each test used; the blind baseline ran once."""
     (blind,) = read_records(audit_run / "audit/blind_baseline.parquet")
     assert (blind["benchmark"], blind["n_suspect"], blind["n_control"], blind["n_labellings"]) == (
@@ -110,14 +113,15 @@ def test_every_audit_verdict_has_its_power_and_the_blind_baseline_gates_them(aud
         1000,
     )
     assert blind["ci_low"] <= blind["auc"] <= blind["ci_high"] and 1 / 1001 <= blind["p_value"] <= 1
-    assert blind["controls_exchangeable"] == (blind["p_value"] > 0.05)
+    assert blind["blind_rejected"] == (blind["p_value"] <= 0.05) and "controls_exchangeable" not in blind
     rows = read_records(audit_run / "audit/verdicts.parquet")
     assert {
         "blind_auc",
         "blind_ci_low",
         "blind_ci_high",
         "blind_p",
-        "controls_exchangeable",
+        "blind_rejected",
+        "evidence",
         "detectable_effect",
         "verdict",
         "n_controls_used",
@@ -148,7 +152,7 @@ def test_every_audit_verdict_has_its_power_and_the_blind_baseline_gates_them(aud
         if r["test"] == "blind_baseline":
             continue
         assert any(re.fullmatch(v, r["verdict"]) for v in VERDICTS), r["verdict"]
-        if r["assumes_exchangeable"] and not blind["controls_exchangeable"]:
+        if r["assumes_exchangeable"] and blind["blind_rejected"]:
             assert r["verdict"] == shift and not r["counted_as_evidence"]
     # 8 controls at alpha = 0.05: floor(0.05 * 9) = 0, so no conformal flag is possible and the verdict says so
     flags = [r for r in rows if r["test"] == "conformal_flags"]
@@ -157,9 +161,7 @@ def test_every_audit_verdict_has_its_power_and_the_blind_baseline_gates_them(aud
     for r in read_records(audit_run / "audit/dataset_inference.parquet") + read_records(
         audit_run / "audit/leakage_rates.parquet"
     ):
-        assert r["controls_exchangeable"] == blind["controls_exchangeable"] and any(
-            re.fullmatch(v, r["verdict"]) for v in VERDICTS
-        )
+        assert r["blind_rejected"] == blind["blind_rejected"] and any(re.fullmatch(v, r["verdict"]) for v in VERDICTS)
     report = (audit_run / "audit/verdicts.md").read_text()
     assert "P(FPR > α)" in report and "PAC" in report
     for text in [report, (REPO / "docs/guides/audit-your-model.md").read_text()]:

@@ -1,4 +1,4 @@
-"""Issue 44: the audit's verdicts that hold when the control set differs from
+"""The audit's verdicts that hold when the control set differs from
 the suspects. The blind baseline (a text-only classifier of suspects against
 controls), the power of each test, the reference-model contrast, the
 training-conditional (PAC) conformal flags and the verdict wording, each
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import beta, binom, mannwhitneyu, norm
 
-from leaktrace.calibration.audit_verdicts import CONTRAST_UNDER_SHIFT, Settings, gate, model_rows
+from leaktrace.calibration.audit_verdicts import CONTRAST_UNDER_SHIFT, Settings, gate, model_rows, negative_control_gate
 from leaktrace.calibration.blind_baseline import (
     auc,
     blind_baseline,
@@ -24,6 +24,7 @@ from leaktrace.calibration.blind_baseline import (
     span_coordinates,
 )
 from leaktrace.calibration.conditional import flags_at_rank, fpr_exceed_probability, min_controls, pac_rank
+from leaktrace.calibration.negative_controls import bootstrap_test
 from leaktrace.calibration.power import (
     conformal_rank,
     detectable_auc,
@@ -34,7 +35,7 @@ from leaktrace.calibration.power import (
     flag_count_p,
 )
 from leaktrace.calibration.reference_contrast import ASSUMPTION, reference_contrast
-from leaktrace.calibration.verdict import shift_text, verdict
+from leaktrace.calibration.verdict import DESIGN, shift_text, verdict
 
 PYTHON = [
     "def add(a, b):\n    return a + b\n",
@@ -256,8 +257,12 @@ def test_the_reference_contrast_is_an_exact_permutation_test_when_small():
 # --- the verdicts and the gate ---
 
 
-def test_the_verdict_wording():
-    assert verdict(0.003, 0.05, "AUC", 0.7, 0.9) == "evidence of exposure (p = 0.003)"
+def test_the_verdict_wording_has_two_tiers():
+    assert verdict(0.003, 0.05, "AUC", 0.7, 0.9, tier=DESIGN) == "evidence of exposure (p = 0.003)"
+    assert verdict(0.003, 0.05, "AUC", 0.7, 0.9) == (
+        "suspects score higher than controls (p = 0.003): exposure only if the controls were drawn like the "
+        "suspects, which no run can establish"
+    )
     assert (
         verdict(0.4, 0.05, "AUC", 0.7298, 0.9) == "no evidence; this test would have detected AUC ≥ 0.73 with 80% power"
     )
@@ -294,16 +299,66 @@ def test_a_rejecting_blind_baseline_gates_every_test_that_assumes_exchangeable_c
         row = by_test[test]
         assert row["verdict"] == gate(blind, 0.05) and not row["counted_as_evidence"] and row["p_value"] < 1e-5
         assert (row["n_controls_used"], row["n_controls_dropped"]) == (20, 1) and "b/99" in row["controls_dropped"]
-    assert all(r["controls_exchangeable"] is False and r["blind_auc"] == 1.0 for r in rows)
+    assert all(r["blind_rejected"] is True and r["blind_auc"] == 1.0 for r in rows)
+    assert {r["evidence"] for r in rows if r["test"] != "blind_baseline"} == {"observational"}
     contrast = by_test["reference_contrast"]
     assert contrast["verdict"] == gate(blind, 0.05) + CONTRAST_UNDER_SHIFT and not contrast["counted_as_evidence"]
     assert by_test["conformal_flags"]["conformal_rank"] == 1 and by_test["conformal_flags"]["pac_rank"] == 0
     with pytest.raises(ValueError, match="audit.reference.method: 'zlib' has no finite score under m or ref on b"):
         model_rows("m", "b", lookup, decisions, controls, blind, None, s, reference=("ref", lookup, "zlib"))
-    # the same scores without a blind rejection: evidence
+    # the same scores without a blind rejection: an observational finding, counted, never "evidence of exposure"
     ungated = {r["test"]: r for r in model_rows("m", "b", lookup, decisions, controls, None, None, s)}
-    assert ungated["conformal_flags"]["verdict"].startswith("evidence of exposure (p = ")
-    assert (
-        ungated["conformal_flags"]["counted_as_evidence"]
-        and ungated["conformal_flags"]["controls_exchangeable"] is None
-    )
+    assert ungated["conformal_flags"]["verdict"].startswith("suspects score higher than controls (p = ")
+    assert ungated["conformal_flags"]["counted_as_evidence"] and ungated["conformal_flags"]["blind_rejected"] is None
+
+
+def test_a_negative_control_that_rejects_closes_the_gate_for_every_observational_row():
+    """Two never-exposed models on a control set that models see as different
+    (every control scores lower under both): the declared negative control's
+    own test rejects, so neither model's rejection is counted, and each says why."""
+    controls = {f"b/{i}" for i in range(20, 40)}
+    scores = {f"b/{i}": (float(i) if f"b/{i}" in controls else 100.0 + i) for i in range(40)}
+    s = Settings(alpha=0.05, delta=0.1, inconclusive_auc=0.9, inconclusive_rate=0.5, seed=0)
+    rows = model_rows("target", "b", {"loss": scores}, {}, controls, None, None, s)
+    rows += model_rows("unexposed", "b", {"loss": scores}, {}, controls, None, None, s, negative_control=True)
+    assert all(r["counted_as_evidence"] for r in rows)  # before the gate: both "find" the suspects
+    gated = negative_control_gate(rows)
+    assert [r["test"] for r in gated] == [r["test"] for r in rows]
+    for r in gated:
+        assert not r["counted_as_evidence"] and r["verdict"] == r["negative_control_gate"]
+        assert r["verdict"].startswith(
+            "the control set differs from the suspects in a way models see (negative control unexposed: "
+            "conformal_flags (loss) p = "
+        )
+    # a negative control that finds nothing leaves the rows as they were
+    flat = {sid: 1.0 for sid in scores}
+    calm = model_rows("unexposed", "b", {"loss": flat}, {}, controls, None, None, s, negative_control=True)
+    assert negative_control_gate(rows[:1] + calm) == rows[:1] + calm
+
+
+def test_the_negative_control_bootstrap_carries_between_model_variation():
+    """Three negative controls whose AUC of suspects over controls spreads
+    around 0.7 (a shift every model sees): a target at 0.7 is not above them;
+    a target that separates the sets perfectly is."""
+    rng = np.random.default_rng(0)
+    suspects, controls = [f"s{i}" for i in range(30)], [f"c{i}" for i in range(30)]
+
+    def model(shift):
+        return {i: float(rng.normal(shift if i.startswith("s") else 0.0)) for i in suspects + controls}
+
+    negatives = [model(0.7), model(0.6), model(0.9)]
+    same = bootstrap_test(model(0.75), negatives, suspects, controls, seed=1, resamples=500)
+    assert 0.5 < same.auc_negative < 0.9 and same.p_value > 0.05 and same.ci_low < 0 < same.ci_high
+    exposed = bootstrap_test(model(5.0), negatives, suspects, controls, seed=1, resamples=500)
+    assert exposed.auc_target == 1.0 and exposed.p_value < 0.01 and exposed.difference > 0
+    with pytest.raises(ValueError, match="needs 2 negative controls, got 1"):
+        bootstrap_test(model(0.0), negatives[:1], suspects, controls, seed=1)
+
+
+def test_the_blind_baselines_power_comes_from_its_own_permutation_null():
+    texts = [f"def f{i}(x):\n    return x + {i % 7}\n" for i in range(24)]
+    result = blind_baseline(texts, [True] * 12 + [False] * 12, seed=0, permutations=60, repeats=2)
+    expected = result.null_mean + (norm.ppf(0.95) + norm.ppf(0.8)) * result.null_sd
+    assert result.null_sd > 0 and result.detectable_auc(0.05) == pytest.approx(expected)
+    # wider than the Mann-Whitney figure of one fit (the cross-validated AUC's null spreads more)
+    assert result.detectable_auc(0.05) > detectable_auc(12, 12, 0.05) - 0.05

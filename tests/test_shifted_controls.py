@@ -1,4 +1,4 @@
-"""Issue 44, item 8: the shifted-control experiment (config/experiments/shifted-controls.yaml)
+"""The shifted-control experiment (config/experiments/shifted-controls.yaml)
 at tiny scale: the docstring shift by hand, the draws, and a never-exposed
 model's audit against shifted and unshifted controls on synthetic scores."""
 
@@ -9,10 +9,14 @@ import numpy as np
 import pytest
 
 from leaktrace.calibration.shifted_controls import (
+    CONDITIONS,
     ShiftedControlsSettings,
     draw,
     experiment_rows,
+    id_split,
+    page_rows,
     problems,
+    select_controls,
     summary_rows,
 )
 from leaktrace.config_slice import SliceError, read_slice
@@ -32,6 +36,7 @@ SETTINGS_SLICE = {
     "draws": 2,
     "n_suspect": 12,
     "n_control": 20,
+    "max_detectable_auc": 0.75,
 }  # 20: the fewest controls a conformal flag at 0.05 needs (k = floor(0.05 x 21) = 1)
 SETTINGS = read_slice(ShiftedControlsSettings, SETTINGS_SLICE, "")
 
@@ -89,10 +94,8 @@ def test_a_never_exposed_model_against_shifted_controls_is_gated_and_the_contras
     detector. Unshifted: the same problems as released, nothing is gated."""
     texts, lookup, reference, decisions = _pool()
     rows = experiment_rows(BENCH, texts, lookup, reference, decisions, SETTINGS, seed=1)
-    assert {(r["condition"], r["draw"]) for r in rows} == {
-        (c, d) for c in ("shifted", "unshifted", "reversed") for d in (0, 1)
-    }
-    shifted = [r for r in rows if r["condition"] != "unshifted"]
+    assert {(r["condition"], r["draw"]) for r in rows} == {(c, d) for c in CONDITIONS for d in (0, 1)}
+    shifted = [r for r in rows if r["condition"] in ("shifted", "reversed")]
     unshifted = [r for r in rows if r["condition"] == "unshifted"]
     for r in shifted:
         assert r["blind_p"] == pytest.approx(1 / 20) and r["blind_auc"] == 1.0 and not r["counted_as_evidence"]
@@ -108,11 +111,12 @@ def test_a_never_exposed_model_against_shifted_controls_is_gated_and_the_contras
     }
     assert reversed_flags == {"loss": True, "zlib": False} and shifted_flags == {"loss": False, "zlib": True}
     assert not any(r["rejected"] for r in shifted if r["test"] == "reference_contrast")
-    # unshifted: nothing is gated, so a chance rejection (here one detector's flags in one draw) counts, as it should
+    # unshifted: the blind gate stays open; a chance rejection counts only where the negative control (the
+    # reference, whose scores here move with the target's) does not reject too
     assert not any(r["gated"] for r in unshifted) and not any(
         r["rejected"] for r in unshifted if r["test"] == "blind_baseline"
     )
-    assert all(r["counted_as_evidence"] == (r["rejected"] and r["test"] != "blind_baseline") for r in unshifted)
+    assert all(r["rejected"] for r in unshifted if r["counted_as_evidence"])
     summary = {(r["condition"], r["test"]): r for r in summary_rows(rows, 0.05)}
     assert (
         summary[("shifted", "blind_baseline")]["n_rejected"] == 2
@@ -128,12 +132,48 @@ def test_a_never_exposed_model_against_shifted_controls_is_gated_and_the_contras
         experiment_rows(BENCH, texts, lookup, reference, decisions, replace(SETTINGS, n_suspect=22), seed=1)
 
 
+def test_controls_chosen_by_loss_or_id_change_no_text_and_differ_as_asked():
+    pool = [str(k) for k in range(40)]
+    loss = {"target": {k: -float(k) for k in pool}, "reference": {k: float(k) for k in pool}}  # score = -loss
+    suspects = [str(k) for k in range(0, 40, 4)]
+    rest = [k for k in pool if k not in suspects]
+    hardest = select_controls("hardest-target", pool, suspects, 10, loss, seed=0)
+    assert hardest == sorted(sorted(rest, key=int)[-10:]) and not set(hardest) & set(suspects)
+    drawn = [int(k) for k in select_controls("loss-target", pool, suspects, 10, loss, seed=0)]
+    assert np.mean(drawn) > np.mean([int(k) for k in rest])  # weighted towards the hard (high-k) problems
+    easy = [int(k) for k in select_controls("loss-reference", pool, suspects, 10, loss, seed=0)]
+    assert np.mean(easy) < np.mean([int(k) for k in rest])  # the reference's loss runs the other way here
+    low, high = id_split(pool, 10, 10, seed=0)
+    assert max(map(int, low)) < 20 <= min(map(int, high))
+    with pytest.raises(ValueError, match="draws its controls at random"):
+        select_controls("unshifted", pool, suspects, 10, loss, seed=0)
+
+
+def test_the_page_never_answers_evidence_of_exposure_for_a_never_exposed_model():
+    """Every arm, every draw: the verdict page's own rule on the target's rows
+    reads "observational finding" at most; the tally carries its interval."""
+    from leaktrace.report.verdict import answer, answer_kind, audit_verdict_tests
+
+    texts, lookup, reference, decisions = _pool()
+
+    def page(rows):
+        return answer_kind(answer(audit_verdict_tests(rows), 0.05, 0.75))
+
+    rows = experiment_rows(BENCH, texts, lookup, reference, decisions, SETTINGS, seed=1, page_answer=page)
+    tally = page_rows(rows)
+    assert {r["condition"] for r in tally} == set(CONDITIONS)
+    evidence = [r for r in tally if r["answer"] == "Evidence of exposure"]
+    assert all(r["n_answered"] == 0 and r["n_draws"] == 2 and r["rate_high"] < 0.85 for r in evidence)
+    assert sum(r["n_answered"] for r in tally) == 2 * len(CONDITIONS)
+
+
 def test_regression_the_report_names_each_rate_and_what_the_gate_left():
     from leaktrace.report.shifted_controls import render
 
     texts, lookup, reference, decisions = _pool()
-    summary = summary_rows(experiment_rows(BENCH, texts, lookup, reference, decisions, SETTINGS, seed=1), 0.05)
-    text = render(summary, 0.05, 2, 12, 20)
+    rows = experiment_rows(BENCH, texts, lookup, reference, decisions, SETTINGS, seed=1)
+    summary = summary_rows(rows, 0.05)
+    text = render(summary, page_rows(rows), 0.05, 2, 12, 20)
     assert text.startswith("## Shifted controls: 2 draws of 12 suspects and 20 controls, α = 0.05")
     assert "| shifted | blind_baseline | detection rate of the shift | 2/2 = 1.00 [0.16, 1.00] | – |" in text
     assert (
@@ -190,7 +230,7 @@ def test_the_shifted_controls_settings_name_a_missing_or_mistyped_key(tmp_path):
 
     def run(settings):
         absent = tmp_path / "absent.parquet"
-        shifted_controls(BENCH, absent, absent, absent, settings, 1, absent, absent, tmp_path / "report.md")
+        shifted_controls(BENCH, absent, absent, absent, settings, 1, absent, absent, tmp_path / "report.md", absent)
 
     with pytest.raises(SliceError, match=r"config audit\.shifted_controls\.draws: missing"):
         run({k: v for k, v in SETTINGS_SLICE.items() if k != "draws"})

@@ -87,7 +87,7 @@ def test_the_testbed_blind_baseline_uses_the_evaluation_fold_only():
     assert [sid for sid, _ in evaluation_samples(samples)] == [f"e{i}" for i in range(1, 8)]
     row, scores = split_blind_baseline("toy", samples, texts, alpha=0.05, permutations=9, repeats=2, seed=3)
     assert (row["n_suspect"], row["n_control"], row["auc"], row["repeats"], row["folds"]) == (3, 4, 1.0, 2, 3)
-    assert row["exact"] is False and row["p_value"] == pytest.approx(1 / 10) and row["controls_exchangeable"] is True
+    assert row["exact"] is False and row["p_value"] == pytest.approx(1 / 10) and row["blind_rejected"] is False
     by_sample = scores_by_sample(scores)
     assert sorted(by_sample) == [f"e{i}" for i in range(1, 8)] and {len(v) for v in by_sample.values()} == {2}
     for r in range(2):

@@ -463,12 +463,13 @@ def _testbed_blind(a):
     path("--output"),
     path("--summary"),
     path("--report"),
+    path("--page"),
 )
 def _shifted_controls(a):
     from leaktrace.stages.shifted_controls import shifted_controls
 
     shifted_controls(
-        a.benchmark, a.benchmark_table, a.target, a.reference, a.settings, a.seed, a.output, a.summary, a.report
+        a.benchmark, a.benchmark_table, a.target, a.reference, a.settings, a.seed, a.output, a.summary, a.report, a.page
     )
 
 

@@ -16,15 +16,28 @@ Rows (``test``):
 - ``leakage_rate``, SrDetection's gray-box and black-box decisions: Fisher's
   exact test of the suspects' flag share against the controls' (assumes
   exchangeable controls);
+- ``negative_control_bootstrap``, with two or more negative controls: the
+  audited model's AUC of suspects over controls against theirs, bootstrapped
+  over samples and models (:mod:`leaktrace.calibration.negative_controls`);
 - ``reference_contrast``, where a reference model is configured: d =
   s_target - s_reference on one detector, suspects against controls
   (:mod:`leaktrace.calibration.reference_contrast`): its assumption is
   written in its row; where the blind baseline rejects it is gated too
   (the shifted-control experiment found that assumption false).
 
-The gate: where the blind baseline rejects at alpha, every row that assumes
-exchangeable controls gets the shift verdict and ``counted_as_evidence``
-false. Each row says how many control ids it used and why any were dropped."""
+Every row that compares with the controls is **observational** (column
+``evidence``): its rejection reads "suspects score higher than controls",
+never "evidence of exposure", because no run can establish that the user's
+controls were drawn like the suspects (:mod:`leaktrace.calibration.verdict`).
+
+Two gates: where the blind baseline rejects at alpha, and where a declared
+negative-control model (``audit.negative_controls`` and the contrast's
+reference: models unexposed to suspects and controls alike) has an
+observational row that rejects (:func:`negative_control_gate`), every
+observational row of that benchmark gets the gate's verdict and
+``counted_as_evidence`` false. ``counted_as_evidence``: the row's rejection
+counts in its tier's answer (the verdict page reads nothing else). Each row
+says how many control ids it used and why any were dropped."""
 
 from __future__ import annotations
 
@@ -37,6 +50,8 @@ from scipy.stats import fisher_exact
 
 from leaktrace.calibration.blind_baseline import BlindBaseline
 from leaktrace.calibration.conditional import flags_at_rank, fpr_exceed_probability, min_controls, pac_rank
+from leaktrace.calibration.negative_controls import ASSUMPTION as BOOTSTRAP_ASSUMPTION
+from leaktrace.calibration.negative_controls import bootstrap_test
 from leaktrace.calibration.power import (
     conformal_rank,
     dataset_inference_detectable_auc,
@@ -46,7 +61,7 @@ from leaktrace.calibration.power import (
     flag_count_p,
 )
 from leaktrace.calibration.reference_contrast import ASSUMPTION, contrasts, reference_contrast
-from leaktrace.calibration.verdict import shift_text, shift_verdict, verdict
+from leaktrace.calibration.verdict import OBSERVATIONAL, negative_control_text, shift_text, shift_verdict, verdict
 
 AUC, RATE = "AUC", "flag rate"
 LEAKAGE_METHODS = ("srdetection_graybox", "srdetection_blackbox")
@@ -76,10 +91,13 @@ SCHEMA = pa.schema(
         ("blind_ci_low", pa.float64()),  # DeLong 95%
         ("blind_ci_high", pa.float64()),
         ("blind_p", pa.float64()),  # permutation p-value
-        ("controls_exchangeable", pa.bool_()),  # false: the blind baseline rejected at alpha; null: it could not run
+        ("blind_rejected", pa.bool_()),  # the blind baseline rejected at alpha (false: not refuted; null: not run)
         ("assumes_exchangeable", pa.bool_()),  # the test's null needs exchangeable controls (gated)
+        ("evidence", pa.string()),  # observational (against the user's controls) | check (about the control set)
+        ("negative_control", pa.bool_()),  # the model is declared unexposed to suspects and controls
+        ("negative_control_gate", pa.string()),  # a negative control's observational rejection, where one rejects
         ("verdict", pa.string()),
-        ("counted_as_evidence", pa.bool_()),
+        ("counted_as_evidence", pa.bool_()),  # the rejection counts in its tier's answer (rejects, no gate closed)
         ("conformal_rank", pa.int32()),  # k = floor(alpha (m + 1)): flagged above the k-th largest control
         ("fpr_exceed_probability", pa.float64()),  # marginal flags: P(FPR > alpha) over the control draw
         ("delta", pa.float64()),
@@ -101,13 +119,13 @@ class Settings:
 
 def blind_columns(blind: BlindBaseline | None, alpha: float) -> dict:
     if blind is None:
-        return {"controls_exchangeable": None}
+        return {"blind_rejected": None}
     return {
         "blind_auc": blind.auc,
         "blind_ci_low": blind.ci_low,
         "blind_ci_high": blind.ci_high,
         "blind_p": blind.p_value,
-        "controls_exchangeable": blind.p_value > alpha,
+        "blind_rejected": blind.p_value <= alpha,
     }
 
 
@@ -119,7 +137,7 @@ def gate(blind: BlindBaseline | None, alpha: float) -> str | None:
 
 
 def blind_row(blind: BlindBaseline, s: Settings) -> dict:
-    detectable = detectable_auc(blind.n_suspect, blind.n_control, s.alpha)
+    detectable = blind.detectable_auc(s.alpha)
     how = "every labelling" if blind.exact else f"{blind.n_labellings} random labellings"
     return {
         "test": "blind_baseline",
@@ -132,11 +150,13 @@ def blind_row(blind: BlindBaseline, s: Settings) -> dict:
         "effect": AUC,
         "detectable_effect": detectable,
         "assumes_exchangeable": False,
+        "evidence": "check",
         "counted_as_evidence": False,
         "verdict": shift_verdict(
             blind.auc, blind.ci_low, blind.ci_high, blind.p_value, s.alpha, detectable, s.inconclusive_auc
         ),
-        "note": f"{blind.folds}-fold cross-validated AUC of a text-only classifier; permutation p over {how}",
+        "note": f"{blind.folds}-fold cross-validated AUC of a text-only classifier; permutation p over {how}; "
+        f"power from that permutation null (mean {blind.null_mean:.3f}, sd {blind.null_sd:.3f})",
     }
 
 
@@ -158,6 +178,7 @@ def conformal_row(method: str, scores: dict[str, float], control_ids: set[str], 
         "n_suspect": len(suspects),
         "effect": RATE,
         "assumes_exchangeable": True,
+        "evidence": OBSERVATIONAL,
         "delta": s.delta,
         **_dropped(control_ids, set(controls), f"control ids without a finite {method} score"),
     }
@@ -211,6 +232,7 @@ def leakage_row(method: str, decisions: dict[str, bool], control_ids: set[str], 
         "n_suspect": len(suspects),
         "effect": RATE,
         "assumes_exchangeable": True,
+        "evidence": OBSERVATIONAL,
         **_dropped(control_ids, set(controls), f"control ids without a {method} decision"),
     }
     if not (controls and suspects):
@@ -252,6 +274,7 @@ def dataset_inference_row(found: dict, s: Settings, shift: str | None) -> dict:
         "effect": AUC,
         "detectable_effect": detectable,
         "assumes_exchangeable": True,
+        "evidence": OBSERVATIONAL,
         "verdict": verdict(p, s.alpha, AUC, detectable, s.inconclusive_auc, shift),
         "counted_as_evidence": shift is None and p is not None and p <= s.alpha,
         "note": found.get("note") or "power: Mann-Whitney approximation on the held-out halves at alpha / 2",
@@ -287,6 +310,7 @@ def contrast_row(
         "n_suspect": len(suspects),
         "effect": AUC,
         "assumes_exchangeable": False,
+        "evidence": OBSERVATIONAL,
         **_dropped(control_ids, set(controls), f"control ids without a {method} score under both models"),
     }
     note = f"d = {method}(target) - {method}({reference_name}); {ASSUMPTION}"
@@ -320,11 +344,14 @@ def model_rows(
     di: dict | None,
     s: Settings,
     reference: tuple[str, dict[str, dict[str, float]], str] | None = None,
+    negative_control: bool = False,
 ) -> list[dict]:
     """Every row of one model on one benchmark. ``lookup``: method -> sample
     -> finite score; ``decisions``: SrDetection method -> sample -> flagged;
     ``control_ids``: this benchmark's control samples; ``reference``:
-    (its name, its lookup, the contrast's method) or None."""
+    (its name, its lookup, the contrast's method) or None;
+    ``negative_control``: the model is declared unexposed to suspects and
+    controls (its rows are the negative-control gate's input)."""
     shift = gate(blind, s.alpha)
     rows = [blind_row(blind, s)] if blind is not None else []
     if di is not None:
@@ -344,5 +371,109 @@ def model_rows(
                 f"{benchmark} (scored: {', '.join(sorted(lookup))})"
             )
         rows.append(contrast_row(method, lookup[method], ref_lookup[method], name, control_ids, s, shift))
-    common = {"model": model, "benchmark": benchmark, "alpha": s.alpha, **blind_columns(blind, s.alpha)}
+    common = {
+        "model": model,
+        "benchmark": benchmark,
+        "alpha": s.alpha,
+        "negative_control": negative_control,
+        **blind_columns(blind, s.alpha),
+    }
     return [common | r for r in rows]
+
+
+def negative_control_gate(rows: list[dict]) -> list[dict]:
+    """Close the negative-control gate where it must: on each benchmark,
+    a negative-control model (column ``negative_control``) whose
+    observational rows reject at alpha / m (Bonferroni over its m rows with
+    a p-value) shows that the control set differs from the suspects in a way
+    models see, whatever the blind baseline found. Every observational row
+    of that benchmark then reads the gate's text and is not counted (a row
+    the blind gate already closed keeps its text). The rows come back in
+    their order, the gate's text in ``negative_control_gate``."""
+    gates: dict[str, str] = {}
+    for benchmark in dict.fromkeys(r["benchmark"] for r in rows):
+        for model in dict.fromkeys(r["model"] for r in rows if r["benchmark"] == benchmark and r["negative_control"]):
+            tested = [
+                r
+                for r in rows
+                if (r["model"], r["benchmark"]) == (model, benchmark)
+                and r.get("evidence") == OBSERVATIONAL
+                and r.get("p_value") is not None
+            ]
+            rejecting = sorted(
+                (r for r in tested if r["p_value"] <= r["alpha"] / len(tested)), key=lambda r: r["p_value"]
+            )
+            if rejecting and benchmark not in gates:
+                first = rejecting[0]
+                name = f"{first['test']} ({first['detector']})" if first["detector"] else first["test"]
+                gates[benchmark] = negative_control_text(model, name, first["p_value"])
+    out = []
+    for r in rows:
+        text = gates.get(r["benchmark"])
+        if text is None or r.get("evidence") != OBSERVATIONAL:
+            out.append(r)
+            continue
+        blind_closed = r.get("assumes_exchangeable") and r.get("blind_rejected")
+        out.append(
+            r
+            | {"negative_control_gate": text, "counted_as_evidence": False}
+            | ({} if blind_closed else {"verdict": text})
+        )
+    return out
+
+
+def negative_control_bootstrap_row(
+    model: str,
+    benchmark: str,
+    method: str,
+    lookups: dict[str, dict[str, dict[str, float]]],
+    negative_controls: list[str],
+    control_ids: set[str],
+    s: Settings,
+    blind: BlindBaseline | None,
+) -> dict:
+    """The ConStat-style test of ``model`` against two or more negative
+    controls on ``method`` (:mod:`leaktrace.calibration.negative_controls`):
+    observational, and not gated by the negative-control gate, since it is
+    the test built for a control set that models see as different."""
+    names = [model, *negative_controls]
+    missing = [name for name in names if method not in lookups[name]]
+    if missing:
+        raise ValueError(
+            f"audit.reference.method: {method!r} has no finite score under {', '.join(missing)} on {benchmark}, "
+            "which the negative-control bootstrap compares"
+        )
+    scored = set.intersection(*(set(lookups[name][method]) for name in names))
+    controls, suspects = sorted(scored & control_ids), sorted(scored - control_ids)
+    row = {
+        "model": model,
+        "benchmark": benchmark,
+        "test": "negative_control_bootstrap",
+        "detector": method,
+        "n_suspect": len(suspects),
+        "effect": AUC,
+        "alpha": s.alpha,
+        "assumes_exchangeable": False,
+        "evidence": OBSERVATIONAL,
+        "negative_control": False,
+        **blind_columns(blind, s.alpha),
+        **_dropped(control_ids, set(controls), f"control ids without a {method} score under every model"),
+    }
+    note = f"{model}'s AUC of suspects over controls minus the mean of {', '.join(negative_controls)}'; {BOOTSTRAP_ASSUMPTION}"
+    if not (controls and suspects):
+        return row | {
+            "verdict": verdict(None, s.alpha, AUC, None, s.inconclusive_auc),
+            "counted_as_evidence": False,
+            "note": note,
+        }
+    found = bootstrap_test(
+        lookups[model][method], [lookups[n][method] for n in negative_controls], suspects, controls, seed=s.seed
+    )
+    return row | {
+        "statistic": found.difference,
+        "p_value": found.p_value,
+        "verdict": verdict(found.p_value, s.alpha, AUC, None, s.inconclusive_auc),
+        "counted_as_evidence": found.p_value <= s.alpha,
+        "note": f"{note}; AUC {found.auc_target:.3f} against {found.auc_negative:.3f}, difference "
+        f"{found.difference:+.3f} [{found.ci_low:+.3f}, {found.ci_high:+.3f}] over {found.resamples} bootstrap draws",
+    }

@@ -66,6 +66,8 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 
+from leaktrace.calibration.power import POWER
+
 PERMUTATIONS = 1000  # random labellings, when there are more distinct ones than this
 REPEATS = 5  # repeated stratified cross-validation splits, their AUCs averaged
 MAX_FOLDS = 5
@@ -90,6 +92,16 @@ class BlindBaseline:
     n_control: int
     folds: int
     repeats: int  # repeated cross-validation splits averaged
+    null_mean: float  # the statistic's mean over the labellings counted (its permutation null)
+    null_sd: float  # and its standard deviation: the power's spread
+
+    def detectable_auc(self, alpha: float, power: float = POWER) -> float | None:
+        """The AUC this baseline detects with ``power`` at ``alpha``, by the
+        normal approximation on its own permutation null (mean + (z_{1-alpha} +
+        z_power) sd): the cross-validated AUC's null spreads wider than the
+        Mann-Whitney one of a single fit. None above 1."""
+        found = self.null_mean + (norm.ppf(1 - alpha) + norm.ppf(power)) * self.null_sd
+        return None if found > 1.0 else float(found)
 
 
 def simple_features(text: str) -> list[float]:
@@ -225,10 +237,10 @@ def labellings(n_total: int, n_positive: int, permutations: int, seed: int) -> t
     return [rng.permutation(base) for _ in range(permutations)], False
 
 
-def permutation_p(
+def permutation_null(
     statistic: Callable[[np.ndarray], float], labels: Sequence[bool], permutations: int = PERMUTATIONS, seed: int = 0
-) -> tuple[float, float, bool, int]:
-    """(T_obs, one-sided p, exact, labellings counted) of ``statistic`` (of a
+) -> tuple[float, float, bool, np.ndarray]:
+    """(T_obs, one-sided p, exact, the null's values) of ``statistic`` (of a
     boolean label vector) over relabellings that keep the class sizes."""
     y = np.asarray(labels, dtype=bool)
     observed = statistic(y)
@@ -236,7 +248,15 @@ def permutation_p(
     values = np.array([statistic(d) for d in draws])
     at_least = int(np.sum(values >= observed - 1e-12))
     p = at_least / len(draws) if exact else (1 + at_least) / (len(draws) + 1)
-    return float(observed), float(p), exact, len(draws)
+    return float(observed), float(p), exact, values
+
+
+def permutation_p(
+    statistic: Callable[[np.ndarray], float], labels: Sequence[bool], permutations: int = PERMUTATIONS, seed: int = 0
+) -> tuple[float, float, bool, int]:
+    """(T_obs, one-sided p, exact, labellings counted): ``permutation_null`` without the values."""
+    observed, p, exact, values = permutation_null(statistic, labels, permutations, seed)
+    return observed, p, exact, int(values.size)
 
 
 def blind_baseline(
@@ -280,7 +300,7 @@ def blind_scores(
         scores, fold_of = repeated_out_of_fold(x, labels, folds, seed, repeats)
         return float(np.mean([fold_mean_auc(s, f, labels) for s, f in zip(scores, fold_of, strict=True)]))
 
-    observed, p, exact, count = permutation_p(statistic, y, permutations, seed)
+    observed, p, exact, null = permutation_null(statistic, y, permutations, seed)
     scores, fold_of = repeated_out_of_fold(x, y, folds, seed, repeats)
     low, high = _interval(observed, float(np.mean([delong_variance(s[y], s[~y]) for s in scores])))
     return (
@@ -290,11 +310,13 @@ def blind_scores(
             ci_high=high,
             p_value=p,
             exact=exact,
-            n_labellings=count,
+            n_labellings=int(null.size),
             n_suspect=n,
             n_control=m,
             folds=folds,
             repeats=repeats,
+            null_mean=float(null.mean()),
+            null_sd=float(null.std()),
         ),
         scores,
         fold_of,
@@ -315,8 +337,11 @@ TABLE_SCHEMA = pa.schema(
         ("n_labellings", pa.int32()),
         ("folds", pa.int32()),
         ("repeats", pa.int32()),  # repeated cross-validation splits whose AUCs are averaged
+        ("null_mean", pa.float64()),  # the statistic over the labellings counted: its permutation null
+        ("null_sd", pa.float64()),
         ("alpha", pa.float64()),
-        ("controls_exchangeable", pa.bool_()),  # p > alpha; null where it could not run
+        ("blind_rejected", pa.bool_()),  # p <= alpha: the sets differ; false: not refuted; null where it could not run
+        ("detectable_auc", pa.float64()),  # the AUC detected with 80% power at alpha (its permutation null); null: none
         ("features", pa.string()),
         ("interval", pa.string()),
         ("note", pa.string()),
@@ -361,7 +386,10 @@ def table_row_and_scores(
     if min(n, m) < MIN_PER_CLASS:
         return row | {"note": f"not run: needs at least {MIN_PER_CLASS} suspects and {MIN_PER_CLASS} controls"}, None
     result, scores, fold_of = blind_scores(texts, is_suspect, seed=seed, permutations=permutations, repeats=repeats)
-    return row | dataclasses.asdict(result) | {"controls_exchangeable": result.p_value > alpha}, (scores, fold_of)
+    return row | dataclasses.asdict(result) | {
+        "blind_rejected": result.p_value <= alpha,
+        "detectable_auc": result.detectable_auc(alpha),
+    }, (scores, fold_of)
 
 
 def from_row(row: dict) -> BlindBaseline | None:

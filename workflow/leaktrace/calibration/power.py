@@ -126,3 +126,18 @@ def detectable_fisher_rate(n: int, m: int, control_rate: float, alpha: float, po
         mid = (low + high) / 2
         low, high = (mid, high) if fisher_power(mid, control_rate, n, m, alpha, rejects) < power else (low, mid)
     return float(high)
+
+
+def poisson_binomial_sf(chances: np.ndarray, k: int) -> float:
+    """P(X >= k) for X a sum of independent Bernoulli(chances), summed over
+    the exact distribution's upper tail (built by convolution, one trial at a
+    time): its terms are computed directly, so a tail of 1e-27 is 1e-27, not
+    the 0 that 1 - cdf (scipy's ``poisson_binom.sf``) underflows to."""
+    if k <= 0:
+        return 1.0
+    pmf = np.zeros(len(chances) + 1)
+    pmf[0] = 1.0
+    for i, q in enumerate(np.asarray(chances, dtype=float), start=1):
+        pmf[1 : i + 1] = pmf[1 : i + 1] * (1 - q) + pmf[:i] * q
+        pmf[0] *= 1 - q
+    return float(min(1.0, pmf[k:].sum()))

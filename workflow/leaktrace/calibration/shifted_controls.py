@@ -10,7 +10,14 @@ Each draw (seeded) picks ``n_suspect`` problems as suspects and
 (suspects as released, controls shifted), ``unshifted`` (both as
 released) and ``reversed`` (suspects shifted, controls as released: the
 same shift in the other direction, which a one-sided test may see where it
-missed the first). Every draw is an
+missed the first); and four arms that change no text, so no text-only
+classifier is built to see them: ``loss-target`` and ``loss-reference``
+(controls drawn from the other problems with weight exp(beta z), z a
+problem's standardised loss under the audited model, or under the
+independent never-exposed reference: harder problems as controls),
+``hardest-target`` (the hardest other problems under the audited model) and
+``id-split`` (suspects from the lower half of the problem ids, controls from
+the upper half: a stand-in for a later release). Every draw is an
 audit with no exposure at all, so each rejection is a false positive. Per
 draw, the audit's own verdict rows (:mod:`leaktrace.calibration.audit_verdicts`):
 dataset inference, each detector's conformal flag count, SrDetection
@@ -24,7 +31,7 @@ optimistic."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,7 +46,10 @@ from leaktrace.contamination.dataset_inference_row import DatasetInferenceSettin
 from leaktrace.seeding import derive_seed
 
 ORIGINAL_PREFIX, SHIFTED_PREFIX = "HumanEval/", "HumanEvalNoDoc/"  # scripts/shifted_pool.py's task ids
-CONDITIONS = ("shifted", "unshifted", "reversed")
+CONDITIONS = ("shifted", "unshifted", "reversed", "loss-target", "loss-reference", "hardest-target", "id-split")
+TEXT_SHIFTS = {"shifted": (False, True), "reversed": (True, False)}  # (suspects shifted, controls shifted)
+SELECTION_STRENGTH = 1.0  # beta of the loss-weighted arms
+PAGE_ANSWERS = ("Evidence of exposure", "observational finding", "No evidence of exposure", "Inconclusive")
 NAIVE_TESTS = ("dataset_inference", "conformal_flags", "leakage_rate")
 
 DRAWS_SCHEMA = pa.schema(
@@ -55,8 +65,21 @@ DRAWS_SCHEMA = pa.schema(
         ("blind_auc", pa.float64()),
         ("blind_p", pa.float64()),
         ("gated", pa.bool_()),  # the blind baseline rejected and the test assumes exchangeable controls
-        ("counted_as_evidence", pa.bool_()),  # after the gate
+        ("counted_as_evidence", pa.bool_()),  # after the gates
         ("verdict", pa.string()),
+        ("page_answer", pa.string()),  # the verdict page's answer for the draw: one of PAGE_ANSWERS
+    ]
+)
+
+PAGE_SCHEMA = pa.schema(
+    [
+        ("condition", pa.string()),
+        ("answer", pa.string()),  # one of PAGE_ANSWERS
+        ("n_draws", pa.int32()),
+        ("n_answered", pa.int32()),
+        ("rate", pa.float64()),
+        ("rate_low", pa.float64()),  # Clopper-Pearson 95% over draws
+        ("rate_high", pa.float64()),
     ]
 )
 
@@ -105,6 +128,44 @@ def draw(pool: Sequence[str], n_suspect: int, n_control: int, seed: int) -> tupl
     return sorted(pool[i] for i in order[:n_suspect]), sorted(pool[i] for i in order[n_suspect : n_suspect + n_control])
 
 
+def select_controls(
+    condition: str,
+    pool: Sequence[str],
+    suspects: Sequence[str],
+    n_control: int,
+    loss: dict[str, dict[str, float]],
+    seed: int,
+) -> list[str]:
+    """The controls of an arm that changes no text: from the problems not
+    among ``suspects``, by ``condition``'s rule. ``loss``: "target" and
+    "reference" -> problem -> its loss score (higher: likelier, so its
+    negative is the loss)."""
+    rest = [k for k in pool if k not in set(suspects)]
+    if condition in ("loss-target", "loss-reference", "hardest-target"):
+        scores = loss["target" if condition != "loss-reference" else "reference"]
+        values = np.array([-scores[k] for k in rest])  # the loss: higher is harder
+        z = (values - values.mean()) / (values.std() or 1.0)
+        if condition == "hardest-target":
+            return sorted(rest[i] for i in np.argsort(-z, kind="stable")[:n_control])
+        weights = np.exp(SELECTION_STRENGTH * z)
+        chosen = np.random.default_rng(seed).choice(len(rest), n_control, replace=False, p=weights / weights.sum())
+        return sorted(rest[i] for i in chosen)
+    raise ValueError(f"{condition!r} draws its controls at random or by id")
+
+
+def id_split(pool: Sequence[str], n_suspect: int, n_control: int, seed: int) -> tuple[list[str], list[str]]:
+    """Suspects at random from the lower half of the problem ids, controls from the upper half."""
+    half = len(pool) // 2
+    if n_suspect > half or n_control > len(pool) - half:
+        raise ValueError(f"the id split needs {n_suspect} and {n_control} problems in each half of {len(pool)}")
+    rng = np.random.default_rng(seed)
+    low, high = pool[:half], pool[half:]
+    return (
+        sorted(low[i] for i in rng.permutation(len(low))[:n_suspect]),
+        sorted(high[i] for i in rng.permutation(len(high))[:n_control]),
+    )
+
+
 @dataclass(frozen=True)
 class ShiftedControlsSettings:
     """The shifted-controls rule's slice, each field the config key it carries (config/schema.yaml)."""
@@ -121,6 +182,7 @@ class ShiftedControlsSettings:
     draws: int = config_key("audit.shifted_controls.draws")
     n_suspect: int = config_key("audit.shifted_controls.n_suspect")
     n_control: int = config_key("audit.shifted_controls.n_control")
+    max_detectable_auc: float = config_key("audit.max_detectable_auc")
 
 
 def _restricted(lookup: dict[str, dict], ids: set[str]) -> dict[str, dict]:
@@ -139,12 +201,17 @@ def draw_rows(
     decisions: dict[str, dict[str, bool]],
     settings: ShiftedControlsSettings,
     seed: int,
+    page_answer: Callable[[list[dict]], str] | None = None,
 ) -> list[dict]:
-    """The audit's verdict rows of one draw."""
+    """The audit's verdict rows of one draw, the reference among them as a
+    declared negative control (so both gates close as in an audit);
+    ``page_answer``: the verdict page's answer from the target's rows (the
+    report's rule, passed in by the stage)."""
     if condition not in CONDITIONS:
         raise ValueError(f"unknown condition {condition!r}; known: {', '.join(CONDITIONS)}")
-    suspect_ids = [sample_id(benchmark, k, condition == "reversed") for k in suspects]
-    control_ids = [sample_id(benchmark, k, condition == "shifted") for k in controls]
+    suspects_shifted, controls_shifted = TEXT_SHIFTS.get(condition, (False, False))
+    suspect_ids = [sample_id(benchmark, k, suspects_shifted) for k in suspects]
+    control_ids = [sample_id(benchmark, k, controls_shifted) for k in controls]
     chosen, controls_set = set(suspect_ids) | set(control_ids), set(control_ids)
     mine, ref = _restricted(lookup, chosen), _restricted(reference, chosen)
     ordered = sorted(chosen)
@@ -194,6 +261,11 @@ def draw_rows(
         s,
         ("reference", ref, settings.reference_method),
     )
+    negative = audit_verdicts.model_rows(
+        "reference", benchmark, ref, {}, controls_set, blind, None, s, negative_control=True
+    )
+    rows = [r for r in audit_verdicts.negative_control_gate(rows + negative) if r["model"] == "target"]
+    answer = page_answer(rows) if page_answer else None
     return [
         {
             "condition": condition,
@@ -206,9 +278,10 @@ def draw_rows(
             "rejected": r.get("p_value") is not None and r["p_value"] <= settings.alpha,
             "blind_auc": r["blind_auc"],
             "blind_p": r["blind_p"],
-            "gated": bool(r["assumes_exchangeable"]) and r["controls_exchangeable"] is False,
+            "gated": bool(r["assumes_exchangeable"]) and r["blind_rejected"] is True,
             "counted_as_evidence": bool(r["counted_as_evidence"]),
             "verdict": r["verdict"],
+            "page_answer": answer,
         }
         for r in rows
     ]
@@ -222,15 +295,27 @@ def experiment_rows(
     decisions: dict[str, dict[str, bool]],
     settings: ShiftedControlsSettings,
     seed: int,
+    page_answer: Callable[[list[dict]], str] | None = None,
 ) -> list[dict]:
-    """Every draw in every condition. Draw d picks the same suspect and control problems in every
-    condition: only whose docstrings are removed differs."""
+    """Every draw in every condition. Draw d picks the same suspect problems
+    in every condition but the id split, and the same controls in the three
+    text conditions: there only whose docstrings are removed differs."""
     pool = problems(list(texts), benchmark)
+    method = settings.reference_method
+    loss = {
+        "target": {k: lookup[method][sample_id(benchmark, k, False)] for k in pool},
+        "reference": {k: reference[method][sample_id(benchmark, k, False)] for k in pool},
+    }
     rows = []
     for number in range(settings.draws):
         draw_seed = derive_seed(seed, "shifted-controls", number)
-        suspects, controls = draw(pool, settings.n_suspect, settings.n_control, draw_seed)
+        random_suspects, random_controls = draw(pool, settings.n_suspect, settings.n_control, draw_seed)
         for condition in CONDITIONS:
+            suspects, controls = random_suspects, random_controls
+            if condition == "id-split":
+                suspects, controls = id_split(pool, settings.n_suspect, settings.n_control, draw_seed)
+            elif condition not in ("shifted", "unshifted", "reversed"):
+                controls = select_controls(condition, pool, suspects, settings.n_control, loss, draw_seed)
             rows += draw_rows(
                 benchmark,
                 condition,
@@ -243,6 +328,7 @@ def experiment_rows(
                 decisions,
                 settings,
                 draw_seed,
+                page_answer,
             )
     return rows
 
@@ -272,4 +358,31 @@ def summary_rows(rows: Sequence[dict], alpha: float) -> list[dict]:
                 "counted_rate": counted / len(found),
             }
         )
+    return out
+
+
+def page_rows(rows: Sequence[dict]) -> list[dict]:
+    """Per condition, how often the verdict page answered each of
+    ``PAGE_ANSWERS`` over the draws, with its Clopper-Pearson interval: the
+    false "Evidence of exposure" rate the page would show a user."""
+    answers = {(r["condition"], r["draw"]): r["page_answer"] for r in rows if r.get("page_answer")}
+    out = []
+    for condition in CONDITIONS:
+        found = [a for (c, _), a in answers.items() if c == condition]
+        if not found:
+            continue
+        for kind in PAGE_ANSWERS:
+            n = sum(a == kind for a in found)
+            low, high = clopper_pearson(n, len(found))
+            out.append(
+                {
+                    "condition": condition,
+                    "answer": kind,
+                    "n_draws": len(found),
+                    "n_answered": n,
+                    "rate": n / len(found),
+                    "rate_low": low,
+                    "rate_high": high,
+                }
+            )
     return out

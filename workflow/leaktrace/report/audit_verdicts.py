@@ -22,7 +22,8 @@ def render(rows: list[dict], alpha: float, delta: float) -> str:
             "80%-power effect": "–"
             if r.get("detectable_effect") is None
             else f"{r['effect']} ≥ {r['detectable_effect']:.2f}",
-            "evidence": "yes" if r.get("counted_as_evidence") else "no",
+            "kind": r.get("evidence") or "–",
+            "counted": "yes" if r.get("counted_as_evidence") else "no",
         }
         for r in rows
     ]
@@ -50,17 +51,25 @@ def render(rows: list[dict], alpha: float, delta: float) -> str:
     )
     return (
         "# Audit verdicts: every test against the control set, with its power and the blind baseline\n\n"
-        "The blind baseline (row `blind_baseline`) is a text-only classifier, no model, that tries to tell the suspects "
-        "from the controls (character 3-5-gram TF-IDF and six length and code features, logistic regression, "
-        "cross-validated AUC with DeLong's 95% interval and a permutation p-value). Where it rejects at "
-        f"α = {alpha}, the control set differs from the suspects, and every test whose null assumes them "
-        'exchangeable (dataset inference, the conformal flags, the leakage-rate test) reads "control set differs '
-        'from the suspects (…): not calibrated" and is not counted as evidence; the reference-model contrast, '
-        "where a reference is configured, rests on another assumption (written below), which the shifted-control experiment found false under a docstring shift, so it is gated too. Each "
-        "verdict states the smallest effect the test detects with 80% power for its samples (AUC: Mann-Whitney "
-        "normal approximation; flag rate: the exact null of the flag count, or Fisher's test's exact power). "
-        "Without evidence a test only bounds the effect it could have detected; it is no proof that the model was "
-        "never exposed.\n\n"
+        "Every test here compares the suspects with the control set you chose, so every one is **observational** "
+        '(column kind): a rejection reads "suspects score higher than controls", exposure only if the controls '
+        "were drawn like the suspects, which no run can establish; only a randomisation the project made or can "
+        "verify (the testbed's split, the complement twin, randomized publication) proves exposure. Two checks can "
+        "show that the control set differs, never that it does not. The blind baseline (row `blind_baseline`) is "
+        "a text-only classifier, no model (character 3-5-gram TF-IDF and six length and code features, logistic "
+        "regression, cross-validated AUC with DeLong's 95% interval, a permutation p-value, and its power from that "
+        f"permutation null); where it rejects at α = {alpha}, every test whose null assumes exchangeable controls "
+        '(dataset inference, the conformal flags, the leakage-rate test) reads "control set differs from the '
+        'suspects (…): not calibrated" and is not counted, and so does the reference-model contrast, whose '
+        "assumption (a shift moves both models alike) the shifted-control experiment found false. A declared "
+        "negative control (`audit.negative_controls`, and the contrast's reference), a model unexposed to both "
+        "sets, is audited like the others: where its own tests reject, every observational row of the benchmark "
+        "reads that the control set differs in a way models see, and is not counted. Column counted: the "
+        "rejection counts in the verdict page's answer (it rejects and no gate closed). Each verdict states the "
+        "smallest effect the test detects with 80% power for its samples (AUC: Mann-Whitney normal "
+        "approximation; flag rate: the exact null of the flag count, or Fisher's test's exact power). Without a "
+        "rejection a test only bounds the effect it could have detected; it is no proof that the model was never "
+        "exposed.\n\n"
         + markdown_table(
             main,
             [
@@ -73,7 +82,8 @@ def render(rows: list[dict], alpha: float, delta: float) -> str:
                 "p",
                 "80%-power effect",
                 "verdict",
-                "evidence",
+                "kind",
+                "counted",
             ],
         )
         + "\n## Per-sample flags: marginal and training-conditional\n\n"

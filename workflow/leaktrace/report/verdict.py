@@ -3,18 +3,34 @@ model exposed to this benchmark, and how do we know?" read off the tables a
 run already wrote, so a researcher does not assemble it by hand from four
 reports. One section per model x benchmark: the answer in one sentence,
 naming the test that carries it; each test that ran with its p-value or
-count, its null, whether its validity condition holds in this run and what
-it could have detected; the scans' copies by clone type; and what the run
-cannot tell. On the testbed a headline of at most 30 lines comes first.
+count, its null, the kind of evidence it is, whether its validity condition
+was refuted in this run and what it could have detected; the scans' copies
+by clone type; and what the run cannot tell. On the testbed a headline of
+at most 30 lines comes first.
 
-The wording follows the statistics, by one rule (``answer``): a test counts
-as evidence only where it rejects at alpha / m (Bonferroni over the m tests
-with a p-value in the section) and its validity condition is known to hold;
-a rejection whose condition fails or was not measured is "inconclusive"; no
-rejection reads "no evidence (could have detected ...)" with the most
-sensitive valid test's detectable effect, or "inconclusive" where no test's
-validity and power are both known. No sentence says a model was not trained
-on a benchmark: ``FORBIDDEN`` lists the phrases ``check_wording`` refuses."""
+The answer has two tiers (:mod:`leaktrace.calibration.verdict`), by one rule
+(``answer``), at alpha / m (Bonferroni over the m tests with a p-value in the
+section):
+
+- **Evidence of exposure** only from a *design* test whose null a
+  randomisation guarantees (the testbed's random split, the complement twin,
+  randomized publication, Oren et al.'s test on an order declared random)
+  and that rejects with its condition not failed;
+- otherwise an *observational* rejection (a comparison with the user's
+  controls, a reference model, variants) reads what it found, "Suspects
+  score higher than controls", with what it assumes and what the blind
+  baseline and the negative controls found: never "evidence of exposure";
+- a rejection whose condition fails, or that its table does not count, is
+  "inconclusive";
+- no rejection reads "No evidence of exposure" only where the most sensitive
+  valid test detects an AUC of at most ``max_detectable_auc`` with 80%
+  power, and "Inconclusive: too few samples" otherwise.
+
+Rows with a table of their own (the audit's verdicts) are read as that
+table decides: a row it does not count is never cited as valid. A check
+that failed to reject reads "not refuted", never "holds". No sentence says
+a model was not trained on a benchmark: ``FORBIDDEN`` lists the phrases
+``check_wording`` refuses."""
 
 from __future__ import annotations
 
@@ -26,19 +42,40 @@ from pathlib import Path
 from scipy.stats import norm
 
 from leaktrace.artifacts import read_records
+from leaktrace.calibration.power import POWER
+from leaktrace.calibration.verdict import DESIGN, OBSERVATIONAL, OBSERVATIONAL_CAVEAT
+from leaktrace.config_slice import config_key
 from leaktrace.report.tables import markdown_table
 
 # Conclusions no statistic supports: a test without a rejection only bounds what it could have detected.
 FORBIDDEN = ("not trained", "did not see", "didn't see", "neither model saw", "wasn't trained")
-POWER = 0.8  # the power at which "could have detected" is stated
 HEADLINE_DETECTORS = 12  # the headline's detector rows (the most sensitive), to keep it within 30 lines
 NOT_MEASURED = "not measured"
+# validity states: the condition holds by construction; a check of it did not reject; it failed; nothing checked it
+BY_DESIGN, NOT_REFUTED, FAILS = "by design", "not refuted", "**fails**"
+VALID = (BY_DESIGN, NOT_REFUTED)
 DECIDED_BY = (
     "`decided_by model` (in the scans' pairs files): the pair was decided by the learned verifier "
     "(`verify.model`; `score` is its probability of a duplicate, against its threshold), not by a rule "
     "(`layout`, `renamed`, `structure`, `statement`), by running both sides (`execution`) or by the LLM "
     "judge (`judge`)."
 )
+TIER_WORDS = {DESIGN: "design", OBSERVATIONAL: "observational", None: "count / descriptive"}
+
+
+@dataclass(frozen=True)
+class PageSettings:
+    """The verdict rule's slice: the run's name, calibration.alpha (per-sample
+    flags), contamination.alpha (the answers' alpha), audit.max_detectable_auc,
+    audit.training_data (scans whose corpus is declared training data) and
+    audit.random_order (benchmarks whose published order the user declares random)."""
+
+    run: str = config_key("run")
+    calibration_alpha: float = config_key("calibration.alpha")
+    contamination_alpha: float = config_key("contamination.alpha")
+    max_detectable_auc: float = config_key("audit.max_detectable_auc")
+    training_data: tuple[str, ...] = config_key("audit.training_data")
+    random_order: tuple[str, ...] = config_key("audit.random_order")
 
 
 def check_wording(text: str, where: str = "text") -> None:
@@ -74,16 +111,24 @@ def auc_power(detectable: float | None, samples: str, how: str) -> tuple[str, st
 
 
 def fmt_p(p: float | None) -> str:
+    """A p-value as printed: never 0 (an upper tail that underflowed prints as a bound)."""
     if p is None or (isinstance(p, float) and math.isnan(p)):
         return "–"
+    if p <= 0:
+        return "< 1e-300"
     return f"{p:.2g}" if p >= 1e-3 else f"{p:.1e}"
 
 
 @dataclass
 class Test:
-    """One row of a section's table. ``valid``: True (the condition holds in
-    this run), False (it fails), None (not measured). ``p_value`` None: a
-    count or a descriptive row, which no answer rests on."""
+    """One row of a section's table. ``state``: its validity condition in
+    this run (``BY_DESIGN``, ``NOT_REFUTED``, ``FAILS`` or ``NOT_MEASURED``);
+    ``tier``: ``DESIGN``, ``OBSERVATIONAL`` or None (a count or a descriptive
+    row, which no answer rests on; then ``p_value`` is None too);
+    ``counted``: the row's own table's decision where it has one (False: the
+    table does not count its rejection, so no answer cites it as valid);
+    ``detectable``: the AUC it detects with 80% power, where on that scale;
+    ``finding``: what its rejection says, for an observational test."""
 
     name: str
     result: str
@@ -91,51 +136,117 @@ class Test:
     validity: str
     power: str
     p_value: float | None = None
-    valid: bool | None = None
+    state: str = NOT_MEASURED
     detects: str | None = None  # "could have detected" phrase, where the power is known
+    tier: str | None = None
+    counted: bool | None = None
+    detectable: float | None = None
+    finding: str = "Suspects score higher than controls"
+    caveat: str = OBSERVATIONAL_CAVEAT
+
+    @property
+    def valid(self) -> bool:
+        return self.state in VALID and self.counted is not False
 
     def row(self) -> dict:
-        state = {True: "holds", False: "**fails**", None: NOT_MEASURED}[self.valid]
         return {
             "test": self.name,
+            "kind of evidence": TIER_WORDS[self.tier],
             "result": self.result,
             "null": self.null,
-            "validity in this run": f"{state}: {self.validity}",
+            "validity in this run": f"{self.state}: {self.validity}",
             "could have detected": self.power,
         }
 
 
-def answer(tests: Sequence[Test], alpha: float) -> str:
-    """The section's one-sentence answer, by the module's rule."""
-    tested = [t for t in tests if t.p_value is not None]
+COLUMNS = ["test", "kind of evidence", "result", "null", "validity in this run", "could have detected"]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What an observational answer says beside its rejection: the blind
+    baseline's and the negative controls' findings, and the copies in
+    declared training data."""
+
+    blind: str | None = None
+    negative_controls: str | None = None
+    training_copies: str | None = None
+
+
+def _observational(t: Test, level: float, context: Context) -> str:
+    parts = [
+        f"**{t.finding}** ({t.name}, p = {fmt_p(t.p_value)} ≤ α/m = {level:.2g}; observational). This is {t.caveat}"
+    ]
+    if context.blind:
+        parts.append(f"the blind baseline {context.blind}")
+    if context.negative_controls:
+        parts.append(context.negative_controls)
+    return "; ".join(parts) + "."
+
+
+def answer(tests: Sequence[Test], alpha: float, max_auc: float = 0.75, context: Context = Context()) -> str:
+    """The section's answer, by the module's rule."""
+    text = _answer(tests, alpha, max_auc, context)
+    if context.training_copies:
+        text += f" {context.training_copies}"
+    return text
+
+
+def answer_kind(text: str) -> str:
+    """Which of the page's four answers ``text`` is (the shifted-control experiment tallies them)."""
+    for kind in ("Evidence of exposure", "No evidence of exposure", "Inconclusive"):
+        if text.startswith(f"**{kind}**"):
+            return kind
+    return "observational finding"
+
+
+def _answer(tests: Sequence[Test], alpha: float, max_auc: float, context: Context) -> str:
+    tested = [t for t in tests if t.p_value is not None and t.tier is not None]
     if not tested:
-        return "Inconclusive: no test with a p-value ran for this model and benchmark."
+        return "**Inconclusive**: no test with a p-value ran for this model and benchmark."
     level = alpha / len(tested)
     rejecting = sorted((t for t in tested if t.p_value <= level), key=lambda t: t.p_value)
-    valid_rejecting = [t for t in rejecting if t.valid is True]
-    if valid_rejecting:
-        t = valid_rejecting[0]
+    design = [t for t in rejecting if t.valid and t.tier == DESIGN]
+    if design:
+        t = design[0]
         return (
             f"**Evidence of exposure** ({t.name}, p = {fmt_p(t.p_value)} ≤ α/m = {level:.2g}, "
-            f"m = {len(tested)} tests; its validity condition holds: {t.validity})."
+            f"m = {len(tested)} tests; proof by design: {t.validity})."
         )
+    observational = [t for t in rejecting if t.valid and t.tier == OBSERVATIONAL]
+    if observational:
+        return _observational(observational[0], level, context)
     if rejecting:
         t = rejecting[0]
-        why = "fails" if t.valid is False else "was not measured"
+        why = "fails" if t.state == FAILS or t.counted is False else "was not measured"
         return (
             f"**Inconclusive**: {t.name} rejects (p = {fmt_p(t.p_value)} ≤ α/m = {level:.2g}) but its validity "
-            f"condition {why} ({t.validity}), so the rejection is not evidence of exposure."
+            f"condition {why} ({t.validity}), so the rejection is not read as exposure."
         )
-    powered = [t for t in tested if t.valid is True and t.detects]
+    powered = sorted((t for t in tested if t.valid and t.detectable is not None), key=lambda t: t.detectable)
+    if powered and powered[0].detectable <= max_auc:
+        best = powered[0]
+        kind = "" if best.tier == DESIGN else f" (observational: {best.caveat})"
+        return (
+            f"**No evidence of exposure** (no test rejects at α/m = {level:.2g}; {best.name} could have detected "
+            f"{best.detects}{kind})."
+        )
     if powered:
         best = powered[0]
         return (
-            f"**No evidence of exposure** (no test rejects at α/m = {level:.2g}; {best.name} could have detected "
-            f"{best.detects})."
+            f"**Inconclusive**: too few samples to detect less than AUC {best.detectable:.2f} (no test rejects at "
+            f"α/m = {level:.2g}; the most sensitive valid test, {best.name}, detects AUC ≥ {best.detectable:.2f} "
+            f"with 80% power, above audit.max_detectable_auc = {max_auc:g})."
+        )
+    failing = [t for t in tested if not t.valid]
+    if failing and len(failing) == len(tested):
+        return (
+            f"**Inconclusive**: no test rejects at α/m = {level:.2g}, and no test's validity condition survived this "
+            f"run ({failing[0].name}: {failing[0].validity}), so the absence of a rejection bounds nothing."
         )
     return (
         f"**Inconclusive**: no test rejects at α/m = {level:.2g}, but no test in this run has both a validity "
-        "condition known to hold and a stated power, so the absence of a rejection bounds nothing."
+        "condition not refuted and a stated power, so the absence of a rejection bounds nothing."
     )
 
 
@@ -146,21 +257,20 @@ class Section:
     tests: list[Test]
     cannot: list[str]
     scans: list[dict] = field(default_factory=list)
+    context: Context = Context()
 
-    def render(self, alpha: float) -> str:
+    def render(self, alpha: float, max_auc: float) -> str:
         parts = [
             f"\n## {self.model} × {self.benchmark}\n\n",
             f"**Question**: was `{self.model}` exposed to `{self.benchmark}`, and how do we know?\n\n",
-            f"**Answer**: {answer(self.tests, alpha)}\n\n",
-            markdown_table(
-                [t.row() for t in self.tests], ["test", "result", "null", "validity in this run", "could have detected"]
-            ),
+            f"**Answer**: {answer(self.tests, alpha, max_auc, self.context)}\n\n",
+            markdown_table([t.row() for t in self.tests], COLUMNS),
         ]
         if self.scans:
             parts += [
                 "\nScan copies by clone type (each linked to its pairs; a copy in a corpus is exposure of the "
                 "model only where the corpus is its training data):\n\n",
-                markdown_table(self.scans, ["scan", "corpus", "samples", "Type-1", "Type-2", "Type-3", "pairs"]),
+                markdown_table(self.scans, SCAN_COLUMNS),
             ]
         parts.append("\n**What this run cannot tell you**:\n\n" + "".join(f"- {c}\n" for c in self.cannot))
         return "".join(parts)
@@ -177,6 +287,7 @@ class RunTables:
     detection: dict[str, list[dict]] = field(default_factory=dict)
     seeds: dict[str, list[dict]] = field(default_factory=dict)
     calibration: dict[str, list[dict]] = field(default_factory=dict)
+    null_check: dict[str, list[dict]] = field(default_factory=dict)
     twin: dict[str, list[dict]] = field(default_factory=dict)
     p_values: dict[str, list[dict]] = field(default_factory=dict)
     contamination_calibration: dict[str, list[dict]] = field(default_factory=dict)
@@ -185,6 +296,7 @@ class RunTables:
     audit_rates: list[dict] = field(default_factory=list)
     audit_inference: list[dict] = field(default_factory=list)
     audit_verdicts: list[dict] = field(default_factory=list)
+    audit_exchangeability: list[dict] = field(default_factory=list)
     blind: list[dict] = field(default_factory=list)  # the audit's (audit/blind_baseline.parquet)
     testbed_blind: dict[str, dict] = field(default_factory=dict)  # calibration/<benchmark>/blind_baseline.parquet
 
@@ -194,6 +306,7 @@ BY_BENCHMARK = {
     ("aggregate", "detection.parquet"): "detection",
     ("aggregate", "across_seeds.parquet"): "seeds",
     ("aggregate", "calibration.parquet"): "calibration",
+    ("aggregate", "null_check.parquet"): "null_check",
     ("aggregate", "twin.parquet"): "twin",
     ("contamination", "p_values.parquet"): "p_values",
     ("contamination", "calibration.parquet"): "contamination_calibration",
@@ -203,6 +316,7 @@ AUDIT = {
     "leakage_rates.parquet": "audit_rates",
     "dataset_inference.parquet": "audit_inference",
     "verdicts.parquet": "audit_verdicts",
+    "exchangeability.parquet": "audit_exchangeability",
 }
 
 
@@ -233,6 +347,8 @@ def load_tables(paths: Sequence[Path], results: Path) -> RunTables:
 
 # --- the rows of each test --------------------------------------------------------------------------------------
 
+SCAN_COLUMNS = ["scan", "corpus", "samples", "Type-1", "Type-2", "Type-3", "input leaks", "pairs"]
+
 
 def scan_rows(tables: RunTables, benchmark: str) -> list[dict]:
     rows = []
@@ -242,28 +358,54 @@ def scan_rows(tables: RunTables, benchmark: str) -> list[dict]:
         rows.append(
             {
                 "scan": f"[{scan}](leakage/{scan}/report.md)",
+                "name": scan,
                 "corpus": s.get("corpus"),
                 "samples": s.get("size"),
                 "Type-1": s.get("type1"),
                 "Type-2": s.get("type2"),
                 "Type-3": s.get("type3"),
+                "input leaks": s.get("input_leaks"),
                 "pairs": f"[pairs.parquet](leakage/{scan}/pairs.parquet)",
             }
         )
     return rows
 
 
+COPY_KINDS = ("Type-1", "Type-2", "Type-3", "input leaks")
+
+
+def copies(row: dict) -> int:
+    """A scan row's verified copies of every kind (input leaks included)."""
+    return sum(row.get(kind) or 0 for kind in COPY_KINDS)
+
+
 def scan_test(scans: list[dict]) -> Test | None:
     if not scans:
         return None
-    copies = sum((r["Type-1"] or 0) + (r["Type-2"] or 0) + (r["Type-3"] or 0) for r in scans)
+    found = sum(copies(r) for r in scans)
     return Test(
         "scan copies (near-duplicate search)",
-        f"{copies} verified copies in {len(scans)} {'corpus' if len(scans) == 1 else 'corpora'} (count)",
+        f"{found} verified copies in {len(scans)} {'corpus' if len(scans) == 1 else 'corpora'} (count; every kind, "
+        "input leaks included)",
         "a count, no null: a copy in a corpus is exposure only if the model trained on that corpus",
         "MinHash + LSH candidates, each verified and typed",
-        "Type-1/2/3 clones the LSH bands reach; not Type-4 (same behaviour, other text)",
-        valid=True,
+        "Type-1/2/3 clones and input leaks the LSH bands reach; not Type-4 (same behaviour, other text)",
+        state=BY_DESIGN,
+    )
+
+
+def training_copies(scans: list[dict], training_data: Sequence[str]) -> str | None:
+    """The answer's sentence on copies in corpora the config declares training data, or None."""
+    declared = [r for r in scans if r["name"] in training_data and copies(r)]
+    if not declared:
+        return None
+    each = "; ".join(
+        f"{copies(r)} in `{r['name']}` (" + ", ".join(f"{kind} {r.get(kind) or 0}" for kind in COPY_KINDS) + ")"
+        for r in declared
+    )
+    return (
+        f"**Copies in declared training data**: the scans verified {each}; audit.training_data declares these "
+        "corpora the model's training data, so those samples were in it whatever the tests above say."
     )
 
 
@@ -272,17 +414,17 @@ def blind_of(tables: RunTables, benchmark: str) -> dict | None:
 
 
 def blind_phrase(blind: dict | None) -> str:
-    if blind is None:
-        return "no blind baseline in this run, so the controls' exchangeability with the suspects is unknown"
-    state = (
-        "a text-only classifier cannot tell them apart"
-        if blind.get("controls_exchangeable")
-        else "a text-only classifier tells them apart"
+    """What the blind baseline found about the control set, in the words its test allows."""
+    if blind is None or blind.get("p_value") is None:
+        return "not run, so whether the controls differ from the suspects is unknown"
+    figures = (
+        f"blind AUC {blind['auc']:.2f} [{blind['ci_low']:.2f}, {blind['ci_high']:.2f}], p = {fmt_p(blind['p_value'])}"
     )
-    return (
-        f"{state} (blind AUC {blind['auc']:.2f} [{blind['ci_low']:.2f}, {blind['ci_high']:.2f}], "
-        f"p = {fmt_p(blind['p_value'])})"
-    )
+    if blind.get("blind_rejected"):
+        return f"tells the controls from the suspects by their text alone ({figures})"
+    power = blind.get("detectable_auc")
+    bound = f"80% power at AUC ≥ {power:.2f}" if power is not None else "no AUC below 1 at 80% power"
+    return f"found no text difference it could detect ({figures}; {bound}): not refuted, not shown alike"
 
 
 def detector_test(rows: list[dict], alpha: float, testbed: bool) -> Test | None:
@@ -310,7 +452,7 @@ def detector_test(rows: list[dict], alpha: float, testbed: bool) -> Test | None:
         "members and non-members score alike (AUC 0.5)",
         "members and non-members a random split of one benchmark" if testbed else "controls exchangeable",
         power,
-        valid=True if testbed else None,
+        state=BY_DESIGN if testbed else NOT_MEASURED,
     )
 
 
@@ -323,7 +465,9 @@ def _unreachable_flags(row: dict) -> str:
     return f" (none can be raised: {m} controls give p ≥ 1/{m + 1})"
 
 
-def inference_validity(calibration: list[dict], model: str) -> tuple[bool | None, str]:
+def inference_validity(calibration: list[dict], model: str) -> tuple[str, str]:
+    """The testbed's dataset inference: valid by the project's random split;
+    its re-randomised null, where the calibration table has it, can refute that."""
     rows = [
         r
         for r in calibration
@@ -332,27 +476,31 @@ def inference_validity(calibration: list[dict], model: str) -> tuple[bool | None
         and r["model"] == model
         and r["holds"] is not None
     ]
+    design = "members and non-members a random split of one benchmark, made by the project"
     if not rows:
-        return True, "members and non-members a random split of one benchmark (testbed)"
+        return BY_DESIGN, design
     failed = [r for r in rows if r["holds"] is False]
     if failed:
-        return False, f"its re-randomised null rejects too often at α = {failed[0]['alpha']:g} (calibration.parquet)"
-    return True, f"random split; its re-randomised null holds at {len(rows)} levels (calibration.parquet)"
+        return FAILS, f"its re-randomised null rejects too often at α = {failed[0]['alpha']:g} (calibration.parquet)"
+    return BY_DESIGN, f"{design}; its re-randomised null not refuted at {len(rows)} levels (calibration.parquet)"
 
 
 def contamination_tests(
     p_rows: list[dict], calibration: list[dict], cal_rows: list[dict], model: str, alpha: float
 ) -> list[Test]:
-    """Dataset inference and variant preference of one testbed model, from
-    contamination/<benchmark>/p_values.parquet, their validity from the
-    calibration tables and their power from the power scenarios or the closed form."""
+    """Dataset inference (design: the testbed's random split) and variant
+    preference (observational: against a reference model) of one testbed
+    model, from contamination/<benchmark>/p_values.parquet, their validity
+    from the calibration tables and their power from the power scenarios or
+    the closed form."""
     tests = []
     for r in (r for r in p_rows if r["model"] == model):
         if r["test"] == "dataset_inference":
-            valid, why = inference_validity(calibration, model)
+            state, why = inference_validity(calibration, model)
             n_s, n_v = r["n_suspect"] or 0, r["n_validation"] or 0
+            detectable = detectable_auc(n_s // 2, n_v // 2, alpha / 2)
             power, detects = auc_power(
-                detectable_auc(n_s // 2, n_v // 2, alpha / 2),
+                detectable,
                 f"held-out halves of {n_s // 2} vs {n_v // 2}",
                 "Mann-Whitney normal approximation at contamination.alpha / 2",
             )
@@ -366,8 +514,10 @@ def contamination_tests(
                     why,
                     power,
                     r["p_value"],
-                    valid,
+                    state,
                     detects,
+                    tier=DESIGN,
+                    detectable=detectable if detects else None,
                 )
             )
         elif r["test"] == "variant_preference":
@@ -381,7 +531,7 @@ def contamination_tests(
                 and (c["model"] == model or c["reference"] == r["reference"])
             ]
             failing = [c for c in nulls if c.get("verdict") == "above binomial margin"]
-            valid = None if not nulls else not failing
+            state = NOT_MEASURED if not nulls else FAILS if failing else NOT_REFUTED
             why = (
                 f"its null rejects too often ({failing[0]['scenario']}: {failing[0]['n_rejected']} of "
                 f"{failing[0]['n_seeds']})"
@@ -407,29 +557,44 @@ def contamination_tests(
                     why,
                     power,
                     r["p_value"],
-                    valid,
+                    state,
+                    tier=OBSERVATIONAL,
+                    finding=f"The model prefers originals over their variants more than {r['reference']} does",
+                    caveat="exposure only if training without exposure would not move that preference, which "
+                    "no run can establish",
                 )
             )
     return tests
 
 
 def twin_test(rows: list[dict], model: str) -> Test | None:
-    mine = [r for r in rows if r["model"] == model and r["p_value"] is not None]
+    """The complement twin's sign-flip test, in the target's section and in
+    its twin's (the test is one: each sample was seen by one of the two)."""
+    mine = [r for r in rows if model in (r["model"], r["twin"]) and r["p_value"] is not None]
     if not mine:
         return None
     best = min(mine, key=lambda r: r["p_value"])
     adjusted = min(1.0, best["p_value"] * len(mine))
     rejected = sum(bool(r["rejected"]) for r in mine)
     n = best["n"]
+    if best.get("exact"):
+        resolution = f"resolution 2^-{n} = {2.0**-n:.1e} (every sign vector of {n} samples)"
+    else:
+        draws = best["n_sign_vectors"]
+        resolution = (
+            f"smallest p 1/{draws + 1} = {1 / (draws + 1):.1e} ({draws:,} random sign vectors over {n} samples)"
+        )
+    other = best["twin"] if best["model"] == model else best["model"]
     return Test(
-        f"complement twin ({best['twin']})",
+        f"complement twin ({other})",
         f"min p = {fmt_p(best['p_value'])} ({best['method']}), Bonferroni over {len(mine)} detectors "
         f"p = {fmt_p(adjusted)}; {rejected} of {len(mine)} reject at α = {best['alpha']:g}",
         "target and twin (trained on the complement) score each sample alike: paired sign-flip test",
         "the twin saw the non-members where the target saw the members (the testbed's design)",
-        f"resolution 2^-{n} = {2.0**-n:.1e} (exact over {n} samples); power {NOT_MEASURED}",
+        f"{resolution}; power {NOT_MEASURED}",
         adjusted,
-        True,
+        BY_DESIGN,
+        tier=DESIGN,
     )
 
 
@@ -438,9 +603,14 @@ def watermark_test(rows: list[dict], calibration: list[dict], model: str) -> Tes
     if r is None:
         return None
     nulls = [c for c in calibration if c["null"] == "random publication" and c["holds"] is not None]
-    valid = None if not nulls else all(c["holds"] for c in nulls)
-    why = "forms published with a secret; random publications under the unexposed models " + (
-        "hold" if valid else "reject too often" if valid is False else f"{NOT_MEASURED}"
+    failed = [c for c in nulls if not c["holds"]]
+    state = FAILS if failed else BY_DESIGN
+    why = "the published form of each problem drawn with a secret (randomized publication, made by the project)" + (
+        "; its null under the unexposed models rejects too often"
+        if failed
+        else f"; its null under the unexposed models not refuted ({len(nulls)} rows)"
+        if nulls
+        else ""
     )
     return Test(
         "randomized publication (watermark rank sum)",
@@ -449,68 +619,127 @@ def watermark_test(rows: list[dict], calibration: list[dict], model: str) -> Tes
         why,
         NOT_MEASURED,
         r["p_value"],
-        valid,
+        state,
+        tier=DESIGN,
+    )
+
+
+def exchangeability_test(row: dict, random_order: bool) -> Test:
+    """Oren et al.'s sharded test on the benchmark's published order: proof by
+    design only where the user declares that order random."""
+    result = (
+        f"p = {fmt_p(row.get('p_value'))} ({row.get('n_examples')} examples in {row.get('n_shards')} shards, "
+        f"{row.get('n_permutations')} permutations each; {row.get('p_method') or 'one-sided'})"
+        if row.get("p_value") is not None
+        else f"not run: {row.get('note') or 'fewer than 2 shards fit'}"
+    )
+    return Test(
+        "exchangeability (Oren et al., published order)",
+        result,
+        "the published order is no likelier under the model than a random order of the same examples",
+        "the published order was drawn at random (audit.random_order declares it)"
+        if random_order
+        else "the published order was drawn at random, which the config does not declare (audit.random_order)",
+        NOT_MEASURED,
+        row.get("p_value"),
+        BY_DESIGN if random_order else NOT_MEASURED,
+        tier=DESIGN if random_order else OBSERVATIONAL,
+        finding="The model prefers the benchmark's published order to shuffled orders",
+        caveat="exposure only if the published order was drawn at random, which audit.random_order does not declare",
     )
 
 
 # --- the audit's rows -------------------------------------------------------------------------------------------
 
 
+def _audit_state(r: dict) -> tuple[str, str]:
+    """The state of an audit verdict row's condition and its words, from the gates its table recorded."""
+    if r.get("negative_control_gate"):
+        return FAILS, r["negative_control_gate"]
+    if r["test"] == "negative_control_bootstrap":
+        return NOT_REFUTED, "the negative controls respond to the control set as the audited model would"
+    gated = r.get("assumes_exchangeable") or r["test"] == "reference_contrast"
+    if gated and r.get("blind_rejected"):
+        return FAILS, r["verdict"]
+    condition = (
+        "controls drawn like the suspects"
+        if r.get("assumes_exchangeable")
+        else "the reference unexposed to suspects and controls (declared by the user) and any shift moving both "
+        "models alike (one reference cannot check that)"
+    )
+    if r.get("blind_rejected") is None:
+        return NOT_MEASURED, f"{condition}; no blind baseline ran"
+    return NOT_REFUTED, f"{condition}; the blind baseline did not reject"
+
+
 def audit_verdict_tests(rows: list[dict]) -> list[Test]:
     """The audit's rows from audit/verdicts.parquet (the gated verdict
-    table): one row per test, the conformal flags collapsed into one."""
+    table), each counted as the table counts it; the conformal flags
+    collapsed into one descriptive row, their PAC flags per detector."""
     tests = []
     flags = [r for r in rows if r["test"] == "conformal_flags"]
     for r in rows:
         if r["test"] in ("conformal_flags", "blind_baseline"):
             continue
-        gated = r.get("assumes_exchangeable")
-        valid = r.get("controls_exchangeable") if gated else True
+        state, why = _audit_state(r)
         effect = r.get("detectable_effect")
         detects = None if effect is None else f"{r.get('effect') or 'effect'} ≥ {effect:.2f}"
+        name = {
+            "dataset_inference": "dataset inference",
+            "negative_control_bootstrap": f"negative-control bootstrap ({r['detector']})",
+        }.get(r["test"], f"{r['test']} ({r['detector']})")
         tests.append(
             Test(
-                f"{r['test']} ({r['detector']})" if r["test"] != "dataset_inference" else "dataset inference",
+                name,
                 f"p = {fmt_p(r['p_value'])} ({r['n_suspect']} suspects vs {r['n_controls_used']} controls, "
                 f"{r['n_controls_dropped']} dropped): {r['verdict']}",
                 "suspects score like the controls"
-                if gated
-                else "the target's excess over the reference is the same for suspects and controls",
-                "controls exchangeable with the suspects (blind baseline)"
-                if gated
-                else "the reference is unexposed to suspects and controls (declared by the user)",
+                if r.get("assumes_exchangeable")
+                else "the audited model's excess over its comparison is the same for suspects and controls",
+                why,
                 detects or NOT_MEASURED,
-                r["p_value"] if r.get("counted_as_evidence") is not None else None,
-                None if valid is None else bool(valid),
+                r["p_value"],
+                state,
                 detects,
+                tier=OBSERVATIONAL,
+                counted=r.get("counted_as_evidence"),
+                detectable=effect if r.get("effect") == "AUC" else None,
             )
         )
     if flags:
-        flagged = sum(r.get("n_flagged_pac") or 0 for r in flags)
+        per_detector = sorted(((r.get("n_flagged_pac") or 0, r["detector"]) for r in flags), reverse=True)
+        n_suspect = max(r["n_suspect"] or 0 for r in flags)
+        shown = ", ".join(f"{d} {k}" for k, d in per_detector[:4])
+        more = f", {len(per_detector) - 4} more" if len(per_detector) > 4 else ""
+        state, why = _audit_state(flags[0])
         tests.append(
             Test(
                 f"conformal flags ({len(flags)} detectors; descriptive)",
-                f"{flagged} suspects flagged (PAC)",
+                f"PAC flags per detector (of {n_suspect} suspects): {shown}{more}",
                 "each suspect scores like the controls",
-                "controls exchangeable with the suspects (blind baseline)",
+                why,
                 flags[0].get("note") or NOT_MEASURED,
-                valid=flags[0].get("controls_exchangeable"),
+                state=state,
             )
         )
     return tests
 
 
-def audit_table_tests(rates: list[dict], inference: list[dict], blind: dict | None, alpha: float) -> list[Test]:
+def audit_table_tests(
+    rates: list[dict], inference: list[dict], blind: dict | None, alpha: float, null_check: list[dict]
+) -> list[Test]:
     """The audit's rows from leakage_rates / dataset_inference where no
-    verdict table was written: validity from the blind baseline, or "not
-    measured" without one."""
-    valid = None if blind is None else bool(blind.get("controls_exchangeable"))
-    condition = blind_phrase(blind)
+    verdict table was written: validity from the blind baseline (not
+    measured without one); a chance-null leakage rate's from the testbed's
+    null check of the unexposed base model (``null_check``)."""
+    state = NOT_MEASURED if blind is None else FAILS if blind.get("blind_rejected") else NOT_REFUTED
+    condition = f"controls drawn like the suspects; the blind baseline {blind_phrase(blind)}"
     tests = []
     for r in inference:
         n_s, n_c = (r["n_suspect"] or 0) // 2, (r["n_control"] or 0) // 2
+        detectable = detectable_auc(n_s, n_c, alpha / 2)
         power, detects = auc_power(
-            detectable_auc(n_s, n_c, alpha / 2),
+            detectable,
             f"held-out halves of {n_s} vs {n_c}",
             "Mann-Whitney normal approximation at contamination.alpha / 2",
         )
@@ -524,25 +753,53 @@ def audit_table_tests(rates: list[dict], inference: list[dict], blind: dict | No
                 condition,
                 power,
                 r["p_value"],
-                valid,
+                state,
                 detects,
+                tier=OBSERVATIONAL,
+                detectable=detectable if detects else None,
             )
         )
     for r in rates:
         control = r.get("null") == "control set"
+        chance_state, chance_why = chance_null_state(r["detector"], null_check)
         tests.append(
             Test(
                 f"leakage rate ({r['detector']})",
                 f"p = {fmt_p(r['p_value'])}: {r['n_flagged']} of {r['n_samples']} flagged "
                 f"(rate {r['leakage_rate']:.2f} [{r['rate_low']:.2f}, {r['rate_high']:.2f}], Clopper-Pearson)",
                 f"the rate equals the null's ({r['null']})",
-                condition if control else "variants exchangeable with the original (the testbed's null check)",
+                condition if control else chance_why,
                 NOT_MEASURED,
                 r["p_value"],
-                valid if control else None,
+                state if control else chance_state,
+                tier=OBSERVATIONAL,
+                finding="Suspects are flagged more often than controls"
+                if control
+                else "The model prefers originals over their variants more often than chance",
+                caveat=OBSERVATIONAL_CAVEAT
+                if control
+                else "exposure only if an unexposed model ranks the original among its variants at random",
             )
         )
     return tests
+
+
+LEAKAGE_DETECTORS = {"gray-box": "srdetection_graybox", "black-box": "srdetection_blackbox"}
+
+
+def chance_null_state(detector: str, null_check: list[dict]) -> tuple[str, str]:
+    """A chance-null leakage rate's condition (variants exchangeable with the
+    original under an unexposed model), as the testbed's null check of the
+    base model (``reference``) found it."""
+    condition = "variants exchangeable with the original under an unexposed model"
+    method = LEAKAGE_DETECTORS.get(detector, detector)
+    row = next((r for r in null_check if r["model"] == "reference" and r["method"] == method), None)
+    if row is None:
+        return NOT_MEASURED, f"{condition}; no null check of the base model in this run"
+    figures = f"the base model flags {row['rate']:.3f} [{row['rate_low']:.3f}, {row['rate_high']:.3f}] against chance {row['expected_rate']:.3f}"
+    if row["verdict"].startswith("outside"):
+        return FAILS, f"{condition}: the testbed's null check rejects it ({figures})"
+    return NOT_REFUTED, f"{condition}; the testbed's null check did not reject ({figures})"
 
 
 # --- the page ---------------------------------------------------------------------------------------------------
@@ -555,7 +812,7 @@ CANNOT_ALWAYS = [
 ]
 
 
-def testbed_sections(tables: RunTables, benchmark: str, alpha: float, contamination_alpha: float) -> list[Section]:
+def testbed_sections(tables: RunTables, benchmark: str, settings: PageSettings) -> list[Section]:
     detection = tables.detection.get(benchmark, [])
     calibration = tables.calibration.get(benchmark, [])
     models = list(
@@ -571,13 +828,13 @@ def testbed_sections(tables: RunTables, benchmark: str, alpha: float, contaminat
         tests = [
             t
             for t in (
-                detector_test([r for r in detection if r["model"] == model], alpha, testbed=True),
+                detector_test([r for r in detection if r["model"] == model], settings.calibration_alpha, testbed=True),
                 *contamination_tests(
                     tables.p_values.get(benchmark, []),
                     calibration,
                     tables.contamination_calibration.get(benchmark, []),
                     model,
-                    contamination_alpha,
+                    settings.contamination_alpha,
                 ),
                 twin_test(tables.twin.get(benchmark, []), model),
                 watermark_test(tables.watermark.get(benchmark, []), calibration, model),
@@ -588,17 +845,34 @@ def testbed_sections(tables: RunTables, benchmark: str, alpha: float, contaminat
         cannot = [
             *CANNOT_ALWAYS,
             "how the tests behave on a real model's control set: the testbed's members and non-members are a "
-            "random split of one benchmark, so the calibration checks hold by construction and verify the "
-            "code, not a user's controls (the audit's blind baseline checks those).",
+            "random split of one benchmark, so the calibration checks verify the code, not a user's controls "
+            "(the audit's blind baseline and negative controls check those, and can only refute).",
         ]
         sections.append(Section(model, benchmark, tests, cannot, scans))
     return sections
 
 
-def audit_sections(tables: RunTables, alpha: float) -> list[Section]:
+def negative_control_phrase(rows: list[dict]) -> str:
+    """What the declared negative controls found on one benchmark's verdict rows."""
+    names = sorted({r["model"] for r in rows if r.get("negative_control")})
+    if not names:
+        return "no negative-control model was declared (audit.negative_controls)"
+    gate = next((r["negative_control_gate"] for r in rows if r.get("negative_control_gate")), None)
+    if gate:
+        return gate
+    return f"the negative controls ({', '.join(names)}) found no difference between suspects and controls: not refuted"
+
+
+def audit_sections(tables: RunTables, settings: PageSettings) -> list[Section]:
     keys = list(
         dict.fromkeys(
-            [(r["model"], r["benchmark"]) for r in tables.audit_verdicts + tables.audit_rates + tables.audit_inference]
+            [
+                (r["model"], r["benchmark"])
+                for r in tables.audit_verdicts
+                + tables.audit_rates
+                + tables.audit_inference
+                + tables.audit_exchangeability
+            ]
         )
     )
     sections = []
@@ -612,34 +886,54 @@ def audit_sections(tables: RunTables, alpha: float) -> list[Section]:
                 [r for r in tables.audit_rates if (r["model"], r["benchmark"]) == (model, benchmark)],
                 [r for r in tables.audit_inference if (r["model"], r["benchmark"]) == (model, benchmark)],
                 blind,
-                alpha,
+                settings.contamination_alpha,
+                tables.null_check.get(benchmark, []),
             )
+        tests += [
+            exchangeability_test(r, benchmark in settings.random_order)
+            for r in tables.audit_exchangeability
+            if (r["model"], r["benchmark"]) == (model, benchmark)
+        ]
         scans = scan_rows(tables, benchmark)
         if (scan := scan_test(scans)) is not None:
             tests.append(scan)
+        benchmark_rows = [r for r in tables.audit_verdicts if r["benchmark"] == benchmark]
+        context = Context(
+            blind=blind_phrase(blind),
+            negative_controls=negative_control_phrase(benchmark_rows) if benchmark_rows else None,
+            training_copies=training_copies(scans, settings.training_data),
+        )
         cannot = [*CANNOT_ALWAYS]
-        if blind is None and not verdicts:
+        if blind is None or blind.get("p_value") is None:
             cannot.append(
-                "whether the control set is exchangeable with the suspects: no blind baseline ran, so every "
-                "test against the controls reads its validity as not measured; a control set that differs "
-                "from the suspects (e.g. released later) can produce small p-values with no exposure at all."
+                "whether the control set differs from the suspects: no blind baseline ran, so every test against "
+                "the controls reads its validity as not measured; a control set that differs from the suspects "
+                "(e.g. released later) can produce small p-values with no exposure at all."
             )
-        elif blind is not None and not blind.get("controls_exchangeable"):
+        elif blind.get("blind_rejected"):
             cannot.append(
-                "anything from the tests against the control set: it differs from the suspects "
-                f"({blind_phrase(blind)}), so only tests that do not assume exchangeable controls remain."
+                "anything from the tests against the control set: the blind baseline "
+                f"{blind_phrase(blind)}, so only tests that do not compare with the controls remain."
             )
-        sections.append(Section(model, benchmark, tests, cannot, scans))
+        cannot.append(
+            "whether the controls were drawn like the suspects: the blind baseline and the negative controls can "
+            "show that they differ, never that they do not, so a rejection against them is observational."
+        )
+        sections.append(Section(model, benchmark, tests, cannot, scans, context))
     return sections
 
 
 def headline(tables: RunTables, benchmark: str) -> list[str]:
     """At most 30 lines: which detectors find the planted members at which
     epoch and ratio (AUC 95% CI above 0.5, seeds that do), beside the base
-    model's AUC and the blind baseline's; and whether the calibration table holds."""
-    detection = [r for r in tables.detection.get(benchmark, []) if r.get("auc") is not None and not r["oracle"]]
-    subset = "filtered" if any(r["subset"] == "filtered" and r["seed"] is not None for r in detection) else "all"
-    detection = [r for r in detection if r["subset"] == subset]
+    model's AUC and the blind baseline's, both on the evaluation fold's whole
+    split (the samples the blind baseline classifies); and whether the
+    calibration table's checks were refuted."""
+    detection = [
+        r
+        for r in tables.detection.get(benchmark, [])
+        if r.get("auc") is not None and not r["oracle"] and r["subset"] == "all"
+    ]
     base = {r["method"]: r["auc"] for r in detection if r["seed"] is None and r["model"] == "reference"}
     targets = [r for r in detection if r["seed"] is not None and r["model"].startswith("target-")]
     lines = [f"\n## Testbed headline: {benchmark}\n\n"]
@@ -657,13 +951,14 @@ def headline(tables: RunTables, benchmark: str) -> list[str]:
     finders = sorted(m for m in found if any(c[0] for c in found[m].values()))
     blind = tables.testbed_blind.get(benchmark)
     lines.append(
-        f"Planted members found (AUC 95% CI above 0.5, {subset} subset) by {len(finders)} of {len(found)} "
-        f"detectors in at least one training seed. Cells: mean AUC over seeds (seeds whose CI lies above "
-        f"0.5 / seeds); the {len(shown)} most sensitive detectors shown. Blind baseline (text only, no model): "
+        f"Planted members found (AUC 95% CI above 0.5, the evaluation fold's whole split) by {len(finders)} of "
+        f"{len(found)} detectors in at least one training seed. Cells: mean AUC over seeds (seeds whose CI lies "
+        f"above 0.5 / seeds); the {len(shown)} most sensitive detectors shown. Blind baseline (text only, no model, "
+        "the same samples): "
         + (
             "not measured in this run.\n\n"
             if blind is None
-            else f"AUC {blind['auc']:.2f} [{blind['ci_low']:.2f}, {blind['ci_high']:.2f}] on the evaluation fold "
+            else f"AUC {blind['auc']:.2f} [{blind['ci_low']:.2f}, {blind['ci_high']:.2f}] "
             f"(p = {fmt_p(blind['p_value'])}; a detector shows exposure only where its AUC is above what text alone reaches).\n\n"
         )
     )
@@ -683,34 +978,39 @@ def headline(tables: RunTables, benchmark: str) -> list[str]:
         lines.append("\nCalibration table: no rows in this run.\n")
     elif not failed:
         lines.append(
-            f"\nCalibration table **holds**: all {len(judged)} judged rows of {len(calibration)} "
-            "(calibration.parquet).\n"
+            f"\nCalibration table: **no check refuted** (all {len(judged)} judged rows of {len(calibration)} within "
+            "their margins; calibration.parquet).\n"
         )
     else:
         named = "; ".join(sorted({f"{r['method']} ({r['null']})" for r in failed})[:4])
         lines.append(
-            f"\nCalibration table: **{len(failed)} of {len(judged)} judged rows do not hold** ({named}); see "
+            f"\nCalibration table: **{len(failed)} of {len(judged)} judged rows refuted** ({named}); see "
             f"[calibration](aggregate/{benchmark}/calibration.md).\n"
         )
     return lines
 
 
-def render_verdict(tables: RunTables, run: str, alpha: float, contamination_alpha: float) -> str:
-    """The whole page; ``alpha`` is calibration.alpha (per-sample decisions),
-    ``contamination_alpha`` contamination.alpha (dataset-level tests and the
-    answers' rule)."""
+def render_verdict(tables: RunTables, settings: PageSettings) -> str:
+    """The whole page."""
+    run = settings.run
+    alpha, contamination_alpha = settings.calibration_alpha, settings.contamination_alpha
     benchmarks = sorted(tables.detection)
     parts = [
         f"# Verdict: {run}\n\n",
-        "One section per model × benchmark: the question, the answer in one sentence naming the test that "
-        "carries it, and every test that ran with its null, whether its validity condition holds in this run and "
-        "what it could have detected. Rule of the answers: a test is **evidence of exposure** only where its "
-        f"p-value is at most contamination.alpha / m (contamination.alpha = {contamination_alpha:g}, Bonferroni "
-        "over the m tests with a p-value in the section) and its validity condition holds; a rejection whose "
-        "condition fails or was not measured is **inconclusive**; no rejection reads **no evidence** with what "
-        "the most sensitive valid test could have detected. Per-sample flags use calibration.alpha = "
-        f"{alpha:g}. Intervals: Clopper-Pearson for counts, bootstrap for AUC (detection), as each table "
-        f"computes them. {DECIDED_BY}\n",
+        "One section per model × benchmark: the question, the answer naming the test that carries it, and every "
+        "test that ran with its null, the kind of evidence it is, whether its validity condition was refuted in "
+        "this run and what it could have detected. Rule of the answers, at contamination.alpha / m "
+        f"(contamination.alpha = {contamination_alpha:g}, Bonferroni over the m tests with a p-value in the "
+        "section): **Evidence of exposure** only from a *design* test, whose null a randomisation guarantees (the "
+        "testbed's random split, the complement twin, randomized publication, Oren et al.'s test on an order "
+        "declared random); a rejection by an *observational* test (against the user's controls, a reference "
+        "model or the variants) reads what it found and what it assumes, never evidence of exposure; a rejection "
+        "whose condition fails, or that its table does not count, is **inconclusive**; no rejection reads **no "
+        "evidence** only where the most sensitive valid test detects an AUC of at most "
+        f"audit.max_detectable_auc = {settings.max_detectable_auc:g} with 80% power, and **inconclusive** "
+        "otherwise. A check that did not reject reads *not refuted*: it could only have shown a condition false. "
+        f"Per-sample flags use calibration.alpha = {alpha:g}. Intervals: Clopper-Pearson for counts, bootstrap "
+        f"for AUC (detection), as each table computes them. {DECIDED_BY}\n",
     ]
     for benchmark in benchmarks:
         parts += headline(tables, benchmark)
@@ -718,11 +1018,11 @@ def render_verdict(tables: RunTables, run: str, alpha: float, contamination_alph
         parts.append(
             "\nThe testbed's full tables: " + ", ".join(f"[{b}](aggregate/{b}/report.md)" for b in benchmarks) + ".\n"
         )
-    sections = [s for b in benchmarks for s in testbed_sections(tables, b, alpha, contamination_alpha)]
-    sections += audit_sections(tables, contamination_alpha)
+    sections = [s for b in benchmarks for s in testbed_sections(tables, b, settings)]
+    sections += audit_sections(tables, settings)
     if not sections:
         parts.append("\nThis run wrote no table a verdict rests on (no testbed benchmark, no audit).\n")
-    parts += [s.render(contamination_alpha) for s in sections]
+    parts += [s.render(contamination_alpha, settings.max_detectable_auc) for s in sections]
     text = "".join(parts)
     check_wording(text, "verdict.md")
     return text

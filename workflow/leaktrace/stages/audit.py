@@ -37,13 +37,13 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from scipy.stats import fisher_exact, poisson_binom
+from scipy.stats import fisher_exact
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.calibration.audit_verdicts import RATE, gate
 from leaktrace.calibration.blind_baseline import BlindBaseline, from_row
 from leaktrace.calibration.conformal import conformal_p_values
-from leaktrace.calibration.power import detectable_fisher_rate
+from leaktrace.calibration.power import detectable_fisher_rate, poisson_binomial_sf
 from leaktrace.calibration.rates import clopper_pearson
 from leaktrace.calibration.verdict import verdict
 from leaktrace.config_slice import config_key, read_slice
@@ -84,7 +84,10 @@ RATES_SCHEMA = pa.schema(
         ("alpha", pa.float64()),
         ("n_flagged_at_alpha", pa.int32()),  # conformal p-value against the control set <= alpha; null without one
         ("calibration", pa.string()),  # the control set used, or "uncalibrated: ..."
-        ("controls_exchangeable", pa.bool_()),  # the blind baseline did not reject; null: no control set or not run
+        (
+            "blind_rejected",
+            pa.bool_(),
+        ),  # the blind baseline rejected (false: not refuted); null: no control set or not run
         ("detectable_effect", pa.float64()),  # the suspect flag rate Fisher's test detects with 80% power; null: none
         (
             "verdict",
@@ -144,7 +147,7 @@ def leakage_rates(
             )
             detectable = detectable_fisher_rate(len(suspect), len(held), held_flags / len(held), alpha)
             row |= {
-                "controls_exchangeable": None if blind is None else blind.p_value > gate_alpha,
+                "blind_rejected": None if blind is None else blind.p_value <= gate_alpha,
                 "detectable_effect": detectable,
                 "verdict": verdict(
                     float(test.pvalue), alpha, RATE, detectable, inconclusive_rate, gate(blind, gate_alpha)
@@ -171,7 +174,7 @@ def leakage_rates(
             row |= {
                 "null": CHANCE,
                 "null_rate": float(chances.mean()),
-                "p_value": float(poisson_binom(chances).sf(flagged - 1)),
+                "p_value": poisson_binomial_sf(chances, flagged),
                 "calibration": UNCALIBRATED,
             }
         rows.append(row)

@@ -34,6 +34,7 @@ import pyarrow as pa
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.calibration import audit_verdicts
 from leaktrace.calibration.blind_baseline import BlindBaseline, from_row
+from leaktrace.calibration.negative_controls import MIN_NEGATIVE_CONTROLS
 from leaktrace.calibration.rates import false_positive_rate
 from leaktrace.config_slice import config_key, read_slice
 from leaktrace.contamination.dataset_inference import MIN_PER_SET, dataset_inference
@@ -78,6 +79,11 @@ class AuditContaminationSettings:
     ref_model: str | None = config_key("ref_model (Ref's reference model, set by rules/audit.smk)")
     verdicts: VerdictLevels = config_key("audit")
     reference: AuditReference = config_key("audit.reference")
+    negative_controls: tuple[str, ...] = config_key("audit.negative_controls")
+
+    def unexposed(self) -> list[str]:
+        """The declared negative controls: audit.negative_controls and the contrast's reference."""
+        return list(dict.fromkeys([*self.negative_controls, *([self.reference.model] if self.reference.model else [])]))
 
 
 SCHEMA = pa.schema(
@@ -105,7 +111,7 @@ SCHEMA = pa.schema(
         ("null_verdict", pa.string()),
         ("note", pa.string()),  # why a p-value or its null is missing
         # the gate and the power (audit/verdicts.parquet has the rest)
-        ("controls_exchangeable", pa.bool_()),  # false: the blind baseline rejected at alpha; null: not run
+        ("blind_rejected", pa.bool_()),  # the blind baseline rejected at alpha (false: not refuted); null: not run
         ("detectable_effect", pa.float64()),  # the AUC detected with 80% power; null: none
         ("verdict", pa.string()),
     ]
@@ -210,6 +216,7 @@ def audit_contamination(
         {r["benchmark"]: from_row(r) for r in read_records(blind)} if blind else {}
     )
     reference = settings.reference
+    negatives = settings.unexposed()
     records = {key: read_records(path, ["sample_id", "method", "score", "decision"]) for key, path in scores.items()}
     rows, table = [], []
     for (model, benchmark), found in records.items():
@@ -243,14 +250,35 @@ def audit_contamination(
             rows[-1],
             verdict_settings(settings, model_seed),
             ref,
+            negative_control=model in negatives,
         )
-        (di,) = [r for r in mine_rows if r["test"] == "dataset_inference"]
-        rows[-1] |= {
-            "controls_exchangeable": di["controls_exchangeable"],
-            "detectable_effect": di["detectable_effect"],
-            "verdict": di["verdict"],
-        }
+        if len(negatives) >= MIN_NEGATIVE_CONTROLS and model not in negatives:
+            lookups = {name: score_lookup(records[(name, benchmark)], exclude) for name in [model, *negatives]}
+            mine_rows.append(
+                audit_verdicts.negative_control_bootstrap_row(
+                    model,
+                    benchmark,
+                    reference.method,
+                    lookups,
+                    negatives,
+                    mine,
+                    verdict_settings(settings, model_seed),
+                    baselines.get(benchmark),
+                )
+            )
         table += mine_rows
+    table = audit_verdicts.negative_control_gate(table)
+    for row in rows:
+        di = next(
+            (
+                r
+                for r in table
+                if (r["model"], r["benchmark"], r["test"]) == (row["model"], row["benchmark"], "dataset_inference")
+            ),
+            None,
+        )
+        if di is not None:
+            row |= {k: di[k] for k in ("blind_rejected", "detectable_effect", "verdict")}
     write_table(rows, SCHEMA, output)
     report.write_text(render(rows, settings.alpha))
     if verdicts is not None:

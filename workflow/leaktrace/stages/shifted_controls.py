@@ -11,15 +11,18 @@ from pathlib import Path
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.calibration.shifted_controls import (
     DRAWS_SCHEMA,
+    PAGE_SCHEMA,
     SUMMARY_SCHEMA,
     ShiftedControlsSettings,
     experiment_rows,
+    page_rows,
     summary_rows,
 )
 from leaktrace.config_slice import read_slice
 from leaktrace.contamination.features import score_lookup
 from leaktrace.data.samples import document
 from leaktrace.report.shifted_controls import render
+from leaktrace.report.verdict import answer, answer_kind, audit_verdict_tests
 
 log = logging.getLogger(__name__)
 
@@ -34,9 +37,11 @@ def shifted_controls(
     output: Path,
     summary: Path,
     report: Path,
+    page: Path,
 ) -> None:
     """``target`` and ``reference``: the two models' scores.parquet; ``settings``:
-    the rule's slice (:class:`ShiftedControlsSettings`)."""
+    the rule's slice (:class:`ShiftedControlsSettings`); ``page``: how often
+    the verdict page answered what, per condition."""
     settings = read_slice(ShiftedControlsSettings, settings, "")
     texts = {r["sample_id"]: document(r) for r in read_records(benchmark_table)}
     found = read_records(target, ["sample_id", "method", "score", "decision"])
@@ -50,11 +55,20 @@ def shifted_controls(
         }
     }
     ref = score_lookup(read_records(reference, ["sample_id", "method", "score"]), exclude)
-    rows = experiment_rows(benchmark, texts, lookup, ref, {m: d for m, d in decisions.items() if d}, settings, seed)
+
+    def page_answer(rows: list[dict]) -> str:
+        """The verdict page's answer for one draw's rows, by the page's own rule."""
+        return answer_kind(answer(audit_verdict_tests(rows), settings.alpha, settings.max_detectable_auc))
+
+    rows = experiment_rows(
+        benchmark, texts, lookup, ref, {m: d for m, d in decisions.items() if d}, settings, seed, page_answer
+    )
     table = summary_rows(rows, settings.alpha)
+    answers = page_rows(rows)
     write_table(rows, DRAWS_SCHEMA, output)
     write_table(table, SUMMARY_SCHEMA, summary)
-    report.write_text(render(table, settings.alpha, settings.draws, settings.n_suspect, settings.n_control))
+    write_table(answers, PAGE_SCHEMA, page)
+    report.write_text(render(table, answers, settings.alpha, settings.draws, settings.n_suspect, settings.n_control))
     for r in table:
         log.info(
             "%s %s: %d of %d rejected, %d counted",

@@ -7,17 +7,15 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from leaktrace.report.verdict import load_tables, render_verdict
+from leaktrace.config_slice import read_slice
+from leaktrace.report.verdict import PageSettings, load_tables, render_verdict
 
 log = logging.getLogger(__name__)
 
 
 def verdict(tables: tuple[Path, ...], results: Path, settings: dict, output: Path) -> None:
     """``tables``: the run's final outputs (files the verdict does not read
-    are ignored); ``settings``: ``run`` (the results folder's name),
-    ``alpha`` (calibration.alpha) and ``contamination_alpha``."""
-    text = render_verdict(
-        load_tables(tables, results), settings["run"], settings["alpha"], settings["contamination_alpha"]
-    )
+    are ignored); ``settings``: the rule's slice (:class:`PageSettings`)."""
+    text = render_verdict(load_tables(tables, results), read_slice(PageSettings, settings, ""))
     output.write_text(text)
     log.info("verdict in %s (%d lines)", output, text.count("\n"))
