@@ -3,7 +3,9 @@
 # no training, beside its null (the control set contamination.held_out_ids, or
 # the chance rate from each sample's variant count) and a p-value, and, given
 # control ids, the dataset-level test of each model against them. Testbed
-# models reuse the testbed's scores.
+# models reuse the testbed's scores. In every audit, control ids or not, Oren
+# et al.'s order test of each benchmark's published order under each model
+# (audit_exchangeability): no control set, its p-value exact if that order was random.
 
 from leaktrace.data.runnability import runnability_message
 
@@ -66,6 +68,29 @@ def _check_audit_config():
 
 _check_audit_config()
 
+AUDIT_RELEASES = config["audit"]["releases"]
+RELEASE_FILES = ("commitment.json", "private/secret.key", "private/forms.parquet")
+
+
+def _check_audit_releases():
+    """Each release named is an audited benchmark's, read from a local file,
+    with what the watermark's test needs (the secret and the forms table are
+    the maintainer's: no one else can run it)."""
+    for benchmark, release in AUDIT_RELEASES.items():
+        where = f"audit.releases.{benchmark}"
+        if benchmark not in AUDIT_BENCHMARKS:
+            raise ValueError(f"{where}: {benchmark!r} is not in audit.benchmarks ({', '.join(AUDIT_BENCHMARKS) or 'none'})")
+        if not config["benchmarks"][benchmark].get("path"):
+            raise ValueError(f"{where}: benchmarks.{benchmark} names no file; its path must be the release's published file")
+        missing = [name for name in RELEASE_FILES if not os.path.exists(os.path.join(release, name))]
+        if missing:
+            raise ValueError(f"{where}: {release} lacks {', '.join(missing)}: the watermark's test needs the directory "
+                             "`leaktrace publish` wrote, with its private/ part (the secret and the forms table, which "
+                             "only the release's maintainer holds)")
+
+
+_check_audit_releases()
+
 
 def _check_shifted_controls():
     """The shifted-control experiment's benchmark is audited, and its target
@@ -121,6 +146,37 @@ def audit_settings():
                       sort_keys=True)
 
 
+AUDIT_EXCHANGEABILITY_OUTPUTS = tuple(audit_file(name) for name in ("exchangeability.parquet", "exchangeability.md"))
+AUDIT_EXCHANGEABILITY = config["audit"]["exchangeability"]
+
+
+def audit_exchangeability_row(benchmark="{benchmark}", model="{model}"):
+    """One audited model × benchmark's order test (``model``: the scored name, audit-<name> or a testbed model)."""
+    return audit_file(f"exchangeability/{benchmark}/{model}.parquet")
+
+
+def audit_exchangeability_rows():
+    return [audit_exchangeability_row(b, audit_model(name)) for b in AUDIT_BENCHMARKS for name in AUDIT_MODELS]
+
+
+def audit_name(wildcards):
+    """The audit.models name behind a scored model."""
+    return next(name for name in AUDIT_MODELS if audit_model(name) == wildcards.model)
+
+
+AUDIT_WATERMARK_OUTPUTS = tuple(audit_file(name) for name in ("watermark.parquet", "watermark.md"))
+
+
+def audit_watermark_dir(benchmark="{benchmark}", model="{model}"):
+    """The watermark's test of one released benchmark under one audited model (scored name)."""
+    return audit_file(f"watermark/{benchmark}/{model}")
+
+
+def audit_watermark_pairs():
+    """(audit name, released benchmark) of every watermark test."""
+    return [(name, b) for b in AUDIT_BENCHMARKS if b in AUDIT_RELEASES for name in AUDIT_MODELS]
+
+
 SHIFTED_OUTPUTS = tuple(audit_file(f"shifted_controls/{name}")
                         for name in ("draws.parquet", "summary.parquet", "report.md", "page.parquet"))
 
@@ -129,6 +185,8 @@ def audit_outputs():
     if not (AUDIT_BENCHMARKS and AUDIT_MODELS):
         return []
     return [str(path) for path in rules.audit.output] \
+        + (list(AUDIT_EXCHANGEABILITY_OUTPUTS) if AUDIT_EXCHANGEABILITY["enabled"] else []) \
+        + (list(AUDIT_WATERMARK_OUTPUTS) if audit_watermark_pairs() else []) \
         + ([*AUDIT_CONTAMINATION_OUTPUTS, AUDIT_BLIND] if AUDIT_CONTROL_IDS else []) \
         + (list(SHIFTED_OUTPUTS) if SHIFTED.get("benchmark") else [])
 
@@ -158,6 +216,117 @@ rule audit:
     shell:
         "{LEAKTRACE} audit --scores {params.scores} --variants {params.variants} {params.held_out} {params.blind}"
         " --settings {params.settings:q} --output-dir {AUDIT_DIR} 2> {log}"
+
+
+# Oren et al.'s sharded test of the benchmark's published order under one
+# audited model: shards and their distinct permutations through the batched
+# token scorer (its forward passes, as the testbed's `exchangeability`).
+rule audit_exchangeability:
+    input:
+        benchmark=benchmark_table(),
+        model=scored_model_files,
+    output:
+        audit_exchangeability_row(),
+    params:
+        settings=settings_without(["audit", "exchangeability"], "enabled"),
+        batch=settings("score", "tokens"),
+        model=scored_model_settings,
+        adapter=adapter_args,
+        name=audit_name,
+        seed=config["seed"],
+    log:
+        log_file("audit", "exchangeability", "{benchmark}", "{model}"),
+    benchmark:
+        benchmark_file("audit", "exchangeability", "{benchmark}", "{model}")
+    threads: MODEL_THREADS
+    conda:
+        MODEL_ENV
+    resources:
+        # n_shards shards, each at most a context long, in their order and n_permutations others
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"],
+                    sequences=AUDIT_EXCHANGEABILITY["n_shards"] * (1 + AUDIT_EXCHANGEABILITY["n_permutations"])),
+    shell:
+        "{LEAKTRACE} audit-exchangeability --benchmark {input.benchmark} --benchmark-name {wildcards.benchmark}"
+        " --name {params.name} --model {params.model:q} {params.adapter} --settings {params.settings:q}"
+        " --batch {params.batch:q} --seed {params.seed} --output {output} 2> {log}"
+
+
+rule audit_exchangeability_table:
+    input:
+        audit_exchangeability_rows(),
+    output:
+        table=AUDIT_EXCHANGEABILITY_OUTPUTS[0],
+        report=report(AUDIT_EXCHANGEABILITY_OUTPUTS[1], caption="../report/audit.rst", category="Audit"),
+    log:
+        log_file("audit", "exchangeability_table"),
+    benchmark:
+        benchmark_file("audit", "exchangeability_table")
+    threads: 1
+    resources:
+        **cpu_job(),
+    conda:
+        CPU_ENV
+    shell:
+        "{LEAKTRACE} audit-exchangeability-table --rows {input} --output {output.table} --report {output.report} 2> {log}"
+
+
+# The watermark's exact rank test of a benchmark released through `leaktrace
+# publish` (audit.releases), under each audited model: the release checked
+# against its commitment, every form of every problem scored (rules/watermark.smk's
+# watermark_test, for a maintainer's own release).
+rule audit_watermark:
+    input:
+        published=lambda wildcards: config["benchmarks"][wildcards.benchmark]["path"],
+        release=lambda wildcards: [os.path.join(AUDIT_RELEASES[wildcards.benchmark], name) for name in RELEASE_FILES],
+        model=scored_model_files,
+    output:
+        tokens=audit_watermark_dir() + "/tokens.parquet",
+        ranks=audit_watermark_dir() + "/ranks.parquet",
+        result=audit_watermark_dir() + "/result.parquet",
+    params:
+        release=lambda wildcards: AUDIT_RELEASES[wildcards.benchmark],
+        model=scored_model_settings,
+        adapter=adapter_args,
+        name=audit_name,
+        batch=lambda wildcards: f"--batch-size {config['score']['tokens']['batch_size']}"
+        + (f" --token-budget {config['score']['tokens']['token_budget']}" if config["score"]["tokens"]["token_budget"] else ""),
+        seed=config["seed"],
+        out_dir=audit_watermark_dir(),
+    log:
+        log_file("audit", "watermark", "{benchmark}", "{model}"),
+    benchmark:
+        benchmark_file("audit", "watermark", "{benchmark}", "{model}")
+    threads: MODEL_THREADS
+    conda:
+        MODEL_ENV
+    resources:
+        **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"]),
+    shell:
+        "{LEAKTRACE} watermark-test {params.release} --published {input.published} --model {params.model:q}"
+        " {params.adapter} --name {params.name} {params.batch} --seed {params.seed} --output-dir {params.out_dir} 2> {log}"
+
+
+rule audit_watermark_table:
+    input:
+        [audit_watermark_dir(b, audit_model(name)) + "/result.parquet" for name, b in audit_watermark_pairs()],
+    output:
+        table=AUDIT_WATERMARK_OUTPUTS[0],
+        report=report(AUDIT_WATERMARK_OUTPUTS[1], caption="../report/audit.rst", category="Audit"),
+    params:
+        results=lambda wildcards, input: " ".join(
+            f"{name}:{b}={path}" for (name, b), path in zip(audit_watermark_pairs(), input, strict=True)),
+    log:
+        log_file("audit", "watermark_table"),
+    benchmark:
+        benchmark_file("audit", "watermark_table")
+    threads: 1
+    resources:
+        **cpu_job(),
+    conda:
+        CPU_ENV
+    shell:
+        "{LEAKTRACE} audit-watermark-table --results {params.results} --output {output.table}"
+        " --report {output.report} 2> {log}"
 
 
 def audit_contamination_settings():

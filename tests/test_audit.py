@@ -192,6 +192,47 @@ def overlay(tmp_path: Path, extra: dict) -> Path:
     return path
 
 
+def test_the_shipped_audit_plans_the_order_test_for_each_model_and_the_verdict_reads_its_table(tmp_path):
+    result = snakemake(REPO, "-n", "--configfile", AUDIT_CONFIG, "--config", "run=plan-order-test", timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = re.findall(r"output: (results/plan-order-test/audit/exchangeability/\S+)", result.stdout)
+    assert sorted(rows) == [
+        f"results/plan-order-test/audit/exchangeability/mbpp-audit/audit-{m}.parquet" for m in ("model-a", "model-b")
+    ]
+    verdict = re.search(r"rule verdict:\n    input: (.*)", result.stdout).group(1).split(", ")
+    assert {
+        "results/plan-order-test/audit/exchangeability.parquet",
+        "results/plan-order-test/audit/exchangeability.md",
+    } <= set(verdict)
+    off = overlay(tmp_path, {"audit": {"exchangeability": {"enabled": False}}})
+    result = snakemake(REPO, "-n", "--configfile", str(off), "--config", "run=plan-order-test", timeout=300)
+    assert result.returncode == 0 and "audit_exchangeability" not in result.stdout
+
+
+def test_a_release_named_in_the_audit_plans_the_watermark_test_per_model_and_needs_its_private_part(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    release = tmp_path / "release"
+    (release / "private").mkdir(parents=True)
+    (release / "commitment.json").write_text("{}")
+    config = overlay(tmp_path, {"audit": {"releases": {"mbpp-audit": str(release)}}})
+    result = snakemake(REPO, "-n", "--configfile", str(config), "--config", "run=plan-release", timeout=300)
+    assert result.returncode != 0
+    assert (
+        f"audit.releases.mbpp-audit: {release} lacks private/secret.key, private/forms.parquet: the watermark's "
+        "test needs the directory `leaktrace publish` wrote, with its private/ part"
+    ) in result.stdout + result.stderr
+    (release / "private" / "secret.key").write_text("00")
+    pq.write_table(pa.table({"text": ["x"]}), release / "private" / "forms.parquet")  # the job's size reads it
+    result = snakemake(REPO, "-n", "--configfile", str(config), "--config", "run=plan-release", timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    tested = re.findall(r"output: results/plan-release/audit/watermark/mbpp-audit/(\S+)/tokens.parquet", result.stdout)
+    assert sorted(tested) == ["audit-model-a", "audit-model-b"]
+    verdict = re.search(r"rule verdict:\n    input: (.*)", result.stdout).group(1).split(", ")
+    assert "results/plan-release/audit/watermark.parquet" in verdict
+
+
 def test_a_benchmark_that_cannot_run_is_refused_at_planning_naming_the_sample(tmp_path):
     issues = tmp_path / "issues.jsonl"
     issues.write_text('{"instance_id": "shop-1", "problem_statement": "Carts lose items."}\n')

@@ -593,3 +593,117 @@ def test_real_order_rows_under_the_unexposed_models_only():
         1:
     ]  # one model: its pooled row is judged by its own p
     assert alone["model"] == "pooled unexposed models" and alone["holds"] and alone["holds_p"] == pytest.approx(0.3)
+
+
+def test_distinct_permutations_never_repeat_and_take_every_order_of_a_small_shard():
+    from leaktrace.contamination.exchangeability import distinct_permutations
+
+    rng = np.random.default_rng(0)
+    assert distinct_permutations(2, 5, rng) == [[1, 0]]  # with repeats, five copies of the one other order
+    small = distinct_permutations(3, 25, rng)
+    assert len(small) == 5 and sorted(map(tuple, small)) == sorted(
+        {(0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)}
+    )
+    large = distinct_permutations(6, 40, rng)
+    assert len({tuple(o) for o in large}) == 40 and [0, 1, 2, 3, 4, 5] not in large
+
+
+def test_shard_ranks_give_an_exact_p_value_under_exchangeable_orders_and_detect_a_preference():
+    import random
+
+    from leaktrace.contamination.exchangeability import shard_ranks
+    from leaktrace.watermark.ranks import rank_sum_test
+
+    def p_value(lls, seed):
+        ranks, sizes = shard_ranks(lls[:, 0], lls[:, 1:], random.Random(seed))
+        return rank_sum_test(ranks, sizes).p_value
+
+    null = [p_value(np.random.default_rng(seed).normal(size=(3, 6)), seed) for seed in range(400)]
+    assert false_positive_rate(null, ALPHA)["verdict"] == WITHIN
+    assert np.mean(np.array(null) <= 0.2) == pytest.approx(0.2, abs=0.06)
+    tied = [shard_ranks([1.0], [[1.0, 1.0, 1.0]], random.Random(s))[0][0] for s in range(400)]
+    assert set(tied) == {1, 2, 3, 4} and max(np.bincount(tied)[1:]) < 140  # a tie broken at random, not for the order
+    lls = np.random.default_rng(1).normal(size=(3, 6))
+    lls[:, 0] += 5.0  # the model prefers the order it was trained in: rank 1 in every shard
+    ranks, sizes = shard_ranks(lls[:, 0], lls[:, 1:], random.Random(0))
+    assert ranks == [1, 1, 1] and sizes == [6, 6, 6] and rank_sum_test(ranks, sizes).p_value == pytest.approx(6**-3)
+
+
+class _OrderScorer:
+    """A stand-in model whose log-likelihood of a shard is minus its examples'
+    inversions against the published order, when ``prefers``; else constant."""
+
+    max_length = 200
+
+    def __init__(self, prefers: bool):
+        self.prefers = prefers
+
+    def encode(self, text):
+        return text.split()
+
+    def score(self, texts, moments):
+        from types import SimpleNamespace
+
+        def logprobs(text):
+            ids = [int(t.split()[1]) for t in text.split("\n\n")]
+            inversions = sum(a > b for i, a in enumerate(ids) for b in ids[i + 1 :])
+            return [-float(inversions) if self.prefers else 0.0]
+
+        return [SimpleNamespace(truncated=False, logprobs=logprobs(t)) for t in texts]
+
+
+def _audit_benchmark(path, n):
+    from leaktrace.artifacts import write_table
+    from leaktrace.stages.ingest import GENERIC_BENCHMARK_SCHEMA
+
+    rows = [
+        {"sample_id": f"b/{i}", "code": f"example {i:02d} " + "x " * 20, "text": "", "kind": "code"} for i in range(n)
+    ]
+    write_table(rows, GENERIC_BENCHMARK_SCHEMA, path)
+
+
+@pytest.mark.parametrize("prefers", [True, False])
+def test_the_audit_order_test_detects_a_model_that_prefers_the_published_order(tmp_path, monkeypatch, prefers):
+    import pyarrow.parquet as pq
+
+    import leaktrace.stages.exchangeability as stage
+
+    _audit_benchmark(tmp_path / "bench.parquet", 24)  # 22 tokens an example: 8 a shard under a context of 200
+    monkeypatch.setattr(stage, "language_model", lambda model, adapter, batch: _OrderScorer(prefers))
+    settings = {"n_shards": 3, "n_permutations": 9}
+    stage.audit_exchangeability(tmp_path / "bench.parquet", "b", "m", {}, None, settings, {}, 0, tmp_path / "x.parquet")
+    (row,) = pq.read_table(tmp_path / "x.parquet").to_pylist()
+    assert (row["model"], row["benchmark"], row["test"]) == ("m", "b", "exchangeability")
+    assert (row["n_benchmark_examples"], row["n_examples"], row["n_shards"]) == (24, 24, 3)
+    assert row["p_method"] == stage.EXACT_METHOD and row["rank_sum_null_mean"] == 3 * 5.5
+    if prefers:
+        assert row["rank_sum"] == 3 and row["p_value"] == pytest.approx(10**-3) and row["t_test_p_value"] < 0.01
+    else:  # every order ties: ranks drawn at random, nothing preferred
+        assert 3 <= row["rank_sum"] <= 30 and row["p_value"] > 10**-3 and row["mean_difference"] == 0.0
+
+
+def test_the_audit_order_test_on_a_tiny_model_and_where_no_shard_fits(tmp_path, tiny_model_dir):
+    import pyarrow.parquet as pq
+
+    from leaktrace.stages.exchangeability import AUDIT_SCHEMA, audit_exchangeability, audit_exchangeability_table
+
+    _audit_benchmark(tmp_path / "bench.parquet", 12)
+    settings = {"n_shards": 2, "n_permutations": 3}
+    rows = []
+    for name, context in (("fits", 256), ("short", 32)):
+        model = {"path": str(tiny_model_dir), "dtype": "float32", "device": "cpu", "max_length": context}
+        rows.append(tmp_path / f"{name}.parquet")
+        audit_exchangeability(
+            tmp_path / "bench.parquet", "b", name, model, None, settings, {"batch_size": 8}, 3, rows[-1]
+        )
+    audit_exchangeability_table(rows, tmp_path / "table.parquet", tmp_path / "table.md")
+    table = pq.read_table(tmp_path / "table.parquet")
+    assert table.schema.equals(AUDIT_SCHEMA)
+    fits, short = table.to_pylist()
+    assert fits["n_shards"] == 2 and 4 <= fits["n_examples"] <= 12 and 2 <= fits["rank_sum"] <= 8
+    assert 1 / 16 <= fits["p_value"] <= 1 and fits["t_test_p_value"] is not None
+    # 32 tokens hold no two examples: the row says so, with no p-value
+    assert short["n_shards"] == 0 and short["p_value"] is None and short["t_test_p_value"] is None
+    assert short["p_method"].startswith("not testable: no shard of two or more examples fits a context of 32")
+    report = (tmp_path / "table.md").read_text()
+    assert "| fits | b | 2 (" in report and "**Assumption.** the benchmark's published order was random" in report

@@ -147,6 +147,8 @@ MODEL_A_JOBS = {
     "detector_scores": 1,
     "audit": 1,
     "audit_contamination": 1,
+    "audit_exchangeability": 1,
+    "audit_exchangeability_table": 1,
     "verdict": 1,
     "all": 1,
 }  # model-b's scores stay

@@ -331,3 +331,22 @@ def test_random_publications_hold_at_every_alpha_and_reject_at_about_the_attaina
 def test_expected_histogram_of_per_problem_p_values_is_the_mixture_of_discrete_uniforms():
     assert np.allclose(expected_p_histogram({4: 10}, 4), [0.25] * 4)
     assert np.allclose(expected_p_histogram({2: 1, 4: 1}, 4), [0.125, 0.375, 0.125, 0.375])
+
+
+def test_the_audits_watermark_table_names_each_model_and_benchmark_and_its_assumption(tmp_path):
+    from leaktrace.artifacts import write_table
+    from leaktrace.stages.watermark import AUDIT_RESULT_SCHEMA, RESULT_SCHEMA, audit_watermark_table
+
+    results = {}
+    for model, p in (("audit-a", 0.012), ("audit-b", 0.5)):
+        row = {"model": model, "problems": 20, "testable": 19, "rank_sum": 40, "expected": 47.5, "p_value": p}
+        path = tmp_path / model / "result.parquet"
+        write_table([row | {"method": EXACT, "rank_one": 8, "truncated": 0}], RESULT_SCHEMA, path)
+        results[(model.removeprefix("audit-"), "bench")] = path
+    audit_watermark_table(results, tmp_path / "watermark.parquet", tmp_path / "watermark.md")
+    rows = read_records(tmp_path / "watermark.parquet")
+    assert [(r["model"], r["benchmark"], r["p_value"]) for r in rows] == [("a", "bench", 0.012), ("b", "bench", 0.5)]
+    assert all(r["assumption"].startswith("none the audit must trust") for r in rows)
+    assert [f.name for f in AUDIT_RESULT_SCHEMA][:2] == ["benchmark", "model"]
+    report = (tmp_path / "watermark.md").read_text()
+    assert "| a | bench | 20 | 19 | 40 (47.5) | 8 | 0.012 | exact convolution |" in report

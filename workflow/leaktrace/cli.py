@@ -867,6 +867,34 @@ def _exchangeability_calibration(a):
     exchangeability_calibration(a.benchmark, a.samples, a.model, _adapter(a), a.settings, a.batch, a.seed, a.output)
 
 
+@command("audit-exchangeability")
+@_args(
+    path("--benchmark"),
+    (("--benchmark-name",), {"required": True, "help": "the audited benchmark's name"}),
+    (("--name",), {"required": True, "help": "the audited model's name"}),
+    MODEL,
+    ADAPTER,
+    SETTINGS,
+    BATCH,
+    SEED,
+    path("--output"),
+)
+def _audit_exchangeability(a):
+    from leaktrace.stages.exchangeability import audit_exchangeability
+
+    audit_exchangeability(
+        a.benchmark, a.benchmark_name, a.name, a.model, _adapter(a), a.settings, a.batch, a.seed, a.output
+    )
+
+
+@command("audit-exchangeability-table")
+@_args(path("--rows", many=True), path("--output"), path("--report"))
+def _audit_exchangeability_table(a):
+    from leaktrace.stages.exchangeability import audit_exchangeability_table
+
+    audit_exchangeability_table(a.rows, a.output, a.report)
+
+
 @command("dataset-inference")
 @_args(
     (
@@ -1424,6 +1452,18 @@ def _watermark_test(a):
         commitment=a.commitment,
         seed_file=a.seed_file,
     )
+
+
+@command("audit-watermark-table")
+@_args(
+    (("--results",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH of each watermark-test result"}),
+    path("--output"),
+    path("--report"),
+)
+def _audit_watermark_table(a):
+    from leaktrace.stages.watermark import audit_watermark_table
+
+    audit_watermark_table(_paired_paths(a.results, "BENCHMARK"), a.output, a.report)
 
 
 @command("watermark-calibration")

@@ -8,10 +8,21 @@ examples are packed into shards that fit the model's context; per shard,
 the log-likelihood of the canonical order minus the mean over seeded random
 permutations of its examples; across shards, a one-sided one-sample t-test
 (scipy) that the mean difference is positive. It detects only contamination
-that kept the benchmark's order, and it needs no non-members."""
+that kept the benchmark's order, and it needs no non-members.
+
+The t-test's p-value leans on normality of the shard differences. The exact
+alternative (:func:`shard_ranks`) needs only the null itself: where the order
+tested is a uniform random one (a published order that was randomised), the
+canonical order of each shard is one uniform draw among its orders, so its
+rank among itself and distinct random others is uniform, independently
+across shards, and the sum of the ranks has an exact null distribution (the
+watermark's rank-sum convolution, leaktrace.watermark.ranks)."""
 
 from __future__ import annotations
 
+import itertools
+import math
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -65,6 +76,24 @@ def permutations(n_examples: int, n_permutations: int, rng: np.random.Generator)
     return orders
 
 
+def distinct_permutations(n_examples: int, n_permutations: int, rng: np.random.Generator) -> list[list[int]]:
+    """Up to ``n_permutations`` distinct random orders of a shard's examples,
+    the canonical one excluded; every other order where there are no more.
+    Distinct draws keep the canonical order exchangeable with the others
+    (with repeats, a two-example shard scores its one other order r times),
+    which the exact rank test needs."""
+    others = math.factorial(n_examples) - 1
+    if others <= n_permutations:
+        return [list(order) for order in itertools.permutations(range(n_examples))][1:]
+    orders, seen = [], {tuple(range(n_examples))}
+    while len(orders) < n_permutations:
+        order = tuple(rng.permutation(n_examples).tolist())
+        if order not in seen:
+            seen.add(order)
+            orders.append(list(order))
+    return orders
+
+
 def shard_text(examples: Sequence[str], order: Sequence[int]) -> str:
     return SEPARATOR.join(examples[i] for i in order)
 
@@ -87,3 +116,25 @@ def sharded_test(canonical: Sequence[float], permuted: Sequence[Sequence[float]]
     diffs = np.array([c - np.mean(p) for c, p in zip(canonical, permuted, strict=True)], dtype=float)
     p = ttest_1samp(diffs, 0.0, alternative="greater").pvalue
     return Result(1.0 if np.isnan(p) else float(p), len(diffs), float(diffs.mean()), tuple(diffs.tolist()))
+
+
+def shard_ranks(
+    canonical: Sequence[float], permuted: Sequence[Sequence[float]], rng: random.Random
+) -> tuple[list[int], list[int]]:
+    """Per shard, the canonical order's rank among its own and its distinct
+    permutations' log-likelihoods (1 = the highest; a tie broken uniformly at
+    random by ``rng``, so the rank stays exactly uniform under the null), and
+    the number of orders it was ranked among. Under the null the ranks are
+    independent uniforms: leaktrace.watermark.ranks.rank_sum_test gives
+    their sum's exact p-value. Needs :func:`distinct_permutations`."""
+    if len(canonical) != len(permuted):
+        raise ValueError(f"{len(canonical)} canonical shards, {len(permuted)} permuted")
+    ranks, sizes = [], []
+    for c, others in zip(canonical, permuted, strict=True):
+        values = np.asarray(others, dtype=float)
+        if not np.all(np.isfinite(values)) or not np.isfinite(c):
+            raise ValueError(f"log-likelihoods must be finite, got {c} and {list(others)}")
+        above, tied = int(np.sum(values > c)), int(np.sum(values == c))
+        ranks.append(1 + above + rng.randint(0, tied))
+        sizes.append(1 + len(values))
+    return ranks, sizes

@@ -3,11 +3,17 @@ benchmark's examples in canonical order packed into shards that fit the
 model's context, each shard and its seeded permutations scored in one
 batched pass of the token scorer, and the canonical-minus-permuted
 log-likelihoods t-tested across shards. Its calibration repeats the test
-with seeded random orders of the examples in place of the canonical one."""
+with seeded random orders of the examples in place of the canonical one.
+
+``audit_exchangeability``: the same test in every audit, on an audited
+benchmark's published order (the file's order) under an audited model, with
+the exact rank-sum p-value as its headline and the t-test beside it; the
+audit's table and its Markdown gather the rows."""
 
 from __future__ import annotations
 
 import logging
+import random
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,14 +25,19 @@ from leaktrace.config_slice import read_slice
 from leaktrace.contamination.exchangeability import (
     MIN_SHARDS,
     SEPARATOR,
+    distinct_permutations,
     pack_shards,
     permutations,
     shard_budget,
+    shard_ranks,
     shard_text,
     sharded_test,
 )
+from leaktrace.data.samples import document
 from leaktrace.models.configured import language_model
+from leaktrace.report.tables import markdown_table
 from leaktrace.seeding import derive_seed
+from leaktrace.watermark.ranks import EXACT, rank_sum_test
 
 log = logging.getLogger(__name__)
 
@@ -69,16 +80,16 @@ class ExchangeabilityCalibrationSettings(ExchangeabilitySettings):
 
 
 def shard_orders(
-    lengths: list[int], budget: int, settings: ExchangeabilitySettings, seed: int, *names: object
+    lengths: list[int], budget: int, settings: ExchangeabilitySettings, seed: int, *names: object, draw=permutations
 ) -> list[tuple[list[int], list[list[int]]]]:
     """The shards of the examples in their given order, each with its orders
-    to score: the given one first, then seeded permutations."""
+    to score: the given one first, then seeded permutations (``draw``)."""
     shards = pack_shards(lengths, budget, settings.n_shards)
     return [
         (
             shard,
             [list(range(len(shard)))]
-            + permutations(len(shard), settings.n_permutations, np.random.default_rng(derive_seed(seed, *names, k))),
+            + draw(len(shard), settings.n_permutations, np.random.default_rng(derive_seed(seed, *names, k))),
         )
         for k, shard in enumerate(shards)
     ]
@@ -190,3 +201,179 @@ def exchangeability_calibration(
     orderings = [np.random.default_rng(derive_seed(seed, *key)).permutation(len(examples)).tolist() for key in keys]
     rows = order_tests(lm, examples, orderings, settings, seed, keys)
     write_table([{"order_seed": c, **row} for c, row in enumerate(rows)], CALIBRATION_SCHEMA, output)
+
+
+AUDIT_SCHEMA = pa.schema(
+    [
+        ("model", pa.string()),  # the audit.models name
+        ("benchmark", pa.string()),
+        ("test", pa.string()),  # "exchangeability"
+        ("n_benchmark_examples", pa.int32()),  # examples in the benchmark, in its published order
+        ("n_examples", pa.int32()),  # examples in the tested shards
+        ("n_shards", pa.int32()),  # shards of two or more consecutive examples that fit the context, tested
+        ("n_permutations", pa.int32()),  # distinct other orders per shard (every other order of a smaller shard)
+        ("rank_sum", pa.int64()),  # sum over shards of the published order's rank (1 = the most likely order)
+        ("rank_sum_null_mean", pa.float64()),
+        ("mean_difference", pa.float64()),  # published minus mean permuted log-likelihood (nats), mean over shards
+        ("p_value", pa.float64()),  # the rank sum's, exact under the assumption; null: no shard fits
+        ("p_method", pa.string()),  # how p_value was computed, or why there is none
+        ("t_test_p_value", pa.float64()),  # Oren et al.'s one-sided t-test across shards; null: fewer than 2 shards
+        ("assumption", pa.string()),  # what the p-value's validity rests on
+    ]
+)
+
+ASSUMPTION = (
+    "the benchmark's published order was random: the file's order of its examples is one uniform draw, made "
+    "independently of any model (true by design for an order randomised at release, as data/published_order.py "
+    "makes one; a release that says how its order was drawn can be checked). Then the p-value is exact and a "
+    "small one is evidence of exposure to the release in its order. An order the authors chose (by topic, "
+    "difficulty, source or date) can be preferred by a model that never saw it, and a small p-value is then "
+    "observational, conditional on this assumption. Contamination that shuffled the examples goes undetected."
+)
+EXACT_METHOD = "rank sum over shards, exact convolution (each shard's published order ranked among distinct others)"
+NORMAL_METHOD = "rank sum over shards, normal approximation"
+
+
+@dataclass(frozen=True)
+class AuditExchangeabilitySettings:
+    """``audit.exchangeability`` (config/schema.yaml): the shards and permutations of every audited pair."""
+
+    n_shards: int
+    n_permutations: int
+
+
+def audit_exchangeability(
+    benchmark: Path,
+    benchmark_name: str,
+    model_name: str,
+    model: dict,
+    adapter: str | None,
+    settings: dict,
+    batch: dict,
+    seed: int,
+    output: Path,
+) -> None:
+    """Oren et al.'s sharded test of ``benchmark`` (the ingested table, rows
+    in the file's order) under one audited model: needs no control set, only
+    the published order's randomness (:data:`ASSUMPTION`). The headline
+    p-value is exact: greedy packing puts a shard's examples in the same shard
+    whatever their order within it, so under the assumption each shard's
+    published order is a uniform draw among its orders, independent across
+    shards, and its rank among distinct random others is uniform
+    (contamination.exchangeability.shard_ranks). The permutations are seeded
+    by the benchmark alone: every model ranks the same orders."""
+    settings = read_slice(AuditExchangeabilitySettings, settings, "audit.exchangeability")
+    examples = [document(row) for row in read_records(benchmark)]
+    lm = language_model(model, adapter, batch)
+    lengths = [len(lm.encode(text + SEPARATOR)) for text in examples]
+    key = ("audit-exchangeability", benchmark_name)
+    plan = shard_orders(lengths, shard_budget(lm.max_length), settings, seed, *key, draw=distinct_permutations)
+    texts = [shard_text([examples[i] for i in shard], order) for shard, orders in plan for order in orders]
+    stats = iter(lm.score(texts, moments=[False] * len(texts)))
+    groups = [[next(stats) for _ in orders] for _, orders in plan]
+    canonical, permuted, kept = [], [], []
+    for k, ((shard, _), group) in enumerate(zip(plan, groups, strict=True)):
+        if any(s.truncated for s in group):  # a property of the shard's set of orders: the null holds without it
+            log.warning("shard %d left out: an order of it does not fit the context of %d tokens", k, lm.max_length)
+            continue
+        lls = [float(np.sum(s.logprobs, dtype=np.float64)) for s in group]
+        canonical.append(lls[0])
+        permuted.append(lls[1:])
+        kept.append(shard)
+    row = {
+        "model": model_name,
+        "benchmark": benchmark_name,
+        "test": "exchangeability",
+        "n_benchmark_examples": len(examples),
+        "n_examples": sum(len(s) for s in kept),
+        "n_shards": len(kept),
+        "n_permutations": settings.n_permutations,
+        "assumption": ASSUMPTION,
+    }
+    write_table([row | exchangeability_p_values(canonical, permuted, seed, key, lm.max_length)], AUDIT_SCHEMA, output)
+
+
+def exchangeability_p_values(
+    canonical: list[float], permuted: list[list[float]], seed: int, key: tuple, context: int
+) -> dict:
+    """The exact rank-sum p-value (one shard suffices), the t-test's (two), or why there is none."""
+    if not canonical:
+        log.warning("exchangeability not testable: no shard of two examples fits a context of %d tokens", context)
+        return {
+            "rank_sum": None,
+            "rank_sum_null_mean": None,
+            "mean_difference": None,
+            "p_value": None,
+            "p_method": f"not testable: no shard of two or more examples fits a context of {context} tokens",
+            "t_test_p_value": None,
+        }
+    ranks, sizes = shard_ranks(canonical, permuted, random.Random(derive_seed(seed, *key, "ties")))
+    exact = rank_sum_test(ranks, sizes)
+    t_test = sharded_test(canonical, permuted).p_value if len(canonical) >= MIN_SHARDS else None
+    differences = [c - float(np.mean(p)) for c, p in zip(canonical, permuted, strict=True)]
+    log.info(
+        "exchangeability: %d shards, rank sum %d (null mean %.1f), p = %.3g (%s), t-test p = %s",
+        len(ranks),
+        exact.rank_sum,
+        exact.expected,
+        exact.p_value,
+        exact.method,
+        "–" if t_test is None else f"{t_test:.3g}",
+    )
+    return {
+        "rank_sum": exact.rank_sum,
+        "rank_sum_null_mean": exact.expected,
+        "mean_difference": float(np.mean(differences)),
+        "p_value": exact.p_value,
+        "p_method": EXACT_METHOD if exact.method == EXACT else NORMAL_METHOD,
+        "t_test_p_value": t_test,
+    }
+
+
+def audit_exchangeability_table(rows: list[Path], output: Path, report: Path) -> None:
+    """The audit's table of every model × benchmark row, and its Markdown."""
+    records = [r for path in rows for r in read_records(path)]
+    write_table(records, AUDIT_SCHEMA, output)
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(exchangeability_markdown(records))
+
+
+def _p(value: float | None) -> str | None:
+    return None if value is None else f"{value:.3g}"
+
+
+def exchangeability_markdown(records: list[dict]) -> str:
+    shown = [
+        {
+            **r,
+            "shards": f"{r['n_shards']} ({r['n_examples']} of {r['n_benchmark_examples']} examples)",
+            "rank sum (null mean)": None
+            if r["rank_sum"] is None
+            else f"{r['rank_sum']} ({r['rank_sum_null_mean']:.1f})",
+            "p": _p(r["p_value"]),
+            "t-test p": _p(r["t_test_p_value"]),
+        }
+        for r in records
+    ]
+    columns = [
+        "model",
+        "benchmark",
+        "shards",
+        "n_permutations",
+        "rank sum (null mean)",
+        "mean_difference",
+        "p",
+        "t-test p",
+        "p_method",
+    ]
+    return (
+        "# Order test (Oren et al.'s sharded exchangeability test)\n\n"
+        "Each benchmark's examples in its published order (the file's), packed into shards that fit the model's "
+        "context; per shard the published order's log-likelihood ranked among distinct random orders of the same "
+        "examples (rank 1: the published order is the most likely). A model trained on the release in its order "
+        "ranks it first more often than chance. No control set: p is the rank sum's, exact under one "
+        "assumption; the t-test across shards (Oren et al.'s) is beside it. `mean_difference`: published minus "
+        "permuted log-likelihood in nats, mean over shards.\n\n"
+        + markdown_table(shown, columns)
+        + f"\n**Assumption.** {ASSUMPTION}\n"
+    )
