@@ -442,3 +442,35 @@ def test_a_chance_null_the_null_check_rejects_reads_fails():
     state, _ = chance_null_state("gray-box", [rejected | {"verdict": "within CI of 1/(n+1)"}])
     assert state == NOT_REFUTED
     assert chance_null_state("black-box", [rejected])[0] == NOT_MEASURED
+
+
+def test_an_audit_reads_evidence_only_from_its_design_tests(tmp_path):
+    """The order test is design only where audit.random_order declares the
+    benchmark's order random; the maintainer's watermark test always is."""
+    paths = write_audit(tmp_path, [inference_row("m", 0.5)])
+    order = {
+        "model": "m",
+        "benchmark": "b",
+        "p_value": 1e-4,
+        "n_examples": 60,
+        "n_shards": 6,
+        "n_permutations": 25,
+        "p_method": "exact rank sum",
+    }
+    pq.write_table(pa.Table.from_pylist([order]), tmp_path / "audit" / "exchangeability.parquet")
+    tables = load_tables([*paths, tmp_path / "audit" / "exchangeability.parquet"], tmp_path)
+    observational = render_verdict(tables, settings())
+    assert "**Answer**: **Inconclusive**: exchangeability (Oren et al., published order) rejects (p = 1.0e-04" in (
+        observational
+    )
+    assert "which the config does not declare (audit.random_order)" in observational
+    declared = render_verdict(tables, settings(random_order=("b",)))
+    assert (
+        "**Answer**: **Evidence of exposure** (exchangeability (Oren et al., published order), p = 1.0e-04" in declared
+    )
+    mark = {"model": "m", "benchmark": "b", "p_value": 2e-5, "rank_sum": 30, "expected": 50.0, "testable": 20}
+    pq.write_table(pa.Table.from_pylist([mark]), tmp_path / "audit" / "watermark.parquet")
+    tables = load_tables([*paths, tmp_path / "audit" / "watermark.parquet"], tmp_path)
+    page = render_verdict(tables, settings())
+    assert "**Answer**: **Evidence of exposure** (randomized publication (watermark rank sum), p = 2.0e-05" in page
+    assert assert_answers_follow_their_tables(page) == 1

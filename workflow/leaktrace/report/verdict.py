@@ -297,6 +297,7 @@ class RunTables:
     audit_inference: list[dict] = field(default_factory=list)
     audit_verdicts: list[dict] = field(default_factory=list)
     audit_exchangeability: list[dict] = field(default_factory=list)
+    audit_watermark: list[dict] = field(default_factory=list)
     blind: list[dict] = field(default_factory=list)  # the audit's (audit/blind_baseline.parquet)
     testbed_blind: dict[str, dict] = field(default_factory=dict)  # calibration/<benchmark>/blind_baseline.parquet
 
@@ -317,6 +318,7 @@ AUDIT = {
     "dataset_inference.parquet": "audit_inference",
     "verdicts.parquet": "audit_verdicts",
     "exchangeability.parquet": "audit_exchangeability",
+    "watermark.parquet": "audit_watermark",
 }
 
 
@@ -624,14 +626,33 @@ def watermark_test(rows: list[dict], calibration: list[dict], model: str) -> Tes
     )
 
 
+def audit_watermark_test(row: dict) -> Test:
+    """The watermark rank test of a benchmark released through ``publish``,
+    run in an audit by its maintainer: the forms were drawn with a secret
+    before any model could train on the release, so its null is by design."""
+    return Test(
+        "randomized publication (watermark rank sum)",
+        f"p = {fmt_p(row['p_value'])} (rank sum {row['rank_sum']} vs {row['expected']:g} expected, "
+        f"{row['testable']} problems; {row.get('method') or 'exact'})",
+        "the published form's rank among its siblings is uniform (the model never met the release)",
+        "the published form of each problem drawn with a secret before release (the maintainer's release, "
+        "checked against its commitment)",
+        NOT_MEASURED,
+        row["p_value"],
+        BY_DESIGN,
+        tier=DESIGN,
+    )
+
+
 def exchangeability_test(row: dict, random_order: bool) -> Test:
     """Oren et al.'s sharded test on the benchmark's published order: proof by
-    design only where the user declares that order random."""
+    design only where the user declares that order random; otherwise its
+    condition is not measured, so a rejection reads inconclusive."""
     result = (
         f"p = {fmt_p(row.get('p_value'))} ({row.get('n_examples')} examples in {row.get('n_shards')} shards, "
         f"{row.get('n_permutations')} permutations each; {row.get('p_method') or 'one-sided'})"
         if row.get("p_value") is not None
-        else f"not run: {row.get('note') or 'fewer than 2 shards fit'}"
+        else f"no p-value: {row.get('p_method') or 'no shard fits the context'}"
     )
     return Test(
         "exchangeability (Oren et al., published order)",
@@ -644,8 +665,6 @@ def exchangeability_test(row: dict, random_order: bool) -> Test:
         row.get("p_value"),
         BY_DESIGN if random_order else NOT_MEASURED,
         tier=DESIGN if random_order else OBSERVATIONAL,
-        finding="The model prefers the benchmark's published order to shuffled orders",
-        caveat="exposure only if the published order was drawn at random, which audit.random_order does not declare",
     )
 
 
@@ -893,6 +912,11 @@ def audit_sections(tables: RunTables, settings: PageSettings) -> list[Section]:
             exchangeability_test(r, benchmark in settings.random_order)
             for r in tables.audit_exchangeability
             if (r["model"], r["benchmark"]) == (model, benchmark)
+        ]
+        tests += [
+            audit_watermark_test(r)
+            for r in tables.audit_watermark
+            if (r["model"], r["benchmark"]) == (model, benchmark) and r.get("p_value") is not None
         ]
         scans = scan_rows(tables, benchmark)
         if (scan := scan_test(scans)) is not None:
