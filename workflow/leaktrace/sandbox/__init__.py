@@ -14,6 +14,8 @@ from leaktrace.sandbox.runner import (
     run_tests,
     run_unittest,
     run_unittests,
+    run_whole_test,
+    run_whole_tests,
 )
 
 __all__ = [
@@ -30,4 +32,6 @@ __all__ = [
     "run_tests",
     "run_unittest",
     "run_unittests",
+    "run_whole_test",
+    "run_whole_tests",
 ]

@@ -219,6 +219,10 @@ def _program_process(setup: dict, requests: int, replies: int) -> None:
         elif kind == "call":
             _, name, arguments, keywords = request
             reply = _outcome(lambda: namespace[name](*arguments, **keywords))  # noqa: B023 (called in this iteration)
+        elif kind == "whole":
+            _whole_test(request, namespace, replies)  # sends its own messages
+            request = None
+            continue
         elif kind in _REFERENCE_REQUESTS:
             reply = _held_outcome(lambda: _REFERENCE_REQUESTS[kind](request, namespace, held), held)  # noqa: B023 (called in this iteration)
         else:
@@ -293,6 +297,80 @@ def _outcome(thunk) -> tuple:
     except UnserialisableValue:
         return ("unserialisable", type(value).__name__)
     return ("return", value)
+
+
+# -- a test run whole, in the program's process ---------------------------------------------------
+
+
+def _whole_test(request: tuple, namespace: dict, replies: int) -> None:
+    """Run the test here, beside the program, as the benchmark's own harness
+    does: the names it takes from the program are the program's own objects,
+    so it can call a function the program returned, iterate a generator, or
+    look at a list the program changed in place. Each call the test makes of
+    a program's function is sent to the harness as it ends, with what came
+    back (`_form`) and the arguments' values after it where the call changed
+    them; then how the test ended."""
+    _, test, entry_point, names = request
+
+    def recording(function, label: str):
+        def call(*args, **kwargs):
+            before = encode(
+                (tuple(map(_form, args)), {key: _form(v) for key, v in kwargs.items()})
+            )  # now: the call may change them
+            try:
+                value = function(*args, **kwargs)
+            except BaseException as exc:
+                outcome = ("raise", type(exc).__name__)
+                raise
+            else:
+                outcome = ("return", _form(value))
+                return value
+            finally:
+                after = (tuple(map(_form, args)), {key: _form(v) for key, v in kwargs.items()})
+                entry = (label, *decode(before), outcome, None if encode(after) == before else after)
+                _send(replies, ("call", encode(entry)))
+
+        call.__name__ = call.__qualname__ = label
+        return call
+
+    def bound(name: str, label: str):
+        value = namespace[name]
+        return recording(value, label) if callable(value) and not isinstance(value, type) else value
+
+    scope: dict = {"__name__": "__test__", "__builtins__": builtins}
+    scope.update({name: bound(name, name) for name in names if name in namespace})
+    random.seed(0)  # tests that draw random inputs draw the same ones for every program
+    try:
+        exec(compile(test, "test.py", "exec"), scope)
+        check = scope.get("check")
+        if not callable(check):
+            outcome, error = "no check", "the test defines no check function"
+        elif entry_point not in namespace:
+            outcome, error = "NameError", f"NameError: the program defines no {entry_point}"
+        else:
+            check(bound(entry_point, "candidate"))
+            outcome, error = "passed", None
+    except BaseException as exc:
+        outcome, error = type(exc).__name__, describe(exc)
+    scope.clear()
+    _flush()
+    _send(replies, ("tested", outcome, error))
+
+
+def _form(value: object) -> tuple:
+    """A value as a record holds it: ("value", it) for an exact builtin value,
+    else ("object", its type), the type None where the program defined it
+    (a renamed variant's class has another name)."""
+    try:
+        encode(value)
+        return ("value", value)
+    except Exception:  # UnserialisableValue, or a structure too deep to encode
+        kind = type(value)
+        try:
+            encode(kind)
+        except Exception:
+            return ("object", None)
+        return ("object", None if getattr(kind, "__module__", None) == "__main__" else kind)
 
 
 # -- program objects held by reference (unittest runs) ----------------------------------------------
@@ -668,6 +746,8 @@ def _harness_process(setup: dict, trust: dict, connection: ProgramConnection) ->
             raise ProgramFailure("the program broke the harness protocol (no load report)")
         elif trust["mode"] == "test":
             report.update(_run_test(connection, trust["test"], trust["entry_point"], trust["names"]))
+        elif trust["mode"] == "whole":
+            report.update(_run_whole_test(connection, trust["test"], trust["entry_point"], trust["names"]))
         elif trust["mode"] == "unittest":
             report.update(_run_unittest(connection, trust["test"], trust["names"]))
         elif trust["mode"] == "expression":
@@ -759,6 +839,30 @@ def _run_test(connection: ProgramConnection, test: str, entry_point: str, names:
         raise connection.failure
     if unserialisable and outcome == "passed":
         outcome, error = "TypeError", unserialisable[0]
+    record = encode({"calls": calls, "test": outcome})
+    return {"status": "ok" if outcome == "passed" else "wrong", "error": error, "record": record}
+
+
+def _run_whole_test(connection: ProgramConnection, test: str, entry_point: str, names: list[str]) -> dict:
+    """Have the program process run the test beside the program (`_whole_test`)
+    and collect what it reports: status ok only if the test passed. The record
+    has the form of `_run_test`'s, each call's values as `_form` gives them."""
+    message = connection.request(("whole", test, entry_point, names))
+    calls: list[bytes] = []
+    while not (type(message) is tuple and len(message) == 3 and message[0] == "tested"):
+        if not (type(message) is tuple and len(message) == 2 and message[0] == "call" and type(message[1]) is bytes):
+            raise ProgramFailure("the program broke the harness protocol (whole test)")
+        try:
+            decode(message[1])
+        except ValueError as error:
+            raise ProgramFailure(f"the program broke the harness protocol ({error})") from None
+        calls.append(message[1])
+        message = connection.receive()
+    _, outcome, error = message
+    if type(outcome) is not str or not (error is None or type(error) is str):
+        raise ProgramFailure("the program broke the harness protocol (whole test)")
+    if outcome == "no check":
+        return {"status": "error", "error": error}
     record = encode({"calls": calls, "test": outcome})
     return {"status": "ok" if outcome == "passed" else "wrong", "error": error, "record": record}
 

@@ -205,6 +205,25 @@ def run_test(code: str, test: str, entry_point: str, limits: SandboxLimits = San
     return _run(code, trust, limits)
 
 
+def run_whole_test(code: str, test: str, entry_point: str, limits: SandboxLimits = SandboxLimits()) -> SandboxResult:
+    """Run the test's `check` against the program's `entry_point` in the
+    program's own process, as the benchmark's harness runs it (`harness._whole_test`):
+    for checking the benchmark's own solution and what the pipeline made of
+    it, whose return values may be of any type and whose effects on their
+    arguments the test may check; not for judging code a model wrote, which
+    shares the test's process here and could answer for it (`run_test`).
+    The result's `record` holds every call the test made of the program."""
+    trust = {"mode": "whole", "test": test, "entry_point": entry_point, "names": _names_from_program(test)}
+    return _run(code, trust, limits)
+
+
+def run_whole_tests(
+    items: Sequence[tuple[str, str, str]], limits: SandboxLimits = SandboxLimits(), *, workers: int
+) -> list[SandboxResult]:
+    """`run_whole_test` on each (code, test, entry point), `workers` at a time; results keep input order."""
+    return in_parallel([functools.partial(run_whole_test, *item, limits) for item in items], workers)
+
+
 def run_unittest(code: str, test: str, limits: SandboxLimits = SandboxLimits()) -> SandboxResult:
     """Run the unittest.TestCase classes of `test` against the program
     (ClassEval's protocol), the program's objects held by reference

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 
 from leaktrace.data.io_tests import IoTests
 from leaktrace.data.samples import UnittestTests
-from leaktrace.sandbox import SandboxLimits, SandboxResult, run_tests, run_unittests
+from leaktrace.sandbox import SandboxLimits, SandboxResult, run_unittests, run_whole_tests
 from leaktrace.sandbox.stdio import run_io_tests_many
 from leaktrace.sandbox.values import decode
 
@@ -126,7 +126,7 @@ def validate_variants(
     on_stdin = [i for i in runnable if isinstance(items[i][1], IoTests)]
     unittests = [i for i in runnable if isinstance(items[i][1], UnittestTests)]
     results: list[SandboxResult | None] = [None] * len(items)
-    for i, result in zip(checked, run_tests([items[i] for i in checked], limits, workers=workers), strict=True):
+    for i, result in zip(checked, run_whole_tests([items[i] for i in checked], limits, workers=workers), strict=True):
         results[i] = result
     ran = (
         run_unittests([(items[i][0], items[i][1].code) for i in unittests], limits, workers=workers)
@@ -172,14 +172,46 @@ def _difference(record: bytes, reference: bytes) -> str | None:
     calls, expected = decode(record)["calls"], decode(reference)["calls"]
     for number, (call, wanted) in enumerate(zip(calls, expected, strict=False), start=1):
         if call != wanted:
-            name, args, kwargs, outcome = decode(call)
-            *_, wanted_outcome = decode(wanted)
-            arguments = ", ".join([*map(repr, args), *(f"{key}={value!r}" for key, value in kwargs.items())])
+            name, args, kwargs, *outcome = decode(call)
+            _, wanted_args, wanted_kwargs, *wanted_outcome = decode(wanted)
+            if len(outcome) == 1:  # a record of calls across the sandbox's boundary (stdin cases, unittest)
+                arguments = ", ".join([*map(repr, args), *(f"{key}={value!r}" for key, value in kwargs.items())])
+                gave, wanted_gave = outcome[0], wanted_outcome[0]
+            else:
+                arguments = ", ".join([*map(_form, args), *(f"{key}={_form(value)}" for key, value in kwargs.items())])
+                if (args, kwargs) != (wanted_args, wanted_kwargs):
+                    return (
+                        f"differs: call {number} ({_shown(f'{name}({arguments})')}), the original's had other arguments"
+                    )
+                changed = outcome[1] is not None or wanted_outcome[1] is not None
+                gave, wanted_gave = _outcome(*outcome, changed), _outcome(*wanted_outcome, changed)
             return (
-                f"differs: call {number} ({_shown(f'{name}({arguments})')}) gave {_shown(outcome)},"
-                f" the original {_shown(wanted_outcome)}"
+                f"differs: call {number} ({_shown(f'{name}({arguments})')}) gave {_shown(gave)},"
+                f" the original {_shown(wanted_gave)}"
             )
     return f"differs: {len(calls)} calls, the original's test made {len(expected)}"
+
+
+def _form(form: tuple) -> str:
+    """A value as a whole test's record holds it (`leaktrace.sandbox.harness._form`), as text."""
+    kind, value = form
+    if kind == "value":
+        return repr(value)
+    return f"<{getattr(value, '__name__', None) or getattr(value, 'qualname', None) or 'an object of the program'}>"
+
+
+def _outcome(outcome: tuple, after: tuple | None, changed: bool) -> str:
+    """What a call gave, as text: its return value or exception, and, where
+    either run's call `changed` its arguments, the arguments after it."""
+    kind, detail = outcome
+    text = _form(detail) if kind == "return" else f"raise {detail}"
+    if not changed:
+        return text
+    if after is None:
+        return f"{text}, the arguments unchanged"
+    args, kwargs = after
+    changed = ", ".join([*map(_form, args), *(f"{key}={_form(value)}" for key, value in kwargs.items())])
+    return f"{text}, leaving the arguments ({changed})"
 
 
 def _shown(value: object) -> str:
