@@ -15,17 +15,27 @@ the builtins it calls, only ever touch the harness's own objects. The harness
 records every call (arguments, and what came back) and writes its report to a
 file descriptor the program process closed before running anything.
 
-What a program can do to the verdict, then: nothing through its exit status,
+What a program can do to such a verdict, then: nothing through its exit status,
 `sys.exit`, `os._exit`, atexit, its output, a patched `__eq__`, a subclass
 of a builtin, or by shadowing or patching builtins (they are its own process's).
 Its replies are the only thing it controls, so to pass it must return the
 right values for the test's inputs; it never sees the test, its expected
-values, or (in variant validation) the original's outputs. It can signal,
+values, or the outputs of a run its record is compared with. It can signal,
 trace or read neither the harness (another uid, not dumpable, PID 1 of the
 namespace) nor the report descriptor. What remains: a program that computes
 the right answers by other means than its source suggests (a lookup table of
 the benchmark's answers) passes, as it would any test; and the test, written by
 the benchmark's authors, is trusted to judge (it runs in the harness process).
+
+Validation (`runner.run_whole_test`: the benchmark's own solution and the
+renamings and mutations the pipeline made of it) needs the test beside the
+program, as the benchmark's harness runs it: a test may call a function the
+program returned, consume a generator, or check that the program changed its
+argument in place, none of which a value can carry across the pipe. There
+the harness sends the test to the program process, which runs it with the
+program's own objects (`_whole_test`) and reports each call and how the
+test ended; the harness only checks the form of what it gets. A program
+could forge that report, so this path is not for code a model wrote.
 
 Whole programs on standard input (`runner.run_stdio`, APPS's stdin/stdout
 problems) take another path: the namespace's init forks one program process

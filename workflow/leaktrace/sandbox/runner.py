@@ -4,7 +4,8 @@ Variant validation, test-case transformation and clone detection execute code
 the pipeline did not write, so every execution goes through `run_python` (run a
 program, optionally evaluate an expression in it), `run_calls` (call a
 program's functions one job at a time), `run_test` (run a
-benchmark's test against a program; `run_unittest` for unittest classes) or `run_stdio` (a whole program on
+benchmark's test against a program; `run_unittest` for unittest classes;
+`run_whole_test` with the test in the program's process, for validation) or `run_stdio` (a whole program on
 standard inputs, one fresh process per input). Each run gets (see DESIGN.md, "Executing
 untrusted code"):
 

@@ -7,11 +7,19 @@ semantics preservation: the sandbox runs the sample's test against the
 original and against each variant, each in its own run, and records every
 call the test makes (its arguments, and the exact builtin value returned or
 the exception type raised). The original must pass its test; a variant is
-valid iff its record equals the original's byte for byte. The comparison
+valid iff its record equals the original's byte for byte. A ``check`` runs
+in the program's own process, as the benchmark's harness runs it
+(`leaktrace.sandbox.run_whole_test`), so an original whose test calls a
+function it returned, consumes its iterator or checks the list it changed in
+place is not called wrong; the record holds the arguments after each call
+that changed them, and a return value that is not a builtin value by its
+type (None for a class of the program's, which a renaming renames), what it
+does being the test's to judge. The comparison
 happens here, outside every sandboxed process, and no variant's run ever sees
-the original's outputs, so a variant cannot forge its way to valid: its record
-would have to contain the right outputs (see `leaktrace.sandbox.harness` for
-what else a program cannot do to the verdict). Equality is exact, so it is
+the original's outputs. The variants are the pipeline's own renamings and
+mutations of the benchmark's solution (an LLM's renaming only once checked
+pure), not code written to forge a verdict, which a program sharing its
+test's process could. Equality is exact, so it is
 stricter than the test's `==`: 1 for 1.0, a list for a tuple, or a dict in
 another order counts as a difference. The entry point is recorded as
 "candidate", so a renamed entry point is no difference. A whole program
@@ -110,7 +118,8 @@ def validate_variants(
     workers: int,
 ) -> list[tuple[bool, str | None]]:
     """(valid, reason if not) for each (code, tests, entry point) triple, in order:
-    tests HumanEval-style (``check`` code, with the entry point it calls),
+    tests HumanEval-style (``check`` code, with the entry point it calls, run
+    in the program's process),
     unittest classes (every request of the test on the program's objects is
     recorded: `leaktrace.sandbox.harness.Remote`), or APPS-style stdin/stdout
     cases of a whole program (entry point None), whose record holds each
