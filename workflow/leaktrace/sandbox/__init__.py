@@ -16,6 +16,8 @@ from leaktrace.sandbox.runner import (
     run_unittests,
     run_whole_test,
     run_whole_tests,
+    run_whole_unittest,
+    run_whole_unittests,
 )
 
 __all__ = [
@@ -34,4 +36,6 @@ __all__ = [
     "run_unittests",
     "run_whole_test",
     "run_whole_tests",
+    "run_whole_unittest",
+    "run_whole_unittests",
 ]

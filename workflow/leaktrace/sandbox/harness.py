@@ -27,14 +27,16 @@ the right answers by other means than its source suggests (a lookup table of
 the benchmark's answers) passes, as it would any test; and the test, written by
 the benchmark's authors, is trusted to judge (it runs in the harness process).
 
-Validation (`runner.run_whole_test`: the benchmark's own solution and the
-renamings and mutations the pipeline made of it) needs the test beside the
-program, as the benchmark's harness runs it: a test may call a function the
-program returned, consume a generator, or check that the program changed its
-argument in place, none of which a value can carry across the pipe. There
-the harness sends the test to the program process, which runs it with the
-program's own objects (`_whole_test`) and reports each call and how the
-test ended; the harness only checks the form of what it gets. A program
+Validation (`runner.run_whole_test`, `run_whole_unittest`: the benchmark's
+own solution and the renamings and mutations the pipeline made of it) needs
+the test beside the program, as the benchmark's harness runs it: a test may
+call a function the program returned, consume a generator, compare the
+program's objects, or check that the program changed its argument in place,
+none of which a value can carry across the pipe. There the harness sends
+the test to the program process, which runs it with the program's own
+objects (`_whole_test`) and reports each call (each assertion, in unittest
+classes) and how the test ended; the harness only checks the form of what it
+gets. A program
 could forge that report, so this path is not for code a model wrote.
 
 Whole programs on standard input (`runner.run_stdio`, APPS's stdin/stdout
@@ -317,16 +319,20 @@ def _whole_test(request: tuple, namespace: dict, replies: int) -> None:
     does: the names it takes from the program are the program's own objects,
     so it can call a function the program returned, iterate a generator, or
     look at a list the program changed in place. Each call the test makes of
-    a program's function is sent to the harness as it ends, with what came
-    back (`_form`) and the arguments' values after it where the call changed
-    them; then how the test ended."""
-    _, test, entry_point, names = request
+    a program's function (and, in unittest classes, each assertion) is sent
+    to the harness as it ends, with what came back (`_form`) and the
+    arguments' values after it where the call changed them; then how the
+    test ended."""
+    _, form, test, entry_point, names = request
 
-    def recording(function, label: str):
+    def recording(function, label: str, skipped: int = 0):
+        """`function`, each call recorded; its first `skipped` arguments (an assertion's self) are not."""
+
         def call(*args, **kwargs):
+            shown = args[skipped:]
             before = encode(
-                (tuple(map(_form, args)), {key: _form(v) for key, v in kwargs.items()})
-            )  # now: the call may change them
+                (tuple(map(_form, shown)), {key: _form(v) for key, v in kwargs.items()})
+            )  # before the call changes them
             try:
                 value = function(*args, **kwargs)
             except BaseException as exc:
@@ -336,7 +342,7 @@ def _whole_test(request: tuple, namespace: dict, replies: int) -> None:
                 outcome = ("return", _form(value))
                 return value
             finally:
-                after = (tuple(map(_form, args)), {key: _form(v) for key, v in kwargs.items()})
+                after = (tuple(map(_form, shown)), {key: _form(v) for key, v in kwargs.items()})
                 entry = (label, *decode(before), outcome, None if encode(after) == before else after)
                 _send(replies, ("call", encode(entry)))
 
@@ -350,21 +356,68 @@ def _whole_test(request: tuple, namespace: dict, replies: int) -> None:
     scope: dict = {"__name__": "__test__", "__builtins__": builtins}
     scope.update({name: bound(name, name) for name in names if name in namespace})
     random.seed(0)  # tests that draw random inputs draw the same ones for every program
+    cases: tuple = ()
     try:
-        exec(compile(test, "test.py", "exec"), scope)
-        check = scope.get("check")
-        if not callable(check):
-            outcome, error = "no check", "the test defines no check function"
-        elif entry_point not in namespace:
-            outcome, error = "NameError", f"NameError: the program defines no {entry_point}"
+        if form == "unittest":
+            outcome, error, cases = _whole_unittest(test, scope, recording)
         else:
-            check(bound(entry_point, "candidate"))
-            outcome, error = "passed", None
+            exec(compile(test, "test.py", "exec"), scope)
+            check = scope.get("check")
+            if not callable(check):
+                outcome, error = "no check", "the test defines no check function"
+            elif entry_point not in namespace:
+                outcome, error = "NameError", f"NameError: the program defines no {entry_point}"
+            else:
+                check(bound(entry_point, "candidate"))
+                outcome, error = "passed", None
     except BaseException as exc:
         outcome, error = type(exc).__name__, describe(exc)
     scope.clear()
     _flush()
-    _send(replies, ("tested", outcome, error))
+    _send(replies, ("tested", outcome, error, cases))
+
+
+def _whole_unittest(test: str, scope: dict, recording) -> tuple[str, str | None, tuple]:
+    """Run every unittest.TestCase class the test defines, in this process,
+    each assertion it makes recorded (an assertion another one makes inside
+    it is not); (how the test ended, why it failed, each test's outcome)."""
+    import unittest
+
+    inside = [False]
+
+    def asserting(name: str, method):
+        recorded = recording(method, f"self.{name}", skipped=1)
+
+        def assertion(self, *args, **kwargs):
+            if inside[0]:
+                return method(self, *args, **kwargs)
+            inside[0] = True
+            try:
+                return recorded(self, *args, **kwargs)
+            finally:
+                inside[0] = False
+
+        return assertion
+
+    for name in dir(unittest.TestCase):
+        if name.startswith("assert") and callable(getattr(unittest.TestCase, name)):
+            setattr(unittest.TestCase, name, asserting(name, getattr(unittest.TestCase, name)))
+    exec(compile(test, "test.py", "exec"), scope)
+    suite = unittest.TestSuite()
+    for value in list(scope.values()):
+        if isinstance(value, type) and issubclass(value, unittest.TestCase) and value is not unittest.TestCase:
+            suite.addTests(unittest.defaultTestLoader.loadTestsFromTestCase(value))
+    ids = [case.id() for case in _cases(suite)]  # before the run, which lets go of each test it ran
+    result = unittest.TestResult()
+    suite.run(result)
+    failed = {test_case.id(): text for test_case, text in result.failures + result.errors}
+    cases = tuple((case, "failed" if case in failed else "passed") for case in ids)
+    if failed:
+        first = min(failed)
+        return "failed", f"{first}: {failed[first].strip().splitlines()[-1]}", cases
+    if not result.testsRun:
+        return "no tests", "the test defines no unittest.TestCase with a test method", cases
+    return "passed", None, cases
 
 
 def _form(value: object) -> tuple:
@@ -757,7 +810,9 @@ def _harness_process(setup: dict, trust: dict, connection: ProgramConnection) ->
         elif trust["mode"] == "test":
             report.update(_run_test(connection, trust["test"], trust["entry_point"], trust["names"]))
         elif trust["mode"] == "whole":
-            report.update(_run_whole_test(connection, trust["test"], trust["entry_point"], trust["names"]))
+            report.update(
+                _run_whole_test(connection, trust["form"], trust["test"], trust["entry_point"], trust["names"])
+            )
         elif trust["mode"] == "unittest":
             report.update(_run_unittest(connection, trust["test"], trust["names"]))
         elif trust["mode"] == "expression":
@@ -853,13 +908,15 @@ def _run_test(connection: ProgramConnection, test: str, entry_point: str, names:
     return {"status": "ok" if outcome == "passed" else "wrong", "error": error, "record": record}
 
 
-def _run_whole_test(connection: ProgramConnection, test: str, entry_point: str, names: list[str]) -> dict:
-    """Have the program process run the test beside the program (`_whole_test`)
-    and collect what it reports: status ok only if the test passed. The record
-    has the form of `_run_test`'s, each call's values as `_form` gives them."""
-    message = connection.request(("whole", test, entry_point, names))
+def _run_whole_test(connection: ProgramConnection, form: str, test: str, entry_point: str, names: list[str]) -> dict:
+    """Have the program process run the test, a ``check`` or unittest classes
+    (`form`), beside the program (`_whole_test`) and collect what it reports:
+    status ok only if the test passed. The record has the form of
+    `_run_test`'s (and `_run_unittest`'s: each test's outcome), each call's
+    values as `_form` gives them."""
+    message = connection.request(("whole", form, test, entry_point, names))
     calls: list[bytes] = []
-    while not (type(message) is tuple and len(message) == 3 and message[0] == "tested"):
+    while not (type(message) is tuple and len(message) == 4 and message[0] == "tested"):
         if not (type(message) is tuple and len(message) == 2 and message[0] == "call" and type(message[1]) is bytes):
             raise ProgramFailure("the program broke the harness protocol (whole test)")
         try:
@@ -868,13 +925,18 @@ def _run_whole_test(connection: ProgramConnection, test: str, entry_point: str, 
             raise ProgramFailure(f"the program broke the harness protocol ({error})") from None
         calls.append(message[1])
         message = connection.receive()
-    _, outcome, error = message
-    if type(outcome) is not str or not (error is None or type(error) is str):
+    _, outcome, error, cases = message
+    if not (
+        type(outcome) is str
+        and (error is None or type(error) is str)
+        and type(cases) is tuple
+        and all(type(case) is tuple and len(case) == 2 and all(type(x) is str for x in case) for case in cases)
+    ):
         raise ProgramFailure("the program broke the harness protocol (whole test)")
     if outcome == "no check":
         return {"status": "error", "error": error}
-    record = encode({"calls": calls, "test": outcome})
-    return {"status": "ok" if outcome == "passed" else "wrong", "error": error, "record": record}
+    record = {"calls": calls, "test": outcome} | ({"tests": list(cases)} if form == "unittest" else {})
+    return {"status": "ok" if outcome == "passed" else "wrong", "error": error, "record": encode(record)}
 
 
 class Remote:

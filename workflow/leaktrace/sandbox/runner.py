@@ -5,7 +5,7 @@ the pipeline did not write, so every execution goes through `run_python` (run a
 program, optionally evaluate an expression in it), `run_calls` (call a
 program's functions one job at a time), `run_test` (run a
 benchmark's test against a program; `run_unittest` for unittest classes;
-`run_whole_test` with the test in the program's process, for validation) or `run_stdio` (a whole program on
+`run_whole_test`, `run_whole_unittest` with the test in the program's process, for validation) or `run_stdio` (a whole program on
 standard inputs, one fresh process per input). Each run gets (see DESIGN.md, "Executing
 untrusted code"):
 
@@ -214,8 +214,31 @@ def run_whole_test(code: str, test: str, entry_point: str, limits: SandboxLimits
     arguments the test may check; not for judging code a model wrote, which
     shares the test's process here and could answer for it (`run_test`).
     The result's `record` holds every call the test made of the program."""
-    trust = {"mode": "whole", "test": test, "entry_point": entry_point, "names": _names_from_program(test)}
+    trust = {
+        "mode": "whole",
+        "form": "check",
+        "test": test,
+        "entry_point": entry_point,
+        "names": _names_from_program(test),
+    }
     return _run(code, trust, limits)
+
+
+def run_whole_unittest(code: str, test: str, limits: SandboxLimits = SandboxLimits()) -> SandboxResult:
+    """Run the unittest.TestCase classes of `test` in the program's own
+    process, with the program's own objects (`run_whole_test`'s path, and its
+    use: not for code a model wrote, which `run_unittest` judges). The
+    result's `record` holds every call of a program's function and every
+    assertion the tests made, and each test's outcome."""
+    trust = {"mode": "whole", "form": "unittest", "test": test, "entry_point": "", "names": _names_from_program(test)}
+    return _run(code, trust, limits)
+
+
+def run_whole_unittests(
+    items: Sequence[tuple[str, str]], limits: SandboxLimits = SandboxLimits(), *, workers: int
+) -> list[SandboxResult]:
+    """`run_whole_unittest` on each (code, test), `workers` at a time; results keep input order."""
+    return in_parallel([functools.partial(run_whole_unittest, *item, limits) for item in items], workers)
 
 
 def run_whole_tests(

@@ -14,7 +14,14 @@ from collections.abc import Sequence
 
 from leaktrace.data.io_tests import IoTests
 from leaktrace.data.samples import UnittestTests
-from leaktrace.sandbox.runner import SandboxLimits, SandboxResult, run_tests, run_unittests, run_whole_tests
+from leaktrace.sandbox.runner import (
+    SandboxLimits,
+    SandboxResult,
+    run_tests,
+    run_unittests,
+    run_whole_tests,
+    run_whole_unittests,
+)
 from leaktrace.sandbox.stdio import run_io_tests_many
 
 SampleTests = str | IoTests | UnittestTests
@@ -31,10 +38,11 @@ def run_sample_tests(
     a time, one program per run; results keep input order. The entry point
     is the function a ``check`` calls (None for standard-input cases; a
     unittest run ignores it: its tests name what they use). With ``whole``,
-    a ``check`` runs in the program's own process (`runner.run_whole_test`),
-    for the benchmark's own solutions, whose return values and effects on
-    their arguments only the test there can see; model output is judged
-    without it, its calls answered across the sandbox's boundary."""
+    a ``check`` or unittest classes run in the program's own process
+    (`runner.run_whole_test`), for the benchmark's own solutions, whose return
+    values and effects on their arguments only the test there can see; model
+    output is judged without it, its calls answered across the sandbox's
+    boundary."""
     kinds = {"check": [], "unittest": [], "io": []}
     for i, (_, tests, _) in enumerate(items):
         if isinstance(tests, IoTests):
@@ -52,7 +60,9 @@ def run_sample_tests(
         (run_whole_tests if whole else run_tests)([items[i] for i in kinds["check"]], limits, workers=workers)
         if kinds["check"]
         else [],
-        run_unittests([(items[i][0], items[i][1].code) for i in kinds["unittest"]], limits, workers=workers)
+        (run_whole_unittests if whole else run_unittests)(
+            [(items[i][0], items[i][1].code) for i in kinds["unittest"]], limits, workers=workers
+        )
         if kinds["unittest"]
         else [],
         run_io_tests_many([(items[i][0], items[i][1]) for i in kinds["io"]], limits, workers=workers)
