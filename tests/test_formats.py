@@ -295,6 +295,27 @@ def test_the_ingest_log_names_a_canonical_solution_that_fails_its_own_tests(tmp_
     assert "canonical solutions" not in caplog.text
 
 
+def test_a_solution_whose_test_consumes_its_iterator_or_checks_its_argument_changed_in_place_passes(
+    tmp_path, full_isolation
+):
+    from leaktrace.sandbox.sample_runs import solution_failures
+
+    in_place = ["xs = [3, 1, 2]", "sort_in_place(xs)", "assert xs == [1, 2, 3]"]
+    records = [
+        {"task_id": 1, "code": "def sort_in_place(xs):\n    xs.sort()\n", "test_list": in_place},
+        {
+            "task_id": 2,
+            "code": "def evens(xs):\n    return filter(lambda x: x % 2 == 0, xs)\n",
+            "test_list": ["assert list(evens([1, 2, 4])) == [2, 4]"],
+        },
+        {"task_id": 3, "code": "def sort_in_place(xs):\n    xs = sorted(xs)\n", "test_list": in_place},
+    ]
+    bench = tmp_path / "mbpp.jsonl"
+    bench.write_text("".join(json.dumps({"text": "", "test_setup_code": "", **r}) + "\n" for r in records))
+    rows = [{**vars(s), "code": s.code} for s in load_benchmark({"preset": "mbpp", "path": str(bench)}, "mine")]
+    assert solution_failures(rows, "mbpp.jsonl") == (3, [("mine/3", "wrong: AssertionError")])
+
+
 def test_the_ingest_names_a_mistyped_check_solutions_and_takes_the_schemas_default_where_absent(tmp_path):
     from leaktrace.config_slice import SliceError
     from leaktrace.configuration import schema_node

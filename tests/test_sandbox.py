@@ -19,6 +19,7 @@ from leaktrace.sandbox import (
     run_python,
     run_test,
     run_tests,
+    run_whole_test,
     runner,
 )
 from leaktrace.sandbox.values import UnserialisableValue, decode, encode
@@ -259,6 +260,68 @@ def test_run_tests_preserves_order():
     ]
     results = run_tests(items, FAST, workers=2)
     assert [r.status for r in results] == ["ok", "wrong"]
+
+
+# -- a test run whole, in the program's process -----------------------------------------------------
+
+
+@isolated
+def test_a_whole_test_records_each_call_and_what_it_did_to_its_arguments():
+    code = "def push(xs, x):\n    xs.append(x)\n    return iter(xs)\n\n\ndef size(xs):\n    return len(xs)\n"
+    test = (
+        "def check(candidate):\n"
+        "    xs = [1]\n"
+        "    assert list(candidate(xs, x=2)) == [1, 2]\n"
+        "    assert size(xs) == 2\n"
+        "    assert candidate(len, 3) is None\n"
+    )
+    result = run_whole_test(code, test, "push", FAST)
+    assert (result.status, result.error) == (
+        "wrong",
+        "AttributeError: 'builtin_function_or_method' object has no attribute 'append'",
+    )
+    calls = [decode(call) for call in decode(result.record)["calls"]]
+    assert calls == [
+        (
+            "candidate",
+            (("value", [1]),),
+            {"x": ("value", 2)},
+            ("return", ("object", type(iter([])))),
+            ((("value", [1, 2]),), {"x": ("value", 2)}),
+        ),
+        ("size", (("value", [1, 2]),), {}, ("return", ("value", 2)), None),
+        ("candidate", (("object", type(len)), ("value", 3)), {}, ("raise", "AttributeError"), None),
+    ]
+    assert decode(result.record)["test"] == "AttributeError"
+
+
+@isolated
+def test_the_programs_own_exceptions_reach_a_whole_test_as_themselves():
+    code = "class ParseError(ValueError):\n    pass\n\n\ndef parse(text):\n    raise ParseError(text)\n"
+    test = (
+        "def check(candidate):\n"
+        "    try:\n"
+        "        candidate('x')\n"
+        "    except ParseError as error:\n"
+        "        assert type(error).__name__ == 'ParseError' and str(error) == 'x'\n"
+        "    else:\n"
+        "        assert False\n"
+    )
+    assert run_test(code, test, "parse", FAST).status == "wrong"  # across the boundary it is a stand-in
+    result = run_whole_test(code, test, "parse", FAST)
+    assert (result.status, result.error) == ("ok", None)
+
+
+@isolated
+def test_a_whole_test_without_check_an_entry_point_or_a_program_to_the_end_fails():
+    double = "def double(x):\n    return x * 2\n"
+    no_check = run_whole_test(double, "assert True\n", "double", FAST)
+    assert (no_check.status, no_check.error) == ("error", "the test defines no check function")
+    missing = run_whole_test(double, TEST, "triple", FAST)
+    assert (missing.status, missing.error) == ("wrong", "NameError: the program defines no triple")
+    ended = run_whole_test("import os\n\n\ndef double(x):\n    os._exit(0)\n", TEST, "double", FAST)
+    assert ended.status == "error" and ended.error.startswith("the program ended")
+    assert run_whole_test(double, TEST, "double", FAST).status == "ok"
 
 
 # -- where the platform cannot isolate -------------------------------------------------------------

@@ -2,10 +2,15 @@
 (ClassEval's protocol; sandbox/harness.py ``Remote``): a right class passes,
 a wrong one fails, what the test does to the objects is recorded, and a
 program cannot answer a comparison for the test (an object equal to
-anything), nor end the run to pass."""
+anything), nor end the run to pass. Then the same classes run in the
+program's own process, as validation runs them (`run_whole_unittest`)."""
 
-from leaktrace.sandbox import SandboxLimits, run_unittest
+import pytest
+
+from leaktrace.data.samples import UnittestTests
+from leaktrace.sandbox import SandboxLimits, run_unittest, run_whole_unittest
 from leaktrace.sandbox.values import decode
+from leaktrace.variants.validate import validate_variants
 
 LIMITS = SandboxLimits(timeout_s=30)
 
@@ -195,3 +200,66 @@ def test_a_wrong_date_still_fails(full_isolation):
     wrong = CALENDAR.replace("+ datetime.timedelta(seconds=seconds)", "")
     result = run_unittest(wrong, CALENDAR_TEST, LIMITS)
     assert result.status == "wrong" and "test_datetime_values_cross_both_ways" in result.error
+
+
+# --- run in the program's own process, as validation runs them ---
+
+SORTER = """class Sorter:
+    def __init__(self, key=None):
+        self.key = key
+
+    def sort_in_place(self, items):
+        items.sort(key=self.key)
+
+    def lazily(self, items):
+        return iter(sorted(items, key=self.key))
+
+    def __eq__(self, other):
+        return isinstance(other, Sorter) and self.key == other.key
+"""
+
+SORTER_TEST = """import unittest
+
+
+class SorterTest(unittest.TestCase):
+    def test_in_place(self):
+        items = [3, 1, 2]
+        Sorter().sort_in_place(items)
+        self.assertEqual(items, [1, 2, 3])
+
+    def test_lazily_and_equal(self):
+        self.assertEqual(list(Sorter(abs).lazily([-3, 2])), [2, -3])
+        self.assertEqual(Sorter(abs), Sorter(abs))
+"""
+
+
+@pytest.mark.usefixtures("full_isolation")
+def test_a_class_whose_test_checks_a_list_it_sorted_in_place_or_compares_its_objects_passes_whole():
+    across = run_unittest(SORTER, SORTER_TEST, LIMITS)
+    assert across.status == "wrong"  # by value, the test's list never reaches the program
+    result = run_whole_unittest(SORTER, SORTER_TEST, LIMITS)
+    assert (result.status, result.error) == ("ok", None), result.stderr
+    record = decode(result.record)
+    assert record["tests"] == [
+        ("__test__.SorterTest.test_in_place", "passed"),
+        ("__test__.SorterTest.test_lazily_and_equal", "passed"),
+    ]
+    assert [decode(call)[:3] for call in record["calls"]] == [
+        ("self.assertEqual", (("value", [1, 2, 3]), ("value", [1, 2, 3])), {}),
+        ("self.assertEqual", (("value", [2, -3]), ("value", [2, -3])), {}),
+        ("self.assertEqual", (("object", None), ("object", None)), {}),  # the program's own objects
+    ]
+    wrong = run_whole_unittest(SORTER.replace("items.sort(key=self.key)", "items = sorted(items)"), SORTER_TEST, LIMITS)
+    assert wrong.status == "wrong" and wrong.error.startswith("__test__.SorterTest.test_in_place: ")
+    assert run_whole_unittest(SORTER, "import unittest\n", LIMITS).status == "wrong"
+
+
+@pytest.mark.usefixtures("full_isolation")
+def test_a_renamed_class_is_valid_and_one_that_asserts_other_values_is_not():
+    weak = SORTER_TEST.replace("self.assertEqual(items, [1, 2, 3])", "self.assertIn(items[0], [1, 3])")
+    renamed = SORTER.replace("items", "values")
+    descending = SORTER.replace("items.sort(key=self.key)", "items.sort(key=self.key, reverse=True)")
+    items = [(code, UnittestTests(weak), None) for code in (SORTER, renamed, descending)]
+    verdicts = validate_variants(items, [0, 0, 0], LIMITS, workers=2)
+    assert verdicts[:2] == [(True, None), (True, None)]
+    assert verdicts[2] == (False, "differs: call 1 (self.assertIn(3, [1, 3])), the original's had other arguments")

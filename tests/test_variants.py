@@ -556,8 +556,93 @@ def test_a_variant_that_passes_a_weak_test_but_answers_differently_is_invalid():
     ]
     verdicts = validate_variants(items, [0, 0, 0], LIMITS, workers=2)
     assert verdicts[0] == (True, None)
-    assert verdicts[1] == (False, "differs: call 2 (candidate(3)) gave ('return', 5), the original ('return', 6)")
-    assert verdicts[2] == (False, "differs: call 1 (candidate(2)) gave ('return', 4.0), the original ('return', 4)")
+    assert verdicts[1] == (False, "differs: call 2 (candidate(3)) gave 5, the original 6")
+    assert verdicts[2] == (False, "differs: call 1 (candidate(2)) gave 4.0, the original 4")
+
+
+# Originals whose test looks at what no value crossing a process boundary can
+# carry: (original, a renamed variant of it, a wrong mutation of it, the test).
+BEYOND_VALUES = {
+    "returns a function": (
+        "def adder(n):\n    return lambda x: x + n\n",
+        "def plus(step):\n    return lambda x: x + step\n",
+        "def adder(n):\n    return lambda x: x * n\n",
+        "def check(candidate):\n    assert candidate(2)(3) == 5\n",
+    ),
+    "returns an iterator": (
+        "def ordered(xs):\n    return iter(sorted(xs))\n",
+        "def arranged(items):\n    return iter(sorted(items))\n",
+        "def ordered(xs):\n    return iter(xs)\n",
+        "def check(candidate):\n    assert list(candidate([3, 1, 2])) == [1, 2, 3]\n",
+    ),
+    "returns a builtin": (
+        "def measure():\n    return len\n",
+        "def gauge():\n    return len\n",
+        "def measure():\n    return str\n",
+        "def check(candidate):\n    assert candidate() is len\n    assert candidate()('abc') == 3\n",
+    ),
+    "mutates its argument in place": (
+        "def push(xs, x):\n    xs += [x]\n",
+        "def append_to(stack, item):\n    stack += [item]\n",
+        "def push(xs, x):\n    xs = xs + [x]\n",
+        "def check(candidate):\n    xs = [1]\n    candidate(xs, 2)\n    assert xs == [1, 2]\n",
+    ),
+    "returns a generator the test consumes with any": (
+        "def evens(xs):\n    return (x % 2 == 0 for x in xs)\n",
+        "def even_flags(numbers):\n    return (n % 2 == 0 for n in numbers)\n",
+        "def evens(xs):\n    return (x % 2 == 1 for x in xs)\n",
+        "def check(candidate):\n    assert any(candidate([1, 3, 4]))\n    assert not any(candidate([1, 3]))\n",
+    ),
+}
+
+
+@pytest.mark.usefixtures("full_isolation")
+@pytest.mark.parametrize("case", BEYOND_VALUES)
+def test_an_original_whose_test_looks_beyond_values_is_valid_and_a_wrong_mutation_is_not(case):
+    original, variant, wrong, test = BEYOND_VALUES[case]
+    entry_points = [ast.parse(code).body[0].name for code in (original, variant, wrong)]
+    items = [(code, test, entry) for code, entry in zip((original, variant, wrong), entry_points, strict=True)]
+    verdicts = validate_variants(items, [0, 0, 0], LIMITS, workers=2)
+    assert verdicts == [(True, None), (True, None), (False, "wrong: AssertionError")]
+
+
+@pytest.mark.usefixtures("full_isolation")
+def test_a_variant_that_changes_its_argument_otherwise_than_the_original_is_invalid():
+    test = "def check(candidate):\n    xs = [1]\n    candidate(xs, 2)\n    assert len(xs) >= 1\n"
+    items = [
+        ("def push(xs, x):\n    xs += [x]\n", test, "push"),
+        ("def push(xs, x):\n    xs = xs + [x]\n", test, "push"),
+        ("def push(xs, x):\n    xs += [x]\n    return iter(xs)\n", test, "push"),
+    ]
+    verdicts = validate_variants(items, [0, 0, 0], LIMITS, workers=2)
+    assert verdicts[0] == (True, None)
+    assert verdicts[1] == (
+        False,
+        "differs: call 1 (candidate([1], 2)) gave None, the arguments unchanged,"
+        " the original None, leaving the arguments ([1, 2], 2)",
+    )
+    assert verdicts[2] == (
+        False,
+        "differs: call 1 (candidate([1], 2)) gave <list_iterator>, leaving the arguments ([1, 2], 2),"
+        " the original None, leaving the arguments ([1, 2], 2)",
+    )
+
+
+@pytest.mark.usefixtures("full_isolation")
+def test_a_returned_object_of_a_renamed_class_is_no_difference_but_another_type_is():
+    test = "def check(candidate):\n    assert candidate(2).size == 2\n"
+    box = "class Box:\n    def __init__(self, size):\n        self.size = size\n\n\ndef make(size):\n    return Box(size)\n"
+    items = [
+        (box, test, "make"),
+        (box.replace("Box", "Crate"), test, "make"),
+        ("import types\n\n\ndef make(size):\n    return types.SimpleNamespace(size=size)\n", test, "make"),
+    ]
+    verdicts = validate_variants(items, [0, 0, 0], LIMITS, workers=2)
+    assert verdicts[:2] == [(True, None), (True, None)]
+    assert verdicts[2] == (
+        False,
+        "differs: call 1 (candidate(2)) gave <SimpleNamespace>, the original <an object of the program>",
+    )
 
 
 def test_variants_of_an_original_that_fails_are_invalid():

@@ -87,7 +87,9 @@ def test_format_of(row: dict) -> str:
 @dataclass(frozen=True)
 class UnittestTests:
     """Tests written as unittest.TestCase classes (ClassEval), run by
-    :func:`leaktrace.sandbox.run_unittest` with the program's objects held by reference."""
+    :func:`leaktrace.sandbox.run_unittest` with the program's objects held by
+    reference, or, to validate the benchmark's own solution and its variants,
+    in the program's own process (:func:`leaktrace.sandbox.run_whole_unittest`)."""
 
     code: str
 

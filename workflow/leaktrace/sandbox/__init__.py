@@ -14,6 +14,10 @@ from leaktrace.sandbox.runner import (
     run_tests,
     run_unittest,
     run_unittests,
+    run_whole_test,
+    run_whole_tests,
+    run_whole_unittest,
+    run_whole_unittests,
 )
 
 __all__ = [
@@ -30,4 +34,8 @@ __all__ = [
     "run_tests",
     "run_unittest",
     "run_unittests",
+    "run_whole_test",
+    "run_whole_tests",
+    "run_whole_unittest",
+    "run_whole_unittests",
 ]

@@ -15,17 +15,29 @@ the builtins it calls, only ever touch the harness's own objects. The harness
 records every call (arguments, and what came back) and writes its report to a
 file descriptor the program process closed before running anything.
 
-What a program can do to the verdict, then: nothing through its exit status,
+What a program can do to such a verdict, then: nothing through its exit status,
 `sys.exit`, `os._exit`, atexit, its output, a patched `__eq__`, a subclass
 of a builtin, or by shadowing or patching builtins (they are its own process's).
 Its replies are the only thing it controls, so to pass it must return the
 right values for the test's inputs; it never sees the test, its expected
-values, or (in variant validation) the original's outputs. It can signal,
+values, or the outputs of a run its record is compared with. It can signal,
 trace or read neither the harness (another uid, not dumpable, PID 1 of the
 namespace) nor the report descriptor. What remains: a program that computes
 the right answers by other means than its source suggests (a lookup table of
 the benchmark's answers) passes, as it would any test; and the test, written by
 the benchmark's authors, is trusted to judge (it runs in the harness process).
+
+Validation (`runner.run_whole_test`, `run_whole_unittest`: the benchmark's
+own solution and the renamings and mutations the pipeline made of it) needs
+the test beside the program, as the benchmark's harness runs it: a test may
+call a function the program returned, consume a generator, compare the
+program's objects, or check that the program changed its argument in place,
+none of which a value can carry across the pipe. There the harness sends
+the test to the program process, which runs it with the program's own
+objects (`_whole_test`) and reports each call (each assertion, in unittest
+classes) and how the test ended; the harness only checks the form of what it
+gets. A program
+could forge that report, so this path is not for code a model wrote.
 
 Whole programs on standard input (`runner.run_stdio`, APPS's stdin/stdout
 problems) take another path: the namespace's init forks one program process
@@ -219,6 +231,10 @@ def _program_process(setup: dict, requests: int, replies: int) -> None:
         elif kind == "call":
             _, name, arguments, keywords = request
             reply = _outcome(lambda: namespace[name](*arguments, **keywords))  # noqa: B023 (called in this iteration)
+        elif kind == "whole":
+            _whole_test(request, namespace, replies)  # sends its own messages
+            request = None
+            continue
         elif kind in _REFERENCE_REQUESTS:
             reply = _held_outcome(lambda: _REFERENCE_REQUESTS[kind](request, namespace, held), held)  # noqa: B023 (called in this iteration)
         else:
@@ -293,6 +309,131 @@ def _outcome(thunk) -> tuple:
     except UnserialisableValue:
         return ("unserialisable", type(value).__name__)
     return ("return", value)
+
+
+# -- a test run whole, in the program's process ---------------------------------------------------
+
+
+def _whole_test(request: tuple, namespace: dict, replies: int) -> None:
+    """Run the test here, beside the program, as the benchmark's own harness
+    does: the names it takes from the program are the program's own objects,
+    so it can call a function the program returned, iterate a generator, or
+    look at a list the program changed in place. Each call the test makes of
+    a program's function (and, in unittest classes, each assertion) is sent
+    to the harness as it ends, with what came back (`_form`) and the
+    arguments' values after it where the call changed them; then how the
+    test ended."""
+    _, form, test, entry_point, names = request
+
+    def recording(function, label: str, skipped: int = 0):
+        """`function`, each call recorded; its first `skipped` arguments (an assertion's self) are not."""
+
+        def call(*args, **kwargs):
+            shown = args[skipped:]
+            before = encode(
+                (tuple(map(_form, shown)), {key: _form(v) for key, v in kwargs.items()})
+            )  # before the call changes them
+            try:
+                value = function(*args, **kwargs)
+            except BaseException as exc:
+                outcome = ("raise", type(exc).__name__)
+                raise
+            else:
+                outcome = ("return", _form(value))
+                return value
+            finally:
+                after = (tuple(map(_form, shown)), {key: _form(v) for key, v in kwargs.items()})
+                entry = (label, *decode(before), outcome, None if encode(after) == before else after)
+                _send(replies, ("call", encode(entry)))
+
+        call.__name__ = call.__qualname__ = label
+        return call
+
+    def bound(name: str, label: str):
+        value = namespace[name]
+        return recording(value, label) if callable(value) and not isinstance(value, type) else value
+
+    scope: dict = {"__name__": "__test__", "__builtins__": builtins}
+    scope.update({name: bound(name, name) for name in names if name in namespace})
+    random.seed(0)  # tests that draw random inputs draw the same ones for every program
+    cases: tuple = ()
+    try:
+        if form == "unittest":
+            outcome, error, cases = _whole_unittest(test, scope, recording)
+        else:
+            exec(compile(test, "test.py", "exec"), scope)
+            check = scope.get("check")
+            if not callable(check):
+                outcome, error = "no check", "the test defines no check function"
+            elif entry_point not in namespace:
+                outcome, error = "NameError", f"NameError: the program defines no {entry_point}"
+            else:
+                check(bound(entry_point, "candidate"))
+                outcome, error = "passed", None
+    except BaseException as exc:
+        outcome, error = type(exc).__name__, describe(exc)
+    scope.clear()
+    _flush()
+    _send(replies, ("tested", outcome, error, cases))
+
+
+def _whole_unittest(test: str, scope: dict, recording) -> tuple[str, str | None, tuple]:
+    """Run every unittest.TestCase class the test defines, in this process,
+    each assertion it makes recorded (an assertion another one makes inside
+    it is not); (how the test ended, why it failed, each test's outcome)."""
+    import unittest
+
+    inside = [False]
+
+    def asserting(name: str, method):
+        recorded = recording(method, f"self.{name}", skipped=1)
+
+        def assertion(self, *args, **kwargs):
+            if inside[0]:
+                return method(self, *args, **kwargs)
+            inside[0] = True
+            try:
+                return recorded(self, *args, **kwargs)
+            finally:
+                inside[0] = False
+
+        return assertion
+
+    for name in dir(unittest.TestCase):
+        if name.startswith("assert") and callable(getattr(unittest.TestCase, name)):
+            setattr(unittest.TestCase, name, asserting(name, getattr(unittest.TestCase, name)))
+    exec(compile(test, "test.py", "exec"), scope)
+    suite = unittest.TestSuite()
+    for value in list(scope.values()):
+        if isinstance(value, type) and issubclass(value, unittest.TestCase) and value is not unittest.TestCase:
+            suite.addTests(unittest.defaultTestLoader.loadTestsFromTestCase(value))
+    ids = [case.id() for case in _cases(suite)]  # before the run, which lets go of each test it ran
+    result = unittest.TestResult()
+    suite.run(result)
+    failed = {test_case.id(): text for test_case, text in result.failures + result.errors}
+    cases = tuple((case, "failed" if case in failed else "passed") for case in ids)
+    if failed:
+        first = min(failed)
+        return "failed", f"{first}: {failed[first].strip().splitlines()[-1]}", cases
+    if not result.testsRun:
+        return "no tests", "the test defines no unittest.TestCase with a test method", cases
+    return "passed", None, cases
+
+
+def _form(value: object) -> tuple:
+    """A value as a record holds it: ("value", it) for an exact builtin value,
+    else ("object", its type), the type None where the program defined it
+    (a renamed variant's class has another name)."""
+    try:
+        encode(value)
+        return ("value", value)
+    except Exception:  # UnserialisableValue, or a structure too deep to encode
+        kind = type(value)
+        try:
+            encode(kind)
+        except Exception:
+            return ("object", None)
+        return ("object", None if getattr(kind, "__module__", None) == "__main__" else kind)
 
 
 # -- program objects held by reference (unittest runs) ----------------------------------------------
@@ -668,6 +809,10 @@ def _harness_process(setup: dict, trust: dict, connection: ProgramConnection) ->
             raise ProgramFailure("the program broke the harness protocol (no load report)")
         elif trust["mode"] == "test":
             report.update(_run_test(connection, trust["test"], trust["entry_point"], trust["names"]))
+        elif trust["mode"] == "whole":
+            report.update(
+                _run_whole_test(connection, trust["form"], trust["test"], trust["entry_point"], trust["names"])
+            )
         elif trust["mode"] == "unittest":
             report.update(_run_unittest(connection, trust["test"], trust["names"]))
         elif trust["mode"] == "expression":
@@ -761,6 +906,37 @@ def _run_test(connection: ProgramConnection, test: str, entry_point: str, names:
         outcome, error = "TypeError", unserialisable[0]
     record = encode({"calls": calls, "test": outcome})
     return {"status": "ok" if outcome == "passed" else "wrong", "error": error, "record": record}
+
+
+def _run_whole_test(connection: ProgramConnection, form: str, test: str, entry_point: str, names: list[str]) -> dict:
+    """Have the program process run the test, a ``check`` or unittest classes
+    (`form`), beside the program (`_whole_test`) and collect what it reports:
+    status ok only if the test passed. The record has the form of
+    `_run_test`'s (and `_run_unittest`'s: each test's outcome), each call's
+    values as `_form` gives them."""
+    message = connection.request(("whole", form, test, entry_point, names))
+    calls: list[bytes] = []
+    while not (type(message) is tuple and len(message) == 4 and message[0] == "tested"):
+        if not (type(message) is tuple and len(message) == 2 and message[0] == "call" and type(message[1]) is bytes):
+            raise ProgramFailure("the program broke the harness protocol (whole test)")
+        try:
+            decode(message[1])
+        except ValueError as error:
+            raise ProgramFailure(f"the program broke the harness protocol ({error})") from None
+        calls.append(message[1])
+        message = connection.receive()
+    _, outcome, error, cases = message
+    if not (
+        type(outcome) is str
+        and (error is None or type(error) is str)
+        and type(cases) is tuple
+        and all(type(case) is tuple and len(case) == 2 and all(type(x) is str for x in case) for case in cases)
+    ):
+        raise ProgramFailure("the program broke the harness protocol (whole test)")
+    if outcome == "no check":
+        return {"status": "error", "error": error}
+    record = {"calls": calls, "test": outcome} | ({"tests": list(cases)} if form == "unittest" else {})
+    return {"status": "ok" if outcome == "passed" else "wrong", "error": error, "record": encode(record)}
 
 
 class Remote:

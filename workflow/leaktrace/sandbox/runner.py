@@ -4,7 +4,8 @@ Variant validation, test-case transformation and clone detection execute code
 the pipeline did not write, so every execution goes through `run_python` (run a
 program, optionally evaluate an expression in it), `run_calls` (call a
 program's functions one job at a time), `run_test` (run a
-benchmark's test against a program; `run_unittest` for unittest classes) or `run_stdio` (a whole program on
+benchmark's test against a program; `run_unittest` for unittest classes;
+`run_whole_test`, `run_whole_unittest` with the test in the program's process, for validation) or `run_stdio` (a whole program on
 standard inputs, one fresh process per input). Each run gets (see DESIGN.md, "Executing
 untrusted code"):
 
@@ -203,6 +204,48 @@ def run_test(code: str, test: str, entry_point: str, limits: SandboxLimits = San
     protocol); the result's `record` holds every call the test made."""
     trust = {"mode": "test", "test": test, "entry_point": entry_point, "names": _names_from_program(test)}
     return _run(code, trust, limits)
+
+
+def run_whole_test(code: str, test: str, entry_point: str, limits: SandboxLimits = SandboxLimits()) -> SandboxResult:
+    """Run the test's `check` against the program's `entry_point` in the
+    program's own process, as the benchmark's harness runs it (`harness._whole_test`):
+    for checking the benchmark's own solution and what the pipeline made of
+    it, whose return values may be of any type and whose effects on their
+    arguments the test may check; not for judging code a model wrote, which
+    shares the test's process here and could answer for it (`run_test`).
+    The result's `record` holds every call the test made of the program."""
+    trust = {
+        "mode": "whole",
+        "form": "check",
+        "test": test,
+        "entry_point": entry_point,
+        "names": _names_from_program(test),
+    }
+    return _run(code, trust, limits)
+
+
+def run_whole_unittest(code: str, test: str, limits: SandboxLimits = SandboxLimits()) -> SandboxResult:
+    """Run the unittest.TestCase classes of `test` in the program's own
+    process, with the program's own objects (`run_whole_test`'s path, and its
+    use: not for code a model wrote, which `run_unittest` judges). The
+    result's `record` holds every call of a program's function and every
+    assertion the tests made, and each test's outcome."""
+    trust = {"mode": "whole", "form": "unittest", "test": test, "entry_point": "", "names": _names_from_program(test)}
+    return _run(code, trust, limits)
+
+
+def run_whole_unittests(
+    items: Sequence[tuple[str, str]], limits: SandboxLimits = SandboxLimits(), *, workers: int
+) -> list[SandboxResult]:
+    """`run_whole_unittest` on each (code, test), `workers` at a time; results keep input order."""
+    return in_parallel([functools.partial(run_whole_unittest, *item, limits) for item in items], workers)
+
+
+def run_whole_tests(
+    items: Sequence[tuple[str, str, str]], limits: SandboxLimits = SandboxLimits(), *, workers: int
+) -> list[SandboxResult]:
+    """`run_whole_test` on each (code, test, entry point), `workers` at a time; results keep input order."""
+    return in_parallel([functools.partial(run_whole_test, *item, limits) for item in items], workers)
 
 
 def run_unittest(code: str, test: str, limits: SandboxLimits = SandboxLimits()) -> SandboxResult:

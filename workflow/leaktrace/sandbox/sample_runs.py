@@ -14,19 +14,35 @@ from collections.abc import Sequence
 
 from leaktrace.data.io_tests import IoTests
 from leaktrace.data.samples import UnittestTests
-from leaktrace.sandbox.runner import SandboxLimits, SandboxResult, run_tests, run_unittests
+from leaktrace.sandbox.runner import (
+    SandboxLimits,
+    SandboxResult,
+    run_tests,
+    run_unittests,
+    run_whole_tests,
+    run_whole_unittests,
+)
 from leaktrace.sandbox.stdio import run_io_tests_many
 
 SampleTests = str | IoTests | UnittestTests
 
 
 def run_sample_tests(
-    items: Sequence[tuple[str, SampleTests, str | None]], limits: SandboxLimits = SandboxLimits(), *, workers: int
+    items: Sequence[tuple[str, SampleTests, str | None]],
+    limits: SandboxLimits = SandboxLimits(),
+    *,
+    workers: int,
+    whole: bool = False,
 ) -> list[SandboxResult]:
     """Each (code, tests, entry point) run in the sandbox, ``workers`` runs at
     a time, one program per run; results keep input order. The entry point
     is the function a ``check`` calls (None for standard-input cases; a
-    unittest run ignores it: its tests name what they use)."""
+    unittest run ignores it: its tests name what they use). With ``whole``,
+    a ``check`` or unittest classes run in the program's own process
+    (`runner.run_whole_test`), for the benchmark's own solutions, whose return
+    values and effects on their arguments only the test there can see; model
+    output is judged without it, its calls answered across the sandbox's
+    boundary."""
     kinds = {"check": [], "unittest": [], "io": []}
     for i, (_, tests, _) in enumerate(items):
         if isinstance(tests, IoTests):
@@ -41,8 +57,12 @@ def run_sample_tests(
             )
     results: list[SandboxResult | None] = [None] * len(items)
     ran = (
-        run_tests([items[i] for i in kinds["check"]], limits, workers=workers) if kinds["check"] else [],
-        run_unittests([(items[i][0], items[i][1].code) for i in kinds["unittest"]], limits, workers=workers)
+        (run_whole_tests if whole else run_tests)([items[i] for i in kinds["check"]], limits, workers=workers)
+        if kinds["check"]
+        else [],
+        (run_whole_unittests if whole else run_unittests)(
+            [(items[i][0], items[i][1].code) for i in kinds["unittest"]], limits, workers=workers
+        )
         if kinds["unittest"]
         else [],
         run_io_tests_many([(items[i][0], items[i][1]) for i in kinds["io"]], limits, workers=workers)
@@ -63,7 +83,8 @@ def solution_failures(
     workers: int = 1,
     max_io_cases: int | None = None,
 ) -> tuple[int, list[tuple[str, str]]]:
-    """Each sample's own solution (its ``code``) run against its own tests:
+    """Each sample's own solution (its ``code``) run against its own tests
+    (a ``check`` in the solution's own process, as the benchmark runs it):
     (how many were run, [(sample id, why it failed)] in input order). Only
     samples the sandbox can run are run (``not_runnable`` is None: code and
     Python tests of a kind a sandbox path runs; DS-1000's ``exec`` tests are
@@ -83,7 +104,7 @@ def solution_failures(
         except InputError as error:
             unreadable.append((row["sample_id"], f"unreadable tests: {error.message}"))
     items = [(row["code"], *sample_tests(row, source, max_io_cases)) for row in runnable]
-    results = run_sample_tests(items, limits, workers=workers)
+    results = run_sample_tests(items, limits, workers=workers, whole=True)
     failures = [
         (row["sample_id"], f"{result.status}: {(result.error or result.stderr or '').strip()[:300]}")
         for row, result in zip(runnable, results, strict=True)

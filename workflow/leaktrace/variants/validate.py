@@ -7,11 +7,20 @@ semantics preservation: the sandbox runs the sample's test against the
 original and against each variant, each in its own run, and records every
 call the test makes (its arguments, and the exact builtin value returned or
 the exception type raised). The original must pass its test; a variant is
-valid iff its record equals the original's byte for byte. The comparison
-happens here, outside every sandboxed process, and no variant's run ever sees
-the original's outputs, so a variant cannot forge its way to valid: its record
-would have to contain the right outputs (see `leaktrace.sandbox.harness` for
-what else a program cannot do to the verdict). Equality is exact, so it is
+valid iff its record equals the original's byte for byte. A ``check``, or
+unittest classes, run in the program's own process, as the benchmark's
+harness runs them (`leaktrace.sandbox.run_whole_test`, `run_whole_unittest`:
+there the record holds each assertion of a unittest class), so an original
+whose test calls a function it returned, consumes its iterator or checks the
+list it changed in place is not called wrong; the record holds the
+arguments after each call that changed them, and a value that is not a
+builtin one by its type (None for a class of the program's, which a
+renaming renames), what it does being the test's to judge. The comparison
+happens here, outside every sandboxed process, and no variant's run ever
+sees the original's outputs. The variants are the pipeline's own renamings
+and mutations of the benchmark's solution (an LLM's renaming only once
+checked pure), not code written to forge a verdict, which a program sharing
+its test's process could. Equality is exact, so it is
 stricter than the test's `==`: 1 for 1.0, a list for a tuple, or a dict in
 another order counts as a difference. The entry point is recorded as
 "candidate", so a renamed entry point is no difference. A whole program
@@ -37,7 +46,7 @@ from collections.abc import Sequence
 
 from leaktrace.data.io_tests import IoTests
 from leaktrace.data.samples import UnittestTests
-from leaktrace.sandbox import SandboxLimits, SandboxResult, run_tests, run_unittests
+from leaktrace.sandbox import SandboxLimits, SandboxResult, run_whole_tests, run_whole_unittests
 from leaktrace.sandbox.stdio import run_io_tests_many
 from leaktrace.sandbox.values import decode
 
@@ -110,9 +119,9 @@ def validate_variants(
     workers: int,
 ) -> list[tuple[bool, str | None]]:
     """(valid, reason if not) for each (code, tests, entry point) triple, in order:
-    tests HumanEval-style (``check`` code, with the entry point it calls),
-    unittest classes (every request of the test on the program's objects is
-    recorded: `leaktrace.sandbox.harness.Remote`), or APPS-style stdin/stdout
+    tests HumanEval-style (``check`` code, with the entry point it calls) or
+    unittest classes (each assertion recorded, and each test's outcome), both
+    run in the program's process, or APPS-style stdin/stdout
     cases of a whole program (entry point None), whose record holds each
     case's output (`leaktrace.sandbox.stdio`).
 
@@ -126,10 +135,10 @@ def validate_variants(
     on_stdin = [i for i in runnable if isinstance(items[i][1], IoTests)]
     unittests = [i for i in runnable if isinstance(items[i][1], UnittestTests)]
     results: list[SandboxResult | None] = [None] * len(items)
-    for i, result in zip(checked, run_tests([items[i] for i in checked], limits, workers=workers), strict=True):
+    for i, result in zip(checked, run_whole_tests([items[i] for i in checked], limits, workers=workers), strict=True):
         results[i] = result
     ran = (
-        run_unittests([(items[i][0], items[i][1].code) for i in unittests], limits, workers=workers)
+        run_whole_unittests([(items[i][0], items[i][1].code) for i in unittests], limits, workers=workers)
         if unittests
         else []
     )
@@ -172,14 +181,46 @@ def _difference(record: bytes, reference: bytes) -> str | None:
     calls, expected = decode(record)["calls"], decode(reference)["calls"]
     for number, (call, wanted) in enumerate(zip(calls, expected, strict=False), start=1):
         if call != wanted:
-            name, args, kwargs, outcome = decode(call)
-            *_, wanted_outcome = decode(wanted)
-            arguments = ", ".join([*map(repr, args), *(f"{key}={value!r}" for key, value in kwargs.items())])
+            name, args, kwargs, *outcome = decode(call)
+            _, wanted_args, wanted_kwargs, *wanted_outcome = decode(wanted)
+            if len(outcome) == 1:  # a record of calls across the sandbox's boundary (stdin cases)
+                arguments = ", ".join([*map(repr, args), *(f"{key}={value!r}" for key, value in kwargs.items())])
+                gave, wanted_gave = outcome[0], wanted_outcome[0]
+            else:
+                arguments = ", ".join([*map(_form, args), *(f"{key}={_form(value)}" for key, value in kwargs.items())])
+                if (args, kwargs) != (wanted_args, wanted_kwargs):
+                    return (
+                        f"differs: call {number} ({_shown(f'{name}({arguments})')}), the original's had other arguments"
+                    )
+                changed = outcome[1] is not None or wanted_outcome[1] is not None
+                gave, wanted_gave = _outcome(*outcome, changed), _outcome(*wanted_outcome, changed)
             return (
-                f"differs: call {number} ({_shown(f'{name}({arguments})')}) gave {_shown(outcome)},"
-                f" the original {_shown(wanted_outcome)}"
+                f"differs: call {number} ({_shown(f'{name}({arguments})')}) gave {_shown(gave)},"
+                f" the original {_shown(wanted_gave)}"
             )
     return f"differs: {len(calls)} calls, the original's test made {len(expected)}"
+
+
+def _form(form: tuple) -> str:
+    """A value as a whole test's record holds it (`leaktrace.sandbox.harness._form`), as text."""
+    kind, value = form
+    if kind == "value":
+        return repr(value)
+    return f"<{getattr(value, '__name__', None) or getattr(value, 'qualname', None) or 'an object of the program'}>"
+
+
+def _outcome(outcome: tuple, after: tuple | None, changed: bool) -> str:
+    """What a call gave, as text: its return value or exception, and, where
+    either run's call `changed` its arguments, the arguments after it."""
+    kind, detail = outcome
+    text = _form(detail) if kind == "return" else f"raise {detail}"
+    if not changed:
+        return text
+    if after is None:
+        return f"{text}, the arguments unchanged"
+    args, kwargs = after
+    changed = ", ".join([*map(_form, args), *(f"{key}={_form(value)}" for key, value in kwargs.items())])
+    return f"{text}, leaving the arguments ({changed})"
 
 
 def _shown(value: object) -> str:
