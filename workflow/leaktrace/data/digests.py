@@ -6,10 +6,10 @@ Snakemake compares the digests at every planning (rules/inputs.smk), so they
 are cached on disk by the file's resolved path, size, mtime, ctime and inode:
 an unchanged file is stat'ed, never read again. The ctime catches a file
 rewritten with its old mtime put back (``cp -p``, ``rsync -t``; nothing sets a
-ctime back), the size and mtime the rest. A file modified less than
+ctime back), the size and mtime the rest. A file changed (its ctime) less than
 :data:`RACY_SECONDS` before it was hashed is not cached: a second write within
-the file system's timestamp granularity could leave size and mtime as they
-were (git's "racily clean" files). A cache that cannot be read or written is
+the file system's timestamp granularity could leave its stamp as it was
+(git's "racily clean" files). A cache that cannot be read or written is
 only slower."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class DigestCache:
             return st.st_size, cached[4]
         started = time.time_ns()
         digest = _sha256(real)
-        if started - st.st_mtime_ns > RACY_SECONDS * 10**9:
+        if started - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_SECONDS * 10**9:
             self.entries[real] = [*stamp, digest]
             self.dirty = True
         else:
