@@ -82,8 +82,9 @@ def test_a_corpus_listing_sees_a_file_added_removed_or_skipped(tmp_path):
     (tmp_path / "dump").mkdir()
     (tmp_path / "dump" / "a.jsonl").write_text('{"content": "x"}\n')
     assert [e["name"] for e in source_entries(jsonl, cache)] == [str(tmp_path / "dump" / "a.jsonl")]
-    assert input_digest([]) == {"entries": 0, "sha256": input_digest([])["sha256"]}
-    assert input_digest(before) != input_digest(list(after.values()))
+    digest = input_digest(before, kind="files")
+    assert digest["kind"] == "files" and digest["entries"] == len(before) == 4
+    assert input_digest(list(after.values()), kind="files")["sha256"] != digest["sha256"]
 
 
 def test_hub_datasets_without_a_revision_are_named():
