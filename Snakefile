@@ -8,6 +8,7 @@ include: "rules/common.smk"
 include: "rules/paths.smk"  # every artifact's path; before the rule files
 include: "rules/models.smk"
 include: "rules/cluster.smk"
+include: "rules/inputs.smk"  # before every rule that reads a tracked input
 include: "rules/counterfactual.smk"
 include: "rules/identity.smk"
 include: "rules/ingest.smk"

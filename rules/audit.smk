@@ -126,11 +126,10 @@ AUDIT_BLIND = audit_file("blind_baseline.parquet")
 
 
 def audit_inputs(wildcards):
-    held_out = config["contamination"]["held_out_ids"]
     return {"scores": audit_scores(wildcards),
             "variants": [variants_file(b) for b in AUDIT_BENCHMARKS],
-            "held_out": [held_out] if held_out else [],
-            "blind": [AUDIT_BLIND] if held_out else []}
+            "held_out": control_ids_digest(),
+            "blind": [AUDIT_BLIND] if AUDIT_CONTROL_IDS else []}
 
 
 def audit_variant_arguments(wildcards, input):
@@ -349,7 +348,7 @@ def ingested_audit_benchmarks():
 rule audit_blind:
     input:
         benchmarks=ingested_audit_benchmarks(),
-        control_ids=AUDIT_CONTROL_IDS or [],
+        control_ids=control_ids_digest(),
     output:
         AUDIT_BLIND,
     params:
@@ -358,6 +357,7 @@ rule audit_blind:
                              "permutations": config["audit"]["blind_permutations"],
                              "repeats": config["audit"]["blind_repeats"]}, sort_keys=True),
         seed=config["seed"],
+        control_ids=AUDIT_CONTROL_IDS,
     log:
         log_file("audit", "audit_blind"),
     benchmark:
@@ -368,7 +368,7 @@ rule audit_blind:
     conda:
         CPU_ENV
     shell:
-        "{LEAKTRACE} audit-blind --benchmarks {params.benchmarks} --control-ids {input.control_ids}"
+        "{LEAKTRACE} audit-blind --benchmarks {params.benchmarks} --control-ids {params.control_ids:q}"
         " --settings {params.settings:q} --seed {params.seed} --output {output} 2> {log}"
 
 
@@ -376,7 +376,7 @@ rule audit_contamination:
     input:
         scores=audit_scores,
         benchmarks=ingested_audit_benchmarks(),
-        control_ids=AUDIT_CONTROL_IDS or [],
+        control_ids=control_ids_digest(),
         blind=AUDIT_BLIND,
     output:
         table=AUDIT_CONTAMINATION_OUTPUTS[0],
@@ -388,6 +388,7 @@ rule audit_contamination:
         benchmarks=lambda wildcards, input: " ".join(f"{b}={p}" for b, p in zip(AUDIT_BENCHMARKS, input.benchmarks, strict=True)),
         settings=audit_contamination_settings(),
         seed=config["seed"],
+        control_ids=AUDIT_CONTROL_IDS,
     log:
         log_file("audit", "audit_contamination"),
     benchmark:
@@ -399,7 +400,7 @@ rule audit_contamination:
         CPU_ENV
     shell:
         "{LEAKTRACE} audit-contamination --scores {params.scores} --benchmarks {params.benchmarks}"
-        " --control-ids {input.control_ids} --settings {params.settings:q} --seed {params.seed}"
+        " --control-ids {params.control_ids:q} --settings {params.settings:q} --seed {params.seed}"
         " --output {output.table} --report {output.report} --blind {input.blind}"
         " --verdicts {output.verdicts} --verdicts-report {output.verdicts_report} 2> {log}"
 

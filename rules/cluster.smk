@@ -181,7 +181,7 @@ def cpu_job(*, sandbox=None, per_row=None, tokenize=None):
 # The jobs that must read what only the submit host is sure to have: the
 # corpora of the interpreter's standard library (node-local), the benchmark
 # shipped in the environment, and the hub.
-SUBMIT_HOST_RULES = ["all", "fetch_hub_model", "model_identity", "ingest_benchmark", "ingest_corpus_shard"]
+SUBMIT_HOST_RULES = ["all", "fetch_hub_model", "model_identity", "input_digest", "ingest_benchmark", "ingest_corpus_shard"]
 if config["leakage"]["clean"]:
     SUBMIT_HOST_RULES += ["ingest_benchmark_raw", "clean_benchmark"]
 workflow.localrules(*SUBMIT_HOST_RULES)  # what the `localrules:` directive does, for a list

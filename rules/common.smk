@@ -190,9 +190,11 @@ def settings_without(keys, *drop):
 TRAINING_PATH = 1
 
 
-def held_out_argument(wildcards, input):
-    """--held-out-ids of a rule with the input `held_out` (contamination.held_out_ids, the known-unseen control set)."""
-    return f"--held-out-ids {input.held_out[0]}" if input.held_out else ""
+def held_out_argument(wildcards):
+    """--held-out-ids of a rule that reads contamination.held_out_ids, the known-unseen control set (its
+    input `held_out` is the file's digest, rules/inputs.smk)."""
+    held_out = config["contamination"]["held_out_ids"]
+    return f"--held-out-ids {shlex.quote(held_out)}" if held_out else ""
 
 
 # Row files of the calibration table (leaktrace/calibration/table.py): each

@@ -9,11 +9,10 @@ if config["contamination"]["variant_preference"]["reference"] == "sham" and not 
 
 
 def contamination_inputs(wildcards):
-    held_out = config["contamination"]["held_out_ids"]
     return {
         "samples": split_file(wildcards.benchmark),
         "scores": [scores_file(wildcards.benchmark, m) for m in MODELS + SHAMS],
-        "held_out": [held_out] if held_out else [],
+        "held_out": control_ids_digest(),
         "exchangeability": exchangeability_results(wildcards),
         "exchangeability_calibration": exchangeability_calibration_results(wildcards),
     }

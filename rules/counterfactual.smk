@@ -219,6 +219,7 @@ def functional_fragments(benchmark):
 rule counterfactual_corpus_functions:
     input:
         counterfactual_corpus_inputs,
+        corpus_digest=counterfactual_corpus_digest,
     output:
         functions=counterfactual_file("functions.parquet"),
         accounting=counterfactual_file("sampling.parquet"),

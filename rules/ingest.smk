@@ -1,4 +1,6 @@
 rule ingest_benchmark:
+    input:
+        benchmark_digest,
     output:
         benchmark_table(),
     params:
@@ -17,6 +19,8 @@ rule ingest_benchmark:
 
 
 rule ingest_corpus_shard:
+    input:
+        corpus_digest,
     output:
         corpus_part(),
     params:

@@ -157,6 +157,7 @@ rule leakage_scan:
         index=leakage_file("index.parquet"),
         benchmark=leakage_benchmark,
         source=leakage_source_inputs,
+        corpus_digest=scan_digest,
     output:
         pairs=leakage_part("pairs"),
         accounting=leakage_part("accounting"),
@@ -216,6 +217,7 @@ if rephrase_scans():
             benchmark=leakage_benchmark,
             source=leakage_source_inputs,
             pairs=leakage_part("pairs"),
+            corpus_digest=scan_digest,
         output:
             leakage_part("rephrase"),
         params:
@@ -277,6 +279,8 @@ if LEAKAGE_CLEAN:
         return leakage_file("clean.parquet", LEAKAGE_CLEAN[wildcards.benchmark])
 
     rule ingest_benchmark_raw:
+        input:
+            benchmark_digest,
         output:
             raw_benchmark_table(),
         params:

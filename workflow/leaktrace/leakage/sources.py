@@ -57,6 +57,7 @@ from typing import BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from leaktrace.data.digests import DigestCache, file_entry
 from leaktrace.data.names import readable
 from leaktrace.errors import InputError, json_position, utf8_position
 
@@ -361,6 +362,51 @@ def _globbed(
             _log_skip(problem, path, real)
             skips[problem] += 1
     return files
+
+
+LOCAL_KINDS = ("files", "jsonl", "parquet")  # the kinds whose files a digest tracks (leaktrace/data/digests.py)
+
+
+def source_entries(source: dict, cache: DigestCache) -> list[dict]:
+    """Every file a ``files``/``jsonl``/``parquet`` source's scan meets, as it
+    lists them (names relative to a ``files`` root, else as matched), with its
+    size and SHA-256, or the reason it is skipped unread: a rerun sees a file
+    added, removed, changed or turned into a skip. Nothing is returned for a
+    root or glob with no file (the planning checks name it)."""
+    follow_links = bool(source.get("follow_links", False))
+    if source["kind"] == "files":
+        root = Path(source["root"])
+        if not root.is_dir():
+            return []
+        listed = [
+            (path, path.relative_to(root).as_posix(), problem, os.path.realpath(root))
+            for path, problem in _walk(root, PurePosixPath(source.get("glob", "**/*")).parts, follow_links)
+        ]
+    else:
+        found = {}
+        for pattern in source["paths"]:
+            root, matches = _expand(pattern, follow_links)
+            found.update((path, (problem, os.path.realpath(root))) for path, problem in matches)
+        listed = [(path, str(path), problem, real_root) for path, (problem, real_root) in sorted(found.items())]
+    entries, regular = [], []
+    for path, name, problem, real_root in listed:
+        real = None
+        if problem is None:
+            _, problem, real = _file_problem(path, real_root, follow_links)
+        if problem is None:
+            regular.append(real)
+        entries.append((readable(name), problem, real))
+    cache.announce(f"corpus {source.get('root') or ', '.join(source['paths'])}", regular)
+    out = []
+    for name, problem, real in entries:
+        if problem is None:
+            try:
+                out.append(file_entry(real, cache, name))
+                continue
+            except OSError:
+                problem = "unreadable"
+        out.append({"name": name, "skipped": problem})
+    return out
 
 
 def _file_docs(source: dict, part: int, n_parts: int, skips: Counter, max_bytes: int | None) -> Iterator[RawDocument]:
