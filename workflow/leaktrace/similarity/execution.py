@@ -74,7 +74,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from leaktrace import threadsafe_ast
-from leaktrace.sandbox import SandboxLimits, isolation_level, run_calls, values
+from leaktrace.sandbox import SandboxLimits, isolation_level, run_calls, steps, values
 from leaktrace.seeding import derive_seed
 from leaktrace.similarity import inputs as inputs_module
 from leaktrace.similarity.inputs import Call, Callee, NotCallable, locate
@@ -237,7 +237,12 @@ def _run_batch(functions: Sequence[Function], settings: ExecutionSettings) -> tu
         for f in functions
     ]
     calls.append(("_cpu", ()))
-    program = _DRIVER.read_text(encoding="utf-8") + f"\n_VALUES_SOURCE = {Path(values.__file__).read_text()!r}\n"
+    program = (
+        _DRIVER.read_text(encoding="utf-8")
+        + "\n"
+        + Path(steps.__file__).read_text(encoding="utf-8")
+        + f"\n_VALUES_SOURCE = {Path(values.__file__).read_text()!r}\n"
+    )
     result = run_calls(program, calls, limits)
     returned = (
         result.return_value if type(result.return_value) is tuple and len(result.return_value) == len(calls) else None

@@ -8,11 +8,8 @@ of this driver: its program's module-level code and calls run there, with an
 address-space limit and a budget of *steps* per call and in all, so that no
 outcome depends on how fast or busy the machine is. A step is a function call
 or a loop iteration (comprehensions and lambdas included) of the program's
-own code: before it runs, the program's tree gets a call of a C-level counter
-(an ``itertools.repeat``'s ``__next__``, about 15 ns) at the top of every
-function and loop body, which raises StopIteration once the budget is spent
-(whatever the program then does with it, the call is past its budget: the
-counter is read afterwards). Work inside C code or the standard library is not
+own code, counted by a C-level counter the program's tree calls at the top
+of every function and loop body (`leaktrace.sandbox.steps`). Work inside C code or the standard library is not
 counted; CPU-time limits (ITIMER_PROF, RLIMIT_CPU behind it for a call that
 handles SIGPROF) and wall-clock limits well above them (for calls that sleep
 or block) remain as safety nets. Its
@@ -66,15 +63,14 @@ goes on to the harness before the next function starts. Ground truths and
 generations never share a run at all (`leaktrace.similarity.execution`).
 
 Stdlib only, no ``from __future__``: this file is the start of the program's
-source. The caller appends ``_VALUES_SOURCE`` (the values module's source),
-then calls ``_preload(names)`` (the standard library modules the batch's
+source. The caller appends ``leaktrace.sandbox.steps``'s source and
+``_VALUES_SOURCE`` (the values module's source), then calls ``_preload(names)`` (the standard library modules the batch's
 programs import, imported once before forking: children share them instead
 of importing them again), ``_run_item(item, settings)`` for each function
 (its (status, detail, outputs, steps, cpu, retries)) and ``_cpu()`` (the CPU
 seconds the run took: the driver and the children it reaped).
 """
 
-import ast
 import builtins
 import io
 import itertools
@@ -102,7 +98,6 @@ _WALL_FACTOR = 5
 _DRIVER_ERROR = 70  # a child's exit status when this driver's own code failed in it
 _MAX_DEPTH = 20
 _MB = 1024 * 1024
-_STEP = "__leaktrace_step__"  # the step counter's name in the program's globals (dunder: never name-mangled)
 
 
 _CAUSES = {"timeout", "forked", "exited", "killed", "missing_import", "load_error", "class_method_failed", "not_found"}
@@ -300,43 +295,9 @@ def _read_exactly(fd, size, deadline):
 # -- the child: one function ------------------------------------------------------------------------
 
 
-class _Steps(ast.NodeTransformer):
-    """Puts a call of the step counter at the top of every function and loop
-    body (after a docstring), into every lambda and every comprehension clause."""
-
-    def _tick(self):
-        return ast.Call(ast.Name(_STEP, ast.Load()), [], [])
-
-    def _body(self, node):
-        self.generic_visit(node)
-        docstring = (
-            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.body
-            and isinstance(node.body[0], ast.Expr)
-            and isinstance(node.body[0].value, ast.Constant)
-            and isinstance(node.body[0].value.value, str)
-        )
-        at = 1 if docstring else 0
-        node.body.insert(at, ast.copy_location(ast.Expr(self._tick()), node.body[min(at, len(node.body) - 1)]))
-        return node
-
-    visit_FunctionDef = visit_AsyncFunctionDef = visit_For = visit_AsyncFor = visit_While = _body
-
-    def visit_Lambda(self, node):
-        self.generic_visit(node)
-        node.body = ast.copy_location(ast.BoolOp(ast.And(), [self._tick(), node.body]), node.body)
-        return node
-
-    def visit_comprehension(self, node):
-        self.generic_visit(node)
-        node.ifs.append(self._tick())
-        return node
-
-
 def _counted(program):
-    """The program's code with its steps counted (`_Steps`)."""
-    tree = _Steps().visit(ast.parse(program, "program.py"))
-    return compile(ast.fix_missing_locations(tree), "program.py", "exec")
+    """The program's code with its steps counted (`leaktrace.sandbox.steps`, appended by the caller)."""
+    return compile(counted_tree(program), "program.py", "exec")  # noqa: F821 - appended by the caller
 
 
 def _counter(namespace, budget):
@@ -344,7 +305,7 @@ def _counter(namespace, budget):
     return True, and raise StopIteration once more than ``budget`` were taken.
     Returns a function giving the steps taken so far (budget + 1: past it)."""
     steps = itertools.repeat(True, budget + 1)
-    namespace[_STEP] = steps.__next__
+    namespace[STEP] = steps.__next__  # noqa: F821 - appended by the caller
     return lambda: budget + 1 - operator.length_hint(steps)
 
 
