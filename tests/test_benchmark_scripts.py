@@ -45,6 +45,9 @@ SMOKE = {
         slow=True,  # 141 s on 2026-11-28
     ),
     "execution_speed.py": Smoke(("--pairs", "2", "--workers", "1"), r"ms per pair"),
+    "execution_steps.py": Smoke(
+        ("--samples", "HumanEval/0", "--workers", "1", "--top", "2"), r"\d+ calls of 1 ground truths"
+    ),
     "fork_server.py": Smoke(("--target", "lexicon"), r"ratio \(without / with\): \d", in_repository=True, slow=True),
     "generation_throughput.py": Smoke(("--prompts", "2", "--new-tokens", "2", "--batch-size", "2"), r"new tokens/s"),
     "input_memory.py": Smoke(("--skip-mb", "1", "--chunk-mb", "1"), r"peak RSS MB", slow=True),

@@ -20,23 +20,23 @@ from leaktrace.data.functions import FUNCTIONS_SCHEMA
 from leaktrace.errors import InputError
 from leaktrace.sandbox import SandboxUnavailable, isolation_level, values
 from leaktrace.similarity.execution import (
+    Executed,
     ExecutionSample,
     ExecutionSettings,
+    Function,
     _limits,
+    execute,
     execution_scores,
     pair_metrics,
     plan_sample,
     same_output,
 )
-from leaktrace.similarity.inputs import calls_in_test
+from leaktrace.similarity.inputs import calls_in_test, locate
 from leaktrace.similarity.table import SIMILARITY_FAMILY_SCHEMA
 from leaktrace.stages.counterfactual import GENERATIONS_SCHEMA
 from leaktrace.stages.counterfactual_execution import counterfactual_execution, read_screen
 
-# A hanging function costs ten calls' time. Not less: CPU timers fire late in some virtual machines (0.1 s came
-# at 0.1-0.3 s, 0.25 s at 0.5-0.6 s here), so one call past its limit, or a spurious one, could spend a small
-# function budget alone and time out a function that returns.
-SETTINGS = ExecutionSettings(candidates=10, function_cpu_s=1.0)
+SETTINGS = ExecutionSettings(candidates=10)
 CONTEXT = "from typing import List\n\n\n"
 SIGNATURE = "def shift(xs: List[int], k: int) -> List[int]:\n"
 TRUTH = '    """Add k to every item.\n    >>> shift([1, 2], 3)\n    [4, 5]\n    """\n    return [x + k for x in xs]\n'
@@ -101,17 +101,95 @@ def test_the_same_function_scores_one_and_is_a_clone(scores):
         assert pair_metrics(score, 0.8)["execution_clone"] == 1.0
 
 
+# Spins in C code, where no step is counted: only the CPU safety net stops it.
+C_SPIN = "    import itertools\n    sum(itertools.repeat(0, 10**14))\n"
+
+
 @pytest.mark.usefixtures("isolated")
-def test_a_call_past_its_limit_once_is_run_again_and_not_a_timeout():
+def test_a_call_past_the_safety_net_once_is_run_again_at_twice_its_limit_and_counted():
     # the first call spins; the second try, in a fresh child, finds the file it left in the scratch directory
     slow_once = (
         "    import os\n    if not os.path.exists('ran-once'):\n        open('ran-once', 'w').close()\n"
-        "        while True:\n            pass\n    return [x + k for x in xs]\n"
+        + C_SPIN.replace("    ", "        ")
+        + "    return [x + k for x in xs]\n"
     )
     sample = ExecutionSample("slow-once", CONTEXT, SIGNATURE, TRUTH, {"slow-once": slow_once}, TEST)
-    settings = ExecutionSettings(candidates=3, function_cpu_s=2.0)  # room for a late timer (see SETTINGS)
-    score = execution_scores([sample], settings, 7, workers=1).scores[("slow-once", "slow-once")]
+    settings = ExecutionSettings(candidates=3, call_cpu_s=0.2)
+    report = execution_scores([sample], settings, 7, workers=1)
+    score = report.scores[("slow-once", "slow-once")]
     assert (score.outcome, score.s_a, score.s_b) == ("ok", 1.0, 1.0)
+    assert report.safety_net_retries == 1
+
+
+@pytest.mark.usefixtures("isolated")
+def test_a_safety_net_that_decides_is_recorded_as_the_outcome():
+    sample = ExecutionSample("spins", CONTEXT, SIGNATURE, TRUTH, {"spins": C_SPIN + "    return xs\n"}, TEST)
+    truth_spins = ExecutionSample("truth-spins", CONTEXT, SIGNATURE, C_SPIN, {"same": TRUTH}, TEST)
+    settings = ExecutionSettings(candidates=3, call_cpu_s=0.2)
+    report = execution_scores([sample, truth_spins], settings, 7, workers=1)
+    assert report.scores[("spins", "spins")].outcome == "timeout:cpu-safety-net"
+    assert report.scores[("truth-spins", "same")].outcome == "ground_truth:timeout:cpu-safety-net"
+    assert report.safety_net_retries == 0  # each fired twice: the outcome, not a retry
+
+
+COUNT = "def count(n: int) -> int:\n    total = 0\n    for i in range(n):\n        total += i\n    return total\n"
+
+
+def _counted_calls(settings: ExecutionSettings, ns: list[int]) -> Executed:
+    function = Function(COUNT, locate(COUNT, 1), (), tuple(((n,), {}) for n in ns))
+    return execute([function], settings, workers=1).results[0]
+
+
+@pytest.fixture()
+def busy_machine():
+    """Two processes spinning at the same priority as the test, one per core here."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    yield
+    for spinner in spinners:
+        spinner.kill()
+        spinner.wait()
+
+
+@pytest.mark.usefixtures("isolated")
+def test_steps_decide_a_call_the_same_on_an_idle_and_a_busy_machine(request):
+    # a call takes one step for itself and one per iteration: past 1000 steps is the budget's timeout
+    settings = ExecutionSettings(call_steps=1000, function_steps=10_000)
+    ns = [10, 998, 999, 3000]
+    idle = _counted_calls(settings, ns)
+    request.getfixturevalue("busy_machine")
+    busy = _counted_calls(settings, ns)
+    for result in (idle, busy):
+        assert result.status == "ok"
+        assert result.outputs[:3] == tuple(("return", n * (n - 1) // 2, "", None) for n in ns[:3])
+        assert result.outputs[3] == ("timeout",)
+        assert result.steps == (11, 999, 1000, 1001)
+        assert result.retries == 0
+
+
+@pytest.mark.usefixtures("isolated", "busy_machine")
+def test_a_call_within_its_steps_completes_on_a_busy_machine():
+    # about 0.1 s of CPU time a call, the old CPU limit, here, with the machine's cores taken
+    n = ExecutionSettings().call_steps - 2
+    result = _counted_calls(ExecutionSettings(), [n, n])
+    assert result.status == "ok"
+    assert result.outputs == (("return", n * (n - 1) // 2, "", None),) * 2
+    assert result.steps == (n + 1, n + 1)
+
+
+@pytest.mark.usefixtures("isolated")
+def test_the_calls_together_past_the_functions_steps_time_the_function_out():
+    settings = ExecutionSettings(call_steps=1000, function_steps=2500)
+    assert _counted_calls(settings, [900, 900]).status == "ok"
+    assert _counted_calls(settings, [900, 900, 900]).status == "timeout"
+    assert _counted_calls(settings, [10, 5000, 5000]).status == "ok"  # 11 + 1001 + 1001 steps
+    assert _counted_calls(settings, [10, 5000, 5000, 5000]).status == "timeout"
+
+
+@pytest.mark.usefixtures("isolated")
+def test_more_calls_past_their_steps_than_allowed_time_the_function_out():
+    settings = ExecutionSettings(call_steps=100, max_timeouts=2)
+    assert _counted_calls(settings, [500, 5, 500]).outputs[::2] == (("timeout",),) * 2
+    assert _counted_calls(settings, [500, 5, 500, 500]).status == "timeout"
 
 
 def test_different_behaviour_scores_low(scores):

@@ -2,9 +2,13 @@
 
 import ast
 import random
+import subprocess
+import sys
+import time
 
 from leaktrace.data.io_tests import IoTests
 from leaktrace.sandbox import SandboxLimits
+from leaktrace.variants import testcases
 from leaktrace.variants.testcases import (
     Example,
     Replacement,
@@ -114,6 +118,42 @@ def test_a_program_whose_examples_cannot_run_is_left_alone():
         ).outcome
         == "no examples"
     )
+
+
+LOOPING = PROGRAM.replace(
+    "    return start + sum(numbers)", "    for number in numbers:\n        start += number\n    return start"
+)
+
+
+def test_a_run_past_its_steps_is_left_alone_the_same_on_a_busy_machine(monkeypatch):
+    # add_all's calls on this test's inputs take 2 to 5 steps each (its call, an iteration per number)
+    plan = plan_test_cases(LOOPING, "add_all", TEST, 1, random.Random(0))
+    monkeypatch.setattr(testcases, "STEPS", 3)
+    tight = plan_test_cases(LOOPING, "add_all", TEST, 1, random.Random(0))
+    assert transform_test_cases(LOOPING, "add_all", TEST, [(LOOPING, "add_all")], random.Random(0)).outcome == (
+        "past 3 steps"
+    )
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        busy = run_plans([tight, plan], WEAK, workers=1)
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+    assert apply_plan(tight, busy[0], [(LOOPING, "add_all")]).outcome == "past 3 steps"
+    assert apply_plan(plan, busy[1], [(LOOPING, "add_all")]).outcome == "transformed"  # within the default STEPS
+
+
+def test_a_run_a_time_limit_stops_is_run_again_at_twice_it_and_says_so(monkeypatch):
+    monkeypatch.setattr(testcases, "CPU_S", 1)
+    spinning = PROGRAM.replace("    return start + sum(numbers)", "    return sum(itertools.repeat(0, 10**14))")
+    spinning = "import itertools\n\n" + spinning
+    plan = plan_test_cases(spinning, "add_all", TEST, 1, random.Random(0))
+    started = time.monotonic()
+    assert apply_plan(plan, run_plans([plan], WEAK, workers=1)[0], [(spinning, "add_all")]).outcome == (
+        "sandbox killed"
+    )
+    assert time.monotonic() - started >= 3  # 1 s of CPU time, then 2 s
 
 
 def test_an_example_showing_another_output_than_the_originals_is_left_alone():

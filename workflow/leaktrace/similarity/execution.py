@@ -22,8 +22,10 @@ ground truth's; outputs are compared here, after. Then
     S_a = share of I_a on which a and b give the same output, S_b likewise,
     clone iff S_a >= 0.8 and S_b >= 0.8, similarity = (S_a + S_b) / 2.
 
-Same output: both raised an exception of the same type, or both ran past
-the call's CPU limit (``timeout``: twice, each in a fresh process), or both returned
+Same output: both raised an exception of the same type, or both took more
+than the call's steps (``timeout``; a step is a function call or a loop
+iteration of the program's own code, counted, never timed: see
+`execution_driver`), or both returned
 values equal member by member, numbers (not booleans) within
 ``float_rel_tol`` / ``float_abs_tol`` of each other (1 and 1.0 are equal,
 nan equals nan), printed the same text, and left their arguments alike
@@ -35,7 +37,8 @@ A pair that cannot be scored gets a null value and its cause as outcome:
 ran out of time on every input: its behaviour was never seen, e.g. it needs
 state or globals its file sets up elsewhere; identical exceptions would
 score such a pair 1.0), or the function's execution outcome (``timeout``,
-``forked``, ``exited``, ``killed``, ``missing_import:<module>``,
+``timeout:cpu-safety-net`` and ``timeout:wall-safety-net``, the only
+outcomes that depend on the machine's speed, ``forked``, ``exited``, ``killed``, ``missing_import:<module>``,
 ``load_error:<exception>``, ``class_method_failed``, ``not_found``,
 ``protocol`` or ``driver_error`` when the function's process broke the
 driver's side, and ``sandbox:<status>`` when a sandbox run of that function
@@ -71,7 +74,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from leaktrace import threadsafe_ast
-from leaktrace.sandbox import SandboxLimits, isolation_level, run_calls, values
+from leaktrace.sandbox import SandboxLimits, isolation_level, run_calls, steps, values
 from leaktrace.seeding import derive_seed
 from leaktrace.similarity import inputs as inputs_module
 from leaktrace.similarity.inputs import Call, Callee, NotCallable, locate
@@ -82,7 +85,10 @@ OK = "ok"
 METRICS = ("execution", "execution_clone", "execution_s_a", "execution_s_b")
 CONSTRUCTOR_CANDIDATES = 5
 _DRIVER = Path(__file__).with_name("execution_driver.py")
-_FUNCTION_WALL_S = 10.0  # the driver's wall-clock limit per function: at least this, 20 times its CPU limit
+# The driver's wall-clock safety net per function: at least this, 5 times its CPU safety net, twice that on
+# a second try; the sandbox run's own limit lies past all of its functions' (execution_driver).
+_FUNCTION_WALL_S = 10.0
+_WALL_FACTOR = 5
 _BATCH_OVERHEAD_S = 30.0  # the sandbox run's start and the driver's own work, beyond the functions' limits
 _ACTIVE_MODULES = {
     "this",
@@ -107,8 +113,11 @@ class ExecutionSettings:
     clone_threshold: float = 0.8
     float_rel_tol: float = 1e-6
     float_abs_tol: float = 1e-9
-    call_cpu_s: float = 0.1  # CPU seconds per call
-    function_cpu_s: float = 1.0  # CPU seconds of its module-level code and all its calls: 5 calls past the limit, twice
+    call_steps: int = 2_000_000  # steps (function calls, loop iterations) per call, else its output is timeout
+    function_steps: int = 50_000_000  # steps of its module-level code and all its calls, else outcome timeout
+    max_timeouts: int = 4  # calls past their steps a function may have; one more, and its outcome is timeout
+    call_cpu_s: float = 2.0  # the safety net: CPU seconds per call (twice that on the second try)
+    function_cpu_s: float = 10.0  # the safety net of its module-level code
     function_memory_mb: int = 512  # address space of a function's process
     batch_size: int = 48  # functions per sandbox run
     sandbox: dict | None = None  # SandboxLimits fields but the time limits, which follow from the above
@@ -128,6 +137,9 @@ class Function:
 class Executed:
     status: str  # "ok" or the cause
     outputs: tuple  # one per input, in order, when ok
+    steps: tuple = ()  # the steps each call took, when ok
+    cpu_s: tuple = ()  # and its CPU seconds (varies from run to run: for the log only)
+    retries: int = 0  # calls past a safety net once that passed on the second try
 
 
 @dataclass(frozen=True)
@@ -187,7 +199,7 @@ def execute(
 
 
 def _limits(settings: ExecutionSettings, n_functions: int) -> SandboxLimits:
-    timeout = n_functions * max(_FUNCTION_WALL_S, 20 * settings.function_cpu_s) + _BATCH_OVERHEAD_S
+    timeout = n_functions * 2 * max(_FUNCTION_WALL_S, _WALL_FACTOR * settings.function_cpu_s) + _BATCH_OVERHEAD_S
     return SandboxLimits(**{**(settings.sandbox or {}), "timeout_s": timeout, "cpu_s": math.ceil(timeout)})
 
 
@@ -197,6 +209,9 @@ def _run_batch(functions: Sequence[Function], settings: ExecutionSettings) -> tu
     and the CPU seconds the run reported."""
     limits = _limits(settings, len(functions))
     driver_settings = {
+        "call_steps": settings.call_steps,
+        "function_steps": settings.function_steps,
+        "max_timeouts": settings.max_timeouts,
         "call_cpu_s": settings.call_cpu_s,
         "function_cpu_s": settings.function_cpu_s,
         "memory_mb": settings.function_memory_mb,
@@ -222,7 +237,12 @@ def _run_batch(functions: Sequence[Function], settings: ExecutionSettings) -> tu
         for f in functions
     ]
     calls.append(("_cpu", ()))
-    program = _DRIVER.read_text(encoding="utf-8") + f"\n_VALUES_SOURCE = {Path(values.__file__).read_text()!r}\n"
+    program = (
+        _DRIVER.read_text(encoding="utf-8")
+        + "\n"
+        + Path(steps.__file__).read_text(encoding="utf-8")
+        + f"\n_VALUES_SOURCE = {Path(values.__file__).read_text()!r}\n"
+    )
     result = run_calls(program, calls, limits)
     returned = (
         result.return_value if type(result.return_value) is tuple and len(result.return_value) == len(calls) else None
@@ -256,12 +276,14 @@ def _stdlib_imports(functions: Sequence[Function]) -> list[str]:
 
 
 def _executed(reply: tuple, n_inputs: int) -> Executed:
-    status, detail, outputs = reply
-    if status == OK and len(outputs) != n_inputs:
+    status, detail, outputs, steps, cpu, retries = reply
+    if status == OK and not len(outputs) == len(steps) == len(cpu) == n_inputs:
         return Executed("protocol", ())
     if status in ("missing_import", "load_error"):
         status = f"{status}:{detail}"
-    return Executed(status, tuple(map(values.decode, outputs)) if status == OK else ())
+    if status != OK:
+        return Executed(status, (), retries=retries)
+    return Executed(status, tuple(map(values.decode, outputs)), tuple(steps), tuple(cpu), retries)
 
 
 # -- comparing -----------------------------------------------------------------------------------
@@ -453,13 +475,15 @@ class ExecutionReport:
     execute_s: float  # wall-clock seconds executing
     sandbox_runs: int
     sandbox_cpu_s: float
+    safety_net_retries: int = 0  # calls past a safety net once, decided by their second try
 
     def summary(self) -> str:
         functions = len({sample for sample, _ in self.scores})
         return (
             f"{len(self.scores)} pairs of {functions} ground truths: inputs drawn in {self.draw_s:.1f} s "
             f"({self.draw_cpu_s:.1f} s CPU), executed in {self.execute_s:.1f} s in {self.sandbox_runs} sandbox runs "
-            f"({self.sandbox_cpu_s:.1f} s CPU in the sandbox)"
+            f"({self.sandbox_cpu_s:.1f} s CPU in the sandbox); {self.safety_net_retries} calls past a CPU or "
+            "wall-clock safety net once, decided by their second try at twice its limit"
         )
 
 
@@ -493,7 +517,10 @@ def execution_scores(
                 scores[(sample.sample_id, model)] = PairScore(plan.failed[model])
                 continue
             scores[(sample.sample_id, model)] = _pair(plan, by_slot[(i, None)], by_slot[(i, model)], model, settings)
-    return ExecutionReport(scores, drawn, draw_cpu, executed_s, execution.sandbox_runs, execution.sandbox_cpu_s)
+    retries = sum(result.retries for result in execution.results)
+    return ExecutionReport(
+        scores, drawn, draw_cpu, executed_s, execution.sandbox_runs, execution.sandbox_cpu_s, retries
+    )
 
 
 def _cpu_seconds() -> float:

@@ -5,22 +5,27 @@ One sandbox run costs about 0.1 s, a function's calls a few milliseconds, so
 many functions share a run (`leaktrace.similarity.execution` batches them).
 What one function does must not spoil the others', so each gets a fresh fork
 of this driver: its program's module-level code and calls run there, with an
-address-space limit, a CPU-time limit per call (ITIMER_PROF: SIGPROF ends it;
-RLIMIT_CPU behind it for a call that handles SIGPROF) and in all (the
-children's CPU time, from wait4), and wall-clock limits well above those
-for calls that sleep or block; its
+address-space limit and a budget of *steps* per call and in all, so that no
+outcome depends on how fast or busy the machine is. A step is a function call
+or a loop iteration (comprehensions and lambdas included) of the program's
+own code, counted by a C-level counter the program's tree calls at the top
+of every function and loop body (`leaktrace.sandbox.steps`). Work inside C code or the standard library is not
+counted; CPU-time limits (ITIMER_PROF, RLIMIT_CPU behind it for a call that
+handles SIGPROF) and wall-clock limits well above them (for calls that sleep
+or block) remain as safety nets. Its
 outputs stream back through a pipe, one framed message per call. The child
 ends on its first sign of leaving its lane, and the function's outcome says
 which:
 
-- ``timeout``: the module-level code ran past the function's limit, or the
-  function's calls together past the function's limit (a single call past
-  the call limit is killed and run once more in a fresh child; past it again,
-  its output is ("timeout",) and a fresh child goes on with the next input).
-  CPU time, not wall-clock time, so load matters far less; the second try is
-  for what still leaks in (a virtual machine's late CPU timers and stolen
-  time, a stall past a wall-clock backstop), which once scored a function
-  against itself 0.9 in a CI run;
+- ``timeout``: the module-level code, or the module-level code and all the
+  calls together, took more than the function's steps, or more than
+  ``max_timeouts`` calls took more than the call's (a call past them gives
+  the output ("timeout",), and the next input goes on);
+- ``timeout:cpu-safety-net`` / ``timeout:wall-safety-net``: a call (or the
+  loading) ran past a CPU or wall-clock safety net twice, the second time, in
+  a fresh child, at twice the limits; the only outcomes that depend on the
+  machine's speed, and named so (a call that passes on the second try counts
+  in the function's ``retries``);
 - ``forked``: a call left a child process behind (the copy that returns into
   this code exits at once);
 - ``exited``: ``sys.exit`` or ``os._exit`` from the program or a call;
@@ -58,18 +63,19 @@ goes on to the harness before the next function starts. Ground truths and
 generations never share a run at all (`leaktrace.similarity.execution`).
 
 Stdlib only, no ``from __future__``: this file is the start of the program's
-source. The caller appends ``_VALUES_SOURCE`` (the values module's source),
-then calls ``_preload(names)`` (the standard library modules the batch's
+source. The caller appends ``leaktrace.sandbox.steps``'s source and
+``_VALUES_SOURCE`` (the values module's source), then calls ``_preload(names)`` (the standard library modules the batch's
 programs import, imported once before forking: children share them instead
 of importing them again), ``_run_item(item, settings)`` for each function
-(its (status, detail, outputs)) and ``_cpu()`` (the CPU seconds the run took:
-the driver and the children it reaped).
+(its (status, detail, outputs, steps, cpu, retries)) and ``_cpu()`` (the CPU
+seconds the run took: the driver and the children it reaped).
 """
 
 import builtins
 import io
 import itertools
 import math
+import operator
 import os
 import random
 import resource
@@ -82,20 +88,20 @@ import types
 _MAX_FRAME_BYTES = 8 * 1024 * 1024
 _MAX_ITEMS = 1000  # of a generator, or of a collection's members
 _MAX_TEXT = 10_000  # characters of printed output kept
-# Wall-clock limits, for code that sleeps or blocks (at least these, 20 times
-# the CPU limits): backstops behind the CPU timers, wide enough that a loaded
-# machine's slow imports do not turn a working function into a timeout (2 s
-# did in a test run). Loading (module-level code, building an instance) may
-# take the function's.
+# Wall-clock safety nets, for code that sleeps or blocks (at least these, 5
+# times the CPU safety nets), wide enough that a loaded machine's slow
+# imports do not stop a working function (2 s did in a test run). Loading
+# (module-level code, building an instance) may take the function's.
 _CALL_WALL_S = 5.0
 _FUNCTION_WALL_S = 10.0
-_WALL_FACTOR = 20
+_WALL_FACTOR = 5
 _DRIVER_ERROR = 70  # a child's exit status when this driver's own code failed in it
 _MAX_DEPTH = 20
 _MB = 1024 * 1024
 
 
 _CAUSES = {"timeout", "forked", "exited", "killed", "missing_import", "load_error", "class_method_failed", "not_found"}
+_SAFETY_NETS = {"cpu-safety-net", "wall-safety-net"}
 _CODEC = {"__name__": "leaktrace_values"}
 
 
@@ -125,33 +131,38 @@ def _encode(value):
 
 
 def _run_item(item, settings):
-    """(status, detail, outputs): status "ok" or the cause, outputs one per input.
+    """(status, detail, outputs, steps, cpu, retries): status "ok" or the cause;
+    outputs one per input, with the steps each call took (deterministic) and
+    its CPU seconds (for the log only); retries, how many times a safety net
+    fired once and not on the second try.
 
-    A call past its limit is killed with its process and run again in a
-    fresh child; past it twice, its output is ("timeout",) and a fresh child
-    goes on from the next input, while the function's CPU time lasts."""
-    outputs, status, detail = [], None, ""
-    started, cpu, retried = time.monotonic(), 0.0, None
+    A call past its steps gives ("timeout",) at once: another try would take
+    as many. One past a safety net is killed with its process and run again
+    in a fresh child at twice the limits; past it twice, the function's
+    outcome is ``timeout:<safety net>``."""
+    outputs, steps, cpu, status, detail = [], [], [], None, ""
+    started, tried, retries = time.monotonic(), None, 0
     while status is None:
-        status, detail, more, loaded, used = _run_child(item, settings, len(outputs), started)
-        outputs += more
-        cpu += used
-        if status == "call_timeout":
-            if not loaded or cpu >= settings["function_cpu_s"]:
-                status = "timeout"
-            elif retried != len(outputs):  # this input's first time past the limit
-                retried, status = len(outputs), None
+        status, detail, more = _run_child(item, settings, steps, started, tried == len(outputs))
+        for output, took, seconds in more:
+            outputs.append(output)
+            steps.append(took)
+            cpu.append(seconds)
+        if status in _SAFETY_NETS:
+            if tried != len(outputs):  # this input's (or the loading's) first time past it
+                tried, status, retries = len(outputs), None, retries + 1
             else:
-                outputs.append(_encode(("timeout",)))
-                status = None if len(outputs) < len(item["inputs"]) else "ok"
-    return status, detail, outputs
+                status, retries = f"timeout:{status}", retries - 1
+    return status, detail, outputs, steps, cpu, retries
 
 
-def _run_child(item, settings, first, started):
-    """One child running the function on the inputs from ``first`` on:
-    (status, detail, outputs, whether the program loaded, its CPU seconds);
-    status "call_timeout" when a call (or the loading) ran past the call's
-    CPU limit or went silent past its wall-clock limit."""
+def _run_child(item, settings, steps, started, doubled):
+    """One child running the function on the inputs from the first without an
+    output on (``steps``: the steps each call before took): (status, detail,
+    [(output, steps, cpu seconds)]); status "cpu-safety-net" or
+    "wall-safety-net" when a call (or the loading) ran past a CPU limit or
+    went silent past a wall-clock limit. ``doubled``: the loading and the
+    first call get twice the safety nets' limits."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -159,28 +170,29 @@ def _run_child(item, settings, first, started):
         code = 0
         try:
             os.setpgid(0, 0)
-            _child(item, settings, write_end, first)
+            _child(item, settings, write_end, steps, doubled)
         except BaseException:  # noqa: B036 - the driver's own code failed in the child
             code = _DRIVER_ERROR
         finally:
             os._exit(code)
     os.close(write_end)
+    factor = 2 if doubled else 1
     outputs, status, detail, loaded, ended = [], None, "", False, False
     try:
         while status is None:
-            function_wall = max(_FUNCTION_WALL_S, _WALL_FACTOR * settings["function_cpu_s"])
+            function_wall = factor * max(_FUNCTION_WALL_S, _WALL_FACTOR * settings["function_cpu_s"])
             remaining = function_wall - (time.monotonic() - started)
-            call_wall = max(_CALL_WALL_S, _WALL_FACTOR * settings["call_cpu_s"])
+            call_wall = (factor if not outputs else 1) * max(_CALL_WALL_S, _WALL_FACTOR * settings["call_cpu_s"])
             message = _read_frame(read_end, min(call_wall, remaining) if loaded else remaining)
             if message is None:
-                status = "call_timeout" if remaining > 0 else "timeout"
+                status = "wall-safety-net"
             elif message == ():
                 ended = True
                 break
             elif message[0] == "loaded":
                 loaded = True
-            elif message[0] == "output" and type(message[1]) is bytes:
-                outputs.append(message[1])
+            elif message[0] == "output" and type(message[1]) is bytes and type(message[2]) is int:
+                outputs.append((message[1], message[2], float(message[3])))
             elif message[0] == "done":
                 status = "ok"
             elif message[0] in _CAUSES and type(message[1]) is str:
@@ -191,30 +203,29 @@ def _run_child(item, settings, first, started):
         status, detail = "protocol", "the function's process broke the driver protocol"
     finally:
         os.close(read_end)
-        wait_status, cpu = _end(pid, ended, settings["full_isolation"])
+        wait_status = _end(pid, ended, settings["full_isolation"])
     if ended:
         status, detail = _how_it_ended(wait_status)
-    return status, detail, outputs, loaded, cpu
+    return status, detail, outputs
 
 
 def _end(pid, patient, full_isolation):
     """Kill the child's process group (and, under full isolation, every other
     process the driver may signal: strays that left the group) and reap them
-    all; (the child's wait status, its CPU seconds). ``patient``: a child that
+    all; the child's wait status. ``patient``: a child that
     closed its pipe gets a moment to exit by itself first."""
     reaped = None
     for _ in range(100 if patient else 0):
-        done, status, usage = os.wait4(pid, os.WNOHANG)
+        done, status = os.waitpid(pid, os.WNOHANG)
         if done:
-            reaped = status, usage
+            reaped = status
             break
         time.sleep(0.01)
     _kill(pid, full_isolation)
     if reaped is None:
-        _, status, usage = os.wait4(pid, 0)
-        reaped = status, usage
+        reaped = os.waitpid(pid, 0)[1]
     _reap_all()
-    return reaped[0], reaped[1].ru_utime + reaped[1].ru_stime
+    return reaped
 
 
 def _kill(pid, full_isolation):
@@ -243,7 +254,7 @@ def _how_it_ended(status):
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
         if number in (signal.SIGPROF, signal.SIGXCPU):
-            return "call_timeout", ""
+            return "cpu-safety-net", ""
         return "killed", signal.Signals(number).name
     if os.WEXITSTATUS(status) == _DRIVER_ERROR:
         return "driver_error", ""
@@ -284,19 +295,44 @@ def _read_exactly(fd, size, deadline):
 # -- the child: one function ------------------------------------------------------------------------
 
 
-def _child(item, settings, fd, first):
+def _counted(program):
+    """The program's code with its steps counted (`leaktrace.sandbox.steps`, appended by the caller)."""
+    return compile(counted_tree(program), "program.py", "exec")  # noqa: F821 - appended by the caller
+
+
+def _counter(namespace, budget):
+    """A fresh count of ``budget`` steps as the program's counter: its calls
+    return True, and raise StopIteration once more than ``budget`` were taken.
+    Returns a function giving the steps taken so far (budget + 1: past it)."""
+    steps = itertools.repeat(True, budget + 1)
+    namespace[STEP] = steps.__next__  # noqa: F821 - appended by the caller
+    return lambda: budget + 1 - operator.length_hint(steps)
+
+
+def _child(item, settings, fd, before, doubled):
     own_pid = os.getpid()
     null = os.open(os.devnull, os.O_RDWR)
     for stream in (0, 1, 2):
         os.dup2(null, stream)
     limit = settings["memory_mb"] * _MB
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    factor = 2 if doubled else 1
+    # RLIMIT_CPU behind the timers, for a call that handles SIGPROF: each
+    # phase's soft limit a second past its timer, the hard one past them all
+    # (never above the sandbox's: a hard limit cannot be raised)
+    hard = math.ceil(2 * settings["function_cpu_s"] + 2 * settings["call_cpu_s"] * (len(item["inputs"]) + 1)) + 2
+    ceiling = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    hard = hard if ceiling == resource.RLIM_INFINITY else min(hard, ceiling)
 
-    cpu = math.ceil(settings["function_cpu_s"]) + 1  # behind the per-call timer, for a call that handles SIGPROF
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-
-    def limit_cpu(seconds):  # the next call's CPU time
+    def limit_cpu(seconds):  # the next phase's CPU time
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        soft = min(hard - 1, math.ceil(usage.ru_utime + usage.ru_stime + seconds) + 1)
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
         signal.setitimer(signal.ITIMER_PROF, seconds)
+
+    def cpu_now():
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
 
     def send(message):
         if os.getpid() != own_pid:  # a process the function forked came back here
@@ -305,9 +341,14 @@ def _child(item, settings, fd, first):
         os.write(fd, len(data).to_bytes(4, "big") + data)
 
     namespace = {"__name__": "leaktrace_program", "__builtins__": builtins}
+    function_steps = settings["function_steps"]
+    taken = _counter(namespace, function_steps)
     random.seed(0)
-    limit_cpu(settings["function_cpu_s"])  # module-level code may import and build more than a call does
-    failure = _guarded(lambda: exec(compile(item["program"], "program.py", "exec"), namespace))
+    limit_cpu(factor * settings["function_cpu_s"])  # module-level code may import and build more than a call does
+    failure = _guarded(lambda: exec(_counted(item["program"]), namespace))
+    if taken() > function_steps:
+        send(("timeout", "module-level code past the function's steps"))
+        return
     if failure is not None:
         send(failure if failure[0] != "raise" else ("load_error", failure[1]))
         return
@@ -319,11 +360,16 @@ def _child(item, settings, fd, first):
     build = None
     if binding in ("method", "property"):
         build = _constructor(holder, item["constructors"])
+        if taken() > function_steps:
+            send(("timeout", "module-level code and building an instance past the function's steps"))
+            return
         if build is None:
             send(("class_method_failed", "no constructor argument list built an instance"))
             return
+    used = taken() + sum(before)
+    timeouts = sum(steps > settings["call_steps"] for steps in before)
     send(("loaded",))
-    for encoded in item["inputs"][first:]:
+    for position, encoded in enumerate(item["inputs"][len(before) :]):
         args, kwargs = _decode(encoded)
         arguments = _encode((args, kwargs))
         captured = io.StringIO()
@@ -345,8 +391,11 @@ def _child(item, settings, fd, first):
                 value = asyncio.run(value)
             result.append(value)  # noqa: B023
 
+        budget = min(settings["call_steps"], function_steps - used)
+        taken = _counter(namespace, budget)
         random.seed(0)
-        limit_cpu(settings["call_cpu_s"])
+        started = cpu_now()
+        limit_cpu((factor if position == 0 else 1) * settings["call_cpu_s"])
         saved = sys.stdout
         sys.stdout = captured
         try:
@@ -358,7 +407,7 @@ def _child(item, settings, fd, first):
         if _has_children():
             send(("forked", "a call left a child process"))
             return
-        if failure is not None and failure[0] != "raise":
+        if failure is not None and failure[0] != "raise" and taken() <= budget:
             send(failure)
             return
         if failure is not None:
@@ -367,8 +416,20 @@ def _child(item, settings, fd, first):
             after = _plain((args, kwargs))
             changed = _encoded(after) != arguments
             output = ("return", _plain(result[0]), captured.getvalue()[:_MAX_TEXT], after if changed else None)
-        limit_cpu(0)  # the output's reduction (a generator's items, tolist) ran timed; no signal mid-frame
-        send(("output", _encoded(output)))
+        encoded_output = _encoded(output)  # the reduction (a generator's items, tolist) counts in the call's steps
+        limit_cpu(0)  # no signal mid-frame
+        steps = taken()
+        if steps > budget:
+            if budget < settings["call_steps"]:
+                send(("timeout", "the calls together past the function's steps"))
+                return
+            encoded_output = _encode(("timeout",))
+            timeouts += 1
+            if timeouts > settings["max_timeouts"]:
+                send(("timeout", f"more than {settings['max_timeouts']} calls past their steps"))
+                return
+        used += steps
+        send(("output", encoded_output, steps, cpu_now() - started))
     send(("done",))
 
 

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from leaktrace.data.io_tests import IoTests
-from leaktrace.sandbox import SandboxLimits, run_python, run_stdio
+from leaktrace.sandbox import SandboxLimits, SandboxResult, run_python, run_stdio, steps
 from leaktrace.sandbox.runner import in_parallel
 from leaktrace.sandbox.stdio import outputs_match
 
@@ -55,20 +55,32 @@ _DECIMALS = 4
 _FRACTION = re.compile(r"\d\.(\d+)")
 # A run makes about a hundred calls on inputs the size of the examples'; one
 # that takes longer met an input too large for the program (the sample keeps its
-# examples). The limit is CPU time, so that which inputs a run keeps does not
-# depend on how loaded the machine is; the wall clock keeps the sandbox's.
-CPU_S = 2
+# examples). The limit is a count of steps (function calls and loop iterations
+# of the program's own code, `leaktrace.sandbox.steps`), so that which samples
+# get new examples does not depend on how fast or loaded the machine is: 20 M.
+# On HumanEval's ground truths, HumanEval/75's run is the largest that ends
+# (12 to 14 M), HumanEval/39's and /76's take more than 40 M; a CPU second is
+# 4.4 to 33 M steps (median 22 M, counted), so 20 M stay well inside the CPU
+# time (10 s) and the sandbox's wall clock that remain as safety nets for work
+# in C code, which no step counts: a run they stop is run once more at twice
+# their limits.
+STEPS = 20_000_000
+CPU_S = 10
+PROGRAM_CPU_S = 2  # a whole program's run on one input: CPU time (left a time limit, no steps counted)
 RESULT = "__leaktrace_result"  # the variable the appended caller leaves the outcomes in
 # Appended to the original program: calls the entry point on each input, catching what it raises.
+# None when the run's steps ran out (a call may catch the counter's StopIteration: it is read after each).
 _CALLER = """
 
-def __leaktrace_outcomes(function, inputs):
+def __leaktrace_outcomes(function, inputs, left):
     outcomes = []
     for args in inputs:
         try:
             outcomes.append(("ok", function(*args)))
         except BaseException as error:
             outcomes.append(("raised", type(error).__name__))
+        if not left():
+            return None
     return outcomes
 """
 
@@ -403,25 +415,70 @@ def plan_test_cases(
     candidates = [[candidate_inputs(example, seeds, rng) for example in examples] for _ in range(n_variants)]
     inputs = {repr(args): args for args in (e.args for e in examples)}
     inputs |= {repr(args): args for per_variant in candidates for options in per_variant for args in options}
-    program = f"{code}{_CALLER}\n{RESULT} = __leaktrace_outcomes({entry_point}, {list(inputs.values())!r})\n"
+    program = (
+        f"{_counted_source(code)}{_CALLER}\n"
+        f"{RESULT} = __leaktrace_outcomes({entry_point}, {list(inputs.values())!r}, __leaktrace_left)\n"
+    )
     return Plan(examples, candidates, inputs, program)
+
+
+def _counted_source(code: str) -> str:
+    """``code`` with its steps counted (`leaktrace.sandbox.steps`), ``STEPS`` of
+    them for the whole run, and ``__leaktrace_left()`` saying whether any are
+    left; ``code`` as it is where it does not parse (its run fails the same way)."""
+    try:
+        tree = steps.counted_tree(code)
+    except (SyntaxError, ValueError):
+        return code
+    prelude = ast.parse(
+        f"import itertools as __leaktrace_itertools, operator as __leaktrace_operator\n"
+        f"__leaktrace_counter = __leaktrace_itertools.repeat(True, {STEPS} + 1)\n"
+        f"{steps.STEP} = __leaktrace_counter.__next__\n"
+        "__leaktrace_left = lambda: __leaktrace_operator.length_hint(__leaktrace_counter) > 0\n"
+    ).body
+    at = 0
+    for node in tree.body:  # after the docstring and __future__ imports, which must come first
+        is_docstring = at == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        if not (is_docstring or (isinstance(node, ast.ImportFrom) and node.module == "__future__")):
+            break
+        at += 1
+    tree.body[at:at] = prelude
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 
 def run_plans(plans: Sequence[Plan | ProgramPlan], limits: SandboxLimits, *, workers: int) -> list:
     """What the sandbox computed for each plan, `workers` at a time: a function plan's run
     (a SandboxResult), a whole program's outputs by input (`_run_program_plan`), None for
-    a plan with nothing to run. A function's run, or each input of a whole program, gets
-    at most CPU_S of CPU time."""
+    a plan with nothing to run. A function's run gets STEPS steps, with CPU_S of CPU
+    time as its safety net, and the wall clock of `limits` (twice both on a second try,
+    where one stopped it); each input of a whole program at most PROGRAM_CPU_S of CPU time."""
+    program_limits = replace(limits, cpu_s=min(limits.cpu_s, PROGRAM_CPU_S))
     limits = replace(limits, cpu_s=min(limits.cpu_s, CPU_S))
     calls = [
-        functools.partial(_run_program_plan, plan, limits)
+        functools.partial(_run_program_plan, plan, program_limits)
         if isinstance(plan, ProgramPlan)
-        else functools.partial(run_python, plan.program, limits, result_expr=RESULT)
+        else functools.partial(_run_function_plan, plan.program, limits)
         for plan in plans
         if plan.program is not None
     ]
     ran = iter(in_parallel(calls, workers))
     return [next(ran) if plan.program is not None else None for plan in plans]
+
+
+def _run_function_plan(program: str, limits: SandboxLimits) -> SandboxResult:
+    """The plan's run; once more at twice the time limits where one of them stopped it."""
+    result = run_python(program, limits, result_expr=RESULT)
+    if not _stopped_by_time(result):
+        return result
+    doubled = replace(limits, cpu_s=2 * limits.cpu_s, timeout_s=2 * limits.timeout_s)
+    return run_python(program, doubled, result_expr=RESULT)
+
+
+def _stopped_by_time(result: SandboxResult) -> bool:
+    """Whether the wall clock or the CPU-time limit (SIGXCPU, then SIGKILL at the hard limit) ended the run."""
+    return result.status == "timeout" or (
+        result.status == "killed" and any(name in (result.error or "") for name in ("SIGXCPU", "SIGKILL"))
+    )
 
 
 def apply_plan(plan: Plan | ProgramPlan, result, variants: Sequence[tuple[str, str | None]]) -> Transformed:
@@ -432,6 +489,8 @@ def apply_plan(plan: Plan | ProgramPlan, result, variants: Sequence[tuple[str, s
         return _apply_program_plan(plan, result, variants)
     if result.status != "ok":
         return Transformed([None] * len(variants), f"sandbox {result.status}")
+    if result.return_value is None:
+        return Transformed([None] * len(variants), f"past {STEPS:,} steps")
     by_input = dict(zip(plan.inputs, map(tuple, result.return_value), strict=True))
     old = [by_input[repr(e.args)] for e in plan.examples]
     texts = []
