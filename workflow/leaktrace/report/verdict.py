@@ -928,7 +928,16 @@ def audit_sections(tables: RunTables, settings: PageSettings) -> list[Section]:
             training_copies=training_copies(scans, settings.training_data),
         )
         cannot = [*CANNOT_ALWAYS]
-        if blind is None or blind.get("p_value") is None:
+        mine = [
+            r for r in tables.audit_rates + tables.audit_inference if (r["model"], r["benchmark"]) == (model, benchmark)
+        ]
+        if not verdicts and not any(r.get("null") != "chance 1/(n_i + 1)" for r in mine):
+            cannot.append(
+                "anything a control set would tell: no control ids were given (contamination.held_out_ids), so the "
+                "leakage rate stands against chance, which holds only where an unexposed model ranks each original "
+                "among its variants at random."
+            )
+        elif blind is None or blind.get("p_value") is None:
             cannot.append(
                 "whether the control set differs from the suspects: no blind baseline ran, so every test against "
                 "the controls reads its validity as not measured; a control set that differs from the suspects "
@@ -939,10 +948,11 @@ def audit_sections(tables: RunTables, settings: PageSettings) -> list[Section]:
                 "anything from the tests against the control set: the blind baseline "
                 f"{blind_phrase(blind)}, so only tests that do not compare with the controls remain."
             )
-        cannot.append(
-            "whether the controls were drawn like the suspects: the blind baseline and the negative controls can "
-            "show that they differ, never that they do not, so a rejection against them is observational."
-        )
+        if verdicts or any(r.get("null") != "chance 1/(n_i + 1)" for r in mine):
+            cannot.append(
+                "whether the controls were drawn like the suspects: the blind baseline and the negative controls can "
+                "show that they differ, never that they do not, so a rejection against them is observational."
+            )
         sections.append(Section(model, benchmark, tests, cannot, scans, context))
     return sections
 
