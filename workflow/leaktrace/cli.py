@@ -698,11 +698,12 @@ def _aggregate(a):
     path("--results"),
     SETTINGS,
     path("--output"),
+    path("--json-output"),
 )
 def _verdict(a):
     from leaktrace.stages.verdict import verdict
 
-    verdict(tuple(a.tables), a.results, a.settings, a.output)
+    verdict(tuple(a.tables), a.results, a.settings, a.output, a.json_output)
 
 
 @command("dose-order")
