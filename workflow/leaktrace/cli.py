@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
@@ -1482,8 +1483,12 @@ def parser() -> argparse.ArgumentParser:
         prog="leaktrace",
         description="Audit code language models for benchmark leakage. For a person: `leaktrace audit` and "
         "`leaktrace scan` (each with --help).",
-        epilog="Internal stage commands, which the pipeline's rules call with their config slice as JSON (not "
-        "meant to be typed): " + ", ".join(COMMANDS) + ".",
+        epilog=textwrap.fill(
+            "Internal stage commands, which the pipeline's rules call with their config slice as JSON (not meant "
+            "to be typed): " + ", ".join(COMMANDS) + ".",
+            break_on_hyphens=False,
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (arguments, _, line) in PERSON_COMMANDS.items():

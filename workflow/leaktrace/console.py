@@ -25,6 +25,7 @@ from leaktrace.report.verdict_json import FINDINGS
 from leaktrace.snakemake_run import REPOSITORY, RunSettings, run_pipeline
 
 COMPLETED, FAILED, CONFIG_ERROR, GATE = 0, 1, 2, 3
+RESULTS = REPOSITORY / "results"  # results/<run>/, where the rules write (Snakemake runs from the repository root)
 
 
 def _for_repository(value: str) -> str:
@@ -132,7 +133,7 @@ def write_config(overlay: dict, command: list[str], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     header = (
         f"# Written by: {shlex.join(command)}\n"
-        f"# Reproduce from the repository root: snakemake --cores all --configfile {path.relative_to(REPOSITORY)}\n"
+        f"# Reproduce from the repository root: snakemake --cores all --configfile {os.path.relpath(path, REPOSITORY)}\n"
     )
     path.write_text(header + yaml.safe_dump(overlay, sort_keys=False))
 
@@ -170,7 +171,7 @@ def execute(request: AuditRequest | ScanRequest, a: argparse.Namespace, command:
     except ValueError as err:
         print(f"leaktrace {command[1]}: {err}", file=sys.stderr)
         return CONFIG_ERROR
-    results = REPOSITORY / "results" / request.run
+    results = RESULTS / request.run
     configfile = results / "config.yaml"
     write_config(overlay, command, configfile)
     if not run_pipeline(RunSettings(configfile, a.cores, a.dry_run)):

@@ -27,7 +27,7 @@ from leaktrace.data.sample_ids import read_id_list, task_id
 from leaktrace.errors import InputError
 from leaktrace.leakage.sources import glob_has_match
 from leaktrace.models.backend import is_hub_id
-from leaktrace.run_kind import testbed_benchmarks
+from leaktrace.run_kind import benchmarks_on_testbed
 
 FORMAT_RECORDS = 3  # records parsed per benchmark to check its preset and format
 # A name becomes a file or directory name under results/<run>/ (and a wildcard value)
@@ -189,7 +189,7 @@ def control_id_problems(config: dict) -> list[str]:
         return [f"{key}: {_why(err)}"]
     if not ids:
         return [f"{key}: {path} holds no ids"]
-    names = list(dict.fromkeys([*config["audit"]["benchmarks"], *testbed_benchmarks(config)]))
+    names = list(dict.fromkeys([*config["audit"]["benchmarks"], *benchmarks_on_testbed(config)]))
     sample_ids: set[str] = set()
     for name in names:
         if name not in config["benchmarks"]:
@@ -217,7 +217,7 @@ def runnability_problems(config: dict) -> list[str]:
     memorisation run, and none of whose samples can run (its warning, some
     samples left out, is printed by rules/audit.smk)."""
     purposes: dict[str, list[str]] = {}
-    for name in testbed_benchmarks(config):
+    for name in benchmarks_on_testbed(config):
         purposes.setdefault(name, []).append("the testbed")
     for name in config["audit"]["benchmarks"] if config["audit"]["models"] else []:
         purposes.setdefault(name, []).append("the audit")

@@ -23,7 +23,7 @@ def is_audit(config: dict) -> bool:
     return bool(models) and all("testbed" not in spec for spec in models)
 
 
-def testbed_benchmarks(config: dict) -> list[str]:
+def benchmarks_on_testbed(config: dict) -> list[str]:
     """The benchmarks filter, variants, training, scoring and the aggregate
     run on: ``testbed`` where set; unset, those in HumanEval's format, except
     in an audit. A benchmark whose format cannot be told is left out (the
@@ -45,7 +45,7 @@ def run_kind(config: dict) -> str:
     """``audit``, ``testbed`` (a testbed benchmark, no audit of models of its own) or ``experiment``."""
     if is_audit(config):
         return AUDIT
-    return TESTBED if testbed_benchmarks(config) else EXPERIMENT
+    return TESTBED if benchmarks_on_testbed(config) else EXPERIMENT
 
 
 def training_notice(config: dict) -> str | None:
@@ -53,7 +53,7 @@ def training_notice(config: dict) -> str | None:
     ``testbed: true``), or None."""
     if not is_audit(config):
         return None
-    trained = testbed_benchmarks(config)
+    trained = benchmarks_on_testbed(config)
     if not trained:
         return None
     names = ", ".join(trained)
