@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from leaktrace import console
+from leaktrace import console, snakemake_run
 from leaktrace.cli import main, parser
 from leaktrace.data.humaneval import shipped_humaneval_path
 from leaktrace.overlay import AUDIT_METHODS_OFF, DEFAULT_SCANS_OFF, SRDETECTION
@@ -42,14 +42,16 @@ TWO_MODELS = [
 
 def request(*argv: str):
     args = parser().parse_args(["audit", *argv])
-    return console.audit_request(args)
+    return console.audit_request(args, Path.cwd())
 
 
 @pytest.fixture
 def in_repo(monkeypatch, tmp_path):
-    """Run from the repository root, with results/ in a temporary folder."""
-    monkeypatch.chdir(REPO)
-    monkeypatch.setattr(console, "RESULTS", tmp_path / "results")
+    """Run from the root of a repository whose results/ is a temporary folder
+    (its Snakefile, config and resources are the project's); returns results/."""
+    for name in ("Snakefile", "config", "resources"):
+        (tmp_path / name).symlink_to(REPO / name)
+    monkeypatch.chdir(tmp_path)
     return tmp_path / "results"
 
 
@@ -68,7 +70,7 @@ def test_the_flags_make_an_audit_overlay_that_trains_nothing(in_repo):
         "benchmark": "mbpp-audit",
         "corpus": {"kind": "files", "root": "resources/audit/corpus", "glob": "**/*.py"},
     }
-    config = check_overlay(overlay, fetching=False)
+    config = check_overlay(overlay, Path.cwd(), fetching=False)
     assert run_kind(config) == AUDIT and benchmarks_on_testbed(config) == []
 
 
@@ -98,7 +100,7 @@ def test_a_humaneval_layout_audit_from_flags_plans_no_testbed(in_repo, tmp_path)
         "--preset", "humaneval", "--limit", "30", "--controls", str(controls),
     ).overlay()  # fmt: skip
     assert overlay["benchmarks"]["humaneval"] is None and overlay["benchmarks"]["HumanEval"]["testbed"] is False
-    config = check_overlay(overlay, fetching=False)
+    config = check_overlay(overlay, Path.cwd(), fetching=False)
     assert config["benchmarks"]["HumanEval"]["format"] == "humaneval" and benchmarks_on_testbed(config) == []
     # one model: no reference contrast, no Ref detector (each needs a second model)
     assert config["audit"]["reference"]["model"] is None and "ref" not in config["score"]["methods"]
@@ -129,19 +131,19 @@ def test_a_malformed_flag_exits_2_with_its_message(in_repo, capsys, argv, messag
 def test_a_mistyped_model_path_stops_at_planning_naming_both_readings(in_repo, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     ran = []
-    monkeypatch.setattr(console, "run_pipeline", lambda settings: ran.append(settings) or True)
+    monkeypatch.setattr(snakemake_run, "run_pipeline", lambda settings: ran.append(settings) or True)
     status = main(["audit", "--model", "mine=models/leaktrace-tiny-ref", *FIXTURES])
     err = capsys.readouterr().err
     assert status == console.CONFIG_ERROR and ran == []
     assert "audit.models[0] (mine).path: models/leaktrace-tiny-ref is neither a local directory" in err
-    assert f"({REPO}/models/leaktrace-tiny-ref does not exist) nor a reachable hub id: HF_HUB_OFFLINE is set" in err
+    assert f"({in_repo.parent}/models/leaktrace-tiny-ref does not exist) nor a reachable hub id: HF_HUB_OFFLINE" in err
     assert not (in_repo / "audit-mbpp-audit").exists()
 
 
 def test_a_control_id_that_names_no_sample_exits_2_before_any_job(in_repo, capsys, monkeypatch, tmp_path):
     controls = tmp_path / "controls.txt"
     controls.write_text("11\n9999\n")
-    monkeypatch.setattr(console, "run_pipeline", lambda settings: pytest.fail("ran"))
+    monkeypatch.setattr(snakemake_run, "run_pipeline", lambda settings: pytest.fail("ran"))
     status = main(["audit", *TWO_MODELS, *FIXTURES[:4], "--controls", str(controls)])
     assert status == console.CONFIG_ERROR
     assert "contamination.held_out_ids: 1 of 2 ids" in capsys.readouterr().err
@@ -191,11 +193,11 @@ def test_exit_status_is_0_whatever_the_audit_found_unless_a_gate_is_asked(
     in_repo, capsys, monkeypatch, tier, copies, flags, status
 ):
     calls = []
-    monkeypatch.setattr(console, "run_pipeline", pipeline_writing(verdict(tier, copies), calls))
+    monkeypatch.setattr(snakemake_run, "run_pipeline", pipeline_writing(verdict(tier, copies), calls))
     assert main(["audit", *TWO_MODELS, *FIXTURES, "--run", "t", "--cores", "2", *flags]) == status
     assert calls[0].cores == 2 and not calls[0].dry_run
     out = capsys.readouterr().out.splitlines()
-    page = in_repo / "t" / "verdict.md"
+    page = "results/t/verdict.md"
     assert out[0] == f"model-a × mbpp-audit: {tier} (dataset inference, p = 0.0031); {page}"
     assert out[1].startswith(
         f"scan corpus × mbpp-audit: {copies} copies (type1 {copies}, type2 0, type3 0, input_leaks 0)"
@@ -205,7 +207,7 @@ def test_exit_status_is_0_whatever_the_audit_found_unless_a_gate_is_asked(
 def test_the_written_config_reproduces_the_run_and_json_prints_verdict_json(in_repo, capsys, monkeypatch):
     calls = []
     record = verdict("inconclusive", 0)
-    monkeypatch.setattr(console, "run_pipeline", pipeline_writing(record, calls))
+    monkeypatch.setattr(snakemake_run, "run_pipeline", pipeline_writing(record, calls))
     assert main(["audit", *TWO_MODELS, *FIXTURES, "--run", "t", "--json"]) == console.COMPLETED
     assert json.loads(capsys.readouterr().out) == record
     written = calls[0].configfile
@@ -217,10 +219,10 @@ def test_the_written_config_reproduces_the_run_and_json_prints_verdict_json(in_r
 
 def test_a_failed_run_exits_1_and_a_dry_run_prints_no_answers(in_repo, capsys, monkeypatch):
     calls = []
-    monkeypatch.setattr(console, "run_pipeline", pipeline_writing(None, calls))
+    monkeypatch.setattr(snakemake_run, "run_pipeline", pipeline_writing(None, calls))
     assert main(["audit", *TWO_MODELS, *FIXTURES]) == console.FAILED
     assert "the run failed" in capsys.readouterr().err
-    monkeypatch.setattr(console, "run_pipeline", lambda settings: calls.append(settings) or True)
+    monkeypatch.setattr(snakemake_run, "run_pipeline", lambda settings: calls.append(settings) or True)
     assert main(["audit", *TWO_MODELS, *FIXTURES, "--dry-run"]) == console.COMPLETED
     assert calls[-1].dry_run and capsys.readouterr().out.startswith("Dry run: nothing ran.")
 
@@ -228,13 +230,13 @@ def test_a_failed_run_exits_1_and_a_dry_run_prints_no_answers(in_repo, capsys, m
 def test_scan_plans_no_model_and_gates_on_copies(in_repo, capsys, monkeypatch):
     calls = []
     monkeypatch.setattr(
-        console, "run_pipeline", pipeline_writing({"answers": [], "scans": verdict("", 1)["scans"]}, calls)
+        snakemake_run, "run_pipeline", pipeline_writing({"answers": [], "scans": verdict("", 1)["scans"]}, calls)
     )
     argv = ["scan", *FIXTURES[:4], "--corpus", "resources/audit/corpus", "--fail-on-copies"]
     assert main(argv) == console.GATE
     overlay = yaml.safe_load(calls[0].configfile.read_text())
     assert overlay["audit"]["models"] == [] and overlay["run"] == "scan-mbpp-audit"
-    config = check_overlay(overlay, fetching=False)
+    config = check_overlay(overlay, Path.cwd(), fetching=False)
     assert benchmarks_on_testbed(config) == [] and run_kind(config) == "experiment"
     assert capsys.readouterr().out.startswith("scan corpus × mbpp-audit: 1 copies")
 
@@ -246,3 +248,27 @@ def test_help_lists_the_person_facing_commands_first_and_the_stages_as_internal(
     assert re.search(r"COMMAND\n\s+audit\s+audit models.*\n\s+scan\s+scan a corpus", out)
     internal = out.index("Internal stage commands")
     assert "ingest-benchmark" not in out[:internal] and "audit-tables" in out[internal:]
+
+
+def test_a_humaneval_layout_audit_dry_run_through_snakemake_plans_no_training(in_repo, capfd, tmp_path):
+    """The whole path through Snakemake's API: the plan it prints has the audit's rules and no training rule."""
+    for name in ("rules", "envs", "report"):
+        (tmp_path / name).symlink_to(REPO / name)
+    controls = tmp_path / "controls.txt"
+    controls.write_text("".join(f"HumanEval/{i}\n" for i in range(10, 30)))
+    argv = [
+        "audit",
+        "--model",
+        "mine=resources/models/leaktrace-tiny-ref",
+        "--benchmark",
+        str(shipped_humaneval_path()),
+    ]
+    argv += ["--preset", "humaneval", "--limit", "30", "--controls", "controls.txt", "--dry-run"]
+    assert main(argv) == console.COMPLETED
+    out = capfd.readouterr().out
+    stats = out[out.index("Job stats:") : out.index("total")]
+    planned = {line.split()[0] for line in stats.splitlines()[3:]}
+    assert {"audit", "token_stats", "detector_scores", "verdict"} <= planned
+    training = {"training_mix", "train_lora", "sham_mix", "twin_split", "train_control", "twin", "pretrain_base_model"}
+    assert not planned & training
+    assert out.rstrip().endswith("The config it planned: results/audit-HumanEval/config.yaml")

@@ -20,24 +20,22 @@ import sys
 from pathlib import Path
 
 from leaktrace.overlay import AuditRequest, Benchmark, Corpus, Model, ScanRequest
-from leaktrace.preflight import check_overlay
-from leaktrace.report.verdict_json import FINDINGS
-from leaktrace.snakemake_run import REPOSITORY, RunSettings, run_pipeline
 
+# Every stage command builds the parser that lists these commands: what only
+# a run needs (Snakemake, the planning checks) is imported when one starts.
 COMPLETED, FAILED, CONFIG_ERROR, GATE = 0, 1, 2, 3
-RESULTS = REPOSITORY / "results"  # results/<run>/, where the rules write (Snakemake runs from the repository root)
 
 
-def _for_repository(value: str) -> str:
-    """A local path as the repository-root run reads it (relative where it is
+def _for_repository(value: str, root: Path) -> str:
+    """A local path as the run from ``root`` reads it (relative where it is
     inside the repository, else absolute); anything else (a hub id) as given."""
-    path = Path(value)
-    if not path.exists():
+    if not Path(value).exists():
         return value
+    path = Path(os.path.abspath(value))  # links kept: a linked folder inside the repository stays inside it
     try:
-        return str(path.resolve().relative_to(REPOSITORY))
+        return str(path.relative_to(os.path.abspath(root)))
     except ValueError:
-        return str(path.resolve())
+        return str(path)
 
 
 def _shown(path: Path) -> str:
@@ -100,40 +98,40 @@ def scan_arguments(parser: argparse.ArgumentParser) -> None:
     _common(parser, corpus_required=True)
 
 
-def _benchmark(a: argparse.Namespace) -> Benchmark:
-    return Benchmark(_for_repository(a.benchmark), a.preset, a.limit, a.split)
+def _benchmark(a: argparse.Namespace, root: Path) -> Benchmark:
+    return Benchmark(_for_repository(a.benchmark, root), a.preset, a.limit, a.split)
 
 
-def _corpus(a: argparse.Namespace) -> Corpus | None:
-    return Corpus(_for_repository(a.corpus), a.glob) if a.corpus else None
+def _corpus(a: argparse.Namespace, root: Path) -> Corpus | None:
+    return Corpus(_for_repository(a.corpus, root), a.glob) if a.corpus else None
 
 
-def audit_request(a: argparse.Namespace) -> AuditRequest:
-    benchmark = _benchmark(a)
+def audit_request(a: argparse.Namespace, root: Path) -> AuditRequest:
+    benchmark = _benchmark(a, root)
     models = [Model.parse(m) for m in a.model]
     return AuditRequest(
         run=a.run or f"audit-{benchmark.name}",
-        models=tuple(Model(m.name, _for_repository(m.path)) for m in models),
+        models=tuple(Model(m.name, _for_repository(m.path, root)) for m in models),
         benchmark=benchmark,
-        controls=_for_repository(a.controls),
+        controls=_for_repository(a.controls, root),
         negative_controls=tuple(a.negative_control),
-        corpus=_corpus(a),
+        corpus=_corpus(a, root),
     )
 
 
-def scan_request(a: argparse.Namespace) -> ScanRequest:
-    benchmark = _benchmark(a)
-    return ScanRequest(run=a.run or f"scan-{benchmark.name}", benchmark=benchmark, corpus=_corpus(a))
+def scan_request(a: argparse.Namespace, root: Path) -> ScanRequest:
+    benchmark = _benchmark(a, root)
+    return ScanRequest(run=a.run or f"scan-{benchmark.name}", benchmark=benchmark, corpus=_corpus(a, root))
 
 
-def write_config(overlay: dict, command: list[str], path: Path) -> None:
+def write_config(overlay: dict, command: list[str], path: Path, root: Path) -> None:
     """The overlay as a ``--configfile``, headed by the command that wrote it."""
     import yaml
 
     path.parent.mkdir(parents=True, exist_ok=True)
     header = (
         f"# Written by: {shlex.join(command)}\n"
-        f"# Reproduce from the repository root: snakemake --cores all --configfile {os.path.relpath(path, REPOSITORY)}\n"
+        f"# Reproduce from the repository root: snakemake --cores all --configfile {os.path.relpath(path, root)}\n"
     )
     path.write_text(header + yaml.safe_dump(overlay, sort_keys=False))
 
@@ -160,21 +158,26 @@ def answer_lines(record: dict, results: Path) -> list[str]:
 
 def gate(record: dict, on_evidence: bool, on_copies: bool) -> bool:
     """Whether a requested gate found what it gates on."""
+    from leaktrace.report.verdict_json import FINDINGS
+
     evidence = on_evidence and any(a["tier"] in FINDINGS for a in record["answers"])
     return evidence or (on_copies and any(s["total"] for s in record["scans"]))
 
 
-def execute(request: AuditRequest | ScanRequest, a: argparse.Namespace, command: list[str]) -> int:
+def execute(request: AuditRequest | ScanRequest, a: argparse.Namespace, command: list[str], root: Path) -> int:
+    from leaktrace.preflight import check_overlay
+    from leaktrace.snakemake_run import RunSettings, run_pipeline
+
     overlay = request.overlay()
     try:
-        check_overlay(overlay, fetching=not a.dry_run)
+        check_overlay(overlay, root, fetching=not a.dry_run)
     except ValueError as err:
         print(f"leaktrace {command[1]}: {err}", file=sys.stderr)
         return CONFIG_ERROR
-    results = RESULTS / request.run
+    results = root / "results" / request.run
     configfile = results / "config.yaml"
-    write_config(overlay, command, configfile)
-    if not run_pipeline(RunSettings(configfile, a.cores, a.dry_run)):
+    write_config(overlay, command, configfile, root)
+    if not run_pipeline(RunSettings(root, configfile, a.cores, a.dry_run)):
         print(
             f"leaktrace {command[1]}: the run failed (Snakemake's message above); its config: {_shown(configfile)}",
             file=sys.stderr,
@@ -188,17 +191,25 @@ def execute(request: AuditRequest | ScanRequest, a: argparse.Namespace, command:
     return GATE if gate(record, getattr(a, "fail_on_evidence", False), a.fail_on_copies) else COMPLETED
 
 
+def _root() -> Path:
+    from leaktrace.snakemake_run import workflow_root
+
+    return workflow_root()
+
+
 def audit(a: argparse.Namespace) -> int:
+    root = _root()
     try:
-        request = audit_request(a)
+        request = audit_request(a, root)
     except ValueError as err:
         print(f"leaktrace audit: {err}", file=sys.stderr)
         return CONFIG_ERROR
-    return execute(request, a, ["leaktrace", "audit", *a.argv])
+    return execute(request, a, ["leaktrace", "audit", *a.argv], root)
 
 
 def scan(a: argparse.Namespace) -> int:
-    return execute(scan_request(a), a, ["leaktrace", "scan", *a.argv])
+    root = _root()
+    return execute(scan_request(a, root), a, ["leaktrace", "scan", *a.argv], root)
 
 
 # name -> (arguments, run, one line for `leaktrace --help`)

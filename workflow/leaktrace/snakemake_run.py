@@ -9,13 +9,24 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-REPOSITORY = Path(__file__).resolve().parents[2]  # the Snakefile's folder: rules read paths relative to it
+PACKAGE_REPOSITORY = Path(__file__).resolve().parents[2]  # the clone this package was installed from
+
+
+def workflow_root() -> Path:
+    """The repository a command runs, whose results/ it writes: the current
+    directory where it holds the Snakefile and config/ (a clone, run from
+    its root as Snakemake is), else the clone the package was installed from."""
+    here = Path.cwd()
+    if (here / "Snakefile").is_file() and (here / "config" / "schema.yaml").is_file():
+        return here
+    return PACKAGE_REPOSITORY
 
 
 @dataclass(frozen=True)
 class RunSettings:
     """The Snakemake flags the commands expose."""
 
+    root: Path  # the Snakefile's folder: rules read paths relative to it
     configfile: Path
     cores: int = 1
     dry_run: bool = False
@@ -44,8 +55,8 @@ def run_pipeline(settings: RunSettings) -> bool:
                 workflow = api.workflow(
                     resource_settings=ResourceSettings(cores=settings.cores),
                     config_settings=ConfigSettings(configfiles=[settings.configfile.resolve()]),
-                    snakefile=REPOSITORY / "Snakefile",
-                    workdir=REPOSITORY,
+                    snakefile=settings.root / "Snakefile",
+                    workdir=settings.root,
                 )
                 workflow.dag(DAGSettings()).execute_workflow(
                     executor="local",
