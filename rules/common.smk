@@ -21,7 +21,7 @@ from leaktrace.models.naming import BASE_MODEL, CONTROLS, REF_MODEL, TRAINED_MOD
 from leaktrace.plan_checks import check_plan
 from leaktrace.models.hub_reach import hub_problem
 from leaktrace.rerun import withdraw_outputs
-from leaktrace.run_kind import benchmarks_on_testbed, training_notice
+from leaktrace.run_kind import benchmarks_on_testbed, run_kind, training_notice
 from leaktrace.seeding import derive_seed
 
 
@@ -139,6 +139,7 @@ BENCHMARKS = list(config["benchmarks"])
 # audit, which never trains unless a benchmark says `testbed: true` (and then says
 # so here). Any other benchmark is ingested for scans and the audit only (leaktrace/run_kind.py).
 TESTBED_BENCHMARKS = benchmarks_on_testbed(config)
+RUN_KIND = run_kind(config)
 if training_notice(config):
     print(training_notice(config), file=sys.stderr)
 CORPORA = list(config["corpora"])

@@ -6,6 +6,8 @@ readings of the path (leaktrace/models/hub_reach.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from leaktrace.models.hub_reach import hub_problem
@@ -60,3 +62,12 @@ def test_an_unreachable_hub_id_is_named_as_a_missing_directory_too(tmp_path, mon
         f"audit.models[0] (mine).path: models/mine is neither a local directory ({tmp_path}/models/mine does not "
         "exist) nor a reachable hub id: offline"
     ]
+
+
+@pytest.mark.parametrize("kind", [AUDIT, TESTBED, EXPERIMENT])
+def test_each_kind_of_run_has_the_report_opening_text_the_snakefile_names(kind):
+    root = Path(__file__).resolve().parents[1]
+    assert 'report: f"report/landing/{RUN_KIND}.rst"' in (root / "Snakefile").read_text()
+    text = (root / "report" / "landing" / f"{kind}.rst").read_text()
+    assert text.startswith("Start with the category **1. Verdict (start here)**") and "**2. Scans**" in text
+    assert ("trained nothing" in text) == (kind != TESTBED)
