@@ -272,3 +272,17 @@ def test_a_humaneval_layout_audit_dry_run_through_snakemake_plans_no_training(in
     training = {"training_mix", "train_lora", "sham_mix", "twin_split", "train_control", "twin", "pretrain_base_model"}
     assert not planned & training
     assert out.rstrip().endswith("The config it planned: results/audit-HumanEval/config.yaml")
+
+
+def test_a_one_model_audit_from_the_template_needs_only_its_marked_deletions(in_repo):
+    """The template's "delete this block if ..." for one model: the reference contrast and functional
+    memorisation deleted, Ref nulled, one model left; it plans without a testbed, as the flags do."""
+    template = yaml.safe_load((REPO / "config/experiments/audit.yaml").read_text())
+    del template["audit"]["reference"], template["counterfactual"]
+    template["score"]["methods"]["ref"] = None
+    template["audit"]["models"] = template["audit"]["models"][1:]
+    config = check_overlay(template, Path.cwd(), fetching=False)
+    assert (
+        run_kind(config) == AUDIT and benchmarks_on_testbed(config) == [] and config["counterfactual"]["sources"] == {}
+    )
+    assert config["audit"]["reference"]["model"] is None and "ref" not in config["score"]["methods"]
