@@ -12,9 +12,9 @@ import jsonschema
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_verdict import inference_row, row, settings, write_audit
 
-from leaktrace.report.verdict import NOT_REFUTED, Section, load_tables
+from leaktrace.report.verdict import BY_DESIGN, NOT_REFUTED, PageSettings, Section, load_tables
+from leaktrace.report.verdict import Test as Row
 from leaktrace.report.verdict_json import carrying_test, section_record, verdict_record
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,6 +28,44 @@ BLIND_NOT_REJECTED = {
     "blind_rejected": False,
     "detectable_auc": 0.66,
 }
+
+
+def settings(run: str = "audit") -> PageSettings:
+    return PageSettings(
+        run=run,
+        calibration_alpha=0.05,
+        contamination_alpha=0.05,
+        max_detectable_auc=0.75,
+        training_data=(),
+        random_order=(),
+    )
+
+
+def row(name: str, p: float | None, state: str = BY_DESIGN, detectable: float = 0.70, tier: str | None = "design"):
+    return Row(name, "r", "null", "condition", "power", p, state, f"AUC ≥ {detectable:.2f}", tier, None, detectable)
+
+
+def inference_row(model: str, p: float) -> dict:
+    """A row of audit/dataset_inference.parquet: 60 suspects against 60 controls."""
+    return {
+        "model": model,
+        "benchmark": "b",
+        "n_suspect": 60,
+        "n_control": 60,
+        "p_value": p,
+        "null": "random halves of the control set",
+        "null_seeds": 20,
+        "null_rejected": 1,
+        "null_verdict": "within binomial margin",
+    }
+
+
+def write_audit(root: Path, rows: list[dict], blind: list[dict]) -> list[Path]:
+    (root / "audit").mkdir(parents=True)
+    paths = [root / "audit" / "dataset_inference.parquet", root / "audit" / "blind_baseline.parquet"]
+    pq.write_table(pa.Table.from_pylist(rows), paths[0])
+    pq.write_table(pa.Table.from_pylist(blind), paths[1])
+    return paths
 
 
 def write_scan(root: Path, copies: dict[str, int]) -> Path:
@@ -91,6 +129,6 @@ def test_the_schema_refuses_a_tier_the_page_has_not(tmp_path):
 
 
 def test_the_carrying_test_is_the_first_one_the_answer_names():
-    tests = [row("leakage_rate"), row("dataset inference")]
+    tests = [row("leakage_rate", None), row("dataset inference", None)]
     assert carrying_test("Inconclusive: dataset inference rejects ... leakage_rate", tests) == "dataset inference"
     assert carrying_test("no test", tests) is None
