@@ -60,7 +60,13 @@ def test_the_flags_make_an_audit_overlay_that_trains_nothing(in_repo):
     assert overlay["run"] == "audit-mbpp-audit"
     assert overlay["benchmarks"] == {
         "humaneval": None,
-        "mbpp-audit": {"path": "resources/audit/mbpp-audit.jsonl", "preset": "mbpp", "testbed": False, "limit": 20},
+        "mbpp-audit": {
+            "format": None,
+            "path": "resources/audit/mbpp-audit.jsonl",
+            "preset": "mbpp",
+            "testbed": False,
+            "limit": 20,
+        },
     }
     assert overlay["audit"]["models"] == [
         {"name": "model-a", "path": "resources/models/leaktrace-tiny"},
@@ -286,3 +292,13 @@ def test_a_one_model_audit_from_the_template_needs_only_its_marked_deletions(in_
         run_kind(config) == AUDIT and benchmarks_on_testbed(config) == [] and config["counterfactual"]["sources"] == {}
     )
     assert config["audit"]["reference"]["model"] is None and "ref" not in config["score"]["methods"]
+
+
+def test_a_benchmark_file_named_like_the_default_replaces_its_entry_whole(in_repo, tmp_path):
+    (tmp_path / "humaneval.jsonl").write_text((REPO / "resources/audit/mbpp-audit.jsonl").read_text())
+    (tmp_path / "controls.txt").write_text("11\n12\n13\n")
+    overlay = request(
+        *TWO_MODELS, "--benchmark", "humaneval.jsonl", "--preset", "mbpp", "--controls", "controls.txt"
+    ).overlay()
+    config = check_overlay(overlay, Path.cwd(), fetching=False)  # not the default's format humaneval with preset mbpp
+    assert config["benchmarks"]["humaneval"]["format"] == "jsonl" and benchmarks_on_testbed(config) == []

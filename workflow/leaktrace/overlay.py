@@ -67,8 +67,8 @@ class Benchmark:
         return _file_name(self.source)
 
     def settings(self) -> dict:
-        where = (
-            {"path": self.source}
+        where = (  # format null: implied by the preset and the file's suffix (and the default's entry, if its name, overridden)
+            {"format": None, "path": self.source}
             if _local(self.source)
             else {"format": "huggingface", "dataset": self.source, "split": self.split}
         )
