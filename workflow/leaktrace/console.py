@@ -20,9 +20,8 @@ import sys
 from pathlib import Path
 
 from leaktrace.overlay import AuditRequest, Benchmark, Corpus, Model, ScanRequest
+from leaktrace.snakemake_run import workflow_root
 
-# Every stage command builds the parser that lists these commands: what only
-# a run needs (Snakemake, the planning checks) is imported when one starts.
 COMPLETED, FAILED, CONFIG_ERROR, GATE = 0, 1, 2, 3
 
 
@@ -165,8 +164,11 @@ def gate(record: dict, on_evidence: bool, on_copies: bool) -> bool:
 
 
 def execute(request: AuditRequest | ScanRequest, a: argparse.Namespace, command: list[str], root: Path) -> int:
+    """Check, write, run, print; the exit status. Every stage command builds
+    the parser that lists these commands, so what only a run needs (Snakemake,
+    the planning checks) is imported here, when one starts."""
+    from leaktrace import snakemake_run
     from leaktrace.preflight import check_overlay
-    from leaktrace.snakemake_run import RunSettings, run_pipeline
 
     overlay = request.overlay()
     try:
@@ -177,7 +179,7 @@ def execute(request: AuditRequest | ScanRequest, a: argparse.Namespace, command:
     results = root / "results" / request.run
     configfile = results / "config.yaml"
     write_config(overlay, command, configfile, root)
-    if not run_pipeline(RunSettings(root, configfile, a.cores, a.dry_run)):
+    if not snakemake_run.run_pipeline(snakemake_run.RunSettings(root, configfile, a.cores, a.dry_run)):
         print(
             f"leaktrace {command[1]}: the run failed (Snakemake's message above); its config: {_shown(configfile)}",
             file=sys.stderr,
@@ -191,14 +193,8 @@ def execute(request: AuditRequest | ScanRequest, a: argparse.Namespace, command:
     return GATE if gate(record, getattr(a, "fail_on_evidence", False), a.fail_on_copies) else COMPLETED
 
 
-def _root() -> Path:
-    from leaktrace.snakemake_run import workflow_root
-
-    return workflow_root()
-
-
 def audit(a: argparse.Namespace) -> int:
-    root = _root()
+    root = workflow_root()
     try:
         request = audit_request(a, root)
     except ValueError as err:
@@ -208,7 +204,7 @@ def audit(a: argparse.Namespace) -> int:
 
 
 def scan(a: argparse.Namespace) -> int:
-    root = _root()
+    root = workflow_root()
     return execute(scan_request(a, root), a, ["leaktrace", "scan", *a.argv], root)
 
 
