@@ -34,7 +34,8 @@ include: "rules/verdict.smk"  # after every rule file: it reads get_final_output
 place_jobs()
 
 
-report: "report/workflow.rst"
+# The report's opening text, for the kind of run it reports (leaktrace/run_kind.py): testbed, audit or experiment.
+report: f"report/landing/{RUN_KIND}.rst"
 
 
 # The image of every rule under `--sdm apptainer` (docs/guides/slurm.md): built from

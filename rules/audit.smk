@@ -213,7 +213,7 @@ rule audit:
     resources:
         **cpu_job(),
     shell:
-        "{LEAKTRACE} audit --scores {params.scores} --variants {params.variants} {params.held_out} {params.blind}"
+        "{LEAKTRACE} audit-tables --scores {params.scores} --variants {params.variants} {params.held_out} {params.blind}"
         " --settings {params.settings:q} --output-dir {AUDIT_DIR} 2> {log}"
 
 

@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 import sys
+from pathlib import Path
 
 from snakemake.io import is_flagged
 from snakemake.utils import validate
@@ -18,7 +19,9 @@ from leaktrace.failures import failure_summary
 from leaktrace.models.backend import is_hub_id
 from leaktrace.models.naming import BASE_MODEL, CONTROLS, REF_MODEL, TRAINED_MODEL, trained_model_labels
 from leaktrace.plan_checks import check_plan
+from leaktrace.models.hub_reach import hub_problem
 from leaktrace.rerun import withdraw_outputs
+from leaktrace.run_kind import benchmarks_on_testbed, run_kind, training_notice
 from leaktrace.seeding import derive_seed
 
 
@@ -41,7 +44,10 @@ def _rebuilt_models():
             if rule_name in targets and config[block].get("path")]
 
 
-check_plan(config, buildable=_rebuilt_models())
+# A run that will fetch asks whether each hub id can be fetched; a dry run plans offline and asks nothing.
+DRY_RUN = any(arg in ("-n", "--dry-run", "--dryrun") for arg in sys.argv)
+check_plan(config, buildable=_rebuilt_models(),
+           hub_problem=None if DRY_RUN else lambda repo: hub_problem(repo, Path(config["cluster"]["hub_cache"])))
 # --- end of planning checks
 
 RESULTS = f"results/{config['run']}"
@@ -129,10 +135,13 @@ if any(spec.get("backend") == "vllm" for spec in CONFIGURED_MODELS):
 CONDA_ENV = MODEL_ENV  # the one environment of before; it holds every rule's packages
 BENCHMARKS = list(config["benchmarks"])
 # The benchmarks the testbed (filter, variants, training, scoring, aggregate)
-# runs on: `testbed`, or when null, those in HumanEval's own format. Any other
-# benchmark is ingested for leakage scans only (leaktrace/data/benchmarks.py).
-TESTBED_BENCHMARKS = [b for b, s in config["benchmarks"].items()
-                      if (s["format"] == "humaneval" if s["testbed"] is None else s["testbed"])]
+# runs on: `testbed`, or when null, those in HumanEval's own format, except in an
+# audit, which never trains unless a benchmark says `testbed: true` (and then says
+# so here). Any other benchmark is ingested for scans and the audit only (leaktrace/run_kind.py).
+TESTBED_BENCHMARKS = benchmarks_on_testbed(config)
+RUN_KIND = run_kind(config)
+if training_notice(config):
+    print(training_notice(config), file=sys.stderr)
 CORPORA = list(config["corpora"])
 # Counterfactual sample sources besides the testbed benchmarks (rules/counterfactual.smk);
 # their names share the `benchmark` wildcard of the counterfactual outputs.

@@ -5,6 +5,7 @@
 # member split. The corpus is never indexed.
 
 
+SCANS_CATEGORY = "2. Scans"  # the HTML report's category of the scans' reports (the verdict's is first)
 LEAKAGE_OUTPUTS = ("pairs.parquet", "summary.parquet", "sources.parquet", "accounting.parquet", "membership.parquet",
                    "clean.parquet", "report.md")
 
@@ -183,7 +184,9 @@ rule leakage_gather:
     input:
         unpack(leakage_gather_inputs),
     output:
-        [leakage_file(name) for name in LEAKAGE_OUTPUTS],
+        # its report.md in the HTML report's second category, after the verdict
+        [report(leakage_file(name), caption="../report/scan.rst", category=SCANS_CATEGORY) if name == "report.md"
+         else leakage_file(name) for name in LEAKAGE_OUTPUTS],
     params:
         settings=leakage_scan_settings,
         samples=leakage_samples_arg,

@@ -415,6 +415,11 @@ def verdict_file():
     return f"{RESULTS}/verdict.md"
 
 
+def verdict_json_file():
+    """The verdict page's answers as JSON (rules/verdict.smk; docs/verdict.schema.json)."""
+    return f"{RESULTS}/verdict.json"
+
+
 def audit_dir():
     return f"{RESULTS}/audit"
 

@@ -1,5 +1,6 @@
 # The verdict page: results/<run>/verdict.md, written by every run
 # from the tables its other rules wrote; the HTML report's first category.
+# verdict.json beside it holds the same answers for a program (docs/verdict.schema.json).
 
 VERDICT = verdict_file()
 VERDICT_CATEGORY = "1. Verdict (start here)"  # the report sorts categories by name: this one comes first
@@ -19,7 +20,8 @@ rule verdict:
     input:
         verdict_tables(),
     output:
-        report(VERDICT, caption="../report/verdict.rst", category=VERDICT_CATEGORY),
+        md=report(VERDICT, caption="../report/verdict.rst", category=VERDICT_CATEGORY),
+        json=verdict_json_file(),
     params:
         settings=json.dumps({"run": config["run"], "calibration_alpha": config["calibration"]["alpha"],
                              "contamination_alpha": config["contamination"]["alpha"],
@@ -35,4 +37,5 @@ rule verdict:
     resources:
         **cpu_job(),
     shell:
-        "{LEAKTRACE} verdict --tables {input} --results {RESULTS} --settings {params.settings:q} --output {output} 2> {log}"
+        "{LEAKTRACE} verdict --tables {input} --results {RESULTS} --settings {params.settings:q} "
+        "--output {output.md} --json-output {output.json} 2> {log}"

@@ -524,7 +524,8 @@ def artifacts_page(package: Path = PACKAGE) -> str:
         "explicit pyarrow schemas (zstd, no statistics, so the same rows give the same bytes). This page is generated",
         "from the source when the site is built; which file each schema is written to is in",
         "[Architecture](architecture.md#stages-and-their-artifacts). A note beside a column is the comment the code",
-        "has there.",
+        "has there. The one JSON file, `results/<run>/verdict.json`, has its JSON Schema in",
+        "[verdict.schema.json](verdict.schema.json).",
         "",
     ]
     for module in sorted({s.module for s in schemas}):

@@ -1,6 +1,8 @@
-"""``python -m leaktrace <command>``: the one entry point Snakemake rules call.
-Each command takes its files as paths and its slice of the config as JSON
-(``--settings``), so a rule's params are exactly what the stage depends on."""
+"""``leaktrace <command>`` (or ``python -m leaktrace``): the person-facing
+commands (``audit``, ``scan``: :mod:`leaktrace.console`) and the stage
+commands Snakemake rules call. Each stage command takes its files as paths
+and its slice of the config as JSON (``--settings``), so a rule's params are
+exactly what the stage depends on."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import argparse
 import json
 import logging
 import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
@@ -400,7 +403,7 @@ def _paired_paths(values: list[str], second: str) -> dict[tuple[str, str], Path]
     return paths
 
 
-@command("audit")
+@command("audit-tables")
 @_args(
     (("--scores",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH"}),
     (("--variants",), {"nargs": "+", "required": True, "help": "BENCHMARK=PATH of its variants table"}),
@@ -698,11 +701,12 @@ def _aggregate(a):
     path("--results"),
     SETTINGS,
     path("--output"),
+    path("--json-output"),
 )
 def _verdict(a):
     from leaktrace.stages.verdict import verdict
 
-    verdict(tuple(a.tables), a.results, a.settings, a.output)
+    verdict(tuple(a.tables), a.results, a.settings, a.output, a.json_output)
 
 
 @command("dose-order")
@@ -1510,12 +1514,38 @@ def _watermark_report(a):
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="leaktrace", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+def parser() -> argparse.ArgumentParser:
+    """The person-facing commands first, with a line each; the stage
+    commands after them, listed only by name as internal."""
+    from leaktrace.console import PERSON_COMMANDS
+
+    top = argparse.ArgumentParser(
+        prog="leaktrace",
+        description="Audit code language models for benchmark leakage. For a person: `leaktrace audit` and "
+        "`leaktrace scan` (each with --help).",
+        epilog=textwrap.fill(
+            "Internal stage commands, which the pipeline's rules call with their config slice as JSON (not meant "
+            "to be typed): " + ", ".join(COMMANDS) + ".",
+            break_on_hyphens=False,
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (arguments, _, line) in PERSON_COMMANDS.items():
+        arguments(sub.add_parser(name, help=line, description=line))
     for name, (arguments, _) in COMMANDS.items():
-        arguments(sub.add_parser(name))
-    args = parser.parse_args(argv)
+        arguments(sub.add_parser(name))  # no help: left out of the listing, named in the epilog
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    from leaktrace.console import PERSON_COMMANDS
+
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser().parse_args(argv)
+    if args.command in PERSON_COMMANDS:
+        args.argv = argv[1:]
+        return PERSON_COMMANDS[args.command][1](args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
         COMMANDS[args.command][1](args)

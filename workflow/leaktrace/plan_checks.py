@@ -27,6 +27,7 @@ from leaktrace.data.sample_ids import read_id_list, task_id
 from leaktrace.errors import InputError
 from leaktrace.leakage.sources import glob_has_match
 from leaktrace.models.backend import is_hub_id
+from leaktrace.run_kind import benchmarks_on_testbed
 
 FORMAT_RECORDS = 3  # records parsed per benchmark to check its preset and format
 # A name becomes a file or directory name under results/<run>/ (and a wildcard value)
@@ -83,16 +84,31 @@ def configured_model_paths(config: dict) -> list[tuple[str, str, str]]:
     return found
 
 
-def model_problems(config: dict, buildable: Iterable[str] = (), hub_id: Callable[[str], bool] = is_hub_id) -> list[str]:
+def model_problems(
+    config: dict,
+    buildable: Iterable[str] = (),
+    hub_id: Callable[[str], bool] = is_hub_id,
+    hub_problem: Callable[[str], str | None] | None = None,
+) -> list[str]:
     """A local model path (not a hub id) that does not exist, is not a
-    directory, or holds no config.json; an adapter path that does not exist.
-    ``buildable``: paths a requested rule builds (the shipped models, when
-    rebuilt), which may be missing."""
+    directory, or holds no config.json; an adapter path that does not exist;
+    with ``hub_problem`` (a run that will fetch, not a dry run), a hub id it
+    says cannot be fetched, named as both a missing directory and an
+    unreachable hub id. ``buildable``: paths a requested rule builds (the
+    shipped models, when rebuilt), which may be missing."""
     problems, buildable = [], set(buildable)
     for key, path, kind in configured_model_paths(config):
-        if hub_id(path) or path in buildable:
-            continue
         where = f"{key}: {path}"
+        if path in buildable:
+            continue
+        if hub_id(path):
+            reason = hub_problem(path) if hub_problem else None
+            if reason:
+                problems.append(
+                    f"{where} is neither a local directory ({os.path.abspath(path)} does not exist) nor a reachable "
+                    f"hub id: {reason}"
+                )
+            continue
         if not os.path.exists(path):
             problems.append(f"{where} does not exist (a local {kind} directory, or a hub id 'org/name')")
         elif not os.path.isdir(path):
@@ -159,18 +175,6 @@ def benchmark_sample_ids(name: str, settings: dict) -> list[str] | None:
         return None  # benchmark_problems names it
 
 
-def _testbed_benchmarks(config: dict) -> list[str]:
-    """As rules/common.smk's TESTBED_BENCHMARKS: ``testbed``, else those read by HumanEval's reader."""
-    names = []
-    for name, settings in config["benchmarks"].items():
-        try:
-            on = benchmark_format(settings) == "humaneval" if settings.get("testbed") is None else settings["testbed"]
-        except ValueError:
-            continue  # benchmark_problems names it
-        names += [name] if on else []
-    return names
-
-
 def control_id_problems(config: dict) -> list[str]:
     """contamination.held_out_ids exists, and every id in it names a sample
     (``11`` or ``mbpp/11``) of a benchmark it is used on: the audit's
@@ -185,7 +189,7 @@ def control_id_problems(config: dict) -> list[str]:
         return [f"{key}: {_why(err)}"]
     if not ids:
         return [f"{key}: {path} holds no ids"]
-    names = list(dict.fromkeys([*config["audit"]["benchmarks"], *_testbed_benchmarks(config)]))
+    names = list(dict.fromkeys([*config["audit"]["benchmarks"], *benchmarks_on_testbed(config)]))
     sample_ids: set[str] = set()
     for name in names:
         if name not in config["benchmarks"]:
@@ -213,7 +217,7 @@ def runnability_problems(config: dict) -> list[str]:
     memorisation run, and none of whose samples can run (its warning, some
     samples left out, is printed by rules/audit.smk)."""
     purposes: dict[str, list[str]] = {}
-    for name in _testbed_benchmarks(config):
+    for name in benchmarks_on_testbed(config):
         purposes.setdefault(name, []).append("the testbed")
     for name in config["audit"]["benchmarks"] if config["audit"]["models"] else []:
         purposes.setdefault(name, []).append("the audit")
@@ -348,11 +352,13 @@ def name_problems(config: dict) -> list[str]:
     return problems
 
 
-def plan_problems(config: dict, buildable: Iterable[str] = ()) -> list[str]:
+def plan_problems(
+    config: dict, buildable: Iterable[str] = (), hub_problem: Callable[[str], str | None] | None = None
+) -> list[str]:
     """Every problem of every check, in the config's order of keys."""
     return (
         name_problems(config)
-        + model_problems(config, buildable)
+        + model_problems(config, buildable, hub_problem=hub_problem)
         + benchmark_problems(config)
         + runnability_problems(config)
         + control_id_problems(config)
@@ -360,8 +366,10 @@ def plan_problems(config: dict, buildable: Iterable[str] = ()) -> list[str]:
     )
 
 
-def check_plan(config: dict, buildable: Iterable[str] = ()) -> None:
+def check_plan(
+    config: dict, buildable: Iterable[str] = (), hub_problem: Callable[[str], str | None] | None = None
+) -> None:
     """Raise one :class:`PlanError` listing every problem, if any."""
-    problems = plan_problems(config, buildable)
+    problems = plan_problems(config, buildable, hub_problem)
     if problems:
         raise PlanError(problems)

@@ -1024,6 +1024,12 @@ def headline(tables: RunTables, benchmark: str) -> list[str]:
     return lines
 
 
+def page_sections(tables: RunTables, settings: PageSettings) -> list[Section]:
+    """The page's sections in its order: the testbed's, then the audit's (also what verdict.json writes)."""
+    sections = [s for b in sorted(tables.detection) for s in testbed_sections(tables, b, settings)]
+    return sections + audit_sections(tables, settings)
+
+
 def render_verdict(tables: RunTables, settings: PageSettings) -> str:
     """The whole page."""
     run = settings.run
@@ -1052,8 +1058,7 @@ def render_verdict(tables: RunTables, settings: PageSettings) -> str:
         parts.append(
             "\nThe testbed's full tables: " + ", ".join(f"[{b}](aggregate/{b}/report.md)" for b in benchmarks) + ".\n"
         )
-    sections = [s for b in benchmarks for s in testbed_sections(tables, b, settings)]
-    sections += audit_sections(tables, settings)
+    sections = page_sections(tables, settings)
     if not sections:
         parts.append("\nThis run wrote no table a verdict rests on (no testbed benchmark, no audit).\n")
     parts += [s.render(contamination_alpha, settings.max_detectable_auc) for s in sections]
