@@ -474,3 +474,22 @@ def test_an_audit_reads_evidence_only_from_its_design_tests(tmp_path):
     page = render_verdict(tables, settings())
     assert "**Answer**: **Evidence of exposure** (randomized publication (watermark rank sum), p = 2.0e-05" in page
     assert assert_answers_follow_their_tables(page) == 1
+
+
+def test_an_audit_row_that_does_not_reject_stays_valid_whatever_its_counted_flag():
+    """counted_as_evidence is false for every row that does not reject; only a
+    rejection its table does not count (a gate closed) loses its validity."""
+    from leaktrace.report.verdict import audit_verdict_tests
+
+    common = {"model": "m", "benchmark": "b", "n_suspect": 60, "n_controls_used": 60, "n_controls_dropped": 0}
+    common |= {"alpha": 0.05, "blind_rejected": False, "assumes_exchangeable": True, "verdict": "v", "effect": "AUC"}
+    quiet = common | {"test": "dataset_inference", "detector": "", "p_value": 0.4, "detectable_effect": 0.71}
+    quiet |= {"counted_as_evidence": False}
+    (test,) = audit_verdict_tests([quiet])
+    assert test.valid and answer([test], 0.05).startswith("**No evidence of exposure**")
+    gated = quiet | {"p_value": 0.001, "counted_as_evidence": False}
+    (test,) = audit_verdict_tests([gated])
+    assert not test.valid and answer([test], 0.05).startswith("**Inconclusive**")
+    counted = quiet | {"p_value": 0.001, "counted_as_evidence": True}
+    (test,) = audit_verdict_tests([counted])
+    assert answer([test], 0.05).startswith("**Suspects score higher than controls**")

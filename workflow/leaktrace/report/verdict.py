@@ -125,8 +125,8 @@ class Test:
     this run (``BY_DESIGN``, ``NOT_REFUTED``, ``FAILS`` or ``NOT_MEASURED``);
     ``tier``: ``DESIGN``, ``OBSERVATIONAL`` or None (a count or a descriptive
     row, which no answer rests on; then ``p_value`` is None too);
-    ``counted``: the row's own table's decision where it has one (False: the
-    table does not count its rejection, so no answer cites it as valid);
+    ``counted``: False where the row's own table does not count its
+    rejection (a gate closed), so no answer cites it as valid; None otherwise;
     ``detectable``: the AUC it detects with 80% power, where on that scale;
     ``finding``: what its rejection says, for an observational test."""
 
@@ -691,6 +691,11 @@ def _audit_state(r: dict) -> tuple[str, str]:
     return NOT_REFUTED, f"{condition}; the blind baseline did not reject"
 
 
+def _uncounted_rejection(r: dict) -> bool:
+    """The row rejects at its own alpha but its table does not count it (a gate closed)."""
+    return r.get("p_value") is not None and r["p_value"] <= r["alpha"] and not r.get("counted_as_evidence")
+
+
 def audit_verdict_tests(rows: list[dict]) -> list[Test]:
     """The audit's rows from audit/verdicts.parquet (the gated verdict
     table), each counted as the table counts it; the conformal flags
@@ -721,7 +726,7 @@ def audit_verdict_tests(rows: list[dict]) -> list[Test]:
                 state,
                 detects,
                 tier=OBSERVATIONAL,
-                counted=r.get("counted_as_evidence"),
+                counted=False if _uncounted_rejection(r) else None,
                 detectable=effect if r.get("effect") == "AUC" else None,
             )
         )
