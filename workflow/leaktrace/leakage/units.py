@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import gc
 import io
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -71,9 +72,23 @@ def _whole(text: str, first_line: int = 1) -> Unit:
     return Unit(text, None, first_line, first_line + text.count("\n"))
 
 
+def parse_python(text: str) -> ast.Module:
+    """``ast.parse(text)`` with the cyclic garbage collector paused: an AST
+    holds no reference cycles (refcounting frees it), yet building a large
+    one triggers collections that traverse every object the process holds,
+    which in a scan job doubled the time of parsing."""
+    if not gc.isenabled():
+        return ast.parse(text)
+    gc.disable()
+    try:
+        return ast.parse(text)
+    finally:
+        gc.enable()
+
+
 def _python_units(text: str) -> list[Unit] | None:
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)
     except (
         SyntaxError,
         ValueError,
