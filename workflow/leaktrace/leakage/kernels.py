@@ -485,3 +485,100 @@ def lessleak_shingle_hashes(cp, n):  # pragma: no cover - compiled
     if lanes:
         _sha1_h0_lanes(blocks, slots, lanes, out)
     return m, out
+
+
+# --- the renamed channel's Python stripping and name normalisation (leakage/renamed.py) ---------------------------
+
+_QUOTE2 = np.uint8(34)  # "
+_QUOTE1 = np.uint8(39)  # '
+_HASH = np.uint8(35)  # #
+_BACKSLASH = np.uint8(92)
+_NEWLINE = np.uint8(10)
+# string prefix letters: r R b B u U f F
+STRING_PREFIX = np.zeros(256, dtype=np.bool_)
+STRING_PREFIX[list(b"rRbBuUfF")] = True
+
+
+@njit(cache=True)
+def strip_python(b, prefix):  # pragma: no cover - compiled
+    """The UTF-8 bytes of renamed.py's ``_PYTHON_SKIPPED.sub`` of the text ``b``
+    (comments become " ", string literals " STR "), its regular expression
+    followed step by step: a match is tried at each position in turn, a
+    comment first, then a string of up to two prefix letters (the most that
+    are there, as the greedy ``{0,2}``), its triple-quoted form first; an
+    unclosed one runs to the end of the text (a final newline left out, as
+    ``$``) or, single-quoted, to its line's end. Non-ASCII bytes are never
+    quotes, backslashes or newlines, so bytes step as the pattern's
+    characters do."""
+    n = b.shape[0]
+    out = np.empty(5 * n + 5, dtype=np.uint8)
+    w = 0
+    i = 0
+    while i < n:
+        c = b[i]
+        if c == _HASH:
+            while i < n and b[i] != _NEWLINE:
+                i += 1
+            out[w] = 32
+            w += 1
+            continue
+        k = 0
+        while k < 2 and i + k < n and prefix[b[i + k]]:
+            k += 1
+        s = i + k
+        if s < n and (b[s] == _QUOTE2 or b[s] == _QUOTE1):
+            q = b[s]
+            if s + 2 < n and b[s + 1] == q and b[s + 2] == q:
+                p = s + 3
+                while True:
+                    if p + 2 < n and b[p] == q and b[p + 1] == q and b[p + 2] == q:
+                        p += 3
+                        break
+                    if p >= n or (p == n - 1 and b[p] == _NEWLINE):
+                        break
+                    p += 1
+            else:
+                p = s + 1
+                while p < n:
+                    x = b[p]
+                    if x == _BACKSLASH:
+                        if p + 1 < n and b[p + 1] != _NEWLINE:
+                            p += 2
+                            continue
+                        break
+                    if x == q or x == _NEWLINE:
+                        break
+                    p += 1
+                if p < n and b[p] == q:
+                    p += 1
+            out[w] = 32
+            out[w + 1] = 83  # S
+            out[w + 2] = 84  # T
+            out[w + 3] = 82  # R
+            out[w + 4] = 32
+            w += 5
+            i = p
+            continue
+        out[w] = c
+        w += 1
+        i += 1
+    return out[:w]
+
+
+@njit(cache=True)
+def normalise_names(b, th, starts, kept, first_name_byte, id_hash, dot_hash):  # pragma: no cover - compiled
+    """``th`` (the token hashes of ``b``, tokens starting at ``starts``) with
+    every name replaced by ``id_hash``, in place: a token whose first byte
+    starts a name, whose hash is not in the sorted ``kept``, and that does not
+    follow a ``.``."""
+    m = th.shape[0]
+    after_dot = False
+    for t in range(m):
+        h = th[t]
+        dot = h == dot_hash
+        if first_name_byte[b[starts[t]]] and not after_dot:
+            j = np.searchsorted(kept, h)
+            if j >= kept.shape[0] or kept[j] != h:
+                th[t] = id_hash
+        after_dot = dot
+    return th
