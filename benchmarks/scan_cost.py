@@ -3,8 +3,9 @@
 the pairs it writes), not the signature pass alone. HumanEval is indexed; the
 standard library's .py files, written to one Parquet file as a corpus shard
 would be, are scanned as one part; CPU seconds, files per
-CPU second and the process's peak resident memory are printed for each
-preset. The figures feed the Stack-v2-sized plan in
+CPU second, CPU seconds per MB of source (and the core-hours a TB would
+take at that rate) and the process's peak resident memory are printed for
+each preset. The figures feed the Stack-v2-sized plan in
 docs/guides/scan-a-corpus.md.
 
 With ``--baseline TREE`` (a checkout of another commit, e.g. made with
@@ -85,6 +86,7 @@ def run_scan(tmp: Path, preset: str, out: Path) -> dict:
     scan_shard(out / "index.parquet", tmp / "b.parquet", scan["corpus"], 0, 1, [], scan, pairs, accounting)
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     counts = {r["reason"]: r["count"] for r in read_records(accounting) if r["kind"] == "count"}
+    texts = pq.read_table(tmp / "stdlib.parquet", columns=["content"]).column("content").to_pylist()
     gather(out / "index.parquet", tmp / "b.parquet", [pairs], [accounting], scan, None, out / "gathered")
     tables = ["pairs.parquet", "summary.parquet", "sources.parquet", "accounting.parquet", "clean.parquet", "report.md"]
     return {
@@ -92,6 +94,7 @@ def run_scan(tmp: Path, preset: str, out: Path) -> dict:
         "cpu": cpu,
         "wall": wall,
         "files": counts["documents"],
+        "mb": sum(len(t.encode("utf-8")) for t in texts) / 1e6,
         "units": counts["units"],
         "candidates": counts.get("candidate_units", 0),
         "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -104,7 +107,8 @@ def line(r: dict) -> str:
     return (
         f"{r['preset']:<9} scan job: {files} files, {r['units']} units, {r['candidates']} candidate units;"
         f" {cpu:.1f} CPU s ({r['wall']:.1f} wall s): {files / cpu:.0f} files per CPU second, {1000 * cpu / files:.2f} ms"
-        f" a file; peak RSS so far {r['rss']:.0f} MB"
+        f" a file; {cpu / r['mb']:.3f} CPU s per MB of source ({cpu / r['mb'] * 1e6 / 3600:.0f} core-hours per TB);"
+        f" peak RSS so far {r['rss']:.0f} MB"
     )
 
 

@@ -16,11 +16,18 @@ charge the CPU time of a call to the phase of the outermost timed call
 - setup: the index's bands, the benchmark's channels
 - the rest: the unit loop, batching, the pair rows (what no timer covers)
 
+With ``--parsers`` the floor of the units phase is printed too: the CPU
+seconds of parsing the same files alone, with ``ast.parse`` (as the job
+does, the garbage collector paused), with the parser and symbol table and no
+Python objects (``_symtable``), and with tree-sitter's Python grammar (when
+installed), and on how many files each says "syntax error" where
+``ast.parse`` does not, or the reverse.
+
 With ``--baseline TREE`` the same split is printed for another tree too
 (each tree in a fresh process, alternating ``--repeats`` times; the fastest
 run of each is shown), so a before/after profile is one command.
 
-    .venv/bin/python benchmarks/scan_phases.py [--preset default] [--files N] [--baseline TREE] [--repeats 1]
+    .venv/bin/python benchmarks/scan_phases.py [--preset default] [--files N] [--baseline TREE] [--repeats 1] [--parsers]
 """
 
 from __future__ import annotations
@@ -196,12 +203,63 @@ def table(runs: dict[str, dict]) -> str:
     return "\n".join([head, rule, *rows, f"| speed | {files} |"])
 
 
+def parsers(path: Path) -> None:
+    """The CPU seconds of parsing the corpus's files alone, by three parsers, and where they disagree with ast."""
+    import _symtable
+    import ast
+    import gc
+    import warnings
+
+    import pyarrow.parquet as pq
+
+    texts = pq.read_table(path, columns=["content"]).column("content").to_pylist()
+    gc.disable()
+    warnings.simplefilter("ignore")  # the standard library's tests hold invalid escapes on purpose
+
+    def fails(parse) -> tuple[float, set[int]]:
+        bad = set()
+        c0 = time.process_time()
+        for k, text in enumerate(texts):
+            try:
+                parse(text)
+            except (SyntaxError, ValueError, MemoryError, RecursionError):
+                bad.add(k)
+        return time.process_time() - c0, bad
+
+    runs = {
+        "ast.parse": fails(ast.parse),
+        "_symtable (parser + symbol table)": fails(lambda t: _symtable.symtable(t, "<unit>", "exec")),
+    }
+    try:
+        import tree_sitter_python
+        from tree_sitter import Language, Parser
+
+        parser = Parser(Language(tree_sitter_python.language()))
+
+        def tree_sitter(text: str) -> None:
+            if parser.parse(text.encode("utf-8")).root_node.has_error:
+                raise SyntaxError("tree-sitter")
+
+        runs["tree-sitter"] = fails(tree_sitter)
+    except ImportError:
+        print("tree-sitter's Python grammar is not installed: its line left out")
+    gc.enable()
+    base = runs["ast.parse"][1]
+    print(f"parsing the {len(texts)} files alone (the garbage collector paused), CPU seconds:")
+    for name, (cpu, bad) in runs.items():
+        print(
+            f"  {name:<34} {cpu:6.2f} CPU s; syntax errors {len(bad)}, where ast.parse has none {len(bad - base)},"
+            f" missed {len(base - bad)}"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--preset", default="default")
     ap.add_argument("--files", type=int, default=None, help="only the first FILES standard-library files")
     ap.add_argument("--baseline", type=Path, help="another tree to profile in the same run")
     ap.add_argument("--repeats", type=int, default=1, help="alternating runs per tree with --baseline")
+    ap.add_argument("--parsers", action="store_true", help="the units phase's floor: the files parsed alone")
     ap.add_argument("--worker", nargs=3, metavar=("DIR", "PRESET", "NAME"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -224,6 +282,8 @@ def main() -> None:
         best = {name: min(rs, key=lambda x: x["phases"]["total"]) for name, rs in runs.items()}
         print(f"{args.preset} scan job by phase (CPU seconds; best of {args.repeats} per tree):")
         print(table(best))
+        if args.parsers:
+            parsers(tmp / "stdlib.parquet")
 
 
 if __name__ == "__main__":
