@@ -1,7 +1,8 @@
 """Granularity: what a corpus document is compared as.
 
 ``file``: the whole document. ``function``: its top-level functions and
-classes (Python through ``ast``; Java and JavaScript through tree-sitter when
+classes (Python as ``ast`` splits it, found more cheaply by :func:`_outline`;
+Java and JavaScript through tree-sitter when
 the grammar package is importable); a document that does not parse, has no
 top-level definitions, or is in a language without a grammar is compared
 whole, and the reason is counted; so is code nested deeper than ``ast`` can
