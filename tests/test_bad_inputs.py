@@ -454,6 +454,12 @@ def test_a_huge_file_under_chunk_is_split_from_disk_never_parsed_whole(index, tm
     monkeypatch.setattr(
         units.ast, "parse", lambda text, *a, **kw: sizes["parse"].append(len(text.encode())) or real_parse(text)
     )
+    real_symtable = units._symtable.symtable  # the other way a file is parsed (units._outline)
+    monkeypatch.setattr(
+        units._symtable,
+        "symtable",
+        lambda text, *a: sizes["parse"].append(len(text.encode())) or real_symtable(text, *a),
+    )
     totals, pairs = scan(index, tmp_path, {"kind": "files", "root": str(root), "glob": "*.py"})
     assert totals[("count", "chunked_units")] == 1 and not skipped(totals)
     def_line = text[: text.index("def has_close_elements")].count("\n") + 1

@@ -97,6 +97,7 @@ SMOKE = {
         ("--stdlib-files", "20", "--short"), r"cost of the renamed channel: shard job x[\d.]+", slow=True
     ),
     "scan_cost.py": Smoke(("--files", "20", "--presets", "default"), r"files per CPU second", slow=True),  # 14 s
+    "scan_phases.py": Smoke(("--files", "20"), r"\| whole job \| [\d.]+ \| 100% \|", slow=True),
     "sandbox_speed.py": Smoke(("--runs", "2"), r"runs/s", in_repository=True),
     "scan_kinds.py": Smoke(
         ("--stdlib-files", "5", "--samples", "2"), r"precision of all duplicate pairs: \d+/\d+", slow=True

@@ -1,8 +1,8 @@
 """The Hugging Face streamed-dataset corpus, with the real ``datasets``
 package (pinned in requirements.lock), read from local Parquet shards: no
-network. Each scan part streams whole shards (``split_dataset_by_node``), so
-the parts partition the corpus, and a planted copy in one shard is found by
-the part that reads it."""
+network. Each scan part streams whole shards, so the parts partition the
+corpus, each shard read by one part whatever the number of parts, and a
+planted copy in one shard is found by the part that reads it."""
 
 import json
 from collections import Counter
@@ -57,6 +57,50 @@ def test_streamed_parquet_shards_are_partitioned_by_part(tmp_path):
     # 4 shards over 2 parts: whole shards per part, every document once
     assert ids == [["s0-0", "s0-1", "s0-2", "s2-0", "s2-1", "s2-2"], ["s1-0", "s1-1", "s1-2", "s3-0", "s3-1", "s3-2"]]
     assert parts[1][0].location == "repo1/f0.py" and parts[1][0].data == "def f1_0(x):\n    return x * 0 + 1\n"
+
+
+def _read_shards(monkeypatch) -> list[str]:
+    """The names of the shard files ``datasets`` reads, in order, from now on."""
+    from datasets.packaged_modules.parquet.parquet import Parquet
+
+    read = []
+    real = Parquet._generate_tables
+
+    def generate_tables(self, files, row_groups_list):
+        for file in files:
+            read.append(str(file).rsplit("/", 1)[-1])
+        yield from real(self, files, row_groups_list)
+
+    monkeypatch.setattr(Parquet, "_generate_tables", generate_tables)
+    return read
+
+
+def test_three_parts_over_four_shards_read_each_shard_once(tmp_path, monkeypatch):
+    source = _shards(tmp_path / "shards")
+    opened = _read_shards(monkeypatch)
+    parts, reads = [], []
+    for p in range(3):
+        parts.append([d.doc_id for d in iter_source(source, p, 3, [], Counter())])
+        reads.append(list(opened))
+        opened.clear()
+    # shard k goes to part k % 3: whole shards, every document once, every file opened by one part only
+    assert parts == [
+        ["s0-0", "s0-1", "s0-2", "s3-0", "s3-1", "s3-2"],
+        ["s1-0", "s1-1", "s1-2"],
+        ["s2-0", "s2-1", "s2-2"],
+    ]
+    assert reads == [
+        ["train-00000-of-00004.parquet", "train-00003-of-00004.parquet"],
+        ["train-00001-of-00004.parquet"],
+        ["train-00002-of-00004.parquet"],
+    ]
+
+
+def test_more_parts_than_shards_leave_the_last_parts_empty(tmp_path, caplog):
+    source = _shards(tmp_path / "shards", n_shards=2)
+    parts = [[d.doc_id for d in iter_source(source, p, 3, [], Counter())] for p in range(3)]
+    assert parts == [["s0-0", "s0-1", "s0-2"], ["s1-0", "s1-1", "s1-2"], []]
+    assert "part 2 has no file to read (at most 2 parts have work)" in caplog.text
 
 
 def test_a_copy_in_a_streamed_shard_is_found_by_its_part(tmp_path):

@@ -308,14 +308,21 @@ def test_sources_on_local_files(tmp_path):
 def test_huggingface_source_with_a_fake_datasets_module(monkeypatch):
     calls = {}
 
+    class Streamed(list):
+        num_shards = 6  # one record a file
+
     def load_dataset(path, **kw):
         calls.update(kw, dataset=path)
-        return [{"content": f"def f{i}(): pass", "id": i} for i in range(6)]
+        return Streamed({"content": f"def f{i}(): pass", "id": i} for i in range(6))
+
+    def split_dataset_by_node(ds, rank, world_size, strategy):
+        calls["strategy"] = strategy
+        return ds[rank::world_size]
 
     fake = types.ModuleType("datasets")
     fake.load_dataset = load_dataset
     distributed = types.ModuleType("datasets.distributed")
-    distributed.split_dataset_by_node = lambda ds, rank, world_size: ds[rank::world_size]
+    distributed.split_dataset_by_node = split_dataset_by_node
     monkeypatch.setitem(sys.modules, "datasets", fake)
     monkeypatch.setitem(sys.modules, "datasets.distributed", distributed)
     source = {
@@ -328,6 +335,7 @@ def test_huggingface_source_with_a_fake_datasets_module(monkeypatch):
     }
     docs = list(iter_source(source, 1, 2, [], None))
     assert [d.doc_id for d in docs] == ["1", "3", "5"] and calls["streaming"] is True and calls["data_dir"] == "python"
+    assert calls["strategy"] == "shards"  # whole files per part, never every file read by every part
 
 
 def test_bad_config_and_bad_input_are_clear(tmp_path, caplog):

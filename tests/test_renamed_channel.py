@@ -2,15 +2,20 @@
 its definition on hand-written code, the vectorised hashes equal to the
 definition's on real files, and a renamed copy of a 5-line function made a
 candidate, and then a duplicate, at the default settings, where the raw
-channel alone misses it; the lessleak preset keeps LessLeak's raw channel only."""
+channel alone misses it; the lessleak preset keeps LessLeak's raw channel only.
+The compiled stripping of Python's comments and strings is the regular
+expression's on random texts made of the characters it turns on."""
+
+import random
 
 import numpy as np
 import pytest
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.corpora import iter_stdlib_code
+from leaktrace.leakage import kernels
 from leaktrace.leakage.minhash import MinHashScheme, Signer
-from leaktrace.leakage.renamed import normalised_code, normalised_shingle_hashes
+from leaktrace.leakage.renamed import _strip, normalised_code, normalised_shingle_hashes
 from leaktrace.leakage.settings import resolve
 from leaktrace.stages.ingest import GENERIC_BENCHMARK_SCHEMA
 from leaktrace.stages.leakage import build_index, gather, scan_shard
@@ -51,6 +56,16 @@ def test_the_vectorised_hashes_are_the_definitions(scheme):
         expected = signer.shingle_hashes(normalised_code(text, "python"))
         found = normalised_shingle_hashes(signer, text, "python")
         assert found[0] == expected[0] and np.array_equal(found[1], expected[1])
+
+
+def test_the_compiled_python_stripping_is_the_patterns():
+    rng = random.Random(0)
+    pieces = ['"', "'", '"""', "'''", "\\", "\n", "\r", "#", "r", "b", "f", "u", "R", "B", "x", " ", "é", "STR"]
+    texts = ["x = f\"a\" + rb'b' # c\n", 'elif"x"', "buf'x'", '"""open\n', "'a\\\nb'", 'u"\\é"']
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 16))) for _ in range(20000)]
+    for text in texts:
+        found = kernels.strip_python(np.frombuffer(text.encode("utf-8"), dtype=np.uint8), kernels.STRING_PREFIX)
+        assert found.tobytes() == _strip(text, "python").encode("utf-8"), text
 
 
 def _scan(tmp_path, renamed):

@@ -15,7 +15,7 @@ import pytest
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
-from leaktrace.leakage.containment import ContainmentIndex, best_span, cut, hash_set, positional
+from leaktrace.leakage.containment import ContainmentIndex, best_span, cut, hash_set, positional, shingle_set
 from leaktrace.leakage.settings import resolve
 from leaktrace.leakage.units import Unit, benchmark_parts
 from leaktrace.stages.ingest import GENERIC_BENCHMARK_SCHEMA
@@ -129,6 +129,17 @@ def test_containment_and_its_span_by_hand():
         ContainmentIndex([], [], 0)
     with pytest.raises(ValueError, match="containment_channel must be in"):
         resolve("x", {"containment_channel": 1.5})
+
+
+def test_the_compiled_shingle_set_is_positionals():
+    texts = ["", "x", "a b", "É = 1  # Ünïcode\n", "def f(x):\n    return x.Upper() + 'A B C'\n" * 3]
+    texts += [chr(c) * 3 + " y" for c in range(0, 300, 7)]
+    for text in texts:
+        for lower in (False, True):
+            hashes, starts, _, _ = positional(text, lower)
+            n_tokens, found = shingle_set(text, lower)
+            assert n_tokens == len(starts) and np.array_equal(found, np.unique(hashes)), (text, lower)
+            assert found.dtype == np.uint32
 
 
 def test_a_benchmark_solution_is_compared_whole_and_by_function():

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from leaktrace.leakage import kernels
 from leaktrace.leakage.tokens import code_token_spans, rolling64_shingle_hashes, token_hashes_rolling64
 from leaktrace.leakage.units import Unit
 
@@ -52,9 +53,20 @@ def positional(text: str, lower: bool = False) -> tuple[np.ndarray, np.ndarray, 
     return hashes, starts, ends, data
 
 
+def shingle_set(text: str, lower: bool = False) -> tuple[int, np.ndarray]:
+    """(the number of tokens, the sorted distinct shingle hashes) of ``text``:
+    :func:`positional`'s, through the compiled tokeniser (leakage/kernels.py),
+    for the scan's every unit and document where positions are not needed."""
+    data = (text.lower() if lower else text).encode("utf-8")
+    th, _ = kernels.code_token_hashes(np.frombuffer(data, dtype=np.uint8), kernels.BYTE_CLASS)
+    hashes = kernels.shingle_hashes_rolling64(th, NGRAM)
+    hashes.sort()
+    return len(th), kernels.sorted_unique(hashes)
+
+
 def hash_set(text: str, lower: bool = False) -> np.ndarray:
     """The sorted distinct shingle hashes of ``text``."""
-    return np.unique(positional(text, lower)[0])
+    return shingle_set(text, lower)[1]
 
 
 class ContainmentIndex:

@@ -485,3 +485,265 @@ def lessleak_shingle_hashes(cp, n):  # pragma: no cover - compiled
     if lanes:
         _sha1_h0_lanes(blocks, slots, lanes, out)
     return m, out
+
+
+# --- the renamed channel's Python stripping and name normalisation (leakage/renamed.py) ---------------------------
+
+_QUOTE2 = np.uint8(34)  # "
+_QUOTE1 = np.uint8(39)  # '
+_HASH = np.uint8(35)  # #
+_BACKSLASH = np.uint8(92)
+_NEWLINE = np.uint8(10)
+# string prefix letters: r R b B u U f F
+STRING_PREFIX = np.zeros(256, dtype=np.bool_)
+STRING_PREFIX[list(b"rRbBuUfF")] = True
+
+
+@njit(cache=True)
+def strip_python(b, prefix):  # pragma: no cover - compiled
+    """The UTF-8 bytes of renamed.py's ``_PYTHON_SKIPPED.sub`` of the text ``b``
+    (comments become " ", string literals " STR "), its regular expression
+    followed step by step: a match is tried at each position in turn, a
+    comment first, then a string of up to two prefix letters (the most that
+    are there, as the greedy ``{0,2}``), its triple-quoted form first; an
+    unclosed one runs to the end of the text (a final newline left out, as
+    ``$``) or, single-quoted, to its line's end. Non-ASCII bytes are never
+    quotes, backslashes or newlines, so bytes step as the pattern's
+    characters do."""
+    n = b.shape[0]
+    out = np.empty(5 * n + 5, dtype=np.uint8)
+    w = 0
+    i = 0
+    while i < n:
+        c = b[i]
+        if c == _HASH:
+            while i < n and b[i] != _NEWLINE:
+                i += 1
+            out[w] = 32
+            w += 1
+            continue
+        k = 0
+        while k < 2 and i + k < n and prefix[b[i + k]]:
+            k += 1
+        s = i + k
+        if s < n and (b[s] == _QUOTE2 or b[s] == _QUOTE1):
+            q = b[s]
+            if s + 2 < n and b[s + 1] == q and b[s + 2] == q:
+                p = s + 3
+                while True:
+                    if p + 2 < n and b[p] == q and b[p + 1] == q and b[p + 2] == q:
+                        p += 3
+                        break
+                    if p >= n or (p == n - 1 and b[p] == _NEWLINE):
+                        break
+                    p += 1
+            else:
+                p = s + 1
+                while p < n:
+                    x = b[p]
+                    if x == _BACKSLASH:
+                        if p + 1 < n and b[p + 1] != _NEWLINE:
+                            p += 2
+                            continue
+                        break
+                    if x == q or x == _NEWLINE:
+                        break
+                    p += 1
+                if p < n and b[p] == q:
+                    p += 1
+            out[w] = 32
+            out[w + 1] = 83  # S
+            out[w + 2] = 84  # T
+            out[w + 3] = 82  # R
+            out[w + 4] = 32
+            w += 5
+            i = p
+            continue
+        out[w] = c
+        w += 1
+        i += 1
+    return out[:w]
+
+
+@njit(cache=True)
+def normalise_names(b, th, starts, kept, first_name_byte, id_hash, dot_hash):  # pragma: no cover - compiled
+    """``th`` (the token hashes of ``b``, tokens starting at ``starts``) with
+    every name replaced by ``id_hash``, in place: a token whose first byte
+    starts a name, whose hash is not in the sorted ``kept``, and that does not
+    follow a ``.``."""
+    m = th.shape[0]
+    after_dot = False
+    for t in range(m):
+        h = th[t]
+        dot = h == dot_hash
+        if first_name_byte[b[starts[t]]] and not after_dot:
+            j = np.searchsorted(kept, h)
+            if j >= kept.shape[0] or kept[j] != h:
+                th[t] = id_hash
+        after_dot = dot
+    return th
+
+
+# --- the top-level definitions of a Python file that parses (leakage/units.py) -----------------------------------
+
+IDENTIFIER_BYTE = np.zeros(256, dtype=np.bool_)  # a letter, digit, "_" or a non-ASCII byte
+IDENTIFIER_BYTE[list(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")] = True
+IDENTIFIER_BYTE[128:] = True
+_DEF = np.frombuffer(b"def", dtype=np.uint8)
+_CLASS = np.frombuffer(b"class", dtype=np.uint8)
+_ASYNC = np.frombuffer(b"async", dtype=np.uint8)
+
+
+@njit(cache=True, inline="always")
+def _keyword_at(b, i, word, ident):  # pragma: no cover - compiled
+    k = word.shape[0]
+    if i + k > b.shape[0] or (i + k < b.shape[0] and ident[b[i + k]]):
+        return False
+    for t in range(k):
+        if b[i + t] != word[t]:
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def _skip_blanks(b, i):  # pragma: no cover - compiled
+    while i < b.shape[0] and (b[i] == 32 or b[i] == 9):
+        i += 1
+    return i
+
+
+@njit(cache=True)
+def python_top_level(b, ident):  # pragma: no cover - compiled
+    """The top-level ``def``/``class`` statements of the UTF-8 bytes ``b`` of
+    Python source that parses: (count, first lines (the first decorator's),
+    last lines, the keyword's lines, the name's byte offsets [lo, hi), sure). A statement's last
+    line is that of its last token (comments and blank lines are not
+    tokens), as ``ast``'s ``end_lineno``. Strings, brackets and backslash
+    continuations are followed as the tokeniser does, a logical line at
+    column 0 starts a top-level statement; lines are counted on "\\n" alone
+    (the caller sends text with "\\r", form feeds or a BOM to ``ast``).
+    ``sure`` is False where the scan meets something it does not follow (a
+    line opening with a backslash, an unclosed string, a name not on its
+    keyword's line, a decorator opening with a parenthesis): ``ast`` decides."""
+    n = b.shape[0]
+    rows = 2
+    for i in range(n):
+        rows += b[i] == _NEWLINE
+    first = np.empty(rows, dtype=np.int64)
+    last = np.empty(rows, dtype=np.int64)
+    lines = np.empty(rows, dtype=np.int64)
+    name_lo = np.empty(rows, dtype=np.int64)
+    name_hi = np.empty(rows, dtype=np.int64)
+    m = 0
+    line = 1
+    depth = 0
+    logical = True  # the next character opens a physical line that may open a logical line
+    last_token = 0  # the line of the last token seen
+    open_def = False
+    decorated = 0  # the line of the first decorator of the definition to come
+    i = 0
+    while i < n:
+        if logical:
+            j = _skip_blanks(b, i)
+            if j >= n:
+                break
+            c = b[j]
+            if c == _NEWLINE:  # a blank line
+                line += 1
+                i = j + 1
+                continue
+            if c == _HASH:  # a comment alone on its line
+                while j < n and b[j] != _NEWLINE:
+                    j += 1
+                i = j
+                continue
+            if c == _BACKSLASH:
+                return m, first[:m], last[:m], lines[:m], name_lo[:m], name_hi[:m], False
+            logical = False
+            if j == i:  # column 0: a top-level statement
+                if open_def:
+                    last[m - 1] = last_token
+                    open_def = False
+                if c == 64:  # "@": a decorator; its expression's line is its own
+                    k = _skip_blanks(b, j + 1)
+                    if k >= n or b[k] == _NEWLINE or b[k] == _BACKSLASH or b[k] == 40:
+                        return m, first[:m], last[:m], lines[:m], name_lo[:m], name_hi[:m], False
+                    if decorated == 0:
+                        decorated = line
+                else:
+                    k = -1
+                    if _keyword_at(b, j, _DEF, ident):
+                        k = j + 3
+                    elif _keyword_at(b, j, _CLASS, ident):
+                        k = j + 5
+                    elif _keyword_at(b, j, _ASYNC, ident):
+                        a = _skip_blanks(b, j + 5)
+                        if a > j + 5 and _keyword_at(b, a, _DEF, ident):
+                            k = a + 3
+                    if k >= 0:
+                        lo = _skip_blanks(b, k)
+                        if lo == k or lo >= n or not ident[b[lo]] or (b[lo] >= 48 and b[lo] <= 57):
+                            return m, first[:m], last[:m], lines[:m], name_lo[:m], name_hi[:m], False
+                        hi = lo
+                        while hi < n and ident[b[hi]]:
+                            hi += 1
+                        first[m] = decorated if decorated else line
+                        lines[m] = line
+                        name_lo[m] = lo
+                        name_hi[m] = hi
+                        m += 1
+                        open_def = True
+                        decorated = 0
+                    elif decorated:  # decorators before something else: not what parses
+                        return m, first[:m], last[:m], lines[:m], name_lo[:m], name_hi[:m], False
+            i = j
+        c = b[i]
+        if c == _NEWLINE:
+            line += 1
+            logical = depth == 0
+            i += 1
+        elif c == 32 or c == 9:
+            i += 1
+        elif c == _HASH:
+            while i < n and b[i] != _NEWLINE:
+                i += 1
+        elif c == _BACKSLASH:
+            if i + 1 < n and b[i + 1] == _NEWLINE:  # a continuation: the next line opens no logical line
+                line += 1
+                i += 2
+            else:
+                return m, first[:m], last[:m], lines[:m], name_lo[:m], name_hi[:m], False
+        elif c == _QUOTE2 or c == _QUOTE1:
+            q = c
+            triple = i + 2 < n and b[i + 1] == q and b[i + 2] == q
+            k = i + 3 if triple else i + 1
+            closed = False
+            while k < n:
+                x = b[k]
+                if x == _BACKSLASH:
+                    if k + 1 < n and b[k + 1] == _NEWLINE:
+                        line += 1
+                    k += 2
+                    continue
+                if x == _NEWLINE:
+                    if not triple:
+                        break
+                    line += 1
+                elif x == q and (not triple or (k + 2 < n and b[k + 1] == q and b[k + 2] == q)):
+                    closed = True
+                    break
+                k += 1
+            if not closed:
+                return m, first[:m], last[:m], lines[:m], name_lo[:m], name_hi[:m], False
+            last_token = line
+            i = k + 3 if triple else k + 1
+        else:
+            if c == 40 or c == 91 or c == 123:
+                depth += 1
+            elif c == 41 or c == 93 or c == 125:
+                depth -= 1
+            last_token = line
+            i += 1
+    if open_def:
+        last[m - 1] = last_token
+    return m, first[:m], last[:m], lines[:m], name_lo[:m], name_hi[:m], True

@@ -55,10 +55,14 @@ _FIRST_NAME_BYTE[list(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")]
 _FIRST_NAME_BYTE[128:] = True
 
 
+def _is_python(code: str, language: str | None) -> bool:
+    """Whether ``code``'s comments and strings are read as Python's."""
+    return language == "python" or language is None and "/*" not in code and "//" not in code
+
+
 def _strip(code: str, language: str | None) -> str:
     """Comments removed, each string literal replaced by `` STR ``."""
-    python = language == "python" or language is None and "/*" not in code and "//" not in code
-    pattern = _PYTHON_SKIPPED if python else _C_SKIPPED
+    pattern = _PYTHON_SKIPPED if _is_python(code, language) else _C_SKIPPED
     return pattern.sub(lambda m: " STR " if m.lastgroup == "string" else " ", code)
 
 
@@ -83,16 +87,14 @@ def normalised_shingle_hashes(signer: Signer, code: str, language: str | None) -
         return signer.shingle_hashes(normalised_code(code, language))
     if language == TEXT:
         return 0, np.empty(0, dtype=np.uint32)
-    data = _strip(code, language).encode("utf-8")
-    b = np.frombuffer(data, dtype=np.uint8)
+    if _is_python(code, language):  # the compiled form of the same pattern (tests check they agree)
+        b = kernels.strip_python(np.frombuffer(code.encode("utf-8"), dtype=np.uint8), kernels.STRING_PREFIX)
+    else:
+        b = np.frombuffer(_strip(code, language).encode("utf-8"), dtype=np.uint8)
     if len(b) == 0:
         return 0, np.empty(0, dtype=np.uint32)
     th, starts = kernels.code_token_hashes(b, kernels.BYTE_CLASS)
-    after_dot = np.zeros(len(th), dtype=bool)
-    after_dot[1:] = th[:-1] == _DOT_HASH
-    kept = _KEPT_HASHES[np.minimum(np.searchsorted(_KEPT_HASHES, th), len(_KEPT_HASHES) - 1)] == th
-    names = _FIRST_NAME_BYTE[b[starts]] & ~kept & ~after_dot
-    th = np.where(names, _ID_HASH, th)
+    th = kernels.normalise_names(b, th, starts, _KEPT_HASHES, _FIRST_NAME_BYTE, _ID_HASH, _DOT_HASH)
     hashes = kernels.shingle_hashes_rolling64(th, signer.scheme.ngram)
     hashes.sort()
     return len(th), kernels.sorted_unique(hashes)

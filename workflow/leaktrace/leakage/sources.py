@@ -7,7 +7,11 @@ directory glob of source files), ``jsonl`` and ``parquet`` (files with a
 content column), ``huggingface`` (a dataset id, streamed with ``datasets``,
 imported only when used). Sharding is deterministic: files, JSONL lines and
 Parquet row groups go round-robin to ``n_parts`` shards; a Hugging Face
-dataset is split with ``datasets.distributed.split_dataset_by_node``.
+dataset's files (its shards) go round-robin to the parts too, so each file is
+streamed by one job whatever the number of jobs (``datasets`` alone, given a
+number of jobs that does not divide its files, has every job stream every
+file and keep one example in ``n_parts``); with more jobs than files the jobs
+past the last file have nothing to read, and say so.
 
 A corpus is dirty, and one bad file must not cost a scan its other results,
 so every problem with a document or a file of a corpus is a skip, counted per
@@ -689,7 +693,18 @@ def _huggingface_docs(source: dict, part: int, n_parts: int) -> Iterator[RawDocu
         streaming=True,
         revision=source.get("revision"),
     )
-    ds = split_dataset_by_node(ds, rank=part, world_size=n_parts)
+    files = ds.num_shards
+    if part >= files:
+        log.warning(
+            "%s has %d files and this scan %d parts: part %d has no file to read (at most %d parts have work)",
+            source["dataset"],
+            files,
+            n_parts,
+            part,
+            files,
+        )
+        return
+    ds = split_dataset_by_node(ds, rank=part, world_size=min(n_parts, files), strategy="shards")
     content, id_column, location = source["content"], source.get("id"), source.get("location")
     for k, record in enumerate(ds):
         if content not in record:

@@ -21,6 +21,8 @@ from itertools import chain
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel, LCSseq
 
+from leaktrace.leakage.units import parse_python
+
 ALIGN_MARGIN = 1.1  # the corpus side is windowed when longer than this times the benchmark side
 WIDEN = 0.25
 _SKIP = (ast.expr_context, ast.Load, ast.Store, ast.Del)
@@ -60,7 +62,7 @@ def alignment(bench: list[str], corpus: list[str], texts: tuple[str, str] | None
 def _parse(code: str) -> ast.AST | None:
     for text in (code, textwrap.dedent(code)):
         try:
-            return ast.parse(text)
+            return parse_python(text)
         except (SyntaxError, ValueError, MemoryError, RecursionError):
             continue
     return None

@@ -30,7 +30,16 @@ from leaktrace.artifacts import read_records, read_table, write_table
 from leaktrace.data.samples import TEXT, check_test, clone_text, document, language_of_sample
 from leaktrace.errors import InputError
 from leaktrace.leakage.containment import NGRAM as CONTAINMENT_NGRAM
-from leaktrace.leakage.containment import SLACK, WINDOW, ContainmentIndex, best_span, cut, hash_set, positional
+from leaktrace.leakage.containment import (
+    SLACK,
+    WINDOW,
+    ContainmentIndex,
+    best_span,
+    cut,
+    hash_set,
+    positional,
+    shingle_set,
+)
 from leaktrace.leakage.execution import Executor
 from leaktrace.leakage.lsh import BandIndex
 from leaktrace.leakage.minhash import Signer
@@ -496,15 +505,15 @@ def scan_shard(
             )
             skips["unreadable"] += 1
         if doc_prose:
-            hashes, starts, _, _ = positional(text, lower=True)
+            n_tokens, prose = shingle_set(text, lower=True)
             batch.append(
                 _Entry(
                     doc.doc_id,
                     doc.location,
                     Unit(text, None, 1, 1 + text.count("\n")),
                     lang,
-                    prose=np.unique(hashes),
-                    n_tokens=len(starts),
+                    prose=prose,
+                    n_tokens=n_tokens,
                 )
             )
             if len(batch) >= s.batch_size:
