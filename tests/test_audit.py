@@ -428,6 +428,7 @@ def test_the_audit_contamination_settings_name_a_missing_or_mistyped_key(tmp_pat
         "ref_model": None,
         "verdicts": {"pac_delta": 0.05, "inconclusive_auc": 0.7},
         "reference": {"model": None, "method": "loss"},
+        "negative_controls": [],
     }
     with pytest.raises(SliceError, match=r"config audit\.inconclusive_rate: missing"):
         audit_contamination({}, {}, tmp_path / "ids.txt", settings, 1, tmp_path / "di.parquet", tmp_path / "di.md")
@@ -451,6 +452,7 @@ def test_the_dataset_level_test_rejects_a_shift_and_not_its_absence(tmp_path):
         "ref_model": None,
         "verdicts": {"pac_delta": 0.05, "inconclusive_auc": 0.7, "inconclusive_rate": 0.5},
         "reference": {"model": None, "method": "loss"},
+        "negative_controls": [],
     }
     audit_contamination(
         {

@@ -685,7 +685,9 @@ def test_the_audit_order_test_detects_a_model_that_prefers_the_published_order(t
 def test_the_audit_order_test_on_a_tiny_model_and_where_no_shard_fits(tmp_path, tiny_model_dir):
     import pyarrow.parquet as pq
 
-    from leaktrace.stages.exchangeability import AUDIT_SCHEMA, audit_exchangeability, audit_exchangeability_table
+    from leaktrace.contamination.exchangeability import AUDIT_SCHEMA
+    from leaktrace.stages.audit_exchangeability_table import audit_exchangeability_table
+    from leaktrace.stages.exchangeability import audit_exchangeability
 
     _audit_benchmark(tmp_path / "bench.parquet", 12)
     settings = {"n_shards": 2, "n_permutations": 3}

@@ -286,7 +286,13 @@ def test_cpu_environment_has_no_pytorch_and_its_commands_import_none():
     (cpu,) = env_names()["CPU_ENV"]
     assert not env_packages(cpu) & MODEL_STACK
     cpu_commands = {command for _, conda, command in RULES if conda == "CPU_ENV" and command}
-    assert {"ingest-benchmark", "leakage-scan", "aggregate", "audit"} <= cpu_commands
+    assert {
+        "ingest-benchmark",
+        "leakage-scan",
+        "aggregate",
+        "audit-tables",
+        "audit-exchangeability-table",
+    } <= cpu_commands
     for command in sorted(cpu_commands):
         assert not command_imports(command) & MODEL_STACK, command
 

@@ -266,7 +266,7 @@ def test_micro_verdict_has_a_section_per_model_and_a_short_headline(micro_run):
     assert len(headline.strip().splitlines()) <= 30 and "Calibration table" in headline
     assert "| detector | base model AUC | 1:1, epoch 1 | 1:2, epoch 1 |" in headline
     blind = pq.read_table(out / "calibration/humaneval/blind_baseline.parquet").to_pylist()[0]
-    assert f"Blind baseline (text only, no model): AUC {blind['auc']:.2f} [" in headline  # the testbed's own
+    assert f"Blind baseline (text only, no model, the same samples): AUC {blind['auc']:.2f} [" in headline
     for section in sections:
         assert "| test | kind of evidence | result | null | validity in this run | could have detected |" in section
         assert "**What this run cannot tell you**" in section

@@ -894,7 +894,7 @@ def _audit_exchangeability(a):
 @command("audit-exchangeability-table")
 @_args(path("--rows", many=True), path("--output"), path("--report"))
 def _audit_exchangeability_table(a):
-    from leaktrace.stages.exchangeability import audit_exchangeability_table
+    from leaktrace.stages.audit_exchangeability_table import audit_exchangeability_table
 
     audit_exchangeability_table(a.rows, a.output, a.report)
 

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 from scipy.stats import ttest_1samp
 
 SEPARATOR = "\n\n"  # between the examples of a shard
@@ -138,3 +139,35 @@ def shard_ranks(
         ranks.append(1 + above + rng.randint(0, tied))
         sizes.append(1 + len(values))
     return ranks, sizes
+
+
+# The audit's order test, one row per audited model x benchmark (audit/exchangeability.parquet).
+AUDIT_SCHEMA = pa.schema(
+    [
+        ("model", pa.string()),  # the audit.models name
+        ("benchmark", pa.string()),
+        ("test", pa.string()),  # "exchangeability"
+        ("n_benchmark_examples", pa.int32()),  # examples in the benchmark, in its published order
+        ("n_examples", pa.int32()),  # examples in the tested shards
+        ("n_shards", pa.int32()),  # shards of two or more consecutive examples that fit the context, tested
+        ("n_permutations", pa.int32()),  # distinct other orders per shard (every other order of a smaller shard)
+        ("rank_sum", pa.int64()),  # sum over shards of the published order's rank (1 = the most likely order)
+        ("rank_sum_null_mean", pa.float64()),
+        ("mean_difference", pa.float64()),  # published minus mean permuted log-likelihood (nats), mean over shards
+        ("p_value", pa.float64()),  # the rank sum's, exact under the assumption; null: no shard fits
+        ("p_method", pa.string()),  # how p_value was computed, or why there is none
+        ("t_test_p_value", pa.float64()),  # Oren et al.'s one-sided t-test across shards; null: fewer than 2 shards
+        ("assumption", pa.string()),  # what the p-value's validity rests on
+    ]
+)
+
+ASSUMPTION = (
+    "the benchmark's published order was random: the file's order of its examples is one uniform draw, made "
+    "independently of any model (true by design for an order randomised at release, as data/published_order.py "
+    "makes one; a release that says how its order was drawn can be checked). Then the p-value is exact and a "
+    "small one is evidence of exposure to the release in its order. An order the authors chose (by topic, "
+    "difficulty, source or date) can be preferred by a model that never saw it, and a small p-value is then "
+    "observational, conditional on this assumption. Contamination that shuffled the examples goes undetected."
+)
+EXACT_METHOD = "rank sum over shards, exact convolution (each shard's published order ranked among distinct others)"
+NORMAL_METHOD = "rank sum over shards, normal approximation"

@@ -23,7 +23,11 @@ import pyarrow as pa
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.config_slice import read_slice
 from leaktrace.contamination.exchangeability import (
+    ASSUMPTION,
+    AUDIT_SCHEMA,
+    EXACT_METHOD,
     MIN_SHARDS,
+    NORMAL_METHOD,
     SEPARATOR,
     distinct_permutations,
     pack_shards,
@@ -35,7 +39,6 @@ from leaktrace.contamination.exchangeability import (
 )
 from leaktrace.data.samples import document
 from leaktrace.models.configured import language_model
-from leaktrace.report.tables import markdown_table
 from leaktrace.seeding import derive_seed
 from leaktrace.watermark.ranks import EXACT, rank_sum_test
 
@@ -203,37 +206,6 @@ def exchangeability_calibration(
     write_table([{"order_seed": c, **row} for c, row in enumerate(rows)], CALIBRATION_SCHEMA, output)
 
 
-AUDIT_SCHEMA = pa.schema(
-    [
-        ("model", pa.string()),  # the audit.models name
-        ("benchmark", pa.string()),
-        ("test", pa.string()),  # "exchangeability"
-        ("n_benchmark_examples", pa.int32()),  # examples in the benchmark, in its published order
-        ("n_examples", pa.int32()),  # examples in the tested shards
-        ("n_shards", pa.int32()),  # shards of two or more consecutive examples that fit the context, tested
-        ("n_permutations", pa.int32()),  # distinct other orders per shard (every other order of a smaller shard)
-        ("rank_sum", pa.int64()),  # sum over shards of the published order's rank (1 = the most likely order)
-        ("rank_sum_null_mean", pa.float64()),
-        ("mean_difference", pa.float64()),  # published minus mean permuted log-likelihood (nats), mean over shards
-        ("p_value", pa.float64()),  # the rank sum's, exact under the assumption; null: no shard fits
-        ("p_method", pa.string()),  # how p_value was computed, or why there is none
-        ("t_test_p_value", pa.float64()),  # Oren et al.'s one-sided t-test across shards; null: fewer than 2 shards
-        ("assumption", pa.string()),  # what the p-value's validity rests on
-    ]
-)
-
-ASSUMPTION = (
-    "the benchmark's published order was random: the file's order of its examples is one uniform draw, made "
-    "independently of any model (true by design for an order randomised at release, as data/published_order.py "
-    "makes one; a release that says how its order was drawn can be checked). Then the p-value is exact and a "
-    "small one is evidence of exposure to the release in its order. An order the authors chose (by topic, "
-    "difficulty, source or date) can be preferred by a model that never saw it, and a small p-value is then "
-    "observational, conditional on this assumption. Contamination that shuffled the examples goes undetected."
-)
-EXACT_METHOD = "rank sum over shards, exact convolution (each shard's published order ranked among distinct others)"
-NORMAL_METHOD = "rank sum over shards, normal approximation"
-
-
 @dataclass(frozen=True)
 class AuditExchangeabilitySettings:
     """``audit.exchangeability`` (config/schema.yaml): the shards and permutations of every audited pair."""
@@ -328,52 +300,3 @@ def exchangeability_p_values(
         "p_method": EXACT_METHOD if exact.method == EXACT else NORMAL_METHOD,
         "t_test_p_value": t_test,
     }
-
-
-def audit_exchangeability_table(rows: list[Path], output: Path, report: Path) -> None:
-    """The audit's table of every model × benchmark row, and its Markdown."""
-    records = [r for path in rows for r in read_records(path)]
-    write_table(records, AUDIT_SCHEMA, output)
-    report.parent.mkdir(parents=True, exist_ok=True)
-    report.write_text(exchangeability_markdown(records))
-
-
-def _p(value: float | None) -> str | None:
-    return None if value is None else f"{value:.3g}"
-
-
-def exchangeability_markdown(records: list[dict]) -> str:
-    shown = [
-        {
-            **r,
-            "shards": f"{r['n_shards']} ({r['n_examples']} of {r['n_benchmark_examples']} examples)",
-            "rank sum (null mean)": None
-            if r["rank_sum"] is None
-            else f"{r['rank_sum']} ({r['rank_sum_null_mean']:.1f})",
-            "p": _p(r["p_value"]),
-            "t-test p": _p(r["t_test_p_value"]),
-        }
-        for r in records
-    ]
-    columns = [
-        "model",
-        "benchmark",
-        "shards",
-        "n_permutations",
-        "rank sum (null mean)",
-        "mean_difference",
-        "p",
-        "t-test p",
-        "p_method",
-    ]
-    return (
-        "# Order test (Oren et al.'s sharded exchangeability test)\n\n"
-        "Each benchmark's examples in its published order (the file's), packed into shards that fit the model's "
-        "context; per shard the published order's log-likelihood ranked among distinct random orders of the same "
-        "examples (rank 1: the published order is the most likely). A model trained on the release in its order "
-        "ranks it first more often than chance. No control set: p is the rank sum's, exact under one "
-        "assumption; the t-test across shards (Oren et al.'s) is beside it. `mean_difference`: published minus "
-        "permuted log-likelihood in nats, mean over shards.\n\n"
-        + markdown_table(shown, columns)
-        + f"\n**Assumption.** {ASSUMPTION}\n"
-    )
