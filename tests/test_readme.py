@@ -229,7 +229,9 @@ def test_guide_runs_as_written_from_a_fresh_copy(page, tmp_path):
     (dry runs where they train, as above). The copy's own package is imported
     (PYTHONPATH), as a clone's editable install would import it."""
     copy = follow_guide(page, tmp_path)
-    env = {**os.environ, "PYTHONPATH": str(copy / "workflow")}
+    # as a user's shell runs them: not with the options of the pytest running this test (a --basetemp in
+    # PYTEST_ADDOPTS would be a parent of the copy, which a guide's own pytest refuses)
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"} | {"PYTHONPATH": str(copy / "workflow")}
     for command in document_commands(page):
         check_command(command, copy, env)
 
