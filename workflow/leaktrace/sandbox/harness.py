@@ -403,19 +403,12 @@ def _whole_unittest(test: str, scope: dict, recording) -> tuple[str, str | None,
         if name.startswith("assert") and callable(getattr(unittest.TestCase, name)):
             setattr(unittest.TestCase, name, asserting(name, getattr(unittest.TestCase, name)))
     exec(compile(test, "test.py", "exec"), scope)
-    suite = unittest.TestSuite()
-    for value in list(scope.values()):
-        if isinstance(value, type) and issubclass(value, unittest.TestCase) and value is not unittest.TestCase:
-            suite.addTests(unittest.defaultTestLoader.loadTestsFromTestCase(value))
-    ids = [case.id() for case in _cases(suite)]  # before the run, which lets go of each test it ran
-    result = unittest.TestResult()
-    suite.run(result)
-    failed = {test_case.id(): text for test_case, text in result.failures + result.errors}
+    ids, failed, ran = _run_test_cases(scope)
     cases = tuple((case, "failed" if case in failed else "passed") for case in ids)
     if failed:
         first = min(failed)
         return "failed", f"{first}: {failed[first].strip().splitlines()[-1]}", cases
-    if not result.testsRun:
+    if not ran:
         return "no tests", "the test defines no unittest.TestCase with a test method", cases
     return "passed", None, cases
 
@@ -1060,7 +1053,6 @@ def _run_unittest(connection: ProgramConnection, test: str, names: list[str]) ->
     """Run every unittest.TestCase class the test defines, the program's
     names bound as remotes; status ok only if at least one test ran and all
     passed. The record holds every request and reply, and each test's outcome."""
-    import unittest
 
     session = _RemoteSession(connection)
     described = connection.request(("names", names))
@@ -1078,19 +1070,12 @@ def _run_unittest(connection: ProgramConnection, test: str, names: list[str]) ->
     error = None
     try:
         exec(compile(test, "test.py", "exec"), namespace)
-        suite = unittest.TestSuite()
-        for value in list(namespace.values()):
-            if isinstance(value, type) and issubclass(value, unittest.TestCase) and value is not unittest.TestCase:
-                suite.addTests(unittest.defaultTestLoader.loadTestsFromTestCase(value))
-        ids = [case.id() for case in _cases(suite)]  # before the run, which lets go of each test it ran
-        result = unittest.TestResult()
-        suite.run(result)
-        failed = {test_case.id(): text for test_case, text in result.failures + result.errors}
+        ids, failed, ran = _run_test_cases(namespace)
         outcomes = [(case, "failed" if case in failed else "passed") for case in ids]
         if failed:
             first = min(failed)
             outcome, error = "failed", f"{first}: {failed[first].strip().splitlines()[-1]}"
-        elif not result.testsRun:
+        elif not ran:
             outcome, error = "no tests", "the test defines no unittest.TestCase with a test method"
         else:
             outcome = "passed"
@@ -1102,6 +1087,21 @@ def _run_unittest(connection: ProgramConnection, test: str, names: list[str]) ->
         raise connection.failure
     record = encode({"calls": session.calls, "test": outcome, "tests": outcomes})
     return {"status": "ok" if outcome == "passed" else "wrong", "error": error, "record": record}
+
+
+def _run_test_cases(scope: dict) -> tuple[list[str], dict[str, str], int]:
+    """Run the unittest.TestCase classes ``scope`` defines: (every test's id in
+    order, id -> the failure's or error's text, the number of tests run)."""
+    import unittest
+
+    suite = unittest.TestSuite()
+    for value in list(scope.values()):
+        if isinstance(value, type) and issubclass(value, unittest.TestCase) and value is not unittest.TestCase:
+            suite.addTests(unittest.defaultTestLoader.loadTestsFromTestCase(value))
+    ids = [case.id() for case in _cases(suite)]  # before the run, which lets go of each test it ran
+    result = unittest.TestResult()
+    suite.run(result)
+    return ids, {test_case.id(): text for test_case, text in result.failures + result.errors}, result.testsRun
 
 
 def _cases(suite) -> list:
