@@ -55,6 +55,20 @@ print("declined" if status is None else f"served {status}", file=sys.stderr)
 sys.exit(0 if status is None else status)
 """
 
+# A client that is slow to install its signal handlers once the job has started:
+# the moment a SIGTERM from a scheduler can land in.
+SLOW_CLIENT = (
+    """
+import signal, time
+_install = signal.signal
+def _slowly(number, handler):
+    time.sleep(2)
+    return _install(number, handler)
+signal.signal = _slowly
+"""
+    + CLIENT
+)
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
@@ -87,10 +101,10 @@ def _serving_at(directory, socket_path):
         process.wait(timeout=30)
 
 
-def client(server, *argv, cwd=None, extra_env=None, **kwargs):
+def client(server, *argv, cwd=None, extra_env=None, script=CLIENT, **kwargs):
     directory, environment, _ = server
     return subprocess.Popen(
-        [sys.executable, "-c", CLIENT, *argv],
+        [sys.executable, "-c", script, *argv],
         cwd=cwd or directory,
         env={**environment, **(extra_env or {})},
         stdout=subprocess.PIPE,
@@ -176,6 +190,15 @@ def _gone(pid: int) -> bool:
 
 def test_a_signal_to_the_client_stops_its_job(server, tmp_path):
     running = client(server, "sleep", str(tmp_path / "pid"))
+    job = _wait_for(tmp_path / "pid")
+    running.send_signal(signal.SIGTERM)
+    status, _, stderr = finish(running)
+    assert (status, stderr[-1]) == (128 + signal.SIGTERM, f"served {128 + signal.SIGTERM}")
+    assert _gone(job)
+
+
+def test_a_signal_before_the_clients_handler_is_installed_still_stops_its_job(server, tmp_path):
+    running = client(server, "sleep", str(tmp_path / "pid"), script=SLOW_CLIENT)
     job = _wait_for(tmp_path / "pid")
     running.send_signal(signal.SIGTERM)
     status, _, stderr = finish(running)

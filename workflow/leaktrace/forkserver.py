@@ -122,6 +122,18 @@ def run_in_server(argv: Sequence[str]) -> int | None:
     path = os.environ.get(SOCKET_VARIABLE)
     if not path:
         return None
+    # A signal that arrives after the job started but before its handler is
+    # installed would stop this client and leave the job running: hold the
+    # signals until the handler is in place, then take any that came.
+    forwarded = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    signal.pthread_sigmask(signal.SIG_BLOCK, forwarded)
+    try:
+        return _run_in_server(path, argv, forwarded)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, forwarded)
+
+
+def _run_in_server(path: str, argv: Sequence[str], forwarded: tuple[int, ...]) -> int | None:
     try:
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         with _socket_address(path) as address:
@@ -141,8 +153,9 @@ def run_in_server(argv: Sequence[str]) -> int | None:
         return None
     if pid == 0:
         return None
-    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for number in forwarded:
         signal.signal(number, lambda received, _frame: _signal_group(pid, received))
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, forwarded)
     try:
         return _STATUS.unpack(_read_exactly(connection, _STATUS.size))[0]
     except (OSError, EOFError):
