@@ -23,6 +23,7 @@ from leaktrace.models.hub_reach import hub_problem
 from leaktrace.rerun import withdraw_outputs
 from leaktrace.run_kind import benchmarks_on_testbed, run_kind, training_notice
 from leaktrace.seeding import derive_seed
+from leaktrace.stage_entry import stage_settings
 
 
 # A --configfile's `null` entry removes the default's entry of a named

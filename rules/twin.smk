@@ -17,11 +17,6 @@ def twin_target(twin):
     return "target-" + twin.removeprefix("twin-")
 
 
-def twin_settings():
-    """The level of the decisions."""
-    return json.dumps({"alpha": config["contamination"]["alpha"]}, sort_keys=True)
-
-
 def twin_arguments(wildcards, input):
     return " ".join(["--twins", *(f"{m}={p}" for m, p in zip(TWINS, input.twins, strict=True)),
                      "--targets", *(f"{twin_target(m)}={p}" for m, p in zip(TWINS, input.targets, strict=True))])
@@ -44,7 +39,7 @@ rule twin:
         section=aggregate_file("twin.md"),
         figure=report(aggregate_file("twin.png"), caption="../report/twin.rst", category="Detection"),
     params:
-        settings=twin_settings(),
+        settings=stage_settings("twin", config),
         seed=config["seed"],
         models=twin_arguments,
         out_dir=aggregate_dir(),

@@ -23,10 +23,7 @@ rule verdict:
         md=report(VERDICT, caption="../report/verdict.rst", category=VERDICT_CATEGORY),
         json=verdict_json_file(),
     params:
-        settings=json.dumps({"run": config["run"], "calibration_alpha": config["calibration"]["alpha"],
-                             "contamination_alpha": config["contamination"]["alpha"],
-                             **{k: config["audit"][k] for k in ("max_detectable_auc", "training_data", "random_order")}},
-                            sort_keys=True),
+        settings=stage_settings("verdict", config),
     log:
         log_file("verdict"),
     benchmark:

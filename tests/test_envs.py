@@ -119,18 +119,33 @@ def module_bindings(name: str) -> dict[str, tuple[str, str | None]]:
 
 
 @cache
+def stage_functions() -> dict[str, tuple[str, str]]:
+    """cli.STAGES, read from the source: command -> (module, function)."""
+    for node in module("leaktrace.cli").tree.body:
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == "STAGES":
+            table = ast.literal_eval(node.value)
+            return {command: tuple(target.split(":")) for command, target in table.items()}
+    raise AssertionError("leaktrace.cli has no STAGES table")
+
+
+@cache
 def command_imports(command: str) -> frozenset[str]:
     """The third-party top-level modules ``python -m leaktrace <command>`` can import."""
-    cli = module("leaktrace.cli")
-    function = next(
-        f
-        for f in cli.defs.values()
-        if any(
-            isinstance(d, ast.Call) and getattr(d.func, "id", None) == "command" and d.args[0].value == command
-            for d in getattr(f, "decorator_list", [])
+    todo = [("module", "leaktrace.__main__"), ("module", "leaktrace.cli"), ("module", "leaktrace.stage_entry")]
+    stage = stage_functions().get(command)
+    if stage is not None:  # dispatched by cli.STAGES: the stage's module and function
+        todo += [("module", stage[0]), ("name", *stage)]
+    else:
+        cli = module("leaktrace.cli")
+        function = next(
+            f
+            for f in cli.defs.values()
+            if any(
+                isinstance(d, ast.Call) and getattr(d.func, "id", None) == "command" and d.args[0].value == command
+                for d in getattr(f, "decorator_list", [])
+            )
         )
-    )
-    todo = [("module", "leaktrace.__main__"), ("module", "leaktrace.cli"), ("name", "leaktrace.cli", function.name)]
+        todo.append(("name", "leaktrace.cli", function.name))
     seen, imports = set(), set()
     while todo:
         step = todo.pop()

@@ -15,6 +15,7 @@ from leaktrace.calibration.sign_flip import RESAMPLES, paired_differences, sign_
 from leaktrace.data.split import RECALL_PREFIX, complement
 from leaktrace.detect.scores import SCORES_SCHEMA
 from leaktrace.stages.split import SAMPLES_SCHEMA, twin_split
+from leaktrace.settings.twin import TwinSettings
 from leaktrace.stages.twin import pooled_auc, target_of, twin_tables
 from leaktrace.train.lora import length_grouped_order, megabatch_size, padding_share
 
@@ -134,7 +135,7 @@ def test_twin_pairs_each_sample_seen_minus_unseen_and_pairs_label_fitted_detecto
         tmp_path / "samples.parquet",
         {"twin-r5-s0-e3": tmp_path / "twin.parquet"},
         {"target-r5-s0-e3": tmp_path / "target.parquet"},
-        {"alpha": 0.1},
+        TwinSettings(contamination_alpha=0.1),
         11,
         tmp_path,
     )
@@ -182,7 +183,7 @@ def test_twin_without_its_target_is_a_clear_error(tmp_path):
             tmp_path / "samples.parquet",
             {"twin-r5-s0-e1": tmp_path / "s.parquet"},
             {"target-r5-s0-e3": tmp_path / "s.parquet"},
-            {"alpha": 0.05},
+            TwinSettings(contamination_alpha=0.05),
             0,
             tmp_path,
         )
@@ -250,9 +251,12 @@ def test_twin_epochs_outside_the_training_epochs_stop_the_plan_naming_the_key(tm
     assert "twin_mix" not in planned.stdout and "rule twin:" not in planned.stdout
 
 
-def test_the_twin_settings_name_a_mistyped_alpha(tmp_path):
-    from leaktrace.config_slice import SliceError
+def test_the_twin_command_names_a_mistyped_alpha_by_its_config_key(tmp_path, capsys):
+    from leaktrace.cli import main
 
-    absent = tmp_path / "absent.parquet"
-    with pytest.raises(SliceError, match=r"config contamination\.alpha: expected a number, got None"):
-        twin_tables(absent, {}, {}, {"alpha": None}, 0, tmp_path)
+    argv = ["twin", "--samples", "s.parquet", "--twins", "twin-r5-s0-e1=t.parquet", "--targets"]
+    argv += ["target-r5-s0-e1=u.parquet", "--settings", '{"contamination_alpha": null}', "--seed", "0"]
+    with pytest.raises(SystemExit) as stopped:
+        main([*argv, "--output-dir", str(tmp_path)])
+    assert stopped.value.code == 2
+    assert "config contamination.alpha: expected a number, got None" in capsys.readouterr().err

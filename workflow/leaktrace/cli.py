@@ -7,6 +7,7 @@ exactly what the stage depends on."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import sys
@@ -15,6 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from leaktrace.errors import InputError
+
+STAGES: dict[str, str] = {
+    "twin": "leaktrace.stages.twin:twin_tables",
+    "verdict": "leaktrace.stages.verdict:verdict",
+}
+"""Stage command -> its function; the function's signature is its flags (:mod:`leaktrace.stage_entry`)."""
 
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], None]]] = {}
 
@@ -692,23 +699,6 @@ def _aggregate(a):
     )
 
 
-@command("verdict")
-@_args(
-    (
-        ("--tables",),
-        {"type": Path, "nargs": "*", "default": [], "help": "the run's final outputs; the verdict reads its tables"},
-    ),
-    path("--results"),
-    SETTINGS,
-    path("--output"),
-    path("--json-output"),
-)
-def _verdict(a):
-    from leaktrace.stages.verdict import verdict
-
-    verdict(tuple(a.tables), a.results, a.settings, a.output, a.json_output)
-
-
 @command("dose-order")
 @_args(path("--benchmark"), SEED, path("--output"))
 def _dose_order(a):
@@ -752,21 +742,6 @@ def _dose(a):
         exchangeability=_named_paths(a.exchangeability),
         blind=a.blind,
     )
-
-
-@command("twin")
-@_args(
-    path("--samples"),
-    (("--twins",), {"nargs": "+", "required": True, "help": "TWIN=PATH: each twin's scores.parquet"}),
-    (("--targets",), {"nargs": "+", "required": True, "help": "TARGET=PATH: the scores of each twin's target"}),
-    SETTINGS,
-    SEED,
-    path("--output-dir"),
-)
-def _twin(a):
-    from leaktrace.stages.twin import twin_tables
-
-    twin_tables(a.samples, _named_paths(a.twins), _named_paths(a.targets), a.settings, a.seed, a.output_dir)
 
 
 @command("counterfactual-aggregate")
@@ -1525,7 +1500,7 @@ def parser() -> argparse.ArgumentParser:
         "`leaktrace scan` (each with --help).",
         epilog=textwrap.fill(
             "Internal stage commands, which the pipeline's rules call with their config slice as JSON (not meant "
-            "to be typed): " + ", ".join(COMMANDS) + ".",
+            "to be typed): " + ", ".join(sorted([*STAGES, *COMMANDS])) + ".",
             break_on_hyphens=False,
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -1542,17 +1517,37 @@ def main(argv: list[str] | None = None) -> int:
     from leaktrace.console import PERSON_COMMANDS
 
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in STAGES:
+        return _run_stage(argv[0], argv[1:])
     args = parser().parse_args(argv)
     if args.command in PERSON_COMMANDS:
         args.argv = argv[1:]
         return PERSON_COMMANDS[args.command][1](args)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    _log_to_stderr()
     try:
         COMMANDS[args.command][1](args)
     except InputError as err:
         logging.getLogger("leaktrace").error("bad input: %s", one_line(str(err)))
         return 2
     return 0
+
+
+def _run_stage(command: str, argv: list[str]) -> int:
+    from leaktrace.stage_entry import call
+
+    module, _, name = STAGES[command].partition(":")
+    function = getattr(importlib.import_module(module), name)
+    _log_to_stderr()
+    try:
+        call(command, function, argv)
+    except InputError as err:
+        logging.getLogger("leaktrace").error("bad input: %s", one_line(str(err)))
+        return 2
+    return 0
+
+
+def _log_to_stderr() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
 
 
 def one_line(message: str) -> str:

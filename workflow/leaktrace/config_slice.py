@@ -123,3 +123,75 @@ def read_slice(cls: type[T], data: Mapping, where: str) -> T:
             raise SliceError(f"config {key}: missing (its default is in config/schema.yaml; the rule passes it)")
         values[field.name] = _convert(hints[field.name], data[field.name], key)
     return cls(**values)
+
+
+# --- the other way: from the config to a rule's slice -----------------------
+
+SETTINGS: dict[str, type] = {}
+"""Stage command -> its settings class (filled by :mod:`leaktrace.settings`)."""
+
+
+def settings_of(*commands: str, block: str = ""):
+    """Register a frozen dataclass as the settings of ``commands``; its fields
+    are the keys under the config block ``block`` (``contamination.twin``),
+    or the key a field's :func:`config_key` names."""
+
+    def register(cls: type[T]) -> type[T]:
+        cls.config_block = block
+        for name in commands:
+            if name in SETTINGS:
+                raise ValueError(f"stage {name}: settings declared twice ({SETTINGS[name].__name__}, {cls.__name__})")
+            SETTINGS[name] = cls
+        return cls
+
+    return register
+
+
+def _lookup(config: Mapping, dotted: str) -> Any:
+    value = config
+    for part in dotted.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            raise SliceError(f"config {dotted}: missing (a stage reads it; its default belongs in config/schema.yaml)")
+        value = value[part]
+    return value
+
+
+def _project(tp: Any, value: Any, key: str, config: Mapping) -> Any:
+    """``value`` (the config at ``key``) cut down to what ``tp`` declares: a
+    dataclass keeps its fields only, a mapping of dataclasses each entry's."""
+    if value is None:
+        return None
+    if dataclasses.is_dataclass(tp):
+        return slice_from_config(tp, config, key, value)
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        classes = [a for a in args if dataclasses.is_dataclass(a)]
+        return _project(classes[0], value, key, config) if len(classes) == 1 else value
+    if (origin in (dict, Mapping)) and len(args) == 2 and dataclasses.is_dataclass(args[1]):
+        return {name: _project(args[1], item, f"{key}.{name}", config) for name, item in value.items()}
+    return value
+
+
+def slice_from_config(cls: type, config: Mapping, block: str | None = None, at: Mapping | None = None) -> dict:
+    """The slice ``cls`` reads, as a rule passes it: each field from its
+    config key (``block.field``, or the key its :func:`config_key` names,
+    read from the top of ``config``)."""
+    block = getattr(cls, "config_block", "") if block is None else block
+    hints = _hints(cls)
+    out = {}
+    for field in dataclasses.fields(cls):
+        if not field.init:
+            continue
+        if "config" in field.metadata:
+            key = field.metadata["config"]
+            value = _lookup(config, key)
+        elif at is not None:
+            key = f"{block}.{field.name}"
+            if field.name not in at:
+                raise SliceError(f"config {key}: missing (a stage reads it; its default belongs in config/schema.yaml)")
+            value = at[field.name]
+        else:
+            key = f"{block}.{field.name}" if block else field.name
+            value = _lookup(config, key)
+        out[field.name] = _project(hints[field.name], value, key, config)
+    return out

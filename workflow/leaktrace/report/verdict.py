@@ -44,8 +44,8 @@ from scipy.stats import norm
 from leaktrace.artifacts import read_records
 from leaktrace.calibration.power import POWER
 from leaktrace.calibration.verdict import DESIGN, OBSERVATIONAL, OBSERVATIONAL_CAVEAT
-from leaktrace.config_slice import config_key
 from leaktrace.report.tables import markdown_table
+from leaktrace.settings.verdict import PageSettings
 
 # Conclusions no statistic supports: a test without a rejection only bounds what it could have detected.
 FORBIDDEN = ("not trained", "did not see", "didn't see", "neither model saw", "wasn't trained")
@@ -61,21 +61,6 @@ DECIDED_BY = (
     "judge (`judge`)."
 )
 TIER_WORDS = {DESIGN: "design", OBSERVATIONAL: "observational", None: "count / descriptive"}
-
-
-@dataclass(frozen=True)
-class PageSettings:
-    """The verdict rule's slice: the run's name, calibration.alpha (per-sample
-    flags), contamination.alpha (the answers' alpha), audit.max_detectable_auc,
-    audit.training_data (scans whose corpus is declared training data) and
-    audit.random_order (benchmarks whose published order the user declares random)."""
-
-    run: str = config_key("run")
-    calibration_alpha: float = config_key("calibration.alpha")
-    contamination_alpha: float = config_key("contamination.alpha")
-    max_detectable_auc: float = config_key("audit.max_detectable_auc")
-    training_data: tuple[str, ...] = config_key("audit.training_data")
-    random_order: tuple[str, ...] = config_key("audit.random_order")
 
 
 def check_wording(text: str, where: str = "text") -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +30,6 @@ import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.calibration.sign_flip import paired_differences, sign_flip_test
-from leaktrace.config_slice import config_key, read_slice
 from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.detect.registry import FAMILIES
 from leaktrace.evaluate.detection import ORACLE_METHODS
@@ -40,6 +39,7 @@ from leaktrace.report.plots import twin_plot
 from leaktrace.report.results import method_label
 from leaktrace.report.tables import markdown_table
 from leaktrace.seeding import derive_seed
+from leaktrace.settings.twin import TwinSettings
 
 log = logging.getLogger(__name__)
 
@@ -95,13 +95,6 @@ def pooled_auc(seen: np.ndarray, unseen: np.ndarray) -> float:
     return roc_auc(np.r_[np.ones(seen.size, bool), np.zeros(unseen.size, bool)], np.r_[seen, unseen])
 
 
-@dataclass(frozen=True)
-class TwinSettings:
-    """The twin rule's slice: the level of the decisions (its key ``alpha`` carries contamination.alpha)."""
-
-    alpha: float = config_key("contamination.alpha")
-
-
 def pair_rows(
     split: dict[str, tuple[bool, str]],
     target: Path,
@@ -113,7 +106,7 @@ def pair_rows(
     """One row per detector scored under both ``target`` and ``twin``
     (``names``: their model names); ``split``: sample_id -> (a member of the
     target, fold) over the evaluated samples."""
-    (target_name, twin_name), alpha = names, settings.alpha
+    (target_name, twin_name), alpha = names, settings.contamination_alpha
     target_scores, families = _lookup(target)
     twin_scores, twin_families = _lookup(twin)
     only = sorted(set(families) ^ set(twin_families))
@@ -166,13 +159,17 @@ def pair_rows(
 
 
 def twin_tables(
-    samples: Path, twins: dict[str, Path], targets: dict[str, Path], settings: dict, seed: int, out_dir: Path
+    samples: Path,
+    twins: Mapping[str, Path],
+    targets: Mapping[str, Path],
+    settings: TwinSettings,
+    seed: int,
+    output_dir: Path,
 ) -> None:
-    """``twins``: twin model -> its scores.parquet; ``targets``: target model
-    -> its scores.parquet, one per twin (same ratio, seed and epoch).
-    ``settings``: the rule's slice (:class:`TwinSettings`). Writes twin.parquet, the
-    report section twin.md and the figure twin.png to ``out_dir``."""
-    settings = read_slice(TwinSettings, settings, "")
+    """Write twin.parquet, the report section twin.md and the figure
+    twin.png to ``output_dir``. ``twins``: twin model -> its scores.parquet;
+    ``targets``: target model -> its scores.parquet, one per twin (same
+    ratio, seed and epoch)."""
     records = read_records(samples, ["sample_id", "kept", "split", "fold"])
     split = {
         r["sample_id"]: (r["split"] == "member", r["fold"]) for r in records if r["kept"] and r["fold"] != RECALL_PREFIX
@@ -185,14 +182,14 @@ def twin_tables(
         if target not in targets:
             raise ValueError(f"twin {twin} has no scores of its target {target} (targets given: {sorted(targets)})")
         rows += pair_rows(split, targets[target], path, (target, twin), settings, seed)
-    write_table(rows, TWIN_SCHEMA, out_dir / "twin.parquet")
-    twin_plot(rows, settings.alpha, out_dir / "twin.png")
-    (out_dir / "twin.md").write_text(render_section(rows, settings.alpha))
+    write_table(rows, TWIN_SCHEMA, output_dir / "twin.parquet")
+    twin_plot(rows, settings.contamination_alpha, output_dir / "twin.png")
+    (output_dir / "twin.md").write_text(render_section(rows, settings.contamination_alpha))
     log.info(
         "twin: %d detector x epoch rows, %d rejected at alpha %s",
         len(rows),
         sum(r["rejected"] for r in rows),
-        settings.alpha,
+        settings.contamination_alpha,
     )
 
 

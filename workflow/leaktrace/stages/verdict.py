@@ -9,18 +9,20 @@ import json
 import logging
 from pathlib import Path
 
-from leaktrace.config_slice import read_slice
-from leaktrace.report.verdict import PageSettings, load_tables, render_verdict
+from leaktrace.report.verdict import load_tables, render_verdict
 from leaktrace.report.verdict_json import verdict_record
+from leaktrace.settings.verdict import PageSettings
 
 log = logging.getLogger(__name__)
 
 
-def verdict(tables: tuple[Path, ...], results: Path, settings: dict, output: Path, json_output: Path) -> None:
-    """``tables``: the run's final outputs (files the verdict does not read
-    are ignored); ``settings``: the rule's slice (:class:`PageSettings`)."""
-    loaded, page = load_tables(tables, results), read_slice(PageSettings, settings, "")
-    text = render_verdict(loaded, page)
+def verdict(
+    results: Path, settings: PageSettings, output: Path, json_output: Path, tables: tuple[Path, ...] = ()
+) -> None:
+    """Write the verdict page and its JSON. ``tables``: the run's final
+    outputs (files the verdict does not read are ignored)."""
+    loaded = load_tables(tables, results)
+    text = render_verdict(loaded, settings)
     output.write_text(text)
-    json_output.write_text(json.dumps(verdict_record(loaded, page), indent=1, ensure_ascii=False) + "\n")
+    json_output.write_text(json.dumps(verdict_record(loaded, settings), indent=1, ensure_ascii=False) + "\n")
     log.info("verdict in %s (%d lines) and %s", output, text.count("\n"), json_output)

@@ -1,0 +1,162 @@
+"""A stage's interface, declared once and read three ways.
+
+A stage is a function of :mod:`leaktrace.stages` whose typed signature is its
+command line (paths, tuples of paths, named paths, numbers) and, where it
+reads the config, one parameter typed by its settings class
+(:mod:`leaktrace.settings`: a frozen dataclass whose fields name their
+config keys). From that declaration:
+
+- :func:`stage_settings` gives a rule its ``--settings`` JSON: each field's
+  config key read from the schema-filled config and nothing else, so a rule
+  reruns exactly when a key its stage reads changes;
+- :func:`parser` builds the command's flags (``--output-dir`` for the
+  parameter ``output_dir``), and :func:`call` parses them, checks each slice
+  once at entry (:func:`~leaktrace.config_slice.read_slice`) and calls the
+  stage.
+
+Flags by parameter type: ``Path`` (``--x PATH``), ``tuple[T, ...]`` (one or
+more; none where it has a default), ``Mapping[str, Path]`` (``NAME=PATH``
+items, order kept), ``Mapping[tuple[str, str], Path]`` (``A:B=PATH``), a
+settings dataclass (JSON), ``bool`` (a switch), ``Literal`` (its choices),
+``int``/``float``/``str``; ``X | None = None`` makes a flag optional."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import inspect
+import json
+import types
+import typing
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from leaktrace.config_slice import SETTINGS, SliceError, read_slice, slice_from_config
+
+
+def stage_settings(command: str, config: Mapping) -> str:
+    """The rule's ``--settings`` for ``command``: its settings class's slice of ``config``, as JSON."""
+    import leaktrace.settings  # noqa: F401  (fills SETTINGS)
+
+    if command not in SETTINGS:
+        raise KeyError(f"stage {command}: no settings class declared in leaktrace.settings")
+    return json.dumps(slice_from_config(SETTINGS[command], config), sort_keys=True)
+
+
+def flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise argparse.ArgumentTypeError(f"not valid JSON: {err}") from None
+
+
+def _named(key_parts: int):
+    """``NAME=VALUE`` (``key_parts`` 1) or ``A:B=VALUE`` (2) -> (key, value)."""
+    shape = "NAME=PATH" if key_parts == 1 else "A:B=PATH"
+
+    def parse(item: str) -> tuple[Any, str]:
+        key, sep, value = item.partition("=")
+        parts = key.split(":", 1) if key_parts == 2 else [key]
+        if not sep or len(parts) != key_parts or not all(parts):
+            raise argparse.ArgumentTypeError(f"expected {shape}, got {item!r}")
+        return (tuple(parts) if key_parts == 2 else key), value
+
+    return parse
+
+
+def _without_none(tp: Any) -> tuple[Any, bool]:
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        rest = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(rest) < len(typing.get_args(tp)):
+            return (rest[0] if len(rest) == 1 else typing.Union[tuple(rest)]), True
+    return tp, False
+
+
+def _scalar(tp: Any) -> Callable[[str], Any]:
+    if tp in (Path, int, float, str):
+        return tp
+    raise TypeError(f"stage_entry: no flag for items of type {tp!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Argument:
+    """One parameter's flag: what argparse takes and how its value reaches the stage."""
+
+    kwargs: dict
+    convert: Callable[[Any], Any]
+
+
+def _argument(name: str, tp: Any, default: Any) -> _Argument:
+    tp, nullable = _without_none(tp)
+    optional = default is not inspect.Parameter.empty
+    base = {"required": not optional} | ({"default": default} if optional else {})
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if dataclasses.is_dataclass(tp):
+        where = getattr(tp, "config_block", None)
+        where = name if where is None else where
+        return _Argument(
+            base | {"type": _json, "metavar": "JSON"},
+            lambda v: v if v is None or dataclasses.is_dataclass(v) else read_slice(tp, v, where),
+        )
+    if tp is bool:
+        if optional and default is not False:
+            raise TypeError(f"stage_entry: switch {name} must default to False")
+        return _Argument({"action": "store_true"}, bool)
+    if origin is typing.Literal:
+        return _Argument(base | {"type": type(args[0]), "choices": list(args)}, lambda v: v)
+    if origin is tuple:
+        many = "*" if optional else "+"
+        return _Argument(base | {"type": _scalar(args[0]), "nargs": many}, lambda v: v if v is None else tuple(v))
+    if origin in (dict, Mapping) or tp is Mapping:
+        key_parts = 2 if typing.get_origin(args[0]) is tuple else 1
+        value_type = _scalar(args[1])
+        many = "*" if optional else "+"
+
+        def mapping(items):
+            if items is None or isinstance(items, Mapping):
+                return items
+            out = {}
+            for key, value in items:
+                if key in out:
+                    raise SliceError(f"{flag(name)}: {key!r} given twice")
+                out[key] = value_type(value)
+            return out
+
+        metavar = "NAME=PATH" if key_parts == 1 else "A:B=PATH"
+        return _Argument(base | {"type": _named(key_parts), "nargs": many, "metavar": metavar}, mapping)
+    if tp in (Path, int, float, str):
+        return _Argument(base | {"type": tp, "metavar": tp.__name__.upper()}, lambda v: v)
+    raise TypeError(f"stage_entry: no flag for parameter {name}: {tp!r}{' | None' if nullable else ''}")
+
+
+def _arguments(function: Callable) -> dict[str, _Argument]:
+    hints = typing.get_type_hints(function)
+    return {
+        name: _argument(name, hints[name], parameter.default)
+        for name, parameter in inspect.signature(function).parameters.items()
+    }
+
+
+def parser(command: str, function: Callable) -> argparse.ArgumentParser:
+    """The flags of ``function``'s parameters, under ``leaktrace <command>``."""
+    doc = (inspect.getdoc(function) or "").split("\n\n")[0]
+    top = argparse.ArgumentParser(prog=f"leaktrace {command}", description=doc)
+    for name, argument in _arguments(function).items():
+        top.add_argument(flag(name), dest=name, **argument.kwargs)
+    return top
+
+
+def call(command: str, function: Callable, argv: list[str]) -> None:
+    """Parse ``argv`` as ``function``'s flags, check every slice, and call it."""
+    command_line = parser(command, function)
+    parsed = vars(command_line.parse_args(argv))
+    try:
+        values = {name: argument.convert(parsed[name]) for name, argument in _arguments(function).items()}
+    except SliceError as err:
+        command_line.error(str(err))
+    function(**values)
