@@ -72,8 +72,8 @@ def _named(key_parts: int):
 def _without_none(tp: Any) -> tuple[Any, bool]:
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
         rest = [a for a in typing.get_args(tp) if a is not type(None)]
-        if len(rest) < len(typing.get_args(tp)):
-            return (rest[0] if len(rest) == 1 else typing.Union[tuple(rest)]), True
+        if len(rest) == 1:
+            return rest[0], True
     return tp, False
 
 
