@@ -23,8 +23,8 @@ from leaktrace.report.verdict import (
     Context,
     PageSettings,
     answer,
+    auc_power,
     check_wording,
-    detectable_auc,
     fmt_p,
     load_tables,
     render_verdict,
@@ -129,12 +129,14 @@ def test_copies_in_declared_training_data_are_named_with_every_kind():
     assert full.startswith("**No evidence of exposure**") and full.endswith(text)
 
 
-def test_detectable_auc_is_the_mann_whitney_normal_approximation():
-    # 10 vs 10 at alpha 0.05, 80% power: 0.5 + (1.6449 + 0.8416) * sqrt(21 / 1200) = 0.8289
-    assert detectable_auc(10, 10, 0.05) == pytest.approx(0.5 + 2.486475 * (21 / 1200) ** 0.5, abs=1e-5)
-    assert detectable_auc(10, 10, 0.05) == pytest.approx(0.8289, abs=1e-4)
-    assert detectable_auc(2, 2, 0.025) == 1.0  # capped: nothing below AUC 1 is detectable
-    assert detectable_auc(0, 5, 0.05) is None
+def test_the_power_column_reads_the_one_detectable_auc():
+    # 10 vs 10 at alpha 0.05, 80% power: 0.5 + (1.6449 + 0.8416) * sqrt(21 / 1200) = 0.8289 (calibration.power)
+    text, phrase, auc = auc_power(10, 10, 0.05, "10 vs 10", "one-sided")
+    assert auc == pytest.approx(0.8289, abs=1e-4) and phrase == "AUC ≥ 0.83"
+    assert text == "AUC ≥ 0.83 (10 vs 10, one-sided, 80% power)"
+    text, phrase, auc = auc_power(2, 2, 0.025, "2 vs 2", "one-sided")
+    assert (phrase, auc) == (None, None) and text.startswith("nothing: 2 vs 2 are too few for 80% power")
+    assert auc_power(0, 5, 0.05, "0 vs 5", "one-sided") == ("–", None, None)
 
 
 def test_check_wording_refuses_every_forbidden_phrase():

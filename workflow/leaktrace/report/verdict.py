@@ -39,10 +39,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scipy.stats import norm
-
 from leaktrace.artifacts import read_records
-from leaktrace.calibration.power import POWER
+from leaktrace.calibration.power import detectable_auc
 from leaktrace.calibration.verdict import DESIGN, OBSERVATIONAL, OBSERVATIONAL_CAVEAT
 from leaktrace.report.tables import markdown_table
 from leaktrace.settings.verdict import PageSettings
@@ -74,25 +72,18 @@ def check_wording(text: str, where: str = "text") -> None:
             )
 
 
-def detectable_auc(n_positive: int, n_negative: int, alpha: float, power: float = POWER) -> float | None:
-    """The smallest AUC a one-sided Mann-Whitney test at ``alpha`` detects
-    with ``power``, by the normal approximation with the null variance:
-    0.5 + (z_{1-alpha} + z_power) * sqrt((n1 + n0 + 1) / (12 n1 n0)), capped
-    at 1; None without both classes."""
+def auc_power(
+    n_positive: int, n_negative: int, alpha: float, samples: str, how: str
+) -> tuple[str, str | None, float | None]:
+    """(the power column's text, the "could have detected" phrase, the AUC
+    detected with 80% power: :func:`~leaktrace.calibration.power.detectable_auc`);
+    the last two None where no AUC below 1 is detectable at these sizes."""
     if n_positive < 1 or n_negative < 1:
-        return None
-    spread = math.sqrt((n_positive + n_negative + 1) / (12 * n_positive * n_negative))
-    return min(1.0, 0.5 + (norm.ppf(1 - alpha) + norm.ppf(power)) * spread)
-
-
-def auc_power(detectable: float | None, samples: str, how: str) -> tuple[str, str | None]:
-    """(the power column's text, the "could have detected" phrase or None
-    where no AUC below 1 is detectable with 80% power at these sizes)."""
+        return "–", None, None
+    detectable = detectable_auc(n_positive, n_negative, alpha)
     if detectable is None:
-        return "–", None
-    if detectable >= 1.0:
-        return f"nothing: {samples} are too few for 80% power at any AUC below 1 ({how})", None
-    return f"AUC ≥ {detectable:.2f} ({samples}, {how}, 80% power)", f"AUC ≥ {detectable:.2f}"
+        return f"nothing: {samples} are too few for 80% power at any AUC below 1 ({how})", None, None
+    return f"AUC ≥ {detectable:.2f} ({samples}, {how}, 80% power)", f"AUC ≥ {detectable:.2f}", detectable
 
 
 def fmt_p(p: float | None) -> str:
@@ -426,8 +417,10 @@ def detector_test(rows: list[dict], alpha: float, testbed: bool) -> Test | None:
     above = sorted((r for r in evaluated if r["auc_low"] is not None and r["auc_low"] > 0.5), key=lambda r: -r["auc"])
     best = max(evaluated, key=lambda r: r["auc"])
     n_eval, n_neg = best["n_eval"], best["n_eval_non_members"] or 0
-    power, _ = auc_power(
-        detectable_auc(n_eval - n_neg, n_neg, alpha),
+    power, _, _ = auc_power(
+        n_eval - n_neg,
+        n_neg,
+        alpha,
         f"{n_eval - n_neg} vs {n_neg} samples",
         "per detector, Mann-Whitney normal approximation, one-sided",
     )
@@ -485,9 +478,10 @@ def contamination_tests(
         if r["test"] == "dataset_inference":
             state, why = inference_validity(calibration, model)
             n_s, n_v = r["n_suspect"] or 0, r["n_validation"] or 0
-            detectable = detectable_auc(n_s // 2, n_v // 2, alpha / 2)
-            power, detects = auc_power(
-                detectable,
+            power, detects, detectable = auc_power(
+                n_s // 2,
+                n_v // 2,
+                alpha / 2,
                 f"held-out halves of {n_s // 2} vs {n_v // 2}",
                 "Mann-Whitney normal approximation at contamination.alpha / 2",
             )
@@ -504,7 +498,7 @@ def contamination_tests(
                     state,
                     detects,
                     tier=DESIGN,
-                    detectable=detectable if detects else None,
+                    detectable=detectable,
                 )
             )
         elif r["test"] == "variant_preference":
@@ -746,9 +740,10 @@ def audit_table_tests(
     tests = []
     for r in inference:
         n_s, n_c = (r["n_suspect"] or 0) // 2, (r["n_control"] or 0) // 2
-        detectable = detectable_auc(n_s, n_c, alpha / 2)
-        power, detects = auc_power(
-            detectable,
+        power, detects, detectable = auc_power(
+            n_s,
+            n_c,
+            alpha / 2,
             f"held-out halves of {n_s} vs {n_c}",
             "Mann-Whitney normal approximation at contamination.alpha / 2",
         )
@@ -765,7 +760,7 @@ def audit_table_tests(
                 state,
                 detects,
                 tier=OBSERVATIONAL,
-                detectable=detectable if detects else None,
+                detectable=detectable,
             )
         )
     for r in rates:
