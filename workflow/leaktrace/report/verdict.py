@@ -35,7 +35,8 @@ a model was not trained on a benchmark: ``FORBIDDEN`` lists the phrases
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -255,11 +256,35 @@ class Section:
 # --- the run's tables -------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class TableFiles:
+    """The files the verdict reads, as its rule names them (rules/verdict.smk,
+    from the layout of rules/paths.smk): per benchmark, per scan (its
+    summary.parquet, with report.md and pairs.parquet beside it) and the
+    audit's. A table the run did not make is absent."""
+
+    detection: Mapping[str, Path] = field(default_factory=dict)
+    seeds: Mapping[str, Path] = field(default_factory=dict)
+    calibration: Mapping[str, Path] = field(default_factory=dict)
+    null_check: Mapping[str, Path] = field(default_factory=dict)
+    twin: Mapping[str, Path] = field(default_factory=dict)
+    p_values: Mapping[str, Path] = field(default_factory=dict)
+    contamination_calibration: Mapping[str, Path] = field(default_factory=dict)
+    watermark: Mapping[str, Path] = field(default_factory=dict)
+    testbed_blind: Mapping[str, Path] = field(default_factory=dict)
+    scans: Mapping[str, Path] = field(default_factory=dict)
+    audit_rates: Path | None = None
+    audit_inference: Path | None = None
+    audit_verdicts: Path | None = None
+    audit_exchangeability: Path | None = None
+    audit_watermark: Path | None = None
+    blind: Path | None = None
+
+
 @dataclass
 class RunTables:
     """The tables the verdict reads, by benchmark where they have one."""
 
-    results: Path
     detection: dict[str, list[dict]] = field(default_factory=dict)
     seeds: dict[str, list[dict]] = field(default_factory=dict)
     calibration: dict[str, list[dict]] = field(default_factory=dict)
@@ -268,58 +293,35 @@ class RunTables:
     p_values: dict[str, list[dict]] = field(default_factory=dict)
     contamination_calibration: dict[str, list[dict]] = field(default_factory=dict)
     watermark: dict[str, list[dict]] = field(default_factory=dict)
-    scans: list[tuple[str, dict]] = field(default_factory=list)  # (scan directory, summary row)
+    scans: list[tuple[str, dict]] = field(default_factory=list)  # (scan, summary row)
+    scan_folders: dict[str, str] = field(default_factory=dict)  # scan -> its folder, relative to the page
     audit_rates: list[dict] = field(default_factory=list)
     audit_inference: list[dict] = field(default_factory=list)
     audit_verdicts: list[dict] = field(default_factory=list)
     audit_exchangeability: list[dict] = field(default_factory=list)
     audit_watermark: list[dict] = field(default_factory=list)
-    blind: list[dict] = field(default_factory=list)  # the audit's (audit/blind_baseline.parquet)
-    testbed_blind: dict[str, dict] = field(default_factory=dict)  # calibration/<benchmark>/blind_baseline.parquet
+    blind: list[dict] = field(default_factory=list)  # the audit's
+    testbed_blind: dict[str, dict] = field(default_factory=dict)  # per testbed benchmark
 
 
-# (folder under results/, file name) -> RunTables attribute; the folder's next part is the benchmark
-BY_BENCHMARK = {
-    ("aggregate", "detection.parquet"): "detection",
-    ("aggregate", "across_seeds.parquet"): "seeds",
-    ("aggregate", "calibration.parquet"): "calibration",
-    ("aggregate", "null_check.parquet"): "null_check",
-    ("aggregate", "twin.parquet"): "twin",
-    ("contamination", "p_values.parquet"): "p_values",
-    ("contamination", "calibration.parquet"): "contamination_calibration",
-    ("watermark", "summary.parquet"): "watermark",
-}
-AUDIT = {
-    "leakage_rates.parquet": "audit_rates",
-    "dataset_inference.parquet": "audit_inference",
-    "verdicts.parquet": "audit_verdicts",
-    "exchangeability.parquet": "audit_exchangeability",
-    "watermark.parquet": "audit_watermark",
-}
+BY_BENCHMARK = ("detection", "seeds", "calibration", "null_check", "twin", "p_values", "contamination_calibration")
+AUDIT = ("audit_rates", "audit_inference", "audit_verdicts", "audit_exchangeability", "audit_watermark", "blind")
 
 
-def load_tables(paths: Sequence[Path], results: Path) -> RunTables:
-    """Sort a run's files into the tables the verdict reads; other files are
-    ignored (the rule passes the run's final outputs). A path outside
-    ``results`` is an error."""
-    tables = RunTables(results)
-    for path in sorted(map(Path, paths)):
-        try:
-            parts = path.relative_to(results).parts
-        except ValueError:
-            raise ValueError(f"verdict: {path} is not under the run's results directory {results}") from None
-        if path.suffix != ".parquet":
-            continue
-        if path.name == "blind_baseline.parquet" and parts[0] == "calibration" and len(parts) == 3:
-            tables.testbed_blind[parts[1]] = read_records(path)[0]
-        elif path.name == "blind_baseline.parquet":
-            tables.blind += read_records(path)
-        elif parts[0] == "audit" and len(parts) == 2 and path.name in AUDIT:
-            getattr(tables, AUDIT[path.name]).extend(read_records(path))
-        elif parts[0] == "leakage" and len(parts) == 3 and path.name == "summary.parquet":
-            tables.scans += [(parts[1], row) for row in read_records(path)]
-        elif len(parts) == 3 and (parts[0], parts[2]) in BY_BENCHMARK:
-            getattr(tables, BY_BENCHMARK[(parts[0], parts[2])])[parts[1]] = read_records(path)
+def load_tables(files: TableFiles, page: Path) -> RunTables:
+    """Read the tables ``files`` names; ``page``: the verdict page's path,
+    which the scans' links are relative to."""
+    tables = RunTables()
+    for name in (*BY_BENCHMARK, "watermark"):
+        getattr(tables, name).update({b: read_records(path) for b, path in sorted(getattr(files, name).items())})
+    tables.testbed_blind = {b: read_records(path)[0] for b, path in sorted(files.testbed_blind.items())}
+    for name in AUDIT:
+        path = getattr(files, name)
+        if path is not None:
+            getattr(tables, name).extend(read_records(path))
+    for scan, summary in sorted(files.scans.items()):
+        tables.scans += [(scan, row) for row in read_records(summary)]
+        tables.scan_folders[scan] = Path(os.path.relpath(summary.parent, page.parent)).as_posix()
     return tables
 
 
@@ -335,7 +337,7 @@ def scan_rows(tables: RunTables, benchmark: str) -> list[dict]:
             continue
         rows.append(
             {
-                "scan": f"[{scan}](leakage/{scan}/report.md)",
+                "scan": f"[{scan}]({tables.scan_folders[scan]}/report.md)",
                 "name": scan,
                 "corpus": s.get("corpus"),
                 "samples": s.get("size"),
@@ -343,7 +345,7 @@ def scan_rows(tables: RunTables, benchmark: str) -> list[dict]:
                 "Type-2": s.get("type2"),
                 "Type-3": s.get("type3"),
                 "input leaks": s.get("input_leaks"),
-                "pairs": f"[pairs.parquet](leakage/{scan}/pairs.parquet)",
+                "pairs": f"[pairs.parquet]({tables.scan_folders[scan]}/pairs.parquet)",
             }
         )
     return rows
