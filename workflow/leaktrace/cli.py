@@ -18,8 +18,13 @@ from pathlib import Path
 from leaktrace.errors import InputError
 
 STAGES: dict[str, str] = {
+    "audit-watermark-table": "leaktrace.stages.watermark:audit_watermark_table",
+    "fetch-model": "leaktrace.models.fetch:fetch_model",
     "twin": "leaktrace.stages.twin:twin_tables",
     "verdict": "leaktrace.stages.verdict:verdict",
+    "watermark-calibration": "leaktrace.stages.watermark:calibrate",
+    "watermark-report": "leaktrace.stages.watermark:report",
+    "watermark-test": "leaktrace.stages.watermark:test_release",
 }
 """Stage command -> its function; the function's signature is its flags (:mod:`leaktrace.stage_entry`)."""
 
@@ -1126,16 +1131,6 @@ def _leakage_rq3(a):
     rq3(a.scan, a.benchmark, a.pairs, _named_paths(a.runs), a.settings, a.seed, a.output, a.markdown)
 
 
-@command("fetch-model")
-@_args(
-    (("--model",), {"required": True, "help": "a hub id"}), (("--revision",), {"default": None}), path("--output-dir")
-)
-def _fetch_model(a):
-    from leaktrace.models.fetch import fetch_model
-
-    fetch_model(a.model, a.output_dir, a.revision)
-
-
 @command("mutations")
 @_args(
     path("--benchmark"),
@@ -1287,14 +1282,6 @@ def _train_verifier(a):
     train_verifier(a.input, a.output, a.seed)
 
 
-def _model_argument(text: str) -> dict:
-    """A model as JSON ({"path", "dtype", "device", "max_length"}) or a bare path or hub id (float32 on the CPU)."""
-    spec = _json(text) if text.lstrip().startswith("{") else {"path": text}
-    if not isinstance(spec, dict) or "path" not in spec:
-        raise argparse.ArgumentTypeError(f"a model is a path or a JSON object with a path, got {text!r}")
-    return {"dtype": "float32", "device": "cpu", **spec}
-
-
 @command("publish")
 @_args(
     (("input",), {"type": Path, "help": "a benchmark file: JSONL (.gz), JSON, Parquet or CSV"}),
@@ -1390,102 +1377,6 @@ def _publish(a):
         lexicon=a.lexicon,
         limit=a.limit,
         testbed_seed=a.secret_from_seed,
-    )
-
-
-@command("watermark-test")
-@_args(
-    (("out_dir",), {"type": Path, "help": "the release directory publish wrote"}),
-    (
-        ("--model",),
-        {
-            "type": _model_argument,
-            "required": True,
-            "help": "a path or hub id, or JSON {path, dtype, device, max_length}",
-        },
-    ),
-    ADAPTER,
-    (("--name",), {"default": None, "help": "the model's name in the results; default its path"}),
-    path("--published", required=False),
-    path("--commitment", required=False),
-    (("--seed-file",), {"type": Path, "default": None, "help": "default OUT_DIR/private/secret.key"}),
-    (("--batch-size",), {"type": int, "default": 32}),
-    (("--token-budget",), {"type": int, "default": None, "help": "padded tokens per batch (texts sorted by length)"}),
-    (("--seed",), {"type": int, "default": 0, "help": "breaks loss ties"}),
-    (("--output-dir",), {"type": Path, "default": None, "help": "default OUT_DIR/private/tests/<name>"}),
-)
-def _watermark_test(a):
-    from leaktrace.stages.watermark import test_release
-
-    name = a.name or a.model["path"]
-    output_dir = a.output_dir or a.out_dir / "private" / "tests" / name.replace("/", "--")
-    test_release(
-        a.out_dir,
-        a.model,
-        _adapter(a),
-        name,
-        {"batch_size": a.batch_size, "token_budget": a.token_budget},
-        a.seed,
-        output_dir,
-        published=a.published,
-        commitment=a.commitment,
-        seed_file=a.seed_file,
-    )
-
-
-@command("audit-watermark-table")
-@_args(
-    (("--results",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH of each watermark-test result"}),
-    path("--output"),
-    path("--report"),
-)
-def _audit_watermark_table(a):
-    from leaktrace.stages.watermark import audit_watermark_table
-
-    audit_watermark_table(_paired_paths(a.results, "BENCHMARK"), a.output, a.report)
-
-
-@command("watermark-calibration")
-@_args(
-    (
-        ("--tokens",),
-        {"nargs": "+", "required": True, "help": "MODEL=PATH: the forms' token pass under each unexposed model"},
-    ),
-    (("--alphas",), {"type": float, "nargs": "+", "required": True}),
-    (("--draws",), {"type": int, "required": True, "help": "random publications per model"}),
-    SEED,
-    path("--output"),
-    path("--counts"),
-)
-def _watermark_calibration(a):
-    from leaktrace.stages.watermark import calibrate
-
-    calibrate(_named_paths(a.tokens), a.alphas, a.draws, a.seed, a.output, a.counts)
-
-
-@command("watermark-report")
-@_args(
-    (("--results",), {"nargs": "+", "required": True, "help": "MODEL=PATH of each test's result.parquet"}),
-    (("--ranks",), {"nargs": "+", "required": True, "help": "MODEL=PATH of each test's ranks.parquet"}),
-    path("--calibration"),
-    path("--counts"),
-    path("--commitment"),
-    path("--p-values", required=False),
-    SETTINGS,
-    path("--output-dir"),
-)
-def _watermark_report(a):
-    from leaktrace.stages.watermark import report
-
-    report(
-        _named_paths(a.results),
-        _named_paths(a.ranks),
-        a.calibration,
-        a.counts,
-        a.commitment,
-        a.settings,
-        a.output_dir,
-        p_values=a.p_values,
     )
 
 
