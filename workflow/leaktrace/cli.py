@@ -20,6 +20,7 @@ from leaktrace.errors import InputError
 STAGES: dict[str, str] = {
     "audit-watermark-table": "leaktrace.stages.watermark:audit_watermark_table",
     "fetch-model": "leaktrace.models.fetch:fetch_model",
+    "publish": "leaktrace.stages.watermark:publish_benchmark",
     "twin": "leaktrace.stages.twin:twin_tables",
     "verdict": "leaktrace.stages.verdict:verdict",
     "watermark-calibration": "leaktrace.stages.watermark:calibrate",
@@ -1280,104 +1281,6 @@ def _train_verifier(a):
     from leaktrace.stages.train_verifier import train_verifier
 
     train_verifier(a.input, a.output, a.seed)
-
-
-@command("publish")
-@_args(
-    (("input",), {"type": Path, "help": "a benchmark file: JSONL (.gz), JSON, Parquet or CSV"}),
-    (
-        ("out_dir",),
-        {"type": Path, "help": "the release: published.jsonl and commitment.json to publish, private/ to keep"},
-    ),
-    (
-        ("--forms",),
-        {"type": int, "required": True, "help": "K: each problem gets K + 1 equivalent forms, one published"},
-    ),
-    (
-        ("--seed-file",),
-        {
-            "type": Path,
-            "default": None,
-            "help": "the secret (256 random bits in hex), created 0600 where absent; default OUT_DIR/private/secret.key",
-        },
-    ),
-    (
-        ("--include-original",),
-        {
-            "action": "store_true",
-            "help": "the original is one of the K + 1 forms (only for an original never made public)",
-        },
-    ),
-    (("--preset",), {"default": "humaneval", "help": "the input's field names (leaktrace/data/benchmarks.py PRESETS)"}),
-    (
-        ("--format",),
-        {"default": None, "choices": ["jsonl", "json", "parquet", "csv"], "help": "default: from the name"},
-    ),
-    (
-        ("--fields",),
-        {"type": _json, "default": None, "help": 'field mapping overrides as JSON, e.g. \'{"id": "name"}\''},
-    ),
-    (("--limit",), {"type": int, "default": None, "help": "the first N problems only"}),
-    (
-        ("--transforms",),
-        {
-            "nargs": "+",
-            "default": ["rename", "test_cases", "T3"],
-            "choices": ["rename", "test_cases", "T3", "T1"],
-            "help": "how forms are made, applied in this order",
-        },
-    ),
-    (
-        ("--candidates",),
-        {"type": int, "default": None, "help": "candidate forms validated per problem; default 2 (K + 1)"},
-    ),
-    (("--names-per-form",), {"type": int, "default": None, "help": "names each renaming changes; default every name"}),
-    (("--t3-target",), {"type": float, "default": 0.9, "help": "T3's target line similarity"}),
-    path("--lexicon", required=False),
-    (("--seed",), {"type": int, "default": 0, "help": "the forms' generation seed (not the secret)"}),
-    (("--workers",), {"type": int, "default": 1, "help": "sandbox runs at a time"}),
-    (("--isolation",), {"default": "full", "choices": ["full", "weak"], "help": "the sandbox's isolation"}),
-    (("--sandbox",), {"type": _json, "default": {}, "help": "other SandboxLimits fields as JSON"}),
-    (
-        ("--secret-from-seed",),
-        {
-            "type": int,
-            "default": None,
-            "help": "testbed only: derive the secret from this run seed (reproducible, so no secret)",
-        },
-    ),
-)
-def _publish(a):
-    from leaktrace.sandbox import SandboxLimits
-    from leaktrace.stages.watermark import publish
-    from leaktrace.watermark.forms import FormSettings
-    from leaktrace.watermark.release import layout
-
-    try:
-        settings = FormSettings(
-            forms=a.forms,
-            candidates=a.candidates or 2 * (a.forms + 1),
-            transforms=tuple(a.transforms),
-            names_per_form=a.names_per_form,
-            t3_target=a.t3_target,
-            include_original=a.include_original,
-        )
-    except ValueError as err:
-        raise InputError("arguments", None, str(err)) from None
-    reader = layout(a.input, a.format, {"preset": a.preset, "fields": a.fields})
-    publish(
-        a.input,
-        a.out_dir,
-        reader,
-        settings,
-        seed=a.seed,
-        limits=SandboxLimits(**{"isolation": a.isolation, **a.sandbox}),
-        workers=a.workers,
-        seed_file=a.seed_file,
-        lexicon=a.lexicon,
-        limit=a.limit,
-        testbed_seed=a.secret_from_seed,
-    )
 
 
 def parser() -> argparse.ArgumentParser:

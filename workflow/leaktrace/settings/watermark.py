@@ -1,10 +1,14 @@
 """Randomized publication (``leaktrace publish``, ``watermark-test``,
-``watermark-calibration``, ``watermark-report``)."""
+``watermark-calibration``, ``watermark-report``): the report's settings, and
+the typed values of the maintainer commands' JSON flags."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+import dataclasses
 from dataclasses import dataclass
+from typing import Literal
 
 from leaktrace.config_slice import read_slice, settings_of
 
@@ -47,3 +51,60 @@ class TestedModel:
             raise ValueError(f"a model is a path or a JSON object with a path, got {text!r}")
         defaults = {"dtype": "float32", "device": "cpu", "max_length": None, "revision": None}
         return read_slice(cls, {**defaults, **spec}, "--model")
+
+
+def _json_object(text: str, what: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"not valid JSON: {err}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} is a JSON object, got {text!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class FieldOverrides:
+    """``publish --fields``: record field names that override the preset's,
+    key by key (a list concatenates fields; null unmaps a key)."""
+
+    fields: Mapping[str, str | tuple[str, ...] | None]
+
+    metavar = "JSON"
+
+    @classmethod
+    def from_flag(cls, text: str) -> FieldOverrides:
+        return read_slice(cls, {"fields": _json_object(text, "--fields")}, "--fields")
+
+    def as_config(self) -> dict:
+        """As the benchmark config's ``fields`` holds them (lists as lists)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.fields.items()}
+
+
+@dataclass(frozen=True)
+class SandboxOverrides:
+    """``publish --sandbox``: sandbox limits other than the default ones
+    (variants.sandbox's keys); null or absent: the sandbox's default."""
+
+    timeout_s: float | None
+    cpu_s: int | None
+    memory_mb: int | None
+    max_processes: int | None
+    file_size_mb: int | None
+    scratch_mb: int | None
+    isolation: Literal["full", "weak"] | None
+
+    metavar = "JSON"
+
+    @classmethod
+    def from_flag(cls, text: str) -> SandboxOverrides:
+        given = _json_object(text, "--sandbox")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(given) - known)
+        if unknown:
+            raise ValueError(f"--sandbox: unknown sandbox limits {unknown}; known: {sorted(known)}")
+        return read_slice(cls, {name: given.get(name) for name in known}, "--sandbox")
+
+    def given(self) -> dict:
+        """The limits set, by name."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}

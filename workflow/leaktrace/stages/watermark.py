@@ -21,7 +21,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -33,7 +33,7 @@ from leaktrace.errors import InputError
 from leaktrace.models.token_table import read_token_stats, write_token_stats
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import derive_seed
-from leaktrace.settings.watermark import TestedModel, WatermarkReportSettings
+from leaktrace.settings.watermark import FieldOverrides, SandboxOverrides, TestedModel, WatermarkReportSettings
 from leaktrace.variants.lexicon import IdentifierLexicon
 from leaktrace.variants.naming import NameProposer
 from leaktrace.variants.synonyms import WordAlternatives
@@ -42,7 +42,7 @@ from leaktrace.watermark.choice import choose, read_secret, secret_for, testbed_
 from leaktrace.watermark.commitment import check_commitment, read_commitment, write_commitment
 from leaktrace.watermark.forms import FormSettings, make_forms
 from leaktrace.watermark.ranks import published_rank, rank_sum_test
-from leaktrace.watermark.release import published_record, read_problems, release_reader, write_jsonl
+from leaktrace.watermark.release import layout, published_record, read_problems, release_reader, write_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +162,75 @@ def publish(
         dict(sorted(sizes.items())),
         out_dir / PUBLISHED,
         commitment["forms_sha256"],
+    )
+
+
+Transform = Literal["rename", "test_cases", "T3", "T1"]
+
+
+def publish_benchmark(
+    input: Annotated[Path, "a benchmark file: JSONL (.gz), JSON, Parquet or CSV"],
+    out_dir: Annotated[Path, "the release: published.jsonl and commitment.json to publish, private/ to keep"],
+    /,
+    forms: Annotated[int, "K: each problem gets K + 1 equivalent forms, one published"],
+    seed_file: Annotated[
+        Path | None,
+        "the secret (256 random bits in hex), created 0600 where absent; default OUT_DIR/private/secret.key",
+    ] = None,
+    include_original: Annotated[
+        bool, "the original is one of the K + 1 forms (only for an original never made public)"
+    ] = False,
+    preset: Annotated[str, "the input's field names (leaktrace/data/benchmarks.py PRESETS)"] = "humaneval",
+    format: Annotated[Literal["jsonl", "json", "parquet", "csv"] | None, "default: from the name"] = None,
+    fields: Annotated[FieldOverrides | None, 'field mapping overrides as JSON, e.g. \'{"id": "name"}\''] = None,
+    limit: Annotated[int | None, "the first N problems only"] = None,
+    transforms: Annotated[tuple[Transform, ...], "how forms are made, applied in this order"] = (
+        "rename",
+        "test_cases",
+        "T3",
+    ),
+    candidates: Annotated[int | None, "candidate forms validated per problem; default 2 (K + 1)"] = None,
+    names_per_form: Annotated[int | None, "names each renaming changes; default every name"] = None,
+    t3_target: Annotated[float, "T3's target line similarity"] = 0.9,
+    lexicon: Path | None = None,
+    seed: Annotated[int, "the forms' generation seed (not the secret)"] = 0,
+    workers: Annotated[int, "sandbox runs at a time"] = 1,
+    isolation: Annotated[Literal["full", "weak"], "the sandbox's isolation"] = "full",
+    sandbox: Annotated[SandboxOverrides | None, "other SandboxLimits fields as JSON"] = None,
+    secret_from_seed: Annotated[
+        int | None, "testbed only: derive the secret from this run seed (reproducible, so no secret)"
+    ] = None,
+) -> None:
+    """Publish a benchmark at random: K + 1 equivalent forms of each problem,
+    one published per problem by a secret's keyed draw, and the commitment.
+
+    The forms are proven equivalent in the sandbox; the release is written in
+    the input's layout (:func:`publish`)."""
+    try:
+        settings = FormSettings(
+            forms=forms,
+            candidates=candidates or 2 * (forms + 1),
+            transforms=tuple(transforms),
+            names_per_form=names_per_form,
+            t3_target=t3_target,
+            include_original=include_original,
+        )
+    except ValueError as err:
+        raise InputError("arguments", None, str(err)) from None
+    reader = layout(input, format, {"preset": preset, "fields": None if fields is None else fields.as_config()})
+    overrides = {} if sandbox is None else sandbox.given()
+    publish(
+        input,
+        out_dir,
+        reader,
+        settings,
+        seed=seed,
+        limits=SandboxLimits(**{"isolation": isolation, **overrides}),
+        workers=workers,
+        seed_file=seed_file,
+        lexicon=lexicon,
+        limit=limit,
+        testbed_seed=secret_from_seed,
     )
 
 
