@@ -21,8 +21,10 @@ STAGES: dict[str, str] = {
     "audit-watermark-table": "leaktrace.stages.watermark:audit_watermark_table",
     "fetch-model": "leaktrace.models.fetch:fetch_model",
     "publish": "leaktrace.stages.watermark:publish_benchmark",
+    "serve": "leaktrace.stages.serve:serve_model",
     "twin": "leaktrace.stages.twin:twin_tables",
     "verdict": "leaktrace.stages.verdict:verdict",
+    "verify-pairs": "leaktrace.stages.verify_pairs:verify_pairs",
     "watermark-calibration": "leaktrace.stages.watermark:calibrate",
     "watermark-report": "leaktrace.stages.watermark:report",
     "watermark-test": "leaktrace.stages.watermark:test_release",
@@ -622,41 +624,6 @@ def _counterfactual_execution(a):
     )
 
 
-@command("serve")
-@_args(
-    (("model",), {"help": "a local model directory or hub id"}),
-    (("--adapter",), {"help": "a PEFT adapter directory"}),
-    (("--revision",), {}),
-    (("--dtype",), {"default": "float32"}),
-    (("--device",), {"default": "cpu"}),
-    (("--name",), {"help": "the model name clients ask for (default: MODEL)"}),
-    (("--host",), {"default": "127.0.0.1", "help": "loopback only unless --allow-remote"}),
-    (("--port",), {"type": int, "default": 8000, "help": "0: any free port (the log says which)"}),
-    (("--allow-remote",), {"action": "store_true"}),
-    (("--chat-template",), {"type": Path, "help": "a Jinja chat template for a tokenizer without one"}),
-    (("--api-key-env",), {"help": "require the key held by this environment variable"}),
-    (("--max-length",), {"type": int, "help": "cap on tokens per sequence"}),
-)
-def _serve(a):
-    from leaktrace.models.backend import ModelSpec
-    from leaktrace.models.serve import serve
-
-    spec = ModelSpec(a.model, adapter=a.adapter, dtype=a.dtype, device=a.device, revision=a.revision)
-    try:
-        serve(
-            spec,
-            name=a.name,
-            host=a.host,
-            port=a.port,
-            allow_remote=a.allow_remote,
-            chat_template=a.chat_template.read_text(encoding="utf-8") if a.chat_template else None,
-            api_key_env=a.api_key_env,
-            max_length=a.max_length,
-        )
-    except ValueError as err:
-        raise InputError("serve", None, str(err)) from None
-
-
 @command("aggregate")
 @_args(
     path("--samples"),
@@ -1236,39 +1203,6 @@ def _mutate(a):
     from leaktrace.stages.mutate import mutate_jsonl
 
     mutate_jsonl(a.kind, a.target, a.seed, a.input, a.output, lexicon=a.lexicon)
-
-
-@command("verify-pairs")
-@_args(
-    (("input",), {"type": Path, "help": "JSONL: bench_text, corpus_text, optional id, language, tests, entry_point"}),
-    (("output",), {"type": Path, "help": "Parquet: one verdict a pair, with its clone type and the values behind it"}),
-    (("--preset",), {"default": "default", "choices": ["default", "lessleak"], "help": "tokeniser and thresholds"}),
-    (
-        ("--model",),
-        {
-            "default": None,
-            "help": "the verifier: shipped (the preset's: the learned one), rules, or a model file from train-verifier",
-        },
-    ),
-    (("--execute",), {"action": "store_true", "help": "run pairs with tests in the sandbox (execution equivalence)"}),
-    (("--isolation",), {"default": "full", "choices": ["full", "weak"], "help": "the sandbox's isolation"}),
-    (("--workers",), {"type": int, "default": 1}),
-    (("--judge",), {"type": _json, "default": None, "help": 'an LLM judge as JSON: {"model": PATH_OR_HUB_ID, ...}'}),
-)
-def _verify_pairs(a):
-    from leaktrace.sandbox import SandboxLimits
-    from leaktrace.stages.verify_pairs import verify_pairs
-
-    verify_pairs(
-        a.input,
-        a.output,
-        preset=a.preset,
-        model=a.model,
-        execute=a.execute,
-        limits=SandboxLimits(isolation=a.isolation),
-        workers=a.workers,
-        judge=a.judge,
-    )
 
 
 @command("train-verifier")

@@ -4,9 +4,9 @@ the typed values of the maintainer commands' JSON flags."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
-import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 

@@ -300,7 +300,9 @@ def test_release(
     keys = [(pid, row["form"], "text") for pid, own in forms.items() if len(own) >= 2 for row in own]
     texts = [forms[pid][form]["text"] for pid, form, _ in keys]
     lm = language_model(
-        asdict(model), None if adapter is None else str(adapter), {"batch_size": batch_size, "token_budget": token_budget}
+        asdict(model),
+        None if adapter is None else str(adapter),
+        {"batch_size": batch_size, "token_budget": token_budget},
     )
     stats = lm.score(texts, moments=[False] * len(texts))
     output_dir.mkdir(parents=True, exist_ok=True)
