@@ -279,7 +279,7 @@ rule watermark_report:
     params:
         results=named_watermark_files("results"),
         ranks=named_watermark_files("ranks"),
-        settings=settings("watermark"),
+        settings=stage_settings("watermark-report", config),
         out_dir=watermark_dir(),
     log:
         log_file("watermark_report", "{benchmark}"),
