@@ -242,12 +242,15 @@ def test_tiny_dose_run_writes_the_table(tmp_path):
     print(json.dumps([{k: r[k] for k in ("test", "method", "copies", "n_detected", "median_p")} for r in rows]))
 
 
+DI_SLICE = {"n_splits": 3, "exclude_methods": [], "curve_sizes": [8], "curve_draws": 1}
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"alpha": 0.05, "fpr": 0.05}, "config dose.power: missing"),
+        ({"alpha": 0.05, "fpr": 0.05, "dataset_inference": DI_SLICE}, "config dose.power: missing"),
         (
-            {"alpha": 0.05, "fpr": 0.05, "power": 0.8, "exclude_methods": "loss"},
+            {"alpha": 0.05, "fpr": 0.05, "power": 0.8, "dataset_inference": {**DI_SLICE, "exclude_methods": "loss"}},
             "config contamination.dataset_inference.exclude_methods: expected a list",
         ),
     ],
@@ -255,10 +258,15 @@ def test_tiny_dose_run_writes_the_table(tmp_path):
 def test_the_dose_command_names_a_missing_or_mistyped_key(settings, message, tmp_path, capsys):
     from leaktrace.cli import main
 
-    di = {"n_splits": 3, "exclude_methods": [], "curve_sizes": [8], "curve_draws": 1}
-    slice_ = {k: v for k, v in settings.items() if k != "exclude_methods"}
-    slice_["dataset_inference"] = {**di, **({"exclude_methods": settings["exclude_methods"]} if "exclude_methods" in settings else {})}
-    argv = ["dose", "--samples", "s.parquet", "--scores", "dose-r5-c1-s0-e1=x.parquet", "--settings", json.dumps(slice_)]
+    argv = [
+        "dose",
+        "--samples",
+        "s.parquet",
+        "--scores",
+        "dose-r5-c1-s0-e1=x.parquet",
+        "--settings",
+        json.dumps(settings),
+    ]
     with pytest.raises(SystemExit) as stopped:
         main([*argv, "--seed", "1", "--output-dir", str(tmp_path)])
     assert stopped.value.code == 2

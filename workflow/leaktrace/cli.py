@@ -454,7 +454,6 @@ def _audit_blind(a):
     audit_blind(_named_paths(a.benchmarks), a.control_ids, a.settings, a.seed, a.output)
 
 
-
 @command("shifted-controls")
 @_args(
     (("--benchmark",), {"required": True, "help": "the pool benchmark's name"}),
@@ -644,9 +643,6 @@ def _serve(a):
         raise InputError("serve", None, str(err)) from None
 
 
-
-
-
 @command("counterfactual-aggregate")
 @_args(
     (("--similarity",), {"type": Path, "nargs": "+", "required": True, "help": "the similarity families' tables"}),
@@ -669,10 +665,6 @@ def _counterfactual_aggregate(a):
         llm_filter=a.llm_filter,
         functions=a.functions,
     )
-
-
-
-
 
 
 @command("exchangeability")
@@ -717,7 +709,6 @@ def _audit_exchangeability_table(a):
     from leaktrace.stages.audit_exchangeability_table import audit_exchangeability_table
 
     audit_exchangeability_table(a.rows, a.output, a.report)
-
 
 
 # --- leakage scan (LessLeak-style): index the benchmark, scan corpus shards, gather ---

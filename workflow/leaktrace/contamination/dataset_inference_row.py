@@ -18,7 +18,6 @@ __all__ = ["DI", "DatasetInferenceSettings", "dataset_inference_row"]
 DI = "dataset_inference"  # the test's name in every table
 
 
-
 def dataset_inference_row(
     suspect_lookup: dict,
     suspect_ids: Sequence[str],

@@ -409,7 +409,9 @@ def contamination(
         model_seed = derive_seed(seed, "contamination", model)
         for validation in s.validation:
             if validation == TESTBED:
-                row, points = dataset_inference_row(lookup, members, lookup, non_members, di, s.contamination_alpha, model_seed)
+                row, points = dataset_inference_row(
+                    lookup, members, lookup, non_members, di, s.contamination_alpha, model_seed
+                )
             elif validation == HELD_OUT:
                 if held_out_ids is None:
                     raise ValueError(
