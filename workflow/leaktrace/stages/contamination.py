@@ -306,7 +306,7 @@ def _rate_row(
     }
 
 
-def exchangeability_calibration_rows(paths: dict[str, Path], alpha: float) -> list[dict]:
+def exchangeability_calibration_rows(paths: Mapping[str, Path], alpha: float) -> list[dict]:
     """The sharded test's false-positive rate under each model from its
     random-order runs (stages/exchangeability.py); orders too long to shard
     are left out."""

@@ -97,7 +97,7 @@ def _dose(model: str) -> dict:
     return {"arm": arm, "copies": copies, "seed": seed, "epochs": epochs}
 
 
-def target_results(split: dict, scores: dict[str, Path], settings: DoseSettings, seed: int) -> list[dict]:
+def target_results(split: dict, scores: Mapping[str, Path], settings: DoseSettings, seed: int) -> list[dict]:
     """Per-sample detectors and dataset inference of each dose model of the members' arm."""
     members = sorted(s for s, (m, _) in split.items() if m)
     non_members = sorted(s for s, (m, _) in split.items() if not m)
@@ -131,7 +131,7 @@ def target_results(split: dict, scores: dict[str, Path], settings: DoseSettings,
     return results
 
 
-def twin_results(split: dict, targets: dict[str, Path], twins: dict[str, Path], seed: int) -> list[dict]:
+def twin_results(split: dict, targets: Mapping[str, Path], twins: Mapping[str, Path], seed: int) -> list[dict]:
     """The sign-flip test of each detector for each dose's (members' model,
     twin) pair of the same dose and seed: d = s_seen - s_unseen."""
     by_dose = {(d["copies"], d["seed"], d["epochs"]): m for m in targets for d in [_dose(m)]}
@@ -158,7 +158,7 @@ def twin_results(split: dict, targets: dict[str, Path], twins: dict[str, Path], 
     return results
 
 
-def single_p_results(test: str, results: dict[str, Path]) -> list[dict]:
+def single_p_results(test: str, results: Mapping[str, Path]) -> list[dict]:
     """The watermark's or the exchangeability test's one p-value per model (None: could not run)."""
     rows = []
     for model, path in results.items():
