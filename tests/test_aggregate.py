@@ -584,3 +584,29 @@ def test_a_level_no_conformal_p_value_can_reach_is_said_beside_the_decisions():
         assert ("**No sample can be flagged at this α**: with 2 controls" in text) is said
     assert unreachable_alpha({"n_control": 19, "alpha": 0.05}) == ""
     assert "at least 19 non-members" in unreachable_alpha({"n_control": 18, "alpha": 0.05})
+
+
+def test_the_aggregate_slice_holds_null_for_a_graybox_family_the_config_does_not_run():
+    """score.methods.srdetection_graybox is optional (a family left out is not run): the
+    aggregate's slice then carries null, and the null check reads the family's defaults."""
+    import json
+
+    from leaktrace.stage_entry import stage_settings
+
+    config = {
+        "aggregate": {"bootstrap_resamples": 10, "filtered_min_per_class": 5, "blind_permutations": 3},
+        "calibration": {"alpha": 0.05},
+        "score": {"methods": {"loss": {}}},
+    }
+    assert json.loads(stage_settings("aggregate", config)) == {
+        "bootstrap_resamples": 10,
+        "filtered_min_per_class": 5,
+        "calibration_alpha": 0.05,
+        "srdetection_graybox": None,
+    }
+    config["score"]["methods"]["srdetection_graybox"] = {"n_variants": 3, "sensitivity": [1], "generators": []}
+    assert json.loads(stage_settings("aggregate", config))["srdetection_graybox"] == {
+        "n_variants": 3,
+        "sensitivity": [1],
+        "generators": [],
+    }
