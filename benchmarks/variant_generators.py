@@ -29,9 +29,9 @@ from leaktrace.artifacts import read_records
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.detect.evidence import SampleEvidence
 from leaktrace.detect.srdetection_graybox import srdetection_flag
-from leaktrace.evaluate.null_check import null_check
+from leaktrace.evaluate.null_check import null_check, null_check_rows
 from leaktrace.models.token_table import read_token_stats
-from leaktrace.stages.aggregate import null_check_rows
+from leaktrace.settings.aggregate import GrayboxInstances
 from leaktrace.stages.score import score_methods, score_tokens
 from leaktrace.stages.variants import make_variants_table
 from leaktrace.variants.kinds import detector_variant_counts
@@ -96,7 +96,7 @@ def main() -> None:
         read_records(a.out / "scores.parquet"),
         samples,
         detector_variant_counts(rows),
-        GRAYBOX,
+        GrayboxInstances(n_variants=10, sensitivity=(3,), generators=("ast",)),
         {"ast": detector_variant_counts(rows, "ast")},
     ):
         print(_line(r["method"], r))

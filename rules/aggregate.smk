@@ -43,8 +43,7 @@ rule testbed_blind:
         table=blind_baseline_file(),
         scores=blind_scores_file(),
     params:
-        settings=json.dumps({"alpha": config["contamination"]["alpha"], "permutations": config["aggregate"]["blind_permutations"],
-                             "repeats": config["audit"]["blind_repeats"]}, sort_keys=True),
+        settings=stage_settings("testbed-blind", config),
         seed=config["seed"],
     log:
         log_file("testbed_blind", "{benchmark}"),
@@ -59,14 +58,6 @@ rule testbed_blind:
         "{LEAKTRACE} testbed-blind --benchmark {wildcards.benchmark} --benchmark-table {input.benchmark}"
         " --samples {input.samples} --settings {params.settings:q} --seed {params.seed} --output {output.table}"
         " --scores-output {output.scores} 2> {log}"
-
-
-def aggregate_settings():
-    """The aggregate config slice, with SrDetection gray-box's score settings
-    (its variant counts) for the null check and the decisions' level."""
-    methods = config["score"]["methods"]
-    return json.dumps({**config["aggregate"], "srdetection_graybox": methods.get("srdetection_graybox"),
-                       "alpha": config["calibration"]["alpha"]}, sort_keys=True)
 
 
 def named_inputs(kind):
@@ -95,7 +86,7 @@ rule aggregate:
         roc_reference=report(aggregate_file("roc_reference.png"), caption="../report/roc_reference.rst",
                              category="Detection"),
     params:
-        settings=aggregate_settings(),
+        settings=stage_settings("aggregate", config),
         seed=config["seed"],
         scores=named_inputs("scores"),
         tokens=named_inputs("tokens"),

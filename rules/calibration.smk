@@ -45,15 +45,6 @@ def learned_arguments(wildcards, input):
     return f"--learned {pairs}" if pairs else ""
 
 
-def calibration_settings(*keys, dataset_inference=False):
-    """The calibration slice's ``keys``, the learned detectors' settings (VeilProbe's) and, for
-    ``dataset_inference``, that test's."""
-    block = {"calibration": {k: config["calibration"][k] for k in keys}, "veilprobe": METHODS.get("veilprobe")}
-    if dataset_inference:
-        block["dataset_inference"] = config["contamination"]["dataset_inference"]
-    return json.dumps(block, sort_keys=True)
-
-
 def calibration_results(benchmark):
     return [conformal_file(benchmark, m) for m in conformal_calibration_models()] \
         + [membership_calibration_file(benchmark, m) for m in membership_calibration_models()]
@@ -69,7 +60,7 @@ rule calibration_conformal:
         conformal_file(),
     params:
         learned=learned_arguments,
-        settings=calibration_settings("alphas", "cross_fit_folds", "repartitions"),
+        settings=stage_settings("calibration-conformal", config),
         seed=config["seed"],
     log:
         log_file("calibration_conformal", "{benchmark}", "{model}"),
@@ -92,7 +83,7 @@ rule calibration_membership:
         membership_calibration_file(),
     params:
         learned=learned_arguments,
-        settings=calibration_settings("alphas", "cross_fit_folds", "memberships", dataset_inference=True),
+        settings=stage_settings("calibration-membership", config),
         seed=config["seed"],
     log:
         log_file("calibration_membership", "{benchmark}", "{model}"),

@@ -48,13 +48,10 @@ def exchangeability_calibration_models():
     return [m for m in exchangeability_models() if m == "reference" and calibrate]
 
 
-def contamination_settings():
-    """The contamination slice without the exchangeability block (its own rule),
-    the calibrated models resolved."""
-    block = {k: v for k, v in config["contamination"].items() if k != "exchangeability"}
-    block["calibration"] = {**block["calibration"], "models": contamination_models("calibration", default_shams=True)}
-    block["alphas"] = config["calibration"]["alphas"]  # the calibration table's levels (its `real order` rows)
-    return json.dumps(block, sort_keys=True)
+def contamination_calibration_models():
+    """``--calibration-models``: the models the contamination tests are calibrated under, resolved."""
+    models = contamination_models("calibration", default_shams=True)
+    return "--calibration-models " + " ".join(models) if models else ""
 
 
 def exchangeability_results(wildcards):
@@ -99,7 +96,8 @@ rule contamination:
                       category="Contamination"),
         section=contamination_file("report.md"),
     params:
-        settings=contamination_settings(),
+        settings=stage_settings("contamination", config),
+        calibration_models=contamination_calibration_models(),
         seed=config["seed"],
         scores=contamination_score_arguments,
         held_out=held_out_argument,
@@ -118,7 +116,7 @@ rule contamination:
     shell:
         "{LEAKTRACE} contamination --samples {input.samples} --scores {params.scores} {params.held_out}"
         " --exchangeability {params.exchangeability} --exchangeability-calibration {params.exchangeability_calibration}"
-        " --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir} 2> {log}"
+        " {params.calibration_models} --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir} 2> {log}"
 
 
 # Oren et al.'s sharded test: the one stage of this block with forward passes

@@ -269,7 +269,8 @@ def dose_arguments(wildcards, input):
                               ("--watermark", "wm", "watermark"), ("--exchangeability", "ord", "exchangeability")):
         if input[kind]:
             parts.append(option + " " + " ".join(f"{m}={p}" for m, p in zip(dose_models(arm), input[kind], strict=True)))
-    parts += [f"--blind {path}" for path in input.blind]
+    if input.blind:
+        parts.append("--blind " + " ".join(input.blind))
     return " ".join(parts)
 
 
@@ -281,8 +282,7 @@ rule dose:
         section=aggregate_file("dose.md"),
         figure=report(aggregate_file("dose.png"), caption="../report/dose.rst", category="Detection"),
     params:
-        settings=json.dumps({**{k: DOSE[k] for k in ("alpha", "fpr", "power")},
-                             "dataset_inference": config["contamination"]["dataset_inference"]}, sort_keys=True),
+        settings=stage_settings("dose", config),
         seed=config["seed"],
         models=dose_arguments,
         out_dir=aggregate_dir(),

@@ -13,13 +13,14 @@ from leaktrace.calibration.table import REAL_ORDER, count_row, write_rows
 from leaktrace.config_slice import SliceError
 from leaktrace.detect.scores import SCORES_SCHEMA
 from leaktrace.evaluate.detection import detection_rows, subset_samples
-from leaktrace.evaluate.null_check import null_check
+from leaktrace.evaluate.null_check import null_check, null_check_rows
 from leaktrace.evaluate.seeds import across_seeds
 from leaktrace.models.backend import TokenStats
 from leaktrace.models.naming import model_coordinates
 from leaktrace.models.token_table import write_token_stats
 from leaktrace.report.results import pivot, sensitivity_sections
-from leaktrace.stages.aggregate import aggregate, null_check_rows
+from leaktrace.settings.aggregate import AggregateSettings, GrayboxInstances
+from leaktrace.stages.aggregate import aggregate
 from leaktrace.stages.audit import audit, leakage_rates
 from leaktrace.variants.kinds import detector_variant_counts
 
@@ -222,7 +223,7 @@ def test_null_check_counts_detector_variants_only_and_caps_them_per_instance():
         for method in ("srdetection_graybox", "srdetection_graybox_n1", "loss")
     ]
     scores += [{"sample_id": "a", "method": "srdetection_graybox_ast_tt", "decision": False}]  # b has no such variant
-    settings = {"n_variants": 10, "sensitivity": [1], "generators": ["ast+tt"]}
+    settings = GrayboxInstances(n_variants=10, sensitivity=(1,), generators=("ast+tt",))
     rows = {r["method"]: r for r in null_check_rows(scores, samples, counts, settings, {"ast+tt": composed})}
     assert rows["srdetection_graybox"]["n_samples"] == 2  # the unkept x is left out
     assert rows["srdetection_graybox"]["expected_rate"] == pytest.approx((1 / 4 + 1 / 2) / 2)  # n_i = 3, 1
@@ -242,7 +243,7 @@ def test_null_check_keeps_the_samples_the_pre_exposure_filter_removed():
     ]
     scores = [{"sample_id": sid, "method": "srdetection_graybox", "decision": sid != "a"} for sid in ("a", "r", "x")]
     rows = null_check_rows(
-        scores, samples, {"a": 1, "r": 1, "x": 1}, {"n_variants": 10, "sensitivity": [], "generators": []}
+        scores, samples, {"a": 1, "r": 1, "x": 1}, GrayboxInstances(n_variants=10, sensitivity=(), generators=())
     )
     [row] = [r for r in rows if r["method"] == "srdetection_graybox"]
     assert (row["n_samples"], row["n_flagged"], row["expected_rate"]) == (2, 1, pytest.approx(1 / 2))
@@ -495,12 +496,12 @@ def write_synthetic_run(root, *, n_samples, models, methods, seed=0):
     return scores, tokens
 
 
-AGGREGATE_SETTINGS = {
-    "bootstrap_resamples": 50,
-    "srdetection_graybox": {"n_variants": 10, "sensitivity": [1]},
-    "alpha": 0.1,
-    "filtered_min_per_class": 5,
-}
+AGGREGATE_SETTINGS = AggregateSettings(
+    bootstrap_resamples=50,
+    filtered_min_per_class=5,
+    calibration_alpha=0.1,
+    srdetection_graybox=GrayboxInstances(n_variants=10, sensitivity=(1,), generators=()),
+)
 
 
 def test_aggregate_writes_both_subsets_seeds_and_the_null_check(tmp_path):
@@ -583,3 +584,29 @@ def test_a_level_no_conformal_p_value_can_reach_is_said_beside_the_decisions():
         assert ("**No sample can be flagged at this α**: with 2 controls" in text) is said
     assert unreachable_alpha({"n_control": 19, "alpha": 0.05}) == ""
     assert "at least 19 non-members" in unreachable_alpha({"n_control": 18, "alpha": 0.05})
+
+
+def test_the_aggregate_slice_holds_null_for_a_graybox_family_the_config_does_not_run():
+    """score.methods.srdetection_graybox is optional (a family left out is not run): the
+    aggregate's slice then carries null, and the null check reads the family's defaults."""
+    import json
+
+    from leaktrace.stage_entry import stage_settings
+
+    config = {
+        "aggregate": {"bootstrap_resamples": 10, "filtered_min_per_class": 5, "blind_permutations": 3},
+        "calibration": {"alpha": 0.05},
+        "score": {"methods": {"loss": {}}},
+    }
+    assert json.loads(stage_settings("aggregate", config)) == {
+        "bootstrap_resamples": 10,
+        "filtered_min_per_class": 5,
+        "calibration_alpha": 0.05,
+        "srdetection_graybox": None,
+    }
+    config["score"]["methods"]["srdetection_graybox"] = {"n_variants": 3, "sensitivity": [1], "generators": []}
+    assert json.loads(stage_settings("aggregate", config))["srdetection_graybox"] == {
+        "n_variants": 3,
+        "sensitivity": [1],
+        "generators": [],
+    }

@@ -42,6 +42,7 @@ from leaktrace.detect.cross_fit import (
     row_conformal_inputs,
 )
 from leaktrace.errors import InputError
+from leaktrace.settings.contamination import DatasetInferenceSettings
 
 CONTROL = np.array([0.1, 0.4, 0.4, 0.7, 0.9])
 
@@ -292,7 +293,8 @@ def test_membership_null_holds_with_a_memorising_learned_feature():
     split = {sid: (i % 2 == 0, "calibration" if i < 24 else "evaluation") for i, sid in enumerate(ids)}
     lookup = {"loss": {sid: float(v) for sid, v in zip(ids, rng.normal(size=60), strict=True)}}
     refits = {"dpdllm": (Refit(_memorising(rng.normal(size=60)), 60, folds=4), ids)}
-    rows = membership_rows("reference", lookup, split, refits, {"n_splits": 3}, [0.05], draws=60, seed=1)
+    di = DatasetInferenceSettings(n_splits=3, exclude_methods=(), curve_sizes=(), curve_draws=0)
+    rows = membership_rows("reference", lookup, split, refits, di, [0.05], draws=60, seed=1)
     (row,) = rows
     assert row["holds"] and row["rate"] <= 0.1 and "dpdllm" in row["note"]
 

@@ -2,16 +2,21 @@
 under the null (fresh null data per seed, so the binomial margin is exact),
 powerful under a shift, and the pieces that feed them."""
 
+import json
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from scipy.stats import ttest_ind
 from sklearn.linear_model import LogisticRegression
 
 from leaktrace.calibration.rates import ABOVE, WITHIN, false_positive_rate
+from leaktrace.config_slice import read_slice
 from leaktrace.contamination.combine import twice_median
 from leaktrace.contamination.dataset_inference import dataset_inference, p_value_curve, smallest_n
 from leaktrace.contamination.features import feature_matrix, score_lookup, shared_methods
 from leaktrace.contamination.variant_preference import preference_test
+from leaktrace.settings.contamination import ContaminationSettings
 
 ALPHA = 0.05
 
@@ -164,30 +169,36 @@ def _testbed(tmp_path, n=60, signal=1.5, models=None):
     return tmp_path / "samples.parquet", paths
 
 
-SETTINGS = {
+SLICE = {
     "validation": ["testbed", "variants"],
-    "held_out_ids": None,
-    "alpha": ALPHA,
+    "contamination_alpha": ALPHA,
     "alphas": [0.05, 0.1],
     "dataset_inference": {"n_splits": 3, "exclude_methods": ["ref_oracle"], "curve_sizes": [8, 16], "curve_draws": 2},
     "variant_preference": {"method": "neighbor", "reference": "reference", "n_resamples": 199},
-    "calibration": {"seeds": 10, "models": None},
+    "calibration": {"seeds": 10},
 }
+SETTINGS = read_slice(ContaminationSettings, SLICE, "contamination")
 
 
-def test_contamination_settings_name_a_missing_or_mistyped_key(tmp_path):
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"dataset_inference": {k: v for k, v in SLICE["dataset_inference"].items() if k != "n_splits"}},
+            "config contamination.dataset_inference.n_splits: missing",
+        ),
+        ({"contamination_alpha": "0.05"}, "config contamination.alpha: expected a number, got '0.05'"),
+    ],
+)
+def test_the_contamination_command_names_a_missing_or_mistyped_key(change, message, tmp_path, capsys):
+    from leaktrace.cli import main
 
-    from leaktrace.config_slice import SliceError
-    from leaktrace.stages.contamination import contamination
-
-    missing = {
-        **SETTINGS,
-        "dataset_inference": {k: v for k, v in SETTINGS["dataset_inference"].items() if k != "n_splits"},
-    }
-    with pytest.raises(SliceError, match=r"config contamination\.dataset_inference\.n_splits: missing"):
-        contamination(tmp_path / "absent.parquet", {}, missing, 7, tmp_path)
-    with pytest.raises(SliceError, match=r"config contamination\.alpha: expected a number, got '0\.05'"):
-        contamination(tmp_path / "absent.parquet", {}, {**SETTINGS, "alpha": "0.05"}, 7, tmp_path)
+    argv = ["contamination", "--samples", "s.parquet", "--scores", "reference=r.parquet"]
+    argv += ["--settings", json.dumps({**SLICE, **change}), "--seed", "7", "--output-dir", str(tmp_path)]
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    assert message in capsys.readouterr().err
 
 
 def test_contamination_stage_writes_p_values_curves_and_calibration(tmp_path):
@@ -452,7 +463,7 @@ def test_the_sham_reference_cancels_the_shift_of_fine_tuning(tmp_path):
     results = {}
     for reference in ("reference", "sham"):
         out = tmp_path / reference
-        settings = {**SETTINGS, "variant_preference": {**SETTINGS["variant_preference"], "reference": reference}}
+        settings = replace(SETTINGS, variant_preference=replace(SETTINGS.variant_preference, reference=reference))
         contamination(samples, scores, settings, 7, out)
         results[reference] = (
             {(r["model"], r["validation"]): r for r in pq.read_table(out / "p_values.parquet").to_pylist()},

@@ -26,6 +26,8 @@ from leaktrace.evaluate.dose import (
 from leaktrace.evaluate.proportions import wilson_interval
 from leaktrace.models.naming import dose_labels, dose_model
 from leaktrace.seeding import derive_seed
+from leaktrace.settings.contamination import DatasetInferenceSettings
+from leaktrace.settings.dose import DoseSettings
 from leaktrace.stages.dose import dose_order, dose_table
 
 
@@ -166,12 +168,12 @@ def test_dose_stage_on_hand_made_scores(tmp_path):
             _write_scores(twins[twin], ids, lambda s, shift=shift: shift if s not in members else 0.0)
             wm[mark] = tmp_path / f"{mark}.parquet"
             write_table([{"p_value": 0.25 if shift == 0 else 1e-4}], pa.schema([("p_value", pa.float64())]), wm[mark])
-    settings = {
-        "alpha": 0.05,
-        "fpr": 0.05,
-        "power": 0.8,
-        "dataset_inference": {"n_splits": 3, "exclude_methods": [], "curve_sizes": [8], "curve_draws": 1},
-    }
+    settings = DoseSettings(
+        alpha=0.05,
+        fpr=0.05,
+        power=0.8,
+        dataset_inference=DatasetInferenceSettings(n_splits=3, exclude_methods=(), curve_sizes=(8,), curve_draws=1),
+    )
     dose_table(tmp_path / "samples.parquet", scores, settings, 1, tmp_path, twins=twins, watermark=wm)
     rows = {(r["test"], r["method"], r["copies"]): r for r in read_records(tmp_path / "dose.parquet")}
     # a shift of 3 sd separates members from non-members at every seed: every test detects k = 4, and so the smallest k
@@ -196,7 +198,7 @@ def test_dose_stage_on_hand_made_scores(tmp_path):
         pa.schema([(c, pa.float64()) for c in ("auc", "ci_low", "ci_high", "p_value")]),
         blind,
     )
-    dose_table(tmp_path / "samples.parquet", scores, settings, 1, tmp_path, blind=[blind])
+    dose_table(tmp_path / "samples.parquet", scores, settings, 1, tmp_path, blind=(blind,))
     again = read_records(tmp_path / "dose.parquet")
     assert {r["blind_auc"] for r in again if r["test"] == "per-sample detector"} == {0.52}
     assert {r["blind_auc"] for r in again if r["test"] != "per-sample detector"} == {None}
@@ -240,12 +242,32 @@ def test_tiny_dose_run_writes_the_table(tmp_path):
     print(json.dumps([{k: r[k] for k in ("test", "method", "copies", "n_detected", "median_p")} for r in rows]))
 
 
-def test_the_dose_settings_name_a_missing_or_mistyped_key(tmp_path):
-    from leaktrace.config_slice import SliceError
+DI_SLICE = {"n_splits": 3, "exclude_methods": [], "curve_sizes": [8], "curve_draws": 1}
 
-    di = {"n_splits": 3, "exclude_methods": [], "curve_sizes": [8], "curve_draws": 1}
-    with pytest.raises(SliceError, match=r"config dose\.power: missing"):
-        dose_table(tmp_path / "absent.parquet", {}, {"alpha": 0.05, "fpr": 0.05, "dataset_inference": di}, 1, tmp_path)
-    with pytest.raises(SliceError, match=r"config contamination\.dataset_inference\.exclude_methods: expected a list"):
-        settings = {"alpha": 0.05, "fpr": 0.05, "power": 0.8, "dataset_inference": {**di, "exclude_methods": "loss"}}
-        dose_table(tmp_path / "absent.parquet", {}, settings, 1, tmp_path)
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"alpha": 0.05, "fpr": 0.05, "dataset_inference": DI_SLICE}, "config dose.power: missing"),
+        (
+            {"alpha": 0.05, "fpr": 0.05, "power": 0.8, "dataset_inference": {**DI_SLICE, "exclude_methods": "loss"}},
+            "config contamination.dataset_inference.exclude_methods: expected a list",
+        ),
+    ],
+)
+def test_the_dose_command_names_a_missing_or_mistyped_key(settings, message, tmp_path, capsys):
+    from leaktrace.cli import main
+
+    argv = [
+        "dose",
+        "--samples",
+        "s.parquet",
+        "--scores",
+        "dose-r5-c1-s0-e1=x.parquet",
+        "--settings",
+        json.dumps(settings),
+    ]
+    with pytest.raises(SystemExit) as stopped:
+        main([*argv, "--seed", "1", "--output-dir", str(tmp_path)])
+    assert stopped.value.code == 2
+    assert message in capsys.readouterr().err

@@ -18,10 +18,18 @@ from pathlib import Path
 from leaktrace.errors import InputError
 
 STAGES: dict[str, str] = {
+    "aggregate": "leaktrace.stages.aggregate:aggregate",
     "audit-watermark-table": "leaktrace.stages.watermark:audit_watermark_table",
+    "calibration-conformal": "leaktrace.stages.calibration:conformal_calibration",
+    "calibration-membership": "leaktrace.stages.calibration:membership_calibration",
+    "contamination": "leaktrace.stages.contamination:contamination",
+    "dataset-inference": "leaktrace.stages.contamination:dataset_inference_command",
+    "dose": "leaktrace.stages.dose:dose_table",
+    "dose-order": "leaktrace.stages.dose:dose_order",
     "fetch-model": "leaktrace.models.fetch:fetch_model",
     "publish": "leaktrace.stages.watermark:publish_benchmark",
     "serve": "leaktrace.stages.serve:serve_model",
+    "testbed-blind": "leaktrace.stages.testbed_blind:testbed_blind_stage",
     "twin": "leaktrace.stages.twin:twin_tables",
     "verdict": "leaktrace.stages.verdict:verdict",
     "verify-pairs": "leaktrace.stages.verify_pairs:verify_pairs",
@@ -454,22 +462,6 @@ def _audit_blind(a):
     audit_blind(_named_paths(a.benchmarks), a.control_ids, a.settings, a.seed, a.output)
 
 
-@command("testbed-blind")
-@_args(
-    (("--benchmark",), {"required": True, "help": "the benchmark's name"}),
-    path("--benchmark-table"),
-    path("--samples"),
-    SETTINGS,
-    SEED,
-    path("--output"),
-    path("--scores-output"),
-)
-def _testbed_blind(a):
-    from leaktrace.stages.testbed_blind import testbed_blind_stage
-
-    testbed_blind_stage(a.benchmark, a.benchmark_table, a.samples, a.settings, a.seed, a.output, a.scores_output)
-
-
 @command("shifted-controls")
 @_args(
     (("--benchmark",), {"required": True, "help": "the pool benchmark's name"}),
@@ -624,99 +616,6 @@ def _counterfactual_execution(a):
     )
 
 
-@command("aggregate")
-@_args(
-    path("--samples"),
-    (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
-    (("--tokens",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
-    path("--variants"),
-    (
-        ("--fragments",),
-        {
-            "nargs": "*",
-            "default": [],
-            "help": "FAMILY=PATH: Markdown sections of other stages, each on its family's page",
-        },
-    ),
-    (
-        ("--calibration-rows",),
-        {
-            "type": Path,
-            "nargs": "*",
-            "default": [],
-            "help": "row files of leaktrace.calibration.table, joined into calibration.parquet",
-        },
-    ),
-    path("--blind", required=False),
-    path("--blind-scores", required=False),
-    SETTINGS,
-    SEED,
-    path("--output-dir"),
-)
-def _aggregate(a):
-    from leaktrace.stages.aggregate import aggregate
-
-    fragments = tuple((family, Path(p)) for family, _, p in (f.partition("=") for f in a.fragments))
-    blind = (a.blind, a.blind_scores) if a.blind and a.blind_scores else None
-    aggregate(
-        a.samples,
-        _named_paths(a.scores),
-        _named_paths(a.tokens),
-        a.variants,
-        a.settings,
-        a.seed,
-        a.output_dir,
-        fragments,
-        tuple(a.calibration_rows),
-        blind,
-    )
-
-
-@command("dose-order")
-@_args(path("--benchmark"), SEED, path("--output"))
-def _dose_order(a):
-    from leaktrace.stages.dose import dose_order
-
-    dose_order(a.benchmark, a.seed, a.output)
-
-
-@command("dose")
-@_args(
-    path("--samples"),
-    (
-        ("--scores",),
-        {"nargs": "+", "required": True, "help": "MODEL=PATH: each dose model's scores.parquet (the members' arm)"},
-    ),
-    (("--twins",), {"nargs": "+", "default": [], "help": "TWIN=PATH: each dose twin's scores.parquet"}),
-    (
-        ("--watermark",),
-        {"nargs": "+", "default": [], "help": "MODEL=PATH: each watermark-arm model's rank-test result"},
-    ),
-    (
-        ("--exchangeability",),
-        {"nargs": "+", "default": [], "help": "MODEL=PATH: each order-arm model's exchangeability result"},
-    ),
-    (("--blind",), {"type": Path, "action": "append", "default": [], "help": "the testbed's blind-baseline row file"}),
-    SETTINGS,
-    SEED,
-    path("--output-dir"),
-)
-def _dose(a):
-    from leaktrace.stages.dose import dose_table
-
-    dose_table(
-        a.samples,
-        _named_paths(a.scores),
-        a.settings,
-        a.seed,
-        a.output_dir,
-        twins=_named_paths(a.twins),
-        watermark=_named_paths(a.watermark),
-        exchangeability=_named_paths(a.exchangeability),
-        blind=a.blind,
-    )
-
-
 @command("counterfactual-aggregate")
 @_args(
     (("--similarity",), {"type": Path, "nargs": "+", "required": True, "help": "the similarity families' tables"}),
@@ -738,68 +637,6 @@ def _counterfactual_aggregate(a):
         samples=a.samples,
         llm_filter=a.llm_filter,
         functions=a.functions,
-    )
-
-
-@command("contamination")
-@_args(
-    path("--samples"),
-    (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH, base model first"}),
-    path("--held-out-ids", required=False),
-    (("--exchangeability",), {"nargs": "*", "default": [], "help": "MODEL=PATH of the exchangeability stage"}),
-    (
-        ("--exchangeability-calibration",),
-        {"nargs": "*", "default": [], "help": "MODEL=PATH of the exchangeability test on random orders"},
-    ),
-    SETTINGS,
-    SEED,
-    path("--output-dir"),
-)
-def _contamination(a):
-    from leaktrace.stages.contamination import contamination
-
-    contamination(
-        a.samples,
-        _named_paths(a.scores),
-        a.settings,
-        a.seed,
-        a.output_dir,
-        a.held_out_ids,
-        _named_paths(a.exchangeability),
-        _named_paths(a.exchangeability_calibration),
-    )
-
-
-CALIBRATION_ARGS = (
-    path("--samples"),
-    (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH of each model's scores.parquet"}),
-    (
-        ("--learned",),
-        {"nargs": "*", "default": [], "help": "MODEL:FAMILY=PATH of a learned detector's features (refitted)"},
-    ),
-    SETTINGS,
-    SEED,
-    path("--output"),
-)
-
-
-@command("calibration-conformal")
-@_args(*CALIBRATION_ARGS)
-def _calibration_conformal(a):
-    from leaktrace.stages.calibration import conformal_calibration
-
-    conformal_calibration(
-        a.samples, _named_paths(a.scores), _paired_paths(a.learned, "FAMILY"), a.settings, a.seed, a.output
-    )
-
-
-@command("calibration-membership")
-@_args(*CALIBRATION_ARGS)
-def _calibration_membership(a):
-    from leaktrace.stages.calibration import membership_calibration
-
-    membership_calibration(
-        a.samples, _named_paths(a.scores), _paired_paths(a.learned, "FAMILY"), a.settings, a.seed, a.output
     )
 
 
@@ -845,67 +682,6 @@ def _audit_exchangeability_table(a):
     from leaktrace.stages.audit_exchangeability_table import audit_exchangeability_table
 
     audit_exchangeability_table(a.rows, a.output, a.report)
-
-
-@command("dataset-inference")
-@_args(
-    (
-        ("--scores",),
-        {
-            "type": Path,
-            "required": True,
-            "help": "the suspect set's scores: leaktrace's scores.parquet, or Parquet/CSV with sample_id "
-            "and one numeric column per detector",
-        },
-    ),
-    path("--validation-scores", required=False),
-    path("--validation-ids", required=False),
-    path("--reference-scores", required=False),
-    (("--name",), {"default": "model", "help": "the model's name in the output"}),
-    (("--alpha",), {"type": float, "default": 0.05}),
-    (("--n-splits",), {"type": int, "default": 11, "help": "random A/B splits, combined as 2 x median"}),
-    (("--curve-sizes",), {"type": int, "nargs": "*", "default": [8, 16, 24, 32, 48]}),
-    (("--curve-draws",), {"type": int, "default": 5}),
-    (("--exclude",), {"nargs": "*", "default": ["ref_oracle"], "help": "detectors not used as features"}),
-    (("--method",), {"default": "neighbor", "help": "with --reference-scores: the per-sample preference detector"}),
-    (("--n-resamples",), {"type": int, "default": 999}),
-    (("--seed",), {"type": int, "default": 0}),
-    path("--output"),
-    path("--curve", required=False),
-)
-def _dataset_inference(a):
-    """A dataset-level p-value on score tables a user brings."""
-    from leaktrace.stages.contamination import dataset_inference_tables
-
-    settings = {
-        "alpha": a.alpha,
-        "dataset_inference": {
-            "n_splits": a.n_splits,
-            "exclude_methods": a.exclude,
-            "curve_sizes": a.curve_sizes,
-            "curve_draws": a.curve_draws,
-        },
-        "variant_preference": {"method": a.method, "n_resamples": a.n_resamples},
-    }
-    row = dataset_inference_tables(
-        a.scores,
-        settings,
-        a.seed,
-        a.output,
-        name=a.name,
-        validation_scores=a.validation_scores,
-        validation_ids=a.validation_ids,
-        reference_scores=a.reference_scores,
-        curve_output=a.curve,
-    )
-    print(
-        json.dumps(
-            {
-                k: row.get(k)
-                for k in ("model", "test", "validation", "n_suspect", "n_validation", "p_value", "smallest_n")
-            }
-        )
-    )
 
 
 # --- leakage scan (LessLeak-style): index the benchmark, scan corpus shards, gather ---

@@ -34,6 +34,12 @@ def config_key(dotted: str) -> Any:
     return dataclasses.field(metadata={"config": dotted})
 
 
+def optional_config_key(dotted: str) -> Any:
+    """:func:`config_key` for a key the config may leave out (a detector family not run,
+    ``score.methods.veilprobe``): the rule's slice holds null there, so the field's type admits None."""
+    return dataclasses.field(metadata={"config": dotted, "absent": None})
+
+
 @cache
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
@@ -184,7 +190,12 @@ def slice_from_config(cls: type, config: Mapping, block: str | None = None, at: 
             continue
         if "config" in field.metadata:
             key = field.metadata["config"]
-            value = _lookup(config, key)
+            try:
+                value = _lookup(config, key)
+            except SliceError:
+                if "absent" not in field.metadata:
+                    raise
+                value = field.metadata["absent"]
         elif at is not None:
             key = f"{block}.{field.name}"
             if field.name not in at:

@@ -24,6 +24,7 @@ from leaktrace.contamination.dataset_inference import dataset_inference
 from leaktrace.contamination.features import feature_matrix, shared_methods
 from leaktrace.detect.cross_fit import Problem, cross_fit_many
 from leaktrace.seeding import derive_seed
+from leaktrace.settings.contamination import DatasetInferenceSettings
 
 METHOD = "dataset_inference"
 
@@ -42,7 +43,7 @@ def membership_rows(
     lookup: dict[str, dict[str, float]],
     split: dict[str, tuple[bool, str]],
     refits: dict[str, tuple[Refit, list[str]]],
-    di: dict,
+    di: DatasetInferenceSettings,
     alphas: Sequence[float],
     draws: int,
     seed: int,
@@ -74,7 +75,7 @@ def membership_rows(
     ps, first = [], []
     for k, y in enumerate(labels):
         x = np.column_stack([x_fixed, *(c[k] for c in columns)])
-        result = dataset_inference(x[y], x[~y], n_splits=di["n_splits"], seed=derive_seed(seed, "dataset-inference", k))
+        result = dataset_inference(x[y], x[~y], n_splits=di.n_splits, seed=derive_seed(seed, "dataset-inference", k))
         ps.append(result.p_value)
         first.append(result.split_p_values[0])
     ps = np.array(ps)

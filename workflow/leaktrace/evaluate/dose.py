@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import mannwhitneyu
@@ -38,15 +37,6 @@ TWIN = "twin sign-flip"
 WATERMARK = "watermark rank test"
 EXCHANGEABILITY = "exchangeability"
 TESTS = (PER_SAMPLE, DATASET_INFERENCE, TWIN, WATERMARK, EXCHANGEABILITY)
-
-
-@dataclass(frozen=True)
-class DoseLevels:
-    """``dose.alpha``, ``dose.fpr``, ``dose.power`` (config/schema.yaml): the levels the table is read at."""
-
-    alpha: float
-    fpr: float
-    power: float
 
 
 def per_sample_result(member_scores: Sequence[float], non_member_scores: Sequence[float], fpr: float) -> dict:

@@ -8,11 +8,22 @@ the originals (renaming bias), which the detector would read as leakage."""
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
+from leaktrace.detect.registry import family_params, generator_instance_name, sensitivity_instance_name
 from leaktrace.evaluate.proportions import wilson_interval
+from leaktrace.models.naming import BASE_MODEL
+from leaktrace.settings.aggregate import GrayboxInstances
+
+log = logging.getLogger(__name__)
+
+NULL_CHECK_FAMILY = "srdetection_graybox"
+NULL_CHECK_MODEL = BASE_MODEL  # never trained on the benchmark
 
 PASS, FAIL = "within CI of 1/(n+1)", "outside CI of 1/(n+1)"
 
@@ -42,3 +53,43 @@ def null_check(decisions: Mapping[str, bool], n_variants: Mapping[str, int], con
         "expected_rate": expected,
         "verdict": PASS if low <= expected <= high else FAIL,
     }
+
+
+def graybox_params(graybox: GrayboxInstances | None) -> dict[str, Any]:
+    """SrDetection gray-box's parameters (``score.methods.srdetection_graybox``, null: not run) over its defaults."""
+    return family_params(NULL_CHECK_FAMILY, None if graybox is None else dataclasses.asdict(graybox))
+
+
+def null_check_rows(
+    scores: list[dict],
+    samples: list[dict],
+    variant_counts: dict[str, int],
+    graybox: GrayboxInstances | None,
+    generator_counts: dict[str, dict[str, int]] | None = None,
+) -> list[dict]:
+    """The null check of every SrDetection gray-box instance (the main one,
+    the variant-count sensitivity ones and one per other variant generator)
+    under the base model, on all kept samples and those the pre-exposure
+    filter removed (``pre_exposure: remove``), so the check sees every
+    eligible sample whatever the filter did: instance ``_n{k}`` compares
+    each sample with its first min(k, valid variants) variants; a generator's
+    instance with its first n of that generator's (``generator_counts``)."""
+    params = graybox_params(graybox)
+    instance_n = {
+        NULL_CHECK_FAMILY: params["n_variants"],
+        **{sensitivity_instance_name(NULL_CHECK_FAMILY, k): k for k in params["sensitivity"]},
+    }
+    counts_of = dict.fromkeys(instance_n, variant_counts)
+    for generator in params["generators"]:
+        name = generator_instance_name(NULL_CHECK_FAMILY, generator)
+        instance_n[name], counts_of[name] = params["n_variants"], (generator_counts or {}).get(generator, {})
+    kept = {s["sample_id"] for s in samples if s["kept"] or s.get("pre_exposed") is True}
+    rows = []
+    for method, n in instance_n.items():
+        decisions = {s["sample_id"]: s["decision"] for s in scores if s["method"] == method and s["sample_id"] in kept}
+        if not decisions:
+            log.warning("null check: no %s scores of kept samples under %s", method, NULL_CHECK_MODEL)
+            continue
+        compared = {sid: min(n, counts_of[method].get(sid, 0)) for sid in decisions}
+        rows.append({"model": NULL_CHECK_MODEL, "method": method, "n_variants": n, **null_check(decisions, compared)})
+    return rows

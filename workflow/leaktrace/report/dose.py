@@ -20,10 +20,10 @@ from leaktrace.evaluate.dose import (  # noqa: E402
     TESTS,
     TWIN,
     WATERMARK,
-    DoseLevels,
 )
 from leaktrace.report.plots import save  # noqa: E402
 from leaktrace.report.tables import markdown_table  # noqa: E402
+from leaktrace.settings.dose import DoseLevels  # noqa: E402
 
 
 def dose_label(copies: int, epochs: int) -> str:

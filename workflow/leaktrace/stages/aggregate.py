@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -24,26 +25,20 @@ from leaktrace.calibration.table import SCHEMA as CALIBRATION_SCHEMA
 from leaktrace.calibration.table import combined_rows
 from leaktrace.calibration.testbed_blind import scores_by_sample
 from leaktrace.data.split import RECALL_PREFIX
-from leaktrace.detect.registry import (
-    family_params,
-    generator_instance_name,
-    is_sensitivity_instance,
-    sensitivity_instance_name,
-)
+from leaktrace.detect.registry import is_sensitivity_instance
+from leaktrace.detect.scores import read_scores
 from leaktrace.evaluate.detection import ORACLE_METHODS, detection_rows
-from leaktrace.evaluate.null_check import null_check
+from leaktrace.evaluate.null_check import NULL_CHECK_MODEL, graybox_params, null_check_rows
 from leaktrace.evaluate.seeds import SUMMARISED, across_seeds
-from leaktrace.models.naming import BASE_MODEL, COORDINATES, headline_model, model_coordinates
+from leaktrace.models.naming import COORDINATES, headline_model, model_coordinates
 from leaktrace.models.token_table import losses_by_text
 from leaktrace.report.calibration import calibration_lines, calibration_section
 from leaktrace.report.plots import roc_plot
 from leaktrace.report.results import SUBSET_TITLES, method_label, render_pages
+from leaktrace.settings.aggregate import AggregateSettings
 from leaktrace.variants.kinds import detector_variant_counts
 
 log = logging.getLogger(__name__)
-
-NULL_CHECK_FAMILY = "srdetection_graybox"
-NULL_CHECK_MODEL = BASE_MODEL  # never trained on the benchmark
 
 DETECTION_SCHEMA = pa.schema(
     [
@@ -141,41 +136,6 @@ PERPLEXITY_SCHEMA = pa.schema(
 )
 
 
-def null_check_rows(
-    scores: list[dict],
-    samples: list[dict],
-    variant_counts: dict[str, int],
-    graybox: dict | None,
-    generator_counts: dict[str, dict[str, int]] | None = None,
-) -> list[dict]:
-    """The null check of every SrDetection gray-box instance (the main one,
-    the variant-count sensitivity ones and one per other variant generator)
-    under the base model, on all kept samples and those the pre-exposure
-    filter removed (``pre_exposure: remove``), so the check sees every
-    eligible sample whatever the filter did: instance ``_n{k}`` compares
-    each sample with its first min(k, valid variants) variants; a generator's
-    instance with its first n of that generator's (``generator_counts``)."""
-    params = family_params(NULL_CHECK_FAMILY, graybox)
-    instance_n = {
-        NULL_CHECK_FAMILY: params["n_variants"],
-        **{sensitivity_instance_name(NULL_CHECK_FAMILY, k): k for k in params["sensitivity"]},
-    }
-    counts_of = dict.fromkeys(instance_n, variant_counts)
-    for generator in params["generators"]:
-        name = generator_instance_name(NULL_CHECK_FAMILY, generator)
-        instance_n[name], counts_of[name] = params["n_variants"], (generator_counts or {}).get(generator, {})
-    kept = {s["sample_id"] for s in samples if s["kept"] or s.get("pre_exposed") is True}
-    rows = []
-    for method, n in instance_n.items():
-        decisions = {s["sample_id"]: s["decision"] for s in scores if s["method"] == method and s["sample_id"] in kept}
-        if not decisions:
-            log.warning("null check: no %s scores of kept samples under %s", method, NULL_CHECK_MODEL)
-            continue
-        compared = {sid: min(n, counts_of[method].get(sid, 0)) for sid in decisions}
-        rows.append({"model": NULL_CHECK_MODEL, "method": method, "n_variants": n, **null_check(decisions, compared)})
-    return rows
-
-
 def roc_figure(model: str | None, curves: dict[str, dict], families: dict[str, str], path: Path) -> None:
     """The ROC figure of one model on the filtered subset (SrDetection's
     protocol), or on the whole split where the filtered one could not be
@@ -214,28 +174,38 @@ def perplexity_rows(model: str, tokens: Path, split: dict[str, tuple[str, str]])
 
 def aggregate(
     samples: Path,
-    scores: dict[str, Path],
-    tokens: dict[str, Path],
+    scores: Mapping[str, Path],
+    tokens: Mapping[str, Path],
     variants: Path,
-    settings: dict,
+    settings: AggregateSettings,
     seed: int,
-    out_dir: Path,
-    fragments: tuple[tuple[str, Path], ...] = (),
+    output_dir: Path,
+    fragments: tuple[str, ...] = (),
     calibration_rows: tuple[Path, ...] = (),
-    blind: tuple[Path, Path] | None = None,
+    blind: Path | None = None,
+    blind_scores: Path | None = None,
 ) -> None:
-    """``settings``: the aggregate config slice, with ``srdetection_graybox``
-    (that family's score settings) for the null check and ``alpha`` (the
-    decisions' level). ``fragments``: (family, path) of other stages' Markdown
-    sections (the leakage scans, the twin, ...), each on its family's page
-    beside the summary ``report.md`` (``report.results.FAMILIES``). ``calibration_rows``: row files of
-    ``calibration.table``, joined into calibration.parquet. ``blind``: the
-    testbed's blind baseline (its table, its out-of-fold scores) from the
-    testbed-blind stage, set beside every detector."""
+    """Write the testbed's tables, figures and report pages of one benchmark
+    to ``output_dir``.
+
+    ``scores``, ``tokens``: each model's scores.parquet and token table.
+    ``fragments``: ``FAMILY=PATH`` of other stages' Markdown sections (the
+    leakage scans, the twin, ...), each on its family's page beside the
+    summary ``report.md`` (``report.results.FAMILIES``). ``calibration_rows``:
+    row files of ``calibration.table``, joined into calibration.parquet.
+    ``blind``, ``blind_scores``: the testbed's blind baseline (its table, its
+    out-of-fold scores) from the testbed-blind stage, set beside every
+    detector (both or neither)."""
+    by_family: dict[str, list[str]] = {}
+    for item in fragments:
+        family, sep, path = item.partition("=")
+        if not sep:
+            raise ValueError(f"--fragments: expected FAMILY=PATH, got {item!r}")
+        by_family.setdefault(family, []).append(Path(path).read_text())
     records = read_records(samples)
-    blind_rows, blind_scores = (
-        ([], None) if blind is None else (read_records(blind[0]), scores_by_sample(read_records(blind[1])))
-    )
+    given = blind is not None and blind_scores is not None
+    blind_rows = read_records(blind) if given else []
+    blind_by_sample = scores_by_sample(read_records(blind_scores)) if given else None
     # Perplexity and the counterfactual table use the whole split; ReCaLL's prefix samples are no part of it.
     split = {r["sample_id"]: (r["split"], r["fold"]) for r in records if r["kept"] and r["fold"] != RECALL_PREFIX}
 
@@ -243,13 +213,13 @@ def aggregate(
     for model, path in scores.items():
         try:
             rows, curves[model] = detection_rows(
-                read_records(path),
+                read_scores(path),
                 records,
-                n_resamples=settings["bootstrap_resamples"],
+                n_resamples=settings.bootstrap_resamples,
                 seed=seed,
-                alpha=settings["alpha"],
-                min_per_class=settings["filtered_min_per_class"],
-                blind=blind_scores,
+                alpha=settings.calibration_alpha,
+                min_per_class=settings.filtered_min_per_class,
+                blind=blind_by_sample,
             )
         except ValueError as err:
             raise ValueError(f"evaluating {model} ({path}): {err}") from None
@@ -257,34 +227,29 @@ def aggregate(
             {name: row.get(name) for name in DETECTION_SCHEMA.names} | {"model": model, **model_coordinates(model)}
             for row in rows
         ]
-    write_table(detection, DETECTION_SCHEMA, out_dir / "detection.parquet")
+    write_table(detection, DETECTION_SCHEMA, output_dir / "detection.parquet")
     seeds = across_seeds(detection)
-    write_table(seeds, SEEDS_SCHEMA, out_dir / "across_seeds.parquet")
+    write_table(seeds, SEEDS_SCHEMA, output_dir / "across_seeds.parquet")
 
     null_rows = []
     if NULL_CHECK_MODEL in scores:
         variant_rows = read_records(variants, ["sample_id", "kind", "valid"])
-        graybox = settings.get(NULL_CHECK_FAMILY)
+        graybox = settings.srdetection_graybox
         counts = detector_variant_counts(variant_rows)
-        others = {
-            g: detector_variant_counts(variant_rows, g) for g in family_params(NULL_CHECK_FAMILY, graybox)["generators"]
-        }
-        null_rows = null_check_rows(read_records(scores[NULL_CHECK_MODEL]), records, counts, graybox, others)
-    write_table(null_rows, NULL_CHECK_SCHEMA, out_dir / "null_check.parquet")
+        others = {g: detector_variant_counts(variant_rows, g) for g in graybox_params(graybox)["generators"]}
+        null_rows = null_check_rows(read_scores(scores[NULL_CHECK_MODEL]), records, counts, graybox, others)
+    write_table(null_rows, NULL_CHECK_SCHEMA, output_dir / "null_check.parquet")
 
     perplexity = [row for model, path in tokens.items() for row in perplexity_rows(model, path, split)]
-    write_table(perplexity, PERPLEXITY_SCHEMA, out_dir / "perplexity.parquet")
+    write_table(perplexity, PERPLEXITY_SCHEMA, output_dir / "perplexity.parquet")
 
     families = {r["method"]: r["family"] for r in detection}
     for model, name in ((headline_model(list(scores)), "roc.png"), (NULL_CHECK_MODEL, "roc_reference.png")):
-        roc_figure(model, curves.get(model, {}), families, out_dir / name)
+        roc_figure(model, curves.get(model, {}), families, output_dir / name)
 
     calibration = combined_rows(calibration_rows)
-    write_table(calibration, CALIBRATION_SCHEMA, out_dir / "calibration.parquet")
+    write_table(calibration, CALIBRATION_SCHEMA, output_dir / "calibration.parquet")
 
-    by_family: dict[str, list[str]] = {}
-    for family, path in fragments:
-        by_family.setdefault(family, []).append(Path(path).read_text())
     pages = render_pages(
         records,
         detection,
@@ -297,5 +262,5 @@ def aggregate(
         blind_rows,
     )
     for name, text in pages.items():
-        (out_dir / f"{name}.md").write_text(text)
-    log.info("aggregate tables in %s", out_dir)
+        (output_dir / f"{name}.md").write_text(text)
+    log.info("aggregate tables in %s", output_dir)

@@ -9,8 +9,10 @@ inference on re-randomised memberships under the unexposed models
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -31,8 +33,10 @@ from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.detect.dpdllm import DpdllmFitter
 from leaktrace.detect.dpdllm import feature_matrix as dpdllm_features
 from leaktrace.detect.registry import family_params
+from leaktrace.detect.scores import read_scores
 from leaktrace.detect.veilprobe import veilprobe_fitter
 from leaktrace.seeding import derive_seed
+from leaktrace.settings.calibration import ConformalSettings, MembershipSettings
 
 log = logging.getLogger(__name__)
 
@@ -48,22 +52,25 @@ def read_split(samples: Path) -> dict[str, tuple[bool, str]]:
     }
 
 
-def refit_of(family: str, features: Path, settings: dict, seed: int) -> tuple[Refit, list[str]]:
+def refit_of(
+    family: str, features: Path, settings: ConformalSettings | MembershipSettings, seed: int
+) -> tuple[Refit, list[str]]:
     """A learned detector's refit from its features file, and the sample ids of its positions."""
     rows = read_records(features)
     ids = [r["sample_id"] for r in rows]
-    folds = settings["calibration"]["cross_fit_folds"]
+    folds = settings.cross_fit_folds
     if family == "dpdllm":
         return Refit(DpdllmFitter(dpdllm_features(rows)), len(ids), folds), ids
     if family == "veilprobe":
-        params = family_params("veilprobe", settings.get("veilprobe"))
+        veilprobe = settings.veilprobe
+        params = family_params("veilprobe", None if veilprobe is None else dataclasses.asdict(veilprobe))
         return Refit(veilprobe_fitter(rows, params, seed), len(ids), folds, params["labelled_fraction"]), ids
     raise ValueError(f"no refit for {family!r}; learned detectors: {LEARNED}")
 
 
 def _by_method(scores: Path) -> dict[str, dict[str, dict]]:
     by_method: dict[str, dict[str, dict]] = defaultdict(dict)
-    for row in read_records(scores):
+    for row in read_scores(scores):
         if row["score"] is not None and np.isfinite(row["score"]):
             by_method[row["method"]][row["sample_id"]] = row
     return by_method
@@ -71,19 +78,21 @@ def _by_method(scores: Path) -> dict[str, dict[str, dict]]:
 
 def conformal_calibration(
     samples: Path,
-    scores: dict[str, Path],
-    learned: dict[tuple[str, str], Path],
-    settings: dict,
+    scores: Mapping[str, Path],
+    settings: ConformalSettings,
     seed: int,
     output: Path,
+    learned: Mapping[tuple[str, str], Path] | None = None,
 ) -> None:
-    """Checks (a) and (b) of every detector under every model of ``scores``;
+    """The calibration table's rows of the conformal decisions: checks (a)
+    and (b) of every detector under every model of ``scores``.
+
     ``learned``: (model, family) -> the learned detector's features, which
     check (b) refits in every partition. A learned detector whose features
     are not given is checked on its deployed scores only (check (a))."""
     torch.set_num_threads(1)
-    calibration = settings["calibration"]
-    alphas, repartitions = calibration["alphas"], calibration["repartitions"]
+    learned = learned or {}
+    alphas, repartitions = settings.alphas, settings.repartitions
     split = read_split(samples)
     rows = []
     for model, path in scores.items():
@@ -134,32 +143,34 @@ def conformal_calibration(
 
 def membership_calibration(
     samples: Path,
-    scores: dict[str, Path],
-    learned: dict[tuple[str, str], Path],
-    settings: dict,
+    scores: Mapping[str, Path],
+    settings: MembershipSettings,
     seed: int,
     output: Path,
+    learned: Mapping[tuple[str, str], Path] | None = None,
 ) -> None:
-    """Dataset inference on re-randomised memberships under every model of
-    ``scores`` (the unexposed ones), its learned features (``learned``:
-    (model, family) -> features) refitted in every draw. A learned detector
-    scored under a model without its features given is left out of the
-    features, never used with the labels it was fitted on."""
+    """The calibration table's rows of dataset inference on re-randomised
+    memberships under every model of ``scores`` (the unexposed ones).
+
+    Its learned features (``learned``: (model, family) -> features) are
+    refitted in every draw. A learned detector scored under a model without
+    its features given is left out of the features, never used with the
+    labels it was fitted on."""
     torch.set_num_threads(1)
-    calibration, di = settings["calibration"], settings["dataset_inference"]
+    learned, di = learned or {}, settings.dataset_inference
     split = read_split(samples)
     rows = []
     for model, path in tqdm(
         scores.items(), total=len(scores), desc="re-randomised memberships", unit="model", mininterval=10
     ):
-        records = read_records(path, ["sample_id", "method", "score", "fold_scores"])
+        records = read_scores(path, ["sample_id", "method", "score", "fold_scores"])
         fitted = {r["method"] for r in records if r["fold_scores"] is not None}
-        exclude = set(di["exclude_methods"]) | fitted
+        exclude = set(di.exclude_methods) | fitted
         lookup = score_lookup(records, exclude)
         refits = {
             family: refit_of(family, features, settings, seed)
             for (m, family), features in learned.items()
-            if m == model and family not in di["exclude_methods"]
+            if m == model and family not in di.exclude_methods
         }
         left_out = sorted(fitted - set(refits))
         if left_out:
@@ -174,8 +185,8 @@ def membership_calibration(
             split,
             refits,
             di,
-            calibration["alphas"],
-            calibration["memberships"],
+            settings.alphas,
+            settings.memberships,
             derive_seed(seed, "membership", model),
         )
         log.info("re-randomised memberships under %s done", model)

@@ -14,9 +14,10 @@ the ``dataset-inference`` command on tables a user brings."""
 
 from __future__ import annotations
 
+import json
 import logging
 import random
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -27,19 +28,25 @@ from leaktrace.calibration.rates import ABOVE, false_positive_rate, rejection_ra
 from leaktrace.calibration.table import POOLED_UNEXPOSED, REAL_ORDER, count_row, write_rows
 from leaktrace.calibration.unexposed import is_unexposed
 from leaktrace.calibration.validity_rules import pooled_models, unjudgeable
-from leaktrace.config_slice import read_slice
 from leaktrace.contamination.combine import COMBINATION
 from leaktrace.contamination.dataset_inference import MIN_PER_SET, dataset_inference
-from leaktrace.contamination.dataset_inference_row import DI, DatasetInferenceSettings, dataset_inference_row
+from leaktrace.contamination.dataset_inference_row import DI, dataset_inference_row
 from leaktrace.contamination.features import feature_matrix, score_lookup, shared_methods
 from leaktrace.contamination.variant_preference import preference_test
 from leaktrace.data.sample_ids import match_ids, read_id_list
 from leaktrace.data.split import RECALL_PREFIX
+from leaktrace.detect.scores import scores_by_method
 from leaktrace.errors import InputError
 from leaktrace.models.naming import BASE_MODEL, COORDINATES, model_coordinates
 from leaktrace.report.plots import p_value_curves
 from leaktrace.report.tables import markdown_table
 from leaktrace.seeding import derive_seed
+from leaktrace.settings.contamination import (
+    ContaminationSettings,
+    DatasetInferenceCommand,
+    DatasetInferenceSettings,
+    PreferenceSettings,
+)
 
 log = logging.getLogger(__name__)
 
@@ -90,49 +97,6 @@ CALIBRATION_SCHEMA = pa.schema(
 )
 
 NULL, POWER = "null", "power"
-
-
-@dataclass(frozen=True)
-class PreferenceSettings:
-    """``contamination.variant_preference``'s test: the per-sample detector it reads and its resamples."""
-
-    method: str
-    n_resamples: int
-
-
-@dataclass(frozen=True)
-class VariantPreference(PreferenceSettings):
-    reference: str | None  # the model whose preference is subtracted (resolved by preference_reference)
-
-
-@dataclass(frozen=True)
-class CalibrationDraws:
-    """``contamination.calibration``: random draws per null, and the models calibrated (the rule resolves null)."""
-
-    seeds: int
-    models: tuple[str, ...] | None
-
-
-@dataclass(frozen=True)
-class ContaminationSettings:
-    """The contamination rule's slice: ``contamination`` (less its exchangeability block) and ``alphas``, the
-    calibration table's levels (``calibration.alphas``)."""
-
-    alpha: float
-    alphas: tuple[float, ...]
-    validation: tuple[str, ...]
-    dataset_inference: DatasetInferenceSettings
-    variant_preference: VariantPreference
-    calibration: CalibrationDraws
-
-
-@dataclass(frozen=True)
-class DatasetInferenceCommand:
-    """The ``dataset-inference`` command's settings (its flags, as the contamination slice spells them)."""
-
-    alpha: float
-    dataset_inference: DatasetInferenceSettings
-    variant_preference: PreferenceSettings
 
 
 def read_ids(path: Path, sample_ids: Collection[str]) -> set[str]:
@@ -283,13 +247,14 @@ def calibration_rows(
     settings: ContaminationSettings,
     seed: int,
     reference: str | None = None,
+    models: Sequence[str] = (),
 ) -> list[dict]:
     """The rejection rate of each scenario over ``calibration.seeds`` random
-    draws, for the models ``calibration.models`` names (None: all). The
+    draws, for the models ``models`` names (none: all). The
     variant preference is calibrated against the base model, the first sham
     control and ``reference`` (the configured one), those of them scored."""
-    di, pref, alpha = settings.dataset_inference, settings.variant_preference, settings.alpha
-    calibrated = set(settings.calibration.models or lookups)
+    di, pref, alpha = settings.dataset_inference, settings.variant_preference, settings.contamination_alpha
+    calibrated = set(models or lookups)
     shams = [m for m in lookups if is_sham(m)]
     references = list(dict.fromkeys(m for m in (BASE_MODEL, *shams[:1], reference) if m in lookups))
     rows = []
@@ -341,7 +306,7 @@ def _rate_row(
     }
 
 
-def exchangeability_calibration_rows(paths: dict[str, Path], alpha: float) -> list[dict]:
+def exchangeability_calibration_rows(paths: Mapping[str, Path], alpha: float) -> list[dict]:
     """The sharded test's false-positive rate under each model from its
     random-order runs (stages/exchangeability.py); orders too long to shard
     are left out."""
@@ -407,29 +372,32 @@ def real_order_rows(results: dict[str, dict], alphas: list[float]) -> list[dict]
 
 def contamination(
     samples: Path,
-    scores: dict[str, Path],
-    settings: dict,
+    scores: Mapping[str, Path],
+    settings: ContaminationSettings,
     seed: int,
-    out_dir: Path,
+    output_dir: Path,
     held_out_ids: Path | None = None,
-    exchangeability: dict[str, Path] | None = None,
-    exchangeability_calibration: dict[str, Path] | None = None,
+    exchangeability: Mapping[str, Path] | None = None,
+    exchangeability_calibration: Mapping[str, Path] | None = None,
+    calibration_models: tuple[str, ...] = (),
 ) -> None:
-    """``settings``: the rule's slice (:class:`ContaminationSettings`);
-    ``scores``: testbed model -> its scores.parquet, base model first
-    (sham controls named ``sham-…``); ``exchangeability``: model -> the
+    """Write the dataset-level contamination tests of one benchmark (p-values,
+    their curve over the number of samples, their calibration and the report
+    section) to ``output_dir``.
+
+    ``scores``: testbed model -> its scores.parquet, base model first (sham
+    controls named ``sham-…``); ``exchangeability``: model -> the
     exchangeability stage's result, added to the p-value table;
-    ``exchangeability_calibration``: model -> its random-order runs."""
-    s = read_slice(ContaminationSettings, settings, "contamination")
+    ``exchangeability_calibration``: model -> its random-order runs;
+    ``calibration_models``: the models calibrated (``contamination.calibration.models``
+    as the rule resolves it; none: all)."""
+    s = settings
     records = read_records(samples, ["sample_id", "kept", "split", "fold"])
     split = {r["sample_id"]: r["split"] for r in records if r["kept"] and r["fold"] != RECALL_PREFIX}
     members = sorted(sid for sid, s in split.items() if s == "member")
     non_members = sorted(sid for sid, s in split.items() if s == "non-member")
     exclude = set(s.dataset_inference.exclude_methods)
-    lookups = {
-        model: score_lookup(read_records(path, ["sample_id", "method", "score"]), exclude)
-        for model, path in scores.items()
-    }
+    lookups = {model: scores_by_method(path, exclude)[0] for model, path in scores.items()}
     di = s.dataset_inference
     pref = replace(
         s.variant_preference,
@@ -441,7 +409,9 @@ def contamination(
         model_seed = derive_seed(seed, "contamination", model)
         for validation in s.validation:
             if validation == TESTBED:
-                row, points = dataset_inference_row(lookup, members, lookup, non_members, di, s.alpha, model_seed)
+                row, points = dataset_inference_row(
+                    lookup, members, lookup, non_members, di, s.contamination_alpha, model_seed
+                )
             elif validation == HELD_OUT:
                 if held_out_ids is None:
                     raise ValueError(
@@ -450,7 +420,7 @@ def contamination(
                 held = read_ids(held_out_ids, [r["sample_id"] for r in records])
                 scored = set().union(*lookup.values())
                 row, points = dataset_inference_row(
-                    lookup, sorted(scored - held), lookup, sorted(scored & held), di, s.alpha, model_seed
+                    lookup, sorted(scored - held), lookup, sorted(scored & held), di, s.contamination_alpha, model_seed
                 )
             elif model in (pref.reference, BASE_MODEL):
                 continue  # the reference against itself, or the base model against a fine-tuned reference
@@ -476,15 +446,15 @@ def contamination(
             }
         )
     calibration = calibration_rows(
-        lookups, sorted(split), members, non_members, s, seed, pref.reference
-    ) + exchangeability_calibration_rows(exchangeability_calibration or {}, s.alpha)
-    write_table(rows, P_VALUES_SCHEMA, out_dir / "p_values.parquet")
-    write_table(curve, CURVE_SCHEMA, out_dir / "p_value_curve.parquet")
-    write_table(calibration, CALIBRATION_SCHEMA, out_dir / "calibration.parquet")
-    write_rows(real_order_rows(real_order, s.alphas), out_dir / "calibration_rows.parquet")
-    p_value_curves(curve, s.alpha, out_dir / "p_value_curve.png")
-    (out_dir / "report.md").write_text(render_section(rows, calibration, s.alpha))
-    log.info("contamination: %d p-values, %d calibration rows in %s", len(rows), len(calibration), out_dir)
+        lookups, sorted(split), members, non_members, s, seed, pref.reference, calibration_models
+    ) + exchangeability_calibration_rows(exchangeability_calibration or {}, s.contamination_alpha)
+    write_table(rows, P_VALUES_SCHEMA, output_dir / "p_values.parquet")
+    write_table(curve, CURVE_SCHEMA, output_dir / "p_value_curve.parquet")
+    write_table(calibration, CALIBRATION_SCHEMA, output_dir / "calibration.parquet")
+    write_rows(real_order_rows(real_order, s.alphas), output_dir / "calibration_rows.parquet")
+    p_value_curves(curve, s.contamination_alpha, output_dir / "p_value_curve.png")
+    (output_dir / "report.md").write_text(render_section(rows, calibration, s.contamination_alpha))
+    log.info("contamination: %d p-values, %d calibration rows in %s", len(rows), len(calibration), output_dir)
 
 
 def render_section(rows: Sequence[dict], calibration: Sequence[dict], alpha: float) -> str:
@@ -616,7 +586,7 @@ def read_scores(path: Path) -> list[dict]:
 
 def dataset_inference_tables(
     scores: Path,
-    settings: dict,
+    settings: DatasetInferenceCommand,
     seed: int,
     output: Path,
     *,
@@ -629,9 +599,8 @@ def dataset_inference_tables(
     """The ``dataset-inference`` command: one p-value for the samples of
     ``scores`` (the suspect set) against exactly one of a validation scores
     table, a list of the held-out ids among them, or a reference model's
-    scores of the same samples (the variant-preference test). ``settings``:
-    :class:`DatasetInferenceCommand`."""
-    s = read_slice(DatasetInferenceCommand, settings, "dataset-inference")
+    scores of the same samples (the variant-preference test)."""
+    s = settings
     given = [p for p in (validation_scores, validation_ids, reference_scores) if p is not None]
     if len(given) != 1:
         raise InputError(
@@ -661,7 +630,7 @@ def dataset_inference_tables(
                 suspect_ids = sorted(set(suspect_ids) - held)
                 kind = HELD_OUT
             row, points = dataset_inference_row(
-                suspect, suspect_ids, validation, validation_set, s.dataset_inference, s.alpha, seed
+                suspect, suspect_ids, validation, validation_set, s.dataset_inference, s.contamination_alpha, seed
             )
             row["validation"] = kind
     except ValueError as err:
@@ -675,3 +644,51 @@ def dataset_inference_tables(
             curve_output,
         )
     return row
+
+
+def dataset_inference_command(
+    scores: Path,
+    output: Path,
+    validation_scores: Path | None = None,
+    validation_ids: Path | None = None,
+    reference_scores: Path | None = None,
+    name: str = "model",
+    alpha: float = 0.05,
+    n_splits: int = 11,
+    curve_sizes: tuple[int, ...] = (8, 16, 24, 32, 48),
+    curve_draws: int = 5,
+    exclude: tuple[str, ...] = ("ref_oracle",),
+    method: str = "neighbor",
+    n_resamples: int = 999,
+    seed: int = 0,
+    curve: Path | None = None,
+) -> None:
+    """A dataset-level p-value on score tables a user brings.
+
+    ``scores``: the suspect set's scores (leaktrace's scores.parquet, or
+    Parquet/CSV with sample_id and one numeric column per detector), against
+    exactly one of ``validation_scores``, ``validation_ids`` (held-out ids
+    among them) or ``reference_scores`` (a reference model's scores, the
+    variant-preference test with the detector ``method``). ``n_splits``
+    random A/B splits, combined as 2 x median; ``exclude``: detectors not
+    used as features. Prints the row's summary as JSON."""
+    settings = DatasetInferenceCommand(
+        contamination_alpha=alpha,
+        dataset_inference=DatasetInferenceSettings(
+            n_splits=n_splits, exclude_methods=exclude, curve_sizes=curve_sizes, curve_draws=curve_draws
+        ),
+        variant_preference=PreferenceSettings(method=method, n_resamples=n_resamples),
+    )
+    row = dataset_inference_tables(
+        scores,
+        settings,
+        seed,
+        output,
+        name=name,
+        validation_scores=validation_scores,
+        validation_ids=validation_ids,
+        reference_scores=reference_scores,
+        curve_output=curve,
+    )
+    summary = ("model", "test", "validation", "n_suspect", "n_validation", "p_value", "smallest_n")
+    print(json.dumps({k: row.get(k) for k in summary}))

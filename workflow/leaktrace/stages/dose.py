@@ -6,9 +6,7 @@ dose-order: the benchmark released in a randomised order
 from __future__ import annotations
 
 import logging
-import math
-from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,25 +14,24 @@ import pyarrow.parquet as pq
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.calibration.sign_flip import paired_differences, sign_flip_test
-from leaktrace.config_slice import config_key, read_slice
-from leaktrace.contamination.dataset_inference_row import DatasetInferenceSettings, dataset_inference_row
-from leaktrace.contamination.features import score_lookup
+from leaktrace.contamination.dataset_inference_row import dataset_inference_row
 from leaktrace.data.published_order import published_order
 from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.detect.registry import FAMILIES
+from leaktrace.detect.scores import scores_by_method
 from leaktrace.evaluate.dose import (
     DATASET_INFERENCE,
     EXCHANGEABILITY,
     PER_SAMPLE,
     TWIN,
     WATERMARK,
-    DoseLevels,
     per_sample_result,
     summarise,
 )
 from leaktrace.models.naming import dose_labels
 from leaktrace.report.dose import dose_plot, render_section
 from leaktrace.seeding import derive_seed, rng_for
+from leaktrace.settings.dose import DoseSettings
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +67,7 @@ DOSE_SCHEMA = pa.schema(
 
 
 def dose_order(benchmark: Path, seed: int, output: Path) -> None:
-    """The benchmark table's rows in a seeded random order, schema kept."""
+    """The benchmark table's rows in a seeded random order, schema kept (the release the order arm trains on)."""
     table = pq.read_table(benchmark)
     order = published_order(range(table.num_rows), rng_for(seed, "dose-order"))
     pq.write_table(table.take(order), output)
@@ -85,17 +82,6 @@ def _evaluated(samples: Path) -> dict[str, tuple[bool, str]]:
     }
 
 
-def _scores(path: Path) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
-    """{method: {sample_id: finite score}} and {method: family}."""
-    scores: dict[str, dict[str, float]] = defaultdict(dict)
-    families = {}
-    for r in read_records(path, ["sample_id", "method", "family", "score"]):
-        families[r["method"]] = r["family"]
-        if r["score"] is not None and math.isfinite(r["score"]):
-            scores[r["method"]][r["sample_id"]] = r["score"]
-    return scores, families
-
-
 def _ids(split: dict, family: str, scored: dict[str, float], *others: dict[str, float]) -> list[str]:
     """The samples a detector is evaluated on: the evaluation fold only for one fitted on labels."""
     fitted = FAMILIES[family].label_fitted if family in FAMILIES else False
@@ -106,19 +92,12 @@ def _ids(split: dict, family: str, scored: dict[str, float], *others: dict[str, 
     ]
 
 
-@dataclass(frozen=True)
-class DoseSettings(DoseLevels):
-    """The dose rule's slice: ``dose``'s levels and ``contamination.dataset_inference``."""
-
-    dataset_inference: DatasetInferenceSettings = config_key("contamination.dataset_inference")
-
-
 def _dose(model: str) -> dict:
     arm, _, copies, seed, epochs = dose_labels(model)
     return {"arm": arm, "copies": copies, "seed": seed, "epochs": epochs}
 
 
-def target_results(split: dict, scores: dict[str, Path], settings: DoseSettings, seed: int) -> list[dict]:
+def target_results(split: dict, scores: Mapping[str, Path], settings: DoseSettings, seed: int) -> list[dict]:
     """Per-sample detectors and dataset inference of each dose model of the members' arm."""
     members = sorted(s for s, (m, _) in split.items() if m)
     non_members = sorted(s for s, (m, _) in split.items() if not m)
@@ -126,7 +105,7 @@ def target_results(split: dict, scores: dict[str, Path], settings: DoseSettings,
     results = []
     for model, path in scores.items():
         dose = _dose(model)
-        lookup, families = _scores(path)
+        lookup, families = scores_by_method(path)
         for method, family in families.items():
             ids = _ids(split, family, lookup[method])
             inside = [lookup[method][s] for s in ids if split[s][0]]
@@ -137,7 +116,7 @@ def target_results(split: dict, scores: dict[str, Path], settings: DoseSettings,
             results.append(
                 {"test": PER_SAMPLE, "method": method, **dose, **per_sample_result(inside, outside, settings.fpr)}
             )
-        features = score_lookup(read_records(path, ["sample_id", "method", "score"]), set(di.exclude_methods))
+        features, _ = scores_by_method(path, set(di.exclude_methods))
         row, _ = dataset_inference_row(
             features,
             members,
@@ -152,7 +131,7 @@ def target_results(split: dict, scores: dict[str, Path], settings: DoseSettings,
     return results
 
 
-def twin_results(split: dict, targets: dict[str, Path], twins: dict[str, Path], seed: int) -> list[dict]:
+def twin_results(split: dict, targets: Mapping[str, Path], twins: Mapping[str, Path], seed: int) -> list[dict]:
     """The sign-flip test of each detector for each dose's (members' model,
     twin) pair of the same dose and seed: d = s_seen - s_unseen."""
     by_dose = {(d["copies"], d["seed"], d["epochs"]): m for m in targets for d in [_dose(m)]}
@@ -162,8 +141,8 @@ def twin_results(split: dict, targets: dict[str, Path], twins: dict[str, Path], 
         target = by_dose.get((dose["copies"], dose["seed"], dose["epochs"]))
         if target is None:
             raise ValueError(f"twin {twin} has no members' model of its dose and seed among {sorted(targets)}")
-        seen_scores, families = _scores(targets[target])
-        twin_scores, _ = _scores(path)
+        seen_scores, families = scores_by_method(targets[target])
+        twin_scores, _ = scores_by_method(path)
         for method, family in families.items():
             if method not in twin_scores:
                 continue
@@ -179,7 +158,7 @@ def twin_results(split: dict, targets: dict[str, Path], twins: dict[str, Path], 
     return results
 
 
-def single_p_results(test: str, results: dict[str, Path]) -> list[dict]:
+def single_p_results(test: str, results: Mapping[str, Path]) -> list[dict]:
     """The watermark's or the exchangeability test's one p-value per model (None: could not run)."""
     rows = []
     for model, path in results.items():
@@ -198,19 +177,23 @@ def blind_row(paths: list[Path]) -> dict | None:
 
 def dose_table(
     samples: Path,
-    scores: dict[str, Path],
-    settings: dict,
+    scores: Mapping[str, Path],
+    settings: DoseSettings,
     seed: int,
-    out_dir: Path,
-    *,
-    twins: dict[str, Path] | None = None,
-    watermark: dict[str, Path] | None = None,
-    exchangeability: dict[str, Path] | None = None,
-    blind: list[Path] | None = None,
+    output_dir: Path,
+    twins: Mapping[str, Path] | None = None,
+    watermark: Mapping[str, Path] | None = None,
+    exchangeability: Mapping[str, Path] | None = None,
+    blind: tuple[Path, ...] = (),
 ) -> None:
-    """Writes dose.parquet, dose.md and dose.png into ``out_dir``; ``settings``: the rule's slice
-    (:class:`DoseSettings`)."""
-    settings = read_slice(DoseSettings, settings, "dose")
+    """Write the exposure-dose experiment's table dose.parquet, its section
+    dose.md and its figure dose.png to ``output_dir``.
+
+    ``scores``: each dose model of the members' arm -> its scores.parquet;
+    ``twins``: each dose twin -> its scores.parquet; ``watermark``: each
+    watermark-arm model -> its rank-test result; ``exchangeability``: each
+    order-arm model -> its exchangeability result; ``blind``: the testbed's
+    blind-baseline row file."""
     split = _evaluated(samples)
     results = (
         target_results(split, scores, settings, seed)
@@ -219,7 +202,7 @@ def dose_table(
         + single_p_results(EXCHANGEABILITY, exchangeability or {})
     )
     rows = summarise(results, alpha=settings.alpha, power=settings.power)
-    baseline = blind_row(blind or [])
+    baseline = blind_row(list(blind))
     extra = {"alpha": settings.alpha, "fpr": settings.fpr, "power": settings.power}
     for row in rows:
         per_sample = row["test"] == PER_SAMPLE and baseline is not None
@@ -230,9 +213,9 @@ def dose_table(
             blind_ci_high=baseline["ci_high"] if per_sample else None,
             blind_p=baseline["p_value"] if per_sample else None,
         )
-    write_table(rows, DOSE_SCHEMA, out_dir / "dose.parquet")
-    (out_dir / "dose.md").write_text(render_section(rows, settings, baseline))
-    dose_plot(rows, settings.alpha, out_dir / "dose.png")
+    write_table(rows, DOSE_SCHEMA, output_dir / "dose.parquet")
+    (output_dir / "dose.md").write_text(render_section(rows, settings, baseline))
+    dose_plot(rows, settings.alpha, output_dir / "dose.png")
     log.info(
         "dose: %d rows (%d tests x doses) from %d seeds' results",
         len(rows),

@@ -13,22 +13,33 @@ from leaktrace.calibration.blind_baseline import TABLE_SCHEMA
 from leaktrace.calibration.testbed_blind import SCORES_SCHEMA, split_blind_baseline
 from leaktrace.data.samples import document
 from leaktrace.seeding import derive_seed
+from leaktrace.settings.testbed_blind import TestbedBlindSettings
 
 log = logging.getLogger(__name__)
 
 
 def testbed_blind_stage(
-    benchmark: str, benchmark_table: Path, samples: Path, settings: dict, seed: int, output: Path, scores_output: Path
+    benchmark: str,
+    benchmark_table: Path,
+    samples: Path,
+    settings: TestbedBlindSettings,
+    seed: int,
+    output: Path,
+    scores_output: Path,
 ) -> None:
-    """``settings``: alpha, permutations, repeats."""
+    """The blind baseline of the testbed's split of ``benchmark``: its row
+    (``output``) and its out-of-fold scores (``scores_output``).
+
+    ``benchmark_table``: the ingested benchmark (the samples' text);
+    ``samples``: the testbed's split."""
     texts = {r["sample_id"]: document(r) for r in read_records(benchmark_table)}
     row, scores = split_blind_baseline(
         benchmark,
         read_records(samples),
         texts,
-        alpha=settings["alpha"],
-        permutations=settings["permutations"],
-        repeats=settings["repeats"],
+        alpha=settings.contamination_alpha,
+        permutations=settings.blind_permutations,
+        repeats=settings.blind_repeats,
         seed=derive_seed(seed, "testbed-blind", benchmark),
     )
     write_table([row], TABLE_SCHEMA, output)

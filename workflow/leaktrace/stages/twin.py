@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import math
-from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from leaktrace.artifacts import read_records, write_table
 from leaktrace.calibration.sign_flip import paired_differences, sign_flip_test
 from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.detect.registry import FAMILIES
+from leaktrace.detect.scores import scores_by_method
 from leaktrace.evaluate.detection import ORACLE_METHODS
 from leaktrace.evaluate.metrics import roc_auc
 from leaktrace.models.naming import COORDINATES, model_coordinates
@@ -78,17 +78,6 @@ def target_of(twin: str) -> str:
     return "target-" + twin.removeprefix("twin-")
 
 
-def _lookup(path: Path) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
-    """{method: {sample_id: score}} (finite scores only) and {method: family}, methods in table order."""
-    scores: dict[str, dict[str, float]] = defaultdict(dict)
-    families = {}
-    for r in read_records(path, ["sample_id", "method", "family", "score"]):
-        families[r["method"]] = r["family"]
-        if r["score"] is not None and math.isfinite(r["score"]):
-            scores[r["method"]][r["sample_id"]] = r["score"]
-    return scores, families
-
-
 def pooled_auc(seen: np.ndarray, unseen: np.ndarray) -> float:
     """AUC of the scores under the model that saw each sample (label member)
     against the scores under the one that did not."""
@@ -107,8 +96,8 @@ def pair_rows(
     (``names``: their model names); ``split``: sample_id -> (a member of the
     target, fold) over the evaluated samples."""
     (target_name, twin_name), alpha = names, settings.contamination_alpha
-    target_scores, families = _lookup(target)
-    twin_scores, twin_families = _lookup(twin)
+    target_scores, families = scores_by_method(target)
+    twin_scores, twin_families = scores_by_method(twin)
     only = sorted(set(families) ^ set(twin_families))
     if only:
         log.warning("%s / %s: %s scored under one model only; left out", target_name, twin_name, ", ".join(only))
