@@ -28,10 +28,11 @@ class SliceError(ValueError):
     """A config slice that lacks a key its stage reads, or holds a value of the wrong type."""
 
 
-def config_key(dotted: str) -> Any:
+def config_key(dotted: str, *, optional: bool = False) -> Any:
     """A required field that carries the config key ``dotted`` (``contamination.alpha``) in a slice
-    gathered from several blocks; its errors name that key."""
-    return dataclasses.field(metadata={"config": dotted})
+    gathered from several blocks; its errors name that key. ``optional``: the key may be absent from
+    the config (a detector left out of ``score.methods``), and the rule's slice then holds null there."""
+    return dataclasses.field(metadata={"config": dotted, "optional": optional})
 
 
 @cache
@@ -156,6 +157,14 @@ def _lookup(config: Mapping, dotted: str) -> Any:
     return value
 
 
+def _present(config: Mapping, dotted: str) -> bool:
+    try:
+        _lookup(config, dotted)
+    except SliceError:
+        return False
+    return True
+
+
 def _project(tp: Any, value: Any, key: str, config: Mapping) -> Any:
     """``value`` (the config at ``key``) cut down to what ``tp`` declares: a
     dataclass keeps its fields only, a mapping of dataclasses each entry's."""
@@ -184,7 +193,7 @@ def slice_from_config(cls: type, config: Mapping, block: str | None = None, at: 
             continue
         if "config" in field.metadata:
             key = field.metadata["config"]
-            value = _lookup(config, key)
+            value = None if field.metadata["optional"] and not _present(config, key) else _lookup(config, key)
         elif at is not None:
             key = f"{block}.{field.name}"
             if field.name not in at:

@@ -6,25 +6,14 @@ curve over growing set sizes with the smallest size that reaches alpha."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from leaktrace.contamination.combine import COMBINATION
 from leaktrace.contamination.dataset_inference import dataset_inference, p_value_curve, smallest_n
 from leaktrace.contamination.features import feature_matrix, shared_methods
 from leaktrace.seeding import derive_seed
+from leaktrace.settings.dataset_inference import DatasetInferenceSettings
 
 DI = "dataset_inference"  # the test's name in every table
-
-
-@dataclass(frozen=True)
-class DatasetInferenceSettings:
-    """``contamination.dataset_inference`` (config/schema.yaml has each key's default and meaning), read by
-    :func:`leaktrace.config_slice.read_slice` at the entry of every stage that runs the test."""
-
-    n_splits: int
-    exclude_methods: tuple[str, ...]
-    curve_sizes: tuple[int, ...]
-    curve_draws: int
 
 
 def dataset_inference_row(
