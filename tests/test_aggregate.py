@@ -21,7 +21,7 @@ from leaktrace.models.backend import TokenStats
 from leaktrace.models.naming import model_coordinates
 from leaktrace.models.token_table import write_token_stats
 from leaktrace.report.results import pivot, sensitivity_sections
-from leaktrace.settings.audit import AuditSettings, VariantCount
+from leaktrace.settings.audit import AuditSettings, SrDetectionMethods, VariantCount
 from leaktrace.stages.aggregate import aggregate, null_check_rows
 from leaktrace.stages.audit import audit
 from leaktrace.variants.kinds import detector_variant_counts
@@ -398,8 +398,7 @@ def test_audit_writes_table_and_heatmap_and_refuses_scores_without_srdetection(t
         calibration_alpha=0.05,
         contamination_alpha=0.05,
         inconclusive_rate=0.5,
-        srdetection_graybox=VariantCount(n_variants=3),
-        srdetection_blackbox=VariantCount(n_variants=10),
+        methods=SrDetectionMethods(VariantCount(n_variants=3), VariantCount(n_variants=10)),
     )
     audit(paths, {"humaneval": tmp_path / "variants.parquet"}, settings, tmp_path / "audit")
     rows = pq.read_table(tmp_path / "audit" / "leakage_rates.parquet").to_pylist()
@@ -439,8 +438,7 @@ def test_the_audit_tables_command_names_a_mistyped_inconclusive_rate_by_its_conf
         "calibration_alpha": 0.05,
         "contamination_alpha": 0.05,
         "inconclusive_rate": None,
-        "srdetection_graybox": {"n_variants": 3},
-        "srdetection_blackbox": None,
+        "methods": {"srdetection_graybox": {"n_variants": 3}},
     }
     argv = ["audit-tables", "--scores", "m:b=s.parquet", "--variants", "b=v.parquet"]
     with pytest.raises(SystemExit) as stopped:

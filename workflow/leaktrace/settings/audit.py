@@ -14,14 +14,21 @@ class VariantCount:
     n_variants: int
 
 
+@dataclass(frozen=True)
+class SrDetectionMethods:
+    """The SrDetection detectors of ``score.methods``; one the config leaves out is not run (null)."""
+
+    srdetection_graybox: VariantCount | None = None
+    srdetection_blackbox: VariantCount | None = None
+
+
 @settings_of("audit-tables", block="audit")
 @dataclass(frozen=True)
 class AuditSettings:
     """The per-sample flags' level (calibration.alpha), the blind baseline's gate (contamination.alpha),
-    audit.inconclusive_rate, and each configured SrDetection detector's variant count (null: not run)."""
+    audit.inconclusive_rate, and the configured SrDetection detectors' variant counts."""
 
     calibration_alpha: float = config_key("calibration.alpha")
     contamination_alpha: float = config_key("contamination.alpha")
     inconclusive_rate: float
-    srdetection_graybox: VariantCount | None = config_key("score.methods.srdetection_graybox", optional=True)
-    srdetection_blackbox: VariantCount | None = config_key("score.methods.srdetection_blackbox", optional=True)
+    methods: SrDetectionMethods = config_key("score.methods")

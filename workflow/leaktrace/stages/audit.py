@@ -74,8 +74,8 @@ def audit(
     n_variants = {
         method: entry.n_variants
         for method, entry in (
-            ("srdetection_graybox", settings.srdetection_graybox),
-            ("srdetection_blackbox", settings.srdetection_blackbox),
+            ("srdetection_graybox", settings.methods.srdetection_graybox),
+            ("srdetection_blackbox", settings.methods.srdetection_blackbox),
         )
         if entry is not None
     }
