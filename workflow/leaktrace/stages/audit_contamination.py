@@ -171,7 +171,8 @@ def audit_contamination(
     verdicts_report: Path | None = None,
     ref_model: str | None = None,
 ) -> None:
-    """Write the dataset-level test of every audited model on every audited benchmark against the control ids, and the audit's verdict table.
+    """Write the dataset-level test of every audited model on every audited
+    benchmark against the control ids, and the audit's verdict table.
 
     The test and its null go to ``output`` and its Markdown ``report``. ``scores``: (audit
     model, benchmark) -> scores.parquet; ``benchmarks``: benchmark -> its
