@@ -136,15 +136,6 @@ def audit_variant_arguments(wildcards, input):
     return " ".join(f"{b}={p}" for b, p in zip(AUDIT_BENCHMARKS, input.variants, strict=True))
 
 
-def audit_settings():
-    """The decisions' level and the SrDetection detectors' settings (their variant counts)."""
-    methods = config["score"]["methods"]
-    return json.dumps({"alpha": config["calibration"]["alpha"], "gate_alpha": config["contamination"]["alpha"],
-                       "inconclusive_rate": config["audit"]["inconclusive_rate"],
-                       "methods": {m: methods[m] for m in ("srdetection_graybox", "srdetection_blackbox") if m in methods}},
-                      sort_keys=True)
-
-
 AUDIT_EXCHANGEABILITY_OUTPUTS = tuple(audit_file(name) for name in ("exchangeability.parquet", "exchangeability.md"))
 AUDIT_EXCHANGEABILITY = config["audit"]["exchangeability"]
 
@@ -202,7 +193,7 @@ rule audit:
         variants=audit_variant_arguments,
         held_out=held_out_argument,
         blind=lambda wildcards, input: f"--blind {input.blind[0]}" if input.blind else "",
-        settings=audit_settings(),
+        settings=stage_settings("audit-tables", config),
     log:
         log_file("audit", "audit"),
     benchmark:
@@ -328,17 +319,9 @@ rule audit_watermark_table:
         " --report {output.report} 2> {log}"
 
 
-def audit_contamination_settings():
-    """The contamination slice the audit's test reads, with Ref's reference
-    named, and the verdict table's settings (audit.*)."""
-    block, audit = config["contamination"], config["audit"]
-    ref = (REF_SETTINGS["model"] or REFERENCE_MODEL) if REF_SETTINGS else None
-    return json.dumps({"dataset_inference": block["dataset_inference"], "calibration": {"seeds": block["calibration"]["seeds"]},
-                       "alpha": block["alpha"], "ref_model": ref,
-                       "verdicts": {k: audit[k] for k in ("pac_delta", "inconclusive_auc", "inconclusive_rate")},
-                       "reference": {"model": audit["reference"].get("model"),
-                                     "method": audit["reference"].get("method", "loss")},
-                       "negative_controls": audit["negative_controls"]}, sort_keys=True)
+def audit_ref_model():
+    """Ref's reference model, named in the audit's table where Ref is a feature (none: Ref is off)."""
+    return (REF_SETTINGS["model"] or REFERENCE_MODEL) if REF_SETTINGS else None
 
 
 def ingested_audit_benchmarks():
@@ -353,9 +336,7 @@ rule audit_blind:
         AUDIT_BLIND,
     params:
         benchmarks=lambda wildcards, input: " ".join(f"{b}={p}" for b, p in zip(AUDIT_BENCHMARKS, input.benchmarks, strict=True)),
-        settings=json.dumps({"alpha": config["contamination"]["alpha"],
-                             "permutations": config["audit"]["blind_permutations"],
-                             "repeats": config["audit"]["blind_repeats"]}, sort_keys=True),
+        settings=stage_settings("audit-blind", config),
         seed=config["seed"],
         control_ids=AUDIT_CONTROL_IDS,
     log:
@@ -386,9 +367,10 @@ rule audit_contamination:
     params:
         scores=audit_arguments,
         benchmarks=lambda wildcards, input: " ".join(f"{b}={p}" for b, p in zip(AUDIT_BENCHMARKS, input.benchmarks, strict=True)),
-        settings=audit_contamination_settings(),
+        settings=stage_settings("audit-contamination", config),
         seed=config["seed"],
         control_ids=AUDIT_CONTROL_IDS,
+        ref_model=f"--ref-model {shlex.quote(audit_ref_model())}" if audit_ref_model() else "",
     log:
         log_file("audit", "audit_contamination"),
     benchmark:
@@ -402,7 +384,7 @@ rule audit_contamination:
         "{LEAKTRACE} audit-contamination --scores {params.scores} --benchmarks {params.benchmarks}"
         " --control-ids {params.control_ids:q} --settings {params.settings:q} --seed {params.seed}"
         " --output {output.table} --report {output.report} --blind {input.blind}"
-        " --verdicts {output.verdicts} --verdicts-report {output.verdicts_report} 2> {log}"
+        " --verdicts {output.verdicts} --verdicts-report {output.verdicts_report} {params.ref_model} 2> {log}"
 
 
 rule shifted_controls:
@@ -417,16 +399,7 @@ rule shifted_controls:
         page=SHIFTED_OUTPUTS[3],
     params:
         benchmark=SHIFTED.get("benchmark"),
-        settings=json.dumps({"alpha": config["contamination"]["alpha"], "delta": config["audit"]["pac_delta"],
-                             "inconclusive_auc": config["audit"]["inconclusive_auc"],
-                             "inconclusive_rate": config["audit"]["inconclusive_rate"],
-                             "dataset_inference": config["contamination"]["dataset_inference"],
-                             "exclude_methods": config["contamination"]["dataset_inference"]["exclude_methods"],
-                             "blind_permutations": SHIFTED["blind_permutations"], "blind_repeats": config["audit"]["blind_repeats"],
-                             "reference_method": config["audit"]["reference"].get("method", "loss"),
-                             "draws": SHIFTED["draws"], "n_suspect": SHIFTED["n_suspect"], "n_control": SHIFTED["n_control"],
-                             "max_detectable_auc": config["audit"]["max_detectable_auc"]},
-                            sort_keys=True),
+        settings=stage_settings("shifted-controls", config),
         seed=config["seed"],
     log:
         log_file("audit", "shifted_controls"),

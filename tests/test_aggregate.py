@@ -2,6 +2,8 @@
 coordinates, the papers' sensitivity layouts, leakage rates with their
 intervals, and the heatmap."""
 
+import json
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -9,8 +11,8 @@ import pytest
 from helpers import ALPHA, TOY, toy_split
 
 from leaktrace.artifacts import write_table
+from leaktrace.calibration.leakage_rates import leakage_rates
 from leaktrace.calibration.table import REAL_ORDER, count_row, write_rows
-from leaktrace.config_slice import SliceError
 from leaktrace.detect.scores import SCORES_SCHEMA
 from leaktrace.evaluate.detection import detection_rows, subset_samples
 from leaktrace.evaluate.null_check import null_check, null_check_rows
@@ -20,8 +22,9 @@ from leaktrace.models.naming import model_coordinates
 from leaktrace.models.token_table import write_token_stats
 from leaktrace.report.results import pivot, sensitivity_sections
 from leaktrace.settings.aggregate import AggregateSettings, GrayboxInstances
+from leaktrace.settings.audit import AuditSettings, SrDetectionMethods, VariantCount
 from leaktrace.stages.aggregate import aggregate
-from leaktrace.stages.audit import audit, leakage_rates
+from leaktrace.stages.audit import audit
 from leaktrace.variants.kinds import detector_variant_counts
 
 
@@ -392,14 +395,12 @@ def test_audit_writes_table_and_heatmap_and_refuses_scores_without_srdetection(t
         ),
         tmp_path / "variants.parquet",
     )
-    settings = {
-        "alpha": 0.05,
-        "gate_alpha": 0.05,
-        "inconclusive_rate": 0.5,
-        "methods": {"srdetection_graybox": {"n_variants": 3}, "srdetection_blackbox": {}},
-    }
-    with pytest.raises(SliceError, match=r"config audit\.inconclusive_rate: expected a number, got None"):
-        audit(paths, {}, settings | {"inconclusive_rate": None}, tmp_path / "audit")
+    settings = AuditSettings(
+        calibration_alpha=0.05,
+        contamination_alpha=0.05,
+        inconclusive_rate=0.5,
+        methods=SrDetectionMethods(VariantCount(n_variants=3), VariantCount(n_variants=10)),
+    )
     audit(paths, {"humaneval": tmp_path / "variants.parquet"}, settings, tmp_path / "audit")
     rows = pq.read_table(tmp_path / "audit" / "leakage_rates.parquet").to_pylist()
     rates = {(r["model"], r["detector"]): r["leakage_rate"] for r in rows}
@@ -429,6 +430,22 @@ def test_audit_writes_table_and_heatmap_and_refuses_scores_without_srdetection(t
             settings,
             tmp_path / "bad",
         )
+
+
+def test_the_audit_tables_command_names_a_mistyped_inconclusive_rate_by_its_config_key(tmp_path, capsys):
+    from leaktrace.cli import main
+
+    settings = {
+        "calibration_alpha": 0.05,
+        "contamination_alpha": 0.05,
+        "inconclusive_rate": None,
+        "methods": {"srdetection_graybox": {"n_variants": 3}},
+    }
+    argv = ["audit-tables", "--scores", "m:b=s.parquet", "--variants", "b=v.parquet"]
+    with pytest.raises(SystemExit) as stopped:
+        main([*argv, "--settings", json.dumps(settings), "--output-dir", str(tmp_path)])
+    assert stopped.value.code == 2
+    assert "config audit.inconclusive_rate: expected a number, got None" in capsys.readouterr().err
 
 
 def write_synthetic_run(root, *, n_samples, models, methods, seed=0):

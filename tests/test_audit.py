@@ -22,6 +22,8 @@ from repo_copy import REPO, fresh_copy
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.sample_ids import match_ids
 from leaktrace.errors import InputError
+from leaktrace.settings.audit_contamination import AuditContaminationSettings, AuditReference, NullDraws
+from leaktrace.settings.contamination import DatasetInferenceSettings
 from leaktrace.stages.audit_contamination import SCHEMA, audit_contamination
 
 AUDIT_CONFIG = "config/experiments/audit.yaml"  # run once for all tests by the audit_run fixture (conftest.py)
@@ -418,24 +420,31 @@ def scores_table(path: Path, shift: float, n: int = 40, controls: range = range(
     return path
 
 
-def test_the_audit_contamination_settings_name_a_missing_or_mistyped_key(tmp_path):
-    from leaktrace.config_slice import SliceError
+def test_the_audit_contamination_command_names_a_missing_or_mistyped_key(tmp_path, capsys):
+    from leaktrace.cli import main
 
     settings = {
         "dataset_inference": {"n_splits": 7, "exclude_methods": [], "curve_sizes": [8], "curve_draws": 1},
         "calibration": {"seeds": 10},
-        "alpha": 0.05,
-        "ref_model": None,
-        "verdicts": {"pac_delta": 0.05, "inconclusive_auc": 0.7},
+        "contamination_alpha": 0.05,
+        "pac_delta": 0.05,
+        "inconclusive_auc": 0.7,
         "reference": {"model": None, "method": "loss"},
         "negative_controls": [],
     }
-    with pytest.raises(SliceError, match=r"config audit\.inconclusive_rate: missing"):
-        audit_contamination({}, {}, tmp_path / "ids.txt", settings, 1, tmp_path / "di.parquet", tmp_path / "di.md")
-    settings["verdicts"]["inconclusive_rate"] = 0.5
+
+    def run(settings):
+        argv = ["audit-contamination", "--scores", "m:b=s.parquet", "--benchmarks", "b=b.parquet"]
+        argv += ["--control-ids", "ids.txt", "--settings", json.dumps(settings), "--seed", "1"]
+        with pytest.raises(SystemExit) as stopped:
+            main([*argv, "--output", str(tmp_path / "di.parquet"), "--report", str(tmp_path / "di.md")])
+        assert stopped.value.code == 2
+        return capsys.readouterr().err
+
+    assert "config audit.inconclusive_rate: missing" in run(settings)
+    settings["inconclusive_rate"] = 0.5
     settings["calibration"]["seeds"] = "10"
-    with pytest.raises(SliceError, match=r"config contamination\.calibration\.seeds: expected an integer, got '10'"):
-        audit_contamination({}, {}, tmp_path / "ids.txt", settings, 1, tmp_path / "di.parquet", tmp_path / "di.md")
+    assert "config contamination.calibration.seeds: expected an integer, got '10'" in run(settings)
 
 
 def test_the_dataset_level_test_rejects_a_shift_and_not_its_absence(tmp_path):
@@ -445,15 +454,16 @@ def test_the_dataset_level_test_rejects_a_shift_and_not_its_absence(tmp_path):
     write_table([{"sample_id": f"b/{i}"} for i in range(40)], pa.schema([("sample_id", pa.string())]), bench)
     ids = tmp_path / "ids.txt"
     ids.write_text("# controls\n" + "\n".join(str(i) for i in range(24, 40)) + "\n")
-    settings = {
-        "dataset_inference": {"n_splits": 7, "exclude_methods": [], "curve_sizes": [8], "curve_draws": 1},
-        "calibration": {"seeds": 10},
-        "alpha": 0.05,
-        "ref_model": None,
-        "verdicts": {"pac_delta": 0.05, "inconclusive_auc": 0.7, "inconclusive_rate": 0.5},
-        "reference": {"model": None, "method": "loss"},
-        "negative_controls": [],
-    }
+    settings = AuditContaminationSettings(
+        contamination_alpha=0.05,
+        dataset_inference=DatasetInferenceSettings(n_splits=7, exclude_methods=(), curve_sizes=(8,), curve_draws=1),
+        calibration=NullDraws(seeds=10),
+        pac_delta=0.05,
+        inconclusive_auc=0.7,
+        inconclusive_rate=0.5,
+        reference=AuditReference(model=None, method="loss"),
+        negative_controls=(),
+    )
     audit_contamination(
         {
             ("seen", "b"): scores_table(tmp_path / "s.parquet", 2.0),

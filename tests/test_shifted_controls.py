@@ -10,7 +10,6 @@ import pytest
 
 from leaktrace.calibration.shifted_controls import (
     CONDITIONS,
-    ShiftedControlsSettings,
     draw,
     experiment_rows,
     id_split,
@@ -19,13 +18,14 @@ from leaktrace.calibration.shifted_controls import (
     select_controls,
     summary_rows,
 )
-from leaktrace.config_slice import SliceError, read_slice
+from leaktrace.config_slice import read_slice
 from leaktrace.data.docstrings import strip_docstrings
+from leaktrace.settings.shifted_controls import ShiftedControlsSettings
 
 BENCH = "pool"
 SETTINGS_SLICE = {
-    "alpha": 0.05,
-    "delta": 0.1,
+    "contamination_alpha": 0.05,
+    "pac_delta": 0.1,
     "inconclusive_auc": 0.9,
     "inconclusive_rate": 0.5,
     "dataset_inference": {"n_splits": 3, "exclude_methods": [], "curve_sizes": [8], "curve_draws": 1},
@@ -229,14 +229,24 @@ def test_the_experiment_config_plans_an_audit_that_trains_nothing():
     )
 
 
-def test_the_shifted_controls_settings_name_a_missing_or_mistyped_key(tmp_path):
-    from leaktrace.stages.shifted_controls import shifted_controls
+def test_the_shifted_controls_command_names_a_missing_or_mistyped_key(tmp_path, capsys):
+    import json
+
+    from leaktrace.cli import main
 
     def run(settings):
-        absent = tmp_path / "absent.parquet"
-        shifted_controls(BENCH, absent, absent, absent, settings, 1, absent, absent, tmp_path / "report.md", absent)
+        absent = str(tmp_path / "absent.parquet")
+        argv = ["shifted-controls", "--benchmark", BENCH, "--benchmark-table", absent, "--target", absent]
+        argv += ["--reference", absent, "--settings", json.dumps(settings), "--seed", "1", "--output", absent]
+        argv += ["--summary", absent, "--report", str(tmp_path / "report.md"), "--page", absent]
+        with pytest.raises(SystemExit) as stopped:
+            main(argv)
+        assert stopped.value.code == 2
+        return capsys.readouterr().err
 
-    with pytest.raises(SliceError, match=r"config audit\.shifted_controls\.draws: missing"):
-        run({k: v for k, v in SETTINGS_SLICE.items() if k != "draws"})
-    with pytest.raises(SliceError, match=r"config audit\.reference\.method: expected a string, got None"):
-        run(SETTINGS_SLICE | {"reference_method": None})
+    assert "config audit.shifted_controls.draws: missing" in run(
+        {k: v for k, v in SETTINGS_SLICE.items() if k != "draws"}
+    )
+    assert "config audit.reference.method: expected a string, got None" in run(
+        SETTINGS_SLICE | {"reference_method": None}
+    )

@@ -19,6 +19,10 @@ from leaktrace.errors import InputError
 
 STAGES: dict[str, str] = {
     "aggregate": "leaktrace.stages.aggregate:aggregate",
+    "audit-blind": "leaktrace.stages.audit_blind:audit_blind",
+    "audit-contamination": "leaktrace.stages.audit_contamination:audit_contamination",
+    "audit-exchangeability-table": "leaktrace.stages.audit_exchangeability_table:audit_exchangeability_table",
+    "audit-tables": "leaktrace.stages.audit:audit",
     "audit-watermark-table": "leaktrace.stages.watermark:audit_watermark_table",
     "calibration-conformal": "leaktrace.stages.calibration:conformal_calibration",
     "calibration-membership": "leaktrace.stages.calibration:membership_calibration",
@@ -29,6 +33,7 @@ STAGES: dict[str, str] = {
     "fetch-model": "leaktrace.models.fetch:fetch_model",
     "publish": "leaktrace.stages.watermark:publish_benchmark",
     "serve": "leaktrace.stages.serve:serve_model",
+    "shifted-controls": "leaktrace.stages.shifted_controls:shifted_controls",
     "testbed-blind": "leaktrace.stages.testbed_blind:testbed_blind_stage",
     "twin": "leaktrace.stages.twin:twin_tables",
     "verdict": "leaktrace.stages.verdict:verdict",
@@ -426,93 +431,6 @@ def _paired_paths(values: list[str], second: str) -> dict[tuple[str, str], Path]
     return paths
 
 
-@command("audit-tables")
-@_args(
-    (("--scores",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH"}),
-    (("--variants",), {"nargs": "+", "required": True, "help": "BENCHMARK=PATH of its variants table"}),
-    path("--held-out-ids", required=False),
-    path("--blind", required=False),
-    SETTINGS,
-    path("--output-dir"),
-)
-def _audit(a):
-    from leaktrace.stages.audit import audit
-
-    audit(
-        _paired_paths(a.scores, "BENCHMARK"),
-        _named_paths(a.variants),
-        a.settings,
-        a.output_dir,
-        a.held_out_ids,
-        a.blind,
-    )
-
-
-@command("audit-blind")
-@_args(
-    (("--benchmarks",), {"nargs": "+", "required": True, "help": "BENCHMARK=PATH of the ingested tables"}),
-    path("--control-ids"),
-    SETTINGS,
-    SEED,
-    path("--output"),
-)
-def _audit_blind(a):
-    from leaktrace.stages.audit_blind import audit_blind
-
-    audit_blind(_named_paths(a.benchmarks), a.control_ids, a.settings, a.seed, a.output)
-
-
-@command("shifted-controls")
-@_args(
-    (("--benchmark",), {"required": True, "help": "the pool benchmark's name"}),
-    path("--benchmark-table"),
-    path("--target"),
-    path("--reference"),
-    SETTINGS,
-    SEED,
-    path("--output"),
-    path("--summary"),
-    path("--report"),
-    path("--page"),
-)
-def _shifted_controls(a):
-    from leaktrace.stages.shifted_controls import shifted_controls
-
-    shifted_controls(
-        a.benchmark, a.benchmark_table, a.target, a.reference, a.settings, a.seed, a.output, a.summary, a.report, a.page
-    )
-
-
-@command("audit-contamination")
-@_args(
-    (("--scores",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH"}),
-    (("--benchmarks",), {"nargs": "+", "required": True, "help": "BENCHMARK=PATH of the ingested tables"}),
-    path("--control-ids"),
-    SETTINGS,
-    SEED,
-    path("--output"),
-    path("--report"),
-    path("--blind", required=False),
-    path("--verdicts", required=False),
-    path("--verdicts-report", required=False),
-)
-def _audit_contamination(a):
-    from leaktrace.stages.audit_contamination import audit_contamination
-
-    audit_contamination(
-        _paired_paths(a.scores, "BENCHMARK"),
-        _named_paths(a.benchmarks),
-        a.control_ids,
-        a.settings,
-        a.seed,
-        a.output,
-        a.report,
-        a.blind,
-        a.verdicts,
-        a.verdicts_report,
-    )
-
-
 @command("sample-corpus-functions")
 @_args(
     (("--name",), {"required": True, "help": "the counterfactual source's name (keys the seed)"}),
@@ -674,14 +592,6 @@ def _audit_exchangeability(a):
     audit_exchangeability(
         a.benchmark, a.benchmark_name, a.name, a.model, _adapter(a), a.settings, a.batch, a.seed, a.output
     )
-
-
-@command("audit-exchangeability-table")
-@_args(path("--rows", many=True), path("--output"), path("--report"))
-def _audit_exchangeability_table(a):
-    from leaktrace.stages.audit_exchangeability_table import audit_exchangeability_table
-
-    audit_exchangeability_table(a.rows, a.output, a.report)
 
 
 # --- leakage scan (LessLeak-style): index the benchmark, scan corpus shards, gather ---

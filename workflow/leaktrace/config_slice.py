@@ -115,7 +115,8 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
 def read_slice(cls: type[T], data: Mapping, where: str) -> T:
     """``data`` (a stage's config slice, or a mapping inside one) as the
     frozen dataclass ``cls``; ``where`` is the slice's dotted config key,
-    used in every error. Each field is required; its type is checked
+    used in every error. Each field is required (but one with a default,
+    which only per-job values such as a model's entry have); its type is checked
     (``tuple[X, ...]`` takes a list, a nested dataclass a mapping)."""
     if not isinstance(data, Mapping):
         raise SliceError(f"config {where}: expected a mapping, got {data!r}")
@@ -126,6 +127,8 @@ def read_slice(cls: type[T], data: Mapping, where: str) -> T:
             continue
         key = field.metadata.get("config") or (f"{where}.{field.name}" if where else field.name)
         if field.name not in data:
+            if field.default is not dataclasses.MISSING:  # an optional key of a per-job value (a model's max_length)
+                continue
             raise SliceError(f"config {key}: missing (its default is in config/schema.yaml; the rule passes it)")
         values[field.name] = _convert(hints[field.name], data[field.name], key)
     return cls(**values)
@@ -181,7 +184,8 @@ def _project(tp: Any, value: Any, key: str, config: Mapping) -> Any:
 def slice_from_config(cls: type, config: Mapping, block: str | None = None, at: Mapping | None = None) -> dict:
     """The slice ``cls`` reads, as a rule passes it: each field from its
     config key (``block.field``, or the key its :func:`config_key` names,
-    read from the top of ``config``)."""
+    read from the top of ``config``). A field with a default is an optional
+    key: left out of the slice where the config leaves it out."""
     block = getattr(cls, "config_block", "") if block is None else block
     hints = _hints(cls)
     out = {}
@@ -199,10 +203,17 @@ def slice_from_config(cls: type, config: Mapping, block: str | None = None, at: 
         elif at is not None:
             key = f"{block}.{field.name}"
             if field.name not in at:
+                if field.default is not dataclasses.MISSING:  # an optional key the config leaves out
+                    continue
                 raise SliceError(f"config {key}: missing (a stage reads it; its default belongs in config/schema.yaml)")
             value = at[field.name]
         else:
             key = f"{block}.{field.name}" if block else field.name
-            value = _lookup(config, key)
+            try:
+                value = _lookup(config, key)
+            except SliceError:
+                if field.default is dataclasses.MISSING:
+                    raise
+                continue  # an optional key the config leaves out (a detector family not run)
         out[field.name] = _project(hints[field.name], value, key, config)
     return out

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -40,10 +39,10 @@ import pyarrow as pa
 from leaktrace.calibration import audit_verdicts
 from leaktrace.calibration.blind_baseline import blind_baseline
 from leaktrace.calibration.rates import clopper_pearson
-from leaktrace.config_slice import config_key
 from leaktrace.contamination.dataset_inference import MIN_PER_SET
-from leaktrace.contamination.dataset_inference_row import DatasetInferenceSettings, dataset_inference_row
+from leaktrace.contamination.dataset_inference_row import dataset_inference_row
 from leaktrace.seeding import derive_seed
+from leaktrace.settings.shifted_controls import ShiftedControlsSettings
 
 ORIGINAL_PREFIX, SHIFTED_PREFIX = "HumanEval/", "HumanEvalNoDoc/"  # scripts/shifted_pool.py's task ids
 CONDITIONS = ("shifted", "unshifted", "reversed", "loss-target", "loss-reference", "hardest-target", "id-split")
@@ -166,25 +165,6 @@ def id_split(pool: Sequence[str], n_suspect: int, n_control: int, seed: int) -> 
     )
 
 
-@dataclass(frozen=True)
-class ShiftedControlsSettings:
-    """The shifted-controls rule's slice, each field the config key it carries (config/schema.yaml)."""
-
-    alpha: float = config_key("contamination.alpha")
-    delta: float = config_key("audit.pac_delta")
-    inconclusive_auc: float = config_key("audit.inconclusive_auc")
-    inconclusive_rate: float = config_key("audit.inconclusive_rate")
-    dataset_inference: DatasetInferenceSettings = config_key("contamination.dataset_inference")
-    exclude_methods: tuple[str, ...] = config_key("contamination.dataset_inference.exclude_methods")
-    blind_permutations: int = config_key("audit.shifted_controls.blind_permutations")
-    blind_repeats: int = config_key("audit.blind_repeats")
-    reference_method: str = config_key("audit.reference.method")
-    draws: int = config_key("audit.shifted_controls.draws")
-    n_suspect: int = config_key("audit.shifted_controls.n_suspect")
-    n_control: int = config_key("audit.shifted_controls.n_control")
-    max_detectable_auc: float = config_key("audit.max_detectable_auc")
-
-
 def _restricted(lookup: dict[str, dict], ids: set[str]) -> dict[str, dict]:
     return {m: {s: v for s, v in by_id.items() if s in ids} for m, by_id in lookup.items()}
 
@@ -232,7 +212,7 @@ def draw_rows(
             mine,
             control_scored,
             settings.dataset_inference,
-            settings.alpha,
+            settings.contamination_alpha,
             derive_seed(seed, "dataset-inference"),
             curve=False,
         )
@@ -244,8 +224,8 @@ def draw_rows(
             "p_value": found["p_value"],
         }
     s = audit_verdicts.Settings(
-        alpha=settings.alpha,
-        delta=settings.delta,
+        alpha=settings.contamination_alpha,
+        delta=settings.pac_delta,
         inconclusive_auc=settings.inconclusive_auc,
         inconclusive_rate=settings.inconclusive_rate,
         seed=derive_seed(seed, "verdicts"),
@@ -275,7 +255,7 @@ def draw_rows(
             "n_suspect": r.get("n_suspect"),
             "n_control": r.get("n_controls_used"),
             "p_value": r.get("p_value"),
-            "rejected": r.get("p_value") is not None and r["p_value"] <= settings.alpha,
+            "rejected": r.get("p_value") is not None and r["p_value"] <= settings.contamination_alpha,
             "blind_auc": r["blind_auc"],
             "blind_p": r["blind_p"],
             "gated": bool(r["assumes_exchangeable"]) and r["blind_rejected"] is True,

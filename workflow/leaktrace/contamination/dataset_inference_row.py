@@ -13,8 +13,6 @@ from leaktrace.contamination.features import feature_matrix, shared_methods
 from leaktrace.seeding import derive_seed
 from leaktrace.settings.contamination import DatasetInferenceSettings
 
-__all__ = ["DI", "DatasetInferenceSettings", "dataset_inference_row"]
-
 DI = "dataset_inference"  # the test's name in every table
 
 

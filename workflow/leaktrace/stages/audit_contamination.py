@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import random
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 
 import pyarrow as pa
@@ -36,54 +36,16 @@ from leaktrace.calibration import audit_verdicts
 from leaktrace.calibration.blind_baseline import BlindBaseline, from_row
 from leaktrace.calibration.negative_controls import MIN_NEGATIVE_CONTROLS
 from leaktrace.calibration.rates import false_positive_rate
-from leaktrace.config_slice import config_key, read_slice
 from leaktrace.contamination.dataset_inference import MIN_PER_SET, dataset_inference
-from leaktrace.contamination.dataset_inference_row import DatasetInferenceSettings, dataset_inference_row
+from leaktrace.contamination.dataset_inference_row import dataset_inference_row
 from leaktrace.contamination.features import feature_matrix, score_lookup, shared_methods
 from leaktrace.data.sample_ids import match_ids, read_id_list
 from leaktrace.report.audit_verdicts import render as render_verdicts
 from leaktrace.report.tables import markdown_table
 from leaktrace.seeding import derive_seed
+from leaktrace.settings.audit_contamination import AuditContaminationSettings
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class NullDraws:
-    seeds: int  # random halves of the controls per null
-
-
-@dataclass(frozen=True)
-class VerdictLevels:
-    pac_delta: float = config_key("audit.pac_delta")
-    inconclusive_auc: float = config_key("audit.inconclusive_auc")
-    inconclusive_rate: float = config_key("audit.inconclusive_rate")
-
-
-@dataclass(frozen=True)
-class AuditReference:
-    """audit.reference's model (null: none) and the detector it is compared on."""
-
-    model: str | None
-    method: str
-
-
-@dataclass(frozen=True)
-class AuditContaminationSettings:
-    """The audit-contamination rule's slice: contamination.alpha, .dataset_inference and .calibration.seeds; Ref's
-    reference model (ref_model, null: Ref is off); the verdict table's levels (audit.*) and audit.reference."""
-
-    alpha: float = config_key("contamination.alpha")
-    dataset_inference: DatasetInferenceSettings = config_key("contamination.dataset_inference")
-    calibration: NullDraws = config_key("contamination.calibration")
-    ref_model: str | None = config_key("ref_model (Ref's reference model, set by rules/audit.smk)")
-    verdicts: VerdictLevels = config_key("audit")
-    reference: AuditReference = config_key("audit.reference")
-    negative_controls: tuple[str, ...] = config_key("audit.negative_controls")
-
-    def unexposed(self) -> list[str]:
-        """The declared negative controls: audit.negative_controls and the contrast's reference."""
-        return list(dict.fromkeys([*self.negative_controls, *([self.reference.model] if self.reference.model else [])]))
 
 
 SCHEMA = pa.schema(
@@ -127,10 +89,17 @@ def _halves(ids: list[str], seed: int) -> tuple[list[str], list[str]]:
 
 
 def model_row(
-    model: str, benchmark: str, lookup: dict, control_ids: set[str], settings: AuditContaminationSettings, seed: int
+    model: str,
+    benchmark: str,
+    lookup: dict,
+    control_ids: set[str],
+    settings: AuditContaminationSettings,
+    seed: int,
+    ref_model: str | None = None,
 ) -> dict:
-    """The test of one model on one benchmark, with its null."""
-    di, alpha, seeds = settings.dataset_inference, settings.alpha, settings.calibration.seeds
+    """The test of one model on one benchmark, with its null; ``ref_model``:
+    Ref's reference model, named in the row where Ref is a feature."""
+    di, alpha, seeds = settings.dataset_inference, settings.contamination_alpha, settings.calibration.seeds
     scored = set().union(*lookup.values()) if lookup else set()
     control = sorted(scored & control_ids)
     suspect = sorted(scored - control_ids)
@@ -152,7 +121,7 @@ def model_row(
     row |= {
         "features": found["features"],
         "p_value": found["p_value"],
-        "ref_model": settings.ref_model if "ref" in found["features"].split(",") else None,
+        "ref_model": ref_model if "ref" in found["features"].split(",") else None,
     }
     if len(control) // 2 < MIN_PER_SET:
         return row | {"note": f"no null: halves of the {len(control)} control samples are below {MIN_PER_SET}"}
@@ -178,37 +147,38 @@ def model_row(
 
 
 def verdict_settings(settings: AuditContaminationSettings, seed: int) -> audit_verdicts.Settings:
-    """The verdict table's settings: ``settings.verdicts`` (audit.pac_delta,
-    inconclusive_auc, inconclusive_rate) at the test's alpha."""
-    v = settings.verdicts
+    """The verdict table's settings: audit.pac_delta, inconclusive_auc and
+    inconclusive_rate at the test's alpha (contamination.alpha)."""
     return audit_verdicts.Settings(
-        alpha=settings.alpha,
-        delta=v.pac_delta,
-        inconclusive_auc=v.inconclusive_auc,
-        inconclusive_rate=v.inconclusive_rate,
+        alpha=settings.contamination_alpha,
+        delta=settings.pac_delta,
+        inconclusive_auc=settings.inconclusive_auc,
+        inconclusive_rate=settings.inconclusive_rate,
         seed=seed,
     )
 
 
 def audit_contamination(
-    scores: dict[tuple[str, str], Path],
-    benchmarks: dict[str, Path],
+    scores: Mapping[tuple[str, str], Path],
+    benchmarks: Mapping[str, Path],
     control_ids: Path,
-    settings: dict,
+    settings: AuditContaminationSettings,
     seed: int,
     output: Path,
     report: Path,
     blind: Path | None = None,
     verdicts: Path | None = None,
     verdicts_report: Path | None = None,
+    ref_model: str | None = None,
 ) -> None:
-    """``scores``: (audit model, benchmark) -> scores.parquet; ``benchmarks``:
-    benchmark -> its ingested table (every sample, to match the ids);
-    ``blind``: the audit's blind-baseline table; ``verdicts`` and
-    ``verdicts_report``: where the verdict table goes (with ``settings``'
-    ``verdicts`` and ``reference``: {model, method} slices); ``settings``:
-    the rule's slice (:class:`AuditContaminationSettings`)."""
-    settings = read_slice(AuditContaminationSettings, settings, "")
+    """Write the dataset-level test of every audited model on every audited
+    benchmark against the control ids, and the audit's verdict table.
+
+    The test and its null go to ``output`` and its Markdown ``report``. ``scores``: (audit
+    model, benchmark) -> scores.parquet; ``benchmarks``: benchmark -> its
+    ingested table (every sample, to match the ids); ``blind``: the audit's
+    blind-baseline table; ``verdicts`` and ``verdicts_report``: where the
+    verdict table goes; ``ref_model``: Ref's reference model (none: Ref is off)."""
     everything = {r["sample_id"] for path in benchmarks.values() for r in read_records(path, ["sample_id"])}
     matched = match_ids(read_id_list(control_ids), everything, str(control_ids))
     exclude = set(settings.dataset_inference.exclude_methods)
@@ -223,7 +193,7 @@ def audit_contamination(
         lookup = score_lookup(found, exclude)
         mine = {sid for sid in matched if sid.startswith(f"{benchmark}/")}
         model_seed = derive_seed(seed, "audit-contamination", model, benchmark)
-        rows.append(model_row(model, benchmark, lookup, mine, settings, model_seed))
+        rows.append(model_row(model, benchmark, lookup, mine, settings, model_seed, ref_model))
         if rows[-1]["n_control_unscored"]:
             log.info(
                 "%s on %s: %d control ids name samples the audit did not score",
@@ -280,11 +250,13 @@ def audit_contamination(
         if di is not None:
             row |= {k: di[k] for k in ("blind_rejected", "detectable_effect", "verdict")}
     write_table(rows, SCHEMA, output)
-    report.write_text(render(rows, settings.alpha))
+    report.write_text(render(rows, settings.contamination_alpha))
     if verdicts is not None:
         write_table(table, audit_verdicts.SCHEMA, verdicts)
         delta = verdict_settings(settings, seed).delta
-        (verdicts_report or verdicts.with_suffix(".md")).write_text(render_verdicts(table, settings.alpha, delta))
+        (verdicts_report or verdicts.with_suffix(".md")).write_text(
+            render_verdicts(table, settings.contamination_alpha, delta)
+        )
     log.info("audit contamination: %d p-values, %d verdicts", len(rows), len(table))
 
 

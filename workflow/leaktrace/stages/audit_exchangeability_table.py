@@ -11,8 +11,8 @@ from leaktrace.contamination.exchangeability import AUDIT_SCHEMA
 from leaktrace.report.exchangeability import exchangeability_markdown
 
 
-def audit_exchangeability_table(rows: list[Path], output: Path, report: Path) -> None:
-    """The audit's table of every model × benchmark row, and its Markdown."""
+def audit_exchangeability_table(rows: tuple[Path, ...], output: Path, report: Path) -> None:
+    """Gather the audit's order-test rows of every model × benchmark into one table and its Markdown."""
     records = [r for path in rows for r in read_records(path)]
     write_table(records, AUDIT_SCHEMA, output)
     report.parent.mkdir(parents=True, exist_ok=True)

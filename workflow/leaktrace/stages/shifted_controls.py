@@ -13,16 +13,15 @@ from leaktrace.calibration.shifted_controls import (
     DRAWS_SCHEMA,
     PAGE_SCHEMA,
     SUMMARY_SCHEMA,
-    ShiftedControlsSettings,
     experiment_rows,
     page_rows,
     summary_rows,
 )
-from leaktrace.config_slice import read_slice
 from leaktrace.contamination.features import score_lookup
 from leaktrace.data.samples import document
 from leaktrace.report.shifted_controls import render
 from leaktrace.report.verdict import answer, answer_kind, audit_verdict_tests
+from leaktrace.settings.shifted_controls import ShiftedControlsSettings
 
 log = logging.getLogger(__name__)
 
@@ -32,17 +31,18 @@ def shifted_controls(
     benchmark_table: Path,
     target: Path,
     reference: Path,
-    settings: dict,
+    settings: ShiftedControlsSettings,
     seed: int,
     output: Path,
     summary: Path,
     report: Path,
     page: Path,
 ) -> None:
-    """``target`` and ``reference``: the two models' scores.parquet; ``settings``:
-    the rule's slice (:class:`ShiftedControlsSettings`); ``page``: how often
-    the verdict page answered what, per condition."""
-    settings = read_slice(ShiftedControlsSettings, settings, "")
+    """Run the shifted-control experiment on the pool benchmark and write its draws, summary, report and page.
+
+    ``output``: the draws; ``page``: how often the verdict page answered
+    what, per condition; ``target`` and ``reference``: the two models'
+    scores.parquet."""
     texts = {r["sample_id"]: document(r) for r in read_records(benchmark_table)}
     found = read_records(target, ["sample_id", "method", "score", "decision"])
     exclude = set(settings.exclude_methods)
@@ -58,17 +58,19 @@ def shifted_controls(
 
     def page_answer(rows: list[dict]) -> str:
         """The verdict page's answer for one draw's rows, by the page's own rule."""
-        return answer_kind(answer(audit_verdict_tests(rows), settings.alpha, settings.max_detectable_auc))
+        return answer_kind(answer(audit_verdict_tests(rows), settings.contamination_alpha, settings.max_detectable_auc))
 
     rows = experiment_rows(
         benchmark, texts, lookup, ref, {m: d for m, d in decisions.items() if d}, settings, seed, page_answer
     )
-    table = summary_rows(rows, settings.alpha)
+    table = summary_rows(rows, settings.contamination_alpha)
     answers = page_rows(rows)
     write_table(rows, DRAWS_SCHEMA, output)
     write_table(table, SUMMARY_SCHEMA, summary)
     write_table(answers, PAGE_SCHEMA, page)
-    report.write_text(render(table, answers, settings.alpha, settings.draws, settings.n_suspect, settings.n_control))
+    report.write_text(
+        render(table, answers, settings.contamination_alpha, settings.draws, settings.n_suspect, settings.n_control)
+    )
     for r in table:
         log.info(
             "%s %s: %d of %d rejected, %d counted",
