@@ -109,7 +109,8 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
 def read_slice(cls: type[T], data: Mapping, where: str) -> T:
     """``data`` (a stage's config slice, or a mapping inside one) as the
     frozen dataclass ``cls``; ``where`` is the slice's dotted config key,
-    used in every error. Each field is required; its type is checked
+    used in every error. Each field is required (but one with a default,
+    which only per-job values such as a model's entry have); its type is checked
     (``tuple[X, ...]`` takes a list, a nested dataclass a mapping)."""
     if not isinstance(data, Mapping):
         raise SliceError(f"config {where}: expected a mapping, got {data!r}")
@@ -120,6 +121,8 @@ def read_slice(cls: type[T], data: Mapping, where: str) -> T:
             continue
         key = field.metadata.get("config") or (f"{where}.{field.name}" if where else field.name)
         if field.name not in data:
+            if field.default is not dataclasses.MISSING:  # an optional key of a per-job value (a model's max_length)
+                continue
             raise SliceError(f"config {key}: missing (its default is in config/schema.yaml; the rule passes it)")
         values[field.name] = _convert(hints[field.name], data[field.name], key)
     return cls(**values)

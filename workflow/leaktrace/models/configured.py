@@ -4,36 +4,60 @@ adapter into a loaded model, so every stage opens models the same way."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from leaktrace.models.backend import ModelSpec
+from leaktrace.settings.models import ModelEntry
+from leaktrace.settings.score import TokenBatch
 
 
-def model_spec(model: dict, adapter: str | None) -> ModelSpec:
-    return ModelSpec(
-        name_or_path=model["path"],
-        adapter=adapter,
+def model_entry(model: ModelEntry | Mapping) -> ModelEntry:
+    """``model`` as a :class:`ModelEntry` (a stage not yet typed passes its JSON as a dict)."""
+    if isinstance(model, ModelEntry):
+        return model
+    return ModelEntry(
+        path=model["path"],
         dtype=model["dtype"],
         device=model["device"],
+        max_length=model.get("max_length"),
         revision=model.get("revision"),
     )
 
 
-def language_model(model: dict, adapter: str | None, batch: dict):
-    """The model, scoring at most its trained context capped by ``model["max_length"]``
+def model_spec(model: ModelEntry | Mapping, adapter: str | None) -> ModelSpec:
+    model = model_entry(model)
+    return ModelSpec(
+        name_or_path=model.path,
+        adapter=adapter,
+        dtype=model.dtype,
+        device=model.device,
+        revision=model.revision,
+    )
+
+
+def language_model(model: ModelEntry | Mapping, adapter: str | None, batch: TokenBatch | Mapping):
+    """The model, scoring at most its trained context capped by ``model.max_length``
     (the limit training used too)."""
     from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
 
+    if not isinstance(batch, TokenBatch):
+        batch = TokenBatch(batch_size=batch["batch_size"], token_budget=batch.get("token_budget"))
     return HFLanguageModel(
         model_spec(model, adapter),
-        batch_size=batch["batch_size"],
-        token_budget=batch.get("token_budget"),
-        max_length=model.get("max_length"),
+        batch_size=batch.batch_size,
+        token_budget=batch.token_budget,
+        max_length=model_entry(model).max_length,
     )
 
 
 def generation_model(
-    model: dict, adapter: str | None, batch: dict, generator: dict | None, cache_dir: Path | None, purpose: str
+    model: ModelEntry | Mapping,
+    adapter: str | None,
+    batch: TokenBatch | Mapping,
+    generator: dict | None,
+    cache_dir: Path | None,
+    purpose: str,
 ):
     """The model a generating stage runs: with no ``llm.generator`` role, the
     base model (and adapter) in process through transformers, as always;
@@ -45,19 +69,18 @@ def generation_model(
     from leaktrace.models.generation import BackendGenerator
     from leaktrace.models.select import open_model
 
+    model = model_entry(model)
     needs = {Capability.GENERATE} | ({Capability.ADAPTERS} if adapter else set())
     role = {
-        "dtype": model["dtype"],
-        "device": model["device"],
-        "max_length": model.get("max_length"),
+        "dtype": model.dtype,
+        "device": model.device,
+        "max_length": model.max_length,
         **generator,
-        "model": generator.get("model") or model["path"],
+        "model": generator.get("model") or model.path,
         "adapter": adapter,
     }
-    if not generator.get("model") and model.get("revision"):
-        role["revision"] = model["revision"]
+    if not generator.get("model") and model.revision:
+        role["revision"] = model.revision
     if role["backend"] == "vllm":  # the target's adapter and the reference share one engine
         role["vllm"] = {"enable_lora": True, **role.get("vllm", {})}
-    return BackendGenerator(
-        open_model(role, needs, purpose, cache_dir), model_spec(model, None), model.get("max_length")
-    )
+    return BackendGenerator(open_model(role, needs, purpose, cache_dir), model_spec(model, None), model.max_length)
