@@ -206,13 +206,13 @@ rule detector_scores:
     output:
         scores_file(),
     params:
-        settings=settings("score", "methods"),
+        settings=stage_settings("scores", config),
         reference=optional_args("--reference", reference_tokens),
         oracle=optional_args("--oracle-reference", oracle_tokens),
         prefixed=optional_args("--prefixed", recall_prefixed),
         counts=optional_args("--token-counts", dc_pdd_counts),
         blackbox=optional_args("--blackbox", blackbox_rows),
-        learned=optional_args("--learned", learned_rows),
+        learned=lambda wildcards: " ".join(["--learned", *learned_rows(wildcards)]) if learned_rows(wildcards) else "",
         model=scored_model_settings,
     log:
         log_file("detector_scores", "{benchmark}", "{model}"),

@@ -11,10 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from leaktrace.artifacts import read_records
+from leaktrace.config_slice import read_slice
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.detect.dpdllm import ContinuationStats, continuation_features
 from leaktrace.detect.prototypical import ProtoSettings, ProtoTask, fit_many, fit_prototypical
-from leaktrace.detect.registry import configured_methods
+from leaktrace.detect.registry import configured_methods, family_params
 from leaktrace.detect.veilprobe import perturb_key_tokens, significant_dimensions
 from leaktrace.settings.dpdllm_veilprobe import (
     BlackboxPrefix,
@@ -23,8 +24,8 @@ from leaktrace.settings.dpdllm_veilprobe import (
     VeilprobeMapping,
     VeilprobePerturbation,
 )
-from leaktrace.settings.models import ModelEntry
-from leaktrace.settings.score import TokenBatch
+from leaktrace.settings.models import ModelSettings
+from leaktrace.settings.score import ScoreMethods, TokenBatch
 from leaktrace.stages import dpdllm_veilprobe
 from leaktrace.stages.score import blackbox_generations, score_methods
 
@@ -57,7 +58,7 @@ def inputs(tiny_model_dir, tmp_path_factory):
     blackbox_generations(
         out / "variants.parquet", model, None, {"max_new_tokens": 8}, {"batch_size": 8}, out / "blackbox.parquet"
     )
-    return out, ModelEntry(path=str(tiny_model_dir), dtype="float32", device="cpu", max_length=128)
+    return out, ModelSettings(path=str(tiny_model_dir), dtype="float32", device="cpu", max_length=128)
 
 
 def _permuted_evaluation(out, name):
@@ -174,10 +175,11 @@ def test_veilprobe_end_to_end_and_blind_to_evaluation_labels(inputs):
     from leaktrace.stages.score import score_tokens
 
     score_tokens(out / "variants.parquet", model, BATCH, tokens, originals_only=True)
+    families = {"loss": {}, "veilprobe": family_params("veilprobe", {})}
     score_methods(
         tokens,
         out / "variants.parquet",
-        {"loss": {}, "veilprobe": {}},
+        read_slice(ScoreMethods, families, "score.methods"),
         out / "scores.parquet",
         learned=(out / "veil.parquet",),
     )

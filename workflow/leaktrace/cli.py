@@ -22,6 +22,7 @@ STAGES: dict[str, str] = {
     "dpdllm-fit": "leaktrace.stages.dpdllm_veilprobe:fit_dpdllm",
     "dpdllm-generations": "leaktrace.stages.dpdllm_veilprobe:dpdllm_generations",
     "recall-tokens": "leaktrace.stages.score:score_prefixed",
+    "scores": "leaktrace.stages.score:score_methods",
     "token-counts": "leaktrace.stages.score:count_corpus_tokens",
     "tokens": "leaktrace.stages.score:score_tokens",
     "twin": "leaktrace.stages.twin:twin_tables",
@@ -263,47 +264,6 @@ def _blackbox(a):
 
     blackbox_generations(
         a.variants, a.model, _adapter(a), a.settings, a.batch, a.output, generator=a.generator, cache_dir=a.cache_dir
-    )
-
-
-@command("scores")
-@_args(
-    path("--tokens"),
-    path("--variants"),
-    path("--reference", required=False),
-    path("--oracle-reference", required=False),
-    path("--prefixed", required=False),
-    path("--token-counts", required=False),
-    path("--blackbox", required=False),
-    (
-        ("--learned",),
-        {
-            "type": Path,
-            "nargs": "+",
-            "action": "extend",
-            "default": [],
-            "help": "the learned baselines' per-sample outputs (repeatable)",
-        },
-    ),
-    (("--model",), {"type": _json, "help": "the scored model (checks DC-PDD's counts were made with its tokenizer)"}),
-    SETTINGS,
-    path("--output"),
-)
-def _scores(a):
-    from leaktrace.stages.score import score_methods
-
-    score_methods(
-        a.tokens,
-        a.variants,
-        a.settings,
-        a.output,
-        reference=a.reference,
-        oracle_reference=a.oracle_reference,
-        prefixed=a.prefixed,
-        token_counts=a.token_counts,
-        blackbox=a.blackbox,
-        model=a.model,
-        learned=tuple(a.learned),
     )
 
 

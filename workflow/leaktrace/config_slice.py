@@ -178,7 +178,8 @@ def _project(tp: Any, value: Any, key: str, config: Mapping) -> Any:
 def slice_from_config(cls: type, config: Mapping, block: str | None = None, at: Mapping | None = None) -> dict:
     """The slice ``cls`` reads, as a rule passes it: each field from its
     config key (``block.field``, or the key its :func:`config_key` names,
-    read from the top of ``config``)."""
+    read from the top of ``config``). A field with a default is an optional
+    key: left out of the slice where the config leaves it out."""
     block = getattr(cls, "config_block", "") if block is None else block
     hints = _hints(cls)
     out = {}
@@ -191,10 +192,17 @@ def slice_from_config(cls: type, config: Mapping, block: str | None = None, at: 
         elif at is not None:
             key = f"{block}.{field.name}"
             if field.name not in at:
+                if field.default is not dataclasses.MISSING:  # an optional key the config leaves out
+                    continue
                 raise SliceError(f"config {key}: missing (a stage reads it; its default belongs in config/schema.yaml)")
             value = at[field.name]
         else:
             key = f"{block}.{field.name}" if block else field.name
-            value = _lookup(config, key)
+            try:
+                value = _lookup(config, key)
+            except SliceError:
+                if field.default is dataclasses.MISSING:
+                    raise
+                continue  # an optional key the config leaves out (a detector family not run)
         out[field.name] = _project(hints[field.name], value, key, config)
     return out

@@ -45,7 +45,7 @@ from leaktrace.settings.dpdllm_veilprobe import (
     VeilprobeMapping,
     VeilprobePerturbation,
 )
-from leaktrace.settings.models import ModelEntry
+from leaktrace.settings.models import ModelSettings
 from leaktrace.settings.score import TokenBatch
 from leaktrace.train.lora import LoraSettings, train_lora
 from leaktrace.variants.kinds import valid_texts
@@ -128,7 +128,7 @@ def train_dpdllm_reference(variants: Path, model: dict, train: dict, settings: d
 
 def dpdllm_generations(
     variants: Path,
-    model: ModelEntry,
+    model: ModelSettings,
     settings: DpdllmSampling,
     batch: TokenBatch,
     seed: int,
@@ -169,7 +169,7 @@ def _continuation_pass(model, bos_id: int, prefix: list[int], continuation: list
 
 
 def dpdllm_features(
-    generations: Path, model: ModelEntry, reference_adapter: Path, batch: TokenBatch, output: Path
+    generations: Path, model: ModelSettings, reference_adapter: Path, batch: TokenBatch, output: Path
 ) -> None:
     """DPDLLM's features of every non-empty continuation under the reference
     model (``model`` with ``reference_adapter``), after the prefix it continued;
@@ -272,7 +272,7 @@ def fit_dpdllm(features: Path, samples: Path, folds: int, seed: int, output: Pat
 
 def veilprobe_perturb(
     variants: Path,
-    model: ModelEntry,
+    model: ModelSettings,
     settings: VeilprobePerturbation,
     blackbox: BlackboxPrefix,
     batch: TokenBatch,
@@ -306,7 +306,7 @@ def veilprobe_perturb(
 def veilprobe_features(
     blackbox: Path,
     perturbed: Path,
-    model: ModelEntry,
+    model: ModelSettings,
     settings: VeilprobeMapping,
     seed: int,
     output: Path,

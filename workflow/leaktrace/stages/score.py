@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,8 +26,8 @@ from leaktrace.models.backend import TokenStats
 from leaktrace.models.configured import generation_model, language_model, model_spec
 from leaktrace.models.token_counts import count_tokens, read_token_counts, write_token_counts
 from leaktrace.models.token_table import read_token_stats, write_token_stats
-from leaktrace.settings.models import ModelEntry
-from leaktrace.settings.score import RecallSettings, TokenBatch
+from leaktrace.settings.models import ModelSettings
+from leaktrace.settings.score import RecallSettings, ScoreMethods, TokenBatch
 from leaktrace.variants.kinds import DETECTOR_KINDS, VARIANT_SETS, valid_texts
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,7 @@ BLACKBOX_SCHEMA = pa.schema(
 
 def score_tokens(
     variants: Path,
-    model: ModelEntry,
+    model: ModelSettings,
     settings: TokenBatch,
     output: Path,
     adapter: Path | None = None,
@@ -81,7 +82,7 @@ def _adapter(adapter: Path | None) -> str | None:
 def score_prefixed(
     variants: Path,
     samples: Path,
-    model: ModelEntry,
+    model: ModelSettings,
     settings: RecallSettings,
     batch: TokenBatch,
     seed: int,
@@ -118,7 +119,7 @@ def score_prefixed(
     )
 
 
-def count_corpus_tokens(corpus: tuple[Path, ...], model: ModelEntry, output: Path) -> None:
+def count_corpus_tokens(corpus: tuple[Path, ...], model: ModelSettings, output: Path) -> None:
     """DC-PDD's reference frequencies: token counts of a corpus (its parts)
     under the model's tokenizer, with its fingerprint, checked when read."""
     from leaktrace.models.loading import load_tokenizer
@@ -180,24 +181,25 @@ def _available(methods: list[Method], **evidence: bool) -> list[Method]:
 def score_methods(
     tokens: Path,
     variants: Path,
-    settings: dict,
+    settings: ScoreMethods,
     output: Path,
-    *,
     reference: Path | None = None,
     oracle_reference: Path | None = None,
     prefixed: Path | None = None,
     token_counts: Path | None = None,
     blackbox: Path | None = None,
-    model: dict | None = None,
+    model: ModelSettings | None = None,
     learned: tuple[Path, ...] = (),
 ) -> None:
-    """Every configured detector for every sample whose original is valid.
-    Optional evidence files feed the detectors that need them; a method whose
-    evidence is not given is skipped for this model, and DC-PDD without token
-    counts likewise. With ``model``, DC-PDD's counts must come from its tokenizer."""
-    if token_counts is None and "dc_pdd" in settings:
+    """Every configured detector's score of every sample whose original is
+    valid, from the token pass (``tokens``) and the evidence files given.
+
+    A method whose evidence is not given is skipped for this model, and
+    DC-PDD without token counts likewise. With ``model``, DC-PDD's counts must
+    come from its tokenizer."""
+    if token_counts is None and settings.dc_pdd is not None:
         log.info("dc_pdd skipped for this model: no token counts of its reference corpus")
-        settings = {k: v for k, v in settings.items() if k != "dc_pdd"}
+        settings = replace(settings, dc_pdd=None)
     counts = read_token_counts(token_counts) if token_counts else None
     if counts is not None and model is not None:
         from leaktrace.models.loading import load_tokenizer
@@ -205,7 +207,7 @@ def score_methods(
 
         counts.check_tokenizer(tokenizer_fingerprint(load_tokenizer(model_spec(model, None))))
     methods = _available(
-        configured_methods(settings, token_counts=counts),
+        configured_methods(settings.families(), token_counts=counts),
         reference=reference is not None,
         oracle_reference=oracle_reference is not None,
         prefixed=prefixed is not None,
