@@ -212,7 +212,7 @@ rule detector_scores:
         prefixed=optional_args("--prefixed", recall_prefixed),
         counts=optional_args("--token-counts", dc_pdd_counts),
         blackbox=optional_args("--blackbox", blackbox_rows),
-        learned=lambda wildcards: " ".join(["--learned", *learned_rows(wildcards)]) if learned_rows(wildcards) else "",
+        learned=optional_args("--learned", learned_rows),
         model=scored_model_settings,
     log:
         log_file("detector_scores", "{benchmark}", "{model}"),
