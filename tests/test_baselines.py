@@ -247,26 +247,11 @@ def test_networks_trained_together_train_as_they_would_alone():
 
 
 def test_scores_command_takes_every_learned_file():
-    import argparse
+    from leaktrace.stage_entry import parser
+    from leaktrace.stages.score import score_methods
 
-    from leaktrace.cli import COMMANDS
-
-    parser = argparse.ArgumentParser()
-    COMMANDS["scores"][0](parser)
-    args = parser.parse_args(
-        [
-            "--tokens",
-            "t",
-            "--variants",
-            "v",
-            "--settings",
-            "{}",
-            "--output",
-            "o",
-            "--learned",
-            "dpdllm.parquet",
-            "--learned",
-            "veilprobe.parquet",
-        ]
+    argv = ["--tokens", "t", "--variants", "v", "--settings", "{}", "--output", "o"]
+    args = parser("scores", score_methods).parse_args(
+        [*argv, "--learned", "dpdllm.parquet", "--learned", "veilprobe.parquet"]
     )
     assert [str(p) for p in args.learned] == ["dpdllm.parquet", "veilprobe.parquet"]
