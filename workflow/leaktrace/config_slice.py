@@ -76,6 +76,9 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
         return read_slice(tp, value, where)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
+        rest = [a for a in args if a is not type(None)]
+        if value is not None and len(rest) == 1:  # ``X | None`` given a value: X's own error names the key inside
+            return _convert(rest[0], value, where)
         for option in sorted(args, key=lambda a: a is not type(None)):  # null first: it never converts
             try:
                 return _convert(option, value, where)

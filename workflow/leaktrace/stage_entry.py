@@ -15,7 +15,7 @@ config keys). From that declaration:
   stage.
 
 Flags by parameter type: ``Path`` (``--x PATH``), ``tuple[T, ...]`` (one or
-more; none where it has a default), ``Mapping[str, Path]`` (``NAME=PATH``
+more, the flag repeatable; none where it has a default), ``Mapping[str, Path]`` (``NAME=PATH``
 items, order kept), ``Mapping[tuple[str, str], Path]`` (``A:B=PATH``), a
 settings dataclass (JSON), ``bool`` (a switch), ``Literal`` (its choices),
 ``int``/``float``/``str``; ``X | None = None`` makes a flag optional.
@@ -132,14 +132,17 @@ def _typed_argument(name: str, tp: Any, default: Any) -> _Argument:
         return _Argument({"action": "store_true"}, bool)
     if origin is typing.Literal:
         return _Argument(base | {"type": type(args[0]), "choices": list(args)}, lambda v: v)
-    if origin is tuple:
+    if origin is tuple:  # one or more items, the flag repeatable (``--learned A --learned B``): every item kept
         many = "*" if optional else "+"
         if typing.get_origin(args[0]) is typing.Literal:
             choices = typing.get_args(args[0])
             items = {"type": type(choices[0]), "choices": list(choices)}
         else:
             items = {"type": _scalar(args[0])}
-        return _Argument(base | items | {"nargs": many}, lambda v: v if v is None else tuple(v))
+        kwargs = base | items | {"nargs": many, "action": "extend"}
+        if optional:
+            kwargs["default"] = None  # extend appends to a list of its own, never to the declared default
+        return _Argument(kwargs, lambda v: default if v is None else tuple(v))
     if origin in (dict, Mapping) or tp is Mapping:
         key_parts = 2 if typing.get_origin(args[0]) is tuple else 1
         value_type = _scalar(args[1])
