@@ -31,7 +31,7 @@ rule lexicon:
     output:
         lexicon_file(),
     params:
-        settings=settings("variants", "lexicon"),
+        settings=stage_settings("lexicon", config),
     log:
         log_file("lexicon"),
     benchmark:

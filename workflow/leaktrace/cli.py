@@ -18,7 +18,15 @@ from pathlib import Path
 from leaktrace.errors import InputError
 
 STAGES: dict[str, str] = {
+    "filter-functions": "leaktrace.stages.function_filter:filter_functions",
+    "lexicon": "leaktrace.stages.variants:build_lexicon",
+    "mix": "leaktrace.stages.train:make_mix",
+    "select-lr": "leaktrace.stages.learning_rate:select_learning_rate",
+    "sham-mix": "leaktrace.stages.train:make_sham_mix",
+    "split": "leaktrace.stages.split:split_samples",
+    "train": "leaktrace.stages.train:train_adapters",
     "twin": "leaktrace.stages.twin:twin_tables",
+    "twin-split": "leaktrace.stages.split:twin_split",
     "verdict": "leaktrace.stages.verdict:verdict",
 }
 """Stage command -> its function; the function's signature is its flags (:mod:`leaktrace.stage_entry`)."""
@@ -103,22 +111,6 @@ def _pretrain(a):
     pretrain(a.corpora, a.settings, a.output_dir, a.log)
 
 
-@command("lexicon")
-@_args(path("--code", many=True), SETTINGS, path("--output"))
-def _lexicon(a):
-    from leaktrace.stages.variants import build_lexicon
-
-    build_lexicon(a.code, a.settings, a.output)
-
-
-@command("filter-functions")
-@_args(path("--benchmark"), SETTINGS, path("--output"))
-def _filter_functions(a):
-    from leaktrace.stages.function_filter import filter_functions
-
-    filter_functions(a.benchmark, a.settings, a.output)
-
-
 @command("variants")
 @_args(
     path("--benchmark"),
@@ -145,92 +137,6 @@ def _natural_variants(a):
     from leaktrace.stages.variants import select_natural_variants
 
     select_natural_variants(a.pool, a.model, a.batch, a.settings, a.seed, a.output)
-
-
-@command("split")
-@_args(
-    path("--functions"),
-    path("--variants"),
-    path("--tokens"),
-    SETTINGS,
-    SEED,
-    (("--recall-prefix",), {"type": int, "default": 0, "help": "non-members held out as ReCaLL's prefix"}),
-    path("--output"),
-)
-def _split(a):
-    from leaktrace.stages.split import split_samples
-
-    split_samples(a.functions, a.variants, a.tokens, a.settings, a.seed, a.output, recall_prefix=a.recall_prefix)
-
-
-@command("twin-split")
-@_args(path("--samples"), path("--output"))
-def _twin_split(a):
-    from leaktrace.stages.split import twin_split
-
-    twin_split(a.samples, a.output)
-
-
-@command("mix")
-@_args(
-    path("--samples"),
-    path("--benchmark"),
-    path("--text", many=True),
-    (("--text-per-code",), {"type": float, "required": True, "help": "general-text tokens per member-code token"}),
-    (
-        ("--member-order",),
-        {
-            "choices": ["shuffled", "canonical"],
-            "default": "shuffled",
-            "help": "canonical: members packed in the benchmark's order",
-        },
-    ),
-    (
-        ("--member-copies",),
-        {"type": int, "default": 1, "help": "each member inserted this many times; the text drawn for one copy"},
-    ),
-    MODEL,
-    SEED,
-    path("--output"),
-)
-def _mix(a):
-    from leaktrace.stages.train import make_mix
-
-    make_mix(
-        a.samples, a.benchmark, a.text, a.text_per_code, a.model, a.seed, a.output, a.member_order, a.member_copies
-    )
-
-
-@command("sham-mix")
-@_args(path("--mix"), path("--code", many=True), MODEL, SEED, path("--output"))
-def _sham_mix(a):
-    from leaktrace.stages.train import make_sham_mix
-
-    make_sham_mix(a.mix, a.code, a.model, a.seed, a.output)
-
-
-@command("train")
-@_args(
-    path("--mix"),
-    MODEL,
-    SETTINGS,
-    SEED,
-    path("--adapters", many=True),
-    path("--log"),
-    path("--checkpoint-dir", required=False),
-)
-def _train(a):
-    from leaktrace.stages.train import train_adapters
-
-    train_adapters(a.mix, a.model, a.settings, a.seed, a.adapters, a.log, a.checkpoint_dir)
-
-
-@command("select-lr")
-@_args(path("--mix"), path("--text", many=True), MODEL, SETTINGS, SEED, path("--output"))
-def _select_lr(a):
-    from leaktrace.stages.learning_rate import select_learning_rate
-
-    select_learning_rate(a.mix, a.text, a.model, a.settings, a.seed, a.output)
 
 
 ADAPTER = path("--adapter", required=False)

@@ -44,6 +44,7 @@ from leaktrace.errors import InputError
 from leaktrace.models.backend import Capability, Sampling
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import rng_for
+from leaktrace.settings.variants import LexiconSettings
 from leaktrace.variants.kinds import VARIANT_SETS
 from leaktrace.variants.lexicon import IdentifierLexicon, build_identifier_lexicon
 from leaktrace.variants.llm_renaming import ask_for_renamings, renamings_from_answer
@@ -84,9 +85,13 @@ VARIANTS_SCHEMA = pa.schema(
 )
 
 
-def build_lexicon(code_parts: list[Path], settings: dict, output: Path) -> None:
-    sources = (r["text"] for part in code_parts for r in read_records(part, ["text"]))
-    lexicon = build_identifier_lexicon(sources, min_count=settings["min_count"])
+def build_lexicon(code: tuple[Path, ...], settings: LexiconSettings, output: Path) -> None:
+    """The identifier lexicon of the code corpus (its shards ``code``): the
+    user-chosen names, by kind, counted once per scope that chooses them and
+    kept where counted at least ``variants.lexicon.min_count`` times; the
+    renamer draws new names from it."""
+    sources = (r["text"] for part in code for r in read_records(part, ["text"]))
+    lexicon = build_identifier_lexicon(sources, min_count=settings.min_count)
     write_table(lexicon.to_records(), LEXICON_SCHEMA, output)
 
 

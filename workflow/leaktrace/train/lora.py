@@ -25,7 +25,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -41,6 +41,7 @@ from leaktrace.models.backend import ModelSpec
 from leaktrace.models.context import context_limit
 from leaktrace.models.loading import DTYPES, load_model, load_tokenizer
 from leaktrace.seeding import seed_everything
+from leaktrace.settings.train import TrainSettings
 from leaktrace.train.checkpoint import Checkpoints, set_rng_states
 
 log = logging.getLogger(__name__)
@@ -67,8 +68,14 @@ class LoraSettings:
     group_by_length: bool = False  # batches of sequences of similar length (length_grouped_order): less padding
 
     @classmethod
-    def from_config(cls, train: dict, *, max_length: int | None, seed: int, **overrides) -> LoraSettings:
-        """The settings of the config's ``train`` block (``overrides`` replace single fields)."""
+    def from_config(
+        cls, train: Mapping | TrainSettings, *, max_length: int | None, seed: int, **overrides
+    ) -> LoraSettings:
+        """The settings of the config's ``train`` block, as a mapping or as the
+        stage's :class:`~leaktrace.settings.train.TrainSettings` (``overrides``
+        replace single fields)."""
+        if isinstance(train, TrainSettings):
+            train = asdict(train)
         lora = train["lora"]
         fields = {
             "epochs": tuple(train["epochs"]),
