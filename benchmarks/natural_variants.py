@@ -163,7 +163,7 @@ def main() -> None:
         for r in rows:  # an original that fails its tests still needs a loss to be passed over
             losses.setdefault((r["sample_id"], r["variant_id"]), np.nan)
         tables[f"contrast: pool {pool}, selection = BASE (not held out)"] = choose_natural(
-            rows, losses, settings, seed, VARIANT_SETS
+            rows, losses, settings["n"], settings["natural"]["rule"], seed, VARIANT_SETS
         )
     results = [_summary(name, rows, base, kept, n, min_valid) for name, rows in tables.items()]
     for r in results:

@@ -57,7 +57,13 @@ def _write_inputs(tmp_path):
 
 def _split(tmp_path, recall_prefix=0, seed=3, **overrides):
     inputs = _write_inputs(tmp_path)
-    split_samples(*inputs, SplitSettings(**{**SETTINGS, **overrides}), seed, tmp_path / "samples.parquet", recall_prefix=recall_prefix)
+    split_samples(
+        *inputs,
+        SplitSettings(**{**SETTINGS, **overrides}),
+        seed,
+        tmp_path / "samples.parquet",
+        recall_prefix=recall_prefix,
+    )
     return {r["sample_id"]: r for r in read_records(tmp_path / "samples.parquet")}
 
 
@@ -108,7 +114,10 @@ def test_the_split_command_names_a_missing_or_mistyped_key(tmp_path, capsys):
     argv = ["split", "--functions", str(inputs[0]), "--variants", str(inputs[1]), "--tokens", str(inputs[2])]
     argv += ["--seed", "3", "--output", str(tmp_path / "samples.parquet"), "--settings"]
     for bad, message in (
-        ({**SETTINGS, "min_valid_variants": "1"}, "config filter.split.min_valid_variants: expected an integer, got '1'"),
+        (
+            {**SETTINGS, "min_valid_variants": "1"},
+            "config filter.split.min_valid_variants: expected an integer, got '1'",
+        ),
         ({"pre_exposure": "mark", "min_valid_variants": 1}, "config filter.split.member_fraction: missing"),
     ):
         with pytest.raises(SystemExit) as stopped:

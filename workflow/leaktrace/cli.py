@@ -21,6 +21,7 @@ STAGES: dict[str, str] = {
     "filter-functions": "leaktrace.stages.function_filter:filter_functions",
     "lexicon": "leaktrace.stages.variants:build_lexicon",
     "mix": "leaktrace.stages.train:make_mix",
+    "natural-variants": "leaktrace.stages.variants:select_natural_variants",
     "select-lr": "leaktrace.stages.learning_rate:select_learning_rate",
     "sham-mix": "leaktrace.stages.train:make_sham_mix",
     "split": "leaktrace.stages.split:split_samples",
@@ -129,14 +130,6 @@ def _variants(a):
     make_variants_table(
         a.benchmark, a.functions, a.lexicon, a.settings, a.seed, a.workers, a.output, llm=a.llm, cache_dir=a.cache_dir
     )
-
-
-@command("natural-variants")
-@_args(path("--pool"), MODEL, BATCH, SETTINGS, SEED, path("--output"))
-def _natural_variants(a):
-    from leaktrace.stages.variants import select_natural_variants
-
-    select_natural_variants(a.pool, a.model, a.batch, a.settings, a.seed, a.output)
 
 
 ADAPTER = path("--adapter", required=False)

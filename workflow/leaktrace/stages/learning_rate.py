@@ -43,7 +43,9 @@ SELECTION_SCHEMA = pa.schema(
 )
 
 
-def held_out_text(mix: Path, text_parts: Sequence[Path], count_tokens, chunk_tokens: int, n: int, seed: int) -> list[str]:
+def held_out_text(
+    mix: Path, text_parts: Sequence[Path], count_tokens, chunk_tokens: int, n: int, seed: int
+) -> list[str]:
     """``n`` general-text chunks, cut as the mix cuts them, that the mix never drew."""
     used = {r["source_id"] for r in read_records(mix, ["kind", "source_id"]) if r["kind"] == "text"}
     pool = [
