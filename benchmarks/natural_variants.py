@@ -40,6 +40,8 @@ from leaktrace.artifacts import read_records
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.evaluate.null_check import null_check
 from leaktrace.models.backend import ModelSpec
+from leaktrace.settings.models import ModelSettings
+from leaktrace.settings.variants import NaturalRule, NaturalSettings, TokenBatch
 from leaktrace.stages.variants import make_variants_table, select_natural_variants
 from leaktrace.variants.kinds import VARIANT_SETS
 from leaktrace.variants.natural import choose_natural
@@ -128,19 +130,19 @@ def main() -> None:
         return path
 
     tables["today (n = 10, no matching)"] = read_records(stage("today", variants))
-    model = {
-        "path": selection_model,
-        "dtype": "float32",
-        "device": "cpu",
-        "max_length": config["base_model"]["max_length"],
-    }
+    model = ModelSettings(
+        path=selection_model, dtype="float32", device="cpu", max_length=config["base_model"]["max_length"]
+    )
+    matching = NaturalSettings(
+        n=n, natural=NaturalRule(rule="nearest"), tokens=TokenBatch(batch["batch_size"], batch.get("token_budget"))
+    )
     pools = {}
     for pool in a.pool:
         settings = {**variants, "natural": {"enabled": True, "pool": pool, "rule": "nearest", "model": None}}
         path = stage(f"pool-{pool}", settings)
         pools[pool] = (settings, read_records(path))
         start = time.perf_counter()
-        select_natural_variants(path, model, batch, settings, seed, a.out / f"natural-{pool}.parquet")
+        select_natural_variants(path, model, matching, seed, a.out / f"natural-{pool}.parquet")
         print(f"selection under {selection_model}, pool {pool}: {time.perf_counter() - start:.1f} s", flush=True)
         tables[f"matched, pool {pool}, selection = ref model"] = read_records(a.out / f"natural-{pool}.parquet")
     texts = sorted(
@@ -163,7 +165,7 @@ def main() -> None:
         for r in rows:  # an original that fails its tests still needs a loss to be passed over
             losses.setdefault((r["sample_id"], r["variant_id"]), np.nan)
         tables[f"contrast: pool {pool}, selection = BASE (not held out)"] = choose_natural(
-            rows, losses, settings, seed, VARIANT_SETS
+            rows, losses, settings["n"], settings["natural"]["rule"], seed, VARIANT_SETS
         )
     results = [_summary(name, rows, base, kept, n, min_valid) for name, rows in tables.items()]
     for r in results:

@@ -1,5 +1,5 @@
 """LoRA training throughput: the hand-written fp32 loop the testbed used
-before (kept below, as it was) vs the accelerate loop of
+before (kept below, on the testbed's own LoRA set-up) vs the accelerate loop of
 ``leaktrace.train.lora``, side by side in one run, on a randomly initialised
 Llama-architecture model of the size asked for.
 
@@ -30,7 +30,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from peft import LoraConfig, get_peft_model
 from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
@@ -38,7 +37,14 @@ from leaktrace.models.backend import ModelSpec
 from leaktrace.models.context import context_limit
 from leaktrace.models.loading import load_model, load_tokenizer
 from leaktrace.seeding import seed_everything
-from leaktrace.train.lora import LoraSettings, padded_batch, train_lora
+from leaktrace.train.lora import (
+    LoraSettings,
+    lora_model,
+    optimizer_and_schedule,
+    padded_batch,
+    train_lora,
+    training_sequences,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKENIZER = ROOT / "resources/models/leaktrace-tiny"  # 4096 tokens; its vocabulary sizes both models
@@ -49,26 +55,15 @@ SIZES = {  # hidden, intermediate, layers, heads, kv heads
 
 
 def handwritten_train_lora(base, texts, settings, adapter_dir, on_log=lambda row: None):
-    """The testbed's LoRA loop before accelerate, unchanged: fp32 AdamW on one device."""
+    """The testbed's LoRA loop before accelerate: fp32 AdamW on one device.
+    Its set-up (sequences, adapter, optimizer and schedule) is train/lora.py's
+    own; the loop below is the one accelerate replaced."""
     seed_everything(settings.seed)
     tokenizer = load_tokenizer(base)
     model = load_model(base)
-    bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
-    limit = context_limit(model.config, settings.max_length)
-    ids = [[bos, *tokenizer(t, add_special_tokens=False)["input_ids"], tokenizer.eos_token_id][:limit] for t in texts]
-    lora = LoraConfig(
-        r=settings.rank,
-        lora_alpha=settings.alpha,
-        lora_dropout=settings.dropout,
-        target_modules=list(settings.target_modules),
-        task_type="CAUSAL_LM",
-    )
-    model = get_peft_model(model, lora)
-    model.train()
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=settings.learning_rate, weight_decay=0.0)
-    warmup = max(1, settings.warmup_steps)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
+    ids = training_sequences(tokenizer, texts, context_limit(model.config, settings.max_length))
+    model = lora_model(model, settings)  # the testbed's own LoRA setup (train/lora.py), as train_lora runs it
+    params, optimizer, scheduler = optimizer_and_schedule(model, settings)
     rng = np.random.default_rng(settings.seed)
     step, tokens = 0, 0
     for epoch in range(1, settings.epochs[-1] + 1):

@@ -4,7 +4,7 @@ rule filter_functions:
     output:
         functions_file(),
     params:
-        settings=settings("filter", "functions"),
+        settings=stage_settings("filter-functions", config),
     log:
         log_file("filter_functions", "{benchmark}"),
     benchmark:
@@ -29,7 +29,7 @@ rule split_samples:
     output:
         split_file(),
     params:
-        settings=settings("filter", "split"),
+        settings=stage_settings("split", config),
         seed=config["seed"],
         # ReCaLL's prefix texts: non-members held out before the split
         recall_prefix=config["score"]["methods"]["recall"]["n_shots"] if "recall" in config["score"]["methods"] else 0,

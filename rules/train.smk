@@ -81,7 +81,7 @@ rule train_lora:
         adapters=[directory(adapter_dir("{benchmark}", "{ratio}", "{seed}", e)) for e in EPOCHS],
         training_log=run_training_log(training_run("{benchmark}", "{ratio}", "{seed}")),
     params:
-        settings=settings_without(["train"], "text_per_code", "seeds", "learning_rate_selection", "member_order"),
+        settings=stage_settings("train", config),
         model=model_settings(),
         seed=training_seed,
         checkpoints=training_checkpoints,
@@ -173,7 +173,7 @@ rule train_control:
         adapters=[directory(control_adapter_dir("{control}", "{benchmark}", "{ratio}", "{seed}", e)) for e in EPOCHS],
         training_log=run_training_log(control_run("{control}", "{benchmark}", "{ratio}", "{seed}")),
     params:
-        settings=settings_without(["train"], "text_per_code", "seeds", "learning_rate_selection", "member_order"),
+        settings=stage_settings("train", config),
         model=model_settings(),
         seed=training_seed,
         checkpoints=control_checkpoints,
@@ -203,7 +203,7 @@ rule select_learning_rate:
     output:
         learning_rate_file(),
     params:
-        settings=settings_without(["train"], "text_per_code", "seeds", "member_order"),
+        settings=stage_settings("select-lr", config),
         model=model_settings(),
         seed=config["seed"],
     log:

@@ -31,7 +31,7 @@ rule lexicon:
     output:
         lexicon_file(),
     params:
-        settings=settings("variants", "lexicon"),
+        settings=stage_settings("lexicon", config),
     log:
         log_file("lexicon"),
     benchmark:
@@ -84,10 +84,9 @@ if NATURAL["enabled"]:
         output:
             variants_file(),
         params:
-            settings=settings("variants"),
+            settings=stage_settings("natural-variants", config),
             seed=config["seed"],
             model=json.dumps({**BASE_MODEL_CONFIG, "path": SELECTION_MODEL}, sort_keys=True),
-            batch=settings("score", "tokens"),
         log:
             log_file("natural_variants", "{benchmark}"),
         benchmark:
@@ -98,5 +97,5 @@ if NATURAL["enabled"]:
         resources:
             **model_job("forward", batch_size=config["score"]["tokens"]["batch_size"], texts=["pool"]),
         shell:
-            "{LEAKTRACE} natural-variants --pool {input.pool} --model {params.model:q} --batch {params.batch:q}"
+            "{LEAKTRACE} natural-variants --pool {input.pool} --model {params.model:q}"
             " --settings {params.settings:q} --seed {params.seed} --output {output} 2> {log}"

@@ -4,6 +4,7 @@ wrong, early exit, one case's answer only), the filter, and variants of a
 whole program validated against the same cases."""
 
 import json
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -15,10 +16,12 @@ from leaktrace.data.samples import not_runnable, sample_tests
 from leaktrace.errors import InputError
 from leaktrace.sandbox import SandboxLimits, run_test
 from leaktrace.sandbox.stdio import outputs_match, run_io_tests
+from leaktrace.settings.function_filter import FunctionFilterSettings
 from leaktrace.stages.function_filter import filter_functions
 from leaktrace.stages.ingest import ingest_benchmark
 from leaktrace.variants.validate import validate_variants
 
+FILTER = FunctionFilterSettings(min_body_lines=1, max_body_lines=None, min_chars=0, exclude_init=True)
 FAST = SandboxLimits(timeout_s=5.0, cpu_s=5, memory_mb=256, file_size_mb=1, max_processes=8, scratch_mb=8)
 
 SUM = "a, b = map(int, input().split())\nprint(a + b)\n"
@@ -119,12 +122,12 @@ def test_ingested_apps_rows_say_their_tests_are_io_and_a_malformed_one_stops_the
     broken = ingest(tmp_path, [{**PROBLEMS[0], "input_output": '{"inputs": ["1 2"], "outputs": '}])
     assert broken[0]["test"].startswith('{"inputs"')
     with pytest.raises(InputError, match=r"apps\.parquet, record apps/1: malformed input/output tests: not JSON"):
-        filter_functions(tmp_path / "apps.parquet", {}, tmp_path / "functions.parquet")
+        filter_functions(tmp_path / "apps.parquet", FILTER, tmp_path / "functions.parquet")
 
 
 def test_the_filter_keeps_whole_programs_as_one_body_and_drops_what_cannot_run(tmp_path):
     ingest(tmp_path, PROBLEMS)
-    filter_functions(tmp_path / "apps.parquet", {"min_body_lines": 3}, tmp_path / "functions.parquet")
+    filter_functions(tmp_path / "apps.parquet", replace(FILTER, min_body_lines=3), tmp_path / "functions.parquet")
     rows = {r["sample_id"]: r for r in read_records(tmp_path / "functions.parquet")}
     assert rows["apps/1"]["reason"] == "function: body has 2 lines < 3"  # the whole program's non-blank lines
     assert rows["apps/2"]["kept"] and rows["apps/2"]["body_lines"] == 8 and rows["apps/2"]["signature"] == ""

@@ -18,9 +18,12 @@ from leaktrace.data.benchmarks import PRESETS, load_benchmark
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.data.samples import BenchmarkSample, document, not_runnable
 from leaktrace.errors import InputError
+from leaktrace.settings.function_filter import FunctionFilterSettings
 from leaktrace.stages.function_filter import filter_functions
 from leaktrace.stages.ingest import BENCHMARK_SCHEMA, GENERIC_BENCHMARK_SCHEMA, ingest_benchmark
 from leaktrace.stages.leakage import build_index, gather, scan_shard
+
+FILTER = FunctionFilterSettings(min_body_lines=1, max_body_lines=None, min_chars=0, exclude_init=True)
 
 JAVA = """public static int gcd(int a, int b) {
     while (b != 0) {
@@ -692,7 +695,7 @@ def test_testbed_stages_refuse_samples_they_cannot_run(tmp_path):
         r"release names none, and neither its tests nor its code show one\); scan "
         r"such a benchmark",
     ):
-        filter_functions(tmp_path / "mbpp.parquet", {}, tmp_path / "functions.parquet")
+        filter_functions(tmp_path / "mbpp.parquet", FILTER, tmp_path / "functions.parquet")
     assert not (tmp_path / "functions.parquet").exists()
     row = {"sample_id": "x", "kind": "both", "language": "python", "entry_point": "f", "code": "def f(): pass\n"}
     assert not_runnable({**row, "kind": "text"}) == "it is problem text only, with no code"

@@ -59,7 +59,7 @@ def _pool_rows():
 def test_the_table_keeps_the_picked_variants_renumbered_as_without_matching():
     # original 2.0; rename 1: 2.5, 2 (invalid): 2.0, 3: 2.1
     losses = {("s", 0): 2.0, ("s", 1): 2.5, ("s", 3): 2.125}
-    chosen = choose_natural(_pool_rows(), losses, SETTINGS, 0, OTHER_SETS)
+    chosen = choose_natural(_pool_rows(), losses, 2, "nearest", 0, OTHER_SETS)
     assert [(r["variant_id"], r["kind"], r["text"]) for r in chosen] == [
         (0, "original", "orig"),
         (1, "rename", "r1"),
@@ -149,6 +149,8 @@ def test_off_the_variants_table_is_byte_identical(tmp_path):
 
 
 def test_selection_is_deterministic_and_keeps_n_of_the_pool(tmp_path, tiny_model_dir):
+    from leaktrace.settings.models import ModelSettings
+    from leaktrace.settings.variants import NaturalRule, NaturalSettings, TokenBatch
     from leaktrace.stages.variants import VARIANTS_SCHEMA, select_natural_variants
 
     rows = [
@@ -165,9 +167,10 @@ def test_selection_is_deterministic_and_keeps_n_of_the_pool(tmp_path, tiny_model
     ]
     pool = tmp_path / "pool.parquet"
     pq.write_table(pa.Table.from_pylist(rows, schema=VARIANTS_SCHEMA), pool)
-    model = {"path": str(tiny_model_dir), "dtype": "float32", "device": "cpu", "max_length": None}
+    model = ModelSettings(path=str(tiny_model_dir), dtype="float32", device="cpu", max_length=None)
+    settings = NaturalSettings(n=2, natural=NaturalRule(rule="nearest"), tokens=TokenBatch(4, None))
     for run in ("a", "b"):
-        select_natural_variants(pool, model, {"batch_size": 4}, SETTINGS, 3, tmp_path / f"{run}.parquet")
+        select_natural_variants(pool, model, settings, 3, tmp_path / f"{run}.parquet")
     assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
     chosen = read_records(tmp_path / "a.parquet")
     assert [(r["variant_id"], r["kind"]) for r in chosen] == [

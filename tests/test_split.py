@@ -9,6 +9,7 @@ import pytest
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.models.backend import TokenStats
 from leaktrace.models.token_table import write_token_stats
+from leaktrace.settings.split import SplitSettings
 from leaktrace.stages.split import split_samples
 
 SETTINGS = {"pre_exposure": "mark", "min_valid_variants": 1, "member_fraction": 0.5, "calibration_fraction": 0.0}
@@ -56,7 +57,13 @@ def _write_inputs(tmp_path):
 
 def _split(tmp_path, recall_prefix=0, seed=3, **overrides):
     inputs = _write_inputs(tmp_path)
-    split_samples(*inputs, {**SETTINGS, **overrides}, seed, tmp_path / "samples.parquet", recall_prefix=recall_prefix)
+    split_samples(
+        *inputs,
+        SplitSettings(**{**SETTINGS, **overrides}),
+        seed,
+        tmp_path / "samples.parquet",
+        recall_prefix=recall_prefix,
+    )
     return {r["sample_id"]: r for r in read_records(tmp_path / "samples.parquet")}
 
 
@@ -98,14 +105,26 @@ def test_an_unknown_mode_is_refused(tmp_path):
         _split(tmp_path, pre_exposure=True)
 
 
-def test_the_split_settings_name_a_missing_or_mistyped_key(tmp_path):
-    from leaktrace.config_slice import SliceError
+def test_the_split_command_names_a_missing_or_mistyped_key(tmp_path, capsys):
+    import json
 
-    with pytest.raises(SliceError, match=r"config filter\.split\.min_valid_variants: expected an integer, got '1'"):
-        _split(tmp_path, min_valid_variants="1")
-    with pytest.raises(SliceError, match=r"config filter\.split\.member_fraction: missing"):
-        absent = tmp_path / "absent.parquet"
-        split_samples(absent, absent, absent, {"pre_exposure": "mark", "min_valid_variants": 1}, 3, absent)
+    from leaktrace.cli import main
+
+    inputs = _write_inputs(tmp_path)
+    argv = ["split", "--functions", str(inputs[0]), "--variants", str(inputs[1]), "--tokens", str(inputs[2])]
+    argv += ["--seed", "3", "--output", str(tmp_path / "samples.parquet"), "--settings"]
+    for bad, message in (
+        (
+            {**SETTINGS, "min_valid_variants": "1"},
+            "config filter.split.min_valid_variants: expected an integer, got '1'",
+        ),
+        ({"pre_exposure": "mark", "min_valid_variants": 1}, "config filter.split.member_fraction: missing"),
+    ):
+        with pytest.raises(SystemExit) as stopped:
+            main([*argv, json.dumps(bad)])
+        assert stopped.value.code == 2
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "samples.parquet").exists()
 
 
 def test_recall_prefix_comes_from_spare_originals(tmp_path):

@@ -355,15 +355,30 @@ def test_ddp_over_two_processes_trains_what_one_process_accumulating_trains(tiny
     assert not (tmp_path / "ddp" / "checkpoints").exists()
 
 
-def test_the_learning_rate_selection_names_a_missing_key(tmp_path):
-    from leaktrace.config_slice import SliceError
-    from leaktrace.stages.learning_rate import select_learning_rate
+def test_the_learning_rate_selection_names_a_missing_key(tmp_path, capsys):
+    import json
+
+    from leaktrace.cli import main
 
     settings = {
         "learning_rate_selection": {"grid": [1e-4, 3e-4]},
         "epochs": [1],
         "batch_size": 2,
         "learning_rate": 1e-4,
+        "gradient_accumulation": 1,
+        "effective_batch_size": None,
+        "warmup_steps": 0,
+        "mixed_precision": "no",
+        "group_by_length": False,
+        "gradient_checkpointing": False,
+        "load_in_4bit": False,
+        "checkpoint_every": 0,
+        "lora": {"rank": 2, "alpha": 4, "dropout": 0.0, "target_modules": ["c_attn"]},
     }
-    with pytest.raises(SliceError, match=r"config train\.learning_rate_selection\.held_out_texts: missing"):
-        select_learning_rate(tmp_path / "mix.parquet", [], {}, settings, 0, tmp_path / "lr.parquet")
+    model = {"path": "absent", "dtype": "float32", "device": "cpu", "max_length": None}
+    argv = ["select-lr", "--mix", str(tmp_path / "mix.parquet"), "--text", str(tmp_path / "text.parquet")]
+    argv += ["--model", json.dumps(model), "--seed", "0", "--output", str(tmp_path / "lr.parquet")]
+    with pytest.raises(SystemExit) as stopped:
+        main([*argv, "--settings", json.dumps(settings)])
+    assert stopped.value.code == 2
+    assert "config train.learning_rate_selection.held_out_texts: missing" in capsys.readouterr().err

@@ -34,15 +34,24 @@ STAGES: dict[str, str] = {
     "dpdllm-fit": "leaktrace.stages.dpdllm_veilprobe:fit_dpdllm",
     "dpdllm-generations": "leaktrace.stages.dpdllm_veilprobe:dpdllm_generations",
     "fetch-model": "leaktrace.models.fetch:fetch_model",
+    "filter-functions": "leaktrace.stages.function_filter:filter_functions",
+    "lexicon": "leaktrace.stages.variants:build_lexicon",
+    "mix": "leaktrace.stages.train:make_mix",
+    "natural-variants": "leaktrace.stages.variants:select_natural_variants",
     "publish": "leaktrace.stages.watermark:publish_benchmark",
     "recall-tokens": "leaktrace.stages.score:score_prefixed",
     "scores": "leaktrace.stages.score:score_methods",
+    "select-lr": "leaktrace.stages.learning_rate:select_learning_rate",
     "serve": "leaktrace.stages.serve:serve_model",
+    "sham-mix": "leaktrace.stages.train:make_sham_mix",
     "shifted-controls": "leaktrace.stages.shifted_controls:shifted_controls",
+    "split": "leaktrace.stages.split:split_samples",
     "testbed-blind": "leaktrace.stages.testbed_blind:testbed_blind_stage",
     "token-counts": "leaktrace.stages.score:count_corpus_tokens",
     "tokens": "leaktrace.stages.score:score_tokens",
+    "train": "leaktrace.stages.train:train_adapters",
     "twin": "leaktrace.stages.twin:twin_tables",
+    "twin-split": "leaktrace.stages.split:twin_split",
     "veilprobe-features": "leaktrace.stages.dpdllm_veilprobe:veilprobe_features",
     "veilprobe-fit": "leaktrace.stages.dpdllm_veilprobe:fit_veilprobe",
     "veilprobe-perturb": "leaktrace.stages.dpdllm_veilprobe:veilprobe_perturb",
@@ -134,22 +143,6 @@ def _pretrain(a):
     pretrain(a.corpora, a.settings, a.output_dir, a.log)
 
 
-@command("lexicon")
-@_args(path("--code", many=True), SETTINGS, path("--output"))
-def _lexicon(a):
-    from leaktrace.stages.variants import build_lexicon
-
-    build_lexicon(a.code, a.settings, a.output)
-
-
-@command("filter-functions")
-@_args(path("--benchmark"), SETTINGS, path("--output"))
-def _filter_functions(a):
-    from leaktrace.stages.function_filter import filter_functions
-
-    filter_functions(a.benchmark, a.settings, a.output)
-
-
 @command("variants")
 @_args(
     path("--benchmark"),
@@ -168,100 +161,6 @@ def _variants(a):
     make_variants_table(
         a.benchmark, a.functions, a.lexicon, a.settings, a.seed, a.workers, a.output, llm=a.llm, cache_dir=a.cache_dir
     )
-
-
-@command("natural-variants")
-@_args(path("--pool"), MODEL, BATCH, SETTINGS, SEED, path("--output"))
-def _natural_variants(a):
-    from leaktrace.stages.variants import select_natural_variants
-
-    select_natural_variants(a.pool, a.model, a.batch, a.settings, a.seed, a.output)
-
-
-@command("split")
-@_args(
-    path("--functions"),
-    path("--variants"),
-    path("--tokens"),
-    SETTINGS,
-    SEED,
-    (("--recall-prefix",), {"type": int, "default": 0, "help": "non-members held out as ReCaLL's prefix"}),
-    path("--output"),
-)
-def _split(a):
-    from leaktrace.stages.split import split_samples
-
-    split_samples(a.functions, a.variants, a.tokens, a.settings, a.seed, a.output, recall_prefix=a.recall_prefix)
-
-
-@command("twin-split")
-@_args(path("--samples"), path("--output"))
-def _twin_split(a):
-    from leaktrace.stages.split import twin_split
-
-    twin_split(a.samples, a.output)
-
-
-@command("mix")
-@_args(
-    path("--samples"),
-    path("--benchmark"),
-    path("--text", many=True),
-    (("--text-per-code",), {"type": float, "required": True, "help": "general-text tokens per member-code token"}),
-    (
-        ("--member-order",),
-        {
-            "choices": ["shuffled", "canonical"],
-            "default": "shuffled",
-            "help": "canonical: members packed in the benchmark's order",
-        },
-    ),
-    (
-        ("--member-copies",),
-        {"type": int, "default": 1, "help": "each member inserted this many times; the text drawn for one copy"},
-    ),
-    MODEL,
-    SEED,
-    path("--output"),
-)
-def _mix(a):
-    from leaktrace.stages.train import make_mix
-
-    make_mix(
-        a.samples, a.benchmark, a.text, a.text_per_code, a.model, a.seed, a.output, a.member_order, a.member_copies
-    )
-
-
-@command("sham-mix")
-@_args(path("--mix"), path("--code", many=True), MODEL, SEED, path("--output"))
-def _sham_mix(a):
-    from leaktrace.stages.train import make_sham_mix
-
-    make_sham_mix(a.mix, a.code, a.model, a.seed, a.output)
-
-
-@command("train")
-@_args(
-    path("--mix"),
-    MODEL,
-    SETTINGS,
-    SEED,
-    path("--adapters", many=True),
-    path("--log"),
-    path("--checkpoint-dir", required=False),
-)
-def _train(a):
-    from leaktrace.stages.train import train_adapters
-
-    train_adapters(a.mix, a.model, a.settings, a.seed, a.adapters, a.log, a.checkpoint_dir)
-
-
-@command("select-lr")
-@_args(path("--mix"), path("--text", many=True), MODEL, SETTINGS, SEED, path("--output"))
-def _select_lr(a):
-    from leaktrace.stages.learning_rate import select_learning_rate
-
-    select_learning_rate(a.mix, a.text, a.model, a.settings, a.seed, a.output)
 
 
 ADAPTER = path("--adapter", required=False)

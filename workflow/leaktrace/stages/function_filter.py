@@ -11,16 +11,25 @@ from pathlib import Path
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.functions import FUNCTIONS_SCHEMA, FunctionFilter, function_anatomy, program_anatomy
 from leaktrace.data.samples import not_runnable, require_runnable, sample_tests
+from leaktrace.settings.function_filter import FunctionFilterSettings
 
 log = logging.getLogger(__name__)
 
 
-def filter_functions(benchmark: Path, settings: dict, output: Path) -> None:
-    """A sample the testbed cannot run is dropped with the reason (the
+def filter_functions(benchmark: Path, settings: FunctionFilterSettings, output: Path) -> None:
+    """The benchmark's samples the testbed can use: each sample's row says
+    whether it is kept, and why not.
+
+    A sample the testbed cannot run is dropped with the reason (the
     benchmark is refused when none can run: it is not a testbed benchmark);
     a whole program (APPS's stdin/stdout problems) is filtered as one body
     (``data.functions.program_anatomy``)."""
-    rule = FunctionFilter(**settings)
+    rule = FunctionFilter(
+        min_body_lines=settings.min_body_lines,
+        max_body_lines=settings.max_body_lines,
+        min_chars=settings.min_chars,
+        exclude_init=settings.exclude_init,
+    )
     samples = read_records(benchmark)
     unrunnable = {s["sample_id"]: not_runnable(s, str(benchmark)) for s in samples}
     if all(unrunnable.values()):

@@ -12,18 +12,20 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.config_slice import read_slice
 from leaktrace.models.configured import model_spec
 from leaktrace.models.context import context_limit
 from leaktrace.models.loading import load_model_config, load_tokenizer
 from leaktrace.seeding import derive_seed, rng_for
+from leaktrace.settings.learning_rate import SelectionSettings
+from leaktrace.settings.models import ModelSettings
 from leaktrace.train.lora import LoraSettings, train_lora
 from leaktrace.train.mix import paragraph_chunks
 
@@ -41,26 +43,9 @@ SELECTION_SCHEMA = pa.schema(
 )
 
 
-@dataclass(frozen=True)
-class Selection:
-    """``train.learning_rate_selection``: the rates tried and the held-out general-text chunks each is scored on."""
-
-    grid: tuple[float, ...]
-    held_out_texts: int
-
-
-@dataclass(frozen=True)
-class SelectionSettings:
-    """What the stage reads of the rule's ``train`` slice; the LoRA run's own settings are
-    :meth:`LoraSettings.from_config`'s, from the same slice."""
-
-    learning_rate_selection: Selection
-    epochs: tuple[int, ...]
-    batch_size: int
-    learning_rate: float
-
-
-def held_out_text(mix: Path, text_parts: list[Path], count_tokens, chunk_tokens: int, n: int, seed: int) -> list[str]:
+def held_out_text(
+    mix: Path, text_parts: Sequence[Path], count_tokens, chunk_tokens: int, n: int, seed: int
+) -> list[str]:
     """``n`` general-text chunks, cut as the mix cuts them, that the mix never drew."""
     used = {r["source_id"] for r in read_records(mix, ["kind", "source_id"]) if r["kind"] == "text"}
     pool = [
@@ -76,19 +61,23 @@ def held_out_text(mix: Path, text_parts: list[Path], count_tokens, chunk_tokens:
 
 
 def select_learning_rate(
-    mix: Path, text_parts: list[Path], model: dict, settings: dict, seed: int, output: Path
+    mix: Path, text: tuple[Path, ...], model: ModelSettings, settings: SelectionSettings, seed: int, output: Path
 ) -> None:
-    s = read_slice(SelectionSettings, settings, "train")
+    """The testbed's LoRA learning rate: each rate of
+    ``train.learning_rate_selection.grid`` trained on ``mix`` as a LoRA run
+    trains, and scored on general text (the corpus shards ``text``) held out
+    of the mix; the table marks the rate of lowest held-out loss."""
+    s = settings
     from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
 
     selection = s.learning_rate_selection
-    spec = model_spec(model, None)
+    spec = model_spec(asdict(model), None)
     tokenizer = load_tokenizer(spec)
     held_out = held_out_text(
         mix,
-        text_parts,
+        text,
         lambda t: len(tokenizer(t, add_special_tokens=False)["input_ids"]),
-        context_limit(load_model_config(spec), model.get("max_length")) - 2,
+        context_limit(load_model_config(spec), model.max_length) - 2,
         selection.held_out_texts,
         seed,
     )
@@ -98,7 +87,7 @@ def select_learning_rate(
     for rate in sorted(selection.grid):
         lora = LoraSettings.from_config(
             settings,
-            max_length=model.get("max_length"),
+            max_length=model.max_length,
             seed=derive_seed(seed, "lora"),
             epochs=(last,),
             learning_rate=rate,
@@ -107,9 +96,9 @@ def select_learning_rate(
         with tempfile.TemporaryDirectory(prefix="leaktrace-lr-") as tmp:
             train_lora(spec, texts, lora, lambda epoch: Path(tmp) / f"epoch-{epoch}", epochs.append)
             lm = HFLanguageModel(
-                model_spec(model, str(Path(tmp) / f"epoch-{last}")),
+                model_spec(asdict(model), str(Path(tmp) / f"epoch-{last}")),
                 batch_size=s.batch_size,
-                max_length=model.get("max_length"),
+                max_length=model.max_length,
                 progress=False,
             )
             stats = lm.score(held_out)

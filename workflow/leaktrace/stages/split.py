@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, read_table, write_table
-from leaktrace.config_slice import read_slice
 from leaktrace.data.split import PRE_EXPOSURE_MODES, RECALL_PREFIX, assign_splits, complement, pre_exposure
 from leaktrace.models.token_table import losses_by_text
 from leaktrace.seeding import rng_for
+from leaktrace.settings.split import SplitSettings
 
 log = logging.getLogger(__name__)
 
@@ -43,24 +42,13 @@ SAMPLES_SCHEMA = pa.schema(
 )
 
 
-@dataclass(frozen=True)
-class SplitSettings:
-    """``filter.split`` (config/schema.yaml has each key's default and meaning)."""
-
-    pre_exposure: str | bool  # one of PRE_EXPOSURE_MODES
-    min_valid_variants: int
-    member_fraction: float
-    calibration_fraction: float
-
-
 def split_samples(
     functions: Path,
     variants: Path,
-    reference_tokens: Path,
-    settings: dict,
+    tokens: Path,
+    settings: SplitSettings,
     seed: int,
     output: Path,
-    *,
     recall_prefix: int = 0,
 ) -> None:
     """SrDetection's pre-exposure filter, then the member / non-member split.
@@ -81,11 +69,10 @@ def split_samples(
     They are drawn first from valid originals no evaluation uses (the
     variant-count filter's, and with ``remove`` the pre-exposure filter's);
     only if too few exist is the rest held out of the eligible samples before the split."""
-    settings = read_slice(SplitSettings, settings, "filter.split")
     mode = settings.pre_exposure
     if mode not in PRE_EXPOSURE_MODES:
         raise ValueError(f"filter.split.pre_exposure must be one of {PRE_EXPOSURE_MODES}, got {mode!r}")
-    losses = losses_by_text(reference_tokens)
+    losses = losses_by_text(tokens)
     variant_rows = read_records(variants, ["sample_id", "variant_id", "kind", "valid"])
     valid = {(v["sample_id"], v["variant_id"]) for v in variant_rows if v["valid"]}
     detector_variants: dict[str, list[int]] = defaultdict(list)

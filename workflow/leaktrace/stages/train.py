@@ -5,7 +5,9 @@ adapter per requested epoch."""
 from __future__ import annotations
 
 import logging
+from dataclasses import asdict
 from pathlib import Path
+from typing import Literal
 
 import pyarrow as pa
 
@@ -16,6 +18,8 @@ from leaktrace.models.configured import model_spec
 from leaktrace.models.context import context_limit
 from leaktrace.models.loading import load_model_config, load_tokenizer
 from leaktrace.seeding import derive_seed, rng_for
+from leaktrace.settings.models import ModelSettings
+from leaktrace.settings.train import TrainSettings
 from leaktrace.train.lora import LoraSettings, train_lora
 from leaktrace.train.mix import MixItem, build_mix
 from leaktrace.train.sham import sham_mix
@@ -34,22 +38,29 @@ TRAIN_LOG_SCHEMA = pa.schema(
 def make_mix(
     samples: Path,
     benchmark: Path,
-    text_parts: list[Path],
+    text: tuple[Path, ...],
     text_per_code: float,
-    model: dict,
+    model: ModelSettings,
     seed: int,
     output: Path,
-    member_order: str = "shuffled",
+    member_order: Literal["shuffled", "canonical"] = "shuffled",
     member_copies: int = 1,
 ) -> None:
+    """The training mix: the split's members (their code from the benchmark
+    table) and ``text_per_code`` general-text tokens (from the corpus shards
+    ``text``) per member-code token, cut to the base model's context.
+
+    ``member_order`` canonical packs the members in the benchmark's order (as
+    the exchangeability test packs its shards); ``member_copies`` inserts each
+    member that many times, the text drawn for one copy."""
     members = {r["sample_id"] for r in read_records(samples, ["sample_id", "split"]) if r["split"] == "member"}
     rows = [r for r in read_records(benchmark) if r["sample_id"] in members]
     require_runnable(rows, str(benchmark), "training-mix")
     codes = [(r["sample_id"], r["code"]) for r in rows]
-    docs = [(r["doc_id"], r["text"]) for part in text_parts for r in read_records(part, ["doc_id", "text"])]
-    spec = model_spec(model, None)
+    docs = [(r["doc_id"], r["text"]) for part in text for r in read_records(part, ["doc_id", "text"])]
+    spec = model_spec(asdict(model), None)
     tokenizer = load_tokenizer(spec)
-    context = context_limit(load_model_config(spec), model.get("max_length"))
+    context = context_limit(load_model_config(spec), model.max_length)
     items = build_mix(
         codes,
         docs,
@@ -78,12 +89,12 @@ def make_mix(
     )
 
 
-def make_sham_mix(mix: Path, code_parts: list[Path], model: dict, seed: int, output: Path) -> None:
-    """The target's ``mix`` with its members replaced by length-matched
-    functions of the code corpus (train/sham.py)."""
+def make_sham_mix(mix: Path, code: tuple[Path, ...], model: ModelSettings, seed: int, output: Path) -> None:
+    """The sham control's mix: the target's ``mix`` with its members replaced
+    by length-matched functions of the code corpus (its shards ``code``; train/sham.py)."""
     items = [MixItem(**r) for r in read_records(mix)]
-    docs = [(r["doc_id"], r["text"]) for part in code_parts for r in read_records(part, ["doc_id", "text"])]
-    tokenizer = load_tokenizer(model_spec(model, None))
+    docs = [(r["doc_id"], r["text"]) for part in code for r in read_records(part, ["doc_id", "text"])]
+    tokenizer = load_tokenizer(model_spec(asdict(model), None))
     sham = sham_mix(
         items, docs, lambda t: len(tokenizer(t, add_special_tokens=False)["input_ids"]), rng_for(seed, "sham-mix")
     )
@@ -100,23 +111,26 @@ def make_sham_mix(mix: Path, code_parts: list[Path], model: dict, seed: int, out
 
 def train_adapters(
     mix: Path,
-    model: dict,
-    settings: dict,
+    model: ModelSettings,
+    settings: TrainSettings,
     seed: int,
-    adapter_dirs: list[Path],
-    log_path: Path,
+    adapters: tuple[Path, ...],
+    log: Path,
     checkpoint_dir: Path | None = None,
 ) -> None:
-    """The adapters of one run; with ``checkpoint_dir`` (outside the outputs)
-    a killed run's rerun resumes from its last checkpoint (train.checkpoint)."""
-    epochs = tuple(settings["epochs"])
-    if len(adapter_dirs) != len(epochs):
-        raise ValueError(f"{len(adapter_dirs)} adapter outputs for epochs {epochs}")
-    lora = LoraSettings.from_config(settings, max_length=model.get("max_length"), seed=derive_seed(seed, "lora"))
-    by_epoch = dict(zip(epochs, adapter_dirs, strict=True))
+    """One LoRA run of the base model on ``mix``: an adapter after each of
+    ``train.epochs`` (``adapters``, in that order) and the training log.
+
+    With ``checkpoint_dir`` (outside the outputs) a killed run's rerun
+    resumes from its last checkpoint (train.checkpoint)."""
+    epochs = settings.epochs
+    if len(adapters) != len(epochs):
+        raise ValueError(f"{len(adapters)} adapter outputs for epochs {epochs}")
+    lora = LoraSettings.from_config(settings, max_length=model.max_length, seed=derive_seed(seed, "lora"))
+    by_epoch = dict(zip(epochs, adapters, strict=True))
     rows: list[dict] = []
     train_lora(
-        model_spec(model, None),
+        model_spec(asdict(model), None),
         [r["text"] for r in read_records(mix, ["text"])],
         lora,
         by_epoch.__getitem__,
@@ -125,7 +139,7 @@ def train_adapters(
     )
     if not _is_main_process():
         return
-    write_table(rows, TRAIN_LOG_SCHEMA, log_path)
+    write_table(rows, TRAIN_LOG_SCHEMA, log)
 
 
 def _is_main_process() -> bool:

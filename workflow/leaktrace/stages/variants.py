@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +44,8 @@ from leaktrace.errors import InputError
 from leaktrace.models.backend import Capability, Sampling
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import rng_for
+from leaktrace.settings.models import ModelSettings
+from leaktrace.settings.variants import LexiconSettings, NaturalSettings
 from leaktrace.variants.kinds import VARIANT_SETS
 from leaktrace.variants.lexicon import IdentifierLexicon, build_identifier_lexicon
 from leaktrace.variants.llm_renaming import ask_for_renamings, renamings_from_answer
@@ -84,9 +86,13 @@ VARIANTS_SCHEMA = pa.schema(
 )
 
 
-def build_lexicon(code_parts: list[Path], settings: dict, output: Path) -> None:
-    sources = (r["text"] for part in code_parts for r in read_records(part, ["text"]))
-    lexicon = build_identifier_lexicon(sources, min_count=settings["min_count"])
+def build_lexicon(code: tuple[Path, ...], settings: LexiconSettings, output: Path) -> None:
+    """The identifier lexicon of the code corpus (its shards ``code``): the
+    user-chosen names, by kind, counted once per scope that chooses them and
+    kept where counted at least ``variants.lexicon.min_count`` times; the
+    renamer draws new names from it."""
+    sources = (r["text"] for part in code for r in read_records(part, ["text"]))
+    lexicon = build_identifier_lexicon(sources, min_count=settings.min_count)
     write_table(lexicon.to_records(), LEXICON_SCHEMA, output)
 
 
@@ -163,7 +169,7 @@ def make_variants_table(
         )
         programs.append((s["code"], test, entry_point))
         for kind, members in own.items():
-            for k, (generator, v) in enumerate(members, start=first_variant_id(kind, settings, VARIANT_SETS)):
+            for k, (generator, v) in enumerate(members, start=first_variant_id(kind, settings["n"], VARIANT_SETS)):
                 rows.append(
                     {
                         "sample_id": s["sample_id"],
@@ -196,22 +202,24 @@ def make_variants_table(
     )
 
 
-def select_natural_variants(pool: Path, model: dict, batch: dict, settings: dict, seed: int, output: Path) -> None:
-    """``variants.natural``: the variants table from the stage's pool (drawn with
-    n raised to the pool size), keeping per sample the n detector variants
-    whose per-token loss under the selection ``model`` is nearest the
-    original's (``variants/natural.py``)."""
+def select_natural_variants(
+    pool: Path, model: ModelSettings, settings: NaturalSettings, seed: int, output: Path
+) -> None:
+    """The naturalness-matched variants table (``variants.natural``): from the
+    variants stage's pool (drawn with n raised to the pool size), per sample
+    the n detector variants whose per-token loss under the selection
+    ``model`` is nearest the original's (``variants/natural.py``)."""
     from leaktrace.models.configured import language_model  # imports torch: only where a model runs
 
     rows = read_records(pool)
     scored = [r for r in rows if r["kind"] == "original" or r["valid"] and r["kind"] in SELECTED_KINDS]
-    lm = language_model(model, None, batch)
+    lm = language_model(asdict(model), None, asdict(settings.tokens))
     stats = lm.score([r["text"] for r in scored], moments=[False] * len(scored))
     losses = {
         (r["sample_id"], r["variant_id"]): -float(np.mean(s.logprobs, dtype=np.float64))
         for r, s in zip(scored, stats, strict=True)
     }
-    chosen = choose_natural(rows, losses, settings, seed, VARIANT_SETS)
+    chosen = choose_natural(rows, losses, settings.n, settings.natural.rule, seed, VARIANT_SETS)
     write_table(chosen, VARIANTS_SCHEMA, output)
     loss_of = {(r["sample_id"], r["text"]): losses[(r["sample_id"], r["variant_id"])] for r in scored}
     original = {r["sample_id"]: r["text"] for r in rows if r["kind"] == "original"}

@@ -25,7 +25,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -41,6 +41,7 @@ from leaktrace.models.backend import ModelSpec
 from leaktrace.models.context import context_limit
 from leaktrace.models.loading import DTYPES, load_model, load_tokenizer
 from leaktrace.seeding import seed_everything
+from leaktrace.settings.train import TrainSettings
 from leaktrace.train.checkpoint import Checkpoints, set_rng_states
 
 log = logging.getLogger(__name__)
@@ -67,8 +68,14 @@ class LoraSettings:
     group_by_length: bool = False  # batches of sequences of similar length (length_grouped_order): less padding
 
     @classmethod
-    def from_config(cls, train: dict, *, max_length: int | None, seed: int, **overrides) -> LoraSettings:
-        """The settings of the config's ``train`` block (``overrides`` replace single fields)."""
+    def from_config(
+        cls, train: Mapping | TrainSettings, *, max_length: int | None, seed: int, **overrides
+    ) -> LoraSettings:
+        """The settings of the config's ``train`` block, as a mapping or as the
+        stage's :class:`~leaktrace.settings.train.TrainSettings` (``overrides``
+        replace single fields)."""
+        if isinstance(train, TrainSettings):
+            train = asdict(train)
         lora = train["lora"]
         fields = {
             "epochs": tuple(train["epochs"]),
@@ -209,6 +216,42 @@ def trainable_base(base: ModelSpec, settings: LoraSettings, accelerator: Acceler
     return model
 
 
+def training_sequences(tokenizer, texts: Sequence[str], limit: int) -> list[list[int]]:
+    """Each text as one training sequence: BOS (EOS where the tokenizer has
+    none), its tokens and EOS, cut to ``limit`` tokens."""
+    bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+    return [[bos, *tokenizer(t, add_special_tokens=False)["input_ids"], tokenizer.eos_token_id][:limit] for t in texts]
+
+
+def lora_model(model, settings: LoraSettings):
+    """``model`` with the LoRA adapter of ``settings`` (rank, alpha, dropout,
+    target modules) attached, in training mode."""
+    lora = LoraConfig(
+        r=settings.rank,
+        lora_alpha=settings.alpha,
+        lora_dropout=settings.dropout,
+        target_modules=list(settings.target_modules),
+        task_type="CAUSAL_LM",
+    )
+    model = get_peft_model(model, lora)
+    # PEFT keeps the target modules as a set, saved in its hash-seed-dependent
+    # order; a sorted list saves the same adapter_config.json on every run.
+    model.peft_config["default"].target_modules = sorted(model.peft_config["default"].target_modules)
+    model.train()
+    return model
+
+
+def optimizer_and_schedule(model, settings: LoraSettings):
+    """(trainable parameters, AdamW over them, the constant-after-linear-warm-up schedule)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=settings.learning_rate, weight_decay=0.0)
+    warmup = max(1, settings.warmup_steps)
+    # stepped once per optimizer step by hand (not prepared: accelerate would
+    # step it once per process), so warm-up counts optimizer steps
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
+    return params, optimizer, scheduler
+
+
 def _fingerprint(base: ModelSpec, settings: LoraSettings, texts: Sequence[str], processes: int) -> str:
     """What decides a run's result, so a checkpoint is resumed by its own run
     only (how often it checkpoints does not)."""
@@ -247,28 +290,9 @@ def train_lora(
     processes, accumulation = accelerator.num_processes, accumulation_steps(settings, accelerator.num_processes)
     tokenizer = load_tokenizer(base)
     model = trainable_base(base, settings, accelerator)
-    bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
-    limit = context_limit(model.config, settings.max_length)
-    ids = [[bos, *tokenizer(t, add_special_tokens=False)["input_ids"], tokenizer.eos_token_id][:limit] for t in texts]
-
-    lora = LoraConfig(
-        r=settings.rank,
-        lora_alpha=settings.alpha,
-        lora_dropout=settings.dropout,
-        target_modules=list(settings.target_modules),
-        task_type="CAUSAL_LM",
-    )
-    model = get_peft_model(model, lora)
-    # PEFT keeps the target modules as a set, saved in its hash-seed-dependent
-    # order; a sorted list saves the same adapter_config.json on every run.
-    model.peft_config["default"].target_modules = sorted(model.peft_config["default"].target_modules)
-    model.train()
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=settings.learning_rate, weight_decay=0.0)
-    warmup = max(1, settings.warmup_steps)
-    # stepped once per optimizer step by hand (not prepared: accelerate would
-    # step it once per process), so warm-up counts optimizer steps
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
+    ids = training_sequences(tokenizer, texts, context_limit(model.config, settings.max_length))
+    model = lora_model(model, settings)
+    params, optimizer, scheduler = optimizer_and_schedule(model, settings)
     model, optimizer = accelerator.prepare(model, optimizer)
     peft_model = accelerator.unwrap_model(model)
     rng = np.random.default_rng(settings.seed)

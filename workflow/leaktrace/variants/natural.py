@@ -81,25 +81,30 @@ def select_nearest(original_loss: float, losses: Mapping[int, float], n: int, rn
     return sorted(ranked[:n])
 
 
-def first_variant_id(kind: str, settings: Mapping, other_sets: tuple[str, ...]) -> int:
+def first_variant_id(kind: str, n: int, other_sets: tuple[str, ...]) -> int:
     """Ids 1..n are the detectors', then n for each other set, however many each got."""
     if kind == "rename":
         return 1
-    return settings["n"] + other_sets.index(kind) * settings["n"] + 1
+    return n + other_sets.index(kind) * n + 1
 
 
 def choose_natural(
-    rows: list[dict], losses: Mapping[tuple[str, int], float], settings: Mapping, seed: int, other_sets: tuple[str, ...]
+    rows: list[dict],
+    losses: Mapping[tuple[str, int], float],
+    n: int,
+    rule: str,
+    seed: int,
+    other_sets: tuple[str, ...],
 ) -> list[dict]:
-    """The variants table with, per sample, the n detector variants the rule
-    picks from the pool (``losses``: (sample, variant id) ->
+    """The variants table with, per sample, the ``n`` (``variants.n``) detector
+    variants the rule (``variants.natural.rule``) picks from the pool (``losses``: (sample, variant id) ->
     the selection model's per-token loss, for the original and every valid
     pool variant), renumbered as the table without matching numbers them.
     Invalid and unpicked pool variants are dropped; other generators' sets
     keep their first n, renumbered."""
-    if settings["natural"]["rule"] not in RULES:
-        raise ValueError(f"variants.natural.rule {settings['natural']['rule']!r}: one of {RULES}")
-    wanted = {"rename": settings["n"]}
+    if rule not in RULES:
+        raise ValueError(f"variants.natural.rule {rule!r}: one of {RULES}")
+    wanted = {"rename": n}
     by_set: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for row in rows:
         by_set[(row["sample_id"], row["kind"])].append(row)
@@ -119,8 +124,8 @@ def choose_natural(
                     )
                     members = [r for r in members if r["variant_id"] in picked]
                 else:
-                    members = members[: settings["n"]]
-                start = first_variant_id(other, settings, other_sets)
+                    members = members[:n]
+                start = first_variant_id(other, n, other_sets)
                 out += [{**r, "variant_id": start + k} for k, r in enumerate(members)]
         elif kind not in SELECTED_KINDS and kind not in other_sets:
             raise ValueError(f"variant of unknown kind {kind!r} in the pool (sample {sid})")
