@@ -279,7 +279,7 @@ rule counterfactual_structural:
     output:
         counterfactual_file("similarity_structural.parquet"),
     params:
-        settings=settings("similarity", "structural"),
+        settings=stage_settings("counterfactual-structural", config),
     log:
         log_file("counterfactual_structural", "{benchmark}"),
     benchmark:
@@ -322,7 +322,7 @@ rule counterfactual_execution:
     output:
         counterfactual_file("similarity_execution.parquet"),
     params:
-        settings=settings("similarity", "execution"),
+        settings=stage_settings("counterfactual-execution", config),
         seed=config["seed"],
         benchmark=lambda w, input: f"--benchmark {input.benchmark}" if "benchmark" in input.keys() else "",
         screen=lambda w, input: f"--screen {input.screen}" if "screen" in input.keys() else "",

@@ -5,7 +5,6 @@ scoring tests; they need namespaces and a writable cgroup and skip, saying
 what is missing, elsewhere.
 """
 
-import json
 import math
 import os
 import subprocess
@@ -329,7 +328,7 @@ def test_the_stage_writes_the_long_format_with_outcomes(tmp_path):
     )
     out = tmp_path / "similarity_execution.parquet"
     counterfactual_execution(
-        tmp_path / "generations.parquet", tmp_path / "functions.parquet", None, json.loads("{}"), 7, out
+        tmp_path / "generations.parquet", tmp_path / "functions.parquet", ExecutionSettings(), 7, out
     )
     table = pq.read_table(out)
     assert table.column_names == [
@@ -395,7 +394,7 @@ def test_hyclone_screen_gates_stage_2_model_by_model(tmp_path, isolated):
     screen = _screen_table(tmp_path / "similarity_judges.parquet", [("s1", 1.0, 0.0), ("s2", None, 1.0)])
     out = tmp_path / "similarity_execution.parquet"
     counterfactual_execution(
-        tmp_path / "generations.parquet", tmp_path / "functions.parquet", None, {}, 7, out, screen=screen
+        tmp_path / "generations.parquet", tmp_path / "functions.parquet", ExecutionSettings(), 7, out, screen=screen
     )
     rows = {(r["sample_id"], r["metric"]): r for r in pq.read_table(out).to_pylist()}
     s1, s2 = rows[("s1", "execution")], rows[("s2", "execution")]

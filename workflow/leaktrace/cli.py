@@ -18,6 +18,9 @@ from pathlib import Path
 from leaktrace.errors import InputError
 
 STAGES: dict[str, str] = {
+    "counterfactual-aggregate": "leaktrace.stages.counterfactual_aggregate:counterfactual_aggregate",
+    "counterfactual-execution": "leaktrace.stages.counterfactual_execution:counterfactual_execution",
+    "counterfactual-structural": "leaktrace.stages.counterfactual_structural:structural_similarity",
     "twin": "leaktrace.stages.twin:twin_tables",
     "verdict": "leaktrace.stages.verdict:verdict",
 }
@@ -564,20 +567,6 @@ def _counterfactual(a):
     )
 
 
-@command("counterfactual-structural")
-@_args(
-    path("--generations"),
-    path("--functions"),
-    SETTINGS,
-    (("--processes",), {"type": int, "default": 1}),
-    path("--output"),
-)
-def _counterfactual_structural(a):
-    from leaktrace.stages.counterfactual_structural import structural_similarity
-
-    structural_similarity(a.generations, a.functions, a.settings, a.output, processes=a.processes)
-
-
 JUDGE = (("--judge",), {"type": _json, "required": True, "help": "the llm.judge role as JSON"})
 
 
@@ -595,25 +584,6 @@ def _llm_filter(a):
     from leaktrace.stages.counterfactual_llm_filter import llm_filter
 
     llm_filter(a.functions, a.judge, a.settings, a.output, cache_dir=a.cache_dir)
-
-
-@command("counterfactual-execution")
-@_args(
-    path("--generations"),
-    path("--functions"),
-    path("--benchmark", required=False),
-    SETTINGS,
-    SEED,
-    (("--workers",), {"type": int, "default": 1, "help": "sandbox runs in parallel"}),
-    path("--output"),
-    path("--screen", required=False),
-)  # the judges' table: HyClone's Stage-1 screen gates Stage 2
-def _counterfactual_execution(a):
-    from leaktrace.stages.counterfactual_execution import counterfactual_execution
-
-    counterfactual_execution(
-        a.generations, a.functions, a.benchmark, a.settings, a.seed, a.output, workers=a.workers, screen=a.screen
-    )
 
 
 @command("serve")
@@ -741,30 +711,6 @@ def _dose(a):
         watermark=_named_paths(a.watermark),
         exchangeability=_named_paths(a.exchangeability),
         blind=a.blind,
-    )
-
-
-@command("counterfactual-aggregate")
-@_args(
-    (("--similarity",), {"type": Path, "nargs": "+", "required": True, "help": "the similarity families' tables"}),
-    path("--samples", required=False),
-    path("--llm-filter", required=False),
-    path("--functions", required=False),
-    SETTINGS,
-    SEED,
-    path("--output-dir"),
-)
-def _counterfactual_aggregate(a):
-    from leaktrace.stages.counterfactual_aggregate import counterfactual_aggregate
-
-    counterfactual_aggregate(
-        a.similarity,
-        a.settings,
-        a.seed,
-        a.output_dir,
-        samples=a.samples,
-        llm_filter=a.llm_filter,
-        functions=a.functions,
     )
 
 
