@@ -5,6 +5,10 @@
 # rule counterfactual_corpus_functions), each with any two models (hub id or
 # path, revision, adapter). Outputs: results/<run>/counterfactual/<name>/.
 
+from leaktrace.config_slice import slice_from_config
+from leaktrace.settings.counterfactual import CounterfactualModel
+from leaktrace.settings.counterfactual_corpus_functions import CorpusSampling, CorpusSource
+from leaktrace.settings.llm import LlmRole
 
 # --- where each counterfactual source's functions, samples and models come from (included
 # before rules/variants.smk, which reads the counterfactual models at planning)
@@ -122,20 +126,23 @@ def counterfactual_model_args(wildcards):
     target, reference = counterfactual_models(wildcards.benchmark)
     samples = counterfactual_samples(wildcards.benchmark)
     return " ".join(([f"--samples {samples}"] if samples else [])
-                    + [f"--{role} {shlex.quote(json.dumps(model, sort_keys=True))}"
+                    + [f"--{role} {shlex.quote(json.dumps(CounterfactualModel.json_of(model), sort_keys=True))}"
                        for role, model in (("target", target), ("reference", reference))])
 
 
 def counterfactual_generator_args(wildcards):
-    """generator_args(), except that a source with models of its own runs
-    them through the `llm.generator` backend, never the role's `model`."""
+    """The --generator and --cache-dir options of the generating stages (none
+    for the default), except that a source with models of its own runs them
+    through the `llm.generator` backend, never the role's `model`."""
+    if GENERATOR is None:
+        return ""
+    cache = f" --cache-dir {cache_dir()}" if config["llm"]["cache"] else ""
     source = counterfactual_source(wildcards.benchmark)
     own = any(source.get(role) or config["counterfactual"][role] for role in ("target", "reference"))
-    if GENERATOR is None or not own or not GENERATOR.get("model"):
-        return generator_args()
-    cache = f" --cache-dir {cache_dir()}" if config["llm"]["cache"] else ""
-    role = {k: v for k, v in GENERATOR.items() if k not in ("model", "revision", "adapter")}
-    return f"--generator {shlex.quote(json.dumps(role, sort_keys=True))}{cache}"
+    role = GENERATOR
+    if own and GENERATOR.get("model"):
+        role = {k: v for k, v in GENERATOR.items() if k not in ("model", "revision", "adapter")}
+    return f"--generator {shlex.quote(json.dumps(LlmRole.json_of(role), sort_keys=True))}{cache}"
 
 
 def counterfactual_job_model(wildcards):
@@ -157,7 +164,7 @@ def counterfactual_corpus_inputs(wildcards):
 
 
 def counterfactual_corpus_json(wildcards):
-    return json.dumps(counterfactual_corpus_source(wildcards)["corpus"], sort_keys=True)
+    return json.dumps(CorpusSource.json_of(counterfactual_corpus_source(wildcards)["corpus"]), sort_keys=True)
 
 
 def counterfactual_corpus_input_args(wildcards):
@@ -169,7 +176,8 @@ def counterfactual_corpus_input_args(wildcards):
 def counterfactual_sampling_settings(wildcards):
     """A corpus source's sampling settings (not its models: a model change never resamples)."""
     source = counterfactual_corpus_source(wildcards)
-    return json.dumps({k: v for k, v in source.items() if k not in ("target", "reference", "corpus")}, sort_keys=True)
+    block = f"counterfactual.sources.{wildcards.benchmark}"
+    return json.dumps(slice_from_config(CorpusSampling, config, block, at=source), sort_keys=True)
 
 
 def counterfactual_outputs():
@@ -225,7 +233,7 @@ rule counterfactual_corpus_functions:
         accounting=counterfactual_file("sampling.parquet"),
     params:
         source=counterfactual_corpus_json,
-        settings=counterfactual_sampling_settings,
+        sampling=counterfactual_sampling_settings,
         inputs=counterfactual_corpus_input_args,
         seed=config["seed"],
     log:
@@ -239,7 +247,7 @@ rule counterfactual_corpus_functions:
     shell:
         # Online: a huggingface source streams the dataset from the hub.
         "{LEAKTRACE_ONLINE} sample-corpus-functions --name {wildcards.benchmark} --source {params.source:q}"
-        " {params.inputs} --settings {params.settings:q} --seed {params.seed}"
+        " {params.inputs} --sampling {params.sampling:q} --seed {params.seed}"
         " --functions {output.functions} --accounting {output.accounting} 2> {log}"
 
 
@@ -251,7 +259,7 @@ rule counterfactual:
         similarity=counterfactual_file("similarity.parquet"),
     params:
         # The generation settings alone: sources and models are inputs and arguments.
-        settings=settings_without(("counterfactual",), "sources", "target", "reference"),
+        settings=stage_settings("counterfactual", config),
         models=counterfactual_model_args,
         generator=counterfactual_generator_args,
     log:
@@ -354,7 +362,7 @@ FILTER_JUDGE = config["similarity"]["filter"]["judge"] or JUDGE
 def judge_args(judge=None):
     """The --judge and --cache-dir options of the judging stages (``judge``: another role than llm.judge)."""
     cache = f" --cache-dir {cache_dir()}" if config["llm"]["cache"] else ""
-    return f"--judge {shlex.quote(json.dumps(judge or JUDGE, sort_keys=True))}{cache}"
+    return f"--judge {shlex.quote(json.dumps(LlmRole.json_of(judge or JUDGE), sort_keys=True))}{cache}"
 
 
 def judge_job(judge=None, **seconds_per_row):
@@ -375,7 +383,7 @@ if JUDGE is not None:
             similarity=counterfactual_file("similarity_judges.parquet"),
             answers=counterfactual_file("judge_answers.parquet"),
         params:
-            settings=settings("similarity", "judges"),
+            settings=stage_settings("counterfactual-judges", config),
             judge=judge_args(),
         log:
             log_file("counterfactual_judges", "{benchmark}"),
@@ -400,7 +408,7 @@ if FILTER_JUDGE is not None and config["similarity"]["filter"]["enabled"]:
         output:
             counterfactual_file("llm_filter.parquet"),
         params:
-            settings=settings_without(("similarity", "filter"), "judge"),
+            settings=stage_settings("llm-filter", config),
             judge=judge_args(FILTER_JUDGE),
         log:
             log_file("counterfactual_llm_filter", "{benchmark}"),

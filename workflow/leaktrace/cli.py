@@ -18,9 +18,13 @@ from pathlib import Path
 from leaktrace.errors import InputError
 
 STAGES: dict[str, str] = {
+    "counterfactual": "leaktrace.stages.counterfactual:counterfactual",
     "counterfactual-aggregate": "leaktrace.stages.counterfactual_aggregate:counterfactual_aggregate",
     "counterfactual-execution": "leaktrace.stages.counterfactual_execution:counterfactual_execution",
+    "counterfactual-judges": "leaktrace.stages.counterfactual_judges:counterfactual_judges",
     "counterfactual-structural": "leaktrace.stages.counterfactual_structural:structural_similarity",
+    "llm-filter": "leaktrace.stages.counterfactual_llm_filter:llm_filter",
+    "sample-corpus-functions": "leaktrace.stages.counterfactual_corpus_functions:sample_corpus_functions",
     "twin": "leaktrace.stages.twin:twin_tables",
     "verdict": "leaktrace.stages.verdict:verdict",
 }
@@ -514,76 +518,6 @@ def _audit_contamination(a):
         a.verdicts,
         a.verdicts_report,
     )
-
-
-@command("sample-corpus-functions")
-@_args(
-    (("--name",), {"required": True, "help": "the counterfactual source's name (keys the seed)"}),
-    (("--source",), {"type": _json, "required": True, "help": "the corpus source as JSON (a leakage-scan source)"}),
-    path("--inputs", many=True, required=False),
-    SETTINGS,
-    SEED,
-    path("--functions"),
-    path("--accounting"),
-)
-def _sample_corpus_functions(a):
-    from leaktrace.stages.counterfactual_corpus_functions import sample_corpus_functions
-
-    sample_corpus_functions(a.name, a.source, a.settings, a.seed, a.functions, a.accounting, inputs=a.inputs)
-
-
-COUNTERFACTUAL_MODEL = {
-    "type": _json,
-    "required": True,
-    "help": "path, dtype, device, max_length, optional revision and adapter, as JSON",
-}
-
-
-@command("counterfactual")
-@_args(
-    path("--samples", required=False),
-    path("--functions"),
-    (("--target",), COUNTERFACTUAL_MODEL),
-    (("--reference",), COUNTERFACTUAL_MODEL),
-    SETTINGS,
-    GENERATOR,
-    CACHE_DIR,
-    path("--generations"),
-    path("--similarity"),
-)
-def _counterfactual(a):
-    from leaktrace.stages.counterfactual import counterfactual
-
-    counterfactual(
-        a.functions,
-        a.target,
-        a.reference,
-        a.settings,
-        a.generations,
-        a.similarity,
-        samples=a.samples,
-        generator=a.generator,
-        cache_dir=a.cache_dir,
-    )
-
-
-JUDGE = (("--judge",), {"type": _json, "required": True, "help": "the llm.judge role as JSON"})
-
-
-@command("counterfactual-judges")
-@_args(path("--generations"), path("--functions"), JUDGE, SETTINGS, CACHE_DIR, path("--output"), path("--answers"))
-def _counterfactual_judges(a):
-    from leaktrace.stages.counterfactual_judges import counterfactual_judges
-
-    counterfactual_judges(a.generations, a.functions, a.judge, a.settings, a.output, a.answers, cache_dir=a.cache_dir)
-
-
-@command("llm-filter")
-@_args(path("--functions"), JUDGE, SETTINGS, CACHE_DIR, path("--output"))
-def _llm_filter(a):
-    from leaktrace.stages.counterfactual_llm_filter import llm_filter
-
-    llm_filter(a.functions, a.judge, a.settings, a.output, cache_dir=a.cache_dir)
 
 
 @command("serve")
