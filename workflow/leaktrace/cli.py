@@ -24,6 +24,9 @@ STAGES: dict[str, str] = {
     "counterfactual-judges": "leaktrace.stages.counterfactual_judges:counterfactual_judges",
     "counterfactual-structural": "leaktrace.stages.counterfactual_structural:structural_similarity",
     "llm-filter": "leaktrace.stages.counterfactual_llm_filter:llm_filter",
+    "mutation-study": "leaktrace.stages.mutate:mutation_study",
+    "mutation-tokens": "leaktrace.stages.mutate:score_mutations",
+    "mutations": "leaktrace.stages.mutate:make_mutations_table",
     "sample-corpus-functions": "leaktrace.stages.counterfactual_corpus_functions:sample_corpus_functions",
     "twin": "leaktrace.stages.twin:twin_tables",
     "verdict": "leaktrace.stages.verdict:verdict",
@@ -1014,97 +1017,6 @@ def _fetch_model(a):
     from leaktrace.models.fetch import fetch_model
 
     fetch_model(a.model, a.output_dir, a.revision)
-
-
-@command("mutations")
-@_args(
-    path("--benchmark"),
-    path("--samples"),
-    path("--variants"),
-    path("--lexicon"),
-    SETTINGS,
-    SEED,
-    (("--workers",), {"type": int, "default": 1}),
-    path("--output"),
-    path("--renames"),
-)
-def _mutations(a):
-    from leaktrace.stages.mutate import make_mutations_table
-
-    make_mutations_table(
-        a.benchmark, a.samples, a.variants, a.lexicon, a.settings, a.seed, a.workers, a.output, a.renames
-    )
-
-
-@command("mutation-tokens")
-@_args(
-    path("--mutations"),
-    path("--variants"),
-    path("--samples"),
-    path("--corpus", many=True),
-    MODEL,
-    ADAPTER,
-    (
-        ("--recall",),
-        {"type": _json, "default": None, "help": "score.methods.recall as JSON (omit: no prefixed passes)"},
-    ),
-    (("--neighbors",), {"action": "store_true", "help": "also score the mutated texts' Neighbor neighbours"}),
-    BATCH,
-    SEED,
-    path("--output"),
-)
-def _mutation_tokens(a):
-    from leaktrace.stages.mutate import score_mutations
-
-    score_mutations(
-        a.mutations,
-        a.variants,
-        a.samples,
-        a.corpus,
-        a.model,
-        _adapter(a),
-        a.recall,
-        a.batch,
-        a.seed,
-        a.output,
-        neighbours=a.neighbors,
-    )
-
-
-@command("mutation-study")
-@_args(
-    path("--mutations"),
-    path("--samples"),
-    path("--variants"),
-    path("--tokens"),
-    path("--mutated-tokens"),
-    path("--prefixed", required=False),
-    path("--reference", required=False),
-    path("--reference-mutated", required=False),
-    path("--corpus", many=True),
-    (("--methods",), {"type": _json, "required": True, "help": "score.methods as JSON"}),
-    SETTINGS,
-    SEED,
-    path("--output-dir"),
-)
-def _mutation_study(a):
-    from leaktrace.stages.mutate import mutation_study
-
-    mutation_study(
-        a.mutations,
-        a.samples,
-        a.variants,
-        a.tokens,
-        a.mutated_tokens,
-        a.prefixed,
-        a.reference,
-        a.reference_mutated,
-        a.corpus,
-        a.methods,
-        a.settings,
-        a.seed,
-        a.output_dir,
-    )
 
 
 @command("mutate")
