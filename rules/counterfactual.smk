@@ -6,9 +6,7 @@
 # path, revision, adapter). Outputs: results/<run>/counterfactual/<name>/.
 
 from leaktrace.config_slice import slice_from_config
-from leaktrace.settings.counterfactual import CounterfactualModel
-from leaktrace.settings.counterfactual_corpus_functions import CorpusSampling, CorpusSource
-from leaktrace.settings.llm import LlmRole
+from leaktrace.settings.counterfactual_corpus_functions import CorpusSampling
 
 # --- where each counterfactual source's functions, samples and models come from (included
 # before rules/variants.smk, which reads the counterfactual models at planning)
@@ -126,23 +124,20 @@ def counterfactual_model_args(wildcards):
     target, reference = counterfactual_models(wildcards.benchmark)
     samples = counterfactual_samples(wildcards.benchmark)
     return " ".join(([f"--samples {samples}"] if samples else [])
-                    + [f"--{role} {shlex.quote(json.dumps(CounterfactualModel.json_of(model), sort_keys=True))}"
+                    + [f"--{role} {shlex.quote(json.dumps(model, sort_keys=True))}"
                        for role, model in (("target", target), ("reference", reference))])
 
 
 def counterfactual_generator_args(wildcards):
-    """The --generator and --cache-dir options of the generating stages (none
-    for the default), except that a source with models of its own runs them
-    through the `llm.generator` backend, never the role's `model`."""
-    if GENERATOR is None:
-        return ""
-    cache = f" --cache-dir {cache_dir()}" if config["llm"]["cache"] else ""
+    """generator_args(), except that a source with models of its own runs
+    them through the `llm.generator` backend, never the role's `model`."""
     source = counterfactual_source(wildcards.benchmark)
     own = any(source.get(role) or config["counterfactual"][role] for role in ("target", "reference"))
-    role = GENERATOR
-    if own and GENERATOR.get("model"):
-        role = {k: v for k, v in GENERATOR.items() if k not in ("model", "revision", "adapter")}
-    return f"--generator {shlex.quote(json.dumps(LlmRole.json_of(role), sort_keys=True))}{cache}"
+    if GENERATOR is None or not own or not GENERATOR.get("model"):
+        return generator_args()
+    cache = f" --cache-dir {cache_dir()}" if config["llm"]["cache"] else ""
+    role = {k: v for k, v in GENERATOR.items() if k not in ("model", "revision", "adapter")}
+    return f"--generator {shlex.quote(json.dumps(role, sort_keys=True))}{cache}"
 
 
 def counterfactual_job_model(wildcards):
@@ -164,7 +159,7 @@ def counterfactual_corpus_inputs(wildcards):
 
 
 def counterfactual_corpus_json(wildcards):
-    return json.dumps(CorpusSource.json_of(counterfactual_corpus_source(wildcards)["corpus"]), sort_keys=True)
+    return json.dumps(counterfactual_corpus_source(wildcards)["corpus"], sort_keys=True)
 
 
 def counterfactual_corpus_input_args(wildcards):
@@ -362,7 +357,7 @@ FILTER_JUDGE = config["similarity"]["filter"]["judge"] or JUDGE
 def judge_args(judge=None):
     """The --judge and --cache-dir options of the judging stages (``judge``: another role than llm.judge)."""
     cache = f" --cache-dir {cache_dir()}" if config["llm"]["cache"] else ""
-    return f"--judge {shlex.quote(json.dumps(LlmRole.json_of(judge or JUDGE), sort_keys=True))}{cache}"
+    return f"--judge {shlex.quote(json.dumps(judge or JUDGE, sort_keys=True))}{cache}"
 
 
 def judge_job(judge=None, **seconds_per_row):

@@ -6,7 +6,7 @@
 import shlex
 
 from leaktrace.config_slice import slice_from_config
-from leaktrace.settings.mutate import RecallParams, ScoredModel, TokenBatch
+from leaktrace.settings.mutate import RecallParams, TokenBatch
 
 MUTATE = config["mutate"]
 
@@ -39,11 +39,6 @@ def mutation_recall_args(wildcards):
         return ""
     recall = slice_from_config(RecallParams, config, "score.methods.recall")
     return f"--recall {shlex.quote(json.dumps(recall, sort_keys=True))}"
-
-
-def mutation_model_settings(wildcards):
-    """The ``{model}`` the mutation pass loads: path, dtype, device, max_length (null where it has none)."""
-    return json.dumps(ScoredModel.json_of(_model_config(wildcards.model)[0]), sort_keys=True)
 
 
 def mutation_study_inputs(wildcards):
@@ -116,7 +111,7 @@ rule mutation_tokens:
         batch=json.dumps(slice_from_config(TokenBatch, config, "score.tokens"), sort_keys=True),
         recall=mutation_recall_args,
         neighbors=mutation_neighbor_args,
-        model=mutation_model_settings,
+        model=scored_model_settings,
         adapter=adapter_args,
         seed=config["seed"],
     log:

@@ -25,23 +25,11 @@ FILTERS = {
     "max_documents": None,
     "max_bytes": 1_000_000,
 }
-# a corpus source's keys the schema fills in where the config leaves them out
-SOURCE_DEFAULTS = {
-    "glob": "**/*",
-    "content": "content",
-    "id": None,
-    "location": None,
-    "config": None,
-    "data_dir": None,
-    "split": "train",
-    "revision": None,
-    "follow_links": False,
-}
 
 
 def corpus_source(source: dict) -> CorpusSource:
-    """``source`` as its rule passes it: the schema's defaults filled in, null where its kind has no key."""
-    return CorpusSource(**CorpusSource.json_of({**SOURCE_DEFAULTS, **source}))
+    """``source`` as the ``--source`` flag reads it."""
+    return CorpusSource.from_flag(json.dumps(source))
 
 
 def long_function(name: str, indent: str = "", lines: int = 12, docstring: bool = True) -> str:
@@ -221,8 +209,8 @@ def test_two_model_counterfactual_on_a_corpus_source(tmp_path, offline_hub):
     generations, similarity = tmp_path / "generations.parquet", tmp_path / "similarity.parquet"
     counterfactual(
         functions,
-        CounterfactualModel(**CounterfactualModel.json_of(target)),
-        CounterfactualModel(**CounterfactualModel.json_of(reference)),
+        CounterfactualModel.from_flag(json.dumps(target)),
+        CounterfactualModel.from_flag(json.dumps(reference)),
         CounterfactualSettings(context_tokens=16, max_new_tokens=4, batch_size=1),
         generations,
         similarity,

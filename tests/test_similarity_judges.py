@@ -216,7 +216,7 @@ def chat_tiny(tmp_path_factory):
     (path / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": TEMPLATE}))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    yield LlmRole(**LlmRole.json_of({"backend": "transformers", "model": str(path), "batch_size": 8}))
+    yield LlmRole.from_flag(json.dumps({"backend": "transformers", "model": str(path), "batch_size": 8}))
     torch.set_num_threads(threads)
 
 
@@ -273,7 +273,7 @@ class _Counting:
 
 
 METRICS = ["judge_song", "judge_nikiema", "judge_paper", "hyclone_screen"]
-OPENAI = LlmRole(**LlmRole.json_of({"backend": "openai"}))
+OPENAI = LlmRole.from_flag('{"backend": "openai"}')
 
 
 def test_judges_on_the_tiny_model_count_every_answer_unparseable_and_never_ask_twice(tmp_path, chat_tiny, monkeypatch):

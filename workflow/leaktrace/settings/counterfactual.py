@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from leaktrace.config_slice import settings_of
-from leaktrace.settings.llm import Dtype
+from leaktrace.config_slice import read_slice, settings_of
+from leaktrace.settings.llm import Dtype, json_object
 
 
 @settings_of("counterfactual", block="counterfactual")
@@ -32,9 +32,16 @@ class CounterfactualModel:
     device: str
     max_length: int | None
 
+    metavar = "JSON"
+
+    @classmethod
+    def from_flag(cls, text: str) -> CounterfactualModel:
+        """The model as JSON: path, dtype, device, max_length, optional revision and adapter."""
+        return read_slice(cls, cls.json_of(json_object(text, "counterfactual model")), "counterfactual model")
+
     @classmethod
     def json_of(cls, model: dict) -> dict:
-        """``model`` as its flag carries it: every key, null where absent."""
+        """``model`` with every key, null where absent."""
         return {f.name: model.get(f.name) for f in dataclasses.fields(cls)}
 
     def spec(self) -> dict:

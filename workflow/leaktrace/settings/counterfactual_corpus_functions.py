@@ -6,6 +6,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
+from leaktrace.config_slice import read_slice
+from leaktrace.settings.llm import json_object
+
 
 @dataclass(frozen=True)
 class CorpusSampling:
@@ -22,38 +25,43 @@ class CorpusSampling:
     max_bytes: int
 
 
-# the keys only one kind of source has (no default in the schema): absent, not null, where another kind is given
-_KIND_KEYS = ("name", "root", "paths", "dataset")
-
-
 @dataclass(frozen=True)
 class CorpusSource:
     """A corpus source (``counterfactual.sources.<name>.corpus``, a leakage-scan
-    corpus): its kind and where its documents come from."""
+    corpus): its kind and where its documents come from. The rule passes it
+    with the schema's defaults filled in; a key left out reads as null, and
+    the reader (:func:`leaktrace.leakage.sources.iter_source`) takes its own
+    default for it, as for a key the config leaves out."""
 
     kind: Literal["corpus", "training_mix", "files", "jsonl", "parquet", "huggingface"]
     name: str | None
     root: str | None
-    glob: str
+    glob: str | None
     paths: tuple[str, ...] | None
-    content: str
+    content: str | None
     id: str | None
     location: str | None
     dataset: str | None
     config: str | None
     data_dir: str | None
-    split: str
+    split: str | None
     revision: str | None
-    follow_links: bool
+    follow_links: bool | None
+
+    metavar = "JSON"
+
+    @classmethod
+    def from_flag(cls, text: str) -> CorpusSource:
+        """The source as JSON, as the config writes it (a key it leaves out: null)."""
+        return read_slice(cls, cls.json_of(json_object(text, "corpus source")), "corpus source")
 
     @classmethod
     def json_of(cls, source: dict) -> dict:
-        """``source`` as its flag carries it: every key, null where its kind has none."""
+        """``source`` with every key, null where it has none."""
         return {f.name: source.get(f.name) for f in dataclasses.fields(cls)}
 
     def as_config(self) -> dict:
-        """The source as the config holds it, for :func:`leaktrace.leakage.sources.iter_source`."""
+        """The source as the config holds it (its keys that are set), for
+        :func:`leaktrace.leakage.sources.iter_source`."""
         values = dataclasses.asdict(self)
-        return {
-            k: list(v) if isinstance(v, tuple) else v for k, v in values.items() if v is not None or k not in _KIND_KEYS
-        }
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items() if v is not None}

@@ -3,16 +3,31 @@ model behind a stage's LLM calls (config ``$defs/llm_model``), as a flag's
 JSON (``--judge``, ``--generator``).
 
 The schema gives a role no defaults (the backends' own settings classes hold
-them), so a rule passes every key, null where the config leaves it out, and
-:meth:`LlmRole.as_config` gives the backends the role as the config wrote it."""
+them): a flag carries the role as the config wrote it, a key it leaves out
+reads as null, and :meth:`LlmRole.as_config` gives the backends the role as
+the config wrote it."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from leaktrace.config_slice import read_slice
+
 Dtype = Literal["float32", "bfloat16", "float16"]
+
+
+def json_object(text: str, what: str) -> dict:
+    """A flag's JSON object, or a ValueError naming ``what``."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"not valid JSON: {err}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} is a JSON object, got {text!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -30,13 +45,20 @@ class LlmRole:
     openai: dict[str, Any] | None
     vllm: dict[str, Any] | None
 
+    metavar = "JSON"
+
+    @classmethod
+    def from_flag(cls, text: str) -> LlmRole:
+        """The role as JSON, as the config writes it (what it leaves out: null)."""
+        return read_slice(cls, cls.json_of(json_object(text, "llm role")), "llm role")
+
     @classmethod
     def keys(cls) -> tuple[str, ...]:
         return tuple(f.name for f in dataclasses.fields(cls))
 
     @classmethod
     def json_of(cls, role: dict) -> dict:
-        """``role`` as the config gives it, as its flag carries it: every key, null where absent."""
+        """``role`` with every key, null where the config leaves it out."""
         return {key: role.get(key) for key in cls.keys()}
 
     def as_config(self) -> dict:

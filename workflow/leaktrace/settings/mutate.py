@@ -6,7 +6,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from leaktrace.config_slice import config_key, settings_of
+from leaktrace.config_slice import config_key, read_slice, settings_of
+from leaktrace.settings.llm import json_object
 
 Kind = Literal["T1", "T2a", "T2b", "T3", "hybrid"]
 Fold = Literal["calibration", "evaluation"]
@@ -80,7 +81,14 @@ class ScoredModel:
     device: str
     max_length: int | None
 
+    metavar = "JSON"
+
+    @classmethod
+    def from_flag(cls, text: str) -> ScoredModel:
+        """The model as JSON: path, dtype, device and, where it has one, max_length."""
+        return read_slice(cls, cls.json_of(json_object(text, "scored model")), "scored model")
+
     @classmethod
     def json_of(cls, model: dict) -> dict:
-        """``model`` as its flag carries it: every key, null where absent."""
+        """``model`` with every key, null where absent."""
         return {f.name: model.get(f.name) for f in dataclasses.fields(cls)}
