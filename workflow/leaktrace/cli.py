@@ -26,12 +26,14 @@ STAGES: dict[str, str] = {
     "counterfactual-structural": "leaktrace.stages.counterfactual_structural:structural_similarity",
     "fetch-model": "leaktrace.models.fetch:fetch_model",
     "llm-filter": "leaktrace.stages.counterfactual_llm_filter:llm_filter",
+    "mutate": "leaktrace.stages.mutate:mutate_jsonl",
     "mutation-study": "leaktrace.stages.mutate:mutation_study",
     "mutation-tokens": "leaktrace.stages.mutate:score_mutations",
     "mutations": "leaktrace.stages.mutate:make_mutations_table",
     "publish": "leaktrace.stages.watermark:publish_benchmark",
     "sample-corpus-functions": "leaktrace.stages.counterfactual_corpus_functions:sample_corpus_functions",
     "serve": "leaktrace.stages.serve:serve_model",
+    "train-verifier": "leaktrace.stages.train_verifier:train_verifier",
     "twin": "leaktrace.stages.twin:twin_tables",
     "verdict": "leaktrace.stages.verdict:verdict",
     "verify-pairs": "leaktrace.stages.verify_pairs:verify_pairs",
@@ -980,33 +982,6 @@ def _leakage_rq3(a):
     from leaktrace.stages.leakage_rq3 import rq3
 
     rq3(a.scan, a.benchmark, a.pairs, _named_paths(a.runs), a.settings, a.seed, a.output, a.markdown)
-
-
-@command("mutate")
-@_args(
-    (("--kind",), {"required": True, "choices": ["T1", "T2a", "T2b", "T3", "hybrid"]}),
-    (("--target",), {"type": float, "default": None, "help": "T3 / hybrid target similarity (default 0.7 / 0.8)"}),
-    (("--seed",), {"type": int, "default": 0}),
-    path("--lexicon", required=False),
-    (("input",), {"type": Path, "help": "JSONL: id, code, language, optional tests and entry_point"}),
-    (("output",), {"type": Path}),
-)
-def _mutate(a):
-    from leaktrace.stages.mutate import mutate_jsonl
-
-    mutate_jsonl(a.kind, a.target, a.seed, a.input, a.output, lexicon=a.lexicon)
-
-
-@command("train-verifier")
-@_args(
-    (("input",), {"type": Path, "help": "JSONL(.gz): verify-pairs' fields plus benchmark, bench_id and dup (0/1)"}),
-    (("output",), {"type": Path, "help": "the model file (JSON)"}),
-    (("--seed",), {"type": int, "default": 0, "help": "the cross-validation folds' and the model's seed"}),
-)
-def _train_verifier(a):
-    from leaktrace.stages.train_verifier import train_verifier
-
-    train_verifier(a.input, a.output, a.seed)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -27,6 +27,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Annotated, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -813,21 +814,22 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 
 def mutate_jsonl(
-    kind: str,
-    target: float | None,
-    seed: int,
-    input_path: Path,
+    input: Annotated[Path, "JSONL: id, code, language, optional tests and entry_point"],
     output: Path,
-    *,
+    /,
+    kind: Literal["T1", "T2a", "T2b", "T3", "hybrid"],
+    target: Annotated[float | None, "T3 / hybrid target similarity (default 0.7 / 0.8)"] = None,
+    seed: int = 0,
     lexicon: Path | None = None,
-    limits: SandboxLimits | None = None,
-    workers: int = 1,
+    workers: Annotated[int, "sandbox runs in parallel"] = 1,
 ) -> None:
-    """`python -m leaktrace mutate`: each input line's code mutated, with the achieved similarity,
-    and, where tests are given, the sandbox's verdict (`validation`: "sandbox"): Python against
-    its test (with an entry point), Java and C++ built and run with theirs where the compiler is
-    installed, else "unvalidated" with the reason. Without a lexicon (`lexicon.parquet` of a
-    run), T2a offers only the curated word table's synonyms (and its fallbacks)."""
+    """Mutate each input line's code by one clone type, with the achieved similarity and, where tests are
+    given, the sandbox's verdict.
+
+    `validation`: "sandbox": Python against its test (with an entry point), Java and C++ built and run
+    with theirs where the compiler is installed, else "unvalidated" with the reason. Without a lexicon
+    (`lexicon.parquet` of a run), T2a offers only the curated word table's synonyms (and its fallbacks)."""
+    input_path, limits = input, SandboxLimits()
     if kind in ("T3", "hybrid") and target is None:
         target = 0.7 if kind == "T3" else 0.8
     mutation = Mutation(kind, target if kind in ("T3", "hybrid") else None)
@@ -883,10 +885,8 @@ def mutate_jsonl(
             build_originals += [len(builds), len(builds)]
             builds += [(language, record["code"], tests), (language, mutated.text, tests)]
         out.append(row)
-    verdicts = validate_variants(programs, originals, limits or SandboxLimits(), workers=workers) if programs else []
-    build_verdicts = (
-        validate_compiled(builds, build_originals, limits or SandboxLimits(), workers=workers) if builds else []
-    )
+    verdicts = validate_variants(programs, originals, limits, workers=workers) if programs else []
+    build_verdicts = validate_compiled(builds, build_originals, limits, workers=workers) if builds else []
     for row in out:
         if "_program" in row:
             row["valid"], row["invalid_reason"] = verdicts[row.pop("_program") + 1]
