@@ -22,7 +22,7 @@ import time
 
 from leaktrace.data.functions import function_anatomy
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
-from leaktrace.similarity.execution import ExecutionSample, ExecutionSettings, coverage, execution_scores
+from leaktrace.similarity.execution import ExecutionSample, coverage, default_execution_settings, execution_scores
 
 _OPERATOR = re.compile(r" (<=|>=|<|>|\+|-) ")
 _SWAP = {"<": "<=", "<=": "<", ">": ">=", ">=": ">", "+": "-", "-": "+"}
@@ -58,7 +58,7 @@ def main() -> None:
     args = parser.parse_args()
     pairs = samples(args.pairs // 2)
     started, cpu_started = time.perf_counter(), _cpu_seconds()
-    report = execution_scores(pairs, ExecutionSettings(), 0, workers=args.workers)
+    report = execution_scores(pairs, default_execution_settings(), 0, workers=args.workers)
     wall, host_cpu = time.perf_counter() - started, _cpu_seconds() - cpu_started
     n = len(report.scores)
     print(

@@ -141,7 +141,7 @@ rule counterfactual_aggregate:
         length=report(functional_file("length.png"),
                       caption="../report/functional_length.rst", category="Counterfactual"),
     params:
-        settings=settings("similarity", "aggregate"),
+        settings=stage_settings("counterfactual-aggregate", config),
         seed=config["seed"],
         optional=optional_args,
         out_dir=functional_dir(),

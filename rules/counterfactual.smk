@@ -5,6 +5,8 @@
 # rule counterfactual_corpus_functions), each with any two models (hub id or
 # path, revision, adapter). Outputs: results/<run>/counterfactual/<name>/.
 
+from leaktrace.config_slice import slice_from_config
+from leaktrace.settings.counterfactual_corpus_functions import CorpusSampling
 
 # --- where each counterfactual source's functions, samples and models come from (included
 # before rules/variants.smk, which reads the counterfactual models at planning)
@@ -169,7 +171,8 @@ def counterfactual_corpus_input_args(wildcards):
 def counterfactual_sampling_settings(wildcards):
     """A corpus source's sampling settings (not its models: a model change never resamples)."""
     source = counterfactual_corpus_source(wildcards)
-    return json.dumps({k: v for k, v in source.items() if k not in ("target", "reference", "corpus")}, sort_keys=True)
+    block = f"counterfactual.sources.{wildcards.benchmark}"
+    return json.dumps(slice_from_config(CorpusSampling, config, block, at=source), sort_keys=True)
 
 
 def counterfactual_outputs():
@@ -225,7 +228,7 @@ rule counterfactual_corpus_functions:
         accounting=counterfactual_file("sampling.parquet"),
     params:
         source=counterfactual_corpus_json,
-        settings=counterfactual_sampling_settings,
+        sampling=counterfactual_sampling_settings,
         inputs=counterfactual_corpus_input_args,
         seed=config["seed"],
     log:
@@ -239,7 +242,7 @@ rule counterfactual_corpus_functions:
     shell:
         # Online: a huggingface source streams the dataset from the hub.
         "{LEAKTRACE_ONLINE} sample-corpus-functions --name {wildcards.benchmark} --source {params.source:q}"
-        " {params.inputs} --settings {params.settings:q} --seed {params.seed}"
+        " {params.inputs} --sampling {params.sampling:q} --seed {params.seed}"
         " --functions {output.functions} --accounting {output.accounting} 2> {log}"
 
 
@@ -251,7 +254,7 @@ rule counterfactual:
         similarity=counterfactual_file("similarity.parquet"),
     params:
         # The generation settings alone: sources and models are inputs and arguments.
-        settings=settings_without(("counterfactual",), "sources", "target", "reference"),
+        settings=stage_settings("counterfactual", config),
         models=counterfactual_model_args,
         generator=counterfactual_generator_args,
     log:
@@ -279,7 +282,7 @@ rule counterfactual_structural:
     output:
         counterfactual_file("similarity_structural.parquet"),
     params:
-        settings=settings("similarity", "structural"),
+        settings=stage_settings("counterfactual-structural", config),
     log:
         log_file("counterfactual_structural", "{benchmark}"),
     benchmark:
@@ -322,7 +325,7 @@ rule counterfactual_execution:
     output:
         counterfactual_file("similarity_execution.parquet"),
     params:
-        settings=settings("similarity", "execution"),
+        settings=stage_settings("counterfactual-execution", config),
         seed=config["seed"],
         benchmark=lambda w, input: f"--benchmark {input.benchmark}" if "benchmark" in input.keys() else "",
         screen=lambda w, input: f"--screen {input.screen}" if "screen" in input.keys() else "",
@@ -375,7 +378,7 @@ if JUDGE is not None:
             similarity=counterfactual_file("similarity_judges.parquet"),
             answers=counterfactual_file("judge_answers.parquet"),
         params:
-            settings=settings("similarity", "judges"),
+            settings=stage_settings("counterfactual-judges", config),
             judge=judge_args(),
         log:
             log_file("counterfactual_judges", "{benchmark}"),
@@ -400,7 +403,7 @@ if FILTER_JUDGE is not None and config["similarity"]["filter"]["enabled"]:
         output:
             counterfactual_file("llm_filter.parquet"),
         params:
-            settings=settings_without(("similarity", "filter"), "judge"),
+            settings=stage_settings("llm-filter", config),
             judge=judge_args(FILTER_JUDGE),
         log:
             log_file("counterfactual_llm_filter", "{benchmark}"),

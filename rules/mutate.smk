@@ -5,6 +5,9 @@
 
 import shlex
 
+from leaktrace.config_slice import slice_from_config
+from leaktrace.settings.mutate import RecallParams, TokenBatch
+
 MUTATE = config["mutate"]
 
 
@@ -31,15 +34,11 @@ def mutation_fragments(benchmark):
         if MUTATE["kinds"] and benchmark in TESTBED_BENCHMARKS else []
 
 
-def mutate_settings():
-    """The mutate block with the sandbox limits the variants use."""
-    return json.dumps({**MUTATE, "sandbox": config["variants"]["sandbox"]}, sort_keys=True)
-
-
 def mutation_recall_args(wildcards):
     if "recall" not in METHODS or wildcards.model == "ref-model":
         return ""
-    return f"--recall {shlex.quote(json.dumps(METHODS['recall'], sort_keys=True))}"
+    recall = slice_from_config(RecallParams, config, "score.methods.recall")
+    return f"--recall {shlex.quote(json.dumps(recall, sort_keys=True))}"
 
 
 def mutation_study_inputs(wildcards):
@@ -80,7 +79,7 @@ rule mutations:
         mutations=mutations_file("mutations.parquet"),
         renames=mutations_file("renames.parquet"),
     params:
-        settings=mutate_settings(),
+        settings=stage_settings("mutations", config),
         seed=config["seed"],
     log:
         log_file("mutations", "{benchmark}"),
@@ -109,7 +108,7 @@ rule mutation_tokens:
     output:
         mutated_tokens_file(),
     params:
-        batch=settings("score", "tokens"),
+        batch=json.dumps(slice_from_config(TokenBatch, config, "score.tokens"), sort_keys=True),
         recall=mutation_recall_args,
         neighbors=mutation_neighbor_args,
         model=scored_model_settings,
@@ -141,8 +140,7 @@ rule mutation_study:
         **({"t2_drop": report(mutation_study_file("t2_drop.png"), caption="../report/mutate.rst",
                               category="Robustness")} if {"T2a", "T2b"} <= set(MUTATE["kinds"]) else {}),
     params:
-        settings=mutate_settings(),
-        methods=settings("score", "methods"),
+        settings=stage_settings("mutation-study", config),
         optional=study_optional_args,
         seed=config["seed"],
         out_dir=mutation_study_dir(),
@@ -158,4 +156,4 @@ rule mutation_study:
     shell:
         "{LEAKTRACE} mutation-study --mutations {input.mutations} --samples {input.samples} --variants {input.variants}"
         " --tokens {input.tokens} --mutated-tokens {input.mutated} {params.optional} --corpus {input.corpus}"
-        " --methods {params.methods:q} --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir} 2> {log}"
+        " --settings {params.settings:q} --seed {params.seed} --output-dir {params.out_dir} 2> {log}"

@@ -11,6 +11,7 @@ import pytest
 
 from leaktrace.data.functions import all_function_anatomies, function_anatomy
 from leaktrace.errors import InputError
+from leaktrace.settings.counterfactual_corpus_functions import CorpusSampling, CorpusSource
 from leaktrace.stages.counterfactual_corpus_functions import sample_corpus_functions
 
 REPO = Path(__file__).resolve().parents[1]
@@ -24,6 +25,11 @@ FILTERS = {
     "max_documents": None,
     "max_bytes": 1_000_000,
 }
+
+
+def corpus_source(source: dict) -> CorpusSource:
+    """``source`` as the ``--source`` flag reads it."""
+    return CorpusSource.from_flag(json.dumps(source))
 
 
 def long_function(name: str, indent: str = "", lines: int = 12, docstring: bool = True) -> str:
@@ -64,7 +70,8 @@ def sample(
     tmp_path: Path, source: dict, n: int = 10, seed: int = 1, name: str = "mini", **settings
 ) -> tuple[list, list]:
     functions, accounting = tmp_path / f"{name}-{seed}-{n}.parquet", tmp_path / f"{name}-{seed}-{n}.acc.parquet"
-    sample_corpus_functions(name, source, {**FILTERS, "n": n, **settings}, seed, functions, accounting)
+    sampling = CorpusSampling(**{**FILTERS, "n": n, **settings})
+    sample_corpus_functions(name, corpus_source(source), sampling, seed, functions, accounting)
     return pq.read_table(functions).to_pylist(), pq.read_table(accounting).to_pylist()
 
 
@@ -174,6 +181,7 @@ def test_two_model_counterfactual_on_a_corpus_source(tmp_path, offline_hub):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
+    from leaktrace.settings.counterfactual import CounterfactualModel, CounterfactualSettings
     from leaktrace.stages.counterfactual import counterfactual
 
     adapter = tmp_path / "adapter"
@@ -182,7 +190,12 @@ def test_two_model_counterfactual_on_a_corpus_source(tmp_path, offline_hub):
     root = write_corpus(tmp_path / "corpus")
     functions, accounting = tmp_path / "functions.parquet", tmp_path / "sampling.parquet"
     sample_corpus_functions(
-        "mini", {"kind": "files", "root": str(root), "glob": "*.py"}, {**FILTERS, "n": 1}, 1, functions, accounting
+        "mini",
+        corpus_source({"kind": "files", "root": str(root), "glob": "*.py"}),
+        CorpusSampling(**{**FILTERS, "n": 1}),
+        1,
+        functions,
+        accounting,
     )
     target = {
         "path": "org/tiny",
@@ -196,9 +209,9 @@ def test_two_model_counterfactual_on_a_corpus_source(tmp_path, offline_hub):
     generations, similarity = tmp_path / "generations.parquet", tmp_path / "similarity.parquet"
     counterfactual(
         functions,
-        target,
-        reference,
-        {"context_tokens": 16, "max_new_tokens": 4, "batch_size": 1},
+        CounterfactualModel.from_flag(json.dumps(target)),
+        CounterfactualModel.from_flag(json.dumps(reference)),
+        CounterfactualSettings(context_tokens=16, max_new_tokens=4, batch_size=1),
         generations,
         similarity,
     )

@@ -13,9 +13,15 @@ saying what is missing, elsewhere.
 import pytest
 
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level, run_calls
-from leaktrace.similarity.execution import ExecutionSample, ExecutionSettings, _limits, execution_scores, pair_metrics
+from leaktrace.similarity.execution import (
+    ExecutionSample,
+    _limits,
+    default_execution_settings,
+    execution_scores,
+    pair_metrics,
+)
 
-SETTINGS = ExecutionSettings(candidates=10, function_cpu_s=1.0)
+SETTINGS = default_execution_settings(candidates=10, function_cpu_s=1.0)
 CONTEXT = "from typing import List\n\n\n"
 SIGNATURE = "def shift(xs: List[int], k: int) -> List[int]:\n"
 TRUTH = "    return [x + k for x in xs]\n"

@@ -363,9 +363,7 @@ def test_t1_formats_java_and_cpp_with_clang_format():
 
 
 def test_configured_mutations_follow_the_clone_type_order():
-    mutations = configured_mutations(
-        {"kinds": ["hybrid", "T3", "T2b", "T1", "T2a"], "t3_targets": [0.5, 0.9, 0.7], "hybrid_target": 0.8}
-    )
+    mutations = configured_mutations(["hybrid", "T3", "T2b", "T1", "T2a"], [0.5, 0.9, 0.7], 0.8)
     assert [m.name for m in mutations] == ["T1", "T2a", "T2b", "T3-0.9", "hybrid-0.8", "T3-0.7", "T3-0.5"]
     assert Mutation.parse("T3-0.7") == Mutation("T3", 0.7)
     with pytest.raises(ValueError):

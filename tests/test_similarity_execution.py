@@ -5,7 +5,6 @@ scoring tests; they need namespaces and a writable cgroup and skip, saying
 what is missing, elsewhere.
 """
 
-import json
 import math
 import os
 import subprocess
@@ -25,6 +24,7 @@ from leaktrace.similarity.execution import (
     ExecutionSettings,
     Function,
     _limits,
+    default_execution_settings,
     execute,
     execution_scores,
     pair_metrics,
@@ -36,7 +36,7 @@ from leaktrace.similarity.table import SIMILARITY_FAMILY_SCHEMA
 from leaktrace.stages.counterfactual import GENERATIONS_SCHEMA
 from leaktrace.stages.counterfactual_execution import counterfactual_execution, read_screen
 
-SETTINGS = ExecutionSettings(candidates=10)
+SETTINGS = default_execution_settings(candidates=10)
 CONTEXT = "from typing import List\n\n\n"
 SIGNATURE = "def shift(xs: List[int], k: int) -> List[int]:\n"
 TRUTH = '    """Add k to every item.\n    >>> shift([1, 2], 3)\n    [4, 5]\n    """\n    return [x + k for x in xs]\n'
@@ -114,7 +114,7 @@ def test_a_call_past_the_safety_net_once_is_run_again_at_twice_its_limit_and_cou
         + "    return [x + k for x in xs]\n"
     )
     sample = ExecutionSample("slow-once", CONTEXT, SIGNATURE, TRUTH, {"slow-once": slow_once}, TEST)
-    settings = ExecutionSettings(candidates=3, call_cpu_s=0.2)
+    settings = default_execution_settings(candidates=3, call_cpu_s=0.2)
     report = execution_scores([sample], settings, 7, workers=1)
     score = report.scores[("slow-once", "slow-once")]
     assert (score.outcome, score.s_a, score.s_b) == ("ok", 1.0, 1.0)
@@ -125,7 +125,7 @@ def test_a_call_past_the_safety_net_once_is_run_again_at_twice_its_limit_and_cou
 def test_a_safety_net_that_decides_is_recorded_as_the_outcome():
     sample = ExecutionSample("spins", CONTEXT, SIGNATURE, TRUTH, {"spins": C_SPIN + "    return xs\n"}, TEST)
     truth_spins = ExecutionSample("truth-spins", CONTEXT, SIGNATURE, C_SPIN, {"same": TRUTH}, TEST)
-    settings = ExecutionSettings(candidates=3, call_cpu_s=0.2)
+    settings = default_execution_settings(candidates=3, call_cpu_s=0.2)
     report = execution_scores([sample, truth_spins], settings, 7, workers=1)
     assert report.scores[("spins", "spins")].outcome == "timeout:cpu-safety-net"
     assert report.scores[("truth-spins", "same")].outcome == "ground_truth:timeout:cpu-safety-net"
@@ -153,7 +153,7 @@ def busy_machine():
 @pytest.mark.usefixtures("isolated")
 def test_steps_decide_a_call_the_same_on_an_idle_and_a_busy_machine(request):
     # a call takes one step for itself and one per iteration: past 1000 steps is the budget's timeout
-    settings = ExecutionSettings(call_steps=1000, function_steps=10_000)
+    settings = default_execution_settings(call_steps=1000, function_steps=10_000)
     ns = [10, 998, 999, 3000]
     idle = _counted_calls(settings, ns)
     request.getfixturevalue("busy_machine")
@@ -169,8 +169,8 @@ def test_steps_decide_a_call_the_same_on_an_idle_and_a_busy_machine(request):
 @pytest.mark.usefixtures("isolated", "busy_machine")
 def test_a_call_within_its_steps_completes_on_a_busy_machine():
     # about 0.1 s of CPU time a call, the old CPU limit, here, with the machine's cores taken
-    n = ExecutionSettings().call_steps - 2
-    result = _counted_calls(ExecutionSettings(), [n, n])
+    n = default_execution_settings().call_steps - 2
+    result = _counted_calls(default_execution_settings(), [n, n])
     assert result.status == "ok"
     assert result.outputs == (("return", n * (n - 1) // 2, "", None),) * 2
     assert result.steps == (n + 1, n + 1)
@@ -178,7 +178,7 @@ def test_a_call_within_its_steps_completes_on_a_busy_machine():
 
 @pytest.mark.usefixtures("isolated")
 def test_the_calls_together_past_the_functions_steps_time_the_function_out():
-    settings = ExecutionSettings(call_steps=1000, function_steps=2500)
+    settings = default_execution_settings(call_steps=1000, function_steps=2500)
     assert _counted_calls(settings, [900, 900]).status == "ok"
     assert _counted_calls(settings, [900, 900, 900]).status == "timeout"
     assert _counted_calls(settings, [10, 5000, 5000]).status == "ok"  # 11 + 1001 + 1001 steps
@@ -187,7 +187,7 @@ def test_the_calls_together_past_the_functions_steps_time_the_function_out():
 
 @pytest.mark.usefixtures("isolated")
 def test_more_calls_past_their_steps_than_allowed_time_the_function_out():
-    settings = ExecutionSettings(call_steps=100, max_timeouts=2)
+    settings = default_execution_settings(call_steps=100, max_timeouts=2)
     assert _counted_calls(settings, [500, 5, 500]).outputs[::2] == (("timeout",),) * 2
     assert _counted_calls(settings, [500, 5, 500, 500]).status == "timeout"
 
@@ -223,7 +223,7 @@ def test_a_function_that_kills_the_driver_spoils_no_other_result():
         TRUTH,
         {"kills": "    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n", "same": TRUTH},
     )
-    settings = ExecutionSettings(candidates=3, batch_size=3)  # one batch: the truth, the killer, the clone
+    settings = default_execution_settings(candidates=3, batch_size=3)  # one batch: the truth, the killer, the clone
     report = execution_scores([killer], settings, 7, workers=1)
     assert report.scores[("killer", "kills")].outcome == "sandbox:killed"
     assert report.scores[("killer", "same")].similarity == 1.0
@@ -244,9 +244,9 @@ def test_inputs_are_the_benchmark_tests_then_seeded_draws_the_same_in_another_pr
     assert all(type(x) is int for (xs, k), _ in calls for x in xs + [k])
     script = (
         "from leaktrace.sandbox import values\n"
-        "from leaktrace.similarity.execution import ExecutionSettings, ExecutionSample, plan_sample\n"
+        "from leaktrace.similarity.execution import ExecutionSample, default_execution_settings, plan_sample\n"
         f"sample = ExecutionSample('function', {CONTEXT!r}, {SIGNATURE!r}, {TRUTH!r}, {GENERATIONS!r}, {TEST!r})\n"
-        "plan = plan_sample(sample, ExecutionSettings(candidates=10), 7)\n"
+        "plan = plan_sample(sample, default_execution_settings(candidates=10), 7)\n"
         "print(values.encode(plan.truth.inputs).hex())\n"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(Path(__file__).parents[1] / "workflow")}
@@ -329,7 +329,7 @@ def test_the_stage_writes_the_long_format_with_outcomes(tmp_path):
     )
     out = tmp_path / "similarity_execution.parquet"
     counterfactual_execution(
-        tmp_path / "generations.parquet", tmp_path / "functions.parquet", None, json.loads("{}"), 7, out
+        tmp_path / "generations.parquet", tmp_path / "functions.parquet", default_execution_settings(), 7, out
     )
     table = pq.read_table(out)
     assert table.column_names == [
@@ -395,7 +395,12 @@ def test_hyclone_screen_gates_stage_2_model_by_model(tmp_path, isolated):
     screen = _screen_table(tmp_path / "similarity_judges.parquet", [("s1", 1.0, 0.0), ("s2", None, 1.0)])
     out = tmp_path / "similarity_execution.parquet"
     counterfactual_execution(
-        tmp_path / "generations.parquet", tmp_path / "functions.parquet", None, {}, 7, out, screen=screen
+        tmp_path / "generations.parquet",
+        tmp_path / "functions.parquet",
+        default_execution_settings(),
+        7,
+        out,
+        screen=screen,
     )
     rows = {(r["sample_id"], r["metric"]): r for r in pq.read_table(out).to_pylist()}
     s1, s2 = rows[("s1", "execution")], rows[("s2", "execution")]

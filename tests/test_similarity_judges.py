@@ -17,6 +17,9 @@ import pytest
 from leaktrace.data.llm_function_filter import filter_conversation, parse_filter_answer, read_filter_answer
 from leaktrace.models.answers import UnparseableAnswer
 from leaktrace.models.backend import Completion
+from leaktrace.settings.counterfactual_judges import JudgesSettings
+from leaktrace.settings.counterfactual_llm_filter import LlmFilterSettings
+from leaktrace.settings.llm import LlmRole
 from leaktrace.similarity.hyclone_screen import HYCLONE_SCREEN, parse_screen
 from leaktrace.similarity.judges import JUDGES, chat_prompt, parse_nikiema, parse_paper, parse_song, read_answer
 
@@ -213,7 +216,7 @@ def chat_tiny(tmp_path_factory):
     (path / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": TEMPLATE}))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    yield {"backend": "transformers", "model": str(path), "batch_size": 8}
+    yield LlmRole.from_flag(json.dumps({"backend": "transformers", "model": str(path), "batch_size": 8}))
     torch.set_num_threads(threads)
 
 
@@ -270,13 +273,14 @@ class _Counting:
 
 
 METRICS = ["judge_song", "judge_nikiema", "judge_paper", "hyclone_screen"]
+OPENAI = LlmRole.from_flag('{"backend": "openai"}')
 
 
 def test_judges_on_the_tiny_model_count_every_answer_unparseable_and_never_ask_twice(tmp_path, chat_tiny, monkeypatch):
     from leaktrace.stages.counterfactual_judges import counterfactual_judges
 
     generations, functions = _tables(tmp_path)
-    settings = {"metrics": METRICS, "max_new_tokens": 6}
+    settings = JudgesSettings(metrics=tuple(METRICS), max_new_tokens=6)
     calls = _Counting(monkeypatch)
 
     def run(name):
@@ -321,7 +325,7 @@ def test_llm_filter_on_the_tiny_model_counts_unparseable_answers(tmp_path, chat_
 
     _, functions = _tables(tmp_path)
     calls = _Counting(monkeypatch)
-    settings = {"context_chars": 8000, "max_new_tokens": 6}
+    settings = LlmFilterSettings(context_chars=8000, max_new_tokens=6)
     for name in ("first", "again"):
         llm_filter(functions, chat_tiny, settings, tmp_path / f"{name}.parquet", cache_dir=tmp_path / "cache")
     assert (calls.opened, calls.asked) == (1, 2)  # the two kept functions, asked once
@@ -366,8 +370,8 @@ def test_scores_outcomes_and_deltas_per_metric(tmp_path, monkeypatch):
     stage.counterfactual_judges(
         generations,
         functions,
-        {"backend": "openai"},
-        {"metrics": METRICS, "max_new_tokens": 8},
+        OPENAI,
+        JudgesSettings(metrics=tuple(METRICS), max_new_tokens=8),
         tmp_path / "out.parquet",
         tmp_path / "answers.parquet",
     )
@@ -393,8 +397,8 @@ def test_a_generation_without_its_ground_truth_is_bad_input(tmp_path, monkeypatc
         stage.counterfactual_judges(
             generations,
             functions,
-            {"backend": "openai"},
-            {"metrics": METRICS, "max_new_tokens": 8},
+            OPENAI,
+            JudgesSettings(metrics=tuple(METRICS), max_new_tokens=8),
             tmp_path / "out.parquet",
             tmp_path / "answers.parquet",
         )
@@ -403,8 +407,8 @@ def test_a_generation_without_its_ground_truth_is_bad_input(tmp_path, monkeypatc
         stage.counterfactual_judges(
             generations,
             functions,
-            {"backend": "openai"},
-            {"metrics": METRICS, "max_new_tokens": 8},
+            OPENAI,
+            JudgesSettings(metrics=tuple(METRICS), max_new_tokens=8),
             tmp_path / "out.parquet",
             tmp_path / "answers.parquet",
         )

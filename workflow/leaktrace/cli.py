@@ -27,6 +27,11 @@ STAGES: dict[str, str] = {
     "calibration-conformal": "leaktrace.stages.calibration:conformal_calibration",
     "calibration-membership": "leaktrace.stages.calibration:membership_calibration",
     "contamination": "leaktrace.stages.contamination:contamination",
+    "counterfactual": "leaktrace.stages.counterfactual:counterfactual",
+    "counterfactual-aggregate": "leaktrace.stages.counterfactual_aggregate:counterfactual_aggregate",
+    "counterfactual-execution": "leaktrace.stages.counterfactual_execution:counterfactual_execution",
+    "counterfactual-judges": "leaktrace.stages.counterfactual_judges:counterfactual_judges",
+    "counterfactual-structural": "leaktrace.stages.counterfactual_structural:structural_similarity",
     "dataset-inference": "leaktrace.stages.contamination:dataset_inference_command",
     "dose": "leaktrace.stages.dose:dose_table",
     "dose-order": "leaktrace.stages.dose:dose_order",
@@ -36,10 +41,16 @@ STAGES: dict[str, str] = {
     "fetch-model": "leaktrace.models.fetch:fetch_model",
     "filter-functions": "leaktrace.stages.function_filter:filter_functions",
     "lexicon": "leaktrace.stages.variants:build_lexicon",
+    "llm-filter": "leaktrace.stages.counterfactual_llm_filter:llm_filter",
     "mix": "leaktrace.stages.train:make_mix",
+    "mutate": "leaktrace.stages.mutate:mutate_jsonl",
+    "mutation-study": "leaktrace.stages.mutate:mutation_study",
+    "mutation-tokens": "leaktrace.stages.mutate:score_mutations",
+    "mutations": "leaktrace.stages.mutate:make_mutations_table",
     "natural-variants": "leaktrace.stages.variants:select_natural_variants",
     "publish": "leaktrace.stages.watermark:publish_benchmark",
     "recall-tokens": "leaktrace.stages.score:score_prefixed",
+    "sample-corpus-functions": "leaktrace.stages.counterfactual_corpus_functions:sample_corpus_functions",
     "scores": "leaktrace.stages.score:score_methods",
     "select-lr": "leaktrace.stages.learning_rate:select_learning_rate",
     "serve": "leaktrace.stages.serve:serve_model",
@@ -50,6 +61,7 @@ STAGES: dict[str, str] = {
     "token-counts": "leaktrace.stages.score:count_corpus_tokens",
     "tokens": "leaktrace.stages.score:score_tokens",
     "train": "leaktrace.stages.train:train_adapters",
+    "train-verifier": "leaktrace.stages.train_verifier:train_verifier",
     "twin": "leaktrace.stages.twin:twin_tables",
     "twin-split": "leaktrace.stages.split:twin_split",
     "veilprobe-features": "leaktrace.stages.dpdllm_veilprobe:veilprobe_features",
@@ -212,133 +224,6 @@ def _paired_paths(values: list[str], second: str) -> dict[tuple[str, str], Path]
             raise argparse.ArgumentTypeError(f"expected MODEL:{second}=PATH, got {key}={value}")
         paths[(model, part)] = value
     return paths
-
-
-@command("sample-corpus-functions")
-@_args(
-    (("--name",), {"required": True, "help": "the counterfactual source's name (keys the seed)"}),
-    (("--source",), {"type": _json, "required": True, "help": "the corpus source as JSON (a leakage-scan source)"}),
-    path("--inputs", many=True, required=False),
-    SETTINGS,
-    SEED,
-    path("--functions"),
-    path("--accounting"),
-)
-def _sample_corpus_functions(a):
-    from leaktrace.stages.counterfactual_corpus_functions import sample_corpus_functions
-
-    sample_corpus_functions(a.name, a.source, a.settings, a.seed, a.functions, a.accounting, inputs=a.inputs)
-
-
-COUNTERFACTUAL_MODEL = {
-    "type": _json,
-    "required": True,
-    "help": "path, dtype, device, max_length, optional revision and adapter, as JSON",
-}
-
-
-@command("counterfactual")
-@_args(
-    path("--samples", required=False),
-    path("--functions"),
-    (("--target",), COUNTERFACTUAL_MODEL),
-    (("--reference",), COUNTERFACTUAL_MODEL),
-    SETTINGS,
-    GENERATOR,
-    CACHE_DIR,
-    path("--generations"),
-    path("--similarity"),
-)
-def _counterfactual(a):
-    from leaktrace.stages.counterfactual import counterfactual
-
-    counterfactual(
-        a.functions,
-        a.target,
-        a.reference,
-        a.settings,
-        a.generations,
-        a.similarity,
-        samples=a.samples,
-        generator=a.generator,
-        cache_dir=a.cache_dir,
-    )
-
-
-@command("counterfactual-structural")
-@_args(
-    path("--generations"),
-    path("--functions"),
-    SETTINGS,
-    (("--processes",), {"type": int, "default": 1}),
-    path("--output"),
-)
-def _counterfactual_structural(a):
-    from leaktrace.stages.counterfactual_structural import structural_similarity
-
-    structural_similarity(a.generations, a.functions, a.settings, a.output, processes=a.processes)
-
-
-JUDGE = (("--judge",), {"type": _json, "required": True, "help": "the llm.judge role as JSON"})
-
-
-@command("counterfactual-judges")
-@_args(path("--generations"), path("--functions"), JUDGE, SETTINGS, CACHE_DIR, path("--output"), path("--answers"))
-def _counterfactual_judges(a):
-    from leaktrace.stages.counterfactual_judges import counterfactual_judges
-
-    counterfactual_judges(a.generations, a.functions, a.judge, a.settings, a.output, a.answers, cache_dir=a.cache_dir)
-
-
-@command("llm-filter")
-@_args(path("--functions"), JUDGE, SETTINGS, CACHE_DIR, path("--output"))
-def _llm_filter(a):
-    from leaktrace.stages.counterfactual_llm_filter import llm_filter
-
-    llm_filter(a.functions, a.judge, a.settings, a.output, cache_dir=a.cache_dir)
-
-
-@command("counterfactual-execution")
-@_args(
-    path("--generations"),
-    path("--functions"),
-    path("--benchmark", required=False),
-    SETTINGS,
-    SEED,
-    (("--workers",), {"type": int, "default": 1, "help": "sandbox runs in parallel"}),
-    path("--output"),
-    path("--screen", required=False),
-)  # the judges' table: HyClone's Stage-1 screen gates Stage 2
-def _counterfactual_execution(a):
-    from leaktrace.stages.counterfactual_execution import counterfactual_execution
-
-    counterfactual_execution(
-        a.generations, a.functions, a.benchmark, a.settings, a.seed, a.output, workers=a.workers, screen=a.screen
-    )
-
-
-@command("counterfactual-aggregate")
-@_args(
-    (("--similarity",), {"type": Path, "nargs": "+", "required": True, "help": "the similarity families' tables"}),
-    path("--samples", required=False),
-    path("--llm-filter", required=False),
-    path("--functions", required=False),
-    SETTINGS,
-    SEED,
-    path("--output-dir"),
-)
-def _counterfactual_aggregate(a):
-    from leaktrace.stages.counterfactual_aggregate import counterfactual_aggregate
-
-    counterfactual_aggregate(
-        a.similarity,
-        a.settings,
-        a.seed,
-        a.output_dir,
-        samples=a.samples,
-        llm_filter=a.llm_filter,
-        functions=a.functions,
-    )
 
 
 @command("exchangeability")
@@ -566,124 +451,6 @@ def _leakage_rq3(a):
     from leaktrace.stages.leakage_rq3 import rq3
 
     rq3(a.scan, a.benchmark, a.pairs, _named_paths(a.runs), a.settings, a.seed, a.output, a.markdown)
-
-
-@command("mutations")
-@_args(
-    path("--benchmark"),
-    path("--samples"),
-    path("--variants"),
-    path("--lexicon"),
-    SETTINGS,
-    SEED,
-    (("--workers",), {"type": int, "default": 1}),
-    path("--output"),
-    path("--renames"),
-)
-def _mutations(a):
-    from leaktrace.stages.mutate import make_mutations_table
-
-    make_mutations_table(
-        a.benchmark, a.samples, a.variants, a.lexicon, a.settings, a.seed, a.workers, a.output, a.renames
-    )
-
-
-@command("mutation-tokens")
-@_args(
-    path("--mutations"),
-    path("--variants"),
-    path("--samples"),
-    path("--corpus", many=True),
-    MODEL,
-    ADAPTER,
-    (
-        ("--recall",),
-        {"type": _json, "default": None, "help": "score.methods.recall as JSON (omit: no prefixed passes)"},
-    ),
-    (("--neighbors",), {"action": "store_true", "help": "also score the mutated texts' Neighbor neighbours"}),
-    BATCH,
-    SEED,
-    path("--output"),
-)
-def _mutation_tokens(a):
-    from leaktrace.stages.mutate import score_mutations
-
-    score_mutations(
-        a.mutations,
-        a.variants,
-        a.samples,
-        a.corpus,
-        a.model,
-        _adapter(a),
-        a.recall,
-        a.batch,
-        a.seed,
-        a.output,
-        neighbours=a.neighbors,
-    )
-
-
-@command("mutation-study")
-@_args(
-    path("--mutations"),
-    path("--samples"),
-    path("--variants"),
-    path("--tokens"),
-    path("--mutated-tokens"),
-    path("--prefixed", required=False),
-    path("--reference", required=False),
-    path("--reference-mutated", required=False),
-    path("--corpus", many=True),
-    (("--methods",), {"type": _json, "required": True, "help": "score.methods as JSON"}),
-    SETTINGS,
-    SEED,
-    path("--output-dir"),
-)
-def _mutation_study(a):
-    from leaktrace.stages.mutate import mutation_study
-
-    mutation_study(
-        a.mutations,
-        a.samples,
-        a.variants,
-        a.tokens,
-        a.mutated_tokens,
-        a.prefixed,
-        a.reference,
-        a.reference_mutated,
-        a.corpus,
-        a.methods,
-        a.settings,
-        a.seed,
-        a.output_dir,
-    )
-
-
-@command("mutate")
-@_args(
-    (("--kind",), {"required": True, "choices": ["T1", "T2a", "T2b", "T3", "hybrid"]}),
-    (("--target",), {"type": float, "default": None, "help": "T3 / hybrid target similarity (default 0.7 / 0.8)"}),
-    (("--seed",), {"type": int, "default": 0}),
-    path("--lexicon", required=False),
-    (("input",), {"type": Path, "help": "JSONL: id, code, language, optional tests and entry_point"}),
-    (("output",), {"type": Path}),
-)
-def _mutate(a):
-    from leaktrace.stages.mutate import mutate_jsonl
-
-    mutate_jsonl(a.kind, a.target, a.seed, a.input, a.output, lexicon=a.lexicon)
-
-
-@command("train-verifier")
-@_args(
-    (("input",), {"type": Path, "help": "JSONL(.gz): verify-pairs' fields plus benchmark, bench_id and dup (0/1)"}),
-    (("output",), {"type": Path, "help": "the model file (JSON)"}),
-    (("--seed",), {"type": int, "default": 0, "help": "the cross-validation folds' and the model's seed"}),
-)
-def _train_verifier(a):
-    from leaktrace.stages.train_verifier import train_verifier
-
-    train_verifier(a.input, a.output, a.seed)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -13,7 +13,7 @@ Languages: Python (libcst and the variants' scope analysis), Java and C++
 from __future__ import annotations
 
 import random
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from leaktrace.mutate import tree_renaming, tree_statements
@@ -53,14 +53,14 @@ class Mutation:
         return cls(kind, float(target) if target else None)
 
 
-def configured_mutations(settings: dict) -> list[Mutation]:
-    """The `mutate` config block's mutations, in clone-type order."""
+def configured_mutations(kinds: Sequence[str], t3_targets: Sequence[float], hybrid_target: float) -> list[Mutation]:
+    """The `mutate` config block's mutations (its kinds, T3's targets and Hybrid's), in clone-type order."""
     mutations = []
-    for kind in settings["kinds"]:
+    for kind in kinds:
         if kind == "T3":
-            mutations += [Mutation("T3", t) for t in settings["t3_targets"]]
+            mutations += [Mutation("T3", t) for t in t3_targets]
         elif kind == "hybrid":
-            mutations.append(Mutation("hybrid", settings["hybrid_target"]))
+            mutations.append(Mutation("hybrid", hybrid_target))
         else:
             mutations.append(Mutation(kind))
     return sorted(set(mutations), key=lambda m: (m.clone_key, m.name))

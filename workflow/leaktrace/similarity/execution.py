@@ -59,6 +59,7 @@ builds an instance is used, the same for both functions);
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import logging
 import math
@@ -72,10 +73,14 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from leaktrace import threadsafe_ast
+from leaktrace.config_slice import read_slice
+from leaktrace.configuration import schema_node
 from leaktrace.sandbox import SandboxLimits, isolation_level, run_calls, steps, values
 from leaktrace.seeding import derive_seed
+from leaktrace.settings.counterfactual_execution import ExecutionSettings
 from leaktrace.similarity import inputs as inputs_module
 from leaktrace.similarity.inputs import Call, Callee, NotCallable, locate
 
@@ -106,21 +111,17 @@ _ACTIVE_MODULES = {
 }
 
 
-@dataclass(frozen=True)
-class ExecutionSettings:
-    n_inputs: int = 10  # N, per input set
-    candidates: int = 20  # hypothesis draws per set, before keeping the valid ones
-    clone_threshold: float = 0.8
-    float_rel_tol: float = 1e-6
-    float_abs_tol: float = 1e-9
-    call_steps: int = 2_000_000  # steps (function calls, loop iterations) per call, else its output is timeout
-    function_steps: int = 50_000_000  # steps of its module-level code and all its calls, else outcome timeout
-    max_timeouts: int = 4  # calls past their steps a function may have; one more, and its outcome is timeout
-    call_cpu_s: float = 2.0  # the safety net: CPU seconds per call (twice that on the second try)
-    function_cpu_s: float = 10.0  # the safety net of its module-level code
-    function_memory_mb: int = 512  # address space of a function's process
-    batch_size: int = 48  # functions per sandbox run
-    sandbox: dict | None = None  # SandboxLimits fields but the time limits, which follow from the above
+def _schema_defaults(node: dict) -> Any:
+    if node.get("type") == "object" and "properties" in node:
+        return {key: _schema_defaults(child) for key, child in node["properties"].items()}
+    return node.get("default")
+
+
+def default_execution_settings(**changes: Any) -> ExecutionSettings:
+    """``similarity.execution`` at the schema's defaults (config/schema.yaml holds them), with ``changes``:
+    for library callers outside the pipeline (benchmarks, tests)."""
+    values = _schema_defaults(schema_node("similarity", "execution"))
+    return dataclasses.replace(read_slice(ExecutionSettings, values, "similarity.execution"), **changes)
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,8 @@ def execute(
 
 def _limits(settings: ExecutionSettings, n_functions: int) -> SandboxLimits:
     timeout = n_functions * 2 * max(_FUNCTION_WALL_S, _WALL_FACTOR * settings.function_cpu_s) + _BATCH_OVERHEAD_S
-    return SandboxLimits(**{**(settings.sandbox or {}), "timeout_s": timeout, "cpu_s": math.ceil(timeout)})
+    sandbox = dataclasses.asdict(settings.sandbox) if settings.sandbox is not None else {}
+    return SandboxLimits(**{**sandbox, "timeout_s": timeout, "cpu_s": math.ceil(timeout)})
 
 
 def _run_batch(functions: Sequence[Function], settings: ExecutionSettings) -> tuple[list[Executed] | None, float]:

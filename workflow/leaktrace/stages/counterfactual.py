@@ -15,6 +15,8 @@ import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.models.configured import generation_model
+from leaktrace.settings.counterfactual import CounterfactualModel, CounterfactualSettings
+from leaktrace.settings.llm import LlmRole
 from leaktrace.similarity.function_parse import function_end_reached, parse_generated_function
 from leaktrace.similarity.text import TEXT_METRICS
 
@@ -68,23 +70,27 @@ def _stop_at_function_end(signature: str, generated: str) -> bool:
 
 
 def _generate(
-    rows: list[dict], model: dict, settings: dict, role: str, generator: dict | None, cache_dir: Path | None
+    rows: list[dict],
+    model: CounterfactualModel,
+    settings: CounterfactualSettings,
+    role: str,
+    generator: LlmRole | None,
+    cache_dir: Path | None,
 ) -> list[dict]:
-    """``model``: path, dtype, device, max_length, and optionally revision and adapter."""
     lm = generation_model(
-        {k: v for k, v in model.items() if k != "adapter"},
-        model.get("adapter"),
-        settings,
-        generator,
+        model.spec(),
+        model.adapter,
+        {"batch_size": settings.batch_size},
+        None if generator is None else generator.as_config(),
         cache_dir,
         f"counterfactual generation ({role})",
     )
-    prompts = [prompt_ids(lm, r["context"], r["signature"], settings["context_tokens"]) for r in rows]
+    prompts = [prompt_ids(lm, r["context"], r["signature"], settings.context_tokens) for r in rows]
     stops = [partial(_stop_at_function_end, r["signature"]) for r in rows]
     # Prompt and generation stay within the positions the model was trained on
     # (BOS, the longest prompt, the new tokens).
-    max_new_tokens = min(settings["max_new_tokens"], lm.max_length - 1 - max(map(len, prompts), default=0))
-    if max_new_tokens < settings["max_new_tokens"]:
+    max_new_tokens = min(settings.max_new_tokens, lm.max_length - 1 - max(map(len, prompts), default=0))
+    if max_new_tokens < settings.max_new_tokens:
         log.info(
             "%s: at most %d new tokens, so the longest prompt and its generation fit the %d-token context",
             role,
@@ -115,17 +121,19 @@ def _generate(
 
 def counterfactual(
     functions: Path,
-    target: dict,
-    reference: dict,
-    settings: dict,
-    generations_out: Path,
-    similarity_out: Path,
-    *,
+    target: CounterfactualModel,
+    reference: CounterfactualModel,
+    settings: CounterfactualSettings,
+    generations: Path,
+    similarity: Path,
     samples: Path | None = None,
-    generator: dict | None = None,
+    generator: LlmRole | None = None,
     cache_dir: Path | None = None,
 ) -> None:
-    """``target``, ``reference``: the two models (path, dtype, device,
+    """Prompt target and reference with each function's signature and preceding context, parse the
+    function each generates, and score it against the ground truth with the text metrics.
+
+    ``target``, ``reference``: the two models (path, dtype, device,
     max_length, optional revision and adapter; the testbed's are the base
     model with and without the target adapter). ``samples``: the testbed's
     split, whose kept samples are generated for; without it (a corpus
@@ -150,25 +158,25 @@ def counterfactual(
             whole[0],
         )
         rows = [r for r in rows if r["signature"]]
-    generations = _generate(rows, target, settings, "target", generator, cache_dir) + _generate(
+    generated = _generate(rows, target, settings, "target", generator, cache_dir) + _generate(
         rows, reference, settings, "reference", generator, cache_dir
     )
-    write_table(generations, GENERATIONS_SCHEMA, generations_out)
+    write_table(generated, GENERATIONS_SCHEMA, generations)
 
-    produced = {(g["sample_id"], g["model"]): g["function"] for g in generations}
-    similarity = []
+    produced = {(g["sample_id"], g["model"]): g["function"] for g in generated}
+    scores = []
     for r in rows:
         truth = r["continuation"]
         for metric, fn in TEXT_METRICS.items():
             t = fn(truth, produced[(r["sample_id"], "target")])
             ref = fn(truth, produced[(r["sample_id"], "reference")])
-            similarity.append(
+            scores.append(
                 {"sample_id": r["sample_id"], "metric": metric, "target": t, "reference": ref, "delta": t - ref}
             )
-    write_table(similarity, SIMILARITY_SCHEMA, similarity_out)
+    write_table(scores, SIMILARITY_SCHEMA, similarity)
     log.info(
         "counterfactual: %d samples, %d of %d generations parsed",
         len(rows),
-        sum(g["parsed"] for g in generations),
-        len(generations),
+        sum(g["parsed"] for g in generated),
+        len(generated),
     )

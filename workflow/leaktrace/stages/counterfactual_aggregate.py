@@ -24,6 +24,7 @@ from leaktrace.errors import InputError
 from leaktrace.evaluate import functional as fm
 from leaktrace.report.functional import correlation_heatmap, delta_vs_bleu, length_panels, target_vs_reference
 from leaktrace.report.tables import markdown_table, mean_pm_std
+from leaktrace.settings.counterfactual_aggregate import FunctionalAggregateSettings
 
 log = logging.getLogger(__name__)
 
@@ -282,14 +283,18 @@ def _by_bucket(rows: list[dict], columns: list[str]) -> str:
 
 
 def render_fragment(
-    tables: dict[str, list[dict]], notes: list[str], settings: dict, families: list[str], n_samples: int
+    tables: dict[str, list[dict]],
+    notes: list[str],
+    settings: FunctionalAggregateSettings,
+    families: list[str],
+    n_samples: int,
 ) -> str:
-    tau_text, tau_func = settings["tau_text"], settings["tau_func"]
+    tau_text, tau_func = settings.tau_text, settings.tau_func
     parts = [
         "\n## Functional memorization (counterfactual, target vs reference)\n",
         f"\n{n_samples} samples analysed; similarity tables: {', '.join(families)}. Each value is the similarity of a model's "
         f"generation to the ground-truth function; Δ = target − reference. Intervals: 95% percentile bootstrap of the mean "
-        f"({settings['bootstrap_resamples']} resamples). Figures: functional/delta_vs_bleu.png, "
+        f"({settings.bootstrap_resamples} resamples). Figures: functional/delta_vs_bleu.png, "
         "functional/target_vs_reference.png, functional/correlation.png, functional/length.png.\n",
         *[f"\n{note}\n" for note in notes],
         "\n### Table 1: similarity to the ground truth (mean ± std [95% CI of the mean])\n",
@@ -391,16 +396,18 @@ TABLES = {
 
 
 def counterfactual_aggregate(
-    similarity: Sequence[Path],
-    settings: dict,
+    similarity: tuple[Path, ...],
+    settings: FunctionalAggregateSettings,
     seed: int,
-    out_dir: Path,
-    *,
+    output_dir: Path,
     samples: Path | None = None,
     llm_filter: Path | None = None,
     functions: Path | None = None,
 ) -> None:
-    """``similarity``: the families' tables; ``settings``: the
+    """Write the functional-memorization tables, figures and report fragment of one counterfactual
+    source from its similarity families' tables.
+
+    ``similarity``: the families' tables; ``settings``: the
     similarity.aggregate slice (tau_text, tau_func, bootstrap_resamples);
     ``samples``: the testbed split (member / non-member tables); ``llm_filter``:
     the App. B filter's table (only its YES are analysed; severity buckets);
@@ -418,7 +425,7 @@ def counterfactual_aggregate(
         notes.append(execution_note(set(sim["metric"])).strip())
     splits = read_splits(samples)
     sim["split"] = sim["sample_id"].map(splits).astype(object).where(sim["sample_id"].isin(splits.keys()), None)
-    tau_text, tau_func, resamples = settings["tau_text"], settings["tau_func"], settings["bootstrap_resamples"]
+    tau_text, tau_func, resamples = settings.tau_text, settings.tau_func, settings.bootstrap_resamples
 
     tables = {
         "table1": fm.summary_rows(sim, resamples, seed),
@@ -431,20 +438,22 @@ def counterfactual_aggregate(
         "correlation": fm.correlation_rows(sim),
     }
     for name, schema in TABLES.items():
-        write_table(tables[name], schema, out_dir / f"{name}.parquet")
+        write_table(tables[name], schema, output_dir / f"{name}.parquet")
 
     metrics = fm.metric_order(sim["metric"].unique())
-    delta_vs_bleu(sim, [m for m in metrics if m in fm.FUNCTIONAL_METRICS], tau_text, out_dir / "delta_vs_bleu.png")
-    target_vs_reference(sim, metrics, out_dir / "target_vs_reference.png")
+    delta_vs_bleu(sim, [m for m in metrics if m in fm.FUNCTIONAL_METRICS], tau_text, output_dir / "delta_vs_bleu.png")
+    target_vs_reference(sim, metrics, output_dir / "target_vs_reference.png")
     correlation_heatmap(
-        fm.correlation_matrix(sim), out_dir / "correlation.png", "Pearson r between metrics (target model)"
+        fm.correlation_matrix(sim), output_dir / "correlation.png", "Pearson r between metrics (target model)"
     )
-    length_panels([r for r in tables["length"] if r["group"] == fm.ALL], out_dir / "length.png")
+    length_panels([r for r in tables["length"] if r["group"] == fm.ALL], output_dir / "length.png")
     families = [Path(p).stem for p in similarity]
-    (out_dir / "report.md").write_text(render_fragment(tables, notes, settings, families, sim["sample_id"].nunique()))
+    (output_dir / "report.md").write_text(
+        render_fragment(tables, notes, settings, families, sim["sample_id"].nunique())
+    )
     log.info(
         "counterfactual aggregate: %d samples, %d metrics, tables in %s",
         sim["sample_id"].nunique(),
         len(metrics),
-        out_dir,
+        output_dir,
     )

@@ -31,6 +31,7 @@ from leaktrace.errors import InputError
 from leaktrace.leakage.sources import check_document, iter_source
 from leaktrace.leakage.units import language_of
 from leaktrace.seeding import derive_seed
+from leaktrace.settings.counterfactual_corpus_functions import CorpusSampling, CorpusSource
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +46,6 @@ CORPUS_FUNCTIONS_SCHEMA = pa.schema(
 )
 
 ACCOUNTING_SCHEMA = pa.schema([("stage", pa.string()), ("reason", pa.string()), ("count", pa.int64())])
-
-FILTER_KEYS = ("min_body_lines", "max_body_lines", "min_chars", "exclude_init")
 
 
 def _source_name(source: dict) -> str:
@@ -64,24 +63,32 @@ def _is_python(source: dict, location: str) -> bool:
 
 def sample_corpus_functions(
     name: str,
-    source: dict,
-    settings: dict,
+    source: CorpusSource,
+    sampling: CorpusSampling,
     seed: int,
-    functions_out: Path,
-    accounting_out: Path,
-    *,
-    inputs: list[Path] | None = None,
+    functions: Path,
+    accounting: Path,
+    inputs: tuple[Path, ...] = (),
 ) -> None:
-    """Sample ``settings["n"]`` functions of ``source`` that pass the App. B
-    filters (``settings``: n, min_body_lines, max_body_lines, min_chars,
-    exclude_init, max_documents, max_bytes); ``name`` keys the seed."""
-    rule = FunctionFilter(**{k: settings[k] for k in FILTER_KEYS})
-    n, max_documents, max_bytes = settings["n"], settings["max_documents"], settings["max_bytes"]
+    """Sample functions of a corpus source that pass App. B's filters, for the counterfactual stage;
+    the accounting table counts every document skipped and every function dropped, by reason.
+
+    ``name``: the counterfactual source's name (it keys the seed); ``sampling``: n, min_body_lines,
+    max_body_lines, min_chars, exclude_init, max_documents, max_bytes; ``inputs``: the ingested
+    corpus's shards (kind corpus)."""
+    rule = FunctionFilter(
+        min_body_lines=sampling.min_body_lines,
+        max_body_lines=sampling.max_body_lines,
+        min_chars=sampling.min_chars,
+        exclude_init=sampling.exclude_init,
+    )
+    n, max_documents, max_bytes = sampling.n, sampling.max_documents, sampling.max_bytes
+    source = source.as_config()
     skips: Counter = Counter()
     dropped: Counter = Counter()
     documents = parsed = eligible = 0
     heap: list[tuple[int, str, dict]] = []  # (-priority, sample_id, row): the n smallest priorities
-    for doc in iter_source(source, 0, 1, inputs or [], skips, max_bytes=max_bytes, huge="skip"):
+    for doc in iter_source(source, 0, 1, list(inputs), skips, max_bytes=max_bytes, huge="skip"):
         if max_documents is not None and documents >= max_documents:
             break
         documents += 1
@@ -122,7 +129,7 @@ def sample_corpus_functions(
                 "split": None,
             }
             (heapq.heapreplace if len(heap) == n else heapq.heappush)(heap, (-priority, sample_id, row))
-    accounting = (
+    counts = (
         [{"stage": "document", "reason": "read", "count": documents}]
         + [{"stage": "document", "reason": r, "count": c} for r, c in sorted(skips.items())]
         + [{"stage": "function", "reason": "parsed", "count": parsed}]
@@ -152,6 +159,6 @@ def sample_corpus_functions(
         )
     if len(rows) < n:
         log.warning("%s: only %d eligible functions, fewer than n = %d: all are kept", name, len(rows), n)
-    write_table(rows, CORPUS_FUNCTIONS_SCHEMA, functions_out)
-    write_table(accounting, ACCOUNTING_SCHEMA, accounting_out)
+    write_table(rows, CORPUS_FUNCTIONS_SCHEMA, functions)
+    write_table(counts, ACCOUNTING_SCHEMA, accounting)
     log.info("%s: %s; %d eligible, %d sampled", name, summary, eligible, len(rows))

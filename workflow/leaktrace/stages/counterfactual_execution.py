@@ -20,10 +20,10 @@ from pathlib import Path
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.samples import check_test
 from leaktrace.errors import InputError
+from leaktrace.settings.counterfactual_execution import ExecutionSettings
 from leaktrace.similarity.execution import (
     METRICS,
     ExecutionSample,
-    ExecutionSettings,
     PairScore,
     coverage,
     execution_scores,
@@ -108,27 +108,30 @@ def load_samples(generations: Path, functions: Path, benchmark: Path | None) -> 
 def counterfactual_execution(
     generations: Path,
     functions: Path,
-    benchmark: Path | None,
-    settings: dict,
+    settings: ExecutionSettings,
     seed: int,
     output: Path,
-    *,
+    benchmark: Path | None = None,
     workers: int = 1,
     screen: Path | None = None,
 ) -> None:
-    """``screen``: the judges' table with HyClone's Stage 1, which gates Stage 2."""
-    options = ExecutionSettings(**settings)
+    """Run each model's counterfactual generation and its ground-truth function on drawn inputs in the
+    sandbox and score their outputs' agreement (HyClone's Stage 2 without an LLM).
+
+    ``benchmark``: the benchmark's table, whose tests give inputs (a corpus source has none);
+    ``workers``: sandbox runs in parallel; ``screen``: the judges' table with HyClone's Stage 1,
+    which gates Stage 2."""
     samples = load_samples(generations, functions, benchmark)
     to_run, stopped = (samples, {}) if screen is None else screened(samples, read_screen(screen))
     if screen is not None:
         log.info("HyClone's screen passed %d of %d pairs to Stage 2", 2 * len(samples) - len(stopped), 2 * len(samples))
-    report = execution_scores(to_run, options, seed, workers=workers)
+    report = execution_scores(to_run, settings, seed, workers=workers)
     scores = {**report.scores, **stopped}
     log.info("execution similarity: %s", report.summary())
     rows = []
     for sample in samples:
         target, reference = (scores[(sample.sample_id, model)] for model in MODELS)
-        values = {model: pair_metrics(scores[(sample.sample_id, model)], options.clone_threshold) for model in MODELS}
+        values = {model: pair_metrics(scores[(sample.sample_id, model)], settings.clone_threshold) for model in MODELS}
         for metric in METRICS:
             t, r = values["target"][metric], values["reference"][metric]
             rows.append(

@@ -15,6 +15,8 @@ from leaktrace.artifacts import read_records, write_table
 from leaktrace.errors import InputError
 from leaktrace.models.backend import Capability, Sampling
 from leaktrace.models.select import open_model
+from leaktrace.settings.counterfactual_judges import JudgesSettings
+from leaktrace.settings.llm import LlmRole
 from leaktrace.similarity.hyclone_screen import HYCLONE_SCREEN
 from leaktrace.similarity.judges import JUDGES, judge_pairs
 from leaktrace.similarity.table import SIMILARITY_FAMILY_SCHEMA
@@ -40,15 +42,17 @@ ANSWERS_SCHEMA = pa.schema(
 def counterfactual_judges(
     generations: Path,
     functions: Path,
-    judge: dict,
-    settings: dict,
+    judge: LlmRole,
+    settings: JudgesSettings,
     output: Path,
-    answers_out: Path,
-    *,
+    answers: Path,
     cache_dir: Path | None = None,
 ) -> None:
-    """``judge``: the ``llm.judge`` role; ``cache_dir``: its response cache
-    (a re-run asks nothing and loads no model)."""
+    """Ask the LLM judges (and HyClone's Stage-1 screen) how similar each counterfactual generation is
+    to its ground-truth function, for target and reference; keep every answer as given.
+
+    ``judge``: the ``llm.judge`` role; ``cache_dir``: its response cache
+    (a re-run asks nothing and loads no model); ``answers``: every answer, for audit."""
     produced = {
         (g["sample_id"], g["model"]): g["function"]
         for g in read_records(generations, ["sample_id", "model", "function"])
@@ -63,17 +67,17 @@ def counterfactual_judges(
         raise InputError(str(functions), missing[0], f"no ground truth for {len(missing)} generated samples")
     if incomplete := [sample_id for sample_id in ids if any((sample_id, m) not in produced for m in MODELS)]:
         raise InputError(str(generations), incomplete[0], "a sample without both a target and a reference generation")
-    keys = [(sample_id, model, metric) for sample_id in ids for metric in settings["metrics"] for model in MODELS]
+    keys = [(sample_id, model, metric) for sample_id in ids for metric in settings.metrics for model in MODELS]
     items = [
         (METRICS[metric], truth[sample_id], signature[sample_id] + produced[(sample_id, model)])
         for sample_id, model, metric in keys
     ]
-    lm = open_model(judge, {Capability.CHAT}, "LLM judges (llm.judge)", cache_dir)
-    judged = dict(zip(keys, judge_pairs(lm, items, Sampling(max_new_tokens=settings["max_new_tokens"])), strict=True))
+    lm = open_model(judge.as_config(), {Capability.CHAT}, "LLM judges (llm.judge)", cache_dir)
+    judged = dict(zip(keys, judge_pairs(lm, items, Sampling(max_new_tokens=settings.max_new_tokens)), strict=True))
 
-    answers, rows, outcomes = [], [], Counter()
+    given, rows, outcomes = [], [], Counter()
     for (sample_id, model, metric), (answer, verdict) in judged.items():
-        answers.append(
+        given.append(
             {
                 "sample_id": sample_id,
                 "model": model,
@@ -86,7 +90,7 @@ def counterfactual_judges(
         )
         outcomes[(metric, model, verdict.outcome)] += 1
     for sample_id in ids:
-        for metric in settings["metrics"]:
+        for metric in settings.metrics:
             t, r = judged[(sample_id, "target", metric)][1], judged[(sample_id, "reference", metric)][1]
             delta = None if t.score is None or r.score is None else t.score - r.score
             rows.append(
@@ -101,7 +105,7 @@ def counterfactual_judges(
                 }
             )
     write_table(rows, SIMILARITY_FAMILY_SCHEMA, output)
-    write_table(answers, ANSWERS_SCHEMA, answers_out)
+    write_table(given, ANSWERS_SCHEMA, answers)
     log.info(
         "judges under %s, %d samples: %s; calls: %s",
         lm.name,

@@ -15,6 +15,8 @@ from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.llm_function_filter import filter_conversation, read_filter_answer
 from leaktrace.models.backend import Capability, Sampling
 from leaktrace.models.select import open_model
+from leaktrace.settings.counterfactual_llm_filter import LlmFilterSettings
+from leaktrace.settings.llm import LlmRole
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +33,14 @@ FILTER_SCHEMA = pa.schema(
 )
 
 
-def llm_filter(functions: Path, judge: dict, settings: dict, output: Path, *, cache_dir: Path | None = None) -> None:
-    """``judge``: the ``llm.judge`` role; ``cache_dir``: its response cache."""
+def llm_filter(
+    functions: Path, judge: LlmRole, settings: LlmFilterSettings, output: Path, cache_dir: Path | None = None
+) -> None:
+    """Ask App. B's LLM filter whether each kept function holds meaningful functional logic, and how
+    severe its memorisation would be; per function the label, severity and reasoning it gave.
+
+    ``judge``: the filter's role (``similarity.filter.judge``, else ``llm.judge``); ``cache_dir``: its
+    response cache."""
     rows = [
         r for r in read_records(functions, ["sample_id", "kept", "context", "signature", "continuation"]) if r["kept"]
     ]
@@ -40,12 +48,12 @@ def llm_filter(functions: Path, judge: dict, settings: dict, output: Path, *, ca
         filter_conversation(
             r["context"] + r["signature"] + r["continuation"],
             r["signature"] + r["continuation"],
-            settings["context_chars"],
+            settings.context_chars,
         )
         for r in rows
     ]
-    lm = open_model(judge, {Capability.CHAT}, "App. B's LLM filter (llm.judge)", cache_dir)
-    answers = lm.chat_many(conversations, Sampling(max_new_tokens=settings["max_new_tokens"]))
+    lm = open_model(judge.as_config(), {Capability.CHAT}, "App. B's LLM filter (llm.judge)", cache_dir)
+    answers = lm.chat_many(conversations, Sampling(max_new_tokens=settings.max_new_tokens))
     out, outcomes = [], Counter()
     for r, answer in zip(rows, answers, strict=True):
         v = read_filter_answer(answer)

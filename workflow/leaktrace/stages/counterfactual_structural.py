@@ -24,6 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.settings.counterfactual_structural import StructuralSettings
 from leaktrace.similarity.codebleu import codebleu
 from leaktrace.similarity.python_tree import parses
 from leaktrace.similarity.table import OK, SIMILARITY_FAMILY_SCHEMA, Score, family_row
@@ -78,12 +79,15 @@ def _sample_rows(job: tuple[str, str, dict[str, str], tuple[float, ...], EditCos
     return [family_row(sample_id, metric, scores["target"][metric], scores["reference"][metric]) for metric in METRICS]
 
 
-def structural_similarity(generations: Path, functions: Path, settings: dict, output: Path, processes: int = 1) -> None:
-    """Score every sample of ``generations`` (both models) against its ground truth in ``functions``.
+def structural_similarity(
+    generations: Path, functions: Path, settings: StructuralSettings, output: Path, processes: int = 1
+) -> None:
+    """Score every counterfactual generation (both models) against its ground-truth function:
+    CodeBLEU, its syntax and dataflow components, and TSED.
 
     ``settings``: ``similarity.structural`` (CodeBLEU's weights, TSED's edit
-    costs, whether its leaves are labelled by their text and which nodes its trees hold). Rows follow the order of the samples in ``generations``, then
-    METRICS, whatever ``processes``.
+    costs, whether its leaves are labelled by their text and which nodes its trees hold). Rows follow the
+    order of the samples in ``generations``, then METRICS, whatever ``processes``.
     """
     generated: dict[str, dict[str, str]] = {}
     for g in read_records(generations, ["sample_id", "model", "function"]):
@@ -96,9 +100,9 @@ def structural_similarity(generations: Path, functions: Path, settings: dict, ou
     missing = sorted(set(generated) - set(truth))
     if missing:
         raise ValueError(f"{len(missing)} generated samples have no ground truth in {functions}: {missing[:5]}")
-    weights = tuple(settings["codebleu_weights"])
-    costs = EditCosts(**settings["tsed_costs"])
-    leaf_text, nodes = settings["tsed_leaf_text"], settings["tsed_nodes"]
+    weights = settings.codebleu_weights
+    costs = EditCosts(settings.tsed_costs.delete, settings.tsed_costs.insert, settings.tsed_costs.rename)
+    leaf_text, nodes = settings.tsed_leaf_text, settings.tsed_nodes
     jobs = []
     for sample_id, by_model in generated.items():
         signature = truth[sample_id]["signature"]

@@ -20,11 +20,14 @@ prefix analysis are evaluated as the paper does.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import logging
 import re
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Annotated, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -44,6 +47,7 @@ from leaktrace.mutate.renaming import NAME_KINDS, NAME_SOURCES
 from leaktrace.report.mutation_plots import setting_heatmaps, t2_drop_plot
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import rng_for
+from leaktrace.settings.mutate import MutationsSettings, MutationStudySettings, RecallParams, ScoredModel, TokenBatch
 from leaktrace.variants.lexicon import IdentifierLexicon
 from leaktrace.variants.naming import NameProposer
 from leaktrace.variants.renaming import replay_renames
@@ -105,7 +109,7 @@ OVERLAP_SCHEMA = pa.schema(
 )
 
 
-def _evaluated(samples: Path, folds: list[str]) -> dict[str, str]:
+def _evaluated(samples: Path, folds: Sequence[str]) -> dict[str, str]:
     """sample_id -> "member" / "non-member" for the split's samples in `folds`."""
     return {
         r["sample_id"]: r["split"]
@@ -137,18 +141,21 @@ def make_mutations_table(
     benchmark: Path,
     samples: Path,
     variants: Path,
-    lexicon_path: Path,
-    settings: dict,
+    lexicon: Path,
+    settings: MutationsSettings,
     seed: int,
-    workers: int,
     output: Path,
-    renames_output: Path,
+    renames: Path,
+    workers: int = 1,
 ) -> None:
-    lexicon = IdentifierLexicon.from_records(read_records(lexicon_path))
-    names = NameProposer(WordAlternatives(lexicon.word_counts), lexicon.word_counts)
-    evaluated = _evaluated(samples, settings["folds"])
-    mutations = configured_mutations(settings)
-    neighbours = _rename_variants(variants, evaluated, settings["neighbors"])
+    """Mutate the split's samples by clone type (T1, T2a, T2b, T3, Hybrid) and validate every mutation
+    against the sample's tests in the sandbox; ``renames``: T2's renamed names by kind; ``workers``:
+    sandboxed runs in parallel."""
+    words = IdentifierLexicon.from_records(read_records(lexicon))
+    names = NameProposer(WordAlternatives(words.word_counts), words.word_counts)
+    evaluated = _evaluated(samples, settings.folds)
+    mutations = configured_mutations(settings.kinds, settings.t3_targets, settings.hybrid_target)
+    neighbours = _rename_variants(variants, evaluated, settings.neighbors)
     rows, programs, originals = [], [], []
     for s in (s for s in read_records(benchmark) if s["sample_id"] in evaluated):
         test, _ = check_test(
@@ -193,9 +200,9 @@ def make_mutations_table(
             rows.append({**row, "_program": len(programs)})
             programs.append((mutated.text, test, mutated.entry_point))
             originals.append(base)
-            for variant_id, renames in neighbours.get(s["sample_id"], []):
+            for variant_id, variant_renames in neighbours.get(s["sample_id"], []):
                 replayed = replay_renames(
-                    mutated.text, mutated.entry_point, _neighbour_renames(renames, mutated), reserved=protected
+                    mutated.text, mutated.entry_point, _neighbour_renames(variant_renames, mutated), reserved=protected
                 )
                 neighbour = {**row, "neighbor": variant_id, "similarity": None, "reached": mutated.reached}
                 if replayed is None:
@@ -232,7 +239,7 @@ def make_mutations_table(
                 )
                 programs.append((replayed.text, test, replayed.entry_point))
                 originals.append(base)
-    limits = SandboxLimits(**settings["sandbox"])
+    limits = SandboxLimits(**dataclasses.asdict(settings.sandbox))
     try:
         isolation = isolation_level(limits)
     except SandboxUnavailable as error:
@@ -246,7 +253,7 @@ def make_mutations_table(
     write_table(rows, MUTATIONS_SCHEMA, output)
     texts = [r for r in rows if r["neighbor"] == 0]
     counts = rename_count_rows(texts)
-    write_table(counts, RENAMES_SCHEMA, renames_output)
+    write_table(counts, RENAMES_SCHEMA, renames)
     log.info(
         "renamed names per sample: %s",
         {
@@ -386,29 +393,33 @@ def score_mutations(
     mutations: Path,
     variants: Path,
     samples: Path,
-    corpus: list[Path],
-    model: dict,
-    adapter: str | None,
-    recall: dict | None,
-    batch: dict,
+    corpus: tuple[Path, ...],
+    model: ScoredModel,
+    batch: TokenBatch,
     seed: int,
     output: Path,
-    *,
-    neighbours: bool = False,
+    adapter: Path | None = None,
+    recall: RecallParams | None = None,
+    neighbors: bool = False,
 ) -> None:
-    """Token statistics of every scorable mutated text (view = its mutation; variant id = 0,
-    or k for its neighbour after the original's variant k, with `neighbours`); with ReCaLL
-    configured, each text also after the in-distribution prefix, and every original after an
-    out-of-distribution one of as many shots."""
+    """Token statistics of every scorable mutated text under one model.
+
+    View = its mutation; variant id = 0, or k for its neighbour after the original's variant k, with
+    ``neighbors``; with ReCaLL configured (``recall``), each text also after the in-distribution prefix,
+    and every original after an out-of-distribution one of as many shots."""
     from leaktrace.models.configured import language_model  # imports torch: only where a model runs
 
-    lm = language_model(model, adapter, batch)
-    everything = scored_mutations(mutations, neighbours=neighbours)
+    lm = language_model(
+        dataclasses.asdict(model),
+        None if adapter is None else str(adapter),
+        {"batch_size": batch.batch_size, "token_budget": batch.token_budget},
+    )
+    everything = scored_mutations(mutations, neighbours=neighbors)
     keys = [(r["sample_id"], r["neighbor"], r["mutation"]) for r in everything]
     stats = lm.score([r["text"] for r in everything])
     texts = [r for r in everything if r["neighbor"] == 0]
     if recall is not None:
-        params = family_params("recall", recall)
+        params = family_params("recall", dataclasses.asdict(recall))
         held_out = [r["sample_id"] for r in read_records(samples, ["sample_id", "fold"]) if r["fold"] == RECALL_PREFIX]
         all_originals = {
             v["sample_id"]: v["text"]
@@ -578,21 +589,27 @@ def mutation_study(
     variants: Path,
     tokens: Path,
     mutated_tokens: Path,
-    prefixed: Path | None,
-    reference_tokens: Path | None,
-    reference_mutated: Path | None,
-    corpus: list[Path],
-    methods_config: dict,
-    settings: dict,
+    corpus: tuple[Path, ...],
+    settings: MutationStudySettings,
     seed: int,
     output_dir: Path,
+    prefixed: Path | None = None,
+    reference: Path | None = None,
+    reference_mutated: Path | None = None,
 ) -> None:
+    """Evaluate the detectors on the mutated texts under CodeSnitch's Settings 1-3, by code length and
+    with ReCaLL's out-of-distribution prefix; write the study's tables, report and heatmaps.
+
+    ``tokens``, ``mutated_tokens``: the studied model's statistics of the originals and the mutations;
+    ``reference``, ``reference_mutated``: the reference model's (Ref); ``prefixed``: ReCaLL's prefixed
+    pass; ``corpus``: the out-of-distribution prefix's corpus."""
+    reference_tokens, methods_config = reference, settings.methods
     output_dir.mkdir(parents=True, exist_ok=True)
-    split = _evaluated(samples, settings["folds"])
-    mutation_list = configured_mutations(settings)
+    split = _evaluated(samples, settings.folds)
+    mutation_list = configured_mutations(settings.kinds, settings.t3_targets, settings.hybrid_target)
     table = [r for r in read_records(mutations) if r["neighbor"] == 0]
     neighbour_ids = {
-        sid: [k for k, _ in chosen] for sid, chosen in _rename_variants(variants, split, settings["neighbors"]).items()
+        sid: [k for k, _ in chosen] for sid, chosen in _rename_variants(variants, split, settings.neighbors).items()
     }
     originals = {
         v["sample_id"]: v["text"]
@@ -619,7 +636,7 @@ def mutation_study(
         scores |= _text_scores(methods, own, target, reference, prefixed_for(sid), neighbour_ids.get(sid, []))
     rows = setting_rows(scores, split, mutation_list)
     lengths = {sid: target[(sid, 0, "text")].n_tokens for sid in split if (sid, 0, "text") in target}
-    rows += length_rows(scores, split, lengths, settings["length_edges"])
+    rows += length_rows(scores, split, lengths, list(settings.length_edges))
     # ReCaLL with the out-of-distribution prefix, beside the in-distribution one (Setting 1's "original")
     recall_methods = [m for m in methods if m.needs_prefixed]
     ood = {
@@ -797,21 +814,22 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 
 def mutate_jsonl(
-    kind: str,
-    target: float | None,
-    seed: int,
-    input_path: Path,
+    input: Annotated[Path, "JSONL: id, code, language, optional tests and entry_point"],
     output: Path,
-    *,
+    /,
+    kind: Literal["T1", "T2a", "T2b", "T3", "hybrid"],
+    target: Annotated[float | None, "T3 / hybrid target similarity (default 0.7 / 0.8)"] = None,
+    seed: int = 0,
     lexicon: Path | None = None,
-    limits: SandboxLimits | None = None,
-    workers: int = 1,
+    workers: Annotated[int, "sandbox runs in parallel"] = 1,
 ) -> None:
-    """`python -m leaktrace mutate`: each input line's code mutated, with the achieved similarity,
-    and, where tests are given, the sandbox's verdict (`validation`: "sandbox"): Python against
-    its test (with an entry point), Java and C++ built and run with theirs where the compiler is
-    installed, else "unvalidated" with the reason. Without a lexicon (`lexicon.parquet` of a
-    run), T2a offers only the curated word table's synonyms (and its fallbacks)."""
+    """Mutate each input line's code by one clone type, with the achieved similarity and, where tests are
+    given, the sandbox's verdict.
+
+    `validation`: "sandbox": Python against its test (with an entry point), Java and C++ built and run
+    with theirs where the compiler is installed, else "unvalidated" with the reason. Without a lexicon
+    (`lexicon.parquet` of a run), T2a offers only the curated word table's synonyms (and its fallbacks)."""
+    input_path, limits = input, SandboxLimits()
     if kind in ("T3", "hybrid") and target is None:
         target = 0.7 if kind == "T3" else 0.8
     mutation = Mutation(kind, target if kind in ("T3", "hybrid") else None)
@@ -867,10 +885,8 @@ def mutate_jsonl(
             build_originals += [len(builds), len(builds)]
             builds += [(language, record["code"], tests), (language, mutated.text, tests)]
         out.append(row)
-    verdicts = validate_variants(programs, originals, limits or SandboxLimits(), workers=workers) if programs else []
-    build_verdicts = (
-        validate_compiled(builds, build_originals, limits or SandboxLimits(), workers=workers) if builds else []
-    )
+    verdicts = validate_variants(programs, originals, limits, workers=workers) if programs else []
+    build_verdicts = validate_compiled(builds, build_originals, limits, workers=workers) if builds else []
     for row in out:
         if "_program" in row:
             row["valid"], row["invalid_reason"] = verdicts[row.pop("_program") + 1]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 
@@ -67,7 +68,15 @@ def labels_and_groups(pairs: list[dict]) -> tuple[np.ndarray, np.ndarray]:
     )
 
 
-def train_verifier(input_path: Path, output: Path, seed: int) -> dict:
+def train_verifier(
+    input: Annotated[Path, "JSONL(.gz): verify-pairs' fields plus benchmark, bench_id and dup (0/1)"],
+    output: Annotated[Path, "the model file (JSON)"],
+    /,
+    seed: Annotated[int, "the cross-validation folds' and the model's seed"] = 0,
+) -> dict:
+    """Train the verifier's combiner on human-labelled pairs (grouped cross-validation picks the model
+    and its threshold) and write it as a model file for verify-pairs --model."""
+    input_path = input
     pairs = read_labelled(input_path)
     X = feature_matrix(pairs)
     y, groups = labels_and_groups(pairs)

@@ -1,0 +1,94 @@
+"""CodeSnitch's robustness study (``leaktrace mutations``, ``mutation-tokens``, ``mutation-study``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from leaktrace.config_slice import config_key, read_slice, settings_of
+from leaktrace.settings.llm import json_object
+
+Kind = Literal["T1", "T2a", "T2b", "T3", "hybrid"]
+Fold = Literal["calibration", "evaluation"]
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    """The limits of each sandbox run of a sample and its variants (``variants.sandbox``)."""
+
+    timeout_s: float
+    cpu_s: int
+    memory_mb: int
+    max_processes: int
+    file_size_mb: int
+    scratch_mb: int
+    isolation: Literal["full", "weak"]
+
+
+@settings_of("mutations", block="mutate")
+@dataclass(frozen=True)
+class MutationsSettings:
+    """The mutations made (kinds, T3's and Hybrid's targets), the folds mutated,
+    Neighbor's neighbours per text, and the sandbox limits the variants use."""
+
+    kinds: tuple[Kind, ...]
+    t3_targets: tuple[float, ...]
+    hybrid_target: float
+    neighbors: int
+    folds: tuple[Fold, ...]
+    sandbox: SandboxSettings = config_key("variants.sandbox")
+
+
+@settings_of("mutation-study", block="mutate")
+@dataclass(frozen=True)
+class MutationStudySettings:
+    """The mutations studied, the folds evaluated, Neighbor's neighbours per
+    text, the code-length buckets, and the detectors run (``score.methods``)."""
+
+    kinds: tuple[Kind, ...]
+    t3_targets: tuple[float, ...]
+    hybrid_target: float
+    neighbors: int
+    folds: tuple[Fold, ...]
+    length_edges: tuple[int, ...]
+    methods: dict[str, dict[str, Any]] = config_key("score.methods")
+
+
+@dataclass(frozen=True)
+class TokenBatch:
+    """The token pass's batches (``score.tokens``): ``--batch``."""
+
+    batch_size: int
+    token_budget: int | None
+
+
+@dataclass(frozen=True)
+class RecallParams:
+    """ReCaLL's prefix (``score.methods.recall``): ``--recall``."""
+
+    n_shots: int
+    max_prefix_tokens: int | None
+
+
+@dataclass(frozen=True)
+class ScoredModel:
+    """The model a scoring rule loads for its ``{model}`` (path, dtype, device,
+    the context it scores at most, null: its trained one): ``--model``."""
+
+    path: str
+    dtype: Literal["float32", "bfloat16", "float16"]
+    device: str
+    max_length: int | None
+
+    metavar = "JSON"
+
+    @classmethod
+    def from_flag(cls, text: str) -> ScoredModel:
+        """The model as JSON: path, dtype, device and, where it has one, max_length."""
+        return read_slice(cls, cls.json_of(json_object(text, "scored model")), "scored model")
+
+    @classmethod
+    def json_of(cls, model: dict) -> dict:
+        """``model`` with every key, null where absent."""
+        return {f.name: model.get(f.name) for f in dataclasses.fields(cls)}
