@@ -18,6 +18,11 @@ from pathlib import Path
 from leaktrace.errors import InputError
 
 STAGES: dict[str, str] = {
+    "leakage-gather": "leaktrace.stages.leakage:gather",
+    "leakage-index": "leaktrace.stages.leakage:build_index",
+    "leakage-rephrase": "leaktrace.stages.leakage_rephrase:rephrase_shard",
+    "leakage-rephrase-gather": "leaktrace.stages.leakage_rephrase:rephrase_gather",
+    "leakage-scan": "leaktrace.stages.leakage:scan_shard",
     "twin": "leaktrace.stages.twin:twin_tables",
     "verdict": "leaktrace.stages.verdict:verdict",
 }
@@ -937,96 +942,6 @@ def _dataset_inference(a):
 
 # --- leakage scan (LessLeak-style): index the benchmark, scan corpus shards, gather ---
 SCAN = (("--scan",), {"required": True, "help": "the scan's name under leakage.scans"})
-
-
-def _scan_settings(a) -> dict:
-    """The scan's config slice with its name; a bad combination of settings is
-    bad input (exit 2) naming the scan."""
-    from leaktrace.leakage.settings import resolve
-
-    settings = {**a.settings, "name": a.scan}
-    try:
-        resolve(a.scan, settings)
-    except ValueError as err:
-        raise InputError("leakage settings", a.scan, str(err)) from None
-    return settings
-
-
-@command("leakage-index")
-@_args(SCAN, path("--benchmark", many=True), SETTINGS, path("--output"))
-def _leakage_index(a):
-    from leaktrace.stages.leakage import build_index
-
-    build_index(a.benchmark, _scan_settings(a), a.output)
-
-
-@command("leakage-scan")
-@_args(
-    SCAN,
-    path("--index"),
-    path("--benchmark", many=True),
-    SETTINGS,
-    (("--part",), {"type": int, "required": True}),
-    (("--parts",), {"type": int, "required": True}),
-    (("--input",), {"type": Path, "nargs": "*", "default": [], "help": "pipeline artifacts the source reads"}),
-    path("--pairs"),
-    path("--accounting"),
-)
-def _leakage_scan(a):
-    from leaktrace.stages.leakage import scan_shard
-
-    settings = _scan_settings(a)
-    scan_shard(a.index, a.benchmark, settings["corpus"], a.part, a.parts, a.input, settings, a.pairs, a.accounting)
-
-
-@command("leakage-gather")
-@_args(
-    SCAN,
-    path("--index"),
-    path("--benchmark", many=True),
-    (("--pairs",), {"type": Path, "nargs": "+", "required": True}),
-    (("--accounting",), {"type": Path, "nargs": "+", "required": True}),
-    SETTINGS,
-    path("--samples", required=False),
-    path("--output-dir"),
-)
-def _leakage_gather(a):
-    from leaktrace.stages.leakage import gather
-
-    gather(a.index, a.benchmark, a.pairs, a.accounting, _scan_settings(a), a.samples, a.output_dir)
-
-
-@command("leakage-rephrase")
-@_args(
-    SCAN,
-    path("--benchmark", many=True),
-    SETTINGS,
-    (("--part",), {"type": int, "required": True}),
-    (("--parts",), {"type": int, "required": True}),
-    (("--input",), {"type": Path, "nargs": "*", "default": [], "help": "pipeline artifacts the source reads"}),
-    (("--pairs",), {"type": Path, "required": True, "help": "the shard's pairs: their duplicates are left out"}),
-    path("--output"),
-)
-def _leakage_rephrase(a):
-    from leaktrace.stages.leakage_rephrase import rephrase_shard
-
-    settings = _scan_settings(a)
-    rephrase_shard(a.benchmark, settings["corpus"], a.part, a.parts, a.input, settings, a.pairs, a.output)
-
-
-@command("leakage-rephrase-gather")
-@_args(
-    SCAN,
-    path("--benchmark", many=True),
-    (("--parts",), {"type": Path, "nargs": "+", "required": True, "help": "the shards' rephrase candidates"}),
-    SETTINGS,
-    path("--output"),
-    path("--markdown"),
-)
-def _leakage_rephrase_gather(a):
-    from leaktrace.stages.leakage_rephrase import rephrase_gather
-
-    rephrase_gather(a.benchmark, a.parts, _scan_settings(a), a.output, a.markdown)
 
 
 @command("leakage-rq4")

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -28,10 +30,11 @@ from leaktrace.artifacts import read_records, read_table, write_table
 from leaktrace.data.samples import clone_text, document, language_of_sample
 from leaktrace.leakage.minhash import Signer
 from leaktrace.leakage.scan import renamed_hashes, scan_documents
-from leaktrace.leakage.settings import ScanSettings, resolve
+from leaktrace.leakage.settings import resolved
 from leaktrace.leakage.sources import check_document, iter_source
 from leaktrace.report.tables import markdown_table
 from leaktrace.sandbox import SandboxLimits
+from leaktrace.settings.leakage import JudgeSlice, ScanSlice
 
 log = logging.getLogger(__name__)
 
@@ -136,29 +139,21 @@ MEMBERSHIP_SCHEMA = pa.schema(
 )
 
 
-def _scan_settings(settings: dict) -> ScanSettings:
-    return resolve(settings.get("name", "scan"), settings)
-
-
-def scan_benchmarks(settings: dict) -> list[str]:
-    """The names of the benchmarks a scan reads, in the order of its inputs."""
-    return list(settings.get("benchmarks") or [settings["benchmark"]])
-
-
-def _tables(benchmarks: Path | list[Path]) -> list[Path]:
+def _tables(benchmarks: Path | Sequence[Path]) -> list[Path]:
     return [benchmarks] if isinstance(benchmarks, Path) else list(benchmarks)
 
 
-def _samples(benchmarks: Path | list[Path]) -> list[dict]:
+def _samples(benchmarks: Path | Sequence[Path]) -> list[dict]:
     """Every sample of every benchmark table (sample ids carry their benchmark's name)."""
     return [r for path in _tables(benchmarks) for r in read_records(path)]
 
 
-def build_index(benchmark: Path | list[Path], settings: dict, output: Path) -> None:
-    """Signatures of every benchmark sample (its full code, its problem text,
-    or both: :func:`~leaktrace.data.samples.document`); samples that cannot
-    be indexed stay in the table with the reason."""
-    s = _scan_settings(settings)
+def build_index(scan: str, benchmark: tuple[Path, ...], scan_settings: ScanSlice, output: Path) -> None:
+    """Index a scan's benchmarks: the signatures of every benchmark sample
+    (its full code, its problem text, or both:
+    :func:`~leaktrace.data.samples.document`); samples that cannot be indexed
+    stay in the table with the reason."""
+    s = resolved(scan, scan_settings)
     signer = Signer(s.minhash)
     samples = _samples(benchmark)
     rows, hashes = [], []
@@ -201,38 +196,38 @@ def build_index(benchmark: Path | list[Path], settings: dict, output: Path) -> N
             log.warning("benchmark sample %s not indexed: %s", r["sample_id"], r["skip_reason"])
 
 
-def _sandbox_limits(settings: dict) -> SandboxLimits:
-    """The sandbox a scan's execution check runs in: ``verify.sandbox`` of the scan (SandboxLimits' fields)."""
-    return SandboxLimits(**((settings.get("verify") or {}).get("sandbox") or {}))
-
-
 def scan_shard(
+    scan: str,
     index: Path,
-    benchmark: Path | list[Path],
-    source: dict,
+    benchmark: tuple[Path, ...],
+    scan_settings: ScanSlice,
     part: int,
-    n_parts: int,
-    inputs: list[Path],
-    settings: dict,
-    pairs_out: Path,
-    accounting_out: Path,
+    parts: int,
+    pairs: Path,
+    accounting: Path,
+    input: tuple[Path, ...] = (),
 ) -> None:
-    s = _scan_settings(settings)
+    """Scan corpus shard ``part`` of ``parts`` against a scan's index: every
+    candidate pair verified, written to ``pairs``, and the accounting of what
+    was read and skipped to ``accounting``. ``input``: the pipeline artifacts
+    the corpus source reads (an ingested corpus shard, the training mix)."""
+    s = resolved(scan, scan_settings)
     skips: Counter = Counter()
-    documents = iter_source(source, part, n_parts, inputs, skips, max_bytes=s.max_bytes, huge=s.huge)
-    found = scan_documents(
-        s, read_records(index), _samples(benchmark), documents, part, skips, _sandbox_limits(settings), str(index)
+    documents = iter_source(
+        dict(scan_settings.corpus), part, parts, list(input), skips, max_bytes=s.max_bytes, huge=s.huge
     )
-    write_table(found.pairs, PAIR_SCHEMA, pairs_out)
-    write_table(found.accounting, ACCOUNTING_SCHEMA, accounting_out)
+    sandbox = SandboxLimits(**scan_settings.verify.sandbox)
+    found = scan_documents(s, read_records(index), _samples(benchmark), documents, part, skips, sandbox, str(index))
+    write_table(found.pairs, PAIR_SCHEMA, pairs)
+    write_table(found.accounting, ACCOUNTING_SCHEMA, accounting)
 
 
-def _judge(pairs: list[dict], judge: dict, bench_text: dict[str, str]) -> None:
+def _judge(pairs: list[dict], judge: JudgeSlice, bench_text: dict[str, str]) -> None:
     """Ask the judge about every pair the rules call a Type-2/Type-3 clone or the
     texts flag; its label replaces the rule decision unless unparsed."""
     from leaktrace.leakage.judge import judge_pair, load_template, open_judge
 
-    model = open_judge(judge)
+    model = open_judge(asdict(judge))
     template = load_template()
     for p in pairs:
         if p["clone_type"] in ("type-2", "type-3") or p["flagged"]:
@@ -242,7 +237,7 @@ def _judge(pairs: list[dict], judge: dict, bench_text: dict[str, str]) -> None:
                 bench_text[p["sample_id"]],
                 p["text"],
                 p["location"],
-                max_new_tokens=judge.get("max_new_tokens", 16),
+                max_new_tokens=judge.max_new_tokens,
             )
             p["judge_label"] = verdict.label
             if verdict.duplicate is not None:
@@ -380,24 +375,30 @@ def _write_clean(tables: list[pa.Table], leaked: set[str], output: Path) -> None
 
 
 def gather(
+    scan: str,
     index: Path,
-    benchmark: Path | list[Path],
-    pair_parts: list[Path],
-    accounting_parts: list[Path],
-    settings: dict,
-    samples: Path | None,
+    benchmark: Mapping[str, Path],
+    pairs: tuple[Path, ...],
+    accounting: tuple[Path, ...],
+    scan_settings: ScanSlice,
     output_dir: Path,
+    samples: Path | None = None,
 ) -> None:
-    s = _scan_settings(settings)
-    names = scan_benchmarks(settings)
-    tables = [read_table(path) for path in _tables(benchmark)]
-    if len(tables) != len(names):
-        raise ValueError(f"scan {s.name}: {len(tables)} benchmark tables for benchmarks {names}")
+    """Gather a scan's shards: the merged pairs (judged when the scan names a
+    judge), LessLeak's Table 2 summary a row per benchmark (``benchmark``:
+    name -> its table, in the scan's order), the sources behind most
+    duplicates, the skip counts, the cleaned benchmark and the report
+    fragment; with ``samples`` (a scan of the testbed's training mix), recall
+    and precision of "leaked" against the member split."""
+    s = resolved(scan, scan_settings)
+    names = list(benchmark)
+    tables = [read_table(path) for path in benchmark.values()]
     bench_rows = [t.to_pylist() for t in tables]
+    pair_parts, accounting_parts = pairs, accounting
     pairs = [p for path in pair_parts for p in read_records(path)]
     pairs.sort(key=lambda p: (p["sample_id"], p["doc_id"], p["start_line"], p["part"]))
-    judge = settings.get("judge") or {}
-    if judge.get("model"):
+    judge = scan_settings.judge
+    if judge.model:
         _judge(pairs, judge, {r["sample_id"]: document(r) for rows in bench_rows for r in rows})
     accounting_rows = [r for path in accounting_parts for r in read_records(path)]
     totals: Counter = Counter()
@@ -423,7 +424,7 @@ def gather(
         key=lambda r: (-r["duplicates"], r["location"]),
     )
     types = Counter("input leak" if p.get("leak") == "input" else p["clone_type"] for p in dups)
-    corpus = settings["corpus"]
+    corpus = scan_settings.corpus
     corpus_name = (
         corpus.get("name")
         or corpus.get("dataset")
