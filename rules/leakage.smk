@@ -347,8 +347,7 @@ rule leakage_rq4:
         table=rq4_file("parquet"),
         markdown=rq4_file("md"),
     params:
-        settings=json.dumps({**config["leakage"]["rq4"], "bootstrap_resamples": config["aggregate"]["bootstrap_resamples"]},
-                            sort_keys=True),
+        settings=stage_settings("leakage-rq4", config),
         seed=config["seed"],
         scores=lambda wildcards, input: " ".join(f"{m}={p}" for m, p in zip(MODELS, input.scores, strict=True)),
     log:
@@ -429,8 +428,7 @@ if rq4_ranking_models():
             table=rq4_ranking_file("parquet"),
             markdown=rq4_ranking_file("md"),
         params:
-            settings=json.dumps({"size": RQ4_RANKING["size"], "top_k": RQ4_RANKING["top_k"],
-                                 "bootstrap_resamples": config["aggregate"]["bootstrap_resamples"]}, sort_keys=True),
+            settings=stage_settings("leakage-rq4-ranking", config),
             benchmarks=lambda wildcards: " ".join(scanned_benchmarks(LEAKAGE_SCANS[wildcards.scan])),
             perplexity=lambda wildcards, input: " ".join(
                 f"{m}={p}" for m, p in zip(rq4_ranking_models(), input.perplexity, strict=True)),
@@ -523,8 +521,7 @@ if rq3_benchmarks():
             table=rq3_file("parquet"),
             markdown=rq3_file("md"),
         params:
-            settings=json.dumps({"k": RQ3["k"], "n": RQ3["n"], "temperature": RQ3["temperature"],
-                                 "bootstrap_resamples": config["aggregate"]["bootstrap_resamples"]}, sort_keys=True),
+            settings=stage_settings("leakage-rq3", config),
             seed=config["seed"],
             runs=lambda wildcards, input: " ".join(f"{m}={p}" for m, p in zip(RQ3_MODELS, input.runs, strict=True)),
         log:

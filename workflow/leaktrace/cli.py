@@ -22,6 +22,9 @@ STAGES: dict[str, str] = {
     "leakage-index": "leaktrace.stages.leakage:build_index",
     "leakage-rephrase": "leaktrace.stages.leakage_rephrase:rephrase_shard",
     "leakage-rephrase-gather": "leaktrace.stages.leakage_rephrase:rephrase_gather",
+    "leakage-rq3": "leaktrace.stages.leakage_rq3:rq3",
+    "leakage-rq4": "leaktrace.stages.leakage_rq4:rq4",
+    "leakage-rq4-ranking": "leaktrace.stages.leakage_rq4:rq4_ranking",
     "leakage-scan": "leaktrace.stages.leakage:scan_shard",
     "twin": "leaktrace.stages.twin:twin_tables",
     "verdict": "leaktrace.stages.verdict:verdict",
@@ -940,28 +943,6 @@ def _dataset_inference(a):
     )
 
 
-# --- leakage scan (LessLeak-style): index the benchmark, scan corpus shards, gather ---
-SCAN = (("--scan",), {"required": True, "help": "the scan's name under leakage.scans"})
-
-
-@command("leakage-rq4")
-@_args(
-    SCAN,
-    (("--benchmark",), {"required": True, "help": "the scanned testbed benchmark's name"}),
-    path("--pairs"),
-    path("--samples"),
-    (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
-    SETTINGS,
-    SEED,
-    path("--output"),
-    path("--markdown"),
-)
-def _leakage_rq4(a):
-    from leaktrace.stages.leakage_rq4 import rq4
-
-    rq4(a.scan, a.benchmark, a.pairs, a.samples, _named_paths(a.scores), a.settings, a.seed, a.output, a.markdown)
-
-
 @command("leakage-rq4-perplexity")
 @_args(
     (("--benchmarks",), {"nargs": "+", "required": True, "help": "NAME=PATH of every benchmark the scan read"}),
@@ -975,23 +956,6 @@ def _leakage_rq4_perplexity(a):
     from leaktrace.stages.leakage_rq4_perplexity import perplexities
 
     perplexities(_named_paths(a.benchmarks), a.model, _adapter(a), a.name, a.batch, a.output)
-
-
-@command("leakage-rq4-ranking")
-@_args(
-    SCAN,
-    path("--pairs"),
-    (("--benchmarks",), {"nargs": "+", "required": True, "help": "the scan's benchmarks"}),
-    (("--perplexity",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
-    SETTINGS,
-    SEED,
-    path("--output"),
-    path("--markdown"),
-)
-def _leakage_rq4_ranking(a):
-    from leaktrace.stages.leakage_rq4 import rq4_ranking
-
-    rq4_ranking(a.scan, a.benchmarks, a.pairs, _named_paths(a.perplexity), a.settings, a.seed, a.output, a.markdown)
 
 
 @command("leakage-rq3-runs")
@@ -1022,23 +986,6 @@ def _leakage_rq3_runs(a):
         generator=a.generator,
         cache_dir=a.cache_dir,
     )
-
-
-@command("leakage-rq3")
-@_args(
-    SCAN,
-    (("--benchmark",), {"required": True, "help": "the benchmark's name"}),
-    path("--pairs"),
-    (("--runs",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
-    SETTINGS,
-    SEED,
-    path("--output"),
-    path("--markdown"),
-)
-def _leakage_rq3(a):
-    from leaktrace.stages.leakage_rq3 import rq3
-
-    rq3(a.scan, a.benchmark, a.pairs, _named_paths(a.runs), a.settings, a.seed, a.output, a.markdown)
 
 
 @command("fetch-model")
