@@ -174,43 +174,147 @@ def scan_documents(
     them (:func:`~leaktrace.leakage.sources.iter_source` fills it), to which
     the scan adds its own; ``sandbox``: the limits of the execution check's
     runs (when ``verify.execute`` is on); ``where`` names the index in errors."""
-    signer = Signer(s.minhash)
-    bands = _load_index(index_rows, s, signer, where=where)
-    renamed_bands = _load_index(index_rows, s, signer, "renamed_signature", where) if s.renamed else None
-    verifier = Verifier(s.verify, Executor(sandbox) if s.verify.execute else None)
-    bench_row = {r["sample_id"]: r for r in bench_rows}
-    bench_text = {r["sample_id"]: document(r) for r in bench_rows}
-    bench_lang = {r["sample_id"]: language_of_sample(r, s.language) for r in bench_rows}
-    bench_clone = {r["sample_id"]: clone_text(r) for r in bench_rows}
-    bench_sides: dict = {}
+    shard = _Shard(s, index_rows, bench_rows, part, skips, sandbox, where)
+    for doc in tqdm(documents, desc=f"scan {s.name} part {part}", mininterval=10, unit="doc"):
+        shard.add(doc)
+    shard.flush()
+    log.info(
+        "scan %s part %d: %d documents, %d units, %d candidate pairs, %d duplicates; skipped %s",
+        s.name,
+        part,
+        shard.counts["documents"],
+        shard.counts["units"],
+        len(shard.pairs),
+        sum(p["duplicate"] for p in shard.pairs),
+        dict(skips),
+    )
+    return ShardScan(shard.pairs, shard.accounting())
 
-    def side_of(sid: str, part_name: str = "") -> Side:
-        if (sid, part_name) not in bench_sides:
+
+class _Shard:
+    """One shard's scan in progress: the benchmark side (its LSH bands, its
+    channels' indexes, its samples as the verifier sees them), the batch of
+    corpus units waiting for their candidates, and what was found and counted."""
+
+    def __init__(
+        self,
+        s: ScanSettings,
+        index_rows: list[dict],
+        bench_rows: list[dict],
+        part: int,
+        skips: Counter,
+        sandbox: SandboxLimits,
+        where: str,
+    ):
+        self.s, self.part, self.skips = s, part, skips
+        self.signer = Signer(s.minhash)
+        self.bands = _load_index(index_rows, s, self.signer, where=where)
+        self.renamed_bands = _load_index(index_rows, s, self.signer, "renamed_signature", where) if s.renamed else None
+        self.verifier = Verifier(s.verify, Executor(sandbox) if s.verify.execute else None)
+        self.bench_row = {r["sample_id"]: r for r in bench_rows}
+        self.bench_text = {r["sample_id"]: document(r) for r in bench_rows}
+        self.bench_lang = {r["sample_id"]: language_of_sample(r, s.language) for r in bench_rows}
+        self.bench_clone = {r["sample_id"]: clone_text(r) for r in bench_rows}
+        self.bench_sides: dict = {}
+        self.contained, self.statements, self.parts = _channels(
+            s, bench_rows, self.bench_lang, self.bench_clone, self.side_of
+        )
+        # the containment channel reuses the preset's hashes when they are its shingles (the default preset's)
+        self.same_hashes = (s.minhash.tokenizer, s.minhash.ngram, s.minhash.hash) == (
+            "code",
+            CONTAINMENT_NGRAM,
+            "rolling64",
+        )
+        self.counts: Counter = Counter()
+        self.whole: Counter = Counter()
+        self.pairs: list[dict] = []
+        self.batch: list[_Entry] = []
+        # the document whose units are being flushed and the samples they are code duplicates of (its problem-text
+        # entry comes last) and the lines of those copies (a problem text found inside a copy of another sample's
+        # code is that copy's)
+        self.code_found: dict = {"doc": None, "samples": set(), "lines": []}
+
+    def side_of(self, sid: str, part_name: str = "") -> Side:
+        """Benchmark sample ``sid`` (or its part ``part_name``) as the verifier compares it, computed once."""
+        sides = self.bench_sides
+        if (sid, part_name) not in sides:
             if part_name:
-                bench_sides[sid, part_name] = verifier.side(parts[sid, part_name].text, bench_lang[sid])
+                sides[sid, part_name] = self.verifier.side(self.parts[sid, part_name].text, self.bench_lang[sid])
             else:
-                test, entry_point = check_test(bench_row[sid])
-                bench_sides[sid, ""] = verifier.side(
-                    bench_text[sid], bench_lang[sid], bench_clone[sid], test=test, entry_point=entry_point
+                test, entry_point = check_test(self.bench_row[sid])
+                sides[sid, ""] = self.verifier.side(
+                    self.bench_text[sid],
+                    self.bench_lang[sid],
+                    self.bench_clone[sid],
+                    test=test,
+                    entry_point=entry_point,
                 )
-        return bench_sides[sid, part_name]
+        return sides[sid, part_name]
 
-    contained, statements, parts = _channels(s, bench_rows, bench_lang, bench_clone, side_of)
-    # the containment channel reuses the preset's hashes when they are its shingles (the default preset's)
-    same_hashes = (s.minhash.tokenizer, s.minhash.ngram, s.minhash.hash) == ("code", CONTAINMENT_NGRAM, "rolling64")
-    counts: Counter = Counter()
-    whole: Counter = Counter()
-    pairs: list[dict] = []
-    batch: list[_Entry] = []
-    # the document whose units are being flushed and the samples they are code duplicates of (its problem-text entry comes last)
-    # and the lines of those copies (a problem text found inside a copy of another sample's code is that copy's)
-    code_found: dict = {"doc": None, "samples": set(), "lines": []}
+    def add(self, doc: RawDocument) -> None:
+        """A corpus document: its units (and, for the problem-text channel, the
+        whole of it) into the batch, which is flushed as it fills."""
+        s, counts, skips = self.s, self.counts, self.skips
+        counts["documents"] += 1
+        text, reason = check_document(doc.data, s.max_bytes, s.huge)
+        if reason:
+            skips[reason] += 1
+            return
+        lang = language_of(doc.location, s.language)
+        units, why_whole = document_units(text, lang, s.granularity, s.max_bytes)
+        if why_whole == "huge":
+            counts["chunked_units"] += 1
+        elif why_whole:
+            self.whole[why_whole] += 1
+        # the problem-text channel reads a whole document (a statement may lie outside every function), a
+        # huge one window by window
+        doc_prose = s.statement_channel and why_whole != "huge"
+        try:
+            for unit in units:
+                n_tokens, h = self.signer.shingle_hashes(unit.text)
+                if n_tokens < s.min_tokens:
+                    skips["too_short"] += 1
+                    continue
+                counts["units"] += 1
+                renamed = renamed_hashes(self.signer, unit.text, lang, s) if self.renamed_bands is not None else None
+                entry = _Entry(doc.doc_id, doc.location, unit, lang, h, renamed, n_tokens=n_tokens)
+                if self.contained is not None:
+                    entry.contained = h if self.same_hashes else hash_set(unit.text)
+                if s.statement_channel and (not doc_prose or unit.text == text):
+                    entry.prose = hash_set(unit.text, lower=True)
+                    doc_prose = doc_prose and unit.text != text
+                self._append(entry)
+        except (OSError, UnicodeDecodeError) as err:  # a huge file that changed or failed while it was read from disk
+            log.warning(
+                "%s became unreadable while it was split (%s): the units read before are scanned, the file is "
+                "counted as unreadable",
+                doc.location,
+                err,
+            )
+            skips["unreadable"] += 1
+        if doc_prose:
+            n_tokens, prose = shingle_set(text, lower=True)
+            self._append(
+                _Entry(
+                    doc.doc_id,
+                    doc.location,
+                    Unit(text, None, 1, 1 + text.count("\n")),
+                    lang,
+                    prose=prose,
+                    n_tokens=n_tokens,
+                )
+            )
 
-    def compared_unit(e: _Entry, key: tuple[str, str], channel: str) -> Unit | None:
+    def _append(self, entry: _Entry) -> None:
+        self.batch.append(entry)
+        if len(self.batch) >= self.s.batch_size:
+            self.flush()
+
+    def compared_unit(self, e: _Entry, key: tuple[str, str], channel: str) -> Unit | None:
         """The unit a candidate is verified on: the unit, or in a unit much
         longer than the sample's part, its matched span (None: no window holds
         enough of a containment or problem-text candidate)."""
-        index, lower = (statements, True) if channel == "statement" else (contained, False)
+        index, lower = (self.statements, True) if channel == "statement" else (self.contained, False)
         if index is None or key not in index.set_of or e.n_tokens <= WINDOW * index.size_of[key] + SLACK:
             return e.unit
         span = best_span(index.set_of[key], e.unit.text, lower)
@@ -218,25 +322,24 @@ def scan_documents(
             return e.unit if channel == "lsh" else None  # a MinHash candidate is verified whole: its own evidence
         return cut(e.unit, span)
 
-    def flush() -> None:
-        if not batch:
-            return
-        cands: list[dict[tuple[str, str], str]] = [{} for _ in batch]  # key: the channel that proposed it
+    def candidates(self) -> list[dict[tuple[str, str], str]]:
+        """Each batch entry's candidates, (sample id, part name) -> the channel that proposed it."""
+        batch, counts = self.batch, self.counts
+        cands: list[dict[tuple[str, str], str]] = [{} for _ in batch]
         code = [i for i, e in enumerate(batch) if e.hashes is not None]
         if code:
-            found = bands.query(signer.signatures([batch[i].hashes for i in code]))
-            if renamed_bands is not None:
-                renamed_only = [
-                    r - c
-                    for c, r in zip(
-                        found, _query_renamed(signer, renamed_bands, [batch[i].renamed for i in code]), strict=True
-                    )
-                ]
+            found = self.bands.query(self.signer.signatures([batch[i].hashes for i in code]))
+            if self.renamed_bands is not None:
+                renamed = _query_renamed(self.signer, self.renamed_bands, [batch[i].renamed for i in code])
+                renamed_only = [r - c for c, r in zip(found, renamed, strict=True)]
                 counts["renamed_channel_units"] += sum(bool(r) for r in renamed_only)
                 found = [c | r for c, r in zip(found, renamed_only, strict=True)]
             for i, sids in zip(code, found, strict=True):
                 cands[i].update(((sid, ""), "lsh") for sid in sids)
-        for index, attribute, channel in ((contained, "contained", "containment"), (statements, "prose", "statement")):
+        for index, attribute, channel in (
+            (self.contained, "contained", "containment"),
+            (self.statements, "prose", "statement"),
+        ):
             idx = [i for i, e in enumerate(batch) if getattr(e, attribute) is not None]
             if index is None or not idx:
                 continue
@@ -244,28 +347,35 @@ def scan_documents(
                 added = [k for k in keys if k not in cands[i]]
                 counts[f"{channel}_channel_units"] += bool(added)
                 cands[i].update((k, channel) for k in added)
-        for e, keys in zip(batch, cands, strict=True):
+        return cands
+
+    def flush(self) -> None:
+        """Verify every candidate of the batch's entries; one pair a sample and unit, the verdict that says most."""
+        if not self.batch:
+            return
+        s, verifier, code_found = self.s, self.verifier, self.code_found
+        for e, keys in zip(self.batch, self.candidates(), strict=True):
             if code_found["doc"] != e.doc_id:
                 code_found.update(doc=e.doc_id, samples=set(), lines=[])
             if e.hashes is None:  # a document's problem-text entry: not again what its units are copies of
                 keys = {k: c for k, c in keys.items() if k[0] not in code_found["samples"]}
             if not keys:
                 continue
-            counts["candidate_units"] += 1
+            self.counts["candidate_units"] += 1
             sides: dict = {}  # a unit (or span) lexed as its language, and as text against a text-only sample
             compared, meta = [], []
             for key in sorted(keys):
                 sid = key[0]
-                unit = compared_unit(e, key, keys[key])
+                unit = self.compared_unit(e, key, keys[key])
                 if unit is None or (
                     e.hashes is None
                     and any(a <= unit.end_line and unit.start_line <= b for a, b in code_found["lines"])
                 ):
                     continue
-                as_lang = TEXT if bench_lang[sid] == TEXT else e.lang
+                as_lang = TEXT if self.bench_lang[sid] == TEXT else e.lang
                 if (as_lang, unit.start_line, unit.end_line) not in sides:
                     sides[as_lang, unit.start_line, unit.end_line] = verifier.side(unit.text, as_lang)
-                compared.append((side_of(*key), sides[as_lang, unit.start_line, unit.end_line]))
+                compared.append((self.side_of(*key), sides[as_lang, unit.start_line, unit.end_line]))
                 meta.append((key, unit, keys[key]))
             verdicts = verifier.execute(
                 [(b, c, v) for (b, c), v in zip(compared, verifier.verdicts(compared), strict=True)]
@@ -281,7 +391,7 @@ def scan_documents(
                 if leak == "code" and e.hashes is not None:
                     code_found["samples"].add(sid)
                     code_found["lines"].append((unit.start_line, unit.end_line))
-                pairs.append(
+                self.pairs.append(
                     {
                         "sample_id": sid,
                         "doc_id": e.doc_id,
@@ -290,7 +400,7 @@ def scan_documents(
                         "start_line": unit.start_line,
                         "end_line": unit.end_line,
                         "language": e.lang,
-                        "part": part,
+                        "part": self.part,
                         **{k: value for k, value in v.as_row().items() if k not in ("duplicate", "input_leak")},
                         "rule_duplicate": leak is not None,
                         "judge_label": None,
@@ -301,83 +411,21 @@ def scan_documents(
                         "bench_part": part_name or None,
                     }
                 )
-        batch.clear()
+        self.batch.clear()
 
-    for doc in tqdm(documents, desc=f"scan {s.name} part {part}", mininterval=10, unit="doc"):
-        counts["documents"] += 1
-        text, reason = check_document(doc.data, s.max_bytes, s.huge)
-        if reason:
-            skips[reason] += 1
-            continue
-        lang = language_of(doc.location, s.language)
-        units, why_whole = document_units(text, lang, s.granularity, s.max_bytes)
-        if why_whole == "huge":
-            counts["chunked_units"] += 1
-        elif why_whole:
-            whole[why_whole] += 1
-        # the problem-text channel reads a whole document (a statement may lie outside every function), a
-        # huge one window by window
-        doc_prose = s.statement_channel and why_whole != "huge"
-        try:
-            for unit in units:
-                n_tokens, h = signer.shingle_hashes(unit.text)
-                if n_tokens < s.min_tokens:
-                    skips["too_short"] += 1
-                    continue
-                counts["units"] += 1
-                renamed = renamed_hashes(signer, unit.text, lang, s) if renamed_bands is not None else None
-                entry = _Entry(doc.doc_id, doc.location, unit, lang, h, renamed, n_tokens=n_tokens)
-                if contained is not None:
-                    entry.contained = h if same_hashes else hash_set(unit.text)
-                if s.statement_channel and (not doc_prose or unit.text == text):
-                    entry.prose = hash_set(unit.text, lower=True)
-                    doc_prose = doc_prose and unit.text != text
-                batch.append(entry)
-                if len(batch) >= s.batch_size:
-                    flush()
-        except (OSError, UnicodeDecodeError) as err:  # a huge file that changed or failed while it was read from disk
-            log.warning(
-                "%s became unreadable while it was split (%s): the units read before are scanned, the file is "
-                "counted as unreadable",
-                doc.location,
-                err,
-            )
-            skips["unreadable"] += 1
-        if doc_prose:
-            n_tokens, prose = shingle_set(text, lower=True)
-            batch.append(
-                _Entry(
-                    doc.doc_id,
-                    doc.location,
-                    Unit(text, None, 1, 1 + text.count("\n")),
-                    lang,
-                    prose=prose,
-                    n_tokens=n_tokens,
-                )
-            )
-            if len(batch) >= s.batch_size:
-                flush()
-    flush()
-    rows = [
-        {"part": part, "kind": "count", "reason": k, "count": counts[k]}
-        for k in ("documents", "units", "chunked_units", "candidate_units")
-        + (("renamed_channel_units",) if renamed_bands is not None else ())
-        + (("containment_channel_units",) if contained is not None else ())
-        + (("statement_channel_units",) if statements is not None else ())
-    ]
-    rows += [{"part": part, "kind": "skip", "reason": k, "count": v} for k, v in sorted(skips.items())]
-    rows += [{"part": part, "kind": "whole_file", "reason": k, "count": v} for k, v in sorted(whole.items())]
-    log.info(
-        "scan %s part %d: %d documents, %d units, %d candidate pairs, %d duplicates; skipped %s",
-        s.name,
-        part,
-        counts["documents"],
-        counts["units"],
-        len(pairs),
-        sum(p["duplicate"] for p in pairs),
-        dict(skips),
-    )
-    return ShardScan(pairs, rows)
+    def accounting(self) -> list[dict]:
+        """What the shard read, compared and skipped, a row each."""
+        part, counts = self.part, self.counts
+        rows = [
+            {"part": part, "kind": "count", "reason": k, "count": counts[k]}
+            for k in ("documents", "units", "chunked_units", "candidate_units")
+            + (("renamed_channel_units",) if self.renamed_bands is not None else ())
+            + (("containment_channel_units",) if self.contained is not None else ())
+            + (("statement_channel_units",) if self.statements is not None else ())
+        ]
+        rows += [{"part": part, "kind": "skip", "reason": k, "count": v} for k, v in sorted(self.skips.items())]
+        rows += [{"part": part, "kind": "whole_file", "reason": k, "count": v} for k, v in sorted(self.whole.items())]
+        return rows
 
 
 def _query_renamed(signer: Signer, bands: BandIndex, hashes: list[np.ndarray | None]) -> list[set]:
