@@ -394,3 +394,28 @@ def test_llm_judge_with_a_fake_model():
     assert "def f(): pass" in prompt and "def g(): pass" in prompt and "x.py" in prompt and model.seen[0][1] == 8
     assert judge.judge_pair(Fake("Label: related_not_duplicate"), template, "a", "b", "l").duplicate is False
     assert judge.judge_pair(Fake("I cannot tell"), template, "a", "b", "l").label == "unparsed"
+
+
+def test_every_shipped_scan_reads_as_the_slice_its_rule_passes():
+    """A rule's --scan-settings (slice_from_config over the schema-filled
+    config) reads back as ScanSlice and resolves; scan_slice fills a scan's
+    keys as the schema does."""
+    import copy
+    from pathlib import Path
+
+    import yaml
+    from snakemake.utils import validate
+
+    from leaktrace.config_slice import read_slice, slice_from_config
+    from leaktrace.settings.leakage import ScanSlice
+
+    root = Path(__file__).resolve().parents[1]
+    raw = yaml.safe_load((root / "config" / "config.yaml").read_text())
+    config = copy.deepcopy(raw)
+    validate(config, str(root / "config" / "schema.yaml"))
+    assert config["leakage"]["scans"]
+    for name, scan in raw["leakage"]["scans"].items():
+        passed = json.loads(json.dumps(slice_from_config(ScanSlice, config, f"leakage.scans.{name}")))
+        settings = read_slice(ScanSlice, passed, f"leakage.scans.{name}")
+        assert settings == scan_slice(scan, name)
+        assert resolve(name, settings).name == name
