@@ -15,7 +15,7 @@ retrained when they change) and a one-line overlay setting
 The run's own outputs are then those of the last epoch listed.
 
 Reads ``counterfactual/<benchmark>/similarity*.parquet`` (today's text table
-and every ``similarity_<family>.parquet`` in the long format of issue 9; a
+and every ``similarity_<family>.parquet`` in the long format every similarity family writes; a
 row whose delta is null is left out and counted), the split of
 ``filter/<benchmark>.samples.parquet`` (ReCaLL's prefix samples excluded, as
 the aggregate does) and the training log of the counterfactual target's run.

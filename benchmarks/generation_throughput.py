@@ -1,7 +1,7 @@
 """Greedy generation throughput of the transformers backend: HumanEval
 prompts continued through ``HFLanguageModel`` (left-padded batches, what the
 black-box, counterfactual and LLM-variant stages run), for the cost model of
-a study (docs/results.md, "Corpus scale").
+a study (docs/performance.md, "Corpus scale").
 
 Prints new tokens per second (each row's tokens up to and including its
 EOS; the padding after it not counted, though the batch paid for it), the

@@ -1,6 +1,6 @@
 """Peak memory of a leakage scan job on one huge corpus file.
 
-Two cases from issue 12, each a ``files`` source holding one Python file of
+Two huge-file cases, each a ``files`` source holding one Python file of
 generated functions, scanned against HumanEval by the real CLI in its own
 process (``python -m leaktrace leakage-scan``); the figure is that process's
 peak resident set (``os.wait4``), next to the same job on a one-line file (the

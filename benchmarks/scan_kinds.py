@@ -1,5 +1,5 @@
 """Recall of the leakage scan by kind of copy, and its precision on a corpus
-where nothing was planted (issue 47).
+where nothing was planted.
 
 The benchmark: the HumanEval problems that have a hand-written other solution
 (resources/verify/alternatives.jsonl, 36), and the same solutions with two

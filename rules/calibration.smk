@@ -1,5 +1,5 @@
 # The calibration table's rows of the per-sample detectors and of dataset
-# inference (leaktrace/stages/calibration.py, issue 31): conformal decisions
+# inference (leaktrace/stages/calibration.py): conformal decisions
 # checked on the calibration fold and over re-partitions of the non-members
 # under the checked testbed models (calibration.models), dataset inference on re-randomised
 # memberships under the unexposed ones. No forward pass: the learned

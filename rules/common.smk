@@ -34,7 +34,7 @@ drop_removed_entries(config)
 validate_config(config, os.path.join(workflow.basedir, "config", "schema.yaml"), validate)
 
 
-# --- planning checks (issue 49): every user input (model paths, benchmark files, control ids,
+# --- planning checks: every user input (model paths, benchmark files, control ids,
 # corpus globs, output names) checked before any job starts or any output is deleted; all problems
 # in one error (leaktrace/plan_checks.py). The shipped models may be missing when a requested
 # target rebuilds them (`make base-model`, `make reference-model`).
@@ -82,7 +82,7 @@ if USE_FORK_SERVER and RUNS_GROUP_JOB:
     start_fork_server()
 
 
-# --- no mixed state after a failed rerun (issue 49): before the first job, the old outputs of every
+# --- no mixed state after a failed rerun: before the first job, the old outputs of every
 # job this run will remake are removed (leaktrace/rerun.py; docs/architecture.md, "Reruns").
 def withdraw_planned_outputs():
     if workflow.touch:

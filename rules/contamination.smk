@@ -1,4 +1,4 @@
-# Dataset-level contamination tests (issue 17): a p-value per model and
+# Dataset-level contamination tests: a p-value per model and
 # benchmark from the score tables alone, its curve over the number of samples,
 # and its false-positive rate under nulls the testbed knows to be true. No
 # forward pass: seconds on the default config. The sham control

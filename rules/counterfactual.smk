@@ -179,7 +179,7 @@ def counterfactual_outputs():
             for table in ("generations", "similarity")]
 
 
-# --- the functional-memorization study (issue 9): each similarity family is a
+# --- the functional-memorization study: each similarity family is a
 # rule of its own in rules/counterfactual.smk, which the config switches on
 # its own way (the judges with llm.judge), and writes
 # counterfactual/{benchmark}/similarity_<family>.parquet; the text family

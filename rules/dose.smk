@@ -1,4 +1,4 @@
-# The exposure-dose experiment (issue 48; config/experiments/exposure-dose.yaml,
+# The exposure-dose experiment (config/experiments/exposure-dose.yaml,
 # docs/results.md, "Exposure dose").
 # Each member inserted k times (dose.copies) into the fixed training mix (the
 # text drawn for one copy: train/mix.py, member_copies), trained for a single

@@ -1,4 +1,4 @@
-# Model identity (issue 49): every rule that reads a configured model (the
+# Model identity: every rule that reads a configured model (the
 # base model, an audited model and its adapter, Ref's reference model, a
 # counterfactual model, the natural variants' selection model) takes the
 # model's identity file as input, results/<run>/models/<key>.identity.json,

@@ -1,4 +1,4 @@
-# Randomized publication (issue 36; workflow/leaktrace/stages/watermark.py,
+# Randomized publication (workflow/leaktrace/stages/watermark.py,
 # docs/guides/publish-a-benchmark.md): the testbed's
 # benchmark published as a maintainer would (K + 1 forms per problem proven
 # equivalent in the sandbox, one chosen by a keyed draw), watermark targets
@@ -279,7 +279,7 @@ rule watermark_report:
     params:
         results=named_watermark_files("results"),
         ranks=named_watermark_files("ranks"),
-        settings=settings("watermark"),
+        settings=stage_settings("watermark-report", config),
         out_dir=watermark_dir(),
     log:
         log_file("watermark_report", "{benchmark}"),

@@ -1,4 +1,4 @@
-"""Audit your own model on your own benchmark (issue 34): config/experiments/audit.yaml
+"""Audit your own model on your own benchmark: config/experiments/audit.yaml
 run end to end in a fresh copy of the repository, on the shipped tiny models,
 the 20-problem MBPP-format fixture the project wrote (resources/audit/) and a
 corpus folder with one verbatim and one renamed copy planted in it; then what

@@ -1,4 +1,4 @@
-"""Inputs that never crash a stage (issue 12).
+"""Inputs that never crash a stage.
 
 Ingest of a benchmark: every bad file or record is an InputError naming the
 file and the line (a benchmark must be whole). Scan of a corpus: every bad
@@ -620,7 +620,7 @@ def test_fuzz_corrupt_parquet(cut, flip, parts):
             assert not docs
 
 
-# --- nothing outside the corpus root is read (issue 49, item 6) ---
+# --- nothing outside the corpus root is read ---
 
 
 def linked_corpus(tmp_path):

@@ -1,4 +1,4 @@
-"""Any benchmark in (issue 13): the generic reader on a small file in each
+"""Any benchmark in: the generic reader on a small file in each
 preset's format, its clear errors, the kinds of samples (code, text, both)
 through the leakage scan, and the testbed stages refusing what they cannot run."""
 

@@ -1,4 +1,4 @@
-"""Generations that try to forge an execution clone (issue 49, item 5): a
+"""Generations that try to forge an execution clone: a
 wrong function that inspects the process it runs in, to find the ground
 truth's program or its outputs on the current input, still scores as wrong;
 an equivalent function beside them still scores 1.0.

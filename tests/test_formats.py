@@ -1,4 +1,4 @@
-"""Benchmarks in their published layouts (issue 34): each file of
+"""Benchmarks in their published layouts: each file of
 tests/data/formats/ (written for these tests by make_formats.py, in the
 layout of one release) is read by its preset alone, with no field mapping,
 and each runnable one runs its own tests in the sandbox as the audit's
@@ -87,7 +87,7 @@ def test_each_runnable_release_runs_its_tests_in_the_sandbox(preset):
     assert [v for v, _ in verdicts[1::2]] == [False] * len(samples), verdicts[1::2]
 
 
-# --- a preset reads its release by itself (issue 49, item 4): no `format`, no `fields` ---
+# --- a preset reads its release by itself: no `format`, no `fields` ---
 
 # preset -> (file, ids): every shipped preset, each file in its release's layout
 PRESET_FILES = {
@@ -241,7 +241,7 @@ def test_humaneval_x_tests_are_main_programs_run_with_a_toolchain_or_said_not_to
             assert ok is (not wrong_one), why
 
 
-# --- the ingest report: every canonical solution against its own tests (issue 49, item 4) ---
+# --- the ingest report: every canonical solution against its own tests ---
 
 # preset -> samples the sandbox runs (the others: text only, C++/Java main() programs, DS-1000's exec tests)
 RUN_AT_INGEST = {

@@ -185,13 +185,13 @@ LOOKALIKES = [
 ]
 
 
-# the learned verifier (issue 32) calls 6 such pairs duplicates without their tests, 4 of them among the 22
+# the learned verifier calls 6 such pairs duplicates without their tests, 4 of them among the 22
 LEARNED_LOOKALIKES = [(7, 29), (16, 60), (30, 42), (40, 43), (52, 57), (56, 61)]
 
 
 @pytest.mark.parametrize("model, lookalikes", [("rules", LOOKALIKES), ("shipped", LEARNED_LOOKALIKES)])
 def test_no_two_humaneval_problems_are_duplicates_once_their_tests_run(model, lookalikes):
-    """Issue 13 changed this: the verifier now counts code of one structure
+    """The verifier counts code of one structure
     with overlapping tokens (rule ``structure``) and a shared problem statement
     (rule ``statement``), with thresholds chosen on its dev set. Without
     tests, 22 pairs of short look-alike problems among the first 80 pass

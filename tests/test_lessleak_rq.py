@@ -489,7 +489,7 @@ def _classeval_bench(path):
 )
 def test_rq3_runs_unittest_benchmarks_in_both_prompt_modes(tmp_path, monkeypatch, prompt, answers):
     """ClassEval's unittest classes reached run_tests as check code and
-    crashed instruction mode (compile() arg 1 must be a string, issue 49);
+    crashed instruction mode (compile() arg 1 must be a string);
     completion mode ran nothing (ClassEval has no prompt). Both now run the
     unittest classes in the sandbox: the right class passes, the wrong one
     fails; a sample whose tests exec the source is left out."""

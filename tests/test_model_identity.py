@@ -1,4 +1,4 @@
-"""Reruns never mix models (issue 49, item 1): leaktrace/models/identity.py
+"""Reruns never mix models: leaktrace/models/identity.py
 and rules/identity.smk rerun everything a model scored when its path or its
 files change, and a model path that does not exist stops a rerun at planning
 with every earlier output in place (leaktrace/plan_checks.py).

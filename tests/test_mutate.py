@@ -848,7 +848,7 @@ def test_a_mutation_that_breaks_the_test_is_invalid_and_no_compiler_means_unvali
 
 
 # ---------------------------------------------------------------------------
-# Unchanged is not valid (issue 49, item 8)
+# Unchanged is not valid
 
 
 def test_normalised_code_ignores_layout_and_comments_but_not_names_or_blocks():

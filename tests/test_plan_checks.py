@@ -1,4 +1,4 @@
-"""Config mistakes stop at planning (issue 49, item 2): leaktrace/plan_checks.py
+"""Config mistakes stop at planning: leaktrace/plan_checks.py
 checks every user input before any job starts, listing every problem in one
 error (the whole path through Snakemake: tests/test_model_identity.py and the
 planning tests of tests/test_audit.py)."""

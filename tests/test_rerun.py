@@ -1,4 +1,4 @@
-"""No mixed state after a failed rerun (issue 49, item 3): a run removes the
+"""No mixed state after a failed rerun: a run removes the
 old outputs of every job it will remake before its first job starts
 (leaktrace/rerun.py, rules/common.smk's onstart), so a failed rerun never
 leaves a gather job's old report beside deleted parts.

@@ -1,4 +1,4 @@
-"""Hostile programs against the sandbox: each attack of issue 12 is contained,
+"""Hostile programs against the sandbox: each attack is contained,
 and the caller goes on.
 
 Every attack is bounded, so that a broken sandbox cannot harm the machine:

@@ -124,7 +124,7 @@ def test_a_test_without_test_cases_does_not_pass():
     assert result.status == "wrong" and "no unittest.TestCase" in result.error
 
 
-# --- what ClassEval's canonical solutions pass and return (issue 49, item 4) ---
+# --- what ClassEval's canonical solutions pass and return ---
 
 CALENDAR = """import datetime
 import sqlite3

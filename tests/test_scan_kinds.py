@@ -1,4 +1,4 @@
-"""The scan finds every kind of copy (issue 47): a verbatim copy of a
+"""The scan finds every kind of copy: a verbatim copy of a
 solution with module-level lines is Type-1; a copy inside a much longer unit,
 and one re-wrapped into short lines, is found by containment over windows,
 with its span; the problem text over another solution is an input leak.

@@ -154,3 +154,38 @@ def test_a_stage_command_prints_its_flags_for_help(capsys):
     with pytest.raises(SystemExit):
         main(["twin", "--help"])
     assert "--twins NAME=PATH [NAME=PATH ...]" in capsys.readouterr().out
+
+
+@dataclass(frozen=True)
+class Spec:
+    path: str
+
+    @classmethod
+    def from_flag(cls, text: str) -> Spec:
+        if not text:
+            raise ValueError("an empty path")
+        return cls(text)
+
+
+def typed_command(
+    source: typing.Annotated[Path, "the file to read"],
+    /,
+    spec: typing.Annotated[Spec, "a path, read by Spec.from_flag"],
+    kinds: tuple[Literal["a", "b"], ...] = ("a",),
+) -> None:
+    """A command a person types: a positional argument and help lines."""
+    CALLS.append(dict(locals()))
+
+
+def test_a_positional_only_parameter_is_positional_and_annotated_help_is_shown(capsys):
+    CALLS.clear()
+    call("typed", typed_command, ["in.jsonl", "--spec", "model", "--kinds", "b", "a"])
+    assert CALLS == [{"source": Path("in.jsonl"), "spec": Spec("model"), "kinds": ("b", "a")}]
+    help_text = parser("typed", typed_command).format_help()
+    assert "SOURCE" in help_text and "the file to read" in help_text and "a path, read by" in help_text
+    with pytest.raises(SystemExit):
+        call("typed", typed_command, ["in.jsonl", "--spec", ""])
+    assert "an empty path" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        call("typed", typed_command, ["in.jsonl", "--spec", "m", "--kinds", "c"])
+    assert "invalid choice: 'c'" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""Issue 44, item 4: every detector beside the blind baseline on the
+"""Every detector beside the blind baseline on the
 testbed. The blind baseline (a text-only classifier) of the evaluation fold's
 members against its non-members, and each detector's AUC minus it on the
 same bootstrap replicates, against hand values."""

@@ -7,6 +7,7 @@ count); and the words no result or document may use."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -21,16 +22,17 @@ from leaktrace.report.verdict import (
     NOT_MEASURED,
     NOT_REFUTED,
     Context,
-    PageSettings,
+    TableFiles,
     answer,
+    auc_power,
     check_wording,
-    detectable_auc,
     fmt_p,
     load_tables,
     render_verdict,
     training_copies,
 )
 from leaktrace.report.verdict import Test as Row
+from leaktrace.settings.verdict import PageSettings
 
 REPO = Path(__file__).resolve().parents[1]
 ANSWER = re.compile(r"\*\*Answer\*\*: (.*)")
@@ -129,12 +131,14 @@ def test_copies_in_declared_training_data_are_named_with_every_kind():
     assert full.startswith("**No evidence of exposure**") and full.endswith(text)
 
 
-def test_detectable_auc_is_the_mann_whitney_normal_approximation():
-    # 10 vs 10 at alpha 0.05, 80% power: 0.5 + (1.6449 + 0.8416) * sqrt(21 / 1200) = 0.8289
-    assert detectable_auc(10, 10, 0.05) == pytest.approx(0.5 + 2.486475 * (21 / 1200) ** 0.5, abs=1e-5)
-    assert detectable_auc(10, 10, 0.05) == pytest.approx(0.8289, abs=1e-4)
-    assert detectable_auc(2, 2, 0.025) == 1.0  # capped: nothing below AUC 1 is detectable
-    assert detectable_auc(0, 5, 0.05) is None
+def test_the_power_column_reads_the_one_detectable_auc():
+    # 10 vs 10 at alpha 0.05, 80% power: 0.5 + (1.6449 + 0.8416) * sqrt(21 / 1200) = 0.8289 (calibration.power)
+    text, phrase, auc = auc_power(10, 10, 0.05, "10 vs 10", "one-sided")
+    assert auc == pytest.approx(0.8289, abs=1e-4) and phrase == "AUC ≥ 0.83"
+    assert text == "AUC ≥ 0.83 (10 vs 10, one-sided, 80% power)"
+    text, phrase, auc = auc_power(2, 2, 0.025, "2 vs 2", "one-sided")
+    assert (phrase, auc) == (None, None) and text.startswith("nothing: 2 vs 2 are too few for 80% power")
+    assert auc_power(0, 5, 0.05, "0 vs 5", "one-sided") == ("–", None, None)
 
 
 def test_check_wording_refuses_every_forbidden_phrase():
@@ -159,14 +163,14 @@ AUDIT_INFERENCE = pa.schema(
 )
 
 
-def write_audit(root: Path, rows: list[dict], blind: list[dict] | None = None) -> list[Path]:
+def write_audit(root: Path, rows: list[dict], blind: list[dict] | None = None) -> TableFiles:
     (root / "audit").mkdir(parents=True)
-    paths = [root / "audit" / "dataset_inference.parquet"]
-    pq.write_table(pa.Table.from_pylist(rows, AUDIT_INFERENCE), paths[0])
+    files = TableFiles(audit_inference=root / "audit" / "dataset_inference.parquet")
+    pq.write_table(pa.Table.from_pylist(rows, AUDIT_INFERENCE), files.audit_inference)
     if blind is not None:
-        paths.append(root / "audit" / "blind_baseline.parquet")
-        pq.write_table(pa.Table.from_pylist(blind), paths[1])
-    return paths
+        files = dataclasses.replace(files, blind=root / "audit" / "blind_baseline.parquet")
+        pq.write_table(pa.Table.from_pylist(blind), files.blind)
+    return files
 
 
 def inference_row(model, p, n_suspect=60, n_control=60):
@@ -187,7 +191,7 @@ def test_audit_without_a_blind_baseline_says_not_measured_and_stays_inconclusive
     """Main's audit tables (no blind baseline): a tiny p reads inconclusive,
     never evidence, and the row says the controls' exchangeability is not measured."""
     paths = write_audit(tmp_path, [inference_row("m", 3.9e-10), inference_row("n", 0.7)])
-    page = render_verdict(load_tables(paths, tmp_path), settings())
+    page = render_verdict(load_tables(paths, tmp_path / "verdict.md"), settings())
     sections = re.split(r"\n## ", page)[1:]
     assert [s.splitlines()[0] for s in sections] == ["m × b", "n × b"]
     assert "**Answer**: **Inconclusive**: dataset inference rejects (p = 3.9e-10" in sections[0]
@@ -209,7 +213,7 @@ def test_audit_whose_blind_baseline_did_not_reject_reads_observational_or_no_evi
         }
     ]
     paths = write_audit(tmp_path, [inference_row("m", 2.9e-4), inference_row("n", 0.7)], blind)
-    page = render_verdict(load_tables(paths, tmp_path), settings())
+    page = render_verdict(load_tables(paths, tmp_path / "verdict.md"), settings())
     m, n = re.split(r"\n## ", page)[1:]
     assert "**Answer**: **Evidence of exposure" not in page
     assert "**Answer**: **Suspects score higher than controls** (dataset inference, p = 2.9e-04" in m
@@ -222,12 +226,6 @@ def test_audit_whose_blind_baseline_did_not_reject_reads_observational_or_no_evi
         "**Answer**: **No evidence of exposure** (no test rejects at α/m = 0.05; dataset inference could have "
         "detected AUC ≥ 0.71 (observational" in n
     )
-
-
-def test_a_table_outside_the_results_directory_is_refused(tmp_path):
-    paths = write_audit(tmp_path / "run", [inference_row("m", 0.5)])
-    with pytest.raises(ValueError, match="not under the run's results directory"):
-        load_tables(paths, tmp_path / "other")
 
 
 # -- the words of results and docs -------------------------------------------------------------------------------
@@ -458,7 +456,10 @@ def test_an_audit_reads_evidence_only_from_its_design_tests(tmp_path):
         "p_method": "exact rank sum",
     }
     pq.write_table(pa.Table.from_pylist([order]), tmp_path / "audit" / "exchangeability.parquet")
-    tables = load_tables([*paths, tmp_path / "audit" / "exchangeability.parquet"], tmp_path)
+    tables = load_tables(
+        dataclasses.replace(paths, audit_exchangeability=tmp_path / "audit" / "exchangeability.parquet"),
+        tmp_path / "verdict.md",
+    )
     observational = render_verdict(tables, settings())
     assert "**Answer**: **Inconclusive**: exchangeability (Oren et al., published order) rejects (p = 1.0e-04" in (
         observational
@@ -470,7 +471,9 @@ def test_an_audit_reads_evidence_only_from_its_design_tests(tmp_path):
     )
     mark = {"model": "m", "benchmark": "b", "p_value": 2e-5, "rank_sum": 30, "expected": 50.0, "testable": 20}
     pq.write_table(pa.Table.from_pylist([mark]), tmp_path / "audit" / "watermark.parquet")
-    tables = load_tables([*paths, tmp_path / "audit" / "watermark.parquet"], tmp_path)
+    tables = load_tables(
+        dataclasses.replace(paths, audit_watermark=tmp_path / "audit" / "watermark.parquet"), tmp_path / "verdict.md"
+    )
     page = render_verdict(tables, settings())
     assert "**Answer**: **Evidence of exposure** (randomized publication (watermark rank sum), p = 2.0e-05" in page
     assert assert_answers_follow_their_tables(page) == 1

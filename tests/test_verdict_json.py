@@ -5,6 +5,7 @@ kind, a scan-only run included."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -13,9 +14,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from leaktrace.report.verdict import BY_DESIGN, NOT_REFUTED, PageSettings, Section, load_tables
+from leaktrace.report.verdict import BY_DESIGN, NOT_REFUTED, Section, TableFiles, load_tables
 from leaktrace.report.verdict import Test as Row
 from leaktrace.report.verdict_json import carrying_test, section_record, verdict_record
+from leaktrace.settings.verdict import PageSettings
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((REPO / "docs" / "verdict.schema.json").read_text())
@@ -60,12 +62,14 @@ def inference_row(model: str, p: float) -> dict:
     }
 
 
-def write_audit(root: Path, rows: list[dict], blind: list[dict]) -> list[Path]:
+def write_audit(root: Path, rows: list[dict], blind: list[dict]) -> TableFiles:
     (root / "audit").mkdir(parents=True)
-    paths = [root / "audit" / "dataset_inference.parquet", root / "audit" / "blind_baseline.parquet"]
-    pq.write_table(pa.Table.from_pylist(rows), paths[0])
-    pq.write_table(pa.Table.from_pylist(blind), paths[1])
-    return paths
+    files = TableFiles(
+        audit_inference=root / "audit" / "dataset_inference.parquet", blind=root / "audit" / "blind_baseline.parquet"
+    )
+    pq.write_table(pa.Table.from_pylist(rows), files.audit_inference)
+    pq.write_table(pa.Table.from_pylist(blind), files.blind)
+    return files
 
 
 def write_scan(root: Path, copies: dict[str, int]) -> Path:
@@ -78,8 +82,10 @@ def write_scan(root: Path, copies: dict[str, int]) -> Path:
 
 def test_an_audit_with_a_scan_is_written_valid_with_each_answer_its_tier_and_test(tmp_path):
     paths = write_audit(tmp_path, [inference_row("m", 2.9e-4), inference_row("n", 0.7)], [BLIND_NOT_REJECTED])
-    paths.append(write_scan(tmp_path, {"type1": 1, "type2": 1, "input_leaks": 0}))
-    record = verdict_record(load_tables(paths, tmp_path), settings())
+    paths = dataclasses.replace(
+        paths, scans={"corpus": write_scan(tmp_path, {"type1": 1, "type2": 1, "input_leaks": 0})}
+    )
+    record = verdict_record(load_tables(paths, tmp_path / "verdict.md"), settings())
     jsonschema.validate(record, SCHEMA)
     m, n = record["answers"]
     assert (m["model"], m["benchmark"], m["tier"], m["carried_by"]) == (
@@ -99,7 +105,12 @@ def test_an_audit_with_a_scan_is_written_valid_with_each_answer_its_tier_and_tes
 
 
 def test_a_scan_only_run_has_scans_and_no_answers(tmp_path):
-    record = verdict_record(load_tables([write_scan(tmp_path, {"type1": 0, "type2": 3})], tmp_path), settings("scan"))
+    record = verdict_record(
+        load_tables(
+            TableFiles(scans={"corpus": write_scan(tmp_path, {"type1": 0, "type2": 3})}), tmp_path / "verdict.md"
+        ),
+        settings("scan"),
+    )
     jsonschema.validate(record, SCHEMA)
     assert record["answers"] == [] and record["scans"][0]["copies"]["type2"] == 3 and record["run"] == "scan"
 
@@ -122,7 +133,7 @@ def test_each_of_the_four_answers_has_its_tier(tests, tier, carried_by):
 
 def test_the_schema_refuses_a_tier_the_page_has_not(tmp_path):
     paths = write_audit(tmp_path, [inference_row("m", 0.7)], [BLIND_NOT_REJECTED])
-    record = verdict_record(load_tables(paths, tmp_path), settings())
+    record = verdict_record(load_tables(paths, tmp_path / "verdict.md"), settings())
     record["answers"][0]["tier"] = "not trained"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(record, SCHEMA)

@@ -1,4 +1,4 @@
-"""The learned verifier (issue 32): boilerplate removal and the features on
+"""The learned verifier: boilerplate removal and the features on
 hand-made pairs, the model file's predictions against scikit-learn's, the
 grouped cross-validation's folds on the vendored human labels, the shipped
 model reproduced by its training command, and LessLeak's own automated step

@@ -350,3 +350,32 @@ def test_the_audits_watermark_table_names_each_model_and_benchmark_and_its_assum
     assert [f.name for f in AUDIT_RESULT_SCHEMA][:2] == ["benchmark", "model"]
     report = (tmp_path / "watermark.md").read_text()
     assert "| a | bench | 20 | 19 | 40 (47.5) | 8 | 0.012 | exact convolution |" in report
+
+
+def test_the_watermark_report_names_a_mistyped_key_by_its_config_key(tmp_path, capsys):
+    from leaktrace.cli import main
+
+    argv = ["watermark-report", "--results", "m=r.parquet", "--ranks", "m=k.parquet", "--calibration", "c.parquet"]
+    argv += ["--counts", "n.parquet", "--commitment", "c.json", "--output-dir", str(tmp_path)]
+    with pytest.raises(SystemExit) as stopped:
+        main([*argv, "--settings", '{"forms": "3", "transforms": ["rename"]}'])
+    assert stopped.value.code == 2
+    assert "config watermark.forms: expected an integer, got '3'" in capsys.readouterr().err
+
+
+def test_the_maintainer_commands_read_a_model_path_or_json_and_refuse_unknown_sandbox_limits(capsys):
+    from leaktrace.cli import main
+    from leaktrace.settings.watermark import SandboxOverrides, TestedModel
+
+    assert TestedModel.from_flag("resources/models/leaktrace-tiny") == TestedModel(
+        "resources/models/leaktrace-tiny", "float32", "cpu", None, None
+    )
+    assert TestedModel.from_flag('{"path": "m", "device": "cuda", "max_length": 256}').max_length == 256
+    assert SandboxOverrides.from_flag('{"timeout_s": 20}').given() == {"timeout_s": 20}
+    with pytest.raises(SystemExit) as stopped:
+        main(["publish", "in.jsonl", "out", "--forms", "3", "--sandbox", '{"timeout": 20}'])
+    assert stopped.value.code == 2
+    assert "unknown sandbox limits ['timeout']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["watermark-test", "release", "--model", '{"dtype": "float32"}'])
+    assert "a model is a path or a JSON object with a path" in capsys.readouterr().err

@@ -18,6 +18,8 @@ from pathlib import Path
 from leaktrace.errors import InputError
 
 STAGES: dict[str, str] = {
+    "audit-watermark-table": "leaktrace.stages.watermark:audit_watermark_table",
+    "fetch-model": "leaktrace.models.fetch:fetch_model",
     "leakage-gather": "leaktrace.stages.leakage:gather",
     "leakage-index": "leaktrace.stages.leakage:build_index",
     "leakage-rephrase": "leaktrace.stages.leakage_rephrase:rephrase_shard",
@@ -26,8 +28,14 @@ STAGES: dict[str, str] = {
     "leakage-rq4": "leaktrace.stages.leakage_rq4:rq4",
     "leakage-rq4-ranking": "leaktrace.stages.leakage_rq4:rq4_ranking",
     "leakage-scan": "leaktrace.stages.leakage:scan_shard",
+    "publish": "leaktrace.stages.watermark:publish_benchmark",
+    "serve": "leaktrace.stages.serve:serve_model",
     "twin": "leaktrace.stages.twin:twin_tables",
     "verdict": "leaktrace.stages.verdict:verdict",
+    "verify-pairs": "leaktrace.stages.verify_pairs:verify_pairs",
+    "watermark-calibration": "leaktrace.stages.watermark:calibrate",
+    "watermark-report": "leaktrace.stages.watermark:report",
+    "watermark-test": "leaktrace.stages.watermark:test_release",
 }
 """Stage command -> its function; the function's signature is its flags (:mod:`leaktrace.stage_entry`)."""
 
@@ -624,41 +632,6 @@ def _counterfactual_execution(a):
     )
 
 
-@command("serve")
-@_args(
-    (("model",), {"help": "a local model directory or hub id"}),
-    (("--adapter",), {"help": "a PEFT adapter directory"}),
-    (("--revision",), {}),
-    (("--dtype",), {"default": "float32"}),
-    (("--device",), {"default": "cpu"}),
-    (("--name",), {"help": "the model name clients ask for (default: MODEL)"}),
-    (("--host",), {"default": "127.0.0.1", "help": "loopback only unless --allow-remote"}),
-    (("--port",), {"type": int, "default": 8000, "help": "0: any free port (the log says which)"}),
-    (("--allow-remote",), {"action": "store_true"}),
-    (("--chat-template",), {"type": Path, "help": "a Jinja chat template for a tokenizer without one"}),
-    (("--api-key-env",), {"help": "require the key held by this environment variable"}),
-    (("--max-length",), {"type": int, "help": "cap on tokens per sequence"}),
-)
-def _serve(a):
-    from leaktrace.models.backend import ModelSpec
-    from leaktrace.models.serve import serve
-
-    spec = ModelSpec(a.model, adapter=a.adapter, dtype=a.dtype, device=a.device, revision=a.revision)
-    try:
-        serve(
-            spec,
-            name=a.name,
-            host=a.host,
-            port=a.port,
-            allow_remote=a.allow_remote,
-            chat_template=a.chat_template.read_text(encoding="utf-8") if a.chat_template else None,
-            api_key_env=a.api_key_env,
-            max_length=a.max_length,
-        )
-    except ValueError as err:
-        raise InputError("serve", None, str(err)) from None
-
-
 @command("aggregate")
 @_args(
     path("--samples"),
@@ -988,16 +961,6 @@ def _leakage_rq3_runs(a):
     )
 
 
-@command("fetch-model")
-@_args(
-    (("--model",), {"required": True, "help": "a hub id"}), (("--revision",), {"default": None}), path("--output-dir")
-)
-def _fetch_model(a):
-    from leaktrace.models.fetch import fetch_model
-
-    fetch_model(a.model, a.output_dir, a.revision)
-
-
 @command("mutations")
 @_args(
     path("--benchmark"),
@@ -1104,39 +1067,6 @@ def _mutate(a):
     mutate_jsonl(a.kind, a.target, a.seed, a.input, a.output, lexicon=a.lexicon)
 
 
-@command("verify-pairs")
-@_args(
-    (("input",), {"type": Path, "help": "JSONL: bench_text, corpus_text, optional id, language, tests, entry_point"}),
-    (("output",), {"type": Path, "help": "Parquet: one verdict a pair, with its clone type and the values behind it"}),
-    (("--preset",), {"default": "default", "choices": ["default", "lessleak"], "help": "tokeniser and thresholds"}),
-    (
-        ("--model",),
-        {
-            "default": None,
-            "help": "the verifier: shipped (the preset's: the learned one), rules, or a model file from train-verifier",
-        },
-    ),
-    (("--execute",), {"action": "store_true", "help": "run pairs with tests in the sandbox (execution equivalence)"}),
-    (("--isolation",), {"default": "full", "choices": ["full", "weak"], "help": "the sandbox's isolation"}),
-    (("--workers",), {"type": int, "default": 1}),
-    (("--judge",), {"type": _json, "default": None, "help": 'an LLM judge as JSON: {"model": PATH_OR_HUB_ID, ...}'}),
-)
-def _verify_pairs(a):
-    from leaktrace.sandbox import SandboxLimits
-    from leaktrace.stages.verify_pairs import verify_pairs
-
-    verify_pairs(
-        a.input,
-        a.output,
-        preset=a.preset,
-        model=a.model,
-        execute=a.execute,
-        limits=SandboxLimits(isolation=a.isolation),
-        workers=a.workers,
-        judge=a.judge,
-    )
-
-
 @command("train-verifier")
 @_args(
     (("input",), {"type": Path, "help": "JSONL(.gz): verify-pairs' fields plus benchmark, bench_id and dup (0/1)"}),
@@ -1147,208 +1077,6 @@ def _train_verifier(a):
     from leaktrace.stages.train_verifier import train_verifier
 
     train_verifier(a.input, a.output, a.seed)
-
-
-def _model_argument(text: str) -> dict:
-    """A model as JSON ({"path", "dtype", "device", "max_length"}) or a bare path or hub id (float32 on the CPU)."""
-    spec = _json(text) if text.lstrip().startswith("{") else {"path": text}
-    if not isinstance(spec, dict) or "path" not in spec:
-        raise argparse.ArgumentTypeError(f"a model is a path or a JSON object with a path, got {text!r}")
-    return {"dtype": "float32", "device": "cpu", **spec}
-
-
-@command("publish")
-@_args(
-    (("input",), {"type": Path, "help": "a benchmark file: JSONL (.gz), JSON, Parquet or CSV"}),
-    (
-        ("out_dir",),
-        {"type": Path, "help": "the release: published.jsonl and commitment.json to publish, private/ to keep"},
-    ),
-    (
-        ("--forms",),
-        {"type": int, "required": True, "help": "K: each problem gets K + 1 equivalent forms, one published"},
-    ),
-    (
-        ("--seed-file",),
-        {
-            "type": Path,
-            "default": None,
-            "help": "the secret (256 random bits in hex), created 0600 where absent; default OUT_DIR/private/secret.key",
-        },
-    ),
-    (
-        ("--include-original",),
-        {
-            "action": "store_true",
-            "help": "the original is one of the K + 1 forms (only for an original never made public)",
-        },
-    ),
-    (("--preset",), {"default": "humaneval", "help": "the input's field names (leaktrace/data/benchmarks.py PRESETS)"}),
-    (
-        ("--format",),
-        {"default": None, "choices": ["jsonl", "json", "parquet", "csv"], "help": "default: from the name"},
-    ),
-    (
-        ("--fields",),
-        {"type": _json, "default": None, "help": 'field mapping overrides as JSON, e.g. \'{"id": "name"}\''},
-    ),
-    (("--limit",), {"type": int, "default": None, "help": "the first N problems only"}),
-    (
-        ("--transforms",),
-        {
-            "nargs": "+",
-            "default": ["rename", "test_cases", "T3"],
-            "choices": ["rename", "test_cases", "T3", "T1"],
-            "help": "how forms are made, applied in this order",
-        },
-    ),
-    (
-        ("--candidates",),
-        {"type": int, "default": None, "help": "candidate forms validated per problem; default 2 (K + 1)"},
-    ),
-    (("--names-per-form",), {"type": int, "default": None, "help": "names each renaming changes; default every name"}),
-    (("--t3-target",), {"type": float, "default": 0.9, "help": "T3's target line similarity"}),
-    path("--lexicon", required=False),
-    (("--seed",), {"type": int, "default": 0, "help": "the forms' generation seed (not the secret)"}),
-    (("--workers",), {"type": int, "default": 1, "help": "sandbox runs at a time"}),
-    (("--isolation",), {"default": "full", "choices": ["full", "weak"], "help": "the sandbox's isolation"}),
-    (("--sandbox",), {"type": _json, "default": {}, "help": "other SandboxLimits fields as JSON"}),
-    (
-        ("--secret-from-seed",),
-        {
-            "type": int,
-            "default": None,
-            "help": "testbed only: derive the secret from this run seed (reproducible, so no secret)",
-        },
-    ),
-)
-def _publish(a):
-    from leaktrace.sandbox import SandboxLimits
-    from leaktrace.stages.watermark import publish
-    from leaktrace.watermark.forms import FormSettings
-    from leaktrace.watermark.release import layout
-
-    try:
-        settings = FormSettings(
-            forms=a.forms,
-            candidates=a.candidates or 2 * (a.forms + 1),
-            transforms=tuple(a.transforms),
-            names_per_form=a.names_per_form,
-            t3_target=a.t3_target,
-            include_original=a.include_original,
-        )
-    except ValueError as err:
-        raise InputError("arguments", None, str(err)) from None
-    reader = layout(a.input, a.format, {"preset": a.preset, "fields": a.fields})
-    publish(
-        a.input,
-        a.out_dir,
-        reader,
-        settings,
-        seed=a.seed,
-        limits=SandboxLimits(**{"isolation": a.isolation, **a.sandbox}),
-        workers=a.workers,
-        seed_file=a.seed_file,
-        lexicon=a.lexicon,
-        limit=a.limit,
-        testbed_seed=a.secret_from_seed,
-    )
-
-
-@command("watermark-test")
-@_args(
-    (("out_dir",), {"type": Path, "help": "the release directory publish wrote"}),
-    (
-        ("--model",),
-        {
-            "type": _model_argument,
-            "required": True,
-            "help": "a path or hub id, or JSON {path, dtype, device, max_length}",
-        },
-    ),
-    ADAPTER,
-    (("--name",), {"default": None, "help": "the model's name in the results; default its path"}),
-    path("--published", required=False),
-    path("--commitment", required=False),
-    (("--seed-file",), {"type": Path, "default": None, "help": "default OUT_DIR/private/secret.key"}),
-    (("--batch-size",), {"type": int, "default": 32}),
-    (("--token-budget",), {"type": int, "default": None, "help": "padded tokens per batch (texts sorted by length)"}),
-    (("--seed",), {"type": int, "default": 0, "help": "breaks loss ties"}),
-    (("--output-dir",), {"type": Path, "default": None, "help": "default OUT_DIR/private/tests/<name>"}),
-)
-def _watermark_test(a):
-    from leaktrace.stages.watermark import test_release
-
-    name = a.name or a.model["path"]
-    output_dir = a.output_dir or a.out_dir / "private" / "tests" / name.replace("/", "--")
-    test_release(
-        a.out_dir,
-        a.model,
-        _adapter(a),
-        name,
-        {"batch_size": a.batch_size, "token_budget": a.token_budget},
-        a.seed,
-        output_dir,
-        published=a.published,
-        commitment=a.commitment,
-        seed_file=a.seed_file,
-    )
-
-
-@command("audit-watermark-table")
-@_args(
-    (("--results",), {"nargs": "+", "required": True, "help": "MODEL:BENCHMARK=PATH of each watermark-test result"}),
-    path("--output"),
-    path("--report"),
-)
-def _audit_watermark_table(a):
-    from leaktrace.stages.watermark import audit_watermark_table
-
-    audit_watermark_table(_paired_paths(a.results, "BENCHMARK"), a.output, a.report)
-
-
-@command("watermark-calibration")
-@_args(
-    (
-        ("--tokens",),
-        {"nargs": "+", "required": True, "help": "MODEL=PATH: the forms' token pass under each unexposed model"},
-    ),
-    (("--alphas",), {"type": float, "nargs": "+", "required": True}),
-    (("--draws",), {"type": int, "required": True, "help": "random publications per model"}),
-    SEED,
-    path("--output"),
-    path("--counts"),
-)
-def _watermark_calibration(a):
-    from leaktrace.stages.watermark import calibrate
-
-    calibrate(_named_paths(a.tokens), a.alphas, a.draws, a.seed, a.output, a.counts)
-
-
-@command("watermark-report")
-@_args(
-    (("--results",), {"nargs": "+", "required": True, "help": "MODEL=PATH of each test's result.parquet"}),
-    (("--ranks",), {"nargs": "+", "required": True, "help": "MODEL=PATH of each test's ranks.parquet"}),
-    path("--calibration"),
-    path("--counts"),
-    path("--commitment"),
-    path("--p-values", required=False),
-    SETTINGS,
-    path("--output-dir"),
-)
-def _watermark_report(a):
-    from leaktrace.stages.watermark import report
-
-    report(
-        _named_paths(a.results),
-        _named_paths(a.ranks),
-        a.calibration,
-        a.counts,
-        a.commitment,
-        a.settings,
-        a.output_dir,
-        p_values=a.p_values,
-    )
 
 
 def parser() -> argparse.ArgumentParser:

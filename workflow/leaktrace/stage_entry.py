@@ -18,7 +18,13 @@ Flags by parameter type: ``Path`` (``--x PATH``), ``tuple[T, ...]`` (one or
 more; none where it has a default), ``Mapping[str, Path]`` (``NAME=PATH``
 items, order kept), ``Mapping[tuple[str, str], Path]`` (``A:B=PATH``), a
 settings dataclass (JSON), ``bool`` (a switch), ``Literal`` (its choices),
-``int``/``float``/``str``; ``X | None = None`` makes a flag optional."""
+``int``/``float``/``str``; ``X | None = None`` makes a flag optional.
+
+For a command a person types: a positional-only parameter (before ``/``)
+is a positional argument (``leaktrace publish INPUT OUT_DIR``);
+``Annotated[T, "text"]`` gives a flag its help line; a dataclass with a
+``from_flag(text)`` classmethod is read by it instead of as JSON (a model
+given as a path, or as JSON)."""
 
 from __future__ import annotations
 
@@ -91,11 +97,28 @@ class _Argument:
     convert: Callable[[Any], Any]
 
 
+def _help(tp: Any) -> tuple[Any, dict]:
+    """``Annotated[T, "help"]`` -> (T, {"help": "help"}); any other type as it is."""
+    if typing.get_origin(tp) is typing.Annotated:
+        tp, *extras = typing.get_args(tp)
+        text = next((e for e in extras if isinstance(e, str)), None)
+        return tp, ({"help": text} if text else {})
+    return tp, {}
+
+
 def _argument(name: str, tp: Any, default: Any) -> _Argument:
+    tp, help_text = _help(tp)
+    argument = _typed_argument(name, tp, default)
+    return dataclasses.replace(argument, kwargs=argument.kwargs | help_text)
+
+
+def _typed_argument(name: str, tp: Any, default: Any) -> _Argument:
     tp, nullable = _without_none(tp)
     optional = default is not inspect.Parameter.empty
     base = {"required": not optional} | ({"default": default} if optional else {})
     origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if dataclasses.is_dataclass(tp) and hasattr(tp, "from_flag"):
+        return _Argument(base | {"type": _flag_reader(tp), "metavar": getattr(tp, "metavar", "JSON")}, lambda v: v)
     if dataclasses.is_dataclass(tp):
         where = getattr(tp, "config_block", None)
         where = name if where is None else where
@@ -111,7 +134,12 @@ def _argument(name: str, tp: Any, default: Any) -> _Argument:
         return _Argument(base | {"type": type(args[0]), "choices": list(args)}, lambda v: v)
     if origin is tuple:
         many = "*" if optional else "+"
-        return _Argument(base | {"type": _scalar(args[0]), "nargs": many}, lambda v: v if v is None else tuple(v))
+        if typing.get_origin(args[0]) is typing.Literal:
+            choices = typing.get_args(args[0])
+            items = {"type": type(choices[0]), "choices": list(choices)}
+        else:
+            items = {"type": _scalar(args[0])}
+        return _Argument(base | items | {"nargs": many}, lambda v: v if v is None else tuple(v))
     if origin in (dict, Mapping) or tp is Mapping:
         key_parts = 2 if typing.get_origin(args[0]) is tuple else 1
         value_type = _scalar(args[1])
@@ -134,8 +162,28 @@ def _argument(name: str, tp: Any, default: Any) -> _Argument:
     raise TypeError(f"stage_entry: no flag for parameter {name}: {tp!r}{' | None' if nullable else ''}")
 
 
+def _flag_reader(cls: type) -> Callable[[str], Any]:
+    def read(text: str) -> Any:
+        try:
+            return cls.from_flag(text)
+        except (ValueError, TypeError, SliceError) as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    read.__name__ = cls.__name__
+    return read
+
+
+def _positional(name: str, argument: _Argument) -> dict:
+    """A positional argument's kwargs: no ``required`` (an optional one takes ``nargs="?"``)."""
+    kwargs = dict(argument.kwargs)
+    required = kwargs.pop("required", True)
+    if not required and "nargs" not in kwargs:
+        kwargs["nargs"] = "?"
+    return kwargs | {"metavar": name.upper()}
+
+
 def _arguments(function: Callable) -> dict[str, _Argument]:
-    hints = typing.get_type_hints(function)
+    hints = typing.get_type_hints(function, include_extras=True)
     return {
         name: _argument(name, hints[name], parameter.default)
         for name, parameter in inspect.signature(function).parameters.items()
@@ -146,8 +194,12 @@ def parser(command: str, function: Callable) -> argparse.ArgumentParser:
     """The flags of ``function``'s parameters, under ``leaktrace <command>``."""
     doc = (inspect.getdoc(function) or "").split("\n\n")[0]
     top = argparse.ArgumentParser(prog=f"leaktrace {command}", description=doc)
+    parameters = inspect.signature(function).parameters
     for name, argument in _arguments(function).items():
-        top.add_argument(flag(name), dest=name, **argument.kwargs)
+        if parameters[name].kind is inspect.Parameter.POSITIONAL_ONLY:
+            top.add_argument(name, **_positional(name, argument))
+        else:
+            top.add_argument(flag(name), dest=name, **argument.kwargs)
     return top
 
 
@@ -159,4 +211,6 @@ def call(command: str, function: Callable, argv: list[str]) -> None:
         values = {name: argument.convert(parsed[name]) for name, argument in _arguments(function).items()}
     except SliceError as err:
         command_line.error(str(err))
-    function(**values)
+    kinds = inspect.signature(function).parameters
+    first = [values.pop(name) for name in list(values) if kinds[name].kind is inspect.Parameter.POSITIONAL_ONLY]
+    function(*first, **values)

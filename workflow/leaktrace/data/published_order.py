@@ -1,7 +1,7 @@
 """A benchmark released in a randomised order: its rows in a seeded uniform
 permutation. Under the null (a model that never saw this order), the order
 is exchangeable by construction, so Oren et al.'s test of it is valid by
-design (the real order of a benchmark need not be: issue 44)."""
+design (the real order of a benchmark need not be)."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ weights (no pickled .bin, no other framework's files)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 from huggingface_hub import snapshot_download
 from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
@@ -15,15 +16,19 @@ from leaktrace.errors import InputError
 PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken", "*.py"]
 
 
-def fetch_model(repo_id: str, output_dir: Path, revision: str | None = None) -> Path:
-    """Download ``repo_id`` (at ``revision``) into ``output_dir``; config.json,
-    the rule's output, exists once every file is in place."""
+def fetch_model(
+    model: Annotated[str, "a hub id"], output_dir: Path, revision: Annotated[str | None, "a commit or tag"] = None
+) -> Path:
+    """Download the hub model ``model`` (at ``revision``) into ``output_dir``:
+    config, tokenizer and safetensors weights only.
+
+    config.json, the rule's output, exists once every file is in place."""
     try:
-        snapshot_download(repo_id, revision=revision, local_dir=output_dir, allow_patterns=PATTERNS)
+        snapshot_download(model, revision=revision, local_dir=output_dir, allow_patterns=PATTERNS)
     except RevisionNotFoundError:
-        raise InputError(repo_id, None, f"the hub repository has no revision {revision!r}") from None
+        raise InputError(model, None, f"the hub repository has no revision {revision!r}") from None
     except RepositoryNotFoundError:
-        raise InputError(repo_id, None, "no such hub repository (or it is gated and no token is set)") from None
+        raise InputError(model, None, "no such hub repository (or it is gated and no token is set)") from None
     if not (output_dir / "config.json").exists():
-        raise FileNotFoundError(f"{repo_id}: the hub repository has no config.json")
+        raise FileNotFoundError(f"{model}: the hub repository has no config.json")
     return output_dir

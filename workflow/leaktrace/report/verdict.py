@@ -35,14 +35,13 @@ a model was not trained on a benchmark: ``FORBIDDEN`` lists the phrases
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scipy.stats import norm
-
 from leaktrace.artifacts import read_records
-from leaktrace.calibration.power import POWER
+from leaktrace.calibration.power import detectable_auc
 from leaktrace.calibration.verdict import DESIGN, OBSERVATIONAL, OBSERVATIONAL_CAVEAT
 from leaktrace.report.tables import markdown_table
 from leaktrace.settings.verdict import PageSettings
@@ -74,25 +73,18 @@ def check_wording(text: str, where: str = "text") -> None:
             )
 
 
-def detectable_auc(n_positive: int, n_negative: int, alpha: float, power: float = POWER) -> float | None:
-    """The smallest AUC a one-sided Mann-Whitney test at ``alpha`` detects
-    with ``power``, by the normal approximation with the null variance:
-    0.5 + (z_{1-alpha} + z_power) * sqrt((n1 + n0 + 1) / (12 n1 n0)), capped
-    at 1; None without both classes."""
+def auc_power(
+    n_positive: int, n_negative: int, alpha: float, samples: str, how: str
+) -> tuple[str, str | None, float | None]:
+    """(the power column's text, the "could have detected" phrase, the AUC
+    detected with 80% power: :func:`~leaktrace.calibration.power.detectable_auc`);
+    the last two None where no AUC below 1 is detectable at these sizes."""
     if n_positive < 1 or n_negative < 1:
-        return None
-    spread = math.sqrt((n_positive + n_negative + 1) / (12 * n_positive * n_negative))
-    return min(1.0, 0.5 + (norm.ppf(1 - alpha) + norm.ppf(power)) * spread)
-
-
-def auc_power(detectable: float | None, samples: str, how: str) -> tuple[str, str | None]:
-    """(the power column's text, the "could have detected" phrase or None
-    where no AUC below 1 is detectable with 80% power at these sizes)."""
+        return "–", None, None
+    detectable = detectable_auc(n_positive, n_negative, alpha)
     if detectable is None:
-        return "–", None
-    if detectable >= 1.0:
-        return f"nothing: {samples} are too few for 80% power at any AUC below 1 ({how})", None
-    return f"AUC ≥ {detectable:.2f} ({samples}, {how}, 80% power)", f"AUC ≥ {detectable:.2f}"
+        return f"nothing: {samples} are too few for 80% power at any AUC below 1 ({how})", None, None
+    return f"AUC ≥ {detectable:.2f} ({samples}, {how}, 80% power)", f"AUC ≥ {detectable:.2f}", detectable
 
 
 def fmt_p(p: float | None) -> str:
@@ -264,11 +256,35 @@ class Section:
 # --- the run's tables -------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class TableFiles:
+    """The files the verdict reads, as its rule names them (rules/verdict.smk,
+    from the layout of rules/paths.smk): per benchmark, per scan (its
+    summary.parquet, with report.md and pairs.parquet beside it) and the
+    audit's. A table the run did not make is absent."""
+
+    detection: Mapping[str, Path] = field(default_factory=dict)
+    seeds: Mapping[str, Path] = field(default_factory=dict)
+    calibration: Mapping[str, Path] = field(default_factory=dict)
+    null_check: Mapping[str, Path] = field(default_factory=dict)
+    twin: Mapping[str, Path] = field(default_factory=dict)
+    p_values: Mapping[str, Path] = field(default_factory=dict)
+    contamination_calibration: Mapping[str, Path] = field(default_factory=dict)
+    watermark: Mapping[str, Path] = field(default_factory=dict)
+    testbed_blind: Mapping[str, Path] = field(default_factory=dict)
+    scans: Mapping[str, Path] = field(default_factory=dict)
+    audit_rates: Path | None = None
+    audit_inference: Path | None = None
+    audit_verdicts: Path | None = None
+    audit_exchangeability: Path | None = None
+    audit_watermark: Path | None = None
+    blind: Path | None = None
+
+
 @dataclass
 class RunTables:
     """The tables the verdict reads, by benchmark where they have one."""
 
-    results: Path
     detection: dict[str, list[dict]] = field(default_factory=dict)
     seeds: dict[str, list[dict]] = field(default_factory=dict)
     calibration: dict[str, list[dict]] = field(default_factory=dict)
@@ -277,58 +293,35 @@ class RunTables:
     p_values: dict[str, list[dict]] = field(default_factory=dict)
     contamination_calibration: dict[str, list[dict]] = field(default_factory=dict)
     watermark: dict[str, list[dict]] = field(default_factory=dict)
-    scans: list[tuple[str, dict]] = field(default_factory=list)  # (scan directory, summary row)
+    scans: list[tuple[str, dict]] = field(default_factory=list)  # (scan, summary row)
+    scan_folders: dict[str, str] = field(default_factory=dict)  # scan -> its folder, relative to the page
     audit_rates: list[dict] = field(default_factory=list)
     audit_inference: list[dict] = field(default_factory=list)
     audit_verdicts: list[dict] = field(default_factory=list)
     audit_exchangeability: list[dict] = field(default_factory=list)
     audit_watermark: list[dict] = field(default_factory=list)
-    blind: list[dict] = field(default_factory=list)  # the audit's (audit/blind_baseline.parquet)
-    testbed_blind: dict[str, dict] = field(default_factory=dict)  # calibration/<benchmark>/blind_baseline.parquet
+    blind: list[dict] = field(default_factory=list)  # the audit's
+    testbed_blind: dict[str, dict] = field(default_factory=dict)  # per testbed benchmark
 
 
-# (folder under results/, file name) -> RunTables attribute; the folder's next part is the benchmark
-BY_BENCHMARK = {
-    ("aggregate", "detection.parquet"): "detection",
-    ("aggregate", "across_seeds.parquet"): "seeds",
-    ("aggregate", "calibration.parquet"): "calibration",
-    ("aggregate", "null_check.parquet"): "null_check",
-    ("aggregate", "twin.parquet"): "twin",
-    ("contamination", "p_values.parquet"): "p_values",
-    ("contamination", "calibration.parquet"): "contamination_calibration",
-    ("watermark", "summary.parquet"): "watermark",
-}
-AUDIT = {
-    "leakage_rates.parquet": "audit_rates",
-    "dataset_inference.parquet": "audit_inference",
-    "verdicts.parquet": "audit_verdicts",
-    "exchangeability.parquet": "audit_exchangeability",
-    "watermark.parquet": "audit_watermark",
-}
+BY_BENCHMARK = ("detection", "seeds", "calibration", "null_check", "twin", "p_values", "contamination_calibration")
+AUDIT = ("audit_rates", "audit_inference", "audit_verdicts", "audit_exchangeability", "audit_watermark", "blind")
 
 
-def load_tables(paths: Sequence[Path], results: Path) -> RunTables:
-    """Sort a run's files into the tables the verdict reads; other files are
-    ignored (the rule passes the run's final outputs). A path outside
-    ``results`` is an error."""
-    tables = RunTables(results)
-    for path in sorted(map(Path, paths)):
-        try:
-            parts = path.relative_to(results).parts
-        except ValueError:
-            raise ValueError(f"verdict: {path} is not under the run's results directory {results}") from None
-        if path.suffix != ".parquet":
-            continue
-        if path.name == "blind_baseline.parquet" and parts[0] == "calibration" and len(parts) == 3:
-            tables.testbed_blind[parts[1]] = read_records(path)[0]
-        elif path.name == "blind_baseline.parquet":
-            tables.blind += read_records(path)
-        elif parts[0] == "audit" and len(parts) == 2 and path.name in AUDIT:
-            getattr(tables, AUDIT[path.name]).extend(read_records(path))
-        elif parts[0] == "leakage" and len(parts) == 3 and path.name == "summary.parquet":
-            tables.scans += [(parts[1], row) for row in read_records(path)]
-        elif len(parts) == 3 and (parts[0], parts[2]) in BY_BENCHMARK:
-            getattr(tables, BY_BENCHMARK[(parts[0], parts[2])])[parts[1]] = read_records(path)
+def load_tables(files: TableFiles, page: Path) -> RunTables:
+    """Read the tables ``files`` names; ``page``: the verdict page's path,
+    which the scans' links are relative to."""
+    tables = RunTables()
+    for name in (*BY_BENCHMARK, "watermark"):
+        getattr(tables, name).update({b: read_records(path) for b, path in sorted(getattr(files, name).items())})
+    tables.testbed_blind = {b: read_records(path)[0] for b, path in sorted(files.testbed_blind.items())}
+    for name in AUDIT:
+        path = getattr(files, name)
+        if path is not None:
+            getattr(tables, name).extend(read_records(path))
+    for scan, summary in sorted(files.scans.items()):
+        tables.scans += [(scan, row) for row in read_records(summary)]
+        tables.scan_folders[scan] = Path(os.path.relpath(summary.parent, page.parent)).as_posix()
     return tables
 
 
@@ -344,7 +337,7 @@ def scan_rows(tables: RunTables, benchmark: str) -> list[dict]:
             continue
         rows.append(
             {
-                "scan": f"[{scan}](leakage/{scan}/report.md)",
+                "scan": f"[{scan}]({tables.scan_folders[scan]}/report.md)",
                 "name": scan,
                 "corpus": s.get("corpus"),
                 "samples": s.get("size"),
@@ -352,7 +345,7 @@ def scan_rows(tables: RunTables, benchmark: str) -> list[dict]:
                 "Type-2": s.get("type2"),
                 "Type-3": s.get("type3"),
                 "input leaks": s.get("input_leaks"),
-                "pairs": f"[pairs.parquet](leakage/{scan}/pairs.parquet)",
+                "pairs": f"[pairs.parquet]({tables.scan_folders[scan]}/pairs.parquet)",
             }
         )
     return rows
@@ -426,8 +419,10 @@ def detector_test(rows: list[dict], alpha: float, testbed: bool) -> Test | None:
     above = sorted((r for r in evaluated if r["auc_low"] is not None and r["auc_low"] > 0.5), key=lambda r: -r["auc"])
     best = max(evaluated, key=lambda r: r["auc"])
     n_eval, n_neg = best["n_eval"], best["n_eval_non_members"] or 0
-    power, _ = auc_power(
-        detectable_auc(n_eval - n_neg, n_neg, alpha),
+    power, _, _ = auc_power(
+        n_eval - n_neg,
+        n_neg,
+        alpha,
         f"{n_eval - n_neg} vs {n_neg} samples",
         "per detector, Mann-Whitney normal approximation, one-sided",
     )
@@ -485,9 +480,10 @@ def contamination_tests(
         if r["test"] == "dataset_inference":
             state, why = inference_validity(calibration, model)
             n_s, n_v = r["n_suspect"] or 0, r["n_validation"] or 0
-            detectable = detectable_auc(n_s // 2, n_v // 2, alpha / 2)
-            power, detects = auc_power(
-                detectable,
+            power, detects, detectable = auc_power(
+                n_s // 2,
+                n_v // 2,
+                alpha / 2,
                 f"held-out halves of {n_s // 2} vs {n_v // 2}",
                 "Mann-Whitney normal approximation at contamination.alpha / 2",
             )
@@ -504,7 +500,7 @@ def contamination_tests(
                     state,
                     detects,
                     tier=DESIGN,
-                    detectable=detectable if detects else None,
+                    detectable=detectable,
                 )
             )
         elif r["test"] == "variant_preference":
@@ -746,9 +742,10 @@ def audit_table_tests(
     tests = []
     for r in inference:
         n_s, n_c = (r["n_suspect"] or 0) // 2, (r["n_control"] or 0) // 2
-        detectable = detectable_auc(n_s, n_c, alpha / 2)
-        power, detects = auc_power(
-            detectable,
+        power, detects, detectable = auc_power(
+            n_s,
+            n_c,
+            alpha / 2,
             f"held-out halves of {n_s} vs {n_c}",
             "Mann-Whitney normal approximation at contamination.alpha / 2",
         )
@@ -765,7 +762,7 @@ def audit_table_tests(
                 state,
                 detects,
                 tier=OBSERVATIONAL,
-                detectable=detectable if detects else None,
+                detectable=detectable,
             )
         )
     for r in rates:

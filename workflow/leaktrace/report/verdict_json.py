@@ -96,7 +96,7 @@ def verdict_record(tables: RunTables, settings: PageSettings) -> dict:
         "answers": [section_record(s, settings) for s in page_sections(tables, settings)],
         "scans": [
             scan_record(name, row.get("corpus"), row.get("size"), row)
-            | {"benchmark": row.get("benchmark"), "report": f"leakage/{name}/report.md"}
+            | {"benchmark": row.get("benchmark"), "report": f"{tables.scan_folders[name]}/report.md"}
             for name, row in tables.scans
         ],
     }

@@ -15,6 +15,7 @@ import numpy as np  # noqa: E402
 
 from leaktrace.report.plots import save  # noqa: E402
 from leaktrace.report.tables import markdown_table  # noqa: E402
+from leaktrace.settings.watermark import WatermarkReportSettings  # noqa: E402
 from leaktrace.watermark.calibration import expected_p_histogram, p_bin  # noqa: E402
 from leaktrace.watermark.ranks import RankSumNull  # noqa: E402
 
@@ -32,7 +33,11 @@ def role(model: str) -> str:
 
 
 def watermark_section(
-    summary: Sequence[dict], calibration: Sequence[dict], sizes: Mapping[int, int], settings: dict, figure: str
+    summary: Sequence[dict],
+    calibration: Sequence[dict],
+    sizes: Mapping[int, int],
+    settings: WatermarkReportSettings,
+    figure: str,
 ) -> str:
     """The Markdown section: the release, the p-value per model, the calibration."""
     null = RankSumNull([m for m, n in sizes.items() for _ in range(n)])
@@ -62,8 +67,8 @@ def watermark_section(
     return (
         "\n## Randomized publication: a release that proves its own leakage\n\n"
         f"The testbed's benchmark published as a maintainer would (`python -m leaktrace publish`): up to K + 1 = "
-        f"{settings['forms'] + 1} forms of each of its {problems} problems ({by_forms} forms; transforms "
-        f"{', '.join(settings['transforms'])}), each proven equivalent in the sandbox before one was chosen by a keyed "
+        f"{settings.forms + 1} forms of each of its {problems} problems ({by_forms} forms; transforms "
+        f"{', '.join(settings.transforms)}), each proven equivalent in the sandbox before one was chosen by a keyed "
         "draw. The watermark targets (`wm-…`) are trained as the targets are, on the same mix with the members' "
         "published forms in place of their originals. Under a model that never saw the release, the published form's "
         "rank among its problem's forms (1 = lowest loss) is uniform, so each problem's p = rank / m is exact, and so is "

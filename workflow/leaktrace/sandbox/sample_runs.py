@@ -5,7 +5,7 @@ with its entry point (`runner.run_test`), unittest.TestCase classes
 input/output cases (APPS: `stdio.run_io_tests`). One place that knows every
 form, so that a path running model output against tests (RQ3's
 completions) takes every benchmark the ingest reads, not only the first
-form it was written for (issue 49: ClassEval's unittest classes reached
+form it was written for (ClassEval's unittest classes reached
 `run_tests` as a check and crashed it)."""
 
 from __future__ import annotations

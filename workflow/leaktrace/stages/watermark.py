@@ -19,7 +19,9 @@ import random
 import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping
+from dataclasses import asdict
 from pathlib import Path
+from typing import Annotated, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +33,7 @@ from leaktrace.errors import InputError
 from leaktrace.models.token_table import read_token_stats, write_token_stats
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import derive_seed
+from leaktrace.settings.watermark import FieldOverrides, SandboxOverrides, TestedModel, WatermarkReportSettings
 from leaktrace.variants.lexicon import IdentifierLexicon
 from leaktrace.variants.naming import NameProposer
 from leaktrace.variants.synonyms import WordAlternatives
@@ -39,7 +42,7 @@ from leaktrace.watermark.choice import choose, read_secret, secret_for, testbed_
 from leaktrace.watermark.commitment import check_commitment, read_commitment, write_commitment
 from leaktrace.watermark.forms import FormSettings, make_forms
 from leaktrace.watermark.ranks import published_rank, rank_sum_test
-from leaktrace.watermark.release import published_record, read_problems, release_reader, write_jsonl
+from leaktrace.watermark.release import layout, published_record, read_problems, release_reader, write_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +165,75 @@ def publish(
     )
 
 
+Transform = Literal["rename", "test_cases", "T3", "T1"]
+
+
+def publish_benchmark(
+    input: Annotated[Path, "a benchmark file: JSONL (.gz), JSON, Parquet or CSV"],
+    out_dir: Annotated[Path, "the release: published.jsonl and commitment.json to publish, private/ to keep"],
+    /,
+    forms: Annotated[int, "K: each problem gets K + 1 equivalent forms, one published"],
+    seed_file: Annotated[
+        Path | None,
+        "the secret (256 random bits in hex), created 0600 where absent; default OUT_DIR/private/secret.key",
+    ] = None,
+    include_original: Annotated[
+        bool, "the original is one of the K + 1 forms (only for an original never made public)"
+    ] = False,
+    preset: Annotated[str, "the input's field names (leaktrace/data/benchmarks.py PRESETS)"] = "humaneval",
+    format: Annotated[Literal["jsonl", "json", "parquet", "csv"] | None, "default: from the name"] = None,
+    fields: Annotated[FieldOverrides | None, 'field mapping overrides as JSON, e.g. \'{"id": "name"}\''] = None,
+    limit: Annotated[int | None, "the first N problems only"] = None,
+    transforms: Annotated[tuple[Transform, ...], "how forms are made, applied in this order"] = (
+        "rename",
+        "test_cases",
+        "T3",
+    ),
+    candidates: Annotated[int | None, "candidate forms validated per problem; default 2 (K + 1)"] = None,
+    names_per_form: Annotated[int | None, "names each renaming changes; default every name"] = None,
+    t3_target: Annotated[float, "T3's target line similarity"] = 0.9,
+    lexicon: Path | None = None,
+    seed: Annotated[int, "the forms' generation seed (not the secret)"] = 0,
+    workers: Annotated[int, "sandbox runs at a time"] = 1,
+    isolation: Annotated[Literal["full", "weak"], "the sandbox's isolation"] = "full",
+    sandbox: Annotated[SandboxOverrides | None, "other SandboxLimits fields as JSON"] = None,
+    secret_from_seed: Annotated[
+        int | None, "testbed only: derive the secret from this run seed (reproducible, so no secret)"
+    ] = None,
+) -> None:
+    """Publish a benchmark at random: K + 1 equivalent forms of each problem,
+    one published per problem by a secret's keyed draw, and the commitment.
+
+    The forms are proven equivalent in the sandbox; the release is written in
+    the input's layout (:func:`publish`)."""
+    try:
+        settings = FormSettings(
+            forms=forms,
+            candidates=candidates or 2 * (forms + 1),
+            transforms=tuple(transforms),
+            names_per_form=names_per_form,
+            t3_target=t3_target,
+            include_original=include_original,
+        )
+    except ValueError as err:
+        raise InputError("arguments", None, str(err)) from None
+    reader = layout(input, format, {"preset": preset, "fields": None if fields is None else fields.as_config()})
+    overrides = {} if sandbox is None else sandbox.given()
+    publish(
+        input,
+        out_dir,
+        reader,
+        settings,
+        seed=seed,
+        limits=SandboxLimits(**{"isolation": isolation, **overrides}),
+        workers=workers,
+        seed_file=seed_file,
+        lexicon=lexicon,
+        limit=limit,
+        testbed_seed=secret_from_seed,
+    )
+
+
 def _forms_by_problem(rows: list[dict]) -> dict[str, list[dict]]:
     """problem id -> its forms in form order."""
     forms: dict[str, list[dict]] = defaultdict(list)
@@ -204,25 +276,34 @@ def checked_release(
 
 
 def test_release(
-    out_dir: Path,
-    model: dict,
-    adapter: str | None,
-    name: str,
-    batch: dict,
-    seed: int,
-    output_dir: Path,
-    *,
-    published: Path | None = None,
-    commitment: Path | None = None,
-    seed_file: Path | None = None,
+    out_dir: Annotated[Path, "the release directory publish wrote"],
+    /,
+    model: Annotated[TestedModel, "a path or hub id, or JSON {path, dtype, device, max_length}"],
+    adapter: Annotated[Path | None, "a PEFT adapter directory"] = None,
+    name: Annotated[str | None, "the model's name in the results; default its path"] = None,
+    published: Annotated[Path | None, "the published file; default OUT_DIR/published.jsonl"] = None,
+    commitment: Annotated[Path | None, "default OUT_DIR/commitment.json"] = None,
+    seed_file: Annotated[Path | None, "default OUT_DIR/private/secret.key"] = None,
+    batch_size: int = 32,
+    token_budget: Annotated[int | None, "padded tokens per batch (texts sorted by length)"] = None,
+    seed: Annotated[int, "breaks loss ties"] = 0,
+    output_dir: Annotated[Path | None, "default OUT_DIR/private/tests/<name>"] = None,
 ) -> None:
-    """Score every form of every testable problem under ``model`` and test the published forms' ranks."""
+    """Check a release against its commitment, score every form of every
+    testable problem under ``model`` and test the published forms' ranks
+    (tokens.parquet, ranks.parquet, result.parquet under ``output_dir``)."""
     from leaktrace.models.configured import language_model  # imports torch: only where a model runs
 
+    name = name or model.path
+    output_dir = output_dir or _private(out_dir) / "tests" / name.replace("/", "--")
     forms, chosen = checked_release(out_dir, published=published, commitment=commitment, seed_file=seed_file)
     keys = [(pid, row["form"], "text") for pid, own in forms.items() if len(own) >= 2 for row in own]
     texts = [forms[pid][form]["text"] for pid, form, _ in keys]
-    lm = language_model(model, adapter, batch)
+    lm = language_model(
+        asdict(model),
+        None if adapter is None else str(adapter),
+        {"batch_size": batch_size, "token_budget": token_budget},
+    )
     stats = lm.score(texts, moments=[False] * len(texts))
     output_dir.mkdir(parents=True, exist_ok=True)
     write_token_stats(keys, stats, output_dir / "tokens.parquet")
@@ -289,10 +370,14 @@ def _losses(keys: list[tuple[str, int, str]], stats: list) -> dict[str, np.ndarr
 
 
 def calibrate(
-    tokens: Mapping[str, Path], alphas: list[float], draws: int, seed: int, output: Path, counts_output: Path
+    tokens: Mapping[str, Path], alphas: tuple[float, ...], draws: int, seed: int, output: Path, counts: Path
 ) -> None:
-    """The calibration table's rows of each unexposed model's scored forms (its ``tokens``), and the rank counts."""
-    rows, counts = [], []
+    """Re-draw random publications over each unexposed model's scored forms
+    (``tokens``: model -> its watermark-test tokens.parquet): the
+    calibration table's rows to ``output``, the null rank counts to ``counts``.
+
+    ``draws``: random publications per model; ``alphas``: the rows' levels."""
+    rows, rank_counts = [], []
     for model, path in tokens.items():
         stats = read_token_stats(path)
         losses = _losses(list(stats), list(stats.values()))
@@ -304,10 +389,10 @@ def calibrate(
             np.random.default_rng(derive_seed(seed, "watermark-calibration", model)),
         )
         rows += own_rows
-        counts += [{"model": model, "forms": m, "rank": r, "count": n} for (m, r), n in sorted(own_counts.items())]
+        rank_counts += [{"model": model, "forms": m, "rank": r, "count": n} for (m, r), n in sorted(own_counts.items())]
         log.info("%s: %s", model, ", ".join(f"α {r['alpha']:g}: {r['rejections']}/{r['n']}" for r in own_rows))
     write_rows(rows, output)
-    write_table(counts, COUNTS_SCHEMA, counts_output)
+    write_table(rank_counts, COUNTS_SCHEMA, counts)
 
 
 SUMMARY_SCHEMA = pa.schema(
@@ -354,12 +439,16 @@ def report(
     calibration: Path,
     counts: Path,
     commitment: Path,
-    settings: dict,
-    out_dir: Path,
-    *,
+    settings: WatermarkReportSettings,
+    output_dir: Path,
     p_values: Path | None = None,
 ) -> None:
-    """The testbed's section: p per model beside the originals' targets' dataset-level tests, and the calibration."""
+    """Write the testbed's watermark section (summary.parquet, report.md,
+    p_values.png to ``output_dir``): p per model beside the originals'
+    targets' dataset-level tests, and the calibration.
+
+    ``results``, ``ranks``: model -> its watermark-test result.parquet and
+    ranks.parquet; ``p_values``: the contamination table."""
     from leaktrace.report.watermark import p_value_histograms, watermark_section
 
     contamination = _contamination_p(p_values)
@@ -370,15 +459,16 @@ def report(
         own["dataset_inference_p"] = contamination.get((own["sibling"], "dataset_inference"))
         own["variant_preference_p"] = contamination.get((own["sibling"], "variant_preference"))
         summary.append(own)
-    write_table(summary, SUMMARY_SCHEMA, out_dir / "summary.parquet")
+    write_table(summary, SUMMARY_SCHEMA, output_dir / "summary.parquet")
     sizes = {int(m): n for m, n in read_commitment(commitment)["problems_by_forms"].items()}
     rows = read_records(calibration)
     null_counts: dict[str, dict[tuple[int, int], int]] = defaultdict(dict)
     for r in read_records(counts):
         null_counts[r["model"]][(r["forms"], r["rank"])] = r["count"]
     releases = {model: read_records(path) for model, path in ranks.items()}
-    p_value_histograms(null_counts, releases, sizes, settings["forms"] + 1, out_dir / "p_values.png")
-    (out_dir / "report.md").write_text(watermark_section(summary, rows, sizes, settings, str(out_dir / "p_values.png")))
+    p_value_histograms(null_counts, releases, sizes, settings.forms + 1, output_dir / "p_values.png")
+    figure = str(output_dir / "p_values.png")
+    (output_dir / "report.md").write_text(watermark_section(summary, rows, sizes, settings, figure))
     log.info("watermark report: %d models, %d calibration rows", len(summary), len(rows))
 
 
@@ -399,8 +489,10 @@ AUDIT_ASSUMPTION = (
 
 
 def audit_watermark_table(results: Mapping[tuple[str, str], Path], output: Path, report: Path) -> None:
-    """The audit's table of the watermark's rank test per model × released
-    benchmark (``results``: (model, benchmark) -> its ``result.parquet``), and its Markdown."""
+    """Gather the audit's table of the watermark's rank test per model ×
+    released benchmark, and its Markdown.
+
+    ``results``: MODEL:BENCHMARK -> its watermark-test ``result.parquet``."""
     from leaktrace.report.tables import markdown_table
 
     rows = []

@@ -1,0 +1,110 @@
+"""Randomized publication (``leaktrace publish``, ``watermark-test``,
+``watermark-calibration``, ``watermark-report``): the report's settings, and
+the typed values of the maintainer commands' JSON flags."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from leaktrace.config_slice import read_slice, settings_of
+
+
+@settings_of("watermark-report", block="watermark")
+@dataclass(frozen=True)
+class WatermarkReportSettings:
+    """What the report says of the release: K (each problem's forms are up to
+    K + 1) and the transforms that made them."""
+
+    forms: int
+    transforms: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TestedModel:
+    """The model ``watermark-test`` scores the forms under: a local directory
+    or hub id, its dtype and device, and the cap on tokens per sequence
+    (null: the model's trained context)."""
+
+    __test__ = False  # not a pytest class
+
+    path: str
+    dtype: str
+    device: str
+    max_length: int | None
+    revision: str | None
+
+    metavar = "MODEL"
+
+    @classmethod
+    def from_flag(cls, text: str) -> TestedModel:
+        """A path or hub id (float32 on the CPU), or JSON ``{path, dtype, device, max_length}``
+        (the rule's base_model slice); what it leaves out takes those defaults."""
+        try:
+            spec = json.loads(text) if text.lstrip().startswith("{") else {"path": text}
+        except json.JSONDecodeError as err:
+            raise ValueError(f"not valid JSON: {err}") from None
+        if not isinstance(spec, dict) or "path" not in spec:
+            raise ValueError(f"a model is a path or a JSON object with a path, got {text!r}")
+        defaults = {"dtype": "float32", "device": "cpu", "max_length": None, "revision": None}
+        return read_slice(cls, {**defaults, **spec}, "--model")
+
+
+def _json_object(text: str, what: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"not valid JSON: {err}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} is a JSON object, got {text!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class FieldOverrides:
+    """``publish --fields``: record field names that override the preset's,
+    key by key (a list concatenates fields; null unmaps a key)."""
+
+    fields: Mapping[str, str | tuple[str, ...] | None]
+
+    metavar = "JSON"
+
+    @classmethod
+    def from_flag(cls, text: str) -> FieldOverrides:
+        return read_slice(cls, {"fields": _json_object(text, "--fields")}, "--fields")
+
+    def as_config(self) -> dict:
+        """As the benchmark config's ``fields`` holds them (lists as lists)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.fields.items()}
+
+
+@dataclass(frozen=True)
+class SandboxOverrides:
+    """``publish --sandbox``: sandbox limits other than the default ones
+    (variants.sandbox's keys); null or absent: the sandbox's default."""
+
+    timeout_s: float | None
+    cpu_s: int | None
+    memory_mb: int | None
+    max_processes: int | None
+    file_size_mb: int | None
+    scratch_mb: int | None
+    isolation: Literal["full", "weak"] | None
+
+    metavar = "JSON"
+
+    @classmethod
+    def from_flag(cls, text: str) -> SandboxOverrides:
+        given = _json_object(text, "--sandbox")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(given) - known)
+        if unknown:
+            raise ValueError(f"--sandbox: unknown sandbox limits {unknown}; known: {sorted(known)}")
+        return read_slice(cls, {name: given.get(name) for name in known}, "--sandbox")
+
+    def given(self) -> dict:
+        """The limits set, by name."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
