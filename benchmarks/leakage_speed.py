@@ -48,6 +48,15 @@ from leaktrace.leakage.settings import resolve
 from leaktrace.leakage.tokens import tokenizer_shingles
 
 
+def preset_settings(preset: str):
+    """A scan of ``preset`` with nothing overridden, resolved (in a tree from before the typed scan slice too: ``--baseline``)."""
+    try:
+        from leaktrace.leakage.settings import scan_slice
+    except ImportError:
+        return resolve(preset, {"preset": preset})
+    return resolve(preset, scan_slice({"preset": preset, "corpus": {"kind": "files", "root": "."}}))
+
+
 def _texts() -> list[str]:
     return [d.text for d in iter_stdlib_code()]
 
@@ -64,7 +73,7 @@ def fast(preset: str, texts: list[str], batch: int = 256, benchmarks: int = 1) -
     """CPU seconds for signatures + queries of ``texts`` against ``benchmarks``
     copies of HumanEval in one index, the number of candidate pairs, and the
     wall-clock seconds."""
-    s = resolve(preset, {"preset": preset})
+    s = preset_settings(preset)
     signer = Signer(s.minhash)
     index, _ = _index(s, signer, benchmarks)
     t0, c0 = time.perf_counter(), time.process_time()
@@ -86,7 +95,7 @@ def baseline(tree: str, preset: str, files: int | None, sample: int | None) -> t
 
 
 def naive(preset: str, texts: list[str]) -> tuple[float, int, float]:
-    s = resolve(preset, {"preset": preset})
+    s = preset_settings(preset)
     signer = Signer(s.minhash)
     _, bench = _index(s, signer)
     lsh = MinHashLSH(num_perm=s.minhash.num_perm, params=(s.bands, s.rows))
@@ -104,13 +113,13 @@ def naive(preset: str, texts: list[str]) -> tuple[float, int, float]:
 
 
 def _shingle_strings(preset: str, texts: list[str]) -> list[list[str]]:
-    m = resolve(preset, {"preset": preset}).minhash
+    m = preset_settings(preset).minhash
     return [tokenizer_shingles(t, m.tokenizer, m.ngram) for t in texts]
 
 
 def datasketch_batched(preset: str, texts: list[str]) -> tuple[float, int, float]:
     """datasketch's ordinary use: its default hash, one ``update_batch`` per file (shingling in Python included)."""
-    s = resolve(preset, {"preset": preset})
+    s = preset_settings(preset)
     m = s.minhash
     lsh = MinHashLSH(num_perm=m.num_perm, params=(s.bands, s.rows))
     for k, shingles in enumerate(_shingle_strings(preset, [b.code for b in _bench()])):
@@ -133,7 +142,7 @@ def rensa_loop(preset: str, texts: list[str]) -> tuple[float, int, float] | None
         from rensa import RMinHash, RMinHashLSH
     except ImportError:
         return None
-    s = resolve(preset, {"preset": preset})
+    s = preset_settings(preset)
     m = s.minhash
     perms = s.bands * s.rows
     lsh = RMinHashLSH(threshold=s.verify.jaccard, num_perm=perms, num_bands=s.bands)

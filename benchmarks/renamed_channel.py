@@ -41,10 +41,13 @@ from leaktrace.data.corpora import iter_stdlib_code
 from leaktrace.leakage.lsh import BandIndex
 from leaktrace.leakage.minhash import Signer
 from leaktrace.leakage.renamed import normalised_shingle_hashes
-from leaktrace.leakage.settings import resolve
+from leaktrace.leakage.scan import scan_documents
+from leaktrace.leakage.settings import resolve, scan_slice
+from leaktrace.leakage.sources import iter_source
 from leaktrace.mutate.registry import Mutation, apply_mutation
+from leaktrace.sandbox import SandboxLimits
 from leaktrace.stages.ingest import BENCHMARK_SCHEMA, ingest_benchmark
-from leaktrace.stages.leakage import build_index, scan_shard
+from leaktrace.stages.leakage import build_index
 
 KINDS = ("T1", "T2", "T3-0.9", "T3-0.7", "T3-0.5")
 
@@ -94,32 +97,21 @@ def plant(samples: list[dict], root: Path, seed: int) -> tuple[dict[str, int], C
 
 
 def scan(bench: Path, corpus: Path, work: Path, renamed: bool) -> tuple[list[dict], float]:
-    settings = {
-        "name": "s",
-        "benchmark": "humaneval",
-        "corpus": {"kind": "files", "root": str(corpus), "glob": "**/*.py"},
-        "renamed": renamed,
-    }
-    build_index(bench, settings, work / "index.parquet")
+    """The benchmark indexed, then the corpus scanned in one shard (timed: the library's scan of its documents)."""
+    settings = scan_slice({"corpus": {"kind": "files", "root": str(corpus), "glob": "**/*.py"}, "renamed": renamed})
+    build_index("s", (bench,), settings, work / "index.parquet")
+    s, skips = resolve("s", settings), Counter()
     start = time.perf_counter()
-    scan_shard(
-        work / "index.parquet",
-        bench,
-        settings["corpus"],
-        0,
-        1,
-        [],
-        settings,
-        work / "pairs.parquet",
-        work / "acc.parquet",
-    )
+    index, samples = read_records(work / "index.parquet"), read_records(bench)
+    documents = iter_source(dict(settings.corpus), 0, 1, [], skips, max_bytes=s.max_bytes, huge=s.huge)
+    found = scan_documents(s, index, samples, documents, 0, skips, SandboxLimits())
     seconds = time.perf_counter() - start
-    return read_records(work / "pairs.parquet", ["sample_id", "location", "duplicate"]), seconds
+    return [{k: p[k] for k in ("sample_id", "location", "duplicate")} for p in found.pairs], seconds
 
 
 def channel_seconds(texts: list[str], bench: list[str], renamed: bool) -> float:
     """Signatures and queries of ``texts`` against the benchmark, one channel or both."""
-    s = resolve("default", {})
+    s = resolve("default", scan_slice({"corpus": {"kind": "files", "root": "."}}))
     signer = Signer(s.minhash)
     index = BandIndex(s.bands, s.rows)
     index.insert(list(range(len(bench))), signer.signatures([signer.shingle_hashes(t)[1] for t in bench]))

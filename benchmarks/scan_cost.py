@@ -72,22 +72,23 @@ def digest(paths: list[Path]) -> str:
 def run_scan(tmp: Path, preset: str, out: Path) -> dict:
     """Index HumanEval and scan the corpus as one job (timed), then gather; the job's figures and the outputs' digest."""
     from leaktrace.artifacts import read_records
-    from leaktrace.stages.leakage import build_index, gather, scan_shard
 
     out.mkdir(parents=True, exist_ok=True)
-    scan = {"name": preset, "benchmark": "humaneval", "preset": preset, "corpus": corpus_source(tmp / "stdlib.parquet")}
-    build_index(tmp / "b.parquet", scan, out / "index.parquet")
-    warm = {**scan, "corpus": corpus_source(tmp / "warm.parquet")}
-    scan_shard(
-        out / "index.parquet", tmp / "b.parquet", warm["corpus"], 0, 1, [], warm, out / "wp.parquet", out / "wa.parquet"
+    index, bench, pairs, accounting = (
+        out / "index.parquet",
+        tmp / "b.parquet",
+        out / "pairs.parquet",
+        out / "accounting.parquet",
     )
-    pairs, accounting = out / "pairs.parquet", out / "accounting.parquet"
+    job = _job(preset)
+    job("index", corpus_source(tmp / "stdlib.parquet"), bench, index)
+    job("scan", corpus_source(tmp / "warm.parquet"), index, bench, out / "wp.parquet", out / "wa.parquet")
     t0, c0 = time.perf_counter(), time.process_time()
-    scan_shard(out / "index.parquet", tmp / "b.parquet", scan["corpus"], 0, 1, [], scan, pairs, accounting)
+    job("scan", corpus_source(tmp / "stdlib.parquet"), index, bench, pairs, accounting)
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     counts = {r["reason"]: r["count"] for r in read_records(accounting) if r["kind"] == "count"}
     texts = pq.read_table(tmp / "stdlib.parquet", columns=["content"]).column("content").to_pylist()
-    gather(out / "index.parquet", tmp / "b.parquet", [pairs], [accounting], scan, None, out / "gathered")
+    job("gather", corpus_source(tmp / "stdlib.parquet"), index, bench, pairs, accounting, out / "gathered")
     tables = ["pairs.parquet", "summary.parquet", "sources.parquet", "accounting.parquet", "clean.parquet", "report.md"]
     return {
         "preset": preset,
@@ -100,6 +101,42 @@ def run_scan(tmp: Path, preset: str, out: Path) -> dict:
         "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "digest": digest([pairs, accounting] + [out / "gathered" / t for t in tables]),
     }
+
+
+def _job(preset: str):
+    """The scan's three stages as ``job(stage, corpus, *paths)``, through the stage functions of the tree on the
+    path: their typed signatures (a scan slice, leaktrace.settings.leakage), or, in a tree from before them, the
+    signatures that took the scan's config as a dict (so ``--baseline`` may name either)."""
+    from leaktrace.stages import leakage
+
+    try:
+        from leaktrace.leakage.settings import scan_slice
+    except ImportError:  # a tree from before the typed signatures
+        scan_slice = None
+
+    def job(stage: str, corpus: dict, *paths: Path) -> None:
+        if scan_slice is None:
+            scan = {"name": preset, "benchmark": "humaneval", "preset": preset, "corpus": corpus}
+            if stage == "index":
+                leakage.build_index(paths[0], scan, paths[1])
+            elif stage == "scan":
+                index, bench, pairs, accounting = paths
+                leakage.scan_shard(index, bench, corpus, 0, 1, [], scan, pairs, accounting)
+            else:
+                index, bench, pairs, accounting, out = paths
+                leakage.gather(index, bench, [pairs], [accounting], scan, None, out)
+            return
+        scan = scan_slice({"preset": preset, "corpus": corpus})
+        if stage == "index":
+            leakage.build_index(preset, (paths[0],), scan, paths[1])
+        elif stage == "scan":
+            index, bench, pairs, accounting = paths
+            leakage.scan_shard(preset, index, (bench,), scan, 0, 1, pairs, accounting)
+        else:
+            index, bench, pairs, accounting, out = paths
+            leakage.gather(preset, index, {"humaneval": bench}, (pairs,), (accounting,), scan, out)
+
+    return job
 
 
 def line(r: dict) -> str:

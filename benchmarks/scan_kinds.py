@@ -67,6 +67,7 @@ from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.corpora import iter_stdlib_code
 from leaktrace.leakage.devset import ALTERNATIVES, STDLIB_EXCLUDE, strip_docstrings
 from leaktrace.leakage.rephrase import TfidfEmbedder
+from leaktrace.leakage.settings import scan_slice
 from leaktrace.leakage.units import language_of, split_units
 from leaktrace.mutate.registry import Mutation, apply_mutation
 from leaktrace.stages.ingest import BENCHMARK_SCHEMA, ingest_benchmark
@@ -209,11 +210,8 @@ REPHRASE_KINDS = ("rephrased", "translated")
 
 
 def settings_new(corpus: Path) -> dict:
-    return {
-        "name": "kinds",
-        "benchmarks": ["humaneval", "modlines"],
-        "corpus": {"kind": "files", "root": str(corpus), "glob": "**/*"},
-    }
+    """The scan's config (as under leakage.scans) of ``corpus``."""
+    return {"benchmarks": ["humaneval", "modlines"], "corpus": {"kind": "files", "root": str(corpus), "glob": "**/*"}}
 
 
 def embedding_cost(samples: list[dict], corpus: Path, repeat: int = 3) -> tuple[float, float, int]:
@@ -331,43 +329,43 @@ def main() -> None:
             path = corpus / "stdlib" / f"{k}.py"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
-        tables = [work / "humaneval.parquet", work / "modlines.parquet"]
+        tables = {"humaneval": work / "humaneval.parquet", "modlines": work / "modlines.parquet"}
         runs = {}
         for label, extra in (("new", {}), ("minhash", {"containment_channel": False, "statement_channel": False})):
-            settings = {**settings_new(corpus), **extra}
+            settings = scan_slice({**settings_new(corpus), **extra})
             out = work / label
-            build_index(tables, settings, out / "index.parquet")
+            build_index("kinds", tuple(tables.values()), settings, out / "index.parquet")
             start = time.perf_counter()
             scan_shard(
+                "kinds",
                 out / "index.parquet",
-                tables,
-                settings["corpus"],
+                tuple(tables.values()),
+                settings,
                 0,
                 1,
-                [],
-                settings,
                 out / "p.parquet",
                 out / "a.parquet",
             )
             seconds = time.perf_counter() - start
-            gather(out / "index.parquet", tables, [out / "p.parquet"], [out / "a.parquet"], settings, None, out / "g")
+            gather(
+                "kinds", out / "index.parquet", tables, (out / "p.parquet",), (out / "a.parquet",), settings, out / "g"
+            )
             runs[label] = (
                 read_records(out / "g" / "pairs.parquet"),
                 read_records(out / "g" / "accounting.parquet"),
                 seconds,
             )
-        rephrase_settings = {**settings_new(corpus), "rephrase": {"enabled": True, "embedder": "tfidf"}}
+        rephrase = {"enabled": True, "embedder": "tfidf", "top_k": max(TOP_K)}
+        rephrase_settings = scan_slice({**settings_new(corpus), "rephrase": rephrase})
         start = time.perf_counter()
         rephrase_shard(
-            tables,
-            rephrase_settings["corpus"],
+            "kinds",
+            tuple(tables.values()),
+            rephrase_settings,
             0,
             1,
-            [],
-            rephrase_settings,
-            work / "new" / "p.parquet",
             work / "rephrase.parquet",
-            top_k=max(TOP_K),
+            pairs=work / "new" / "p.parquet",
         )
         rephrase_seconds = time.perf_counter() - start
         candidates = read_records(work / "rephrase.parquet")

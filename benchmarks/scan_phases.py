@@ -131,7 +131,7 @@ def install(timers: Timers) -> list[dict]:
             "check_document": "reading",
             "document_units": "units",
             "split_units": "units",
-            "_renamed_hashes": "renamed channel",
+            "renamed_hashes": "renamed channel",
             "_query_renamed": "renamed channel",
             "normalised_shingle_hashes": "renamed channel",
             "cut": "containment windows",

@@ -5,6 +5,9 @@
 # member split. The corpus is never indexed.
 
 
+from leaktrace.config_slice import read_slice, slice_from_config
+from leaktrace.settings.leakage import RephraseSettings, ScanSlice
+
 SCANS_CATEGORY = "2. Scans"  # the HTML report's category of the scans' reports (the verdict's is first)
 LEAKAGE_OUTPUTS = ("pairs.parquet", "summary.parquet", "sources.parquet", "accounting.parquet", "membership.parquet",
                    "clean.parquet", "report.md")
@@ -56,10 +59,10 @@ def _check_leakage_config():
                              "(`benchmark`, with benchmarks.<name>.testbed)")
         if scan["corpus"]["kind"] == "corpus" and scan["corpus"]["name"] not in CORPORA:
             raise ValueError(f"leakage scan {name!r}: corpus {scan['corpus']['name']!r} is not under `corpora`")
-        if scan.get("rephrase"):
-            from leaktrace.leakage.rephrase import rephrase_settings
+        from leaktrace.leakage.rephrase import rephrase_settings
 
-            rephrase_settings(name, scan)  # a bad value stops here, naming the scan
+        # a bad value stops here, naming the scan
+        rephrase_settings(name, read_slice(RephraseSettings, scan["rephrase"], f"leakage.scans.{name}.rephrase"))
     for benchmark, name in LEAKAGE_CLEAN.items():
         if benchmark not in BENCHMARKS:
             raise ValueError(f"leakage.clean: {benchmark!r} is not under `benchmarks`")
@@ -111,7 +114,14 @@ def leakage_n_parts(wildcards):
 
 
 def leakage_scan_settings(wildcards):
-    return json.dumps(LEAKAGE_SCANS[wildcards.scan], sort_keys=True)
+    """The scan's slice (leaktrace/settings/leakage.py), as its commands' --scan-settings."""
+    return json.dumps(slice_from_config(ScanSlice, config, f"leakage.scans.{wildcards.scan}"), sort_keys=True)
+
+
+def leakage_named_benchmarks(wildcards, input):
+    """NAME=PATH of each benchmark the scan reads, in its order."""
+    return " ".join(f"{b}={p}" for b, p in
+                    zip(scanned_benchmarks(LEAKAGE_SCANS[wildcards.scan]), input.benchmark, strict=True))
 
 
 def leakage_gather_inputs(wildcards):
@@ -149,7 +159,7 @@ rule leakage_index:
     resources:
         **cpu_job(),
     shell:
-        "{LEAKTRACE} leakage-index --scan {wildcards.scan} --benchmark {input} --settings {params.settings:q}"
+        "{LEAKTRACE} leakage-index --scan {wildcards.scan} --benchmark {input} --scan-settings {params.settings:q}"
         " --output {output} 2> {log}"
 
 
@@ -176,7 +186,7 @@ rule leakage_scan:
         CPU_ENV
     shell:
         "{LEAKTRACE_ONLINE} leakage-scan --scan {wildcards.scan} --index {input.index} --benchmark {input.benchmark}"
-        " --settings {params.settings:q} --part {wildcards.part} --parts {params.parts} --input {input.source}"
+        " --scan-settings {params.settings:q} --part {wildcards.part} --parts {params.parts} --input {input.source}"
         " --pairs {output.pairs} --accounting {output.accounting} 2> {log}"
 
 
@@ -190,6 +200,7 @@ rule leakage_gather:
     params:
         settings=leakage_scan_settings,
         samples=leakage_samples_arg,
+        benchmarks=leakage_named_benchmarks,
         output_dir=leakage_dir(),
     log:
         log_file("leakage_gather", "{scan}"),
@@ -204,8 +215,8 @@ rule leakage_gather:
         gpu=leakage_judge_gpu,
         slurm_partition=lambda wildcards: _partition(leakage_judge_gpu(wildcards)),
     shell:
-        "{LEAKTRACE_ONLINE} leakage-gather --scan {wildcards.scan} --index {input.index} --benchmark {input.benchmark}"
-        " --pairs {input.pairs} --accounting {input.accounting} --settings {params.settings:q} {params.samples}"
+        "{LEAKTRACE_ONLINE} leakage-gather --scan {wildcards.scan} --index {input.index} --benchmark {params.benchmarks}"
+        " --pairs {input.pairs} --accounting {input.accounting} --scan-settings {params.settings:q} {params.samples}"
         " --output-dir {params.output_dir} 2> {log}"
 
 
@@ -241,7 +252,7 @@ if rephrase_scans():
             slurm_partition=lambda wildcards: _partition(leakage_rephrase_gpu(wildcards)),
         shell:
             "{LEAKTRACE_ONLINE} leakage-rephrase --scan {wildcards.scan} --benchmark {input.benchmark}"
-            " --settings {params.settings:q} --part {wildcards.part} --parts {params.parts} --input {input.source}"
+            " --scan-settings {params.settings:q} --part {wildcards.part} --parts {params.parts} --input {input.source}"
             " --pairs {input.pairs} --output {output} 2> {log}"
 
     rule leakage_rephrase_gather:
@@ -270,7 +281,7 @@ if rephrase_scans():
             slurm_partition=lambda wildcards: _partition(leakage_rephrase_judge_gpu(wildcards)),
         shell:
             "{LEAKTRACE_ONLINE} leakage-rephrase-gather --scan {wildcards.scan} --benchmark {input.benchmark}"
-            " --parts {input.parts} --settings {params.settings:q} --output {output.table}"
+            " --parts {input.parts} --scan-settings {params.settings:q} --output {output.table}"
             " --markdown {output.markdown} 2> {log}"
 
 
@@ -336,8 +347,7 @@ rule leakage_rq4:
         table=rq4_file("parquet"),
         markdown=rq4_file("md"),
     params:
-        settings=json.dumps({**config["leakage"]["rq4"], "bootstrap_resamples": config["aggregate"]["bootstrap_resamples"]},
-                            sort_keys=True),
+        settings=stage_settings("leakage-rq4", config),
         seed=config["seed"],
         scores=lambda wildcards, input: " ".join(f"{m}={p}" for m, p in zip(MODELS, input.scores, strict=True)),
     log:
@@ -418,8 +428,7 @@ if rq4_ranking_models():
             table=rq4_ranking_file("parquet"),
             markdown=rq4_ranking_file("md"),
         params:
-            settings=json.dumps({"size": RQ4_RANKING["size"], "top_k": RQ4_RANKING["top_k"],
-                                 "bootstrap_resamples": config["aggregate"]["bootstrap_resamples"]}, sort_keys=True),
+            settings=stage_settings("leakage-rq4-ranking", config),
             benchmarks=lambda wildcards: " ".join(scanned_benchmarks(LEAKAGE_SCANS[wildcards.scan])),
             perplexity=lambda wildcards, input: " ".join(
                 f"{m}={p}" for m, p in zip(rq4_ranking_models(), input.perplexity, strict=True)),
@@ -512,8 +521,7 @@ if rq3_benchmarks():
             table=rq3_file("parquet"),
             markdown=rq3_file("md"),
         params:
-            settings=json.dumps({"k": RQ3["k"], "n": RQ3["n"], "temperature": RQ3["temperature"],
-                                 "bootstrap_resamples": config["aggregate"]["bootstrap_resamples"]}, sort_keys=True),
+            settings=stage_settings("leakage-rq3", config),
             seed=config["seed"],
             runs=lambda wildcards, input: " ".join(f"{m}={p}" for m, p in zip(RQ3_MODELS, input.runs, strict=True)),
         log:

@@ -25,6 +25,7 @@ from leaktrace.data import humaneval
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.errors import InputError
 from leaktrace.leakage import sources, units
+from leaktrace.leakage.settings import scan_slice
 from leaktrace.leakage.sources import LargeFile, check_document, iter_source
 from leaktrace.leakage.units import huge_units
 from leaktrace.stages.ingest import ingest_benchmark
@@ -222,8 +223,8 @@ def test_ingest_stage_writes_nothing_for_a_bad_benchmark(tmp_path):
 
 HUMANEVAL_0 = load_humaneval(shipped_humaneval_path(), "humaneval")[0].code
 SCAN = {
-    "name": "t",
     "benchmark": "humaneval",
+    "corpus": {"kind": "files", "root": "."},
     "granularity": "function",
     "max_bytes": 4096,
     "huge": "chunk",
@@ -236,7 +237,7 @@ def index(tmp_path_factory):
     """HumanEval's first five problems, ingested and indexed."""
     work = tmp_path_factory.mktemp("index")
     ingest_benchmark("humaneval", {"format": "humaneval", "limit": 5}, work / "bench.parquet")
-    build_index(work / "bench.parquet", SCAN, work / "index.parquet")
+    build_index("t", (work / "bench.parquet",), scan_slice(SCAN), work / "index.parquet")
     return work
 
 
@@ -246,13 +247,12 @@ def scan(index, tmp, source, parts=1, **settings):
     for part in range(parts):
         pairs_out, accounting_out = Path(tmp, f"pairs-{part}.parquet"), Path(tmp, f"accounting-{part}.parquet")
         scan_shard(
+            "t",
             index / "index.parquet",
-            index / "bench.parquet",
-            source,
+            (index / "bench.parquet",),
+            scan_slice({**SCAN, **settings, "corpus": source}),
             part,
             parts,
-            [],
-            {**SCAN, **settings},
             pairs_out,
             accounting_out,
         )

@@ -18,6 +18,7 @@ from leaktrace.data.benchmarks import PRESETS, load_benchmark
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.data.samples import BenchmarkSample, document, not_runnable
 from leaktrace.errors import InputError
+from leaktrace.leakage.settings import scan_slice
 from leaktrace.settings.function_filter import FunctionFilterSettings
 from leaktrace.stages.function_filter import filter_functions
 from leaktrace.stages.ingest import BENCHMARK_SCHEMA, GENERIC_BENCHMARK_SCHEMA, ingest_benchmark
@@ -578,8 +579,8 @@ def test_a_huggingface_benchmark_from_local_files(tmp_path):
 # --- kinds through the scan, and the stages that refuse them ---
 
 SCAN = {
-    "name": "t",
     "benchmark": "b",
+    "corpus": {"kind": "files", "root": "."},
     "granularity": "function",
     "min_tokens": 5,
     "max_bytes": 1_000_000,
@@ -596,26 +597,25 @@ def scan_files(tmp_path, settings, files):
     for name, text in files.items():
         (root / name).write_text(text)
     ingest_benchmark("b", settings, tmp_path / "b.parquet")
-    build_index(tmp_path / "b.parquet", SCAN, tmp_path / "index.parquet")
-    source = {"kind": "files", "root": str(root), "glob": "*"}
+    scan = scan_slice({**SCAN, "corpus": {"kind": "files", "root": str(root), "glob": "*"}})
+    build_index("t", (tmp_path / "b.parquet",), scan, tmp_path / "index.parquet")
     scan_shard(
+        "t",
         tmp_path / "index.parquet",
-        tmp_path / "b.parquet",
-        source,
+        (tmp_path / "b.parquet",),
+        scan,
         0,
         1,
-        [],
-        {**SCAN, "corpus": source},
         tmp_path / "pairs.parquet",
         tmp_path / "accounting.parquet",
     )
     gather(
+        "t",
         tmp_path / "index.parquet",
-        tmp_path / "b.parquet",
-        [tmp_path / "pairs.parquet"],
-        [tmp_path / "accounting.parquet"],
-        {**SCAN, "corpus": source},
-        None,
+        {"b": tmp_path / "b.parquet"},
+        (tmp_path / "pairs.parquet",),
+        (tmp_path / "accounting.parquet",),
+        scan,
         tmp_path / "out",
     )
     return read_records(tmp_path / "out" / "pairs.parquet")
@@ -744,32 +744,26 @@ def test_one_pass_over_the_corpus_for_several_benchmarks(tmp_path):
     root.mkdir()
     (root / "copied.py").write_text(he[1]["code"])
     (root / "Maths.java").write_text("class Maths {\n" + JAVA + "}\n")
-    settings = {
-        **SCAN,
-        "name": "all",
-        "benchmarks": ["humaneval", "funcs"],
-        "corpus": {"kind": "files", "root": str(root), "glob": "*"},
-    }
-    tables = [tmp_path / "humaneval.parquet", tmp_path / "funcs.parquet"]
-    build_index(tables, settings, tmp_path / "index.parquet")
+    settings = scan_slice({**SCAN, "corpus": {"kind": "files", "root": str(root), "glob": "*"}})
+    tables = {"humaneval": tmp_path / "humaneval.parquet", "funcs": tmp_path / "funcs.parquet"}
+    build_index("all", tuple(tables.values()), settings, tmp_path / "index.parquet")
     scan_shard(
+        "all",
         tmp_path / "index.parquet",
-        tables,
-        settings["corpus"],
+        tuple(tables.values()),
+        settings,
         0,
         1,
-        [],
-        settings,
         tmp_path / "p.parquet",
         tmp_path / "a.parquet",
     )
     gather(
+        "all",
         tmp_path / "index.parquet",
         tables,
-        [tmp_path / "p.parquet"],
-        [tmp_path / "a.parquet"],
+        (tmp_path / "p.parquet",),
+        (tmp_path / "a.parquet",),
         settings,
-        None,
         tmp_path / "out",
     )
     summary = read_records(tmp_path / "out" / "summary.parquet")

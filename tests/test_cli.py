@@ -3,9 +3,12 @@ message that names the file and the record, not a traceback."""
 
 import gzip
 import json
+from dataclasses import asdict
 
 import pytest
 from helpers import assert_one_line_error, run_cli
+
+from leaktrace.leakage.settings import scan_slice
 
 
 def ingest(benchmark, output):
@@ -83,10 +86,15 @@ def test_a_scan_of_a_missing_corpus_root_is_one_line_on_stderr(tmp_path):
     bench = tmp_path / "bench.jsonl"
     bench.write_text(json.dumps(GOOD) + "\n")
     assert ingest(bench, tmp_path / "bench.parquet").returncode == 0
-    settings = json.dumps(
-        {"benchmark": "b", "corpus": {"kind": "files", "root": str(tmp_path / "nowhere"), "glob": "*"}}
-    )
-    common = ["--scan", "s", "--benchmark", str(tmp_path / "bench.parquet"), "--settings", settings]
+    scan = scan_slice({"corpus": {"kind": "files", "root": str(tmp_path / "nowhere"), "glob": "*"}})
+    common = [
+        "--scan",
+        "s",
+        "--benchmark",
+        str(tmp_path / "bench.parquet"),
+        "--scan-settings",
+        json.dumps(asdict(scan)),
+    ]
     assert run_cli("leakage-index", *common, "--output", str(tmp_path / "index.parquet")).returncode == 0
     result = run_cli(
         "leakage-scan",

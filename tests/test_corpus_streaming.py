@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from leaktrace.artifacts import read_records
+from leaktrace.leakage.settings import scan_slice
 from leaktrace.leakage.sources import iter_source
 from leaktrace.stages.ingest import ingest_benchmark
 from leaktrace.stages.leakage import build_index, gather, scan_shard
@@ -113,7 +114,6 @@ def test_a_copy_in_a_streamed_shard_is_found_by_its_part(tmp_path):
         tmp_path / "b.parquet",
     )
     scan = {
-        "name": "t",
         "benchmark": "b",
         "granularity": "function",
         "min_tokens": 5,
@@ -123,22 +123,23 @@ def test_a_copy_in_a_streamed_shard_is_found_by_its_part(tmp_path):
         "language": "python",
         "corpus": source,
     }
-    build_index(tmp_path / "b.parquet", scan, tmp_path / "index.parquet")
+    scan = scan_slice(scan)
+    build_index("t", (tmp_path / "b.parquet",), scan, tmp_path / "index.parquet")
     outs = []
     for part in range(2):
         outs.append((tmp_path / f"pairs{part}.parquet", tmp_path / f"acc{part}.parquet"))
-        scan_shard(tmp_path / "index.parquet", tmp_path / "b.parquet", source, part, 2, [], scan, *outs[-1])
+        scan_shard("t", tmp_path / "index.parquet", (tmp_path / "b.parquet",), scan, part, 2, *outs[-1])
     per_part = [[p for p in read_records(pairs) if p["duplicate"]] for pairs, _ in outs]
     assert [len(p) for p in per_part] == [0, 1] and per_part[1][0]["location"].startswith("repo3/f1.py")
     documents = [sum(r["count"] for r in read_records(acc) if r["reason"] == "documents") for _, acc in outs]
     assert documents == [6, 6]
     gather(
+        "t",
         tmp_path / "index.parquet",
-        tmp_path / "b.parquet",
-        [o[0] for o in outs],
-        [o[1] for o in outs],
+        {"b": tmp_path / "b.parquet"},
+        tuple(o[0] for o in outs),
+        tuple(o[1] for o in outs),
         scan,
-        None,
         tmp_path / "out",
     )
     found = [

@@ -7,7 +7,7 @@ import json
 import random
 import sys
 import types
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import numpy as np
 import pyarrow as pa
@@ -22,7 +22,7 @@ from leaktrace.leakage import judge
 from leaktrace.leakage.execution import Executor
 from leaktrace.leakage.lsh import BandIndex, candidate_probability
 from leaktrace.leakage.minhash import MinHashScheme, Signer
-from leaktrace.leakage.settings import resolve
+from leaktrace.leakage.settings import resolve, scan_slice
 from leaktrace.leakage.sources import check_document, iter_source
 from leaktrace.leakage.tokens import (
     code_tokens,
@@ -34,6 +34,12 @@ from leaktrace.leakage.tokens import (
 from leaktrace.leakage.units import Unit, split_units, tree_sitter_parser, windows
 from leaktrace.leakage.verify import Verifier, VerifySettings
 from leaktrace.sandbox import SandboxLimits, isolation_level
+
+
+def _slice(scan: dict):
+    """A scan's slice with the schema's defaults (the corpus unused)."""
+    return scan_slice({"corpus": {"kind": "files", "root": "."}, **scan})
+
 
 HUMANEVAL = load_humaneval(shipped_humaneval_path(), "humaneval")
 LESSLEAK = MinHashScheme(tokenizer="lessleak", ngram=2, num_perm=256, hash="sha1", scheme="legacy", seed=42)
@@ -77,7 +83,7 @@ def test_signatures_equal_datasketch(scheme):
 
 
 def test_lessleak_preset_is_lessleaks_step():
-    s = resolve("ll", {"preset": "lessleak"})
+    s = resolve("ll", _slice({"preset": "lessleak"}))
     assert s.minhash == LESSLEAK and (s.bands, s.rows) == (25, 10) and s.verify.jaccard == 0.7
     # by hand: LessLeak hashes the UTF-8 of each space-joined 2-gram with sha1_hash32
     from datasketch.hashfunc import sha1_hash32
@@ -86,13 +92,13 @@ def test_lessleak_preset_is_lessleaks_step():
     m.update_batch([s.encode() for s in shingles(lessleak_tokens(TEXTS[0]), 2)])
     signer = Signer(LESSLEAK)
     assert np.array_equal(signer.signatures([signer.shingle_hashes(TEXTS[0])[1]])[0], m.hashvalues)
-    assert resolve("d", {}).bands * resolve("d", {}).rows == 128
+    assert resolve("d", _slice({})).bands * resolve("d", _slice({})).rows == 128
 
 
 def test_band_index_equals_minhashlsh_and_recalls_planted_duplicates():
     scheme = MinHashScheme()
     signer = Signer(scheme)
-    s = resolve("d", {})
+    s = resolve("d", _slice({}))
     bench = [h.code for h in HUMANEVAL[:60]]
     bsigs = signer.signatures([signer.shingle_hashes(t)[1] for t in bench])
     index = BandIndex(s.bands, s.rows)
@@ -192,7 +198,7 @@ def test_no_two_humaneval_problems_are_duplicates_once_their_tests_run(model, lo
     those rules (6 are duplicates to the learned verifier); with the
     benchmark's tests in the sandbox the corpus code fails them and none is
     a duplicate."""
-    settings = replace(resolve("s", {}).verify, model=model)
+    settings = replace(resolve("s", _slice({})).verify, model=model)
     v = Verifier(settings)
     sides = [v.side(s.code, "python") for s in HUMANEVAL[:80]]
     found = [(i, j) for i in range(80) for j in range(i + 1, 80) if v.verify(sides[i], sides[j]).duplicate]
@@ -338,19 +344,13 @@ def test_huggingface_source_with_a_fake_datasets_module(monkeypatch):
     assert calls["strategy"] == "shards"  # whole files per part, never every file read by every part
 
 
-def test_bad_config_and_bad_input_are_clear(tmp_path, caplog):
+def test_bad_config_and_bad_input_are_clear(tmp_path, caplog, capsys):
     with pytest.raises(ValueError, match="scan 'x'.*rolling64 is defined on the `code` tokenizer"):
-        resolve("x", {"tokenizer": "lessleak"})
+        resolve("x", _slice({"tokenizer": "lessleak"}))
     with pytest.raises(ValueError, match="scan 'x'.*bands and lsh.rows"):
-        resolve("x", {"lsh": {"bands": 4}})
-    settings = json.dumps(
-        {
-            "benchmark": "humaneval",
-            "corpus": {"kind": "corpus", "name": "c"},
-            "num_perm": 64,
-            "lsh": {"bands": 40, "rows": 4},
-        }
-    )
+        resolve("x", _slice({"lsh": {"bands": 4}}))
+    scan = {"corpus": {"kind": "corpus", "name": "c"}, "num_perm": 64, "lsh": {"bands": 40, "rows": 4}}
+    settings = json.dumps(asdict(scan_slice(scan)))
     assert (
         cli(
             [
@@ -359,7 +359,7 @@ def test_bad_config_and_bad_input_are_clear(tmp_path, caplog):
                 "x",
                 "--benchmark",
                 str(tmp_path / "b.parquet"),
-                "--settings",
+                "--scan-settings",
                 settings,
                 "--output",
                 str(tmp_path / "i.parquet"),
@@ -368,6 +368,13 @@ def test_bad_config_and_bad_input_are_clear(tmp_path, caplog):
         == 2
     )
     assert "scan 'x'" in caplog.text and "fit in num_perm 64" in caplog.text
+    settings = json.loads(settings)
+    del settings["max_bytes"]
+    with pytest.raises(SystemExit) as stopped:
+        cli(["leakage-index", "--scan", "x", "--benchmark", "b.parquet", "--scan-settings", json.dumps(settings)]
+            + ["--output", str(tmp_path / "i.parquet")])  # fmt: skip
+    assert stopped.value.code == 2
+    assert "config leakage.scans.<name>.max_bytes: missing" in capsys.readouterr().err
 
 
 def test_llm_judge_with_a_fake_model():
@@ -387,3 +394,28 @@ def test_llm_judge_with_a_fake_model():
     assert "def f(): pass" in prompt and "def g(): pass" in prompt and "x.py" in prompt and model.seen[0][1] == 8
     assert judge.judge_pair(Fake("Label: related_not_duplicate"), template, "a", "b", "l").duplicate is False
     assert judge.judge_pair(Fake("I cannot tell"), template, "a", "b", "l").label == "unparsed"
+
+
+def test_every_shipped_scan_reads_as_the_slice_its_rule_passes():
+    """A rule's --scan-settings (slice_from_config over the schema-filled
+    config) reads back as ScanSlice and resolves; scan_slice fills a scan's
+    keys as the schema does."""
+    import copy
+    from pathlib import Path
+
+    import yaml
+    from snakemake.utils import validate
+
+    from leaktrace.config_slice import read_slice, slice_from_config
+    from leaktrace.settings.leakage import ScanSlice
+
+    root = Path(__file__).resolve().parents[1]
+    raw = yaml.safe_load((root / "config" / "config.yaml").read_text())
+    config = copy.deepcopy(raw)
+    validate(config, str(root / "config" / "schema.yaml"))
+    assert config["leakage"]["scans"]
+    for name, scan in raw["leakage"]["scans"].items():
+        passed = json.loads(json.dumps(slice_from_config(ScanSlice, config, f"leakage.scans.{name}")))
+        settings = read_slice(ScanSlice, passed, f"leakage.scans.{name}")
+        assert settings == scan_slice(scan, name)
+        assert resolve(name, settings).name == name

@@ -8,6 +8,8 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from leaktrace.evaluate.leak_detection import balanced, leak_detection_rows, precision_at_k
+from leaktrace.settings.leakage_rq3 import Rq3Settings
+from leaktrace.settings.leakage_rq4 import Rq4RankingSettings, Rq4Settings
 from leaktrace.stages.leakage_rq4 import rq4
 
 
@@ -84,7 +86,7 @@ def test_stage_uses_the_scan_labels_and_only_the_evaluated_samples(tmp_path):
     scores = _scores({"loss": loss, "zlib": {i: -v for i, v in loss.items()}})
     for model in ("reference", "target-r5-s0-e1"):
         pq.write_table(pa.Table.from_pylist(scores), tmp_path / f"{model}.parquet")
-    settings = {"top_k": [2, 4, 8, 10], "bootstrap_resamples": 50}
+    settings = Rq4Settings(top_k=(2, 4, 8, 10), bootstrap_resamples=50)
     out, md = tmp_path / "rq4.parquet", tmp_path / "rq4.md"
     rq4(
         "training-mix",
@@ -121,7 +123,7 @@ def test_stage_with_one_class_writes_no_figures(tmp_path):
         tmp_path / "pairs.parquet",
         tmp_path / "samples.parquet",
         {"reference": tmp_path / "s.parquet"},
-        {"top_k": [2], "bootstrap_resamples": 10},
+        Rq4Settings(top_k=(2,), bootstrap_resamples=10),
         0,
         tmp_path / "o.parquet",
         tmp_path / "o.md",
@@ -224,7 +226,7 @@ def test_rq3_runs_the_tiny_model_in_the_sandbox_and_splits_by_the_scan(tmp_path)
         "humaneval",
         tmp_path / "pairs.parquet",
         {"reference": tmp_path / "fixed.parquet"},
-        {"k": [1, 5], "n": 2, "temperature": 0.8, "bootstrap_resamples": 20},
+        Rq3Settings(k=(1, 5), n=2, temperature=0.8, bootstrap_resamples=20),
         0,
         tmp_path / "rq3.parquet",
         tmp_path / "rq3.md",
@@ -579,10 +581,10 @@ def test_rq4_ranking_on_hand_perplexities(tmp_path):
     ids, leaked, counts = ranking_population({"m": _ppl_rows("m", losses, digests)}, {"a/0", "a/1", "b/0"}, None, 0)
     assert counts == {"scored": 6, "leaked_scored": 3, "distinct": 5, "leaked_distinct": 2, "balanced": 4}
     assert leaked == {"a/0", "a/1"} and len(ids) == 4
-    settings = {"size": None, "top_k": [1, 2, 4, 100], "bootstrap_resamples": 50}
+    settings = Rq4RankingSettings(size=None, top_k=(1, 2, 4, 100), bootstrap_resamples=50)
     rq4_ranking(
         "s",
-        ["a", "b"],
+        ("a", "b"),
         tmp_path / "pairs.parquet",
         {"m": tmp_path / "m.parquet"},
         settings,
@@ -655,10 +657,10 @@ def test_rq4_perplexity_runs_the_tiny_model_over_pooled_benchmarks(tmp_path):
     _write(tmp_path / "pairs.parquet", {"sample_id": ["a/0", "b/1", "b/2"], "duplicate": [True, True, True]})
     rq4_ranking(
         "s",
-        ["a", "b"],
+        ("a", "b"),
         tmp_path / "pairs.parquet",
         {"reference": tmp_path / "ppl.parquet"},
-        {"size": 1300, "top_k": [1, 3, 6, 7], "bootstrap_resamples": 20},
+        Rq4RankingSettings(size=1300, top_k=(1, 3, 6, 7), bootstrap_resamples=20),
         0,
         tmp_path / "rq4.parquet",
         tmp_path / "rq4.md",

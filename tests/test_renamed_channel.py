@@ -16,9 +16,15 @@ from leaktrace.data.corpora import iter_stdlib_code
 from leaktrace.leakage import kernels
 from leaktrace.leakage.minhash import MinHashScheme, Signer
 from leaktrace.leakage.renamed import _strip, normalised_code, normalised_shingle_hashes
-from leaktrace.leakage.settings import resolve
+from leaktrace.leakage.settings import resolve, scan_slice
 from leaktrace.stages.ingest import GENERIC_BENCHMARK_SCHEMA
 from leaktrace.stages.leakage import build_index, gather, scan_shard
+
+
+def _slice(scan: dict):
+    """A scan's slice with the schema's defaults (the corpus unused)."""
+    return scan_slice({"corpus": {"kind": "files", "root": "."}, **scan})
+
 
 DIGIT_SUM = (
     "def digit_sum(number):\n    total = 0\n    while number:\n        number, digit = divmod(number, 10)\n"
@@ -89,32 +95,21 @@ def _scan(tmp_path, renamed):
     corpus = tmp_path / "corpus"
     corpus.mkdir(exist_ok=True)
     (corpus / "numbers.py").write_text("def clamp(v, lo, hi):\n    return max(lo, min(hi, v))\n\n\n" + RENAMED)
-    settings = {
-        "name": "s",
-        "benchmark": "b",
-        "corpus": {"kind": "files", "root": str(corpus), "glob": "*.py"},
-        "renamed": renamed,
-    }
+    settings = scan_slice(
+        {"benchmark": "b", "corpus": {"kind": "files", "root": str(corpus), "glob": "*.py"}, "renamed": renamed}
+    )
     out = tmp_path / ("on" if renamed else "off")
-    build_index(tmp_path / "b.parquet", settings, out / "index.parquet")
+    build_index("s", (tmp_path / "b.parquet",), settings, out / "index.parquet")
     scan_shard(
-        out / "index.parquet",
-        tmp_path / "b.parquet",
-        settings["corpus"],
-        0,
-        1,
-        [],
-        settings,
-        out / "p.parquet",
-        out / "a.parquet",
+        "s", out / "index.parquet", (tmp_path / "b.parquet",), settings, 0, 1, out / "p.parquet", out / "a.parquet"
     )
     gather(
+        "s",
         out / "index.parquet",
-        tmp_path / "b.parquet",
-        [out / "p.parquet"],
-        [out / "a.parquet"],
+        {"b": tmp_path / "b.parquet"},
+        (out / "p.parquet",),
+        (out / "a.parquet",),
         settings,
-        None,
         out / "g",
     )
     return read_records(out / "g" / "pairs.parquet"), read_records(out / "index.parquet")
@@ -129,6 +124,6 @@ def test_a_renamed_copy_of_a_short_function_is_found_at_the_default_settings(tmp
 
 
 def test_the_lessleak_preset_has_the_raw_channel_only():
-    assert resolve("x", {}).renamed and not resolve("x", {"preset": "lessleak"}).renamed
-    assert resolve("x", {"preset": "lessleak", "renamed": True}).renamed
-    assert "identifier-normalised" in resolve("x", {}).describe()
+    assert resolve("x", _slice({})).renamed and not resolve("x", _slice({"preset": "lessleak"})).renamed
+    assert resolve("x", _slice({"preset": "lessleak", "renamed": True})).renamed
+    assert "identifier-normalised" in resolve("x", _slice({})).describe()

@@ -4,6 +4,9 @@ the judge's labels, and bad settings."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -12,7 +15,6 @@ from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.leakage.rephrase import (
     HFEmbedder,
-    RephraseSettings,
     TfidfEmbedder,
     TopK,
     features,
@@ -20,9 +22,10 @@ from leaktrace.leakage.rephrase import (
     rephrase_settings,
     subtokens,
 )
-from leaktrace.leakage.settings import resolve
+from leaktrace.leakage.settings import resolve, scan_slice
+from leaktrace.settings.leakage import RephraseSettings
 from leaktrace.stages.ingest import BENCHMARK_SCHEMA
-from leaktrace.stages.leakage_rephrase import rephrase_gather, rephrase_shard
+from leaktrace.stages.leakage_rephrase import gather_candidates, rephrase_gather, rephrase_shard
 
 HUMANEVAL_0 = '''from typing import List
 
@@ -177,7 +180,11 @@ def test_stand_in_needs_its_fit_and_an_unrelated_text_scores_zero_on_disjoint_fe
 
 
 def test_hf_embedder_on_the_tiny_model(tiny_model_dir):
-    settings = rephrase_settings("s", {"rephrase": {"enabled": True, "embedder": "hf", "model": str(tiny_model_dir)}})
+    scan = {
+        "corpus": {"kind": "files", "root": "."},
+        "rephrase": {"enabled": True, "embedder": "hf", "model": str(tiny_model_dir)},
+    }
+    settings = rephrase_settings("s", scan_slice(scan).rephrase)
     embedder = HFEmbedder(settings)
     texts = ["def f(x):\n    return x + 1\n", "x = 1", "for i in range(10):\n    print(i * i)\n" * 3]
     vectors = embedder.embed(texts, ["python"] * 3)
@@ -245,15 +252,10 @@ def shard(tmp_path):
     (root / "copy.py").write_text(REPHRASED)
     for i, text in enumerate(UNRELATED):
         (root / f"lib{i}.py").write_text(text)
-    settings = {
-        "name": "toy",
-        "benchmark": "humaneval",
-        "corpus": {"kind": "files", "root": str(root), "glob": "**/*.py"},
-        "rephrase": {"enabled": True, "top_k": 2},
-    }
-    rephrase_shard(
-        [tmp_path / "bench.parquet"], settings["corpus"], 0, 1, [], settings, None, tmp_path / "part.parquet"
+    settings = scan_slice(
+        {"corpus": {"kind": "files", "root": str(root), "glob": "**/*.py"}, "rephrase": {"enabled": True, "top_k": 2}}
     )
+    rephrase_shard("toy", (tmp_path / "bench.parquet",), settings, 0, 1, tmp_path / "part.parquet")
     return tmp_path / "bench.parquet", settings, tmp_path / "part.parquet"
 
 
@@ -263,7 +265,7 @@ def shard(tmp_path):
 def test_the_judge_makes_candidates_rephrase_leaks_or_not(shard, tmp_path, answer, duplicate, leak):
     bench, settings, part = shard
     judge = FakeJudge(answer)
-    rephrase_gather([bench], [part], settings, tmp_path / "r.parquet", tmp_path / "r.md", judge_model=judge)
+    gather_candidates("toy", (bench,), (part,), settings, tmp_path / "r.parquet", tmp_path / "r.md", judge_model=judge)
     rows = read_records(tmp_path / "r.parquet")
     assert judge.calls == 2 and len(rows) == 2
     assert rows[0]["location"].endswith("copy.py") and rows[0]["rank"] == 1 and rows[0]["channel"] == "rephrase"
@@ -273,7 +275,7 @@ def test_the_judge_makes_candidates_rephrase_leaks_or_not(shard, tmp_path, answe
 
 def test_without_a_judge_candidates_stay_unverified(shard, tmp_path):
     bench, settings, part = shard
-    rephrase_gather([bench], [part], settings, tmp_path / "r.parquet", tmp_path / "r.md")
+    rephrase_gather("toy", (bench,), (part,), settings, tmp_path / "r.parquet", tmp_path / "r.md")
     rows = read_records(tmp_path / "r.parquet")
     assert [r["rank"] for r in rows] == [1, 2] and rows[0]["similarity"] > rows[1]["similarity"]
     assert all(r["judge_label"] is None and r["duplicate"] is None and r["leak"] is None for r in rows)
@@ -303,7 +305,7 @@ def test_rephrase_shard_leaves_out_units_the_other_channels_call_duplicates(shar
         ),  # fmt: skip
         tmp_path / "pairs.parquet",
     )
-    rephrase_shard([bench], settings["corpus"], 0, 1, [], settings, tmp_path / "pairs.parquet", tmp_path / "p.parquet")
+    rephrase_shard("toy", (bench,), settings, 0, 1, tmp_path / "p.parquet", pairs=tmp_path / "pairs.parquet")
     assert not any(r["location"].endswith("copy.py") for r in read_records(tmp_path / "p.parquet"))
 
 
@@ -312,28 +314,50 @@ def test_rephrase_shard_leaves_out_units_the_other_channels_call_duplicates(shar
     [
         ({"enabled": True, "embedder": "hf"}, "embedder hf needs a model"),
         ({"enabled": True, "top_k": 0}, "top_k must be an integer >= 1"),
-        ({"enabled": True, "embedder": "bert"}, "unknown embedder 'bert'"),
-        ({"enabled": True, "topk": 3}, r"unknown keys \['topk'\]"),
     ],
 )
 def test_bad_rephrase_settings_name_the_scan(rephrase, message):
     scan = {"benchmark": "humaneval", "corpus": {"kind": "files", "root": "."}, "rephrase": rephrase}
     with pytest.raises(ValueError, match=rf"leakage scan 'myscan': rephrase: {message}"):
-        resolve("myscan", scan)
+        resolve("myscan", scan_slice(scan, "myscan"))
+
+
+@pytest.mark.parametrize(
+    ("rephrase", "message"),
+    [
+        ({"enabled": True, "embedder": "bert"}, r"config myscan.rephrase.embedder: expected one of 'tfidf', 'hf'"),
+        ({"enabled": True, "topk": 3}, r"config myscan.rephrase: unknown keys \['topk'\]"),
+    ],
+)
+def test_a_rephrase_key_the_schema_does_not_allow_is_named(rephrase, message):
+    with pytest.raises(ValueError, match=message):
+        scan_slice({"corpus": {"kind": "files", "root": "."}, "rephrase": rephrase}, "myscan")
 
 
 def test_rephrase_is_off_by_default():
-    s = resolve("plain", {"benchmark": "humaneval", "corpus": {"kind": "files", "root": "."}})
-    assert s.rephrase == RephraseSettings() and not s.rephrase.enabled and "rephrase" not in s.describe()
+    s = resolve("plain", scan_slice({"benchmark": "humaneval", "corpus": {"kind": "files", "root": "."}}))
+    assert not s.rephrase.enabled and "rephrase" not in s.describe()
+    assert s.rephrase == RephraseSettings(
+        enabled=False,
+        embedder="tfidf",
+        model=None,
+        dtype="float32",
+        device="cpu",
+        batch_size=16,
+        max_length=512,
+        top_k=3,
+        judge=True,
+    )
 
 
 def test_cli_reports_bad_rephrase_settings_as_input_errors(tmp_path, caplog):
     from leaktrace.cli import main as cli
 
-    settings = '{"benchmark": "b", "corpus": {"kind": "files", "root": "."}, "rephrase": {"enabled": true, "top_k": 0}}'
+    scan = scan_slice({"corpus": {"kind": "files", "root": "."}, "rephrase": {"enabled": True, "top_k": 0}})
+    settings = json.dumps(asdict(scan))
     code = cli(
         ["leakage-rephrase-gather", "--scan", "myscan", "--benchmark", str(tmp_path / "b.parquet"), "--parts",
-         str(tmp_path / "p.parquet"), "--settings", settings, "--output", str(tmp_path / "o.parquet"),
+         str(tmp_path / "p.parquet"), "--scan-settings", settings, "--output", str(tmp_path / "o.parquet"),
          "--markdown", str(tmp_path / "o.md")]
     )  # fmt: skip
     assert code == 2

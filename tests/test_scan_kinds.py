@@ -9,6 +9,7 @@ import json
 import keyword
 import random
 import textwrap
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -16,10 +17,19 @@ import pytest
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.leakage.containment import ContainmentIndex, best_span, cut, hash_set, positional, shingle_set
-from leaktrace.leakage.settings import resolve
+from leaktrace.leakage.scan import scan_documents
+from leaktrace.leakage.settings import resolve, scan_slice
+from leaktrace.leakage.sources import iter_source
 from leaktrace.leakage.units import Unit, benchmark_parts
+from leaktrace.sandbox import SandboxLimits
 from leaktrace.stages.ingest import GENERIC_BENCHMARK_SCHEMA
 from leaktrace.stages.leakage import build_index, gather, scan_shard
+
+
+def _slice(scan: dict):
+    """A scan's slice with the schema's defaults (the corpus unused)."""
+    return scan_slice({"corpus": {"kind": "files", "root": "."}, **scan})
+
 
 HUMANEVAL = load_humaneval(shipped_humaneval_path(), "humaneval")
 # MBPP/1 as released: two module-level lines before its function
@@ -79,27 +89,19 @@ def _scan(tmp_path, samples, files, glob="**/*", **extra):
     for name, text in files.items():
         (corpus / name).parent.mkdir(parents=True, exist_ok=True)
         (corpus / name).write_text(text)
-    settings = {"name": "s", "benchmark": "b", "corpus": {"kind": "files", "root": str(corpus), "glob": glob}, **extra}
+    settings = scan_slice({"corpus": {"kind": "files", "root": str(corpus), "glob": glob}, **extra})
     out = tmp_path / "out"
-    build_index(tmp_path / "b.parquet", settings, out / "index.parquet")
+    build_index("s", (tmp_path / "b.parquet",), settings, out / "index.parquet")
     scan_shard(
-        out / "index.parquet",
-        tmp_path / "b.parquet",
-        settings["corpus"],
-        0,
-        1,
-        [],
-        settings,
-        out / "p.parquet",
-        out / "a.parquet",
+        "s", out / "index.parquet", (tmp_path / "b.parquet",), settings, 0, 1, out / "p.parquet", out / "a.parquet"
     )
     gather(
+        "s",
         out / "index.parquet",
-        tmp_path / "b.parquet",
-        [out / "p.parquet"],
-        [out / "a.parquet"],
+        {"b": tmp_path / "b.parquet"},
+        (out / "p.parquet",),
+        (out / "a.parquet",),
         settings,
-        None,
         out / "g",
     )
     return read_records(out / "g" / "pairs.parquet"), read_records(out / "g" / "summary.parquet")[0]
@@ -128,7 +130,7 @@ def test_containment_and_its_span_by_hand():
     with pytest.raises(ValueError, match="containment threshold"):
         ContainmentIndex([], [], 0)
     with pytest.raises(ValueError, match="containment_channel must be in"):
-        resolve("x", {"containment_channel": 1.5})
+        resolve("x", _slice({"containment_channel": 1.5}))
 
 
 def test_the_compiled_shingle_set_is_positionals():
@@ -193,29 +195,22 @@ def test_an_embedded_copy_is_found_with_its_span(tmp_path):
     # a dataset record: its id, its path and line, and the lines inside it
     out = tmp_path / "jsonl"
     out.mkdir()
-    settings = {
-        "name": "s",
-        "benchmark": "b",
-        "corpus": {
-            "kind": "jsonl",
-            "paths": [str(tmp_path / "corpus" / "data.jsonl")],
-            "content": "content",
-            "id": "id",
-        },
-    }
-    build_index(tmp_path / "b.parquet", settings, out / "index.parquet")
-    scan_shard(
-        out / "index.parquet",
-        tmp_path / "b.parquet",
-        settings["corpus"],
-        0,
-        1,
-        [],
-        settings,
-        out / "p.parquet",
-        out / "a.parquet",
+    settings = scan_slice(
+        {
+            "corpus": {
+                "kind": "jsonl",
+                "paths": [str(tmp_path / "corpus" / "data.jsonl")],
+                "content": "content",
+                "id": "id",
+            }
+        }
     )
-    found = [p for p in read_records(out / "p.parquet") if p["duplicate"]]
+    build_index("s", (tmp_path / "b.parquet",), settings, out / "index.parquet")
+    s, skips = resolve("s", settings), Counter()
+    documents = iter_source(dict(settings.corpus), 0, 1, [], skips, max_bytes=s.max_bytes, huge=s.huge)
+    bench = read_records(tmp_path / "b.parquet")
+    scanned = scan_documents(s, read_records(out / "index.parquet"), bench, documents, 0, skips, SandboxLimits())
+    found = [p for p in scanned.pairs if p["duplicate"]]
     assert [(p["doc_id"], p["location"].endswith("data.jsonl:2"), p["start_line"], p["end_line"]) for p in found] == [
         ("record-7", True, 43, 43 + copy.strip("\n").count("\n"))
     ]
@@ -251,9 +246,9 @@ def test_a_statement_only_copy_is_an_input_leak(tmp_path):
     assert readme["start_line"] == readme["end_line"] == 36 and readme["statement"] == 1.0, readme
     assert (summary["input_leaks"], summary["leaked_count"], summary["type1"]) == (2, 1, 0)
     # the lessleak preset reproduces LessLeak's scan: neither extra channel
-    assert resolve("x", {"preset": "lessleak"}).containment_channel is None
-    assert not resolve("x", {"preset": "lessleak"}).statement_channel
-    assert "problem-text channel" in resolve("x", {}).describe()
+    assert resolve("x", _slice({"preset": "lessleak"})).containment_channel is None
+    assert not resolve("x", _slice({"preset": "lessleak"})).statement_channel
+    assert "problem-text channel" in resolve("x", _slice({})).describe()
 
 
 def test_regression_the_channels_propose_nothing_in_unrelated_code(tmp_path):

@@ -12,7 +12,13 @@ import pytest
 
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.leakage.minhash import Signer
-from leaktrace.leakage.settings import resolve
+from leaktrace.leakage.settings import resolve, scan_slice
+
+
+def _slice(scan: dict):
+    """A scan's slice with the schema's defaults (the corpus unused)."""
+    return scan_slice({"corpus": {"kind": "files", "root": "."}, **scan})
+
 
 SMALL = 'def add(a, b):\n    """Sum of a and b."""\n    return a + b  # déjà €\n\nprint(add(1, 2))\n'
 
@@ -57,7 +63,7 @@ def _digest(a: np.ndarray, dtype: str) -> str:
 
 @pytest.mark.parametrize("preset", ["default", "lessleak"])
 def test_regression_signature_pinned_on_a_small_text(preset):
-    signer = Signer(resolve(preset, {"preset": preset}).minhash)
+    signer = Signer(resolve(preset, _slice({"preset": preset})).minhash)
     n_tokens, hashes = signer.shingle_hashes(SMALL)
     sig = signer.signatures([hashes])[0]
     tokens, unique, first_hashes, first_values, digest = PINNED_SMALL[preset]
@@ -74,7 +80,7 @@ def test_regression_signatures_pinned_on_a_batch(preset):
     branch), an empty text, one token, two tokens."""
     bench = [s.code for s in load_humaneval(shipped_humaneval_path(), "humaneval")]
     texts = bench[:40] + ["\n".join(bench), "", "x", "a b"]
-    signer = Signer(resolve(preset, {"preset": preset}).minhash)
+    signer = Signer(resolve(preset, _slice({"preset": preset})).minhash)
     pairs = [signer.shingle_hashes(t) for t in texts]
     sigs = signer.signatures([h for _, h in pairs])
     unique, sig_digest, hash_digest, tokens = PINNED_BATCH[preset]

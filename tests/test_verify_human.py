@@ -21,10 +21,16 @@ from leaktrace.leakage.lexer import lex, lex_columns
 from leaktrace.leakage.lsh import band_keys
 from leaktrace.leakage.minhash import Signer
 from leaktrace.leakage.pairs import settings_for
-from leaktrace.leakage.settings import resolve
+from leaktrace.leakage.settings import resolve, scan_slice
 from leaktrace.leakage.statement import split_prose
 from leaktrace.leakage.verify import Verifier
 from leaktrace.stages.train_verifier import labels_and_groups, read_labelled, train_verifier
+
+
+def _slice(scan: dict):
+    """A scan's slice with the schema's defaults (the corpus unused)."""
+    return scan_slice({"corpus": {"kind": "files", "root": "."}, **scan})
+
 
 DEV = combiner.SHIPPED.parent / "lessleak-human-pairs-dev.jsonl.gz"
 
@@ -289,7 +295,7 @@ def _optimal_bands(threshold: float, num_perm: int) -> tuple[int, int]:
 
 
 def test_lessleak_preset_signatures_are_the_released_scripts():
-    s = resolve("ll", {"preset": "lessleak"})
+    s = resolve("ll", _slice({"preset": "lessleak"}))
     texts = [BODY, APACHE, "x", "", "a b", "déjà vu = f(x)  # ünï\n", strip_boilerplate(APACHE) + "int x;"]
     signer = Signer(s.minhash)
     sigs = signer.signatures([signer.shingle_hashes(t)[1] for t in texts])

@@ -40,6 +40,14 @@ STAGES: dict[str, str] = {
     "dpdllm-generations": "leaktrace.stages.dpdllm_veilprobe:dpdllm_generations",
     "fetch-model": "leaktrace.models.fetch:fetch_model",
     "filter-functions": "leaktrace.stages.function_filter:filter_functions",
+    "leakage-gather": "leaktrace.stages.leakage:gather",
+    "leakage-index": "leaktrace.stages.leakage:build_index",
+    "leakage-rephrase": "leaktrace.stages.leakage_rephrase:rephrase_shard",
+    "leakage-rephrase-gather": "leaktrace.stages.leakage_rephrase:rephrase_gather",
+    "leakage-rq3": "leaktrace.stages.leakage_rq3:rq3",
+    "leakage-rq4": "leaktrace.stages.leakage_rq4:rq4",
+    "leakage-rq4-ranking": "leaktrace.stages.leakage_rq4:rq4_ranking",
+    "leakage-scan": "leaktrace.stages.leakage:scan_shard",
     "lexicon": "leaktrace.stages.variants:build_lexicon",
     "llm-filter": "leaktrace.stages.counterfactual_llm_filter:llm_filter",
     "mix": "leaktrace.stages.train:make_mix",
@@ -262,118 +270,6 @@ def _audit_exchangeability(a):
     )
 
 
-# --- leakage scan (LessLeak-style): index the benchmark, scan corpus shards, gather ---
-SCAN = (("--scan",), {"required": True, "help": "the scan's name under leakage.scans"})
-
-
-def _scan_settings(a) -> dict:
-    """The scan's config slice with its name; a bad combination of settings is
-    bad input (exit 2) naming the scan."""
-    from leaktrace.leakage.settings import resolve
-
-    settings = {**a.settings, "name": a.scan}
-    try:
-        resolve(a.scan, settings)
-    except ValueError as err:
-        raise InputError("leakage settings", a.scan, str(err)) from None
-    return settings
-
-
-@command("leakage-index")
-@_args(SCAN, path("--benchmark", many=True), SETTINGS, path("--output"))
-def _leakage_index(a):
-    from leaktrace.stages.leakage import build_index
-
-    build_index(a.benchmark, _scan_settings(a), a.output)
-
-
-@command("leakage-scan")
-@_args(
-    SCAN,
-    path("--index"),
-    path("--benchmark", many=True),
-    SETTINGS,
-    (("--part",), {"type": int, "required": True}),
-    (("--parts",), {"type": int, "required": True}),
-    (("--input",), {"type": Path, "nargs": "*", "default": [], "help": "pipeline artifacts the source reads"}),
-    path("--pairs"),
-    path("--accounting"),
-)
-def _leakage_scan(a):
-    from leaktrace.stages.leakage import scan_shard
-
-    settings = _scan_settings(a)
-    scan_shard(a.index, a.benchmark, settings["corpus"], a.part, a.parts, a.input, settings, a.pairs, a.accounting)
-
-
-@command("leakage-gather")
-@_args(
-    SCAN,
-    path("--index"),
-    path("--benchmark", many=True),
-    (("--pairs",), {"type": Path, "nargs": "+", "required": True}),
-    (("--accounting",), {"type": Path, "nargs": "+", "required": True}),
-    SETTINGS,
-    path("--samples", required=False),
-    path("--output-dir"),
-)
-def _leakage_gather(a):
-    from leaktrace.stages.leakage import gather
-
-    gather(a.index, a.benchmark, a.pairs, a.accounting, _scan_settings(a), a.samples, a.output_dir)
-
-
-@command("leakage-rephrase")
-@_args(
-    SCAN,
-    path("--benchmark", many=True),
-    SETTINGS,
-    (("--part",), {"type": int, "required": True}),
-    (("--parts",), {"type": int, "required": True}),
-    (("--input",), {"type": Path, "nargs": "*", "default": [], "help": "pipeline artifacts the source reads"}),
-    (("--pairs",), {"type": Path, "required": True, "help": "the shard's pairs: their duplicates are left out"}),
-    path("--output"),
-)
-def _leakage_rephrase(a):
-    from leaktrace.stages.leakage_rephrase import rephrase_shard
-
-    settings = _scan_settings(a)
-    rephrase_shard(a.benchmark, settings["corpus"], a.part, a.parts, a.input, settings, a.pairs, a.output)
-
-
-@command("leakage-rephrase-gather")
-@_args(
-    SCAN,
-    path("--benchmark", many=True),
-    (("--parts",), {"type": Path, "nargs": "+", "required": True, "help": "the shards' rephrase candidates"}),
-    SETTINGS,
-    path("--output"),
-    path("--markdown"),
-)
-def _leakage_rephrase_gather(a):
-    from leaktrace.stages.leakage_rephrase import rephrase_gather
-
-    rephrase_gather(a.benchmark, a.parts, _scan_settings(a), a.output, a.markdown)
-
-
-@command("leakage-rq4")
-@_args(
-    SCAN,
-    (("--benchmark",), {"required": True, "help": "the scanned testbed benchmark's name"}),
-    path("--pairs"),
-    path("--samples"),
-    (("--scores",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
-    SETTINGS,
-    SEED,
-    path("--output"),
-    path("--markdown"),
-)
-def _leakage_rq4(a):
-    from leaktrace.stages.leakage_rq4 import rq4
-
-    rq4(a.scan, a.benchmark, a.pairs, a.samples, _named_paths(a.scores), a.settings, a.seed, a.output, a.markdown)
-
-
 @command("leakage-rq4-perplexity")
 @_args(
     (("--benchmarks",), {"nargs": "+", "required": True, "help": "NAME=PATH of every benchmark the scan read"}),
@@ -387,23 +283,6 @@ def _leakage_rq4_perplexity(a):
     from leaktrace.stages.leakage_rq4_perplexity import perplexities
 
     perplexities(_named_paths(a.benchmarks), a.model, _adapter(a), a.name, a.batch, a.output)
-
-
-@command("leakage-rq4-ranking")
-@_args(
-    SCAN,
-    path("--pairs"),
-    (("--benchmarks",), {"nargs": "+", "required": True, "help": "the scan's benchmarks"}),
-    (("--perplexity",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
-    SETTINGS,
-    SEED,
-    path("--output"),
-    path("--markdown"),
-)
-def _leakage_rq4_ranking(a):
-    from leaktrace.stages.leakage_rq4 import rq4_ranking
-
-    rq4_ranking(a.scan, a.benchmarks, a.pairs, _named_paths(a.perplexity), a.settings, a.seed, a.output, a.markdown)
 
 
 @command("leakage-rq3-runs")
@@ -434,23 +313,6 @@ def _leakage_rq3_runs(a):
         generator=a.generator,
         cache_dir=a.cache_dir,
     )
-
-
-@command("leakage-rq3")
-@_args(
-    SCAN,
-    (("--benchmark",), {"required": True, "help": "the benchmark's name"}),
-    path("--pairs"),
-    (("--runs",), {"nargs": "+", "required": True, "help": "MODEL=PATH"}),
-    SETTINGS,
-    SEED,
-    path("--output"),
-    path("--markdown"),
-)
-def _leakage_rq3(a):
-    from leaktrace.stages.leakage_rq3 import rq3
-
-    rq3(a.scan, a.benchmark, a.pairs, _named_paths(a.runs), a.settings, a.seed, a.output, a.markdown)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -66,6 +66,7 @@ import numpy as np
 from scipy import sparse
 
 from leaktrace.leakage.lexer import keywords_for, lex
+from leaktrace.settings.leakage import RephraseSettings
 
 EMBEDDERS = ("tfidf", "hf")
 DECIMALS = 6  # similarities are compared rounded, so ties do not hang on float summation order
@@ -78,46 +79,19 @@ PROSE_WORDS = 4  # string literals of this many words or more (docstrings, messa
 # --- settings ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RephraseSettings:
-    """``leakage.scans.<name>.rephrase`` (config/schema.yaml)."""
-
-    enabled: bool = False
-    embedder: str = "tfidf"
-    model: str | None = None  # the hf embedder's model (hub id or path)
-    dtype: str = "float32"
-    device: str = "cpu"
-    batch_size: int = 16  # texts per forward pass (hf)
-    max_length: int | None = 512  # tokens per text at most (hf; the model's context applies in any case)
-    top_k: int = 3
-    judge: bool = True  # ask the scan's judge (leakage.scans.<name>.judge) about the top-k when it names a model
-
-
-def rephrase_settings(name: str, scan: dict) -> RephraseSettings:
+def rephrase_settings(name: str, settings: RephraseSettings) -> RephraseSettings:
     """The scan's rephrase settings, checked: a bad value is an error naming the scan."""
-    given = scan.get("rephrase") or {}
-    known = set(RephraseSettings.__dataclass_fields__)
-
-    def bad(message: str) -> ValueError:
-        return ValueError(f"leakage scan {name!r}: rephrase: {message}")
-
-    if not isinstance(given, dict):
-        raise bad(f"expected a mapping, got {given!r}")
-    unknown = sorted(set(given) - known)
-    if unknown:
-        raise bad(f"unknown keys {unknown}; known: {', '.join(sorted(known))}")
-    s = RephraseSettings(**{k: v for k, v in given.items() if v is not None or k in ("model", "max_length")})
-    if s.embedder not in EMBEDDERS:
-        raise bad(f"unknown embedder {s.embedder!r}; known: {', '.join(EMBEDDERS)}")
-    if s.embedder == "hf" and not s.model:
-        raise bad("embedder hf needs a model (a hub id or a local path)")
-    if isinstance(s.top_k, bool) or not isinstance(s.top_k, int) or s.top_k < 1:
-        raise bad(f"top_k must be an integer >= 1, got {s.top_k!r}")
-    if isinstance(s.batch_size, bool) or not isinstance(s.batch_size, int) or s.batch_size < 1:
-        raise bad(f"batch_size must be an integer >= 1, got {s.batch_size!r}")
-    if s.max_length is not None and (not isinstance(s.max_length, int) or s.max_length < 2):
-        raise bad(f"max_length must be an integer >= 2 or null, got {s.max_length!r}")
-    return s
+    if settings.embedder not in EMBEDDERS:
+        raise ValueError(
+            f"leakage scan {name!r}: rephrase: unknown embedder {settings.embedder!r}; known: {', '.join(EMBEDDERS)}"
+        )
+    if settings.embedder == "hf" and not settings.model:
+        raise ValueError(f"leakage scan {name!r}: rephrase: embedder hf needs a model (a hub id or a local path)")
+    for key, least in (("top_k", 1), ("batch_size", 1), ("max_length", 2)):
+        value = getattr(settings, key)
+        if value is not None and value < least:
+            raise ValueError(f"leakage scan {name!r}: rephrase: {key} must be an integer >= {least}, got {value}")
+    return settings
 
 
 # --- embedders --------------------------------------------------------------------------------

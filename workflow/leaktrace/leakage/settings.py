@@ -1,15 +1,27 @@
 """A scan's settings: a preset (``default`` or ``lessleak``) overridden key by
-key by the config, checked once, with a clear error naming the scan."""
+key by the scan's config slice (:class:`~leaktrace.settings.leakage.ScanSlice`,
+whose null keys take the preset's value), checked once, with a clear error
+naming the scan.
+
+A preset is a method: its values (the LSH threshold the banding is chosen
+for, the shingles, the verifier's thresholds) are the parameters that define
+it, here once; the config's defaults (``config/schema.yaml``) leave every
+scheme key null, so a scan is its preset unless it says otherwise."""
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from leaktrace.config_slice import read_slice
+from leaktrace.errors import InputError
 from leaktrace.leakage.lsh import choose_bands
 from leaktrace.leakage.minhash import MinHashScheme
-from leaktrace.leakage.rephrase import RephraseSettings, rephrase_settings
+from leaktrace.leakage.rephrase import rephrase_settings
 from leaktrace.leakage.units import GRANULARITIES
 from leaktrace.leakage.verify import VerifySettings
+from leaktrace.settings.leakage import RephraseSettings, ScanSlice
 
 # The verifier: the learned one shipped in resources/verify (chosen on
 # LessLeak-Bench's human labels, benchmarks/verify_human_labels.py, docs/methods/verification.md);
@@ -88,10 +100,12 @@ class ScanSettings:
     huge: str
     language: str
     batch_size: int
-    renamed: bool = False  # the identifier-normalised candidate channel (leakage/renamed.py)
-    containment_channel: float | None = None  # the windowed-containment channel's threshold (leakage/containment.py)
-    statement_channel: bool = False  # the problem-text channel (input leaks)
-    rephrase: RephraseSettings = RephraseSettings()  # the rephrase channel (leakage/rephrase.py; off by default)
+    renamed: bool  # the identifier-normalised candidate channel (leakage/renamed.py)
+    containment_channel: (
+        float | None
+    )  # the windowed-containment channel's threshold (leakage/containment.py); None: off
+    statement_channel: bool  # the problem-text channel (input leaks)
+    rephrase: RephraseSettings  # the rephrase channel (leakage/rephrase.py)
 
     def describe(self) -> str:
         channels = ", raw and identifier-normalised channels" if self.renamed else ""
@@ -104,17 +118,15 @@ class ScanSettings:
         return f"{self.minhash.describe()}, LSH {self.bands} x {self.rows}{channels}, {self.granularity} granularity"
 
 
-def resolve(name: str, scan: dict) -> ScanSettings:
-    preset_name = scan.get("preset") or "default"
-    if preset_name not in PRESETS:
-        raise ValueError(f"leakage scan {name!r}: unknown preset {preset_name!r}; known: {', '.join(PRESETS)}")
-    preset = PRESETS[preset_name]
+def resolve(name: str, scan: ScanSlice) -> ScanSettings:
+    """Scan ``name``'s settings: its preset, each scheme key of ``scan`` that is not null in its place."""
+    preset = PRESETS[scan.preset]
 
     def pick(key: str, sub: str | None = None):
         if sub is None:
-            value = scan.get(key)
+            value = getattr(scan, key)
             return preset[key] if value is None else value
-        value = (scan.get(key) or {}).get(sub)
+        value = getattr(getattr(scan, key), sub)
         return preset[key][sub] if value is None else value
 
     try:
@@ -126,14 +138,14 @@ def resolve(name: str, scan: dict) -> ScanSettings:
             scheme=pick("scheme"),
             seed=pick("seed"),
         )
-        lsh = scan.get("lsh") or {}
-        explicit = lsh.get("bands") is not None or lsh.get("rows") is not None
-        threshold_given = lsh.get("threshold") is not None
+        lsh = scan.lsh
+        explicit = lsh.bands is not None or lsh.rows is not None
+        threshold_given = lsh.threshold is not None
         bands, rows = choose_bands(
             minhash.num_perm,
             pick("lsh", "threshold"),
-            lsh.get("bands") if explicit or threshold_given else preset["lsh"]["bands"],
-            lsh.get("rows") if explicit or threshold_given else preset["lsh"]["rows"],
+            lsh.bands if explicit or threshold_given else preset["lsh"]["bands"],
+            lsh.rows if explicit or threshold_given else preset["lsh"]["rows"],
             pick("lsh", "false_negative_weight"),
         )
         verify = VerifySettings(
@@ -153,22 +165,54 @@ def resolve(name: str, scan: dict) -> ScanSettings:
             raise ValueError(f"unknown granularity {granularity!r}; known: {', '.join(GRANULARITIES)}")
     except ValueError as err:
         raise ValueError(f"leakage scan {name!r}: {err}") from None
-    rephrase = rephrase_settings(name, scan)  # its errors name the scan already
+    rephrase = rephrase_settings(name, scan.rephrase)  # its errors name the scan already
     return ScanSettings(
         name=name,
-        preset=preset_name,
+        preset=scan.preset,
         minhash=minhash,
         bands=bands,
         rows=rows,
         verify=verify,
         granularity=granularity,
         min_tokens=pick("min_tokens"),
-        max_bytes=scan.get("max_bytes", 1_000_000),
-        huge=scan.get("huge", "chunk"),
-        language=scan.get("language", "python"),
-        batch_size=scan.get("batch_size", 256),
+        max_bytes=scan.max_bytes,
+        huge=scan.huge,
+        language=scan.language,
+        batch_size=scan.batch_size,
         renamed=bool(pick("renamed")),
         containment_channel=containment_channel,
         statement_channel=bool(pick("statement_channel")),
         rephrase=rephrase,
     )
+
+
+def resolved(name: str, scan: ScanSlice) -> ScanSettings:
+    """:func:`resolve` at a stage's entry: a bad combination of keys is bad input (exit 2) naming the scan."""
+    try:
+        return resolve(name, scan)
+    except ValueError as err:
+        raise InputError("leakage settings", name, str(err)) from None
+
+
+def scan_slice(scan: Mapping, name: str = "scan") -> ScanSlice:
+    """The slice a rule passes for a scan configured as ``scan`` (a mapping
+    as under ``leakage.scans``, keys left out): the schema's defaults filled
+    in, then read as :class:`ScanSlice` (for scripts and tests that scan
+    without the pipeline). A key the schema does not have is a ValueError."""
+    from leaktrace.configuration import schema_node
+
+    return read_slice(ScanSlice, _with_defaults(schema_node("leakage", "scans", "*"), scan, name), name)
+
+
+def _with_defaults(node: dict, value: Mapping, where: str) -> dict:
+    properties = node.get("properties", {})
+    unknown = sorted(set(value) - set(properties))
+    if unknown and node.get("additionalProperties") is False:
+        raise ValueError(f"config {where}: unknown keys {unknown}; allowed: {', '.join(sorted(properties))}")
+    out = dict(value)
+    for key, sub in properties.items():
+        if key not in out and "default" in sub:
+            out[key] = copy.deepcopy(sub["default"])
+        if isinstance(out.get(key), Mapping) and "properties" in sub:
+            out[key] = _with_defaults(sub, out[key], f"{where}.{key}")
+    return out

@@ -19,37 +19,22 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from tqdm import tqdm
 
 from leaktrace.artifacts import read_records, read_table, write_table
-from leaktrace.data.samples import TEXT, check_test, clone_text, document, language_of_sample
-from leaktrace.errors import InputError
-from leaktrace.leakage.containment import NGRAM as CONTAINMENT_NGRAM
-from leaktrace.leakage.containment import (
-    SLACK,
-    WINDOW,
-    ContainmentIndex,
-    best_span,
-    cut,
-    hash_set,
-    positional,
-    shingle_set,
-)
-from leaktrace.leakage.execution import Executor
-from leaktrace.leakage.lsh import BandIndex
+from leaktrace.data.samples import clone_text, document, language_of_sample
 from leaktrace.leakage.minhash import Signer
-from leaktrace.leakage.renamed import normalised_shingle_hashes
-from leaktrace.leakage.settings import ScanSettings, resolve
+from leaktrace.leakage.scan import renamed_hashes, scan_documents
+from leaktrace.leakage.settings import resolved
 from leaktrace.leakage.sources import check_document, iter_source
-from leaktrace.leakage.units import Unit, benchmark_parts, document_units, language_of
-from leaktrace.leakage.verify import Side, Verdict, Verifier, VerifySettings, leak_kind, supersede
 from leaktrace.report.tables import markdown_table
 from leaktrace.sandbox import SandboxLimits
+from leaktrace.settings.leakage import JudgeSlice, ScanSlice
 
 log = logging.getLogger(__name__)
 
@@ -154,29 +139,21 @@ MEMBERSHIP_SCHEMA = pa.schema(
 )
 
 
-def _scan_settings(settings: dict) -> ScanSettings:
-    return resolve(settings.get("name", "scan"), settings)
-
-
-def scan_benchmarks(settings: dict) -> list[str]:
-    """The names of the benchmarks a scan reads, in the order of its inputs."""
-    return list(settings.get("benchmarks") or [settings["benchmark"]])
-
-
-def _tables(benchmarks: Path | list[Path]) -> list[Path]:
+def _tables(benchmarks: Path | Sequence[Path]) -> list[Path]:
     return [benchmarks] if isinstance(benchmarks, Path) else list(benchmarks)
 
 
-def _samples(benchmarks: Path | list[Path]) -> list[dict]:
+def _samples(benchmarks: Path | Sequence[Path]) -> list[dict]:
     """Every sample of every benchmark table (sample ids carry their benchmark's name)."""
     return [r for path in _tables(benchmarks) for r in read_records(path)]
 
 
-def build_index(benchmark: Path | list[Path], settings: dict, output: Path) -> None:
-    """Signatures of every benchmark sample (its full code, its problem text,
-    or both: :func:`~leaktrace.data.samples.document`); samples that cannot
-    be indexed stay in the table with the reason."""
-    s = _scan_settings(settings)
+def build_index(scan: str, benchmark: tuple[Path, ...], scan_settings: ScanSlice, output: Path) -> None:
+    """Index a scan's benchmarks: the signatures of every benchmark sample
+    (its full code, its problem text, or both:
+    :func:`~leaktrace.data.samples.document`); samples that cannot be indexed
+    stay in the table with the reason."""
+    s = resolved(scan, scan_settings)
     signer = Signer(s.minhash)
     samples = _samples(benchmark)
     rows, hashes = [], []
@@ -201,7 +178,7 @@ def build_index(benchmark: Path | list[Path], settings: dict, output: Path) -> N
         row["renamed_signature"] = None
     if s.renamed:
         hashes = [
-            _renamed_hashes(signer, clone_text(sample), language_of_sample(sample, s.language), s) for sample in samples
+            renamed_hashes(signer, clone_text(sample), language_of_sample(sample, s.language), s) for sample in samples
         ]
         for row, h, sig in zip(
             rows,
@@ -219,345 +196,38 @@ def build_index(benchmark: Path | list[Path], settings: dict, output: Path) -> N
             log.warning("benchmark sample %s not indexed: %s", r["sample_id"], r["skip_reason"])
 
 
-def _renamed_hashes(signer: Signer, code: str, language: str | None, s: ScanSettings) -> np.ndarray | None:
-    """The shingle hashes of the identifier-normalised channel, None when the
-    text is not code or is shorter than ``min_tokens`` tokens."""
-    n_tokens, h = normalised_shingle_hashes(signer, code, language)
-    return h if n_tokens and n_tokens >= s.min_tokens else None
-
-
-def _load_index(index: Path, s: ScanSettings, signer: Signer, column: str = "signature") -> BandIndex:
-    """The LSH bands of one channel's signatures (``signature``, or ``renamed_signature``)."""
-    table = read_records(index)
-    if table and column not in table[0]:
-        raise InputError(str(index), None, f"index has no {column} column: rebuild it (rule leakage_index)")
-    keep = [r for r in table if r["indexed"] and r[column] is not None]
-    bands = BandIndex(s.bands, s.rows)
-    if keep:
-        sigs = np.array([r[column] for r in keep], dtype=np.uint64).astype(signer.dtype)
-        if sigs.shape[1] != s.minhash.num_perm:
-            raise InputError(
-                str(index), None, f"index has {sigs.shape[1]} permutations, settings ask for {s.minhash.num_perm}"
-            )
-        bands.insert([r["sample_id"] for r in keep], sigs)
-    return bands
-
-
-def _sandbox_limits(settings: dict) -> SandboxLimits:
-    """The sandbox a scan's execution check runs in: ``verify.sandbox`` of the scan (SandboxLimits' fields)."""
-    return SandboxLimits(**((settings.get("verify") or {}).get("sandbox") or {}))
-
-
-@dataclass
-class _Entry:
-    """One thing a scan compares: a corpus unit (its code channels' hashes
-    set) or, for the problem-text channel, a whole document (``hashes`` None)."""
-
-    doc_id: str
-    location: str
-    unit: Unit
-    lang: str | None
-    hashes: np.ndarray | None = None  # the preset's shingle hashes (the MinHash channels)
-    renamed: np.ndarray | None = None  # the identifier-normalised channel's
-    contained: np.ndarray | None = None  # the containment channel's shingle set
-    prose: np.ndarray | None = None  # the problem-text channel's (lowercased) shingle set
-    n_tokens: int = 0  # the unit's tokens: a candidate in a unit longer than its sample is verified on its span
-
-
-def _channels(s: ScanSettings, bench_rows: list[dict], bench_lang: dict, bench_clone: dict, side_of) -> tuple:
-    """The containment channel's index over every sample's whole solution and
-    its definitions (:func:`~leaktrace.leakage.units.benchmark_parts`), keyed
-    (sample id, part name; "" for the whole), with the parts; and the
-    problem-text channel's index over the samples with a problem text of at
-    least ``statement_min_words`` words, keyed (sample id, "")."""
-    parts: dict[tuple[str, str], Unit] = {}
-    contained = statements = None
-    if s.containment_channel is not None:
-        keys, sets = [], []
-        for r in bench_rows:
-            sid = r["sample_id"]
-            for u in (
-                benchmark_parts(bench_clone[sid], bench_lang[sid])
-                if bench_lang[sid] != TEXT
-                else [Unit(bench_clone[sid], None, 1, 1)]
-            ):
-                hashes, starts, _, _ = positional(u.text)
-                if len(starts) < s.min_tokens:
-                    continue
-                key = (sid, "" if u.name is None and u.text == bench_clone[sid] else u.name or f"line {u.start_line}")
-                parts[key] = u
-                keys.append(key)
-                sets.append(np.unique(hashes))
-        contained = ContainmentIndex(keys, sets, s.containment_channel)
-    if s.statement_channel:
-        keys, sets = [], []
-        for r in bench_rows:
-            words = side_of(r["sample_id"]).problem
-            if len(words) >= s.verify.statement_min_words:
-                keys.append((r["sample_id"], ""))
-                sets.append(hash_set(" ".join(words), lower=True))
-        statements = ContainmentIndex(keys, sets, s.verify.statement)
-    return contained, statements, parts
-
-
-_RANK = {"type-1": 0, "type-2": 1, "type-3": 2, "type-4": 3}
-
-
-def _best(found: list[tuple[str, Unit, str, Verdict]], s: VerifySettings) -> tuple[str, Unit, str, Verdict]:
-    """Of one sample's verdicts against one unit (its whole solution, its
-    parts, each on its span), the one that says most: a code duplicate, then
-    an input leak, the lowest clone type, the whole before a part."""
-    return min(
-        found,
-        key=lambda f: (
-            leak_kind(f[3], s) != "code",
-            leak_kind(f[3], s) is None,
-            _RANK.get(f[3].clone_type, 4),
-            f[0] != "",
-            f[1].start_line,
-            f[0],
-        ),
-    )
-
-
 def scan_shard(
+    scan: str,
     index: Path,
-    benchmark: Path | list[Path],
-    source: dict,
+    benchmark: tuple[Path, ...],
+    scan_settings: ScanSlice,
     part: int,
-    n_parts: int,
-    inputs: list[Path],
-    settings: dict,
-    pairs_out: Path,
-    accounting_out: Path,
+    parts: int,
+    pairs: Path,
+    accounting: Path,
+    input: tuple[Path, ...] = (),
 ) -> None:
-    s = _scan_settings(settings)
-    signer = Signer(s.minhash)
-    bands = _load_index(index, s, signer)
-    renamed_bands = _load_index(index, s, signer, "renamed_signature") if s.renamed else None
-    verifier = Verifier(s.verify, Executor(_sandbox_limits(settings)) if s.verify.execute else None)
-    bench_rows = _samples(benchmark)
-    bench_row = {r["sample_id"]: r for r in bench_rows}
-    bench_text = {r["sample_id"]: document(r) for r in bench_rows}
-    bench_lang = {r["sample_id"]: language_of_sample(r, s.language) for r in bench_rows}
-    bench_clone = {r["sample_id"]: clone_text(r) for r in bench_rows}
-    bench_sides: dict = {}
-
-    def side_of(sid: str, part_name: str = "") -> Side:
-        if (sid, part_name) not in bench_sides:
-            if part_name:
-                bench_sides[sid, part_name] = verifier.side(parts[sid, part_name].text, bench_lang[sid])
-            else:
-                test, entry_point = check_test(bench_row[sid])
-                bench_sides[sid, ""] = verifier.side(
-                    bench_text[sid], bench_lang[sid], bench_clone[sid], test=test, entry_point=entry_point
-                )
-        return bench_sides[sid, part_name]
-
-    contained, statements, parts = _channels(s, bench_rows, bench_lang, bench_clone, side_of)
-    # the containment channel reuses the preset's hashes when they are its shingles (the default preset's)
-    same_hashes = (s.minhash.tokenizer, s.minhash.ngram, s.minhash.hash) == ("code", CONTAINMENT_NGRAM, "rolling64")
+    """Scan corpus shard ``part`` of ``parts`` against a scan's index: every
+    candidate pair verified, written to ``pairs``, and the accounting of what
+    was read and skipped to ``accounting``. ``input``: the pipeline artifacts
+    the corpus source reads (an ingested corpus shard, the training mix)."""
+    s = resolved(scan, scan_settings)
     skips: Counter = Counter()
-    counts: Counter = Counter()
-    whole: Counter = Counter()
-    pairs: list[dict] = []
-    batch: list[_Entry] = []
-    # the document whose units are being flushed and the samples they are code duplicates of (its problem-text entry comes last)
-    # and the lines of those copies (a problem text found inside a copy of another sample's code is that copy's)
-    code_found: dict = {"doc": None, "samples": set(), "lines": []}
-
-    def compared_unit(e: _Entry, key: tuple[str, str], channel: str) -> Unit | None:
-        """The unit a candidate is verified on: the unit, or in a unit much
-        longer than the sample's part, its matched span (None: no window holds
-        enough of a containment or problem-text candidate)."""
-        index, lower = (statements, True) if channel == "statement" else (contained, False)
-        if index is None or key not in index.set_of or e.n_tokens <= WINDOW * index.size_of[key] + SLACK:
-            return e.unit
-        span = best_span(index.set_of[key], e.unit.text, lower)
-        if span is None or span.containment < index.threshold:
-            return e.unit if channel == "lsh" else None  # a MinHash candidate is verified whole: its own evidence
-        return cut(e.unit, span)
-
-    def flush() -> None:
-        if not batch:
-            return
-        cands: list[dict[tuple[str, str], str]] = [{} for _ in batch]  # key: the channel that proposed it
-        code = [i for i, e in enumerate(batch) if e.hashes is not None]
-        if code:
-            found = bands.query(signer.signatures([batch[i].hashes for i in code]))
-            if renamed_bands is not None:
-                renamed_only = [
-                    r - c
-                    for c, r in zip(
-                        found, _query_renamed(signer, renamed_bands, [batch[i].renamed for i in code]), strict=True
-                    )
-                ]
-                counts["renamed_channel_units"] += sum(bool(r) for r in renamed_only)
-                found = [c | r for c, r in zip(found, renamed_only, strict=True)]
-            for i, sids in zip(code, found, strict=True):
-                cands[i].update(((sid, ""), "lsh") for sid in sids)
-        for index, attribute, channel in ((contained, "contained", "containment"), (statements, "prose", "statement")):
-            idx = [i for i, e in enumerate(batch) if getattr(e, attribute) is not None]
-            if index is None or not idx:
-                continue
-            for i, keys in zip(idx, index.query([getattr(batch[i], attribute) for i in idx]), strict=True):
-                added = [k for k in keys if k not in cands[i]]
-                counts[f"{channel}_channel_units"] += bool(added)
-                cands[i].update((k, channel) for k in added)
-        for e, keys in zip(batch, cands, strict=True):
-            if code_found["doc"] != e.doc_id:
-                code_found.update(doc=e.doc_id, samples=set(), lines=[])
-            if e.hashes is None:  # a document's problem-text entry: not again what its units are copies of
-                keys = {k: c for k, c in keys.items() if k[0] not in code_found["samples"]}
-            if not keys:
-                continue
-            counts["candidate_units"] += 1
-            sides: dict = {}  # a unit (or span) lexed as its language, and as text against a text-only sample
-            compared, meta = [], []
-            for key in sorted(keys):
-                sid = key[0]
-                unit = compared_unit(e, key, keys[key])
-                if unit is None or (
-                    e.hashes is None
-                    and any(a <= unit.end_line and unit.start_line <= b for a, b in code_found["lines"])
-                ):
-                    continue
-                as_lang = TEXT if bench_lang[sid] == TEXT else e.lang
-                if (as_lang, unit.start_line, unit.end_line) not in sides:
-                    sides[as_lang, unit.start_line, unit.end_line] = verifier.side(unit.text, as_lang)
-                compared.append((side_of(*key), sides[as_lang, unit.start_line, unit.end_line]))
-                meta.append((key, unit, keys[key]))
-            verdicts = verifier.execute(
-                [(b, c, v) for (b, c), v in zip(compared, verifier.verdicts(compared), strict=True)]
-            )
-            by_sample: dict[str, list] = defaultdict(list)
-            for (key, unit, channel), v in zip(meta, verdicts, strict=True):
-                by_sample[key[0]].append((key[1], unit, channel, v))
-            best = {sid: _best(found, s.verify) for sid, found in sorted(by_sample.items())}
-            for (sid, (part_name, unit, channel, _)), v in zip(
-                best.items(), supersede([b[3] for b in best.values()], s.verify), strict=True
-            ):
-                leak = leak_kind(v, s.verify)
-                if leak == "code" and e.hashes is not None:
-                    code_found["samples"].add(sid)
-                    code_found["lines"].append((unit.start_line, unit.end_line))
-                pairs.append(
-                    {
-                        "sample_id": sid,
-                        "doc_id": e.doc_id,
-                        "location": e.location,
-                        "unit": unit.name,
-                        "start_line": unit.start_line,
-                        "end_line": unit.end_line,
-                        "language": e.lang,
-                        "part": part,
-                        **{k: value for k, value in v.as_row().items() if k not in ("duplicate", "input_leak")},
-                        "rule_duplicate": leak is not None,
-                        "judge_label": None,
-                        "duplicate": leak is not None,
-                        "text": unit.text,
-                        "leak": leak,
-                        "channel": channel,
-                        "bench_part": part_name or None,
-                    }
-                )
-        batch.clear()
-
-    documents = iter_source(source, part, n_parts, inputs, skips, max_bytes=s.max_bytes, huge=s.huge)
-    for doc in tqdm(documents, desc=f"scan {s.name} part {part}", mininterval=10, unit="doc"):
-        counts["documents"] += 1
-        text, reason = check_document(doc.data, s.max_bytes, s.huge)
-        if reason:
-            skips[reason] += 1
-            continue
-        lang = language_of(doc.location, s.language)
-        units, why_whole = document_units(text, lang, s.granularity, s.max_bytes)
-        if why_whole == "huge":
-            counts["chunked_units"] += 1
-        elif why_whole:
-            whole[why_whole] += 1
-        # the problem-text channel reads a whole document (a statement may lie outside every function), a
-        # huge one window by window
-        doc_prose = s.statement_channel and why_whole != "huge"
-        try:
-            for unit in units:
-                n_tokens, h = signer.shingle_hashes(unit.text)
-                if n_tokens < s.min_tokens:
-                    skips["too_short"] += 1
-                    continue
-                counts["units"] += 1
-                renamed = _renamed_hashes(signer, unit.text, lang, s) if renamed_bands is not None else None
-                entry = _Entry(doc.doc_id, doc.location, unit, lang, h, renamed, n_tokens=n_tokens)
-                if contained is not None:
-                    entry.contained = h if same_hashes else hash_set(unit.text)
-                if s.statement_channel and (not doc_prose or unit.text == text):
-                    entry.prose = hash_set(unit.text, lower=True)
-                    doc_prose = doc_prose and unit.text != text
-                batch.append(entry)
-                if len(batch) >= s.batch_size:
-                    flush()
-        except (OSError, UnicodeDecodeError) as err:  # a huge file that changed or failed while it was read from disk
-            log.warning(
-                "%s became unreadable while it was split (%s): the units read before are scanned, the file is "
-                "counted as unreadable",
-                doc.location,
-                err,
-            )
-            skips["unreadable"] += 1
-        if doc_prose:
-            n_tokens, prose = shingle_set(text, lower=True)
-            batch.append(
-                _Entry(
-                    doc.doc_id,
-                    doc.location,
-                    Unit(text, None, 1, 1 + text.count("\n")),
-                    lang,
-                    prose=prose,
-                    n_tokens=n_tokens,
-                )
-            )
-            if len(batch) >= s.batch_size:
-                flush()
-    flush()
-    write_table(pairs, PAIR_SCHEMA, pairs_out)
-    rows = [
-        {"part": part, "kind": "count", "reason": k, "count": counts[k]}
-        for k in ("documents", "units", "chunked_units", "candidate_units")
-        + (("renamed_channel_units",) if renamed_bands is not None else ())
-        + (("containment_channel_units",) if contained is not None else ())
-        + (("statement_channel_units",) if statements is not None else ())
-    ]
-    rows += [{"part": part, "kind": "skip", "reason": k, "count": v} for k, v in sorted(skips.items())]
-    rows += [{"part": part, "kind": "whole_file", "reason": k, "count": v} for k, v in sorted(whole.items())]
-    write_table(rows, ACCOUNTING_SCHEMA, accounting_out)
-    log.info(
-        "scan %s part %d: %d documents, %d units, %d candidate pairs, %d duplicates; skipped %s",
-        s.name,
-        part,
-        counts["documents"],
-        counts["units"],
-        len(pairs),
-        sum(p["duplicate"] for p in pairs),
-        dict(skips),
+    documents = iter_source(
+        dict(scan_settings.corpus), part, parts, list(input), skips, max_bytes=s.max_bytes, huge=s.huge
     )
+    sandbox = SandboxLimits(**scan_settings.verify.sandbox)
+    found = scan_documents(s, read_records(index), _samples(benchmark), documents, part, skips, sandbox, str(index))
+    write_table(found.pairs, PAIR_SCHEMA, pairs)
+    write_table(found.accounting, ACCOUNTING_SCHEMA, accounting)
 
 
-def _query_renamed(signer: Signer, bands: BandIndex, hashes: list[np.ndarray | None]) -> list[set]:
-    """The renamed channel's candidates of each unit (none for a unit it cannot normalise)."""
-    out: list[set] = [set() for _ in hashes]
-    present = [i for i, h in enumerate(hashes) if h is not None]
-    if present:
-        for i, cands in zip(present, bands.query(signer.signatures([hashes[i] for i in present])), strict=True):
-            out[i] = cands
-    return out
-
-
-def _judge(pairs: list[dict], judge: dict, bench_text: dict[str, str]) -> None:
+def _judge(pairs: list[dict], judge: JudgeSlice, bench_text: dict[str, str]) -> None:
     """Ask the judge about every pair the rules call a Type-2/Type-3 clone or the
     texts flag; its label replaces the rule decision unless unparsed."""
     from leaktrace.leakage.judge import judge_pair, load_template, open_judge
 
-    model = open_judge(judge)
+    model = open_judge(asdict(judge))
     template = load_template()
     for p in pairs:
         if p["clone_type"] in ("type-2", "type-3") or p["flagged"]:
@@ -567,7 +237,7 @@ def _judge(pairs: list[dict], judge: dict, bench_text: dict[str, str]) -> None:
                 bench_text[p["sample_id"]],
                 p["text"],
                 p["location"],
-                max_new_tokens=judge.get("max_new_tokens", 16),
+                max_new_tokens=judge.max_new_tokens,
             )
             p["judge_label"] = verdict.label
             if verdict.duplicate is not None:
@@ -705,24 +375,30 @@ def _write_clean(tables: list[pa.Table], leaked: set[str], output: Path) -> None
 
 
 def gather(
+    scan: str,
     index: Path,
-    benchmark: Path | list[Path],
-    pair_parts: list[Path],
-    accounting_parts: list[Path],
-    settings: dict,
-    samples: Path | None,
+    benchmark: Mapping[str, Path],
+    pairs: tuple[Path, ...],
+    accounting: tuple[Path, ...],
+    scan_settings: ScanSlice,
     output_dir: Path,
+    samples: Path | None = None,
 ) -> None:
-    s = _scan_settings(settings)
-    names = scan_benchmarks(settings)
-    tables = [read_table(path) for path in _tables(benchmark)]
-    if len(tables) != len(names):
-        raise ValueError(f"scan {s.name}: {len(tables)} benchmark tables for benchmarks {names}")
+    """Gather a scan's shards: the merged pairs (judged when the scan names a
+    judge), LessLeak's Table 2 summary a row per benchmark (``benchmark``:
+    name -> its table, in the scan's order), the sources behind most
+    duplicates, the skip counts, the cleaned benchmark and the report
+    fragment; with ``samples`` (a scan of the testbed's training mix), recall
+    and precision of "leaked" against the member split."""
+    s = resolved(scan, scan_settings)
+    names = list(benchmark)
+    tables = [read_table(path) for path in benchmark.values()]
     bench_rows = [t.to_pylist() for t in tables]
+    pair_parts, accounting_parts = pairs, accounting
     pairs = [p for path in pair_parts for p in read_records(path)]
     pairs.sort(key=lambda p: (p["sample_id"], p["doc_id"], p["start_line"], p["part"]))
-    judge = settings.get("judge") or {}
-    if judge.get("model"):
+    judge = scan_settings.judge
+    if judge.model:
         _judge(pairs, judge, {r["sample_id"]: document(r) for rows in bench_rows for r in rows})
     accounting_rows = [r for path in accounting_parts for r in read_records(path)]
     totals: Counter = Counter()
@@ -748,7 +424,7 @@ def gather(
         key=lambda r: (-r["duplicates"], r["location"]),
     )
     types = Counter("input leak" if p.get("leak") == "input" else p["clone_type"] for p in dups)
-    corpus = settings["corpus"]
+    corpus = scan_settings.corpus
     corpus_name = (
         corpus.get("name")
         or corpus.get("dataset")

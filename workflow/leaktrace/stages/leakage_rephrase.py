@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
+from dataclasses import asdict
 from pathlib import Path
 
 import pyarrow as pa
@@ -31,14 +32,14 @@ from leaktrace.leakage.rephrase import (
     judge_candidates,
     make_embedder,
     merge,
-    rephrase_settings,
     unit_key,
     unverified,
 )
-from leaktrace.leakage.settings import resolve
+from leaktrace.leakage.settings import resolved
 from leaktrace.leakage.sources import check_document, iter_source
 from leaktrace.leakage.units import document_units, language_of
 from leaktrace.report.tables import markdown_table
+from leaktrace.settings.leakage import ScanSlice
 
 log = logging.getLogger(__name__)
 
@@ -84,21 +85,23 @@ def _excluded(pairs: Path | None) -> dict[str, list[tuple[str, int, int]]]:
 
 
 def rephrase_shard(
-    benchmark: list[Path],
-    source: dict,
+    scan: str,
+    benchmark: tuple[Path, ...],
+    scan_settings: ScanSlice,
     part: int,
-    n_parts: int,
-    inputs: list[Path],
-    settings: dict,
-    pairs: Path | None,
+    parts: int,
     output: Path,
-    top_k: int | None = None,
+    input: tuple[Path, ...] = (),
+    pairs: Path | None = None,
 ) -> None:
-    """One shard's candidates: each sample's ``top_k`` (default: the settings') nearest units in it."""
-    name = settings.get("name", "scan")
-    s = resolve(name, settings)
-    r = rephrase_settings(name, settings)
-    k = top_k or r.top_k
+    """One shard's rephrase candidates: each benchmark sample's ``top_k``
+    nearest units in corpus shard ``part`` of ``parts``, leaving out the units
+    the scan's shard job (its ``pairs``) calls duplicates of the sample.
+    ``input``: the pipeline artifacts the corpus source reads."""
+    name = scan
+    s = resolved(scan, scan_settings)
+    r = s.rephrase
+    k = r.top_k
     samples = _samples(benchmark)
     ids = [row["sample_id"] for row in samples]
     texts = [clone_text(row) for row in samples]
@@ -120,7 +123,9 @@ def rephrase_shard(
         top.add(vectors, [b[0] for b in batch], [b[1] for b in batch], excluded)
         batch.clear()
 
-    for doc in iter_source(source, part, n_parts, inputs, skips, max_bytes=s.max_bytes, huge=s.huge):
+    for doc in iter_source(
+        dict(scan_settings.corpus), part, parts, list(input), skips, max_bytes=s.max_bytes, huge=s.huge
+    ):
         counts["documents"] += 1
         text, reason = check_document(doc.data, s.max_bytes, s.huge)
         if reason:
@@ -165,21 +170,42 @@ def rephrase_shard(
 
 
 def rephrase_gather(
-    benchmark: list[Path], parts: list[Path], settings: dict, output: Path, markdown: Path, judge_model=None
+    scan: str,
+    benchmark: tuple[Path, ...],
+    parts: tuple[Path, ...],
+    scan_settings: ScanSlice,
+    output: Path,
+    markdown: Path,
 ) -> None:
-    """The scan's candidates over every shard, judged when a judge is configured
-    (``judge_model``: a chat model to use instead of opening the configured one)."""
+    """Merge a scan's rephrase candidates over every shard (``parts``) into
+    each sample's top ``top_k``, judged when the scan names a judge and
+    ``rephrase.judge`` is on; writes the table and its Markdown."""
+    judge = scan_settings.judge
+    on = scan_settings.rephrase.judge and bool(judge.model)
+    gather_candidates(
+        scan, benchmark, parts, scan_settings, output, markdown, open_judge(asdict(judge)) if on else None
+    )
+
+
+def gather_candidates(
+    scan: str,
+    benchmark: tuple[Path, ...],
+    parts: tuple[Path, ...],
+    scan_settings: ScanSlice,
+    output: Path,
+    markdown: Path,
+    judge_model=None,
+) -> None:
+    """:func:`rephrase_gather` with ``judge_model`` (a chat model, or None: no judge) as the judge."""
     from leaktrace.leakage.judge import load_template
 
-    name = settings.get("name", "scan")
-    r = rephrase_settings(name, settings)
+    name = scan
+    r = resolved(scan, scan_settings).rephrase
     rows = merge([row for path in parts for row in read_records(path)], r.top_k)
-    judge = settings.get("judge") or {}
-    judged = r.judge and (judge_model is not None or bool(judge.get("model")))
+    judged = r.judge and judge_model is not None
     if judged:
         bench_text = {row["sample_id"]: document(row) for row in _samples(benchmark)}
-        model = judge_model if judge_model is not None else open_judge(judge)
-        rows = judge_candidates(rows, model, load_template(), bench_text, judge.get("max_new_tokens", 16))
+        rows = judge_candidates(rows, judge_model, load_template(), bench_text, scan_settings.judge.max_new_tokens)
     else:
         rows = unverified(rows)
     write_table(rows, SCHEMA, output)

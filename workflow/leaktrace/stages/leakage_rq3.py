@@ -6,6 +6,7 @@ labels them, and their ratio (:mod:`leaktrace.evaluate.pass_at_k`)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from leaktrace.artifacts import read_records, write_table
 from leaktrace.evaluate.pass_at_k import leaked_pass_rows
 from leaktrace.report.tables import markdown_table
 from leaktrace.seeding import derive_seed
+from leaktrace.settings.leakage_rq3 import Rq3Settings
 
 log = logging.getLogger(__name__)
 
@@ -51,14 +53,15 @@ def rq3(
     scan: str,
     benchmark: str,
     pairs: Path,
-    runs: dict[str, Path],
-    settings: dict,
+    runs: Mapping[str, Path],
+    settings: Rq3Settings,
     seed: int,
     output: Path,
     markdown: Path,
 ) -> None:
-    """pass@k per model on the scan's leaked and non-leaked problems (every
-    problem the runs hold), with bootstrap intervals (``bootstrap_resamples``)."""
+    """LessLeak's RQ3 on one benchmark: pass@k per model (``runs``: model ->
+    its sandboxed completions) on the scan's leaked and non-leaked problems
+    (every problem the runs hold), with bootstrap intervals."""
     leaked_ids = {p["sample_id"] for p in read_records(pairs, ["sample_id", "duplicate"]) if p["duplicate"]}
     rows = []
     for model, path in runs.items():
@@ -74,8 +77,8 @@ def rq3(
             n,
             c,
             np.array([i in leaked_ids for i in ids]),
-            list(settings["k"]),
-            n_resamples=settings["bootstrap_resamples"],
+            list(settings.k),
+            n_resamples=settings.bootstrap_resamples,
             rng=rng,
         )
         rows += [{"scan": scan, "benchmark": benchmark, "model": model, **r} for r in found]
@@ -96,8 +99,8 @@ def rq3(
             [
                 f"### LessLeak RQ3: pass@k on the leaked and non-leaked part of {benchmark} (scan `{scan}`)",
                 "",
-                f"{first['n_leaked']} leaked and {first['n_non_leaked']} non-leaked problems; n = {settings['n']} samples a problem at "
-                f"temperature {settings['temperature']}, run against the tests in the sandbox; unbiased pass@k, 95% bootstrap "
+                f"{first['n_leaked']} leaked and {first['n_non_leaked']} non-leaked problems; n = {settings.n} samples a problem at "
+                f"temperature {settings.temperature}, run against the tests in the sandbox; unbiased pass@k, 95% bootstrap "
                 "intervals over problems (the ratio's over the replicates whose non-leaked pass@k is above 0).",
                 "",
                 markdown_table(table, ["model", "k", "leaked", "non-leaked", "leaked / non-leaked"]),

@@ -15,6 +15,7 @@ share leaked among the top k for k = 100 ... 1,000."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,7 @@ from leaktrace.evaluate.leak_detection import balanced, deduplicated, leak_detec
 from leaktrace.models.naming import BASE_MODEL, headline_model
 from leaktrace.report.tables import markdown_table
 from leaktrace.seeding import derive_seed
+from leaktrace.settings.leakage_rq4 import Rq4RankingSettings, Rq4Settings
 
 log = logging.getLogger(__name__)
 
@@ -97,14 +99,17 @@ def rq4(
     benchmark: str,
     pairs: Path,
     samples: Path,
-    scores: dict[str, Path],
-    settings: dict,
+    scores: Mapping[str, Path],
+    settings: Rq4Settings,
     seed: int,
     output: Path,
     markdown: Path,
 ) -> None:
-    """``settings``: ``top_k`` (list) and ``bootstrap_resamples``. The samples
-    evaluated are the testbed's kept ones outside ReCaLL's prefix."""
+    """LessLeak's RQ4 on one scanned testbed benchmark: the scan's verified
+    labels as the ground truth of every gray-box detector the testbed scored
+    (``scores``: model -> its scores table), precision among each detector's
+    top k. The samples evaluated are the testbed's kept ones outside ReCaLL's
+    prefix."""
     leaked = {p["sample_id"] for p in read_records(pairs, ["sample_id", "duplicate"]) if p["duplicate"]}
     population = {
         r["sample_id"]
@@ -117,13 +122,13 @@ def rq4(
             read_records(path),
             leaked,
             population,
-            top_k=list(settings["top_k"]),
-            n_resamples=settings["bootstrap_resamples"],
+            top_k=list(settings.top_k),
+            n_resamples=settings.bootstrap_resamples,
             seed=seed,
         )
         rows += [{"scan": scan, "benchmark": benchmark, "model": model, **r} for r in found]
     write_table(rows, RQ4_SCHEMA, output)
-    markdown.write_text(_markdown(scan, benchmark, rows, list(settings["top_k"])), encoding="utf-8")
+    markdown.write_text(_markdown(scan, benchmark, rows, list(settings.top_k)), encoding="utf-8")
     log.info(
         "rq4 %s on %s: %d models, %d leaked of %d labelled samples",
         scan,
@@ -174,21 +179,23 @@ def ranking_population(
 
 def rq4_ranking(
     scan: str,
-    benchmarks: list[str],
+    benchmarks: tuple[str, ...],
     pairs: Path,
-    perplexity: dict[str, Path],
-    settings: dict,
+    perplexity: Mapping[str, Path],
+    settings: Rq4RankingSettings,
     seed: int,
     output: Path,
     markdown: Path,
 ) -> None:
-    """``settings``: ``size`` (the balanced set's size, None: as large as the
-    smaller class allows), ``top_k`` and ``bootstrap_resamples``. Rows as
+    """LessLeak's RQ4 as the paper runs it: every sample the scan labelled,
+    pooled over its ``benchmarks``, deduplicated, balanced to ``size`` and
+    ranked by each model's perplexity (``perplexity``: model -> its table);
+    the share leaked among the top k. Rows as
     RQ4_SCHEMA, benchmark "pooled", method "perplexity" (score: minus the
     log-perplexity, so the top k are the lowest perplexities)."""
     leaked = {p["sample_id"] for p in read_records(pairs, ["sample_id", "duplicate"]) if p["duplicate"]}
     tables = {model: read_records(path) for model, path in perplexity.items()}
-    population, population_leaked, counts = ranking_population(tables, leaked, settings.get("size"), seed)
+    population, population_leaked, counts = ranking_population(tables, leaked, settings.size, seed)
     rows = []
     for model, table in tables.items():
         scores = [
@@ -198,14 +205,14 @@ def rq4_ranking(
             scores,
             population_leaked,
             set(population),
-            top_k=list(settings["top_k"]),
-            n_resamples=settings["bootstrap_resamples"],
+            top_k=list(settings.top_k),
+            n_resamples=settings.bootstrap_resamples,
             seed=seed,
         )
         rows += [{"scan": scan, "benchmark": "pooled", "model": model, **r} for r in found]
     write_table(rows, RQ4_SCHEMA, output)
-    ks = [k for k in settings["top_k"] if any(r["k"] == k for r in rows)]
-    left_out = [k for k in settings["top_k"] if k not in ks]
+    ks = [k for k in settings.top_k if any(r["k"] == k for r in rows)]
+    left_out = [k for k in settings.top_k if k not in ks]
     lines = [
         f"### LessLeak RQ4: perplexity ranking against scan `{scan}`'s labels ({', '.join(benchmarks)}, pooled)",
         "",
