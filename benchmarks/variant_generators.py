@@ -26,17 +26,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from leaktrace.artifacts import read_records
+from leaktrace.config_slice import read_slice
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.detect.evidence import SampleEvidence
 from leaktrace.detect.srdetection_graybox import srdetection_flag
 from leaktrace.evaluate.null_check import null_check
 from leaktrace.models.token_table import read_token_stats
+from leaktrace.settings.models import ModelSettings
+from leaktrace.settings.score import ScoreMethods, TokenBatch
 from leaktrace.stages.aggregate import null_check_rows
 from leaktrace.stages.score import score_methods, score_tokens
 from leaktrace.stages.variants import make_variants_table
 from leaktrace.variants.kinds import detector_variant_counts
 
-MODEL = {"path": "resources/models/leaktrace-tiny", "dtype": "float32", "device": "cpu", "max_length": None}
+MODEL = ModelSettings(path="resources/models/leaktrace-tiny", dtype="float32", device="cpu", max_length=None)
 GRAYBOX = {"n_variants": 10, "sensitivity": [3], "generators": ["ast"]}
 SANDBOX = {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024}
 
@@ -87,9 +90,10 @@ def main() -> None:
 
     torch.set_num_threads(1)
     start = time.perf_counter()
-    score_tokens(variants, MODEL, None, {"batch_size": 32}, a.out / "tokens.parquet")
+    score_tokens(variants, MODEL, TokenBatch(batch_size=32, token_budget=None), a.out / "tokens.parquet")
     print(f"token pass: {time.perf_counter() - start:.1f} s")
-    score_methods(a.out / "tokens.parquet", variants, {"srdetection_graybox": GRAYBOX}, a.out / "scores.parquet")
+    methods = read_slice(ScoreMethods, {"srdetection_graybox": GRAYBOX}, "score.methods")
+    score_methods(a.out / "tokens.parquet", variants, methods, a.out / "scores.parquet")
     rows = read_records(variants, ["sample_id", "variant_id", "kind", "generator", "valid"])
     samples = [{"sample_id": s, "kept": True} for s in sorted({r["sample_id"] for r in rows})]
     for r in null_check_rows(

@@ -9,6 +9,9 @@
 # cross-fitted over calibration.cross_fit_folds folds of it (no sample scored
 # by a fit that saw its label).
 
+from leaktrace.config_slice import slice_from_config
+from leaktrace.settings.dpdllm_veilprobe import BlackboxPrefix
+
 if "veilprobe" in METHODS and "srdetection_blackbox" not in METHODS:
     raise ValueError("score.methods.veilprobe reads SrDetection black-box's continuations: configure srdetection_blackbox too")
 
@@ -51,8 +54,8 @@ rule dpdllm_generations:
     output:
         learned_file("dpdllm", "generations.parquet"),
     params:
-        settings=lambda wildcards: method_slice("dpdllm", "prefix_fraction", "temperature", "max_new_tokens"),
-        batch=settings("score", "tokens"),
+        settings=lambda wildcards: stage_settings("dpdllm-generations", config),
+        batch=TOKEN_BATCH,
         model=scored_model_settings,
         adapter=adapter_args,
         seed=config["seed"],
@@ -81,7 +84,7 @@ rule dpdllm_features:
     output:
         learned_file("dpdllm", "features.parquet"),
     params:
-        batch=settings("score", "tokens"),
+        batch=TOKEN_BATCH,
         model=model_settings(),
     log:
         log_file("dpdllm_features", "{benchmark}", "{model}"),
@@ -130,9 +133,9 @@ rule veilprobe_perturb:
     output:
         baselines_file("veilprobe_perturbed.parquet"),
     params:
-        settings=lambda wildcards: method_slice("veilprobe", "key_fraction", "candidates"),
-        blackbox=lambda wildcards: method_slice("srdetection_blackbox", "prefix_fraction"),
-        batch=settings("score", "tokens"),
+        settings=lambda wildcards: stage_settings("veilprobe-perturb", config),
+        blackbox=lambda wildcards: json.dumps(slice_from_config(BlackboxPrefix, config), sort_keys=True),
+        batch=TOKEN_BATCH,
         model=model_settings(),
         seed=config["seed"],
     log:
@@ -161,7 +164,7 @@ rule veilprobe_features:
         features=learned_file("veilprobe", "features.parquet"),
         mapping=directory(learned_file("veilprobe", "mapping")),
     params:
-        settings=lambda wildcards: method_slice("veilprobe", "mapping_hidden", "mapping_layers", "mapping_epochs"),
+        settings=lambda wildcards: stage_settings("veilprobe-features", config),
         model=model_settings(),
         seed=config["seed"],
     log:
@@ -186,7 +189,7 @@ rule veilprobe_fit:
         scores=learned_file("veilprobe", "scores.parquet"),
         classifier=directory(learned_file("veilprobe", "classifier")),
     params:
-        settings=lambda wildcards: method_slice("veilprobe", "p_value", "labelled_fraction", "proto_epochs"),
+        settings=lambda wildcards: stage_settings("veilprobe-fit", config),
         folds=config["calibration"]["cross_fit_folds"],
         seed=config["seed"],
     log:

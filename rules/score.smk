@@ -15,6 +15,10 @@ def method_settings(family):
     return json.dumps(METHODS.get(family), sort_keys=True)
 
 
+# --batch of a model pass batched as the token pass is (score.tokens, the tokens stage's settings)
+TOKEN_BATCH = stage_settings("tokens", config)
+
+
 def _is_ref_model(model):
     """An audited model of its own that is Ref's reference model itself (no adapter on it)."""
     spec = AUDIT_OWN.get(model)
@@ -85,7 +89,7 @@ rule token_stats:
     output:
         tokens_file(),
     params:
-        settings=settings("score", "tokens"),
+        settings=TOKEN_BATCH,
         model=scored_model_settings,
         adapter=adapter_args,
         texts=token_pass_texts,
@@ -114,8 +118,8 @@ rule recall_tokens:
     output:
         prefixed_file(),
     params:
-        settings=method_settings("recall"),
-        batch=settings("score", "tokens"),
+        settings=lambda wildcards: stage_settings("recall-tokens", config),
+        batch=TOKEN_BATCH,
         model=scored_model_settings,
         adapter=adapter_args,
         seed=config["seed"],
@@ -168,7 +172,7 @@ rule blackbox_generations:
         blackbox_file(),
     params:
         settings=method_settings("srdetection_blackbox"),
-        batch=settings("score", "tokens"),
+        batch=TOKEN_BATCH,
         model=scored_model_settings,
         adapter=adapter_args,
         generator=generator_args(),
@@ -202,13 +206,13 @@ rule detector_scores:
     output:
         scores_file(),
     params:
-        settings=settings("score", "methods"),
+        settings=stage_settings("scores", config),
         reference=optional_args("--reference", reference_tokens),
         oracle=optional_args("--oracle-reference", oracle_tokens),
         prefixed=optional_args("--prefixed", recall_prefixed),
         counts=optional_args("--token-counts", dc_pdd_counts),
         blackbox=optional_args("--blackbox", blackbox_rows),
-        learned=optional_args("--learned", learned_rows),
+        learned=lambda wildcards: " ".join(["--learned", *learned_rows(wildcards)]) if learned_rows(wildcards) else "",
         model=scored_model_settings,
     log:
         log_file("detector_scores", "{benchmark}", "{model}"),

@@ -11,15 +11,26 @@ import pyarrow.parquet as pq
 import pytest
 
 from leaktrace.artifacts import read_records
+from leaktrace.config_slice import read_slice
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.detect.dpdllm import ContinuationStats, continuation_features
 from leaktrace.detect.prototypical import ProtoSettings, ProtoTask, fit_many, fit_prototypical
-from leaktrace.detect.registry import configured_methods
+from leaktrace.detect.registry import configured_methods, family_params
 from leaktrace.detect.veilprobe import perturb_key_tokens, significant_dimensions
+from leaktrace.settings.dpdllm_veilprobe import (
+    BlackboxPrefix,
+    DpdllmSampling,
+    VeilprobeFit,
+    VeilprobeMapping,
+    VeilprobePerturbation,
+)
+from leaktrace.settings.models import ModelSettings
+from leaktrace.settings.score import ScoreMethods, TokenBatch
 from leaktrace.stages import dpdllm_veilprobe
 from leaktrace.stages.score import blackbox_generations, score_methods
 
 N = 16
+BATCH = TokenBatch(batch_size=8, token_budget=None)
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +58,7 @@ def inputs(tiny_model_dir, tmp_path_factory):
     blackbox_generations(
         out / "variants.parquet", model, None, {"max_new_tokens": 8}, {"batch_size": 8}, out / "blackbox.parquet"
     )
-    return out, model
+    return out, ModelSettings(path=str(tiny_model_dir), dtype="float32", device="cpu", max_length=128)
 
 
 def _permuted_evaluation(out, name):
@@ -89,20 +100,17 @@ def test_dpdllm_end_to_end_and_blind_to_evaluation_labels(inputs, tiny_model_dir
         "gradient_accumulation": 1,
         "warmup_steps": 1,
     }
-    dpdllm_veilprobe.train_dpdllm_reference(out / "variants.parquet", model, train, settings, 1, out / "reference")
+    dpdllm_veilprobe.train_dpdllm_reference(
+        out / "variants.parquet", model.__dict__, train, settings, 1, out / "reference"
+    )
     assert json.loads((out / "reference/trained_on.json").read_text())["sample_ids"] == [f"s{i:02d}" for i in range(N)]
-    dpdllm_veilprobe.dpdllm_generations(
-        out / "variants.parquet", model, None, settings, {"batch_size": 8}, 1, out / "gen.parquet"
-    )
-    dpdllm_veilprobe.dpdllm_generations(
-        out / "variants.parquet", model, None, settings, {"batch_size": 8}, 1, out / "gen2.parquet"
-    )
+    sampling = DpdllmSampling(prefix_fraction=0.5, temperature=0.7, max_new_tokens=8)
+    dpdllm_veilprobe.dpdllm_generations(out / "variants.parquet", model, sampling, BATCH, 1, out / "gen.parquet")
+    dpdllm_veilprobe.dpdllm_generations(out / "variants.parquet", model, sampling, BATCH, 1, out / "gen2.parquet")
     assert (out / "gen.parquet").read_bytes() == (out / "gen2.parquet").read_bytes()  # seeded sampling
     generations = read_records(out / "gen.parquet")
     assert all(0 < len(g["generated_ids"]) <= 8 for g in generations)
-    dpdllm_veilprobe.dpdllm_features(
-        out / "gen.parquet", model, out / "reference/adapter", {"batch_size": 8}, out / "feat.parquet"
-    )
+    dpdllm_veilprobe.dpdllm_features(out / "gen.parquet", model, out / "reference/adapter", BATCH, out / "feat.parquet")
     features = read_records(out / "feat.parquet")
     assert len(features) == N and all(
         0 < f["mean_prob"] <= f["mean_max_prob"] <= 1 and f["perplexity"] >= 1 for f in features
@@ -130,20 +138,12 @@ def test_dpdllm_end_to_end_and_blind_to_evaluation_labels(inputs, tiny_model_dir
 
 def test_veilprobe_end_to_end_and_blind_to_evaluation_labels(inputs):
     out, model = inputs
-    settings = {
-        "key_fraction": 0.2,
-        "mapping_hidden": 16,
-        "mapping_layers": 1,
-        "mapping_epochs": 1,
-        "proto_epochs": 5,
-        "p_value": 0.5,
-    }
     dpdllm_veilprobe.veilprobe_perturb(
         out / "variants.parquet",
         model,
-        settings,
-        {"prefix_fraction": 0.5},
-        {"batch_size": 8},
+        VeilprobePerturbation(key_fraction=0.2, candidates=5),
+        BlackboxPrefix(prefix_fraction=0.5),
+        BATCH,
         1,
         out / "perturbed.parquet",
     )
@@ -152,9 +152,11 @@ def test_veilprobe_end_to_end_and_blind_to_evaluation_labels(inputs):
     for r in perturbed:  # only the replaced positions change
         changed = [i for i, (a, b) in enumerate(zip(r["prefix_ids"], r["perturbed_ids"], strict=True)) if a != b]
         assert changed == r["replaced"]
+    mapping = VeilprobeMapping(mapping_hidden=16, mapping_layers=1, mapping_epochs=1)
     dpdllm_veilprobe.veilprobe_features(
-        out / "blackbox.parquet", out / "perturbed.parquet", model, settings, 1, out / "vfeat.parquet", out / "mapping"
+        out / "blackbox.parquet", out / "perturbed.parquet", model, mapping, 1, out / "vfeat.parquet", out / "mapping"
     )
+    settings = VeilprobeFit(p_value=0.5, labelled_fraction=1.0, proto_epochs=5)
     assert json.loads((out / "mapping/trained_on.json").read_text())["sample_ids"] == [f"s{i:02d}" for i in range(N)]
     dpdllm_veilprobe.fit_veilprobe(
         out / "vfeat.parquet", out / "samples.parquet", settings, FOLDS, 1, out / "veil.parquet", out / "veil-model"
@@ -172,11 +174,12 @@ def test_veilprobe_end_to_end_and_blind_to_evaluation_labels(inputs):
     tokens = out / "tokens.parquet"
     from leaktrace.stages.score import score_tokens
 
-    score_tokens(out / "variants.parquet", model, None, {"batch_size": 8}, tokens, originals_only=True)
+    score_tokens(out / "variants.parquet", model, BATCH, tokens, originals_only=True)
+    families = {"loss": {}, "veilprobe": family_params("veilprobe", {})}
     score_methods(
         tokens,
         out / "variants.parquet",
-        {"loss": {}, "veilprobe": {}},
+        read_slice(ScoreMethods, families, "score.methods"),
         out / "scores.parquet",
         learned=(out / "veil.parquet",),
     )

@@ -286,6 +286,9 @@ def test_micro_leakage_scan_finds_every_member_and_no_non_member(micro_run, tmp_
 def test_stages_are_byte_for_byte_deterministic(micro_run, tmp_path):
     from snakemake.utils import validate
 
+    from leaktrace.config_slice import read_slice
+    from leaktrace.settings.models import ModelSettings
+    from leaktrace.settings.score import ScoreMethods
     from leaktrace.stages.score import score_methods
     from leaktrace.stages.variants import make_variants_table
 
@@ -304,11 +307,11 @@ def test_stages_are_byte_for_byte_deterministic(micro_run, tmp_path):
     )
     assert (tmp_path / "v.parquet").read_bytes() == (out / "variants/humaneval.parquet").read_bytes()
     scores = out / "score/humaneval/target-r1-s0-e1"
-    model = {k: settings["base_model"][k] for k in ("path", "dtype", "device", "max_length")}
+    model = ModelSettings(**{k: settings["base_model"][k] for k in ("path", "dtype", "device", "max_length")})
     score_methods(
         scores / "tokens.parquet",
         out / "variants/humaneval.parquet",
-        settings["score"]["methods"],
+        read_slice(ScoreMethods, settings["score"]["methods"], "score.methods"),
         tmp_path / "s.parquet",
         reference=out / "score/humaneval/ref-model/tokens.parquet",
         oracle_reference=out / "score/humaneval/reference/tokens.parquet",
@@ -347,6 +350,8 @@ def test_micro_rerun_writes_the_same_bytes(micro_run, tmp_path):
 
 def test_dc_pdd_refuses_token_counts_of_another_tokenizer(micro_run, tmp_path):
     from leaktrace.models.token_counts import TokenCounts, read_token_counts, write_token_counts
+    from leaktrace.settings.models import ModelSettings
+    from leaktrace.settings.score import DcPddParams, ScoreMethods
     from leaktrace.stages.score import score_methods
 
     workdir, config = micro_run
@@ -358,10 +363,10 @@ def test_dc_pdd_refuses_token_counts_of_another_tokenizer(micro_run, tmp_path):
         score_methods(
             scores / "tokens.parquet",
             out / "variants/humaneval.parquet",
-            {"dc_pdd": {"corpus": "stdlib", "clip": 0.01}},
+            ScoreMethods(dc_pdd=DcPddParams(corpus="stdlib", clip=0.01)),
             tmp_path / "s.parquet",
             token_counts=tmp_path / "other.parquet",
-            model={"path": str(BASE_MODEL), "dtype": "float32", "device": "cpu"},
+            model=ModelSettings(path=str(BASE_MODEL), dtype="float32", device="cpu"),
         )
 
 

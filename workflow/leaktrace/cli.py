@@ -22,8 +22,18 @@ STAGES: dict[str, str] = {
     "audit-contamination": "leaktrace.stages.audit_contamination:audit_contamination",
     "audit-exchangeability-table": "leaktrace.stages.audit_exchangeability_table:audit_exchangeability_table",
     "audit-tables": "leaktrace.stages.audit:audit",
+    "dpdllm-features": "leaktrace.stages.dpdllm_veilprobe:dpdllm_features",
+    "dpdllm-fit": "leaktrace.stages.dpdllm_veilprobe:fit_dpdllm",
+    "dpdllm-generations": "leaktrace.stages.dpdllm_veilprobe:dpdllm_generations",
+    "recall-tokens": "leaktrace.stages.score:score_prefixed",
+    "scores": "leaktrace.stages.score:score_methods",
     "shifted-controls": "leaktrace.stages.shifted_controls:shifted_controls",
+    "token-counts": "leaktrace.stages.score:count_corpus_tokens",
+    "tokens": "leaktrace.stages.score:score_tokens",
     "twin": "leaktrace.stages.twin:twin_tables",
+    "veilprobe-features": "leaktrace.stages.dpdllm_veilprobe:veilprobe_features",
+    "veilprobe-fit": "leaktrace.stages.dpdllm_veilprobe:fit_veilprobe",
+    "veilprobe-perturb": "leaktrace.stages.dpdllm_veilprobe:veilprobe_perturb",
     "verdict": "leaktrace.stages.verdict:verdict",
 }
 """Stage command -> its function; the function's signature is its flags (:mod:`leaktrace.stage_entry`)."""
@@ -245,32 +255,6 @@ def _adapter(a) -> str | None:
     return str(a.adapter) if a.adapter else None
 
 
-@command("tokens")
-@_args(
-    path("--variants"), MODEL, ADAPTER, (("--originals-only",), {"action": "store_true"}), SETTINGS, path("--output")
-)
-def _tokens(a):
-    from leaktrace.stages.score import score_tokens
-
-    score_tokens(a.variants, a.model, _adapter(a), a.settings, a.output, originals_only=a.originals_only)
-
-
-@command("recall-tokens")
-@_args(path("--variants"), path("--samples"), MODEL, ADAPTER, SETTINGS, BATCH, SEED, path("--output"))
-def _recall_tokens(a):
-    from leaktrace.stages.score import score_prefixed
-
-    score_prefixed(a.variants, a.samples, a.model, _adapter(a), a.settings, a.batch, a.seed, a.output)
-
-
-@command("token-counts")
-@_args(path("--corpus", many=True), MODEL, path("--output"))
-def _token_counts(a):
-    from leaktrace.stages.score import count_corpus_tokens
-
-    count_corpus_tokens(a.corpus, a.model, a.output)
-
-
 GENERATOR = (
     ("--generator",),
     {"type": _json, "default": None, "help": "the llm.generator role as JSON (null: transformers)"},
@@ -288,47 +272,6 @@ def _blackbox(a):
     )
 
 
-@command("scores")
-@_args(
-    path("--tokens"),
-    path("--variants"),
-    path("--reference", required=False),
-    path("--oracle-reference", required=False),
-    path("--prefixed", required=False),
-    path("--token-counts", required=False),
-    path("--blackbox", required=False),
-    (
-        ("--learned",),
-        {
-            "type": Path,
-            "nargs": "+",
-            "action": "extend",
-            "default": [],
-            "help": "the learned baselines' per-sample outputs (repeatable)",
-        },
-    ),
-    (("--model",), {"type": _json, "help": "the scored model (checks DC-PDD's counts were made with its tokenizer)"}),
-    SETTINGS,
-    path("--output"),
-)
-def _scores(a):
-    from leaktrace.stages.score import score_methods
-
-    score_methods(
-        a.tokens,
-        a.variants,
-        a.settings,
-        a.output,
-        reference=a.reference,
-        oracle_reference=a.oracle_reference,
-        prefixed=a.prefixed,
-        token_counts=a.token_counts,
-        blackbox=a.blackbox,
-        model=a.model,
-        learned=tuple(a.learned),
-    )
-
-
 @command("dpdllm-reference")
 @_args(
     path("--variants"),
@@ -342,65 +285,6 @@ def _dpdllm_reference(a):
     from leaktrace.stages.dpdllm_veilprobe import train_dpdllm_reference
 
     train_dpdllm_reference(a.variants, a.model, a.train, a.settings, a.seed, a.output_dir)
-
-
-@command("dpdllm-generations")
-@_args(path("--variants"), MODEL, ADAPTER, SETTINGS, BATCH, SEED, path("--output"))
-def _dpdllm_generations(a):
-    from leaktrace.stages.dpdllm_veilprobe import dpdllm_generations
-
-    dpdllm_generations(a.variants, a.model, _adapter(a), a.settings, a.batch, a.seed, a.output)
-
-
-@command("dpdllm-features")
-@_args(path("--generations"), MODEL, path("--reference-adapter"), BATCH, path("--output"))
-def _dpdllm_features(a):
-    from leaktrace.stages.dpdllm_veilprobe import dpdllm_features
-
-    dpdllm_features(a.generations, a.model, a.reference_adapter, a.batch, a.output)
-
-
-FOLDS = (("--folds",), {"type": int, "required": True, "help": "calibration.cross_fit_folds: folds of the cross-fit"})
-
-
-@command("dpdllm-fit")
-@_args(path("--features"), path("--samples"), FOLDS, SEED, path("--output"), path("--model-dir"))
-def _dpdllm_fit(a):
-    from leaktrace.stages.dpdllm_veilprobe import fit_dpdllm
-
-    fit_dpdllm(a.features, a.samples, a.folds, a.seed, a.output, a.model_dir)
-
-
-@command("veilprobe-perturb")
-@_args(
-    path("--variants"),
-    MODEL,
-    SETTINGS,
-    (("--blackbox",), {"type": _json, "required": True, "help": "the srdetection_blackbox slice (its prefix split)"}),
-    BATCH,
-    SEED,
-    path("--output"),
-)
-def _veilprobe_perturb(a):
-    from leaktrace.stages.dpdllm_veilprobe import veilprobe_perturb
-
-    veilprobe_perturb(a.variants, a.model, a.settings, a.blackbox, a.batch, a.seed, a.output)
-
-
-@command("veilprobe-features")
-@_args(path("--blackbox"), path("--perturbed"), MODEL, SETTINGS, SEED, path("--output"), path("--mapping-dir"))
-def _veilprobe_features(a):
-    from leaktrace.stages.dpdllm_veilprobe import veilprobe_features
-
-    veilprobe_features(a.blackbox, a.perturbed, a.model, a.settings, a.seed, a.output, a.mapping_dir)
-
-
-@command("veilprobe-fit")
-@_args(path("--features"), path("--samples"), SETTINGS, FOLDS, SEED, path("--output"), path("--model-dir"))
-def _veilprobe_fit(a):
-    from leaktrace.stages.dpdllm_veilprobe import fit_veilprobe
-
-    fit_veilprobe(a.features, a.samples, a.settings, a.folds, a.seed, a.output, a.model_dir)
 
 
 def _paired_paths(values: list[str], second: str) -> dict[tuple[str, str], Path]:

@@ -38,6 +38,15 @@ from leaktrace.detect.srdetection_blackbox import _TokenBudget, split_prefix_suf
 from leaktrace.detect.veilprobe import key_token_scores, perturb_key_tokens, veilprobe_fitter
 from leaktrace.models.configured import language_model, model_spec
 from leaktrace.seeding import derive_seed
+from leaktrace.settings.dpdllm_veilprobe import (
+    BlackboxPrefix,
+    DpdllmSampling,
+    VeilprobeFit,
+    VeilprobeMapping,
+    VeilprobePerturbation,
+)
+from leaktrace.settings.models import ModelSettings
+from leaktrace.settings.score import TokenBatch
 from leaktrace.train.lora import LoraSettings, train_lora
 from leaktrace.variants.kinds import valid_texts
 
@@ -118,22 +127,28 @@ def train_dpdllm_reference(variants: Path, model: dict, train: dict, settings: d
 
 
 def dpdllm_generations(
-    variants: Path, model: dict, adapter: str | None, settings: dict, batch: dict, seed: int, output: Path
+    variants: Path,
+    model: ModelSettings,
+    settings: DpdllmSampling,
+    batch: TokenBatch,
+    seed: int,
+    output: Path,
+    adapter: Path | None = None,
 ) -> None:
-    """The target's sampled continuation of the first ``prefix_fraction`` of
-    every original, as long as its true suffix (at most ``max_new_tokens``)."""
-    params = family_params("dpdllm", settings)
-    lm = language_model(model, adapter, batch)
+    """DPDLLM's sampled continuation of the first ``prefix_fraction`` of every
+    original under the target, as long as its true suffix (at most
+    ``max_new_tokens``)."""
+    lm = language_model(model, str(adapter) if adapter else None, batch)
     originals = _originals(variants)
     prefixes, budgets = [], []
     for _, text in originals:
-        prefix, suffix = _prefix(lm, text, params["prefix_fraction"])
+        prefix, suffix = _prefix(lm, text, settings.prefix_fraction)
         prefixes.append(prefix)
-        budgets.append(min(len(lm.encode(lm.decode(suffix))), params["max_new_tokens"]))
+        budgets.append(min(len(lm.encode(lm.decode(suffix))), settings.max_new_tokens))
     generated = lm.sample(
         prefixes,
         max_new_tokens=max(budgets, default=1),
-        temperature=params["temperature"],
+        temperature=settings.temperature,
         seed=derive_seed(seed, "dpdllm-sampling"),
         stops=[_TokenBudget(lm.encode, b) for b in budgets],
     )
@@ -153,9 +168,12 @@ def _continuation_pass(model, bos_id: int, prefix: list[int], continuation: list
     return token.numpy(), logprobs.max(dim=-1).values.exp().numpy()
 
 
-def dpdllm_features(generations: Path, model: dict, reference_adapter: Path, batch: dict, output: Path) -> None:
-    """Features of every non-empty continuation under the reference model,
-    after the prefix it continued; empty continuations have none."""
+def dpdllm_features(
+    generations: Path, model: ModelSettings, reference_adapter: Path, batch: TokenBatch, output: Path
+) -> None:
+    """DPDLLM's features of every non-empty continuation under the reference
+    model (``model`` with ``reference_adapter``), after the prefix it continued;
+    empty continuations have none."""
     lm = language_model(model, str(reference_adapter), batch)
     rows, empty = [], []
     for g in read_records(generations):
@@ -220,6 +238,9 @@ def cross_fitted(ids: list[str], labels: dict[str, bool], fit_many, folds: int, 
 
 
 def fit_dpdllm(features: Path, samples: Path, folds: int, seed: int, output: Path, model_dir: Path) -> None:
+    """DPDLLM's naive Bayes classifier, cross-fitted over ``folds`` folds of
+    the split's calibration fold: every sample's score to ``output``, the fits
+    to ``model_dir``."""
     rows = read_records(features)
     ids = [r["sample_id"] for r in rows]
     labels = calibration_labels(samples, set(ids))
@@ -250,23 +271,28 @@ def fit_dpdllm(features: Path, samples: Path, folds: int, seed: int, output: Pat
 
 
 def veilprobe_perturb(
-    variants: Path, model: dict, settings: dict, blackbox: dict, batch: dict, seed: int, output: Path
+    variants: Path,
+    model: ModelSettings,
+    settings: VeilprobePerturbation,
+    blackbox: BlackboxPrefix,
+    batch: TokenBatch,
+    seed: int,
+    output: Path,
 ) -> None:
-    """Each original's prefix (SrDetection black-box's split) with its key
-    tokens replaced, the base model as proxy."""
-    params = family_params("veilprobe", settings)
+    """VeilProbe's perturbation: each original's prefix (SrDetection
+    black-box's split) with its key tokens replaced, the base model as proxy."""
     torch.set_num_threads(1)  # small matrices: one thread is faster than two contending ones
     lm = language_model(model, None, batch)
     rng = np.random.default_rng(derive_seed(seed, "veilprobe-perturb"))
     originals = _originals(variants)
-    splits = [_prefix(lm, text, blackbox["prefix_fraction"]) for _, text in originals]
+    splits = [_prefix(lm, text, blackbox.prefix_fraction) for _, text in originals]
     rows = []
     for start in range(0, len(splits), lm.batch_size):
         chunk = splits[start : start + lm.batch_size]
-        scored = key_token_scores(lm.model, lm.bos_id, lm.pad_id, chunk, 4 * params["candidates"])
+        scored = key_token_scores(lm.model, lm.bos_id, lm.pad_id, chunk, 4 * settings.candidates)
         for (sid, _), (prefix, _), (attribution, candidates) in zip(originals[start:], chunk, scored, strict=False):
             perturbed, replaced = perturb_key_tokens(
-                prefix, attribution, candidates, lm.decode, params["key_fraction"], params["candidates"], rng
+                prefix, attribution, candidates, lm.decode, settings.key_fraction, settings.candidates, rng
             )
             rows.append({"sample_id": sid, "prefix_ids": prefix, "perturbed_ids": perturbed, "replaced": replaced})
     write_table(rows, PERTURBED_SCHEMA, output)
@@ -278,13 +304,18 @@ def veilprobe_perturb(
 
 
 def veilprobe_features(
-    blackbox: Path, perturbed: Path, model: dict, settings: dict, seed: int, output: Path, mapping_dir: Path
+    blackbox: Path,
+    perturbed: Path,
+    model: ModelSettings,
+    settings: VeilprobeMapping,
+    seed: int,
+    output: Path,
+    mapping_dir: Path,
 ) -> None:
-    """The mapping model trained on <prefix, the target's continuation> of
-    every original, and its hidden states of each prefix and its perturbed form."""
+    """VeilProbe's mapping model trained on <prefix, the target's continuation>
+    of every original, and its hidden states of each prefix and its perturbed form."""
     from leaktrace.models.loading import load_tokenizer
 
-    params = family_params("veilprobe", settings)
     torch.set_num_threads(1)
     prefixes = {r["sample_id"]: r for r in read_records(perturbed)}
     continuations = {
@@ -302,9 +333,9 @@ def veilprobe_features(
     tokenizer = load_tokenizer(model_spec(model, None))
     bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
     mapping = MappingSettings(
-        hidden=params["mapping_hidden"],
-        layers=params["mapping_layers"],
-        epochs=params["mapping_epochs"],
+        hidden=settings.mapping_hidden,
+        layers=settings.mapping_layers,
+        epochs=settings.mapping_epochs,
         seed=derive_seed(seed, "veilprobe-mapping") % 2**32,
     )
     longest = max((len(prefixes[s]["prefix_ids"]) + len(continuations[s]["generated_ids"]) for s in ids), default=1) + 1
@@ -326,16 +357,18 @@ def veilprobe_features(
 
 
 def fit_veilprobe(
-    features: Path, samples: Path, settings: dict, folds: int, seed: int, output: Path, model_dir: Path
+    features: Path, samples: Path, settings: VeilprobeFit, folds: int, seed: int, output: Path, model_dir: Path
 ) -> None:
-    params = family_params("veilprobe", settings)
+    """VeilProbe's t-test filter and prototypical network, cross-fitted over
+    ``folds`` folds of a labelled share of the split's calibration fold: every
+    sample's score to ``output``, the fits to ``model_dir``."""
     torch.set_num_threads(1)
     rows = read_records(features)
     ids = [r["sample_id"] for r in rows]
     labels = labelled_share(
-        calibration_labels(samples, set(ids)), params["labelled_fraction"], derive_seed(seed, "veilprobe-labelled")
+        calibration_labels(samples, set(ids)), settings.labelled_fraction, derive_seed(seed, "veilprobe-labelled")
     )
-    fitter = veilprobe_fitter(rows, params, seed)
+    fitter = veilprobe_fitter(rows, {"p_value": settings.p_value, "proto_epochs": settings.proto_epochs}, seed)
     fitted = cross_fitted(ids, labels, fitter, folds, derive_seed(seed, "veilprobe-folds"))
     model_dir.mkdir(parents=True, exist_ok=True)
     torch.save(fitter.states[-1], model_dir / "protonet.pt")  # the full fit's, which scores the unlabelled samples

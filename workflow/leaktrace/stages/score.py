@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,6 +26,8 @@ from leaktrace.models.backend import TokenStats
 from leaktrace.models.configured import generation_model, language_model, model_spec
 from leaktrace.models.token_counts import count_tokens, read_token_counts, write_token_counts
 from leaktrace.models.token_table import read_token_stats, write_token_stats
+from leaktrace.settings.models import ModelSettings
+from leaktrace.settings.score import RecallSettings, ScoreMethods, TokenBatch
 from leaktrace.variants.kinds import DETECTOR_KINDS, VARIANT_SETS, valid_texts
 
 log = logging.getLogger(__name__)
@@ -44,19 +47,27 @@ BLACKBOX_SCHEMA = pa.schema(
 
 
 def score_tokens(
-    variants: Path, model: dict, adapter: str | None, settings: dict, output: Path, *, originals_only: bool = False
+    variants: Path,
+    model: ModelSettings,
+    settings: TokenBatch,
+    output: Path,
+    adapter: Path | None = None,
+    originals_only: bool = False,
 ) -> None:
-    """Every valid original and detector variant (other generators' too), and
-    each original lowercased; with ``originals_only`` just the originals (a
-    reference model for Ref). The base model's pass is also what SrDetection's
-    pre-exposure filter reads (the split stage)."""
+    """Token statistics of every valid original and detector variant (other
+    generators' too), and each original lowercased, under ``model`` (and its
+    ``adapter``); with ``originals_only`` just the originals (a reference model
+    for Ref).
+
+    The base model's pass is also what SrDetection's pre-exposure filter reads
+    (the split stage)."""
     texts = valid_texts(variants, DETECTOR_KINDS + VARIANT_SETS)
     if originals_only:
         texts = [v for v in texts if v["variant_id"] == 0]
     jobs = [(v["sample_id"], v["variant_id"], "text", v["text"]) for v in texts]
     if not originals_only:
         jobs += [(v["sample_id"], 0, "lowercase", v["text"].lower()) for v in texts if v["variant_id"] == 0]
-    lm = language_model(model, adapter, settings)
+    lm = language_model(model, _adapter(adapter), settings)
     # Min-K%++ reads mu and sigma of the originals only: the variants and
     # lowercased texts need their log-probabilities alone.
     stats = lm.score([text for *_, text in jobs], moments=[vid == 0 and view == "text" for _, vid, view, _ in jobs])
@@ -64,30 +75,35 @@ def score_tokens(
     log.info("scored %d texts (%d truncated) under %s", len(jobs), sum(s.truncated for s in stats), lm.name)
 
 
+def _adapter(adapter: Path | None) -> str | None:
+    return str(adapter) if adapter else None
+
+
 def score_prefixed(
     variants: Path,
     samples: Path,
-    model: dict,
-    adapter: str | None,
-    settings: dict,
-    batch: dict,
+    model: ModelSettings,
+    settings: RecallSettings,
+    batch: TokenBatch,
     seed: int,
     output: Path,
+    adapter: Path | None = None,
 ) -> None:
     """ReCaLL's pass: every valid original scored after a prefix of up to
-    ``n_shots`` non-members of the split's ``recall-prefix`` fold, which are
-    never trained on and never evaluated. Each text keeps the shots that fit
-    the model's context beside it (``prefix_shots``, ``prefix_tokens``)."""
-    params = family_params("recall", settings)
+    ``n_shots`` non-members of the split's ``recall-prefix`` fold.
+
+    Those non-members are never trained on and never evaluated. Each text
+    keeps the shots that fit the model's context beside it (``prefix_shots``,
+    ``prefix_tokens``)."""
     held_out = [r["sample_id"] for r in read_records(samples, ["sample_id", "fold"]) if r["fold"] == RECALL_PREFIX]
     originals = {v["sample_id"]: v["text"] for v in valid_texts(variants) if v["variant_id"] == 0}
-    chosen = select_prefix_samples(held_out, params["n_shots"], seed)
-    lm = language_model(model, adapter, batch)
+    chosen = select_prefix_samples(held_out, settings.n_shots, seed)
+    lm = language_model(model, _adapter(adapter), batch)
     targets = sorted(originals)
     stats = lm.score_conditioned(
         prefix_shots([originals[sid] for sid in chosen]),
         [originals[sid] for sid in targets],
-        max_prefix_tokens=params["max_prefix_tokens"],
+        max_prefix_tokens=settings.max_prefix_tokens,
     )
     write_token_stats([(sid, 0, "prefixed") for sid in targets], stats, output)
     shots = Counter(s.prefix_shots for s in stats)
@@ -103,9 +119,9 @@ def score_prefixed(
     )
 
 
-def count_corpus_tokens(corpus: list[Path], model: dict, output: Path) -> None:
-    """DC-PDD's reference frequencies: token counts of a corpus under the
-    model's tokenizer (with its fingerprint, checked when read)."""
+def count_corpus_tokens(corpus: tuple[Path, ...], model: ModelSettings, output: Path) -> None:
+    """DC-PDD's reference frequencies: token counts of a corpus (its parts)
+    under the model's tokenizer, with its fingerprint, checked when read."""
     from leaktrace.models.loading import load_tokenizer
 
     tokenizer = load_tokenizer(model_spec(model, None))
@@ -165,24 +181,25 @@ def _available(methods: list[Method], **evidence: bool) -> list[Method]:
 def score_methods(
     tokens: Path,
     variants: Path,
-    settings: dict,
+    settings: ScoreMethods,
     output: Path,
-    *,
     reference: Path | None = None,
     oracle_reference: Path | None = None,
     prefixed: Path | None = None,
     token_counts: Path | None = None,
     blackbox: Path | None = None,
-    model: dict | None = None,
+    model: ModelSettings | None = None,
     learned: tuple[Path, ...] = (),
 ) -> None:
-    """Every configured detector for every sample whose original is valid.
-    Optional evidence files feed the detectors that need them; a method whose
-    evidence is not given is skipped for this model, and DC-PDD without token
-    counts likewise. With ``model``, DC-PDD's counts must come from its tokenizer."""
-    if token_counts is None and "dc_pdd" in settings:
+    """Every configured detector's score of every sample whose original is
+    valid, from the token pass (``tokens``) and the evidence files given.
+
+    A method whose evidence is not given is skipped for this model, and
+    DC-PDD without token counts likewise. With ``model``, DC-PDD's counts must
+    come from its tokenizer."""
+    if token_counts is None and settings.dc_pdd is not None:
         log.info("dc_pdd skipped for this model: no token counts of its reference corpus")
-        settings = {k: v for k, v in settings.items() if k != "dc_pdd"}
+        settings = replace(settings, dc_pdd=None)
     counts = read_token_counts(token_counts) if token_counts else None
     if counts is not None and model is not None:
         from leaktrace.models.loading import load_tokenizer
@@ -190,7 +207,7 @@ def score_methods(
 
         counts.check_tokenizer(tokenizer_fingerprint(load_tokenizer(model_spec(model, None))))
     methods = _available(
-        configured_methods(settings, token_counts=counts),
+        configured_methods(settings.families(), token_counts=counts),
         reference=reference is not None,
         oracle_reference=oracle_reference is not None,
         prefixed=prefixed is not None,
