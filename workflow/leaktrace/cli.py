@@ -20,11 +20,14 @@ from leaktrace.errors import InputError
 STAGES: dict[str, str] = {
     "audit-blind": "leaktrace.stages.audit_blind:audit_blind",
     "audit-contamination": "leaktrace.stages.audit_contamination:audit_contamination",
+    "audit-exchangeability": "leaktrace.stages.exchangeability:audit_exchangeability",
     "audit-exchangeability-table": "leaktrace.stages.audit_exchangeability_table:audit_exchangeability_table",
     "audit-tables": "leaktrace.stages.audit:audit",
     "dpdllm-features": "leaktrace.stages.dpdllm_veilprobe:dpdllm_features",
     "dpdllm-fit": "leaktrace.stages.dpdllm_veilprobe:fit_dpdllm",
     "dpdllm-generations": "leaktrace.stages.dpdllm_veilprobe:dpdllm_generations",
+    "exchangeability": "leaktrace.stages.exchangeability:exchangeability",
+    "exchangeability-calibration": "leaktrace.stages.exchangeability:exchangeability_calibration",
     "recall-tokens": "leaktrace.stages.score:score_prefixed",
     "scores": "leaktrace.stages.score:score_methods",
     "shifted-controls": "leaktrace.stages.shifted_controls:shifted_controls",
@@ -629,42 +632,6 @@ def _calibration_membership(a):
 
     membership_calibration(
         a.samples, _named_paths(a.scores), _paired_paths(a.learned, "FAMILY"), a.settings, a.seed, a.output
-    )
-
-
-@command("exchangeability")
-@_args(path("--benchmark"), path("--samples"), MODEL, ADAPTER, SETTINGS, BATCH, SEED, path("--output"))
-def _exchangeability(a):
-    from leaktrace.stages.exchangeability import exchangeability
-
-    exchangeability(a.benchmark, a.samples, a.model, _adapter(a), a.settings, a.batch, a.seed, a.output)
-
-
-@command("exchangeability-calibration")
-@_args(path("--benchmark"), path("--samples"), MODEL, ADAPTER, SETTINGS, BATCH, SEED, path("--output"))
-def _exchangeability_calibration(a):
-    from leaktrace.stages.exchangeability import exchangeability_calibration
-
-    exchangeability_calibration(a.benchmark, a.samples, a.model, _adapter(a), a.settings, a.batch, a.seed, a.output)
-
-
-@command("audit-exchangeability")
-@_args(
-    path("--benchmark"),
-    (("--benchmark-name",), {"required": True, "help": "the audited benchmark's name"}),
-    (("--name",), {"required": True, "help": "the audited model's name"}),
-    MODEL,
-    ADAPTER,
-    SETTINGS,
-    BATCH,
-    SEED,
-    path("--output"),
-)
-def _audit_exchangeability(a):
-    from leaktrace.stages.exchangeability import audit_exchangeability
-
-    audit_exchangeability(
-        a.benchmark, a.benchmark_name, a.name, a.model, _adapter(a), a.settings, a.batch, a.seed, a.output
     )
 
 
