@@ -63,9 +63,10 @@ def audit(
     held_out_ids: Path | None = None,
     blind: Path | None = None,
 ) -> None:
-    """Write the audit's SrDetection leakage rates beside their nulls
-    (leakage_rates.parquet, leakage_rates.md and heatmap.png in
-    ``output_dir``). ``scores`` maps (audit model name, benchmark) to that
+    """Write the audit's SrDetection leakage rates beside their nulls:
+    leakage_rates.parquet, leakage_rates.md and heatmap.png.
+
+    ``scores`` maps (audit model name, benchmark) to that
     model's scores.parquet; ``variants`` each benchmark to its variants
     table; ``held_out_ids``: the control ids; ``blind``: the audit's
     blind-baseline table."""

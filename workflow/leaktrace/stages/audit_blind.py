@@ -26,8 +26,9 @@ log = logging.getLogger(__name__)
 def audit_blind(
     benchmarks: Mapping[str, Path], control_ids: Path, settings: AuditBlindSettings, seed: int, output: Path
 ) -> None:
-    """Write the blind baseline of every audited benchmark against the
-    control ids (one row each). ``benchmarks``: benchmark -> its ingested table."""
+    """Write the blind baseline of every audited benchmark against the control ids, one row each.
+
+    ``benchmarks``: benchmark -> its ingested table."""
     tables = {b: sorted(read_records(p), key=lambda r: r["sample_id"]) for b, p in benchmarks.items()}
     everything = {r["sample_id"] for rows in tables.values() for r in rows}
     control = match_ids(read_id_list(control_ids), everything, str(control_ids))

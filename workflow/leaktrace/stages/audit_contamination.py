@@ -172,8 +172,9 @@ def audit_contamination(
     ref_model: str | None = None,
 ) -> None:
     """Write the dataset-level test of every audited model on every audited
-    benchmark against the control ids, with its null (``output`` and its
-    Markdown ``report``), and the audit's verdict table. ``scores``: (audit
+    benchmark against the control ids, and the audit's verdict table.
+
+    The test and its null go to ``output`` and its Markdown ``report``. ``scores``: (audit
     model, benchmark) -> scores.parquet; ``benchmarks``: benchmark -> its
     ingested table (every sample, to match the ids); ``blind``: the audit's
     blind-baseline table; ``verdicts`` and ``verdicts_report``: where the

@@ -38,10 +38,11 @@ def shifted_controls(
     report: Path,
     page: Path,
 ) -> None:
-    """Run the shifted-control experiment on the pool ``benchmark`` and write
-    its draws (``output``), their ``summary``, its ``report`` and ``page``
-    (how often the verdict page answered what, per condition). ``target`` and
-    ``reference``: the two models' scores.parquet."""
+    """Run the shifted-control experiment on the pool benchmark and write its draws, summary, report and page.
+
+    ``output``: the draws; ``page``: how often the verdict page answered
+    what, per condition; ``target`` and ``reference``: the two models'
+    scores.parquet."""
     texts = {r["sample_id"]: document(r) for r in read_records(benchmark_table)}
     found = read_records(target, ["sample_id", "method", "score", "decision"])
     exclude = set(settings.exclude_methods)
