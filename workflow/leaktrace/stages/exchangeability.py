@@ -170,10 +170,11 @@ def exchangeability(
     output: Path,
     adapter: Path | None = None,
 ) -> None:
-    """Oren et al.'s sharded test of the benchmark's order under one model
-    (and its ``adapter``): the examples (``settings.samples``: the testbed's
-    members, or all) in the benchmark's order packed into shards, each
-    against its seeded permutations; one row."""
+    """Test whether one model prefers the benchmark's order of its examples (Oren et al.'s sharded test).
+
+    The examples (``settings.samples``: the testbed's members, or all) in
+    the benchmark's order are packed into shards, each scored against its
+    seeded permutations under ``model`` (and its ``adapter``); one row."""
     examples = canonical_examples(benchmark, samples, settings.samples)
     lm = language_model(model, _adapter(adapter), batch)
     (row,) = order_tests(lm, examples, [list(range(len(examples)))], settings, seed, [("exchangeability",)])
@@ -190,8 +191,10 @@ def exchangeability_calibration(
     output: Path,
     adapter: Path | None = None,
 ) -> None:
-    """The test under a null that holds for any model that never saw these
-    orders: ``calibration_seeds`` seeded random orders of the examples, each
+    """Calibrate the sharded order test: the test on seeded random orders of the examples, one row each.
+
+    The null holds for any model that never saw these orders:
+    ``calibration_seeds`` seeded random orders of the examples, each
     taken as the canonical one. Its false-positive rate, beside the real
     order's p-value, says whether a low p-value is the order or the test."""
     examples = canonical_examples(benchmark, samples, settings.samples)
@@ -213,9 +216,12 @@ def audit_exchangeability(
     output: Path,
     adapter: Path | None = None,
 ) -> None:
-    """Oren et al.'s sharded test of ``benchmark`` (the ingested table, rows
-    in the file's order) under one audited model (``name``; ``model`` and its
-    ``adapter``), one row of the audit's order table. It needs no control set, only
+    """Test whether one audited model prefers the published order of an
+    audited benchmark: one row of the audit's order table.
+
+    Oren et al.'s sharded test of ``benchmark`` (the ingested table, rows
+    in the file's order) under the audited model ``name`` (``model`` and its
+    ``adapter``). It needs no control set, only
     the published order's randomness (:data:`ASSUMPTION`). The headline
     p-value is exact: greedy packing puts a shard's examples in the same shard
     whatever their order within it, so under the assumption each shard's
