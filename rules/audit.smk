@@ -218,8 +218,8 @@ rule audit_exchangeability:
     output:
         audit_exchangeability_row(),
     params:
-        settings=settings_without(["audit", "exchangeability"], "enabled"),
-        batch=settings("score", "tokens"),
+        settings=stage_settings("audit-exchangeability", config),
+        batch=TOKEN_BATCH,
         model=scored_model_settings,
         adapter=adapter_args,
         name=audit_name,

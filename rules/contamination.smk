@@ -131,8 +131,8 @@ rule exchangeability:
     output:
         exchangeability_file(),
     params:
-        settings=settings_without(["contamination", "exchangeability"], "calibration_seeds"),
-        batch=settings("score", "tokens"),
+        settings=stage_settings("exchangeability", config),
+        batch=TOKEN_BATCH,
         model=scored_model_settings,
         adapter=adapter_args,
         seed=config["seed"],
@@ -164,8 +164,8 @@ rule exchangeability_calibration:
     output:
         exchangeability_calibration_file(),
     params:
-        settings=settings("contamination", "exchangeability"),
-        batch=settings("score", "tokens"),
+        settings=stage_settings("exchangeability-calibration", config),
+        batch=TOKEN_BATCH,
         model=scored_model_settings,
         adapter=adapter_args,
         seed=config["seed"],

@@ -314,17 +314,25 @@ def test_sharded_test_fires_on_a_canonical_preference_and_is_calibrated_without_
     assert result.p_value < 0.01 and result.mean_difference > 1.0
 
 
-def test_exchangeability_settings_name_a_missing_or_mistyped_key(tmp_path):
-    from leaktrace.config_slice import SliceError
-    from leaktrace.stages.exchangeability import exchangeability, exchangeability_calibration
+def test_the_exchangeability_commands_name_a_missing_or_mistyped_key(tmp_path, capsys):
+    import json
 
-    absent = tmp_path / "absent.parquet"
-    with pytest.raises(SliceError, match=r"config contamination\.exchangeability\.n_shards: expected an integer"):
-        settings = {"samples": "members", "n_shards": 2.5, "n_permutations": 2}
-        exchangeability(absent, absent, {}, None, settings, {}, 3, absent)
-    with pytest.raises(SliceError, match=r"config contamination\.exchangeability\.calibration_seeds: missing"):
-        settings = {"samples": "members", "n_shards": 3, "n_permutations": 2}
-        exchangeability_calibration(absent, absent, {}, None, settings, {}, 3, absent)
+    from leaktrace.cli import main
+
+    def run(command, settings):
+        model = json.dumps({"path": "m", "dtype": "float32", "device": "cpu"})
+        argv = [command, "--benchmark", "b.parquet", "--samples", "s.parquet", "--model", model]
+        argv += ["--settings", json.dumps(settings), "--batch", '{"batch_size": 8, "token_budget": null}']
+        with pytest.raises(SystemExit) as stopped:
+            main([*argv, "--seed", "3", "--output", str(tmp_path / "x.parquet")])
+        assert stopped.value.code == 2
+        return capsys.readouterr().err
+
+    settings = {"samples": "members", "n_shards": 2.5, "n_permutations": 2}
+    assert "config contamination.exchangeability.n_shards: expected an integer" in run("exchangeability", settings)
+    settings = {"samples": "members", "n_shards": 3, "n_permutations": 2}
+    err = run("exchangeability-calibration", settings)
+    assert "config contamination.exchangeability.calibration_seeds: missing" in err
 
 
 def test_exchangeability_stage_scores_shards_under_a_model(tmp_path, tiny_model_dir):
@@ -332,6 +340,9 @@ def test_exchangeability_stage_scores_shards_under_a_model(tmp_path, tiny_model_
     from helpers import TRAINING_TEXT
 
     from leaktrace.artifacts import write_table
+    from leaktrace.settings.exchangeability import ExchangeabilitySettings
+    from leaktrace.settings.models import ModelSettings
+    from leaktrace.settings.score import TokenBatch
     from leaktrace.stages.exchangeability import exchangeability
     from leaktrace.stages.ingest import BENCHMARK_SCHEMA
     from leaktrace.stages.split import SAMPLES_SCHEMA
@@ -347,12 +358,10 @@ def test_exchangeability_stage_scores_shards_under_a_model(tmp_path, tiny_model_
         SAMPLES_SCHEMA,
         tmp_path / "samples.parquet",
     )
-    model = {"path": str(tiny_model_dir), "dtype": "float32", "device": "cpu", "max_length": 256}
-    settings = {"samples": "members", "n_shards": 3, "n_permutations": 2}
-    out = tmp_path / "x.parquet"
-    exchangeability(
-        tmp_path / "bench.parquet", tmp_path / "samples.parquet", model, None, settings, {"batch_size": 8}, 3, out
-    )
+    model = ModelSettings(path=str(tiny_model_dir), dtype="float32", device="cpu", max_length=256)
+    settings = ExchangeabilitySettings(samples="members", n_shards=3, n_permutations=2)
+    batch, out = TokenBatch(batch_size=8, token_budget=None), tmp_path / "x.parquet"
+    exchangeability(tmp_path / "bench.parquet", tmp_path / "samples.parquet", model, settings, batch, 3, out)
     (row,) = pq.read_table(out).to_pylist()
     assert (
         row["samples"] == "members"
@@ -361,9 +370,7 @@ def test_exchangeability_stage_scores_shards_under_a_model(tmp_path, tiny_model_
         and 0 <= row["p_value"] <= 1
     )
     first = out.read_bytes()
-    exchangeability(
-        tmp_path / "bench.parquet", tmp_path / "samples.parquet", model, None, settings, {"batch_size": 8}, 3, out
-    )
+    exchangeability(tmp_path / "bench.parquet", tmp_path / "samples.parquet", model, settings, batch, 3, out)
     assert out.read_bytes() == first
 
 
@@ -678,11 +685,15 @@ def test_the_audit_order_test_detects_a_model_that_prefers_the_published_order(t
     import pyarrow.parquet as pq
 
     import leaktrace.stages.exchangeability as stage
+    from leaktrace.settings.exchangeability import AuditExchangeabilitySettings
+    from leaktrace.settings.models import ModelSettings
+    from leaktrace.settings.score import TokenBatch
 
     _audit_benchmark(tmp_path / "bench.parquet", 24)  # 22 tokens an example: 8 a shard under a context of 200
     monkeypatch.setattr(stage, "language_model", lambda model, adapter, batch: _OrderScorer(prefers))
-    settings = {"n_shards": 3, "n_permutations": 9}
-    stage.audit_exchangeability(tmp_path / "bench.parquet", "b", "m", {}, None, settings, {}, 0, tmp_path / "x.parquet")
+    settings = AuditExchangeabilitySettings(n_shards=3, n_permutations=9)
+    model, batch = ModelSettings(path="m", dtype="float32", device="cpu"), TokenBatch(batch_size=8, token_budget=None)
+    stage.audit_exchangeability(tmp_path / "bench.parquet", "b", "m", model, settings, batch, 0, tmp_path / "x.parquet")
     (row,) = pq.read_table(tmp_path / "x.parquet").to_pylist()
     assert (row["model"], row["benchmark"], row["test"]) == ("m", "b", "exchangeability")
     assert (row["n_benchmark_examples"], row["n_examples"], row["n_shards"]) == (24, 24, 3)
@@ -697,19 +708,20 @@ def test_the_audit_order_test_on_a_tiny_model_and_where_no_shard_fits(tmp_path, 
     import pyarrow.parquet as pq
 
     from leaktrace.contamination.exchangeability import AUDIT_SCHEMA
+    from leaktrace.settings.exchangeability import AuditExchangeabilitySettings
+    from leaktrace.settings.models import ModelSettings
+    from leaktrace.settings.score import TokenBatch
     from leaktrace.stages.audit_exchangeability_table import audit_exchangeability_table
     from leaktrace.stages.exchangeability import audit_exchangeability
 
     _audit_benchmark(tmp_path / "bench.parquet", 12)
-    settings = {"n_shards": 2, "n_permutations": 3}
-    rows = []
+    settings = AuditExchangeabilitySettings(n_shards=2, n_permutations=3)
+    batch, rows = TokenBatch(batch_size=8, token_budget=None), []
     for name, context in (("fits", 256), ("short", 32)):
-        model = {"path": str(tiny_model_dir), "dtype": "float32", "device": "cpu", "max_length": context}
+        model = ModelSettings(path=str(tiny_model_dir), dtype="float32", device="cpu", max_length=context)
         rows.append(tmp_path / f"{name}.parquet")
-        audit_exchangeability(
-            tmp_path / "bench.parquet", "b", name, model, None, settings, {"batch_size": 8}, 3, rows[-1]
-        )
-    audit_exchangeability_table(rows, tmp_path / "table.parquet", tmp_path / "table.md")
+        audit_exchangeability(tmp_path / "bench.parquet", "b", name, model, settings, batch, 3, rows[-1])
+    audit_exchangeability_table(tuple(rows), tmp_path / "table.parquet", tmp_path / "table.md")
     table = pq.read_table(tmp_path / "table.parquet")
     assert table.schema.equals(AUDIT_SCHEMA)
     fits, short = table.to_pylist()

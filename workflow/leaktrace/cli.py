@@ -21,6 +21,7 @@ STAGES: dict[str, str] = {
     "aggregate": "leaktrace.stages.aggregate:aggregate",
     "audit-blind": "leaktrace.stages.audit_blind:audit_blind",
     "audit-contamination": "leaktrace.stages.audit_contamination:audit_contamination",
+    "audit-exchangeability": "leaktrace.stages.exchangeability:audit_exchangeability",
     "audit-exchangeability-table": "leaktrace.stages.audit_exchangeability_table:audit_exchangeability_table",
     "audit-tables": "leaktrace.stages.audit:audit",
     "audit-watermark-table": "leaktrace.stages.watermark:audit_watermark_table",
@@ -38,6 +39,8 @@ STAGES: dict[str, str] = {
     "dpdllm-features": "leaktrace.stages.dpdllm_veilprobe:dpdllm_features",
     "dpdllm-fit": "leaktrace.stages.dpdllm_veilprobe:fit_dpdllm",
     "dpdllm-generations": "leaktrace.stages.dpdllm_veilprobe:dpdllm_generations",
+    "exchangeability": "leaktrace.stages.exchangeability:exchangeability",
+    "exchangeability-calibration": "leaktrace.stages.exchangeability:exchangeability_calibration",
     "fetch-model": "leaktrace.models.fetch:fetch_model",
     "filter-functions": "leaktrace.stages.function_filter:filter_functions",
     "leakage-gather": "leaktrace.stages.leakage:gather",
@@ -232,42 +235,6 @@ def _paired_paths(values: list[str], second: str) -> dict[tuple[str, str], Path]
             raise argparse.ArgumentTypeError(f"expected MODEL:{second}=PATH, got {key}={value}")
         paths[(model, part)] = value
     return paths
-
-
-@command("exchangeability")
-@_args(path("--benchmark"), path("--samples"), MODEL, ADAPTER, SETTINGS, BATCH, SEED, path("--output"))
-def _exchangeability(a):
-    from leaktrace.stages.exchangeability import exchangeability
-
-    exchangeability(a.benchmark, a.samples, a.model, _adapter(a), a.settings, a.batch, a.seed, a.output)
-
-
-@command("exchangeability-calibration")
-@_args(path("--benchmark"), path("--samples"), MODEL, ADAPTER, SETTINGS, BATCH, SEED, path("--output"))
-def _exchangeability_calibration(a):
-    from leaktrace.stages.exchangeability import exchangeability_calibration
-
-    exchangeability_calibration(a.benchmark, a.samples, a.model, _adapter(a), a.settings, a.batch, a.seed, a.output)
-
-
-@command("audit-exchangeability")
-@_args(
-    path("--benchmark"),
-    (("--benchmark-name",), {"required": True, "help": "the audited benchmark's name"}),
-    (("--name",), {"required": True, "help": "the audited model's name"}),
-    MODEL,
-    ADAPTER,
-    SETTINGS,
-    BATCH,
-    SEED,
-    path("--output"),
-)
-def _audit_exchangeability(a):
-    from leaktrace.stages.exchangeability import audit_exchangeability
-
-    audit_exchangeability(
-        a.benchmark, a.benchmark_name, a.name, a.model, _adapter(a), a.settings, a.batch, a.seed, a.output
-    )
 
 
 @command("leakage-rq4-perplexity")

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import logging
 import random
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.config_slice import read_slice
 from leaktrace.contamination.exchangeability import (
     ASSUMPTION,
     AUDIT_SCHEMA,
@@ -40,6 +38,13 @@ from leaktrace.contamination.exchangeability import (
 from leaktrace.data.samples import document
 from leaktrace.models.configured import language_model
 from leaktrace.seeding import derive_seed
+from leaktrace.settings.exchangeability import (
+    AuditExchangeabilitySettings,
+    ExchangeabilityCalibrationSettings,
+    ExchangeabilitySettings,
+)
+from leaktrace.settings.models import ModelSettings
+from leaktrace.settings.score import TokenBatch
 from leaktrace.watermark.ranks import EXACT, rank_sum_test
 
 log = logging.getLogger(__name__)
@@ -66,20 +71,6 @@ def canonical_examples(benchmark: Path, samples: Path, which: str) -> list[str]:
         members = {r["sample_id"] for r in read_records(samples, ["sample_id", "split"]) if r["split"] == "member"}
         rows = [r for r in rows if r["sample_id"] in members]
     return [r["code"] for r in rows]
-
-
-@dataclass(frozen=True)
-class ExchangeabilitySettings:
-    """``contamination.exchangeability`` (config/schema.yaml): the examples tested, shards and permutations."""
-
-    samples: str
-    n_shards: int
-    n_permutations: int
-
-
-@dataclass(frozen=True)
-class ExchangeabilityCalibrationSettings(ExchangeabilitySettings):
-    calibration_seeds: int  # random orders taken as the canonical one
 
 
 def shard_orders(
@@ -165,20 +156,27 @@ def _sharded_row(groups: list[list], shards: list[list[int]], lm, settings: Exch
     return row | {"mean_difference": result.mean_difference, "p_value": result.p_value}
 
 
+def _adapter(adapter: Path | None) -> str | None:
+    return str(adapter) if adapter else None
+
+
 def exchangeability(
     benchmark: Path,
     samples: Path,
-    model: dict,
-    adapter: str | None,
-    settings: dict,
-    batch: dict,
+    model: ModelSettings,
+    settings: ExchangeabilitySettings,
+    batch: TokenBatch,
     seed: int,
     output: Path,
+    adapter: Path | None = None,
 ) -> None:
-    """``settings``: the rule's slice (:class:`ExchangeabilitySettings`)."""
-    settings = read_slice(ExchangeabilitySettings, settings, "contamination.exchangeability")
+    """Test whether one model prefers the benchmark's order of its examples (Oren et al.'s sharded test).
+
+    The examples (``settings.samples``: the testbed's members, or all) in
+    the benchmark's order are packed into shards, each scored against its
+    seeded permutations under ``model`` (and its ``adapter``); one row."""
     examples = canonical_examples(benchmark, samples, settings.samples)
-    lm = language_model(model, adapter, batch)
+    lm = language_model(model, _adapter(adapter), batch)
     (row,) = order_tests(lm, examples, [list(range(len(examples)))], settings, seed, [("exchangeability",)])
     write_table([row], EXCHANGEABILITY_SCHEMA, output)
 
@@ -186,47 +184,44 @@ def exchangeability(
 def exchangeability_calibration(
     benchmark: Path,
     samples: Path,
-    model: dict,
-    adapter: str | None,
-    settings: dict,
-    batch: dict,
+    model: ModelSettings,
+    settings: ExchangeabilityCalibrationSettings,
+    batch: TokenBatch,
     seed: int,
     output: Path,
+    adapter: Path | None = None,
 ) -> None:
-    """The test under a null that holds for any model that never saw these
-    orders: ``calibration_seeds`` seeded random orders of the examples, each
+    """Calibrate the sharded order test: the test on seeded random orders of the examples, one row each.
+
+    The null holds for any model that never saw these orders:
+    ``calibration_seeds`` seeded random orders of the examples, each
     taken as the canonical one. Its false-positive rate, beside the real
     order's p-value, says whether a low p-value is the order or the test."""
-    settings = read_slice(ExchangeabilityCalibrationSettings, settings, "contamination.exchangeability")
     examples = canonical_examples(benchmark, samples, settings.samples)
-    lm = language_model(model, adapter, batch)
+    lm = language_model(model, _adapter(adapter), batch)
     keys = [("exchangeability-calibration", c) for c in range(settings.calibration_seeds)]
     orderings = [np.random.default_rng(derive_seed(seed, *key)).permutation(len(examples)).tolist() for key in keys]
     rows = order_tests(lm, examples, orderings, settings, seed, keys)
     write_table([{"order_seed": c, **row} for c, row in enumerate(rows)], CALIBRATION_SCHEMA, output)
 
 
-@dataclass(frozen=True)
-class AuditExchangeabilitySettings:
-    """``audit.exchangeability`` (config/schema.yaml): the shards and permutations of every audited pair."""
-
-    n_shards: int
-    n_permutations: int
-
-
 def audit_exchangeability(
     benchmark: Path,
     benchmark_name: str,
-    model_name: str,
-    model: dict,
-    adapter: str | None,
-    settings: dict,
-    batch: dict,
+    name: str,
+    model: ModelSettings,
+    settings: AuditExchangeabilitySettings,
+    batch: TokenBatch,
     seed: int,
     output: Path,
+    adapter: Path | None = None,
 ) -> None:
-    """Oren et al.'s sharded test of ``benchmark`` (the ingested table, rows
-    in the file's order) under one audited model: needs no control set, only
+    """Test whether one audited model prefers the published order of an
+    audited benchmark: one row of the audit's order table.
+
+    Oren et al.'s sharded test of ``benchmark`` (the ingested table, rows
+    in the file's order) under the audited model ``name`` (``model`` and its
+    ``adapter``). It needs no control set, only
     the published order's randomness (:data:`ASSUMPTION`). The headline
     p-value is exact: greedy packing puts a shard's examples in the same shard
     whatever their order within it, so under the assumption each shard's
@@ -234,9 +229,8 @@ def audit_exchangeability(
     shards, and its rank among distinct random others is uniform
     (contamination.exchangeability.shard_ranks). The permutations are seeded
     by the benchmark alone: every model ranks the same orders."""
-    settings = read_slice(AuditExchangeabilitySettings, settings, "audit.exchangeability")
     examples = [document(row) for row in read_records(benchmark)]
-    lm = language_model(model, adapter, batch)
+    lm = language_model(model, _adapter(adapter), batch)
     lengths = [len(lm.encode(text + SEPARATOR)) for text in examples]
     key = ("audit-exchangeability", benchmark_name)
     plan = shard_orders(lengths, shard_budget(lm.max_length), settings, seed, *key, draw=distinct_permutations)
@@ -253,7 +247,7 @@ def audit_exchangeability(
         permuted.append(lls[1:])
         kept.append(shard)
     row = {
-        "model": model_name,
+        "model": name,
         "benchmark": benchmark_name,
         "test": "exchangeability",
         "n_benchmark_examples": len(examples),
