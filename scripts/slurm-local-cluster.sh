@@ -153,16 +153,20 @@ SelectTypeParameters=CR_CPU_Memory
 # polls status with squeue only when MinJobAge >= 3x its first-check delay
 MinJobAge=600
 JobCompType=jobcomp/none
-JobAcctGatherType=jobacct_gather/none
 EOF
     if [[ $accounting == yes ]]; then
+        # jobacct_gather/linux: sacct's TotalCPU (the kernel's count at the job's end) and MaxRSS
+        # (sampled every JobAcctGatherFrequency s); the job's comment (its rule and wildcards) kept
         cat >>"$STATE/etc/slurm.conf" <<EOF
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost
 AccountingStoragePort=$DBD_PORT
+AccountingStoreFlags=job_comment
+JobAcctGatherType=jobacct_gather/linux
+JobAcctGatherFrequency=task=1
 EOF
     else
-        echo "AccountingStorageType=accounting_storage/none" >>"$STATE/etc/slurm.conf"
+        printf "AccountingStorageType=accounting_storage/none\nJobAcctGatherType=jobacct_gather/none\n" >>"$STATE/etc/slurm.conf"
     fi
     cat >>"$STATE/etc/slurm.conf" <<EOF
 NodeName=localhost CPUs=$cpus RealMemory=$mem State=UNKNOWN

@@ -3,6 +3,8 @@ temporary directory, so model code is tested on real local files and never
 reaches a hub."""
 
 import os
+import subprocess
+import sys
 
 # Tests never reach a network: the hub client reads this when it is imported.
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -105,7 +107,17 @@ def plan(tmp_path_factory):
     from helpers import shared_plan
     from repo_copy import fresh_copy
 
-    copy = shared_once(tmp_path_factory, "plans-copy", fresh_copy)
+    def plans_copy(directory):
+        fresh_copy(directory)
+        # config/experiments/python-corpus.yaml reads a corpus a clone builds (scripts/build_python_corpus.py):
+        # a small one, so that the plan of its 16 scan jobs has its 16 Parquet files
+        subprocess.run(
+            [sys.executable, "scripts/build_python_corpus.py", "--out", "resources/python-corpus", "--shards", "16",
+             "--limit", "32"],
+            cwd=directory, check=True, capture_output=True,
+        )
+
+    copy = shared_once(tmp_path_factory, "plans-copy", plans_copy)
 
     def planned(*configfiles, targets=(), argv=None):
         if argv is None:

@@ -90,7 +90,7 @@ def how_to_check(command: str) -> tuple[str, list[str]] | None:
         return "dry run", [*words, "--dry-run", "-p"]
     if words[0] == ".venv/bin/snakemake":
         return "report of the micro run", [*words, "--configfile", "config/micro.yaml"]
-    if words[0] == ".venv/bin/python" and words[1].startswith("benchmarks/"):
+    if words[0] == ".venv/bin/python" and words[1].startswith(("benchmarks/", "scripts/")):
         return "flags against the script's parser", words
     if words[:3] == [".venv/bin/python", "-m", "leaktrace"] and words[3] in MAINTAINER_COMMANDS:
         return "run for real: a maintainer's release", words  # in order, by test_readme_maintainer_commands_run
