@@ -87,7 +87,10 @@ def write_shards(docs: list[tuple[str, str]], out: Path, shards: int) -> list[di
     for k in range(shards):
         mine = docs[k::shards]
         table = pa.table(
-            {"path": pa.array([p for p, _ in mine], pa.string()), "content": pa.array([t for _, t in mine], pa.string())}
+            {
+                "path": pa.array([p for p, _ in mine], pa.string()),
+                "content": pa.array([t for _, t in mine], pa.string()),
+            }
         )
         path = out / f"shard-{k:03d}-of-{shards:03d}.parquet"
         pq.write_table(table, path, row_group_size=max(len(mine), 1), compression="zstd", compression_level=3)
@@ -103,14 +106,24 @@ def write_shards(docs: list[tuple[str, str]], out: Path, shards: int) -> list[di
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", type=Path, required=True, help="directory of the shards (created; old shards removed)")
     parser.add_argument("--shards", type=int, default=16, help="Parquet files, one row group each (default 16)")
     parser.add_argument("--limit", type=int, default=None, help="keep the first N distinct files only (a small test)")
-    parser.add_argument("--site-packages", type=Path, default=Path(sysconfig.get_paths()["purelib"]),
-                        help="default: this interpreter's (the venv's) site-packages")
-    parser.add_argument("--stdlib", type=Path, default=Path(sysconfig.get_paths()["stdlib"]),
-                        help="default: this interpreter's standard library")
+    parser.add_argument(
+        "--site-packages",
+        type=Path,
+        default=Path(sysconfig.get_paths()["purelib"]),
+        help="default: this interpreter's (the venv's) site-packages",
+    )
+    parser.add_argument(
+        "--stdlib",
+        type=Path,
+        default=Path(sysconfig.get_paths()["stdlib"]),
+        help="default: this interpreter's standard library",
+    )
     args = parser.parse_args(argv)
     if args.shards < 1:
         parser.error("--shards must be at least 1")

@@ -57,7 +57,9 @@ def job_records(run_dir: Path, scan: str) -> dict[int, dict]:
         if part.isdigit():
             records[int(part)] = read_benchmark(path)
     if not records:
-        raise SystemExit(f"no benchmark record of a leakage_scan job of {scan!r} under {run_dir}/benchmarks/leakage_scan")
+        raise SystemExit(
+            f"no benchmark record of a leakage_scan job of {scan!r} under {run_dir}/benchmarks/leakage_scan"
+        )
     return records
 
 
@@ -81,7 +83,13 @@ def part_sizes(source: dict, parts: int) -> dict[int, tuple[int, int]]:
         docs = size = 0
         for doc in iter_source(source, part, parts, [], Counter()):
             docs += 1
-            size += len(doc.data.encode("utf-8")) if isinstance(doc.data, str) else len(doc.data) if isinstance(doc.data, bytes) else 0
+            size += (
+                len(doc.data.encode("utf-8"))
+                if isinstance(doc.data, str)
+                else len(doc.data)
+                if isinstance(doc.data, bytes)
+                else 0
+            )
         sizes[part] = (docs, size)
     return sizes
 
@@ -92,7 +100,9 @@ def sacct_records(scan: str) -> dict[int, dict]:
     try:
         out = subprocess.run(
             ["sacct", "-n", "-P", "-a", "-S", "2000-01-01", "-o", "JobID,Comment,TotalCPU,Elapsed,MaxRSS,State"],
-            capture_output=True, text=True, check=True,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout
     except (OSError, subprocess.CalledProcessError) as err:
         print(f"sacct: {getattr(err, 'stderr', err)}".strip(), file=sys.stderr)
@@ -133,10 +143,15 @@ def parse_sacct(text: str, scan: str) -> dict[int, dict]:
         job_id, comment, total_cpu, elapsed, max_rss, state = fields[:6]
         base = job_id.split(".")[0]
         if "." not in job_id:
-            if comment.startswith(marker) and comment[len(marker):].isdigit() and state.startswith("COMPLETED"):
-                part = int(comment[len(marker):])
+            if comment.startswith(marker) and comment[len(marker) :].isdigit() and state.startswith("COMPLETED"):
+                part = int(comment[len(marker) :])
                 jobs[base] = part
-                records[part] = {"job": base, "total_cpu": _seconds(total_cpu), "elapsed": _seconds(elapsed), "max_rss": _megabytes(max_rss)}
+                records[part] = {
+                    "job": base,
+                    "total_cpu": _seconds(total_cpu),
+                    "elapsed": _seconds(elapsed),
+                    "max_rss": _megabytes(max_rss),
+                }
         elif base in jobs and max_rss:
             rec = records[jobs[base]]
             rss = _megabytes(max_rss)
@@ -150,7 +165,9 @@ def _fmt(value, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
 
 
-def table(records: dict[int, dict], sizes: dict[int, tuple[int, int]], sacct: dict[int, dict]) -> tuple[list[str], dict]:
+def table(
+    records: dict[int, dict], sizes: dict[int, tuple[int, int]], sacct: dict[int, dict]
+) -> tuple[list[str], dict]:
     """The Markdown table's lines, and the totals."""
     head = ["part", "files", "MB", "CPU s", "wall s", "files per CPU s", "MB per CPU s", "peak RSS MB"]
     if sacct:
@@ -163,9 +180,14 @@ def table(records: dict[int, dict], sizes: dict[int, tuple[int, int]], sacct: di
         cpu, wall, rss = rec.get("cpu_time"), rec.get("s"), rec.get("max_rss")
         mb = size / MB if size is not None else None
         row = [
-            str(part), _fmt(files, 0), _fmt(mb), _fmt(cpu), _fmt(wall),
+            str(part),
+            _fmt(files, 0),
+            _fmt(mb),
+            _fmt(cpu),
+            _fmt(wall),
             _fmt(files / cpu if files is not None and cpu else None, 0),
-            _fmt(mb / cpu if mb is not None and cpu else None, 2), _fmt(rss, 0),
+            _fmt(mb / cpu if mb is not None and cpu else None, 2),
+            _fmt(rss, 0),
         ]
         if sacct:
             s = sacct.get(part, {})
@@ -181,8 +203,14 @@ def table(records: dict[int, dict], sizes: dict[int, tuple[int, int]], sacct: di
         tot["max_rss"] = max(tot["max_rss"], rss or 0)
     mb, cpu = tot["bytes"] / MB, tot["cpu"]
     row = [
-        f"all {tot['jobs']}", _fmt(tot["files"], 0), _fmt(mb), _fmt(cpu), _fmt(tot["wall"]),
-        _fmt(tot["files"] / cpu if cpu else None, 0), _fmt(mb / cpu if cpu else None, 2), _fmt(tot["max_rss"], 0) + " (most)",
+        f"all {tot['jobs']}",
+        _fmt(tot["files"], 0),
+        _fmt(mb),
+        _fmt(cpu),
+        _fmt(tot["wall"]),
+        _fmt(tot["files"] / cpu if cpu else None, 0),
+        _fmt(mb / cpu if cpu else None, 2),
+        _fmt(tot["max_rss"], 0) + " (most)",
     ]
     if sacct:
         row += ["", _fmt(tot["slurm_cpu"]), _fmt(tot["slurm_wall"], 0), ""]
@@ -220,13 +248,20 @@ def parse_bytes(values: list[str]) -> dict[int, tuple[int, int]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("run_dir", type=Path, help="results/<run> of a finished run")
     parser.add_argument("--scan", required=True, help="the scan's name (leakage.scans.<name>)")
     parser.add_argument("--configfile", type=Path, default=None, help="the config file that names the scan's corpus")
     parser.add_argument("--sacct", action="store_true", help="add SLURM's accounting of each job (needs slurmdbd)")
-    parser.add_argument("--bytes", nargs="*", default=None, metavar="PART=FILES,BYTES",
-                        help="what each part read, instead of reading the corpus again")
+    parser.add_argument(
+        "--bytes",
+        nargs="*",
+        default=None,
+        metavar="PART=FILES,BYTES",
+        help="what each part read, instead of reading the corpus again",
+    )
     parser.add_argument("--preset", default=None, help="the scheme's name for the cost line (default: the scan's)")
     args = parser.parse_args(argv)
     records = job_records(args.run_dir, args.scan)
@@ -240,7 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     preset = args.preset or (settings or {}).get("preset", "default")
     sacct = sacct_records(args.scan) if args.sacct else {}
     lines, tot = table(records, sizes, sacct)
-    print(f"$ {' '.join(shlex.quote(a) for a in ['.venv/bin/python', 'scripts/scan_cluster_table.py', *(argv if argv is not None else sys.argv[1:])])}")
+    print(
+        f"$ {' '.join(shlex.quote(a) for a in ['.venv/bin/python', 'scripts/scan_cluster_table.py', *(argv if argv is not None else sys.argv[1:])])}"
+    )
     print()
     print("\n".join(lines))
     print()

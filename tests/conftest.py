@@ -112,9 +112,19 @@ def plan(tmp_path_factory):
         # config/experiments/python-corpus.yaml reads a corpus a clone builds (scripts/build_python_corpus.py):
         # a small one, so that the plan of its 16 scan jobs has its 16 Parquet files
         subprocess.run(
-            [sys.executable, "scripts/build_python_corpus.py", "--out", "resources/python-corpus", "--shards", "16",
-             "--limit", "32"],
-            cwd=directory, check=True, capture_output=True,
+            [
+                sys.executable,
+                "scripts/build_python_corpus.py",
+                "--out",
+                "resources/python-corpus",
+                "--shards",
+                "16",
+                "--limit",
+                "32",
+            ],
+            cwd=directory,
+            check=True,
+            capture_output=True,
         )
 
     copy = shared_once(tmp_path_factory, "plans-copy", plans_copy)
