@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from leaktrace.data.functions import function_anatomy
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
-from leaktrace.similarity.execution import ExecutionSample, ExecutionSettings, execute, plan_sample
+from leaktrace.similarity.execution import ExecutionSample, default_execution_settings, execute, plan_sample
 
 
 def main() -> None:
@@ -30,7 +30,9 @@ def main() -> None:
     parser.add_argument("--samples", nargs="*", default=None, help="task ids (HumanEval/75 ...); default: all")
     parser.add_argument("--call-steps", type=int, default=10**9, help="the budget (default: none a call reaches)")
     args = parser.parse_args()
-    settings = ExecutionSettings(call_steps=args.call_steps, function_steps=10**11, call_cpu_s=5.0, function_cpu_s=50.0)
+    settings = default_execution_settings(
+        call_steps=args.call_steps, function_steps=10**11, call_cpu_s=5.0, function_cpu_s=50.0
+    )
     truths, names = [], []
     for original in load_humaneval(shipped_humaneval_path(), "humaneval"):
         if args.samples and original.task_id not in args.samples:
