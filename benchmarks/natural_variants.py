@@ -41,7 +41,8 @@ from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.evaluate.null_check import null_check
 from leaktrace.models.backend import ModelSpec
 from leaktrace.settings.models import ModelSettings
-from leaktrace.settings.variants import NaturalRule, NaturalSettings, TokenBatch
+from leaktrace.settings.score import TokenBatch
+from leaktrace.settings.variants import NaturalRule, NaturalSettings
 from leaktrace.stages.variants import make_variants_table, select_natural_variants
 from leaktrace.variants.kinds import VARIANT_SETS
 from leaktrace.variants.natural import choose_natural

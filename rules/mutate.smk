@@ -6,7 +6,8 @@
 import shlex
 
 from leaktrace.config_slice import slice_from_config
-from leaktrace.settings.mutate import RecallParams, TokenBatch
+from leaktrace.settings.mutate import RecallParams
+from leaktrace.settings.score import TokenBatch
 
 MUTATE = config["mutate"]
 

@@ -150,7 +150,8 @@ def test_off_the_variants_table_is_byte_identical(tmp_path):
 
 def test_selection_is_deterministic_and_keeps_n_of_the_pool(tmp_path, tiny_model_dir):
     from leaktrace.settings.models import ModelSettings
-    from leaktrace.settings.variants import NaturalRule, NaturalSettings, TokenBatch
+    from leaktrace.settings.score import TokenBatch
+    from leaktrace.settings.variants import NaturalRule, NaturalSettings
     from leaktrace.stages.variants import VARIANTS_SCHEMA, select_natural_variants
 
     rows = [

@@ -56,14 +56,6 @@ class MutationStudySettings:
 
 
 @dataclass(frozen=True)
-class TokenBatch:
-    """The token pass's batches (``score.tokens``): ``--batch``."""
-
-    batch_size: int
-    token_budget: int | None
-
-
-@dataclass(frozen=True)
 class RecallParams:
     """ReCaLL's prefix (``score.methods.recall``): ``--recall``."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from leaktrace.config_slice import config_key, settings_of
+from leaktrace.settings.score import TokenBatch
 
 
 @settings_of("lexicon", block="variants.lexicon")
@@ -13,14 +14,6 @@ class LexiconSettings:
     """``variants.lexicon``: a name enters the lexicon once it occurs ``min_count`` times in the corpus."""
 
     min_count: int
-
-
-@dataclass(frozen=True)
-class TokenBatch:
-    """``score.tokens``: the batches of a model's token pass."""
-
-    batch_size: int
-    token_budget: int | None
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,8 @@ from leaktrace.mutate.renaming import NAME_KINDS, NAME_SOURCES
 from leaktrace.report.mutation_plots import setting_heatmaps, t2_drop_plot
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import rng_for
-from leaktrace.settings.mutate import MutationsSettings, MutationStudySettings, RecallParams, ScoredModel, TokenBatch
+from leaktrace.settings.mutate import MutationsSettings, MutationStudySettings, RecallParams, ScoredModel
+from leaktrace.settings.score import TokenBatch
 from leaktrace.variants.lexicon import IdentifierLexicon
 from leaktrace.variants.naming import NameProposer
 from leaktrace.variants.renaming import replay_renames
