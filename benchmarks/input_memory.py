@@ -18,6 +18,7 @@ Point PYTHONPATH at another checkout's ``workflow/`` to measure that code.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -25,6 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from leaktrace.leakage.settings import scan_slice
 from leaktrace.stages.ingest import BENCHMARK_SCHEMA  # noqa: F401  (fails early if PYTHONPATH is wrong)
 
 FUNCTION = (
@@ -57,7 +59,10 @@ def peak_rss_mb(argv: list[str], env: dict) -> tuple[float, int]:
 
 def scan(work: Path, name: str, settings: dict, env: dict) -> tuple[float, int]:
     cli = [sys.executable, "-m", "leaktrace"]
-    args = ["--scan", name, "--benchmark", str(work / "bench.parquet"), "--settings", json.dumps(settings)]
+    slice_json = json.dumps(
+        dataclasses.asdict(scan_slice(settings, name))
+    )  # the schema's defaults filled in, as a rule
+    args = ["--scan", name, "--benchmark", str(work / "bench.parquet"), "--scan-settings", slice_json]
     index = work / f"{name}.index.parquet"
     subprocess.run(cli + ["leakage-index"] + args + ["--output", str(index)], env=env, check=True, capture_output=True)
     return peak_rss_mb(
