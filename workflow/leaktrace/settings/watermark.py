@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from leaktrace.config_slice import read_slice, settings_of
+from leaktrace.settings.llm import json_object
 
 
 @settings_of("watermark-report", block="watermark")
@@ -53,16 +54,6 @@ class TestedModel:
         return read_slice(cls, {**defaults, **spec}, "--model")
 
 
-def _json_object(text: str, what: str) -> dict:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"not valid JSON: {err}") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"{what} is a JSON object, got {text!r}")
-    return value
-
-
 @dataclass(frozen=True)
 class FieldOverrides:
     """``publish --fields``: record field names that override the preset's,
@@ -74,7 +65,7 @@ class FieldOverrides:
 
     @classmethod
     def from_flag(cls, text: str) -> FieldOverrides:
-        return read_slice(cls, {"fields": _json_object(text, "--fields")}, "--fields")
+        return read_slice(cls, {"fields": json_object(text, "--fields")}, "--fields")
 
     def as_config(self) -> dict:
         """As the benchmark config's ``fields`` holds them (lists as lists)."""
@@ -98,7 +89,7 @@ class SandboxOverrides:
 
     @classmethod
     def from_flag(cls, text: str) -> SandboxOverrides:
-        given = _json_object(text, "--sandbox")
+        given = json_object(text, "--sandbox")
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(given) - known)
         if unknown:
