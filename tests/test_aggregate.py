@@ -13,6 +13,7 @@ from helpers import ALPHA, TOY, toy_split
 from leaktrace.artifacts import write_table
 from leaktrace.calibration.leakage_rates import leakage_rates
 from leaktrace.calibration.table import REAL_ORDER, count_row, write_rows
+from leaktrace.config_slice import read_slice
 from leaktrace.detect.scores import SCORES_SCHEMA
 from leaktrace.evaluate.detection import detection_rows, subset_samples
 from leaktrace.evaluate.null_check import null_check, null_check_rows
@@ -603,9 +604,9 @@ def test_a_level_no_conformal_p_value_can_reach_is_said_beside_the_decisions():
     assert "at least 19 non-members" in unreachable_alpha({"n_control": 18, "alpha": 0.05})
 
 
-def test_the_aggregate_slice_holds_null_for_a_graybox_family_the_config_does_not_run():
+def test_the_aggregate_slice_leaves_out_a_graybox_family_the_config_does_not_run():
     """score.methods.srdetection_graybox is optional (a family left out is not run): the
-    aggregate's slice then carries null, and the null check reads the family's defaults."""
+    aggregate's slice then leaves it out, and the stage reads it as None."""
     import json
 
     from leaktrace.stage_entry import stage_settings
@@ -619,8 +620,11 @@ def test_the_aggregate_slice_holds_null_for_a_graybox_family_the_config_does_not
         "bootstrap_resamples": 10,
         "filtered_min_per_class": 5,
         "calibration_alpha": 0.05,
-        "srdetection_graybox": None,
     }
+    assert (
+        read_slice(AggregateSettings, json.loads(stage_settings("aggregate", config)), "aggregate").srdetection_graybox
+        is None
+    )
     config["score"]["methods"]["srdetection_graybox"] = {"n_variants": 3, "sensitivity": [1], "generators": []}
     assert json.loads(stage_settings("aggregate", config))["srdetection_graybox"] == {
         "n_variants": 3,

@@ -3,7 +3,9 @@ frozen dataclass, read once at the stage's entry and passed down.
 
 The schema (``config/schema.yaml``) is where every default lives and
 Snakemake fills them in before a rule serialises its slice, so a settings
-class has no defaults of its own: every field is a key the slice must hold.
+class has no defaults of its own: every field is a key the slice must hold,
+but an optional key (a field whose default is None: a detector family the
+config does not run), which the slice leaves out where the config does.
 :func:`read_slice` checks each key's presence and type once, and a missing
 or mistyped key is a :class:`SliceError` naming the dotted config key
 (``contamination.dataset_inference.n_splits``), not a KeyError deep inside
@@ -28,16 +30,12 @@ class SliceError(ValueError):
     """A config slice that lacks a key its stage reads, or holds a value of the wrong type."""
 
 
-def config_key(dotted: str) -> Any:
-    """A required field that carries the config key ``dotted`` (``contamination.alpha``) in a slice
-    gathered from several blocks; its errors name that key."""
-    return dataclasses.field(metadata={"config": dotted})
-
-
-def optional_config_key(dotted: str) -> Any:
-    """:func:`config_key` for a key the config may leave out (a detector family not run,
-    ``score.methods.veilprobe``): the rule's slice holds null there, so the field's type admits None."""
-    return dataclasses.field(metadata={"config": dotted, "absent": None})
+def config_key(dotted: str, default: Any = dataclasses.MISSING) -> Any:
+    """A field that carries the config key ``dotted`` (``contamination.alpha``) in a slice
+    gathered from several blocks; its errors name that key. With a ``default`` it is an
+    optional key, as any field with a default is (a detector family the config does not
+    run, ``score.methods.veilprobe``)."""
+    return dataclasses.field(default=default, metadata={"config": dotted})
 
 
 @cache
@@ -118,8 +116,8 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
 def read_slice(cls: type[T], data: Mapping, where: str) -> T:
     """``data`` (a stage's config slice, or a mapping inside one) as the
     frozen dataclass ``cls``; ``where`` is the slice's dotted config key,
-    used in every error. Each field is required (but one with a default,
-    which only per-job values such as a model's entry have); its type is checked
+    used in every error. Each field is required but one with a default (an
+    optional key: a model's ``max_length``, a detector family not run); its type is checked
     (``tuple[X, ...]`` takes a list, a nested dataclass a mapping)."""
     if not isinstance(data, Mapping):
         raise SliceError(f"config {where}: expected a mapping, got {data!r}")
@@ -130,7 +128,7 @@ def read_slice(cls: type[T], data: Mapping, where: str) -> T:
             continue
         key = field.metadata.get("config") or (f"{where}.{field.name}" if where else field.name)
         if field.name not in data:
-            if field.default is not dataclasses.MISSING:  # an optional key of a per-job value (a model's max_length)
+            if field.default is not dataclasses.MISSING:  # an optional key: the default stands
                 continue
             raise SliceError(f"config {key}: missing (its default is in config/schema.yaml; the rule passes it)")
         values[field.name] = _convert(hints[field.name], data[field.name], key)
@@ -200,9 +198,9 @@ def slice_from_config(cls: type, config: Mapping, block: str | None = None, at: 
             try:
                 value = _lookup(config, key)
             except SliceError:
-                if "absent" not in field.metadata:
+                if field.default is dataclasses.MISSING:
                     raise
-                value = field.metadata["absent"]
+                continue  # an optional key the config leaves out
         elif at is not None:
             key = f"{block}.{field.name}"
             if field.name not in at:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from leaktrace.config_slice import config_key, optional_config_key, settings_of
+from leaktrace.config_slice import config_key, settings_of
 
 
 @dataclass(frozen=True)
@@ -26,4 +26,4 @@ class AggregateSettings:
     bootstrap_resamples: int
     filtered_min_per_class: int
     calibration_alpha: float = config_key("calibration.alpha")
-    srdetection_graybox: GrayboxInstances | None = optional_config_key("score.methods.srdetection_graybox")
+    srdetection_graybox: GrayboxInstances | None = config_key("score.methods.srdetection_graybox", default=None)

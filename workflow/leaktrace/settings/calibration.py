@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from leaktrace.config_slice import config_key, optional_config_key, settings_of
+from leaktrace.config_slice import config_key, settings_of
 from leaktrace.settings.contamination import DatasetInferenceSettings
 
 
@@ -27,7 +27,7 @@ class ConformalSettings:
     alphas: tuple[float, ...]
     cross_fit_folds: int
     repartitions: int
-    veilprobe: VeilprobeRefit | None = optional_config_key("score.methods.veilprobe")
+    veilprobe: VeilprobeRefit | None = config_key("score.methods.veilprobe", default=None)
 
 
 @settings_of("calibration-membership", block="calibration")
@@ -39,5 +39,5 @@ class MembershipSettings:
     alphas: tuple[float, ...]
     cross_fit_folds: int
     memberships: int
-    veilprobe: VeilprobeRefit | None = optional_config_key("score.methods.veilprobe")
     dataset_inference: DatasetInferenceSettings = config_key("contamination.dataset_inference")
+    veilprobe: VeilprobeRefit | None = config_key("score.methods.veilprobe", default=None)
