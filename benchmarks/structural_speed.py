@@ -43,8 +43,8 @@ from leaktrace.data.corpora import iter_stdlib_code
 from leaktrace.similarity.codebleu import codebleu
 from leaktrace.similarity.function_parse import parse_generated_function
 from leaktrace.similarity.python_tree import parse_tree
+from leaktrace.similarity.structural import whole_function
 from leaktrace.similarity.tsed import PAPER_COSTS, tsed
-from leaktrace.stages.counterfactual_structural import whole_function
 
 SETTINGS = {
     "codebleu_weights": [0.25] * 4,
