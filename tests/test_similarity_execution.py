@@ -31,9 +31,9 @@ from leaktrace.similarity.execution import (
     plan_sample,
     same_output,
 )
+from leaktrace.similarity.generations import GENERATIONS_SCHEMA
 from leaktrace.similarity.inputs import calls_in_test, locate
 from leaktrace.similarity.table import SIMILARITY_FAMILY_SCHEMA
-from leaktrace.stages.counterfactual import GENERATIONS_SCHEMA
 from leaktrace.stages.counterfactual_execution import counterfactual_execution, read_screen
 
 SETTINGS = default_execution_settings(candidates=10)
