@@ -16,7 +16,9 @@ filter reads the same comparison (the same variants, the base model), so its
 flags are the samples counted here. For contrast only, the same rule with the base model as
 selection model (not held out: the measuring model picks the variants, so it
 is no evidence) is printed too. ``--limit K`` keeps the first K kept problems
-(HumanEval order), for a machine that cannot spare the full run.
+(HumanEval order), for a machine that cannot spare the full run. It runs the
+variants and natural-variants stage jobs themselves, because what it
+measures is the null check on the sets those whole jobs draw and select.
 
     PYTHONPATH=workflow .venv/bin/python benchmarks/natural_variants.py \\
         results/<run>/variants/lexicon.parquet results/<run>/filter/humaneval.functions.parquet OUT_DIR --pool 30 [--limit K]

@@ -1,5 +1,7 @@
 """The scan's identifier-normalised candidate channel (leakage/renamed.py):
-candidate recall per clone type on the scan itself, and its speed cost.
+candidate recall per clone type on the scan itself, and its speed cost. It
+runs the ingest and index stage jobs themselves, and the shard's whole scan
+pass, because what it measures is what the whole scan finds and costs.
 
 Plants, in a corpus directory beside standard-library files, one copy of
 every HumanEval solution per clone type (CodeSnitch's mutations,

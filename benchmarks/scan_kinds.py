@@ -7,7 +7,8 @@ module-level lines before them (MBPP/1's ``R = 3``, ``C = 3``), as a second
 benchmark of the same scan. One copy of each sample per kind is planted
 under planted/<kind>/ beside standard-library files (the corpus the
 pipeline's ``stdlib`` scan reads), and the scan runs on the default preset
-(index, one shard, gather). Kinds:
+(index, one shard, gather). It runs the stage jobs themselves, because what
+it measures is what the whole scan finds. Kinds:
 
 - ``verbatim``: the solution as a file; ``module-lines``: the second
   benchmark's solution (module lines and function) as a file;

@@ -42,9 +42,10 @@ from leaktrace.artifacts import write_table
 from leaktrace.data.corpora import iter_stdlib_code
 from leaktrace.similarity.codebleu import codebleu
 from leaktrace.similarity.function_parse import parse_generated_function
+from leaktrace.similarity.generations import GENERATIONS_SCHEMA
 from leaktrace.similarity.python_tree import parse_tree
+from leaktrace.similarity.structural import whole_function
 from leaktrace.similarity.tsed import PAPER_COSTS, tsed
-from leaktrace.stages.counterfactual_structural import whole_function
 
 SETTINGS = {
     "codebleu_weights": [0.25] * 4,
@@ -52,16 +53,6 @@ SETTINGS = {
     "tsed_leaf_text": False,
     "tsed_nodes": "all",
 }
-GENERATIONS_SCHEMA = pa.schema(
-    [
-        ("sample_id", pa.string()),
-        ("model", pa.string()),
-        ("prompt_tokens", pa.int32()),
-        ("generated", pa.string()),
-        ("function", pa.string()),
-        ("parsed", pa.bool_()),
-    ]
-)
 FUNCTIONS_SCHEMA = pa.schema([("sample_id", pa.string()), ("signature", pa.string()), ("continuation", pa.string())])
 
 

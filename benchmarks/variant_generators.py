@@ -8,7 +8,9 @@ and prints the null check (the share of samples whose original beats all
 its variants, Wilson 95% CI, beside the mean of 1 / (n_i + 1)) for the
 headline set, the headline cut to 3, and, on the samples tau_t changed, the
 headline and the same renamings without tau_t (all of them, and the first
-3). Timings of both stages are printed too.
+3). Timings of both stages are printed too. It runs the variants and score
+stage jobs themselves, because what it measures is the null check on the
+tables those whole jobs write.
 
     .venv/bin/python benchmarks/variant_generators.py results/<run>/variants/lexicon.parquet OUT_DIR [--limit K]
 

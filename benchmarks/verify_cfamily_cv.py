@@ -37,10 +37,10 @@ from verify_human_labels import DATA
 
 from leaktrace.leakage import combiner, devset
 from leaktrace.leakage.features import vector
+from leaktrace.leakage.labelled import labels_and_groups, read_labelled
 from leaktrace.leakage.pairs import settings_for, verify_records
 from leaktrace.leakage.verify import Verifier, by_definition
 from leaktrace.seeding import derive_seed
-from leaktrace.stages.train_verifier import labels_and_groups, read_labelled
 
 
 def mcc(y: np.ndarray, pred: np.ndarray) -> float:

@@ -44,11 +44,10 @@ from leaktrace.artifacts import read_records, write_table
 from leaktrace.leakage import combiner, devset
 from leaktrace.leakage.execution import Executor
 from leaktrace.leakage.features import vector
-from leaktrace.leakage.pairs import settings_for, verify_records
+from leaktrace.leakage.pairs import VERDICTS_SCHEMA, settings_for, verify_records
 from leaktrace.leakage.tokens import shingle_set
 from leaktrace.leakage.verify import RULES, Verdict, Verifier, decide
 from leaktrace.sandbox import SandboxLimits
-from leaktrace.stages.verify_pairs import SCHEMA
 
 GRID = {  # 1.0 on structure or statement: that rule only for perfect matches
     "structure": [round(x, 2) for x in np.arange(0.60, 1.001, 0.05)],
@@ -167,7 +166,7 @@ def main() -> None:
                 {"id": r["id"], "language": r["language"], **v.as_row(), "judge_label": None}
                 for r, v in zip(rows, verdicts, strict=True)
             ],
-            SCHEMA,
+            VERDICTS_SCHEMA,
             cached,
         )
     # execution equivalence is Python-only: the C-family pairs' values take seconds and are not cached

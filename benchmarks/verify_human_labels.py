@@ -42,11 +42,11 @@ from sklearn.metrics import balanced_accuracy_score, matthews_corrcoef
 
 from leaktrace.leakage import combiner
 from leaktrace.leakage.features import vector
+from leaktrace.leakage.labelled import labels_and_groups, read_labelled
 from leaktrace.leakage.pairs import settings_for, verify_records
 from leaktrace.leakage.tokens import shingle_set, token_set
 from leaktrace.leakage.verify import Verifier, by_definition, decide
 from leaktrace.seeding import derive_seed
-from leaktrace.stages.train_verifier import labels_and_groups, read_labelled
 
 DATA = Path(__file__).resolve().parents[1] / "resources" / "verify" / "lessleak-human-pairs-dev.jsonl.gz"
 LANGUAGES = ("python", "java", "c")

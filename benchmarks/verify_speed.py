@@ -30,9 +30,9 @@ import time
 from pathlib import Path
 
 from leaktrace.leakage import combiner
+from leaktrace.leakage.labelled import read_labelled
 from leaktrace.leakage.pairs import settings_for, verify_records
 from leaktrace.leakage.verify import Verifier
-from leaktrace.stages.train_verifier import read_labelled
 
 DEV = combiner.SHIPPED.parent / "lessleak-human-pairs-dev.jsonl.gz"
 

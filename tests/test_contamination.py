@@ -135,8 +135,8 @@ def _testbed(tmp_path, n=60, signal=1.5, models=None):
     signal) and a target whose members score higher on loss and neighbor;
     ``models``: name -> shift(split, method) of each model's scores."""
     from leaktrace.artifacts import write_table
+    from leaktrace.data.split import SAMPLES_SCHEMA
     from leaktrace.detect.scores import SCORES_SCHEMA
-    from leaktrace.stages.split import SAMPLES_SCHEMA
 
     rng = np.random.default_rng(0)
     ids = [f"s{i:03d}" for i in range(n)]
@@ -340,12 +340,12 @@ def test_exchangeability_stage_scores_shards_under_a_model(tmp_path, tiny_model_
     from helpers import TRAINING_TEXT
 
     from leaktrace.artifacts import write_table
+    from leaktrace.data.split import SAMPLES_SCHEMA
     from leaktrace.settings.exchangeability import ExchangeabilitySettings
     from leaktrace.settings.models import ModelSettings
     from leaktrace.settings.score import TokenBatch
     from leaktrace.stages.exchangeability import exchangeability
     from leaktrace.stages.ingest import BENCHMARK_SCHEMA
-    from leaktrace.stages.split import SAMPLES_SCHEMA
 
     ids = [f"b/{i}" for i in range(12)]
     write_table(

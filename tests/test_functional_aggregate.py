@@ -490,7 +490,7 @@ def test_a_metric_in_two_tables_is_bad_input(tmp_path, testbed_tables, caplog):
 
 
 def test_filter_keeps_yes_and_counts_the_rest_by_cause(tmp_path):
-    from leaktrace.stages.counterfactual_aggregate import read_filter
+    from leaktrace.data.llm_function_filter import read_filter
 
     path = tmp_path / "llm_filter.parquet"
     pq.write_table(

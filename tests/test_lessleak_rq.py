@@ -568,8 +568,8 @@ def test_balanced_caps_each_class_at_per_class():
 
 def test_rq4_ranking_on_hand_perplexities(tmp_path):
     from leaktrace.artifacts import write_table
-    from leaktrace.stages.leakage_rq4 import ranking_population, rq4_ranking
-    from leaktrace.stages.leakage_rq4_perplexity import PERPLEXITY_SCHEMA
+    from leaktrace.evaluate.leak_detection import PERPLEXITY_SCHEMA, ranking_population
+    from leaktrace.stages.leakage_rq4 import rq4_ranking
 
     # leaked: a/0, a/1, b/0 (b/0 a copy of a/0's document: deduplicated away); clean: a/2, b/1, b/2
     losses = {"a/0": 1.0, "a/1": 3.0, "a/2": 2.0, "b/0": 1.0, "b/1": 4.0, "b/2": 0.5}
@@ -607,7 +607,7 @@ def test_rq4_ranking_on_hand_perplexities(tmp_path):
 
 
 def test_rq4_ranking_caps_the_balanced_set_and_refuses_models_that_scored_different_texts():
-    from leaktrace.stages.leakage_rq4 import ranking_population
+    from leaktrace.evaluate.leak_detection import ranking_population
 
     losses = {f"a/{i}": float(i) for i in range(10)}
     ids, leaked, counts = ranking_population({"m": _ppl_rows("m", losses)}, {f"a/{i}" for i in range(5)}, 4, 0)

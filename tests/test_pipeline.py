@@ -476,7 +476,7 @@ def test_default_run_exposes_members_and_reports_its_controls(tmp_path):
 def test_counterfactual_prompt_is_tokenised_as_one_string_and_truncated():
     from leaktrace.models.backend import ModelSpec
     from leaktrace.models.hf import HFLanguageModel
-    from leaktrace.stages.counterfactual import prompt_ids
+    from leaktrace.similarity.generations import prompt_ids
 
     lm = HFLanguageModel(ModelSpec(str(BASE_MODEL)), progress=False)
     context, signature = "from typing import List\n\n\n", "def f(xs: List[int]) -> int:\n"

@@ -31,10 +31,11 @@ from leaktrace.similarity.execution import (
     plan_sample,
     same_output,
 )
+from leaktrace.similarity.generations import GENERATIONS_SCHEMA
+from leaktrace.similarity.hyclone_screen import read_screen
 from leaktrace.similarity.inputs import calls_in_test, locate
 from leaktrace.similarity.table import SIMILARITY_FAMILY_SCHEMA
-from leaktrace.stages.counterfactual import GENERATIONS_SCHEMA
-from leaktrace.stages.counterfactual_execution import counterfactual_execution, read_screen
+from leaktrace.stages.counterfactual_execution import counterfactual_execution
 
 SETTINGS = default_execution_settings(candidates=10)
 CONTEXT = "from typing import List\n\n\n"

@@ -16,12 +16,12 @@ from apted import APTED, PerEditOperationConfig
 from leaktrace.artifacts import write_table
 from leaktrace.cli import main
 from leaktrace.similarity.codebleu import CodeBLEU, codebleu, remove_comments_and_docstrings
+from leaktrace.similarity.generations import GENERATIONS_SCHEMA
 from leaktrace.similarity.python_tree import parse_tree, parses
+from leaktrace.similarity.structural import METRICS, structural_scores, whole_function
 from leaktrace.similarity.table import SIMILARITY_FAMILY_SCHEMA, Score, family_row
 from leaktrace.similarity.text import TEXT_METRICS
 from leaktrace.similarity.tsed import PAPER_COSTS, tree_edit_distance, tsed
-from leaktrace.stages.counterfactual import GENERATIONS_SCHEMA
-from leaktrace.stages.counterfactual_structural import METRICS, structural_scores, whole_function
 
 DATA = Path(__file__).parent / "data"
 FIXTURES = json.loads((DATA / "codebleu_fixtures.json").read_text())["pairs"]

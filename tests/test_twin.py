@@ -12,11 +12,13 @@ import pytest
 
 from leaktrace.artifacts import write_table
 from leaktrace.calibration.sign_flip import RESAMPLES, paired_differences, sign_flip_test
-from leaktrace.data.split import RECALL_PREFIX, complement
+from leaktrace.data.split import RECALL_PREFIX, SAMPLES_SCHEMA, complement
 from leaktrace.detect.scores import SCORES_SCHEMA
+from leaktrace.evaluate.metrics import pooled_auc
+from leaktrace.models.naming import target_of
 from leaktrace.settings.twin import TwinSettings
-from leaktrace.stages.split import SAMPLES_SCHEMA, twin_split
-from leaktrace.stages.twin import pooled_auc, target_of, twin_tables
+from leaktrace.stages.split import twin_split
+from leaktrace.stages.twin import twin_tables
 from leaktrace.train.lora import length_grouped_order, megabatch_size, padding_share
 
 

@@ -17,6 +17,7 @@ from leaktrace.cli import main as cli
 from leaktrace.leakage import combiner
 from leaktrace.leakage.boilerplate import strip_boilerplate
 from leaktrace.leakage.features import FEATURES, line_overlap, lines
+from leaktrace.leakage.labelled import labels_and_groups, read_labelled
 from leaktrace.leakage.lexer import lex, lex_columns
 from leaktrace.leakage.lsh import band_keys
 from leaktrace.leakage.minhash import Signer
@@ -24,7 +25,7 @@ from leaktrace.leakage.pairs import settings_for
 from leaktrace.leakage.settings import resolve, scan_slice
 from leaktrace.leakage.statement import split_prose
 from leaktrace.leakage.verify import Verifier
-from leaktrace.stages.train_verifier import labels_and_groups, read_labelled, train_verifier
+from leaktrace.stages.train_verifier import train_verifier
 
 
 def _slice(scan: dict):

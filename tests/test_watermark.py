@@ -26,11 +26,12 @@ from leaktrace.artifacts import read_records
 from leaktrace.data.benchmarks import assign_field, benchmark_records
 from leaktrace.errors import InputError
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level, run_tests
-from leaktrace.stages.watermark import checked_release, publish
+from leaktrace.stages.watermark import publish
 from leaktrace.variants.validate import validate_variants
 from leaktrace.watermark import ranks
 from leaktrace.watermark.calibration import calibration_rows, expected_p_histogram, redrawn_ranks
 from leaktrace.watermark.choice import choose, read_secret, secret_for, write_secret
+from leaktrace.watermark.committed import checked_release
 from leaktrace.watermark.forms import FormSettings, Problem, docstring_end, split_form
 from leaktrace.watermark.ranks import EXACT, NORMAL, RankSumNull, published_rank, rank_sum_pmf, rank_sum_test
 from leaktrace.watermark.release import layout

@@ -36,3 +36,12 @@ def read_table(path: str | Path, columns: Sequence[str] | None = None) -> pa.Tab
 
 def read_records(path: str | Path, columns: Sequence[str] | None = None) -> list[dict]:
     return read_table(path, columns).to_pylist()
+
+
+def read_columns(path: str | Path, columns: Sequence[str], what: str) -> list[dict]:
+    """The rows of ``path`` (``what``: the table, in words), or an error naming the file and the columns it lacks."""
+    names = pq.read_schema(path).names if Path(path).exists() else columns  # read_table names a missing file
+    missing = set(columns) - set(names)
+    if missing:
+        raise InputError(str(path), None, f"{what} needs the columns {list(columns)}; {sorted(missing)} missing")
+    return read_records(path, columns)

@@ -12,14 +12,17 @@ file is what the functions table holds of it (the context before the
 function, then the function), cut to its first 8,000 characters as in the
 paper. The answer is read strictly: exactly the JSON object the prompt asks
 for, a YES with an integer severity 1-10, a NO with a null severity; every
-other answer is counted as ``unparseable_answer`` with its cause."""
+other answer is counted as ``unparseable_answer`` with its cause.
+:func:`read_filter` reads the filter's table back as the samples it keeps."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from leaktrace.artifacts import read_columns
 from leaktrace.models.answers import UnparseableAnswer, json_object, text_field
 from leaktrace.models.backend import Completion, Message
 
@@ -75,3 +78,37 @@ def read_filter_answer(answer: Completion) -> FilterVerdict:
         return FilterVerdict(*parse_filter_answer(answer.text or ""), "ok")
     except UnparseableAnswer as error:
         return FilterVerdict(None, None, None, UNPARSEABLE, str(error))
+
+
+@dataclass(frozen=True)
+class FilterSelection:
+    """App. B's filter on the samples of the similarity tables."""
+
+    severity: dict[str, int]  # the samples it keeps (labelled YES) -> their severity
+    removed: dict[str, int]  # cause -> samples removed: "NO", the outcome of a failed answer, "no filter answer"
+
+    def summary(self, n_samples: int) -> str:
+        causes = ", ".join(f"{count} {cause}" for cause, count in self.removed.items()) or "none"
+        return (
+            f"App. B's LLM filter: the {len(self.severity)} of {n_samples} samples it labelled YES are analysed (the "
+            f"paper's 7,422 functions are its YES); removed: {causes}."
+        )
+
+
+def read_filter(llm_filter: Path, sample_ids: set[str]) -> FilterSelection:
+    """YES (with its severity) is kept; NO, an unparseable answer or a failed
+    call (by outcome) and a sample the filter has no row for are removed."""
+    answers = {
+        r["sample_id"]: r
+        for r in read_columns(llm_filter, ["sample_id", "label", "severity", "outcome"], "App. B's filter table")
+    }
+    severity, removed = {}, Counter()
+    for sample_id in sorted(sample_ids):
+        answer = answers.get(sample_id)
+        if answer is None:
+            removed["no filter answer"] += 1
+        elif answer["outcome"] == "ok" and answer["label"] == "YES":
+            severity[sample_id] = int(answer["severity"])
+        else:
+            removed[answer["label"] if answer["outcome"] == "ok" else answer["outcome"]] += 1
+    return FilterSelection(severity, dict(sorted(removed.items())))

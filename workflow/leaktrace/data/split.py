@@ -17,10 +17,35 @@ import random
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 # filter.split.pre_exposure: judge the filter and keep flagged samples in the split, marked (split within
 # cleared and flagged apart); judge it and drop flagged samples before the split (the paper's); or not judge it
 PRE_EXPOSURE_MODES = ("mark", "remove", False)
 PRE_EXPOSED = "pre-exposure"  # the reason of a flagged sample, and of one the filter removed
+
+# The split's table (``filter/{benchmark}.samples.parquet``; the twin's has its columns): every sample, in it or why not
+SAMPLES_SCHEMA = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("kept", pa.bool_()),  # eligible and in the member / non-member split
+        ("reason", pa.string()),  # why a sample is not in the split
+        ("split", pa.string()),
+        ("fold", pa.string()),
+        # SrDetection's pre-exposure filter, judged before the split on the
+        # detectors' own variants (kind "rename") under the base model, as the
+        # paper's: true where the original beats every one of them. With
+        # pre_exposure "mark" a flagged sample stays in the split (the filtered
+        # protocol leaves it out); with "remove" it leaves the split (reason
+        # "pre-exposure: ..."). False for every eligible sample with the filter
+        # off; null for an ineligible one.
+        ("pre_exposed", pa.bool_()),
+        ("pre_exposure", pa.string()),  # the filter's reason when it flags
+        ("original_loss", pa.float64()),
+        ("min_variant_loss", pa.float64()),  # the lowest loss among the detector variants, under the base model
+        ("n_valid_variants", pa.int32()),  # detector variants
+    ]
+)
 
 
 def pre_exposure(original_loss: float, variant_losses: Sequence[float]) -> tuple[bool, str | None]:

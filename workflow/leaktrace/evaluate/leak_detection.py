@@ -10,6 +10,10 @@ on a leaked / non-leaked set balanced by random under-sampling of the larger
 class (their AutoDetectLeak-Bench, deduplicated first: ``deduplicated``).
 Intervals: a percentile bootstrap drawn
 within each class (class sizes kept), the same draws for every detector.
+
+RQ4 as the paper runs it ranks by perplexity: each model's table of it
+(``PERPLEXITY_SCHEMA``, one row a sample) and the samples the ranking is
+evaluated on (``ranking_population``).
 """
 
 from __future__ import annotations
@@ -17,10 +21,24 @@ from __future__ import annotations
 from collections import defaultdict
 
 import numpy as np
+import pyarrow as pa
 
 from leaktrace.evaluate.bootstrap import percentile_interval, stratified_draw
 from leaktrace.evaluate.metrics import roc_auc
 from leaktrace.seeding import derive_seed
+
+PERPLEXITY_SCHEMA = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("benchmark", pa.string()),
+        ("model", pa.string()),
+        ("digest", pa.string()),  # SHA-1 of the scored text: identical documents share it
+        ("n_tokens", pa.int32()),
+        ("truncated", pa.bool_()),  # cut to the model's context
+        ("loss", pa.float64()),
+        ("perplexity", pa.float64()),  # mean negative log-likelihood per token, and exp of it
+    ]
+)
 
 
 def balanced(ids: list[str], labels: np.ndarray, rng: np.random.Generator, per_class: int | None = None) -> np.ndarray:
@@ -133,3 +151,41 @@ def leak_detection_rows(
                 }
             )
     return rows
+
+
+def ranking_population(
+    perplexity: dict[str, list[dict]], leaked: set[str], size: int | None, seed: int
+) -> tuple[list[str], set[str], dict[str, int]]:
+    """The samples the ranking is evaluated on: those every model scored,
+    one per distinct document, balanced by under-sampling to at most
+    ``size // 2`` a class (None: the smaller class whole). Returns the ids,
+    the leaked among them and the counts at each step."""
+    digests: dict[str, str] = {}
+    for rows in perplexity.values():
+        for r in rows:
+            if digests.setdefault(r["sample_id"], r["digest"]) != r["digest"]:
+                raise ValueError(f"{r['sample_id']}: the models scored different texts")
+    common = (
+        set.intersection(*({r["sample_id"] for r in rows} for rows in perplexity.values())) if perplexity else set()
+    )
+    ids, kept_leaked = deduplicated({sid: digests[sid] for sid in common}, leaked)
+    labels = np.array([i in kept_leaked for i in ids], dtype=bool)
+    keep = (
+        balanced(
+            ids,
+            labels,
+            np.random.default_rng(derive_seed(seed, "rq4", "population")),
+            None if size is None else size // 2,
+        )
+        if 0 < labels.sum() < labels.size
+        else np.arange(0)
+    )
+    chosen = [ids[i] for i in keep]
+    counts = {
+        "scored": len(common),
+        "leaked_scored": len(common & leaked),
+        "distinct": len(ids),
+        "leaked_distinct": int(labels.sum()),
+        "balanced": len(chosen),
+    }
+    return chosen, kept_leaked & set(chosen), counts

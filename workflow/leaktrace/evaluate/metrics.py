@@ -54,6 +54,13 @@ def roc_auc(labels: ArrayLike, scores: ArrayLike) -> float | np.ndarray:
     return float(auc) if scores.ndim == 1 else auc
 
 
+def pooled_auc(seen: np.ndarray, unseen: np.ndarray) -> float:
+    """AUC of the scores under the model that saw each sample (label member)
+    against the scores under the one that did not: the complement twin's
+    pooled AUC, each sample once on each side."""
+    return roc_auc(np.r_[np.ones(seen.size, bool), np.zeros(unseen.size, bool)], np.r_[seen, unseen])
+
+
 def tpr_at_fpr(labels: ArrayLike, scores: ArrayLike, fpr: float) -> float:
     """Highest TPR among the ROC curve's points whose FPR is at most ``fpr``.
 

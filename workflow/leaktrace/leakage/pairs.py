@@ -1,13 +1,17 @@
 """Candidate pairs found outside the scan (a user's own MinHash step,
 another tool's output), as JSONL with ``bench_text`` and ``corpus_text``:
-reading them with every malformed line named, and the scan's verifier's
-verdict on each (``verify-pairs``; the verifier's training reads them too)."""
+reading them with every malformed line named, the scan's verifier's
+verdict on each and the table of those verdicts (``verify-pairs``; the
+verifier's training reads them too)."""
 
 from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import fields
 from pathlib import Path
+
+import pyarrow as pa
 
 from leaktrace.errors import InputError, json_position, utf8_position
 from leaktrace.leakage.lexer import LANGUAGES
@@ -15,6 +19,13 @@ from leaktrace.leakage.settings import PRESETS
 from leaktrace.leakage.verify import Side, Verdict, Verifier, VerifySettings
 
 OPTIONAL = ("id", "language", "tests", "entry_point")
+
+_TYPES = {"bool": pa.bool_(), "float": pa.float64(), "int": pa.int64(), "str": pa.string()}
+VERDICT_FIELDS = [(f.name, _TYPES[f.type.split(" ")[0]]) for f in fields(Verdict)]  # "float | None" is a nullable float
+# verify-pairs' table: one row a pair, its id and language, every field of its Verdict, the LLM judge's label
+VERDICTS_SCHEMA = pa.schema(
+    [("id", pa.string()), ("language", pa.string()), *VERDICT_FIELDS, ("judge_label", pa.string())]
+)
 
 
 def read_pairs(path: Path) -> list[dict]:

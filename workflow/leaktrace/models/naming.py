@@ -48,6 +48,13 @@ def model_coordinates(model: str) -> dict:
     return {"ratio": float(match.group(1)), "seed": int(match.group(2)), "epoch": int(match.group(3))}
 
 
+def target_of(twin: str) -> str:
+    """The target a twin is the complement of: ``twin-r5-s0-e3`` -> ``target-r5-s0-e3``."""
+    if not twin.startswith("twin-"):
+        raise ValueError(f"{twin!r} is not a twin model name (twin-r<ratio>-s<seed>-e<epoch>)")
+    return "target-" + twin.removeprefix("twin-")
+
+
 def headline_model(models: list[str]) -> str | None:
     """The headline's target: the first mixing ratio and seed at its last epoch."""
     targets = [(m, model_coordinates(m)) for m in models if m != BASE_MODEL]

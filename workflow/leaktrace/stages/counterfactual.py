@@ -18,20 +18,10 @@ from leaktrace.models.configured import generation_model
 from leaktrace.settings.counterfactual import CounterfactualModel, CounterfactualSettings
 from leaktrace.settings.llm import LlmRole
 from leaktrace.similarity.function_parse import function_end_reached, parse_generated_function
+from leaktrace.similarity.generations import GENERATIONS_SCHEMA, prompt_ids
 from leaktrace.similarity.text import TEXT_METRICS
 
 log = logging.getLogger(__name__)
-
-GENERATIONS_SCHEMA = pa.schema(
-    [
-        ("sample_id", pa.string()),
-        ("model", pa.string()),  # "target" or "reference"
-        ("prompt_tokens", pa.int32()),
-        ("generated", pa.string()),
-        ("function", pa.string()),
-        ("parsed", pa.bool_()),
-    ]
-)
 
 SIMILARITY_SCHEMA = pa.schema(
     [
@@ -42,21 +32,6 @@ SIMILARITY_SCHEMA = pa.schema(
         ("delta", pa.float64()),
     ]
 )
-
-
-def prompt_ids(lm, context: str, signature: str, context_tokens: int) -> list[int]:
-    """Up to ``context_tokens`` tokens of preceding context, then the signature
-    without its final newline.
-
-    Context and signature are tokenised as one string, as they were in
-    training: byte-level BPE merges whitespace runs with what follows, so
-    tokenising them apart (or ending on a bare newline) gives token sequences
-    the model has never seen, and it starts a new top-level line instead of
-    the body."""
-    head = signature.removesuffix("\n")
-    ids = lm.encode(context + head)
-    keep = len(lm.encode(head)) + context_tokens
-    return ids[-keep:]
 
 
 def _after_signature(generated: str) -> str:

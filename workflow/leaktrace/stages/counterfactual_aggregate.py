@@ -10,16 +10,14 @@ in the report and the log."""
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from leaktrace.artifacts import read_records, read_table, write_table
+from leaktrace.artifacts import read_columns, read_records, read_table, write_table
+from leaktrace.data.llm_function_filter import read_filter
 from leaktrace.errors import InputError
 from leaktrace.evaluate import functional as fm
 from leaktrace.report.functional import correlation_heatmap, delta_vs_bleu, length_panels, target_vs_reference
@@ -31,7 +29,6 @@ log = logging.getLogger(__name__)
 VALUE_COLUMNS = ["sample_id", "metric", "target", "reference", "delta"]
 OUTCOME_COLUMNS = ["target_outcome", "reference_outcome"]
 OK = "ok"
-YES = "YES"
 
 _side_columns = [(f"{side}_{stat}", pa.float64()) for side in fm.SIDES for stat in ("mean", "std", "low", "high")]
 SUMMARY_SCHEMA = pa.schema(
@@ -165,49 +162,6 @@ def read_splits(samples: Path | None) -> dict[str, str]:
     return {r["sample_id"]: r["split"] for r in read_records(samples, ["sample_id", "kept", "split"]) if r["kept"]}
 
 
-@dataclass(frozen=True)
-class FilterVerdict:
-    """App. B's filter on the samples of the similarity tables."""
-
-    severity: dict[str, int]  # the samples it keeps (labelled YES) -> their severity
-    removed: dict[str, int]  # cause -> samples removed: "NO", the outcome of a failed answer, "no filter answer"
-
-    def summary(self, n_samples: int) -> str:
-        causes = ", ".join(f"{count} {cause}" for cause, count in self.removed.items()) or "none"
-        return (
-            f"App. B's LLM filter: the {len(self.severity)} of {n_samples} samples it labelled YES are analysed (the "
-            f"paper's 7,422 functions are its YES); removed: {causes}."
-        )
-
-
-def _records(path: Path, columns: list[str], what: str) -> list[dict]:
-    """The rows of ``path``, or an error naming the file and the columns it lacks."""
-    names = pq.read_schema(path).names if Path(path).exists() else columns  # read_records names a missing file
-    missing = set(columns) - set(names)
-    if missing:
-        raise InputError(str(path), None, f"{what} needs the columns {columns}; {sorted(missing)} missing")
-    return read_records(path, columns)
-
-
-def read_filter(llm_filter: Path, sample_ids: set[str]) -> FilterVerdict:
-    """YES (with its severity) is kept; NO, an unparseable answer or a failed
-    call (by outcome) and a sample the filter has no row for are removed."""
-    answers = {
-        r["sample_id"]: r
-        for r in _records(llm_filter, ["sample_id", "label", "severity", "outcome"], "App. B's filter table")
-    }
-    severity, removed = {}, Counter()
-    for sample_id in sorted(sample_ids):
-        answer = answers.get(sample_id)
-        if answer is None:
-            removed["no filter answer"] += 1
-        elif answer["outcome"] == OK and answer["label"] == YES:
-            severity[sample_id] = int(answer["severity"])
-        else:
-            removed[answer["label"] if answer["outcome"] == OK else answer["outcome"]] += 1
-    return FilterVerdict(severity, dict(sorted(removed.items())))
-
-
 NO_FILTER = (
     "App. B's LLM filter did not run (llm.judge null or similarity.filter.enabled false): every sample is analysed."
 )
@@ -219,7 +173,7 @@ def read_lengths(functions: Path | None) -> pd.DataFrame:
     columns = ["sample_id", *fm.LENGTH_BUCKETS]
     if functions is None:
         return pd.DataFrame(columns=columns)
-    rows = _records(functions, ["sample_id", "signature", "context", "body_lines"], "a functions table")
+    rows = read_columns(functions, ["sample_id", "signature", "context", "body_lines"], "a functions table")
     return pd.DataFrame(
         [
             {

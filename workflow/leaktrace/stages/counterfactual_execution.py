@@ -19,7 +19,6 @@ from pathlib import Path
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.samples import check_test
-from leaktrace.errors import InputError
 from leaktrace.settings.counterfactual_execution import ExecutionSettings
 from leaktrace.similarity.execution import (
     METRICS,
@@ -29,35 +28,12 @@ from leaktrace.similarity.execution import (
     execution_scores,
     pair_metrics,
 )
+from leaktrace.similarity.hyclone_screen import read_screen
 from leaktrace.similarity.table import OK, SIMILARITY_FAMILY_SCHEMA
 
 log = logging.getLogger(__name__)
 
 MODELS = ("target", "reference")
-SCREEN_METRIC = "hyclone_screen"
-NOT_A_CANDIDATE = "screen:no_clone"
-
-
-def read_screen(screen: Path) -> dict[tuple[str, str], str]:
-    """(sample_id, model) -> "ok" where HyClone's Stage 1 called the pair a
-    likely clone (1.0), else the cause Stage 2 stops at: ``screen:no_clone``
-    (0.0) or ``screen:<the judge's outcome>`` (no answer)."""
-    verdicts = {}
-    for r in read_records(
-        screen, ["sample_id", "metric", "target", "reference", "target_outcome", "reference_outcome"]
-    ):
-        if r["metric"] != SCREEN_METRIC:
-            continue
-        for model in MODELS:
-            value = r[model]
-            verdicts[(r["sample_id"], model)] = (
-                OK if value == 1.0 else NOT_A_CANDIDATE if value == 0.0 else f"screen:{r[f'{model}_outcome']}"
-            )
-    if not verdicts:
-        raise InputError(
-            str(screen), None, f"no {SCREEN_METRIC!r} rows: Stage 2 cannot be gated by a screen that did not run"
-        )
-    return verdicts
 
 
 def screened(

@@ -18,56 +18,19 @@ its other three components (``leaktrace.similarity.codebleu``).
 from __future__ import annotations
 
 import logging
-import textwrap
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.settings.counterfactual_structural import StructuralSettings
-from leaktrace.similarity.codebleu import codebleu
-from leaktrace.similarity.python_tree import parses
-from leaktrace.similarity.table import OK, SIMILARITY_FAMILY_SCHEMA, Score, family_row
+from leaktrace.similarity.structural import METRICS, structural_scores, whole_function
+from leaktrace.similarity.table import OK, SIMILARITY_FAMILY_SCHEMA, family_row
 from leaktrace.similarity.tsed import EditCosts, tsed
 
 log = logging.getLogger(__name__)
 
-METRICS = ("codebleu", "codebleu_syntax", "codebleu_dataflow", "tsed")
 MODELS = ("target", "reference")
-PARSE_ERROR_GROUND_TRUTH = "parse_error:ground_truth"
-PARSE_ERROR_GENERATION = "parse_error:generation"
-NO_DATAFLOW = "no_dataflow"
-
-
-def whole_function(signature: str, body: str) -> str:
-    """The definition the metrics compare: signature and body, dedented."""
-    return textwrap.dedent(signature + body)
-
-
-def structural_scores(
-    truth: str,
-    generated: str,
-    weights: tuple[float, ...],
-    costs: EditCosts,
-    *,
-    leaf_text: bool = False,
-    nodes: str = "all",
-) -> dict[str, Score]:
-    """Every structural metric of one generation against the ground truth, both whole functions;
-    ``leaf_text``: TSED's stricter trees, ``nodes``: which of tree-sitter's nodes TSED's trees hold
-    (``leaktrace.similarity.tsed``)."""
-    if not parses(truth):
-        return {metric: Score(None, PARSE_ERROR_GROUND_TRUTH) for metric in METRICS}
-    if not parses(generated):
-        return {metric: Score(None, PARSE_ERROR_GENERATION) for metric in METRICS}
-    components = codebleu(truth, generated)
-    dataflow = Score(None, NO_DATAFLOW) if components.dataflow is None else Score(components.dataflow)
-    return {
-        "codebleu": Score(components.total(weights)),
-        "codebleu_syntax": Score(components.syntax),
-        "codebleu_dataflow": dataflow,
-        "tsed": Score(tsed(truth, generated, costs, leaf_text=leaf_text, nodes=nodes)),
-    }
 
 
 def _sample_rows(job: tuple[str, str, dict[str, str], tuple[float, ...], EditCosts, bool, str]) -> list[dict]:

@@ -18,15 +18,13 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.split import RECALL_PREFIX
-from leaktrace.evaluate.leak_detection import balanced, deduplicated, leak_detection_rows
+from leaktrace.evaluate.leak_detection import leak_detection_rows, ranking_population
 from leaktrace.models.naming import BASE_MODEL, headline_model
 from leaktrace.report.tables import markdown_table
-from leaktrace.seeding import derive_seed
 from leaktrace.settings.leakage_rq4 import Rq4RankingSettings, Rq4Settings
 
 log = logging.getLogger(__name__)
@@ -137,44 +135,6 @@ def rq4(
         len(leaked & population),
         len(population),
     )
-
-
-def ranking_population(
-    perplexity: dict[str, list[dict]], leaked: set[str], size: int | None, seed: int
-) -> tuple[list[str], set[str], dict[str, int]]:
-    """The samples the ranking is evaluated on: those every model scored,
-    one per distinct document, balanced by under-sampling to at most
-    ``size // 2`` a class (None: the smaller class whole). Returns the ids,
-    the leaked among them and the counts at each step."""
-    digests: dict[str, str] = {}
-    for rows in perplexity.values():
-        for r in rows:
-            if digests.setdefault(r["sample_id"], r["digest"]) != r["digest"]:
-                raise ValueError(f"{r['sample_id']}: the models scored different texts")
-    common = (
-        set.intersection(*({r["sample_id"] for r in rows} for rows in perplexity.values())) if perplexity else set()
-    )
-    ids, kept_leaked = deduplicated({sid: digests[sid] for sid in common}, leaked)
-    labels = np.array([i in kept_leaked for i in ids], dtype=bool)
-    keep = (
-        balanced(
-            ids,
-            labels,
-            np.random.default_rng(derive_seed(seed, "rq4", "population")),
-            None if size is None else size // 2,
-        )
-        if 0 < labels.sum() < labels.size
-        else np.arange(0)
-    )
-    chosen = [ids[i] for i in keep]
-    counts = {
-        "scored": len(common),
-        "leaked_scored": len(common & leaked),
-        "distinct": len(ids),
-        "leaked_distinct": int(labels.sum()),
-        "balanced": len(chosen),
-    }
-    return chosen, kept_leaked & set(chosen), counts
 
 
 def rq4_ranking(

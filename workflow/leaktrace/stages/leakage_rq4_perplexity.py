@@ -14,26 +14,13 @@ import math
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.samples import document
+from leaktrace.evaluate.leak_detection import PERPLEXITY_SCHEMA
 from leaktrace.models.configured import language_model
 
 log = logging.getLogger(__name__)
-
-PERPLEXITY_SCHEMA = pa.schema(
-    [
-        ("sample_id", pa.string()),
-        ("benchmark", pa.string()),
-        ("model", pa.string()),
-        ("digest", pa.string()),  # SHA-1 of the scored text: identical documents share it
-        ("n_tokens", pa.int32()),
-        ("truncated", pa.bool_()),  # cut to the model's context
-        ("loss", pa.float64()),
-        ("perplexity", pa.float64()),  # mean negative log-likelihood per token, and exp of it
-    ]
-)
 
 
 def perplexities(

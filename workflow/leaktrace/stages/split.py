@@ -12,34 +12,19 @@ from pathlib import Path
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, read_table, write_table
-from leaktrace.data.split import PRE_EXPOSURE_MODES, RECALL_PREFIX, assign_splits, complement, pre_exposure
+from leaktrace.data.split import (
+    PRE_EXPOSURE_MODES,
+    RECALL_PREFIX,
+    SAMPLES_SCHEMA,
+    assign_splits,
+    complement,
+    pre_exposure,
+)
 from leaktrace.models.token_table import losses_by_text
 from leaktrace.seeding import rng_for
 from leaktrace.settings.split import SplitSettings
 
 log = logging.getLogger(__name__)
-
-SAMPLES_SCHEMA = pa.schema(
-    [
-        ("sample_id", pa.string()),
-        ("kept", pa.bool_()),  # eligible and in the member / non-member split
-        ("reason", pa.string()),  # why a sample is not in the split
-        ("split", pa.string()),
-        ("fold", pa.string()),
-        # SrDetection's pre-exposure filter, judged before the split on the
-        # detectors' own variants (kind "rename") under the base model, as the
-        # paper's: true where the original beats every one of them. With
-        # pre_exposure "mark" a flagged sample stays in the split (the filtered
-        # protocol leaves it out); with "remove" it leaves the split (reason
-        # "pre-exposure: ..."). False for every eligible sample with the filter
-        # off; null for an ineligible one.
-        ("pre_exposed", pa.bool_()),
-        ("pre_exposure", pa.string()),  # the filter's reason when it flags
-        ("original_loss", pa.float64()),
-        ("min_variant_loss", pa.float64()),  # the lowest loss among the detector variants, under the base model
-        ("n_valid_variants", pa.int32()),  # detector variants
-    ]
-)
 
 
 def split_samples(

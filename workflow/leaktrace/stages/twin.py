@@ -33,8 +33,8 @@ from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.detect.registry import FAMILIES
 from leaktrace.detect.scores import scores_by_method
 from leaktrace.evaluate.detection import ORACLE_METHODS
-from leaktrace.evaluate.metrics import roc_auc
-from leaktrace.models.naming import COORDINATES, model_coordinates
+from leaktrace.evaluate.metrics import pooled_auc, roc_auc
+from leaktrace.models.naming import COORDINATES, model_coordinates, target_of
 from leaktrace.report.plots import twin_plot
 from leaktrace.report.results import method_label
 from leaktrace.report.tables import markdown_table
@@ -69,19 +69,6 @@ TWIN_SCHEMA = pa.schema(
         ("auc_pooled", pa.float64()),
     ]
 )
-
-
-def target_of(twin: str) -> str:
-    """The target a twin is the complement of: ``twin-r5-s0-e3`` -> ``target-r5-s0-e3``."""
-    if not twin.startswith("twin-"):
-        raise ValueError(f"{twin!r} is not a twin model name (twin-r<ratio>-s<seed>-e<epoch>)")
-    return "target-" + twin.removeprefix("twin-")
-
-
-def pooled_auc(seen: np.ndarray, unseen: np.ndarray) -> float:
-    """AUC of the scores under the model that saw each sample (label member)
-    against the scores under the one that did not."""
-    return roc_auc(np.r_[np.ones(seen.size, bool), np.zeros(unseen.size, bool)], np.r_[seen, unseen])
 
 
 def pair_rows(

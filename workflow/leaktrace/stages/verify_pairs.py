@@ -11,25 +11,18 @@ every value behind it (:class:`~leaktrace.leakage.verify.Verdict`)."""
 from __future__ import annotations
 
 import logging
-from dataclasses import fields
 from pathlib import Path
 from typing import Annotated, Literal
-
-import pyarrow as pa
 
 from leaktrace.artifacts import write_table
 from leaktrace.errors import InputError
 from leaktrace.leakage.execution import Executor
-from leaktrace.leakage.pairs import read_pairs, settings_for, verify_records
-from leaktrace.leakage.verify import RULES, Verdict, Verifier
+from leaktrace.leakage.pairs import VERDICTS_SCHEMA, read_pairs, settings_for, verify_records
+from leaktrace.leakage.verify import RULES, Verifier
 from leaktrace.sandbox import SandboxLimits
 from leaktrace.settings.verify_pairs import PairJudge
 
 log = logging.getLogger(__name__)
-
-_TYPES = {"bool": pa.bool_(), "float": pa.float64(), "int": pa.int64(), "str": pa.string()}
-VERDICT_FIELDS = [(f.name, _TYPES[f.type.split(" ")[0]]) for f in fields(Verdict)]  # "float | None" is a nullable float
-SCHEMA = pa.schema([("id", pa.string()), ("language", pa.string()), *VERDICT_FIELDS, ("judge_label", pa.string())])
 
 
 def verify_pairs(
@@ -62,7 +55,7 @@ def verify_pairs(
     ]
     if judge is not None and judge.model:
         _judge(rows, pairs, judge)
-    write_table(rows, SCHEMA, output)
+    write_table(rows, VERDICTS_SCHEMA, output)
     log.info(
         "verify-pairs %s: %d pairs, %d duplicates (%s)",
         input,

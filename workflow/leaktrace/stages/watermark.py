@@ -28,7 +28,6 @@ import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.calibration.table import write_rows
-from leaktrace.data.benchmarks import benchmark_records
 from leaktrace.errors import InputError
 from leaktrace.models.token_table import read_token_stats, write_token_stats
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
@@ -38,16 +37,23 @@ from leaktrace.variants.lexicon import IdentifierLexicon
 from leaktrace.variants.naming import NameProposer
 from leaktrace.variants.synonyms import WordAlternatives
 from leaktrace.watermark.calibration import calibration_rows
-from leaktrace.watermark.choice import choose, read_secret, secret_for, testbed_secret
-from leaktrace.watermark.commitment import check_commitment, read_commitment, write_commitment
+from leaktrace.watermark.choice import choose, secret_for, testbed_secret
+from leaktrace.watermark.commitment import read_commitment, write_commitment
+from leaktrace.watermark.committed import (
+    COMMITMENT,
+    FORMS,
+    PUBLISHED,
+    SECRET,
+    checked_release,
+    forms_by_problem,
+    private_dir,
+)
 from leaktrace.watermark.forms import FormSettings, make_forms
 from leaktrace.watermark.ranks import published_rank, rank_sum_test
 from leaktrace.watermark.release import layout, published_record, read_problems, release_reader, write_jsonl
 
 log = logging.getLogger(__name__)
 
-PUBLISHED, COMMITMENT, PRIVATE = "published.jsonl", "commitment.json", "private"
-FORMS, SECRET = "forms.parquet", "secret.key"
 
 FORMS_SCHEMA = pa.schema(
     [
@@ -92,10 +98,6 @@ RESULT_SCHEMA = pa.schema(
 COUNTS_SCHEMA = pa.schema([("model", pa.string()), ("forms", pa.int32()), ("rank", pa.int32()), ("count", pa.int64())])
 
 
-def _private(out_dir: Path) -> Path:
-    return out_dir / PRIVATE
-
-
 def publish(
     source: Path,
     out_dir: Path,
@@ -126,13 +128,13 @@ def publish(
     except SandboxUnavailable as error:
         raise InputError("sandbox", None, str(error)) from None
     rows = make_forms(problems, names, settings, seed, limits, workers, isolation)
-    forms_path = _private(out_dir) / FORMS
+    forms_path = private_dir(out_dir) / FORMS
     write_table(rows, FORMS_SCHEMA, forms_path)
     secret = secret_for(
-        seed_file or _private(out_dir) / SECRET,
+        seed_file or private_dir(out_dir) / SECRET,
         derived=None if testbed_seed is None else testbed_secret(testbed_seed, source.name),
     )
-    forms = _forms_by_problem(rows)
+    forms = forms_by_problem(rows)
     published = []
     for record, problem in zip(records, problems, strict=True):
         own = forms[problem.problem_id]
@@ -234,47 +236,6 @@ def publish_benchmark(
     )
 
 
-def _forms_by_problem(rows: list[dict]) -> dict[str, list[dict]]:
-    """problem id -> its forms in form order."""
-    forms: dict[str, list[dict]] = defaultdict(list)
-    for row in sorted((r for r in rows if r["form"] is not None), key=lambda r: r["form"]):
-        forms[row["problem_id"]].append(row)
-    return forms
-
-
-def checked_release(
-    out_dir: Path, *, published: Path | None = None, commitment: Path | None = None, seed_file: Path | None = None
-) -> tuple[dict[str, list[dict]], dict[str, int]]:
-    """(problem id -> forms, problem id -> published form) of a committed
-    release, after checking that the secret, the forms table and the
-    published file are those committed to and that each published record
-    holds the form the secret chooses."""
-    published = published or out_dir / PUBLISHED
-    commitment_path = commitment or out_dir / COMMITMENT
-    secret_file = seed_file or _private(out_dir) / SECRET
-    forms_path = _private(out_dir) / FORMS
-    committed = read_commitment(commitment_path)
-    secret = read_secret(secret_file)
-    check_commitment(
-        committed, commitment_path, secret=secret, secret_file=secret_file, forms=forms_path, published=published
-    )
-    forms = _forms_by_problem(read_records(forms_path))
-    chosen = {pid: choose(secret, pid, len(own)) for pid, own in forms.items()}
-    released = {
-        s.task_id: s.code for _, s in benchmark_records({**committed["layout"], "path": str(published)}, "release")
-    }
-    if set(released) != set(forms):
-        raise InputError(
-            str(published),
-            None,
-            f"holds problems {sorted(set(released) ^ set(forms))[:5]} that the forms table does not (or the reverse)",
-        )
-    for pid, code in released.items():
-        if code != forms[pid][chosen[pid]]["text"]:
-            raise InputError(str(published), pid, "is not the form the secret chooses")
-    return forms, chosen
-
-
 def test_release(
     out_dir: Annotated[Path, "the release directory publish wrote"],
     /,
@@ -295,7 +256,7 @@ def test_release(
     from leaktrace.models.configured import language_model  # imports torch: only where a model runs
 
     name = name or model.path
-    output_dir = output_dir or _private(out_dir) / "tests" / name.replace("/", "--")
+    output_dir = output_dir or private_dir(out_dir) / "tests" / name.replace("/", "--")
     forms, chosen = checked_release(out_dir, published=published, commitment=commitment, seed_file=seed_file)
     keys = [(pid, row["form"], "text") for pid, own in forms.items() if len(own) >= 2 for row in own]
     texts = [forms[pid][form]["text"] for pid, form, _ in keys]
