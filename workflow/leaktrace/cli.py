@@ -75,6 +75,7 @@ STAGES: dict[str, str] = {
     "train-verifier": "leaktrace.stages.train_verifier:train_verifier",
     "twin": "leaktrace.stages.twin:twin_tables",
     "twin-split": "leaktrace.stages.split:twin_split",
+    "variants": "leaktrace.stages.variants:make_variants_table",
     "veilprobe-features": "leaktrace.stages.dpdllm_veilprobe:veilprobe_features",
     "veilprobe-fit": "leaktrace.stages.dpdllm_veilprobe:fit_veilprobe",
     "veilprobe-perturb": "leaktrace.stages.dpdllm_veilprobe:veilprobe_perturb",
@@ -164,26 +165,6 @@ def _pretrain(a):
     from leaktrace.stages.pretrain import pretrain
 
     pretrain(a.corpora, a.settings, a.output_dir, a.log)
-
-
-@command("variants")
-@_args(
-    path("--benchmark"),
-    path("--functions"),
-    path("--lexicon"),
-    SETTINGS,
-    SEED,
-    (("--workers",), {"type": int, "default": 1, "help": "sandboxed test runs in parallel"}),
-    path("--output"),
-    (("--llm",), {"type": _json, "default": None, "help": "the llm.variant_llm role as JSON (null: no LLM-made set)"}),
-    path("--cache-dir", required=False),
-)
-def _variants(a):
-    from leaktrace.stages.variants import make_variants_table
-
-    make_variants_table(
-        a.benchmark, a.functions, a.lexicon, a.settings, a.seed, a.workers, a.output, llm=a.llm, cache_dir=a.cache_dir
-    )
 
 
 ADAPTER = path("--adapter", required=False)
