@@ -48,6 +48,7 @@ STAGES: dict[str, str] = {
     "leakage-rephrase": "leaktrace.stages.leakage_rephrase:rephrase_shard",
     "leakage-rephrase-gather": "leaktrace.stages.leakage_rephrase:rephrase_gather",
     "leakage-rq3": "leaktrace.stages.leakage_rq3:rq3",
+    "leakage-rq3-runs": "leaktrace.stages.leakage_rq3_runs:generate_and_run",
     "leakage-rq4": "leaktrace.stages.leakage_rq4:rq4",
     "leakage-rq4-ranking": "leaktrace.stages.leakage_rq4:rq4_ranking",
     "leakage-scan": "leaktrace.stages.leakage:scan_shard",
@@ -231,36 +232,6 @@ def _leakage_rq4_perplexity(a):
     from leaktrace.stages.leakage_rq4_perplexity import perplexities
 
     perplexities(_named_paths(a.benchmarks), a.model, _adapter(a), a.name, a.batch, a.output)
-
-
-@command("leakage-rq3-runs")
-@_args(
-    path("--benchmark"),
-    MODEL,
-    ADAPTER,
-    (("--name",), {"required": True, "help": "the model's name in the tables"}),
-    SETTINGS,
-    BATCH,
-    SEED,
-    GENERATOR,
-    CACHE_DIR,
-    path("--output"),
-)
-def _leakage_rq3_runs(a):
-    from leaktrace.stages.leakage_rq3_runs import generate_and_run
-
-    generate_and_run(
-        a.benchmark,
-        a.model,
-        _adapter(a),
-        a.name,
-        a.settings,
-        a.batch,
-        a.seed,
-        a.output,
-        generator=a.generator,
-        cache_dir=a.cache_dir,
-    )
 
 
 def parser() -> argparse.ArgumentParser:
