@@ -25,6 +25,7 @@ STAGES: dict[str, str] = {
     "audit-exchangeability-table": "leaktrace.stages.audit_exchangeability_table:audit_exchangeability_table",
     "audit-tables": "leaktrace.stages.audit:audit",
     "audit-watermark-table": "leaktrace.stages.watermark:audit_watermark_table",
+    "blackbox": "leaktrace.stages.score:blackbox_generations",
     "calibration-conformal": "leaktrace.stages.calibration:conformal_calibration",
     "calibration-membership": "leaktrace.stages.calibration:membership_calibration",
     "contamination": "leaktrace.stages.contamination:contamination",
@@ -39,6 +40,7 @@ STAGES: dict[str, str] = {
     "dpdllm-features": "leaktrace.stages.dpdllm_veilprobe:dpdllm_features",
     "dpdllm-fit": "leaktrace.stages.dpdllm_veilprobe:fit_dpdllm",
     "dpdllm-generations": "leaktrace.stages.dpdllm_veilprobe:dpdllm_generations",
+    "dpdllm-reference": "leaktrace.stages.dpdllm_veilprobe:train_dpdllm_reference",
     "exchangeability": "leaktrace.stages.exchangeability:exchangeability",
     "exchangeability-calibration": "leaktrace.stages.exchangeability:exchangeability_calibration",
     "fetch-model": "leaktrace.models.fetch:fetch_model",
@@ -130,7 +132,6 @@ def _args(*specs):
 
 
 SETTINGS = (("--settings",), {"type": _json, "required": True, "help": "this stage's config slice as JSON"})
-SEED = (("--seed",), {"type": int, "required": True})
 BATCH = (("--batch",), {"type": _json, "required": True, "help": "the score.tokens slice (batch size, max length)"})
 MODEL = (("--model",), {"type": _json, "required": True, "help": "the base_model config slice as JSON"})
 
@@ -173,50 +174,6 @@ ADAPTER = path("--adapter", required=False)
 
 def _adapter(a) -> str | None:
     return str(a.adapter) if a.adapter else None
-
-
-GENERATOR = (
-    ("--generator",),
-    {"type": _json, "default": None, "help": "the llm.generator role as JSON (null: transformers)"},
-)
-CACHE_DIR = path("--cache-dir", required=False)
-
-
-@command("blackbox")
-@_args(path("--variants"), MODEL, ADAPTER, SETTINGS, BATCH, GENERATOR, CACHE_DIR, path("--output"))
-def _blackbox(a):
-    from leaktrace.stages.score import blackbox_generations
-
-    blackbox_generations(
-        a.variants, a.model, _adapter(a), a.settings, a.batch, a.output, generator=a.generator, cache_dir=a.cache_dir
-    )
-
-
-@command("dpdllm-reference")
-@_args(
-    path("--variants"),
-    MODEL,
-    (("--train",), {"type": _json, "required": True, "help": "the train config slice"}),
-    SETTINGS,
-    SEED,
-    path("--output-dir"),
-)
-def _dpdllm_reference(a):
-    from leaktrace.stages.dpdllm_veilprobe import train_dpdllm_reference
-
-    train_dpdllm_reference(a.variants, a.model, a.train, a.settings, a.seed, a.output_dir)
-
-
-def _paired_paths(values: list[str], second: str) -> dict[tuple[str, str], Path]:
-    """``MODEL:<second>=PATH`` arguments (``second`` names the key's second
-    part, e.g. BENCHMARK) -> {(model, that part): path}."""
-    paths = {}
-    for key, value in _named_paths(values).items():
-        model, sep, part = key.partition(":")
-        if not sep:
-            raise argparse.ArgumentTypeError(f"expected MODEL:{second}=PATH, got {key}={value}")
-        paths[(model, part)] = value
-    return paths
 
 
 @command("leakage-rq4-perplexity")
