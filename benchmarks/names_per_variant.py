@@ -42,7 +42,7 @@ from leaktrace.artifacts import read_records
 from leaktrace.evaluate.null_check import null_check
 from leaktrace.models.backend import ModelSpec
 from leaktrace.stages.variants import make_variants_table
-from leaktrace.variants.natural import generation_settings
+from leaktrace.variants.natural import variants_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -60,13 +60,13 @@ def drawn_sets(run: Path, benchmark: str, variants: dict, k: int | None, seed: i
     untransformed set)."""
     own = variants.get("test_cases")  # a run from before tau_t was composed: an integer, renaming-only sets
     test_cases = {**own, "untransformed": 0} if isinstance(own, dict) else {"compose": False, "untransformed": 0}
-    settings = {**variants, "test_cases": test_cases, "names_per_variant": k}
+    settings = variants_settings(**{**variants, "test_cases": test_cases, "names_per_variant": k})
     output = folder / f"{benchmark}.names-{k}.parquet"
     make_variants_table(
         run / "data" / "benchmarks" / f"{benchmark}.parquet",
         run / "filter" / f"{benchmark}.functions.parquet",
         run / "variants" / "lexicon.parquet",
-        generation_settings(settings),
+        settings,
         seed,
         workers,
         output,

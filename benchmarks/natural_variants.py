@@ -47,7 +47,7 @@ from leaktrace.settings.score import TokenBatch
 from leaktrace.settings.variants import NaturalRule, NaturalSettings
 from leaktrace.stages.variants import make_variants_table, select_natural_variants
 from leaktrace.variants.kinds import VARIANT_SETS
-from leaktrace.variants.natural import choose_natural
+from leaktrace.variants.natural import choose_natural, variants_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -128,7 +128,7 @@ def main() -> None:
         if path.exists():  # the stage is deterministic: a re-run reuses what an interrupted one wrote
             return path
         start = time.perf_counter()
-        make_variants_table(benchmark, functions, a.lexicon, settings, seed, a.workers, path)
+        make_variants_table(benchmark, functions, a.lexicon, variants_settings(**settings), seed, a.workers, path)
         print(f"variants stage, {name}: {time.perf_counter() - start:.1f} s", flush=True)
         return path
 

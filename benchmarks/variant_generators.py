@@ -40,6 +40,7 @@ from leaktrace.settings.score import ScoreMethods, TokenBatch
 from leaktrace.stages.score import score_methods, score_tokens
 from leaktrace.stages.variants import make_variants_table
 from leaktrace.variants.kinds import detector_variant_counts
+from leaktrace.variants.natural import variants_settings
 
 MODEL = ModelSettings(path="resources/models/leaktrace-tiny", dtype="float32", device="cpu", max_length=None)
 GRAYBOX = {"n_variants": 10, "sensitivity": [3], "generators": ["ast"]}
@@ -73,12 +74,13 @@ def main() -> None:
     pq.write_table(
         pa.Table.from_pylist([{"sample_id": p.sample_id, "kept": True} for p in problems]), a.out / "functions.parquet"
     )
-    settings = {
-        "n": 10,
-        "names_per_variant": a.names,
-        "test_cases": {"compose": True, "untransformed": 10},
-        "sandbox": SANDBOX,
-    }
+    settings = variants_settings(
+        n=10,
+        names_per_variant=a.names,
+        io_cases=None,
+        test_cases={"compose": True, "untransformed": 10},
+        sandbox=SANDBOX,
+    )
     variants = a.out / "variants.parquet"
     if variants.exists():  # a run cut short after the variants stage: score what it made
         print(f"variants stage: {variants} reused")

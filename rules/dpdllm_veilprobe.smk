@@ -16,11 +16,6 @@ if "veilprobe" in METHODS and "srdetection_blackbox" not in METHODS:
     raise ValueError("score.methods.veilprobe reads SrDetection black-box's continuations: configure srdetection_blackbox too")
 
 
-def method_slice(family, *keys):
-    """Params: the named settings of one method (a rule re-runs when one of them changes)."""
-    return json.dumps({k: METHODS[family][k] for k in keys}, sort_keys=True)
-
-
 rule dpdllm_reference:
     input:
         variants=variants_file(),
@@ -28,8 +23,7 @@ rule dpdllm_reference:
     output:
         directory(baselines_file("dpdllm-reference")),
     params:
-        settings=lambda wildcards: method_slice("dpdllm", "reference_epochs"),
-        train=settings_without(["train"], "text_per_code", "seeds", "epochs", "learning_rate_selection", "member_order"),
+        settings=lambda wildcards: stage_settings("dpdllm-reference", config),
         model=model_settings(),
         seed=config["seed"],
     log:
@@ -44,7 +38,7 @@ rule dpdllm_reference:
                     passes=METHODS.get("dpdllm", {}).get("reference_epochs", 1)),
     shell:
         "{LEAKTRACE} dpdllm-reference --variants {input.variants} --model {params.model:q}"
-        " --train {params.train:q} --settings {params.settings:q} --seed {params.seed} --output-dir {output} 2> {log}"
+        " --settings {params.settings:q} --seed {params.seed} --output-dir {output} 2> {log}"
 
 
 rule dpdllm_generations:

@@ -491,9 +491,8 @@ if rq3_benchmarks():
         output:
             rq3_runs_file(),
         params:
-            settings=json.dumps({k: RQ3[k] for k in ("prompt", "n", "temperature", "max_new_tokens", "workers", "sandbox")},
-                                sort_keys=True),
-            batch=settings("score", "tokens"),
+            settings=stage_settings("leakage-rq3-runs", config),
+            batch=TOKEN_BATCH,
             model=scored_model_settings,
             adapter=adapter_args,
             generator=generator_args(),

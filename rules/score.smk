@@ -10,11 +10,6 @@ if "dc_pdd" in METHODS and METHODS["dc_pdd"]["corpus"] not in CORPORA:
     raise ValueError(f"score.methods.dc_pdd.corpus {METHODS['dc_pdd']['corpus']!r} is not one of the corpora {CORPORA}")
 
 
-def method_settings(family):
-    """Params: one method's config slice (rules re-run when it changes)."""
-    return json.dumps(METHODS.get(family), sort_keys=True)
-
-
 # --batch of a model pass batched as the token pass is (score.tokens, the tokens stage's settings)
 TOKEN_BATCH = stage_settings("tokens", config)
 
@@ -171,7 +166,7 @@ rule blackbox_generations:
     output:
         blackbox_file(),
     params:
-        settings=method_settings("srdetection_blackbox"),
+        settings=lambda wildcards: stage_settings("blackbox", config),
         batch=TOKEN_BATCH,
         model=scored_model_settings,
         adapter=adapter_args,

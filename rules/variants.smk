@@ -54,7 +54,8 @@ rule variants:
     output:
         variant_pool_file() if NATURAL["enabled"] else variants_file(),
     params:
-        settings=json.dumps(generation_settings(config["variants"]), sort_keys=True),
+        # the whole block but names_per_variant while null and natural while off, as the job has always had it
+        settings=stage_settings("variants", {**config, "variants": generation_settings(config["variants"])}),
         seed=config["seed"],
         llm=variant_llm_args(),
     log:

@@ -19,6 +19,7 @@ from leaktrace.sandbox.stdio import outputs_match, run_io_tests
 from leaktrace.settings.function_filter import FunctionFilterSettings
 from leaktrace.stages.function_filter import filter_functions
 from leaktrace.stages.ingest import ingest_benchmark
+from leaktrace.variants.natural import variants_settings
 from leaktrace.variants.validate import validate_variants
 
 FILTER = FunctionFilterSettings(min_body_lines=1, max_body_lines=None, min_chars=0, exclude_init=True)
@@ -206,12 +207,13 @@ def test_renamed_variants_of_a_whole_program_validate_against_the_same_cases(tmp
         pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in ("count", "value")]),
         tmp_path / "lexicon.parquet",
     )
-    settings = {
-        "n": 2,
-        "test_cases": {"compose": True, "untransformed": 2},
-        "io_cases": 2,
-        "sandbox": {"timeout_s": 5, "cpu_s": 5, "memory_mb": 256},
-    }
+    settings = variants_settings(
+        n=2,
+        names_per_variant=None,
+        io_cases=2,
+        test_cases={"compose": True, "untransformed": 2},
+        sandbox={"timeout_s": 5, "cpu_s": 5, "memory_mb": 256},
+    )
     stage.make_variants_table(
         tmp_path / "apps.parquet",
         tmp_path / "functions.parquet",
@@ -287,13 +289,13 @@ def test_tau_t_replaces_the_examples_of_a_whole_program_that_holds_its_problem(t
         pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in ("first", "second")]),
         tmp_path / "lexicon.parquet",
     )
-    settings = {
-        "n": 1,
-        "test_cases": {"compose": True, "untransformed": 1},
-        "io_cases": 3,
-        "names_per_variant": 1,
-        "sandbox": {"timeout_s": 5, "cpu_s": 5, "memory_mb": 256},
-    }
+    settings = variants_settings(
+        n=1,
+        names_per_variant=1,
+        io_cases=3,
+        test_cases={"compose": True, "untransformed": 1},
+        sandbox={"timeout_s": 5, "cpu_s": 5, "memory_mb": 256},
+    )
     stage.make_variants_table(
         tmp_path / "apps.parquet",
         tmp_path / "functions.parquet",

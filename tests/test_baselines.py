@@ -12,6 +12,7 @@ import pytest
 
 from leaktrace.artifacts import read_records
 from leaktrace.config_slice import read_slice
+from leaktrace.configuration import schema_defaults
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.detect.dpdllm import ContinuationStats, continuation_features
 from leaktrace.detect.prototypical import ProtoSettings, ProtoTask, fit_many, fit_prototypical
@@ -19,13 +20,14 @@ from leaktrace.detect.registry import configured_methods, family_params
 from leaktrace.detect.veilprobe import perturb_key_tokens, significant_dimensions
 from leaktrace.settings.dpdllm_veilprobe import (
     BlackboxPrefix,
+    DpdllmReference,
     DpdllmSampling,
     VeilprobeFit,
     VeilprobeMapping,
     VeilprobePerturbation,
 )
 from leaktrace.settings.models import ModelSettings
-from leaktrace.settings.score import ScoreMethods, TokenBatch
+from leaktrace.settings.score import BlackboxParams, ScoreMethods, TokenBatch
 from leaktrace.stages import dpdllm_veilprobe
 from leaktrace.stages.score import blackbox_generations, score_methods
 
@@ -54,11 +56,11 @@ def inputs(tiny_model_dir, tmp_path_factory):
         for i in range(N)
     ]
     pq.write_table(pa.Table.from_pylist(samples), out / "samples.parquet")
-    model = {"path": str(tiny_model_dir), "dtype": "float32", "device": "cpu", "max_length": 128}
-    blackbox_generations(
-        out / "variants.parquet", model, None, {"max_new_tokens": 8}, {"batch_size": 8}, out / "blackbox.parquet"
-    )
-    return out, ModelSettings(path=str(tiny_model_dir), dtype="float32", device="cpu", max_length=128)
+    model = ModelSettings(path=str(tiny_model_dir), dtype="float32", device="cpu", max_length=128)
+    blackbox = {**schema_defaults("score", "methods", "srdetection_blackbox"), "max_new_tokens": 8}
+    settings = read_slice(BlackboxParams, blackbox, "score.methods.srdetection_blackbox")
+    blackbox_generations(out / "variants.parquet", model, settings, BATCH, out / "blackbox.parquet")
+    return out, model
 
 
 def _permuted_evaluation(out, name):
@@ -92,17 +94,16 @@ def assert_cross_fitted(model_dir, rows):
 
 def test_dpdllm_end_to_end_and_blind_to_evaluation_labels(inputs, tiny_model_dir):
     out, model = inputs
-    settings = {"max_new_tokens": 8, "reference_epochs": 1}
     train = {
+        **schema_defaults("train"),
         "lora": {"rank": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj"]},
         "learning_rate": 0.003,
         "batch_size": 8,
         "gradient_accumulation": 1,
         "warmup_steps": 1,
     }
-    dpdllm_veilprobe.train_dpdllm_reference(
-        out / "variants.parquet", model.__dict__, train, settings, 1, out / "reference"
-    )
+    settings = read_slice(DpdllmReference, {"reference_epochs": 1, "train": train}, "score.methods.dpdllm")
+    dpdllm_veilprobe.train_dpdllm_reference(out / "variants.parquet", model, settings, 1, out / "reference")
     assert json.loads((out / "reference/trained_on.json").read_text())["sample_ids"] == [f"s{i:02d}" for i in range(N)]
     sampling = DpdllmSampling(prefix_fraction=0.5, temperature=0.7, max_new_tokens=8)
     dpdllm_veilprobe.dpdllm_generations(out / "variants.parquet", model, sampling, BATCH, 1, out / "gen.parquet")

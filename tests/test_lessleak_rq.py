@@ -7,9 +7,12 @@ import pyarrow.parquet as pq
 import pytest
 from sklearn.metrics import roc_auc_score
 
+from leaktrace.config_slice import SliceError, read_slice
 from leaktrace.evaluate.leak_detection import balanced, leak_detection_rows, precision_at_k
-from leaktrace.settings.leakage_rq3 import Rq3Settings
+from leaktrace.settings.leakage_rq3 import Rq3Runs, Rq3Settings
 from leaktrace.settings.leakage_rq4 import Rq4RankingSettings, Rq4Settings
+from leaktrace.settings.models import ModelSettings
+from leaktrace.settings.score import TokenBatch
 from leaktrace.stages.leakage_rq4 import rq4
 
 
@@ -141,6 +144,14 @@ from leaktrace.evaluate.pass_at_k import leaked_pass_rows, pass_at_k  # noqa: E4
 from leaktrace.stages.leakage_rq3 import rq3  # noqa: E402
 from leaktrace.stages.leakage_rq3_runs import generate_and_run  # noqa: E402
 
+RQ3_BATCH = TokenBatch(batch_size=4, token_budget=None)
+NO_MODEL = ModelSettings(path="m", dtype="float32", device="cpu")
+
+
+def rq3_runs(**settings) -> Rq3Runs:
+    """The runs' settings as the rule passes them (``leakage.rq3``), checked as the command's entry checks them."""
+    return read_slice(Rq3Runs, settings, "leakage.rq3")
+
 
 def test_pass_at_k_is_the_unbiased_estimator():
     n, c = np.array([10, 10, 10, 3]), np.array([0, 3, 10, 1])
@@ -195,18 +206,11 @@ def test_rq3_runs_the_tiny_model_in_the_sandbox_and_splits_by_the_scan(tmp_path)
         },
     ]
     write_table(problems, BENCHMARK_SCHEMA, tmp_path / "bench.parquet")
-    model = {"path": "resources/models/leaktrace-tiny", "dtype": "float32", "device": "cpu", "max_length": 256}
-    settings = {
-        "prompt": "completion",
-        "n": 2,
-        "temperature": 0.8,
-        "max_new_tokens": 8,
-        "workers": 1,
-        "sandbox": {"isolation": "weak"},
-    }
-    generate_and_run(
-        tmp_path / "bench.parquet", model, None, "reference", settings, {"batch_size": 4}, 0, tmp_path / "runs.parquet"
+    model = ModelSettings(path="resources/models/leaktrace-tiny", dtype="float32", device="cpu", max_length=256)
+    settings = rq3_runs(
+        prompt="completion", n=2, temperature=0.8, max_new_tokens=8, workers=1, sandbox={"isolation": "weak"}
     )
+    generate_and_run(tmp_path / "bench.parquet", model, "reference", settings, RQ3_BATCH, 0, tmp_path / "runs.parquet")
     runs = pq.read_table(tmp_path / "runs.parquet").to_pylist()
     assert [(r["sample_id"], r["draw"]) for r in runs] == [
         ("HumanEval/0", 0),
@@ -310,7 +314,7 @@ def test_rq3_instruction_prompt_runs_whole_programs_against_apps_tests(tmp_path,
         "sandbox": {"isolation": "weak"},
     }
     generate_and_run(
-        tmp_path / "bench.parquet", {}, None, "m", settings, {"batch_size": 4}, 0, tmp_path / "runs.parquet"
+        tmp_path / "bench.parquet", NO_MODEL, "m", rq3_runs(**settings), RQ3_BATCH, 0, tmp_path / "runs.parquet"
     )
     assert texts == [
         "### Instruction: Read a and b, print a + b. ### Response:",
@@ -325,14 +329,13 @@ def test_rq3_instruction_prompt_runs_whole_programs_against_apps_tests(tmp_path,
         ("apps/2", 1, "wrong"),
     ]
     assert runs[0]["completion"] == "a, b = map(int, input().split())\nprint(a + b)\n"
-    with pytest.raises(ValueError, match="leakage.rq3.prompt: 'chat' is not one of"):
-        generate_and_run(
-            tmp_path / "bench.parquet", {}, None, "m", {**settings, "prompt": "chat"}, {}, 0, tmp_path / "x.parquet"
-        )
+    with pytest.raises(SliceError, match=r"config leakage\.rq3\.prompt: expected one of 'completion', 'instruction'"):
+        rq3_runs(**{**settings, "prompt": "chat"})
+    with pytest.raises(SliceError, match=r"config leakage\.rq3\.sandbox\.timeout_s: expected"):
+        rq3_runs(**{**settings, "sandbox": {"timeout_s": "long"}})
     # the prompt, the workers and the sandbox have their defaults in config/schema.yaml only: the rule passes them
-    with pytest.raises(ValueError, match=r"config leakage\.rq3\.workers: missing"):
-        without = {k: v for k, v in settings.items() if k != "workers"}
-        generate_and_run(tmp_path / "bench.parquet", {}, None, "m", without, {}, 0, tmp_path / "x.parquet")
+    with pytest.raises(SliceError, match=r"config leakage\.rq3\.workers: missing"):
+        rq3_runs(**{k: v for k, v in settings.items() if k != "workers"})
 
 
 def test_rq3_runs_each_distinct_program_once_and_every_draw_reads_its_status(tmp_path, monkeypatch):
@@ -386,15 +389,10 @@ def test_rq3_runs_each_distinct_program_once_and_every_draw_reads_its_status(tmp
 
     monkeypatch.setattr(runs_stage, "generation_model", lambda *args: Model())
     monkeypatch.setattr(runs_stage, "run_sample_tests", run_tests)
-    settings = {
-        "prompt": "completion",
-        "n": 3,
-        "temperature": 0.8,
-        "max_new_tokens": 8,
-        "workers": 1,
-        "sandbox": {"isolation": "weak"},
-    }
-    generate_and_run(tmp_path / "bench.parquet", {}, None, "m", settings, {}, 0, tmp_path / "runs.parquet")
+    settings = rq3_runs(
+        prompt="completion", n=3, temperature=0.8, max_new_tokens=8, workers=1, sandbox={"isolation": "weak"}
+    )
+    generate_and_run(tmp_path / "bench.parquet", NO_MODEL, "m", settings, RQ3_BATCH, 0, tmp_path / "runs.parquet")
     assert sorted(ran) == sorted(
         [
             "def f0(a):\n    return a\n",
@@ -510,15 +508,15 @@ def test_rq3_runs_unittest_benchmarks_in_both_prompt_modes(tmp_path, monkeypatch
             return [answers[len(draws) - 1] for _ in prompts]
 
     monkeypatch.setattr(runs_stage, "generation_model", lambda *args: Model())
-    settings = {
-        "prompt": prompt,
-        "n": 2,
-        "temperature": 0.8,
-        "max_new_tokens": 64,
-        "workers": 1,
-        "sandbox": {"isolation": "weak", "timeout_s": 20},
-    }
-    generate_and_run(tmp_path / "bench.parquet", {}, None, "m", settings, {}, 0, tmp_path / "runs.parquet")
+    settings = rq3_runs(
+        prompt=prompt,
+        n=2,
+        temperature=0.8,
+        max_new_tokens=64,
+        workers=1,
+        sandbox={"isolation": "weak", "timeout_s": 20},
+    )
+    generate_and_run(tmp_path / "bench.parquet", NO_MODEL, "m", settings, RQ3_BATCH, 0, tmp_path / "runs.parquet")
     assert texts == [SKELETON if prompt == "completion" else f"### Instruction: {SKELETON} ### Response:"]
     runs = pq.read_table(tmp_path / "runs.parquet").to_pylist()
     assert [(r["sample_id"], r["draw"], r["status"]) for r in runs] == [

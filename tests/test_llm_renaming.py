@@ -10,6 +10,7 @@ import pytest
 
 from leaktrace.artifacts import read_records
 from leaktrace.models.backend import Completion
+from leaktrace.settings.llm import LlmRole
 from leaktrace.variants.llm_renaming import (
     PROMPT_PATH,
     check_renaming,
@@ -17,6 +18,7 @@ from leaktrace.variants.llm_renaming import (
     renaming_prompt,
     renamings_from_answer,
 )
+from leaktrace.variants.natural import variants_settings
 
 CODE = '''def count_items(items, limit):
     """Count the items below limit.
@@ -170,12 +172,14 @@ def test_stage_keeps_llm_renamings_that_pass_and_tops_up_with_the_ast_renamer(tm
     pq.write_table(
         pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in words]), tmp_path / "lexicon.parquet"
     )
-    settings = {
-        "n": 2,
-        "test_cases": {"compose": True, "untransformed": 2},
-        "llm_max_new_tokens": 64,
-        "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024, "isolation": "weak"},
-    }
+    settings = variants_settings(
+        n=2,
+        names_per_variant=None,
+        io_cases=None,
+        test_cases={"compose": True, "untransformed": 2},
+        llm_max_new_tokens=64,
+        sandbox={"isolation": "weak"},
+    )
     with caplog.at_level(logging.INFO, logger="leaktrace.stages.variants"):
         stage.make_variants_table(
             tmp_path / "benchmark.parquet",
@@ -185,7 +189,7 @@ def test_stage_keeps_llm_renamings_that_pass_and_tops_up_with_the_ast_renamer(tm
             7,
             2,
             tmp_path / "variants.parquet",
-            llm={"backend": "openai", "model": "scripted"},
+            llm=LlmRole.from_flag('{"backend": "openai", "model": "scripted"}'),
         )
     table = read_records(tmp_path / "variants.parquet")
 

@@ -14,12 +14,14 @@ from helpers import REPO, snakemake, write_config
 
 from leaktrace.artifacts import read_records
 from leaktrace.seeding import rng_for
+from leaktrace.stage_entry import stage_settings
 from leaktrace.variants.natural import (
     check_selection_model,
     choose_natural,
     generation_settings,
     pool_settings,
     select_nearest,
+    variants_settings,
 )
 
 NATURAL = {"enabled": True, "pool": 3, "rule": "nearest", "model": None}
@@ -90,6 +92,23 @@ def test_off_the_variants_job_keeps_its_params():
     assert generation_settings(config)["names_per_variant"] == 1
 
 
+def test_the_rules_slice_is_the_block_the_variants_job_has_always_had():
+    """The rule's --settings, its settings class's slice of the config, is
+    generation_settings of the block byte for byte (the lexicon's keys and the
+    matching's rule and model carried): a run made before keeps its variants."""
+    from snakemake.utils import validate
+
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    validate(config, str(REPO / "config" / "schema.yaml"), set_default=True)
+    for variants in (
+        config["variants"],
+        {**config["variants"], "names_per_variant": None},
+        {**config["variants"], "natural": {**NATURAL, "pool": 12}},
+    ):
+        rule = stage_settings("variants", {**config, "variants": generation_settings(variants)})
+        assert rule == json.dumps(generation_settings(variants), sort_keys=True)
+
+
 def _write_sample(tmp_path):
     code = '''def count_items(items, limit):
     """Count the entries below a bound.
@@ -120,16 +139,12 @@ def test_off_the_variants_table_is_byte_identical(tmp_path):
     from leaktrace.stages.variants import make_variants_table
 
     _write_sample(tmp_path)
-    settings = {
-        "n": 2,
-        "test_cases": {"compose": False, "untransformed": 0},
-        "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024},
-    }
+    settings = {"n": 2, "io_cases": None, "test_cases": {"compose": False, "untransformed": 0}}
     for name, given in (
-        ("without", settings),
-        ("off", {**settings, "natural": {**NATURAL, "enabled": False}}),
-        ("all-names", {**settings, "names_per_variant": None}),
-        ("one-name", {**settings, "names_per_variant": 1}),
+        ("without", variants_settings(**settings, natural=None, names_per_variant=None)),
+        ("off", variants_settings(**settings, natural={**NATURAL, "enabled": False}, names_per_variant=None)),
+        ("all-names", variants_settings(**settings, natural=None, names_per_variant=None)),
+        ("one-name", variants_settings(**settings, natural=None, names_per_variant=1)),
     ):
         make_variants_table(
             tmp_path / "benchmark.parquet",

@@ -289,6 +289,7 @@ def test_stages_are_byte_for_byte_deterministic(micro_run, tmp_path):
     from leaktrace.config_slice import read_slice
     from leaktrace.settings.models import ModelSettings
     from leaktrace.settings.score import ScoreMethods
+    from leaktrace.settings.variants import VariantsSettings
     from leaktrace.stages.score import score_methods
     from leaktrace.stages.variants import make_variants_table
 
@@ -300,7 +301,7 @@ def test_stages_are_byte_for_byte_deterministic(micro_run, tmp_path):
         out / "data/benchmarks/humaneval.parquet",
         out / "filter/humaneval.functions.parquet",
         out / "variants/lexicon.parquet",
-        settings["variants"],
+        read_slice(VariantsSettings, settings["variants"], "variants"),
         settings["seed"],
         2,
         tmp_path / "v.parquet",

@@ -5,6 +5,7 @@ import builtins
 import importlib
 import inspect
 import io
+import json
 import keyword
 import random
 import re
@@ -713,6 +714,7 @@ def test_stage_stores_the_untransformed_set_after_the_detector_ids(tmp_path):
 
     from leaktrace.artifacts import read_records
     from leaktrace.stages.variants import make_variants_table
+    from leaktrace.variants.natural import variants_settings
 
     code = '''def count_items(items, limit):
     """Count the entries below a bound.
@@ -735,11 +737,9 @@ def test_stage_stores_the_untransformed_set_after_the_detector_ids(tmp_path):
     pq.write_table(
         pa.Table.from_pylist([{"kind": "variable", "name": w, "count": 4} for w in words]), tmp_path / "lexicon.parquet"
     )
-    settings = {
-        "n": 3,
-        "test_cases": {"compose": True, "untransformed": 2},
-        "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024},
-    }
+    settings = variants_settings(
+        n=3, names_per_variant=None, io_cases=None, test_cases={"compose": True, "untransformed": 2}
+    )
     make_variants_table(
         tmp_path / "benchmark.parquet",
         tmp_path / "functions.parquet",
@@ -767,6 +767,29 @@ def test_stage_stores_the_untransformed_set_after_the_detector_ids(tmp_path):
         assert [i for i, (a, b) in enumerate(zip(renamed, composed, strict=True)) if a != b] == [2, 3]
 
 
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        ({"n": "ten"}, "variants.n"),
+        ({"test_cases": {"compose": "yes", "untransformed": 3}}, "variants.test_cases.compose"),
+        ({"sandbox": {"isolation": "none"}}, "variants.sandbox.isolation"),
+    ],
+)
+def test_a_mistyped_key_of_the_variants_slice_stops_the_command_naming_it(change, key, tmp_path, capsys):
+    from leaktrace.cli import main
+    from leaktrace.configuration import schema_defaults
+
+    slice_ = schema_defaults("variants")
+    for name, value in change.items():
+        slice_[name] = {**slice_[name], **value} if isinstance(value, dict) else value
+    argv = ["--benchmark", "b", "--functions", "f", "--lexicon", "l", "--seed", "0", "--workers", "1"]
+    with pytest.raises(SystemExit) as stopped:
+        main(["variants", *argv, "--output", str(tmp_path / "v.parquet"), "--settings", json.dumps(slice_)])
+    assert stopped.value.code == 2
+    assert f"config {key}: expected" in capsys.readouterr().err
+    assert not (tmp_path / "v.parquet").exists()
+
+
 def test_a_variant_with_the_original_s_code_tokens_is_unchanged_not_valid(tmp_path, monkeypatch):
     """A renamer that only re-lays the code out (or renames nothing) made no variant: status
     ``unchanged`` and not valid, though it passes the tests; a real renaming is ``valid``."""
@@ -775,6 +798,7 @@ def test_a_variant_with_the_original_s_code_tokens_is_unchanged_not_valid(tmp_pa
 
     from leaktrace.artifacts import read_records
     from leaktrace.stages import variants as stage
+    from leaktrace.variants.natural import variants_settings
     from leaktrace.variants.renaming import Variant
 
     code = "def double(value):\n    return value * 2\n"
@@ -792,11 +816,9 @@ def test_a_variant_with_the_original_s_code_tokens_is_unchanged_not_valid(tmp_pa
     pq.write_table(
         pa.Table.from_pylist([{"kind": "variable", "name": "number", "count": 4}]), tmp_path / "lexicon.parquet"
     )
-    settings = {
-        "n": 2,
-        "test_cases": {"compose": False, "untransformed": 0},
-        "sandbox": {"timeout_s": 10, "cpu_s": 10, "memory_mb": 1024},
-    }
+    settings = variants_settings(
+        n=2, names_per_variant=None, io_cases=None, test_cases={"compose": False, "untransformed": 0}
+    )
     stage.make_variants_table(
         tmp_path / "benchmark.parquet",
         tmp_path / "functions.parquet",

@@ -366,7 +366,8 @@ def test_the_watermark_report_names_a_mistyped_key_by_its_config_key(tmp_path, c
 
 def test_the_maintainer_commands_read_a_model_path_or_json_and_refuse_unknown_sandbox_limits(capsys):
     from leaktrace.cli import main
-    from leaktrace.settings.watermark import SandboxOverrides, TestedModel
+    from leaktrace.settings.sandbox import SandboxOverrides
+    from leaktrace.settings.watermark import TestedModel
 
     assert TestedModel.from_flag("resources/models/leaktrace-tiny") == TestedModel(
         "resources/models/leaktrace-tiny", "float32", "cpu", None, None

@@ -25,6 +25,7 @@ STAGES: dict[str, str] = {
     "audit-exchangeability-table": "leaktrace.stages.audit_exchangeability_table:audit_exchangeability_table",
     "audit-tables": "leaktrace.stages.audit:audit",
     "audit-watermark-table": "leaktrace.stages.watermark:audit_watermark_table",
+    "blackbox": "leaktrace.stages.score:blackbox_generations",
     "calibration-conformal": "leaktrace.stages.calibration:conformal_calibration",
     "calibration-membership": "leaktrace.stages.calibration:membership_calibration",
     "contamination": "leaktrace.stages.contamination:contamination",
@@ -39,6 +40,7 @@ STAGES: dict[str, str] = {
     "dpdllm-features": "leaktrace.stages.dpdllm_veilprobe:dpdllm_features",
     "dpdllm-fit": "leaktrace.stages.dpdllm_veilprobe:fit_dpdllm",
     "dpdllm-generations": "leaktrace.stages.dpdllm_veilprobe:dpdllm_generations",
+    "dpdllm-reference": "leaktrace.stages.dpdllm_veilprobe:train_dpdllm_reference",
     "exchangeability": "leaktrace.stages.exchangeability:exchangeability",
     "exchangeability-calibration": "leaktrace.stages.exchangeability:exchangeability_calibration",
     "fetch-model": "leaktrace.models.fetch:fetch_model",
@@ -48,6 +50,7 @@ STAGES: dict[str, str] = {
     "leakage-rephrase": "leaktrace.stages.leakage_rephrase:rephrase_shard",
     "leakage-rephrase-gather": "leaktrace.stages.leakage_rephrase:rephrase_gather",
     "leakage-rq3": "leaktrace.stages.leakage_rq3:rq3",
+    "leakage-rq3-runs": "leaktrace.stages.leakage_rq3_runs:generate_and_run",
     "leakage-rq4": "leaktrace.stages.leakage_rq4:rq4",
     "leakage-rq4-ranking": "leaktrace.stages.leakage_rq4:rq4_ranking",
     "leakage-scan": "leaktrace.stages.leakage:scan_shard",
@@ -75,6 +78,7 @@ STAGES: dict[str, str] = {
     "train-verifier": "leaktrace.stages.train_verifier:train_verifier",
     "twin": "leaktrace.stages.twin:twin_tables",
     "twin-split": "leaktrace.stages.split:twin_split",
+    "variants": "leaktrace.stages.variants:make_variants_table",
     "veilprobe-features": "leaktrace.stages.dpdllm_veilprobe:veilprobe_features",
     "veilprobe-fit": "leaktrace.stages.dpdllm_veilprobe:fit_veilprobe",
     "veilprobe-perturb": "leaktrace.stages.dpdllm_veilprobe:veilprobe_perturb",
@@ -128,7 +132,6 @@ def _args(*specs):
 
 
 SETTINGS = (("--settings",), {"type": _json, "required": True, "help": "this stage's config slice as JSON"})
-SEED = (("--seed",), {"type": int, "required": True})
 BATCH = (("--batch",), {"type": _json, "required": True, "help": "the score.tokens slice (batch size, max length)"})
 MODEL = (("--model",), {"type": _json, "required": True, "help": "the base_model config slice as JSON"})
 
@@ -166,75 +169,11 @@ def _pretrain(a):
     pretrain(a.corpora, a.settings, a.output_dir, a.log)
 
 
-@command("variants")
-@_args(
-    path("--benchmark"),
-    path("--functions"),
-    path("--lexicon"),
-    SETTINGS,
-    SEED,
-    (("--workers",), {"type": int, "default": 1, "help": "sandboxed test runs in parallel"}),
-    path("--output"),
-    (("--llm",), {"type": _json, "default": None, "help": "the llm.variant_llm role as JSON (null: no LLM-made set)"}),
-    path("--cache-dir", required=False),
-)
-def _variants(a):
-    from leaktrace.stages.variants import make_variants_table
-
-    make_variants_table(
-        a.benchmark, a.functions, a.lexicon, a.settings, a.seed, a.workers, a.output, llm=a.llm, cache_dir=a.cache_dir
-    )
-
-
 ADAPTER = path("--adapter", required=False)
 
 
 def _adapter(a) -> str | None:
     return str(a.adapter) if a.adapter else None
-
-
-GENERATOR = (
-    ("--generator",),
-    {"type": _json, "default": None, "help": "the llm.generator role as JSON (null: transformers)"},
-)
-CACHE_DIR = path("--cache-dir", required=False)
-
-
-@command("blackbox")
-@_args(path("--variants"), MODEL, ADAPTER, SETTINGS, BATCH, GENERATOR, CACHE_DIR, path("--output"))
-def _blackbox(a):
-    from leaktrace.stages.score import blackbox_generations
-
-    blackbox_generations(
-        a.variants, a.model, _adapter(a), a.settings, a.batch, a.output, generator=a.generator, cache_dir=a.cache_dir
-    )
-
-
-@command("dpdllm-reference")
-@_args(
-    path("--variants"),
-    MODEL,
-    (("--train",), {"type": _json, "required": True, "help": "the train config slice"}),
-    SETTINGS,
-    SEED,
-    path("--output-dir"),
-)
-def _dpdllm_reference(a):
-    from leaktrace.stages.dpdllm_veilprobe import train_dpdllm_reference
-
-    train_dpdllm_reference(a.variants, a.model, a.train, a.settings, a.seed, a.output_dir)
-
-
-def _paired_paths(values: list[str], second: str) -> dict[tuple[str, str], Path]:
-    """``MODEL:<second>=PATH`` arguments (``second`` names the key's second
-    part, e.g. BENCHMARK) -> {(model, that part): path}."""
-    paths = {}
-    for key, value in _named_paths(values).items():
-        model, sep, part = key.partition(":")
-        if not sep:
-            raise argparse.ArgumentTypeError(f"expected MODEL:{second}=PATH, got {key}={value}")
-        paths[(model, part)] = value
-    return paths
 
 
 @command("leakage-rq4-perplexity")
@@ -250,36 +189,6 @@ def _leakage_rq4_perplexity(a):
     from leaktrace.stages.leakage_rq4_perplexity import perplexities
 
     perplexities(_named_paths(a.benchmarks), a.model, _adapter(a), a.name, a.batch, a.output)
-
-
-@command("leakage-rq3-runs")
-@_args(
-    path("--benchmark"),
-    MODEL,
-    ADAPTER,
-    (("--name",), {"required": True, "help": "the model's name in the tables"}),
-    SETTINGS,
-    BATCH,
-    SEED,
-    GENERATOR,
-    CACHE_DIR,
-    path("--output"),
-)
-def _leakage_rq3_runs(a):
-    from leaktrace.stages.leakage_rq3_runs import generate_and_run
-
-    generate_and_run(
-        a.benchmark,
-        a.model,
-        _adapter(a),
-        a.name,
-        a.settings,
-        a.batch,
-        a.seed,
-        a.output,
-        generator=a.generator,
-        cache_dir=a.cache_dir,
-    )
 
 
 def parser() -> argparse.ArgumentParser:

@@ -10,9 +10,9 @@ compares, the epochs, ratios and seeds trained) are lists, so an overlay
 replaces them whole and never inherits a model it does not build.
 
 ``config/schema.yaml`` is where every key's default lives (Snakemake fills
-them into the config before any rule reads it); :func:`schema_node` gives
-library code the same defaults (the detector registry's parameters) so no
-default is written twice."""
+them into the config before any rule reads it); :func:`schema_node` and
+:func:`schema_defaults` give library code the same defaults (the detector
+registry's parameters, a benchmark's settings) so no default is written twice."""
 
 from __future__ import annotations
 
@@ -54,6 +54,19 @@ def schema_node(*keys: str) -> dict[str, Any]:
         except KeyError:
             raise KeyError(f"config/schema.yaml has no key {'.'.join(keys[: depth + 1])}") from None
     return copy.deepcopy(node)
+
+
+def _defaults(node: dict) -> Any:
+    if node.get("type") == "object" and "properties" in node:
+        return {key: _defaults(child) for key, child in node["properties"].items()}
+    return node.get("default")
+
+
+def schema_defaults(*keys: str) -> Any:
+    """What a config that sets nothing under ``keys`` holds there once the
+    schema's defaults are filled in (an object's keys each at its default):
+    the settings of a library caller outside the pipeline (benchmarks, tests)."""
+    return _defaults(schema_node(*keys))
 
 
 def drop_removed_entries(config: dict) -> list[str]:

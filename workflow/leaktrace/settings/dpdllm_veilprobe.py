@@ -5,7 +5,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from leaktrace.config_slice import settings_of
+from leaktrace.config_slice import config_key, settings_of
+from leaktrace.settings.train import LoraRun
+
+
+@settings_of("dpdllm-reference", block="score.methods.dpdllm")
+@dataclass(frozen=True)
+class DpdllmReference:
+    """The reference adapter's LoRA epochs, the rest of its run as the
+    testbed's runs are trained (``train``'s keys but the epochs)."""
+
+    reference_epochs: int
+    train: LoraRun = config_key("train")
 
 
 @settings_of("dpdllm-generations", block="score.methods.dpdllm")

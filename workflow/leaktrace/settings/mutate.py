@@ -8,22 +8,10 @@ from typing import Any, Literal
 
 from leaktrace.config_slice import config_key, read_slice, settings_of
 from leaktrace.settings.llm import json_object
+from leaktrace.settings.sandbox import SandboxSettings
 
 Kind = Literal["T1", "T2a", "T2b", "T3", "hybrid"]
 Fold = Literal["calibration", "evaluation"]
-
-
-@dataclass(frozen=True)
-class SandboxSettings:
-    """The limits of each sandbox run of a sample and its variants (``variants.sandbox``)."""
-
-    timeout_s: float
-    cpu_s: int
-    memory_mb: int
-    max_processes: int
-    file_size_mb: int
-    scratch_mb: int
-    isolation: Literal["full", "weak"]
 
 
 @settings_of("mutations", block="mutate")

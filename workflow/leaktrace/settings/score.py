@@ -75,10 +75,12 @@ class GrayboxParams:
     generators: tuple[str, ...]
 
 
+@settings_of("blackbox", block="score.methods.srdetection_blackbox")
 @dataclass(frozen=True)
 class BlackboxParams:
     """SrDetection black-box: variants compared, the sensitivity instances, the
-    n-gram, the prompt's share of each text and the continuation's length."""
+    n-gram, the prompt's share of each text and the continuation's length
+    (``leaktrace blackbox`` continues the texts the largest count compares)."""
 
     n_variants: int
     sensitivity: tuple[int, ...]

@@ -18,12 +18,11 @@ class LoraAdapter:
     target_modules: tuple[str, ...]
 
 
-@settings_of("train", block="train")
 @dataclass(frozen=True)
-class TrainSettings:
-    """What a LoRA run reads of ``train`` (``train.lora.LoraSettings.from_config``)."""
+class LoraRun:
+    """What a LoRA run reads of ``train`` but its epochs (``train.lora.LoraSettings.from_config``):
+    the testbed's runs add ``train.epochs``, DPDLLM's reference adapter its own."""
 
-    epochs: tuple[int, ...]
     learning_rate: float
     batch_size: int
     gradient_accumulation: int
@@ -35,3 +34,11 @@ class TrainSettings:
     load_in_4bit: bool
     checkpoint_every: int
     lora: LoraAdapter
+
+
+@settings_of("train", block="train")
+@dataclass(frozen=True)
+class TrainSettings(LoraRun):
+    """What a LoRA run of the testbed reads of ``train``: a run's keys and the epochs it saves an adapter after."""
+
+    epochs: tuple[int, ...]

@@ -4,11 +4,9 @@ the typed values of the maintainer commands' JSON flags."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
 
 from leaktrace.config_slice import read_slice, settings_of
 from leaktrace.settings.llm import json_object
@@ -70,32 +68,3 @@ class FieldOverrides:
     def as_config(self) -> dict:
         """As the benchmark config's ``fields`` holds them (lists as lists)."""
         return {k: list(v) if isinstance(v, tuple) else v for k, v in self.fields.items()}
-
-
-@dataclass(frozen=True)
-class SandboxOverrides:
-    """``publish --sandbox``: sandbox limits other than the default ones
-    (variants.sandbox's keys); null or absent: the sandbox's default."""
-
-    timeout_s: float | None
-    cpu_s: int | None
-    memory_mb: int | None
-    max_processes: int | None
-    file_size_mb: int | None
-    scratch_mb: int | None
-    isolation: Literal["full", "weak"] | None
-
-    metavar = "JSON"
-
-    @classmethod
-    def from_flag(cls, text: str) -> SandboxOverrides:
-        given = json_object(text, "--sandbox")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(given) - known)
-        if unknown:
-            raise ValueError(f"--sandbox: unknown sandbox limits {unknown}; known: {sorted(known)}")
-        return read_slice(cls, {name: given.get(name) for name in known}, "--sandbox")
-
-    def given(self) -> dict:
-        """The limits set, by name."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}

@@ -77,7 +77,7 @@ from typing import Any
 
 from leaktrace import threadsafe_ast
 from leaktrace.config_slice import read_slice
-from leaktrace.configuration import schema_node
+from leaktrace.configuration import schema_defaults
 from leaktrace.sandbox import SandboxLimits, isolation_level, run_calls, steps, values
 from leaktrace.seeding import derive_seed
 from leaktrace.settings.counterfactual_execution import ExecutionSettings
@@ -111,16 +111,10 @@ _ACTIVE_MODULES = {
 }
 
 
-def _schema_defaults(node: dict) -> Any:
-    if node.get("type") == "object" and "properties" in node:
-        return {key: _schema_defaults(child) for key, child in node["properties"].items()}
-    return node.get("default")
-
-
 def default_execution_settings(**changes: Any) -> ExecutionSettings:
     """``similarity.execution`` at the schema's defaults (config/schema.yaml holds them), with ``changes``:
     for library callers outside the pipeline (benchmarks, tests)."""
-    values = _schema_defaults(schema_node("similarity", "execution"))
+    values = schema_defaults("similarity", "execution")
     return dataclasses.replace(read_slice(ExecutionSettings, values, "similarity.execution"), **changes)
 
 

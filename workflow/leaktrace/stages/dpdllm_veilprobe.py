@@ -32,7 +32,6 @@ from leaktrace.artifacts import read_records, write_table
 from leaktrace.detect.cross_fit import UNLABELLED, CrossFit, cross_fit, stratified_share
 from leaktrace.detect.dpdllm import FEATURES, ContinuationStats, DpdllmFitter, continuation_features, feature_matrix
 from leaktrace.detect.mapping_model import MappingSettings, hidden_features, new_mapping_model, train_mapping
-from leaktrace.detect.registry import family_params
 from leaktrace.detect.scores import SCORES_SCHEMA
 from leaktrace.detect.srdetection_blackbox import _TokenBudget, split_prefix_suffix
 from leaktrace.detect.veilprobe import key_token_scores, perturb_key_tokens, veilprobe_fitter
@@ -40,6 +39,7 @@ from leaktrace.models.configured import language_model, model_spec
 from leaktrace.seeding import derive_seed
 from leaktrace.settings.dpdllm_veilprobe import (
     BlackboxPrefix,
+    DpdllmReference,
     DpdllmSampling,
     VeilprobeFit,
     VeilprobeMapping,
@@ -111,19 +111,19 @@ def labelled_share(labels: dict[str, bool], labelled_fraction: float, seed: int)
 # --- DPDLLM -----------------------------------------------------------------
 
 
-def train_dpdllm_reference(variants: Path, model: dict, train: dict, settings: dict, seed: int, out_dir: Path) -> None:
+def train_dpdllm_reference(
+    variants: Path, model: ModelSettings, settings: DpdllmReference, seed: int, output_dir: Path
+) -> None:
     """The reference model's adapter: LoRA (the testbed's training code and
     settings) on every detection text for ``reference_epochs`` epochs."""
-    params = family_params("dpdllm", settings)
+    epochs = settings.reference_epochs
     originals = _originals(variants)
     lora = LoraSettings.from_config(
-        {**train, "epochs": [params["reference_epochs"]]},
-        max_length=model.get("max_length"),
-        seed=derive_seed(seed, "dpdllm-reference"),
+        settings.train, max_length=model.max_length, seed=derive_seed(seed, "dpdllm-reference"), epochs=(epochs,)
     )
-    train_lora(model_spec(model, None), [text for _, text in originals], lora, lambda epoch: out_dir / "adapter")
-    _write_ids(out_dir, [sid for sid, _ in originals], epochs=params["reference_epochs"])
-    log.info("DPDLLM reference adapter: %d texts, %d epochs", len(originals), params["reference_epochs"])
+    train_lora(model_spec(model, None), [text for _, text in originals], lora, lambda epoch: output_dir / "adapter")
+    _write_ids(output_dir, [sid for sid, _ in originals], epochs=epochs)
+    log.info("DPDLLM reference adapter: %d texts, %d epochs", len(originals), epochs)
 
 
 def dpdllm_generations(

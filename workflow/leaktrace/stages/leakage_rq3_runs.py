@@ -30,24 +30,25 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
-from leaktrace.config_slice import read_slice
 from leaktrace.data.samples import sample_tests, test_format_of
 from leaktrace.models.configured import generation_model
 from leaktrace.sandbox import SandboxLimits
 from leaktrace.sandbox.sample_runs import run_sample_tests
 from leaktrace.seeding import derive_seed
+from leaktrace.settings.leakage_rq3 import Rq3Runs
+from leaktrace.settings.llm import LlmRole
+from leaktrace.settings.models import ModelSettings
+from leaktrace.settings.score import TokenBatch
 
 log = logging.getLogger(__name__)
 
 # Codex's stop sequences for HumanEval completions: a new top-level statement ends the function.
 STOPS = ("\nclass ", "\ndef ", "\n#", "\nif ", "\nprint(")
-PROMPTS = ("completion", "instruction")
 INSTRUCTION = "### Instruction: {instruction} ### Response:"
 RESPONSE_END = "###"  # a base model that goes on writes the next instruction
 _FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|$)", re.DOTALL)
@@ -110,38 +111,24 @@ def _problems(rows: list[dict], prompt: str, source: str) -> list[tuple[dict, st
     return out
 
 
-@dataclass(frozen=True)
-class RQ3RunSettings:
-    """The leakage_rq3_runs rule's slice of ``leakage.rq3`` (config/schema.yaml has each key's default)."""
-
-    prompt: str
-    n: int
-    temperature: float
-    max_new_tokens: int
-    workers: int
-    sandbox: dict  # SandboxLimits' fields
-
-
 def generate_and_run(
     benchmark: Path,
-    model: dict,
-    adapter: str | None,
+    model: ModelSettings,
     name: str,
-    settings: dict,
-    batch: dict,
+    settings: Rq3Runs,
+    batch: TokenBatch,
     seed: int,
     output: Path,
-    *,
-    generator: dict | None = None,
+    adapter: Path | None = None,
+    generator: LlmRole | None = None,
     cache_dir: Path | None = None,
 ) -> None:
-    """``settings``: the rule's slice (:class:`RQ3RunSettings`). Every
-    problem the prompt can run on is completed n times, draw j sampled with
-    its own seed (so a backend's response cache keeps the draws apart)."""
-    settings = read_slice(RQ3RunSettings, settings, "leakage.rq3")
+    """LessLeak's RQ3 runs of one model (``name`` in the tables, its
+    ``adapter`` on the base ``model``): every problem of ``benchmark`` the
+    prompt can run on, completed n times (draw j sampled with its own seed,
+    so a backend's response cache keeps the draws apart), each completion
+    run against the problem's tests in the sandbox."""
     prompt = settings.prompt
-    if prompt not in PROMPTS:
-        raise ValueError(f"leakage.rq3.prompt: {prompt!r} is not one of {', '.join(PROMPTS)}")
     records = read_records(benchmark)
     problems = _problems(records, prompt, str(benchmark))
     left_out = sum(test_format_of(r) in UNRUNNABLE_FORMATS and bool((r.get("test") or "").strip()) for r in records)
@@ -151,7 +138,14 @@ def generate_and_run(
             name,
             left_out,
         )
-    lm = generation_model(model, adapter, batch, generator, cache_dir, "LessLeak RQ3 generation")
+    lm = generation_model(
+        model,
+        str(adapter) if adapter else None,
+        batch,
+        None if generator is None else generator.as_config(),
+        cache_dir,
+        "LessLeak RQ3 generation",
+    )
     prompts = [lm.encode(text) for _, text, _, _ in problems]
     max_new_tokens = min(settings.max_new_tokens, lm.max_length - 1 - max(map(len, prompts), default=0))
     if max_new_tokens < 1:
@@ -171,7 +165,7 @@ def generate_and_run(
             for (r, _, _, _), t in zip(problems, texts, strict=True)
         ]
     by_id = {r["sample_id"]: (r, tests, entry_point) for r, _, tests, entry_point in problems}
-    limits = SandboxLimits(**settings.sandbox)
+    limits = SandboxLimits(**settings.sandbox.given())
     workers = settings.workers
     # a completion drawn more than once is one program against the same tests: it runs once
     keys = [

@@ -19,15 +19,16 @@ from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.split import RECALL_PREFIX
 from leaktrace.detect.evidence import SampleEvidence
 from leaktrace.detect.recall_relative_ll import prefix_shots, select_prefix_samples
-from leaktrace.detect.registry import Method, configured_methods, family_params
+from leaktrace.detect.registry import Method, configured_methods
 from leaktrace.detect.scores import SCORES_SCHEMA
 from leaktrace.detect.srdetection_blackbox import continuation_overlaps, generation_evidence
 from leaktrace.models.backend import TokenStats
 from leaktrace.models.configured import generation_model, language_model, model_spec
 from leaktrace.models.token_counts import count_tokens, read_token_counts, write_token_counts
 from leaktrace.models.token_table import read_token_stats, write_token_stats
+from leaktrace.settings.llm import LlmRole
 from leaktrace.settings.models import ModelSettings
-from leaktrace.settings.score import RecallSettings, ScoreMethods, TokenBatch
+from leaktrace.settings.score import BlackboxParams, RecallSettings, ScoreMethods, TokenBatch
 from leaktrace.variants.kinds import DETECTOR_KINDS, VARIANT_SETS, valid_texts
 
 log = logging.getLogger(__name__)
@@ -137,29 +138,35 @@ def count_corpus_tokens(corpus: tuple[Path, ...], model: ModelSettings, output: 
 
 def blackbox_generations(
     variants: Path,
-    model: dict,
-    adapter: str | None,
-    settings: dict,
-    batch: dict,
+    model: ModelSettings,
+    settings: BlackboxParams,
+    batch: TokenBatch,
     output: Path,
-    *,
-    generator: dict | None = None,
+    adapter: Path | None = None,
+    generator: LlmRole | None = None,
     cache_dir: Path | None = None,
 ) -> None:
     """SrDetection black-box's generations: the original and up to the
     largest configured variant count of valid variants per sample, each
     prefix continued greedily, with its n-gram overlap with the true suffix;
-    through the ``llm.generator`` role's backend when there is one."""
-    params = family_params("srdetection_blackbox", settings)
-    n_max = max([params["n_variants"], *params["sensitivity"]])
+    through the ``llm.generator`` role's backend when there is one (its
+    answers cached under ``cache_dir``)."""
+    n_max = max([settings.n_variants, *settings.sensitivity])
     texts = [(v["sample_id"], v["variant_id"], v["text"]) for v in valid_texts(variants) if v["variant_id"] <= n_max]
-    lm = generation_model(model, adapter, batch, generator, cache_dir, "SrDetection black-box generation")
+    lm = generation_model(
+        model,
+        str(adapter) if adapter else None,
+        batch,
+        None if generator is None else generator.as_config(),
+        cache_dir,
+        "SrDetection black-box generation",
+    )
     rows = continuation_overlaps(
         lm,
         texts,
-        prefix_fraction=params["prefix_fraction"],
-        ngram=params["ngram"],
-        max_new_tokens=params["max_new_tokens"],
+        prefix_fraction=settings.prefix_fraction,
+        ngram=settings.ngram,
+        max_new_tokens=settings.max_new_tokens,
     )
     write_table(rows, BLACKBOX_SCHEMA, output)
     log.info("black-box: %d continuations under %s", len(rows), lm.name)

@@ -44,13 +44,14 @@ from leaktrace.errors import InputError
 from leaktrace.models.backend import Capability, Sampling
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import rng_for
+from leaktrace.settings.llm import LlmRole
 from leaktrace.settings.models import ModelSettings
-from leaktrace.settings.variants import LexiconSettings, NaturalSettings
+from leaktrace.settings.variants import LexiconSettings, NaturalSettings, VariantsSettings
 from leaktrace.variants.kinds import VARIANT_SETS
 from leaktrace.variants.lexicon import IdentifierLexicon, build_identifier_lexicon
 from leaktrace.variants.llm_renaming import ask_for_renamings, renamings_from_answer
 from leaktrace.variants.naming import NameProposer
-from leaktrace.variants.natural import SELECTED_KINDS, choose_natural, first_variant_id, pool_settings
+from leaktrace.variants.natural import SELECTED_KINDS, choose_natural, first_variant_id, pool_size
 from leaktrace.variants.renaming import Variant, make_variants
 from leaktrace.variants.synonyms import WordAlternatives
 from leaktrace.variants.testcases import Plan, apply_plan, plan_test_cases, run_plans
@@ -99,56 +100,62 @@ def build_lexicon(code: tuple[Path, ...], settings: LexiconSettings, output: Pat
 def make_variants_table(
     benchmark: Path,
     functions: Path,
-    lexicon_path: Path,
-    settings: dict,
+    lexicon: Path,
+    settings: VariantsSettings,
     seed: int,
     workers: int,
     output: Path,
     *,
-    llm: dict | None = None,
+    llm: LlmRole | None = None,
     cache_dir: Path | None = None,
 ) -> None:
-    """``llm``: the ``llm.variant_llm`` role (None: no LLM-made set); its answers cached under ``cache_dir``.
-    With ``natural`` enabled, n is the pool size (``natural-variants`` then picks n)."""
-    settings = pool_settings(settings)
-    lexicon = IdentifierLexicon.from_records(read_records(lexicon_path))
-    names = NameProposer(WordAlternatives(lexicon.word_counts), lexicon.word_counts)
+    """The variants table: of every sample the function filter kept
+    (``functions``), the original and n variants per set, renamed with the
+    ``lexicon``'s words, tau_t composed in, each run against the sample's
+    tests in the sandbox (``workers`` runs at a time).
+
+    ``llm``: the ``llm.variant_llm`` role (None: no LLM-made set); its answers
+    cached under ``cache_dir``. With ``variants.natural`` on, n is the pool
+    size (``natural-variants`` then picks n)."""
+    natural = settings.natural
+    n = pool_size(settings.n, natural.pool if natural is not None and natural.enabled else None)
+    words = IdentifierLexicon.from_records(read_records(lexicon)).word_counts
+    names = NameProposer(WordAlternatives(words), words)
     kept = {r["sample_id"] for r in read_records(functions, ["sample_id", "kept"]) if r["kept"]}
     samples = [s for s in read_records(benchmark) if s["sample_id"] in kept]
     require_runnable(samples, str(benchmark), "variants")
-    tests = [sample_tests(s, str(benchmark), settings.get("io_cases")) for s in samples]  # (tests, entry point)
-    limits = SandboxLimits(**settings["sandbox"])
+    tests = [sample_tests(s, str(benchmark), settings.io_cases) for s in samples]  # (tests, entry point)
+    limits = SandboxLimits(**asdict(settings.sandbox))
     try:
         isolation = isolation_level(limits)
     except SandboxUnavailable as error:
         raise InputError("config variants.sandbox", None, str(error)) from None
     log.info("sandbox isolation: %s", isolation)
     sets: list[dict[str, list[tuple[str, Variant]]]] = []  # per sample: kind -> (generator, variant)
-    per_variant = settings.get("names_per_variant")  # None: every name
+    per_variant = settings.names_per_variant  # None: every name
     for s, (test, entry_point) in zip(samples, tests, strict=True):
         reserved = reserved_names(test)  # names the tests call must keep their names
         detector = make_variants(
             s["code"],
             entry_point,
             names,
-            n=settings["n"],
+            n=n,
             rng=rng_for(seed, "variants", s["sample_id"]),
             reserved=reserved,
             names_per_variant=per_variant,
         )
         sets.append({"rename": [("ast", v) for v in detector]})
-    test_cases = settings["test_cases"]
+    test_cases = settings.test_cases
     if llm is not None:  # the LLM's renamings are the headline set; the AST renamer's another generator's
-        for own, llm_set in zip(
-            sets, _llm_sets(samples, tests, names, llm, settings, seed, limits, workers, cache_dir), strict=True
-        ):
-            own["ast+tt" if test_cases["compose"] else "ast"], own["rename"] = own["rename"], llm_set
-    if test_cases["compose"]:
+        llm_sets = _llm_sets(samples, tests, names, llm, settings, n, seed, limits, workers, cache_dir)
+        for own, llm_set in zip(sets, llm_sets, strict=True):
+            own["ast+tt" if test_cases.compose else "ast"], own["rename"] = own["rename"], llm_set
+    if test_cases.compose:
         _compose_test_cases(
             samples,
             tests,
             sets,
-            test_cases["untransformed"],
+            test_cases.untransformed,
             "llm" if llm is not None else "ast",
             seed,
             limits,
@@ -169,7 +176,7 @@ def make_variants_table(
         )
         programs.append((s["code"], test, entry_point))
         for kind, members in own.items():
-            for k, (generator, v) in enumerate(members, start=first_variant_id(kind, settings["n"], VARIANT_SETS)):
+            for k, (generator, v) in enumerate(members, start=first_variant_id(kind, n, VARIANT_SETS)):
                 rows.append(
                     {
                         "sample_id": s["sample_id"],
@@ -297,8 +304,9 @@ def _llm_sets(
     samples: list[dict],
     tests: list[tuple],
     names: NameProposer,
-    llm: dict,
-    settings: dict,
+    llm: LlmRole,
+    settings: VariantsSettings,
+    n: int,
     seed: int,
     limits: SandboxLimits,
     workers: int,
@@ -308,8 +316,8 @@ def _llm_sets(
     the original does (Table 7's prompt), topped up by the AST renamer."""
     from leaktrace.models.select import open_model  # a model stack only when an LLM makes variants
 
-    model = open_model(llm, {Capability.CHAT}, "SrDetection's LLM renaming (llm.variant_llm)", cache_dir)
-    sampling = Sampling(max_new_tokens=settings["llm_max_new_tokens"])
+    model = open_model(llm.as_config(), {Capability.CHAT}, "SrDetection's LLM renaming (llm.variant_llm)", cache_dir)
+    sampling = Sampling(max_new_tokens=settings.llm_max_new_tokens)
     answers = ask_for_renamings(model, [s["code"] for s in samples], sampling)
     outcomes: Counter = Counter()
     found = []
@@ -330,7 +338,7 @@ def _llm_sets(
             valid, reason = next(verdicts)
             if not valid:
                 outcomes[f"version {reason.split(':')[0]}"] += 1
-            elif len(passing) == settings["n"]:
+            elif len(passing) == n:
                 outcomes["version beyond n"] += 1
             else:
                 outcomes["version passes"] += 1
@@ -340,13 +348,13 @@ def _llm_sets(
                 s["code"],
                 entry_point,
                 names,
-                n=settings["n"] - len(passing),
+                n=n - len(passing),
                 rng=rng_for(seed, "llm-top-up", s["sample_id"]),
                 reserved=reserved_names(test),
                 exclude=[v.text for v in passing],
-                names_per_variant=settings.get("names_per_variant"),
+                names_per_variant=settings.names_per_variant,
             )
-            if len(passing) < settings["n"]
+            if len(passing) < n
             else []
         )
         outcomes["topped up"] += len(top_up)

@@ -32,7 +32,8 @@ from leaktrace.errors import InputError
 from leaktrace.models.token_table import read_token_stats, write_token_stats
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import derive_seed
-from leaktrace.settings.watermark import FieldOverrides, SandboxOverrides, TestedModel, WatermarkReportSettings
+from leaktrace.settings.sandbox import SandboxOverrides
+from leaktrace.settings.watermark import FieldOverrides, TestedModel, WatermarkReportSettings
 from leaktrace.variants.lexicon import IdentifierLexicon
 from leaktrace.variants.naming import NameProposer
 from leaktrace.variants.synonyms import WordAlternatives

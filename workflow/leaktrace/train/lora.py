@@ -41,7 +41,7 @@ from leaktrace.models.backend import ModelSpec
 from leaktrace.models.context import context_limit
 from leaktrace.models.loading import DTYPES, load_model, load_tokenizer
 from leaktrace.seeding import seed_everything
-from leaktrace.settings.train import TrainSettings
+from leaktrace.settings.train import LoraRun
 from leaktrace.train.checkpoint import Checkpoints, set_rng_states
 
 log = logging.getLogger(__name__)
@@ -68,17 +68,16 @@ class LoraSettings:
     group_by_length: bool = False  # batches of sequences of similar length (length_grouped_order): less padding
 
     @classmethod
-    def from_config(
-        cls, train: Mapping | TrainSettings, *, max_length: int | None, seed: int, **overrides
-    ) -> LoraSettings:
-        """The settings of the config's ``train`` block, as a mapping or as the
-        stage's :class:`~leaktrace.settings.train.TrainSettings` (``overrides``
-        replace single fields)."""
-        if isinstance(train, TrainSettings):
+    def from_config(cls, train: Mapping | LoraRun, *, max_length: int | None, seed: int, **overrides) -> LoraSettings:
+        """The settings of the config's ``train`` block, as a mapping or as a
+        stage's :class:`~leaktrace.settings.train.LoraRun` (the testbed's
+        ``TrainSettings``, which adds the epochs); ``overrides`` replace single
+        fields (``epochs`` for a run whose settings hold none)."""
+        if isinstance(train, LoraRun):
             train = asdict(train)
         lora = train["lora"]
         fields = {
-            "epochs": tuple(train["epochs"]),
+            **({"epochs": tuple(train["epochs"])} if "epochs" in train else {}),
             "rank": lora["rank"],
             "alpha": lora["alpha"],
             "dropout": lora["dropout"],

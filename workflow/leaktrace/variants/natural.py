@@ -20,8 +20,10 @@ import random
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
+from leaktrace.config_slice import read_slice
 from leaktrace.models.backend import is_hub_id
 from leaktrace.seeding import rng_for
+from leaktrace.settings.variants import VariantsSettings
 
 RULES = ("nearest",)
 SELECTED_KINDS = ("rename",)  # the detectors' set (the pre-exposure filter's too); other sets pass through
@@ -32,25 +34,44 @@ def enabled(settings: Mapping) -> bool:
 
 
 def generation_settings(variants: Mapping) -> dict:
-    """The variants stage's config slice: without ``natural`` while it is off,
-    and without ``names_per_variant`` while it is null (every name), so that a
-    run which never sets them keeps the params (and outputs) of every
-    variants job it had before they existed."""
+    """The ``variants`` block the variants job's slice is taken from
+    (``VariantsSettings``): without ``natural`` while it is off, and without
+    ``names_per_variant`` while it is null (every name), so that a run which
+    never sets them keeps the params (and outputs) of every variants job it
+    had before they existed."""
     unset = {"names_per_variant"} if variants.get("names_per_variant") is None else set()
     if not enabled(variants):
         unset.add("natural")
     return {k: v for k, v in variants.items() if k not in unset}
 
 
+def variants_settings(**changes) -> VariantsSettings:
+    """The variants stage's settings at the schema's defaults with ``changes``
+    (a mapping merged into its block's defaults; ``natural=None``: off), for
+    library callers outside the pipeline (benchmarks, tests)."""
+    from leaktrace.configuration import schema_defaults
+
+    values = schema_defaults("variants")
+    for key, value in changes.items():
+        merge = isinstance(value, Mapping) and isinstance(values.get(key), Mapping)
+        values[key] = {**values[key], **value} if merge else value
+    return read_slice(VariantsSettings, values, "variants")
+
+
+def pool_size(n: int, pool: int | None) -> int:
+    """The renamings the variants stage draws per set: ``n`` (``variants.n``),
+    or ``pool`` (``variants.natural.pool``, None while matching is off)."""
+    if pool is None:
+        return n
+    if pool < n:
+        raise ValueError(f"variants.natural.pool ({pool}) must be at least variants.n ({n})")
+    return pool
+
+
 def pool_settings(settings: Mapping) -> dict:
-    """The settings the variants stage draws with: n raised to the pool size
-    when matching is on."""
-    if not enabled(settings):
-        return dict(settings)
-    pool = settings["natural"]["pool"]
-    if pool < settings["n"]:
-        raise ValueError(f"variants.natural.pool ({pool}) must be at least variants.n ({settings['n']})")
-    return {**settings, "n": pool}
+    """The ``variants`` block as the variants stage draws with it: n raised to
+    the pool size when matching is on."""
+    return {**settings, "n": pool_size(settings["n"], settings["natural"]["pool"] if enabled(settings) else None)}
 
 
 def _same_model(a: str, b: str) -> bool:
