@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.calibration.table import write_rows
-from leaktrace.data.benchmarks import benchmark_records
+from leaktrace.data.benchmarks import benchmark_entry, benchmark_records
 from leaktrace.errors import InputError
 from leaktrace.models.token_table import read_token_stats, write_token_stats
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
@@ -261,7 +261,10 @@ def checked_release(
     forms = _forms_by_problem(read_records(forms_path))
     chosen = {pid: choose(secret, pid, len(own)) for pid, own in forms.items()}
     released = {
-        s.task_id: s.code for _, s in benchmark_records({**committed["layout"], "path": str(published)}, "release")
+        s.task_id: s.code
+        for _, s in benchmark_records(
+            benchmark_entry({**committed["layout"], "path": str(published)}, "the commitment's layout"), "release"
+        )
     }
     if set(released) != set(forms):
         raise InputError(
