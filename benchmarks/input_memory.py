@@ -26,8 +26,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from leaktrace.data.benchmarks import BENCHMARK_SCHEMA  # noqa: F401  (fails early if PYTHONPATH is wrong)
 from leaktrace.leakage.settings import scan_slice
-from leaktrace.stages.ingest import BENCHMARK_SCHEMA  # noqa: F401  (fails early if PYTHONPATH is wrong)
 
 FUNCTION = (
     "def function_{k}(values, limit={k}):\n    total = 0\n    for v in values:\n        total += v * {k}\n"

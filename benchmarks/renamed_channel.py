@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.data.benchmarks import BENCHMARK_SCHEMA
 from leaktrace.data.corpora import iter_stdlib_code
 from leaktrace.leakage.lsh import BandIndex
 from leaktrace.leakage.minhash import Signer
@@ -48,7 +49,8 @@ from leaktrace.leakage.settings import resolve, scan_slice
 from leaktrace.leakage.sources import iter_source
 from leaktrace.mutate.registry import Mutation, apply_mutation
 from leaktrace.sandbox import SandboxLimits
-from leaktrace.stages.ingest import BENCHMARK_SCHEMA, ingest_benchmark
+from leaktrace.settings.ingest import BenchmarkEntry
+from leaktrace.stages.ingest import ingest_benchmark
 from leaktrace.stages.leakage import build_index
 
 KINDS = ("T1", "T2", "T3-0.9", "T3-0.7", "T3-0.5")
@@ -134,7 +136,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        ingest_benchmark("humaneval", {"format": "humaneval"}, work / "humaneval.parquet")
+        ingest_benchmark("humaneval", BenchmarkEntry(format="humaneval"), work / "humaneval.parquet")
         samples = read_records(work / "humaneval.parquet")
         if args.short:
             samples = [{**s, "code": without_docstring(s["code"], s["entry_point"])} for s in samples]

@@ -43,13 +43,16 @@ def write_corpus(tmp: Path, files: int | None) -> dict:
     """The standard library as one Parquet corpus shard, and HumanEval ingested, under ``tmp``; the corpus source."""
     from leaktrace.data.corpora import iter_stdlib_code
     from leaktrace.data.humaneval import shipped_humaneval_path
+    from leaktrace.settings.ingest import BenchmarkEntry
     from leaktrace.stages.ingest import ingest_benchmark
 
     docs = list(iter_stdlib_code())[:files]
     table = pa.table({"content": [d.text for d in docs], "path": [d.doc_id for d in docs]})
     pq.write_table(table, tmp / "stdlib.parquet")
     pq.write_table(table.slice(0, WARM_FILES), tmp / "warm.parquet")
-    ingest_benchmark("humaneval", {"format": "humaneval", "path": str(shipped_humaneval_path())}, tmp / "b.parquet")
+    ingest_benchmark(
+        "humaneval", BenchmarkEntry(format="humaneval", path=str(shipped_humaneval_path())), tmp / "b.parquet"
+    )
     return corpus_source(tmp / "stdlib.parquet")
 
 

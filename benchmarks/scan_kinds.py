@@ -65,13 +65,15 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.data.benchmarks import BENCHMARK_SCHEMA
 from leaktrace.data.corpora import iter_stdlib_code
 from leaktrace.leakage.devset import ALTERNATIVES, STDLIB_EXCLUDE, strip_docstrings
 from leaktrace.leakage.rephrase import TfidfEmbedder
 from leaktrace.leakage.settings import scan_slice
 from leaktrace.leakage.units import language_of, split_units
 from leaktrace.mutate.registry import Mutation, apply_mutation
-from leaktrace.stages.ingest import BENCHMARK_SCHEMA, ingest_benchmark
+from leaktrace.settings.ingest import BenchmarkEntry
+from leaktrace.stages.ingest import ingest_benchmark
 from leaktrace.stages.leakage import build_index, gather, scan_shard
 from leaktrace.stages.leakage_rephrase import rephrase_shard
 
@@ -308,7 +310,7 @@ def main() -> None:
     alternatives = {r["task_id"]: r["code"] for r in map(json.loads, ALTERNATIVES.read_text().splitlines()) if r}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        ingest_benchmark("humaneval", {"format": "humaneval"}, work / "all.parquet")
+        ingest_benchmark("humaneval", BenchmarkEntry(format="humaneval"), work / "all.parquet")
         samples = [s for s in read_records(work / "all.parquet") if s["task_id"] in alternatives][: args.samples]
         write_table(samples, BENCHMARK_SCHEMA, work / "humaneval.parquet")
         twins = [

@@ -8,7 +8,6 @@
 # with HF_HUB_OFFLINE=1. Outside SLURM these resources change nothing.
 
 import os
-from dataclasses import asdict
 
 from leaktrace import jobsize
 
@@ -122,14 +121,10 @@ def model_job(kind, *, batch_size, texts=None, originals=False, padded=False, pa
 
 def pretrain_job(block):
     """Resources of pretraining the model of a config block (base_model,
-    reference_model) from its shape and token budget (pretrain.settings; a
-    key it leaves out has the trainer's default, read only when such a job is
-    planned: the trainer imports PyTorch)."""
+    reference_model) from its shape and token budget (pretrain.settings)."""
 
     def settings():
-        from leaktrace.train.pretrain import PretrainSettings
-
-        return asdict(PretrainSettings(**config[block]["pretrain"]["settings"]))
+        return config[block]["pretrain"]["settings"]
 
     def mem_mb(wildcards, attempt):
         shape = settings()

@@ -226,11 +226,13 @@ def get_final_output():
 
 
 def benchmark_settings(wildcards):
-    return json.dumps(config["benchmarks"][wildcards.benchmark], sort_keys=True)
+    """The ingest's slice: the benchmark's entry (benchmarks.<name>, settings/ingest.py BenchmarkEntry)."""
+    return stage_settings("ingest-benchmark", config, name=wildcards.benchmark)
 
 
 def corpus_settings(wildcards):
-    return json.dumps(config["corpora"][wildcards.corpus], sort_keys=True)
+    """The ingest's slice: the corpus's entry (corpora.<name>, settings/ingest.py CorpusEntry)."""
+    return stage_settings("ingest-corpus", config, name=wildcards.corpus)
 
 
 # --- LLM backends (models/select.py): which jobs run a model on a GPU, and the

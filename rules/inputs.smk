@@ -14,7 +14,7 @@
 # again at planning. A hub dataset is pinned by its `revision` alone, which
 # every reader's settings hold; planning names those without one.
 
-from leaktrace.data.benchmarks import local_files
+from leaktrace.data.benchmarks import benchmark_entry, local_files
 from leaktrace.data.digests import DigestCache, file_entry, input_digest
 from leaktrace.leakage.sources import LOCAL_KINDS, source_entries
 from leaktrace.plan_checks import unpinned_datasets
@@ -27,7 +27,7 @@ INPUT_DIGESTS = {}  # (kind, name) -> (params JSON, the file's JSON), computed o
 def _tracked_files(kind, name):
     """(name, path) of the local files of an input of kind benchmarks, corpora or contamination."""
     if kind == "benchmarks":
-        return [(label, path) for label, path in local_files(config["benchmarks"][name])]
+        return local_files(benchmark_entry(config["benchmarks"][name], f"benchmarks.{name}"))
     if kind == "corpora":
         path = config["corpora"][name].get("path")
         return [(path, path)] if config["corpora"][name]["source"] == "records" and path and os.path.isfile(path) else []

@@ -4,17 +4,22 @@
 # trigger a retraining; rules that use a model depend on its files, so a
 # deliberate rebuild re-runs them.
 
+from leaktrace.config_slice import slice_from_config
+from leaktrace.settings.ingest import CorpusEntry
+from leaktrace.settings.pretrain import PretrainSettings
+
 
 def pretrain_corpora(block):
-    """Params: the code and text corpora a shipped model is pretrained on."""
+    """Params: the code and text corpora a shipped model is pretrained on (settings/pretrain.py
+    PretrainCorpora), each its corpora entry but shards."""
     pretrain = config[block]["pretrain"]
     corpora = {}
     for role, key in (("code", "code_corpus"), ("text", "text_corpus")):
         name = pretrain[key]
         if name not in config["corpora"]:
             raise ValueError(f"{block}.pretrain.{key} names {name!r}, which is not under `corpora`")
-        content = {k: v for k, v in config["corpora"][name].items() if k != "shards"}
-        corpora[role] = {"name": name, "settings": content}
+        content = slice_from_config(CorpusEntry, config, f"corpora.{name}")
+        corpora[role] = {"name": name, "settings": {k: v for k, v in content.items() if k != "shards"}}
     return json.dumps(corpora, sort_keys=True)
 
 
@@ -24,7 +29,7 @@ rule pretrain_base_model:
         training_log=f"{BASE_MODEL}/pretrain_log.parquet",
     params:
         corpora=pretrain_corpora("base_model"),
-        settings=settings("base_model", "pretrain", "settings"),
+        settings=stage_settings("pretrain", config),
         out_dir=BASE_MODEL,
     log:
         log_file("pretrain_base_model"),
@@ -48,7 +53,8 @@ if REFERENCE_MODEL:
             training_log=f"{REFERENCE_MODEL}/pretrain_log.parquet",
         params:
             corpora=pretrain_corpora("reference_model"),
-            settings=settings("reference_model", "pretrain", "settings"),
+            settings=json.dumps(slice_from_config(PretrainSettings, config, "reference_model.pretrain.settings"),
+                                sort_keys=True),
             out_dir=REFERENCE_MODEL,
         log:
             log_file("pretrain_reference_model"),

@@ -17,6 +17,7 @@ from leaktrace.errors import InputError
 from leaktrace.sandbox import SandboxLimits, run_test
 from leaktrace.sandbox.stdio import outputs_match, run_io_tests
 from leaktrace.settings.function_filter import FunctionFilterSettings
+from leaktrace.settings.ingest import BenchmarkEntry
 from leaktrace.stages.function_filter import filter_functions
 from leaktrace.stages.ingest import ingest_benchmark
 from leaktrace.variants.natural import variants_settings
@@ -76,7 +77,7 @@ isolated = pytest.mark.usefixtures("full_isolation")
 def ingest(tmp_path, problems):
     path = tmp_path / "apps.jsonl"
     path.write_text("".join(json.dumps(p) + "\n" for p in problems))
-    ingest_benchmark("apps", {"format": "jsonl", "preset": "apps", "path": str(path)}, tmp_path / "apps.parquet")
+    ingest_benchmark("apps", BenchmarkEntry(format="jsonl", preset="apps", path=str(path)), tmp_path / "apps.parquet")
     return read_records(tmp_path / "apps.parquet")
 
 
@@ -279,7 +280,7 @@ def test_tau_t_replaces_the_examples_of_a_whole_program_that_holds_its_problem(t
     path.write_text(json.dumps({**PROBLEMS[0], "question": SUM_QUESTION}) + "\n")
     ingest_benchmark(
         "apps",
-        {"format": "jsonl", "preset": "apps", "path": str(path), "problem_in_code": True},
+        BenchmarkEntry(format="jsonl", preset="apps", path=str(path), problem_in_code=True),
         tmp_path / "apps.parquet",
     )
     (sample,) = read_records(tmp_path / "apps.parquet")

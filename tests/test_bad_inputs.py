@@ -28,6 +28,7 @@ from leaktrace.leakage import sources, units
 from leaktrace.leakage.settings import scan_slice
 from leaktrace.leakage.sources import LargeFile, check_document, iter_source
 from leaktrace.leakage.units import huge_units
+from leaktrace.settings.ingest import BenchmarkEntry
 from leaktrace.stages.ingest import ingest_benchmark
 from leaktrace.stages.leakage import build_index, scan_shard
 
@@ -215,7 +216,7 @@ def test_ingest_stage_writes_nothing_for_a_bad_benchmark(tmp_path):
     path = tmp_path / "bench.jsonl"
     path.write_bytes(good_line() + b"\xff\n")
     with pytest.raises(InputError, match="record line 2: not UTF-8"):
-        ingest_benchmark("b", {"format": "humaneval", "path": str(path)}, tmp_path / "out.parquet")
+        ingest_benchmark("b", BenchmarkEntry(format="humaneval", path=str(path)), tmp_path / "out.parquet")
     assert not (tmp_path / "out.parquet").exists()
 
 
@@ -236,7 +237,7 @@ SCAN = {
 def index(tmp_path_factory):
     """HumanEval's first five problems, ingested and indexed."""
     work = tmp_path_factory.mktemp("index")
-    ingest_benchmark("humaneval", {"format": "humaneval", "limit": 5}, work / "bench.parquet")
+    ingest_benchmark("humaneval", BenchmarkEntry(format="humaneval", limit=5), work / "bench.parquet")
     build_index("t", (work / "bench.parquet",), scan_slice(SCAN), work / "index.parquet")
     return work
 

@@ -14,14 +14,15 @@ import pytest
 
 from leaktrace.artifacts import read_records, read_table
 from leaktrace.data import benchmarks
-from leaktrace.data.benchmarks import PRESETS, load_benchmark
+from leaktrace.data.benchmarks import BENCHMARK_SCHEMA, GENERIC_BENCHMARK_SCHEMA, PRESETS, load_benchmark
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.data.samples import BenchmarkSample, document, not_runnable
 from leaktrace.errors import InputError
 from leaktrace.leakage.settings import scan_slice
 from leaktrace.settings.function_filter import FunctionFilterSettings
+from leaktrace.settings.ingest import BenchmarkEntry
 from leaktrace.stages.function_filter import filter_functions
-from leaktrace.stages.ingest import BENCHMARK_SCHEMA, GENERIC_BENCHMARK_SCHEMA, ingest_benchmark
+from leaktrace.stages.ingest import ingest_benchmark
 from leaktrace.stages.leakage import build_index, gather, scan_shard
 
 FILTER = FunctionFilterSettings(min_body_lines=1, max_body_lines=None, min_chars=0, exclude_init=True)
@@ -358,7 +359,7 @@ def test_every_preset_has_a_case():
 def test_each_preset_reads_a_file_in_its_format(tmp_path, preset):
     fmt, records, expected = CASES[preset]
     path = write(tmp_path / f"bench.{fmt}", fmt, records)
-    settings = {"format": fmt.removesuffix(".gz"), "preset": preset, "path": str(path)}
+    settings = BenchmarkEntry(format=fmt.removesuffix(".gz"), preset=preset, path=str(path))
     ingest_benchmark("b", settings, tmp_path / "out.parquet")
     table = read_table(tmp_path / "out.parquet")
     assert table.schema == GENERIC_BENCHMARK_SCHEMA
@@ -372,7 +373,7 @@ def test_each_preset_reads_a_file_in_its_format(tmp_path, preset):
 def test_apps_without_solutions_is_a_text_sample(tmp_path):
     fmt, records, _ = CASES["apps"]
     samples = load_benchmark(
-        {"format": "jsonl", "preset": "apps", "path": str(write(tmp_path / "a.jsonl", fmt, records))}, "apps"
+        BenchmarkEntry(format="jsonl", preset="apps", path=str(write(tmp_path / "a.jsonl", fmt, records))), "apps"
     )
     assert [(s.task_id, s.kind) for s in samples] == [("7", "both"), ("8", "text")]
 
@@ -394,7 +395,7 @@ def test_fields_override_a_preset_and_limit_stops_reading(tmp_path):
         ],
     )
     samples = load_benchmark(
-        {"format": "jsonl", "preset": "mbpp", "path": str(path), "fields": {"text": None, "language": "lang"}},
+        BenchmarkEntry(format="jsonl", preset="mbpp", path=str(path), fields={"text": None, "language": "lang"}),
         "b",
         limit=2,
     )
@@ -405,10 +406,10 @@ def test_fields_override_a_preset_and_limit_stops_reading(tmp_path):
 
 
 def test_the_humaneval_preset_reads_the_shipped_file_as_the_humaneval_format_does(tmp_path):
-    ingest_benchmark("humaneval", {"format": "humaneval", "limit": 10}, tmp_path / "strict.parquet")
+    ingest_benchmark("humaneval", BenchmarkEntry(format="humaneval", limit=10), tmp_path / "strict.parquet")
     ingest_benchmark(
         "humaneval",
-        {"format": "jsonl", "preset": "humaneval", "path": str(shipped_humaneval_path()), "limit": 10},
+        BenchmarkEntry(format="jsonl", preset="humaneval", path=str(shipped_humaneval_path()), limit=10),
         tmp_path / "generic.parquet",
     )
     strict = read_table(tmp_path / "strict.parquet")
@@ -424,7 +425,7 @@ def test_the_humaneval_reader_and_the_humaneval_preset_give_the_same_samples():
     the prompt, code and text both, Python, check tests)."""
     path = shipped_humaneval_path()
     strict = load_humaneval(path, "humaneval")
-    generic = load_benchmark({"format": "jsonl", "preset": "humaneval", "path": str(path)}, "humaneval")
+    generic = load_benchmark(BenchmarkEntry(format="jsonl", preset="humaneval", path=str(path)), "humaneval")
     assert {type(s) for s in strict + generic} == {BenchmarkSample}
     assert strict == generic
     assert (strict[0].kind, strict[0].language, strict[0].test_format, strict[0].text) == (
@@ -494,7 +495,7 @@ def test_a_bad_record_is_one_error_naming_file_and_record(tmp_path, case):
     else:
         write(path, fmt, records)
     with pytest.raises(InputError) as err:
-        load_benchmark({"format": fmt, "preset": preset, "path": str(path)}, "b")
+        load_benchmark(BenchmarkEntry(format=fmt, preset=preset, path=str(path)), "b")
     assert err.value.file == str(path) and message in str(err.value) and "\n" not in str(err.value)
 
 
@@ -506,7 +507,7 @@ def test_an_empty_or_unreadable_file_is_an_error(tmp_path, fmt):
     else:
         empty.write_text("[]" if fmt == "json" else "id,text\n" if fmt == "csv" else "")
     with pytest.raises(InputError, match="benchmark has no records"):
-        load_benchmark({"format": fmt, "preset": "text", "path": str(empty)}, "b")
+        load_benchmark(BenchmarkEntry(format=fmt, preset="text", path=str(empty)), "b")
     garbage = tmp_path / f"garbage.{fmt}"
     garbage.write_bytes(b"\xff\xfe not what it claims\n")
     expected = {
@@ -516,7 +517,7 @@ def test_an_empty_or_unreadable_file_is_an_error(tmp_path, fmt):
         "parquet": "not a Parquet file",
     }[fmt]
     with pytest.raises(InputError, match=expected):
-        load_benchmark({"format": fmt, "preset": "text", "path": str(garbage)}, "b")
+        load_benchmark(BenchmarkEntry(format=fmt, preset="text", path=str(garbage)), "b")
 
 
 def test_a_bad_benchmark_is_one_line_on_stderr_from_the_cli(tmp_path):
@@ -549,14 +550,14 @@ def test_a_huggingface_benchmark_is_streamed_with_its_settings(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset))
     samples = load_benchmark(
-        {
-            "format": "huggingface",
-            "preset": "swe-bench",
-            "dataset": "org/bench",
-            "split": "test",
-            "config": None,
-            "revision": "abc",
-        },
+        BenchmarkEntry(
+            format="huggingface",
+            preset="swe-bench",
+            dataset="org/bench",
+            split="test",
+            config=None,
+            revision="abc",
+        ),
         "swe",
     )
     assert [(s.sample_id, s.kind) for s in samples] == [("swe/o__r-1", "text")]
@@ -571,7 +572,7 @@ def test_a_huggingface_benchmark_from_local_files(tmp_path):
     fmt, records, expected = CASES["mbpp"]
     path = write(tmp_path / "mbpp.jsonl", fmt, records)
     samples = load_benchmark(
-        {"format": "huggingface", "dataset": "json", "path": str(path), "split": "train", "preset": "mbpp"}, "mbpp"
+        BenchmarkEntry(format="huggingface", dataset="json", path=str(path), split="train", preset="mbpp"), "mbpp"
     )
     assert [(s.task_id, s.kind, s.test) for s in samples] == [("11", "both", expected["test"])]
 
@@ -644,11 +645,11 @@ def test_code_text_and_mixed_samples_in_python_java_cpp_are_scanned_as_they_are(
         },
     ]
     path = write(tmp_path / "b.json", "json", records)
-    settings = {
-        "format": "json",
-        "path": str(path),
-        "fields": {"id": "id", "text": "text", "solution": "code", "language": "lang"},
-    }
+    settings = BenchmarkEntry(
+        format="json",
+        path=str(path),
+        fields={"id": "id", "text": "text", "solution": "code", "language": "lang"},
+    )
     pairs = scan_files(
         tmp_path,
         settings,
@@ -685,7 +686,7 @@ def test_testbed_stages_refuse_samples_they_cannot_run(tmp_path):
     ]
     ingest_benchmark(
         "mbpp",
-        {"format": "jsonl", "preset": "mbpp", "path": str(write(tmp_path / "m.jsonl", fmt, records))},
+        BenchmarkEntry(format="jsonl", preset="mbpp", path=str(write(tmp_path / "m.jsonl", fmt, records))),
         tmp_path / "mbpp.parquet",
     )
     with pytest.raises(
@@ -712,19 +713,20 @@ def test_the_shipped_fixtures_are_read(tmp_path):
     from repo_copy import REPO
 
     mbpp = load_benchmark(
-        {"format": "jsonl", "preset": "mbpp", "path": str(REPO / "resources/benchmarks/mbpp-mini.jsonl")}, "m"
+        BenchmarkEntry(format="jsonl", preset="mbpp", path=str(REPO / "resources/benchmarks/mbpp-mini.jsonl")), "m"
     )
     issues = load_benchmark(
-        {"format": "jsonl", "preset": "swe-bench", "path": str(REPO / "resources/benchmarks/issues-mini.jsonl")}, "i"
+        BenchmarkEntry(format="jsonl", preset="swe-bench", path=str(REPO / "resources/benchmarks/issues-mini.jsonl")),
+        "i",
     )
     assert [s.kind for s in mbpp] == ["both"] * 3 and [s.kind for s in issues] == ["text"] * 2
-    assert benchmarks.source_name({"format": "jsonl", "path": "x.jsonl"}) == "x.jsonl"
+    assert benchmarks.source_name(BenchmarkEntry(format="jsonl", path="x.jsonl")) == "x.jsonl"
 
 
 def test_one_pass_over_the_corpus_for_several_benchmarks(tmp_path):
     """Several benchmarks in one index, one scan of the corpus: a Table 2 row
     per benchmark, the per-language averages, and every cleaned sample."""
-    ingest_benchmark("humaneval", {"format": "humaneval", "limit": 3}, tmp_path / "humaneval.parquet")
+    ingest_benchmark("humaneval", BenchmarkEntry(format="humaneval", limit=3), tmp_path / "humaneval.parquet")
     he = read_records(tmp_path / "humaneval.parquet")
     write(
         tmp_path / "f.json",
@@ -733,11 +735,11 @@ def test_one_pass_over_the_corpus_for_several_benchmarks(tmp_path):
     )
     ingest_benchmark(
         "funcs",
-        {
-            "format": "json",
-            "path": str(tmp_path / "f.json"),
-            "fields": {"id": "id", "solution": "code", "language": "lang"},
-        },
+        BenchmarkEntry(
+            format="json",
+            path=str(tmp_path / "f.json"),
+            fields={"id": "id", "solution": "code", "language": "lang"},
+        ),
         tmp_path / "funcs.parquet",
     )
     root = tmp_path / "corpus"

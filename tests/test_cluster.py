@@ -340,13 +340,16 @@ def test_micro_config_through_the_slurm_profile_equals_a_local_run(tmp_path):
 
 
 def test_a_pinned_corpus_refuses_other_content():
-    from leaktrace.data.corpora import corpus_documents, fingerprint
+    from dataclasses import replace
 
-    settings = {"source": "pydoc"}
+    from leaktrace.data.corpora import corpus_documents, fingerprint
+    from leaktrace.settings.ingest import CorpusEntry
+
+    settings = CorpusEntry(source="pydoc", exclude=())
     digest = fingerprint(corpus_documents("pydoc", settings))
-    assert len(corpus_documents("pydoc", {**settings, "sha256": digest})) > 0
+    assert len(corpus_documents("pydoc", replace(settings, sha256=digest))) > 0
     with pytest.raises(ValueError, match="another Python release"):
-        corpus_documents("pydoc", {**settings, "sha256": "0" * 64})
+        corpus_documents("pydoc", replace(settings, sha256="0" * 64))
 
 
 SINFO = """cpu*|2|23081|(null)|infinite

@@ -340,12 +340,12 @@ def test_exchangeability_stage_scores_shards_under_a_model(tmp_path, tiny_model_
     from helpers import TRAINING_TEXT
 
     from leaktrace.artifacts import write_table
+    from leaktrace.data.benchmarks import BENCHMARK_SCHEMA
     from leaktrace.data.split import SAMPLES_SCHEMA
     from leaktrace.settings.exchangeability import ExchangeabilitySettings
     from leaktrace.settings.models import ModelSettings
     from leaktrace.settings.score import TokenBatch
     from leaktrace.stages.exchangeability import exchangeability
-    from leaktrace.stages.ingest import BENCHMARK_SCHEMA
 
     ids = [f"b/{i}" for i in range(12)]
     write_table(
@@ -672,7 +672,7 @@ class _OrderScorer:
 
 def _audit_benchmark(path, n):
     from leaktrace.artifacts import write_table
-    from leaktrace.stages.ingest import GENERIC_BENCHMARK_SCHEMA
+    from leaktrace.data.benchmarks import GENERIC_BENCHMARK_SCHEMA
 
     rows = [
         {"sample_id": f"b/{i}", "code": f"example {i:02d} " + "x " * 20, "text": "", "kind": "code"} for i in range(n)

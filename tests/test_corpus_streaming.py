@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 from leaktrace.artifacts import read_records
 from leaktrace.leakage.settings import scan_slice
 from leaktrace.leakage.sources import iter_source
+from leaktrace.settings.ingest import BenchmarkEntry
 from leaktrace.stages.ingest import ingest_benchmark
 from leaktrace.stages.leakage import build_index, gather, scan_shard
 
@@ -110,7 +111,7 @@ def test_a_copy_in_a_streamed_shard_is_found_by_its_part(tmp_path):
     bench.write_text(json.dumps({"id": "1", "text": "Running maximum of a list.", "code": SOLUTION}) + "\n")
     ingest_benchmark(
         "b",
-        {"format": "jsonl", "path": str(bench), "fields": {"id": "id", "text": "text", "solution": "code"}},
+        BenchmarkEntry(format="jsonl", path=str(bench), fields={"id": "id", "text": "text", "solution": "code"}),
         tmp_path / "b.parquet",
     )
     scan = {

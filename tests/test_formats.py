@@ -13,6 +13,7 @@ import pytest
 from leaktrace.data.benchmarks import load_benchmark
 from leaktrace.data.samples import not_runnable, sample_tests
 from leaktrace.sandbox import SandboxLimits
+from leaktrace.settings.ingest import BenchmarkEntry
 from leaktrace.variants.validate import validate_variants
 
 FORMATS = Path(__file__).parent / "data" / "formats"
@@ -36,7 +37,7 @@ LIMITS = SandboxLimits(timeout_s=20, cpu_s=10)
 
 def rows(preset: str) -> list[dict]:
     file, fmt, _, _, _ = RELEASES[preset]
-    samples = load_benchmark({"format": fmt, "preset": preset, "path": str(FORMATS / file)}, preset)
+    samples = load_benchmark(BenchmarkEntry(format=fmt, preset=preset, path=str(FORMATS / file)), preset)
     return [{**vars(s), "code": s.code} for s in samples]
 
 
@@ -128,15 +129,15 @@ def test_every_shipped_preset_has_a_release_file_here():
 @pytest.mark.parametrize("preset", PRESET_FILES)
 def test_each_preset_reads_its_release_with_only_preset_and_path(preset):
     file, ids = PRESET_FILES[preset]
-    samples = load_benchmark({"preset": preset, "path": str(FORMATS / file)}, preset)
+    samples = load_benchmark(BenchmarkEntry(preset=preset, path=str(FORMATS / file)), preset)
     assert [s.task_id for s in samples] == ids
     assert all(s.code or s.text for s in samples)
 
 
 def test_the_mbppplus_preset_reads_both_of_its_releases_layouts():
     """The hub's (code, test) and EvalPlus's MbppPlus.jsonl (canonical_solution, assertion, entry_point)."""
-    hub = load_benchmark({"preset": "mbppplus", "path": str(FORMATS / "mbppplus.jsonl")}, "m")
-    evalplus = load_benchmark({"preset": "mbppplus", "path": str(FORMATS / "mbppplus-evalplus.jsonl")}, "m")
+    hub = load_benchmark(BenchmarkEntry(preset="mbppplus", path=str(FORMATS / "mbppplus.jsonl")), "m")
+    evalplus = load_benchmark(BenchmarkEntry(preset="mbppplus", path=str(FORMATS / "mbppplus-evalplus.jsonl")), "m")
     assert [(s.entry_point, s.solution.startswith("def clamp")) for s in hub] == [("clamp", True)]
     assert [s.entry_point for s in evalplus] == ["reverse_words", "mean"]
     assert evalplus[1].test == "\nimport math\nassert math.isclose(mean([1, 2]), 1.5)\n"
@@ -146,32 +147,32 @@ def test_the_mbppplus_preset_reads_both_of_its_releases_layouts():
 def test_codesearchnet_reads_its_dumps_with_or_without_urls():
     """Without a url the id is repository/path:function; a repeat (Java overloads) gets #2."""
     found = load_benchmark(
-        {"preset": "codesearchnet-original", "path": str(FORMATS / "codesearchnet-original.jsonl.gz")}, "c"
+        BenchmarkEntry(preset="codesearchnet-original", path=str(FORMATS / "codesearchnet-original.jsonl.gz")), "c"
     )
     assert [(s.language, s.entry_point, s.text) for s in found] == [
         ("java", "Calc.square", "Square of x."),
         ("java", "Calc.add", "Sum of two ints."),
         ("java", "Calc.add", "Sum of two longs."),
     ]
-    hub = load_benchmark({"preset": "codesearchnet", "path": str(FORMATS / "codesearchnet.jsonl")}, "c")
+    hub = load_benchmark(BenchmarkEntry(preset="codesearchnet", path=str(FORMATS / "codesearchnet.jsonl")), "c")
     assert [(s.kind, s.entry_point) for s in hub] == [("both", "add_tax"), ("code", "Cart.total")]
 
 
 def test_the_preset_implies_the_format_and_format_humaneval_never_hides_a_preset(tmp_path):
     from leaktrace.data.benchmarks import benchmark_format
 
-    assert benchmark_format({}) == "humaneval"  # the shipped HumanEval
-    assert benchmark_format({"preset": "humaneval", "path": "h.jsonl.gz"}) == "humaneval"
-    assert benchmark_format({"preset": "humaneval", "path": "h.parquet"}) == "parquet"
-    assert benchmark_format({"preset": "mbpp", "path": "m.JSONL"}) == "jsonl"
-    assert benchmark_format({"preset": "classeval", "path": "ClassEval_data.json"}) == "json"
-    assert benchmark_format({"preset": "swe-bench", "path": "test-00000-of-00001.parquet"}) == "parquet"
-    assert benchmark_format({"preset": "mbpp", "dataset": "mbpp"}) == "huggingface"
-    assert benchmark_format({"preset": "mbpp", "path": "m.txt", "format": "jsonl"}) == "jsonl"
+    assert benchmark_format(BenchmarkEntry()) == "humaneval"  # the shipped HumanEval
+    assert benchmark_format(BenchmarkEntry(preset="humaneval", path="h.jsonl.gz")) == "humaneval"
+    assert benchmark_format(BenchmarkEntry(preset="humaneval", path="h.parquet")) == "parquet"
+    assert benchmark_format(BenchmarkEntry(preset="mbpp", path="m.JSONL")) == "jsonl"
+    assert benchmark_format(BenchmarkEntry(preset="classeval", path="ClassEval_data.json")) == "json"
+    assert benchmark_format(BenchmarkEntry(preset="swe-bench", path="test-00000-of-00001.parquet")) == "parquet"
+    assert benchmark_format(BenchmarkEntry(preset="mbpp", dataset="mbpp")) == "huggingface"
+    assert benchmark_format(BenchmarkEntry(preset="mbpp", path="m.txt", format="jsonl")) == "jsonl"
     with pytest.raises(ValueError, match=r"format humaneval reads HumanEval's own file and would ignore preset 'mbpp'"):
-        benchmark_format({"preset": "mbpp", "path": "m.jsonl", "format": "humaneval"})
+        benchmark_format(BenchmarkEntry(preset="mbpp", path="m.jsonl", format="humaneval"))
     with pytest.raises(ValueError, match=r"cannot tell the format of m\.txt from its name: set format"):
-        benchmark_format({"preset": "mbpp", "path": "m.txt"})
+        benchmark_format(BenchmarkEntry(preset="mbpp", path="m.txt"))
 
 
 def test_a_preset_that_does_not_match_its_file_names_the_preset_the_file_and_the_missing_fields():
@@ -179,7 +180,7 @@ def test_a_preset_that_does_not_match_its_file_names_the_preset_the_file_and_the
 
     path = FORMATS / "mbpp.jsonl"
     with pytest.raises(InputError) as err:
-        load_benchmark({"preset": "classeval", "path": str(path)}, "c")
+        load_benchmark(BenchmarkEntry(preset="classeval", path=str(path)), "c")
     assert str(err.value).startswith(
         f"{path}, record line 1: the record does not match preset 'classeval': it lacks the field(s) class_name, "
         "skeleton, solution_code, test (it has: challenge_test_list, code, task_id, test_list, test_setup_code, text)"
@@ -189,14 +190,14 @@ def test_a_preset_that_does_not_match_its_file_names_the_preset_the_file_and_the
         match=r"does not match preset 'mbppplus': it lacks the field\(s\) layout 1: prompt, "
         r"test; layout 2: assertion, canonical_solution, entry_point, prompt \(it has",
     ):
-        load_benchmark({"preset": "mbppplus", "path": str(path)}, "m")
+        load_benchmark(BenchmarkEntry(preset="mbppplus", path=str(path)), "m")
 
 
 def test_ingest_reads_a_preset_with_only_preset_and_path(tmp_path):
     from leaktrace.artifacts import read_records
     from leaktrace.stages.ingest import ingest_benchmark
 
-    ingest_benchmark("mbpp", {"preset": "mbpp", "path": str(FORMATS / "mbpp.jsonl")}, tmp_path / "b.parquet")
+    ingest_benchmark("mbpp", BenchmarkEntry(preset="mbpp", path=str(FORMATS / "mbpp.jsonl")), tmp_path / "b.parquet")
     rows = read_records(tmp_path / "b.parquet")
     assert [(r["task_id"], r["entry_point"], r["test_format"]) for r in rows] == [
         ("601", "gcd", "script"),
@@ -226,7 +227,7 @@ def test_humaneval_x_tests_are_main_programs_run_with_a_toolchain_or_said_not_to
     from leaktrace.mutate.compiled import validate_compiled
     from leaktrace.sandbox import toolchains
 
-    samples = load_benchmark({"preset": "humaneval-x", "path": str(FORMATS / "humaneval-x.jsonl.gz")}, "x")
+    samples = load_benchmark(BenchmarkEntry(preset="humaneval-x", path=str(FORMATS / "humaneval-x.jsonl.gz")), "x")
     assert [(s.language, s.test_format) for s in samples] == [("cpp", "main"), ("java", "main")]
     assert all("its tests are a main() program" in not_runnable({**vars(s), "code": s.code}) for s in samples)
     programs = [(s.language, s.code, s.test) for s in samples]
@@ -270,7 +271,8 @@ def test_each_presets_canonical_solutions_pass_their_own_tests(preset, full_isol
 
     file, _ = PRESET_FILES[preset]
     rows = [
-        {**vars(s), "code": s.code} for s in load_benchmark({"preset": preset, "path": str(FORMATS / file)}, preset)
+        {**vars(s), "code": s.code}
+        for s in load_benchmark(BenchmarkEntry(preset=preset, path=str(FORMATS / file)), preset)
     ]
     assert solution_failures(rows, file) == (RUN_AT_INGEST[preset], [])
 
@@ -284,13 +286,13 @@ def test_the_ingest_log_names_a_canonical_solution_that_fails_its_own_tests(tmp_
     bench = tmp_path / "mbpp.jsonl"
     bench.write_text("\n".join([json.dumps(broken), lines[1]]) + "\n")
     with caplog.at_level("INFO", logger="leaktrace.stages.ingest"):
-        ingest_benchmark("mine", {"preset": "mbpp", "path": str(bench)}, tmp_path / "b.parquet")
+        ingest_benchmark("mine", BenchmarkEntry(preset="mbpp", path=str(bench)), tmp_path / "b.parquet")
     assert "benchmark mine: 1 of 2 canonical solutions pass their own tests in the sandbox" in caplog.text
     assert "benchmark mine: mine/601: the canonical solution fails its own tests: wrong: " in caplog.text
     caplog.clear()
     with caplog.at_level("INFO", logger="leaktrace.stages.ingest"):
         ingest_benchmark(
-            "mine", {"preset": "mbpp", "path": str(bench), "check_solutions": False}, tmp_path / "c.parquet"
+            "mine", BenchmarkEntry(preset="mbpp", path=str(bench), check_solutions=False), tmp_path / "c.parquet"
         )
     assert "canonical solutions" not in caplog.text
 
@@ -312,16 +314,27 @@ def test_a_solution_whose_test_consumes_its_iterator_or_checks_its_argument_chan
     ]
     bench = tmp_path / "mbpp.jsonl"
     bench.write_text("".join(json.dumps({"text": "", "test_setup_code": "", **r}) + "\n" for r in records))
-    rows = [{**vars(s), "code": s.code} for s in load_benchmark({"preset": "mbpp", "path": str(bench)}, "mine")]
+    rows = [{**vars(s), "code": s.code} for s in load_benchmark(BenchmarkEntry(preset="mbpp", path=str(bench)), "mine")]
     assert solution_failures(rows, "mbpp.jsonl") == (3, [("mine/3", "wrong: AssertionError")])
 
 
-def test_the_ingest_names_a_mistyped_check_solutions_and_takes_the_schemas_default_where_absent(tmp_path):
-    from leaktrace.config_slice import SliceError
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("limit", "ten", "config benchmarks.mine.limit: expected an integer, got 'ten'"),
+        ("check_solutions", "no", "config benchmarks.mine.check_solutions: expected a boolean, got 'no'"),
+        ("fields", {"id": 3}, "config benchmarks.mine.fields.id: expected a string or a list or null, got 3"),
+    ],
+)
+def test_the_ingest_command_names_a_mistyped_benchmark_key(tmp_path, capsys, key, value, message):
+    from leaktrace.cli import main
     from leaktrace.configuration import schema_node
-    from leaktrace.stages.ingest import ingest_benchmark
 
     # the release's ingest (rules/watermark.smk) passes no check_solutions: the schema's default, written only there
     assert schema_node("benchmarks", "*", "check_solutions")["default"] is True
-    with pytest.raises(SliceError, match=r"config benchmarks\.mine\.check_solutions: expected a boolean, got 'no'"):
-        ingest_benchmark("mine", {"preset": "mbpp", "path": "absent.jsonl", "check_solutions": "no"}, tmp_path / "b")
+    settings = {"preset": "mbpp", "path": str(FORMATS / "mbpp.jsonl"), key: value}
+    output = tmp_path / "b.parquet"
+    with pytest.raises(SystemExit) as stopped:
+        main(["ingest-benchmark", "--name", "mine", "--settings", json.dumps(settings), "--output", str(output)])
+    assert stopped.value.code == 2 and message in capsys.readouterr().err
+    assert not output.exists()

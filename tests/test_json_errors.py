@@ -14,6 +14,7 @@ from leaktrace.data.humaneval import load_humaneval
 from leaktrace.errors import InputError
 from leaktrace.leakage.pairs import read_pairs
 from leaktrace.leakage.sources import iter_source
+from leaktrace.settings.ingest import BenchmarkEntry
 from leaktrace.stages.mutate import _read_jsonl
 
 HUMANEVAL = {
@@ -52,7 +53,7 @@ def test_a_benchmark_line_is_named_with_its_line_and_column(tmp_path):
         load_humaneval(path, "b")
     assert str(err.value) == expected
     with pytest.raises(InputError) as err:  # the configurable reader: the same error
-        load_benchmark({"format": "jsonl", "preset": "humaneval", "path": str(path)}, "b")
+        load_benchmark(BenchmarkEntry(format="jsonl", preset="humaneval", path=str(path)), "b")
     assert str(err.value) == expected
 
 
@@ -61,7 +62,7 @@ def test_a_json_benchmark_file_is_named_with_the_line_and_column_in_the_file(tmp
     path = tmp_path / "bench.json"
     path.write_text("[\n" + "".join(f' {{"id": "{k}", "text": "x"}},\n' for k in range(5)) + line + "\n]\n")
     with pytest.raises(InputError) as err:
-        load_benchmark({"format": "json", "preset": "text", "path": str(path)}, "b")
+        load_benchmark(BenchmarkEntry(format="json", preset="text", path=str(path)), "b")
     assert str(err.value) == f"{path}: malformed JSON (Expecting ',' delimiter at line 7, column {column})"
 
 
@@ -69,7 +70,7 @@ def test_a_byte_that_is_not_utf8_is_named_with_its_line_and_character_column(tmp
     path = tmp_path / "bench.json"
     path.write_bytes('[\n {"id": "a",\n  "text": "éé'.encode() + b'\xe9"}\n]\n')
     with pytest.raises(InputError, match=r"bench\.json: not UTF-8 \(byte 0xe9 at line 3, column 14\)$"):
-        load_benchmark({"format": "json", "preset": "text", "path": str(path)}, "b")
+        load_benchmark(BenchmarkEntry(format="json", preset="text", path=str(path)), "b")
     lines = tmp_path / "bench.jsonl"
     lines.write_bytes(json.dumps(HUMANEVAL).encode() + b"\n" + '{"task_id": "é'.encode() + b'\xe9"}\n')
     with pytest.raises(InputError, match=r"record line 2: not UTF-8 \(byte 0xe9 at line 2, column 15\)$"):

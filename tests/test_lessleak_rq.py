@@ -181,7 +181,7 @@ def test_leaked_and_non_leaked_pass_rates_and_their_ratio():
 
 def test_rq3_runs_the_tiny_model_in_the_sandbox_and_splits_by_the_scan(tmp_path):
     from leaktrace.artifacts import write_table
-    from leaktrace.stages.ingest import BENCHMARK_SCHEMA
+    from leaktrace.data.benchmarks import BENCHMARK_SCHEMA
 
     problems = [
         {
@@ -251,7 +251,7 @@ def test_rq3_instruction_prompt_runs_whole_programs_against_apps_tests(tmp_path,
 
     import leaktrace.stages.leakage_rq3_runs as runs_stage
     from leaktrace.artifacts import write_table
-    from leaktrace.stages.ingest import GENERIC_BENCHMARK_SCHEMA
+    from leaktrace.data.benchmarks import GENERIC_BENCHMARK_SCHEMA
 
     stdin = {"inputs": ["1 2\n", "5 7\n"], "outputs": ["3\n", "12\n"]}
     calls = {"fn_name": "twice", "inputs": [[2], [5]], "outputs": [4, 10]}
@@ -344,7 +344,7 @@ def test_rq3_runs_each_distinct_program_once_and_every_draw_reads_its_status(tmp
     under another problem (other tests) is another program."""
     import leaktrace.stages.leakage_rq3_runs as runs_stage
     from leaktrace.artifacts import write_table
-    from leaktrace.stages.ingest import BENCHMARK_SCHEMA
+    from leaktrace.data.benchmarks import BENCHMARK_SCHEMA
 
     problems = [
         {
@@ -435,7 +435,7 @@ RIGHT_CLASS = "class Counter:" + INIT_AND_ADD + "\n    def top(self):\n" + TOP
 
 def _classeval_bench(path):
     from leaktrace.artifacts import write_table
-    from leaktrace.stages.ingest import GENERIC_BENCHMARK_SCHEMA
+    from leaktrace.data.benchmarks import GENERIC_BENCHMARK_SCHEMA
 
     rows = [
         {
@@ -616,7 +616,7 @@ def test_rq4_ranking_caps_the_balanced_set_and_refuses_models_that_scored_differ
 
 def test_rq4_perplexity_runs_the_tiny_model_over_pooled_benchmarks(tmp_path):
     from leaktrace.artifacts import write_table
-    from leaktrace.stages.ingest import BENCHMARK_SCHEMA
+    from leaktrace.data.benchmarks import BENCHMARK_SCHEMA
     from leaktrace.stages.leakage_rq4 import rq4_ranking
     from leaktrace.stages.leakage_rq4_perplexity import perplexities
 

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.data.benchmarks import GENERIC_BENCHMARK_SCHEMA
 from leaktrace.data.corpora import iter_stdlib_code
 from leaktrace.leakage import kernels
 from leaktrace.leakage.minhash import MinHashScheme, Signer
 from leaktrace.leakage.renamed import _strip, normalised_code, normalised_shingle_hashes
 from leaktrace.leakage.settings import resolve, scan_slice
-from leaktrace.stages.ingest import GENERIC_BENCHMARK_SCHEMA
 from leaktrace.stages.leakage import build_index, gather, scan_shard
 
 

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.data.benchmarks import BENCHMARK_SCHEMA
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.leakage.rephrase import (
     HFEmbedder,
@@ -24,7 +25,6 @@ from leaktrace.leakage.rephrase import (
 )
 from leaktrace.leakage.settings import resolve, scan_slice
 from leaktrace.settings.leakage import RephraseSettings
-from leaktrace.stages.ingest import BENCHMARK_SCHEMA
 from leaktrace.stages.leakage_rephrase import gather_candidates, rephrase_gather, rephrase_shard
 
 HUMANEVAL_0 = '''from typing import List

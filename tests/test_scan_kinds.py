@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from leaktrace.artifacts import read_records, write_table
+from leaktrace.data.benchmarks import GENERIC_BENCHMARK_SCHEMA
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.leakage.containment import ContainmentIndex, best_span, cut, hash_set, positional, shingle_set
 from leaktrace.leakage.scan import scan_documents
@@ -22,7 +23,6 @@ from leaktrace.leakage.settings import resolve, scan_slice
 from leaktrace.leakage.sources import iter_source
 from leaktrace.leakage.units import Unit, benchmark_parts
 from leaktrace.sandbox import SandboxLimits
-from leaktrace.stages.ingest import GENERIC_BENCHMARK_SCHEMA
 from leaktrace.stages.leakage import build_index, gather, scan_shard
 
 

@@ -26,6 +26,7 @@ from leaktrace.artifacts import read_records
 from leaktrace.data.benchmarks import assign_field, benchmark_records
 from leaktrace.errors import InputError
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level, run_tests
+from leaktrace.settings.ingest import BenchmarkEntry
 from leaktrace.stages.watermark import publish
 from leaktrace.variants.validate import validate_variants
 from leaktrace.watermark import ranks
@@ -202,7 +203,8 @@ def test_publish_writes_the_release_in_the_inputs_layout_with_the_chosen_forms(r
 def test_every_form_passes_the_originals_tests_with_the_originals_record(release):
     rows = read_records(release / "private" / "forms.parquet")
     problems = {
-        s.task_id: s for _, s in benchmark_records({"format": "jsonl", "preset": "humaneval", "path": str(MINI)}, "m")
+        s.task_id: s
+        for _, s in benchmark_records(BenchmarkEntry(format="jsonl", preset="humaneval", path=str(MINI)), "m")
     }
     forms = [r for r in rows if r["form"] is not None]
     assert forms and all(r["generator"] != "original" and r["valid"] for r in forms)

@@ -45,6 +45,8 @@ STAGES: dict[str, str] = {
     "exchangeability-calibration": "leaktrace.stages.exchangeability:exchangeability_calibration",
     "fetch-model": "leaktrace.models.fetch:fetch_model",
     "filter-functions": "leaktrace.stages.function_filter:filter_functions",
+    "ingest-benchmark": "leaktrace.stages.ingest:ingest_benchmark",
+    "ingest-corpus": "leaktrace.stages.ingest:ingest_corpus",
     "leakage-gather": "leaktrace.stages.leakage:gather",
     "leakage-index": "leaktrace.stages.leakage:build_index",
     "leakage-rephrase": "leaktrace.stages.leakage_rephrase:rephrase_shard",
@@ -62,6 +64,7 @@ STAGES: dict[str, str] = {
     "mutation-tokens": "leaktrace.stages.mutate:score_mutations",
     "mutations": "leaktrace.stages.mutate:make_mutations_table",
     "natural-variants": "leaktrace.stages.variants:select_natural_variants",
+    "pretrain": "leaktrace.stages.pretrain:pretrain",
     "publish": "leaktrace.stages.watermark:publish_benchmark",
     "recall-tokens": "leaktrace.stages.score:score_prefixed",
     "sample-corpus-functions": "leaktrace.stages.counterfactual_corpus_functions:sample_corpus_functions",
@@ -138,35 +141,6 @@ MODEL = (("--model",), {"type": _json, "required": True, "help": "the base_model
 
 def path(flag: str, many: bool = False, required: bool = True):
     return ((flag,), {"type": Path, "nargs": "+" if many else None, "required": required})
-
-
-@command("ingest-benchmark")
-@_args((("--name",), {"required": True}), SETTINGS, path("--output"))
-def _ingest_benchmark(a):
-    from leaktrace.stages.ingest import ingest_benchmark
-
-    ingest_benchmark(a.name, a.settings, a.output)
-
-
-@command("ingest-corpus")
-@_args((("--name",), {"required": True}), SETTINGS, (("--part",), {"type": int, "required": True}), path("--output"))
-def _ingest_corpus(a):
-    from leaktrace.stages.ingest import ingest_corpus
-
-    ingest_corpus(a.name, a.settings, a.part, a.output)
-
-
-@command("pretrain")
-@_args(
-    (("--corpora",), {"type": _json, "required": True, "help": "code and text corpus configs as JSON"}),
-    SETTINGS,
-    path("--output-dir"),
-    path("--log"),
-)
-def _pretrain(a):
-    from leaktrace.stages.pretrain import pretrain
-
-    pretrain(a.corpora, a.settings, a.output_dir, a.log)
 
 
 ADAPTER = path("--adapter", required=False)

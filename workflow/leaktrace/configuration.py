@@ -153,11 +153,12 @@ def imply_benchmark_formats(config: dict) -> None:
     its preset and file imply (``data.benchmarks.benchmark_format``), so the
     rules (which benchmarks the testbed runs on, how a release is written)
     see the reader the ingest uses."""
-    from leaktrace.data.benchmarks import benchmark_format
+    from leaktrace.data.benchmarks import benchmark_entry, benchmark_format
 
     for name, settings in (config.get("benchmarks") or {}).items():
         if isinstance(settings, dict):
+            entry = benchmark_entry(settings, f"benchmarks.{name}")  # a mistyped key: a SliceError naming it
             try:
-                settings["format"] = benchmark_format(settings)
+                settings["format"] = benchmark_format(entry)
             except ValueError as err:
                 raise ValueError(f"config benchmarks.{name}: {err}") from None

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from leaktrace.data.benchmarks import benchmark_format, load_benchmark
+from leaktrace.data.benchmarks import benchmark_entry, benchmark_format, load_benchmark
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.data.runnability import PLANNING_MAX_BYTES, runnability_message
 from leaktrace.data.sample_ids import read_id_list, task_id
@@ -28,6 +28,7 @@ from leaktrace.errors import InputError
 from leaktrace.leakage.sources import glob_has_match
 from leaktrace.models.backend import is_hub_id
 from leaktrace.run_kind import benchmarks_on_testbed
+from leaktrace.settings.ingest import BenchmarkEntry
 
 FORMAT_RECORDS = 3  # records parsed per benchmark to check its preset and format
 # A name becomes a file or directory name under results/<run>/ (and a wildcard value)
@@ -121,16 +122,16 @@ def model_problems(
 # --- benchmarks ---
 
 
-def _benchmark_file(settings: dict) -> Path | None:
+def _benchmark_file(settings: BenchmarkEntry) -> Path | None:
     """The local file a benchmark reads, or None (a hub dataset)."""
-    if settings.get("path"):
-        return Path(settings["path"])
+    if settings.path:
+        return Path(settings.path)
     if benchmark_format(settings) == "humaneval":
         return Path(shipped_humaneval_path())
     return None
 
 
-def _read_samples(name: str, settings: dict, limit: int | None) -> list:
+def _read_samples(name: str, settings: BenchmarkEntry, limit: int | None) -> list:
     if benchmark_format(settings) == "humaneval":
         samples = load_humaneval(_benchmark_file(settings), name)
         return samples[:limit] if limit else samples
@@ -142,8 +143,9 @@ def benchmark_problems(config: dict) -> list[str]:
     suffix), its file exists, and its first records read with its preset /
     fields (hub datasets are read by their jobs)."""
     problems = []
-    for name, settings in config["benchmarks"].items():
+    for name, entry in config["benchmarks"].items():
         try:
+            settings = benchmark_entry(entry, f"benchmarks.{name}")
             fmt = benchmark_format(settings)
             path = _benchmark_file(settings)
             if fmt == "huggingface" or path is None:
@@ -157,11 +159,12 @@ def benchmark_problems(config: dict) -> list[str]:
     return problems
 
 
-def benchmark_sample_ids(name: str, settings: dict) -> list[str] | None:
-    """Every sample id of a benchmark as the tables write it (``limit``
+def benchmark_sample_ids(name: str, entry: dict) -> list[str] | None:
+    """Every sample id of a benchmark (its config entry) as the tables write it (``limit``
     applied), or None where it is not read at planning (a hub dataset, a
     file above PLANNING_MAX_BYTES, one that does not read)."""
     try:
+        settings = benchmark_entry(entry, f"benchmarks.{name}")
         path = _benchmark_file(settings)
         if (
             benchmark_format(settings) == "huggingface"
@@ -170,7 +173,7 @@ def benchmark_sample_ids(name: str, settings: dict) -> list[str] | None:
             or path.stat().st_size > PLANNING_MAX_BYTES
         ):
             return None
-        return [s.sample_id for s in _read_samples(name, settings, settings.get("limit"))]
+        return [s.sample_id for s in _read_samples(name, settings, settings.limit)]
     except (InputError, ValueError):
         return None  # benchmark_problems names it
 
@@ -281,7 +284,7 @@ def unpinned_datasets(config: dict) -> list[str]:
     found = []
     for name, settings in config["benchmarks"].items():
         try:
-            hub = benchmark_format(settings) == "huggingface"
+            hub = benchmark_format(benchmark_entry(settings, f"benchmarks.{name}")) == "huggingface"
         except ValueError:
             continue  # benchmark_problems names it
         if hub and settings.get("dataset") not in BUILDERS and not settings.get("revision"):

@@ -12,7 +12,7 @@ the planning checks and the verdict page's opening text read it from here."""
 
 from __future__ import annotations
 
-from leaktrace.data.benchmarks import benchmark_format
+from leaktrace.data.benchmarks import benchmark_entry, benchmark_format
 
 AUDIT, TESTBED, EXPERIMENT = "audit", "testbed", "experiment"
 
@@ -35,7 +35,8 @@ def benchmarks_on_testbed(config: dict) -> list[str]:
             names += [name] if settings["testbed"] else []
             continue
         try:
-            names += [name] if not audit and benchmark_format(settings) == "humaneval" else []
+            fmt = benchmark_format(benchmark_entry(settings, f"benchmarks.{name}"))
+            names += [name] if not audit and fmt == "humaneval" else []
         except ValueError:
             continue
     return names

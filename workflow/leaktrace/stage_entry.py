@@ -20,6 +20,11 @@ items, order kept), ``Mapping[tuple[str, str], Path]`` (``A:B=PATH``), a
 settings dataclass (JSON), ``bool`` (a switch), ``Literal`` (its choices),
 ``int``/``float``/``str``; ``X | None = None`` makes a flag optional.
 
+A settings class whose block is one entry of a named collection
+(``benchmarks.{name}``) names the parameter that says which: its errors name
+the entry's key (``benchmarks.mbpp.limit``), and its rule's JSON is
+``stage_settings(command, config, name=...)``.
+
 For a command a person types: a positional-only parameter (before ``/``)
 is a positional argument (``leaktrace publish INPUT OUT_DIR``);
 ``Annotated[T, "text"]`` gives a flag its help line; a dataclass with a
@@ -41,13 +46,20 @@ from typing import Any
 from leaktrace.config_slice import SETTINGS, SliceError, read_slice, slice_from_config
 
 
-def stage_settings(command: str, config: Mapping) -> str:
-    """The rule's ``--settings`` for ``command``: its settings class's slice of ``config``, as JSON."""
+def stage_settings(command: str, config: Mapping, **entry: str) -> str:
+    """The rule's ``--settings`` for ``command``: its settings class's slice of ``config``, as JSON;
+    ``entry`` fills the placeholders of a block that is one entry of a collection (``name=`` for
+    ``benchmarks.{name}``)."""
     import leaktrace.settings  # noqa: F401  (fills SETTINGS)
 
     if command not in SETTINGS:
         raise KeyError(f"stage {command}: no settings class declared in leaktrace.settings")
-    return json.dumps(slice_from_config(SETTINGS[command], config), sort_keys=True)
+    cls = SETTINGS[command]
+    try:
+        block = cls.config_block.format_map(entry)
+    except KeyError as err:
+        raise KeyError(f"stage {command}: its block {cls.config_block} is per entry; pass {err.args[0]}=") from None
+    return json.dumps(slice_from_config(cls, config, block), sort_keys=True)
 
 
 def flag(name: str) -> str:
@@ -91,10 +103,12 @@ def _scalar(tp: Any) -> Callable[[str], Any]:
 
 @dataclasses.dataclass(frozen=True)
 class _Argument:
-    """One parameter's flag: what argparse takes and how its value reaches the stage."""
+    """One parameter's flag: what argparse takes and how its value reaches the stage
+    (``in_context``: ``convert`` also takes the other parameters' values, a per-entry slice's names)."""
 
     kwargs: dict
-    convert: Callable[[Any], Any]
+    convert: Callable[..., Any]
+    in_context: bool = False
 
 
 def _help(tp: Any) -> tuple[Any, dict]:
@@ -122,10 +136,13 @@ def _typed_argument(name: str, tp: Any, default: Any) -> _Argument:
     if dataclasses.is_dataclass(tp):
         where = getattr(tp, "config_block", None)
         where = name if where is None else where
-        return _Argument(
-            base | {"type": _json, "metavar": "JSON"},
-            lambda v: v if v is None or dataclasses.is_dataclass(v) else read_slice(tp, v, where),
-        )
+
+        def read(value: Any, others: Mapping[str, Any]) -> Any:
+            if value is None or dataclasses.is_dataclass(value):
+                return value
+            return read_slice(tp, value, where.format_map(others) if "{" in where else where)
+
+        return _Argument(base | {"type": _json, "metavar": "JSON"}, read, in_context=True)
     if tp is bool:
         if optional and default is not False:
             raise TypeError(f"stage_entry: switch {name} must default to False")
@@ -211,7 +228,10 @@ def call(command: str, function: Callable, argv: list[str]) -> None:
     command_line = parser(command, function)
     parsed = vars(command_line.parse_args(argv))
     try:
-        values = {name: argument.convert(parsed[name]) for name, argument in _arguments(function).items()}
+        values = {
+            name: argument.convert(parsed[name], parsed) if argument.in_context else argument.convert(parsed[name])
+            for name, argument in _arguments(function).items()
+        }
     except SliceError as err:
         command_line.error(str(err))
     kinds = inspect.signature(function).parameters

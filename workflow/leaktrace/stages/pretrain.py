@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import pyarrow as pa
 
 from leaktrace.artifacts import write_table
 from leaktrace.data.corpora import corpus_documents
-from leaktrace.train.pretrain import PretrainSettings, pretrain_base_model
-
-log = logging.getLogger(__name__)
+from leaktrace.settings.pretrain import PretrainCorpora, PretrainSettings
+from leaktrace.train.pretrain import pretrain_base_model
 
 PRETRAIN_LOG_SCHEMA = pa.schema(
     [
@@ -24,17 +22,12 @@ PRETRAIN_LOG_SCHEMA = pa.schema(
 )
 
 
-def pretrain(corpora: dict, settings: dict, out_dir: Path, log_path: Path) -> None:
-    """``corpora`` maps "code" and "text" to {"name": ..., "settings": corpus config}.
+def pretrain(corpora: PretrainCorpora, settings: PretrainSettings, output_dir: Path, log: Path) -> None:
+    """Pretrain a shipped model (tokenizer and weights) on its code and text corpora, and write its training log.
+
     The corpora are read from their sources, not from the ingested shards, so
     that re-ingesting them can never make Snakemake retrain the shipped model."""
-    code, text = (corpus_documents(corpora[k]["name"], corpora[k]["settings"]) for k in ("code", "text"))
+    code, text = (corpus_documents(c.name, c.settings) for c in (corpora.code, corpora.text))
     rows: list[dict] = []
-    pretrain_base_model(
-        [d.text for d in code],
-        [d.text for d in text],
-        PretrainSettings(**settings),
-        out_dir,
-        on_log=rows.append,
-    )
-    write_table(rows, PRETRAIN_LOG_SCHEMA, log_path)
+    pretrain_base_model([d.text for d in code], [d.text for d in text], settings, output_dir, on_log=rows.append)
+    write_table(rows, PRETRAIN_LOG_SCHEMA, log)

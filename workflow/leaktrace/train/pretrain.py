@@ -10,7 +10,6 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -19,25 +18,9 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from leaktrace.models.tokenizer import train_bpe_tokenizer
 from leaktrace.seeding import rng_for, seed_everything
+from leaktrace.settings.pretrain import PretrainSettings
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class PretrainSettings:
-    vocab_size: int = 4096
-    hidden_size: int = 128
-    intermediate_size: int = 352
-    num_layers: int = 4
-    num_heads: int = 4
-    context_length: int = 512  # also the model's max_position_embeddings: the context it is trusted with
-    tokens: int = 3_000_000
-    batch_size: int = 8
-    learning_rate: float = 3e-3
-    warmup_steps: int = 50
-    weight_decay: float = 0.1
-    text_upsampling: int = 2
-    seed: int = 0
 
 
 def packed_sequences(token_docs: Sequence[list[int]], eos_id: int, length: int) -> np.ndarray:

@@ -11,7 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from leaktrace.artifacts import read_records
-from leaktrace.data.benchmarks import benchmark_records
+from leaktrace.data.benchmarks import benchmark_entry, benchmark_records
 from leaktrace.errors import InputError
 from leaktrace.watermark.choice import choose, read_secret
 from leaktrace.watermark.commitment import check_commitment, read_commitment
@@ -52,7 +52,10 @@ def checked_release(
     forms = forms_by_problem(read_records(forms_path))
     chosen = {pid: choose(secret, pid, len(own)) for pid, own in forms.items()}
     released = {
-        s.task_id: s.code for _, s in benchmark_records({**committed["layout"], "path": str(published)}, "release")
+        s.task_id: s.code
+        for _, s in benchmark_records(
+            benchmark_entry({**committed["layout"], "path": str(published)}, "the commitment's layout"), "release"
+        )
     }
     if set(released) != set(forms):
         raise InputError(

@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from leaktrace.data.benchmarks import FORMATS, assign_field, benchmark_records, field_mapping
+from leaktrace.data.benchmarks import FORMATS, assign_field, benchmark_entry, benchmark_records, field_mapping
 from leaktrace.errors import InputError
 from leaktrace.watermark.forms import Problem
 
@@ -38,13 +38,13 @@ def layout(path: Path, fmt: str | None, settings: dict) -> dict:
     if fmt not in FORMATS or fmt == "huggingface":
         raise InputError(str(path), None, f"publish reads a file: jsonl, json, parquet or csv, not {fmt!r}")
     chosen = {key: settings[key] for key in LAYOUT_KEYS if settings.get(key) is not None}
-    field_mapping(chosen)  # an unknown preset or field stops here
+    field_mapping(benchmark_entry(chosen, "the layout"))  # an unknown preset or field stops here
     return {"format": fmt, **chosen}
 
 
 def read_problems(path: Path, reader: dict, name: str, limit: int | None) -> tuple[list[dict], list[Problem]]:
     """The input's records as it holds them, and each record's problem."""
-    found = benchmark_records({**reader, "path": str(path)}, name, limit)
+    found = benchmark_records(benchmark_entry({**reader, "path": str(path)}, "the layout"), name, limit)
     problems = [
         Problem(problem_id=s.task_id, code=s.code, prompt=s.prompt, row={**vars(s), "code": s.code}) for _, s in found
     ]
@@ -53,7 +53,7 @@ def read_problems(path: Path, reader: dict, name: str, limit: int | None) -> tup
 
 def published_record(record: dict, reader: dict, prompt: str, solution: str) -> dict:
     """``record`` with its code fields holding a form's prompt and solution."""
-    fields, _ = field_mapping(reader)
+    fields, _ = field_mapping(benchmark_entry(reader, "the layout"))
     for key, value in (("prompt", prompt), ("solution", solution)):
         if key in fields:
             record = assign_field(record, fields[key], value)
