@@ -404,7 +404,7 @@ if rq4_ranking_models():
         params:
             benchmarks=lambda wildcards, input: " ".join(
                 f"{b}={p}" for b, p in zip(scanned_benchmarks(LEAKAGE_SCANS[wildcards.scan]), input.benchmarks, strict=True)),
-            batch=settings("score", "tokens"),
+            batch=TOKEN_BATCH,
             model=scored_model_settings,
             adapter=adapter_args,
         log:

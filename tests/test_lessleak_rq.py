@@ -617,6 +617,8 @@ def test_rq4_ranking_caps_the_balanced_set_and_refuses_models_that_scored_differ
 def test_rq4_perplexity_runs_the_tiny_model_over_pooled_benchmarks(tmp_path):
     from leaktrace.artifacts import write_table
     from leaktrace.data.benchmarks import BENCHMARK_SCHEMA
+    from leaktrace.settings.models import ModelSettings
+    from leaktrace.settings.score import TokenBatch
     from leaktrace.stages.leakage_rq4 import rq4_ranking
     from leaktrace.stages.leakage_rq4_perplexity import perplexities
 
@@ -637,13 +639,12 @@ def test_rq4_perplexity_runs_the_tiny_model_over_pooled_benchmarks(tmp_path):
         write_table(
             [problem(bench, i, b) for i, b in enumerate(bodies)], BENCHMARK_SCHEMA, tmp_path / f"{bench}.parquet"
         )
-    model = {"path": "resources/models/leaktrace-tiny", "dtype": "float32", "device": "cpu", "max_length": 256}
+    model = ModelSettings(path="resources/models/leaktrace-tiny", dtype="float32", device="cpu", max_length=256)
     perplexities(
         {"a": tmp_path / "a.parquet", "b": tmp_path / "b.parquet"},
         model,
-        None,
         "reference",
-        {"batch_size": 4},
+        TokenBatch(batch_size=4, token_budget=None),
         tmp_path / "ppl.parquet",
     )
     rows = pq.read_table(tmp_path / "ppl.parquet").to_pylist()

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import logging
 import sys
 import textwrap
-from collections.abc import Callable
-from pathlib import Path
 
 from leaktrace.errors import InputError
 
@@ -54,6 +51,7 @@ STAGES: dict[str, str] = {
     "leakage-rq3": "leaktrace.stages.leakage_rq3:rq3",
     "leakage-rq3-runs": "leaktrace.stages.leakage_rq3_runs:generate_and_run",
     "leakage-rq4": "leaktrace.stages.leakage_rq4:rq4",
+    "leakage-rq4-perplexity": "leaktrace.stages.leakage_rq4_perplexity:perplexities",
     "leakage-rq4-ranking": "leaktrace.stages.leakage_rq4:rq4_ranking",
     "leakage-scan": "leaktrace.stages.leakage:scan_shard",
     "lexicon": "leaktrace.stages.variants:build_lexicon",
@@ -93,77 +91,6 @@ STAGES: dict[str, str] = {
 }
 """Stage command -> its function; the function's signature is its flags (:mod:`leaktrace.stage_entry`)."""
 
-COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], None]]] = {}
-
-
-def command(name: str):
-    def register(fn):
-        COMMANDS[name] = (fn.arguments, fn)
-        return fn
-
-    return register
-
-
-def _json(text: str):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as err:
-        raise argparse.ArgumentTypeError(f"not valid JSON: {err}") from None
-
-
-def _named_paths(items: list[str]) -> dict[str, Path]:
-    """``name=path`` pairs, order kept."""
-    out = {}
-    for item in items:
-        name, sep, path = item.partition("=")
-        if not sep:
-            raise argparse.ArgumentTypeError(f"expected NAME=PATH, got {item!r}")
-        out[name] = Path(path)
-    return out
-
-
-def _args(*specs):
-    def attach(fn):
-        def arguments(parser: argparse.ArgumentParser) -> None:
-            for flags, kwargs in specs:
-                parser.add_argument(*flags, **kwargs)
-
-        fn.arguments = arguments
-        return fn
-
-    return attach
-
-
-SETTINGS = (("--settings",), {"type": _json, "required": True, "help": "this stage's config slice as JSON"})
-BATCH = (("--batch",), {"type": _json, "required": True, "help": "the score.tokens slice (batch size, max length)"})
-MODEL = (("--model",), {"type": _json, "required": True, "help": "the base_model config slice as JSON"})
-
-
-def path(flag: str, many: bool = False, required: bool = True):
-    return ((flag,), {"type": Path, "nargs": "+" if many else None, "required": required})
-
-
-ADAPTER = path("--adapter", required=False)
-
-
-def _adapter(a) -> str | None:
-    return str(a.adapter) if a.adapter else None
-
-
-@command("leakage-rq4-perplexity")
-@_args(
-    (("--benchmarks",), {"nargs": "+", "required": True, "help": "NAME=PATH of every benchmark the scan read"}),
-    MODEL,
-    ADAPTER,
-    (("--name",), {"required": True, "help": "the model's name in the tables"}),
-    BATCH,
-    path("--output"),
-)
-def _leakage_rq4_perplexity(a):
-    from leaktrace.stages.leakage_rq4_perplexity import perplexities
-
-    perplexities(_named_paths(a.benchmarks), a.model, _adapter(a), a.name, a.batch, a.output)
-
 
 def parser() -> argparse.ArgumentParser:
     """The person-facing commands first, with a line each; the stage
@@ -176,7 +103,7 @@ def parser() -> argparse.ArgumentParser:
         "`leaktrace scan` (each with --help).",
         epilog=textwrap.fill(
             "Internal stage commands, which the pipeline's rules call with their config slice as JSON (not meant "
-            "to be typed): " + ", ".join(sorted([*STAGES, *COMMANDS])) + ".",
+            "to be typed): " + ", ".join(sorted(STAGES)) + ".",
             break_on_hyphens=False,
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -184,8 +111,6 @@ def parser() -> argparse.ArgumentParser:
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (arguments, _, line) in PERSON_COMMANDS.items():
         arguments(sub.add_parser(name, help=line, description=line))
-    for name, (arguments, _) in COMMANDS.items():
-        arguments(sub.add_parser(name))  # no help: left out of the listing, named in the epilog
     return top
 
 
@@ -196,16 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in STAGES:
         return _run_stage(argv[0], argv[1:])
     args = parser().parse_args(argv)
-    if args.command in PERSON_COMMANDS:
-        args.argv = argv[1:]
-        return PERSON_COMMANDS[args.command][1](args)
-    _log_to_stderr()
-    try:
-        COMMANDS[args.command][1](args)
-    except InputError as err:
-        logging.getLogger("leaktrace").error("bad input: %s", one_line(str(err)))
-        return 2
-    return 0
+    args.argv = argv[1:]
+    return PERSON_COMMANDS[args.command][1](args)
 
 
 def _run_stage(command: str, argv: list[str]) -> int:

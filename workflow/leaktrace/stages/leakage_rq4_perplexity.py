@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -19,14 +20,24 @@ from leaktrace.artifacts import read_records, write_table
 from leaktrace.data.samples import document
 from leaktrace.evaluate.leak_detection import PERPLEXITY_SCHEMA
 from leaktrace.models.configured import language_model
+from leaktrace.settings.models import ModelSettings
+from leaktrace.settings.score import TokenBatch
 
 log = logging.getLogger(__name__)
 
 
 def perplexities(
-    benchmarks: dict[str, Path], model: dict, adapter: str | None, name: str, batch: dict, output: Path
+    benchmarks: Mapping[str, Path],
+    model: ModelSettings,
+    name: str,
+    batch: TokenBatch,
+    output: Path,
+    adapter: Path | None = None,
 ) -> None:
-    """One row per sample with a non-empty document, sorted by sample id."""
+    """The perplexity of every sample a scan labelled under one model (LessLeak-Bench's RQ4).
+
+    One row per sample with a non-empty document, sorted by sample id; ``name`` is the model's
+    name in the tables, ``benchmarks`` every benchmark the scan read."""
     samples = sorted(
         ((b, r) for b, path in benchmarks.items() for r in read_records(path)), key=lambda br: br[1]["sample_id"]
     )
@@ -39,7 +50,7 @@ def perplexities(
     texts = [t for t in texts if t[2].strip()]
     if len({sid for _, sid, _ in texts}) != len(texts):
         raise ValueError("rq4 perplexity: a sample id appears in more than one benchmark table")
-    lm = language_model(model, adapter, batch)
+    lm = language_model(model, str(adapter) if adapter else None, batch)
     stats = lm.score([text for _, _, text in texts], moments=[False] * len(texts))
     rows = []
     for (benchmark, sid, text), st in zip(texts, stats, strict=True):
