@@ -267,15 +267,20 @@ def _walk(root: Path, pattern: tuple[str, ...], follow_links: bool = False) -> l
     return sorted(entries + [(link, "linked_directory") for link, _ in links])
 
 
-def _expand(pattern: str, follow_links: bool = False) -> tuple[Path, list[tuple[Path, str | None]]]:
-    """A glob's root (its longest directory without wildcards; the path itself
-    when it has none) and its matches as :func:`_walk` expands them."""
+def glob_root(pattern: str) -> tuple[Path, str]:
+    """A glob's root, its longest directory without wildcards (the path itself
+    when it has none; ``.`` when its first part has one), and the rest of it."""
     parts = PurePosixPath(pattern).parts
     fixed = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[")), len(parts))
-    root = Path(*parts[:fixed])
-    if fixed == len(parts):
+    return Path(*parts[:fixed]), "/".join(parts[fixed:])
+
+
+def _expand(pattern: str, follow_links: bool = False) -> tuple[Path, list[tuple[Path, str | None]]]:
+    """A glob's root (:func:`glob_root`) and its matches as :func:`_walk` expands them."""
+    root, rest = glob_root(pattern)
+    if not rest:
         return root, [(root, None)] if os.path.lexists(root) else []
-    return root, _walk(root, parts[fixed:], follow_links) if root.is_dir() else []
+    return root, _walk(root, PurePosixPath(rest).parts, follow_links) if root.is_dir() else []
 
 
 def glob_has_match(root: Path | None, pattern: str) -> bool:
@@ -285,9 +290,7 @@ def glob_has_match(root: Path | None, pattern: str) -> bool:
     it: leaktrace/plan_checks.py); links to directories are not walked, as
     in :func:`_walk`."""
     if root is None:
-        parts = PurePosixPath(pattern).parts
-        fixed = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[")), len(parts))
-        root, pattern = Path(*parts[:fixed]) if fixed else Path("."), "/".join(parts[fixed:])
+        root, pattern = glob_root(pattern)
         if not pattern:
             return os.path.isfile(root)
     if not root.is_dir():
