@@ -10,6 +10,7 @@
 import os
 
 from leaktrace import jobsize
+from leaktrace.leakage.sources import part_shares
 
 CLUSTER = config["cluster"]
 RATES = jobsize.Rates.from_config(CLUSTER)
@@ -171,6 +172,50 @@ def cpu_job(*, sandbox=None, per_row=None, tokenize=None):
         return jobsize.runtime_min(seconds, RATES, attempt=attempt)
 
     return {"mem_mb": mem_mb, "runtime": runtime}  # the CPU partition: place_jobs
+
+
+SCAN_SHARES = {}  # scan -> what each of its shard jobs reads (part_shares), worked out once per scan
+STREAMED_KINDS = ("files", "jsonl", "parquet", "huggingface")  # corpora a scan job reads outside the pipeline's tables
+
+
+def _scan_share(wildcards):
+    """What this leakage_scan job reads of a corpus it streams (files, jsonl,
+    parquet: leaktrace.leakage.sources.part_shares), or None: a pipeline
+    artifact is one of its inputs, and a hub dataset's size is not known here."""
+    if wildcards.scan not in SCAN_SHARES:
+        SCAN_SHARES[wildcards.scan] = part_shares(LEAKAGE_SCANS[wildcards.scan]["corpus"],
+                                                  leakage_parts(wildcards.scan))
+    shares = SCAN_SHARES[wildcards.scan]
+    return shares[int(wildcards.part)] if shares is not None else None
+
+
+def scan_job():
+    """Resources of a leakage_scan shard job: cpu_job's for its Parquet inputs
+    (the benchmark, its index, an ingested corpus shard), plus, over a corpus
+    it streams, its own share of the corpus at its preset's measured
+    ``cluster.scan_s_per_mb`` and, in memory, the largest document it holds
+    (``max_bytes``) and the Parquet it holds while reading (leaktrace.jobsize).
+    A hub dataset's share is not known before the job streams it: its jobs ask
+    for what their inputs need (give them a runtime with
+    ``--set-resources leakage_scan:runtime=...``)."""
+
+    def mem_mb(wildcards, input, threads, attempt):
+        data = jobsize.tables_shape(_parquet_inputs(input))
+        scan = LEAKAGE_SCANS[wildcards.scan]
+        if scan["corpus"]["kind"] not in STREAMED_KINDS:
+            return jobsize.cpu_memory_mb(data, RATES, processes=threads, attempt=attempt)
+        share = _scan_share(wildcards)
+        return jobsize.scan_memory_mb(data, RATES, held_bytes=share.held if share else 0,
+                                      document_bytes=scan["max_bytes"], attempt=attempt)
+
+    def runtime(wildcards, input, threads, attempt):
+        seconds = jobsize.data_seconds(jobsize.tables_shape(_parquet_inputs(input)), RATES)
+        share = _scan_share(wildcards)
+        if share is not None:
+            seconds += jobsize.scan_seconds(share.bytes, LEAKAGE_SCANS[wildcards.scan]["preset"], RATES)
+        return jobsize.runtime_min(seconds, RATES, attempt=attempt)
+
+    return {"mem_mb": mem_mb, "runtime": runtime}
 
 
 # The jobs that must read what only the submit host is sure to have: the

@@ -181,7 +181,8 @@ rule leakage_scan:
         benchmark_file("leakage_scan", "{scan}-{part}")
     threads: 1
     resources:
-        **cpu_job(),
+        # its share of a corpus it streams, at the preset's measured CPU s per MB (rules/cluster.smk)
+        **scan_job(),
     conda:
         CPU_ENV
     shell:

@@ -15,6 +15,13 @@ Snakefile's own configfile), joined with ``+``:
 
     python scripts/plan_snapshot.py --out DIR config/micro.yaml+config/experiments/exposure-dose-micro.yaml
 
+With ``--resources`` each job's resources are written too (``mem_mb``,
+``runtime``, partition, ...), to show that a change to what jobs ask for
+(rules/cluster.smk, leaktrace/jobsize.py) changes only the jobs it means to.
+A job sized from inputs that results/ does not hold yet reads ``<TBD>``, as in
+a dry run, so this part depends on what results/ holds: snapshot both trees
+over the same results/.
+
 Without stacks it plans SHIPPED below. Each stack is planned with
 ``--forceall`` in a process of its own (Snakemake keeps state per process),
 so the plan does not depend on what results/ already holds. For every job it
@@ -76,7 +83,7 @@ def _sorted_files(files) -> list[str]:
     return sorted(str(f) for f in files)
 
 
-def _job_text(job) -> str:
+def _job_text(job, resources: bool = False) -> str:
     lines = [f"rule {job.rule.name}"]
     lines.append(f"  wildcards: {sorted(dict(job.wildcards_dict).items())}")
     lines += [f"  output: {f}" for f in _sorted_files(job.output)]
@@ -95,10 +102,12 @@ def _job_text(job) -> str:
             lines.append(f"  shell: {job.shellcmd}")
         except Exception as error:  # noqa: BLE001 - a command that cannot be formatted at plan time
             lines.append(f"  shell: <not formatted: {type(error).__name__}>")
+    if resources:
+        lines += [f"  resource {name}: {value}" for name, value in sorted(job.resources.items())]
     return "\n".join(lines)
 
 
-def plan_text(configfiles: list[str]) -> str:
+def plan_text(configfiles: list[str], resources: bool = False) -> str:
     """The plan of one config stack, every job as _job_text, jobs sorted."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.types import (
@@ -122,7 +131,7 @@ def plan_text(configfiles: list[str]) -> str:
         workflow.dag_settings = dag_api.dag_settings
         workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True, nolock=True)
         workflow._build_dag()
-        jobs = sorted(_job_text(job) for job in workflow.dag.jobs)
+        jobs = sorted(_job_text(job, resources) for job in workflow.dag.jobs)
     return normalised(f"# {len(jobs)} jobs\n" + "\n".join(jobs) + "\n")
 
 
@@ -133,9 +142,9 @@ def normalised(text: str) -> str:
     return re.sub(r'"mtime_ns": \d+', '"mtime_ns": <mtime>', text.replace(str(ROOT), "<root>"))
 
 
-def _one(out: Path, stack: str) -> None:
+def _one(out: Path, stack: str, resources: bool = False) -> None:
     try:
-        text = plan_text(stack.split("+"))
+        text = plan_text(stack.split("+"), resources)
     except Exception:  # noqa: BLE001 - the error is the snapshot of a plan that fails
         text = "# plan failed\n" + traceback.format_exc(limit=0)
     (out / snapshot_name(stack)).write_text(text, encoding="utf-8")
@@ -144,17 +153,17 @@ def _one(out: Path, stack: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="folder the .plan.txt files go to")
+    parser.add_argument("--resources", action="store_true", help="each job's resources too (<TBD>: not known yet)")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # one stack, in this process
     parser.add_argument("stacks", nargs="*", help="config files joined with '+' (default: every shipped config)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.one:
-        _one(args.out.resolve(), args.stacks[0])
+        _one(args.out.resolve(), args.stacks[0], args.resources)
         return
+    one = [sys.executable, __file__, "--one", *(["--resources"] if args.resources else []), "--out"]
     for stack in args.stacks or SHIPPED:
-        subprocess.run(
-            [sys.executable, __file__, "--one", "--out", str(args.out.resolve()), stack], cwd=ROOT, check=True
-        )
+        subprocess.run([*one, str(args.out.resolve()), stack], cwd=ROOT, check=True)
         print(f"{snapshot_name(stack)}: {(args.out / snapshot_name(stack)).read_text().splitlines()[0]}")
 
 

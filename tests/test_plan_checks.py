@@ -3,10 +3,13 @@ checks every user input before any job starts, listing every problem in one
 error (the whole path through Snakemake: tests/test_model_identity.py and the
 planning tests of tests/test_audit.py)."""
 
+import importlib.util
 import json
+import shlex
 from pathlib import Path
 
 import pytest
+import yaml
 
 from leaktrace.leakage.sources import glob_has_match
 from leaktrace.plan_checks import (
@@ -105,6 +108,35 @@ def test_an_empty_corpus_and_a_glob_that_matches_nothing_are_named(tmp_path):
         f"leakage.scans.gone.corpus.root: {tmp_path}/gone is not a directory",
         f"leakage.scans.dump.corpus.paths: '{tmp_path}/dump/*.jsonl' matches no file",
     ]
+
+
+def test_a_missing_corpus_a_script_builds_is_named_with_the_command_that_builds_it(tmp_path, monkeypatch):
+    """config/experiments/python-corpus.yaml reads Parquet shards that a clone
+    lacks until scripts/build_python_corpus.py builds them: planning names the
+    glob and the command (with the scan's shards, one file a job), and the
+    command builds what the scan reads. A counterfactual source's corpus is
+    checked as a scan's is."""
+    overlay = yaml.safe_load((REPO / "config" / "experiments" / "python-corpus.yaml").read_text())
+    config = base_config(tmp_path)
+    config["leakage"]["scans"] = {"python-corpus": overlay["leakage"]["scans"]["python-corpus"]}
+    config["counterfactual"]["sources"] = {"sampled": {"corpus": {"kind": "files", "root": str(tmp_path / "gone")}}}
+    monkeypatch.chdir(tmp_path)  # a checkout without resources/python-corpus
+    problems = corpus_problems(config)
+    command = ".venv/bin/python scripts/build_python_corpus.py --out resources/python-corpus --shards 16"
+    assert problems == [
+        f"leakage.scans.python-corpus.corpus.paths: 'resources/python-corpus/shard-*.parquet' matches no file; "
+        f"build it with `{command}`",
+        f"counterfactual.sources.sampled.corpus.root: {tmp_path}/gone is not a directory",
+    ]
+    assert command in (REPO / "config" / "experiments" / "python-corpus.yaml").read_text()  # the header's steps
+    spec = importlib.util.spec_from_file_location("build_python_corpus", REPO / "scripts" / "build_python_corpus.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "a.py").write_text("def a():\n    return 1\n")
+    trees = ["--site-packages", str(tmp_path / "site"), "--stdlib", str(tmp_path / "site")]
+    assert build.main(shlex.split(command)[2:] + trees) == 0
+    assert corpus_problems(config) == problems[1:]
 
 
 def test_glob_has_match_walks_below_the_root_and_not_through_links(tmp_path):

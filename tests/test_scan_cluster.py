@@ -1,18 +1,31 @@
 """The sharded scan's tools (docs/guides/scan-a-corpus.md, "At scale"):
 scripts/build_python_corpus.py on a tiny made-up site-packages and standard
 library (the same bytes every run, one document per content, the shards and
-their round-robin), and scripts/scan_cluster_table.py on hand-made Snakemake
-benchmark records and sacct rows."""
+their round-robin), scripts/scan_cluster_table.py on hand-made Snakemake
+benchmark records and sacct rows, and what each shard job asks a cluster for:
+its own share of the corpus, known before it runs (leaktrace.leakage.sources.part_shares,
+rules/cluster.smk's scan_job)."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import math
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
+from helpers import write_config
+from plan_requests import planned_jobs
+
+from leaktrace import jobsize
+from leaktrace.leakage.settings import PRESETS
+from leaktrace.leakage.sources import PartShare, iter_source, part_shares
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -99,8 +112,6 @@ def test_limit_keeps_the_first_distinct_files_and_empty_shards_are_still_written
 
 def test_each_scan_part_reads_one_shard(trees, tmp_path):
     """With `shards` equal to the files, the scan's part k reads shard k (sources.py's round-robin of row groups)."""
-    from leaktrace.leakage.sources import iter_source
-
     site, stdlib = trees
     run_build(site, stdlib, tmp_path / "c", "--shards", "3")
     source = {"kind": "parquet", "paths": [str(tmp_path / "c" / "shard-*.parquet")], "content": "content", "id": "path"}
@@ -146,3 +157,111 @@ def test_sacct_rows_give_each_part_its_slurm_job():
         0: {"job": "101", "total_cpu": 12.5, "elapsed": 30.0, "max_rss": 500.0},
         1: {"job": "103", "total_cpu": 86401.0, "elapsed": 86402.0, "max_rss": 1536.0},
     }
+
+
+def test_each_scan_jobs_share_of_the_corpus_is_known_before_it_runs(trees, tmp_path):
+    """part_shares, from file sizes and Parquet footers, against what each part
+    reads when streamed (scan_cluster_table.part_sizes): a files job's bytes
+    exactly; a Parquet job's as the content column's uncompressed bytes (the
+    text, and a few bytes a row and a page of encoding); a JSONL job an equal share."""
+    site, stdlib = trees
+    files = {"kind": "files", "root": str(site), "glob": "**/*"}
+    streamed = table.part_sizes(files, 3)
+    assert [s.bytes for s in part_shares(files, 3)] == [streamed[k][1] for k in range(3)]
+    assert all(s.held == 0 for s in part_shares(files, 3))
+
+    run_build(site, stdlib, tmp_path / "c", "--shards", "2")
+    parquet = {
+        "kind": "parquet",
+        "paths": [str(tmp_path / "c" / "shard-*.parquet")],
+        "content": "content",
+        "id": "path",
+    }
+    streamed, shares = table.part_sizes(parquet, 2), part_shares(parquet, 2)
+    for k, share in enumerate(shares):
+        docs, text = streamed[k]
+        assert text <= share.bytes <= text + 16 * docs + 512  # offsets, dictionary indices and page headers
+        assert share.held > 0  # the row group's compressed column chunks and a batch, held while it is read
+    (tmp_path / "c" / "shard-000-not.parquet").write_text("not Parquet")  # skipped, as the scan skips it
+    assert part_shares(parquet, 2) == shares
+
+    lines = tmp_path / "dump.jsonl"
+    lines.write_text("".join(json.dumps({"text": "x" * k}) + "\n" for k in range(10)))
+    jsonl = {"kind": "jsonl", "paths": [str(lines)], "content": "text"}
+    size = lines.stat().st_size
+    assert part_shares(jsonl, 4) == [PartShare(math.ceil(size / 4), 0)] * 4
+    assert part_shares({"kind": "huggingface", "dataset": "x/y"}, 4) is None  # not known offline
+
+
+def test_the_scan_rates_cover_every_preset():
+    cluster = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["cluster"]
+    assert set(jobsize.Rates.from_config(cluster).scan_s_per_mb) == set(PRESETS)
+
+
+def _parquet_corpus(folder: Path, files: int, rows: int) -> None:
+    folder.mkdir()
+    for k in range(files):
+        texts = [f"def f_{k}_{i}():\n    return {i}\n" + "#" * 1000 for i in range(rows)]
+        pq.write_table(pa.table({"content": texts}), folder / f"{k}.parquet", row_group_size=rows)
+
+
+def test_a_scan_jobs_runtime_grows_with_its_share_of_the_corpus(tmp_path):
+    """A dry run's request of each leakage_scan job (rules/cluster.smk's
+    scan_job): two Parquet corpora, one ten times the other, two jobs each;
+    each job asks for start-up, its inputs and its own share of the corpus
+    at the preset's cluster.scan_s_per_mb, times cluster.safety, in whole
+    minutes; its memory has the Parquet it holds while reading on top.
+    The benchmark and the index are answered from a table
+    (tests/plan_requests.py), as the recorded run's are."""
+    _parquet_corpus(tmp_path / "small", 2, 200)
+    _parquet_corpus(tmp_path / "big", 2, 2000)
+    rate = 600.0  # CPU s per MB: the small corpus's jobs above the 1-minute floor
+    scans = {
+        name: {
+            "benchmark": "humaneval",
+            "corpus": {"kind": "parquet", "paths": [str(tmp_path / name / "*.parquet")], "content": "content"},
+            "shards": 2,
+        }
+        for name in ("small", "big")
+    }
+    config = write_config(
+        tmp_path,
+        {
+            "run": "sizing",
+            "fork_server": False,
+            "benchmarks": {"humaneval": {"testbed": False}},
+            "audit": {"benchmarks": []},
+            "leakage": {"scans": {"stdlib": None, "training-mix": None, **scans}},
+            "cluster": {"scan_s_per_mb": {"default": rate}},
+        },
+        base="config.yaml",
+    )
+    inputs = tmp_path / "inputs.tsv"
+    made = {"results/sizing/data/benchmarks/humaneval.parquet": (164, 200_000)}
+    made.update({f"results/sizing/leakage/{name}/index.parquet": (164, 300_000) for name in scans})
+    inputs.write_text("path\trows\tbytes\toriginals\n" + "".join(f"{p}\t{r}\t{b}\t{r}\n" for p, (r, b) in made.items()))
+    argv = [str(inputs), "--snakefile", str(ROOT / "Snakefile"), "--directory", str(tmp_path), "--cores", "2"]
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "plan_requests.py"), *argv, "--configfile", str(config), "--dry-run"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    asks = {
+        Path(job["benchmark"]).stem: job["resources"]
+        for job in planned_jobs(result.stdout)
+        if job["rule"] == "leakage_scan"
+    }
+    assert sorted(asks) == ["big-0", "big-1", "small-0", "small-1"]
+    rates = jobsize.Rates.from_config(yaml.safe_load(config.read_text())["cluster"])
+    for name in scans:
+        shares = part_shares(scans[name]["corpus"], 2)
+        inputs_s = (200_000 + 300_000) / rates.cpu_bytes_per_s
+        for part, share in enumerate(shares):
+            minutes = math.ceil((rates.start_s + inputs_s + share.bytes / 1e6 * rate) * rates.safety / 60)
+            assert int(asks[f"{name}-{part}"]["runtime"]) == minutes
+            memory = rates.base_mb + (500_000 * rates.data_copies + 1_000_000 * rates.data_copies + share.held) / 1e6
+            assert int(asks[f"{name}-{part}"]["mem_mb"]) == math.ceil(memory / 100) * 100
+    small, big = (int(asks[f"{name}-0"]["runtime"]) for name in ("small", "big"))
+    assert small > rates.min_runtime and big > 5 * small  # ten times the corpus: about ten times the time

@@ -20,7 +20,14 @@ Every job is a fresh interpreter: ``start_s`` of start-up (imports) and
   is not FLOPs (tokenising, batching, the Python loop: what a small model's
   pass is made of), and for each generated token a decoding step of its batch
   (``decode_step_s``);
-- tokenises text without a model: ``token_s`` a token.
+- tokenises text without a model: ``token_s`` a token;
+- scans a corpus it streams (a ``leakage_scan`` shard of a files, JSONL,
+  Parquet or hub corpus, read outside the pipeline's tables): the CPU
+  seconds per MB of corpus text its preset was measured at
+  (``scan_s_per_mb``), over the bytes of its own share of the corpus, and in
+  memory the largest document it holds at once (``max_bytes``)
+  ``data_copies`` times plus the Parquet it holds while reading (a row
+  group's compressed column chunks and one decoded batch).
 
 Times are multiplied by ``safety``, rounded up to whole minutes (SLURM's
 unit), at least ``min_runtime``, and then multiplied by the attempt (a job
@@ -79,6 +86,7 @@ class Rates:
     flops_per_s_gpu: float
     safety: float
     min_runtime: int
+    scan_s_per_mb: dict[str, float]  # preset -> CPU s of a leakage_scan job per MB of corpus text
 
     @classmethod
     def from_config(cls, cluster: dict) -> Rates:
@@ -94,6 +102,7 @@ class Rates:
             flops_per_s_gpu=cluster["flops_per_s"]["gpu"],
             safety=cluster["safety"],
             min_runtime=cluster["min_runtime"],
+            scan_s_per_mb=dict(cluster["scan_s_per_mb"]),
         )
 
 
@@ -217,6 +226,23 @@ def model_memory_mb(
         if training:
             need += TRAIN_ACTIVATIONS * batch_size * context * model.hidden_size * model.num_layers * width
     return _round_mb((rates.base_mb + need * 1.25 / 1e6) * attempt)
+
+
+def scan_memory_mb(data: TableShape, rates: Rates, *, held_bytes: int, document_bytes: int, attempt: int = 1) -> int:
+    """A leakage scan job's memory over a corpus it streams: an interpreter,
+    its Parquet inputs (the benchmark and its index) as :func:`cpu_memory_mb`
+    has them, the largest document it holds (``document_bytes``, the scan's
+    ``max_bytes``: larger ones are chunked) ``data_copies`` times, and
+    ``held_bytes`` of Parquet held while it is read. Rounded up to 100 MB."""
+    corpus = (document_bytes * rates.data_copies + held_bytes) / 1e6
+    return _round_mb((rates.base_mb + data_memory_mb(data, rates) + corpus) * attempt)
+
+
+def scan_seconds(corpus_bytes: int, preset: str, rates: Rates) -> float:
+    """CPU seconds of a leakage scan job over ``corpus_bytes`` of corpus
+    text at its preset's measured rate (1 MB = 10^6 bytes, as the figure's
+    script counts)."""
+    return corpus_bytes / 1e6 * rates.scan_s_per_mb[preset]
 
 
 def runtime_min(work_s: float, rates: Rates, *, attempt: int = 1) -> int:

@@ -25,7 +25,7 @@ from leaktrace.data.humaneval import load_humaneval, shipped_humaneval_path
 from leaktrace.data.runnability import PLANNING_MAX_BYTES, runnability_message
 from leaktrace.data.sample_ids import read_id_list, task_id
 from leaktrace.errors import InputError
-from leaktrace.leakage.sources import glob_has_match
+from leaktrace.leakage.sources import glob_has_match, glob_root
 from leaktrace.models.backend import is_hub_id
 from leaktrace.run_kind import benchmarks_on_testbed
 from leaktrace.settings.ingest import BenchmarkEntry
@@ -242,22 +242,54 @@ def runnability_problems(config: dict) -> list[str]:
 # --- corpora ---
 
 
+# Corpora that the repository's own scripts build and a fresh clone lacks: a
+# corpus read from one of these folders that is not there names the command
+# that builds it ({shards}: the scan's own shards, one Parquet file a job).
+BUILT_CORPORA = {
+    "resources/python-corpus": ".venv/bin/python scripts/build_python_corpus.py --out resources/python-corpus{shards}",
+}
+
+
+def _build_hint(path: str | Path, shards: int | None) -> str:
+    """How to build the corpus ``path`` lies in, when a script of the repository builds it, else nothing."""
+    path = os.path.normpath(os.path.relpath(path))
+    for folder, command in BUILT_CORPORA.items():
+        if path == folder or path.startswith(folder + os.sep):
+            return f"; build it with `{command.format(shards=f' --shards {shards}' if shards else '')}`"
+    return ""
+
+
+def _streamed_corpora(config: dict) -> list[tuple[str, dict, int | None]]:
+    """(config key, corpus, shards) of every corpus a scan or a counterfactual source streams."""
+    found = [
+        (f"leakage.scans.{name}.corpus", scan["corpus"], scan.get("shards"))
+        for name, scan in (config.get("leakage", {}).get("scans") or {}).items()
+    ]
+    found += [
+        (f"counterfactual.sources.{name}.corpus", source["corpus"], None)
+        for name, source in (config.get("counterfactual", {}).get("sources") or {}).items()
+        if (source or {}).get("corpus")
+    ]
+    return found
+
+
 def corpus_problems(config: dict) -> list[str]:
-    """Each scanned corpus's files exist: a ``files`` root is a directory
-    whose glob matches at least one file, each ``jsonl``/``parquet`` glob
-    matches at least one file; a ``records`` corpus's file exists."""
+    """Each streamed corpus's files exist (a scan's or a counterfactual
+    source's): a ``files`` root is a directory whose glob matches at least
+    one file, each ``jsonl``/``parquet`` glob matches at least one file; a
+    ``records`` corpus's file exists. A corpus that a script of the repository
+    builds (:data:`BUILT_CORPORA`) is named with the command that builds it."""
     problems = []
-    for name, scan in (config.get("leakage", {}).get("scans") or {}).items():
-        source, key = scan["corpus"], f"leakage.scans.{name}.corpus"
+    for key, source, shards in _streamed_corpora(config):
         if source["kind"] == "files":
             root, glob = source["root"], source.get("glob", "**/*")
             if not os.path.isdir(root):
-                problems.append(f"{key}.root: {root} is not a directory")
+                problems.append(f"{key}.root: {root} is not a directory{_build_hint(root, shards)}")
             elif not glob_has_match(Path(root), glob):
-                problems.append(f"{key}: no file under {root} matches {glob!r}")
+                problems.append(f"{key}: no file under {root} matches {glob!r}{_build_hint(root, shards)}")
         elif source["kind"] in ("jsonl", "parquet"):
             problems += [
-                f"{key}.paths: {pattern!r} matches no file"
+                f"{key}.paths: {pattern!r} matches no file{_build_hint(glob_root(pattern)[0], shards)}"
                 for pattern in source["paths"]
                 if not glob_has_match(None, pattern)
             ]

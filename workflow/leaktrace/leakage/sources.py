@@ -40,7 +40,12 @@ above ``max_bytes`` is never read here (:class:`LargeFile`: skipped unread
 under ``huge: skip``, classified and windowed from disk by the scan under
 ``chunk``). A JSONL line is one record and is read whole only when it is this
 shard's and not above ``max_bytes`` under ``skip``; other lines are stepped
-over in blocks. Parquet is read one record batch at a time.
+over in blocks. Parquet is decoded one record batch at a time, while pyarrow
+holds the compressed column chunks of the row group being read.
+
+What each shard job will read is known before it runs (:func:`part_shares`,
+from file sizes and Parquet footers), so that a cluster job asks for the time
+and memory of its own share (rules/cluster.smk, ``scan_job``).
 """
 
 from __future__ import annotations
@@ -262,15 +267,20 @@ def _walk(root: Path, pattern: tuple[str, ...], follow_links: bool = False) -> l
     return sorted(entries + [(link, "linked_directory") for link, _ in links])
 
 
-def _expand(pattern: str, follow_links: bool = False) -> tuple[Path, list[tuple[Path, str | None]]]:
-    """A glob's root (its longest directory without wildcards; the path itself
-    when it has none) and its matches as :func:`_walk` expands them."""
+def glob_root(pattern: str) -> tuple[Path, str]:
+    """A glob's root, its longest directory without wildcards (the path itself
+    when it has none; ``.`` when its first part has one), and the rest of it."""
     parts = PurePosixPath(pattern).parts
     fixed = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[")), len(parts))
-    root = Path(*parts[:fixed])
-    if fixed == len(parts):
+    return Path(*parts[:fixed]), "/".join(parts[fixed:])
+
+
+def _expand(pattern: str, follow_links: bool = False) -> tuple[Path, list[tuple[Path, str | None]]]:
+    """A glob's root (:func:`glob_root`) and its matches as :func:`_walk` expands them."""
+    root, rest = glob_root(pattern)
+    if not rest:
         return root, [(root, None)] if os.path.lexists(root) else []
-    return root, _walk(root, parts[fixed:], follow_links) if root.is_dir() else []
+    return root, _walk(root, PurePosixPath(rest).parts, follow_links) if root.is_dir() else []
 
 
 def glob_has_match(root: Path | None, pattern: str) -> bool:
@@ -280,9 +290,7 @@ def glob_has_match(root: Path | None, pattern: str) -> bool:
     it: leaktrace/plan_checks.py); links to directories are not walked, as
     in :func:`_walk`."""
     if root is None:
-        parts = PurePosixPath(pattern).parts
-        fixed = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[")), len(parts))
-        root, pattern = Path(*parts[:fixed]) if fixed else Path("."), "/".join(parts[fixed:])
+        root, pattern = glob_root(pattern)
         if not pattern:
             return os.path.isfile(root)
     if not root.is_dir():
@@ -672,6 +680,69 @@ def iter_source(
         yield from _huggingface_docs(source, part, n_parts)
     else:
         raise ValueError(f"unknown corpus source kind {kind!r}; known: {', '.join(SOURCE_KINDS)}")
+
+
+@dataclass(frozen=True)
+class PartShare:
+    """What one shard job of a scan reads: ``bytes`` of corpus text, and
+    ``held``, the most bytes of its Parquet input held at once (a row group's
+    compressed column chunks and one decoded batch; 0 for files and JSONL,
+    read a document at a time)."""
+
+    bytes: int
+    held: int
+
+
+def part_shares(source: dict, n_parts: int) -> list[PartShare] | None:
+    """What each of the ``n_parts`` shard jobs of a ``files``, ``jsonl`` or
+    ``parquet`` source reads, by the sharding :func:`iter_source` uses: a
+    ``files`` job the sizes of its files (file *k* of the walk to job *k* mod
+    n), a ``parquet`` job the uncompressed bytes of the content column of its
+    row groups (row group *k* of the glob to job *k* mod n, from the footers; a
+    file that is not Parquet is skipped, as the scan skips it), a ``jsonl``
+    job an equal share of all the files' bytes (lines go round-robin; the
+    lines it steps over are not counted). None for the other kinds: a
+    pipeline artifact (``corpus``, ``training_mix``) is an input of the job,
+    sized as one, and a hub dataset's size is not known offline."""
+    follow_links = bool(source.get("follow_links", False))
+    shares = [[0, 0] for _ in range(n_parts)]
+    kind = source["kind"]
+    if kind == "files":
+        root = Path(source["root"])
+        real_root = os.path.realpath(root)
+        for k, (path, problem) in enumerate(_walk(root, PurePosixPath(source.get("glob", "**/*")).parts, follow_links)):
+            st = _file_problem(path, real_root, follow_links)[0] if problem is None else None
+            shares[k % n_parts][0] += st.st_size if st is not None else 0
+    elif kind == "jsonl":
+        files = _globbed(source["paths"], "JSONL", -1, n_parts, Counter(), follow_links)
+        total = sum(os.stat(real).st_size for _, real in files)
+        shares = [[-(-total // n_parts), 0] for _ in range(n_parts)]
+    elif kind == "parquet":
+        columns = [c for c in dict.fromkeys([source["content"], source.get("id"), source.get("location")]) if c]
+        unit = 0
+        for _, real in _globbed(source["paths"], "Parquet", -1, n_parts, Counter(), follow_links):
+            try:
+                meta = pq.ParquetFile(real).metadata
+            except (pa.ArrowException, OSError, UnicodeDecodeError):
+                continue  # the scan skips it (not_parquet)
+            index = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
+            for rg in range(meta.num_row_groups):
+                group = meta.row_group(rg)
+                chunks = [group.column(index[c]) for c in columns if c in index]
+                text = (
+                    group.column(index[source["content"]]).total_uncompressed_size
+                    if source["content"] in index
+                    else group.total_byte_size
+                )
+                read = sum(c.total_uncompressed_size for c in chunks)
+                batch = read * min(PARQUET_BATCH, group.num_rows) // max(group.num_rows, 1)
+                share = shares[unit % n_parts]
+                share[0] += text
+                share[1] = max(share[1], sum(c.total_compressed_size for c in chunks) + batch)
+                unit += 1
+    else:
+        return None
+    return [PartShare(size, held) for size, held in shares]
 
 
 def _huggingface_docs(source: dict, part: int, n_parts: int) -> Iterator[RawDocument]:
