@@ -181,7 +181,8 @@ def test_two_model_counterfactual_on_a_corpus_source(tmp_path, offline_hub):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from leaktrace.settings.counterfactual import CounterfactualModel, CounterfactualSettings
+    from leaktrace.settings.counterfactual import CounterfactualSettings
+    from leaktrace.settings.models import AdaptedModel
     from leaktrace.stages.counterfactual import counterfactual
 
     adapter = tmp_path / "adapter"
@@ -209,8 +210,8 @@ def test_two_model_counterfactual_on_a_corpus_source(tmp_path, offline_hub):
     generations, similarity = tmp_path / "generations.parquet", tmp_path / "similarity.parquet"
     counterfactual(
         functions,
-        CounterfactualModel.from_flag(json.dumps(target)),
-        CounterfactualModel.from_flag(json.dumps(reference)),
+        AdaptedModel.from_flag(json.dumps(target)),
+        AdaptedModel.from_flag(json.dumps(reference)),
         CounterfactualSettings(context_tokens=16, max_new_tokens=4, batch_size=1),
         generations,
         similarity,

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from leaktrace.cli import main
-from leaktrace.config_slice import read_slice, slice_from_config
-from leaktrace.settings.models import ModelSettings
+from leaktrace.config_slice import SliceError, read_slice, slice_from_config
+from leaktrace.settings.models import AdaptedModel, ModelSettings
 from leaktrace.settings.score import NoParams, RecallSettings, ScoreMethods
 from leaktrace.stage_entry import call
 
@@ -21,6 +21,22 @@ MODEL = {"path": "resources/models/leaktrace-tiny", "dtype": "float32", "device"
 def test_an_audited_models_entry_has_no_max_length_and_reads_as_null():
     assert read_slice(ModelSettings, MODEL, "model") == ModelSettings(**MODEL, max_length=None)
     assert read_slice(ModelSettings, {**MODEL, "max_length": 256}, "model").max_length == 256
+
+
+def test_a_model_flag_reads_a_bare_path_or_json_and_names_a_bad_key():
+    assert ModelSettings.from_flag("org/model") == ModelSettings("org/model", "float32", "cpu", None, None)
+    given = {**MODEL, "max_length": 256, "revision": "v1"}
+    assert ModelSettings.from_flag(json.dumps(given)) == ModelSettings(**given)
+    assert ModelSettings.from_flag(json.dumps(MODEL)) == ModelSettings(**MODEL)  # max_length, revision: null
+    with pytest.raises(SliceError, match=r"config model\.dtype: expected one of 'float32', 'bfloat16', 'float16'"):
+        ModelSettings.from_flag(json.dumps({**MODEL, "dtype": "fp8"}))
+    with pytest.raises(SliceError, match=r"config model\.dtype: missing"):  # JSON names its dtype and device
+        ModelSettings.from_flag(json.dumps({"path": "m", "device": "cpu"}))
+    with pytest.raises(ValueError, match="not valid JSON"):
+        ModelSettings.from_flag('{"path": "m",')
+    adapted = AdaptedModel.from_flag(json.dumps({**MODEL, "adapter": "a"}))
+    assert isinstance(adapted, ModelSettings) and adapted.adapter == "a"
+    assert AdaptedModel.from_flag(json.dumps(MODEL)).adapter is None
 
 
 def test_the_scores_slice_holds_the_configured_families_only_and_reads_them_typed():
@@ -35,6 +51,7 @@ def test_the_scores_slice_holds_the_configured_families_only_and_reads_them_type
     ("model", "batch", "message"),
     [
         ({"path": "p", "dtype": "float32"}, {"batch_size": 8, "token_budget": None}, "config model.device: missing"),
+        ({**MODEL, "dtype": "fp8"}, {"batch_size": 8, "token_budget": None}, "config model.dtype: expected one of"),
         (MODEL, {"batch_size": "8", "token_budget": None}, "config score.tokens.batch_size: expected an integer"),
     ],
 )

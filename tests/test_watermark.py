@@ -368,13 +368,15 @@ def test_the_watermark_report_names_a_mistyped_key_by_its_config_key(tmp_path, c
 
 def test_the_maintainer_commands_read_a_model_path_or_json_and_refuse_unknown_sandbox_limits(capsys):
     from leaktrace.cli import main
+    from leaktrace.settings.models import ModelSettings
     from leaktrace.settings.sandbox import SandboxOverrides
-    from leaktrace.settings.watermark import TestedModel
 
-    assert TestedModel.from_flag("resources/models/leaktrace-tiny") == TestedModel(
+    assert ModelSettings.from_flag("resources/models/leaktrace-tiny") == ModelSettings(
         "resources/models/leaktrace-tiny", "float32", "cpu", None, None
     )
-    assert TestedModel.from_flag('{"path": "m", "device": "cuda", "max_length": 256}').max_length == 256
+    assert ModelSettings.from_flag('{"path": "m", "dtype": "float32", "device": "cuda", "max_length": 256}') == (
+        ModelSettings("m", "float32", "cuda", max_length=256)
+    )
     assert SandboxOverrides.from_flag('{"timeout_s": 20}').given() == {"timeout_s": 20}
     with pytest.raises(SystemExit) as stopped:
         main(["publish", "in.jsonl", "out", "--forms", "3", "--sandbox", '{"timeout": 20}'])
@@ -382,4 +384,4 @@ def test_the_maintainer_commands_read_a_model_path_or_json_and_refuse_unknown_sa
     assert "unknown sandbox limits ['timeout']" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["watermark-test", "release", "--model", '{"dtype": "float32"}'])
-    assert "a model is a path or a JSON object with a path" in capsys.readouterr().err
+    assert "config model.path: missing" in capsys.readouterr().err

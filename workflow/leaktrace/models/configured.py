@@ -17,14 +17,18 @@ def model_settings(model: ModelSettings | Mapping) -> ModelSettings:
     if isinstance(model, ModelSettings):
         return model
     return ModelSettings(
-        path=model["path"], dtype=model["dtype"], device=model["device"], max_length=model.get("max_length")
+        path=model["path"],
+        dtype=model["dtype"],
+        device=model["device"],
+        max_length=model.get("max_length"),
+        revision=model.get("revision"),
     )
 
 
 def model_spec(model: ModelSettings | Mapping, adapter: str | None) -> ModelSpec:
-    """The library's spec of ``model`` (its revision: a mapping's ``revision``,
-    which no rule's ``--model`` carries: a hub model is fetched, then loaded from its copy)."""
-    revision = model.get("revision") if isinstance(model, Mapping) else None
+    """The library's spec of ``model`` (its revision: ``revision``, which no
+    rule's model carries: a hub model is fetched, then loaded from its copy)."""
+    revision = model.get("revision") if isinstance(model, Mapping) else model.revision
     model = model_settings(model)
     return ModelSpec(
         name_or_path=model.path, adapter=adapter, dtype=model.dtype, device=model.device, revision=revision
@@ -64,7 +68,7 @@ def generation_model(
     from leaktrace.models.generation import BackendGenerator
     from leaktrace.models.select import open_model
 
-    revision = model.get("revision") if isinstance(model, Mapping) else None
+    revision = model.get("revision") if isinstance(model, Mapping) else model.revision
     model = model_settings(model)
     needs = {Capability.GENERATE} | ({Capability.ADAPTERS} if adapter else set())
     role = {

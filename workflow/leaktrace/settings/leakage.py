@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from leaktrace.settings.models import Dtype
+
 
 @dataclass(frozen=True)
 class LshSlice:
@@ -46,7 +48,7 @@ class JudgeSlice:
     """``judge``: the optional LLM judge of Type-2/3 and flagged pairs."""
 
     model: str | None
-    dtype: Literal["float32", "bfloat16", "float16"]
+    dtype: Dtype
     device: str
     max_new_tokens: int
 
@@ -58,7 +60,7 @@ class RephraseSettings:
     enabled: bool
     embedder: Literal["tfidf", "hf"]
     model: str | None  # the hf embedder's model (hub id or path)
-    dtype: Literal["float32", "bfloat16", "float16"]
+    dtype: Dtype
     device: str
     batch_size: int  # texts per forward pass (hf)
     max_length: int | None  # tokens per text at most (hf; the model's context applies in any case)

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from leaktrace.config_slice import read_slice
-
-Dtype = Literal["float32", "bfloat16", "float16"]
+from leaktrace.settings.models import Dtype
 
 
 def json_object(text: str, what: str) -> dict:

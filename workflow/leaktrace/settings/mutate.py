@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from leaktrace.config_slice import config_key, read_slice, settings_of
-from leaktrace.settings.llm import json_object
+from leaktrace.config_slice import config_key, settings_of
 from leaktrace.settings.sandbox import SandboxSettings
 
 Kind = Literal["T1", "T2a", "T2b", "T3", "hybrid"]
@@ -49,26 +47,3 @@ class RecallParams:
 
     n_shots: int
     max_prefix_tokens: int | None
-
-
-@dataclass(frozen=True)
-class ScoredModel:
-    """The model a scoring rule loads for its ``{model}`` (path, dtype, device,
-    the context it scores at most, null: its trained one): ``--model``."""
-
-    path: str
-    dtype: Literal["float32", "bfloat16", "float16"]
-    device: str
-    max_length: int | None
-
-    metavar = "JSON"
-
-    @classmethod
-    def from_flag(cls, text: str) -> ScoredModel:
-        """The model as JSON: path, dtype, device and, where it has one, max_length."""
-        return read_slice(cls, cls.json_of(json_object(text, "scored model")), "scored model")
-
-    @classmethod
-    def json_of(cls, model: dict) -> dict:
-        """``model`` with every key, null where absent."""
-        return {f.name: model.get(f.name) for f in dataclasses.fields(cls)}

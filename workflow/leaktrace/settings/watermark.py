@@ -4,7 +4,6 @@ the typed values of the maintainer commands' JSON flags."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -20,36 +19,6 @@ class WatermarkReportSettings:
 
     forms: int
     transforms: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class TestedModel:
-    """The model ``watermark-test`` scores the forms under: a local directory
-    or hub id, its dtype and device, and the cap on tokens per sequence
-    (null: the model's trained context)."""
-
-    __test__ = False  # not a pytest class
-
-    path: str
-    dtype: str
-    device: str
-    max_length: int | None
-    revision: str | None
-
-    metavar = "MODEL"
-
-    @classmethod
-    def from_flag(cls, text: str) -> TestedModel:
-        """A path or hub id (float32 on the CPU), or JSON ``{path, dtype, device, max_length}``
-        (the rule's base_model slice); what it leaves out takes those defaults."""
-        try:
-            spec = json.loads(text) if text.lstrip().startswith("{") else {"path": text}
-        except json.JSONDecodeError as err:
-            raise ValueError(f"not valid JSON: {err}") from None
-        if not isinstance(spec, dict) or "path" not in spec:
-            raise ValueError(f"a model is a path or a JSON object with a path, got {text!r}")
-        defaults = {"dtype": "float32", "device": "cpu", "max_length": None, "revision": None}
-        return read_slice(cls, {**defaults, **spec}, "--model")
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,10 @@ import pyarrow as pa
 
 from leaktrace.artifacts import read_records, write_table
 from leaktrace.models.configured import generation_model
-from leaktrace.settings.counterfactual import CounterfactualModel, CounterfactualSettings
+from leaktrace.settings.counterfactual import CounterfactualSettings
 from leaktrace.settings.llm import LlmRole
+from leaktrace.settings.models import AdaptedModel
+from leaktrace.settings.score import TokenBatch
 from leaktrace.similarity.function_parse import function_end_reached, parse_generated_function
 from leaktrace.similarity.generations import GENERATIONS_SCHEMA, prompt_ids
 from leaktrace.similarity.text import TEXT_METRICS
@@ -46,16 +48,16 @@ def _stop_at_function_end(signature: str, generated: str) -> bool:
 
 def _generate(
     rows: list[dict],
-    model: CounterfactualModel,
+    model: AdaptedModel,
     settings: CounterfactualSettings,
     role: str,
     generator: LlmRole | None,
     cache_dir: Path | None,
 ) -> list[dict]:
     lm = generation_model(
-        model.spec(),
+        model,
         model.adapter,
-        {"batch_size": settings.batch_size},
+        TokenBatch(batch_size=settings.batch_size, token_budget=None),
         None if generator is None else generator.as_config(),
         cache_dir,
         f"counterfactual generation ({role})",
@@ -96,8 +98,8 @@ def _generate(
 
 def counterfactual(
     functions: Path,
-    target: CounterfactualModel,
-    reference: CounterfactualModel,
+    target: AdaptedModel,
+    reference: AdaptedModel,
     settings: CounterfactualSettings,
     generations: Path,
     similarity: Path,

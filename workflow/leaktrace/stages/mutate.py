@@ -47,7 +47,8 @@ from leaktrace.mutate.renaming import NAME_KINDS, NAME_SOURCES
 from leaktrace.report.mutation_plots import setting_heatmaps, t2_drop_plot
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import rng_for
-from leaktrace.settings.mutate import MutationsSettings, MutationStudySettings, RecallParams, ScoredModel
+from leaktrace.settings.models import ModelSettings
+from leaktrace.settings.mutate import MutationsSettings, MutationStudySettings, RecallParams
 from leaktrace.settings.score import TokenBatch
 from leaktrace.variants.lexicon import IdentifierLexicon
 from leaktrace.variants.naming import NameProposer
@@ -395,7 +396,7 @@ def score_mutations(
     variants: Path,
     samples: Path,
     corpus: tuple[Path, ...],
-    model: ScoredModel,
+    model: ModelSettings,
     batch: TokenBatch,
     seed: int,
     output: Path,
@@ -410,11 +411,7 @@ def score_mutations(
     and every original after an out-of-distribution one of as many shots."""
     from leaktrace.models.configured import language_model  # imports torch: only where a model runs
 
-    lm = language_model(
-        dataclasses.asdict(model),
-        None if adapter is None else str(adapter),
-        {"batch_size": batch.batch_size, "token_budget": batch.token_budget},
-    )
+    lm = language_model(model, None if adapter is None else str(adapter), batch)
     everything = scored_mutations(mutations, neighbours=neighbors)
     keys = [(r["sample_id"], r["neighbor"], r["mutation"]) for r in everything]
     stats = lm.score([r["text"] for r in everything])

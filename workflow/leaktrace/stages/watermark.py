@@ -19,7 +19,6 @@ import random
 import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -32,8 +31,10 @@ from leaktrace.errors import InputError
 from leaktrace.models.token_table import read_token_stats, write_token_stats
 from leaktrace.sandbox import SandboxLimits, SandboxUnavailable, isolation_level
 from leaktrace.seeding import derive_seed
+from leaktrace.settings.models import ModelSettings
 from leaktrace.settings.sandbox import SandboxOverrides
-from leaktrace.settings.watermark import FieldOverrides, TestedModel, WatermarkReportSettings
+from leaktrace.settings.score import TokenBatch
+from leaktrace.settings.watermark import FieldOverrides, WatermarkReportSettings
 from leaktrace.variants.lexicon import IdentifierLexicon
 from leaktrace.variants.naming import NameProposer
 from leaktrace.variants.synonyms import WordAlternatives
@@ -240,7 +241,9 @@ def publish_benchmark(
 def test_release(
     out_dir: Annotated[Path, "the release directory publish wrote"],
     /,
-    model: Annotated[TestedModel, "a path or hub id, or JSON {path, dtype, device, max_length}"],
+    model: Annotated[
+        ModelSettings, "a path or hub id (float32 on the CPU), or JSON {path, dtype, device, max_length, revision}"
+    ],
     adapter: Annotated[Path | None, "a PEFT adapter directory"] = None,
     name: Annotated[str | None, "the model's name in the results; default its path"] = None,
     published: Annotated[Path | None, "the published file; default OUT_DIR/published.jsonl"] = None,
@@ -262,9 +265,7 @@ def test_release(
     keys = [(pid, row["form"], "text") for pid, own in forms.items() if len(own) >= 2 for row in own]
     texts = [forms[pid][form]["text"] for pid, form, _ in keys]
     lm = language_model(
-        asdict(model),
-        None if adapter is None else str(adapter),
-        {"batch_size": batch_size, "token_budget": token_budget},
+        model, None if adapter is None else str(adapter), TokenBatch(batch_size=batch_size, token_budget=token_budget)
     )
     stats = lm.score(texts, moments=[False] * len(texts))
     output_dir.mkdir(parents=True, exist_ok=True)
