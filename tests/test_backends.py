@@ -467,19 +467,21 @@ def test_the_schema_takes_a_model_spec_per_role_and_never_a_key():
 def test_generating_stages_run_through_the_generator_role_and_match_transformers(lm, served, tmp_path):
     from leaktrace.detect.srdetection_blackbox import continuation_overlaps
     from leaktrace.models.configured import generation_model
+    from leaktrace.settings.models import ModelSettings
+    from leaktrace.settings.score import TokenBatch
 
-    base = {"path": TINY, "dtype": "float32", "device": "cpu", "max_length": 256}
-    assert isinstance(generation_model(base, None, {"batch_size": 4}, None, None, "t"), HFLanguageModel)  # the default
+    base, batch = ModelSettings(TINY, "float32", "cpu", max_length=256), TokenBatch(batch_size=4, token_budget=None)
+    assert isinstance(generation_model(base, None, batch, None, None, "t"), HFLanguageModel)  # the default
     role = {"backend": "openai", "model": "tiny", "openai": {"base_url": served.url}}
     texts = [("a", 0, "def add(a, b):\n    return a + b\n"), ("b", 0, "def is_even(n):\n    return n % 2 == 0\n")]
     direct = continuation_overlaps(lm, texts, prefix_fraction=0.5, ngram=2, max_new_tokens=6)
-    remote = generation_model(base, None, {"batch_size": 4}, role, tmp_path, "black-box")
+    remote = generation_model(base, None, batch, role, tmp_path, "black-box")
     assert continuation_overlaps(remote, texts, prefix_fraction=0.5, ngram=2, max_new_tokens=6) == direct
-    again = generation_model(base, None, {"batch_size": 4}, role, tmp_path, "black-box")
+    again = generation_model(base, None, batch, role, tmp_path, "black-box")
     assert continuation_overlaps(again, texts, prefix_fraction=0.5, ngram=2, max_new_tokens=6) == direct
     assert again.model.counts == {"cached": 2}
     with pytest.raises(BackendError, match="adapters"):  # a served model has no adapter to put on
-        generation_model(base, "some/adapter", {"batch_size": 4}, role, tmp_path, "counterfactual (target)")
+        generation_model(base, "some/adapter", batch, role, tmp_path, "counterfactual (target)")
     assert remote._cut("abcdef", lambda text: "c" in text) == lm.decode(
         lm.encode("abcdef")[: next(k for k in range(1, 7) if "c" in lm.decode(lm.encode("abcdef")[:k]))]
     )

@@ -67,6 +67,8 @@ from scipy import sparse
 
 from leaktrace.leakage.lexer import keywords_for, lex
 from leaktrace.settings.leakage import RephraseSettings
+from leaktrace.settings.models import ModelSettings
+from leaktrace.settings.score import TokenBatch
 
 EMBEDDERS = ("tfidf", "hf")
 DECIMALS = 6  # similarities are compared rounded, so ties do not hang on float summation order
@@ -233,10 +235,10 @@ class HFEmbedder:
     def __init__(self, settings: RephraseSettings):
         from leaktrace.models.configured import language_model  # imports torch: only where a model runs
 
-        model = {"path": settings.model, "dtype": settings.dtype, "device": settings.device}
-        self.lm = language_model(
-            {**model, "max_length": settings.max_length}, None, {"batch_size": settings.batch_size}
+        model = ModelSettings(
+            path=settings.model, dtype=settings.dtype, device=settings.device, max_length=settings.max_length
         )
+        self.lm = language_model(model, None, TokenBatch(batch_size=settings.batch_size, token_budget=None))
         self.lm.progress = False
         self.batch_size = settings.batch_size
 

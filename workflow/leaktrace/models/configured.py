@@ -1,10 +1,10 @@
-"""The model a stage runs, from its config entry (``base_model``, an audited
-model, a role of ``llm``): one place that turns a config dict and an optional
-adapter into a loaded model, so every stage opens models the same way."""
+"""The model a stage runs (``base_model``, an audited model, a role of
+``llm``): one place that turns a :class:`~leaktrace.settings.models.ModelSettings`
+and an optional adapter into a loaded model, so every stage opens models the
+same way."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 
 from leaktrace.models.backend import ModelSpec
@@ -12,48 +12,32 @@ from leaktrace.settings.models import ModelSettings
 from leaktrace.settings.score import TokenBatch
 
 
-def model_settings(model: ModelSettings | Mapping) -> ModelSettings:
-    """``model`` as a :class:`ModelSettings` (a stage not yet typed passes its JSON as a dict)."""
-    if isinstance(model, ModelSettings):
-        return model
-    return ModelSettings(
-        path=model["path"],
-        dtype=model["dtype"],
-        device=model["device"],
-        max_length=model.get("max_length"),
-        revision=model.get("revision"),
-    )
-
-
-def model_spec(model: ModelSettings | Mapping, adapter: str | None) -> ModelSpec:
-    """The library's spec of ``model`` (its revision: ``revision``, which no
-    rule's model carries: a hub model is fetched, then loaded from its copy)."""
-    revision = model.get("revision") if isinstance(model, Mapping) else model.revision
-    model = model_settings(model)
+def model_spec(model: ModelSettings, adapter: str | None) -> ModelSpec:
+    """The library's spec of ``model`` with ``adapter`` put on it (its revision:
+    ``model.revision``, which no rule's model carries: a hub model is fetched,
+    then loaded from its copy)."""
     return ModelSpec(
-        name_or_path=model.path, adapter=adapter, dtype=model.dtype, device=model.device, revision=revision
+        name_or_path=model.path, adapter=adapter, dtype=model.dtype, device=model.device, revision=model.revision
     )
 
 
-def language_model(model: ModelSettings | Mapping, adapter: str | None, batch: TokenBatch | Mapping):
+def language_model(model: ModelSettings, adapter: str | None, batch: TokenBatch):
     """The model, scoring at most its trained context capped by ``model.max_length``
     (the limit training used too)."""
     from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
 
-    if not isinstance(batch, TokenBatch):
-        batch = TokenBatch(batch_size=batch["batch_size"], token_budget=batch.get("token_budget"))
     return HFLanguageModel(
         model_spec(model, adapter),
         batch_size=batch.batch_size,
         token_budget=batch.token_budget,
-        max_length=model_settings(model).max_length,
+        max_length=model.max_length,
     )
 
 
 def generation_model(
-    model: ModelSettings | Mapping,
+    model: ModelSettings,
     adapter: str | None,
-    batch: TokenBatch | Mapping,
+    batch: TokenBatch,
     generator: dict | None,
     cache_dir: Path | None,
     purpose: str,
@@ -68,8 +52,6 @@ def generation_model(
     from leaktrace.models.generation import BackendGenerator
     from leaktrace.models.select import open_model
 
-    revision = model.get("revision") if isinstance(model, Mapping) else model.revision
-    model = model_settings(model)
     needs = {Capability.GENERATE} | ({Capability.ADAPTERS} if adapter else set())
     role = {
         "dtype": model.dtype,
@@ -79,8 +61,8 @@ def generation_model(
         "model": generator.get("model") or model.path,
         "adapter": adapter,
     }
-    if not generator.get("model") and revision:
-        role["revision"] = revision
+    if not generator.get("model") and model.revision:
+        role["revision"] = model.revision
     if role["backend"] == "vllm":  # the target's adapter and the reference share one engine
         role["vllm"] = {"enable_lora": True, **role.get("vllm", {})}
     return BackendGenerator(open_model(role, needs, purpose, cache_dir), model_spec(model, None), model.max_length)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import tempfile
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -71,7 +70,7 @@ def select_learning_rate(
     from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
 
     selection = s.learning_rate_selection
-    spec = model_spec(asdict(model), None)
+    spec = model_spec(model, None)
     tokenizer = load_tokenizer(spec)
     held_out = held_out_text(
         mix,
@@ -96,7 +95,7 @@ def select_learning_rate(
         with tempfile.TemporaryDirectory(prefix="leaktrace-lr-") as tmp:
             train_lora(spec, texts, lora, lambda epoch: Path(tmp) / f"epoch-{epoch}", epochs.append)
             lm = HFLanguageModel(
-                model_spec(asdict(model), str(Path(tmp) / f"epoch-{last}")),
+                model_spec(model, str(Path(tmp) / f"epoch-{last}")),
                 batch_size=s.batch_size,
                 max_length=model.max_length,
                 progress=False,

@@ -5,7 +5,6 @@ adapter per requested epoch."""
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict
 from pathlib import Path
 from typing import Literal
 
@@ -58,7 +57,7 @@ def make_mix(
     require_runnable(rows, str(benchmark), "training-mix")
     codes = [(r["sample_id"], r["code"]) for r in rows]
     docs = [(r["doc_id"], r["text"]) for part in text for r in read_records(part, ["doc_id", "text"])]
-    spec = model_spec(asdict(model), None)
+    spec = model_spec(model, None)
     tokenizer = load_tokenizer(spec)
     context = context_limit(load_model_config(spec), model.max_length)
     items = build_mix(
@@ -94,7 +93,7 @@ def make_sham_mix(mix: Path, code: tuple[Path, ...], model: ModelSettings, seed:
     by length-matched functions of the code corpus (its shards ``code``; train/sham.py)."""
     items = [MixItem(**r) for r in read_records(mix)]
     docs = [(r["doc_id"], r["text"]) for part in code for r in read_records(part, ["doc_id", "text"])]
-    tokenizer = load_tokenizer(model_spec(asdict(model), None))
+    tokenizer = load_tokenizer(model_spec(model, None))
     sham = sham_mix(
         items, docs, lambda t: len(tokenizer(t, add_special_tokens=False)["input_ids"]), rng_for(seed, "sham-mix")
     )
@@ -130,7 +129,7 @@ def train_adapters(
     by_epoch = dict(zip(epochs, adapters, strict=True))
     rows: list[dict] = []
     train_lora(
-        model_spec(asdict(model), None),
+        model_spec(model, None),
         [r["text"] for r in read_records(mix, ["text"])],
         lora,
         by_epoch.__getitem__,

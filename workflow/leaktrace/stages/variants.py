@@ -220,7 +220,7 @@ def select_natural_variants(
 
     rows = read_records(pool)
     scored = [r for r in rows if r["kind"] == "original" or r["valid"] and r["kind"] in SELECTED_KINDS]
-    lm = language_model(asdict(model), None, asdict(settings.tokens))
+    lm = language_model(model, None, settings.tokens)
     stats = lm.score([r["text"] for r in scored], moments=[False] * len(scored))
     losses = {
         (r["sample_id"], r["variant_id"]): -float(np.mean(s.logprobs, dtype=np.float64))
