@@ -3,6 +3,7 @@ temporary directory, so model code is tested on real local files and never
 reaches a hub."""
 
 import os
+import random
 import subprocess
 import sys
 
@@ -23,6 +24,24 @@ from leaktrace.seeding import seed_everything
 # that takes 0.2 ms), and no example database written into the checkout.
 settings.register_profile("leaktrace", deadline=None, database=None)
 settings.load_profile("leaktrace")
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--shuffle",
+        type=int,
+        default=None,
+        metavar="SEED",
+        help="run the tests in an order shuffled by SEED: no test may depend on another having run first",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    """With ``--shuffle SEED`` the collected tests in a seeded random order (the same on every
+    pytest-xdist worker, which must collect the same list)."""
+    seed = config.getoption("--shuffle")
+    if seed is not None:
+        random.Random(seed).shuffle(items)
 
 
 @pytest.fixture
