@@ -467,12 +467,13 @@ def test_the_schema_takes_a_model_spec_per_role_and_never_a_key():
 def test_generating_stages_run_through_the_generator_role_and_match_transformers(lm, served, tmp_path):
     from leaktrace.detect.srdetection_blackbox import continuation_overlaps
     from leaktrace.models.configured import generation_model
+    from leaktrace.settings.llm import LlmRole
     from leaktrace.settings.models import ModelSettings
     from leaktrace.settings.score import TokenBatch
 
     base, batch = ModelSettings(TINY, "float32", "cpu", max_length=256), TokenBatch(batch_size=4, token_budget=None)
     assert isinstance(generation_model(base, None, batch, None, None, "t"), HFLanguageModel)  # the default
-    role = {"backend": "openai", "model": "tiny", "openai": {"base_url": served.url}}
+    role = LlmRole.from_flag(json.dumps({"backend": "openai", "model": "tiny", "openai": {"base_url": served.url}}))
     texts = [("a", 0, "def add(a, b):\n    return a + b\n"), ("b", 0, "def is_even(n):\n    return n % 2 == 0\n")]
     direct = continuation_overlaps(lm, texts, prefix_fraction=0.5, ngram=2, max_new_tokens=6)
     remote = generation_model(base, None, batch, role, tmp_path, "black-box")

@@ -8,20 +8,25 @@ from __future__ import annotations
 from pathlib import Path
 
 from leaktrace.models.backend import ModelSpec
+from leaktrace.settings.llm import LlmRole
 from leaktrace.settings.models import ModelSettings
 from leaktrace.settings.score import TokenBatch
 
 
-def model_spec(model: ModelSettings, adapter: str | None) -> ModelSpec:
-    """The library's spec of ``model`` with ``adapter`` put on it (its revision:
+def model_spec(model: ModelSettings, adapter: str | Path | None) -> ModelSpec:
+    """The library's spec of ``model`` with ``adapter`` (a PEFT directory) put on it (its revision:
     ``model.revision``, which no rule's model carries: a hub model is fetched,
     then loaded from its copy)."""
     return ModelSpec(
-        name_or_path=model.path, adapter=adapter, dtype=model.dtype, device=model.device, revision=model.revision
+        name_or_path=model.path,
+        adapter=str(adapter) if adapter else None,
+        dtype=model.dtype,
+        device=model.device,
+        revision=model.revision,
     )
 
 
-def language_model(model: ModelSettings, adapter: str | None, batch: TokenBatch):
+def language_model(model: ModelSettings, adapter: str | Path | None, batch: TokenBatch):
     """The model, scoring at most its trained context capped by ``model.max_length``
     (the limit training used too)."""
     from leaktrace.models.hf import HFLanguageModel  # imports torch: only where a model runs
@@ -36,9 +41,9 @@ def language_model(model: ModelSettings, adapter: str | None, batch: TokenBatch)
 
 def generation_model(
     model: ModelSettings,
-    adapter: str | None,
+    adapter: str | Path | None,
     batch: TokenBatch,
-    generator: dict | None,
+    generator: LlmRole | None,
     cache_dir: Path | None,
     purpose: str,
 ):
@@ -52,6 +57,8 @@ def generation_model(
     from leaktrace.models.generation import BackendGenerator
     from leaktrace.models.select import open_model
 
+    adapter = str(adapter) if adapter else None
+    generator = generator.as_config()
     needs = {Capability.GENERATE} | ({Capability.ADAPTERS} if adapter else set())
     role = {
         "dtype": model.dtype,

@@ -58,7 +58,7 @@ def _generate(
         model,
         model.adapter,
         TokenBatch(batch_size=settings.batch_size, token_budget=None),
-        None if generator is None else generator.as_config(),
+        generator,
         cache_dir,
         f"counterfactual generation ({role})",
     )

@@ -138,7 +138,7 @@ def dpdllm_generations(
     """DPDLLM's sampled continuation of the first ``prefix_fraction`` of every
     original under the target, as long as its true suffix (at most
     ``max_new_tokens``)."""
-    lm = language_model(model, str(adapter) if adapter else None, batch)
+    lm = language_model(model, adapter, batch)
     originals = _originals(variants)
     prefixes, budgets = [], []
     for _, text in originals:
@@ -174,7 +174,7 @@ def dpdllm_features(
     """DPDLLM's features of every non-empty continuation under the reference
     model (``model`` with ``reference_adapter``), after the prefix it continued;
     empty continuations have none."""
-    lm = language_model(model, str(reference_adapter), batch)
+    lm = language_model(model, reference_adapter, batch)
     rows, empty = [], []
     for g in read_records(generations):
         if not g["generated_ids"]:

@@ -156,10 +156,6 @@ def _sharded_row(groups: list[list], shards: list[list[int]], lm, settings: Exch
     return row | {"mean_difference": result.mean_difference, "p_value": result.p_value}
 
 
-def _adapter(adapter: Path | None) -> str | None:
-    return str(adapter) if adapter else None
-
-
 def exchangeability(
     benchmark: Path,
     samples: Path,
@@ -176,7 +172,7 @@ def exchangeability(
     the benchmark's order are packed into shards, each scored against its
     seeded permutations under ``model`` (and its ``adapter``); one row."""
     examples = canonical_examples(benchmark, samples, settings.samples)
-    lm = language_model(model, _adapter(adapter), batch)
+    lm = language_model(model, adapter, batch)
     (row,) = order_tests(lm, examples, [list(range(len(examples)))], settings, seed, [("exchangeability",)])
     write_table([row], EXCHANGEABILITY_SCHEMA, output)
 
@@ -198,7 +194,7 @@ def exchangeability_calibration(
     taken as the canonical one. Its false-positive rate, beside the real
     order's p-value, says whether a low p-value is the order or the test."""
     examples = canonical_examples(benchmark, samples, settings.samples)
-    lm = language_model(model, _adapter(adapter), batch)
+    lm = language_model(model, adapter, batch)
     keys = [("exchangeability-calibration", c) for c in range(settings.calibration_seeds)]
     orderings = [np.random.default_rng(derive_seed(seed, *key)).permutation(len(examples)).tolist() for key in keys]
     rows = order_tests(lm, examples, orderings, settings, seed, keys)
@@ -230,7 +226,7 @@ def audit_exchangeability(
     (contamination.exchangeability.shard_ranks). The permutations are seeded
     by the benchmark alone: every model ranks the same orders."""
     examples = [document(row) for row in read_records(benchmark)]
-    lm = language_model(model, _adapter(adapter), batch)
+    lm = language_model(model, adapter, batch)
     lengths = [len(lm.encode(text + SEPARATOR)) for text in examples]
     key = ("audit-exchangeability", benchmark_name)
     plan = shard_orders(lengths, shard_budget(lm.max_length), settings, seed, *key, draw=distinct_permutations)

@@ -140,9 +140,9 @@ def generate_and_run(
         )
     lm = generation_model(
         model,
-        str(adapter) if adapter else None,
+        adapter,
         batch,
-        None if generator is None else generator.as_config(),
+        generator,
         cache_dir,
         "LessLeak RQ3 generation",
     )

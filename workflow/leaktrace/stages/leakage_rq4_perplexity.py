@@ -50,7 +50,7 @@ def perplexities(
     texts = [t for t in texts if t[2].strip()]
     if len({sid for _, sid, _ in texts}) != len(texts):
         raise ValueError("rq4 perplexity: a sample id appears in more than one benchmark table")
-    lm = language_model(model, str(adapter) if adapter else None, batch)
+    lm = language_model(model, adapter, batch)
     stats = lm.score([text for _, _, text in texts], moments=[False] * len(texts))
     rows = []
     for (benchmark, sid, text), st in zip(texts, stats, strict=True):

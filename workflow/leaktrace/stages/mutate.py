@@ -411,7 +411,7 @@ def score_mutations(
     and every original after an out-of-distribution one of as many shots."""
     from leaktrace.models.configured import language_model  # imports torch: only where a model runs
 
-    lm = language_model(model, None if adapter is None else str(adapter), batch)
+    lm = language_model(model, adapter, batch)
     everything = scored_mutations(mutations, neighbours=neighbors)
     keys = [(r["sample_id"], r["neighbor"], r["mutation"]) for r in everything]
     stats = lm.score([r["text"] for r in everything])

@@ -68,16 +68,12 @@ def score_tokens(
     jobs = [(v["sample_id"], v["variant_id"], "text", v["text"]) for v in texts]
     if not originals_only:
         jobs += [(v["sample_id"], 0, "lowercase", v["text"].lower()) for v in texts if v["variant_id"] == 0]
-    lm = language_model(model, _adapter(adapter), settings)
+    lm = language_model(model, adapter, settings)
     # Min-K%++ reads mu and sigma of the originals only: the variants and
     # lowercased texts need their log-probabilities alone.
     stats = lm.score([text for *_, text in jobs], moments=[vid == 0 and view == "text" for _, vid, view, _ in jobs])
     write_token_stats([(sid, vid, view) for sid, vid, view, _ in jobs], stats, output)
     log.info("scored %d texts (%d truncated) under %s", len(jobs), sum(s.truncated for s in stats), lm.name)
-
-
-def _adapter(adapter: Path | None) -> str | None:
-    return str(adapter) if adapter else None
 
 
 def score_prefixed(
@@ -99,7 +95,7 @@ def score_prefixed(
     held_out = [r["sample_id"] for r in read_records(samples, ["sample_id", "fold"]) if r["fold"] == RECALL_PREFIX]
     originals = {v["sample_id"]: v["text"] for v in valid_texts(variants) if v["variant_id"] == 0}
     chosen = select_prefix_samples(held_out, settings.n_shots, seed)
-    lm = language_model(model, _adapter(adapter), batch)
+    lm = language_model(model, adapter, batch)
     targets = sorted(originals)
     stats = lm.score_conditioned(
         prefix_shots([originals[sid] for sid in chosen]),
@@ -155,9 +151,9 @@ def blackbox_generations(
     texts = [(v["sample_id"], v["variant_id"], v["text"]) for v in valid_texts(variants) if v["variant_id"] <= n_max]
     lm = generation_model(
         model,
-        str(adapter) if adapter else None,
+        adapter,
         batch,
-        None if generator is None else generator.as_config(),
+        generator,
         cache_dir,
         "SrDetection black-box generation",
     )

@@ -264,9 +264,7 @@ def test_release(
     forms, chosen = checked_release(out_dir, published=published, commitment=commitment, seed_file=seed_file)
     keys = [(pid, row["form"], "text") for pid, own in forms.items() if len(own) >= 2 for row in own]
     texts = [forms[pid][form]["text"] for pid, form, _ in keys]
-    lm = language_model(
-        model, None if adapter is None else str(adapter), TokenBatch(batch_size=batch_size, token_budget=token_budget)
-    )
+    lm = language_model(model, adapter, TokenBatch(batch_size=batch_size, token_budget=token_budget))
     stats = lm.score(texts, moments=[False] * len(texts))
     output_dir.mkdir(parents=True, exist_ok=True)
     write_token_stats(keys, stats, output_dir / "tokens.parquet")
