@@ -17,6 +17,7 @@ schema rejects unknown keys before any rule runs)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import types
 import typing
 from collections.abc import Mapping
@@ -28,6 +29,17 @@ T = TypeVar("T")
 
 class SliceError(ValueError):
     """A config slice that lacks a key its stage reads, or holds a value of the wrong type."""
+
+
+def json_object(text: str, what: str) -> dict:
+    """A flag's JSON object, or a ValueError naming ``what``."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"not valid JSON: {err}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} is a JSON object, got {text!r}")
+    return value
 
 
 def config_key(dotted: str, default: Any = dataclasses.MISSING) -> Any:

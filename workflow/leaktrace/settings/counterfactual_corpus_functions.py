@@ -6,8 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
-from leaktrace.config_slice import read_slice
-from leaktrace.settings.llm import json_object
+from leaktrace.config_slice import json_object, read_slice
 
 
 @dataclass(frozen=True)

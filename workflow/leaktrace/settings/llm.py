@@ -10,23 +10,11 @@ the config wrote it."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from leaktrace.config_slice import read_slice
+from leaktrace.config_slice import json_object, read_slice
 from leaktrace.settings.models import Dtype
-
-
-def json_object(text: str, what: str) -> dict:
-    """A flag's JSON object, or a ValueError naming ``what``."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"not valid JSON: {err}") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"{what} is a JSON object, got {text!r}")
-    return value
 
 
 @dataclass(frozen=True)

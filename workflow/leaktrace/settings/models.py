@@ -10,11 +10,10 @@ the entry reads it (:meth:`ModelSettings.from_flag`).
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from typing import Literal, Self
 
-from leaktrace.config_slice import SliceError, read_slice
+from leaktrace.config_slice import SliceError, json_object, read_slice
 
 Dtype = Literal["float32", "bfloat16", "float16"]
 
@@ -48,10 +47,7 @@ class ModelSettings:
             if not text.strip():
                 raise ValueError("a model is a path, a hub id or a JSON object; got an empty string")
             return cls(path=text, dtype="float32", device="cpu")
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"not valid JSON: {err}") from None
+        value = json_object(text, "a model")
         required = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING]
         missing = [name for name in required if name not in value]
         if missing:

@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from leaktrace.config_slice import SliceError, read_slice, settings_of
+from leaktrace.config_slice import SliceError, json_object, read_slice, settings_of
 from leaktrace.settings.ingest import CorpusEntry
-from leaktrace.settings.llm import json_object
 
 
 @settings_of("pretrain", block="base_model.pretrain.settings")

@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from leaktrace.config_slice import read_slice, settings_of
-from leaktrace.settings.llm import json_object
+from leaktrace.config_slice import json_object, read_slice, settings_of
 
 
 @settings_of("watermark-report", block="watermark")
